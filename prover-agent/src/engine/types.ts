@@ -1,0 +1,134 @@
+// The engine interface: what the agent's job runner asks of a zkVM backend.
+//
+// An engine works on files in the job's work directory and reports progress and
+// metrics through the context. The runner runs every engine operation in a child
+// process of its own process group (see ../runner), so an engine may block, spawn
+// tools or crash without taking the agent down; cancellation arrives as
+// `ctx.signal` (and, past the grace period, as SIGKILL to the whole group).
+
+/** The proof kinds the service issues. `app` is the inner (application) proof. */
+export type ProofKind = 'app' | 'stark' | 'evm';
+
+/** Proof job phases an engine may announce while proving (interface section 3). */
+export type ProvePhase = 'Executing' | 'Executed' | 'AppProving' | 'AppProvingDone' | 'PostProcessing';
+
+/** What the service knows about the config a job runs under. */
+export interface EngineConfig {
+  id: string; // cfg_{ulid}
+  engine: string; // 'dev' | 'openvm'
+  openvm_version: string;
+  stark_backend_version: string;
+  app_vm_commit: string; // 0x-prefixed 32-byte hex
+  deferral_enabled: boolean;
+  /** Size of the public-values space in bytes (8 x a power of two); default 32. */
+  public_values_bytes: number;
+  /** Dev engine only: the deployment's secret that dev proofs are MACed under. */
+  dev_proof_secret?: string;
+}
+
+/** Metrics an engine reports; every field optional, the runner forwards what it gets. */
+export interface EngineMetrics {
+  num_instructions?: number;
+  cells_used?: number;
+  num_segments?: number;
+  total_cycle?: number;
+  total_tick?: number;
+}
+
+export interface EngineContext {
+  /** The job's private work directory (exists, empty at start apart from inputs). */
+  workDir: string;
+  config: EngineConfig;
+  /** Aborted when the job is canceled or the agent shuts down. */
+  signal: AbortSignal;
+  /** GPU device ordinals assigned to this run (empty for engines that use none). */
+  gpus: number[];
+  /** Appends one line of text to the job's logs (no trailing newline needed). */
+  log(line: string): void;
+  /** Announces a phase change and/or metrics seen so far. */
+  progress(update: { phase?: ProvePhase; metrics?: EngineMetrics }): void;
+}
+
+export interface ProgramFiles {
+  /** The guest ELF (32-bit RISC-V). */
+  elfPath: string;
+  /** The transpiled VMEXE (opaque to the service). */
+  vmexePath: string;
+}
+
+export interface CommitResult {
+  /** 0x-prefixed 32-byte hex. */
+  app_exe_commit: string;
+  /** 0x-prefixed 32-byte hex. */
+  app_vm_commit: string;
+  /** Verification baseline JSON in the zkVM's shape (client-conventions.md). */
+  baseline: Record<string, unknown>;
+}
+
+export interface ExecuteRequest extends ProgramFiles {
+  /** A JSON file `{"input": ["0x01..", "0x02.."]}` (the zkVM tool's format). */
+  inputPath: string;
+  /** Execution mode as given by the caller (`pure` by default). */
+  mode: string;
+}
+
+export interface ExecuteResult extends EngineMetrics {
+  exit_code: number;
+  /** Hex (0x-prefixed) of the final public-values space. */
+  public_values: string;
+  /** Everything the guest printed. */
+  stdout: string;
+  /** Null on success; otherwise a human-readable reason (guest panic text when there is one). */
+  error: string | null;
+}
+
+export interface ProveRequest extends ProgramFiles {
+  kind: ProofKind;
+  inputPath: string;
+  /** Deferred child STARK proof files, in packing order (may be empty). */
+  childProofPaths: string[];
+  /** Where to write the proof JSON. */
+  outputPath: string;
+  /** The program's commit as recorded at registration (0x hex). */
+  app_exe_commit: string;
+  /** The program's verification baseline JSON file, as produced by commit(). */
+  baselinePath: string;
+}
+
+export interface ProveResult extends EngineMetrics {
+  /** Hex (0x-prefixed) of the public values the proof commits to. */
+  public_values: string;
+}
+
+export interface VerifyRequest {
+  /** The STARK proof JSON to check. */
+  proofPath: string;
+  /** The program's verification baseline JSON file. */
+  baselinePath: string;
+  app_exe_commit: string;
+}
+
+export interface VerifyResult {
+  verified: boolean;
+  /** Why verification failed; null when verified. */
+  reason: string | null;
+}
+
+/**
+ * A failure the engine wants shown to the caller as the job's `error_message`
+ * (bad input, guest panic, child proof mismatch). Anything else thrown is treated
+ * as an infrastructure error and may be retried elsewhere.
+ */
+export class JobError extends Error {
+  override name = 'JobError';
+}
+
+export interface Engine {
+  readonly name: string;
+  /** Whether the engine needs GPUs; an agent serving only GPU-less engines takes any num_gpus. */
+  readonly usesGpu: boolean;
+  commit(ctx: EngineContext, program: ProgramFiles): Promise<CommitResult>;
+  execute(ctx: EngineContext, req: ExecuteRequest): Promise<ExecuteResult>;
+  prove(ctx: EngineContext, req: ProveRequest): Promise<ProveResult>;
+  verify(ctx: EngineContext, req: VerifyRequest): Promise<VerifyResult>;
+}

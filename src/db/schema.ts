@@ -1,0 +1,241 @@
+// The whole D1 schema. Migrations under /migrations are generated from this file
+// with `npm run db:generate` (drizzle-kit) and committed.
+import { sql } from 'drizzle-orm';
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+
+const createdAt = () =>
+  text('created_at')
+    .notNull()
+    .default(sql`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`);
+
+export const organizations = sqliteTable('organizations', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  created_at: createdAt(),
+});
+
+/** API keys are stored only as SHA-256 hashes (hex) of the key. */
+export const apiKeys = sqliteTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    org_id: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    key_hash: text('key_hash').notNull(),
+    /** Shown as `created_by` on everything made with this key. */
+    owner: text('owner').notNull(),
+    created_at: createdAt(),
+    revoked_at: text('revoked_at'),
+  },
+  (t) => [uniqueIndex('api_keys_key_hash').on(t.key_hash)],
+);
+
+/** Proving-system version sets. Service-wide: every organization may use an active config. */
+export const configs = sqliteTable('configs', {
+  id: text('id').primaryKey(), // cfg_{ulid}
+  created_at: createdAt(),
+  openvm_version: text('openvm_version').notNull(),
+  stark_backend_version: text('stark_backend_version').notNull(),
+  status: text('status').notNull().default('ready'),
+  active: integer('active', { mode: 'boolean' }).notNull().default(true),
+  app_vm_commit: text('app_vm_commit').notNull(),
+  /** Which prover engine serves this config: `dev` or `openvm`. */
+  engine: text('engine').notNull(),
+  deferral_enabled: integer('deferral_enabled', { mode: 'boolean' }).notNull().default(false),
+  public_values_bytes: integer('public_values_bytes').notNull().default(32),
+});
+
+export const projects = sqliteTable(
+  'projects',
+  {
+    id: text('id').primaryKey(),
+    org_id: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    name: text('name').notNull(),
+    created_at: createdAt(),
+    created_by: text('created_by').notNull(),
+    highlighted_program_id: text('highlighted_program_id'),
+  },
+  (t) => [index('projects_org').on(t.org_id, t.created_at)],
+);
+
+export const programs = sqliteTable(
+  'programs',
+  {
+    id: text('id').primaryKey(),
+    org_id: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    project_id: text('project_id')
+      .notNull()
+      .references(() => projects.id),
+    config_id: text('config_id')
+      .notNull()
+      .references(() => configs.id),
+    name: text('name').notNull(),
+    status: text('status', { enum: ['not_ready', 'processing', 'ready', 'error', 'failed'] })
+      .notNull()
+      .default('not_ready'),
+    created_at: createdAt(),
+    created_by: text('created_by').notNull(),
+    last_active_at: text('last_active_at').notNull(),
+    launched_at: text('launched_at'),
+    terminated_at: text('terminated_at'),
+    program_hash: text('program_hash').notNull(),
+    cells_used: integer('cells_used').notNull().default(0),
+    proofs_run: integer('proofs_run').notNull().default(0),
+    commit_sha: text('commit_sha').notNull().default(''),
+    default_num_gpus: integer('default_num_gpus').notNull().default(8),
+    error_message: text('error_message').notNull().default(''),
+    elf_key: text('elf_key').notNull(),
+    elf_size: integer('elf_size').notNull(),
+    vmexe_key: text('vmexe_key').notNull(),
+    vmexe_size: integer('vmexe_size').notNull(),
+    /** Set by the commit job. */
+    app_exe_commit: text('app_exe_commit'),
+    baseline_key: text('baseline_key'),
+  },
+  (t) => [index('programs_org').on(t.org_id, t.created_at), index('programs_project').on(t.project_id, t.created_at)],
+);
+
+export const PROOF_STATES = [
+  'Queued',
+  'Executing',
+  'Executed',
+  'AppProving',
+  'AppProvingDone',
+  'PostProcessing',
+  'Failed',
+  'Succeeded',
+  'Canceling',
+  'Canceled',
+] as const;
+export type ProofState = (typeof PROOF_STATES)[number];
+
+export const proofs = sqliteTable(
+  'proofs',
+  {
+    id: text('id').primaryKey(),
+    org_id: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    program_id: text('program_id')
+      .notNull()
+      .references(() => programs.id),
+    state: text('state', { enum: PROOF_STATES }).notNull().default('Queued'),
+    proof_type: text('proof_type', { enum: ['app', 'stark', 'evm'] }).notNull(),
+    priority: integer('priority').notNull(),
+    num_gpus: integer('num_gpus').notNull(),
+    created_at: createdAt(),
+    created_by: text('created_by').notNull(),
+    launched_at: text('launched_at'),
+    terminated_at: text('terminated_at'),
+    cells_used: integer('cells_used').notNull().default(0),
+    cost: integer('cost').notNull().default(0),
+    machine_type: text('machine_type').notNull().default(''),
+    error_message: text('error_message').notNull().default(''),
+    proof_size: integer('proof_size').notNull().default(0),
+    num_instructions: integer('num_instructions'),
+    num_deferred_proofs: integer('num_deferred_proofs').notNull().default(0),
+    public_values: text('public_values'),
+    input_key: text('input_key').notNull(),
+    /** JSON array of R2 keys of the deferred child proofs, in packing order. */
+    child_proof_keys: text('child_proof_keys').notNull().default('[]'),
+    /** R2 keys of the produced proof files, by kind, JSON object. */
+    proof_keys: text('proof_keys').notNull().default('{}'),
+  },
+  (t) => [index('proofs_program').on(t.program_id, t.created_at)],
+);
+
+export const verifications = sqliteTable('verifications', {
+  id: text('id').primaryKey(),
+  org_id: text('org_id')
+    .notNull()
+    .references(() => organizations.id),
+  program_id: text('program_id')
+    .notNull()
+    .references(() => programs.id),
+  created_at: createdAt(),
+  created_by: text('created_by').notNull(),
+  result: text('result', { enum: ['processing', 'verified', 'failed'] })
+    .notNull()
+    .default('processing'),
+  proof_type: text('proof_type').notNull().default('stark'),
+  error_message: text('error_message').notNull().default(''),
+  proof_key: text('proof_key').notNull(),
+});
+
+export const EXECUTION_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
+
+export const executions = sqliteTable(
+  'executions',
+  {
+    id: text('id').primaryKey(),
+    org_id: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    program_id: text('program_id')
+      .notNull()
+      .references(() => programs.id),
+    mode: text('mode').notNull(),
+    status: text('status', { enum: EXECUTION_STATUSES }).notNull().default('queued'),
+    created_at: createdAt(),
+    created_by: text('created_by').notNull(),
+    launched_at: text('launched_at'),
+    terminated_at: text('terminated_at'),
+    error_message: text('error_message').notNull().default(''),
+    public_values: text('public_values'),
+    cost: integer('cost'),
+    num_segments: integer('num_segments'),
+    total_cycle: integer('total_cycle'),
+    total_tick: integer('total_tick'),
+    num_instructions: integer('num_instructions'),
+    input_key: text('input_key').notNull(),
+  },
+  (t) => [index('executions_program').on(t.program_id, t.created_at)],
+);
+
+export const JOB_KINDS = ['commit', 'proof', 'verify', 'execute'] as const;
+export type JobKind = (typeof JOB_KINDS)[number];
+
+/**
+ * Dispatch and lease state of every background job, one row per job, whatever its
+ * kind. The resource tables above hold what callers see; this table is what the
+ * fleet claims. State machine: src/jobs/state.ts.
+ */
+export const jobs = sqliteTable(
+  'jobs',
+  {
+    id: text('id').primaryKey(),
+    kind: text('kind', { enum: JOB_KINDS }).notNull(),
+    /** The program / proof / verification / execution this job works for. */
+    subject_id: text('subject_id').notNull(),
+    org_id: text('org_id').notNull(),
+    config_id: text('config_id').notNull(),
+    engine: text('engine').notNull(),
+    priority: integer('priority').notNull(),
+    num_gpus: integer('num_gpus').notNull(),
+    status: text('status', { enum: ['queued', 'leased', 'done'] })
+      .notNull()
+      .default('queued'),
+    attempt: integer('attempt').notNull().default(0),
+    lease_id: text('lease_id'),
+    lease_expires_at: integer('lease_expires_at'),
+    agent_id: text('agent_id'),
+    machine_type: text('machine_type'),
+    cancel_requested: integer('cancel_requested', { mode: 'boolean' }).notNull().default(false),
+    created_at: createdAt(),
+    /** Epoch ms when the job (re)entered `queued`; orders claims among equal priorities. */
+    queued_at: integer('queued_at').notNull(),
+    /** Epoch ms of the last queue notice for this job. */
+    notified_at: integer('notified_at').notNull(),
+    /** Why no agent has taken it yet, if known. */
+    waiting_reason: text('waiting_reason'),
+  },
+  (t) => [
+    index('jobs_claim').on(t.status, t.priority, t.queued_at),
+    uniqueIndex('jobs_subject').on(t.kind, t.subject_id),
+  ],
+);
