@@ -1,11 +1,14 @@
-import type { D1Migration } from 'cloudflare:test';
-import type { Env } from '../../src/env.ts';
+// Types of the test Worker's env and main module, as seen through cloudflare:test
+// and cloudflare:workers.
+type WorkerEnv = import('../../src/env.ts').Env;
+type D1MigrationList = import('cloudflare:test').D1Migration[];
+type WorkerMainModule = typeof import('../../src/index.ts');
 
-declare global {
-  namespace Cloudflare {
-    interface Env extends import('../../src/env.ts').Env {
-      TEST_MIGRATIONS: D1Migration[];
-    }
+declare namespace Cloudflare {
+  interface Env extends WorkerEnv {
+    TEST_MIGRATIONS: D1MigrationList;
+  }
+  interface GlobalProps {
+    mainModule: WorkerMainModule;
   }
 }
-export type { Env };
