@@ -1,6 +1,299 @@
+// The `openvm` engine: real proofs from the zkVM's own command-line tool
+// (`cargo openvm`, built with GPU support on the host).
+//
+// Each operation: pick the flag mapping for the config's openvm_version
+// (commands.ts), refuse if the host's config directory is incomplete
+// (config-dir.ts) or the installed tool is another version, then run the tool
+// in a scratch directory inside the job's work directory with the job's GPUs,
+// streaming its output to the job's logs. The scratch directory goes when the
+// operation ends; keys are only ever referenced by path.
+//
+// Failures: the tool's last stderr lines become the message. A JobError (shown
+// to the caller) when the tool rejects the caller's program, input or proof; a
+// plain Error (infrastructure, may be retried elsewhere) for a missing tool or
+// keys, a timeout, a kill, GPU/memory/disk trouble, or a command line the tool
+// does not accept (exit status 2: the flag mapping is wrong for this version).
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { EngineOptions } from '../index.ts';
-import type { Engine } from '../types.ts';
+import {
+  JobError,
+  type CommitResult,
+  type Engine,
+  type EngineContext,
+  type EngineMetrics,
+  type ExecuteRequest,
+  type ExecuteResult,
+  type ProgramFiles,
+  type ProveRequest,
+  type ProveResult,
+  type VerifyRequest,
+  type VerifyResult,
+} from '../types.ts';
+import { parseVersion, selectCliMapping, shellJoin, type AggregationPaths, type CliMapping, type ConfigPaths, type ParsedVersion } from './commands.ts';
+import { aggregationPaths, configPaths, defaultConfigsDir, describeMissing, missingRequirements, requirements } from './config-dir.ts';
+import { gpuEnv } from './gpus.ts';
+import { canonicalStarkProof, checkInputFile, checkWrittenProof, isHex32, readToolJson } from './job-files.ts';
+import { errorTail, guestStdout, isHostFailure, parseMetrics, parsePublicValues, phaseTracker } from './output.ts';
+import { runTool, ToolTimeoutError, type ToolExit } from './tool.ts';
 
-export function createOpenvmEngine(_options: EngineOptions): Engine {
-  throw new Error('openvm engine not implemented yet');
+export { pickGpus } from './gpus.ts';
+
+export interface OpenvmEngineOptions extends EngineOptions {
+  /** Environment the tool starts from (default: the agent's). Its HOME locates ~/.openvm. */
+  env?: NodeJS.ProcessEnv;
+  /** Time between SIGTERM and SIGKILL when the tool is stopped (default 10 s). */
+  killGraceMs?: number;
+}
+
+type Operation = 'commit' | 'execute' | 'prove' | 'verify';
+
+/**
+ * Per-operation limits in seconds when options.timeouts leaves them out. Proving
+ * includes the metered execution that precedes it.
+ */
+export const DEFAULT_TIMEOUTS_S: Record<Operation, number> = {
+  commit: 30 * 60,
+  execute: 30 * 60,
+  prove: 6 * 60 * 60,
+  verify: 10 * 60,
+};
+const DEFAULT_KILL_GRACE_MS = 10_000;
+const VERSION_QUERY_TIMEOUT_MS = 60_000;
+
+interface Session {
+  mapping: CliMapping;
+  cfg: ConfigPaths;
+  agg: AggregationPaths;
+  scratch: string;
+  /** Runs `cargo <args>`, logging the command and its output; resolves on any exit status. */
+  tool(label: string, args: string[], onLine?: (line: string) => void): Promise<ToolExit>;
+}
+
+export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
+  const cargo = options.cargoPath ?? 'cargo';
+  const configsDir = options.configsDir ?? defaultConfigsDir(options.env ?? process.env);
+  const baseEnv = options.env ?? process.env;
+  const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const timeoutMs = (op: Operation) => (options.timeouts?.[op] ?? DEFAULT_TIMEOUTS_S[op]) * 1000;
+  const toolEnv = (gpus: number[]): NodeJS.ProcessEnv => ({ ...baseEnv, NO_COLOR: '1', CARGO_TERM_COLOR: 'never', ...gpuEnv(gpus) });
+
+  let installedVersion: Promise<ParsedVersion | null> | null = null;
+
+  async function queryVersion(ctx: EngineContext): Promise<ParsedVersion | null> {
+    const args = ['openvm', '--version'];
+    const exit = await runTool(cargo, args, {
+      cwd: ctx.workDir,
+      env: toolEnv([]),
+      signal: ctx.signal,
+      timeoutMs: VERSION_QUERY_TIMEOUT_MS,
+      killGraceMs,
+      label: 'openvm --version',
+    });
+    if (exit.code !== 0) {
+      throw new Error(`'${shellJoin([cargo, ...args])}' failed, is cargo-openvm installed? ${errorTail(exit.stderrTail, `exit ${exit.code ?? exit.signal}`)}`);
+    }
+    return parseVersion(exit.stdout.join(' '));
+  }
+
+  /** The installed tool must be the config's major.minor: keys and proof formats change between minors. */
+  async function checkInstalledVersion(ctx: EngineContext): Promise<void> {
+    installedVersion ??= queryVersion(ctx).catch((err: unknown) => {
+      installedVersion = null;
+      throw err;
+    });
+    const installed = await installedVersion;
+    const wanted = parseVersion(ctx.config.openvm_version)!;
+    if (!installed) {
+      ctx.log('warning: could not read the version `cargo openvm --version` reports');
+    } else if (installed.major !== wanted.major || installed.minor !== wanted.minor) {
+      throw new Error(`installed cargo-openvm is ${installed.text} but config ${ctx.config.id} needs openvm ${wanted.text}; install that version on this host`);
+    } else if (installed.text !== wanted.text) {
+      ctx.log(`note: cargo-openvm ${installed.text} serves config ${ctx.config.id} (openvm ${wanted.text})`);
+    }
+  }
+
+  async function session<T>(ctx: EngineContext, op: Operation, need: { evm: boolean }, body: (s: Session) => Promise<T>): Promise<T> {
+    const { mapping, warning } = selectCliMapping(ctx.config.openvm_version);
+    if (warning) ctx.log(`warning: ${warning}`);
+    const cfg = configPaths(configsDir, ctx.config.id, mapping);
+    const agg = aggregationPaths(mapping, baseEnv);
+    const missing = await missingRequirements(requirements(cfg, agg, need));
+    if (missing.length) {
+      throw new Error(
+        `openvm engine: config ${ctx.config.id} is not set up on this host (missing ${describeMissing(missing)}); ` +
+          `run \`prover-agent setup-config ${ctx.config.id}${need.evm ? ' --evm' : ''} --run\``,
+      );
+    }
+    await checkInstalledVersion(ctx);
+
+    const limitMs = timeoutMs(op);
+    const deadline = Date.now() + limitMs;
+    const scratch = await mkdtemp(join(ctx.workDir, '.openvm-'));
+    // Logs reach the caller; host paths do not need to.
+    const redact = redactor([
+      [scratch, '$SCRATCH'],
+      [ctx.workDir, '$WORK_DIR'],
+      [cfg.dir, '$CONFIG_DIR'],
+      [agg.dir, '~/.openvm'],
+    ]);
+    const env = toolEnv(ctx.gpus);
+    const placement = ctx.gpus.length ? `  [CUDA_VISIBLE_DEVICES=${env.CUDA_VISIBLE_DEVICES}]` : '';
+
+    const tool: Session['tool'] = async (label, args, onLine) => {
+      ctx.log(`$ ${redact(shellJoin([cargo, ...args]))}${placement}`);
+      const each = (line: string) => {
+        ctx.log(redact(line));
+        onLine?.(line);
+      };
+      try {
+        return await runTool(cargo, args, { cwd: scratch, env, signal: ctx.signal, timeoutMs: Math.max(1, deadline - Date.now()), killGraceMs, label, onStdout: each, onStderr: each });
+      } catch (err) {
+        if (err instanceof ToolTimeoutError) {
+          throw new ToolTimeoutError(`openvm ${op} timed out after ${limitMs / 1000}s (during ${label}); the zkVM tool was stopped`);
+        }
+        throw err;
+      }
+    };
+
+    try {
+      return await body({ mapping, cfg, agg, scratch, tool });
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+  }
+
+  function metricsCollector(ctx: EngineContext) {
+    const metrics: EngineMetrics = {};
+    let publicValues: string | null = null;
+    return {
+      metrics,
+      get publicValues() {
+        return publicValues;
+      },
+      line(line: string) {
+        const found = parseMetrics(line);
+        if (found) {
+          Object.assign(metrics, found);
+          ctx.progress({ metrics: { ...metrics } });
+        }
+        publicValues = parsePublicValues(line) ?? publicValues;
+      },
+    };
+  }
+
+  return {
+    name: 'openvm',
+    usesGpu: true,
+
+    async commit(ctx: EngineContext, program: ProgramFiles): Promise<CommitResult> {
+      return session(ctx, 'commit', { evm: false }, async (s) => {
+        const outputDir = join(s.scratch, 'commit');
+        const exit = await s.tool('commit', s.mapping.commit(s.cfg, { exe: program.vmexePath, outputDir, targetDir: join(s.scratch, 'target') }));
+        if (exit.code !== 0) throw failure('commit', exit);
+        const commit = await readToolJson(outputDir, '.commit.json');
+        const baseline = await readToolJson(outputDir, '.baseline.json');
+        const { app_exe_commit, app_vm_commit } = commit;
+        if (!isHex32(app_exe_commit) || !isHex32(app_vm_commit)) throw new Error('openvm engine: the commit JSON the tool wrote lacks 32-byte hex commits');
+        if (String(baseline.app_exe_commit).toLowerCase() !== app_exe_commit.toLowerCase()) {
+          throw new Error('openvm engine: the tool wrote a baseline for another executable than its commit');
+        }
+        if (isHex32(ctx.config.app_vm_commit) && ctx.config.app_vm_commit.toLowerCase() !== app_vm_commit.toLowerCase()) {
+          throw new Error(
+            `openvm engine: this host's keys for config ${ctx.config.id} give app_vm_commit ${app_vm_commit}, the config says ${ctx.config.app_vm_commit}; ` +
+              `the config directory holds another VM's keys (rebuild it with setup-config)`,
+          );
+        }
+        return { app_exe_commit, app_vm_commit, baseline };
+      });
+    },
+
+    async execute(ctx: EngineContext, req: ExecuteRequest): Promise<ExecuteResult> {
+      return session(ctx, 'execute', { evm: false }, async (s) => {
+        if (!s.mapping.runModes.includes(req.mode)) {
+          throw new JobError(`unknown execution mode '${req.mode}' (openvm ${s.mapping.label} runs ${s.mapping.runModes.join(', ')})`);
+        }
+        await checkInputFile(req.inputPath);
+        const seen = metricsCollector(ctx);
+        const exit = await s.tool(`run --mode ${req.mode}`, s.mapping.run(s.cfg, { exe: req.vmexePath, input: req.inputPath, mode: req.mode }), (l) => seen.line(l));
+        const result = { public_values: seen.publicValues ?? '0x', stdout: guestStdout(exit.stdout), ...seen.metrics };
+        if (exit.code === 0) return { ...result, exit_code: 0, error: null };
+        const err = failure('run', exit);
+        if (!(err instanceof JobError)) throw err;
+        return { ...result, exit_code: guestExitCode(exit.stderrTail), error: err.message };
+      });
+    },
+
+    async prove(ctx: EngineContext, req: ProveRequest): Promise<ProveResult> {
+      if (req.childProofPaths.length > 0) {
+        throw new JobError('deferred child proofs are not supported by the openvm engine: `cargo openvm prove` takes no child proofs');
+      }
+      return session(ctx, 'prove', { evm: req.kind === 'evm' }, async (s) => {
+        await checkInputFile(req.inputPath);
+        const seen = metricsCollector(ctx);
+
+        // A metered run first: it fails fast (and cheaply) on a guest that cannot
+        // finish, and it is where the tool prints instruction and cell counts.
+        ctx.progress({ phase: 'Executing' });
+        const exec = await s.tool('run --mode meter', s.mapping.run(s.cfg, { exe: req.vmexePath, input: req.inputPath, mode: 'meter' }), (l) => seen.line(l));
+        if (exec.code !== 0) throw failure('run', exec);
+        ctx.progress({ phase: 'Executed', metrics: { ...seen.metrics } });
+
+        ctx.progress({ phase: 'AppProving' });
+        const phases = phaseTracker(req.kind, (phase) => ctx.progress({ phase }));
+        const args = s.mapping.prove(s.cfg, { kind: req.kind, exe: req.vmexePath, input: req.inputPath, proof: req.outputPath, targetDir: join(s.scratch, 'target') });
+        const exit = await s.tool(`prove ${req.kind}`, args, (l) => {
+          phases.line(l);
+          seen.line(l);
+        });
+        if (exit.code !== 0) throw failure(`prove ${req.kind}`, exit);
+        phases.done();
+        const stated = await checkWrittenProof(req.kind, req.outputPath);
+        return { ...seen.metrics, public_values: stated ?? seen.publicValues ?? '0x' };
+      });
+    },
+
+    async verify(ctx: EngineContext, req: VerifyRequest): Promise<VerifyResult> {
+      return session(ctx, 'verify', { evm: false }, async (s) => {
+        const baseline = JSON.parse(await readFile(req.baselinePath, 'utf8')) as { app_exe_commit?: unknown };
+        if (String(baseline.app_exe_commit).toLowerCase() !== req.app_exe_commit.toLowerCase()) {
+          throw new Error(`openvm engine: the verification baseline is for ${String(baseline.app_exe_commit)}, not the program's ${req.app_exe_commit}`);
+        }
+        const canonical = await canonicalStarkProof(req.proofPath);
+        if ('reason' in canonical) return { verified: false, reason: canonical.reason };
+        const proofPath = join(s.scratch, 'proof.stark.json');
+        await writeFile(proofPath, JSON.stringify(canonical.proof));
+
+        const args = s.mapping.verifyStark(s.cfg, { proof: proofPath, baseline: req.baselinePath, aggVk: s.agg.internalRecursiveVk, targetDir: join(s.scratch, 'target') });
+        const exit = await s.tool('verify stark', args);
+        if (exit.code === 0) return { verified: true, reason: null };
+        const err = failure('verify stark', exit);
+        if (!(err instanceof JobError)) throw err;
+        return { verified: false, reason: err.message };
+      });
+    },
+  };
+}
+
+/** Classifies a non-zero exit (see the header). */
+function failure(label: string, exit: ToolExit): Error {
+  const how = exit.signal ? `killed by ${exit.signal}` : `exit status ${exit.code}`;
+  const tail = errorTail(exit.stderrTail, `zkVM tool failed (${label}, ${how})`);
+  if (exit.code === 2) {
+    return new Error(`the zkVM tool rejected the '${label}' command line (${how}); the flag mapping in prover-agent/src/engine/openvm/commands.ts does not fit the installed version:\n${tail}`);
+  }
+  if (exit.signal || exit.code === null) return new Error(`the zkVM tool was ${how} during '${label}':\n${tail}`);
+  if (isHostFailure(exit.stderrTail)) return new Error(`the zkVM tool failed on this host during '${label}' (${how}):\n${tail}`);
+  return new JobError(tail);
+}
+
+/** The guest's exit code when the tool states one; 1 otherwise (the run failed). */
+function guestExitCode(stderrTail: string[]): number {
+  const m = /exit code:?\s*(\d+)/i.exec(stderrTail.join('\n'));
+  return m ? Number(m[1]) : 1;
+}
+
+function redactor(pairs: [string, string][]): (text: string) => string {
+  const ordered = pairs.filter(([from]) => from.length > 1).sort((a, b) => b[0].length - a[0].length);
+  return (text) => ordered.reduce((t, [from, to]) => t.split(from).join(to), text);
 }

@@ -1,0 +1,119 @@
+// Runs the zkVM tool as a child process: line-by-line output, a deadline, and
+// cancellation. The tool is spawned in the caller's process group (no
+// `detached`), so the runner's kill of the whole group also reaches it; on our
+// own abort or deadline we send SIGTERM, then SIGKILL after a grace period, and
+// settle only once the process is gone so no prover outlives its job.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+export interface ToolRunOptions {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  signal: AbortSignal;
+  timeoutMs: number;
+  killGraceMs: number;
+  /** Short name for messages, e.g. "prove stark". */
+  label: string;
+  onStdout?(line: string): void;
+  onStderr?(line: string): void;
+}
+
+export interface ToolExit {
+  /** Exit status; null when a signal ended the process. */
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** All stdout lines (capped: see MAX_STDOUT_CHARS). */
+  stdout: string[];
+  /** The last stderr lines (see STDERR_TAIL_LINES). */
+  stderrTail: string[];
+}
+
+export class ToolNotFoundError extends Error {
+  override name = 'ToolNotFoundError';
+}
+export class ToolTimeoutError extends Error {
+  override name = 'ToolTimeoutError';
+}
+export class ToolCanceledError extends Error {
+  override name = 'ToolCanceledError';
+}
+
+const STDERR_TAIL_LINES = 40;
+// Guest output is returned to the caller; past this the tool's output still goes to the logs.
+const MAX_STDOUT_CHARS = 4 * 1024 * 1024;
+
+// Colour codes would otherwise end up in logs and error messages.
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]/g;
+export const stripAnsi = (s: string): string => s.replace(ANSI, '');
+
+export function runTool(command: string, args: readonly string[], o: ToolRunOptions): Promise<ToolExit> {
+  if (o.signal.aborted) return Promise.reject(new ToolCanceledError(`${o.label}: canceled before start`));
+  return new Promise<ToolExit>((resolve, reject) => {
+    const child = spawn(command, args, { cwd: o.cwd, env: o.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const stdout: string[] = [];
+    let stdoutChars = 0;
+    const stderrTail: string[] = [];
+    let stopReason: 'canceled' | 'timeout' | null = null;
+    let killTimer: NodeJS.Timeout | undefined;
+    let settled = false;
+
+    createInterface({ input: child.stdout }).on('line', (raw) => {
+      const line = stripAnsi(raw);
+      if (stdoutChars < MAX_STDOUT_CHARS) {
+        stdout.push(line);
+        stdoutChars += line.length + 1;
+      }
+      o.onStdout?.(line);
+    });
+    createInterface({ input: child.stderr }).on('line', (raw) => {
+      const line = stripAnsi(raw);
+      stderrTail.push(line);
+      if (stderrTail.length > STDERR_TAIL_LINES) stderrTail.shift();
+      o.onStderr?.(line);
+    });
+
+    const stop = (reason: 'canceled' | 'timeout') => {
+      if (stopReason || settled) return;
+      stopReason = reason;
+      child.kill('SIGTERM');
+      killTimer = setTimeout(() => child.kill('SIGKILL'), o.killGraceMs);
+    };
+    const onAbort = () => stop('canceled');
+    o.signal.addEventListener('abort', onAbort, { once: true });
+    const deadline = setTimeout(() => stop('timeout'), o.timeoutMs);
+
+    const finish = (err: Error | null, exit?: ToolExit) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      clearTimeout(killTimer);
+      o.signal.removeEventListener('abort', onAbort);
+      if (err) reject(err);
+      else resolve(exit!);
+    };
+
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT' || err.code === 'EACCES') {
+        finish(new ToolNotFoundError(`zkVM tool not runnable: '${command}' (${err.code}); install cargo-openvm (prover-agent/README.md) or set the engine's cargoPath`));
+      } else {
+        finish(err);
+      }
+    });
+    // 'close' waits for the output streams; after a kill we settle on 'exit' instead, in
+    // case something inherited the pipes and keeps them open.
+    child.on('exit', (code, signal) => {
+      if (stopReason === 'canceled') finish(new ToolCanceledError(`${o.label}: canceled; the zkVM tool was stopped (${signal ?? `exit ${code}`})`));
+      else if (stopReason === 'timeout') finish(new ToolTimeoutError(`${o.label}: timed out after ${formatSeconds(o.timeoutMs)}; the zkVM tool was stopped`));
+      if (stopReason) {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }
+    });
+    child.on('close', (code, signal) => finish(null, { code, signal, stdout, stderrTail }));
+  });
+}
+
+function formatSeconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10}s`;
+}
