@@ -1,8 +1,20 @@
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** The committed test guest ELFs, base64 by file name, for tests running inside workerd (no filesystem there). */
+function guestElfs(): Record<string, string> {
+  const dir = fileURLToPath(new URL('./guests/build/', import.meta.url));
+  if (!existsSync(dir)) return {};
+  return Object.fromEntries(
+    readdirSync(dir)
+      .filter((f) => f.endsWith('.elf') || f.endsWith('.o'))
+      .map((f) => [f, readFileSync(dir + f).toString('base64')]),
+  );
+}
 
 export default defineConfig({
   root,
@@ -16,6 +28,7 @@ export default defineConfig({
             miniflare: {
               bindings: {
                 TEST_MIGRATIONS: await readD1Migrations(fileURLToPath(new URL('../migrations', import.meta.url))),
+                TEST_GUESTS: guestElfs(),
               },
             },
           })),
@@ -25,6 +38,9 @@ export default defineConfig({
           root,
           include: ['test/worker/**/*.test.ts'],
           setupFiles: ['test/worker/setup.ts'],
+          // One shared local D1/R2: files run one after another so their
+          // before/after checks of storage see only their own writes.
+          fileParallelism: false,
         },
       },
       {

@@ -7,6 +7,8 @@ type WorkerMainModule = typeof import('../../src/index.ts');
 declare namespace Cloudflare {
   interface Env extends WorkerEnv {
     TEST_MIGRATIONS: D1MigrationList;
+    /** Base64 of test/guests/build/* by file name. */
+    TEST_GUESTS: Record<string, string>;
   }
   interface GlobalProps {
     mainModule: WorkerMainModule;

@@ -1,0 +1,92 @@
+// Operator commands as SQL. `npm run admin` (src/tools/admin.ts) runs these through
+// `wrangler d1 execute` against the local or a deployed D1; the tests run the same
+// statements against the test D1, so what operators run is what is tested.
+import { ulid } from 'ulid';
+import { randomToken, sha256Hex } from '../lib/crypto.ts';
+
+export interface AdminStep {
+  /** SQL to run, in order, in one `wrangler d1 execute`. */
+  sql: string[];
+  /** What to print once it ran; the last line is the value scripts capture. */
+  output: string[];
+}
+
+/** A SQL string literal. */
+export const lit = (v: string | number | boolean | null): string =>
+  v === null ? 'NULL' : typeof v === 'number' ? String(v) : typeof v === 'boolean' ? (v ? '1' : '0') : `'${v.replace(/'/g, "''")}'`;
+
+export function createOrganization(name: string, id: string = `org_${ulid().toLowerCase()}`): AdminStep {
+  return {
+    sql: [`INSERT INTO organizations (id, name) VALUES (${lit(id)}, ${lit(name)}) ON CONFLICT(id) DO NOTHING;`],
+    output: [`organization ${name}`, id],
+  };
+}
+
+/** A new API key for an organization. The key itself is printed once and stored only as its SHA-256. */
+export async function createApiKey(orgId: string, owner: string, key: string = randomToken('sk')): Promise<AdminStep> {
+  const id = `key_${ulid().toLowerCase()}`;
+  const hash = await sha256Hex(key);
+  return {
+    sql: [
+      `INSERT INTO api_keys (id, org_id, key_hash, owner) SELECT ${lit(id)}, id, ${lit(hash)}, ${lit(owner)} FROM organizations WHERE id = ${lit(orgId)} ON CONFLICT(key_hash) DO UPDATE SET revoked_at = NULL;`,
+    ],
+    output: [`api key for ${owner} in ${orgId} (store it now: it is not shown again)`, key],
+  };
+}
+
+export async function revokeApiKey(key: string): Promise<AdminStep> {
+  return {
+    sql: [`UPDATE api_keys SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE key_hash = ${lit(await sha256Hex(key))} AND revoked_at IS NULL;`],
+    output: ['revoked (if it existed)'],
+  };
+}
+
+export function revokeApiKeyById(id: string): AdminStep {
+  return {
+    sql: [`UPDATE api_keys SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ${lit(id)} AND revoked_at IS NULL;`],
+    output: ['revoked (if it existed)'],
+  };
+}
+
+export interface NewConfig {
+  id?: string;
+  openvm_version: string;
+  stark_backend_version: string;
+  app_vm_commit: string;
+  engine: 'dev' | 'openvm';
+  deferral_enabled: boolean;
+  public_values_bytes?: number;
+  active?: boolean;
+}
+
+export function createConfig(cfg: NewConfig): AdminStep {
+  const id = cfg.id ?? `cfg_${ulid()}`;
+  if (!/^cfg_[0-9A-HJKMNP-TV-Z]{26}$/.test(id)) throw new Error(`config id must be cfg_{ulid}: ${id}`);
+  if (!/^0x[0-9a-f]{64}$/.test(cfg.app_vm_commit)) throw new Error('app_vm_commit must be 0x followed by 64 lower-case hex digits');
+  const pvb = cfg.public_values_bytes ?? 32;
+  if (pvb < 8 || (pvb & (pvb - 1)) !== 0) throw new Error('public_values_bytes must be 8 × a power of two');
+  return {
+    sql: [
+      `INSERT INTO configs (id, openvm_version, stark_backend_version, app_vm_commit, engine, deferral_enabled, public_values_bytes, active) VALUES (${[
+        id,
+        cfg.openvm_version,
+        cfg.stark_backend_version,
+        cfg.app_vm_commit,
+        cfg.engine,
+        cfg.deferral_enabled,
+        pvb,
+        cfg.active ?? true,
+      ]
+        .map(lit)
+        .join(', ')}) ON CONFLICT(id) DO NOTHING;`,
+    ],
+    output: [`config ${cfg.engine} openvm ${cfg.openvm_version}`, id],
+  };
+}
+
+export function setConfigActive(id: string, active: boolean): AdminStep {
+  return {
+    sql: [`UPDATE configs SET active = ${lit(active)} WHERE id = ${lit(id)};`],
+    output: [`${id} ${active ? 'activated' : 'deactivated'}`],
+  };
+}

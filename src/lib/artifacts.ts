@@ -1,0 +1,122 @@
+// R2 artifact keys and streaming writes. Every object a request writes is tracked
+// by an ArtifactBatch so that a failed request deletes what it wrote.
+import type { PartSink } from './multipart.ts';
+
+/** R2 keys, in one place so the layout is readable. */
+export const artifactKey = {
+  programElf: (programId: string) => `programs/${programId}/program.elf`,
+  programVmexe: (programId: string) => `programs/${programId}/program.vmexe`,
+  programBaseline: (programId: string) => `programs/${programId}/baseline.json`,
+  proofInput: (proofId: string) => `proofs/${proofId}/input.json`,
+  proofChild: (proofId: string, index: number) => `proofs/${proofId}/children/${String(index).padStart(4, '0')}.json`,
+  proofOutput: (proofId: string, kind: string) => `proofs/${proofId}/${kind}-proof.json`,
+  executionInput: (executionId: string) => `executions/${executionId}/input.json`,
+  verificationProof: (verificationId: string) => `verifications/${verificationId}/proof.json`,
+  jobLogChunk: (jobId: string, seq: number) => `logs/${jobId}/${String(seq).padStart(8, '0')}`,
+  jobLogPrefix: (jobId: string) => `logs/${jobId}/`,
+  configArtifact: (configId: string, name: string) => `configs/${configId}/${name}`,
+};
+
+/**
+ * R2 multipart parts must all have the same size (but the last) and be at least
+ * 5 MiB; 8 MiB keeps at most ~8 MiB of an upload in memory at once.
+ */
+export const R2_PART_SIZE = 8 * 1024 * 1024;
+
+/** Objects written by one request; `rollback()` deletes them all. */
+export class ArtifactBatch {
+  private readonly keys: string[] = [];
+  private readonly uploads: R2MultipartUpload[] = [];
+  readonly bucket: R2Bucket;
+  constructor(bucket: R2Bucket) {
+    this.bucket = bucket;
+  }
+
+  async put(key: string, value: string | Uint8Array, contentType = 'application/json'): Promise<void> {
+    this.keys.push(key);
+    await this.bucket.put(key, value, { httpMetadata: { contentType } });
+  }
+
+  /** A sink streaming a part into `key`: one PUT when small, an R2 multipart upload when large. */
+  stream(key: string, contentType = 'application/octet-stream'): R2StreamSink {
+    this.keys.push(key);
+    return new R2StreamSink(this.bucket, key, contentType, (u) => this.uploads.push(u));
+  }
+
+  async rollback(): Promise<void> {
+    await Promise.allSettled([
+      ...this.uploads.map((u) => u.abort()),
+      this.keys.length ? this.bucket.delete(this.keys) : Promise.resolve(),
+    ]);
+  }
+}
+
+export class R2StreamSink implements PartSink {
+  size = 0;
+  private pending: Uint8Array[] = [];
+  private pendingSize = 0;
+  private upload: R2MultipartUpload | null = null;
+  private readonly parts: R2UploadedPart[] = [];
+  private readonly bucket: R2Bucket;
+  private readonly key: string;
+  private readonly contentType: string;
+  private readonly track: (u: R2MultipartUpload) => void;
+
+  constructor(bucket: R2Bucket, key: string, contentType: string, track: (u: R2MultipartUpload) => void) {
+    this.bucket = bucket;
+    this.key = key;
+    this.contentType = contentType;
+    this.track = track;
+  }
+
+  async write(chunk: Uint8Array): Promise<void> {
+    this.size += chunk.byteLength;
+    this.pending.push(chunk);
+    this.pendingSize += chunk.byteLength;
+    while (this.pendingSize >= R2_PART_SIZE) await this.flushPart(R2_PART_SIZE);
+  }
+
+  async end(): Promise<void> {
+    if (!this.upload) {
+      await this.bucket.put(this.key, this.take(this.pendingSize), { httpMetadata: { contentType: this.contentType } });
+      return;
+    }
+    if (this.pendingSize > 0) await this.flushPart(this.pendingSize);
+    await this.upload.complete(this.parts);
+  }
+
+  private async flushPart(size: number): Promise<void> {
+    if (!this.upload) {
+      this.upload = await this.bucket.createMultipartUpload(this.key, { httpMetadata: { contentType: this.contentType } });
+      this.track(this.upload);
+    }
+    this.parts.push(await this.upload.uploadPart(this.parts.length + 1, this.take(size)));
+  }
+
+  /** Removes exactly `size` bytes from the front of the pending chunks. */
+  private take(size: number): Uint8Array {
+    const out = new Uint8Array(size);
+    let o = 0;
+    while (o < size) {
+      const head = this.pending[0]!;
+      const n = Math.min(head.byteLength, size - o);
+      out.set(head.subarray(0, n), o);
+      o += n;
+      if (n === head.byteLength) this.pending.shift();
+      else this.pending[0] = head.subarray(n);
+    }
+    this.pendingSize -= size;
+    return out;
+  }
+}
+
+/**
+ * Streams an R2 object as a response body. Typed `never` because the OpenAPI routes
+ * expect a typed JSON/text response and a raw stream is neither; the route's
+ * declared content type documents it.
+ */
+export function streamObject(obj: R2ObjectBody, contentType: string, filename?: string): never {
+  const headers: Record<string, string> = { 'content-type': contentType, 'content-length': String(obj.size) };
+  if (filename) headers['content-disposition'] = `attachment; filename="${filename}"`;
+  return new Response(obj.body, { headers }) as never;
+}

@@ -1,0 +1,124 @@
+// Error responses in the reference service's style (a FastAPI service):
+//   4xx/5xx: {"detail": "message"}
+//   422:     {"detail": [{"loc": [...], "msg": "...", "type": "..."}]}
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { z } from 'zod';
+
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+/** A request we refuse with a status and a plain message. Thrown from anywhere in a handler. */
+export class ApiError extends Error {
+  readonly status: ContentfulStatusCode;
+  readonly headers: Record<string, string> | undefined;
+  constructor(status: ContentfulStatusCode, message: string, headers?: Record<string, string>) {
+    super(message);
+    this.status = status;
+    this.headers = headers;
+  }
+}
+
+/** A 422 with one or more validation issues. */
+export class ValidationError extends Error {
+  readonly issues: ValidationIssue[];
+  constructor(issues: ValidationIssue[]) {
+    super(issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
+    this.issues = issues;
+  }
+}
+
+export const notFound = (what: string) => new ApiError(404, `${what} not found`);
+
+/** Where a validator looked, as FastAPI names it in `loc`. */
+const LOC_ROOT: Record<string, string> = {
+  query: 'query',
+  param: 'path',
+  json: 'body',
+  form: 'body',
+  header: 'header',
+  cookie: 'cookie',
+};
+
+/** Maps zod issues onto FastAPI/pydantic error types and messages. */
+export function zodIssuesToValidation(error: z.core.$ZodError, target: string, input?: unknown): ValidationIssue[] {
+  const root = LOC_ROOT[target] ?? target;
+  return error.issues.map((issue) => {
+    const loc = [root, ...issue.path.map((p) => (typeof p === 'number' ? p : String(p)))];
+    // zod does not report the offending value by default; look it up to tell
+    // "missing" from "present but wrong".
+    const value = issue.path.reduce<unknown>((v, key) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[key] : undefined), input);
+    return { loc, ...describeIssue(issue, value) };
+  });
+}
+
+function describeIssue(issue: z.core.$ZodIssue, value: unknown): { msg: string; type: string } {
+  const params = (issue as { params?: { type?: string; msg?: string } }).params;
+  if (params?.type) return { type: params.type, msg: params.msg ?? issue.message };
+  switch (issue.code) {
+    case 'invalid_type': {
+      if (value === undefined) return { type: 'missing', msg: 'Field required' };
+      if (issue.expected === 'number' || issue.expected === 'int' || issue.expected === 'bigint')
+        return { type: 'int_parsing', msg: 'Input should be a valid integer, unable to parse string as an integer' };
+      if (issue.expected === 'string') return { type: 'string_type', msg: 'Input should be a valid string' };
+      if (issue.expected === 'array') return { type: 'list_type', msg: 'Input should be a valid list' };
+      if (issue.expected === 'object') return { type: 'dict_type', msg: 'Input should be a valid dictionary' };
+      if (issue.expected === 'boolean') return { type: 'bool_type', msg: 'Input should be a valid boolean' };
+      return { type: `${issue.expected}_type`, msg: issue.message };
+    }
+    case 'too_small':
+      if (issue.origin === 'number' || issue.origin === 'int')
+        return issue.inclusive === false
+          ? { type: 'greater_than', msg: `Input should be greater than ${issue.minimum}` }
+          : { type: 'greater_than_equal', msg: `Input should be greater than or equal to ${issue.minimum}` };
+      if (issue.origin === 'string')
+        return { type: 'string_too_short', msg: `String should have at least ${issue.minimum} characters` };
+      return { type: 'too_short', msg: `Should have at least ${issue.minimum} items` };
+    case 'too_big':
+      if (issue.origin === 'number' || issue.origin === 'int')
+        return issue.inclusive === false
+          ? { type: 'less_than', msg: `Input should be less than ${issue.maximum}` }
+          : { type: 'less_than_equal', msg: `Input should be less than or equal to ${issue.maximum}` };
+      if (issue.origin === 'string')
+        return { type: 'string_too_long', msg: `String should have at most ${issue.maximum} characters` };
+      return { type: 'too_long', msg: `Should have at most ${issue.maximum} items` };
+    case 'invalid_value':
+      return {
+        type: 'literal_error',
+        msg: `Input should be ${issue.values.map((v) => `'${String(v)}'`).join(' or ').replace(/ or (?=.* or )/g, ', ')}`,
+      };
+    case 'invalid_format':
+      if (issue.format === 'uuid') return { type: 'uuid_parsing', msg: 'Input should be a valid UUID' };
+      return { type: 'string_pattern_mismatch', msg: issue.message };
+    case 'unrecognized_keys':
+      return { type: 'extra_forbidden', msg: 'Extra inputs are not permitted' };
+    default:
+      return { type: 'value_error', msg: `Value error, ${issue.message}` };
+  }
+}
+
+/** The hook every validator uses: 422 in FastAPI's shape on failure. */
+export function validationHook(
+  result: { success: true; target: string } | { success: false; error: z.core.$ZodError; target: string; data?: unknown },
+  c: Context,
+) {
+  if (!result.success) return c.json({ detail: zodIssuesToValidation(result.error, result.target, result.data) }, 422);
+}
+
+/** App-wide error handler: every thrown error becomes a JSON body; nothing leaks a stack trace. */
+export function onError(err: Error, c: Context) {
+  if (err instanceof ApiError) return c.json({ detail: err.message }, err.status, err.headers);
+  if (err instanceof ValidationError) return c.json({ detail: err.issues }, 422);
+  if (err instanceof HTTPException) {
+    // Hono's JSON validator rejects unparsable bodies with a 400; FastAPI says 422 json_invalid.
+    if (err.status === 400 && /malformed json/i.test(err.message))
+      return c.json({ detail: [{ loc: ['body', 0], msg: 'JSON decode error', type: 'json_invalid' }] }, 422);
+    return c.json({ detail: err.message || 'Request failed' }, err.status);
+  }
+  console.error(JSON.stringify({ level: 'error', msg: 'unhandled error', path: c.req.path, error: String(err), stack: err.stack }));
+  return c.json({ detail: 'Internal Server Error' }, 500);
+}

@@ -1,0 +1,234 @@
+// A streaming multipart/form-data parser. Each part's bytes are handed to a sink as
+// they arrive, so a 100 MB upload flows to R2 without ever being held whole in the
+// Worker's 128 MB of memory. (`Request.formData()` buffers the whole body, and the
+// multipart libraries we looked at buffer each part, which is the same problem for a
+// single large VMEXE part.)
+import { ApiError } from './errors.ts';
+
+export interface PartInfo {
+  /** The form field name from Content-Disposition. */
+  name: string;
+  /** Present for file parts. */
+  filename?: string;
+  contentType?: string;
+}
+
+export interface PartSink {
+  write(chunk: Uint8Array): void | Promise<void>;
+  end(): void | Promise<void>;
+}
+
+export interface MultipartLimits {
+  /** Whole body, in bytes; beyond it the upload is refused with 413. */
+  maxBytes: number;
+  maxParts?: number;
+  maxHeaderBytes?: number;
+}
+
+const CRLF = new Uint8Array([13, 10]);
+const HEADER_END = new Uint8Array([13, 10, 13, 10]);
+
+/** The boundary of a multipart/form-data Content-Type, or null if it is not one. */
+export function multipartBoundary(contentType: string | undefined): string | null {
+  if (!contentType || !/^multipart\/form-data\b/i.test(contentType)) return null;
+  const m = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
+  return m ? (m[1] ?? m[2] ?? null) : null;
+}
+
+export function tooLarge(maxBytes: number) {
+  return new ApiError(413, `Request body too large: the limit is ${maxBytes} bytes`);
+}
+
+/**
+ * Reads a multipart body, calling `onPart` for each part and streaming its content
+ * into the returned sink. Throws ApiError 400 for a malformed body and 413 past
+ * `limits.maxBytes`. Sinks already opened are the caller's to clean up on error.
+ */
+export async function parseMultipart(
+  body: ReadableStream<Uint8Array>,
+  boundary: string,
+  limits: MultipartLimits,
+  onPart: (info: PartInfo) => PartSink | Promise<PartSink>,
+): Promise<void> {
+  const enc = new TextEncoder();
+  // Every boundary after the first is preceded by CRLF; prefixing the body with CRLF
+  // makes the first one look the same.
+  const delimiter = enc.encode(`\r\n--${boundary}`);
+  const maxHeaderBytes = limits.maxHeaderBytes ?? 16 * 1024;
+  const maxParts = limits.maxParts ?? 64;
+  let buf: Uint8Array = CRLF;
+  let state = 'preamble' as 'preamble' | 'after-boundary' | 'headers' | 'body' | 'done';
+  let sink: PartSink | null = null;
+  let parts = 0;
+  let total = 0;
+
+  const malformed = (why: string) => new ApiError(400, `Malformed multipart body: ${why}`);
+
+  const step = async (final: boolean): Promise<boolean> => {
+    switch (state) {
+      case 'preamble': {
+        const i = indexOf(buf, delimiter, 0);
+        if (i < 0) {
+          buf = buf.subarray(Math.max(0, buf.length - delimiter.length + 1));
+          return false;
+        }
+        buf = buf.subarray(i + delimiter.length);
+        state = 'after-boundary';
+        return true;
+      }
+      case 'after-boundary': {
+        // "--" closes the body; otherwise optional whitespace then CRLF starts a part.
+        let j = 0;
+        if (buf.length < 2) return false;
+        if (buf[0] === 45 && buf[1] === 45) {
+          state = 'done';
+          return false;
+        }
+        while (j < buf.length && (buf[j] === 32 || buf[j] === 9)) j++;
+        if (buf.length < j + 2) return false;
+        if (buf[j] !== 13 || buf[j + 1] !== 10) throw malformed('expected CRLF after a boundary');
+        buf = buf.subarray(j + 2);
+        state = 'headers';
+        return true;
+      }
+      case 'headers': {
+        const i = indexOf(buf, HEADER_END, 0);
+        if (i < 0) {
+          if (buf.length > maxHeaderBytes) throw malformed('part headers too long');
+          // A part with no headers at all starts directly with CRLF.
+          if (buf.length >= 2 && buf[0] === 13 && buf[1] === 10) throw malformed('part without Content-Disposition');
+          return false;
+        }
+        const info = parsePartHeaders(new TextDecoder().decode(buf.subarray(0, i)));
+        if (!info) throw malformed('part without a form-data Content-Disposition name');
+        if (++parts > maxParts) throw new ApiError(413, `Too many multipart parts: the limit is ${maxParts}`);
+        buf = buf.subarray(i + HEADER_END.length);
+        sink = await onPart(info);
+        state = 'body';
+        return true;
+      }
+      case 'body': {
+        const i = indexOf(buf, delimiter, 0);
+        if (i >= 0) {
+          if (i > 0) await sink!.write(buf.slice(0, i));
+          await sink!.end();
+          sink = null;
+          buf = buf.subarray(i + delimiter.length);
+          state = 'after-boundary';
+          return true;
+        }
+        // Keep a tail that may hold the start of the next delimiter.
+        const keep = final ? 0 : delimiter.length - 1;
+        if (buf.length > keep) {
+          await sink!.write(buf.slice(0, buf.length - keep));
+          buf = buf.subarray(buf.length - keep);
+        }
+        return false;
+      }
+      case 'done':
+        return false;
+    }
+  };
+
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > limits.maxBytes) throw tooLarge(limits.maxBytes);
+      if (state === 'done') continue; // epilogue: ignored
+      buf = concat(buf, value);
+      while (await step(false));
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  if (state !== 'done') throw malformed('the body ended before the closing boundary');
+}
+
+function parsePartHeaders(text: string): PartInfo | null {
+  let disposition = '';
+  let contentType: string | undefined;
+  for (const line of text.split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon < 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    if (name === 'content-disposition') disposition = value;
+    else if (name === 'content-type') contentType = value;
+  }
+  if (!/^form-data\b/i.test(disposition)) return null;
+  const params = dispositionParams(disposition);
+  if (params.name === undefined) return null;
+  return { name: params.name, filename: params['filename*'] ?? params.filename, contentType };
+}
+
+/** Parameters of a Content-Disposition value, quoted strings unescaped, RFC 5987 `filename*` decoded. */
+function dispositionParams(value: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const re = /;\s*([^=;\s]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;]*))/g;
+  for (let m = re.exec(value); m; m = re.exec(value)) {
+    const key = m[1]!.toLowerCase();
+    let v = m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : (m[3] ?? '').trim();
+    if (key.endsWith('*')) {
+      const ext = /^[^']*'[^']*'(.*)$/.exec(v);
+      try {
+        v = decodeURIComponent(ext ? ext[1]! : v);
+      } catch {
+        /* keep the raw value */
+      }
+    }
+    out[key] = v;
+  }
+  return out;
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  if (a.length === 0) return b;
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
+}
+
+function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
+  const first = needle[0]!;
+  const last = hay.length - needle.length;
+  for (let i = hay.indexOf(first, from); i !== -1 && i <= last; i = hay.indexOf(first, i + 1)) {
+    let j = 1;
+    while (j < needle.length && hay[i + j] === needle[j]) j++;
+    if (j === needle.length) return i;
+  }
+  return -1;
+}
+
+/** A sink that collects a small part (a text field, a proof JSON) in memory, up to a cap. */
+export class MemorySink implements PartSink {
+  private chunks: Uint8Array[] = [];
+  size = 0;
+  private readonly cap: number;
+  private readonly onOverflow: () => Error;
+  constructor(cap: number, onOverflow: () => Error) {
+    this.cap = cap;
+    this.onOverflow = onOverflow;
+  }
+  write(chunk: Uint8Array) {
+    this.size += chunk.byteLength;
+    if (this.size > this.cap) throw this.onOverflow();
+    this.chunks.push(chunk);
+  }
+  end() {}
+  bytes(): Uint8Array {
+    const out = new Uint8Array(this.size);
+    let o = 0;
+    for (const c of this.chunks) {
+      out.set(c, o);
+      o += c.byteLength;
+    }
+    return out;
+  }
+  text(): string {
+    return new TextDecoder().decode(this.bytes());
+  }
+}

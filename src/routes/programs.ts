@@ -1,0 +1,365 @@
+// /v1/programs: registering pre-built programs, reading them, moving them between
+// projects, downloading their artifacts.
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { zValidator } from '@hono/zod-validator';
+import { and, count, desc, eq, type SQL } from 'drizzle-orm';
+import type { AppEnv } from '../app-env.ts';
+import type { Db } from '../db/client.ts';
+import { configs, programs, projects } from '../db/schema.ts';
+import { INTERACTIVE_PRIORITY, insertJob, notifyJob } from '../jobs/dispatch.ts';
+import { ArtifactBatch, artifactKey, streamObject } from '../lib/artifacts.ts';
+import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
+import { toHex } from '../lib/crypto.ts';
+import { ELF_HEAD_BYTES, validateElf } from '../lib/elf.ts';
+import { MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
+import { ProgramRecord, programRecord } from '../lib/records.ts';
+import { ConfigId, errorResponses, IdResponse, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
+import { findConfig } from './configs.ts';
+import { findProject } from './projects.ts';
+
+export const programsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+// ---------------------------------------------------------------------------
+// Queries shared with /v1/projects
+
+const programColumns = { program: programs, project_name: projects.name, highlighted: projects.highlighted_program_id, openvm_version: configs.openvm_version };
+
+function toRecord(r: { program: typeof programs.$inferSelect; project_name: string; highlighted: string | null; openvm_version: string }) {
+  return programRecord(r.program, { name: r.project_name, highlighted_program_id: r.highlighted }, { openvm_version: r.openvm_version });
+}
+
+/** One page of the caller's programs matching `filter`, newest first, as records. */
+export async function listPrograms(db: Db, orgId: string, filter: SQL | undefined, page: number, pageSize: number) {
+  const where = and(eq(programs.org_id, orgId), filter);
+  const [rows, [{ total }]] = await Promise.all([
+    db
+      .select(programColumns)
+      .from(programs)
+      .innerJoin(projects, eq(projects.id, programs.project_id))
+      .innerJoin(configs, eq(configs.id, programs.config_id))
+      .where(where)
+      .orderBy(desc(programs.created_at), desc(programs.id))
+      .limit(pageSize)
+      .offset((page - 1) * pageSize),
+    db.select({ total: count() }).from(programs).where(where) as Promise<{ total: number }[]>,
+  ]);
+  return paginate(rows.map(toRecord), total, page, pageSize);
+}
+
+/** The caller's program, or 404 (also for other organizations' programs). */
+export async function findProgram(db: Db, orgId: string, id: string) {
+  const row = await db
+    .select(programColumns)
+    .from(programs)
+    .innerJoin(projects, eq(projects.id, programs.project_id))
+    .innerJoin(configs, eq(configs.id, programs.config_id))
+    .where(and(eq(programs.id, id), eq(programs.org_id, orgId)))
+    .get();
+  if (!row) throw notFound('Program');
+  return row;
+}
+
+// ---------------------------------------------------------------------------
+// POST /v1/programs
+
+const RegisterQuery = z.object({
+  config_id: ConfigId,
+  program_name: z.string().max(256).optional(),
+  commit_sha: z.string().max(256).optional(),
+  project_id: z.uuid().optional(),
+  project_name: z.string().max(256).optional(),
+  default_num_gpus: queryInt(1, 10000, 8, 'Default GPU count for proofs of this program'),
+});
+
+const registerRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['programs'],
+  summary: 'Register a pre-built program (ELF + VMEXE)',
+  description:
+    'Streams both files to storage, records the program as `not_ready` and queues the background job that computes its exe commit and verification baseline; the status becomes `processing`, then `ready` (or `failed`). The body limit is the deployment’s MAX_UPLOAD_BYTES (413 beyond it).',
+  request: {
+    query: RegisterQuery,
+    body: {
+      required: true,
+      content: {
+        'multipart/form-data': {
+          schema: z.object({
+            elf: z.string().openapi({ format: 'binary', description: '32-bit little-endian RISC-V ELF executable' }),
+            vmexe: z.string().openapi({ format: 'binary', description: 'Transpiled VMEXE' }),
+            project_name: z.string().optional().openapi({ description: 'Alternative to the query parameter' }),
+          }),
+        },
+      },
+    },
+  },
+  responses: {
+    201: { description: 'Registered', content: { 'application/json': { schema: IdResponse } } },
+    ...errorResponses(400, 404, 413, 422),
+  },
+});
+// Registered for the document only: the handler below streams the body itself,
+// which the generated validator (formData()) would buffer whole.
+programsApi.openAPIRegistry.registerPath(registerRoute);
+
+programsApi.post('/', zValidator('query', RegisterQuery, validationHook), async (c) => {
+  const q = c.req.valid('query');
+  const { db, caller } = c.var;
+  const maxBytes = Number(c.env.MAX_UPLOAD_BYTES);
+  const declared = Number(c.req.header('content-length') ?? NaN);
+  if (declared > maxBytes) throw tooLarge(maxBytes);
+  const boundary = multipartBoundary(c.req.header('content-type'));
+  if (!boundary || !c.req.raw.body)
+    throw new ApiError(400, 'Expected a multipart/form-data body with file parts "elf" and "vmexe"');
+
+  // Everything that can be refused without the body is refused before reading it.
+  const config = await findConfig(c, q.config_id);
+  if (!config) throw notFound('Config');
+  if (!config.active) throw new ApiError(400, `Config ${config.id} is not active`);
+  if (q.project_id && !(await findProject(db, caller.orgId, q.project_id))) throw notFound('Project');
+
+  const programId = crypto.randomUUID();
+  const artifacts = new ArtifactBatch(c.env.ARTIFACTS);
+  try {
+    const upload = await receiveProgramFiles(c.req.raw.body, boundary, maxBytes, programId, artifacts);
+    const now = new Date().toISOString();
+    const projectId = q.project_id ?? crypto.randomUUID();
+    const name = q.program_name || upload.elfFilename || `program-${programId.slice(0, 8)}`;
+    const job = insertJob(db, {
+      kind: 'commit',
+      subjectId: programId,
+      orgId: caller.orgId,
+      configId: config.id,
+      engine: config.engine,
+      priority: INTERACTIVE_PRIORITY,
+      numGpus: 1,
+    });
+    const insertProgram = db.insert(programs).values({
+        id: programId,
+        org_id: caller.orgId,
+        project_id: projectId,
+        config_id: config.id,
+        name,
+        created_at: now,
+        created_by: caller.owner,
+        last_active_at: now,
+        program_hash: upload.elfSha256,
+        commit_sha: q.commit_sha ?? '',
+        default_num_gpus: q.default_num_gpus,
+        elf_key: artifactKey.programElf(programId),
+        elf_size: upload.elfSize,
+        vmexe_key: artifactKey.programVmexe(programId),
+        vmexe_size: upload.vmexeSize,
+    });
+    if (q.project_id) await db.batch([insertProgram, job.query]);
+    else
+      await db.batch([
+        db.insert(projects).values({
+          id: projectId,
+          org_id: caller.orgId,
+          name: q.project_name || upload.projectName || name,
+          created_by: caller.owner,
+          highlighted_program_id: programId,
+          created_at: now,
+        }),
+        insertProgram,
+        job.query,
+      ]);
+    await notifyJob(c.env, { job_id: job.id, kind: 'commit' });
+    return c.json({ id: programId }, 201);
+  } catch (err) {
+    await artifacts.rollback();
+    throw err;
+  }
+});
+
+interface ReceivedProgram {
+  elfSize: number;
+  elfSha256: string;
+  elfFilename: string | undefined;
+  vmexeSize: number;
+  projectName: string | undefined;
+}
+
+/** Streams the `elf` and `vmexe` parts into R2, checking the ELF on the way. */
+async function receiveProgramFiles(
+  body: ReadableStream<Uint8Array>,
+  boundary: string,
+  maxBytes: number,
+  programId: string,
+  artifacts: ArtifactBatch,
+): Promise<ReceivedProgram> {
+  const hash = new crypto.DigestStream('SHA-256');
+  const hashWriter = hash.getWriter();
+  const head = new MemorySink(ELF_HEAD_BYTES, () => new Error('unreachable'));
+  let elf: { size: number } | null = null;
+  let vmexe: { size: number } | null = null;
+  let elfFilename: string | undefined;
+  let projectName: MemorySink | null = null;
+  const fieldTooLong = () => new ApiError(400, 'Form field project_name is longer than 256 bytes');
+
+  await parseMultipart(body, boundary, { maxBytes }, (part): PartSink => {
+    if (part.name === 'elf' || part.name === 'vmexe') {
+      if ((part.name === 'elf' ? elf : vmexe) !== null) throw new ApiError(400, `More than one "${part.name}" part`);
+      const r2 = artifacts.stream(part.name === 'elf' ? artifactKey.programElf(programId) : artifactKey.programVmexe(programId));
+      if (part.name === 'vmexe') return (vmexe = r2);
+      elfFilename = part.filename;
+      elf = r2;
+      return {
+        write(chunk) {
+          void hashWriter.write(chunk);
+          if (head.size < ELF_HEAD_BYTES) head.write(chunk.subarray(0, ELF_HEAD_BYTES - head.size));
+          return r2.write(chunk);
+        },
+        end: () => r2.end(),
+      };
+    }
+    if (part.name === 'project_name' && part.filename === undefined) return (projectName = new MemorySink(256, fieldTooLong));
+    return { write() {}, end() {} }; // unknown parts are read past and dropped
+  });
+
+  await hashWriter.close();
+  const missing: ValidationIssue[] = [];
+  if (!elf) missing.push({ loc: ['body', 'elf'], msg: 'Field required', type: 'missing' });
+  if (!vmexe) missing.push({ loc: ['body', 'vmexe'], msg: 'Field required', type: 'missing' });
+  if (missing.length) throw new ValidationError(missing);
+  const elfSize = (elf as unknown as { size: number }).size;
+  const vmexeSize = (vmexe as unknown as { size: number }).size;
+  const problem = validateElf(head.bytes(), elfSize);
+  if (problem) throw new ApiError(400, `Invalid ELF: ${problem}`);
+  if (vmexeSize === 0) throw new ApiError(400, 'vmexe is empty');
+  return {
+    elfSize,
+    elfSha256: toHex(await hash.digest),
+    elfFilename: elfFilename?.replace(/\.elf$/i, '') || undefined,
+    vmexeSize,
+    projectName: projectName ? (projectName as MemorySink).text().trim() || undefined : undefined,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// GET /v1/programs (deprecated)
+
+/** The deprecated list announces its successor (RFC 9745 Deprecation, RFC 8594 Sunset). */
+const DEPRECATION_HEADERS = {
+  Deprecation: '@1767225600', // 2026-01-01T00:00:00Z
+  Sunset: 'Wed, 30 Jun 2027 00:00:00 GMT',
+  Link: '</v1/projects>; rel="successor-version", </v1/projects/{project_id}/programs>; rel="alternate"',
+};
+
+programsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/',
+    tags: ['programs'],
+    summary: 'List programs (deprecated: use /v1/projects and /v1/projects/{project_id}/programs)',
+    deprecated: true,
+    request: { query: PaginationQuery.extend({ project_id: z.uuid().optional() }) },
+    responses: {
+      200: { description: 'A page of programs, newest first', content: { 'application/json': { schema: pageOf(ProgramRecord, 'ProgramPage') } } },
+      ...errorResponses(422),
+    },
+  }),
+  async (c) => {
+    const { page, page_size, project_id } = c.req.valid('query');
+    const result = await listPrograms(c.var.db, c.var.caller.orgId, project_id ? eq(programs.project_id, project_id) : undefined, page, page_size);
+    return c.json(result, 200, DEPRECATION_HEADERS);
+  },
+);
+
+// ---------------------------------------------------------------------------
+// GET / PUT /v1/programs/{program_id}
+
+const ProgramParams = z.object({ program_id: Uuid('program_id') });
+
+programsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{program_id}',
+    tags: ['programs'],
+    summary: 'Get a program',
+    request: { params: ProgramParams },
+    responses: {
+      200: { description: 'The program', content: { 'application/json': { schema: ProgramRecord } } },
+      ...errorResponses(404, 422),
+    },
+  }),
+  async (c) => c.json(toRecord(await findProgram(c.var.db, c.var.caller.orgId, c.req.valid('param').program_id)), 200),
+);
+
+const UpdateProgramBody = z
+  .object({
+    project_id: z.uuid().optional().openapi({ description: 'Move the program to this project (one of yours)' }),
+    name: z.string().min(1).max(256).optional().openapi({ description: 'Rename the program' }),
+    program_name: z.string().min(1).max(256).optional().openapi({ description: 'Alias of name' }),
+  })
+  .openapi('UpdateProgram');
+
+programsApi.openapi(
+  createRoute({
+    method: 'put',
+    path: '/{program_id}',
+    tags: ['programs'],
+    summary: 'Move a program to another project and/or rename it',
+    request: { params: ProgramParams, body: { required: true, content: { 'application/json': { schema: UpdateProgramBody } } } },
+    responses: {
+      200: { description: 'The updated program', content: { 'application/json': { schema: ProgramRecord } } },
+      ...errorResponses(404, 422),
+    },
+  }),
+  async (c) => {
+    const { db, caller } = c.var;
+    const { program_id } = c.req.valid('param');
+    const body = c.req.valid('json');
+    await findProgram(db, caller.orgId, program_id);
+    if (body.project_id && !(await findProject(db, caller.orgId, body.project_id))) throw notFound('Project');
+    const name = body.name ?? body.program_name;
+    if (body.project_id || name) {
+      await db
+        .update(programs)
+        .set({ ...(body.project_id ? { project_id: body.project_id } : {}), ...(name ? { name } : {}) })
+        .where(and(eq(programs.id, program_id), eq(programs.org_id, caller.orgId)));
+    }
+    return c.json(toRecord(await findProgram(db, caller.orgId, program_id)), 200);
+  },
+);
+
+// ---------------------------------------------------------------------------
+// GET /v1/programs/{program_id}/download/{artifact}
+
+programsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{program_id}/download/{artifact}',
+    tags: ['programs'],
+    summary: 'Download the ELF, the VMEXE, or the app exe commit (hex text, once computed)',
+    request: {
+      params: ProgramParams.extend({
+        artifact: z.enum(['elf', 'exe', 'app_exe_commit']).openapi({ param: { name: 'artifact', in: 'path' } }),
+      }),
+    },
+    responses: {
+      200: {
+        description: 'The artifact',
+        content: {
+          'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) },
+          'text/plain': { schema: z.string() },
+        },
+      },
+      ...errorResponses(404, 422),
+    },
+  }),
+  async (c) => {
+    const { program_id, artifact } = c.req.valid('param');
+    const { program } = await findProgram(c.var.db, c.var.caller.orgId, program_id);
+    if (artifact === 'app_exe_commit') {
+      if (!program.app_exe_commit) throw new ApiError(404, `app_exe_commit is not computed yet: the program is ${program.status}`);
+      return c.text(program.app_exe_commit);
+    }
+    const key = artifact === 'elf' ? program.elf_key : program.vmexe_key;
+    const obj = await c.env.ARTIFACTS.get(key);
+    if (!obj) throw notFound(`The program's ${artifact}`);
+    return streamObject(obj, 'application/octet-stream', artifact === 'elf' ? 'program.elf' : 'program.vmexe');
+  },
+);
+

@@ -1,0 +1,154 @@
+// /v1/projects: the groups programs belong to.
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { and, count, desc, eq, max, sql, sum } from 'drizzle-orm';
+import type { AppEnv } from '../app-env.ts';
+import type { Db } from '../db/client.ts';
+import { programs, projects } from '../db/schema.ts';
+import { notFound, ValidationError, validationHook } from '../lib/errors.ts';
+import { parseJsonText } from '../lib/input.ts';
+import { ProgramRecord, ProjectRecord, projectRecord } from '../lib/records.ts';
+import { errorResponses, IdResponse, PaginationQuery, pageOf, paginate, Uuid } from '../lib/schemas.ts';
+import { listPrograms } from './programs.ts';
+
+export const projectsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+/** The caller's project row, or undefined (other organizations' projects included). */
+export async function findProject(db: Db, orgId: string, id: string) {
+  return db
+    .select()
+    .from(projects)
+    .where(and(eq(projects.id, id), eq(projects.org_id, orgId)))
+    .get();
+}
+
+/** Per-project totals over its programs, for the records. */
+const projectStats = (db: Db) =>
+  db
+    .select({
+      project_id: programs.project_id,
+      program_count: count().as('program_count'),
+      total_proofs_run: sum(programs.proofs_run).mapWith(Number).as('total_proofs_run'),
+      last_active_at: max(programs.last_active_at).as('last_active_at'),
+    })
+    .from(programs)
+    .groupBy(programs.project_id)
+    .as('stats');
+
+async function projectPage(db: Db, orgId: string, page: number, pageSize: number, id?: string) {
+  const stats = projectStats(db);
+  const where = id ? and(eq(projects.org_id, orgId), eq(projects.id, id)) : eq(projects.org_id, orgId);
+  const rows = await db
+    .select({
+      project: projects,
+      program_count: sql<number>`coalesce(${stats.program_count}, 0)`,
+      total_proofs_run: sql<number>`coalesce(${stats.total_proofs_run}, 0)`,
+      last_active_at: stats.last_active_at,
+    })
+    .from(projects)
+    .leftJoin(stats, eq(stats.project_id, projects.id))
+    .where(where)
+    .orderBy(desc(projects.created_at), desc(projects.id))
+    .limit(pageSize)
+    .offset((page - 1) * pageSize);
+  return rows.map((r) =>
+    projectRecord(r.project, {
+      program_count: Number(r.program_count),
+      total_proofs_run: Number(r.total_proofs_run),
+      last_active_at: r.last_active_at ?? null,
+    }),
+  );
+}
+
+projectsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/',
+    tags: ['projects'],
+    summary: 'List projects',
+    request: { query: PaginationQuery },
+    responses: {
+      200: { description: 'A page of projects, newest first', content: { 'application/json': { schema: pageOf(ProjectRecord, 'ProjectPage') } } },
+      ...errorResponses(422),
+    },
+  }),
+  async (c) => {
+    const { page, page_size } = c.req.valid('query');
+    const { db, caller } = c.var;
+    const [items, [{ total }]] = await Promise.all([
+      projectPage(db, caller.orgId, page, page_size),
+      db.select({ total: count() }).from(projects).where(eq(projects.org_id, caller.orgId)) as Promise<{ total: number }[]>,
+    ]);
+    return c.json(paginate(items, total, page, page_size), 200);
+  },
+);
+
+const CreateProjectBody = z
+  .union([z.string(), z.object({ name: z.string() })])
+  .openapi('CreateProject', { description: 'The project name as a JSON string (what the published client sends), or {"name": "..."}' });
+
+const createRoute_ = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['projects'],
+  summary: 'Create a project',
+  request: { body: { required: true, content: { 'application/json': { schema: CreateProjectBody } } } },
+  responses: {
+    201: { description: 'Created', content: { 'application/json': { schema: IdResponse } } },
+    ...errorResponses(422),
+  },
+});
+// The body may be a bare JSON string, which the generated validator would read as
+// text; it is parsed here instead.
+projectsApi.openAPIRegistry.registerPath(createRoute_);
+projectsApi.post('/', async (c) => {
+  const body = parseJsonText(await c.req.text());
+  const name = typeof body === 'string' ? body : (body as { name?: unknown } | null)?.name;
+  if (typeof name !== 'string' || !name.trim())
+    throw new ValidationError([{ loc: ['body'], msg: 'Value error, the body must be the project name as a non-empty JSON string', type: 'value_error' }]);
+  if (name.length > 256) throw new ValidationError([{ loc: ['body'], msg: 'String should have at most 256 characters', type: 'string_too_long' }]);
+  const id = crypto.randomUUID();
+  await c.var.db.insert(projects).values({ id, org_id: c.var.caller.orgId, name: name.trim(), created_by: c.var.caller.owner });
+  return c.json({ id }, 201);
+});
+
+const ProjectParams = z.object({ project_id: Uuid('project_id') });
+
+projectsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{project_id}',
+    tags: ['projects'],
+    summary: 'Get a project',
+    request: { params: ProjectParams },
+    responses: {
+      200: { description: 'The project', content: { 'application/json': { schema: ProjectRecord } } },
+      ...errorResponses(404, 422),
+    },
+  }),
+  async (c) => {
+    const [record] = await projectPage(c.var.db, c.var.caller.orgId, 1, 1, c.req.valid('param').project_id);
+    if (!record) throw notFound('Project');
+    return c.json(record, 200);
+  },
+);
+
+projectsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{project_id}/programs',
+    tags: ['projects'],
+    summary: 'List the programs of a project',
+    request: { params: ProjectParams, query: PaginationQuery },
+    responses: {
+      200: { description: 'A page of programs, newest first', content: { 'application/json': { schema: pageOf(ProgramRecord, 'ProjectProgramPage') } } },
+      ...errorResponses(404, 422),
+    },
+  }),
+  async (c) => {
+    const { project_id } = c.req.valid('param');
+    const { page, page_size } = c.req.valid('query');
+    const { db, caller } = c.var;
+    if (!(await findProject(db, caller.orgId, project_id))) throw notFound('Project');
+    return c.json(await listPrograms(db, caller.orgId, eq(programs.project_id, project_id), page, page_size), 200);
+  },
+);

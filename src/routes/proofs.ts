@@ -1,0 +1,325 @@
+// /v1/proofs: submitting proof jobs, reading their records, proofs and logs, canceling.
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { zValidator } from '@hono/zod-validator';
+import { and, count, desc, eq } from 'drizzle-orm';
+import type { AppEnv } from '../app-env.ts';
+import type { Db } from '../db/client.ts';
+import { configs, jobs, proofs } from '../db/schema.ts';
+import { DEFAULT_PRIORITY, insertJob, notifyJob } from '../jobs/dispatch.ts';
+import { jobLogStream } from '../jobs/logs.ts';
+import { cancelProof } from '../jobs/state.ts';
+import { ArtifactBatch, artifactKey, streamObject } from '../lib/artifacts.ts';
+import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
+import { parseJsonText, parseProofInput } from '../lib/input.ts';
+import { MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
+import { starkProofShapeError } from '../lib/proof-format.ts';
+import { ProofRecord, proofRecord } from '../lib/records.ts';
+import { errorResponses, IdResponse, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
+import { findProgram } from './programs.ts';
+
+export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+/** Caps on deferred child proofs (interface 8 leaves them to us; README "Limits"). */
+export const MAX_CHILD_PROOFS = 16;
+export const MAX_CHILD_PROOF_BYTES = 16 * 1024 * 1024;
+/** Largest `input` JSON accepted, whether sent as the body or as a form field. */
+export const MAX_INPUT_BYTES = 32 * 1024 * 1024;
+
+async function findProof(db: Db, orgId: string, id: string) {
+  const row = await db
+    .select()
+    .from(proofs)
+    .where(and(eq(proofs.id, id), eq(proofs.org_id, orgId)))
+    .get();
+  if (!row) throw notFound('Proof');
+  return row;
+}
+
+// ---------------------------------------------------------------------------
+// POST /v1/proofs
+
+const SubmitQuery = z.object({
+  program_id: z.uuid(),
+  proof_type: z.enum(['stark', 'evm']).default('stark'),
+  num_gpus: optionalQueryInt(1, 10000, 'GPUs to prove with; default: the program’s default_num_gpus'),
+  priority: queryInt(1, 10, DEFAULT_PRIORITY, `1..10, 10 highest; default ${DEFAULT_PRIORITY}`),
+});
+
+const InputBody = z
+  .object({
+    input: z.array(z.string()).openapi({
+      description: 'Hex strings (0x optional): 01‖bytes, or 02‖u32-LE field elements',
+      example: ['0x0148656c6c6f'],
+    }),
+  })
+  .openapi('ProofInput');
+
+const submitRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['proofs'],
+  summary: 'Submit a proof job',
+  description: `JSON body {"input": [...]}, or multipart/form-data with an \`input\` text field (the same JSON) and up to ${MAX_CHILD_PROOFS} \`child_proofs\` file parts (STARK proof JSON, at most ${MAX_CHILD_PROOF_BYTES} bytes each) in packing order; child proofs need a deferral-enabled config. The program must be ready.`,
+  request: {
+    query: SubmitQuery,
+    body: {
+      required: true,
+      content: {
+        'application/json': { schema: InputBody },
+        'multipart/form-data': {
+          schema: z.object({
+            input: z.string().openapi({ description: 'The JSON body as a string' }),
+            child_proofs: z.array(z.string().openapi({ format: 'binary' })).optional(),
+          }),
+        },
+      },
+    },
+  },
+  responses: {
+    200: { description: 'Queued', content: { 'application/json': { schema: IdResponse } } },
+    ...errorResponses(400, 404, 409, 413, 422),
+  },
+});
+// Document only: the handler reads JSON or streams multipart itself.
+proofsApi.openAPIRegistry.registerPath(submitRoute);
+
+proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) => {
+  const q = c.req.valid('query');
+  const { db, caller } = c.var;
+  const maxBytes = Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES);
+  if (Number(c.req.header('content-length') ?? NaN) > maxBytes) throw tooLarge(maxBytes);
+
+  const { program } = await findProgram(db, caller.orgId, q.program_id);
+  if (program.status !== 'ready')
+    throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
+
+  const boundary = multipartBoundary(c.req.header('content-type'));
+  const body = boundary ? await readMultipartSubmission(c.req.raw, boundary, maxBytes) : { input: await readJsonInput(c.req.raw), children: [] };
+
+  const config = await db.select().from(configs).where(eq(configs.id, program.config_id)).get();
+  if (!config) throw new Error(`program ${program.id} has no config row`);
+  if (body.children.length > 0 && !config.deferral_enabled)
+    throw new ValidationError([
+      {
+        loc: ['body', 'child_proofs'],
+        msg: `Value error, the program's config ${config.id} is not deferral-enabled, so child proofs cannot be folded in`,
+        type: 'value_error',
+      },
+    ]);
+
+  const proofId = crypto.randomUUID();
+  const artifacts = new ArtifactBatch(c.env.ARTIFACTS);
+  try {
+    await artifacts.put(artifactKey.proofInput(proofId), JSON.stringify(body.input));
+    const childKeys = body.children.map((_, i) => artifactKey.proofChild(proofId, i));
+    await Promise.all(body.children.map((child, i) => artifacts.put(childKeys[i]!, child)));
+    const numGpus = q.num_gpus ?? program.default_num_gpus;
+    const job = insertJob(db, {
+      kind: 'proof',
+      subjectId: proofId,
+      orgId: caller.orgId,
+      configId: config.id,
+      engine: config.engine,
+      priority: q.priority,
+      numGpus,
+    });
+    await db.batch([
+      db.insert(proofs).values({
+        id: proofId,
+        org_id: caller.orgId,
+        program_id: program.id,
+        proof_type: q.proof_type,
+        priority: q.priority,
+        num_gpus: numGpus,
+        created_by: caller.owner,
+        num_deferred_proofs: body.children.length,
+        input_key: artifactKey.proofInput(proofId),
+        child_proof_keys: JSON.stringify(childKeys),
+      }),
+      job.query,
+    ]);
+    await notifyJob(c.env, { job_id: job.id, kind: 'proof' });
+    return c.json({ id: proofId }, 200);
+  } catch (err) {
+    await artifacts.rollback();
+    throw err;
+  }
+});
+
+async function readJsonInput(req: Request): Promise<{ input: string[] }> {
+  const text = await readTextCapped(req, MAX_INPUT_BYTES);
+  return parseProofInput(parseJsonText(text));
+}
+
+/** Reads a small body whole, refusing (413) past `cap` even without a Content-Length. */
+export async function readTextCapped(req: Request, cap: number): Promise<string> {
+  if (!req.body) return '';
+  const sink = new MemorySink(cap, () => tooLarge(cap));
+  const reader = req.body.getReader();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) sink.write(r.value);
+  return sink.text();
+}
+
+async function readMultipartSubmission(req: Request, boundary: string, maxBytes: number) {
+  let input: MemorySink | null = null;
+  const children: MemorySink[] = [];
+  let tooMany = false;
+  await parseMultipart(req.body!, boundary, { maxBytes, maxParts: MAX_CHILD_PROOFS + 8 }, (part): PartSink => {
+    if (part.name === 'input') return (input = new MemorySink(MAX_INPUT_BYTES, () => tooLarge(MAX_INPUT_BYTES)));
+    if (part.name === 'child_proofs') {
+      if (children.length >= MAX_CHILD_PROOFS) {
+        tooMany = true;
+        return { write() {}, end() {} };
+      }
+      const sink = new MemorySink(MAX_CHILD_PROOF_BYTES, () => new ApiError(413, `child proof ${children.length} is larger than ${MAX_CHILD_PROOF_BYTES} bytes`));
+      children.push(sink);
+      return sink;
+    }
+    return { write() {}, end() {} };
+  });
+  if (tooMany)
+    throw new ValidationError([{ loc: ['body', 'child_proofs'], msg: `List should have at most ${MAX_CHILD_PROOFS} items`, type: 'too_long' }]);
+  if (!input) throw new ValidationError([{ loc: ['body', 'input'], msg: 'Field required', type: 'missing' }]);
+  const parsed = parseProofInput(parseJsonText((input as MemorySink).text(), ['body', 'input']));
+  const issues: ValidationIssue[] = [];
+  const texts = children.map((child, i) => {
+    const text = child.text();
+    const problem = starkProofShapeError(text);
+    if (problem) issues.push({ loc: ['body', 'child_proofs', i], msg: `Value error, ${problem}`, type: 'value_error' });
+    return text;
+  });
+  if (issues.length) throw new ValidationError(issues);
+  return { input: parsed, children: texts };
+}
+
+// ---------------------------------------------------------------------------
+// GET /v1/proofs, GET /v1/proofs/{proof_id}
+
+proofsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/',
+    tags: ['proofs'],
+    summary: 'List the proofs of a program',
+    request: { query: PaginationQuery.extend({ program_id: z.uuid() }) },
+    responses: {
+      200: { description: 'A page of proofs, newest first', content: { 'application/json': { schema: pageOf(ProofRecord, 'ProofPage') } } },
+      ...errorResponses(404, 422),
+    },
+  }),
+  async (c) => {
+    const { program_id, page, page_size } = c.req.valid('query');
+    const { db, caller } = c.var;
+    await findProgram(db, caller.orgId, program_id);
+    const where = and(eq(proofs.program_id, program_id), eq(proofs.org_id, caller.orgId));
+    const [rows, [{ total }]] = await Promise.all([
+      db.select().from(proofs).where(where).orderBy(desc(proofs.created_at), desc(proofs.id)).limit(page_size).offset((page - 1) * page_size),
+      db.select({ total: count() }).from(proofs).where(where) as Promise<{ total: number }[]>,
+    ]);
+    return c.json(paginate(rows.map(proofRecord), total, page, page_size), 200);
+  },
+);
+
+const ProofParams = z.object({ proof_id: Uuid('proof_id') });
+
+proofsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{proof_id}',
+    tags: ['proofs'],
+    summary: 'Get a proof job',
+    request: { params: ProofParams },
+    responses: {
+      200: { description: 'The proof job', content: { 'application/json': { schema: ProofRecord } } },
+      ...errorResponses(404, 422),
+    },
+  }),
+  async (c) => c.json(proofRecord(await findProof(c.var.db, c.var.caller.orgId, c.req.valid('param').proof_id)), 200),
+);
+
+// ---------------------------------------------------------------------------
+// GET /v1/proofs/{proof_id}/proof/{kind}, /logs
+
+proofsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{proof_id}/proof/{kind}',
+    tags: ['proofs'],
+    summary: 'Download a proof file (404 until it exists)',
+    request: {
+      params: ProofParams.extend({ kind: z.enum(['stark', 'evm', 'app']).openapi({ param: { name: 'kind', in: 'path' } }) }),
+    },
+    responses: {
+      200: { description: 'The proof JSON', content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } },
+      ...errorResponses(404, 422),
+    },
+  }),
+  async (c) => {
+    const { proof_id, kind } = c.req.valid('param');
+    const proof = await findProof(c.var.db, c.var.caller.orgId, proof_id);
+    const key = (JSON.parse(proof.proof_keys) as Record<string, string>)[kind];
+    const obj = key ? await c.env.ARTIFACTS.get(key) : null;
+    if (!obj) throw new ApiError(404, `No ${kind} proof for this job (state: ${proof.state})`);
+    return streamObject(obj, 'application/json', `${kind}-proof.json`);
+  },
+);
+
+/** Streams the logs of the job working for a subject (proof, execution...). */
+export async function subjectLogs(db: Db, bucket: R2Bucket, kind: 'proof' | 'execute', subjectId: string) {
+  const job = await db
+    .select({ id: jobs.id })
+    .from(jobs)
+    .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subjectId)))
+    .get();
+  return new Response(await jobLogStream(bucket, job?.id), { headers: { 'content-type': 'text/plain; charset=utf-8' } });
+}
+
+proofsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{proof_id}/logs',
+    tags: ['proofs'],
+    summary: 'The proof job’s logs (plain text, possibly empty)',
+    request: { params: ProofParams },
+    responses: {
+      200: { description: 'Log text', content: { 'text/plain': { schema: z.string() } } },
+      ...errorResponses(404, 422),
+    },
+  }),
+  async (c) => {
+    const proof = await findProof(c.var.db, c.var.caller.orgId, c.req.valid('param').proof_id);
+    return (await subjectLogs(c.var.db, c.env.ARTIFACTS, 'proof', proof.id)) as never;
+  },
+);
+
+// ---------------------------------------------------------------------------
+// POST /v1/proofs/{proof_id}/cancel
+
+proofsApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/{proof_id}/cancel',
+    tags: ['proofs'],
+    summary: 'Cancel a proof job',
+    description: 'Queued → Canceled at once; running → Canceling (its agent stops within one heartbeat, then Canceled); finished jobs → 409.',
+    request: { params: ProofParams },
+    responses: {
+      200: { description: 'Canceled or canceling', content: { 'application/json': { schema: MessageResponse.extend({ state: z.string() }) } } },
+      ...errorResponses(404, 409, 422),
+    },
+  }),
+  async (c) => {
+    const proof = await findProof(c.var.db, c.var.caller.orgId, c.req.valid('param').proof_id);
+    const outcome = await cancelProof(c.var.db, proof.id);
+    switch (outcome.kind) {
+      case 'canceled':
+        return c.json({ message: 'Proof canceled', state: 'Canceled' }, 200);
+      case 'canceling':
+        return c.json({ message: 'Cancel requested: the prover stops the job within one heartbeat', state: 'Canceling' }, 200);
+      case 'already-canceling':
+        return c.json({ message: 'Cancel already requested', state: 'Canceling' }, 200);
+      case 'terminal':
+        throw new ApiError(409, `Proof ${proof.id} already finished (state: ${outcome.state}); there is nothing to cancel`);
+    }
+  },
+);

@@ -1,0 +1,58 @@
+import { env } from 'cloudflare:test';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { api, json, markReady, registerProgram, seedConfig, seedTenant, watchQueue } from './helpers.ts';
+
+afterEach(() => vi.restoreAllMocks());
+
+describe('/v1/executions', () => {
+  it('queues an execution and reads it back, in lists and logs', async () => {
+    const t = await seedTenant();
+    const program = await registerProgram(t, await seedConfig());
+    await markReady(program);
+    const send = watchQueue();
+    const post = (q: string, body: unknown) =>
+      api(t, `/v1/executions?program_id=${program}${q}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+    const { id } = await json(await post('&mode=pure', { input: ['0x0101'] }), 200);
+    expect(await json(await api(t, `/v1/executions/${id}`), 200)).toEqual({
+      id,
+      created_at: expect.any(String),
+      status: 'queued',
+      program_uuid: program,
+      created_by: t.owner,
+      mode: 'pure',
+      error_message: '',
+      launched_at: null,
+      terminated_at: null,
+      public_values: null,
+      cost: null,
+      num_segments: null,
+      total_cycle: null,
+      total_tick: null,
+      num_instructions: null,
+    });
+    const job = await env.DB.prepare(`SELECT id FROM jobs WHERE kind = 'execute' AND subject_id = ?`).bind(id).first<{ id: string }>();
+    expect(send).toHaveBeenCalledWith({ job_id: job!.id, kind: 'execute' }, { contentType: 'json' });
+    const list = await json(await api(t, `/v1/executions?program_id=${program}&page=1&page_size=20`), 200);
+    expect(list).toEqual({ items: [expect.objectContaining({ id })], pagination: { total: 1, page: 1, page_size: 20, pages: 1 } });
+    expect(await (await api(t, `/v1/executions/${id}/logs`)).text()).toBe('');
+
+    expect((await json(await post('&mode=fast', { input: [] }), 422)).detail[0]).toMatchObject({ loc: ['query', 'mode'], type: 'literal_error' });
+    expect((await json(await post('', { input: ['0x09'] }), 422)).detail[0].loc).toEqual(['body', 'input', 0]);
+  });
+
+  it('404s foreign programs and executions; 409s programs that are not ready', async () => {
+    const t = await seedTenant();
+    const other = await seedTenant();
+    const cfg = await seedConfig();
+    const mine = await registerProgram(t, cfg);
+    const body = { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } };
+    expect((await json(await api(t, `/v1/executions?program_id=${mine}`, body), 409)).detail).toMatch(/not_ready/);
+    const theirs = await registerProgram(other, cfg);
+    await markReady(theirs);
+    await json(await api(t, `/v1/executions?program_id=${theirs}`, body), 404);
+    const { id } = await json(await api(other, `/v1/executions?program_id=${theirs}`, body), 200);
+    await json(await api(t, `/v1/executions/${id}`), 404);
+    await json(await api(t, `/v1/executions/${id}/logs`), 404);
+    await json(await api(t, `/v1/executions?program_id=${theirs}`), 404);
+  });
+});
