@@ -1,6 +1,261 @@
+// The `dev` engine: executes guest ELFs faithfully with the TypeScript executor and
+// issues dev proofs (proofs.ts), which the service can verify but which prove nothing
+// cryptographically. The default engine of the local stack and the test suite; see
+// README.md beside this file.
+import { readFile, writeFile } from 'node:fs/promises';
 import type { EngineOptions } from '../index.ts';
-import type { Engine } from '../types.ts';
+import {
+  JobError,
+  type CommitResult,
+  type Engine,
+  type EngineConfig,
+  type EngineContext,
+  type ExecuteRequest,
+  type ExecuteResult,
+  type ProgramFiles,
+  type ProveRequest,
+  type ProveResult,
+  type VerifyRequest,
+  type VerifyResult,
+} from '../types.ts';
+import { devBaseline, exeCommit, toHex } from './commit.ts';
+import { ElfError, loadElf, type ProgramImage } from './elf.ts';
+import { DEFAULT_PUBLIC_VALUES_BYTES, executeProgram, type ExecutionOutcome } from './executor.ts';
+import { InputError, parseHex, parseInputJson, type InputEntry } from './input.ts';
+import {
+  checkDevProof,
+  devConfigDigest,
+  devInputDigest,
+  devProofDigest,
+  devProofJson,
+  makeDevProof,
+  readDevProof,
+  requireSecret,
+  type DevProof,
+} from './proofs.ts';
 
-export function createDevEngine(_options: EngineOptions): Engine {
-  throw new Error('dev engine not implemented yet');
+export interface DevEngineOptions {
+  /** Instruction limit per run (default DEFAULT_MAX_CYCLES of executor.ts). */
+  maxCycles?: number;
+}
+
+/**
+ * A made-up but deterministic stand-in for the zkVM's trace cells, so that dashboards and
+ * billing code see realistic magnitudes: an RV32IM instruction costs the real prover on
+ * the order of tens of trace cells.
+ */
+export const DEV_CELLS_PER_INSTRUCTION = 32;
+
+/** At most this many lines of guest output are copied into the job's logs. */
+const MAX_GUEST_LOG_LINES = 1000;
+
+async function loadProgram(elfPath: string): Promise<ProgramImage> {
+  try {
+    return loadElf(await readFile(elfPath));
+  } catch (err) {
+    if (err instanceof ElfError) throw new JobError(err.message);
+    throw err;
+  }
+}
+
+async function loadInput(inputPath: string): Promise<InputEntry[]> {
+  try {
+    return parseInputJson(await readFile(inputPath, 'utf8'));
+  } catch (err) {
+    if (err instanceof InputError) throw new JobError(`bad input: ${err.message}`);
+    throw err;
+  }
+}
+
+function publicValuesBytes(config: EngineConfig): number {
+  return config.public_values_bytes || DEFAULT_PUBLIC_VALUES_BYTES;
+}
+
+function commitBytes(hex: string, what: string): Uint8Array {
+  const bytes = parseHex(hex);
+  if (!bytes || bytes.length !== 32) throw new Error(`${what} ${JSON.stringify(hex)} is not 32 bytes of hex`);
+  return bytes;
+}
+
+/** Copies guest output into the job's logs line by line, up to a cap. */
+function guestLogger(ctx: EngineContext): { print(text: string): void; flush(): void } {
+  let pending = '';
+  let lines = 0;
+  const emit = (line: string) => {
+    if (lines < MAX_GUEST_LOG_LINES) ctx.log(`guest: ${line}`);
+    else if (lines === MAX_GUEST_LOG_LINES) ctx.log(`guest: [further output not logged]`);
+    lines++;
+  };
+  return {
+    print(text) {
+      pending += text;
+      let nl: number;
+      while ((nl = pending.indexOf('\n')) >= 0) {
+        emit(pending.slice(0, nl));
+        pending = pending.slice(nl + 1);
+      }
+    },
+    flush() {
+      if (pending) emit(pending);
+      pending = '';
+    },
+  };
+}
+
+async function run(ctx: EngineContext, image: ProgramImage, input: InputEntry[], maxCycles: number | undefined): Promise<ExecutionOutcome> {
+  const logger = guestLogger(ctx);
+  try {
+    return await executeProgram(image, input, {
+      maxCycles,
+      publicValuesBytes: publicValuesBytes(ctx.config),
+      signal: ctx.signal,
+      onPrint: logger.print,
+    });
+  } finally {
+    logger.flush();
+  }
+}
+
+/**
+ * Deferred child proofs: each must be a valid dev STARK proof made under this same
+ * config and for this same program. The dev engine cannot run the zkVM's deferral
+ * circuits, so it binds children to the parent's program rather than to a verifying key
+ * the guest names; a child for anything else fails the job, naming the child's index.
+ */
+async function checkChildren(ctx: EngineContext, req: ProveRequest, secret: string): Promise<DevProof[]> {
+  if (req.childProofPaths.length > 0 && !ctx.config.deferral_enabled) {
+    throw new JobError(`config ${ctx.config.id} does not enable deferral, but the job has ${req.childProofPaths.length} child proofs`);
+  }
+  const children: DevProof[] = [];
+  for (const [i, path] of req.childProofPaths.entries()) {
+    let proof: DevProof;
+    try {
+      proof = readDevProof(JSON.parse(await readFile(path, 'utf8')));
+    } catch (err) {
+      throw new JobError(`child proof ${i}: not a dev STARK proof: ${(err as Error).message}`);
+    }
+    const reason = checkDevProof(proof, { kind: 'stark', appExeCommit: req.app_exe_commit, config: ctx.config, secret });
+    if (reason) throw new JobError(`child proof ${i}: ${reason}`);
+    children.push(proof);
+  }
+  return children;
+}
+
+export function createDevEngine(options: EngineOptions & DevEngineOptions): Engine {
+  return {
+    name: 'dev',
+    usesGpu: false,
+
+    async commit(ctx: EngineContext, program: ProgramFiles): Promise<CommitResult> {
+      const appExeCommit = toHex(exeCommit(await loadProgram(program.elfPath)));
+      commitBytes(ctx.config.app_vm_commit, `config ${ctx.config.id}: app_vm_commit`);
+      return { app_exe_commit: appExeCommit, app_vm_commit: ctx.config.app_vm_commit, baseline: devBaseline(appExeCommit, ctx.config) };
+    },
+
+    async execute(ctx: EngineContext, req: ExecuteRequest): Promise<ExecuteResult> {
+      const failed = (error: string): ExecuteResult => ({
+        exit_code: -1,
+        num_instructions: 0,
+        public_values: toHex(new Uint8Array(publicValuesBytes(ctx.config))),
+        stdout: '',
+        error,
+      });
+      let image: ProgramImage;
+      let input: InputEntry[];
+      try {
+        [image, input] = await Promise.all([loadProgram(req.elfPath), loadInput(req.inputPath)]);
+      } catch (err) {
+        if (err instanceof JobError) return failed(err.message);
+        throw err;
+      }
+      ctx.log(`dev engine: executing (${req.mode} mode, ${input.length} input entries)`);
+      const out = await run(ctx, image, input, options.maxCycles);
+      ctx.log(`dev engine: ${out.error ? `failed: ${out.error}` : 'guest exited 0'} after ${out.numInstructions} instructions`);
+      return {
+        exit_code: out.exitCode ?? -1,
+        num_instructions: out.numInstructions,
+        // One instruction is one cycle (guest-abi.md, "What a cycle is").
+        total_cycle: out.numInstructions,
+        public_values: toHex(out.publicValues),
+        stdout: out.stdout,
+        error: out.error,
+      };
+    },
+
+    async prove(ctx: EngineContext, req: ProveRequest): Promise<ProveResult> {
+      const config = ctx.config;
+      const secret = requireSecret(config);
+      if (config.engine !== 'dev') {
+        throw new Error(`the dev engine only proves under dev configs; config ${config.id} uses engine '${config.engine}'`);
+      }
+      const appVmCommit = commitBytes(config.app_vm_commit, `config ${config.id}: app_vm_commit`);
+      const [image, input] = await Promise.all([loadProgram(req.elfPath), loadInput(req.inputPath)]);
+      const appExeCommit = exeCommit(image);
+      if (toHex(appExeCommit) !== toHex(commitBytes(req.app_exe_commit, 'the program\'s app_exe_commit'))) {
+        throw new JobError(`the program's ELF does not match its registered app_exe_commit (${req.app_exe_commit}; the ELF gives ${toHex(appExeCommit)})`);
+      }
+      const children = await checkChildren(ctx, req, secret);
+      if (children.length) ctx.log(`dev engine: ${children.length} deferred child proofs verified`);
+
+      ctx.signal.throwIfAborted();
+      ctx.progress({ phase: 'Executing' });
+      ctx.log(`dev engine: executing ${toHex(appExeCommit)} on ${input.length} input entries`);
+      const out = await run(ctx, image, input, options.maxCycles);
+      if (out.error) {
+        ctx.log(`dev engine: execution failed after ${out.numInstructions} instructions: ${out.error}`);
+        throw new JobError(out.error);
+      }
+      const metrics = { num_instructions: out.numInstructions, cells_used: out.numInstructions * DEV_CELLS_PER_INSTRUCTION };
+      ctx.progress({ phase: 'Executed', metrics });
+      ctx.log(`dev engine: executed ${out.numInstructions} instructions; public values ${toHex(out.publicValues)}`);
+
+      ctx.signal.throwIfAborted();
+      ctx.progress({ phase: 'AppProving' });
+      const proof = makeDevProof(
+        secret,
+        {
+          kind: req.kind,
+          appExeCommit,
+          appVmCommit,
+          configDigest: devConfigDigest(config),
+          inputDigest: devInputDigest(secret, input),
+          childDigests: children.map(devProofDigest),
+        },
+        out.publicValues,
+      );
+      ctx.progress({ phase: 'AppProvingDone' });
+
+      ctx.signal.throwIfAborted();
+      ctx.progress({ phase: 'PostProcessing' });
+      await writeFile(req.outputPath, `${JSON.stringify(devProofJson(proof), null, 2)}\n`);
+      ctx.log(`dev engine: wrote a dev ${req.kind} proof (not a zero-knowledge proof) to ${req.outputPath}`);
+      return { ...metrics, public_values: toHex(out.publicValues) };
+    },
+
+    async verify(ctx: EngineContext, req: VerifyRequest): Promise<VerifyResult> {
+      const config = ctx.config;
+      if (config.engine !== 'dev') {
+        return { verified: false, reason: `config ${config.id} is not a dev config (engine '${config.engine}'); dev proofs are only accepted under dev configs` };
+      }
+      const secret = requireSecret(config);
+      const baseline = JSON.parse(await readFile(req.baselinePath, 'utf8')) as { app_exe_commit?: unknown };
+      if (baseline.app_exe_commit !== undefined && String(baseline.app_exe_commit).toLowerCase() !== req.app_exe_commit.toLowerCase()) {
+        return { verified: false, reason: `the verification baseline is for another program (${String(baseline.app_exe_commit)})` };
+      }
+      let doc: unknown;
+      try {
+        doc = JSON.parse(await readFile(req.proofPath, 'utf8'));
+      } catch (err) {
+        return { verified: false, reason: `proof file is not JSON: ${(err as Error).message}` };
+      }
+      let proof: DevProof;
+      try {
+        proof = readDevProof(doc);
+      } catch (err) {
+        return { verified: false, reason: (err as Error).message };
+      }
+      const reason = checkDevProof(proof, { kind: 'stark', appExeCommit: req.app_exe_commit, config, secret });
+      return reason ? { verified: false, reason } : { verified: true, reason: null };
+    },
+  };
 }
