@@ -71,9 +71,9 @@ interface Session {
 }
 
 export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
-  const cargo = options.cargoPath ?? 'cargo';
-  const configsDir = options.configsDir ?? defaultConfigsDir(options.env ?? process.env);
   const baseEnv = options.env ?? process.env;
+  const cargo = options.cargoPath ?? baseEnv.PROVER_AGENT_CARGO ?? 'cargo';
+  const configsDir = options.configsDir ?? defaultConfigsDir(baseEnv);
   const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const timeoutMs = (op: Operation) => (options.timeouts?.[op] ?? DEFAULT_TIMEOUTS_S[op]) * 1000;
   const toolEnv = (gpus: number[]): NodeJS.ProcessEnv => ({ ...baseEnv, NO_COLOR: '1', CARGO_TERM_COLOR: 'never', ...gpuEnv(gpus) });
