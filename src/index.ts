@@ -5,7 +5,7 @@ import { Scalar } from '@scalar/hono-api-reference';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from './app-env.ts';
 import { openDb } from './db/client.ts';
-import type { Env } from './env.ts';
+import type { Env, JobNotice } from './env.ts';
 import { onError, validationHook } from './lib/errors.ts';
 import { API_KEY_HEADER, requireApiKey } from './middleware/auth.ts';
 import { configsApi } from './routes/configs.ts';
@@ -14,8 +14,12 @@ import { programsApi } from './routes/programs.ts';
 import { projectsApi } from './routes/projects.ts';
 import { proofsApi } from './routes/proofs.ts';
 import { verifyApi } from './routes/verify.ts';
-import { z, createRoute } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import { errorResponses, MessageResponse } from './lib/schemas.ts';
+import { jobsInternalApi } from './internal/jobs.ts';
+import { leaseInternalApi } from './internal/lease.ts';
+import { acceptIntoEmulation, emulationEnabled, queueEmulationApi } from './internal/queue-emulation.ts';
+import { sweep } from './jobs/sweep.ts';
 
 /** The interface's published version label (interface.md section 9). */
 export const API_VERSION = '2.0.0';
@@ -48,6 +52,12 @@ app.route('/v1/configs', configsApi);
 app.route('/v1/verify', verifyApi);
 app.route('/v1/executions', executionsApi);
 
+// The fleet's side: agent tokens and job tokens, never API keys (src/internal/auth.ts).
+app.route('/internal/v1/jobs', jobsInternalApi);
+app.route('/internal/v1/lease', leaseInternalApi);
+// Local stand-in for the Cloudflare Queues pull API (DEV_QUEUE_EMULATION only).
+app.route('/client/v4', queueEmulationApi);
+
 app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: API_KEY_HEADER });
 app.doc31('/openapi.json', (c) => ({
   openapi: '3.1.0',
@@ -69,4 +79,19 @@ export { app };
 
 export default {
   fetch: app.fetch,
-} satisfies ExportedHandler<Env>;
+
+  /** Local only: the dev queue's consumer feeds the pull API emulation. */
+  async queue(batch, env) {
+    if (emulationEnabled(env)) return acceptIntoEmulation(batch, env);
+    // Deployed queues have an HTTP pull consumer, not this Worker; should one be
+    // attached by mistake, leave the notices for the agents.
+    console.error(JSON.stringify({ level: 'error', msg: 'queue() called without DEV_QUEUE_EMULATION; retrying the batch' }));
+    batch.retryAll({ delaySeconds: 60 });
+  },
+
+  async scheduled(_controller, env, ctx) {
+    ctx.waitUntil(
+      sweep(openDb(env.DB), env).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'sweep', ...r }))),
+    );
+  },
+} satisfies ExportedHandler<Env, JobNotice>;

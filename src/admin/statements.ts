@@ -90,3 +90,46 @@ export function setConfigActive(id: string, active: boolean): AdminStep {
     output: [`${id} ${active ? 'activated' : 'deactivated'}`],
   };
 }
+
+/** A new agent token. Printed once; stored only as its SHA-256. */
+export async function createAgentToken(name: string, token: string = randomToken('at')): Promise<AdminStep> {
+  const id = `agt_${ulid().toLowerCase()}`;
+  return {
+    sql: [
+      `INSERT INTO agent_tokens (id, name, token_hash) VALUES (${lit(id)}, ${lit(name)}, ${lit(await sha256Hex(token))}) ON CONFLICT(token_hash) DO UPDATE SET revoked_at = NULL, name = excluded.name;`,
+    ],
+    output: [`agent token ${name} (store it now: it is not shown again)`, token],
+  };
+}
+
+export async function revokeAgentToken(token: string): Promise<AdminStep> {
+  return {
+    sql: [`UPDATE agent_tokens SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE token_hash = ${lit(await sha256Hex(token))} AND revoked_at IS NULL;`],
+    output: ['revoked (if it existed)'],
+  };
+}
+
+export function revokeAgentTokenById(id: string): AdminStep {
+  return {
+    sql: [`UPDATE agent_tokens SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ${lit(id)} AND revoked_at IS NULL;`],
+    output: ['revoked (if it existed)'],
+  };
+}
+
+// Read-only queries for the operator's list commands: one SELECT each, printed as rows.
+// Secrets never appear: keys and tokens are stored only as hashes, and those are left out.
+
+export const listOrganizations = (): string =>
+  `SELECT o.id, o.name, o.created_at, (SELECT count(*) FROM api_keys k WHERE k.org_id = o.id AND k.revoked_at IS NULL) AS active_keys FROM organizations o ORDER BY o.created_at, o.id;`;
+
+export const listApiKeys = (orgId?: string): string =>
+  `SELECT id, org_id, owner, created_at, revoked_at FROM api_keys${orgId === undefined ? '' : ` WHERE org_id = ${lit(orgId)}`} ORDER BY created_at, id;`;
+
+export const listConfigs = (id?: string): string =>
+  `SELECT id, engine, openvm_version, stark_backend_version, app_vm_commit, deferral_enabled, public_values_bytes, active, status, created_at FROM configs${id === undefined ? '' : ` WHERE id = ${lit(id)}`} ORDER BY created_at, id;`;
+
+export const listAgentTokens = (): string => `SELECT id, name, created_at, revoked_at FROM agent_tokens ORDER BY created_at, id;`;
+
+/** Agents that have polled for work; `last_seen_at` is stored in epoch milliseconds. */
+export const listAgents = (): string =>
+  `SELECT id, name, token_id, machine_type, gpus, engines, configs, strftime('%Y-%m-%dT%H:%M:%fZ', last_seen_at / 1000.0, 'unixepoch') AS last_seen_at FROM agents ORDER BY agents.last_seen_at DESC;`;

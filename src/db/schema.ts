@@ -220,7 +220,10 @@ export const jobs = sqliteTable(
     status: text('status', { enum: ['queued', 'leased', 'done'] })
       .notNull()
       .default('queued'),
+    /** Claims so far (1 for the first run); infrastructure losses count here. */
     attempt: integer('attempt').notNull().default(0),
+    /** Retryable engine failures so far: the job's own retry budget. */
+    retries: integer('retries').notNull().default(0),
     lease_id: text('lease_id'),
     lease_expires_at: integer('lease_expires_at'),
     agent_id: text('agent_id'),
@@ -233,9 +236,84 @@ export const jobs = sqliteTable(
     notified_at: integer('notified_at').notNull(),
     /** Why no agent has taken it yet, if known. */
     waiting_reason: text('waiting_reason'),
+    /** Next log chunk sequence number and the log's length in bytes (src/jobs/logs.ts). */
+    log_seq: integer('log_seq').notNull().default(0),
+    log_bytes: integer('log_bytes').notNull().default(0),
   },
   (t) => [
     index('jobs_claim').on(t.status, t.priority, t.queued_at),
     uniqueIndex('jobs_subject').on(t.kind, t.subject_id),
   ],
+);
+
+/** Tokens agents authenticate with; stored only as SHA-256 hashes. */
+export const agentTokens = sqliteTable(
+  'agent_tokens',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    token_hash: text('token_hash').notNull(),
+    created_at: createdAt(),
+    revoked_at: text('revoked_at'),
+  },
+  (t) => [uniqueIndex('agent_tokens_hash').on(t.token_hash)],
+);
+
+/** Agents seen recently and what they can serve: tells a job nobody can run why it waits. */
+export const agents = sqliteTable('agents', {
+  id: text('id').primaryKey(),
+  token_id: text('token_id').notNull(),
+  name: text('name').notNull(),
+  machine_type: text('machine_type').notNull(),
+  gpus: integer('gpus').notNull(),
+  /** JSON arrays. `configs` empty = every config of its engines. */
+  engines: text('engines').notNull(),
+  configs: text('configs').notNull(),
+  last_seen_at: integer('last_seen_at').notNull(),
+});
+
+/**
+ * One row per claim of a job: the lease an agent holds while it runs an attempt.
+ * Callbacks authenticate with the lease's job token (stored hashed); a callback on a
+ * lease that is no longer the job's current one is refused with 409.
+ */
+export const leases = sqliteTable(
+  'leases',
+  {
+    id: text('id').primaryKey(),
+    job_id: text('job_id').notNull(),
+    attempt: integer('attempt').notNull(),
+    agent_id: text('agent_id').notNull(),
+    token_hash: text('token_hash').notNull(),
+    gpus: integer('gpus').notNull(),
+    machine_type: text('machine_type').notNull(),
+    claimed_at: integer('claimed_at').notNull(),
+    ended_at: integer('ended_at'),
+    /** How it ended: completed, failed, canceled, released, expired. */
+    outcome: text('outcome'),
+    /** The JSON answer given to the callback that ended it, repeated to retries of that callback. */
+    response: text('response'),
+  },
+  (t) => [uniqueIndex('leases_token').on(t.token_hash), index('leases_job').on(t.job_id)],
+);
+
+/**
+ * Local emulation of the Cloudflare Queues HTTP pull API (DEV_QUEUE_EMULATION only):
+ * messages the local queue delivered to the Worker, waiting to be pulled.
+ */
+export const emulatedQueueMessages = sqliteTable(
+  'emulated_queue_messages',
+  {
+    id: text('id').primaryKey(),
+    /** Base64 of the JSON body, as the real API returns `json` content. */
+    body: text('body').notNull(),
+    content_type: text('content_type').notNull(),
+    timestamp_ms: integer('timestamp_ms').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    visible_at: integer('visible_at').notNull(),
+    lease_id: text('lease_id'),
+    /** Set once delivered max_retries times: kept for inspection, never delivered again. */
+    dead_lettered_at: integer('dead_lettered_at'),
+  },
+  (t) => [index('emulated_queue_visible').on(t.visible_at)],
 );

@@ -1,6 +1,42 @@
-// Job logs live in R2 as ordered chunks `logs/{job_id}/{seq}`; reading them is
-// listing the prefix and streaming the chunks in sequence order.
+// Job logs live in R2 as ordered chunks `logs/{job_id}/{seq}`. The job row keeps the
+// next sequence number and the log's byte length, so an agent's chunk is accepted
+// exactly once, in order: a retried chunk (seq already taken) changes nothing, and a
+// chunk that skips ahead is refused. A job's attempts all write to the same log: a
+// claim hands the agent the sequence and offset to continue from.
+import { eq, sql, and } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { jobs } from '../db/schema.ts';
 import { artifactKey } from '../lib/artifacts.ts';
+
+export type AppendResult = { kind: 'appended' | 'duplicate' } | { kind: 'out-of-order'; expectedSeq: number; expectedOffset: number };
+
+/** Appends one chunk at (seq, offset) if it is the next one; idempotent for a repeat. */
+export async function appendLogChunk(db: Db, bucket: R2Bucket, jobId: string, chunk: { seq: number; offset: number; text: string }): Promise<AppendResult> {
+  const job = await db.select({ seq: jobs.log_seq, bytes: jobs.log_bytes }).from(jobs).where(eq(jobs.id, jobId)).get();
+  if (!job) throw new Error(`job ${jobId} not found`);
+  if (chunk.seq < job.seq) return { kind: 'duplicate' };
+  if (chunk.seq > job.seq || chunk.offset !== job.bytes) return { kind: 'out-of-order', expectedSeq: job.seq, expectedOffset: job.bytes };
+  const bytes = new TextEncoder().encode(chunk.text);
+  // The object first: if the row update then loses a race, the winner wrote the same key.
+  await bucket.put(artifactKey.jobLogChunk(jobId, chunk.seq), bytes, { httpMetadata: { contentType: 'text/plain; charset=utf-8' } });
+  const moved = await db
+    .update(jobs)
+    .set({ log_seq: chunk.seq + 1, log_bytes: sql`${jobs.log_bytes} + ${bytes.byteLength}` })
+    .where(and(eq(jobs.id, jobId), eq(jobs.log_seq, chunk.seq)))
+    .returning({ id: jobs.id });
+  return { kind: moved.length ? 'appended' : 'duplicate' };
+}
+
+/** Appends a line written by the service itself (e.g. why a job still waits), while no agent holds the job. */
+export async function appendServiceLog(db: Db, bucket: R2Bucket, jobId: string, line: string): Promise<void> {
+  const text = `[service ${new Date().toISOString()}] ${line}\n`;
+  for (let tries = 0; tries < 3; tries++) {
+    const job = await db.select({ seq: jobs.log_seq, bytes: jobs.log_bytes }).from(jobs).where(eq(jobs.id, jobId)).get();
+    if (!job) return;
+    const r = await appendLogChunk(db, bucket, jobId, { seq: job.seq, offset: job.bytes, text });
+    if (r.kind === 'appended') return;
+  }
+}
 
 /** All chunks of a job's logs as one text stream (empty when there are none). */
 export async function jobLogStream(bucket: R2Bucket, jobId: string | undefined): Promise<ReadableStream<Uint8Array>> {

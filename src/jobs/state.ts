@@ -1,20 +1,441 @@
-// The job state machine: which states each kind of record moves through, and the
-// guarded (conditional) updates that move them. Every transition is one D1 batch
-// whose WHERE clauses re-check the state it starts from, so concurrent requests,
-// agents and the sweep can never move a record twice or backwards.
+// The job state machine, in one place.
 //
-// Invariant kept by every transition here: a proof is `Queued` exactly while its
-// job row is `queued` (claimable).
-import { and, eq, inArray } from 'drizzle-orm';
+// A job row (table `jobs`) is what the fleet claims: queued → leased → done. Each
+// job works for one subject record that callers read, and the subject moves with it:
+//
+//   kind     subject        queued       leased (running)                        done
+//   commit   programs       not_ready    processing                              ready | failed
+//   proof    proofs         Queued       Executing → Executed → AppProving →     Succeeded | Failed
+//                                        AppProvingDone → PostProcessing          | Canceled (via Canceling)
+//   verify   verifications  processing   processing                              verified | failed
+//   execute  executions     queued       running                                 succeeded | failed | canceled
+//
+// Every transition is one D1 batch (a transaction). Each statement re-checks the
+// state it starts from in its WHERE clause (the job's status and current lease id),
+// so concurrent agents, callers and the sweep can never apply a transition twice,
+// move a record backwards, or act on a superseded lease. Invariant: a subject is in
+// its `queued` state exactly while its job row is `queued`.
+import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
+import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../db/client.ts';
-import { jobs, proofs, type ProofState } from '../db/schema.ts';
+import { executions, jobs, leases, programs, proofs, verifications, type JobKind, type ProofState } from '../db/schema.ts';
 
 export const PROOF_RUNNING_STATES = ['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing'] as const satisfies ProofState[];
 export const PROOF_TERMINAL_STATES = ['Succeeded', 'Failed', 'Canceled'] as const satisfies ProofState[];
+export type ProofPhase = (typeof PROOF_RUNNING_STATES)[number];
 
-export function isTerminalProofState(state: ProofState): boolean {
-  return (PROOF_TERMINAL_STATES as readonly ProofState[]).includes(state);
+/** Engines that need no GPU: their agents take jobs whatever `num_gpus` asks for. */
+export const GPU_LESS_ENGINES = ['dev'];
+
+/** Fleet tunables, from the Worker's vars (README "Configuration"). */
+export interface FleetSettings {
+  /** A lease not renewed by a heartbeat within this many ms expires. */
+  leaseTtlMs: number;
+  /** Claims per job (including ones lost with their agent) before it fails for good. */
+  maxAttempts: number;
+  /** Retryable engine failures the job may have before it fails for good. */
+  maxRetries: number;
+  /** USD per GPU-hour by machine type, `*` as the fallback. */
+  machineRates: Record<string, number>;
 }
+
+// ---------------------------------------------------------------------------
+// Subjects: how each kind's record looks in each job state.
+
+interface SubjectStates {
+  table: SQLiteTable & { id: SQLiteColumn };
+  /** Back in the queue (after a lost lease or a retry). */
+  queued: Record<string, unknown>;
+  /** Claimed by an agent. */
+  running: (now: string, machineType: string) => Record<string, unknown>;
+  /** Failed for good. */
+  failed: (now: string, message: string) => Record<string, unknown>;
+  /** Where the subject may be when the job fails or is requeued (never out of a terminal state). */
+  active: SQL;
+}
+
+const SUBJECTS: Record<JobKind, SubjectStates> = {
+  commit: {
+    table: programs,
+    queued: { status: 'not_ready' },
+    running: (now) => ({ status: 'processing', launched_at: sql`coalesce(${programs.launched_at}, ${now})` }),
+    failed: (now, message) => ({ status: 'failed', error_message: message, terminated_at: now }),
+    active: inArray(programs.status, ['not_ready', 'processing']),
+  },
+  proof: {
+    table: proofs,
+    queued: { state: 'Queued' },
+    running: (now, machineType) => ({ state: 'Executing', launched_at: sql`coalesce(${proofs.launched_at}, ${now})`, machine_type: machineType }),
+    failed: (now, message) => ({ state: 'Failed', error_message: message, terminated_at: now }),
+    active: inArray(proofs.state, ['Queued', ...PROOF_RUNNING_STATES, 'Canceling']),
+  },
+  verify: {
+    table: verifications,
+    queued: { result: 'processing' },
+    running: () => ({ result: 'processing' }),
+    failed: (_now, message) => ({ result: 'failed', error_message: message }),
+    active: eq(verifications.result, 'processing'),
+  },
+  execute: {
+    table: executions,
+    queued: { status: 'queued' },
+    running: (now) => ({ status: 'running', launched_at: sql`coalesce(${executions.launched_at}, ${now})` }),
+    failed: (now, message) => ({ status: 'failed', error_message: message, terminated_at: now }),
+    active: inArray(executions.status, ['queued', 'running']),
+  },
+};
+
+/** Updates the subject of every job of `kind` matching `jobWhere`, if the subject is still active. */
+function updateSubjects(db: Db, kind: JobKind, jobWhere: SQL | undefined, set: Record<string, unknown>, subjectWhere?: SQL) {
+  const s = SUBJECTS[kind];
+  const subjectIds = db
+    .select({ id: jobs.subject_id })
+    .from(jobs)
+    .where(and(eq(jobs.kind, kind), jobWhere));
+  return db
+    .update(s.table)
+    .set(set as never)
+    .where(and(inArray(s.table.id, subjectIds), s.active, subjectWhere));
+}
+
+const isoNow = (ms: number) => new Date(ms).toISOString();
+
+// ---------------------------------------------------------------------------
+// Claim
+
+export interface AgentCapabilities {
+  agentId: string;
+  machineType: string;
+  /** GPUs free on the agent right now. */
+  gpus: number;
+  engines: string[];
+  /** Config ids served; empty = every config of its engines. */
+  configs: string[];
+}
+
+/** The condition "an agent with these capabilities can run this job". */
+export function servableBy(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>): SQL {
+  return and(
+    caps.engines.length ? inArray(jobs.engine, caps.engines) : sql`0`,
+    caps.configs.length ? inArray(jobs.config_id, caps.configs) : undefined,
+    or(lte(jobs.num_gpus, caps.gpus), inArray(jobs.engine, GPU_LESS_ENGINES)),
+  )!;
+}
+
+/**
+ * Claims the best queued job the agent can serve (highest priority, then oldest)
+ * with one conditional UPDATE, and moves its subject to running in the same batch.
+ * Returns the claimed job row, or null when there is nothing for this agent.
+ */
+export async function claimJob(db: Db, caps: AgentCapabilities, lease: { id: string; tokenHash: string }, settings: FleetSettings, now = Date.now()) {
+  const best = db
+    .select({ id: jobs.id })
+    .from(jobs)
+    .where(and(eq(jobs.status, 'queued'), servableBy(caps)))
+    .orderBy(desc(jobs.priority), asc(jobs.queued_at), asc(jobs.id))
+    .limit(1);
+  const mine = eq(jobs.lease_id, lease.id);
+  const [claimed] = await db.batch([
+    db
+      .update(jobs)
+      .set({
+        status: 'leased',
+        lease_id: lease.id,
+        lease_expires_at: now + settings.leaseTtlMs,
+        agent_id: caps.agentId,
+        machine_type: caps.machineType,
+        attempt: sql`${jobs.attempt} + 1`,
+        waiting_reason: null,
+      })
+      .where(and(inArray(jobs.id, best), eq(jobs.status, 'queued')))
+      .returning(),
+    db.insert(leases).select(
+      db
+        .select({
+          id: sql<string>`${lease.id}`.as('id'),
+          job_id: jobs.id,
+          attempt: jobs.attempt,
+          agent_id: sql<string>`${caps.agentId}`.as('agent_id'),
+          token_hash: sql<string>`${lease.tokenHash}`.as('token_hash'),
+          // GPU-less engines hold no GPU however many the job asked for.
+          gpus: sql<number>`CASE WHEN ${inArray(jobs.engine, GPU_LESS_ENGINES)} THEN 0 ELSE ${jobs.num_gpus} END`.as('gpus'),
+          machine_type: sql<string>`${caps.machineType}`.as('machine_type'),
+          claimed_at: sql<number>`${now}`.as('claimed_at'),
+          ended_at: sql<null>`NULL`.as('ended_at'),
+          outcome: sql<null>`NULL`.as('outcome'),
+          response: sql<null>`NULL`.as('response'),
+        })
+        .from(jobs)
+        .where(mine),
+    ),
+    ...(['commit', 'proof', 'verify', 'execute'] as const).map((kind) =>
+      updateSubjects(db, kind, mine, SUBJECTS[kind].running(isoNow(now), caps.machineType)),
+    ),
+  ]);
+  return claimed[0] ?? null;
+}
+
+// ---------------------------------------------------------------------------
+// Callbacks on a lease
+
+export type LeaseRow = typeof leases.$inferSelect;
+export type JobRow = typeof jobs.$inferSelect;
+
+/** Why a callback on this lease may not act: superseded, or already ended. */
+export function leaseStanding(lease: LeaseRow, job: JobRow | undefined): 'current' | 'ended' | 'superseded' {
+  if (lease.outcome) return 'ended';
+  if (!job || job.lease_id !== lease.id || job.status !== 'leased') return 'superseded';
+  return 'current';
+}
+
+const currentLease = (leaseId: string) => and(eq(jobs.lease_id, leaseId), eq(jobs.status, 'leased'));
+
+/** Renews the lease; moves a proof forward (never back) to `phase`. False when the lease is no longer current. */
+export async function heartbeat(
+  db: Db,
+  lease: LeaseRow,
+  update: { phase?: ProofPhase; num_instructions?: number; cells_used?: number },
+  settings: FleetSettings,
+  now = Date.now(),
+): Promise<{ current: boolean; cancel: boolean; leaseExpiresAt: number }> {
+  const expires = now + settings.leaseTtlMs;
+  const statements = [
+    db.update(jobs).set({ lease_expires_at: expires }).where(currentLease(lease.id)).returning({ cancel: jobs.cancel_requested, kind: jobs.kind }),
+  ] as const;
+  const proofSet: Record<string, unknown> = {};
+  if (update.num_instructions !== undefined) proofSet.num_instructions = update.num_instructions;
+  if (update.cells_used !== undefined) proofSet.cells_used = update.cells_used;
+  const extra = [];
+  if (update.phase) {
+    const earlier = PROOF_RUNNING_STATES.slice(0, PROOF_RUNNING_STATES.indexOf(update.phase));
+    // Forward only, and never out of Canceling.
+    if (earlier.length) extra.push(updateSubjects(db, 'proof', currentLease(lease.id), { state: update.phase }, inArray(proofs.state, earlier)));
+  }
+  if (Object.keys(proofSet).length) extra.push(updateSubjects(db, 'proof', currentLease(lease.id), proofSet));
+  const [renewed] = await db.batch([...statements, ...extra]);
+  const row = renewed[0];
+  return { current: !!row, cancel: !!row?.cancel, leaseExpiresAt: expires };
+}
+
+/** Ends the lease with `outcome`; the statements run in the same batch as the caller's. */
+function endLease(db: Db, lease: LeaseRow, outcome: string, response: unknown, now: number) {
+  return db
+    .update(leases)
+    .set({ outcome, ended_at: now, response: JSON.stringify(response) })
+    .where(and(eq(leases.id, lease.id), isNull(leases.outcome)));
+}
+
+/** Micro-USD for a lease that ran until `now` (README "Cost"). GPU-less engines bill one unit. */
+export function leaseCost(lease: LeaseRow, settings: FleetSettings, now: number): number {
+  const rate = settings.machineRates[lease.machine_type] ?? settings.machineRates['*'] ?? 0;
+  const hours = Math.max(0, now - lease.claimed_at) / 3_600_000;
+  return Math.round(hours * Math.max(1, lease.gpus) * rate * 1_000_000);
+}
+
+/** The outcome a finished job reports, by kind. */
+export type Completion =
+  | { kind: 'commit'; app_exe_commit: string; baselineKey: string }
+  | {
+      kind: 'proof';
+      proofKeys: Record<string, string>;
+      proofSize: number;
+      num_instructions: number | null;
+      cells_used: number;
+      public_values: string | null;
+    }
+  | { kind: 'verify'; verified: boolean; reason: string | null }
+  | {
+      kind: 'execute';
+      succeeded: boolean;
+      error: string | null;
+      public_values: string | null;
+      num_instructions: number | null;
+      total_cycle: number | null;
+      num_segments: number | null;
+      total_tick: number | null;
+    };
+
+/** Completes the job of a current lease; its subject reaches its success (or reported) end state. */
+export async function completeJob(db: Db, lease: LeaseRow, done: Completion, response: unknown, settings: FleetSettings, now = Date.now()) {
+  const mine = currentLease(lease.id);
+  const at = isoNow(now);
+  const cost = leaseCost(lease, settings, now);
+  const subject = (() => {
+    switch (done.kind) {
+      case 'commit':
+        return [updateSubjects(db, 'commit', mine, { status: 'ready', app_exe_commit: done.app_exe_commit, baseline_key: done.baselineKey, terminated_at: at })];
+      case 'proof': {
+        const proofIds = db.select({ id: jobs.subject_id }).from(jobs).where(and(mine, eq(jobs.kind, 'proof')));
+        return [
+          // A proof whose cancel came too late to stop it still succeeds: the work is done and nothing is lost.
+          updateSubjects(db, 'proof', mine, {
+            state: 'Succeeded',
+            terminated_at: at,
+            proof_keys: JSON.stringify(done.proofKeys),
+            proof_size: done.proofSize,
+            num_instructions: done.num_instructions,
+            cells_used: done.cells_used,
+            public_values: done.public_values,
+            cost,
+          }),
+          db
+            .update(programs)
+            .set({
+              proofs_run: sql`${programs.proofs_run} + 1`,
+              cells_used: sql`${programs.cells_used} + ${done.cells_used}`,
+              last_active_at: at,
+            })
+            .where(inArray(programs.id, db.select({ id: proofs.program_id }).from(proofs).where(inArray(proofs.id, proofIds)))),
+        ];
+      }
+      case 'verify':
+        return [updateSubjects(db, 'verify', mine, { result: done.verified ? 'verified' : 'failed', error_message: done.reason ?? '' })];
+      case 'execute':
+        return [
+          updateSubjects(db, 'execute', mine, {
+            status: done.succeeded ? 'succeeded' : 'failed',
+            error_message: done.error ?? '',
+            public_values: done.public_values,
+            num_instructions: done.num_instructions,
+            total_cycle: done.total_cycle,
+            num_segments: done.num_segments,
+            total_tick: done.total_tick,
+            cost,
+            terminated_at: at,
+          }),
+        ];
+    }
+  })();
+  // The subject updates are guarded by the lease, so they must run before the job
+  // row stops being `leased`.
+  const results = await db.batch([
+    ...(subject as [ReturnType<typeof updateSubjects>]),
+    endLease(db, lease, 'completed', response, now),
+    db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(mine).returning({ id: jobs.id }),
+  ]);
+  return (results[results.length - 1] as { id: string }[]).length === 1;
+}
+
+/** Whether failJob() will put the job back in the queue rather than fail it. */
+export function failureRequeues(job: JobRow, failure: { retryable: boolean }, settings: FleetSettings): boolean {
+  return failure.retryable && job.retries < settings.maxRetries && job.attempt < settings.maxAttempts && !job.cancel_requested;
+}
+
+/**
+ * Fails the current attempt. A retryable failure (an infrastructure error on the
+ * agent) requeues the job while its retry budget lasts; anything else, or an
+ * exhausted budget, fails the subject with `message`.
+ */
+export async function failJob(
+  db: Db,
+  lease: LeaseRow,
+  job: JobRow,
+  failure: { message: string; retryable: boolean },
+  response: unknown,
+  settings: FleetSettings,
+  now = Date.now(),
+): Promise<{ requeued: boolean; applied: boolean }> {
+  const mine = currentLease(lease.id);
+  const requeue = failureRequeues(job, failure, settings);
+  const message = failure.retryable && !requeue ? `${failure.message} (gave up after ${job.retries + 1} failed attempts)` : failure.message;
+  const results = await db.batch([
+    requeue ? updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].queued) : updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].failed(isoNow(now), message)),
+    endLease(db, lease, 'failed', response, now),
+    db
+      .update(jobs)
+      .set(
+        requeue
+          ? { status: 'queued', lease_id: null, lease_expires_at: null, agent_id: null, retries: sql`${jobs.retries} + 1`, notified_at: now }
+          : { status: 'done', lease_expires_at: null },
+      )
+      .where(mine)
+      .returning({ id: jobs.id }),
+  ]);
+  return { requeued: requeue, applied: (results[2] as unknown[]).length === 1 };
+}
+
+/** The agent stopped the job on a cancel request: Canceling → Canceled. */
+export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: unknown, now = Date.now()) {
+  const mine = and(currentLease(lease.id), eq(jobs.cancel_requested, true));
+  const at = isoNow(now);
+  const results = await db.batch([
+    updateSubjects(db, 'proof', mine, { state: 'Canceled', terminated_at: at }),
+    updateSubjects(db, 'execute', mine, { status: 'canceled', terminated_at: at }),
+    endLease(db, lease, 'canceled', response, now),
+    db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(mine).returning({ id: jobs.id }),
+  ]);
+  return (results[3] as unknown[]).length === 1;
+}
+
+/**
+ * The agent gives the job back unfinished (shutting down): it is requeued at once
+ * for another agent, without touching its retry budget.
+ */
+export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response: unknown, now = Date.now()) {
+  const mine = currentLease(lease.id);
+  const canceled = job.cancel_requested;
+  const at = isoNow(now);
+  const results = await db.batch([
+    canceled
+      ? updateSubjects(db, job.kind, mine, job.kind === 'proof' ? { state: 'Canceled', terminated_at: at } : SUBJECTS[job.kind].failed(at, 'canceled'))
+      : updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].queued),
+    endLease(db, lease, 'released', response, now),
+    db
+      .update(jobs)
+      .set(canceled ? { status: 'done', lease_expires_at: null } : { status: 'queued', lease_id: null, lease_expires_at: null, agent_id: null, notified_at: now })
+      .where(mine)
+      .returning({ id: jobs.id }),
+  ]);
+  return (results[2] as unknown[]).length === 1;
+}
+
+// ---------------------------------------------------------------------------
+// Lost leases
+
+/**
+ * Requeues every job whose lease expired (its agent died or lost its host), with
+ * the next claim as attempt+1; the job's retry budget is not charged. After
+ * `maxAttempts` claims the job fails, saying why. Returns the requeued job ids,
+ * which need a fresh queue notice.
+ */
+export async function expireLeases(db: Db, settings: FleetSettings, now = Date.now()): Promise<{ requeued: { id: string; kind: JobKind }[]; failed: string[] }> {
+  const expired = and(eq(jobs.status, 'leased'), lt(jobs.lease_expires_at, now));
+  const exhausted = and(expired, sql`${jobs.attempt} >= ${settings.maxAttempts}`, eq(jobs.cancel_requested, false));
+  const retry = and(expired, sql`${jobs.attempt} < ${settings.maxAttempts}`, eq(jobs.cancel_requested, false));
+  const canceled = and(expired, eq(jobs.cancel_requested, true));
+  const at = isoNow(now);
+  const giveUp = `Gave up after ${settings.maxAttempts} attempts: each time the prover running the job stopped answering before it finished`;
+  const kinds = ['commit', 'proof', 'verify', 'execute'] as const;
+  const results = await db.batch([
+    db
+      .update(leases)
+      .set({ outcome: 'expired', ended_at: now })
+      .where(and(isNull(leases.outcome), inArray(leases.id, db.select({ id: sql<string>`${jobs.lease_id}` }).from(jobs).where(expired)))),
+    ...kinds.map((k) => updateSubjects(db, k, exhausted, SUBJECTS[k].failed(at, giveUp))),
+    ...kinds.map((k) => updateSubjects(db, k, retry, SUBJECTS[k].queued)),
+    updateSubjects(db, 'proof', canceled, { state: 'Canceled', terminated_at: at }),
+    updateSubjects(db, 'execute', canceled, { status: 'canceled', terminated_at: at }),
+    db
+      .update(jobs)
+      .set({
+        status: sql`CASE WHEN ${jobs.cancel_requested} OR ${jobs.attempt} >= ${settings.maxAttempts} THEN 'done' ELSE 'queued' END`,
+        lease_id: null,
+        lease_expires_at: null,
+        agent_id: null,
+        notified_at: now,
+      })
+      .where(expired)
+      .returning({ id: jobs.id, kind: jobs.kind, status: jobs.status }),
+  ]);
+  const rows = results[results.length - 1] as { id: string; kind: JobKind; status: string }[];
+  return {
+    requeued: rows.filter((r) => r.status === 'queued').map(({ id, kind }) => ({ id, kind })),
+    failed: rows.filter((r) => r.status === 'done').map((r) => r.id),
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Cancel (from the API)
 
 export type CancelOutcome =
   | { kind: 'canceled' } // was Queued: stopped at once

@@ -1,0 +1,90 @@
+// The wire protocol between prover-agents and the service's internal API
+// (/internal/v1). Plain types, no runtime: the Worker validates requests against
+// these with zod (src/internal/schemas.ts) and the agent's API client sends them.
+import type { EngineConfig, EngineMetrics, ProofKind, ProvePhase } from './engine/types.ts';
+
+export type JobKind = 'commit' | 'proof' | 'verify' | 'execute';
+
+/** POST /internal/v1/jobs/claim (agent token). */
+export interface ClaimRequest {
+  /** Stable for one agent process; names it in the service's records. */
+  agent_id: string;
+  name: string;
+  machine_type: string;
+  /** GPUs free on this agent right now. */
+  gpus: number;
+  engines: string[];
+  /** Config ids served; empty = every config of the engines. */
+  configs: string[];
+  /** The job named by the queue message that prompted this claim, if any. */
+  hint_job_id?: string | null;
+}
+
+/**
+ * `hint` says what became of the hinted job, so the agent knows whether to ack its
+ * queue message (claimed, or not queued any more) or hand it back for another agent
+ * (still queued: not servable here, or this agent took a better job first).
+ */
+export interface ClaimResponse {
+  job: ClaimedJob | null;
+  hint: 'claimed' | 'not-queued' | 'not-servable' | 'still-queued' | 'none';
+}
+
+export interface ClaimedJob {
+  id: string;
+  kind: JobKind;
+  subject_id: string;
+  attempt: number;
+  lease_id: string;
+  /** Bearer token for every callback on this lease. */
+  job_token: string;
+  /** Epoch ms; heartbeats renew it. */
+  lease_expires_at: number;
+  heartbeat_interval_ms: number;
+  num_gpus: number;
+  priority: number;
+  config: EngineConfig;
+  program: { id: string; app_exe_commit: string | null };
+  proof: { proof_type: ProofKind; num_children: number } | null;
+  execution: { mode: string } | null;
+  /** Names for GET /internal/v1/lease/artifacts/{name}. */
+  artifacts: string[];
+  /** Where this attempt's logs continue. */
+  log: { seq: number; offset: number };
+}
+
+/** POST /internal/v1/lease/heartbeat (job token). */
+export interface HeartbeatRequest {
+  phase?: ProvePhase;
+  metrics?: EngineMetrics;
+}
+export interface HeartbeatResponse {
+  /** The job was canceled: stop the engine and report /lease/canceled. */
+  cancel: boolean;
+  lease_expires_at: number;
+}
+
+/** POST /internal/v1/lease/logs (job token). */
+export interface LogChunk {
+  seq: number;
+  /** Byte offset of this chunk in the job's log. */
+  offset: number;
+  text: string;
+}
+
+/** POST /internal/v1/lease/complete (job token); the fields of the job's kind. */
+export type CompleteRequest =
+  | { kind: 'commit'; app_exe_commit: string; app_vm_commit: string }
+  | { kind: 'proof'; proofs: ProofKind[]; public_values: string | null; metrics: EngineMetrics }
+  | { kind: 'verify'; verified: boolean; reason: string | null }
+  | { kind: 'execute'; exit_code: number; public_values: string | null; error: string | null; metrics: EngineMetrics };
+
+/** POST /internal/v1/lease/fail (job token). */
+export interface FailRequest {
+  error: string;
+  /** True for the agent's own trouble (disk, tool crash): the job may run again elsewhere. */
+  retryable: boolean;
+}
+
+/** Result names for PUT /internal/v1/lease/results/{name}. */
+export type ResultName = 'baseline' | ProofKind;

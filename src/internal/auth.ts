@@ -1,0 +1,51 @@
+// Authentication of the internal API: agents present an agent token (made by the
+// operator command); callbacks on a claimed job present that job's lease token.
+// Neither is an API key: a caller's key opens nothing here.
+import { and, eq, isNull } from 'drizzle-orm';
+import { createMiddleware } from 'hono/factory';
+import type { AppEnv } from '../app-env.ts';
+import { agentTokens, jobs, leases } from '../db/schema.ts';
+import { sha256Hex } from '../lib/crypto.ts';
+import { ApiError } from '../lib/errors.ts';
+import type { JobRow, LeaseRow } from '../jobs/state.ts';
+
+export interface InternalEnv extends AppEnv {
+  Variables: AppEnv['Variables'] & {
+    agentTokenId: string;
+    lease: LeaseRow;
+    job: JobRow;
+  };
+}
+
+function bearer(header: string | undefined): string {
+  const m = /^Bearer\s+(\S+)$/i.exec(header ?? '');
+  if (!m) throw new ApiError(401, 'Missing bearer token');
+  return m[1]!;
+}
+
+/** Resolves an agent token; throws 401 for unknown or revoked ones. */
+export async function agentTokenId(c: { var: AppEnv['Variables'] }, header: string | undefined): Promise<string> {
+  const hash = await sha256Hex(bearer(header));
+  const row = await c.var.db
+    .select({ id: agentTokens.id })
+    .from(agentTokens)
+    .where(and(eq(agentTokens.token_hash, hash), isNull(agentTokens.revoked_at)))
+    .get();
+  if (!row) throw new ApiError(401, 'Invalid or revoked agent token');
+  return row.id;
+}
+
+export const requireAgentToken = createMiddleware<InternalEnv>(async (c, next) => {
+  c.set('agentTokenId', await agentTokenId(c, c.req.header('authorization')));
+  await next();
+});
+
+/** Resolves a job token to its lease and job. Whether the lease is still current is the route's call. */
+export const requireJobToken = createMiddleware<InternalEnv>(async (c, next) => {
+  const hash = await sha256Hex(bearer(c.req.header('authorization')));
+  const row = await c.var.db.select().from(leases).leftJoin(jobs, eq(jobs.id, leases.job_id)).where(eq(leases.token_hash, hash)).get();
+  if (!row || !row.jobs) throw new ApiError(401, 'Invalid job token');
+  c.set('lease', row.leases);
+  c.set('job', row.jobs);
+  await next();
+});

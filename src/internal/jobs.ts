@@ -1,0 +1,131 @@
+// POST /internal/v1/jobs/claim: an agent asks for the best job it can serve.
+import { eq } from 'drizzle-orm';
+import { Hono } from 'hono';
+import { zValidator } from '@hono/zod-validator';
+import type { ClaimedJob, ClaimResponse } from '../../prover-agent/src/protocol.ts';
+import { agents, configs, executions, jobs, programs, proofs, verifications } from '../db/schema.ts';
+import type { Db } from '../db/client.ts';
+import { notifyJob } from '../jobs/dispatch.ts';
+import { fleetSettings } from '../jobs/settings.ts';
+import { claimJob, expireLeases, GPU_LESS_ENGINES, type AgentCapabilities, type JobRow } from '../jobs/state.ts';
+import { randomToken, sha256Hex } from '../lib/crypto.ts';
+import { validationHook } from '../lib/errors.ts';
+import { requireAgentToken, type InternalEnv } from './auth.ts';
+import { ClaimRequestSchema } from './schemas.ts';
+import type { Env } from '../env.ts';
+
+export const jobsInternalApi = new Hono<InternalEnv>();
+
+/** How often agents should heartbeat: a third of the lease, so two lost beats are survivable. */
+const heartbeatInterval = (leaseTtlMs: number) => Math.max(1000, Math.floor(leaseTtlMs / 3));
+
+jobsInternalApi.post('/claim', requireAgentToken, zValidator('json', ClaimRequestSchema, validationHook), async (c) => {
+  const req = c.req.valid('json');
+  const { db } = c.var;
+  const settings = fleetSettings(c.env);
+  const now = Date.now();
+  const caps: AgentCapabilities = { agentId: req.agent_id, machineType: req.machine_type, gpus: req.gpus, engines: req.engines, configs: req.configs };
+
+  await db
+    .insert(agents)
+    .values({
+      id: req.agent_id,
+      token_id: c.var.agentTokenId,
+      name: req.name,
+      machine_type: req.machine_type,
+      gpus: req.gpus,
+      engines: JSON.stringify(req.engines),
+      configs: JSON.stringify(req.configs),
+      last_seen_at: now,
+    })
+    .onConflictDoUpdate({
+      target: agents.id,
+      set: { name: req.name, machine_type: req.machine_type, gpus: req.gpus, engines: JSON.stringify(req.engines), configs: JSON.stringify(req.configs), last_seen_at: now },
+    });
+
+  // Jobs whose agent vanished become claimable right here, not only at the next cron sweep.
+  const { requeued } = await expireLeases(db, settings, now);
+  if (requeued.length) c.executionCtx.waitUntil(Promise.all(requeued.map((j) => notifyJob(c.env, { job_id: j.id, kind: j.kind }))));
+
+  const token = randomToken('jt', 32);
+  const leaseId = crypto.randomUUID();
+  const job = await claimJob(db, caps, { id: leaseId, tokenHash: await sha256Hex(token) }, settings, now);
+  const hint = await hintOutcome(db, req.hint_job_id, job, caps);
+  const body: ClaimResponse = { job: job ? await describeClaim(db, c.env, job, token, settings.leaseTtlMs) : null, hint };
+  return c.json(body, 200);
+});
+
+async function hintOutcome(db: Db, hintId: string | null | undefined, claimed: JobRow | null, caps: AgentCapabilities): Promise<ClaimResponse['hint']> {
+  if (!hintId) return 'none';
+  if (claimed?.id === hintId) return 'claimed';
+  const hinted = await db.select().from(jobs).where(eq(jobs.id, hintId)).get();
+  if (!hinted || hinted.status !== 'queued') return 'not-queued';
+  const servable =
+    caps.engines.includes(hinted.engine) &&
+    (caps.configs.length === 0 || caps.configs.includes(hinted.config_id)) &&
+    (hinted.num_gpus <= caps.gpus || GPU_LESS_ENGINES.includes(hinted.engine));
+  return servable ? 'still-queued' : 'not-servable';
+}
+
+/** The program a job works on, whatever its kind. */
+export async function programOfJob(db: Db, job: Pick<JobRow, 'kind' | 'subject_id'>) {
+  const programId =
+    job.kind === 'commit'
+      ? job.subject_id
+      : job.kind === 'proof'
+        ? (await db.select({ id: proofs.program_id }).from(proofs).where(eq(proofs.id, job.subject_id)).get())?.id
+        : job.kind === 'verify'
+          ? (await db.select({ id: verifications.program_id }).from(verifications).where(eq(verifications.id, job.subject_id)).get())?.id
+          : (await db.select({ id: executions.program_id }).from(executions).where(eq(executions.id, job.subject_id)).get())?.id;
+  if (!programId) throw new Error(`job ${job.kind}/${job.subject_id} has no program`);
+  const program = await db.select().from(programs).where(eq(programs.id, programId)).get();
+  if (!program) throw new Error(`program ${programId} vanished`);
+  return program;
+}
+
+async function describeClaim(db: Db, env: Env, job: JobRow, token: string, leaseTtlMs: number): Promise<ClaimedJob> {
+  const [program, config] = await Promise.all([programOfJob(db, job), db.select().from(configs).where(eq(configs.id, job.config_id)).get()]);
+  if (!config) throw new Error(`config ${job.config_id} vanished`);
+  let proof: ClaimedJob['proof'] = null;
+  let execution: ClaimedJob['execution'] = null;
+  const artifacts = ['elf', 'vmexe'];
+  if (job.kind === 'proof') {
+    const row = (await db.select().from(proofs).where(eq(proofs.id, job.subject_id)).get())!;
+    const children = (JSON.parse(row.child_proof_keys) as string[]).length;
+    proof = { proof_type: row.proof_type, num_children: children };
+    artifacts.push('input', 'baseline', ...Array.from({ length: children }, (_, i) => `child-${i}`));
+  } else if (job.kind === 'execute') {
+    const row = (await db.select().from(executions).where(eq(executions.id, job.subject_id)).get())!;
+    execution = { mode: row.mode };
+    artifacts.push('input');
+  } else if (job.kind === 'verify') {
+    artifacts.push('proof', 'baseline');
+  }
+  return {
+    id: job.id,
+    kind: job.kind,
+    subject_id: job.subject_id,
+    attempt: job.attempt,
+    lease_id: job.lease_id!,
+    job_token: token,
+    lease_expires_at: job.lease_expires_at!,
+    heartbeat_interval_ms: heartbeatInterval(leaseTtlMs),
+    num_gpus: job.num_gpus,
+    priority: job.priority,
+    config: {
+      id: config.id,
+      engine: config.engine,
+      openvm_version: config.openvm_version,
+      stark_backend_version: config.stark_backend_version,
+      app_vm_commit: config.app_vm_commit,
+      deferral_enabled: config.deferral_enabled,
+      public_values_bytes: config.public_values_bytes,
+      ...(config.engine === 'dev' && env.DEV_PROOF_SECRET ? { dev_proof_secret: env.DEV_PROOF_SECRET } : {}),
+    },
+    program: { id: program.id, app_exe_commit: program.app_exe_commit },
+    proof,
+    execution,
+    artifacts,
+    log: { seq: job.log_seq, offset: job.log_bytes },
+  };
+}

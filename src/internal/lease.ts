@@ -1,0 +1,210 @@
+// Callbacks of an agent on a job it claimed, authenticated by the lease's job token.
+// Each is idempotent: a repeat of the call that ended a lease gets the same answer
+// and changes nothing. A lease that is no longer the job's current one (it expired
+// and the job moved on) is refused with 409 and changes nothing.
+import { zValidator } from '@hono/zod-validator';
+import { eq } from 'drizzle-orm';
+import { Hono, type Context } from 'hono';
+import type { HeartbeatResponse } from '../../prover-agent/src/protocol.ts';
+import { configs, proofs, verifications } from '../db/schema.ts';
+import { notifyJob } from '../jobs/dispatch.ts';
+import { appendLogChunk } from '../jobs/logs.ts';
+import { fleetSettings } from '../jobs/settings.ts';
+import { acknowledgeCancel, completeJob, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob, type Completion } from '../jobs/state.ts';
+import { artifactKey, streamObject } from '../lib/artifacts.ts';
+import { ApiError, validationHook } from '../lib/errors.ts';
+import { tooLarge } from '../lib/multipart.ts';
+import { requireJobToken, type InternalEnv } from './auth.ts';
+import { programOfJob } from './jobs.ts';
+import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LogChunkSchema } from './schemas.ts';
+
+export const leaseInternalApi = new Hono<InternalEnv>();
+leaseInternalApi.use(requireJobToken);
+
+/** Largest result file an agent may upload (a proof or a baseline). */
+export const MAX_RESULT_BYTES = 1024 * 1024 * 1024;
+
+const superseded = () => new ApiError(409, 'This lease was superseded: the job was handed to another agent after the lease expired');
+const ended = (outcome: string) => new ApiError(409, `This lease already ended (${outcome})`);
+
+/** Refuses unless the caller's lease is the job's current one. */
+function requireCurrent(c: Context<InternalEnv>) {
+  const standing = leaseStanding(c.var.lease, c.var.job);
+  if (standing === 'superseded') throw superseded();
+  if (standing === 'ended') throw ended(c.var.lease.outcome!);
+}
+
+/**
+ * For a call that ends the lease: the stored answer when this very call already
+ * ended it (a retry), 409 when the lease ended otherwise or was superseded, null to proceed.
+ */
+function repeatOf(c: Context<InternalEnv>, outcome: string): Response | null {
+  const { lease } = c.var;
+  if (lease.outcome === outcome && lease.response) return c.json(JSON.parse(lease.response), 200);
+  requireCurrent(c);
+  return null;
+}
+
+// ---------------------------------------------------------------------------
+
+leaseInternalApi.post('/heartbeat', zValidator('json', HeartbeatRequestSchema, validationHook), async (c) => {
+  requireCurrent(c);
+  const body = c.req.valid('json');
+  const beat = await heartbeat(c.var.db, c.var.lease, { phase: body.phase, num_instructions: body.metrics?.num_instructions, cells_used: body.metrics?.cells_used }, fleetSettings(c.env));
+  if (!beat.current) throw superseded();
+  return c.json({ cancel: beat.cancel, lease_expires_at: beat.leaseExpiresAt } satisfies HeartbeatResponse, 200);
+});
+
+/** The R2 key behind an artifact name of this job, or null when it has no such artifact. */
+async function artifactKeyFor(c: Context<InternalEnv>, name: string): Promise<string | null> {
+  const { db } = c.var;
+  const job = c.var.job;
+  const program = await programOfJob(db, job);
+  if (name === 'elf') return program.elf_key;
+  if (name === 'vmexe') return program.vmexe_key;
+  if (name === 'baseline') return program.baseline_key;
+  if (job.kind === 'proof') {
+    const proof = (await db.select().from(proofs).where(eq(proofs.id, job.subject_id)).get())!;
+    if (name === 'input') return proof.input_key;
+    const child = /^child-(\d+)$/.exec(name);
+    if (child) return (JSON.parse(proof.child_proof_keys) as string[])[Number(child[1])] ?? null;
+  }
+  if (job.kind === 'execute' && name === 'input') return artifactKey.executionInput(job.subject_id);
+  if (job.kind === 'verify' && name === 'proof')
+    return (await db.select({ key: verifications.proof_key }).from(verifications).where(eq(verifications.id, job.subject_id)).get())?.key ?? null;
+  return null;
+}
+
+leaseInternalApi.get('/artifacts/:name', async (c) => {
+  requireCurrent(c);
+  const key = await artifactKeyFor(c, c.req.param('name'));
+  const obj = key ? await c.env.ARTIFACTS.get(key) : null;
+  if (!obj) throw new ApiError(404, `This job has no artifact '${c.req.param('name')}'`);
+  return streamObject(obj, 'application/octet-stream');
+});
+
+/** Where a result of this job is stored. */
+async function resultKey(c: Context<InternalEnv>, name: string): Promise<string> {
+  const { job } = c.var;
+  if (job.kind === 'commit' && name === 'baseline') return artifactKey.programBaseline(job.subject_id);
+  if (job.kind === 'proof' && (name === 'app' || name === 'stark' || name === 'evm')) return artifactKey.proofOutput(job.subject_id, name);
+  throw new ApiError(404, `A ${job.kind} job has no result '${name}'`);
+}
+
+leaseInternalApi.put('/results/:name', async (c) => {
+  requireCurrent(c);
+  const key = await resultKey(c, c.req.param('name'));
+  const length = Number(c.req.header('content-length') ?? NaN);
+  if (!Number.isInteger(length)) throw new ApiError(411, 'Content-Length is required: results are streamed straight to storage');
+  if (length > MAX_RESULT_BYTES) throw tooLarge(MAX_RESULT_BYTES);
+  await c.env.ARTIFACTS.put(key, c.req.raw.body ?? new Uint8Array(0), { httpMetadata: { contentType: 'application/json' } });
+  return c.json({ stored: c.req.param('name'), size: length }, 200);
+});
+
+leaseInternalApi.post('/logs', zValidator('json', LogChunkSchema, validationHook), async (c) => {
+  requireCurrent(c);
+  const chunk = c.req.valid('json');
+  const r = await appendLogChunk(c.var.db, c.env.ARTIFACTS, c.var.job.id, chunk);
+  if (r.kind === 'out-of-order')
+    return c.json({ detail: `Log chunk out of order: expected seq ${r.expectedSeq} at offset ${r.expectedOffset}`, expected_seq: r.expectedSeq, expected_offset: r.expectedOffset }, 409);
+  return c.json({ accepted: r.kind }, 200);
+});
+
+leaseInternalApi.post('/complete', zValidator('json', CompleteRequestSchema, validationHook), async (c) => {
+  const repeat = repeatOf(c, 'completed');
+  if (repeat) return repeat;
+  const body = c.req.valid('json');
+  const { db, job, lease } = c.var;
+  if (body.kind !== job.kind) throw new ApiError(422, `This is a ${job.kind} job, not ${body.kind}`);
+  const settings = fleetSettings(c.env);
+  const response = { status: 'completed' };
+  let done: Completion;
+  switch (body.kind) {
+    case 'commit': {
+      const config = (await db.select().from(configs).where(eq(configs.id, job.config_id)).get())!;
+      if (body.app_vm_commit.toLowerCase() !== config.app_vm_commit.toLowerCase()) {
+        // The engine's keys are not the config's: the program cannot be proven under it.
+        const message = `The prover's app_vm_commit ${body.app_vm_commit} differs from the config's ${config.app_vm_commit}: the prover host's keys do not match config ${config.id}`;
+        await failJob(db, lease, job, { message, retryable: false }, { status: 'failed' }, settings);
+        return c.json({ status: 'failed', detail: message }, 200);
+      }
+      const baselineKey = artifactKey.programBaseline(job.subject_id);
+      if (!(await c.env.ARTIFACTS.head(baselineKey))) throw new ApiError(400, 'Upload the baseline result before completing');
+      done = { kind: 'commit', app_exe_commit: body.app_exe_commit.toLowerCase(), baselineKey };
+      break;
+    }
+    case 'proof': {
+      const proof = (await db.select().from(proofs).where(eq(proofs.id, job.subject_id)).get())!;
+      const keys: Record<string, string> = {};
+      let size = 0;
+      for (const kind of body.proofs) {
+        const key = artifactKey.proofOutput(proof.id, kind);
+        const head = await c.env.ARTIFACTS.head(key);
+        if (!head) throw new ApiError(400, `Upload the ${kind} proof before completing`);
+        keys[kind] = key;
+        if (kind === proof.proof_type) size = head.size;
+      }
+      if (!keys[proof.proof_type]) throw new ApiError(400, `The job asked for a ${proof.proof_type} proof`);
+      done = {
+        kind: 'proof',
+        proofKeys: keys,
+        proofSize: size,
+        num_instructions: body.metrics.num_instructions ?? null,
+        cells_used: body.metrics.cells_used ?? 0,
+        public_values: body.public_values,
+      };
+      break;
+    }
+    case 'verify':
+      done = { kind: 'verify', verified: body.verified, reason: body.reason };
+      break;
+    case 'execute':
+      done = {
+        kind: 'execute',
+        succeeded: body.exit_code === 0 && !body.error,
+        error: body.error ?? (body.exit_code === 0 ? null : `guest exited with code ${body.exit_code}`),
+        public_values: body.public_values,
+        num_instructions: body.metrics.num_instructions ?? null,
+        total_cycle: body.metrics.total_cycle ?? body.metrics.num_instructions ?? null,
+        num_segments: body.metrics.num_segments ?? null,
+        total_tick: body.metrics.total_tick ?? null,
+      };
+      break;
+  }
+  if (!(await completeJob(db, lease, done, response, settings))) throw superseded();
+  return c.json(response, 200);
+});
+
+leaseInternalApi.post('/fail', zValidator('json', FailRequestSchema, validationHook), async (c) => {
+  const repeat = repeatOf(c, 'failed');
+  if (repeat) return repeat;
+  const body = c.req.valid('json');
+  const { db, job, lease } = c.var;
+  // The answer must not depend on what it decides (a retry must get the same one),
+  // so it is computed first and stored with the lease.
+  const settings = fleetSettings(c.env);
+  const response = { status: failureRequeues(job, body, settings) ? 'requeued' : 'failed' };
+  const r = await failJob(db, lease, job, { message: body.error, retryable: body.retryable }, response, settings);
+  if (!r.applied) throw superseded();
+  if (r.requeued) c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
+  return c.json(response, 200);
+});
+
+leaseInternalApi.post('/canceled', async (c) => {
+  const repeat = repeatOf(c, 'canceled');
+  if (repeat) return repeat;
+  if (!c.var.job.cancel_requested) throw new ApiError(409, 'This job was not canceled');
+  const response = { status: 'canceled' };
+  if (!(await acknowledgeCancel(c.var.db, c.var.lease, response))) throw superseded();
+  return c.json(response, 200);
+});
+
+leaseInternalApi.post('/release', async (c) => {
+  const repeat = repeatOf(c, 'released');
+  if (repeat) return repeat;
+  const { db, job, lease } = c.var;
+  const response = { status: job.cancel_requested ? 'canceled' : 'requeued' };
+  if (!(await releaseJob(db, lease, job, response))) throw superseded();
+  if (!job.cancel_requested) c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
+  return c.json(response, 200);
+});

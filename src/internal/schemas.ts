@@ -1,0 +1,50 @@
+// zod schemas of the internal protocol's requests; the types they check are the
+// agent's (prover-agent/src/protocol.ts), so the two cannot drift apart silently.
+import { z } from 'zod';
+import type { ClaimRequest, CompleteRequest, FailRequest, HeartbeatRequest, LogChunk } from '../../prover-agent/src/protocol.ts';
+
+const id = z.string().min(1).max(200);
+const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/i, 'expected 0x and 64 hex digits');
+const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const metrics = z.object({
+  num_instructions: count.optional(),
+  cells_used: count.optional(),
+  num_segments: count.optional(),
+  total_cycle: count.optional(),
+  total_tick: count.optional(),
+});
+const proofKind = z.enum(['app', 'stark', 'evm']);
+const hexOrNull = z.string().regex(/^(0x)?[0-9a-fA-F]*$/).max(1 << 20).nullable();
+
+export const ClaimRequestSchema = z.object({
+  agent_id: id,
+  name: z.string().min(1).max(200),
+  machine_type: z.string().min(1).max(100),
+  gpus: z.number().int().min(0).max(10000),
+  engines: z.array(z.string().min(1).max(50)).min(1).max(10),
+  configs: z.array(id).max(1000),
+  hint_job_id: id.nullish(),
+}) satisfies z.ZodType<ClaimRequest>;
+
+export const HeartbeatRequestSchema = z.object({
+  phase: z.enum(['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing']).optional(),
+  metrics: metrics.optional(),
+}) satisfies z.ZodType<HeartbeatRequest>;
+
+export const LogChunkSchema = z.object({
+  seq: count,
+  offset: count,
+  text: z.string().max(1 << 20),
+}) satisfies z.ZodType<LogChunk>;
+
+export const CompleteRequestSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('commit'), app_exe_commit: hex32, app_vm_commit: hex32 }),
+  z.object({ kind: z.literal('proof'), proofs: z.array(proofKind).min(1), public_values: hexOrNull, metrics }),
+  z.object({ kind: z.literal('verify'), verified: z.boolean(), reason: z.string().max(10_000).nullable() }),
+  z.object({ kind: z.literal('execute'), exit_code: z.number().int(), public_values: hexOrNull, error: z.string().max(100_000).nullable(), metrics }),
+]) satisfies z.ZodType<CompleteRequest>;
+
+export const FailRequestSchema = z.object({
+  error: z.string().min(1).max(100_000),
+  retryable: z.boolean(),
+}) satisfies z.ZodType<FailRequest>;

@@ -1,0 +1,315 @@
+// `npm run admin -- <command> --local|--remote [--env staging|production] [flags]`: the
+// operator command. It runs the SQL of src/admin/statements.ts (the statements the
+// Worker tests run too) through `wrangler d1 execute`, and uploads config artifacts
+// with `wrangler r2 object put`. Results go to stdout (the value a script captures on
+// the last line), progress and errors to stderr. Exit codes: 0 done, 1 failed, 2 usage.
+import { statSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  type AdminStep,
+  createApiKey,
+  createAgentToken,
+  createConfig,
+  createOrganization,
+  listAgents,
+  listAgentTokens,
+  listApiKeys,
+  listConfigs,
+  listOrganizations,
+  revokeAgentToken,
+  revokeAgentTokenById,
+  revokeApiKey,
+  revokeApiKeyById,
+  setConfigActive,
+} from '../admin/statements.ts';
+import { artifactsBucket, d1Execute, describeTarget, r2Put, type Row, type Target, WranglerError } from './wrangler.ts';
+
+const ENVS = ['staging', 'production'];
+/** The names GET /v1/configs/{id}/{artifact} serves (src/routes/configs.ts). */
+const ARTIFACT_NAME = /^[A-Za-z0-9._-]{1,128}$/;
+
+class UsageError extends Error {}
+
+type Values = Record<string, string | boolean | undefined>;
+
+interface Context {
+  target: Target;
+  values: Values;
+  positionals: string[];
+}
+
+interface Command {
+  /** Everything after the command name in its synopsis. */
+  synopsis: string;
+  summary: string;
+  /** Flags of this command (the location flags are common to all). */
+  options?: Record<string, { type: 'string' | 'boolean' }>;
+  /** Names of the positional arguments, all required. */
+  positionals?: string[];
+  run(c: Context): Promise<void>;
+}
+
+const str = { type: 'string' } as const;
+const bool = { type: 'boolean' } as const;
+
+function required(values: Values, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v.trim() === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+/** Exactly one of two flags, e.g. --key or --id. */
+function oneOf(values: Values, a: string, b: string): [string, string] {
+  const given = [a, b].filter((n) => values[n] !== undefined);
+  if (given.length !== 1) throw new UsageError(`give exactly one of --${a} and --${b}`);
+  return [given[0]!, required(values, given[0]!)];
+}
+
+/** Resolves a path the operator typed against the directory they ran npm from. */
+function userPath(p: string): string {
+  return path.resolve(process.env.INIT_CWD ?? process.cwd(), p);
+}
+
+/**
+ * Runs a step's SQL, then prints its output. When `ifNothingChanged` is given, a step
+ * that changed no row (unknown id, already revoked...) is an error with that message.
+ */
+async function runStep(target: Target, step: AdminStep, ifNothingChanged?: string): Promise<void> {
+  const results = await d1Execute(target, [...step.sql, 'SELECT changes() AS changes;']);
+  const changes = Number(results.at(-1)?.[0]?.changes ?? 0);
+  if (ifNothingChanged !== undefined && changes === 0) throw new Error(ifNothingChanged);
+  for (const line of step.output) process.stdout.write(line + '\n');
+}
+
+function printRows(rows: Row[], json: boolean): void {
+  if (json) {
+    process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
+    return;
+  }
+  if (rows.length === 0) {
+    process.stderr.write('(no rows)\n');
+    return;
+  }
+  const columns = Object.keys(rows[0]!);
+  const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
+  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd() + '\n';
+  process.stdout.write(line(columns));
+  for (const row of cells) process.stdout.write(line(row));
+}
+
+async function list(c: Context, sql: string): Promise<void> {
+  const [rows] = await d1Execute(c.target, [sql]);
+  printRows(rows ?? [], c.values.json === true);
+}
+
+const commands: Record<string, Command> = {
+  'create-org': {
+    synopsis: '--name NAME',
+    summary: 'Create an organization; prints its id on the last line.',
+    options: { name: str },
+    run: (c) => runStep(c.target, createOrganization(required(c.values, 'name'))),
+  },
+  'create-api-key': {
+    synopsis: '--org ORG_ID --owner LABEL [--key VALUE]',
+    summary: 'Create an API key for an organization; prints the key (shown only once) on the last line. --key imports a given value.',
+    options: { org: str, owner: str, key: str },
+    async run(c) {
+      const org = required(c.values, 'org');
+      const key = c.values.key === undefined ? undefined : required(c.values, 'key');
+      if (key !== undefined && !/^\S{16,}$/.test(key)) throw new UsageError('--key must be at least 16 characters, without spaces');
+      await runStep(c.target, await createApiKey(org, required(c.values, 'owner'), key), `no organization ${org} (see list-orgs)`);
+    },
+  },
+  'revoke-api-key': {
+    synopsis: '--key VALUE | --id KEY_ID',
+    summary: 'Revoke an API key, by its value or by its id (see list-api-keys).',
+    options: { key: str, id: str },
+    async run(c) {
+      const [by, value] = oneOf(c.values, 'key', 'id');
+      const step = by === 'key' ? await revokeApiKey(value) : revokeApiKeyById(value);
+      await runStep(c.target, step, by === 'key' ? 'no active API key has that value' : `no active API key ${value}`);
+    },
+  },
+  'list-api-keys': {
+    synopsis: '[--org ORG_ID] [--json]',
+    summary: 'List API keys (ids, owners, revocation; never the keys).',
+    options: { org: str },
+    run: (c) => list(c, listApiKeys(c.values.org === undefined ? undefined : required(c.values, 'org'))),
+  },
+  'list-orgs': {
+    synopsis: '[--json]',
+    summary: 'List organizations with their number of active API keys.',
+    run: (c) => list(c, listOrganizations()),
+  },
+  'create-config': {
+    synopsis:
+      '--openvm-version V --stark-backend-version V --app-vm-commit 0x<64 hex> --engine dev|openvm [--deferral] [--public-values-bytes 32] [--inactive] [--id cfg_<ULID>]',
+    summary: 'Create a proving configuration; prints its id on the last line. --id fixes the id (e.g. the same in staging and production).',
+    options: {
+      'openvm-version': str,
+      'stark-backend-version': str,
+      'app-vm-commit': str,
+      engine: str,
+      deferral: bool,
+      'public-values-bytes': str,
+      inactive: bool,
+      id: str,
+    },
+    async run(c) {
+      const engine = required(c.values, 'engine');
+      if (engine !== 'dev' && engine !== 'openvm') throw new UsageError(`--engine must be dev or openvm, not ${engine}`);
+      const pvbText = c.values['public-values-bytes'];
+      const pvb = pvbText === undefined ? undefined : Number(pvbText);
+      if (pvb !== undefined && !Number.isInteger(pvb)) throw new UsageError(`--public-values-bytes must be an integer, not ${pvbText}`);
+      let step: AdminStep;
+      try {
+        step = createConfig({
+          id: c.values.id === undefined ? undefined : required(c.values, 'id'),
+          openvm_version: required(c.values, 'openvm-version'),
+          stark_backend_version: required(c.values, 'stark-backend-version'),
+          app_vm_commit: required(c.values, 'app-vm-commit'),
+          engine,
+          deferral_enabled: c.values.deferral === true,
+          public_values_bytes: pvb,
+          active: c.values.inactive !== true,
+        });
+      } catch (err) {
+        throw err instanceof UsageError ? err : new UsageError((err as Error).message);
+      }
+      await runStep(c.target, step, `config ${step.output.at(-1)} exists already`);
+    },
+  },
+  'activate-config': {
+    synopsis: 'CONFIG_ID',
+    summary: 'Let new programs register against a config.',
+    positionals: ['CONFIG_ID'],
+    run: (c) => runStep(c.target, setConfigActive(c.positionals[0]!, true), `no config ${c.positionals[0]} (see list-configs)`),
+  },
+  'deactivate-config': {
+    synopsis: 'CONFIG_ID',
+    summary: 'Refuse new program registrations against a config (existing programs keep it).',
+    positionals: ['CONFIG_ID'],
+    run: (c) => runStep(c.target, setConfigActive(c.positionals[0]!, false), `no config ${c.positionals[0]} (see list-configs)`),
+  },
+  'list-configs': {
+    synopsis: '[--json]',
+    summary: 'List proving configurations.',
+    run: (c) => list(c, listConfigs()),
+  },
+  'put-config-artifact': {
+    synopsis: 'CONFIG_ID NAME FILE',
+    summary: 'Upload FILE to the R2 key configs/CONFIG_ID/NAME, served at GET /v1/configs/CONFIG_ID/NAME; prints the key on the last line.',
+    positionals: ['CONFIG_ID', 'NAME', 'FILE'],
+    async run(c) {
+      const [configId, name, fileArg] = c.positionals as [string, string, string];
+      if (!ARTIFACT_NAME.test(name)) throw new UsageError(`artifact NAME must be 1-128 letters, digits, '.', '-' or '_': ${name}`);
+      const file = userPath(fileArg);
+      const stat = statSync(file, { throwIfNoEntry: false });
+      if (!stat?.isFile()) throw new UsageError(`no such file: ${file}`);
+      const [found] = await d1Execute(c.target, [listConfigs(configId)]);
+      if (!found?.length) throw new Error(`no config ${configId} (see list-configs)`);
+      const bucket = await artifactsBucket(c.target.env);
+      const key = `configs/${configId}/${name}`;
+      process.stderr.write(`admin: uploading ${stat.size} bytes to ${bucket}/${key}\n`);
+      await r2Put(c.target, bucket, key, file);
+      process.stdout.write(`uploaded ${file} (${stat.size} bytes) to bucket ${bucket}\n${key}\n`);
+    },
+  },
+  'create-agent-token': {
+    synopsis: '--name NAME',
+    summary: 'Create a token for prover-agents; prints the token (shown only once) on the last line.',
+    options: { name: str },
+    run: async (c) => runStep(c.target, await createAgentToken(required(c.values, 'name'))),
+  },
+  'revoke-agent-token': {
+    synopsis: '--token VALUE | --id TOKEN_ID',
+    summary: 'Revoke an agent token, by its value or by its id (see list-agent-tokens).',
+    options: { token: str, id: str },
+    async run(c) {
+      const [by, value] = oneOf(c.values, 'token', 'id');
+      const step = by === 'token' ? await revokeAgentToken(value) : revokeAgentTokenById(value);
+      await runStep(c.target, step, by === 'token' ? 'no active agent token has that value' : `no active agent token ${value}`);
+    },
+  },
+  'list-agent-tokens': {
+    synopsis: '[--json]',
+    summary: 'List agent tokens (ids, names, revocation; never the tokens).',
+    run: (c) => list(c, listAgentTokens()),
+  },
+  'list-agents': {
+    synopsis: '[--json]',
+    summary: 'List the agents that have asked for work, most recently seen first.',
+    run: (c) => list(c, listAgents()),
+  },
+};
+
+const LOCATION_HELP = `Where (one is required, so that nothing is written to the wrong database by accident):
+  --local                 the local D1/R2 that \`wrangler dev\` and \`npm start\` use (.wrangler/state)
+  --persist-to DIR        with --local: another local state directory
+  --remote                the deployed D1/R2 of --env (needs Cloudflare credentials)
+  --env staging|production  the wrangler.toml environment; required with --remote
+Other flags:
+  --json                  list commands: print the rows as JSON
+  -h, --help              this help, or a command's with \`<command> --help\``;
+
+function commandUsage(name: string): string {
+  return `npm run admin -- ${name} ${commands[name]!.synopsis} --local|--remote [--env staging|production]`;
+}
+
+function usage(): string {
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name} ${c.synopsis}\n      ${c.summary}`);
+  return `usage: npm run admin -- <command> [args] --local|--remote [--env staging|production] [--persist-to DIR]\n\nCommands:\n${lines.join('\n')}\n\n${LOCATION_HELP}\n`;
+}
+
+function parseTarget(values: Values): Target {
+  const env = values.env === undefined ? undefined : String(values.env);
+  if (env !== undefined && !ENVS.includes(env)) throw new UsageError(`--env must be one of ${ENVS.join(', ')}, not ${env}`);
+  if (values.local && values.remote) throw new UsageError('give --local or --remote, not both');
+  if (!values.local && !values.remote)
+    throw new UsageError('say which database: --local (the one wrangler dev and npm start use) or --remote --env staging|production');
+  if (values.remote && env === undefined) throw new UsageError('--remote needs --env staging|production (the top-level config is local only)');
+  const persistTo = values['persist-to'];
+  if (persistTo !== undefined && values.remote) throw new UsageError('--persist-to only applies to --local');
+  return { remote: values.remote === true, env, persistTo: typeof persistTo === 'string' ? userPath(persistTo) : undefined };
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage());
+    return name === undefined ? 2 : 0;
+  }
+  const command = commands[name];
+  try {
+    if (!command) throw new UsageError(`unknown command '${name}' (see --help)`);
+    const { values, positionals } = parseArgs({
+      args: rest,
+      options: { local: bool, remote: bool, env: str, 'persist-to': str, json: bool, help: { type: 'boolean', short: 'h' }, ...command.options },
+      allowPositionals: true,
+      strict: true,
+    });
+    if (values.help) {
+      process.stdout.write(`usage: ${commandUsage(name)}\n\n${command.summary}\n\n${LOCATION_HELP}\n`);
+      return 0;
+    }
+    const expected = command.positionals ?? [];
+    if (positionals.length !== expected.length)
+      throw new UsageError(expected.length ? `expected ${expected.join(' ')}` : `unexpected argument ${positionals[0]}`);
+    const target = parseTarget(values as Values);
+    process.stderr.write(`admin: ${name} on ${describeTarget(target)}\n`);
+    await command.run({ target, values: values as Values, positionals });
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`admin: ${(err as Error).message}\nusage: ${command ? commandUsage(name) : 'npm run admin -- --help'}\n`);
+      return 2;
+    }
+    if (err instanceof WranglerError) process.stderr.write(err.output.trim() + '\n');
+    process.stderr.write(`admin: error: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

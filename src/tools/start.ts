@@ -1,0 +1,210 @@
+// `npm start`: the whole service on this machine. Applies the migrations to the local
+// D1, seeds a dev organization, API key, config and agent token (idempotently, with the
+// operator command's statements), runs the Worker under `wrangler dev` and one
+// prover-agent with the dev engine, and prints what a developer needs to call the API.
+//
+// Environment: PORT (8787), PERSIST_DIR (local state; default .wrangler/state),
+// DEV_API_KEY (use this exact API key), AGENT_METRICS_PORT (9464).
+// Ctrl-C / SIGTERM stops the agent, then the Worker, and exits 0; if the Worker dies
+// the agent is stopped and start exits non-zero. An agent that fails leaves the Worker up.
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createAgentToken, createApiKey, createConfig, createOrganization } from '../admin/statements.ts';
+import { randomToken } from '../lib/crypto.ts';
+import {
+  applyLocalMigrations,
+  d1Execute,
+  exited,
+  forwardOutput,
+  hasExited,
+  killGroupNow,
+  portIsFree,
+  ROOT,
+  spawnGroup,
+  spawnWranglerDev,
+  stopGroup,
+  waitForHealthy,
+  WranglerError,
+} from './wrangler.ts';
+
+export const DEV_ORG_ID = 'org_dev';
+export const DEV_OWNER = 'dev@localhost';
+/** Fixed so that it survives restarts and can be written into scripts and docs. */
+export const DEV_CONFIG_ID = 'cfg_00000000000000000000DEVCFG';
+export const DEV_APP_VM_COMMIT = '0x' + 'de'.repeat(32);
+const DEV_AGENT_NAME = 'local-dev';
+/** How long an agent must stay up before start reports it as running. */
+const AGENT_GRACE_MS = 3_000;
+
+const port = Number(process.env.PORT ?? 8787);
+const metricsPort = Number(process.env.AGENT_METRICS_PORT ?? 9464);
+const persistTo = process.env.PERSIST_DIR ? path.resolve(process.env.INIT_CWD ?? process.cwd(), process.env.PERSIST_DIR) : undefined;
+/** Where start keeps its own files: next to the default state, or inside PERSIST_DIR so runs with their own state never share them. */
+const devDir = persistTo ?? path.join(ROOT, '.wrangler');
+const credentialsFile = path.join(devDir, 'dev-credentials.json');
+const baseUrl = `http://127.0.0.1:${port}`;
+
+const log = (msg: string) => process.stderr.write(`[start] ${msg}\n`);
+
+interface Credentials {
+  api_key: string;
+  agent_token: string;
+}
+
+/** The dev API key and agent token: generated on the first run, then read back so that restarts print the same ones. */
+function devCredentials(): Credentials {
+  let saved: Partial<Credentials> = {};
+  if (existsSync(credentialsFile)) {
+    try {
+      saved = JSON.parse(readFileSync(credentialsFile, 'utf8')) as Partial<Credentials>;
+    } catch {
+      log(`${credentialsFile} is not valid JSON: generating new dev credentials`);
+    }
+  }
+  const creds: Credentials = { api_key: saved.api_key ?? randomToken('sk'), agent_token: saved.agent_token ?? randomToken('at') };
+  if (creds.api_key !== saved.api_key || creds.agent_token !== saved.agent_token) {
+    mkdirSync(devDir, { recursive: true });
+    writeFileSync(credentialsFile, JSON.stringify(creds, null, 2) + '\n', { mode: 0o600 });
+  }
+  return process.env.DEV_API_KEY ? { ...creds, api_key: process.env.DEV_API_KEY } : creds;
+}
+
+async function seed(creds: Credentials): Promise<void> {
+  const steps = [
+    createOrganization('Local development', DEV_ORG_ID),
+    await createApiKey(DEV_ORG_ID, DEV_OWNER, creds.api_key),
+    createConfig({
+      id: DEV_CONFIG_ID,
+      openvm_version: '1.4.0',
+      stark_backend_version: '1.2.0',
+      app_vm_commit: DEV_APP_VM_COMMIT,
+      engine: 'dev',
+      deferral_enabled: true,
+    }),
+    await createAgentToken(DEV_AGENT_NAME, creds.agent_token),
+  ];
+  await d1Execute({ remote: false, persistTo }, steps.flatMap((s) => s.sql));
+}
+
+function agentArgs(token: string): string[] {
+  return [
+    '--api-url',
+    baseUrl,
+    '--agent-token',
+    token,
+    '--queue-url',
+    `${baseUrl}/client/v4`,
+    '--account-id',
+    'local',
+    '--queue-id',
+    'zk-proving-jobs-local',
+    '--queue-token',
+    token,
+    '--engines',
+    'dev',
+    '--gpus',
+    '0',
+    '--machine-type',
+    'local-dev',
+    '--work-dir',
+    path.join(devDir, 'agent-work'),
+    '--metrics-port',
+    String(metricsPort),
+  ];
+}
+
+function banner(creds: Credentials, agent: ChildProcess): string {
+  const agentLine = hasExited(agent)
+    ? `not running (it exited with code ${agent.exitCode ?? agent.signalCode}; see [agent] above). Jobs wait until an agent runs:\n                 npm run agent -- ${agentArgs(creds.agent_token).join(' ')}`
+    : `running (dev engine, metrics on http://127.0.0.1:${metricsPort}/metrics)`;
+  return [
+    '',
+    '──────────────────────────────────────────────────────────────────────',
+    `  Proving service: ${baseUrl}`,
+    `  API key:         ${creds.api_key}   (header Service-API-Key)`,
+    `  Config id:       ${DEV_CONFIG_ID}   (engine dev, deferral enabled)`,
+    `  API docs:        ${baseUrl}/docs`,
+    `  Prover agent:    ${agentLine}`,
+    '',
+    '  Try it:',
+    `    curl -H 'Service-API-Key: ${creds.api_key}' ${baseUrl}/v1/validate_api_key`,
+    '',
+    '  Ctrl-C stops everything.',
+    '──────────────────────────────────────────────────────────────────────',
+    '',
+  ].join('\n');
+}
+
+let worker: ChildProcess | undefined;
+let agent: ChildProcess | undefined;
+let stopping: Promise<never> | undefined;
+
+/** Stops the agent, then the Worker, and exits; the first caller's exit code wins. */
+function shutdown(code: number): Promise<never> {
+  stopping ??= (async () => {
+    if (agent) await stopGroup(agent);
+    if (worker) await stopGroup(worker);
+    process.exit(code);
+  })();
+  return stopping;
+}
+
+function onSignal(signal: NodeJS.Signals): void {
+  if (stopping) {
+    log(`${signal} again: killing everything now`);
+    process.exit(1);
+  }
+  log(`${signal}: stopping the agent, then the Worker`);
+  void shutdown(0);
+}
+
+async function main(): Promise<void> {
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  // If start itself dies, its children (in their own process groups) must not outlive it.
+  process.on('exit', () => {
+    if (agent) killGroupNow(agent);
+    if (worker) killGroupNow(worker);
+  });
+
+  if (!Number.isInteger(port) || port <= 0) throw new Error(`PORT must be a port number, not ${process.env.PORT}`);
+  if (!(await portIsFree(port))) throw new Error(`port ${port} is in use (another npm start or wrangler dev?): stop it or set PORT`);
+
+  log(`applying migrations to the local D1 (${persistTo ?? '.wrangler/state'})`);
+  await applyLocalMigrations(persistTo);
+  const creds = devCredentials();
+  log(`seeding ${DEV_ORG_ID}, its API key, config ${DEV_CONFIG_ID} and an agent token`);
+  await seed(creds);
+
+  log(`starting the Worker (wrangler dev) on ${baseUrl}`);
+  worker = spawnWranglerDev({ port, persistTo });
+  forwardOutput(worker, '[worker]');
+  const workerExit = exited(worker);
+  await waitForHealthy(`${baseUrl}/healthz`, worker);
+
+  log('starting a prover-agent with the dev engine');
+  agent = spawnGroup(process.execPath, [path.join(ROOT, 'prover-agent', 'bin', 'prover-agent.js'), 'run', ...agentArgs(creds.agent_token)]);
+  forwardOutput(agent, '[agent]');
+  const agentExit = exited(agent);
+  void agentExit.then(() => {
+    if (!stopping && !hasExited(worker!))
+      log(`the prover-agent exited (code ${agent!.exitCode ?? agent!.signalCode}); the Worker keeps running`);
+  });
+  await Promise.race([agentExit, new Promise((r) => setTimeout(r, AGENT_GRACE_MS))]);
+
+  process.stdout.write(banner(creds, agent));
+
+  await workerExit;
+  if (stopping) return;
+  log(`the Worker (wrangler dev) exited with code ${worker.exitCode ?? worker.signalCode}: stopping`);
+  await shutdown(worker.exitCode || 1);
+}
+
+main().catch(async (err: unknown) => {
+  // A signal's shutdown makes the startup steps fail; that is not an error to report.
+  if (stopping) return;
+  if (err instanceof WranglerError) process.stderr.write(err.output.trim() + '\n');
+  log(`error: ${err instanceof Error ? err.message : String(err)}`);
+  await shutdown(1);
+});

@@ -1,0 +1,237 @@
+// Running the project's wrangler from the operator command, `npm start` and the API
+// bench. Always the locally installed wrangler, on the Node running these tools (the
+// `node` devDependency: wrangler needs Node >= 22.12, the system one may be older),
+// from the repository root so that `--local` means the same .wrangler/state that
+// `wrangler dev` uses, and with telemetry off.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const WRANGLER_JS = path.join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
+
+/** The environment every child process of these tools gets. */
+export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    ...extra,
+    WRANGLER_SEND_METRICS: 'false',
+    // Anything a child starts with `#!/usr/bin/env node` must find Node 22 too.
+    PATH: [path.join(ROOT, 'node_modules', '.bin'), process.env.PATH ?? ''].join(path.delimiter),
+  };
+}
+
+export class WranglerError extends Error {
+  /** Everything wrangler printed, for the operator to read. */
+  readonly output: string;
+  constructor(message: string, output: string) {
+    super(message);
+    this.output = output;
+  }
+}
+
+export interface WranglerRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `wrangler ...args` to completion, capturing its output. */
+export function runWrangler(args: string[]): Promise<WranglerRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [WRANGLER_JS, ...args], { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr }));
+  });
+}
+
+/** Which D1/R2 a command talks to: the local emulation (optionally in another directory) or Cloudflare. */
+export interface Target {
+  remote: boolean;
+  /** A wrangler.toml environment (staging, production); none = the top-level (local/dev) one. */
+  env?: string;
+  /** Local state directory; wrangler's default is .wrangler/state, the one `wrangler dev` uses. */
+  persistTo?: string;
+}
+
+export function targetFlags(t: Target): string[] {
+  return [t.remote ? '--remote' : '--local', ...(t.env ? ['--env', t.env] : []), ...(t.persistTo ? ['--persist-to', t.persistTo] : [])];
+}
+
+export function describeTarget(t: Target): string {
+  const where = t.remote ? 'remote (Cloudflare)' : `local (${t.persistTo ?? '.wrangler/state'})`;
+  return t.env ? `${where}, env ${t.env}` : where;
+}
+
+export type Row = Record<string, unknown>;
+
+interface D1StatementResult {
+  results: Row[];
+  success: boolean;
+}
+
+/** Runs SQL statements in order in one `wrangler d1 execute` and returns each statement's rows. */
+export async function d1Execute(t: Target, statements: string[]): Promise<Row[][]> {
+  const run = await runWrangler(['d1', 'execute', 'DB', ...targetFlags(t), '--json', '--yes', '--command', statements.join('\n')]);
+  // With --json, stdout is one JSON document: the results, or {"error": {"text": ...}}.
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(run.stdout.slice(Math.max(0, run.stdout.search(/[[{]/))));
+  } catch {
+    parsed = undefined;
+  }
+  if (run.code !== 0 || !Array.isArray(parsed)) {
+    const text = (parsed as { error?: { text?: string } } | undefined)?.error?.text;
+    throw new WranglerError(`wrangler d1 execute failed: ${text ?? `exit code ${run.code}`}`, run.stdout + run.stderr);
+  }
+  return (parsed as D1StatementResult[]).map((r) => r.results ?? []);
+}
+
+/** Applies the migrations in migrations/ to a local D1 (creating it on first use). */
+export async function applyLocalMigrations(persistTo?: string): Promise<void> {
+  const run = await runWrangler(['d1', 'migrations', 'apply', 'DB', ...targetFlags({ remote: false, persistTo })]);
+  if (run.code !== 0) throw new WranglerError(`wrangler d1 migrations apply failed (exit code ${run.code})`, run.stdout + run.stderr);
+}
+
+/** The R2 bucket bound as ARTIFACTS in a wrangler.toml environment. */
+export async function artifactsBucket(env?: string): Promise<string> {
+  const { unstable_readConfig } = await import('wrangler');
+  const config = unstable_readConfig({ config: path.join(ROOT, 'wrangler.toml'), env }, { hideWarnings: true });
+  const buckets: { binding: string; bucket_name?: string }[] = config.r2_buckets;
+  const bucket = buckets.find((b) => b.binding === 'ARTIFACTS')?.bucket_name;
+  if (!bucket) throw new Error(`wrangler.toml has no ARTIFACTS R2 bucket${env ? ` in env ${env}` : ''}`);
+  return bucket;
+}
+
+export async function r2Put(t: Target, bucket: string, key: string, file: string): Promise<void> {
+  const run = await runWrangler(['r2', 'object', 'put', `${bucket}/${key}`, '--file', file, ...targetFlags(t)]);
+  if (run.code !== 0) throw new WranglerError(`wrangler r2 object put failed (exit code ${run.code})`, run.stdout + run.stderr);
+}
+
+// ---------------------------------------------------------------------------
+// Long-running children: wrangler dev and the prover-agent.
+
+/**
+ * Starts a long-running child in its own process group, so that a terminal's Ctrl-C
+ * reaches only the parent, which then stops its children in the order it chooses,
+ * and so that stopping it also stops what it started (wrangler dev runs workerd).
+ */
+export function spawnGroup(command: string, args: string[], env: NodeJS.ProcessEnv = childEnv()): ChildProcess {
+  return spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+}
+
+export interface DevOptions {
+  port: number;
+  persistTo?: string;
+  extraArgs?: string[];
+}
+
+export function spawnWranglerDev(o: DevOptions): ChildProcess {
+  return spawnGroup(process.execPath, [
+    WRANGLER_JS,
+    'dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(o.port),
+    '--show-interactive-dev-session=false',
+    ...(o.persistTo ? ['--persist-to', o.persistTo] : []),
+    ...(o.extraArgs ?? []),
+  ]);
+}
+
+/** Writes each line of a child's stdout and stderr to ours, prefixed. */
+export function forwardOutput(child: ChildProcess, prefix: string): void {
+  const pipe = (from: NodeJS.ReadableStream | null, to: NodeJS.WritableStream) => {
+    if (from) createInterface({ input: from, crlfDelay: Infinity }).on('line', (line) => to.write(`${prefix} ${line}\n`));
+  };
+  pipe(child.stdout, process.stdout);
+  pipe(child.stderr, process.stderr);
+}
+
+export function hasExited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+/** Resolves once the child has exited (at once if it already has). */
+export async function exited(child: ChildProcess): Promise<void> {
+  if (!hasExited(child)) await once(child, 'exit');
+}
+
+/** SIGTERM to the child's process group; SIGKILL if it is still there after `graceMs`. */
+export async function stopGroup(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (hasExited(child) || child.pid === undefined) return;
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // The group is gone already.
+    }
+  };
+  signalGroup('SIGTERM');
+  const timer = setTimeout(() => signalGroup('SIGKILL'), graceMs);
+  await exited(child);
+  clearTimeout(timer);
+  // What the leader started may outlive it: make sure the whole group is gone.
+  signalGroup('SIGKILL');
+}
+
+/** Kills the child's group at once; for `process.on('exit')`, where nothing can be awaited. */
+export function killGroupNow(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // The group is gone already.
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `url` until it answers 200; fails early if `child` exits, or after `timeoutMs`. */
+export async function waitForHealthy(url: string, child: ChildProcess, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (hasExited(child)) throw new Error(`wrangler dev exited (code ${child.exitCode ?? child.signalCode}) before ${url} answered`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      await res.arrayBuffer();
+      if (res.ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    await sleep(250);
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs / 1000} s`);
+}
+
+/** Whether nothing listens on 127.0.0.1:port. */
+export async function portIsFree(port: number): Promise<boolean> {
+  const server = createServer();
+  try {
+    server.listen(port, '127.0.0.1');
+    await once(server, 'listening');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    server.close();
+  }
+}
+
+/** A port nothing listens on right now, chosen by the OS. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
+}

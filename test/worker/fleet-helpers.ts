@@ -1,0 +1,56 @@
+// Helpers for tests of the fleet's internal API: an agent is just HTTP calls here.
+import { env } from 'cloudflare:test';
+import type { ClaimRequest, ClaimResponse, ClaimedJob } from '../../prover-agent/src/protocol.ts';
+import { createAgentToken } from '../../src/admin/statements.ts';
+import { api, json, runAdmin } from './helpers.ts';
+
+export interface TestAgent {
+  token: string;
+  caps: ClaimRequest;
+}
+
+export async function seedAgent(caps: Partial<ClaimRequest> = {}): Promise<TestAgent> {
+  const token = await runAdmin(createAgentToken(`agent-${crypto.randomUUID().slice(0, 8)}`));
+  return {
+    token,
+    caps: { agent_id: crypto.randomUUID(), name: 'test-agent', machine_type: 'test-machine', gpus: 8, engines: ['dev'], configs: [], ...caps },
+  };
+}
+
+const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
+  ...init,
+  headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+});
+
+export async function claim(agent: TestAgent, extra: Partial<ClaimRequest> = {}): Promise<ClaimResponse> {
+  return json(await api(null, '/internal/v1/jobs/claim', bearer(agent.token, { method: 'POST', body: JSON.stringify({ ...agent.caps, ...extra }) })), 200);
+}
+
+export async function claimJob(agent: TestAgent): Promise<ClaimedJob> {
+  const r = await claim(agent);
+  if (!r.job) throw new Error('expected to claim a job');
+  return r.job;
+}
+
+/** A callback on a claimed job's lease. */
+export function lease(job: Pick<ClaimedJob, 'job_token'>, path: string, body?: unknown, init: RequestInit = {}) {
+  return api(null, `/internal/v1/lease${path}`, bearer(job.job_token, { method: body === undefined ? 'GET' : 'POST', ...(body === undefined ? {} : { body: JSON.stringify(body) }), ...init }));
+}
+
+export function upload(job: Pick<ClaimedJob, 'job_token'>, name: string, content: string) {
+  return api(null, `/internal/v1/lease/results/${name}`, { method: 'PUT', body: content, headers: { authorization: `Bearer ${job.job_token}` } });
+}
+
+/** Makes a job's lease look expired, as if its agent had died a while ago. */
+export async function expireLease(jobId: string) {
+  await env.DB.prepare('UPDATE jobs SET lease_expires_at = ? WHERE id = ?').bind(Date.now() - 1000, jobId).run();
+}
+
+export async function jobRow(jobId: string) {
+  return env.DB.prepare('SELECT * FROM jobs WHERE id = ?').bind(jobId).first<any>();
+}
+
+/** Takes every queued job out of the way (other test files leave some behind in the shared D1). */
+export async function drainQueuedJobs() {
+  await env.DB.prepare(`UPDATE jobs SET status = 'done' WHERE status IN ('queued', 'leased')`).run();
+}

@@ -1,0 +1,246 @@
+import { env } from 'cloudflare:test';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { api, guest, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { claim, claimJob, drainQueuedJobs, expireLease, jobRow, lease, seedAgent, upload } from './fleet-helpers.ts';
+import { revokeAgentToken } from '../../src/admin/statements.ts';
+import { runAdmin } from './helpers.ts';
+
+beforeEach(drainQueuedJobs);
+
+const BASELINE = JSON.stringify({ app_exe_commit: '0x' + '11'.repeat(32), memory_dimensions: {}, num_user_pvs: 32 });
+const STARK = JSON.stringify({ version: 'v1.0-dev', proof: 'aa', user_pvs_proof: 'bb', deferral_merkle_proofs: null });
+
+async function submitProof(t: Tenant, program: string, query = '') {
+  const res = await api(t, `/v1/proofs?program_id=${program}${query}`, { method: 'POST', body: '{"input": ["0x0101"]}', headers: { 'content-type': 'application/json' } });
+  return (await json<{ id: string }>(res, 200)).id;
+}
+
+async function readyProgram(t: Tenant, cfgOverrides = {}) {
+  const id = await registerProgram(t, await seedConfig(cfgOverrides));
+  await markReady(id);
+  await drainQueuedJobs(); // its commit job is not under test here
+  return id;
+}
+
+describe('agent authentication', () => {
+  it('refuses API keys, unknown and revoked agent tokens', async () => {
+    const t = await seedTenant();
+    const agent = await seedAgent();
+    const body = JSON.stringify(agent.caps);
+    const post = (headers: Record<string, string>) => api(null, '/internal/v1/jobs/claim', { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+    expect((await post({ 'Service-API-Key': t.key })).status).toBe(401);
+    expect((await post({ authorization: `Bearer ${t.key}` })).status).toBe(401);
+    expect((await post({ authorization: `Bearer ${agent.token}` })).status).toBe(200);
+    await runAdmin(revokeAgentToken(agent.token));
+    expect((await post({ authorization: `Bearer ${agent.token}` })).status).toBe(401);
+    expect((await lease({ job_token: 'jt_nope' }, '/heartbeat', {})).status).toBe(401);
+  });
+});
+
+describe('program commit through the internal API', () => {
+  it('not_ready → processing → ready with the exe commit and baseline', async () => {
+    const t = await seedTenant();
+    const cfg = await seedConfig();
+    const program = await registerProgram(t, cfg);
+    const agent = await seedAgent();
+    const job = await claimJob(agent);
+    expect(job).toMatchObject({ kind: 'commit', subject_id: program, attempt: 1, artifacts: ['elf', 'vmexe'], log: { seq: 0, offset: 0 } });
+    expect(job.config).toMatchObject({ id: cfg, engine: 'dev', dev_proof_secret: env.DEV_PROOF_SECRET });
+    expect((await json(await api(t, `/v1/programs/${program}`), 200)).status).toBe('processing');
+
+    const elf = await lease(job, '/artifacts/elf');
+    expect(new Uint8Array(await elf.arrayBuffer())).toEqual(guest('hello.elf'));
+    expect((await lease(job, '/artifacts/input')).status).toBe(404);
+
+    // Completing before uploading the baseline is refused.
+    const commit = { kind: 'commit', app_exe_commit: '0x' + '11'.repeat(32), app_vm_commit: job.config.app_vm_commit };
+    expect((await lease(job, '/complete', commit)).status).toBe(400);
+    await json(await upload(job, 'baseline', BASELINE), 200);
+    expect(await json(await lease(job, '/complete', commit), 200)).toEqual({ status: 'completed' });
+    expect(await json(await lease(job, '/complete', commit), 200)).toEqual({ status: 'completed' }); // idempotent
+
+    const rec = await json(await api(t, `/v1/programs/${program}`), 200);
+    expect(rec.status).toBe('ready');
+    expect(rec.launched_at).toEqual(expect.any(String));
+    expect(await (await api(t, `/v1/programs/${program}/download/app_exe_commit`)).text()).toBe(commit.app_exe_commit);
+    expect(await (await env.ARTIFACTS.get(`programs/${program}/baseline.json`))!.text()).toBe(BASELINE);
+    expect((await lease(job, '/heartbeat', {})).status).toBe(409);
+  });
+
+  it('fails the program when the engine’s vm commit is not the config’s', async () => {
+    const t = await seedTenant();
+    const program = await registerProgram(t, await seedConfig());
+    const job = await claimJob(await seedAgent());
+    await upload(job, 'baseline', BASELINE);
+    await json(await lease(job, '/complete', { kind: 'commit', app_exe_commit: '0x' + '11'.repeat(32), app_vm_commit: '0x' + '99'.repeat(32) }), 200);
+    const rec = await json(await api(t, `/v1/programs/${program}`), 200);
+    expect(rec.status).toBe('failed');
+    expect(rec.error_message).toMatch(/app_vm_commit/);
+  });
+});
+
+describe('proof lifecycle through the internal API', () => {
+  it('walks the states, keeps logs in order, records metrics and cost', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const proofId = await submitProof(t, program);
+    const job = await claimJob(await seedAgent({ machine_type: 'm-test' }));
+    expect(job).toMatchObject({ kind: 'proof', subject_id: proofId, proof: { proof_type: 'stark', num_children: 0 } });
+    expect(job.artifacts).toEqual(['elf', 'vmexe', 'input', 'baseline']);
+    expect(JSON.parse(await (await lease(job, '/artifacts/input')).text())).toEqual({ input: ['0x0101'] });
+    const state = async () => (await json(await api(t, `/v1/proofs/${proofId}`), 200)).state;
+    expect(await state()).toBe('Executing');
+
+    expect(await json(await lease(job, '/heartbeat', { phase: 'Executed', metrics: { num_instructions: 1234 } }), 200)).toMatchObject({ cancel: false });
+    expect(await state()).toBe('Executed');
+    await json(await lease(job, '/heartbeat', { phase: 'AppProving' }), 200);
+    await json(await lease(job, '/heartbeat', { phase: 'Executing' }), 200); // never backwards
+    expect(await state()).toBe('AppProving');
+
+    expect(await json(await lease(job, '/logs', { seq: 0, offset: 0, text: 'first\n' }), 200)).toEqual({ accepted: 'appended' });
+    expect(await json(await lease(job, '/logs', { seq: 0, offset: 0, text: 'first\n' }), 200)).toEqual({ accepted: 'duplicate' });
+    const gap = await json(await lease(job, '/logs', { seq: 2, offset: 6, text: 'third\n' }), 409);
+    expect(gap).toMatchObject({ expected_seq: 1, expected_offset: 6 });
+    await json(await lease(job, '/logs', { seq: 1, offset: 6, text: 'second\n' }), 200);
+    expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe('first\nsecond\n');
+
+    await json(await lease(job, '/heartbeat', { phase: 'PostProcessing' }), 200);
+    await json(await upload(job, 'stark', STARK), 200);
+    expect((await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: null, error: null, metrics: {} })).status).toBe(422);
+    await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 1234, cells_used: 99 } }), 200);
+
+    const proof = await json(await api(t, `/v1/proofs/${proofId}`), 200);
+    expect(proof).toMatchObject({ state: 'Succeeded', num_instructions: 1234, cells_used: 99, proof_size: STARK.length, machine_type: 'm-test' });
+    expect(proof.terminated_at).toEqual(expect.any(String));
+    expect(proof.cost).toBeGreaterThanOrEqual(0);
+    expect(await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text()).toBe(STARK);
+    expect((await api(t, `/v1/proofs/${proofId}/proof/evm`)).status).toBe(404);
+    const prog = await json(await api(t, `/v1/programs/${program}`), 200);
+    expect(prog).toMatchObject({ proofs_run: 1, cells_used: 99 });
+  });
+
+  it('a retryable failure requeues within the budget; a job failure ends Failed with its message', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const proofId = await submitProof(t, program);
+    const agent = await seedAgent();
+    const first = await claimJob(agent);
+    expect(await json(await lease(first, '/fail', { error: 'disk full', retryable: true }), 200)).toEqual({ status: 'requeued' });
+    expect(await json(await lease(first, '/fail', { error: 'disk full', retryable: true }), 200)).toEqual({ status: 'requeued' }); // repeat
+    expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Queued');
+    const second = await claimJob(agent);
+    expect(second).toMatchObject({ id: first.id, attempt: 2 });
+    expect((await lease(first, '/heartbeat', {})).status).toBe(409);
+    await json(await lease(second, '/fail', { error: 'guest panicked: bad input', retryable: false }), 200);
+    const proof = await json(await api(t, `/v1/proofs/${proofId}`), 200);
+    expect(proof).toMatchObject({ state: 'Failed', error_message: 'guest panicked: bad input' });
+  });
+
+  it('cancel reaches the agent through its heartbeat, then Canceled', async () => {
+    const t = await seedTenant();
+    const proofId = await submitProof(t, await readyProgram(t));
+    const job = await claimJob(await seedAgent());
+    expect((await lease(job, '/canceled', {})).status).toBe(409); // not canceled yet
+    await json(await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' }), 200);
+    expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Canceling');
+    expect(await json(await lease(job, '/heartbeat', { phase: 'AppProving' }), 200)).toMatchObject({ cancel: true });
+    expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Canceling'); // not moved on by the beat
+    await json(await lease(job, '/canceled', {}), 200);
+    expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Canceled');
+    expect((await jobRow(job.id)).status).toBe('done');
+  });
+});
+
+describe('dispatch', () => {
+  it('claims the highest priority first, then the oldest', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const low = await submitProof(t, program, '&priority=1');
+    const midOld = await submitProof(t, program, '&priority=5');
+    const high = await submitProof(t, program, '&priority=10');
+    const midNew = await submitProof(t, program, '&priority=5');
+    const agent = await seedAgent();
+    const order = [];
+    for (let i = 0; i < 4; i++) order.push((await claimJob(agent)).subject_id);
+    expect(order).toEqual([high, midOld, midNew, low]);
+    expect(await claim(agent)).toEqual({ job: null, hint: 'none' });
+  });
+
+  it('matches capabilities: engine, config, GPUs (GPU-less dev takes any num_gpus)', async () => {
+    const t = await seedTenant();
+    const openvmCfg = await seedConfig({ engine: 'openvm' });
+    const program = await registerProgram(t, openvmCfg);
+    await markReady(program);
+    await drainQueuedJobs();
+    const proofId = await submitProof(t, program, '&num_gpus=8');
+    const devOnly = await seedAgent({ engines: ['dev'], gpus: 0 });
+    const small = await seedAgent({ engines: ['openvm'], gpus: 4 });
+    const otherConfig = await seedAgent({ engines: ['openvm'], gpus: 8, configs: [await seedConfig({ engine: 'openvm' })] });
+    const big = await seedAgent({ engines: ['openvm'], gpus: 8, configs: [openvmCfg] });
+    const jobId = (await env.DB.prepare('SELECT id FROM jobs WHERE subject_id = ?').bind(proofId).first<{ id: string }>())!.id;
+    expect(await claim(devOnly, { hint_job_id: jobId })).toEqual({ job: null, hint: 'not-servable' });
+    expect((await claim(small)).job).toBeNull();
+    expect((await claim(otherConfig)).job).toBeNull();
+    const got = await claim(big, { hint_job_id: jobId });
+    expect(got.hint).toBe('claimed');
+    expect(got.job).toMatchObject({ subject_id: proofId, num_gpus: 8 });
+    expect(await claim(big, { hint_job_id: jobId })).toEqual({ job: null, hint: 'not-queued' });
+
+    const devProgram = await readyProgram(t);
+    const devProof = await submitProof(t, devProgram, '&num_gpus=64');
+    expect((await claimJob(devOnly)).subject_id).toBe(devProof);
+    expect((await json(await api(t, `/v1/proofs/${devProof}`), 200)).num_gpus).toBe(64);
+  });
+});
+
+describe('leases', () => {
+  it('an expired lease requeues the job (attempt+1) and refuses the old agent’s callbacks', async () => {
+    const t = await seedTenant();
+    const proofId = await submitProof(t, await readyProgram(t));
+    const a = await seedAgent();
+    const b = await seedAgent();
+    const first = await claimJob(a);
+    await json(await lease(first, '/heartbeat', { phase: 'AppProving' }), 200);
+    await expireLease(first.id);
+    const second = await claimJob(b); // the claim sweeps the expired lease first
+    expect(second).toMatchObject({ id: first.id, attempt: 2 });
+    expect((await jobRow(first.id)).retries).toBe(0); // infrastructure loss is not charged
+    await upload(second, 'stark', STARK);
+    for (const [path, body] of [
+      ['/heartbeat', {}],
+      ['/complete', { kind: 'proof', proofs: ['stark'], public_values: null, metrics: {} }],
+      ['/fail', { error: 'x', retryable: false }],
+      ['/logs', { seq: 0, offset: 0, text: 'late' }],
+    ] as const) {
+      expect((await lease(first, path, body)).status, path).toBe(409);
+    }
+    expect((await upload(first, 'stark', 'stale')).status).toBe(409);
+    expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Executing');
+    await json(await lease(second, '/complete', { kind: 'proof', proofs: ['stark'], public_values: null, metrics: {} }), 200);
+    expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Succeeded');
+    expect(await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text()).toBe(STARK);
+  });
+
+  it('after MAX_ATTEMPTS lost leases the job fails saying why', async () => {
+    const t = await seedTenant();
+    const proofId = await submitProof(t, await readyProgram(t));
+    const agent = await seedAgent();
+    for (let i = 0; i < 5; i++) expireLease((await claimJob(agent)).id);
+    await claim(agent); // sweeps the last one
+    const proof = await json(await api(t, `/v1/proofs/${proofId}`), 200);
+    expect(proof.state).toBe('Failed');
+    expect(proof.error_message).toMatch(/Gave up after 5 attempts/);
+  });
+
+  it('release hands the job back at once without charging its budget', async () => {
+    const t = await seedTenant();
+    const proofId = await submitProof(t, await readyProgram(t));
+    const agent = await seedAgent();
+    const job = await claimJob(agent);
+    expect(await json(await lease(job, '/release', {}), 200)).toEqual({ status: 'requeued' });
+    expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Queued');
+    const again = await claimJob(agent);
+    expect(again.attempt).toBe(2);
+    expect((await jobRow(job.id)).retries).toBe(0);
+  });
+});
