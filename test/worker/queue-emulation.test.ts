@@ -16,7 +16,7 @@ async function deliver(...bodies: unknown[]) {
     bodies.map((body, i) => ({ id: `msg-${crypto.randomUUID()}-${i}`, timestamp: new Date(Date.now() + i), attempts: 1, body })),
   );
   const ctx = createExecutionContext();
-  await worker.queue(batch, env, ctx);
+  await worker.queue(batch, env);
   const result = await getQueueResult(batch, ctx);
   expect(result.ackAll).toBe(true);
   return result;
