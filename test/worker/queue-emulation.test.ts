@@ -1,5 +1,6 @@
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import worker from '../../src/index.ts';
+import type { JobNotice } from '../../src/env.ts';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { api, json } from './helpers.ts';
 import { seedAgent } from './fleet-helpers.ts';
@@ -16,7 +17,7 @@ async function deliver(...bodies: unknown[]) {
     bodies.map((body, i) => ({ id: `msg-${crypto.randomUUID()}-${i}`, timestamp: new Date(Date.now() + i), attempts: 1, body })),
   );
   const ctx = createExecutionContext();
-  await worker.queue(batch, env);
+  await worker.queue(batch as MessageBatch<JobNotice>, env);
   const result = await getQueueResult(batch, ctx);
   expect(result.ackAll).toBe(true);
   return result;
