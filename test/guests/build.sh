@@ -29,3 +29,7 @@ build panic src/panic.c
 build loop src/loop.c
 build big src/big.c src/big_blob.S
 build bench src/bench.c
+build conformance src/conformance.c
+build faults src/faults.c
+build io src/io.c
+build hash src/hash.c

@@ -5,6 +5,10 @@
 // region, a loop whose blocks all sit in one region never leaves its function, and
 // decoding happens once per region instead of once per executed instruction.
 //
+// Regions are formed from profile data: the interpreter (interpret.ts) counts block
+// entries, a block entered often becomes a region entry, and the region takes in only
+// successor blocks that have already run, so cold paths are not compiled.
+//
 // A region function has the signature `(r: Int32Array, st: RunState) => number`:
 // it runs from its entry until control leaves the region, the guest terminates, or
 // the next block would take the instruction count past `st.lim`, and returns the pc to
@@ -101,8 +105,11 @@ function staticSuccessors(block: Block): number[] {
   }
 }
 
-/** Discovers the blocks of the region entered at `entry` (a pc inside the code). */
-function discoverRegion(code: CodeView, entry: number, maxInstructions: number): Block[] {
+/**
+ * Discovers the blocks of the region entered at `entry` (a pc inside the code), following
+ * static successors for which `include(pc)` holds.
+ */
+function discoverRegion(code: CodeView, entry: number, include: (pc: number) => boolean): Block[] {
   const inCode = (pc: number) => {
     const off = pc - code.start;
     return off >= 0 && off < code.words.length * 4 && (off & 3) === 0 && code.isCode[off >>> 2] === 1;
@@ -111,16 +118,16 @@ function discoverRegion(code: CodeView, entry: number, maxInstructions: number):
   const starts = new Set<number>();
   const queue = [entry];
   let total = 0;
-  while (queue.length > 0 && blocks.length < REGION_MAX_BLOCKS && total < maxInstructions) {
+  while (queue.length > 0 && blocks.length < REGION_MAX_BLOCKS && total < REGION_MAX_INSTRUCTIONS) {
     const pc = queue.shift()!;
-    if (starts.has(pc) || !inCode(pc)) continue;
+    if (starts.has(pc) || !inCode(pc) || (pc !== entry && !include(pc))) continue;
     const instrs: Instr[] = [];
     let at = pc;
     for (;;) {
       const ins = decode(code.words[(at - code.start) >>> 2]);
       instrs.push(ins);
       at += 4;
-      if (isControl(ins.op) || instrs.length >= Math.min(BLOCK_MAX_INSTRUCTIONS, maxInstructions - total)) break;
+      if (isControl(ins.op) || instrs.length >= BLOCK_MAX_INSTRUCTIONS) break;
       if (!inCode(at) || starts.has(at)) break;
     }
     const block = { pc, instrs };
@@ -307,12 +314,9 @@ function immediateOp(op: string, a: string, imm: number): string {
   }
 }
 
-/**
- * Compiles the region entered at `entry`. `maxInstructions` = 1 gives a single-instruction
- * region, used to step exactly up to a limit.
- */
-export function compileRegion(code: CodeView, entry: number, rt: RegionRuntime, maxInstructions = REGION_MAX_INSTRUCTIONS): RegionFn {
-  const source = regionSource(discoverRegion(code, entry, maxInstructions));
+/** Compiles the region entered at `entry`, taking in the successor blocks `include` accepts. */
+export function compileRegion(code: CodeView, entry: number, rt: RegionRuntime, include: (pc: number) => boolean): RegionFn {
+  const source = regionSource(discoverRegion(code, entry, include));
   const factory = new Function(...RUNTIME_NAMES, source) as (...args: unknown[]) => RegionFn;
   return factory(rt.m8, rt.m8s, rt.m16, rt.m16s, rt.m32, rt.host, rt.memFault, rt.jumpFault, mulhu, mulh, mulhsu);
 }

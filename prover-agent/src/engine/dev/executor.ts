@@ -2,6 +2,7 @@
 // limit, cancellation, and the outcome (exit code, count, public values, output, error).
 import { randomBytes } from 'node:crypto';
 import { compileRegion, HALT, type CodeView, type RegionFn, type RegionRuntime, type RunState } from './compile.ts';
+import { createInterpreter } from './interpret.ts';
 import { hexWord } from './decode.ts';
 import type { ProgramImage } from './elf.ts';
 import type { InputEntry } from './input.ts';
@@ -13,6 +14,8 @@ export const DEFAULT_PUBLIC_VALUES_BYTES = 32;
 const SLICE_INSTRUCTIONS = 1 << 25;
 /** Executable segments may span at most this much address space (the decode cache is dense). */
 const MAX_CODE_SPAN = 1 << 26;
+/** A block entered this many times by the interpreter gets compiled (see interpret.ts). */
+export const DEFAULT_COMPILE_THRESHOLD = 32;
 
 export interface ExecutionOptions {
   maxCycles?: number;
@@ -24,6 +27,11 @@ export interface ExecutionOptions {
   onPrint?: (text: string) => void;
   /** Source of `hintrandom` bytes (default: crypto.randomBytes). */
   randomBytes?: (n: number) => Uint8Array;
+  /**
+   * Interpreted entries of a block before it is compiled: 0 compiles everything on first
+   * entry, Infinity never compiles. Tests run both extremes; the default suits real use.
+   */
+  compileThreshold?: number;
 }
 
 export interface ExecutionOutcome {
@@ -83,31 +91,39 @@ export async function executeProgram(image: ProgramImage, input: InputEntry[], o
     memFault: (pc, addr, size, store) => machine.memFault(pc, addr, size, store),
     jumpFault: (pc, target) => machine.jumpFault(pc, target),
   };
-  // Region functions by the word index of their entry pc: full regions, and single
-  // instructions used to step exactly up to a limit.
-  const regions: (RegionFn | undefined)[] = new Array(code.words.length);
-  const singles: (RegionFn | undefined)[] = new Array(code.words.length);
   const st: RunState = { n: 0, lim: 0 };
   const regs = machine.regs;
   const codeBytes = code.words.length * 4;
+  const interpretBlock = createInterpreter(code, machine, regs, st);
+  // Compiled regions by the word index of their entry pc, and interpreted entries per block.
+  const regions: (RegionFn | undefined)[] = new Array(code.words.length);
+  const entries = new Uint32Array(code.words.length);
+  const threshold = options.compileThreshold ?? DEFAULT_COMPILE_THRESHOLD;
+  const hasRun = threshold === 0 ? () => true : (pc: number) => entries[(pc - code.start) >>> 2] > 0 || regions[(pc - code.start) >>> 2] !== undefined;
 
   /** Runs until the guest halts (returns HALT) or no instruction fits under st.lim (returns the pc). */
   const run = (pc: number): number => {
     for (;;) {
       const off = pc - code.start;
       if (!(off >= 0 && off < codeBytes) || code.isCode[off >>> 2] === 0) {
-        throw new Trap(`pc ${hexWord(pc)} is outside the program's code`, pc);
+        throw new Trap(`execution left the program's code`, pc);
       }
       const idx = off >>> 2;
       const before = st.n;
-      let next = (regions[idx] ??= compileRegion(code, pc, runtime))(regs, st);
-      if (next === HALT) return HALT;
-      if (st.n === before) {
-        // The region's first block does not fit under the limit: go one instruction at a time.
-        if (st.n >= st.lim) return pc;
-        next = (singles[idx] ??= compileRegion(code, pc, runtime, 1))(regs, st);
-        if (next === HALT) return HALT;
+      let next: number;
+      const region = regions[idx];
+      if (region !== undefined) {
+        next = region(regs, st);
+        // The region's first block does not fit under the limit: the interpreter goes exactly up to it.
+        if (next !== HALT && st.n === before) next = interpretBlock(pc);
+      } else if (entries[idx]++ >= threshold) {
+        regions[idx] = compileRegion(code, pc, runtime, hasRun);
+        continue;
+      } else {
+        next = interpretBlock(pc);
       }
+      if (next === HALT) return HALT;
+      if (st.n === before) return pc;
       pc = next;
     }
   };
@@ -137,8 +153,8 @@ export async function executeProgram(image: ProgramImage, input: InputEntry[], o
     if (err instanceof Trap) return outcome(err.message);
     throw err;
   }
-  const code_ = machine.exitCode ?? 0;
-  if (code_ === 0) return outcome(null);
+  const exitCode = machine.exitCode ?? 0;
+  if (exitCode === 0) return outcome(null);
   const tail = printedTail(machine.stdout);
-  return outcome(`guest exited with code ${code_}${tail ? `: ${tail}` : ''}`);
+  return outcome(`guest exited with code ${exitCode}${tail ? `: ${tail}` : ''}`);
 }

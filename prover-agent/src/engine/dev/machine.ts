@@ -39,7 +39,8 @@ export class Machine {
   readonly m16 = new Uint16Array(this.mem.buffer);
   readonly m16s = new Int16Array(this.mem.buffer);
   readonly m32 = new Int32Array(this.mem.buffer);
-  readonly regs = new Int32Array(32);
+  /** x0..x31, and a slot for writes to x0 (see interpret.ts). */
+  readonly regs = new Int32Array(33);
   readonly publicValues: Uint8Array;
   exitCode: number | null = null;
 
