@@ -1,81 +1,11 @@
-// The proving service Worker: the public API under /v1 (one module per resource),
-// its OpenAPI document and reference, and the Worker's queue and cron handlers.
-import { OpenAPIHono } from '@hono/zod-openapi';
-import { Scalar } from '@scalar/hono-api-reference';
-import { createMiddleware } from 'hono/factory';
-import type { AppEnv } from './app-env.ts';
+// The proving service Worker: HTTP (the Hono app), the local queue's consumer and
+// the cron sweep. A Worker's main module may export only handlers.
+import { app } from './app.ts';
 import { openDb } from './db/client.ts';
 import type { Env, JobNotice } from './env.ts';
-import { onError, validationHook } from './lib/errors.ts';
-import { API_KEY_HEADER, requireApiKey } from './middleware/auth.ts';
-import { configsApi } from './routes/configs.ts';
-import { executionsApi } from './routes/executions.ts';
-import { programsApi } from './routes/programs.ts';
-import { projectsApi } from './routes/projects.ts';
-import { proofsApi } from './routes/proofs.ts';
-import { verifyApi } from './routes/verify.ts';
-import { createRoute } from '@hono/zod-openapi';
-import { errorResponses, MessageResponse } from './lib/schemas.ts';
-import { jobsInternalApi } from './internal/jobs.ts';
-import { leaseInternalApi } from './internal/lease.ts';
-import { acceptIntoEmulation, emulationEnabled, queueEmulationApi } from './internal/queue-emulation.ts';
+import { acceptIntoEmulation, emulationEnabled } from './internal/queue-emulation.ts';
 import { sweep } from './jobs/sweep.ts';
 
-/** The interface's published version label (interface.md section 9). */
-export const API_VERSION = '2.0.0';
-
-const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-
-app.use(
-  createMiddleware<AppEnv>(async (c, next) => {
-    c.set('db', openDb(c.env.DB));
-    await next();
-  }),
-);
-app.use('/v1/*', requireApiKey);
-
-app.openapi(
-  createRoute({
-    method: 'get',
-    path: '/v1/validate_api_key',
-    tags: ['auth'],
-    summary: 'Check an API key',
-    responses: { 200: { description: 'The key is valid', content: { 'application/json': { schema: MessageResponse } } }, ...errorResponses() },
-  }),
-  (c) => c.json({ message: 'OK' }, 200),
-);
-
-app.route('/v1/programs', programsApi);
-app.route('/v1/projects', projectsApi);
-app.route('/v1/proofs', proofsApi);
-app.route('/v1/configs', configsApi);
-app.route('/v1/verify', verifyApi);
-app.route('/v1/executions', executionsApi);
-
-// The fleet's side: agent tokens and job tokens, never API keys (src/internal/auth.ts).
-app.route('/internal/v1/jobs', jobsInternalApi);
-app.route('/internal/v1/lease', leaseInternalApi);
-// Local stand-in for the Cloudflare Queues pull API (DEV_QUEUE_EMULATION only).
-app.route('/client/v4', queueEmulationApi);
-
-app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: API_KEY_HEADER });
-app.doc31('/openapi.json', (c) => ({
-  openapi: '3.1.0',
-  info: {
-    title: 'Proving service API',
-    version: API_VERSION,
-    description: 'Register zkVM guest programs, prove them on a GPU fleet, and verify STARK proofs.',
-  },
-  servers: [{ url: new URL(c.req.url).origin }],
-  security: [{ ApiKey: [] }],
-}));
-app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Proving service API' }));
-app.get('/healthz', (c) => c.json({ ok: true }));
-
-app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
-app.onError(onError);
-
-export { app };
 
 export default {
   fetch: app.fetch,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { app } from '../../src/index.ts';
+import { app } from '../../src/app.ts';
 import { api, json } from './helpers.ts';
 
 /** Hono route path → OpenAPI path (`:id` → `{id}`). */

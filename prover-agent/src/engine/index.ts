@@ -14,6 +14,9 @@ export interface EngineOptions {
 export const ENGINE_NAMES = ['dev', 'openvm'] as const;
 export type EngineName = (typeof ENGINE_NAMES)[number];
 
+/** Whether an engine needs GPUs (the agent assigns them); known without loading it. */
+export const ENGINE_USES_GPU: Record<EngineName, boolean> = { dev: false, openvm: true };
+
 export async function loadEngine(name: string, options: EngineOptions = {}): Promise<Engine> {
   switch (name) {
     case 'dev':

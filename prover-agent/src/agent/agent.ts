@@ -1,0 +1,175 @@
+// The agent's main loop. States: starting → running → draining → stopped.
+//
+//   running:  pull a batch of queue notices; for each, claim the best job this agent
+//             can serve (D1 decides, not the notice) and start it; ack the notices
+//             whose job is settled, hand back the others. While idle, claim now and
+//             then without a notice, so a lost notice never strands a job.
+//   draining: (SIGTERM) no more pulls; running jobs may finish within the grace
+//             period, then they are released back to the queue. A second SIGTERM
+//             releases them at once.
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ENGINE_USES_GPU, type EngineName } from '../engine/index.ts';
+import type { ClaimResponse } from '../protocol.ts';
+import type { AgentConfig } from './config.ts';
+import { errorText, type Logger } from './log.ts';
+import { JobRunner } from './job-runner.ts';
+import type { Metrics } from './metrics.ts';
+import { decodeNotice, QueueClient, type PulledMessage } from './queue-client.ts';
+import { ServiceClient } from './service-client.ts';
+
+export type AgentState = 'starting' | 'running' | 'draining' | 'stopped';
+
+export class Agent {
+  state: AgentState = 'starting';
+  readonly id = crypto.randomUUID();
+  private readonly running = new Map<string, JobRunner>();
+  private freeGpus: number[];
+  private readonly service: ServiceClient;
+  private readonly queue: QueueClient;
+  private readonly stopping = new AbortController();
+  private wake: () => void = () => {};
+  private graceTimer: NodeJS.Timeout | null = null;
+  private readonly cfg: AgentConfig;
+  private readonly log: Logger;
+  private readonly metrics: Metrics;
+
+  constructor(cfg: AgentConfig, log: Logger, metrics: Metrics) {
+    this.cfg = cfg;
+    this.log = log.child({ agent: cfg.name, agent_id: this.id });
+    this.metrics = metrics;
+    this.freeGpus = [...cfg.gpus];
+    const retry = { attempts: Infinity, signal: this.stopping.signal };
+    this.service = new ServiceClient(cfg.apiUrl, cfg.agentToken, { onRetry: (r) => this.retrying('service', r) });
+    this.queue = new QueueClient(cfg.queue, { ...retry, onRetry: (r) => this.retrying('queue', r) });
+  }
+
+  async run(): Promise<void> {
+    await this.cleanWorkDir();
+    this.state = 'running';
+    this.log.info('agent running', { engines: this.cfg.engines, gpus: this.cfg.gpus.length, concurrency: this.cfg.concurrency });
+    let lastClaim = 0;
+    while (this.state === 'running') {
+      const slots = this.cfg.concurrency - this.running.size;
+      if (slots <= 0) {
+        await this.sleep(Infinity); // until a job ends or shutdown
+        continue;
+      }
+      const messages = await this.pull(slots);
+      if (messages.length === 0) {
+        if (Date.now() - lastClaim >= this.cfg.idleClaimMs) {
+          lastClaim = Date.now();
+          await this.claimAndStart(null);
+        }
+        await this.sleep(this.cfg.pollIntervalMs);
+        continue;
+      }
+      const acks: string[] = [];
+      const retries: { lease_id: string; delay_seconds?: number }[] = [];
+      for (const m of messages) {
+        const free = this.state === 'running' && this.running.size < this.cfg.concurrency;
+        const hint = free ? await this.claimAndStart(decodeNotice(m).job_id ?? null) : 'still-queued';
+        lastClaim = Date.now();
+        if (hint === 'still-queued') retries.push({ lease_id: m.lease_id });
+        else if (hint === 'not-servable') retries.push({ lease_id: m.lease_id, delay_seconds: 5 });
+        else acks.push(m.lease_id);
+      }
+      await this.queue.ack(acks, retries).catch((err) => this.log.warn('ack failed; the notices will come back', { error: errorText(err) }));
+    }
+    await this.drain();
+    this.state = 'stopped';
+    this.log.info('agent stopped');
+  }
+
+  /** First call: drain (jobs may finish within the grace period). Second call: release everything now. */
+  shutdown(): void {
+    if (this.state === 'draining' || this.stopping.signal.aborted) {
+      this.log.warn('second shutdown signal: releasing running jobs now');
+      this.releaseAll();
+      return;
+    }
+    this.log.info('shutting down: no new jobs', { running: this.running.size, grace_s: this.cfg.shutdownGraceMs / 1000 });
+    this.state = 'draining';
+    this.stopping.abort(new Error('shutting down'));
+    this.graceTimer = setTimeout(() => this.releaseAll(), this.cfg.shutdownGraceMs);
+    this.wake();
+  }
+
+  health() {
+    return { ok: this.state === 'running' || this.state === 'draining', state: this.state, running_jobs: [...this.running.keys()], free_gpus: this.freeGpus.length };
+  }
+
+  private async pull(slots: number): Promise<PulledMessage[]> {
+    try {
+      return await this.queue.pull(Math.min(slots, 10), this.cfg.visibilityTimeoutMs);
+    } catch (err) {
+      if (!this.stopping.signal.aborted) this.log.error('pull failed', { error: errorText(err) });
+      return [];
+    }
+  }
+
+  /** Claims a job and starts it in the background; returns what became of the hinted job. */
+  private async claimAndStart(hintJobId: string | null): Promise<ClaimResponse['hint']> {
+    const started = performance.now();
+    let res: ClaimResponse;
+    try {
+      res = await this.service.claim(
+        { agent_id: this.id, name: this.cfg.name, machine_type: this.cfg.machineType, gpus: this.freeGpus.length, engines: this.cfg.engines, configs: this.cfg.configs, hint_job_id: hintJobId },
+        { attempts: Infinity, signal: this.stopping.signal },
+      );
+    } catch (err) {
+      if (!this.stopping.signal.aborted) this.log.error('claim failed', { error: errorText(err) });
+      return 'still-queued';
+    }
+    this.metrics.claimed(!!res.job, (performance.now() - started) / 1000);
+    const job = res.job;
+    if (!job) return res.hint;
+    const gpus = ENGINE_USES_GPU[job.config.engine as EngineName] ? this.freeGpus.splice(0, job.num_gpus) : [];
+    if (this.cfg.heartbeatIntervalMs) job.heartbeat_interval_ms = this.cfg.heartbeatIntervalMs;
+    const runner = new JobRunner(this.service, job, gpus, { workRoot: this.cfg.workDir, engineOptions: this.cfg.engineOptions, killGraceMs: this.cfg.killGraceMs, agentName: this.cfg.name, machineType: this.cfg.machineType }, this.log, this.metrics);
+    this.running.set(job.id, runner);
+    this.metrics.jobStarted(job.kind);
+    this.log.info('claimed job', { job_id: job.id, kind: job.kind, attempt: job.attempt, priority: job.priority, gpus });
+    void runner
+      .run()
+      .catch((err) => this.log.error('job runner failed', { job_id: job.id, error: errorText(err) }))
+      .finally(() => {
+        this.freeGpus.push(...gpus);
+        this.running.delete(job.id);
+        this.wake();
+      });
+    return res.hint;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.running.size > 0) await this.sleep(Infinity);
+    if (this.graceTimer) clearTimeout(this.graceTimer);
+  }
+
+  private releaseAll(): void {
+    for (const runner of this.running.values()) runner.stop('release');
+  }
+
+  /** Waits `ms`, or until a job ends or shutdown begins. */
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = Number.isFinite(ms) ? setTimeout(done, ms) : null;
+      function done() {
+        if (timer) clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  private retrying(target: 'service' | 'queue', r: { attempt: number; delayMs: number; reason: string }) {
+    this.metrics.retried(target);
+    this.log.warn(`${target} unavailable; backing off`, { attempt: r.attempt, delay_ms: r.delayMs, reason: r.reason });
+  }
+
+  /** Work directories left by a crashed run belong to leases that will expire: clear them. */
+  private async cleanWorkDir(): Promise<void> {
+    await mkdir(this.cfg.workDir, { recursive: true });
+    for (const entry of await readdir(this.cfg.workDir)) await rm(join(this.cfg.workDir, entry), { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,130 @@
+// The agent's configuration: flags, each with an environment variable fallback.
+import { hostname, homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ENGINE_NAMES, type EngineOptions } from '../engine/index.ts';
+import type { Level } from './log.ts';
+
+export interface AgentConfig {
+  apiUrl: string;
+  agentToken: string;
+  queue: { baseUrl: string; accountId: string; queueId: string; token: string };
+  name: string;
+  machineType: string;
+  /** GPU ordinals this agent may use. */
+  gpus: number[];
+  engines: string[];
+  configs: string[];
+  workDir: string;
+  concurrency: number;
+  /** Overrides the heartbeat interval the service suggests, when set. */
+  heartbeatIntervalMs: number | null;
+  shutdownGraceMs: number;
+  killGraceMs: number;
+  pollIntervalMs: number;
+  /** A claim without a queue notice at most this often while idle (catches notices lost or taken elsewhere). */
+  idleClaimMs: number;
+  visibilityTimeoutMs: number;
+  metricsPort: number;
+  metricsHost: string;
+  logLevel: Level;
+  engineOptions: EngineOptions;
+}
+
+/** [flag, env var, default, help] — the one list behind parsing and --help. */
+const FLAGS = [
+  ['api-url', 'PROVER_API_URL', undefined, 'Base URL of the proving service (the Worker)'],
+  ['agent-token', 'PROVER_AGENT_TOKEN', undefined, 'Agent token (npm run admin -- create-agent-token)'],
+  ['queue-url', 'PROVER_QUEUE_URL', 'https://api.cloudflare.com/client/v4', 'Queues API base; locally <api-url>/client/v4'],
+  ['account-id', 'CF_ACCOUNT_ID', undefined, 'Cloudflare account id of the jobs queue'],
+  ['queue-id', 'CF_QUEUE_ID', undefined, 'Id of the jobs queue (wrangler queues info <name>)'],
+  ['queue-token', 'CF_QUEUES_API_TOKEN', undefined, 'API token with Account > Queues > Edit'],
+  ['name', 'PROVER_AGENT_NAME', hostname(), 'Name of this agent in the service’s records'],
+  ['machine-type', 'PROVER_MACHINE_TYPE', 'unknown', 'Machine type, recorded on proofs and used for cost'],
+  ['gpus', 'PROVER_GPUS', '0', 'GPU count (ordinals 0..N-1) or a comma list of ordinals'],
+  ['engines', 'PROVER_ENGINES', 'dev', `Engines served, comma separated (${ENGINE_NAMES.join(', ')})`],
+  ['configs', 'PROVER_CONFIGS', '', 'Config ids served, comma separated; empty = all configs of the engines'],
+  ['work-dir', 'PROVER_WORK_DIR', join(homedir(), '.prover-agent', 'work'), 'Job work directories (emptied at start)'],
+  ['concurrency', 'PROVER_CONCURRENCY', '1', 'Jobs run at once'],
+  ['heartbeat-interval', 'PROVER_HEARTBEAT_INTERVAL', '', 'Seconds between heartbeats (default: the service’s suggestion)'],
+  ['shutdown-grace', 'PROVER_SHUTDOWN_GRACE', '300', 'Seconds running jobs may finish after SIGTERM before they are released'],
+  ['kill-grace', 'PROVER_KILL_GRACE', '10', 'Seconds between SIGTERM and SIGKILL for an engine'],
+  ['poll-interval', 'PROVER_POLL_INTERVAL', '1', 'Seconds to wait after an empty pull'],
+  ['idle-claim-interval', 'PROVER_IDLE_CLAIM_INTERVAL', '15', 'Seconds between claims without a notice while idle'],
+  ['visibility-timeout', 'PROVER_VISIBILITY_TIMEOUT', '60', 'Seconds a pulled message stays invisible to other agents'],
+  ['metrics-port', 'PROVER_METRICS_PORT', '9464', '/healthz and /metrics port; 0 disables'],
+  ['metrics-host', 'PROVER_METRICS_HOST', '127.0.0.1', 'Address the metrics server listens on'],
+  ['log-level', 'PROVER_LOG_LEVEL', 'info', 'debug, info, warn or error'],
+  ['configs-dir', 'PROVER_OPENVM_CONFIGS_DIR', '', 'openvm: directory of per-config directories (prover-agent setup-config)'],
+  ['cargo', 'PROVER_AGENT_CARGO', '', 'openvm: the cargo executable with the openvm subcommand'],
+] as const;
+
+export function usage(): string {
+  const lines = FLAGS.map(([flag, env, def, help]) => `  --${flag.padEnd(20)} ${help}\n  ${''.padEnd(22)} env ${env}${def ? `, default ${def}` : ''}`);
+  return `usage: prover-agent run [flags]\n\n${lines.join('\n')}\n`;
+}
+
+export class ConfigError extends Error {}
+
+function list(v: string): string[] {
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+function number(name: string, v: string, min: number): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < min) throw new ConfigError(`--${name} must be a number ≥ ${min} (got '${v}')`);
+  return n;
+}
+
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
+  const { values } = parseArgs({
+    args: argv,
+    options: Object.fromEntries(FLAGS.map(([flag]) => [flag, { type: 'string' as const }])),
+    strict: true,
+  });
+  const get = (flag: (typeof FLAGS)[number][0]): string => {
+    const [, envName, def] = FLAGS.find((f) => f[0] === flag)!;
+    return (values[flag] as string | undefined) ?? env[envName] ?? def ?? '';
+  };
+  const required = (flag: (typeof FLAGS)[number][0]) => {
+    const v = get(flag);
+    if (!v) throw new ConfigError(`--${flag} (or ${FLAGS.find((f) => f[0] === flag)![1]}) is required`);
+    return v;
+  };
+  const gpuSpec = get('gpus');
+  const gpus = gpuSpec.includes(',') ? list(gpuSpec).map((g) => number('gpus', g, 0)) : Array.from({ length: number('gpus', gpuSpec, 0) }, (_, i) => i);
+  const engines = list(get('engines'));
+  for (const e of engines) if (!(ENGINE_NAMES as readonly string[]).includes(e)) throw new ConfigError(`unknown engine '${e}' (known: ${ENGINE_NAMES.join(', ')})`);
+  if (engines.length === 0) throw new ConfigError('--engines needs at least one engine');
+  const level = get('log-level') as Level;
+  if (!['debug', 'info', 'warn', 'error'].includes(level)) throw new ConfigError(`--log-level must be debug, info, warn or error`);
+  const hb = get('heartbeat-interval');
+  return {
+    apiUrl: required('api-url'),
+    agentToken: required('agent-token'),
+    queue: { baseUrl: get('queue-url'), accountId: required('account-id'), queueId: required('queue-id'), token: required('queue-token') },
+    name: get('name'),
+    machineType: get('machine-type'),
+    gpus,
+    engines,
+    configs: list(get('configs')),
+    workDir: resolve(get('work-dir')),
+    concurrency: number('concurrency', get('concurrency'), 1),
+    heartbeatIntervalMs: hb ? number('heartbeat-interval', hb, 0.1) * 1000 : null,
+    shutdownGraceMs: number('shutdown-grace', get('shutdown-grace'), 0) * 1000,
+    killGraceMs: number('kill-grace', get('kill-grace'), 0) * 1000,
+    pollIntervalMs: number('poll-interval', get('poll-interval'), 0) * 1000,
+    idleClaimMs: number('idle-claim-interval', get('idle-claim-interval'), 0) * 1000,
+    visibilityTimeoutMs: number('visibility-timeout', get('visibility-timeout'), 1) * 1000,
+    metricsPort: number('metrics-port', get('metrics-port'), 0),
+    metricsHost: get('metrics-host'),
+    logLevel: level,
+    engineOptions: {
+      ...(get('configs-dir') ? { configsDir: resolve(get('configs-dir')) } : {}),
+      ...(get('cargo') ? { cargoPath: get('cargo') } : {}),
+    },
+  };
+}

@@ -1,0 +1,66 @@
+// HTTP with the agent's retry policy: network errors, 429 and 5xx are retried with
+// exponential backoff and full jitter (honouring Retry-After); any other 4xx is
+// final and surfaces as HttpError. Used by both the service client and the queue client.
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export class HttpError extends Error {
+  readonly status: number;
+  readonly body: string;
+  constructor(status: number, body: string, what: string) {
+    super(`${what}: HTTP ${status}${body ? `: ${body.slice(0, 500)}` : ''}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export interface RetryPolicy {
+  /** Attempts in all; Infinity to keep trying until `signal` aborts. */
+  attempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** Per-attempt time limit. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Told about each retry (for logs and metrics). */
+  onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 8, baseDelayMs: 250, maxDelayMs: 15_000, timeoutMs: 60_000 };
+
+const retryable = (status: number) => status === 429 || status >= 500;
+
+/** Full-jitter backoff: uniform in [0, min(max, base * 2^attempt)]. */
+export function backoffDelay(attempt: number, p: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs'>, random = Math.random): number {
+  return Math.round(random() * Math.min(p.maxDelayMs, p.baseDelayMs * 2 ** attempt));
+}
+
+/**
+ * fetch() with the retry policy. `makeInit` is called per attempt so a body can be
+ * re-created (a file stream cannot be sent twice). Resolves with a 2xx response.
+ */
+export async function fetchWithRetry(url: string, makeInit: () => RequestInit, what: string, policy: RetryPolicy = DEFAULT_RETRY): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    policy.signal?.throwIfAborted();
+    let reason: string;
+    let retryAfterMs: number | undefined;
+    try {
+      const timeout = AbortSignal.timeout(policy.timeoutMs);
+      const signal = policy.signal ? AbortSignal.any([policy.signal, timeout]) : timeout;
+      const res = await fetch(url, { ...makeInit(), signal });
+      if (res.ok) return res;
+      const body = await res.text().catch(() => '');
+      if (!retryable(res.status)) throw new HttpError(res.status, body, what);
+      reason = `HTTP ${res.status}`;
+      const ra = Number(res.headers.get('retry-after'));
+      if (Number.isFinite(ra) && ra > 0) retryAfterMs = ra * 1000;
+    } catch (err) {
+      if (err instanceof HttpError) throw err;
+      if (policy.signal?.aborted) throw policy.signal.reason ?? err;
+      reason = err instanceof Error ? `${err.name}: ${err.message}${err.cause ? ` (${String((err.cause as Error).message ?? err.cause)})` : ''}` : String(err);
+    }
+    if (attempt + 1 >= policy.attempts) throw new Error(`${what}: gave up after ${attempt + 1} attempts (${reason})`);
+    const delayMs = Math.max(retryAfterMs ?? 0, backoffDelay(attempt, policy));
+    policy.onRetry?.({ attempt: attempt + 1, delayMs, reason });
+    await sleep(delayMs, undefined, { signal: policy.signal });
+  }
+}

@@ -1,0 +1,54 @@
+// Ships a job's log lines to the service in ordered chunks (sequence + byte offset),
+// batching lines for a moment so a chatty engine does not make a request per line.
+// A chunk is resent until accepted; the service drops repeats, so nothing is
+// duplicated and nothing is reordered.
+import type { LeaseClient } from './service-client.ts';
+import type { Logger } from './log.ts';
+
+const FLUSH_MS = 500;
+const MAX_CHUNK_BYTES = 256 * 1024;
+
+export class LogShipper {
+  private seq: number;
+  private offset: number;
+  private pending = '';
+  private timer: NodeJS.Timeout | null = null;
+  private sending: Promise<void> = Promise.resolve();
+  private readonly lease: LeaseClient;
+  private readonly log: Logger;
+
+  constructor(lease: LeaseClient, start: { seq: number; offset: number }, log: Logger) {
+    this.lease = lease;
+    this.seq = start.seq;
+    this.offset = start.offset;
+    this.log = log;
+  }
+
+  line(text: string): void {
+    this.pending += text.endsWith('\n') ? text : text + '\n';
+    if (Buffer.byteLength(this.pending) >= MAX_CHUNK_BYTES) void this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS);
+  }
+
+  /** Sends everything written so far; resolves when the service has it. */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const text = this.pending;
+    this.pending = '';
+    if (text) {
+      this.sending = this.sending.then(async () => {
+        const chunk = { seq: this.seq, offset: this.offset, text };
+        try {
+          await this.lease.logs(chunk);
+          this.seq += 1;
+          this.offset += Buffer.byteLength(text);
+        } catch (err) {
+          // The lease is gone or the service refused: logs of this attempt stop here.
+          this.log.warn('could not ship job logs', { error: String(err) });
+        }
+      });
+    }
+    return this.sending;
+  }
+}

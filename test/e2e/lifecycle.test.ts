@@ -1,0 +1,101 @@
+// The whole product, end to end: a Worker under wrangler dev and real prover-agent
+// processes with the dev engine, driven through the public API as a caller would.
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { caller, GUESTS, startStack, type AgentProcess, type Stack } from './stack.ts';
+
+let stack: Stack;
+let agent: AgentProcess;
+let api: ReturnType<typeof caller>;
+
+beforeAll(async () => {
+  stack = await startStack();
+  api = caller(stack);
+  agent = await stack.startAgent({ name: 'e2e-main' });
+});
+afterAll(async () => stack?.stop());
+
+export async function registerGuest(api: ReturnType<typeof caller>, config: string, guest: string): Promise<string> {
+  const form = new FormData();
+  form.append('elf', new Blob([await readFile(join(GUESTS, guest))]), guest);
+  form.append('vmexe', new Blob([new TextEncoder().encode(`vmexe of ${guest}`)]), 'program.vmexe');
+  const { id } = await api.json('POST', `/v1/programs?config_id=${config}&program_name=${guest}`, form);
+  await api.waitFor(`/v1/programs/${id}`, (p: any) => p.status === 'ready' || p.status === 'failed');
+  return id;
+}
+
+const bytesInput = (text: string) => '0x01' + Buffer.from(text).toString('hex');
+
+describe('end to end with the dev engine', () => {
+  it('a registered program becomes ready with its exe commit', async () => {
+    const id = await registerGuest(api, stack.devConfig, 'hello.elf');
+    const program = await api.json('GET', `/v1/programs/${id}`);
+    expect(program).toMatchObject({ status: 'ready', error_message: '' });
+    const commit = await (await api.call('GET', `/v1/programs/${id}/download/app_exe_commit`)).text();
+    expect(commit).toMatch(/^0x[0-9a-f]{64}$/);
+  });
+
+  it('a proof goes through its states to Succeeded; the proof downloads and verifies; logs are kept', async () => {
+    const program = await registerGuest(api, stack.devConfig, 'hello.elf');
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: [bytesInput('hello world')] });
+    const proof = await api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state));
+    expect(proof).toMatchObject({ state: 'Succeeded', machine_type: 'e2e', error_message: '' });
+    expect(proof.num_instructions).toBeGreaterThan(1000);
+    expect(proof.proof_size).toBeGreaterThan(0);
+    expect(proof.launched_at).toEqual(expect.any(String));
+    expect(proof.terminated_at).toEqual(expect.any(String));
+
+    const file = await api.json('GET', `/v1/proofs/${id}/proof/stark`);
+    expect(file).toMatchObject({ version: expect.any(String), proof: expect.any(String), user_pvs_proof: expect.any(String) });
+    const digest = createHash('sha256').update('hello world').digest('hex');
+    expect(file.user_pvs_proof.replace(/^0x/, '')).toContain(digest);
+
+    const logs = await (await api.call('GET', `/v1/proofs/${id}/logs`)).text();
+    expect(logs).toMatch(/attempt 1 of proof job/);
+    expect(logs).toMatch(/hello from the dev zkVM: read 11 bytes/);
+
+    // Verification: the genuine proof verifies; a tampered one does not.
+    const verify = async (text: string) => {
+      const form = new FormData();
+      form.append('proof', new Blob([text], { type: 'application/json' }), 'proof.json');
+      const { id: vid } = await api.json('POST', `/v1/verify/stark?program_id=${program}`, form);
+      return api.waitFor(`/v1/verify/${vid}`, (v: any) => v.result !== 'processing');
+    };
+    const text = JSON.stringify(file);
+    expect((await verify(text.replaceAll('0x', ''))).result).toBe('verified'); // as the published client uploads it
+    const tampered = { ...file, user_pvs_proof: file.user_pvs_proof.replace(/[0-9a-f](?=[0-9a-f]*$)/, (c: string) => (c === '0' ? '1' : '0')) };
+    const rejected = await verify(JSON.stringify(tampered));
+    expect(rejected.result).toBe('failed');
+    expect(rejected.error_message).not.toBe('');
+
+    const rec = await api.json('GET', `/v1/programs/${program}`);
+    expect(rec.proofs_run).toBe(1);
+  });
+
+  it('a guest that panics fails the proof with its own message', async () => {
+    const program = await registerGuest(api, stack.devConfig, 'panic.elf');
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: [] });
+    const proof = await api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state));
+    expect(proof.state).toBe('Failed');
+    expect(proof.error_message.length).toBeGreaterThan(0);
+  });
+
+  it('executions run and report public values and cycle counts', async () => {
+    const program = await registerGuest(api, stack.devConfig, 'hello.elf');
+    const { id } = await api.json('POST', `/v1/executions?program_id=${program}&mode=pure`, { input: [bytesInput('abc')] });
+    const ex = await api.waitFor(`/v1/executions/${id}`, (e: any) => ['succeeded', 'failed'].includes(e.status));
+    expect(ex).toMatchObject({ status: 'succeeded', public_values: expect.stringContaining(createHash('sha256').update('abc').digest('hex')) });
+    expect(ex.total_cycle).toBeGreaterThan(0);
+    expect(await (await api.call('GET', `/v1/executions/${id}/logs`)).text()).toMatch(/read 3 bytes/);
+  });
+
+  it('serves /healthz and Prometheus /metrics on the agent', async () => {
+    const health = await (await fetch(`http://127.0.0.1:${agent.metricsPort}/healthz`)).json();
+    expect(health).toMatchObject({ ok: true, state: 'running' });
+    const metrics = await (await fetch(`http://127.0.0.1:${agent.metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/prover_agent_jobs_total\{kind="proof",outcome="completed"\} \d+/);
+    expect(metrics).toMatch(/prover_agent_claim_latency_seconds_bucket/);
+  });
+});

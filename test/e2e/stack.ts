@@ -1,0 +1,233 @@
+// A real local stack for end-to-end tests and benchmarks: the Worker under
+// `wrangler dev` (workerd, local D1/R2/Queues in a throwaway directory) and
+// prover-agent processes talking HTTP to it, exactly as in production but for the
+// local Queues pull emulation.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createAgentToken, createApiKey, createConfig, createOrganization, type AdminStep } from '../../src/admin/statements.ts';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler');
+const AGENT = join(ROOT, 'prover-agent/bin/prover-agent.js');
+export const GUESTS = join(ROOT, 'test/guests/build');
+
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const port = (srv.address() as { port: number }).port;
+  srv.close();
+  return port;
+}
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (err += d));
+    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${err || out}`))));
+  });
+}
+
+export interface StackOptions {
+  /** Worker vars to override (e.g. LEASE_TTL_SECONDS). */
+  vars?: Record<string, string>;
+}
+
+export interface Stack {
+  url: string;
+  apiKey: string;
+  agentToken: string;
+  devConfig: string;
+  persistDir: string;
+  /** Runs SQL against the stack's local D1 and returns the rows of the last statement. */
+  sql(query: string): Promise<Record<string, unknown>[]>;
+  startAgent(opts?: AgentOptions): Promise<AgentProcess>;
+  stop(): Promise<void>;
+}
+
+export interface AgentOptions {
+  name?: string;
+  engines?: string;
+  gpus?: number;
+  machineType?: string;
+  extraArgs?: string[];
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface AgentProcess {
+  proc: ChildProcess;
+  /** Everything the agent logged (JSON lines). */
+  logs(): string[];
+  /** Resolves when a log line matching `re` appears. */
+  waitForLog(re: RegExp, timeoutMs?: number): Promise<string>;
+  signal(sig: NodeJS.Signals): void;
+  exited: Promise<number | null>;
+  metricsPort: number;
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const persistDir = await mkdtemp(join(tmpdir(), 'zk-stack-'));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistDir], { CI: 'true' });
+
+  const orgId = 'org_e2e';
+  const steps: AdminStep[] = [
+    createOrganization('e2e', orgId),
+    await createApiKey(orgId, 'e2e@localhost'),
+    await createAgentToken('e2e-agents'),
+    createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '5a'.repeat(32), engine: 'dev', deferral_enabled: true }),
+  ];
+  const seedFile = join(persistDir, 'seed.sql');
+  await writeFile(seedFile, steps.flatMap((s) => s.sql).join('\n'));
+  await run(WRANGLER, ['d1', 'execute', 'DB', '--local', '--persist-to', persistDir, '--file', seedFile, '--yes']);
+  const [, apiKey, agentToken, devConfig] = steps.map((s) => s.output[s.output.length - 1]!);
+
+  const varArgs = Object.entries(opts.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
+  const worker = spawn(WRANGLER, ['dev', '--ip', '127.0.0.1', '--port', String(port), '--persist-to', persistDir, '--show-interactive-dev-session=false', ...varArgs], {
+    cwd: ROOT,
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let workerOut = '';
+  worker.stdout!.on('data', (d) => (workerOut += d));
+  worker.stderr!.on('data', (d) => (workerOut += d));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (worker.exitCode !== null) throw new Error(`wrangler dev exited: ${workerOut}`);
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error(`wrangler dev did not come up: ${workerOut}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+
+  const agents: AgentProcess[] = [];
+  return {
+    url,
+    apiKey,
+    agentToken,
+    devConfig,
+    persistDir,
+    async sql(query) {
+      const out = await run(WRANGLER, ['d1', 'execute', 'DB', '--local', '--persist-to', persistDir, '--command', query, '--json']);
+      const parsed = JSON.parse(out) as { results: Record<string, unknown>[] }[];
+      return parsed[parsed.length - 1]?.results ?? [];
+    },
+    async startAgent(a = {}) {
+      const metricsPort = await freePort();
+      const workDir = await mkdtemp(join(tmpdir(), 'zk-agent-'));
+      const proc = spawn(
+        process.execPath,
+        [
+          AGENT,
+          'run',
+          '--api-url', url,
+          '--agent-token', agentToken,
+          '--queue-url', `${url}/client/v4`,
+          '--account-id', 'local',
+          '--queue-id', 'zk-proving-jobs-local',
+          '--queue-token', agentToken,
+          '--name', a.name ?? `agent-${agents.length}`,
+          '--engines', a.engines ?? 'dev',
+          '--gpus', String(a.gpus ?? 0),
+          '--machine-type', a.machineType ?? 'e2e',
+          '--work-dir', workDir,
+          '--metrics-port', String(metricsPort),
+          '--poll-interval', '0.05',
+          '--idle-claim-interval', '1',
+          '--kill-grace', '2',
+          ...(a.extraArgs ?? []),
+        ],
+        { cwd: ROOT, env: { ...process.env, ...a.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      const lines: string[] = [];
+      const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
+      const onLine = (chunk: Buffer) => {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) {
+          lines.push(line);
+          for (const w of [...waiters]) if (w.re.test(line)) (waiters.splice(waiters.indexOf(w), 1), w.resolve(line));
+        }
+      };
+      proc.stdout!.on('data', onLine);
+      proc.stderr!.on('data', onLine);
+      const exited = once(proc, 'exit').then(([code]) => code as number | null);
+      const agent: AgentProcess = {
+        proc,
+        metricsPort,
+        logs: () => lines,
+        waitForLog(re, timeoutMs = 30_000) {
+          const found = lines.find((l) => re.test(l));
+          if (found) return Promise.resolve(found);
+          return new Promise((resolve, reject) => {
+            const t = setTimeout(() => reject(new Error(`no log line matching ${re} in ${timeoutMs} ms:\n${lines.slice(-20).join('\n')}`)), timeoutMs);
+            waiters.push({ re, resolve: (l) => (clearTimeout(t), resolve(l)) });
+          });
+        },
+        signal: (sig) => proc.kill(sig),
+        exited,
+      };
+      agents.push(agent);
+      await agent.waitForLog(/agent running/);
+      return agent;
+    },
+    async stop() {
+      for (const a of agents) if (a.proc.exitCode === null) a.proc.kill('SIGKILL');
+      try {
+        process.kill(-worker.pid!, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
+      await Promise.race([once(worker, 'exit'), new Promise((r) => setTimeout(r, 5000))]);
+      try {
+        process.kill(-worker.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+      await rm(persistDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A small client of the public API, as a caller uses it. */
+export function caller(stack: Pick<Stack, 'url' | 'apiKey'>) {
+  const call = async (method: string, path: string, body?: BodyInit | object) => {
+    const init: RequestInit = { method, headers: { 'Service-API-Key': stack.apiKey } };
+    if (body instanceof FormData || typeof body === 'string') init.body = body;
+    else if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      (init.headers as Record<string, string>)['content-type'] = 'application/json';
+    }
+    return fetch(stack.url + path, init);
+  };
+  return {
+    call,
+    async json<T = any>(method: string, path: string, body?: BodyInit | object): Promise<T> {
+      const res = await call(method, path, body);
+      const text = await res.text();
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+      return JSON.parse(text) as T;
+    },
+    /** Polls `path` until `done(record)` or the timeout. */
+    async waitFor<T = any>(path: string, done: (r: T) => boolean, timeoutMs = 60_000): Promise<T> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const r = (await (await call('GET', path)).json()) as T;
+        if (done(r)) return r;
+        if (Date.now() > deadline) throw new Error(`timed out waiting on ${path}: ${JSON.stringify(r)}`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    },
+  };
+}
