@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { toHex } from '../engine/dev/commit.ts';
 import { ElfError, loadElf } from '../engine/dev/elf.ts';
 import { DEFAULT_MAX_CYCLES, DEFAULT_PUBLIC_VALUES_BYTES, checkPublicValuesBytes, executeProgram } from '../engine/dev/executor.ts';
-import { InputError, parseInputJson, type InputEntry } from '../engine/dev/input.ts';
+import { InputError, parseInputJson } from '../engine/dev/input.ts';
 
 const usage = `usage: prover-agent execute --elf <file> [--input <input.json>] [--max-cycles N] [--public-values-bytes N]
   --elf                  the guest program (RV32IM ELF)
@@ -68,9 +68,8 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`prover-agent execute: ${(err as Error).message}`);
     return 2;
   }
-  let input: InputEntry[];
   try {
-    input = inputText === undefined ? [] : parseInputJson(inputText);
+    const input = inputText === undefined ? [] : parseInputJson(inputText);
     const out = await executeProgram(loadElf(elf), input, { maxCycles, publicValuesBytes });
     return report({
       exit_code: out.exitCode ?? -1,

@@ -294,8 +294,16 @@ describe('dev proofs', () => {
 });
 
 describe('proving failures', () => {
-  it('fails the job with the guest\'s panic text', async () => {
-    const error = await prove(panic, input()).catch((e: unknown) => e);
+  it('fails the job with the guest\'s panic text, after reporting the instruction count', async () => {
+    const { ctx, phases, metrics } = context();
+    const error = await engine
+      .prove(ctx, {
+        kind: 'stark', elfPath: panic.elfPath, vmexePath: '', inputPath: input(), childProofPaths: [],
+        outputPath: file('proof.json'), app_exe_commit: panic.app_exe_commit, baselinePath: panic.baselinePath,
+      })
+      .catch((e: unknown) => e);
+    expect(phases).toEqual(['Executing']);
+    expect(metrics).toEqual([{ num_instructions: expect.any(Number) }]);
     expect(error).toBeInstanceOf(JobError);
     expect((error as Error).message).toBe('guest exited with code 1: about to fail\npanicked at src/panic.c:6:\nsomething went wrong: this guest always panics');
   });
@@ -309,7 +317,9 @@ describe('proving failures', () => {
       kind: 'stark', elfPath: loop.elfPath, vmexePath: '', inputPath: input(u32Entry(1_000_000)), childProofPaths: [],
       outputPath: file('proof.json'), app_exe_commit: loop.app_exe_commit, baselinePath: loop.baselinePath,
     });
-    await expect(job).rejects.toThrow(new JobError(`cycle limit of 1000 instructions reached at pc 0x002014f4 before the guest terminated`));
+    const error = await job.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JobError);
+    expect((error as Error).message).toMatch(/^cycle limit of 1000 instructions reached at pc 0x[0-9a-f]{8} before the guest terminated$/);
   });
 
   it('fails the job when the ELF is not the registered program', async () => {

@@ -36,6 +36,14 @@ describe('ELF loading', () => {
       /overlap/,
     ],
   ];
+  cases.push([
+    'code spanning more than the executor supports',
+    makeElf([
+      { vaddr: TEXT_START, data: code, flags: 5 },
+      { vaddr: TEXT_START + 2 ** 26, data: code, flags: 5 },
+    ]),
+    /executable segments span 67108868 bytes \(the dev executor supports at most 67108864\)/,
+  ]);
   for (const [what, elf, message] of cases) {
     it(`rejects ${what}`, () => {
       expect(() => loadElf(elf)).toThrow(ElfError);
@@ -83,6 +91,17 @@ describe.each(TIERS)('hand-assembled programs, %s', (_tier, compileThreshold) =>
     const out = await run(codeElf([asm.addi(1, 0, 1), 0]));
     expect(out.error).toBe('unsupported instruction 0x00000000 at pc 0x00200804');
     expect(out.numInstructions).toBe(1);
+  });
+
+  it('keeps the first MiB of printed output and says that the rest was dropped', async () => {
+    // Print the 1024 zero bytes at address 0, 2000 times.
+    const printstr = (addr: number, len: number) => (1 << 20) | (len << 15) | (3 << 12) | (addr << 7) | 0x0b;
+    const bne = (rs1: number, rs2: number, offset: number) => asm.beq(rs1, rs2, offset) | (1 << 12);
+    const out = await run(
+      codeElf([asm.addi(10, 0, 0), asm.addi(11, 0, 1024), asm.addi(5, 0, 2000), printstr(10, 11), asm.addi(5, 5, -1), bne(5, 0, -8), asm.terminate(0)]),
+    );
+    expect(out.error).toBeNull();
+    expect(out.stdout).toBe(`${'\0'.repeat(1 << 20)}\n[further output dropped: more than ${1 << 20} characters]\n`);
   });
 
   it('runs a long straight-line program across region boundaries', async () => {

@@ -34,26 +34,12 @@ static const uint64_t SHA512_IV[8] = {
     0x510e527fade682d1ull, 0x9b05688c2b3e6c1full, 0x1f83d9abfb41bd6bull, 0x5be0cd19137e2179ull,
 };
 
+static void sha512_compress(void *state, const void *block) { sha512_update(state, state, block); }
+
 static void sha512(const uint8_t *data, uint32_t len, uint8_t out[64]) {
   uint64_t state[8];
-  uint8_t block[128];
   memcpy(state, SHA512_IV, 64);
-  uint32_t left = len;
-  while (left >= 128) {
-    sha512_update(state, state, data);
-    data += 128;
-    left -= 128;
-  }
-  memset(block, 0, 128);
-  memcpy(block, data, left);
-  block[left] = 0x80;
-  if (left >= 112) {
-    sha512_update(state, state, block);
-    memset(block, 0, 128);
-  }
-  uint64_t bits = (uint64_t)len * 8;
-  for (int i = 0; i < 8; i++) block[127 - i] = (uint8_t)(bits >> (8 * i));
-  sha512_update(state, state, block);
+  md_hash(state, data, len, 128, 16, sha512_compress);
   for (int i = 0; i < 8; i++)
     for (int b = 0; b < 8; b++) out[8 * i + b] = (uint8_t)(state[i] >> (56 - 8 * b));
 }

@@ -107,33 +107,37 @@ uint32_t read_u32(void) {
   return v[0];
 }
 
+void md_hash(void *state, const void *data, uint32_t len, uint32_t block_bytes, uint32_t length_bytes,
+             void (*compress)(void *state, const void *block)) {
+  uint8_t block[128];
+  const uint8_t *p = data;
+  uint32_t left = len;
+  while (left >= block_bytes) {
+    compress(state, p);
+    p += block_bytes;
+    left -= block_bytes;
+  }
+  memset(block, 0, block_bytes);
+  memcpy(block, p, left);
+  block[left] = 0x80;
+  if (left >= block_bytes - length_bytes) {
+    compress(state, block);
+    memset(block, 0, block_bytes);
+  }
+  /* The bit length, big-endian, in the last bytes of the block (the high ones stay zero). */
+  uint64_t bits = (uint64_t)len * 8;
+  for (int i = 0; i < 8; i++) block[block_bytes - 1 - i] = (uint8_t)(bits >> (8 * i));
+  compress(state, block);
+}
+
 static const uint32_t SHA256_IV[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+
+static void sha256_compress(void *state, const void *block) { sha256_update(state, state, block); }
 
 void sha256(const void *data, uint32_t len, uint8_t out[32]) {
   uint32_t state[8];
-  uint8_t block[64];
-  const uint8_t *p = data;
   memcpy(state, SHA256_IV, 32);
-  uint32_t left = len;
-  while (left >= 64) {
-    sha256_update(state, state, p);
-    p += 64;
-    left -= 64;
-  }
-  memset(block, 0, 64);
-  memcpy(block, p, left);
-  block[left] = 0x80;
-  if (left >= 56) {
-    sha256_update(state, state, block);
-    memset(block, 0, 64);
-  }
-  uint64_t bits = (uint64_t)len * 8;
-  for (int i = 0; i < 8; i++) block[63 - i] = (uint8_t)(bits >> (8 * i));
-  sha256_update(state, state, block);
-  for (int i = 0; i < 8; i++) {
-    out[4 * i] = (uint8_t)(state[i] >> 24);
-    out[4 * i + 1] = (uint8_t)(state[i] >> 16);
-    out[4 * i + 2] = (uint8_t)(state[i] >> 8);
-    out[4 * i + 3] = (uint8_t)state[i];
-  }
+  md_hash(state, data, len, 64, 8, sha256_compress);
+  for (int i = 0; i < 8; i++)
+    for (int b = 0; b < 4; b++) out[4 * i + b] = (uint8_t)(state[i] >> (24 - 8 * b));
 }

@@ -46,6 +46,10 @@ void panic_at(const char *file, int line, const char *msg) __attribute__((noretu
 uint32_t read_vec(void *buf, uint32_t capacity);
 /* Reads the next input entry, which must be exactly 4 bytes, as a little-endian u32. */
 uint32_t read_u32(void);
+/* Merkle-Damgard padding and compression (SHA-2): full blocks, then 0x80, zeros and the
+ * big-endian bit length in the last `length_bytes` bytes of the final block. */
+void md_hash(void *state, const void *data, uint32_t len, uint32_t block_bytes, uint32_t length_bytes,
+             void (*compress)(void *state, const void *block));
 /* SHA-256 of data through the sha256_update instruction. */
 void sha256(const void *data, uint32_t len, uint8_t out[32]);
 

@@ -4,6 +4,8 @@
 
 /** Guest memory size: addresses 0 .. 2^29 - 1. */
 export const MEM_SIZE = 2 ** 29;
+/** The executor decodes code into dense arrays, so the code may span at most this much. */
+export const MAX_CODE_SPAN = 2 ** 26;
 
 const PT_LOAD = 1;
 const PF_X = 1;
@@ -73,6 +75,9 @@ export function loadElf(bytes: Uint8Array): ProgramImage {
     const prev = segments[i - 1];
     if (prev.vaddr + prev.memsz > segments[i].vaddr) fail(`segments at ${hex(prev.vaddr)} and ${hex(segments[i].vaddr)} overlap`);
   }
+  const code = segments.filter((s) => s.executable);
+  const codeSpan = code.length ? code[code.length - 1].vaddr + code[code.length - 1].memsz - code[0].vaddr : 0;
+  if (codeSpan > MAX_CODE_SPAN) fail(`executable segments span ${codeSpan} bytes (the dev executor supports at most ${MAX_CODE_SPAN})`);
   if (entry % 4 !== 0) fail(`entry point ${hex(entry)} is not 4-byte aligned`);
   if (!segments.some((s) => s.executable && entry >= s.vaddr && entry < s.vaddr + s.memsz)) {
     fail(`entry point ${hex(entry)} is not in an executable segment`);

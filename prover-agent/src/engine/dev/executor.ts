@@ -1,19 +1,20 @@
-// Runs a guest program to its end: the dispatch loop over compiled regions, the cycle
-// limit, cancellation, and the outcome (exit code, count, public values, output, error).
+// Runs a guest program to its end: the dispatch loop over the two tiers (interpreted
+// blocks, compiled regions), the cycle limit, cancellation, and the outcome (exit code,
+// count, public values, output, error).
 import { randomBytes } from 'node:crypto';
 import { compileRegion, HALT, type CodeView, type RegionFn, type RegionRuntime, type RunState } from './compile.ts';
-import { createInterpreter } from './interpret.ts';
 import { hexWord } from './decode.ts';
 import type { ProgramImage } from './elf.ts';
 import type { InputEntry } from './input.ts';
+import { createInterpreter } from './interpret.ts';
 import { Machine, Trap } from './machine.ts';
 
 export const DEFAULT_MAX_CYCLES = 10_000_000_000;
 export const DEFAULT_PUBLIC_VALUES_BYTES = 32;
 /** Instructions between checks of the abort signal (a few tenths of a second). */
 const SLICE_INSTRUCTIONS = 1 << 25;
-/** Executable segments may span at most this much address space (the decode cache is dense). */
-const MAX_CODE_SPAN = 1 << 26;
+/** Public values beyond this are no realistic config. */
+const MAX_PUBLIC_VALUES_BYTES = 1 << 20;
 /** A block entered this many times by the interpreter gets compiled (see interpret.ts). */
 export const DEFAULT_COMPILE_THRESHOLD = 32;
 
@@ -45,7 +46,7 @@ export interface ExecutionOutcome {
 }
 
 export function checkPublicValuesBytes(n: number): number {
-  if (!Number.isInteger(n) || n < 8 || n > MAX_CODE_SPAN || (n & (n - 1)) !== 0) {
+  if (!Number.isInteger(n) || n < 8 || n > MAX_PUBLIC_VALUES_BYTES || (n & (n - 1)) !== 0) {
     throw new RangeError(`public values size ${n} is not 8 x a power of two`);
   }
   return n;
@@ -55,7 +56,6 @@ function codeView(image: ProgramImage): CodeView {
   const code = image.segments.filter((s) => s.executable);
   const start = code[0].vaddr & ~3;
   const end = code.reduce((max, s) => Math.max(max, s.vaddr + s.memsz), 0);
-  if (end - start > MAX_CODE_SPAN) throw new RangeError(`executable segments span ${end - start} bytes (at most ${MAX_CODE_SPAN})`);
   const words = new Int32Array(Math.ceil((end - start) / 4));
   const bytes = new Uint8Array(words.buffer);
   const isCode = new Uint8Array(words.length);

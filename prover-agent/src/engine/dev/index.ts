@@ -202,6 +202,8 @@ export function createDevEngine(options: EngineOptions & DevEngineOptions): Engi
       ctx.log(`dev engine: executing ${toHex(appExeCommit)} on ${input.length} input entries`);
       const out = await run(ctx, image, input, options.maxCycles);
       if (out.error) {
+        // The count is worth recording for a failed job too.
+        ctx.progress({ metrics: { num_instructions: out.numInstructions } });
         ctx.log(`dev engine: execution failed after ${out.numInstructions} instructions: ${out.error}`);
         throw new JobError(out.error);
       }

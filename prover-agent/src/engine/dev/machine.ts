@@ -51,6 +51,7 @@ export class Machine {
   private hintPos = 0;
   private readonly printed: string[] = [];
   private printedChars = 0;
+  private outputDropped = false;
   private readonly options: MachineOptions;
   private readonly utf8 = new TextDecoder('utf-8');
 
@@ -205,10 +206,14 @@ export class Machine {
 
   private print(text: string): void {
     this.options.onPrint?.(text);
-    if (this.printedChars >= MAX_STDOUT_CHARS) return;
     const room = MAX_STDOUT_CHARS - this.printedChars;
-    const kept = text.length <= room ? text : `${text.slice(0, room)}\n[further output dropped: more than ${MAX_STDOUT_CHARS} characters]\n`;
-    this.printed.push(kept);
-    this.printedChars += text.length <= room ? text.length : MAX_STDOUT_CHARS;
+    if (text.length <= room) {
+      this.printed.push(text);
+      this.printedChars += text.length;
+    } else if (!this.outputDropped) {
+      this.printed.push(text.slice(0, room), `\n[further output dropped: more than ${MAX_STDOUT_CHARS} characters]\n`);
+      this.printedChars = MAX_STDOUT_CHARS;
+      this.outputDropped = true;
+    }
   }
 }
