@@ -234,6 +234,13 @@ describe('dev proofs', () => {
     expect(await verify(hello, helloStark.proof, { dev_proof_secret: 'another secret' })).toMatchObject({ verified: false, reason: expect.stringMatching(/^MAC mismatch/) });
   });
 
+  it('checks the proof against a readable baseline, and against app_exe_commit without one', async () => {
+    const proofPath = file('verify.json', JSON.stringify(helloStark.proof));
+    const verifyWith = (baselinePath: string) => engine.verify(context().ctx, { proofPath, baselinePath, app_exe_commit: hello.app_exe_commit });
+    expect(await verifyWith(loop.baselinePath)).toEqual({ verified: false, reason: `the verification baseline is for another program (${loop.app_exe_commit})` });
+    expect(await verifyWith(join(work, 'no-such-baseline.json'))).toEqual({ verified: true, reason: null });
+  });
+
   it('accepts dev proofs only under dev configs', async () => {
     expect(await verify(hello, helloStark.proof, { engine: 'openvm' })).toEqual({
       verified: false,

@@ -117,6 +117,19 @@ async function run(ctx: EngineContext, image: ProgramImage, input: InputEntry[],
 }
 
 /**
+ * The baseline's app_exe_commit, or null when there is no readable baseline: the proof is
+ * checked against the request's app_exe_commit; the baseline only cross-checks it.
+ */
+async function readBaselineCommit(path: string): Promise<string | null> {
+  try {
+    const baseline = JSON.parse(await readFile(path, 'utf8')) as { app_exe_commit?: unknown };
+    return typeof baseline.app_exe_commit === 'string' ? baseline.app_exe_commit : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Deferred child proofs: each must be a valid dev STARK proof made under this same
  * config and for this same program. The dev engine cannot run the zkVM's deferral
  * circuits, so it binds children to the parent's program rather than to a verifying key
@@ -240,9 +253,9 @@ export function createDevEngine(options: EngineOptions & DevEngineOptions): Engi
         return { verified: false, reason: `config ${config.id} is not a dev config (engine '${config.engine}'); dev proofs are only accepted under dev configs` };
       }
       const secret = requireSecret(config);
-      const baseline = JSON.parse(await readFile(req.baselinePath, 'utf8')) as { app_exe_commit?: unknown };
-      if (baseline.app_exe_commit !== undefined && String(baseline.app_exe_commit).toLowerCase() !== req.app_exe_commit.toLowerCase()) {
-        return { verified: false, reason: `the verification baseline is for another program (${String(baseline.app_exe_commit)})` };
+      const baselineCommit = await readBaselineCommit(req.baselinePath);
+      if (baselineCommit !== null && baselineCommit.toLowerCase() !== req.app_exe_commit.toLowerCase()) {
+        return { verified: false, reason: `the verification baseline is for another program (${baselineCommit})` };
       }
       let doc: unknown;
       try {
