@@ -104,6 +104,15 @@ describe.each(TIERS)('hand-assembled programs, %s', (_tier, compileThreshold) =>
     expect(out.stdout).toBe(`${'\0'.repeat(1 << 20)}\n[further output dropped: more than ${1 << 20} characters]\n`);
   });
 
+  it('reveals at [rd] + imm, with positive and negative immediates', async () => {
+    const reveal = (rd: number, rs1: number, imm: number) => ((imm & 0xfff) << 20) | (rs1 << 15) | (2 << 12) | (rd << 7) | 0x0b;
+    const out = await run(
+      codeElf([asm.addi(5, 0, 4), asm.addi(6, 0, 0x123), reveal(5, 6, 8), asm.addi(5, 0, 16), asm.addi(6, 0, -1), reveal(5, 6, -8), reveal(0, 5, 0), asm.terminate(0)]),
+    );
+    expect(out.error).toBeNull();
+    expect(Buffer.from(out.publicValues).toString('hex')).toBe(`10000000${'00'.repeat(4)}ffffffff23010000${'00'.repeat(16)}`);
+  });
+
   it('runs a long straight-line program across region boundaries', async () => {
     // 5000 increments of x1, then terminate with x1's low byte = 5000 & 255 encoded statically.
     const out = await run(codeElf([...Array.from({ length: 5000 }, () => asm.addi(1, 1, 1)), asm.terminate(5000 & 255)]));
