@@ -44,15 +44,27 @@ export default defineConfig({
         },
       },
       {
-        // Node side: the prover-agent, its engines, and end-to-end runs of the
-        // agent against a Worker started under wrangler dev.
+        // Node side: the prover-agent and its engines.
         test: {
           name: 'node',
           root,
           environment: 'node',
-          include: ['test/agent/**/*.test.ts', 'test/engine/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+          include: ['test/agent/**/*.test.ts', 'test/engine/**/*.test.ts', 'test/tools/**/*.test.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        // End to end: a Worker under wrangler dev and real prover-agent processes.
+        // One stack at a time: each is a workerd plus agents on a 2-core machine.
+        test: {
+          name: 'e2e',
+          root,
+          environment: 'node',
+          include: ['test/e2e/**/*.test.ts'],
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
         },
       },
     ],

@@ -1,10 +1,8 @@
 // The whole product, end to end: a Worker under wrangler dev and real prover-agent
 // processes with the dev engine, driven through the public API as a caller would.
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { caller, GUESTS, startStack, type AgentProcess, type Stack } from './stack.ts';
+import { caller, registerGuest, startStack, type AgentProcess, type Stack } from './stack.ts';
 
 let stack: Stack;
 let agent: AgentProcess;
@@ -16,15 +14,6 @@ beforeAll(async () => {
   agent = await stack.startAgent({ name: 'e2e-main' });
 });
 afterAll(async () => stack?.stop());
-
-export async function registerGuest(api: ReturnType<typeof caller>, config: string, guest: string): Promise<string> {
-  const form = new FormData();
-  form.append('elf', new Blob([await readFile(join(GUESTS, guest))]), guest);
-  form.append('vmexe', new Blob([new TextEncoder().encode(`vmexe of ${guest}`)]), 'program.vmexe');
-  const { id } = await api.json('POST', `/v1/programs?config_id=${config}&program_name=${guest}`, form);
-  await api.waitFor(`/v1/programs/${id}`, (p: any) => p.status === 'ready' || p.status === 'failed');
-  return id;
-}
 
 const bytesInput = (text: string) => '0x01' + Buffer.from(text).toString('hex');
 

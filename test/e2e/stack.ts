@@ -4,7 +4,7 @@
 // local Queues pull emulation.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -231,3 +231,14 @@ export function caller(stack: Pick<Stack, 'url' | 'apiKey'>) {
     },
   };
 }
+
+/** Registers a committed test guest and waits for its commit job to finish. */
+export async function registerGuest(api: ReturnType<typeof caller>, config: string, guest: string): Promise<string> {
+  const form = new FormData();
+  form.append('elf', new Blob([await readFile(join(GUESTS, guest))]), guest);
+  form.append('vmexe', new Blob([new TextEncoder().encode(`vmexe of ${guest}`)]), 'program.vmexe');
+  const { id } = await api.json('POST', `/v1/programs?config_id=${config}&program_name=${guest}`, form);
+  await api.waitFor(`/v1/programs/${id}`, (p: any) => p.status === 'ready' || p.status === 'failed');
+  return id;
+}
+

@@ -12,6 +12,13 @@ async function main() {
   const req = JSON.parse(await readFile(process.argv[2]!, 'utf8')) as EngineRunRequest;
   const abort = new AbortController();
   process.on('SIGTERM', () => abort.abort(new Error('canceled')));
+  // The agent may die without a word (SIGKILL, host trouble). Its lease will expire
+  // and another agent redo the job, so an orphaned engine must not run on: take the
+  // whole process group (the engine's tools included) down with it.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) process.kill(-process.pid, 'SIGKILL');
+  }, 1000).unref();
   const engine = await loadEngine(req.engine, req.engineOptions);
   const ctx: EngineContext = {
     workDir: req.workDir,

@@ -74,6 +74,7 @@ export class JobRunner {
     try {
       await mkdir(this.dir, { recursive: true });
       this.logs.line(`[agent ${this.opts.agentName}] attempt ${this.job.attempt} of ${this.job.kind} job ${this.job.id} on ${this.opts.machineType}${this.gpus.length ? ` (GPUs ${this.gpus.join(',')})` : ''}`);
+      await this.logs.flush(); // who ran an attempt is on record even if this agent dies
       outcome = await this.execute();
     } catch (err) {
       outcome = await this.endEarlyOr(() => this.report('fail', { error: `agent error: ${errorText(err)}`, retryable: true }));

@@ -1,0 +1,182 @@
+// The fleet's failure handling, end to end: real agent processes against a Worker
+// under wrangler dev, with a short lease so lost agents are noticed in seconds.
+import { execFileSync } from 'node:child_process';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { caller, registerGuest, startStack, type AgentProcess, type Stack } from './stack.ts';
+
+let stack: Stack;
+let api: ReturnType<typeof caller>;
+let loopProgram: string;
+const agents: AgentProcess[] = [];
+
+/** Input for loop.elf: `n` iterations, about 6n instructions (~0.4 G/s here). */
+const loopInput = (n: number) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(n);
+  return { input: ['0x01' + b.toString('hex')] };
+};
+const LONG = 1_500_000_000; // ~20 s of execution: long enough to interrupt
+const SHORT = 200_000_000; // ~3 s
+
+const terminal = (p: any) => ['Succeeded', 'Failed', 'Canceled'].includes(p.state);
+
+async function agent(opts: Parameters<Stack['startAgent']>[0] = {}) {
+  const a = await stack.startAgent(opts);
+  agents.push(a);
+  return a;
+}
+
+async function stopAgent(a: AgentProcess) {
+  if (a.proc.exitCode === null) {
+    a.signal('SIGKILL');
+    await a.exited;
+  }
+}
+
+/** Engine processes of a proof's job still alive (their request file sits in the job's work directory). */
+async function engineProcesses(proofId: string): Promise<number[]> {
+  const [job] = await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${proofId}'`);
+  const out = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
+  return out
+    .split('\n')
+    .filter((l) => l.includes('engine-child.ts') && l.includes(`/${job!.id}-`))
+    .map((l) => Number(l.trim().split(/\s+/)[0]));
+}
+
+async function leases(jobSubject: string) {
+  return stack.sql(`SELECT l.attempt, l.outcome, l.agent_id FROM leases l JOIN jobs j ON j.id = l.job_id WHERE j.subject_id = '${jobSubject}' ORDER BY l.attempt`);
+}
+
+beforeAll(async () => {
+  stack = await startStack({ vars: { LEASE_TTL_SECONDS: '3' } });
+  api = caller(stack);
+  const a = await agent({ name: 'setup' });
+  loopProgram = await registerGuest(api, stack.devConfig, 'loop.elf');
+  await stopAgent(a);
+}, 120_000);
+afterEach(async () => {
+  for (const a of agents.splice(0)) await stopAgent(a);
+});
+afterAll(async () => stack?.stop());
+
+describe('cancel', () => {
+  it('in Queued: canceled at once, never run', async () => {
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${loopProgram}`, loopInput(10));
+    expect(await api.json('POST', `/v1/proofs/${id}/cancel`, {})).toMatchObject({ state: 'Canceled' });
+    const a = await agent();
+    await new Promise((r) => setTimeout(r, 1500)); // several pulls and an idle claim
+    expect((await api.json('GET', `/v1/proofs/${id}`)).state).toBe('Canceled');
+    expect(a.logs().some((l) => l.includes(id))).toBe(false);
+    expect(await leases(id)).toEqual([]);
+  });
+
+  it('while executing: the agent sees it within a heartbeat and kills the engine’s process group', async () => {
+    const a = await agent();
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${loopProgram}`, loopInput(LONG));
+    await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
+    await a.waitForLog(/claimed job/);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await api.json('POST', `/v1/proofs/${id}/cancel`, {})).toMatchObject({ state: 'Canceling' });
+    const done = await api.waitFor(`/v1/proofs/${id}`, terminal, 15_000);
+    expect(done.state).toBe('Canceled');
+    expect(await leases(id)).toMatchObject([{ attempt: 1, outcome: 'canceled' }]);
+    await a.waitForLog(/"outcome":"canceled"/);
+    expect(await engineProcesses(id)).toEqual([]);
+  });
+});
+
+describe('lost agents', () => {
+  it('an agent killed with SIGKILL mid-proof: the job completes on a second agent after the lease expires, exactly once', async () => {
+    const first = await agent({ name: 'doomed' });
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${loopProgram}`, loopInput(SHORT));
+    await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
+    await stopAgent(first); // SIGKILL: no goodbye, its lease just stops being renewed
+    const second = await agent({ name: 'rescuer' });
+    const proof = await api.waitFor(`/v1/proofs/${id}`, terminal, 60_000);
+    expect(proof.state).toBe('Succeeded');
+    const rows = await leases(id);
+    expect(rows.map((r) => r.outcome)).toEqual(['expired', 'completed']);
+    expect(rows[1]!.attempt).toBe(2);
+    const logs = await (await api.call('GET', `/v1/proofs/${id}/logs`)).text();
+    expect(logs).toMatch(/\[agent doomed\] attempt 1/);
+    expect(logs).toMatch(/\[agent rescuer\] attempt 2/);
+    expect(logs.match(/loop: \d+ iterations/g)).toHaveLength(1); // the orphaned engine died with its agent
+    const [job] = await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${id}'`);
+    expect(second.logs().filter((l) => l.includes('"job finished"') && l.includes(job!.id as string))).toHaveLength(1);
+  });
+
+  it('duplicate and stale queue notices lead to one run', async () => {
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${loopProgram}`, loopInput(1000));
+    const [job] = await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${id}'`);
+    const [old] = await stack.sql(`SELECT id FROM jobs WHERE status = 'done' LIMIT 1`);
+    // At-least-once delivery: the same notice three times, plus one for a finished job.
+    const notice = (jobId: string, n: number) => {
+      const body = Buffer.from(JSON.stringify({ job_id: jobId, kind: 'proof' })).toString('base64');
+      return `('dup-${jobId}-${n}', '${body}', 'json', ${Date.now()}, 0, 0)`;
+    };
+    await stack.sql(
+      `INSERT INTO emulated_queue_messages (id, body, content_type, timestamp_ms, attempts, visible_at) VALUES ${[1, 2, 3].map((n) => notice(job!.id as string, n)).join(', ')}, ${notice(old!.id as string, 9)}`,
+    );
+    await Promise.all([agent({ name: 'a1' }), agent({ name: 'a2' })]);
+    expect((await api.waitFor(`/v1/proofs/${id}`, terminal)).state).toBe('Succeeded');
+    expect(await leases(id)).toMatchObject([{ attempt: 1, outcome: 'completed' }]);
+    // Every notice was settled: acked, not left to bounce.
+    const deadline = Date.now() + 10_000;
+    while ((await stack.sql(`SELECT count(*) AS n FROM emulated_queue_messages WHERE id LIKE 'dup-%' AND dead_lettered_at IS NULL`))[0]!.n !== 0) {
+      if (Date.now() > deadline) throw new Error('notices were not acked');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  });
+});
+
+describe('dispatch order', () => {
+  it('honours priority across queued jobs', async () => {
+    const a = await agent({ name: 'busy' });
+    const blocker = (await api.json('POST', `/v1/proofs?program_id=${loopProgram}&priority=10`, loopInput(SHORT))).id;
+    await api.waitFor(`/v1/proofs/${blocker}`, (p: any) => p.state === 'Executing');
+    const submit = async (priority: number) => (await api.json('POST', `/v1/proofs?program_id=${loopProgram}&priority=${priority}`, loopInput(10))).id as string;
+    const low = await submit(1);
+    const high = await submit(9);
+    const mid = await submit(5);
+    for (const id of [low, high, mid]) await api.waitFor(`/v1/proofs/${id}`, terminal, 60_000);
+    const order = a
+      .logs()
+      .filter((l) => l.includes('"claimed job"'))
+      .map((l) => JSON.parse(l).job_id as string);
+    const jobIds = Object.fromEntries(
+      await Promise.all([low, high, mid].map(async (p) => [(await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${p}'`))[0]!.id, p] as const)),
+    );
+    expect(order.filter((j) => jobIds[j]).map((j) => jobIds[j])).toEqual([high, mid, low]);
+  });
+});
+
+describe('resilience', () => {
+  it('graceful SIGTERM: stops pulling, finishes the running job, exits 0', async () => {
+    const a = await agent({ name: 'drainer' });
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${loopProgram}`, loopInput(SHORT));
+    await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
+    a.signal('SIGTERM');
+    await a.waitForLog(/shutting down/);
+    expect(await a.exited).toBe(0);
+    expect((await api.json('GET', `/v1/proofs/${id}`)).state).toBe('Succeeded');
+  });
+
+  it('past the shutdown grace (or on a second SIGTERM) the job is released to another agent', async () => {
+    const a = await agent({ name: 'impatient', extraArgs: ['--shutdown-grace', '1'] });
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${loopProgram}`, loopInput(LONG));
+    await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
+    a.signal('SIGTERM');
+    expect(await a.exited).toBe(0);
+    expect((await leases(id)).map((r) => r.outcome)).toEqual(['released']);
+    expect((await api.json('GET', `/v1/proofs/${id}`)).state).toBe('Queued');
+    const b = await agent({ name: 'next' });
+    await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
+    b.signal('SIGTERM');
+    await b.waitForLog(/shutting down/);
+    b.signal('SIGTERM');
+    expect(await b.exited).toBe(0);
+    expect((await leases(id)).map((r) => r.outcome)).toEqual(['released', 'released']);
+    expect(await engineProcesses(id)).toEqual([]);
+    await api.json('POST', `/v1/proofs/${id}/cancel`, {});
+  });
+});
