@@ -275,7 +275,7 @@ function parseTarget(values: Values): Target {
   return { remote: values.remote === true, env, persistTo: typeof persistTo === 'string' ? userPath(persistTo) : undefined };
 }
 
-export async function main(argv: string[]): Promise<number> {
+async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(usage());

@@ -28,11 +28,11 @@ import {
   WranglerError,
 } from './wrangler.ts';
 
-export const DEV_ORG_ID = 'org_dev';
-export const DEV_OWNER = 'dev@localhost';
+const DEV_ORG_ID = 'org_dev';
+const DEV_OWNER = 'dev@localhost';
 /** Fixed so that it survives restarts and can be written into scripts and docs. */
-export const DEV_CONFIG_ID = 'cfg_00000000000000000000DEVCFG';
-export const DEV_APP_VM_COMMIT = '0x' + 'de'.repeat(32);
+const DEV_CONFIG_ID = 'cfg_00000000000000000000DEVCFG';
+const DEV_APP_VM_COMMIT = '0x' + 'de'.repeat(32);
 const DEV_AGENT_NAME = 'local-dev';
 /** How long an agent must stay up before start reports it as running. */
 const AGENT_GRACE_MS = 3_000;

@@ -11,7 +11,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const WRANGLER_JS = path.join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
+// wrangler's own CLI, run the way its bin/wrangler.js runs it, minus that wrapper's extra Node process.
+const WRANGLER = ['--no-warnings', path.join(ROOT, 'node_modules', 'wrangler', 'wrangler-dist', 'cli.js')];
 
 /** The environment every child process of these tools gets. */
 export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -42,7 +43,7 @@ export interface WranglerRun {
 /** Runs `wrangler ...args` to completion, capturing its output. */
 export function runWrangler(args: string[]): Promise<WranglerRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WRANGLER_JS, ...args], { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...WRANGLER, ...args], { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
@@ -135,7 +136,7 @@ export interface DevOptions {
 
 export function spawnWranglerDev(o: DevOptions): ChildProcess {
   return spawnGroup(process.execPath, [
-    WRANGLER_JS,
+    ...WRANGLER,
     'dev',
     '--ip',
     '127.0.0.1',

@@ -1,0 +1,146 @@
+// The operator command (src/tools/admin.ts) end to end: real `wrangler d1 execute`
+// runs against a local D1 in a temporary --persist-to directory.
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lit } from '../../src/admin/statements.ts';
+import { applyLocalMigrations, d1Execute, ROOT, type Row } from '../../src/tools/wrangler.ts';
+
+const ADMIN = path.join(ROOT, 'src', 'tools', 'admin.ts');
+const COMMIT = '0x' + 'ab'.repeat(32);
+let dir: string;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+  lastLine: string;
+}
+
+/** `npm run admin -- ...args`, without the location flags. */
+function adminRaw(args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [ADMIN, ...args], { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: 'false' } }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve({ code, stdout, stderr, lastLine: stdout.trimEnd().split('\n').at(-1) ?? '' });
+    });
+  });
+}
+
+/** `npm run admin -- ...args --local --persist-to <the test's D1>`. */
+const admin = (...args: string[]) => adminRaw([...args, '--local', '--persist-to', dir]);
+
+async function rows(sql: string): Promise<Row[]> {
+  const [result] = await d1Execute({ remote: false, persistTo: dir }, [sql]);
+  return result ?? [];
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'zk-admin-test-'));
+  await applyLocalMigrations(dir);
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('npm run admin', () => {
+  it('creates an organization and an API key, stores only the key’s SHA-256, and revokes it once', async () => {
+    const org = await admin('create-org', '--name', "O'Brien; Labs");
+    expect(org.code, org.stderr).toBe(0);
+    expect(org.lastLine).toMatch(/^org_[0-9a-z]{26}$/);
+
+    const created = await admin('create-api-key', '--org', org.lastLine, '--owner', 'ops@example.com');
+    expect(created.code, created.stderr).toBe(0);
+    const key = created.lastLine;
+    expect(key).toMatch(/^sk_[0-9a-f]{48}$/);
+
+    const revoked = await admin('revoke-api-key', '--key', key);
+    expect(revoked.code, revoked.stderr).toBe(0);
+
+    const stored = await rows(`SELECT k.*, o.name AS org_name FROM api_keys k JOIN organizations o ON o.id = k.org_id WHERE k.org_id = ${lit(org.lastLine)}`);
+    expect(stored).toHaveLength(1);
+    expect(stored[0]).toMatchObject({ owner: 'ops@example.com', key_hash: sha256(key), org_name: "O'Brien; Labs" });
+    expect(stored[0]!.revoked_at).toEqual(expect.any(String));
+    expect(JSON.stringify(stored)).not.toContain(key);
+
+    const again = await admin('revoke-api-key', '--key', key);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('no active API key has that value');
+  });
+
+  it('rejects invalid configs with a message and exit code 2, printing nothing', async () => {
+    const base = ['create-config', '--openvm-version', '1.4.0', '--stark-backend-version', '1.2.0', '--engine', 'dev'];
+    const badCommit = await admin(...base, '--app-vm-commit', '0xABC');
+    expect(badCommit.code).toBe(2);
+    expect(badCommit.stderr).toContain('app_vm_commit must be 0x followed by 64 lower-case hex digits');
+    expect(badCommit.stdout).toBe('');
+
+    const badEngine = await admin(...base.slice(0, -1), 'risc0', '--app-vm-commit', COMMIT);
+    expect(badEngine.code).toBe(2);
+    expect(badEngine.stderr).toContain('--engine must be dev or openvm');
+
+    const badPvb = await admin(...base, '--app-vm-commit', COMMIT, '--public-values-bytes', '48');
+    expect(badPvb.code).toBe(2);
+    expect(badPvb.stderr).toContain('public_values_bytes must be 8 × a power of two');
+
+    const missing = await admin('create-config', '--engine', 'dev');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('--openvm-version is required');
+  });
+
+  it('creates a config and prints its id last', async () => {
+    const created = await admin('create-config', '--openvm-version', '1.4.0', '--stark-backend-version', '1.2.0', '--app-vm-commit', COMMIT, '--engine', 'openvm', '--deferral', '--inactive');
+    expect(created.code, created.stderr).toBe(0);
+    const id = created.lastLine;
+    expect(id).toMatch(/^cfg_[0-9A-HJKMNP-TV-Z]{26}$/);
+
+    const listed = await admin('list-configs', '--json');
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(JSON.parse(listed.stdout)).toContainEqual(
+      expect.objectContaining({ id, engine: 'openvm', app_vm_commit: COMMIT, deferral_enabled: 1, public_values_bytes: 32, active: 0 }),
+    );
+  });
+
+  it('creates an agent token and stores only its SHA-256', async () => {
+    const created = await admin('create-agent-token', '--name', 'gpu-box-1');
+    expect(created.code, created.stderr).toBe(0);
+    const token = created.lastLine;
+    expect(token).toMatch(/^at_[0-9a-f]{48}$/);
+
+    const stored = await rows(`SELECT * FROM agent_tokens WHERE name = 'gpu-box-1'`);
+    expect(stored).toEqual([expect.objectContaining({ token_hash: sha256(token), revoked_at: null })]);
+    expect(JSON.stringify(stored)).not.toContain(token);
+  });
+
+  it('requires the operator to say which database, and rejects --remote without --env', async () => {
+    const neither = await adminRaw(['list-orgs']);
+    expect(neither.code).toBe(2);
+    expect(neither.stderr).toContain('--local');
+    expect(neither.stderr).toContain('--remote');
+
+    const both = await adminRaw(['list-orgs', '--local', '--remote']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('not both');
+
+    const remote = await adminRaw(['create-org', '--name', 'x', '--remote']);
+    expect(remote.code).toBe(2);
+    expect(remote.stderr).toContain('--remote needs --env staging|production');
+
+    const unknown = await adminRaw(['drop-everything', '--local']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown command 'drop-everything'");
+  });
+
+  it('lists every command in --help', async () => {
+    const help = await adminRaw(['--help']);
+    expect(help.code).toBe(0);
+    for (const command of ['create-org', 'create-api-key', 'revoke-api-key', 'create-config', 'activate-config', 'deactivate-config', 'create-agent-token', 'revoke-agent-token', 'put-config-artifact', 'list-orgs', 'list-configs', 'list-agent-tokens'])
+      expect(help.stdout).toContain(`  ${command} `);
+  });
+});
