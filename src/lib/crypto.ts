@@ -7,7 +7,7 @@ export function toHex(bytes: ArrayBuffer | Uint8Array): string {
 }
 
 export async function sha256Hex(text: string | Uint8Array): Promise<string> {
-  const data = typeof text === 'string' ? new TextEncoder().encode(text) : text;
+  const data = (typeof text === 'string' ? new TextEncoder().encode(text) : text) as Uint8Array<ArrayBuffer>;
   return toHex(await crypto.subtle.digest('SHA-256', data));
 }
 

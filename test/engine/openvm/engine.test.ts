@@ -354,7 +354,7 @@ describe('refusals', () => {
       const job = await makeJob(bare);
       const err = await bare.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe }).catch((e: unknown) => e);
       expect(err).not.toBeInstanceOf(JobError);
-      expect((err as Error).message).toMatch(/is not set up on this host \(missing openvm\.toml .*\); run `prover-agent setup-config cfg_01JTESTCONFIG0000000000000 --run`/);
+      expect((err as Error).message).toMatch(/is not set up on this host \(missing openvm\.toml .*\); run `prover-agent setup-config cfg_01JTESTC0NF1G0000000000000 --run`/);
       expect(await bare.invocations()).toEqual([]);
     } finally {
       await bare.cleanup();

@@ -13,7 +13,7 @@ import type { EngineConfig, EngineContext, EngineMetrics, ProvePhase } from '../
 export const FAKE_CARGO = fileURLToPath(new URL('./fake-cargo', import.meta.url));
 const CLI = fileURLToPath(new URL('../../../prover-agent/bin/prover-agent.js', import.meta.url));
 
-export const CONFIG_ID = 'cfg_01JTESTCONFIG0000000000000';
+export const CONFIG_ID = 'cfg_01JTESTC0NF1G0000000000000';
 export const OPENVM_TOML = '[app_vm_config.rv64i]\n[app_vm_config.rv64m]\n[app_vm_config.io]\n';
 
 export interface CliResult {

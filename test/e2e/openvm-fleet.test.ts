@@ -1,0 +1,74 @@
+// The openvm engine on the fleet, against the stand-in for the zkVM's CLI
+// (test/engine/openvm/fake-cargo): real STARK proofs in the tool's format come out,
+// and a cancel while proving kills the tool's whole process group.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createConfig } from '../../src/admin/statements.ts';
+import { alive, config, FAKE_CARGO, makeHost, makeJob, type Host } from '../engine/openvm/harness.ts';
+import { caller, registerGuest, startStack, type Stack } from './stack.ts';
+
+let stack: Stack;
+let host: Host;
+let api: ReturnType<typeof caller>;
+let configId: string;
+
+beforeAll(async () => {
+  stack = await startStack({ vars: { LEASE_TTL_SECONDS: '6' } });
+  api = caller(stack);
+  host = await makeHost();
+  // The config's app_vm_commit is what this host's keys give (as `setup-config` reports on a real host).
+  const job = await makeJob(host);
+  const { app_vm_commit } = await host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe });
+  const step = createConfig({ id: config().id, openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit, engine: 'openvm', deferral_enabled: false });
+  await stack.sql(step.sql.join('\n'));
+  configId = step.output[step.output.length - 1]!;
+}, 180_000);
+afterAll(async () => {
+  await stack?.stop();
+  await host?.cleanup();
+});
+
+const openvmAgent = (env: Record<string, string> = {}) =>
+  stack.startAgent({
+    name: 'gpu-box',
+    engines: 'openvm',
+    gpus: 2,
+    machineType: 'fake-gpu',
+    extraArgs: ['--configs-dir', host.configsDir, '--cargo', FAKE_CARGO],
+    env: { ...host.env, ...env },
+  });
+
+describe('openvm engine on the fleet (stand-in tool)', () => {
+  it('commits, proves a STARK proof on 2 GPUs, and verifies it', async () => {
+    const agent = await openvmAgent();
+    const program = await registerGuest(api, configId, 'hello.elf');
+    expect((await api.json('GET', `/v1/programs/${program}`)).status).toBe('ready');
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&num_gpus=2`, { input: ['0x0161'] });
+    const proof = await api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state));
+    expect(proof).toMatchObject({ state: 'Succeeded', machine_type: 'fake-gpu', num_gpus: 2 });
+    const stark = await api.json('GET', `/v1/proofs/${id}/proof/stark`);
+    expect(stark.version).toBe('v2.0');
+    const calls = await host.invocations();
+    expect(calls.find((c) => c.argv.includes('prove'))?.cuda_visible_devices).toBe('0,1');
+    const form = new FormData();
+    form.append('proof', new Blob([JSON.stringify(stark)]), 'proof.json');
+    const { id: v } = await api.json('POST', `/v1/verify/stark?program_id=${program}`, form);
+    expect((await api.waitFor(`/v1/verify/${v}`, (r: any) => r.result !== 'processing')).result).toBe('verified');
+    agent.signal('SIGTERM');
+    await agent.exited;
+  });
+
+  it('cancel while proving kills the tool’s process group and ends Canceled', async () => {
+    const agent = await openvmAgent({ FAKE_OPENVM_HANG: 'prove' });
+    const program = await registerGuest(api, configId, 'hello.elf');
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&num_gpus=1`, { input: ['0x0161'] });
+    await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'AppProving');
+    let prover: number | undefined;
+    while (!prover) prover = (await host.invocations()).filter((c) => c.argv.includes('prove')).pop()?.pid;
+    expect(alive(prover)).toBe(true);
+    await api.json('POST', `/v1/proofs/${id}/cancel`, {});
+    expect((await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Canceled', 20_000)).state).toBe('Canceled');
+    expect(alive(prover)).toBe(false);
+    agent.signal('SIGTERM');
+    await agent.exited;
+  });
+});
