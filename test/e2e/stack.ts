@@ -4,37 +4,15 @@
 // local Queues pull emulation.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createAgentToken, createApiKey, createConfig, createOrganization, type AdminStep } from '../../src/admin/statements.ts';
+import { applyLocalMigrations, childEnv, d1Execute, freePort, ROOT, spawnWranglerDev, stopGroup, waitForHealthy } from '../../src/tools/wrangler.ts';
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler');
+export { freePort, ROOT };
 const AGENT = join(ROOT, 'prover-agent/bin/prover-agent.js');
 export const GUESTS = join(ROOT, 'test/guests/build');
-
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const port = (srv.address() as { port: number }).port;
-  srv.close();
-  return port;
-}
-
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (err += d));
-    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${err || out}`))));
-  });
-}
 
 export interface StackOptions {
   /** Worker vars to override (e.g. LEASE_TTL_SECONDS). */
@@ -77,7 +55,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const persistDir = await mkdtemp(join(tmpdir(), 'zk-stack-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistDir], { CI: 'true' });
+  const target = { remote: false, persistTo: persistDir };
+  await applyLocalMigrations(persistDir);
 
   const orgId = 'org_e2e';
   const steps: AdminStep[] = [
@@ -86,32 +65,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     await createAgentToken('e2e-agents'),
     createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '5a'.repeat(32), engine: 'dev', deferral_enabled: true }),
   ];
-  const seedFile = join(persistDir, 'seed.sql');
-  await writeFile(seedFile, steps.flatMap((s) => s.sql).join('\n'));
-  await run(WRANGLER, ['d1', 'execute', 'DB', '--local', '--persist-to', persistDir, '--file', seedFile, '--yes']);
+  await d1Execute(target, steps.flatMap((s) => s.sql));
   const [, apiKey, agentToken, devConfig] = steps.map((s) => s.output[s.output.length - 1]!);
 
   const varArgs = Object.entries(opts.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
-  const worker = spawn(WRANGLER, ['dev', '--ip', '127.0.0.1', '--port', String(port), '--persist-to', persistDir, '--show-interactive-dev-session=false', ...varArgs], {
-    cwd: ROOT,
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const worker = spawnWranglerDev({ port, persistTo: persistDir, extraArgs: varArgs });
   let workerOut = '';
   worker.stdout!.on('data', (d) => (workerOut += d));
   worker.stderr!.on('data', (d) => (workerOut += d));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (worker.exitCode !== null) throw new Error(`wrangler dev exited: ${workerOut}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {
-      /* not up yet */
-    }
-    if (Date.now() > deadline) throw new Error(`wrangler dev did not come up: ${workerOut}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await waitForHealthy(`${url}/healthz`, worker, 60_000).catch((err: Error) => {
+    throw new Error(`${err.message}\n${workerOut}`);
+  });
 
   const agents: AgentProcess[] = [];
   return {
@@ -121,9 +85,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     devConfig,
     persistDir,
     async sql(query) {
-      const out = await run(WRANGLER, ['d1', 'execute', 'DB', '--local', '--persist-to', persistDir, '--command', query, '--json']);
-      const parsed = JSON.parse(out) as { results: Record<string, unknown>[] }[];
-      return parsed[parsed.length - 1]?.results ?? [];
+      const results = await d1Execute(target, [query]);
+      return results[results.length - 1] ?? [];
     },
     async startAgent(a = {}) {
       const metricsPort = await freePort();
@@ -150,7 +113,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           '--kill-grace', '2',
           ...(a.extraArgs ?? []),
         ],
-        { cwd: ROOT, env: { ...process.env, ...a.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+        { cwd: ROOT, env: { ...childEnv(), ...a.env }, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       const lines: string[] = [];
       const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
@@ -184,17 +147,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     },
     async stop() {
       for (const a of agents) if (a.proc.exitCode === null) a.proc.kill('SIGKILL');
-      try {
-        process.kill(-worker.pid!, 'SIGTERM');
-      } catch {
-        /* gone */
-      }
-      await Promise.race([once(worker, 'exit'), new Promise((r) => setTimeout(r, 5000))]);
-      try {
-        process.kill(-worker.pid!, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
+      await stopGroup(worker, 5000);
       await rm(persistDir, { recursive: true, force: true });
     },
   };

@@ -1,0 +1,75 @@
+// npm run bench:dispatch [-- --agents N --jobs M --rate R]
+//
+// With N local prover-agents (dev engine) and instant jobs, measures
+//   submit → claimed: from the caller's POST /v1/proofs to the claim of its job (D1 leases.claimed_at)
+//   end to end: jobs per second from the first submission to the last Succeeded
+// and checks that no job is lost (every one reaches Succeeded, exactly one completed lease each).
+// Jobs are submitted at a steady rate; the stack is a throwaway wrangler dev state.
+import { parseArgs } from 'node:util';
+import { caller, registerGuest, startStack } from '../e2e/stack.ts';
+
+const { values } = parseArgs({
+  options: { agents: { type: 'string', default: '4' }, jobs: { type: 'string', default: '200' }, rate: { type: 'string', default: '20' } },
+});
+const agents = Number(values.agents);
+const jobs = Number(values.jobs);
+const rate = Number(values.rate);
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+async function main() {
+  console.error(`starting the Worker and ${agents} agents...`);
+  const stack = await startStack();
+  try {
+    const api = caller(stack);
+    for (let i = 0; i < agents; i++) await stack.startAgent({ name: `bench-${i}`, extraArgs: ['--poll-interval', '0.05'] });
+    const program = await registerGuest(api, stack.devConfig, 'hello.elf');
+
+    console.error(`submitting ${jobs} proofs at ${rate}/s...`);
+    const submittedAt = new Map<string, number>();
+    const t0 = Date.now();
+    const posts: Promise<void>[] = [];
+    for (let i = 0; i < jobs; i++) {
+      const due = t0 + (i * 1000) / rate;
+      const wait = due - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const sent = Date.now();
+      posts.push(api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0101'] }).then(({ id }) => void submittedAt.set(id, sent)));
+    }
+    await Promise.all(posts);
+
+    // Wait for every job to finish; the last one's terminated_at closes the window.
+    const deadline = Date.now() + 300_000;
+    let done: { id: string; state: string }[] = [];
+    for (;;) {
+      const page = await api.json('GET', `/v1/proofs?program_id=${program}&page_size=100&page=1`);
+      const all = [];
+      for (let p = 1; p <= page.pagination.pages; p++) all.push(...(await api.json('GET', `/v1/proofs?program_id=${program}&page_size=100&page=${p}`)).items);
+      done = all.filter((x: any) => ['Succeeded', 'Failed', 'Canceled'].includes(x.state));
+      if (done.length === jobs || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const rows = await stack.sql(
+      `SELECT j.subject_id AS proof, min(l.claimed_at) AS claimed, sum(l.outcome = 'completed') AS completions, p.terminated_at AS ended
+       FROM jobs j JOIN leases l ON l.job_id = j.id JOIN proofs p ON p.id = j.subject_id
+       WHERE j.kind = 'proof' AND p.program_id = '${program}' GROUP BY j.id`,
+    );
+    const latencies = rows.map((r) => Number(r.claimed) - submittedAt.get(r.proof as string)!).sort((a, b) => a - b);
+    const lastEnd = Math.max(...rows.map((r) => Date.parse(r.ended as string)));
+    const succeeded = done.filter((d) => d.state === 'Succeeded').length;
+    const lost = jobs - rows.filter((r) => Number(r.completions) === 1).length;
+
+    console.log(`bench:dispatch — ${agents} agents (dev engine), ${jobs} instant proof jobs submitted at ${rate}/s`);
+    console.log(`submit → claimed   p50 ${pct(latencies, 50)} ms   p99 ${pct(latencies, 99)} ms   max ${latencies[latencies.length - 1]} ms`);
+    console.log(`end to end         ${(jobs / ((lastEnd - t0) / 1000)).toFixed(1)} jobs/s (${((lastEnd - t0) / 1000).toFixed(1)} s from first submit to last Succeeded)`);
+    console.log(`outcome            ${succeeded}/${jobs} Succeeded, ${lost} lost or run twice`);
+    if (lost > 0 || succeeded !== jobs) process.exitCode = 1;
+  } finally {
+    await stack.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
