@@ -104,6 +104,26 @@ async function list(c: Context, sql: string): Promise<void> {
   printRows(rows ?? [], c.values.json === true);
 }
 
+/** `revoke-…`: by the secret's value or by its id; nothing active to revoke is an error. */
+function revokeCommand(
+  what: string,
+  secretFlag: string,
+  bySecret: (value: string) => Promise<AdminStep>,
+  byId: (id: string) => AdminStep,
+  listCommand: string,
+): Command {
+  return {
+    synopsis: `--${secretFlag} VALUE | --id ID`,
+    summary: `Revoke an ${what}, by its value or by its id (see ${listCommand}).`,
+    options: { [secretFlag]: str, id: str },
+    async run(c) {
+      const [by, value] = oneOf(c.values, secretFlag, 'id');
+      const step = by === 'id' ? byId(value) : await bySecret(value);
+      await runStep(c.target, step, by === 'id' ? `no active ${what} ${value}` : `no active ${what} has that value`);
+    },
+  };
+}
+
 const commands: Record<string, Command> = {
   'create-org': {
     synopsis: '--name NAME',
@@ -122,16 +142,7 @@ const commands: Record<string, Command> = {
       await runStep(c.target, await createApiKey(org, required(c.values, 'owner'), key), `no organization ${org} (see list-orgs)`);
     },
   },
-  'revoke-api-key': {
-    synopsis: '--key VALUE | --id KEY_ID',
-    summary: 'Revoke an API key, by its value or by its id (see list-api-keys).',
-    options: { key: str, id: str },
-    async run(c) {
-      const [by, value] = oneOf(c.values, 'key', 'id');
-      const step = by === 'key' ? await revokeApiKey(value) : revokeApiKeyById(value);
-      await runStep(c.target, step, by === 'key' ? 'no active API key has that value' : `no active API key ${value}`);
-    },
-  },
+  'revoke-api-key': revokeCommand('API key', 'key', revokeApiKey, revokeApiKeyById, 'list-api-keys'),
   'list-api-keys': {
     synopsis: '[--org ORG_ID] [--json]',
     summary: 'List API keys (ids, owners, revocation; never the keys).',
@@ -223,16 +234,7 @@ const commands: Record<string, Command> = {
     options: { name: str },
     run: async (c) => runStep(c.target, await createAgentToken(required(c.values, 'name'))),
   },
-  'revoke-agent-token': {
-    synopsis: '--token VALUE | --id TOKEN_ID',
-    summary: 'Revoke an agent token, by its value or by its id (see list-agent-tokens).',
-    options: { token: str, id: str },
-    async run(c) {
-      const [by, value] = oneOf(c.values, 'token', 'id');
-      const step = by === 'token' ? await revokeAgentToken(value) : revokeAgentTokenById(value);
-      await runStep(c.target, step, by === 'token' ? 'no active agent token has that value' : `no active agent token ${value}`);
-    },
-  },
+  'revoke-agent-token': revokeCommand('agent token', 'token', revokeAgentToken, revokeAgentTokenById, 'list-agent-tokens'),
   'list-agent-tokens': {
     synopsis: '[--json]',
     summary: 'List agent tokens (ids, names, revocation; never the tokens).',

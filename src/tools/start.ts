@@ -162,6 +162,17 @@ function onSignal(signal: NodeJS.Signals): void {
 async function main(): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // `npm start` runs this under `sh -c`, which does not pass a SIGTERM sent to npm on;
+  // npm and sh then exit and leave this process to init. Treat that as a SIGTERM.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent && !stopping) {
+      log('the parent process (npm) exited: stopping the agent, then the Worker');
+      void shutdown(0);
+    }
+  }, 1_000).unref();
+  // Once npm is gone our output pipes may be too: keep stopping the children in order.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
   // If start itself dies, its children (in their own process groups) must not outlive it.
   process.on('exit', () => {
     if (agent) killGroupNow(agent);

@@ -18,26 +18,34 @@ const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS
   --requests N      instead of a duration: exactly N requests per route
   --warmup N        unmeasured requests per route first (default 4 × concurrency)`;
 
-const { values: flags } = parseArgs({
-  options: { concurrency: { type: 'string' }, duration: { type: 'string' }, requests: { type: 'string' }, warmup: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-});
+function usageError(message: string): never {
+  console.error(`bench:api: ${message}\n${usage}`);
+  process.exit(2);
+}
+
+let flags: Record<string, string | boolean | undefined>;
+try {
+  ({ values: flags } = parseArgs({
+    options: { concurrency: { type: 'string' }, duration: { type: 'string' }, requests: { type: 'string' }, warmup: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  }));
+} catch (err) {
+  usageError((err as Error).message);
+}
 if (flags.help) {
   console.log(usage);
   process.exit(0);
 }
 
-function positiveInt(name: string, text: string | undefined, fallback: number): number {
+function intFlag(name: string, fallback: number, min: number): number {
+  const text = flags[name];
   const n = text === undefined ? fallback : Number(text);
-  if (!Number.isInteger(n) || n <= 0) {
-    console.error(`bench:api: --${name} must be a positive integer\n${usage}`);
-    process.exit(2);
-  }
+  if (!Number.isInteger(n) || n < min) usageError(`--${name} must be an integer of at least ${min}`);
   return n;
 }
-const concurrency = positiveInt('concurrency', flags.concurrency, 16);
-const durationMs = positiveInt('duration', flags.duration, 10) * 1000;
-const fixedRequests = flags.requests === undefined ? undefined : positiveInt('requests', flags.requests, 1);
-const warmup = positiveInt('warmup', flags.warmup, 4 * concurrency);
+const concurrency = intFlag('concurrency', 16, 1);
+const durationMs = intFlag('duration', 10, 1) * 1000;
+const fixedRequests = flags.requests === undefined ? undefined : intFlag('requests', 1, 1);
+const warmup = intFlag('warmup', 4 * concurrency, 0);
 
 const BIG_ELF = path.join(ROOT, 'test', 'guests', 'build', 'big.elf');
 const HELLO_ELF = path.join(ROOT, 'test', 'guests', 'build', 'hello.elf');
