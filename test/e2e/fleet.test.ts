@@ -89,7 +89,12 @@ describe('lost agents', () => {
   it('an agent killed with SIGKILL mid-proof: the job completes on a second agent after the lease expires, exactly once', async () => {
     const first = await agent({ name: 'doomed' });
     const { id } = await api.json('POST', `/v1/proofs?program_id=${loopProgram}`, loopInput(SHORT));
-    await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
+    // Mid-proof: its attempt is on record and the engine is running.
+    const deadline = Date.now() + 20_000;
+    while (!(await (await api.call('GET', `/v1/proofs/${id}/logs`)).text()).includes('[agent doomed] attempt 1')) {
+      if (Date.now() > deadline) throw new Error('the first agent never started the job');
+      await new Promise((r) => setTimeout(r, 100));
+    }
     await stopAgent(first); // SIGKILL: no goodbye, its lease just stops being renewed
     const second = await agent({ name: 'rescuer' });
     const proof = await api.waitFor(`/v1/proofs/${id}`, terminal, 60_000);
