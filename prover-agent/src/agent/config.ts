@@ -55,13 +55,13 @@ const FLAGS = [
   ['metrics-port', 'PROVER_METRICS_PORT', '9464', '/healthz and /metrics port; 0 disables'],
   ['metrics-host', 'PROVER_METRICS_HOST', '127.0.0.1', 'Address the metrics server listens on'],
   ['log-level', 'PROVER_LOG_LEVEL', 'info', 'debug, info, warn or error'],
-  ['configs-dir', 'PROVER_OPENVM_CONFIGS_DIR', '', 'openvm: directory of per-config directories (prover-agent setup-config)'],
+  ['configs-dir', 'PROVER_AGENT_CONFIGS_DIR', '', 'openvm: directory of per-config directories (prover-agent setup-config)'],
   ['cargo', 'PROVER_AGENT_CARGO', '', 'openvm: the cargo executable with the openvm subcommand'],
 ] as const;
 
 export function usage(): string {
   const lines = FLAGS.map(([flag, env, def, help]) => `  --${flag.padEnd(20)} ${help}\n  ${''.padEnd(22)} env ${env}${def ? `, default ${def}` : ''}`);
-  return `usage: prover-agent run [flags]\n\n${lines.join('\n')}\n`;
+  return `usage: prover-agent [run] [flags]\n\n${lines.join('\n')}\n  --engine             same as --engines\n`;
 }
 
 export class ConfigError extends Error {}
@@ -80,11 +80,14 @@ function number(name: string, v: string, min: number): number {
 }
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
+  const options: Record<string, { type: 'string' }> = { ...Object.fromEntries(FLAGS.map(([flag]) => [flag, { type: 'string' as const }])), engine: { type: 'string' } };
   const { values } = parseArgs({
     args: argv,
-    options: Object.fromEntries(FLAGS.map(([flag]) => [flag, { type: 'string' as const }])),
+    // `--engine X` reads naturally for a single engine; it is --engines by another name.
+    options,
     strict: true,
   });
+  if (values.engine !== undefined) values.engines ??= values.engine;
   const get = (flag: (typeof FLAGS)[number][0]): string => {
     const [, envName, def] = FLAGS.find((f) => f[0] === flag)!;
     return (values[flag] as string | undefined) ?? env[envName] ?? def ?? '';

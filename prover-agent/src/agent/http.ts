@@ -61,6 +61,10 @@ export async function fetchWithRetry(url: string, makeInit: () => RequestInit, w
     if (attempt + 1 >= policy.attempts) throw new Error(`${what}: gave up after ${attempt + 1} attempts (${reason})`);
     const delayMs = Math.max(retryAfterMs ?? 0, backoffDelay(attempt, policy));
     policy.onRetry?.({ attempt: attempt + 1, delayMs, reason });
-    await sleep(delayMs, undefined, { signal: policy.signal });
+    try {
+      await sleep(delayMs, undefined, { signal: policy.signal });
+    } catch (err) {
+      throw policy.signal?.reason ?? err; // say why we stopped, not just that we did
+    }
   }
 }

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, usage } from '../../prover-agent/src/agent/config.ts';
+
+const required = ['--api-url', 'http://svc', '--agent-token', 'at_x', '--account-id', 'acct', '--queue-id', 'q', '--queue-token', 'cf'];
+
+describe('prover-agent configuration', () => {
+  it('reads flags, falls back to the environment, then to defaults', () => {
+    const cfg = loadConfig(['--api-url', 'http://flag'], {
+      PROVER_API_URL: 'http://env',
+      PROVER_AGENT_TOKEN: 'at_env',
+      CF_ACCOUNT_ID: 'a',
+      CF_QUEUE_ID: 'q',
+      CF_QUEUES_API_TOKEN: 't',
+      PROVER_GPUS: '4',
+      PROVER_ENGINES: 'dev,openvm',
+    });
+    expect(cfg).toMatchObject({
+      apiUrl: 'http://flag',
+      agentToken: 'at_env',
+      gpus: [0, 1, 2, 3],
+      engines: ['dev', 'openvm'],
+      configs: [],
+      concurrency: 1,
+      queue: { baseUrl: 'https://api.cloudflare.com/client/v4', accountId: 'a', queueId: 'q', token: 't' },
+      shutdownGraceMs: 300_000,
+      heartbeatIntervalMs: null,
+    });
+  });
+
+  it('takes GPU ordinals as a list, --engine as --engines, and openvm engine options', () => {
+    const cfg = loadConfig([...required, '--gpus', '2,5', '--engine', 'openvm', '--configs', 'cfg_a, cfg_b', '--configs-dir', '/srv/cfgs', '--cargo', '/opt/cargo'], {});
+    expect(cfg).toMatchObject({ gpus: [2, 5], engines: ['openvm'], configs: ['cfg_a', 'cfg_b'], engineOptions: { configsDir: '/srv/cfgs', cargoPath: '/opt/cargo' } });
+  });
+
+  it('refuses missing credentials, unknown engines and bad numbers, naming the flag', () => {
+    expect(() => loadConfig([], {})).toThrow(/--api-url \(or PROVER_API_URL\) is required/);
+    expect(() => loadConfig([...required, '--engines', 'risc0'], {})).toThrow(ConfigError);
+    expect(() => loadConfig([...required, '--concurrency', '0'], {})).toThrow(/--concurrency must be a number ≥ 1/);
+    expect(() => loadConfig([...required, '--bogus', 'x'], {})).toThrow();
+  });
+
+  it('documents every flag with its environment variable', () => {
+    const text = usage();
+    for (const v of ['PROVER_API_URL', 'CF_QUEUES_API_TOKEN', 'PROVER_GPUS', 'PROVER_SHUTDOWN_GRACE', 'PROVER_METRICS_PORT']) expect(text).toContain(v);
+  });
+});

@@ -1,0 +1,84 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { backoffDelay, fetchWithRetry, HttpError } from '../../prover-agent/src/agent/http.ts';
+import { decodeNotice } from '../../prover-agent/src/agent/queue-client.ts';
+
+let close: (() => void) | null = null;
+afterEach(() => close?.());
+
+/** A local server answering from a script of (status, headers) pairs, then 200. */
+async function serve(script: [number, Record<string, string>?][]) {
+  let calls = 0;
+  const server = createServer((_req: IncomingMessage, res: ServerResponse) => {
+    const [status, headers] = script[calls++] ?? [200];
+    res.writeHead(status, headers).end(status === 200 ? '{"ok":true}' : 'nope');
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  close = () => server.close();
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/`, calls: () => calls };
+}
+
+const fast = { attempts: 5, baseDelayMs: 1, maxDelayMs: 5, timeoutMs: 2000 };
+
+describe('fetchWithRetry', () => {
+  it('retries 5xx and 429 with backoff, then succeeds', async () => {
+    const s = await serve([[503], [429], [502]]);
+    const retries: string[] = [];
+    const res = await fetchWithRetry(s.url, () => ({}), 'test', { ...fast, onRetry: (r) => retries.push(r.reason) });
+    expect(await res.json()).toEqual({ ok: true });
+    expect(retries).toEqual(['HTTP 503', 'HTTP 429', 'HTTP 502']);
+    expect(s.calls()).toBe(4);
+  });
+
+  it('treats other 4xx as final', async () => {
+    const s = await serve([[409]]);
+    const err = await fetchWithRetry(s.url, () => ({}), 'test', fast).catch((e) => e);
+    expect(err).toBeInstanceOf(HttpError);
+    expect(err.status).toBe(409);
+    expect(s.calls()).toBe(1);
+  });
+
+  it('retries network errors and gives up after the attempt budget', async () => {
+    const s = await serve([]);
+    close!();
+    await new Promise((r) => setTimeout(r, 50));
+    await expect(fetchWithRetry(s.url, () => ({}), 'test', { ...fast, attempts: 3 })).rejects.toThrow(/gave up after 3 attempts/);
+  });
+
+  it('honours Retry-After', async () => {
+    const s = await serve([[503, { 'retry-after': '1' }]]);
+    const delays: number[] = [];
+    await fetchWithRetry(s.url, () => ({}), 'test', { ...fast, onRetry: (r) => delays.push(r.delayMs) });
+    expect(delays).toEqual([1000]);
+  });
+
+  it('stops retrying when its signal aborts', async () => {
+    const s = await serve(Array.from({ length: 50 }, () => [503] as [number]));
+    const abort = new AbortController();
+    setTimeout(() => abort.abort(new Error('shutting down')), 30);
+    await expect(fetchWithRetry(s.url, () => ({}), 'test', { ...fast, attempts: Infinity, signal: abort.signal })).rejects.toThrow(/shutting down/);
+  });
+});
+
+describe('backoff', () => {
+  it('is full jitter under an exponential cap', () => {
+    const p = { baseDelayMs: 250, maxDelayMs: 15_000 };
+    expect(backoffDelay(0, p, () => 1)).toBe(250);
+    expect(backoffDelay(3, p, () => 1)).toBe(2000);
+    expect(backoffDelay(20, p, () => 1)).toBe(15_000);
+    expect(backoffDelay(5, p, () => 0)).toBe(0);
+    expect(backoffDelay(5, p, () => 0.5)).toBe(4000);
+  });
+});
+
+describe('queue notices', () => {
+  it('decode base64 json bodies and plain text bodies; garbage decodes to nothing', () => {
+    const body = Buffer.from(JSON.stringify({ job_id: 'j', kind: 'proof' })).toString('base64');
+    const base = { id: 'm', attempts: 1, lease_id: 'l', timestamp_ms: 0 };
+    expect(decodeNotice({ ...base, body, metadata: { 'CF-Content-Type': 'json' } })).toEqual({ job_id: 'j', kind: 'proof' });
+    expect(decodeNotice({ ...base, body: '{"job_id":"t"}', metadata: { 'CF-Content-Type': 'text' } })).toEqual({ job_id: 't' });
+    expect(decodeNotice({ ...base, body: '%%%' })).toEqual({});
+  });
+});
