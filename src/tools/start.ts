@@ -189,7 +189,7 @@ async function main(): Promise<void> {
   await seed(creds);
 
   log(`starting the Worker (wrangler dev) on ${baseUrl}`);
-  worker = spawnWranglerDev({ port, persistTo });
+  worker = await spawnWranglerDev({ port, persistTo });
   forwardOutput(worker, '[worker]');
   const workerExit = exited(worker);
   await waitForHealthy(`${baseUrl}/healthz`, worker);

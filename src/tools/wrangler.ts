@@ -134,7 +134,12 @@ export interface DevOptions {
   extraArgs?: string[];
 }
 
-export function spawnWranglerDev(o: DevOptions): ChildProcess {
+/**
+ * Starts `wrangler dev`. Its devtools inspector gets a free port of its own: the default
+ * (9229) is taken by any other wrangler dev on the machine (`npm start` next to the test
+ * suite or a bench), and workerd then fails to start.
+ */
+export async function spawnWranglerDev(o: DevOptions): Promise<ChildProcess> {
   return spawnGroup(process.execPath, [
     ...WRANGLER,
     'dev',
@@ -142,6 +147,8 @@ export function spawnWranglerDev(o: DevOptions): ChildProcess {
     '127.0.0.1',
     '--port',
     String(o.port),
+    '--inspector-port',
+    String(await freePort()),
     '--show-interactive-dev-session=false',
     ...(o.persistTo ? ['--persist-to', o.persistTo] : []),
     ...(o.extraArgs ?? []),

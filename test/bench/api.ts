@@ -173,7 +173,7 @@ async function main(): Promise<void> {
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
     log(`starting wrangler dev on ${baseUrl}`);
-    worker = spawnWranglerDev({ port, persistTo, extraArgs: ['--log-level', 'warn'] });
+    worker = await spawnWranglerDev({ port, persistTo, extraArgs: ['--log-level', 'warn'] });
     let workerOutput = '';
     worker.stdout!.setEncoding('utf8').on('data', (s: string) => (workerOutput = (workerOutput + s).slice(-20_000)));
     worker.stderr!.setEncoding('utf8').on('data', (s: string) => (workerOutput = (workerOutput + s).slice(-20_000)));

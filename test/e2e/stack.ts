@@ -69,7 +69,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const [, apiKey, agentToken, devConfig] = steps.map((s) => s.output[s.output.length - 1]!);
 
   const varArgs = Object.entries(opts.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
-  const worker = spawnWranglerDev({ port, persistTo: persistDir, extraArgs: varArgs });
+  const worker = await spawnWranglerDev({ port, persistTo: persistDir, extraArgs: varArgs });
   let workerOut = '';
   worker.stdout!.on('data', (d) => (workerOut += d));
   worker.stderr!.on('data', (d) => (workerOut += d));
