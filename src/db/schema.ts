@@ -8,6 +8,12 @@ const createdAt = () =>
     .notNull()
     .default(sql`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`);
 
+/** The owning organization: every caller-visible record has one. */
+const orgId = () =>
+  text('org_id')
+    .notNull()
+    .references(() => organizations.id);
+
 export const organizations = sqliteTable('organizations', {
   id: text('id').primaryKey(),
   name: text('name').notNull(),
@@ -19,9 +25,7 @@ export const apiKeys = sqliteTable(
   'api_keys',
   {
     id: text('id').primaryKey(),
-    org_id: text('org_id')
-      .notNull()
-      .references(() => organizations.id),
+    org_id: orgId(),
     key_hash: text('key_hash').notNull(),
     /** Shown as `created_by` on everything made with this key. */
     owner: text('owner').notNull(),
@@ -50,9 +54,7 @@ export const projects = sqliteTable(
   'projects',
   {
     id: text('id').primaryKey(),
-    org_id: text('org_id')
-      .notNull()
-      .references(() => organizations.id),
+    org_id: orgId(),
     name: text('name').notNull(),
     created_at: createdAt(),
     created_by: text('created_by').notNull(),
@@ -65,9 +67,7 @@ export const programs = sqliteTable(
   'programs',
   {
     id: text('id').primaryKey(),
-    org_id: text('org_id')
-      .notNull()
-      .references(() => organizations.id),
+    org_id: orgId(),
     project_id: text('project_id')
       .notNull()
       .references(() => projects.id),
@@ -118,9 +118,7 @@ export const proofs = sqliteTable(
   'proofs',
   {
     id: text('id').primaryKey(),
-    org_id: text('org_id')
-      .notNull()
-      .references(() => organizations.id),
+    org_id: orgId(),
     program_id: text('program_id')
       .notNull()
       .references(() => programs.id),
@@ -151,9 +149,7 @@ export const proofs = sqliteTable(
 
 export const verifications = sqliteTable('verifications', {
   id: text('id').primaryKey(),
-  org_id: text('org_id')
-    .notNull()
-    .references(() => organizations.id),
+  org_id: orgId(),
   program_id: text('program_id')
     .notNull()
     .references(() => programs.id),
@@ -173,9 +169,7 @@ export const executions = sqliteTable(
   'executions',
   {
     id: text('id').primaryKey(),
-    org_id: text('org_id')
-      .notNull()
-      .references(() => organizations.id),
+    org_id: orgId(),
     program_id: text('program_id')
       .notNull()
       .references(() => programs.id),

@@ -61,21 +61,23 @@ queueEmulationApi.use(async (c, next) => {
   await next();
 });
 
-async function jsonBody(req: Request): Promise<Record<string, unknown>> {
+/** The request's JSON object (`{}` for an empty body), or null when it is not JSON. */
+async function jsonBody(req: Request): Promise<Record<string, unknown> | null> {
   const text = await req.text();
   if (!text.trim()) return {};
-  const v = JSON.parse(text) as unknown;
-  return v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
+  try {
+    const v = JSON.parse(text) as unknown;
+    return v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
+  } catch {
+    return null;
+  }
 }
 
+const invalidJson = cfError(400, 10026, 'Invalid JSON body');
+
 queueEmulationApi.post('/accounts/:account/queues/:queue/messages/pull', async (c) => {
-  let body: Record<string, unknown>;
-  try {
-    body = await jsonBody(c.req.raw);
-  } catch {
-    const e = cfError(400, 10026, 'Invalid JSON body');
-    return c.json(e.body, e.status);
-  }
+  const body = await jsonBody(c.req.raw);
+  if (!body) return c.json(invalidJson.body, invalidJson.status);
   const batchSize = Number(body.batch_size ?? DEFAULT_BATCH_SIZE);
   const visibility = Number(body.visibility_timeout_ms ?? body.visibility_timeout ?? DEFAULT_VISIBILITY_MS);
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
@@ -124,13 +126,8 @@ queueEmulationApi.post('/accounts/:account/queues/:queue/messages/pull', async (
 });
 
 queueEmulationApi.post('/accounts/:account/queues/:queue/messages/ack', async (c) => {
-  let body: Record<string, unknown>;
-  try {
-    body = await jsonBody(c.req.raw);
-  } catch {
-    const e = cfError(400, 10026, 'Invalid JSON body');
-    return c.json(e.body, e.status);
-  }
+  const body = await jsonBody(c.req.raw);
+  if (!body) return c.json(invalidJson.body, invalidJson.status);
   const leaseIds = (list: unknown) =>
     (Array.isArray(list) ? list : []).filter((x): x is { lease_id: string; delay_seconds?: number } => !!x && typeof (x as { lease_id?: unknown }).lease_id === 'string');
   const acks = leaseIds(body.acks);

@@ -3,7 +3,9 @@
 // commits is a notice sent on the queue. A notice that is lost (send failed, message
 // dropped) only delays the job: the cron sweep re-notifies jobs left queued
 // (src/jobs/sweep.ts), so nothing is stranded.
+import type { BatchItem } from 'drizzle-orm/batch';
 import type { Db } from '../db/client.ts';
+import { ArtifactBatch } from '../lib/artifacts.ts';
 import { jobs, type JobKind } from '../db/schema.ts';
 import type { Env, JobNotice } from '../env.ts';
 
@@ -50,4 +52,37 @@ export async function notifyJob(env: Env, notice: JobNotice): Promise<void> {
   } catch (err) {
     console.error(JSON.stringify({ level: 'warn', msg: 'queue send failed; the sweep will retry', ...notice, error: String(err) }));
   }
+}
+
+/**
+ * The one write path of every request that creates a job. `store` writes the
+ * request's objects to R2 and returns what the rows need; then the rows `build`
+ * makes and the job row are committed in one D1 batch; then the notice is sent.
+ * If anything fails before the batch commits, every object written is deleted: no
+ * row without its objects, no object without its row, no notice for a job that
+ * was not recorded.
+ */
+export async function submitJob<T>(
+  env: Env,
+  db: Db,
+  store: (artifacts: ArtifactBatch) => Promise<T>,
+  build: (stored: T) => { job: NewJob; rows: BatchItem<'sqlite'>[] },
+): Promise<T> {
+  const artifacts = new ArtifactBatch(env.ARTIFACTS);
+  let jobId: string;
+  let kind: JobKind;
+  let stored: T;
+  try {
+    stored = await store(artifacts);
+    const { job, rows } = build(stored);
+    const insert = insertJob(db, job);
+    await db.batch([insert.query, ...rows]);
+    jobId = insert.id;
+    kind = job.kind;
+  } catch (err) {
+    await artifacts.rollback();
+    throw err;
+  }
+  await notifyJob(env, { job_id: jobId, kind });
+  return stored;
 }

@@ -5,9 +5,9 @@ import { zValidator } from '@hono/zod-validator';
 import { and, count, desc, eq } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
-import { configs, executions } from '../db/schema.ts';
-import { DEFAULT_PRIORITY, insertJob, notifyJob } from '../jobs/dispatch.ts';
-import { ArtifactBatch, artifactKey } from '../lib/artifacts.ts';
+import { executions } from '../db/schema.ts';
+import { DEFAULT_PRIORITY, submitJob } from '../jobs/dispatch.ts';
+import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, notFound, validationHook } from '../lib/errors.ts';
 import { parseJsonText, parseProofInput } from '../lib/input.ts';
 import { ExecutionRecord, executionRecord } from '../lib/records.ts';
@@ -55,42 +55,22 @@ executionsApi.openAPIRegistry.registerPath(submitRoute);
 executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db, caller } = c.var;
-  const { program } = await findProgram(db, caller.orgId, q.program_id);
+  const { program, config } = await findProgram(db, caller.orgId, q.program_id);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
   const input = parseProofInput(parseJsonText(await readTextCapped(c.req.raw, MAX_INPUT_BYTES)));
-  const config = await db.select().from(configs).where(eq(configs.id, program.config_id)).get();
-  if (!config) throw new Error(`program ${program.id} has no config row`);
-
   const id = crypto.randomUUID();
-  const artifacts = new ArtifactBatch(c.env.ARTIFACTS);
-  try {
-    await artifacts.put(artifactKey.executionInput(id), JSON.stringify(input));
-    const job = insertJob(db, {
-      kind: 'execute',
-      subjectId: id,
-      orgId: caller.orgId,
-      configId: config.id,
-      engine: config.engine,
-      priority: DEFAULT_PRIORITY,
-      numGpus: 1,
-    });
-    await db.batch([
-      db.insert(executions).values({
-        id,
-        org_id: caller.orgId,
-        program_id: program.id,
-        mode: q.mode,
-        created_by: caller.owner,
-        input_key: artifactKey.executionInput(id),
-      }),
-      job.query,
-    ]);
-    await notifyJob(c.env, { job_id: job.id, kind: 'execute' });
-    return c.json({ id }, 200);
-  } catch (err) {
-    await artifacts.rollback();
-    throw err;
-  }
+  await submitJob(
+    c.env,
+    db,
+    (artifacts) => artifacts.put(artifactKey.executionInput(id), JSON.stringify(input)),
+    () => ({
+      rows: [
+        db.insert(executions).values({ id, org_id: caller.orgId, program_id: program.id, mode: q.mode, created_by: caller.owner, input_key: artifactKey.executionInput(id) }),
+      ],
+      job: { kind: 'execute', subjectId: id, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: DEFAULT_PRIORITY, numGpus: 1 },
+    }),
+  );
+  return c.json({ id }, 200);
 });
 
 executionsApi.openapi(

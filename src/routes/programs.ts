@@ -6,8 +6,8 @@ import { and, count, desc, eq, type SQL } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
 import { configs, programs, projects } from '../db/schema.ts';
-import { INTERACTIVE_PRIORITY, insertJob, notifyJob } from '../jobs/dispatch.ts';
-import { ArtifactBatch, artifactKey, streamObject } from '../lib/artifacts.ts';
+import { INTERACTIVE_PRIORITY, submitJob } from '../jobs/dispatch.ts';
+import { artifactKey, streamObject, type ArtifactBatch } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { toHex } from '../lib/crypto.ts';
 import { ELF_HEAD_BYTES, validateElf } from '../lib/elf.ts';
@@ -22,10 +22,10 @@ export const programsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
 // ---------------------------------------------------------------------------
 // Queries shared with /v1/projects
 
-const programColumns = { program: programs, project_name: projects.name, highlighted: projects.highlighted_program_id, openvm_version: configs.openvm_version };
+const programColumns = { program: programs, project_name: projects.name, highlighted: projects.highlighted_program_id, config: configs };
 
-function toRecord(r: { program: typeof programs.$inferSelect; project_name: string; highlighted: string | null; openvm_version: string }) {
-  return programRecord(r.program, { name: r.project_name, highlighted_program_id: r.highlighted }, { openvm_version: r.openvm_version });
+function toRecord(r: { program: typeof programs.$inferSelect; project_name: string; highlighted: string | null; config: typeof configs.$inferSelect }) {
+  return programRecord(r.program, { name: r.project_name, highlighted_program_id: r.highlighted }, r.config);
 }
 
 /** One page of the caller's programs matching `filter`, newest first, as records. */
@@ -119,22 +119,23 @@ programsApi.post('/', zValidator('query', RegisterQuery, validationHook), async 
   if (q.project_id && !(await findProject(db, caller.orgId, q.project_id))) throw notFound('Project');
 
   const programId = crypto.randomUUID();
-  const artifacts = new ArtifactBatch(c.env.ARTIFACTS);
-  try {
-    const upload = await receiveProgramFiles(c.req.raw.body, boundary, maxBytes, programId, artifacts);
-    const now = new Date().toISOString();
-    const projectId = q.project_id ?? crypto.randomUUID();
-    const name = q.program_name || upload.elfFilename || `program-${programId.slice(0, 8)}`;
-    const job = insertJob(db, {
-      kind: 'commit',
-      subjectId: programId,
-      orgId: caller.orgId,
-      configId: config.id,
-      engine: config.engine,
-      priority: INTERACTIVE_PRIORITY,
-      numGpus: 1,
-    });
-    const insertProgram = db.insert(programs).values({
+  await submitJob(
+    c.env,
+    db,
+    (artifacts) => receiveProgramFiles(c.req.raw.body!, boundary, maxBytes, programId, artifacts),
+    (upload) => {
+      const now = new Date().toISOString();
+      const projectId = q.project_id ?? crypto.randomUUID();
+      const name = q.program_name || upload.elfFilename || `program-${programId.slice(0, 8)}`;
+      const newProject = db.insert(projects).values({
+        id: projectId,
+        org_id: caller.orgId,
+        name: q.project_name || upload.projectName || name,
+        created_by: caller.owner,
+        highlighted_program_id: programId,
+        created_at: now,
+      });
+      const program = db.insert(programs).values({
         id: programId,
         org_id: caller.orgId,
         project_id: projectId,
@@ -150,27 +151,14 @@ programsApi.post('/', zValidator('query', RegisterQuery, validationHook), async 
         elf_size: upload.elfSize,
         vmexe_key: artifactKey.programVmexe(programId),
         vmexe_size: upload.vmexeSize,
-    });
-    if (q.project_id) await db.batch([insertProgram, job.query]);
-    else
-      await db.batch([
-        db.insert(projects).values({
-          id: projectId,
-          org_id: caller.orgId,
-          name: q.project_name || upload.projectName || name,
-          created_by: caller.owner,
-          highlighted_program_id: programId,
-          created_at: now,
-        }),
-        insertProgram,
-        job.query,
-      ]);
-    await notifyJob(c.env, { job_id: job.id, kind: 'commit' });
-    return c.json({ id: programId }, 201);
-  } catch (err) {
-    await artifacts.rollback();
-    throw err;
-  }
+      });
+      return {
+        rows: q.project_id ? [program] : [newProject, program],
+        job: { kind: 'commit', subjectId: programId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: INTERACTIVE_PRIORITY, numGpus: 1 },
+      };
+    },
+  );
+  return c.json({ id: programId }, 201);
 });
 
 interface ReceivedProgram {

@@ -4,11 +4,11 @@ import { zValidator } from '@hono/zod-validator';
 import { and, count, desc, eq } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
-import { configs, jobs, proofs } from '../db/schema.ts';
-import { DEFAULT_PRIORITY, insertJob, notifyJob } from '../jobs/dispatch.ts';
+import { jobs, proofs } from '../db/schema.ts';
+import { DEFAULT_PRIORITY, submitJob } from '../jobs/dispatch.ts';
 import { jobLogStream } from '../jobs/logs.ts';
 import { cancelProof } from '../jobs/state.ts';
-import { ArtifactBatch, artifactKey, streamObject } from '../lib/artifacts.ts';
+import { artifactKey, streamObject } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { parseJsonText, parseProofInput } from '../lib/input.ts';
 import { MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
@@ -89,15 +89,13 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
   const maxBytes = Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES);
   if (Number(c.req.header('content-length') ?? NaN) > maxBytes) throw tooLarge(maxBytes);
 
-  const { program } = await findProgram(db, caller.orgId, q.program_id);
+  const { program, config } = await findProgram(db, caller.orgId, q.program_id);
   if (program.status !== 'ready')
     throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
 
   const boundary = multipartBoundary(c.req.header('content-type'));
   const body = boundary ? await readMultipartSubmission(c.req.raw, boundary, maxBytes) : { input: await readJsonInput(c.req.raw), children: [] };
 
-  const config = await db.select().from(configs).where(eq(configs.id, program.config_id)).get();
-  if (!config) throw new Error(`program ${program.id} has no config row`);
   if (body.children.length > 0 && !config.deferral_enabled)
     throw new ValidationError([
       {
@@ -108,42 +106,34 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
     ]);
 
   const proofId = crypto.randomUUID();
-  const artifacts = new ArtifactBatch(c.env.ARTIFACTS);
-  try {
-    await artifacts.put(artifactKey.proofInput(proofId), JSON.stringify(body.input));
-    const childKeys = body.children.map((_, i) => artifactKey.proofChild(proofId, i));
-    await Promise.all(body.children.map((child, i) => artifacts.put(childKeys[i]!, child)));
-    const numGpus = q.num_gpus ?? program.default_num_gpus;
-    const job = insertJob(db, {
-      kind: 'proof',
-      subjectId: proofId,
-      orgId: caller.orgId,
-      configId: config.id,
-      engine: config.engine,
-      priority: q.priority,
-      numGpus,
-    });
-    await db.batch([
-      db.insert(proofs).values({
-        id: proofId,
-        org_id: caller.orgId,
-        program_id: program.id,
-        proof_type: q.proof_type,
-        priority: q.priority,
-        num_gpus: numGpus,
-        created_by: caller.owner,
-        num_deferred_proofs: body.children.length,
-        input_key: artifactKey.proofInput(proofId),
-        child_proof_keys: JSON.stringify(childKeys),
-      }),
-      job.query,
-    ]);
-    await notifyJob(c.env, { job_id: job.id, kind: 'proof' });
-    return c.json({ id: proofId }, 200);
-  } catch (err) {
-    await artifacts.rollback();
-    throw err;
-  }
+  const childKeys = body.children.map((_, i) => artifactKey.proofChild(proofId, i));
+  const numGpus = q.num_gpus ?? program.default_num_gpus;
+  await submitJob(
+    c.env,
+    db,
+    async (artifacts) => {
+      await artifacts.put(artifactKey.proofInput(proofId), JSON.stringify(body.input));
+      await Promise.all(body.children.map((child, i) => artifacts.put(childKeys[i]!, child)));
+    },
+    () => ({
+      rows: [
+        db.insert(proofs).values({
+          id: proofId,
+          org_id: caller.orgId,
+          program_id: program.id,
+          proof_type: q.proof_type,
+          priority: q.priority,
+          num_gpus: numGpus,
+          created_by: caller.owner,
+          num_deferred_proofs: body.children.length,
+          input_key: artifactKey.proofInput(proofId),
+          child_proof_keys: JSON.stringify(childKeys),
+        }),
+      ],
+      job: { kind: 'proof', subjectId: proofId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: q.priority, numGpus },
+    }),
+  );
+  return c.json({ id: proofId }, 200);
 });
 
 async function readJsonInput(req: Request): Promise<{ input: string[] }> {

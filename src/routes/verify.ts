@@ -3,9 +3,9 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
 import { and, eq } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
-import { configs, verifications } from '../db/schema.ts';
-import { INTERACTIVE_PRIORITY, insertJob, notifyJob } from '../jobs/dispatch.ts';
-import { ArtifactBatch, artifactKey } from '../lib/artifacts.ts';
+import { verifications } from '../db/schema.ts';
+import { INTERACTIVE_PRIORITY, submitJob } from '../jobs/dispatch.ts';
+import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook } from '../lib/errors.ts';
 import { MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
 import { starkProofShapeError } from '../lib/proof-format.ts';
@@ -50,7 +50,7 @@ verifyApi.post('/stark', zValidator('query', VerifyQuery, validationHook), async
   const { db, caller } = c.var;
   const cap = MAX_VERIFY_PROOF_BYTES + 64 * 1024;
   if (Number(c.req.header('content-length') ?? NaN) > cap) throw tooLarge(cap);
-  const { program } = await findProgram(db, caller.orgId, c.req.valid('query').program_id);
+  const { program, config } = await findProgram(db, caller.orgId, c.req.valid('query').program_id);
   const boundary = multipartBoundary(c.req.header('content-type'));
   if (!boundary || !c.req.raw.body) throw new ApiError(400, 'Expected a multipart/form-data body with a file part "proof"');
 
@@ -67,37 +67,17 @@ verifyApi.post('/stark', zValidator('query', VerifyQuery, validationHook), async
   if (program.status !== 'ready')
     throw new ApiError(409, `Program ${program.id} is not ready (status: ${program.status}); its verification baseline is not computed yet`);
 
-  const config = await db.select().from(configs).where(eq(configs.id, program.config_id)).get();
-  if (!config) throw new Error(`program ${program.id} has no config row`);
   const id = crypto.randomUUID();
-  const artifacts = new ArtifactBatch(c.env.ARTIFACTS);
-  try {
-    await artifacts.put(artifactKey.verificationProof(id), text);
-    const job = insertJob(db, {
-      kind: 'verify',
-      subjectId: id,
-      orgId: caller.orgId,
-      configId: config.id,
-      engine: config.engine,
-      priority: INTERACTIVE_PRIORITY,
-      numGpus: 1,
-    });
-    await db.batch([
-      db.insert(verifications).values({
-        id,
-        org_id: caller.orgId,
-        program_id: program.id,
-        created_by: caller.owner,
-        proof_key: artifactKey.verificationProof(id),
-      }),
-      job.query,
-    ]);
-    await notifyJob(c.env, { job_id: job.id, kind: 'verify' });
-    return c.json({ id }, 200);
-  } catch (err) {
-    await artifacts.rollback();
-    throw err;
-  }
+  await submitJob(
+    c.env,
+    db,
+    (artifacts) => artifacts.put(artifactKey.verificationProof(id), text),
+    () => ({
+      rows: [db.insert(verifications).values({ id, org_id: caller.orgId, program_id: program.id, created_by: caller.owner, proof_key: artifactKey.verificationProof(id) })],
+      job: { kind: 'verify', subjectId: id, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: INTERACTIVE_PRIORITY, numGpus: 1 },
+    }),
+  );
+  return c.json({ id }, 200);
 });
 
 const VerifyParams = z.object({ verify_id: Uuid('verify_id') });
