@@ -2,14 +2,17 @@
 // processes with the dev engine, driven through the public API as a caller would.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { caller, registerGuest, startStack, type AgentProcess, type Stack } from './stack.ts';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createConfig } from '../../src/admin/statements.ts';
+import { caller, GUESTS, registerGuest, startStack, type AgentProcess, type Stack } from './stack.ts';
 
 let stack: Stack;
 let agent: AgentProcess;
 let api: ReturnType<typeof caller>;
 
 beforeAll(async () => {
-  stack = await startStack();
+  stack = await startStack({ vars: { RENOTIFY_AFTER_SECONDS: '0' } });
   api = caller(stack);
   agent = await stack.startAgent({ name: 'e2e-main' });
 });
@@ -78,6 +81,26 @@ describe('end to end with the dev engine', () => {
     expect(ex).toMatchObject({ status: 'succeeded', public_values: expect.stringContaining(createHash('sha256').update('abc').digest('hex')) });
     expect(ex.total_cycle).toBeGreaterThan(0);
     expect(await (await api.call('GET', `/v1/executions/${id}/logs`)).text()).toMatch(/read 3 bytes/);
+  });
+
+  it('a job no agent can serve stays queued and says why in its logs (cron sweep)', async () => {
+    const step = createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '77'.repeat(32), engine: 'openvm', deferral_enabled: false });
+    await stack.sql(step.sql.join('\n'));
+    const form = new FormData();
+    form.append('elf', new Blob([await readFile(join(GUESTS, 'hello.elf'))]), 'hello.elf');
+    form.append('vmexe', new Blob(['vmexe']), 'program.vmexe');
+    const { id: program } = await api.json('POST', `/v1/programs?config_id=${step.output[1]}`, form);
+    const [job] = await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${program}'`);
+    const reason = async () => (await stack.sql(`SELECT waiting_reason FROM jobs WHERE id = '${job!.id}'`))[0]!.waiting_reason;
+    const deadline = Date.now() + 20_000;
+    await stack.sweep();
+    while (!(await reason())) {
+      if (Date.now() > deadline) throw new Error('the sweep recorded no waiting reason');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // Programs have no logs endpoint; the reason is written to the job's logs and row.
+    expect(await reason()).toMatch(/no online agent runs the 'openvm' engine/);
+    expect((await api.json('GET', `/v1/programs/${program}`)).status).toBe('not_ready');
   });
 
   it('serves /healthz and Prometheus /metrics on the agent', async () => {

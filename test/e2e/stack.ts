@@ -28,6 +28,8 @@ export interface Stack {
   /** Runs SQL against the stack's local D1 and returns the rows of the last statement. */
   sql(query: string): Promise<Record<string, unknown>[]>;
   startAgent(opts?: AgentOptions): Promise<AgentProcess>;
+  /** Fires the Worker's scheduled handler (the cron sweep), as wrangler dev allows. */
+  sweep(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -84,6 +86,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     agentToken,
     devConfig,
     persistDir,
+    async sweep() {
+      const res = await fetch(`${url}/cdn-cgi/local/scheduled`);
+      if (!res.ok) throw new Error(`scheduled trigger: ${res.status} ${await res.text()}`);
+    },
     async sql(query) {
       const results = await d1Execute(target, [query]);
       return results[results.length - 1] ?? [];
