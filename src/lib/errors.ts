@@ -52,7 +52,8 @@ export function zodIssuesToValidation(error: z.core.$ZodError, target: string, i
     // zod does not report the offending value by default; look it up to tell
     // "missing" from "present but wrong".
     const value = issue.path.reduce<unknown>((v, key) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[key] : undefined), input);
-    return { loc, ...describeIssue(issue, value) };
+    const { msg, type } = describeIssue(issue, value);
+    return { loc, msg, type };
   });
 }
 
