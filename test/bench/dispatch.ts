@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { caller, registerGuest, startStack } from '../e2e/stack.ts';
 
 const { values } = parseArgs({
-  options: { agents: { type: 'string', default: '4' }, jobs: { type: 'string', default: '200' }, rate: { type: 'string', default: '20' } },
+  options: { agents: { type: 'string', default: '4' }, jobs: { type: 'string', default: '100' }, rate: { type: 'string', default: '4' } },
 });
 const agents = Number(values.agents);
 const jobs = Number(values.jobs);

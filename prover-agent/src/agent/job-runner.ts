@@ -89,11 +89,8 @@ export class JobRunner {
   }
 
   private async execute(): Promise<RunOutcome> {
-    const files: Record<string, string> = {};
-    for (const name of this.job.artifacts) {
-      files[name] = join(this.dir, name);
-      await this.lease.download(name, files[name], this.stopped.signal);
-    }
+    const files = Object.fromEntries(this.job.artifacts.map((name) => [name, join(this.dir, name)]));
+    await Promise.all(this.job.artifacts.map((name) => this.lease.download(name, files[name]!, this.stopped.signal)));
     if (this.stopReason) return this.endEarly();
 
     const op = this.operation(files);
