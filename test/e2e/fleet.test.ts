@@ -1,6 +1,9 @@
 // The fleet's failure handling, end to end: real agent processes against a Worker
 // under wrangler dev, with a short lease so lost agents are noticed in seconds.
 import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { caller, registerGuest, startStack, type AgentProcess, type Stack } from './stack.ts';
 
@@ -156,6 +159,14 @@ describe('dispatch order', () => {
 });
 
 describe('resilience', () => {
+  it('an agent restarted after a crash clears what the crashed run left in its work directory', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'zk-crashed-'));
+    await mkdir(join(dir, 'job-from-a-crash-1'));
+    await writeFile(join(dir, 'job-from-a-crash-1', 'input'), 'left behind');
+    await agent({ name: 'restarted', extraArgs: ['--work-dir', dir] });
+    expect(await readdir(dir)).toEqual([]);
+  });
+
   it('graceful SIGTERM: stops pulling, finishes the running job, exits 0', async () => {
     const a = await agent({ name: 'drainer' });
     const { id } = await api.json('POST', `/v1/proofs?program_id=${loopProgram}`, loopInput(SHORT));

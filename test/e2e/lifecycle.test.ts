@@ -66,6 +66,29 @@ describe('end to end with the dev engine', () => {
     expect(rec.proofs_run).toBe(1);
   });
 
+  it('deferred child proofs: a matching child is folded in; a child of another program fails the job at proving time', async () => {
+    const program = await registerGuest(api, stack.devConfig, 'hello.elf');
+    const other = await registerGuest(api, stack.devConfig, 'loop.elf');
+    const proveWithChildren = async (children: string[]) => {
+      const form = new FormData();
+      form.append('input', JSON.stringify({ input: [bytesInput('parent')] }));
+      for (const c of children) form.append('child_proofs', new Blob([c], { type: 'application/json' }), 'child.json');
+      const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, form);
+      return api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state));
+    };
+    const starkOf = async (prog: string, input: object) => {
+      const { id } = await api.json('POST', `/v1/proofs?program_id=${prog}`, input);
+      await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Succeeded');
+      return (await api.call('GET', `/v1/proofs/${id}/proof/stark`)).text();
+    };
+    const own = await starkOf(program, { input: [bytesInput('child')] });
+    const foreign = await starkOf(other, { input: ['0x010a000000'] });
+    expect(await proveWithChildren([own])).toMatchObject({ state: 'Succeeded', num_deferred_proofs: 1 });
+    const failed = await proveWithChildren([own, foreign]);
+    expect(failed.state).toBe('Failed');
+    expect(failed.error_message).toMatch(/child proof 1/);
+  });
+
   it('a guest that panics fails the proof with its own message', async () => {
     const program = await registerGuest(api, stack.devConfig, 'panic.elf');
     const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: [] });
