@@ -38,9 +38,9 @@ function requireCurrent(c: Context<InternalEnv>) {
  * For a call that ends the lease: the stored answer when this very call already
  * ended it (a retry), 409 when the lease ended otherwise or was superseded, null to proceed.
  */
-function repeatOf(c: Context<InternalEnv>, outcome: string): Response | null {
+function repeatOf(c: Context<InternalEnv>, ...outcomes: string[]): Response | null {
   const { lease } = c.var;
-  if (lease.outcome === outcome && lease.response) return c.json(JSON.parse(lease.response), 200);
+  if (lease.outcome && outcomes.includes(lease.outcome) && lease.response) return c.json(JSON.parse(lease.response), 200);
   requireCurrent(c);
   return null;
 }
@@ -111,7 +111,8 @@ leaseInternalApi.post('/logs', zValidator('json', LogChunkSchema, validationHook
 });
 
 leaseInternalApi.post('/complete', zValidator('json', CompleteRequestSchema, validationHook), async (c) => {
-  const repeat = repeatOf(c, 'completed');
+  // A completion can end as `failed` (a commit whose keys do not match its config).
+  const repeat = repeatOf(c, 'completed', 'failed');
   if (repeat) return repeat;
   const body = c.req.valid('json');
   const { db, job, lease } = c.var;
@@ -125,8 +126,9 @@ leaseInternalApi.post('/complete', zValidator('json', CompleteRequestSchema, val
       if (body.app_vm_commit.toLowerCase() !== config.app_vm_commit.toLowerCase()) {
         // The engine's keys are not the config's: the program cannot be proven under it.
         const message = `The prover's app_vm_commit ${body.app_vm_commit} differs from the config's ${config.app_vm_commit}: the prover host's keys do not match config ${config.id}`;
-        await failJob(db, lease, job, { message, retryable: false }, { status: 'failed' }, settings);
-        return c.json({ status: 'failed', detail: message }, 200);
+        const failed = { status: 'failed', detail: message };
+        await failJob(db, lease, job, { message, retryable: false }, failed, settings);
+        return c.json(failed, 200);
       }
       const baselineKey = artifactKey.programBaseline(job.subject_id);
       if (!(await c.env.ARTIFACTS.head(baselineKey))) throw new ApiError(400, 'Upload the baseline result before completing');

@@ -72,7 +72,10 @@ describe('program commit through the internal API', () => {
     const program = await registerProgram(t, await seedConfig());
     const job = await claimJob(await seedAgent());
     await upload(job, 'baseline', BASELINE);
-    await json(await lease(job, '/complete', { kind: 'commit', app_exe_commit: '0x' + '11'.repeat(32), app_vm_commit: '0x' + '99'.repeat(32) }), 200);
+    const mismatch = { kind: 'commit', app_exe_commit: '0x' + '11'.repeat(32), app_vm_commit: '0x' + '99'.repeat(32) };
+    const first = await json(await lease(job, '/complete', mismatch), 200);
+    expect(first).toMatchObject({ status: 'failed', detail: expect.stringMatching(/app_vm_commit/) });
+    expect(await json(await lease(job, '/complete', mismatch), 200)).toEqual(first); // a retry gets the same answer
     const rec = await json(await api(t, `/v1/programs/${program}`), 200);
     expect(rec.status).toBe('failed');
     expect(rec.error_message).toMatch(/app_vm_commit/);
