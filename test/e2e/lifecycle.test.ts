@@ -89,6 +89,16 @@ describe('end to end with the dev engine', () => {
     expect(failed.error_message).toMatch(/child proof 1/);
   });
 
+  it('an evm proof comes out in the zkVM’s EVM proof shape', async () => {
+    const program = await registerGuest(api, stack.devConfig, 'hello.elf');
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&proof_type=evm`, { input: [bytesInput('evm')] });
+    expect(await api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state))).toMatchObject({ state: 'Succeeded', proof_type: 'evm' });
+    const evm = await api.json('GET', `/v1/proofs/${id}/proof/evm`);
+    expect(evm).toMatchObject({ version: expect.any(String), app_exe_commit: expect.stringMatching(/^0x[0-9a-f]{64}$/), proof_data: { accumulator: expect.any(String), proof: expect.any(String) } });
+    expect(evm.user_public_values).toContain(createHash('sha256').update('evm').digest('hex'));
+    expect((await api.call('GET', `/v1/proofs/${id}/proof/stark`)).status).toBe(404);
+  });
+
   it('a guest that panics fails the proof with its own message', async () => {
     const program = await registerGuest(api, stack.devConfig, 'panic.elf');
     const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: [] });
