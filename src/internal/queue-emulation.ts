@@ -135,13 +135,14 @@ queueEmulationApi.post('/accounts/:account/queues/:queue/messages/ack', async (c
   const db = c.var.db;
   const now = Date.now();
   let ackCount = 0;
-  if (acks.length) {
-    // Like the real API, an ack after the visibility timeout is still accepted.
+  // Like the real API, an ack after the visibility timeout is still accepted. In
+  // slices: D1 binds at most 100 parameters per statement.
+  for (let i = 0; i < acks.length; i += 50) {
     const deleted = await db
       .delete(emulatedQueueMessages)
-      .where(inArray(emulatedQueueMessages.lease_id, acks.map((a) => a.lease_id)))
+      .where(inArray(emulatedQueueMessages.lease_id, acks.slice(i, i + 50).map((a) => a.lease_id)))
       .returning({ id: emulatedQueueMessages.id });
-    ackCount = deleted.length;
+    ackCount += deleted.length;
   }
   let retryCount = 0;
   for (const r of retries) {

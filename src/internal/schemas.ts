@@ -22,7 +22,8 @@ export const ClaimRequestSchema = z.object({
   machine_type: z.string().min(1).max(100),
   gpus: z.number().int().min(0).max(10000),
   engines: z.array(z.string().min(1).max(50)).min(1).max(10),
-  configs: z.array(id).max(1000),
+  // Bounded so a claim's statement stays under D1's 100 bound parameters.
+  configs: z.array(id).max(50),
   hint_job_id: id.nullish(),
 }) satisfies z.ZodType<ClaimRequest>;
 

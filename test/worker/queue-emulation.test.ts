@@ -79,6 +79,15 @@ describe('Queues HTTP pull API emulation', () => {
     expect(await env.DB.prepare('SELECT dead_lettered_at FROM emulated_queue_messages').first('dead_lettered_at')).toEqual(expect.any(Number));
   });
 
+  it('acks a full batch of 100 in one call', async () => {
+    const { token } = await seedAgent();
+    for (let i = 0; i < 5; i++) await deliver(...Array.from({ length: 20 }, (_, j) => ({ job_id: `bulk-${i}-${j}`, kind: 'proof' })));
+    const msgs = (await json(await call(token, 'pull', { batch_size: 100 }), 200)).result.messages;
+    expect(msgs).toHaveLength(100);
+    const ack = await json(await call(token, 'ack', { acks: msgs.map((m: any) => ({ lease_id: m.lease_id })) }), 200);
+    expect(ack.result.ackCount).toBe(100);
+  });
+
   it('validates batch_size and authenticates like the real API', async () => {
     const { token } = await seedAgent();
     const bad = await json(await call(token, 'pull', { batch_size: 101 }), 400);
