@@ -1,5 +1,6 @@
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import worker from '../../src/index.ts';
+import { app } from '../../src/app.ts';
 import type { JobNotice } from '../../src/env.ts';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { api, json } from './helpers.ts';
@@ -93,6 +94,12 @@ describe('Queues HTTP pull API emulation', () => {
     const bad = await json(await call(token, 'pull', { batch_size: 101 }), 400);
     expect(bad).toMatchObject({ success: false, errors: [{ code: expect.any(Number), message: expect.stringMatching(/batch_size/) }] });
     expect((await call('nope', 'pull', {})).status).toBe(401);
+  });
+
+  it('does not exist where DEV_QUEUE_EMULATION is unset (deployed environments)', async () => {
+    const { token } = await seedAgent();
+    const res = await app.request(`https://api.test${QUEUE}/pull`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${token}` } }, { ...env, DEV_QUEUE_EMULATION: undefined });
+    expect(res.status).toBe(404);
   });
 
   it('is fed by the real local queue', async () => {
