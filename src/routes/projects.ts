@@ -1,6 +1,6 @@
 // /v1/projects: the groups programs belong to.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, count, desc, eq, max, sql, sum } from 'drizzle-orm';
+import { and, asc, count, desc, eq, max, sql, sum } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
 import { programs, projects } from '../db/schema.ts';
@@ -34,29 +34,51 @@ const projectStats = (db: Db) =>
     .groupBy(programs.project_id)
     .as('stats');
 
-async function projectPage(db: Db, orgId: string, page: number, pageSize: number, id?: string) {
+export interface ProjectQuery {
+  page: number;
+  pageSize: number;
+  /** Only projects whose name contains this (case-insensitive). */
+  search?: string;
+  sortBy?: 'created_at' | 'name' | 'last_active_at';
+  sortOrder?: 'asc' | 'desc';
+}
+
+/** A page of the caller's projects with their program totals, and how many match in all. */
+async function projectPage(db: Db, orgId: string, q: ProjectQuery, id?: string) {
   const stats = projectStats(db);
-  const where = id ? and(eq(projects.org_id, orgId), eq(projects.id, id)) : eq(projects.org_id, orgId);
-  const rows = await db
-    .select({
-      project: projects,
-      program_count: sql<number>`coalesce(${stats.program_count}, 0)`,
-      total_proofs_run: sql<number>`coalesce(${stats.total_proofs_run}, 0)`,
-      last_active_at: stats.last_active_at,
-    })
-    .from(projects)
-    .leftJoin(stats, eq(stats.project_id, projects.id))
-    .where(where)
-    .orderBy(desc(projects.created_at), desc(projects.id))
-    .limit(pageSize)
-    .offset((page - 1) * pageSize);
-  return rows.map((r) =>
+  const where = and(
+    eq(projects.org_id, orgId),
+    id ? eq(projects.id, id) : undefined,
+    // instr() rather than LIKE: the caller's text is matched literally, % and _ included.
+    q.search ? sql`instr(lower(${projects.name}), lower(${q.search})) > 0` : undefined,
+  );
+  const lastActive = sql`coalesce(${stats.last_active_at}, '')`;
+  const key = q.sortBy === 'name' ? projects.name : q.sortBy === 'last_active_at' ? lastActive : projects.created_at;
+  const dir = q.sortOrder === 'asc' ? asc : desc;
+  const [rows, [{ total }]] = await Promise.all([
+    db
+      .select({
+        project: projects,
+        program_count: sql<number>`coalesce(${stats.program_count}, 0)`,
+        total_proofs_run: sql<number>`coalesce(${stats.total_proofs_run}, 0)`,
+        last_active_at: stats.last_active_at,
+      })
+      .from(projects)
+      .leftJoin(stats, eq(stats.project_id, projects.id))
+      .where(where)
+      .orderBy(dir(key), dir(projects.id))
+      .limit(q.pageSize)
+      .offset((q.page - 1) * q.pageSize),
+    db.select({ total: count() }).from(projects).where(where) as Promise<{ total: number }[]>,
+  ]);
+  const items = rows.map((r) =>
     projectRecord(r.project, {
       program_count: Number(r.program_count),
       total_proofs_run: Number(r.total_proofs_run),
       last_active_at: r.last_active_at ?? null,
     }),
   );
+  return paginate(items, total, q.page, q.pageSize);
 }
 
 projectsApi.openapi(
@@ -64,21 +86,22 @@ projectsApi.openapi(
     method: 'get',
     path: '/',
     tags: ['projects'],
-    summary: 'List projects',
-    request: { query: PaginationQuery },
+    summary: 'List projects (the dashboard listing: search and sort across projects)',
+    request: {
+      query: PaginationQuery.extend({
+        search: z.string().max(256).optional().openapi({ description: 'Only projects whose name contains this text (case-insensitive)' }),
+        sort_by: z.enum(['created_at', 'name', 'last_active_at']).default('created_at'),
+        sort_order: z.enum(['asc', 'desc']).default('desc'),
+      }),
+    },
     responses: {
-      200: { description: 'A page of projects, newest first', content: { 'application/json': { schema: pageOf(ProjectRecord, 'ProjectPage') } } },
+      200: { description: 'A page of projects', content: { 'application/json': { schema: pageOf(ProjectRecord, 'ProjectPage') } } },
       ...errorResponses(422),
     },
   }),
   async (c) => {
-    const { page, page_size } = c.req.valid('query');
-    const { db, caller } = c.var;
-    const [items, [{ total }]] = await Promise.all([
-      projectPage(db, caller.orgId, page, page_size),
-      db.select({ total: count() }).from(projects).where(eq(projects.org_id, caller.orgId)) as Promise<{ total: number }[]>,
-    ]);
-    return c.json(paginate(items, total, page, page_size), 200);
+    const q = c.req.valid('query');
+    return c.json(await projectPage(c.var.db, c.var.caller.orgId, { page: q.page, pageSize: q.page_size, search: q.search, sortBy: q.sort_by, sortOrder: q.sort_order }), 200);
   },
 );
 
@@ -126,7 +149,7 @@ projectsApi.openapi(
     },
   }),
   async (c) => {
-    const [record] = await projectPage(c.var.db, c.var.caller.orgId, 1, 1, c.req.valid('param').project_id);
+    const [record] = (await projectPage(c.var.db, c.var.caller.orgId, { page: 1, pageSize: 1 }, c.req.valid('param').project_id)).items;
     if (!record) throw notFound('Project');
     return c.json(record, 200);
   },

@@ -48,6 +48,19 @@ describe('/v1/projects', () => {
     expect(list.items.map((p: any) => p.id)).toContain(project);
   });
 
+  it('searches and sorts projects (the dashboard listing)', async () => {
+    const t = await seedTenant();
+    for (const name of ['Bridge 100%', 'rollup', 'Roll-up v2', 'zk_bridge']) await json(await post(t, JSON.stringify(name)), 201);
+    const names = async (q: string) => (await json(await api(t, `/v1/projects?${q}`), 200)).items.map((p: any) => p.name);
+    expect(await names('search=ROLL&sort_by=name&sort_order=asc')).toEqual(['Roll-up v2', 'rollup']);
+    expect(await names('search=100%25')).toEqual(['Bridge 100%']); // % is literal text
+    expect(await names('search=_')).toEqual(['zk_bridge']);
+    expect(await names('sort_by=name&sort_order=desc')).toEqual(['zk_bridge', 'rollup', 'Roll-up v2', 'Bridge 100%']);
+    const page = await json(await api(t, '/v1/projects?search=bridge&page_size=1'), 200);
+    expect(page.pagination).toEqual({ total: 2, page: 1, page_size: 1, pages: 2 });
+    expect((await json(await api(t, '/v1/projects?sort_by=size'), 422)).detail[0]).toMatchObject({ loc: ['query', 'sort_by'], type: 'literal_error' });
+  });
+
   it('404s unknown and foreign projects; 422s malformed ids', async () => {
     const t = await seedTenant();
     const other = await seedTenant();
