@@ -28,8 +28,13 @@ describe('prover-agent configuration', () => {
   });
 
   it('takes GPU ordinals as a list, --engine as --engines, and openvm engine options', () => {
-    const cfg = loadConfig([...required, '--gpus', '2,5', '--engine', 'openvm', '--configs', 'cfg_a, cfg_b', '--configs-dir', '/srv/cfgs', '--cargo', '/opt/cargo'], {});
-    expect(cfg).toMatchObject({ gpus: [2, 5], engines: ['openvm'], configs: ['cfg_a', 'cfg_b'], engineOptions: { configsDir: '/srv/cfgs', cargoPath: '/opt/cargo' } });
+    const cfg = loadConfig([...required, '--gpus', '2,5', '--engine', 'openvm', '--configs', 'cfg_a, cfg_b', '--configs-dir', '/srv/cfgs', '--cargo', '/opt/cargo', '--timeouts', 'prove=7200, commit=600'], {});
+    expect(cfg).toMatchObject({
+      gpus: [2, 5],
+      engines: ['openvm'],
+      configs: ['cfg_a', 'cfg_b'],
+      engineOptions: { configsDir: '/srv/cfgs', cargoPath: '/opt/cargo', timeouts: { prove: 7200, commit: 600 } },
+    });
   });
 
   it('refuses missing credentials, unknown engines and bad numbers, naming the flag', () => {
@@ -37,6 +42,7 @@ describe('prover-agent configuration', () => {
     expect(() => loadConfig([...required, '--engines', 'risc0'], {})).toThrow(ConfigError);
     expect(() => loadConfig([...required, '--concurrency', '0'], {})).toThrow(/--concurrency must be a number ≥ 1/);
     expect(() => loadConfig([...required, '--bogus', 'x'], {})).toThrow();
+    expect(() => loadConfig([...required, '--timeouts', 'fly=3'], {})).toThrow(/op=seconds/);
   });
 
   it('documents every flag with its environment variable', () => {

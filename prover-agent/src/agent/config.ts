@@ -57,6 +57,7 @@ const FLAGS = [
   ['log-level', 'PROVER_LOG_LEVEL', 'info', 'debug, info, warn or error'],
   ['configs-dir', 'PROVER_AGENT_CONFIGS_DIR', '', 'openvm: directory of per-config directories (prover-agent setup-config)'],
   ['cargo', 'PROVER_AGENT_CARGO', '', 'openvm: the cargo executable with the openvm subcommand'],
+  ['timeouts', 'PROVER_ENGINE_TIMEOUTS', '', 'Per-operation limits in seconds, e.g. prove=21600,commit=1800 (engine defaults otherwise)'],
 ] as const;
 
 export function usage(): string {
@@ -77,6 +78,19 @@ function number(name: string, v: string, min: number): number {
   const n = Number(v);
   if (!Number.isFinite(n) || n < min) throw new ConfigError(`--${name} must be a number ≥ ${min} (got '${v}')`);
   return n;
+}
+
+const OPERATIONS = ['commit', 'execute', 'prove', 'verify'] as const;
+
+function timeouts(v: string): NonNullable<EngineOptions['timeouts']> {
+  const out: NonNullable<EngineOptions['timeouts']> = {};
+  for (const item of list(v)) {
+    const [op, seconds] = item.split('=').map((x) => x.trim());
+    if (!(OPERATIONS as readonly string[]).includes(op!) || seconds === undefined)
+      throw new ConfigError(`--timeouts takes op=seconds pairs with op one of ${OPERATIONS.join(', ')} (got '${item}')`);
+    out[op as (typeof OPERATIONS)[number]] = number('timeouts', seconds, 1);
+  }
+  return out;
 }
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
@@ -128,6 +142,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     engineOptions: {
       ...(get('configs-dir') ? { configsDir: resolve(get('configs-dir')) } : {}),
       ...(get('cargo') ? { cargoPath: get('cargo') } : {}),
+      ...(get('timeouts') ? { timeouts: timeouts(get('timeouts')) } : {}),
     },
   };
 }
