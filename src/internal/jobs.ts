@@ -7,7 +7,8 @@ import { agents, configs, executions, jobs, programs, proofs, verifications } fr
 import type { Db } from '../db/client.ts';
 import { notifyJob } from '../jobs/dispatch.ts';
 import { fleetSettings } from '../jobs/settings.ts';
-import { claimJob, expireLeases, GPU_LESS_ENGINES, type AgentCapabilities, type JobRow } from '../jobs/state.ts';
+import { claimJob, expireLeases, type AgentCapabilities, type JobRow } from '../jobs/state.ts';
+import { whyUnservable } from '../jobs/sweep.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { validationHook } from '../lib/errors.ts';
 import { requireAgentToken, type InternalEnv } from './auth.ts';
@@ -60,11 +61,7 @@ async function hintOutcome(db: Db, hintId: string | null | undefined, claimed: J
   if (claimed?.id === hintId) return 'claimed';
   const hinted = await db.select().from(jobs).where(eq(jobs.id, hintId)).get();
   if (!hinted || hinted.status !== 'queued') return 'not-queued';
-  const servable =
-    caps.engines.includes(hinted.engine) &&
-    (caps.configs.length === 0 || caps.configs.includes(hinted.config_id)) &&
-    (hinted.num_gpus <= caps.gpus || GPU_LESS_ENGINES.includes(hinted.engine));
-  return servable ? 'still-queued' : 'not-servable';
+  return whyUnservable(hinted, [caps]) === null ? 'still-queued' : 'not-servable';
 }
 
 /** The program a job works on, whatever its kind. */

@@ -199,20 +199,21 @@ export async function heartbeat(
   now = Date.now(),
 ): Promise<{ current: boolean; cancel: boolean; leaseExpiresAt: number }> {
   const expires = now + settings.leaseTtlMs;
-  const statements = [
-    db.update(jobs).set({ lease_expires_at: expires }).where(currentLease(lease.id)).returning({ cancel: jobs.cancel_requested, kind: jobs.kind }),
-  ] as const;
+  const mine = currentLease(lease.id);
   const proofSet: Record<string, unknown> = {};
   if (update.num_instructions !== undefined) proofSet.num_instructions = update.num_instructions;
   if (update.cells_used !== undefined) proofSet.cells_used = update.cells_used;
-  const extra = [];
+  const proofUpdates = [];
   if (update.phase) {
     const earlier = PROOF_RUNNING_STATES.slice(0, PROOF_RUNNING_STATES.indexOf(update.phase));
     // Forward only, and never out of Canceling.
-    if (earlier.length) extra.push(updateSubjects(db, 'proof', currentLease(lease.id), { state: update.phase }, inArray(proofs.state, earlier)));
+    if (earlier.length) proofUpdates.push(updateSubjects(db, 'proof', mine, { state: update.phase }, inArray(proofs.state, earlier)));
   }
-  if (Object.keys(proofSet).length) extra.push(updateSubjects(db, 'proof', currentLease(lease.id), proofSet));
-  const [renewed] = await db.batch([...statements, ...extra]);
+  if (Object.keys(proofSet).length) proofUpdates.push(updateSubjects(db, 'proof', mine, proofSet));
+  const [renewed] = await db.batch([
+    db.update(jobs).set({ lease_expires_at: expires }).where(mine).returning({ cancel: jobs.cancel_requested }),
+    ...proofUpdates,
+  ]);
   const row = renewed[0];
   return { current: !!row, cancel: !!row?.cancel, leaseExpiresAt: expires };
 }

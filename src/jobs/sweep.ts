@@ -15,13 +15,15 @@ import { fleetSettings } from './settings.ts';
 import { expireLeases, GPU_LESS_ENGINES, type JobRow } from './state.ts';
 
 interface LiveAgent {
-  name: string;
   gpus: number;
   engines: string[];
   configs: string[];
 }
 
-/** Why no live agent can run `job`, or null when one can. */
+/**
+ * Why none of `live` can run `job`, or null when one can: the rule of servableBy()
+ * (src/jobs/state.ts), which claims apply in SQL, told in words.
+ */
 export function whyUnservable(job: Pick<JobRow, 'engine' | 'config_id' | 'num_gpus'>, live: LiveAgent[]): string | null {
   if (live.length === 0) return 'no prover agent is online';
   const engine = live.filter((a) => a.engines.includes(job.engine));
@@ -40,7 +42,6 @@ export async function sweep(db: Db, env: Env, now = Date.now()): Promise<{ reque
   for (const j of requeued) await notifyJob(env, { job_id: j.id, kind: j.kind });
 
   const live: LiveAgent[] = (await db.select().from(agents).where(gte(agents.last_seen_at, now - settings.agentStaleMs))).map((a) => ({
-    name: a.name,
     gpus: a.gpus,
     engines: JSON.parse(a.engines) as string[],
     configs: JSON.parse(a.configs) as string[],

@@ -203,6 +203,9 @@ function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
   return -1;
 }
 
+/** A sink for parts a route has no use for: read past and dropped. */
+export const DISCARD: PartSink = { write() {}, end() {} };
+
 /** A sink that collects a small part (a text field, a proof JSON) in memory, up to a cap. */
 export class MemorySink implements PartSink {
   private chunks: Uint8Array[] = [];

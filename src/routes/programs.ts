@@ -7,11 +7,11 @@ import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
 import { configs, programs, projects } from '../db/schema.ts';
 import { INTERACTIVE_PRIORITY, submitJob } from '../jobs/dispatch.ts';
-import { artifactKey, streamObject, type ArtifactBatch } from '../lib/artifacts.ts';
+import { artifactKey, streamObject, type ArtifactBatch, type R2StreamSink } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { toHex } from '../lib/crypto.ts';
 import { ELF_HEAD_BYTES, validateElf } from '../lib/elf.ts';
-import { MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
+import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
 import { ProgramRecord, programRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdResponse, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
 import { findConfig } from './configs.ts';
@@ -180,19 +180,17 @@ async function receiveProgramFiles(
   const hash = new crypto.DigestStream('SHA-256');
   const hashWriter = hash.getWriter();
   const head = new MemorySink(ELF_HEAD_BYTES, () => new Error('unreachable'));
-  let elf: { size: number } | null = null;
-  let vmexe: { size: number } | null = null;
-  let elfFilename: string | undefined;
-  let projectName: MemorySink | null = null;
+  // Filled in by the part callback (an object, so the checks below see the assignments).
+  const got: { elf?: R2StreamSink; vmexe?: R2StreamSink; elfFilename?: string; projectName?: MemorySink } = {};
   const fieldTooLong = () => new ApiError(400, 'Form field project_name is longer than 256 bytes');
 
   await parseMultipart(body, boundary, { maxBytes }, (part): PartSink => {
     if (part.name === 'elf' || part.name === 'vmexe') {
-      if ((part.name === 'elf' ? elf : vmexe) !== null) throw new ApiError(400, `More than one "${part.name}" part`);
+      if (got[part.name]) throw new ApiError(400, `More than one "${part.name}" part`);
       const r2 = artifacts.stream(part.name === 'elf' ? artifactKey.programElf(programId) : artifactKey.programVmexe(programId));
-      if (part.name === 'vmexe') return (vmexe = r2);
-      elfFilename = part.filename;
-      elf = r2;
+      if (part.name === 'vmexe') return (got.vmexe = r2);
+      got.elfFilename = part.filename;
+      got.elf = r2;
       return {
         write(chunk) {
           void hashWriter.write(chunk);
@@ -202,26 +200,27 @@ async function receiveProgramFiles(
         end: () => r2.end(),
       };
     }
-    if (part.name === 'project_name' && part.filename === undefined) return (projectName = new MemorySink(256, fieldTooLong));
-    return { write() {}, end() {} }; // unknown parts are read past and dropped
+    if (part.name === 'project_name' && part.filename === undefined) return (got.projectName = new MemorySink(256, fieldTooLong));
+    return DISCARD;
   });
 
   await hashWriter.close();
-  const missing: ValidationIssue[] = [];
-  if (!elf) missing.push({ loc: ['body', 'elf'], msg: 'Field required', type: 'missing' });
-  if (!vmexe) missing.push({ loc: ['body', 'vmexe'], msg: 'Field required', type: 'missing' });
-  if (missing.length) throw new ValidationError(missing);
-  const elfSize = (elf as unknown as { size: number }).size;
-  const vmexeSize = (vmexe as unknown as { size: number }).size;
-  const problem = validateElf(head.bytes(), elfSize);
+  const { elf, vmexe } = got;
+  if (!elf || !vmexe) {
+    const missing: ValidationIssue[] = [];
+    if (!elf) missing.push({ loc: ['body', 'elf'], msg: 'Field required', type: 'missing' });
+    if (!vmexe) missing.push({ loc: ['body', 'vmexe'], msg: 'Field required', type: 'missing' });
+    throw new ValidationError(missing);
+  }
+  const problem = validateElf(head.bytes(), elf.size);
   if (problem) throw new ApiError(400, `Invalid ELF: ${problem}`);
-  if (vmexeSize === 0) throw new ApiError(400, 'vmexe is empty');
+  if (vmexe.size === 0) throw new ApiError(400, 'vmexe is empty');
   return {
-    elfSize,
+    elfSize: elf.size,
     elfSha256: toHex(await hash.digest),
-    elfFilename: elfFilename?.replace(/\.elf$/i, '') || undefined,
-    vmexeSize,
-    projectName: projectName ? (projectName as MemorySink).text().trim() || undefined : undefined,
+    elfFilename: got.elfFilename?.replace(/\.elf$/i, '') || undefined,
+    vmexeSize: vmexe.size,
+    projectName: got.projectName?.text().trim() || undefined,
   };
 }
 

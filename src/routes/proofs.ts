@@ -11,7 +11,7 @@ import { cancelProof } from '../jobs/state.ts';
 import { artifactKey, streamObject } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { parseJsonText, parseProofInput } from '../lib/input.ts';
-import { MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
+import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
 import { starkProofShapeError } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
@@ -151,26 +151,26 @@ export async function readTextCapped(req: Request, cap: number): Promise<string>
 }
 
 async function readMultipartSubmission(req: Request, boundary: string, maxBytes: number) {
-  let input: MemorySink | null = null;
+  const got: { input?: MemorySink } = {};
   const children: MemorySink[] = [];
   let tooMany = false;
   await parseMultipart(req.body!, boundary, { maxBytes, maxParts: MAX_CHILD_PROOFS + 8 }, (part): PartSink => {
-    if (part.name === 'input') return (input = new MemorySink(MAX_INPUT_BYTES, () => tooLarge(MAX_INPUT_BYTES)));
+    if (part.name === 'input') return (got.input = new MemorySink(MAX_INPUT_BYTES, () => tooLarge(MAX_INPUT_BYTES)));
     if (part.name === 'child_proofs') {
       if (children.length >= MAX_CHILD_PROOFS) {
         tooMany = true;
-        return { write() {}, end() {} };
+        return DISCARD;
       }
       const sink = new MemorySink(MAX_CHILD_PROOF_BYTES, () => new ApiError(413, `child proof ${children.length} is larger than ${MAX_CHILD_PROOF_BYTES} bytes`));
       children.push(sink);
       return sink;
     }
-    return { write() {}, end() {} };
+    return DISCARD;
   });
   if (tooMany)
     throw new ValidationError([{ loc: ['body', 'child_proofs'], msg: `List should have at most ${MAX_CHILD_PROOFS} items`, type: 'too_long' }]);
-  if (!input) throw new ValidationError([{ loc: ['body', 'input'], msg: 'Field required', type: 'missing' }]);
-  const parsed = parseProofInput(parseJsonText((input as MemorySink).text(), ['body', 'input']));
+  if (!got.input) throw new ValidationError([{ loc: ['body', 'input'], msg: 'Field required', type: 'missing' }]);
+  const parsed = parseProofInput(parseJsonText(got.input.text(), ['body', 'input']));
   const issues: ValidationIssue[] = [];
   const texts = children.map((child, i) => {
     const text = child.text();

@@ -3,11 +3,12 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
 import { and, eq } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
+import type { Db } from '../db/client.ts';
 import { verifications } from '../db/schema.ts';
 import { INTERACTIVE_PRIORITY, submitJob } from '../jobs/dispatch.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook } from '../lib/errors.ts';
-import { MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
+import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
 import { starkProofShapeError } from '../lib/proof-format.ts';
 import { VerificationRecord, verificationRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, Uuid } from '../lib/schemas.ts';
@@ -54,14 +55,14 @@ verifyApi.post('/stark', zValidator('query', VerifyQuery, validationHook), async
   const boundary = multipartBoundary(c.req.header('content-type'));
   if (!boundary || !c.req.raw.body) throw new ApiError(400, 'Expected a multipart/form-data body with a file part "proof"');
 
-  let proof: MemorySink | null = null;
+  const got: { proof?: MemorySink } = {};
   await parseMultipart(c.req.raw.body, boundary, { maxBytes: cap, maxParts: 8 }, (part): PartSink => {
-    if (part.name !== 'proof') return { write() {}, end() {} };
-    if (proof) throw new ApiError(400, 'More than one "proof" part');
-    return (proof = new MemorySink(MAX_VERIFY_PROOF_BYTES, () => tooLarge(MAX_VERIFY_PROOF_BYTES)));
+    if (part.name !== 'proof') return DISCARD;
+    if (got.proof) throw new ApiError(400, 'More than one "proof" part');
+    return (got.proof = new MemorySink(MAX_VERIFY_PROOF_BYTES, () => tooLarge(MAX_VERIFY_PROOF_BYTES)));
   });
-  if (!proof) throw new ValidationError([{ loc: ['body', 'proof'], msg: 'Field required', type: 'missing' }]);
-  const text = (proof as MemorySink).text();
+  if (!got.proof) throw new ValidationError([{ loc: ['body', 'proof'], msg: 'Field required', type: 'missing' }]);
+  const text = got.proof.text();
   const problem = starkProofShapeError(text);
   if (problem) throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, ${problem}`, type: 'value_error' }]);
   if (program.status !== 'ready')
@@ -82,15 +83,15 @@ verifyApi.post('/stark', zValidator('query', VerifyQuery, validationHook), async
 
 const VerifyParams = z.object({ verify_id: Uuid('verify_id') });
 
-const getVerification = async (c: { var: AppEnv['Variables']; req: { valid(t: 'param'): { verify_id: string } } }) => {
-  const row = await c.var.db
+async function findVerification(db: Db, orgId: string, id: string) {
+  const row = await db
     .select()
     .from(verifications)
-    .where(and(eq(verifications.id, c.req.valid('param').verify_id), eq(verifications.org_id, c.var.caller.orgId)))
+    .where(and(eq(verifications.id, id), eq(verifications.org_id, orgId)))
     .get();
   if (!row) throw notFound('Verification');
-  return verificationRecord(row);
-};
+  return row;
+}
 
 for (const [path, summary] of [
   ['/{verify_id}', 'Get a verification result'],
@@ -108,6 +109,6 @@ for (const [path, summary] of [
         ...errorResponses(404, 422),
       },
     }),
-    async (c) => c.json(await getVerification(c), 200),
+    async (c) => c.json(verificationRecord(await findVerification(c.var.db, c.var.caller.orgId, c.req.valid('param').verify_id)), 200),
   );
 }

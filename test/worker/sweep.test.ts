@@ -62,9 +62,9 @@ describe('scheduled sweep', () => {
   it('explains each reason a job cannot be served', () => {
     const job = { engine: 'openvm', config_id: 'cfg_A', num_gpus: 8 };
     expect(whyUnservable(job, [])).toMatch(/no prover agent is online/);
-    expect(whyUnservable(job, [{ name: 'a', gpus: 8, engines: ['dev'], configs: [] }])).toMatch(/'openvm' engine/);
-    expect(whyUnservable(job, [{ name: 'a', gpus: 8, engines: ['openvm'], configs: ['cfg_B'] }])).toMatch(/config cfg_A/);
-    expect(whyUnservable(job, [{ name: 'a', gpus: 8, engines: ['openvm'], configs: ['cfg_A'] }])).toBeNull();
-    expect(whyUnservable({ ...job, engine: 'dev' }, [{ name: 'a', gpus: 0, engines: ['dev'], configs: [] }])).toBeNull();
+    expect(whyUnservable(job, [{ gpus: 8, engines: ['dev'], configs: [] }])).toMatch(/'openvm' engine/);
+    expect(whyUnservable(job, [{ gpus: 8, engines: ['openvm'], configs: ['cfg_B'] }])).toMatch(/config cfg_A/);
+    expect(whyUnservable(job, [{ gpus: 8, engines: ['openvm'], configs: ['cfg_A'] }])).toBeNull();
+    expect(whyUnservable({ ...job, engine: 'dev' }, [{ gpus: 0, engines: ['dev'], configs: [] }])).toBeNull();
   });
 });

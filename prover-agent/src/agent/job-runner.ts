@@ -11,6 +11,7 @@
 //   lease lost (409)           → engine killed, nothing reported: the job has moved on
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { EngineOptions } from '../engine/index.ts';
 import type { CommitResult, EngineMetrics, ExecuteResult, ProveResult, ProvePhase, VerifyResult } from '../engine/types.ts';
 import type { ClaimedJob, CompleteRequest } from '../protocol.ts';
@@ -248,10 +249,7 @@ export class JobRunner {
   private async heartbeatLoop(): Promise<void> {
     const every = this.job.heartbeat_interval_ms;
     while (!this.stopped.signal.aborted) {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, every);
-        this.stopped.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-      });
+      await sleep(every, undefined, { signal: this.stopped.signal }).catch(() => {}); // aborted: the run is over
       if (this.stopped.signal.aborted) return;
       await this.beat();
     }
