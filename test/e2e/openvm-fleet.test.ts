@@ -60,10 +60,15 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
   it('cancel while proving kills the tool’s process group and ends Canceled', async () => {
     const agent = await openvmAgent({ FAKE_OPENVM_HANG: 'prove' });
     const program = await registerGuest(api, configId, 'hello.elf');
+    // Only this test's invocations: the stand-in's log also holds the previous test's (dead) prover.
+    const before = (await host.invocations()).length;
     const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&num_gpus=1`, { input: ['0x0161'] });
     await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'AppProving');
     let prover: number | undefined;
-    while (!prover) prover = (await host.invocations()).filter((c) => c.argv.includes('prove')).pop()?.pid;
+    while (!prover) {
+      prover = (await host.invocations()).slice(before).filter((c) => c.argv.includes('prove')).pop()?.pid;
+      if (!prover) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     expect(alive(prover)).toBe(true);
     await api.json('POST', `/v1/proofs/${id}/cancel`, {});
     expect((await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Canceled', 20_000)).state).toBe('Canceled');

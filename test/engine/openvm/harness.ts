@@ -3,6 +3,7 @@
 // stand-in CLI (fake-cargo), and job contexts that record what the engine
 // reports.
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -161,8 +162,15 @@ export async function makeJob(host: Host, o: { config?: Partial<EngineConfig>; g
 export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  // A killed process whose parent is gone waits as a zombie until PID 1 reaps it, and
+  // containers' PID 1 often never does: a zombie has stopped running, so it is not alive.
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return true;
   }
 }
