@@ -47,6 +47,8 @@ export interface ClaimedJob {
   program: { id: string; app_exe_commit: string | null };
   proof: { proof_type: ProofKind; num_children: number } | null;
   execution: { mode: string } | null;
+  /** Verify jobs: which kind of proof the `proof` artifact holds. */
+  verification: { proof_type: 'stark' | 'evm' } | null;
   /** Names for GET /internal/v1/lease/artifacts/{name}. */
   artifacts: string[];
   /** Where this attempt's logs continue. */
@@ -88,3 +90,27 @@ export interface FailRequest {
 
 /** Result names for PUT /internal/v1/lease/results/{name}. */
 export type ResultName = 'baseline' | ProofKind;
+
+/**
+ * GET /internal/v1/configs/{id} (agent token): a config as the fleet needs it to
+ * prepare a host (`prover-agent setup-config`). The service is the one source of
+ * a config's openvm.toml; null when the config has none (dev engine configs).
+ */
+export interface FleetConfig extends EngineConfig {
+  active: boolean;
+  openvm_toml: string | null;
+}
+
+/**
+ * Key files an operator publishes for a config with
+ * PUT /internal/v1/configs/{id}/keys/{name} (agent token, body = the file), served
+ * to API callers as GET /v1/configs/{id}/pk/{app|agg|halo2} and /vk/{app|agg}
+ * (`{download_url}`), and `evm_verifier` as GET /v1/configs/{id}/evm_verifier.
+ * Which file of the zkVM tool each name is belongs to the engine's mapping.
+ */
+export const PUBLISHED_KEY_NAMES = ['app_pk', 'app_vk', 'agg_pk', 'agg_vk', 'halo2_pk', 'evm_verifier'] as const;
+export type PublishedKeyName = (typeof PUBLISHED_KEY_NAMES)[number];
+export interface PublishKeyResponse {
+  name: PublishedKeyName;
+  size: number;
+}

@@ -85,6 +85,7 @@ async function describeClaim(db: Db, env: Env, job: JobRow, token: string, lease
   if (!config) throw new Error(`config ${job.config_id} vanished`);
   let proof: ClaimedJob['proof'] = null;
   let execution: ClaimedJob['execution'] = null;
+  let verification: ClaimedJob['verification'] = null;
   const artifacts = ['elf', 'vmexe'];
   if (job.kind === 'proof') {
     const row = (await db.select().from(proofs).where(eq(proofs.id, job.subject_id)).get())!;
@@ -96,6 +97,7 @@ async function describeClaim(db: Db, env: Env, job: JobRow, token: string, lease
     execution = { mode: row.mode };
     artifacts.push('input');
   } else if (job.kind === 'verify') {
+    verification = { proof_type: 'stark' };
     artifacts.push('proof', 'baseline');
   }
   return {
@@ -122,6 +124,7 @@ async function describeClaim(db: Db, env: Env, job: JobRow, token: string, lease
     program: { id: program.id, app_exe_commit: program.app_exe_commit },
     proof,
     execution,
+    verification,
     artifacts,
     log: { seq: job.log_seq, offset: job.log_bytes },
   };

@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { EngineConfig, EngineMetrics, ProvePhase } from '../engine/types.ts';
+import type { EngineConfig, EngineMetrics, ProvePhase, VerifyRequest } from '../engine/types.ts';
 import type { EngineOptions } from '../engine/index.ts';
 
 const CHILD = fileURLToPath(new URL('./engine-child.ts', import.meta.url));
@@ -27,7 +27,7 @@ export type EngineOp =
       app_exe_commit: string;
       baselinePath: string;
     }
-  | { op: 'verify'; proofPath: string; baselinePath: string; app_exe_commit: string };
+  | ({ op: 'verify' } & VerifyRequest);
 
 export interface EngineRunRequest {
   engine: string;

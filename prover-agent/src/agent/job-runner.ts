@@ -132,7 +132,7 @@ export class JobRunner {
       case 'execute':
         return { op: 'execute', elfPath: f.elf!, vmexePath: f.vmexe!, inputPath: f.input!, mode: j.execution?.mode ?? 'pure' };
       case 'verify':
-        return { op: 'verify', proofPath: f.proof!, baselinePath: f.baseline!, app_exe_commit: j.program.app_exe_commit ?? '' };
+        return { op: 'verify', proof_type: j.verification?.proof_type ?? 'stark', proofPath: f.proof!, baselinePath: f.baseline!, app_exe_commit: j.program.app_exe_commit ?? '' };
       case 'proof':
         return {
           op: 'prove',

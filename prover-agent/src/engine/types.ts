@@ -101,7 +101,9 @@ export interface ProveResult extends EngineMetrics {
 }
 
 export interface VerifyRequest {
-  /** The STARK proof JSON to check. */
+  /** Which proof the file holds: a STARK proof JSON or an EVM proof JSON (client-conventions.md). */
+  proof_type: 'stark' | 'evm';
+  /** The proof JSON to check. */
   proofPath: string;
   /** The program's verification baseline JSON file. */
   baselinePath: string;

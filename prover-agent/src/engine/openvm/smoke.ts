@@ -101,7 +101,7 @@ export async function main(argv: string[]): Promise<number> {
     const starkPath = join(workDir, 'stark-proof.json');
     const stark = await step('prove stark', () => engine.prove(ctx, { ...files, kind: 'stark', childProofPaths: [], outputPath: starkPath, app_exe_commit: commit?.app_exe_commit ?? '', baselinePath }), (r) => pvCheck(r.public_values));
     if (commit && stark) {
-      await step('verify stark', () => engine.verify(ctx, { proofPath: starkPath, baselinePath, app_exe_commit: commit.app_exe_commit }), (r) => [r.verified, r.reason ?? 'verified']);
+      await step('verify stark', () => engine.verify(ctx, { proof_type: 'stark', proofPath: starkPath, baselinePath, app_exe_commit: commit.app_exe_commit }), (r) => [r.verified, r.reason ?? 'verified']);
     }
     if (values.evm) {
       await step('prove evm', () => engine.prove(ctx, { ...files, kind: 'evm', childProofPaths: [], outputPath: join(workDir, 'evm-proof.json'), app_exe_commit: commit?.app_exe_commit ?? '', baselinePath }), (r) => pvCheck(r.public_values));
