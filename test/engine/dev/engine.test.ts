@@ -86,7 +86,7 @@ async function prove(
 
 async function verify(program: Awaited<ReturnType<typeof register>>, proof: unknown, config: Partial<EngineConfig> = {}) {
   const proofPath = file('verify.json', typeof proof === 'string' ? proof : JSON.stringify(proof));
-  return engine.verify(context(config).ctx, { proofPath, baselinePath: program.baselinePath, app_exe_commit: program.app_exe_commit });
+  return engine.verify(context(config).ctx, { proof_type: 'stark', proofPath, baselinePath: program.baselinePath, app_exe_commit: program.app_exe_commit });
 }
 
 const hello = await register(guestPath('hello'));
@@ -236,7 +236,7 @@ describe('dev proofs', () => {
 
   it('checks the proof against a readable baseline, and against app_exe_commit without one', async () => {
     const proofPath = file('verify.json', JSON.stringify(helloStark.proof));
-    const verifyWith = (baselinePath: string) => engine.verify(context().ctx, { proofPath, baselinePath, app_exe_commit: hello.app_exe_commit });
+    const verifyWith = (baselinePath: string) => engine.verify(context().ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: hello.app_exe_commit });
     expect(await verifyWith(loop.baselinePath)).toEqual({ verified: false, reason: `the verification baseline is for another program (${loop.app_exe_commit})` });
     expect(await verifyWith(join(work, 'no-such-baseline.json'))).toEqual({ verified: true, reason: null });
   });

@@ -314,12 +314,12 @@ describe('verify', () => {
   it('accepts a proof of the program, with or without 0x prefixes', async () => {
     const { job, commit, proofPath, baselinePath } = await starkProof();
     const engine = host.engine();
-    await expect(engine.verify(job.ctx, { proofPath, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toEqual({ verified: true, reason: null });
+    await expect(engine.verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toEqual({ verified: true, reason: null });
 
     const proof = JSON.parse(await readFile(proofPath, 'utf8'));
     const prefixed = join(job.workDir, 'prefixed.json');
     await writeFile(prefixed, JSON.stringify({ ...proof, proof: '0x' + proof.proof, user_pvs_proof: '0x' + proof.user_pvs_proof }));
-    await expect(engine.verify(job.ctx, { proofPath: prefixed, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toEqual({ verified: true, reason: null });
+    await expect(engine.verify(job.ctx, { proof_type: 'stark', proofPath: prefixed, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toEqual({ verified: true, reason: null });
 
     const argv = (await host.invocations()).at(-1)!.argv;
     expect(argv.filter((a) => a.startsWith('--'))).toEqual(['--proof', '--app-baseline', '--agg-vk', '--manifest-path', '--target-dir']);
