@@ -330,7 +330,7 @@ describe('verify', () => {
     const { job, commit, proofPath, baselinePath } = await starkProof();
     const proof = JSON.parse(await readFile(proofPath, 'utf8'));
     await writeFile(proofPath, JSON.stringify({ ...proof, user_pvs_proof: '00'.repeat(32) }));
-    const res = await host.engine().verify(job.ctx, { proofPath, baselinePath, app_exe_commit: commit.app_exe_commit });
+    const res = await host.engine().verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit });
     expect(res.verified).toBe(false);
     expect(res.reason).toMatch(/STARK proof verification failed/);
   });
@@ -338,12 +338,12 @@ describe('verify', () => {
   it('rejects files that are not STARK proofs without running the tool', async () => {
     const { job, commit, proofPath, baselinePath } = await starkProof();
     await writeFile(proofPath, '{"version": "v2.0", "proof": "zz"');
-    await expect(host.engine().verify(job.ctx, { proofPath, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toMatchObject({ verified: false, reason: expect.stringMatching(/not a JSON document/) });
+    await expect(host.engine().verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toMatchObject({ verified: false, reason: expect.stringMatching(/not a JSON document/) });
   });
 
   it('refuses a baseline of another program', async () => {
     const { job, proofPath, baselinePath } = await starkProof();
-    await expect(host.engine().verify(job.ctx, { proofPath, baselinePath, app_exe_commit: '0x' + '11'.repeat(32) })).rejects.toThrow(/baseline is for 0x/);
+    await expect(host.engine().verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: '0x' + '11'.repeat(32) })).rejects.toThrow(/baseline is for 0x/);
   });
 });
 
