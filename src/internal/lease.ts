@@ -160,18 +160,21 @@ leaseInternalApi.post('/complete', zValidator('json', CompleteRequestSchema, val
     case 'verify':
       done = { kind: 'verify', verified: body.verified, reason: body.reason };
       break;
-    case 'execute':
+    case 'execute': {
+      const succeeded = body.exit_code === 0 && !body.error;
       done = {
         kind: 'execute',
-        succeeded: body.exit_code === 0 && !body.error,
+        succeeded,
         error: body.error ?? (body.exit_code === 0 ? null : `guest exited with code ${body.exit_code}`),
-        public_values: body.public_values,
+        // A failed run revealed nothing the caller can rely on: no public values (null, not zeros).
+        public_values: succeeded ? body.public_values : null,
         num_instructions: body.metrics.num_instructions ?? null,
         total_cycle: body.metrics.total_cycle ?? body.metrics.num_instructions ?? null,
         num_segments: body.metrics.num_segments ?? null,
         total_tick: body.metrics.total_tick ?? null,
       };
       break;
+    }
   }
   if (!(await completeJob(db, lease, done, response, settings))) throw superseded();
   return c.json(response, 200);

@@ -1,6 +1,8 @@
 // Shallow checks of the zkVM's proof JSON formats (client-conventions.md "Proof file
 // formats"). Shallow on purpose: the cryptographic check is the prover's job.
 
+import { toHex } from './crypto.ts';
+
 const HEX = /^(0x)?([0-9a-fA-F]{2})*$/;
 
 /**
@@ -27,4 +29,100 @@ export function starkProofShapeError(text: string): string | null {
   if (d !== undefined && d !== null && (typeof d !== 'string' || !HEX.test(d)))
     return 'field "deferral_merkle_proofs" must be hex or null';
   return null;
+}
+
+/**
+ * A STARK proof file as it may arrive: the JSON above, or the zkVM's binary codec
+ * (`VersionedVmStarkProof::encode_to_vec`), which the published client sends for
+ * deferred child proofs (axiom-api-cli v2.0.0 crates/sdk/src/prove.rs:262-288: it
+ * refuses JSON files and sends `application/octet-stream`). The codec's stream starts
+ * with the version string's u32 length, whose first byte is never `{` for any real
+ * version, so the first non-blank byte tells them apart.
+ */
+export function looksLikeJson(bytes: Uint8Array): boolean {
+  for (const b of bytes) {
+    if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue;
+    return b === 0x7b; // '{'
+  }
+  return false;
+}
+
+/**
+ * Decodes the binary codec of a VersionedVmStarkProof into its JSON form (hex with
+ * `0x`), or says why it cannot. The layout, from openvm-org/stark-backend v2.0.1
+ * crates/stark-backend/src/codec.rs and openvm v2.0.1 crates/sdk/src/types.rs:301-312:
+ * the struct's fields in declaration order, with no framing of their own —
+ *   version: String            u32-LE byte length, then UTF-8 bytes   (codec.rs:204-208, 197-201)
+ *   proof: Vec<u8>             u32-LE length, then the bytes          (codec.rs:289-293, 215-221)
+ *   user_pvs_proof: Vec<u8>    likewise
+ *   deferral_merkle_proofs: Option<Vec<u8>>  one byte (0 none, else some), then the value (codec.rs:302-311, 390-399)
+ * and no trailing bytes (Decode::decode_from_bytes, codec.rs:41-48).
+ * Only the framing is checked; the inner proof bytes are the prover's to judge.
+ */
+export function decodeStarkProofCodec(bytes: Uint8Array): { proof: StarkProofJson } | { error: string } {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let at = 0;
+  const need = (n: number, what: string) => {
+    if (bytes.length - at < n) throw new CodecError(`ends inside ${what} (at byte ${at}, ${n} more needed, ${bytes.length - at} left)`);
+  };
+  const lengthPrefixed = (what: string) => {
+    need(4, `the length of ${what}`);
+    const len = view.getUint32(at, true);
+    at += 4;
+    need(len, what);
+    const out = bytes.subarray(at, at + len);
+    at += len;
+    return out;
+  };
+  try {
+    const versionBytes = lengthPrefixed('"version"');
+    let version: string;
+    try {
+      version = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(versionBytes);
+    } catch {
+      throw new CodecError('"version" is not UTF-8');
+    }
+    if (!/^v?\d+\.\d+/.test(version)) throw new CodecError(`"version" is ${JSON.stringify(version.slice(0, 40))}, not like "v2.0"`);
+    const proof = lengthPrefixed('"proof"');
+    const userPvsProof = lengthPrefixed('"user_pvs_proof"');
+    need(1, 'the presence byte of "deferral_merkle_proofs"');
+    const present = bytes[at++] !== 0;
+    const deferral = present ? lengthPrefixed('"deferral_merkle_proofs"') : null;
+    if (at !== bytes.length) throw new CodecError(`${bytes.length - at} trailing bytes after the proof`);
+    return {
+      proof: {
+        version,
+        proof: '0x' + toHex(proof),
+        user_pvs_proof: '0x' + toHex(userPvsProof),
+        deferral_merkle_proofs: deferral && '0x' + toHex(deferral),
+      },
+    };
+  } catch (e) {
+    if (e instanceof CodecError) return { error: `not a STARK proof in the zkVM's binary codec: ${e.message}` };
+    throw e;
+  }
+}
+
+/** A STARK proof file's JSON form (client-conventions.md), hex with `0x`. */
+export interface StarkProofJson {
+  version: string;
+  proof: string;
+  user_pvs_proof: string;
+  deferral_merkle_proofs: string | null;
+}
+
+class CodecError extends Error {}
+
+/**
+ * A STARK proof file in either form, checked shallowly and normalized to its JSON
+ * text, the one form the engines read; or why it is not one.
+ */
+export function normalizeStarkProofFile(bytes: Uint8Array): { text: string } | { error: string } {
+  if (looksLikeJson(bytes)) {
+    const text = new TextDecoder().decode(bytes);
+    const problem = starkProofShapeError(text);
+    return problem ? { error: problem } : { text };
+  }
+  const decoded = decodeStarkProofCodec(bytes);
+  return 'error' in decoded ? decoded : { text: JSON.stringify(decoded.proof) };
 }

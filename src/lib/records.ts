@@ -180,11 +180,26 @@ export function projectRecord(
   };
 }
 
+/**
+ * Execution statuses as the published client spells them: its `run --wait` loop
+ * (axiom-api-cli v2.0.0 crates/sdk/src/run.rs:285-403) ends on `Succeeded` or
+ * `Failed` and polls forever on anything else. It has no canceled state, so a
+ * canceled execution is `Failed` with error_message saying it was canceled.
+ */
+export const EXECUTION_STATUS_NAMES = ['Queued', 'InProgress', 'Succeeded', 'Failed'] as const;
+const executionStatusName = {
+  queued: 'Queued',
+  running: 'InProgress',
+  succeeded: 'Succeeded',
+  failed: 'Failed',
+  canceled: 'Failed',
+} as const satisfies Record<Row<typeof executions>['status'], (typeof EXECUTION_STATUS_NAMES)[number]>;
+
 export const ExecutionRecord = z
   .object({
     id: z.string(),
     created_at: ts,
-    status: z.enum(['queued', 'running', 'succeeded', 'failed', 'canceled']),
+    status: z.enum(EXECUTION_STATUS_NAMES),
     program_uuid: z.string(),
     created_by: z.string(),
     mode: z.string(),
@@ -204,11 +219,11 @@ export function executionRecord(e: Row<typeof executions>): z.infer<typeof Execu
   return {
     id: e.id,
     created_at: e.created_at,
-    status: e.status,
+    status: executionStatusName[e.status],
     program_uuid: e.program_id,
     created_by: e.created_by,
     mode: e.mode,
-    error_message: e.error_message,
+    error_message: e.status === 'canceled' && !e.error_message ? 'Canceled' : e.error_message,
     launched_at: e.launched_at,
     terminated_at: e.terminated_at,
     public_values: e.public_values,

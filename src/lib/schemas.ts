@@ -20,10 +20,22 @@ export const PaginationQuery = z.object({
 export const Uuid = (name: string) =>
   z.uuid().openapi({ param: { name, in: 'path' }, example: '0199a3c2-5b1e-7c4e-9d2a-3f6b8e1c0a11' });
 
+/**
+ * A config id, `cfg_{ulid}`. ULIDs are Crockford base32, which is case-insensitive:
+ * the reference service's ids are lowercase (`cfg_01k3w1spnpnxzry017g5jzcy97`, the
+ * published client's default) and ours are stored uppercase, so ids are normalized
+ * to the stored form before any lookup.
+ */
 export const ConfigId = z
   .string()
-  .regex(/^cfg_[0-9A-HJKMNP-TV-Z]{26}$/, 'config id must look like cfg_{ulid}')
-  .openapi({ example: 'cfg_01JD0000000000000000000000' });
+  .regex(/^cfg_[0-9A-HJKMNP-TV-Z]{26}$/i, 'config id must look like cfg_{ulid}')
+  .transform(normalizeConfigId)
+  .openapi({ type: 'string', example: 'cfg_01JD0000000000000000000000' });
+
+/** `cfg_` + the ULID in upper case (its canonical spelling). */
+export function normalizeConfigId(id: string): string {
+  return 'cfg_' + id.slice(4).toUpperCase();
+}
 
 export const IdResponse = z.object({ id: z.string() }).openapi('IdResponse');
 export const MessageResponse = z.object({ message: z.string() }).openapi('MessageResponse');

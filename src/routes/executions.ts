@@ -55,9 +55,10 @@ executionsApi.openAPIRegistry.registerPath(submitRoute);
 executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db, caller } = c.var;
+  // Validate the request before looking at the program, as the reference (FastAPI) does.
+  const input = parseProofInput(parseJsonText(await readTextCapped(c.req.raw, MAX_INPUT_BYTES)));
   const { program, config } = await findProgram(db, caller.orgId, q.program_id);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
-  const input = parseProofInput(parseJsonText(await readTextCapped(c.req.raw, MAX_INPUT_BYTES)));
   const id = crypto.randomUUID();
   await submitJob(
     c.env,

@@ -16,6 +16,7 @@ import { ProgramRecord, programRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdResponse, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
 import { findConfig } from './configs.ts';
 import { findProject } from './projects.ts';
+import { highlightIfNone, rehighlightAfterMove } from '../lib/project-highlight.ts';
 
 export const programsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -153,7 +154,7 @@ programsApi.post('/', zValidator('query', RegisterQuery, validationHook), async 
         vmexe_size: upload.vmexeSize,
       });
       return {
-        rows: q.project_id ? [program] : [newProject, program],
+        rows: q.project_id ? [program, highlightIfNone(db, projectId, programId)] : [newProject, program],
         job: { kind: 'commit', subjectId: programId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: INTERACTIVE_PRIORITY, numGpus: 1 },
       };
     },
@@ -298,14 +299,20 @@ programsApi.openapi(
     const { db, caller } = c.var;
     const { program_id } = c.req.valid('param');
     const body = c.req.valid('json');
-    await findProgram(db, caller.orgId, program_id);
+    const { program } = await findProgram(db, caller.orgId, program_id);
     if (body.project_id && !(await findProject(db, caller.orgId, body.project_id))) throw notFound('Project');
     const name = body.name ?? body.program_name;
     if (body.project_id || name) {
-      await db
+      const update = db
         .update(programs)
         .set({ ...(body.project_id ? { project_id: body.project_id } : {}), ...(name ? { name } : {}) })
         .where(and(eq(programs.id, program_id), eq(programs.org_id, caller.orgId)));
+      const moved = body.project_id !== undefined && body.project_id !== program.project_id;
+      if (moved) {
+        await db.batch([update, rehighlightAfterMove(db, program.project_id, program_id), highlightIfNone(db, body.project_id!, program_id)]);
+      } else {
+        await update;
+      }
     }
     return c.json(toRecord(await findProgram(db, caller.orgId, program_id)), 200);
   },
@@ -319,10 +326,12 @@ programsApi.openapi(
     method: 'get',
     path: '/{program_id}/download/{artifact}',
     tags: ['programs'],
-    summary: 'Download the ELF, the VMEXE, or the app exe commit (hex text, once computed)',
+    summary: 'Download the ELF, the VMEXE, or the app exe commit (bare hex text, once computed)',
+    description:
+      '`source` is named so that the published client’s `build download --artifact all` gets a clear 404: programs here are registered pre-built and have no source.',
     request: {
       params: ProgramParams.extend({
-        artifact: z.enum(['elf', 'exe', 'app_exe_commit']).openapi({ param: { name: 'artifact', in: 'path' } }),
+        artifact: z.enum(['elf', 'exe', 'app_exe_commit', 'source']).openapi({ param: { name: 'artifact', in: 'path' } }),
       }),
     },
     responses: {
@@ -339,9 +348,12 @@ programsApi.openapi(
   async (c) => {
     const { program_id, artifact } = c.req.valid('param');
     const { program } = await findProgram(c.var.db, c.var.caller.orgId, program_id);
+    if (artifact === 'source') throw new ApiError(404, 'This program was registered pre-built (ELF and VMEXE): it has no source to download');
     if (artifact === 'app_exe_commit') {
       if (!program.app_exe_commit) throw new ApiError(404, `app_exe_commit is not computed yet: the program is ${program.status}`);
-      return c.text(program.app_exe_commit);
+      // Bare hex: the published client hex-decodes the trimmed body (axiom-api-cli
+      // v2.0.0 crates/sdk/src/build.rs:249-258).
+      return c.text(program.app_exe_commit.replace(/^0x/i, ''));
     }
     const key = artifact === 'elf' ? program.elf_key : program.vmexe_key;
     const obj = await c.env.ARTIFACTS.get(key);

@@ -12,7 +12,7 @@ import { artifactKey, streamObject } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { parseJsonText, parseProofInput } from '../lib/input.ts';
 import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
-import { starkProofShapeError } from '../lib/proof-format.ts';
+import { normalizeStarkProofFile } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
 import { findProgram } from './programs.ts';
@@ -89,12 +89,14 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
   const maxBytes = Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES);
   if (Number(c.req.header('content-length') ?? NaN) > maxBytes) throw tooLarge(maxBytes);
 
+  // The request is validated whole before the program is looked at, as the
+  // reference (FastAPI) does: a bad input is 422 even for a program not ready yet.
+  const boundary = multipartBoundary(c.req.header('content-type'));
+  const body = boundary ? await readMultipartSubmission(c.req.raw, boundary, maxBytes) : { input: await readJsonInput(c.req.raw), children: [] };
+
   const { program, config } = await findProgram(db, caller.orgId, q.program_id);
   if (program.status !== 'ready')
     throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
-
-  const boundary = multipartBoundary(c.req.header('content-type'));
-  const body = boundary ? await readMultipartSubmission(c.req.raw, boundary, maxBytes) : { input: await readJsonInput(c.req.raw), children: [] };
 
   if (body.children.length > 0 && !config.deferral_enabled)
     throw new ValidationError([
@@ -172,11 +174,15 @@ async function readMultipartSubmission(req: Request, boundary: string, maxBytes:
   if (!got.input) throw new ValidationError([{ loc: ['body', 'input'], msg: 'Field required', type: 'missing' }]);
   const parsed = parseProofInput(parseJsonText(got.input.text(), ['body', 'input']));
   const issues: ValidationIssue[] = [];
+  // Each child in either form (JSON, or the zkVM's binary codec the published client
+  // sends), stored as JSON: the one form the engines read.
   const texts = children.map((child, i) => {
-    const text = child.text();
-    const problem = starkProofShapeError(text);
-    if (problem) issues.push({ loc: ['body', 'child_proofs', i], msg: `Value error, ${problem}`, type: 'value_error' });
-    return text;
+    const normalized = normalizeStarkProofFile(child.bytes());
+    if ('error' in normalized) {
+      issues.push({ loc: ['body', 'child_proofs', i], msg: `Value error, ${normalized.error}`, type: 'value_error' });
+      return '';
+    }
+    return normalized.text;
   });
   if (issues.length) throw new ValidationError(issues);
   return { input: parsed, children: texts };

@@ -26,7 +26,7 @@ describe('end to end with the dev engine', () => {
     const program = await api.json('GET', `/v1/programs/${id}`);
     expect(program).toMatchObject({ status: 'ready', error_message: '' });
     const commit = await (await api.call('GET', `/v1/programs/${id}/download/app_exe_commit`)).text();
-    expect(commit).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(commit).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('a proof goes through its states to Succeeded; the proof downloads and verifies; logs are kept', async () => {
@@ -45,7 +45,10 @@ describe('end to end with the dev engine', () => {
     expect(file.user_pvs_proof.replace(/^0x/, '')).toContain(digest);
 
     const logs = await (await api.call('GET', `/v1/proofs/${id}/logs`)).text();
-    expect(logs).toMatch(/attempt 1 of proof job/);
+    // Logs name the proof id the caller holds, never the internal job id.
+    expect(logs).toContain(`attempt 1 of proof ${id} on`);
+    const [{ id: jobId }] = (await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${id}'`)) as { id: string }[];
+    expect(logs).not.toContain(jobId!);
     expect(logs).toMatch(/hello from the dev zkVM: read 11 bytes/);
 
     // Verification: the genuine proof verifies; a tampered one does not.
@@ -110,10 +113,20 @@ describe('end to end with the dev engine', () => {
   it('executions run and report public values and cycle counts', async () => {
     const program = await registerGuest(api, stack.devConfig, 'hello.elf');
     const { id } = await api.json('POST', `/v1/executions?program_id=${program}&mode=pure`, { input: [bytesInput('abc')] });
-    const ex = await api.waitFor(`/v1/executions/${id}`, (e: any) => ['succeeded', 'failed'].includes(e.status));
-    expect(ex).toMatchObject({ status: 'succeeded', public_values: expect.stringContaining(createHash('sha256').update('abc').digest('hex')) });
+    // The published client's `run --wait` loop ends on exactly these spellings.
+    const ended = (e: any) => ['Succeeded', 'Failed'].includes(e.status);
+    const ex = await api.waitFor(`/v1/executions/${id}`, ended);
+    expect(ex).toMatchObject({ status: 'Succeeded', num_segments: null, public_values: expect.stringContaining(createHash('sha256').update('abc').digest('hex')) });
     expect(ex.total_cycle).toBeGreaterThan(0);
     expect(await (await api.call('GET', `/v1/executions/${id}/logs`)).text()).toMatch(/read 3 bytes/);
+
+    const { id: segmented } = await api.json('POST', `/v1/executions?program_id=${program}&mode=segment`, { input: [bytesInput('abc')] });
+    expect(await api.waitFor(`/v1/executions/${segmented}`, ended)).toMatchObject({ status: 'Succeeded', num_segments: 1 });
+
+    const panics = await registerGuest(api, stack.devConfig, 'panic.elf');
+    const { id: failed } = await api.json('POST', `/v1/executions?program_id=${panics}&mode=pure`, { input: [] });
+    const fail = await api.waitFor(`/v1/executions/${failed}`, ended);
+    expect(fail).toMatchObject({ status: 'Failed', public_values: null, error_message: expect.stringMatching(/./) });
   });
 
   it('a job no agent can serve stays queued and says why in its logs (cron sweep)', async () => {

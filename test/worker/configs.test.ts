@@ -21,6 +21,15 @@ describe('GET /v1/configs/{id}', () => {
     expect((await json(await api(t, `/v1/configs/${id}`), 200)).active).toBe(false);
   });
 
+  it('finds a config by its id in any letter case (ULIDs are case-insensitive)', async () => {
+    const t = await seedTenant();
+    const id = await seedConfig();
+    const lower = 'cfg_' + id.slice(4).toLowerCase();
+    expect((await json(await api(t, `/v1/configs/${lower}`), 200)).id).toBe(id);
+    // The published client's default id (a reference-service config): unknown here, so 404, not 422.
+    await json(await api(t, '/v1/configs/cfg_01k3w1spnpnxzry017g5jzcy97'), 404);
+  });
+
   it('404s an unknown config and 422s a malformed id', async () => {
     const t = await seedTenant();
     await json(await api(t, '/v1/configs/cfg_01JD00000000000000000000ZZ'), 404);

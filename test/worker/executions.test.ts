@@ -16,7 +16,7 @@ describe('/v1/executions', () => {
     expect(await json(await api(t, `/v1/executions/${id}`), 200)).toEqual({
       id,
       created_at: expect.any(String),
-      status: 'queued',
+      status: 'Queued',
       program_uuid: program,
       created_by: t.owner,
       mode: 'pure',
@@ -38,6 +38,33 @@ describe('/v1/executions', () => {
 
     expect((await json(await post('&mode=fast', { input: [] }), 422)).detail[0]).toMatchObject({ loc: ['query', 'mode'], type: 'literal_error' });
     expect((await json(await post('', { input: ['0x09'] }), 422)).detail[0].loc).toEqual(['body', 'input', 0]);
+  });
+
+  it('spells statuses as the published client polls for them; a failed run has no public values', async () => {
+    const t = await seedTenant();
+    const program = await registerProgram(t, await seedConfig());
+    await markReady(program);
+    const submit = async () =>
+      (await json(await api(t, `/v1/executions?program_id=${program}&mode=segment`, { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } }), 200)).id as string;
+    const set = (id: string, status: string, extra = '') => env.DB.prepare(`UPDATE executions SET status = ?${extra} WHERE id = ?`).bind(status, id).run();
+    const statusOf = async (id: string) => (await json(await api(t, `/v1/executions/${id}`), 200)) as { status: string; error_message: string | null };
+    const id = await submit();
+    for (const [stored, shown] of [['queued', 'Queued'], ['running', 'InProgress'], ['succeeded', 'Succeeded'], ['failed', 'Failed']] as const) {
+      await set(id, stored);
+      expect((await statusOf(id)).status).toBe(shown);
+    }
+    // The client knows no canceled state: a canceled run is a failure that says so.
+    const canceled = await submit();
+    await set(canceled, 'canceled');
+    expect(await statusOf(canceled)).toMatchObject({ status: 'Failed', error_message: 'Canceled' });
+  });
+
+  it('validates the input before the program: 422 even when the program is not ready', async () => {
+    const t = await seedTenant();
+    const program = await registerProgram(t, await seedConfig());
+    const post = (body: string) => api(t, `/v1/executions?program_id=${program}`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    expect((await json(await post('{"input": ["0x09"]}'), 422)).detail[0].loc).toEqual(['body', 'input', 0]);
+    expect((await json(await post('{"input": []}'), 409)).detail).toMatch(/not_ready/);
   });
 
   it('404s foreign programs and executions; 409s programs that are not ready', async () => {

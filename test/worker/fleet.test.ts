@@ -62,7 +62,7 @@ describe('program commit through the internal API', () => {
     const rec = await json(await api(t, `/v1/programs/${program}`), 200);
     expect(rec.status).toBe('ready');
     expect(rec.launched_at).toEqual(expect.any(String));
-    expect(await (await api(t, `/v1/programs/${program}/download/app_exe_commit`)).text()).toBe(commit.app_exe_commit);
+    expect(await (await api(t, `/v1/programs/${program}/download/app_exe_commit`)).text()).toBe(commit.app_exe_commit.slice(2));
     expect(await (await env.ARTIFACTS.get(`programs/${program}/baseline.json`))!.text()).toBe(BASELINE);
     expect((await lease(job, '/heartbeat', {})).status).toBe(409);
   });

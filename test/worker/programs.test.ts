@@ -250,7 +250,7 @@ describe('POST /v1/programs', () => {
 });
 
 describe('reading, moving and downloading programs', () => {
-  it('downloads the ELF and VMEXE byte for byte; app_exe_commit 404 until known, then hex text', async () => {
+  it('downloads the ELF and VMEXE byte for byte; app_exe_commit 404 until known, then bare hex; source 404', async () => {
     const t = await seedTenant();
     const cfg = await seedConfig();
     const id = await registerProgram(t, cfg);
@@ -261,8 +261,10 @@ describe('reading, moving and downloading programs', () => {
     expect(before.detail).toMatch(/not_ready/);
     await markReady(id);
     const after = await api(t, `/v1/programs/${id}/download/app_exe_commit`);
-    expect(await after.text()).toBe('0x' + 'cd'.repeat(32));
-    expect((await json(await api(t, `/v1/programs/${id}/download/source`), 422)).detail[0].loc).toEqual(['path', 'artifact']);
+    // The published client hex-decodes the trimmed body: no 0x.
+    expect(await after.text()).toBe('cd'.repeat(32));
+    expect((await json(await api(t, `/v1/programs/${id}/download/source`), 404)).detail).toMatch(/pre-built.*no source/);
+    expect((await json(await api(t, `/v1/programs/${id}/download/wasm`), 422)).detail[0].loc).toEqual(['path', 'artifact']);
   });
 
   it('moves a program to another of the caller’s projects and renames it', async () => {

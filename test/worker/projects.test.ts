@@ -42,9 +42,17 @@ describe('/v1/projects', () => {
     const all = await json(await api(t, `/v1/projects/${project}/programs`), 200);
     expect(all.items.map((p: any) => p.id).sort()).toEqual([a, b].sort());
     expect(all.items.every((p: any) => p.project_id === project && p.project_name === 'P')).toBe(true);
+    // Every program of a project names the same highlighted program: the project's first.
+    expect(all.items.map((p: any) => p.project_highlighted_program_id)).toEqual([a, a]);
+    expect(rec.highlighted_program_id).toBe(a);
+    // When it moves away, the oldest remaining program takes over, here and in its new project.
+    const { id: other } = await json(await post(t, '"Q"'), 201);
+    await json(await api(t, `/v1/programs/${a}`, { method: 'PUT', body: JSON.stringify({ project_id: other }), headers: { 'content-type': 'application/json' } }), 200);
+    expect((await json(await api(t, `/v1/programs/${b}`), 200)).project_highlighted_program_id).toBe(b);
+    expect((await json(await api(t, `/v1/programs/${a}`), 200)).project_highlighted_program_id).toBe(a);
 
     const list = await json(await api(t, '/v1/projects?page=1&page_size=20'), 200);
-    expect(list.pagination.total).toBe(2);
+    expect(list.pagination.total).toBe(3);
     expect(list.items.map((p: any) => p.id)).toContain(project);
   });
 

@@ -22,6 +22,27 @@ function childForm(input: unknown, children: (string | Uint8Array)[]) {
   return form;
 }
 
+/**
+ * A STARK proof in the zkVM's binary codec, built here byte by byte from the layout
+ * (stark-backend v2.0.1 codec.rs): u32-LE length + bytes for the version string and
+ * each byte vector, then one presence byte for the optional deferral proofs.
+ */
+function codecChild(p: { version: string; proof: number[]; user_pvs_proof: number[]; deferral?: number[] }): Uint8Array {
+  const out: number[] = [];
+  const lenPrefixed = (bytes: number[]) => {
+    const n = bytes.length;
+    out.push(n & 0xff, (n >> 8) & 0xff, (n >> 16) & 0xff, n >>> 24, ...bytes);
+  };
+  lenPrefixed([...new TextEncoder().encode(p.version)]);
+  lenPrefixed(p.proof);
+  lenPrefixed(p.user_pvs_proof);
+  if (p.deferral) {
+    out.push(1);
+    lenPrefixed(p.deferral);
+  } else out.push(0);
+  return new Uint8Array(out);
+}
+
 describe('POST /v1/proofs', () => {
   it('queues a proof: input stored, record Queued with defaults, job dispatched', async () => {
     const t = await seedTenant();
@@ -106,6 +127,8 @@ describe('POST /v1/proofs', () => {
     const program = await registerProgram(t, await seedConfig());
     const body = await json(await submit(t, `program_id=${program}`, { input: [] }), 409);
     expect(body.detail).toMatch(/not_ready/);
+    // The request itself is validated first, as the reference (FastAPI) does.
+    expect((await json(await submit(t, `program_id=${program}`, { input: ['0x07'] }), 422)).detail[0].loc).toEqual(['body', 'input', 0]);
   });
 
   it('404s another organization’s program', async () => {
@@ -127,6 +150,43 @@ describe('POST /v1/proofs', () => {
       expect(keys).toHaveLength(2);
       expect(await (await env.ARTIFACTS.get(keys[0]!))!.text()).toBe(a);
       expect(await (await env.ARTIFACTS.get(keys[1]!))!.text()).toBe(b);
+    });
+
+    it('accepts children in the zkVM binary codec (what the published client sends) and stores them as JSON', async () => {
+      const t = await seedTenant();
+      const program = await readyProgram(t, await seedConfig({ deferral_enabled: true }));
+      const form = new FormData();
+      form.append('input', '{"input": []}');
+      const binary = codecChild({ version: 'v2.0', proof: [0xde, 0xad], user_pvs_proof: [0x01], deferral: [0xbe, 0xef] });
+      form.append('child_proofs', new File([binary], 'child.bin', { type: 'application/octet-stream' }));
+      form.append('child_proofs', new File([codecChild({ version: 'v2.0', proof: [], user_pvs_proof: [0xff] })], 'child2.bin', { type: 'application/octet-stream' }));
+      form.append('child_proofs', new File(['  \n' + JSON.stringify(STARK)], 'child3.json', { type: 'application/json' }));
+      const { id } = await json(await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: form }), 200);
+      const keys = await r2Keys(`proofs/${id}/children/`);
+      const stored = await Promise.all(keys.map(async (k) => JSON.parse(await (await env.ARTIFACTS.get(k))!.text())));
+      expect(stored).toEqual([
+        { version: 'v2.0', proof: '0xdead', user_pvs_proof: '0x01', deferral_merkle_proofs: '0xbeef' },
+        { version: 'v2.0', proof: '0x', user_pvs_proof: '0xff', deferral_merkle_proofs: null },
+        STARK,
+      ]);
+    });
+
+    it('422s binary children whose framing is broken, saying where', async () => {
+      const t = await seedTenant();
+      const program = await readyProgram(t, await seedConfig({ deferral_enabled: true }));
+      const good = codecChild({ version: 'v2.0', proof: [1, 2, 3], user_pvs_proof: [4] });
+      const form = new FormData();
+      form.append('input', '{"input": []}');
+      for (const bad of [good.slice(0, good.length - 3), new Uint8Array([...good, 0]), codecChild({ version: 'nope', proof: [], user_pvs_proof: [] })]) {
+        form.append('child_proofs', new File([bad], 'c.bin', { type: 'application/octet-stream' }));
+      }
+      const body = await json(await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: form }), 422);
+      expect(body.detail.map((d: { loc: unknown[]; msg: string }) => [d.loc[2], d.msg])).toEqual([
+        [0, expect.stringMatching(/binary codec: ends inside the length of "user_pvs_proof"/)],
+        [1, expect.stringMatching(/1 trailing bytes/)],
+        [2, expect.stringMatching(/"version" is "nope"/)],
+      ]);
+      expect((await json(await api(t, `/v1/proofs?program_id=${program}`), 200)).pagination.total).toBe(0);
     });
 
     it('422s child proofs when the config is not deferral-enabled', async () => {

@@ -31,6 +31,9 @@ export interface RunnerOptions {
   machineType: string;
 }
 
+/** What callers call a job's subject: logs name the id the caller holds, not the internal job id. */
+const subjectNoun: Record<ClaimedJob['kind'], string> = { commit: 'program', proof: 'proof', execute: 'execution', verify: 'verification' };
+
 export type RunOutcome = 'completed' | 'failed' | 'requeued' | 'canceled' | 'released' | 'lost';
 
 export class JobRunner {
@@ -74,7 +77,7 @@ export class JobRunner {
     let outcome: RunOutcome;
     try {
       await mkdir(this.dir, { recursive: true });
-      this.logs.line(`[agent ${this.opts.agentName}] attempt ${this.job.attempt} of ${this.job.kind} job ${this.job.id} on ${this.opts.machineType}${this.gpus.length ? ` (GPUs ${this.gpus.join(',')})` : ''}`);
+      this.logs.line(`[agent ${this.opts.agentName}] attempt ${this.job.attempt} of ${subjectNoun[this.job.kind]} ${this.job.subject_id} on ${this.opts.machineType}${this.gpus.length ? ` (GPUs ${this.gpus.join(',')})` : ''}`);
       await this.logs.flush(); // who ran an attempt is on record even if this agent dies
       outcome = await this.execute();
     } catch (err) {

@@ -154,6 +154,18 @@ async function checkChildren(ctx: EngineContext, req: ProveRequest, secret: stri
   return children;
 }
 
+/**
+ * Segments a run of `n` instructions would split into, for `segment` mode. A proxy:
+ * the real zkVM cuts a segment when a chip's trace would pass 2^log_stacked_height
+ * rows (openvm v2.0.1 crates/vm/src/arch/vm.rs:903-919, segment_ctx.rs:58), and its
+ * benchmarks' default height is 2^21 (benchmarks/prove/src/lib.rs:20); the dev
+ * engine counts one row per instruction.
+ */
+export const DEV_SEGMENT_INSTRUCTIONS = 1 << 21;
+export function devSegments(n: number): number {
+  return Math.max(1, Math.ceil(n / DEV_SEGMENT_INSTRUCTIONS));
+}
+
 export function createDevEngine(options: EngineOptions & DevEngineOptions): Engine {
   return {
     name: 'dev',
@@ -189,6 +201,7 @@ export function createDevEngine(options: EngineOptions & DevEngineOptions): Engi
         num_instructions: out.numInstructions,
         // One instruction is one cycle (guest-abi.md, "What a cycle is").
         total_cycle: out.numInstructions,
+        ...(req.mode === 'segment' ? { num_segments: devSegments(out.numInstructions) } : {}),
         public_values: toHex(out.publicValues),
         stdout: out.stdout,
         error: out.error,
