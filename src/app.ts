@@ -8,6 +8,7 @@ import { openDb } from './db/client.ts';
 import { onError, validationHook } from './lib/errors.ts';
 import { API_KEY_HEADER, requireApiKey } from './middleware/auth.ts';
 import { configsApi } from './routes/configs.ts';
+import { downloadsApi } from './routes/downloads.ts';
 import { executionsApi } from './routes/executions.ts';
 import { programsApi } from './routes/programs.ts';
 import { projectsApi } from './routes/projects.ts';
@@ -15,6 +16,7 @@ import { proofsApi } from './routes/proofs.ts';
 import { verifyApi } from './routes/verify.ts';
 import { createRoute } from '@hono/zod-openapi';
 import { errorResponses, MessageResponse } from './lib/schemas.ts';
+import { configsInternalApi } from './internal/configs.ts';
 import { jobsInternalApi } from './internal/jobs.ts';
 import { leaseInternalApi } from './internal/lease.ts';
 import { queueEmulationApi } from './internal/queue-emulation.ts';
@@ -53,6 +55,9 @@ app.route('/v1/executions', executionsApi);
 // The fleet's side: agent tokens and job tokens, never API keys (src/internal/auth.ts).
 app.route('/internal/v1/jobs', jobsInternalApi);
 app.route('/internal/v1/lease', leaseInternalApi);
+app.route('/internal/v1/configs', configsInternalApi);
+// Signed, time-limited key download links (no API key: the signature is the credential).
+app.route('/downloads', downloadsApi);
 // Local stand-in for the Cloudflare Queues pull API (DEV_QUEUE_EMULATION only).
 app.route('/client/v4', queueEmulationApi);
 

@@ -15,6 +15,15 @@ export interface Env {
   AGENT_STALE_SECONDS?: string;
   /** JSON: USD per GPU-hour by machine type, "*" as the fallback. */
   MACHINE_RATES?: string;
+  /** HMAC key of the Worker-signed key download URLs (src/lib/config-keys.ts). */
+  DOWNLOAD_URL_SECRET?: string;
+  /** Lifetime of a key download URL, seconds (default 3600). */
+  KEY_URL_TTL_SECONDS?: string;
+  /** R2's S3-compatible API: when all four are set, key downloads are R2 presigned URLs. */
+  R2_S3_ENDPOINT?: string;
+  R2_S3_BUCKET?: string;
+  R2_S3_ACCESS_KEY_ID?: string;
+  R2_S3_SECRET_ACCESS_KEY?: string;
   /** Emulated pull consumer: deliveries before a message is dead-lettered. */
   EMULATED_QUEUE_MAX_RETRIES?: string;
 }

@@ -44,7 +44,8 @@ export interface ClaimedJob {
   num_gpus: number;
   priority: number;
   config: EngineConfig;
-  program: { id: string; app_exe_commit: string | null };
+  /** Null only for a verification of an EVM proof against a config alone. */
+  program: { id: string; app_exe_commit: string | null } | null;
   proof: { proof_type: ProofKind; num_children: number } | null;
   execution: { mode: string } | null;
   /** Verify jobs: which kind of proof the `proof` artifact holds. */
@@ -102,14 +103,34 @@ export interface FleetConfig extends EngineConfig {
 }
 
 /**
- * Key files an operator publishes for a config with
- * PUT /internal/v1/configs/{id}/keys/{name} (agent token, body = the file), served
- * to API callers as GET /v1/configs/{id}/pk/{app|agg|halo2} and /vk/{app|agg}
- * (`{download_url}`), and `evm_verifier` as GET /v1/configs/{id}/evm_verifier.
- * Which file of the zkVM tool each name is belongs to the engine's mapping.
+ * Key files an operator publishes for a config, served to API callers as
+ * GET /v1/configs/{id}/pk/{app|agg|halo2} and /vk/{app|agg} (`{download_url}`), and
+ * `evm_verifier` as GET /v1/configs/{id}/evm_verifier. Which file of the zkVM tool
+ * each name is belongs to the engine's mapping.
+ *
+ * Keys are gigabytes and a Worker request body is capped (100 MB on most plans), so
+ * a key is uploaded in parts over several requests (an R2 multipart upload), all
+ * with the agent token:
+ *   POST   /internal/v1/configs/{id}/keys/{name}/uploads                  → KeyUploadStarted
+ *   PUT    /internal/v1/configs/{id}/keys/{name}/uploads/{upload_id}/{n}  body: part n (1-based) → KeyUploadPart
+ *          every part but the last exactly `part_size` bytes; Content-Length required
+ *   POST   /internal/v1/configs/{id}/keys/{name}/uploads/{upload_id}/complete  KeyUploadComplete → PublishKeyResponse
+ *   DELETE /internal/v1/configs/{id}/keys/{name}/uploads/{upload_id}      aborts
+ * The key replaces any earlier one only at `complete`.
  */
 export const PUBLISHED_KEY_NAMES = ['app_pk', 'app_vk', 'agg_pk', 'agg_vk', 'halo2_pk', 'evm_verifier'] as const;
 export type PublishedKeyName = (typeof PUBLISHED_KEY_NAMES)[number];
+export interface KeyUploadStarted {
+  upload_id: string;
+  part_size: number;
+}
+export interface KeyUploadPart {
+  part_number: number;
+  etag: string;
+}
+export interface KeyUploadComplete {
+  parts: KeyUploadPart[];
+}
 export interface PublishKeyResponse {
   name: PublishedKeyName;
   size: number;

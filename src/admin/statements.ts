@@ -3,6 +3,7 @@
 // statements against the test D1, so what operators run is what is tested.
 import { ulid } from 'ulid';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
+import { normalizeConfigId } from '../lib/schemas.ts';
 
 export interface AdminStep {
   /** SQL to run, in order, in one `wrangler d1 execute`. */
@@ -57,17 +58,41 @@ export interface NewConfig {
   deferral_enabled: boolean;
   public_values_bytes?: number;
   active?: boolean;
+  /** The config's openvm.toml text (served at GET /v1/configs/{id}/config; agents key from it). */
+  openvm_toml?: string;
+}
+
+/**
+ * The openvm.toml of dev-engine configs: the extensions the dev engine executes
+ * (shared/spec/guest-abi.md), named as openvm v2.0.1 names them
+ * (examples/keccak/openvm.toml, examples/sha2/openvm.toml).
+ */
+export const DEV_ENGINE_OPENVM_TOML = `# The VM the dev engine executes (RV32IM, io, keccak, SHA-2). Dev proofs are not zero-knowledge proofs.
+[app_vm_config.rv32i]
+[app_vm_config.rv32m]
+[app_vm_config.io]
+[app_vm_config.keccak]
+[app_vm_config.sha2]
+`;
+
+/** Largest openvm.toml accepted (real ones are a few hundred bytes). */
+export const MAX_OPENVM_TOML_BYTES = 64 * 1024;
+
+function checkOpenvmToml(text: string): void {
+  if (new TextEncoder().encode(text).length > MAX_OPENVM_TOML_BYTES) throw new Error(`openvm.toml is larger than ${MAX_OPENVM_TOML_BYTES} bytes`);
+  if (text.includes('\0')) throw new Error('openvm.toml is not text');
 }
 
 export function createConfig(cfg: NewConfig): AdminStep {
-  const id = cfg.id ?? `cfg_${ulid()}`;
+  const id = normalizeConfigId(cfg.id ?? `cfg_${ulid()}`);
   if (!/^cfg_[0-9A-HJKMNP-TV-Z]{26}$/.test(id)) throw new Error(`config id must be cfg_{ulid}: ${id}`);
+  if (cfg.openvm_toml !== undefined) checkOpenvmToml(cfg.openvm_toml);
   if (!/^0x[0-9a-f]{64}$/.test(cfg.app_vm_commit)) throw new Error('app_vm_commit must be 0x followed by 64 lower-case hex digits');
   const pvb = cfg.public_values_bytes ?? 32;
   if (pvb < 8 || (pvb & (pvb - 1)) !== 0) throw new Error('public_values_bytes must be 8 × a power of two');
   return {
     sql: [
-      `INSERT INTO configs (id, openvm_version, stark_backend_version, app_vm_commit, engine, deferral_enabled, public_values_bytes, active) VALUES (${[
+      `INSERT INTO configs (id, openvm_version, stark_backend_version, app_vm_commit, engine, deferral_enabled, public_values_bytes, active, openvm_toml) VALUES (${[
         id,
         cfg.openvm_version,
         cfg.stark_backend_version,
@@ -76,11 +101,22 @@ export function createConfig(cfg: NewConfig): AdminStep {
         cfg.deferral_enabled,
         pvb,
         cfg.active ?? true,
+        cfg.openvm_toml ?? null,
       ]
         .map(lit)
         .join(', ')}) ON CONFLICT(id) DO NOTHING;`,
     ],
     output: [`config ${cfg.engine} openvm ${cfg.openvm_version}`, id],
+  };
+}
+
+/** Sets (replaces) a config's openvm.toml. Agents re-key from it with `prover-agent setup-config`. */
+export function setConfigOpenvmToml(id: string, openvmToml: string): AdminStep {
+  checkOpenvmToml(openvmToml);
+  const cfg = normalizeConfigId(id);
+  return {
+    sql: [`UPDATE configs SET openvm_toml = ${lit(openvmToml)} WHERE id = ${lit(cfg)};`],
+    output: [`${cfg}: openvm.toml set (${openvmToml.length} characters)`],
   };
 }
 
@@ -126,7 +162,7 @@ export const listApiKeys = (orgId?: string): string =>
   `SELECT id, org_id, owner, created_at, revoked_at FROM api_keys${orgId === undefined ? '' : ` WHERE org_id = ${lit(orgId)}`} ORDER BY created_at, id;`;
 
 export const listConfigs = (id?: string): string =>
-  `SELECT id, engine, openvm_version, stark_backend_version, app_vm_commit, deferral_enabled, public_values_bytes, active, status, created_at FROM configs${id === undefined ? '' : ` WHERE id = ${lit(id)}`} ORDER BY created_at, id;`;
+  `SELECT id, engine, openvm_version, stark_backend_version, app_vm_commit, deferral_enabled, public_values_bytes, active, status, openvm_toml IS NOT NULL AS has_openvm_toml, created_at FROM configs${id === undefined ? '' : ` WHERE id = ${lit(normalizeConfigId(id))}`} ORDER BY created_at, id;`;
 
 export const listAgentTokens = (): string => `SELECT id, name, created_at, revoked_at FROM agent_tokens ORDER BY created_at, id;`;
 

@@ -48,6 +48,12 @@ export const configs = sqliteTable('configs', {
   engine: text('engine').notNull(),
   deferral_enabled: integer('deferral_enabled', { mode: 'boolean' }).notNull().default(false),
   public_values_bytes: integer('public_values_bytes').notNull().default(32),
+  /**
+   * The config's openvm.toml (its VM extensions), the one source agents prepare
+   * their keys from (`prover-agent setup-config`) and callers download
+   * (GET /v1/configs/{id}/config). Null for configs made without one.
+   */
+  openvm_toml: text('openvm_toml'),
 });
 
 export const projects = sqliteTable(
@@ -150,9 +156,12 @@ export const proofs = sqliteTable(
 export const verifications = sqliteTable('verifications', {
   id: text('id').primaryKey(),
   org_id: orgId(),
-  program_id: text('program_id')
+  /** The program whose baseline a STARK proof is checked against; null for an EVM proof checked against a config alone. */
+  program_id: text('program_id').references(() => programs.id),
+  /** The config whose keys verify the proof. */
+  config_id: text('config_id')
     .notNull()
-    .references(() => programs.id),
+    .references(() => configs.id),
   created_at: createdAt(),
   created_by: text('created_by').notNull(),
   result: text('result', { enum: ['processing', 'verified', 'failed'] })

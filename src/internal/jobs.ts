@@ -64,8 +64,16 @@ async function hintOutcome(db: Db, hintId: string | null | undefined, claimed: J
   return whyUnservable(hinted, [caps]) === null ? 'still-queued' : 'not-servable';
 }
 
-/** The program a job works on, whatever its kind. */
+/**
+ * The program a job works on, whatever its kind; null only for a verification of
+ * an EVM proof against a config alone (POST /v1/verify?config_id=).
+ */
 export async function programOfJob(db: Db, job: Pick<JobRow, 'kind' | 'subject_id'>) {
+  if (job.kind === 'verify') {
+    const v = await db.select({ id: verifications.program_id }).from(verifications).where(eq(verifications.id, job.subject_id)).get();
+    if (!v) throw new Error(`job verify/${job.subject_id} has no verification`);
+    if (v.id === null) return null;
+  }
   const programId =
     job.kind === 'commit'
       ? job.subject_id
@@ -86,7 +94,8 @@ async function describeClaim(db: Db, env: Env, job: JobRow, token: string, lease
   let proof: ClaimedJob['proof'] = null;
   let execution: ClaimedJob['execution'] = null;
   let verification: ClaimedJob['verification'] = null;
-  const artifacts = ['elf', 'vmexe'];
+  // Verifications need no program files: the proof and, for STARK proofs, the baseline.
+  const artifacts = job.kind === 'verify' ? [] : ['elf', 'vmexe'];
   if (job.kind === 'proof') {
     const row = (await db.select().from(proofs).where(eq(proofs.id, job.subject_id)).get())!;
     const children = (JSON.parse(row.child_proof_keys) as string[]).length;
@@ -97,8 +106,9 @@ async function describeClaim(db: Db, env: Env, job: JobRow, token: string, lease
     execution = { mode: row.mode };
     artifacts.push('input');
   } else if (job.kind === 'verify') {
-    verification = { proof_type: 'stark' };
-    artifacts.push('proof', 'baseline');
+    const row = (await db.select({ proof_type: verifications.proof_type }).from(verifications).where(eq(verifications.id, job.subject_id)).get())!;
+    verification = { proof_type: row.proof_type === 'evm' ? 'evm' : 'stark' };
+    artifacts.push('proof', ...(program ? ['baseline'] : []));
   }
   return {
     id: job.id,
@@ -121,7 +131,7 @@ async function describeClaim(db: Db, env: Env, job: JobRow, token: string, lease
       public_values_bytes: config.public_values_bytes,
       ...(config.engine === 'dev' && env.DEV_PROOF_SECRET ? { dev_proof_secret: env.DEV_PROOF_SECRET } : {}),
     },
-    program: { id: program.id, app_exe_commit: program.app_exe_commit },
+    program: program && { id: program.id, app_exe_commit: program.app_exe_commit },
     proof,
     execution,
     verification,

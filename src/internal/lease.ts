@@ -60,9 +60,9 @@ async function artifactKeyFor(c: Context<InternalEnv>, name: string): Promise<st
   const { db } = c.var;
   const job = c.var.job;
   const program = await programOfJob(db, job);
-  if (name === 'elf') return program.elf_key;
-  if (name === 'vmexe') return program.vmexe_key;
-  if (name === 'baseline') return program.baseline_key;
+  if (name === 'elf') return program?.elf_key ?? null;
+  if (name === 'vmexe') return program?.vmexe_key ?? null;
+  if (name === 'baseline') return program?.baseline_key ?? null;
   if (job.kind === 'proof') {
     const proof = (await db.select().from(proofs).where(eq(proofs.id, job.subject_id)).get())!;
     if (name === 'input') return proof.input_key;

@@ -2,20 +2,7 @@
 // by an ArtifactBatch so that a failed request deletes what it wrote.
 import type { PartSink } from './multipart.ts';
 
-/** R2 keys, in one place so the layout is readable. */
-export const artifactKey = {
-  programElf: (programId: string) => `programs/${programId}/program.elf`,
-  programVmexe: (programId: string) => `programs/${programId}/program.vmexe`,
-  programBaseline: (programId: string) => `programs/${programId}/baseline.json`,
-  proofInput: (proofId: string) => `proofs/${proofId}/input.json`,
-  proofChild: (proofId: string, index: number) => `proofs/${proofId}/children/${String(index).padStart(4, '0')}.json`,
-  proofOutput: (proofId: string, kind: string) => `proofs/${proofId}/${kind}-proof.json`,
-  executionInput: (executionId: string) => `executions/${executionId}/input.json`,
-  verificationProof: (verificationId: string) => `verifications/${verificationId}/proof.json`,
-  jobLogChunk: (jobId: string, seq: number) => `logs/${jobId}/${String(seq).padStart(8, '0')}`,
-  jobLogPrefix: (jobId: string) => `logs/${jobId}/`,
-  configArtifact: (configId: string, name: string) => `configs/${configId}/${name}`,
-};
+export { artifactKey } from './artifact-keys.ts';
 
 /**
  * R2 multipart parts must all have the same size (but the last) and be at least

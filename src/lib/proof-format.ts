@@ -126,3 +126,28 @@ export function normalizeStarkProofFile(bytes: Uint8Array): { text: string } | {
   const decoded = decodeStarkProofCodec(bytes);
   return 'error' in decoded ? decoded : { text: JSON.stringify(decoded.proof) };
 }
+
+/**
+ * Why `value` is not an EVM proof file, or null when it has the shape:
+ * {"version", "app_exe_commit", "app_vm_commit", "user_public_values",
+ *  "proof_data": {"accumulator", "proof"}} (client-conventions.md), the fields the
+ * published client itself checks before uploading (axiom-api-cli v2.0.0
+ * crates/sdk/src/verify.rs:85-112). Hex with or without `0x`: the client strips
+ * every `0x` from the file's text (verify.rs:86).
+ */
+export function evmProofShapeError(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'an EVM proof must be a JSON object';
+  const p = value as Record<string, unknown>;
+  if (typeof p.version !== 'string' || !/^v?\d+\.\d+/.test(p.version)) return 'field "version" must be a string like "v2.0"';
+  for (const field of ['app_exe_commit', 'app_vm_commit'] as const) {
+    if (typeof p[field] !== 'string' || !/^(0x)?[0-9a-fA-F]{64}$/.test(p[field] as string)) return `field "${field}" must be 32 bytes of hex`;
+  }
+  if (typeof p.user_public_values !== 'string' || !HEX.test(p.user_public_values)) return 'field "user_public_values" must be a hex string';
+  const d = p.proof_data;
+  if (typeof d !== 'object' || d === null || Array.isArray(d)) return 'field "proof_data" must be an object with "accumulator" and "proof"';
+  for (const field of ['accumulator', 'proof'] as const) {
+    const v = (d as Record<string, unknown>)[field];
+    if (typeof v !== 'string' || !HEX.test(v)) return `field "proof_data.${field}" must be a hex string`;
+  }
+  return null;
+}

@@ -134,19 +134,21 @@ export const VerificationRecord = z
     id: z.string(),
     created_at: ts,
     result: z.enum(['processing', 'verified', 'failed']),
-    proof_type: z.string(),
-    program_uuid: z.string(),
+    proof_type: z.enum(['stark', 'evm']),
+    program_uuid: z.string().nullable().openapi({ description: 'Null for an EVM proof checked against a config alone' }),
+    config_id: z.string(),
     error_message: z.string(),
   })
-  .openapi('StarkVerification');
+  .openapi('Verification');
 
 export function verificationRecord(v: Row<typeof verifications>): z.infer<typeof VerificationRecord> {
   return {
     id: v.id,
     created_at: v.created_at,
     result: v.result,
-    proof_type: v.proof_type,
+    proof_type: v.proof_type === 'evm' ? 'evm' : 'stark',
     program_uuid: v.program_id,
+    config_id: v.config_id,
     error_message: v.error_message,
   };
 }

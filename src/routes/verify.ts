@@ -1,7 +1,9 @@
-// /v1/verify: STARK proof verification, submitted as a file and read back by id.
+// /v1/verify: proof verification (STARK against a program, EVM against a config),
+// submitted as a file and read back by id.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
 import { and, eq } from 'drizzle-orm';
+import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
 import { verifications } from '../db/schema.ts';
@@ -9,9 +11,10 @@ import { INTERACTIVE_PRIORITY, submitJob } from '../jobs/dispatch.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook } from '../lib/errors.ts';
 import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
-import { starkProofShapeError } from '../lib/proof-format.ts';
+import { evmProofShapeError, starkProofShapeError } from '../lib/proof-format.ts';
 import { VerificationRecord, verificationRecord } from '../lib/records.ts';
-import { errorResponses, IdResponse, Uuid } from '../lib/schemas.ts';
+import { ConfigId, errorResponses, IdResponse, Uuid } from '../lib/schemas.ts';
+import { findConfig } from './configs.ts';
 import { findProgram } from './programs.ts';
 import { MAX_CHILD_PROOF_BYTES } from './proofs.ts';
 
@@ -20,66 +23,144 @@ export const verifyApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }
 /** Largest proof file accepted for verification (the same cap as a child proof). */
 export const MAX_VERIFY_PROOF_BYTES = MAX_CHILD_PROOF_BYTES;
 
-const VerifyQuery = z.object({ program_id: z.uuid() });
-
-const submitRoute = createRoute({
-  method: 'post',
-  path: '/stark',
-  tags: ['verify'],
-  summary: 'Submit a STARK proof for verification against a program',
-  description: 'The configuration is the program’s. The result starts as `processing` and becomes `verified` or `failed`.',
-  request: {
-    query: VerifyQuery,
-    body: {
-      required: true,
-      content: {
-        'multipart/form-data': {
-          schema: z.object({ proof: z.string().openapi({ format: 'binary', description: 'STARK proof JSON (VersionedVmStarkProof)' }) }),
-        },
-      },
-    },
-  },
-  responses: {
-    200: { description: 'Verification queued', content: { 'application/json': { schema: IdResponse } } },
-    ...errorResponses(400, 404, 409, 413, 422),
-  },
+const StarkQuery = z.object({ program_id: z.uuid() });
+const UnifiedQuery = z.object({
+  config_id: ConfigId.optional().openapi({ description: 'The config whose keys verify an EVM proof (the published client’s `verify evm`)' }),
+  program_id: z.uuid().optional().openapi({ description: 'The program a STARK proof is checked against (its baseline); for an EVM proof, also checks its app_exe_commit' }),
 });
-// Document only: the handler streams the multipart body itself.
-verifyApi.openAPIRegistry.registerPath(submitRoute);
 
-verifyApi.post('/stark', zValidator('query', VerifyQuery, validationHook), async (c) => {
-  const { db, caller } = c.var;
+const proofFileBody = (description: string) => ({
+  required: true,
+  content: { 'multipart/form-data': { schema: z.object({ proof: z.string().openapi({ format: 'binary', description }) }) } },
+});
+
+// Document only: the handlers stream the multipart body themselves.
+verifyApi.openAPIRegistry.registerPath(
+  createRoute({
+    method: 'post',
+    path: '/',
+    tags: ['verify'],
+    summary: 'Submit a proof for verification (unified: EVM or STARK, told apart by its shape)',
+    description:
+      'An EVM proof is checked with the keys of `config_id` (or of the program’s config); a STARK proof needs `program_id`, whose verification baseline it is checked against. Hex fields may come with or without `0x`. The result starts as `processing` and becomes `verified` or `failed`.',
+    request: { query: UnifiedQuery, body: proofFileBody('EVM proof JSON, or STARK proof JSON (VersionedVmStarkProof)') },
+    responses: {
+      200: { description: 'Verification queued', content: { 'application/json': { schema: IdResponse } } },
+      ...errorResponses(400, 404, 409, 413, 422),
+    },
+  }),
+);
+verifyApi.openAPIRegistry.registerPath(
+  createRoute({
+    method: 'post',
+    path: '/stark',
+    tags: ['verify'],
+    summary: 'Submit a STARK proof for verification against a program',
+    description: 'The configuration is the program’s. The result starts as `processing` and becomes `verified` or `failed`.',
+    request: { query: StarkQuery, body: proofFileBody('STARK proof JSON (VersionedVmStarkProof)') },
+    responses: {
+      200: { description: 'Verification queued', content: { 'application/json': { schema: IdResponse } } },
+      ...errorResponses(400, 404, 409, 413, 422),
+    },
+  }),
+);
+
+verifyApi.post('/', zValidator('query', UnifiedQuery, validationHook), async (c) => {
+  const q = c.req.valid('query');
+  const text = await readProofPart(c.req.raw);
+  const doc = parseProofJson(text);
+  const kind = doc !== null && typeof doc === 'object' && 'proof_data' in doc ? 'evm' : 'stark';
+  if (kind === 'stark') {
+    if (!q.program_id)
+      throw new ValidationError([{ loc: ['query', 'program_id'], msg: 'Field required: a STARK proof is checked against a program’s verification baseline', type: 'missing' }]);
+    return c.json({ id: await submitVerification(c, { kind, text, programId: q.program_id, configId: q.config_id }) }, 200);
+  }
+  const problem = evmProofShapeError(doc);
+  if (problem) throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, ${problem}`, type: 'value_error' }]);
+  if (!q.config_id && !q.program_id)
+    throw new ValidationError([{ loc: ['query', 'config_id'], msg: 'Field required: the config whose keys verify the EVM proof', type: 'missing' }]);
+  return c.json({ id: await submitVerification(c, { kind, text, programId: q.program_id, configId: q.config_id }) }, 200);
+});
+
+verifyApi.post('/stark', zValidator('query', StarkQuery, validationHook), async (c) => {
+  const text = await readProofPart(c.req.raw);
+  parseProofJson(text);
+  return c.json({ id: await submitVerification(c, { kind: 'stark', text, programId: c.req.valid('query').program_id }) }, 200);
+});
+
+/** The `proof` file part, read whole under its cap (proofs are small next to keys). */
+async function readProofPart(req: Request): Promise<string> {
   const cap = MAX_VERIFY_PROOF_BYTES + 64 * 1024;
-  if (Number(c.req.header('content-length') ?? NaN) > cap) throw tooLarge(cap);
-  const { program, config } = await findProgram(db, caller.orgId, c.req.valid('query').program_id);
-  const boundary = multipartBoundary(c.req.header('content-type'));
-  if (!boundary || !c.req.raw.body) throw new ApiError(400, 'Expected a multipart/form-data body with a file part "proof"');
-
+  if (Number(req.headers.get('content-length') ?? NaN) > cap) throw tooLarge(cap);
+  const boundary = multipartBoundary(req.headers.get('content-type') ?? undefined);
+  if (!boundary || !req.body) throw new ApiError(400, 'Expected a multipart/form-data body with a file part "proof"');
   const got: { proof?: MemorySink } = {};
-  await parseMultipart(c.req.raw.body, boundary, { maxBytes: cap, maxParts: 8 }, (part): PartSink => {
+  await parseMultipart(req.body, boundary, { maxBytes: cap, maxParts: 8 }, (part): PartSink => {
     if (part.name !== 'proof') return DISCARD;
     if (got.proof) throw new ApiError(400, 'More than one "proof" part');
     return (got.proof = new MemorySink(MAX_VERIFY_PROOF_BYTES, () => tooLarge(MAX_VERIFY_PROOF_BYTES)));
   });
   if (!got.proof) throw new ValidationError([{ loc: ['body', 'proof'], msg: 'Field required', type: 'missing' }]);
-  const text = got.proof.text();
-  const problem = starkProofShapeError(text);
-  if (problem) throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, ${problem}`, type: 'value_error' }]);
-  if (program.status !== 'ready')
-    throw new ApiError(409, `Program ${program.id} is not ready (status: ${program.status}); its verification baseline is not computed yet`);
+  return got.proof.text();
+}
 
+function parseProofJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, not valid JSON (${(e as Error).message})`, type: 'value_error' }]);
+  }
+}
+
+/**
+ * Records a verification and dispatches its job: one path for both endpoints. The
+ * request is validated before anything is looked up (the reference's order), then
+ * the program (404, 409 when its baseline is not computed yet) and the config.
+ */
+async function submitVerification(
+  c: Context<AppEnv>,
+  v: { kind: 'stark' | 'evm'; text: string; programId?: string; configId?: string },
+): Promise<string> {
+  const { db, caller } = c.var;
+  if (v.kind === 'stark') {
+    const problem = starkProofShapeError(v.text);
+    if (problem) throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, ${problem}`, type: 'value_error' }]);
+  }
+  let program: Awaited<ReturnType<typeof findProgram>>['program'] | null = null;
+  let config: Awaited<ReturnType<typeof findProgram>>['config'] | undefined;
+  if (v.programId) {
+    ({ program, config } = await findProgram(db, caller.orgId, v.programId));
+    if (program.status !== 'ready')
+      throw new ApiError(409, `Program ${program.id} is not ready (status: ${program.status}); its verification baseline is not computed yet`);
+    if (v.configId && v.configId !== config.id)
+      throw new ValidationError([{ loc: ['query', 'config_id'], msg: `Value error, program ${program.id} uses config ${config.id}, not ${v.configId}`, type: 'value_error' }]);
+  } else {
+    config = await findConfig(c, v.configId!);
+    if (!config) throw notFound('Config');
+  }
+  const cfg = config!;
   const id = crypto.randomUUID();
   await submitJob(
     c.env,
     db,
-    (artifacts) => artifacts.put(artifactKey.verificationProof(id), text),
+    (artifacts) => artifacts.put(artifactKey.verificationProof(id), v.text),
     () => ({
-      rows: [db.insert(verifications).values({ id, org_id: caller.orgId, program_id: program.id, created_by: caller.owner, proof_key: artifactKey.verificationProof(id) })],
-      job: { kind: 'verify', subjectId: id, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: INTERACTIVE_PRIORITY, numGpus: 1 },
+      rows: [
+        db.insert(verifications).values({
+          id,
+          org_id: caller.orgId,
+          program_id: program?.id ?? null,
+          config_id: cfg.id,
+          proof_type: v.kind,
+          created_by: caller.owner,
+          proof_key: artifactKey.verificationProof(id),
+        }),
+      ],
+      job: { kind: 'verify', subjectId: id, orgId: caller.orgId, configId: cfg.id, engine: cfg.engine, priority: INTERACTIVE_PRIORITY, numGpus: 1 },
     }),
   );
-  return c.json({ id }, 200);
-});
+  return id;
+}
 
 const VerifyParams = z.object({ verify_id: Uuid('verify_id') });
 

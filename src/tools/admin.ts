@@ -1,9 +1,9 @@
 // `npm run admin -- <command> --local|--remote [--env staging|production] [flags]`: the
 // operator command. It runs the SQL of src/admin/statements.ts (the statements the
-// Worker tests run too) through `wrangler d1 execute`, and uploads config artifacts
-// with `wrangler r2 object put`. Results go to stdout (the value a script captures on
+// Worker tests run too) through `wrangler d1 execute`, and uploads config keys with
+// `wrangler r2 object put`. Results go to stdout (the value a script captures on
 // the last line), progress and errors to stderr. Exit codes: 0 done, 1 failed, 2 usage.
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -22,12 +22,13 @@ import {
   revokeApiKey,
   revokeApiKeyById,
   setConfigActive,
+  setConfigOpenvmToml,
 } from '../admin/statements.ts';
+import { PUBLISHED_KEY_NAMES, type PublishedKeyName } from '../../prover-agent/src/protocol.ts';
+import { artifactKey } from '../lib/artifact-keys.ts';
 import { artifactsBucket, d1Execute, describeTarget, r2Put, type Row, type Target, WranglerError } from './wrangler.ts';
 
 const ENVS = ['staging', 'production'];
-/** The names GET /v1/configs/{id}/{artifact} serves (src/routes/configs.ts). */
-const ARTIFACT_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 
 class UsageError extends Error {}
 
@@ -64,6 +65,12 @@ function oneOf(values: Values, a: string, b: string): [string, string] {
   const given = [a, b].filter((n) => values[n] !== undefined);
   if (given.length !== 1) throw new UsageError(`give exactly one of --${a} and --${b}`);
   return [given[0]!, required(values, given[0]!)];
+}
+
+function readText(file: string): string {
+  const stat = statSync(file, { throwIfNoEntry: false });
+  if (!stat?.isFile()) throw new UsageError(`no such file: ${file}`);
+  return readFileSync(file, 'utf8');
 }
 
 /** Resolves a path the operator typed against the directory they ran npm from. */
@@ -156,9 +163,11 @@ const commands: Record<string, Command> = {
   },
   'create-config': {
     synopsis:
-      '--openvm-version V --stark-backend-version V --app-vm-commit 0x<64 hex> --engine dev|openvm [--deferral] [--public-values-bytes 32] [--inactive] [--id cfg_<ULID>]',
-    summary: 'Create a proving configuration; prints its id on the last line. --id fixes the id (e.g. the same in staging and production).',
+      '--openvm-version V --stark-backend-version V --app-vm-commit 0x<64 hex> --engine dev|openvm [--openvm-toml FILE] [--deferral] [--public-values-bytes 32] [--inactive] [--id cfg_<ULID>]',
+    summary:
+      'Create a proving configuration; prints its id on the last line. --openvm-toml is the config’s VM definition (required for openvm; agents key from it, callers download it). --id fixes the id (e.g. the same in staging and production).',
     options: {
+      'openvm-toml': str,
       'openvm-version': str,
       'stark-backend-version': str,
       'app-vm-commit': str,
@@ -174,9 +183,13 @@ const commands: Record<string, Command> = {
       const pvbText = c.values['public-values-bytes'];
       const pvb = pvbText === undefined ? undefined : Number(pvbText);
       if (pvb !== undefined && !Number.isInteger(pvb)) throw new UsageError(`--public-values-bytes must be an integer, not ${pvbText}`);
+      const tomlPath = c.values['openvm-toml'] === undefined ? undefined : userPath(required(c.values, 'openvm-toml'));
+      if (engine === 'openvm' && tomlPath === undefined) throw new UsageError('--openvm-toml is required for openvm configs: agents make the keys from it');
+      const openvmToml = tomlPath === undefined ? undefined : readText(tomlPath);
       let step: AdminStep;
       try {
         step = createConfig({
+          openvm_toml: openvmToml,
           id: c.values.id === undefined ? undefined : required(c.values, 'id'),
           openvm_version: required(c.values, 'openvm-version'),
           stark_backend_version: required(c.values, 'stark-backend-version'),
@@ -209,20 +222,36 @@ const commands: Record<string, Command> = {
     summary: 'List proving configurations.',
     run: (c) => list(c, listConfigs()),
   },
-  'put-config-artifact': {
-    synopsis: 'CONFIG_ID NAME FILE',
-    summary: 'Upload FILE to the R2 key configs/CONFIG_ID/NAME, served at GET /v1/configs/CONFIG_ID/NAME; prints the key on the last line.',
+  'set-config-toml': {
+    synopsis: 'CONFIG_ID FILE',
+    summary: 'Set (replace) a config’s openvm.toml, served at GET /v1/configs/CONFIG_ID/config; agents re-key with `prover-agent setup-config`.',
+    positionals: ['CONFIG_ID', 'FILE'],
+    async run(c) {
+      const [configId, fileArg] = c.positionals as [string, string];
+      let step: AdminStep;
+      try {
+        step = setConfigOpenvmToml(configId, readText(userPath(fileArg)));
+      } catch (err) {
+        throw err instanceof UsageError ? err : new UsageError((err as Error).message);
+      }
+      await runStep(c.target, step, `no config ${configId} (see list-configs)`);
+    },
+  },
+  'put-config-key': {
+    synopsis: `CONFIG_ID ${PUBLISHED_KEY_NAMES.join('|')} FILE`,
+    summary:
+      'Publish a key file of a config from this machine (GPU hosts use `prover-agent setup-config --publish`); callers get it through GET /v1/configs/CONFIG_ID/pk|vk/... or /evm_verifier. Prints the R2 key on the last line.',
     positionals: ['CONFIG_ID', 'NAME', 'FILE'],
     async run(c) {
       const [configId, name, fileArg] = c.positionals as [string, string, string];
-      if (!ARTIFACT_NAME.test(name)) throw new UsageError(`artifact NAME must be 1-128 letters, digits, '.', '-' or '_': ${name}`);
+      if (!(PUBLISHED_KEY_NAMES as readonly string[]).includes(name)) throw new UsageError(`NAME must be one of ${PUBLISHED_KEY_NAMES.join(', ')}: ${name}`);
       const file = userPath(fileArg);
       const stat = statSync(file, { throwIfNoEntry: false });
       if (!stat?.isFile()) throw new UsageError(`no such file: ${file}`);
       const [found] = await d1Execute(c.target, [listConfigs(configId)]);
       if (!found?.length) throw new Error(`no config ${configId} (see list-configs)`);
       const bucket = await artifactsBucket(c.target.env);
-      const key = `configs/${configId}/${name}`;
+      const key = artifactKey.configKey(found[0]!.id as string, name as PublishedKeyName);
       process.stderr.write(`admin: uploading ${stat.size} bytes to ${bucket}/${key}\n`);
       await r2Put(c.target, bucket, key, file);
       process.stdout.write(`uploaded ${file} (${stat.size} bytes) to bucket ${bucket}\n${key}\n`);

@@ -10,7 +10,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createAgentToken, createApiKey, createConfig, createOrganization } from '../admin/statements.ts';
+import { createAgentToken, createApiKey, createConfig, createOrganization, DEV_ENGINE_OPENVM_TOML, setConfigOpenvmToml } from '../admin/statements.ts';
 import { randomToken } from '../lib/crypto.ts';
 import {
   applyLocalMigrations,
@@ -81,7 +81,10 @@ async function seed(creds: Credentials): Promise<void> {
       app_vm_commit: DEV_APP_VM_COMMIT,
       engine: 'dev',
       deferral_enabled: true,
+      openvm_toml: DEV_ENGINE_OPENVM_TOML,
     }),
+    // A local database from before configs carried their openvm.toml keeps its row above.
+    setConfigOpenvmToml(DEV_CONFIG_ID, DEV_ENGINE_OPENVM_TOML),
     await createAgentToken(DEV_AGENT_NAME, creds.agent_token),
   ];
   await d1Execute({ remote: false, persistTo }, steps.flatMap((s) => s.sql));

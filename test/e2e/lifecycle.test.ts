@@ -100,6 +100,18 @@ describe('end to end with the dev engine', () => {
     expect(evm).toMatchObject({ version: expect.any(String), app_exe_commit: expect.stringMatching(/^0x[0-9a-f]{64}$/), proof_data: { accumulator: expect.any(String), proof: expect.any(String) } });
     expect(evm.user_public_values).toContain(createHash('sha256').update('evm').digest('hex'));
     expect((await api.call('GET', `/v1/proofs/${id}/proof/stark`)).status).toBe(404);
+
+    // Unified verification against the config alone, as `cargo axiom verify evm` sends it (every 0x removed).
+    const verify = async (doc: unknown) => {
+      const form = new FormData();
+      form.append('proof', new Blob([JSON.stringify(doc).replaceAll('0x', '')], { type: 'application/json' }), 'proof.json');
+      const { id: vid } = await api.json('POST', `/v1/verify?config_id=${'cfg_' + stack.devConfig.slice(4).toLowerCase()}`, form);
+      return api.waitFor(`/v1/verify/${vid}`, (v: any) => v.result !== 'processing');
+    };
+    expect(await verify(evm)).toMatchObject({ result: 'verified', proof_type: 'evm', program_uuid: null, error_message: '' });
+    const tampered = await verify({ ...evm, user_public_values: evm.user_public_values.replace(/.$/, (c: string) => (c === '0' ? '1' : '0')) });
+    expect(tampered).toMatchObject({ result: 'failed', proof_type: 'evm' });
+    expect(tampered.error_message).toMatch(/MAC mismatch/);
   });
 
   it('a guest that panics fails the proof with its own message', async () => {

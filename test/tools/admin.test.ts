@@ -2,7 +2,7 @@
 // runs against a local D1 in a temporary --persist-to directory.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -94,8 +94,15 @@ describe('npm run admin', () => {
     expect(missing.stderr).toContain('--openvm-version is required');
   });
 
-  it('creates a config and prints its id last', async () => {
-    const created = await admin('create-config', '--openvm-version', '1.4.0', '--stark-backend-version', '1.2.0', '--app-vm-commit', COMMIT, '--engine', 'openvm', '--deferral', '--inactive');
+  it('creates a config with its openvm.toml and prints its id last; the toml can be replaced', async () => {
+    const toml = path.join(dir, 'openvm.toml');
+    await writeFile(toml, "[app_vm_config.rv32i]\n[app_vm_config.io]\n# it's quoted\n");
+    const base = ['create-config', '--openvm-version', '2.0.1', '--stark-backend-version', '2.0.1', '--app-vm-commit', COMMIT, '--engine', 'openvm'];
+    const withoutToml = await admin(...base);
+    expect(withoutToml.code).toBe(2);
+    expect(withoutToml.stderr).toContain('--openvm-toml is required for openvm configs');
+
+    const created = await admin(...base, '--openvm-toml', toml, '--deferral', '--inactive');
     expect(created.code, created.stderr).toBe(0);
     const id = created.lastLine;
     expect(id).toMatch(/^cfg_[0-9A-HJKMNP-TV-Z]{26}$/);
@@ -103,8 +110,17 @@ describe('npm run admin', () => {
     const listed = await admin('list-configs', '--json');
     expect(listed.code, listed.stderr).toBe(0);
     expect(JSON.parse(listed.stdout)).toContainEqual(
-      expect.objectContaining({ id, engine: 'openvm', app_vm_commit: COMMIT, deferral_enabled: 1, public_values_bytes: 32, active: 0 }),
+      expect.objectContaining({ id, engine: 'openvm', app_vm_commit: COMMIT, deferral_enabled: 1, public_values_bytes: 32, active: 0, has_openvm_toml: 1 }),
     );
+    expect(await rows(`SELECT openvm_toml FROM configs WHERE id = ${lit(id)}`)).toEqual([{ openvm_toml: "[app_vm_config.rv32i]\n[app_vm_config.io]\n# it's quoted\n" }]);
+
+    await writeFile(toml, '[app_vm_config.rv32m]\n');
+    const set = await admin('set-config-toml', id.toLowerCase(), toml);
+    expect(set.code, set.stderr).toBe(0);
+    expect(await rows(`SELECT openvm_toml FROM configs WHERE id = ${lit(id)}`)).toEqual([{ openvm_toml: '[app_vm_config.rv32m]\n' }]);
+    const unknown = await admin('set-config-toml', 'cfg_01JD00000000000000000000ZZ', toml);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no config cfg_01JD00000000000000000000ZZ');
   });
 
   it('creates an agent token and stores only its SHA-256', async () => {
@@ -140,7 +156,7 @@ describe('npm run admin', () => {
   it('lists every command in --help', async () => {
     const help = await adminRaw(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['create-org', 'create-api-key', 'revoke-api-key', 'create-config', 'activate-config', 'deactivate-config', 'create-agent-token', 'revoke-agent-token', 'put-config-artifact', 'list-orgs', 'list-configs', 'list-agent-tokens'])
+    for (const command of ['create-org', 'create-api-key', 'revoke-api-key', 'create-config', 'activate-config', 'deactivate-config', 'create-agent-token', 'revoke-agent-token', 'set-config-toml', 'put-config-key', 'list-orgs', 'list-configs', 'list-agent-tokens'])
       expect(help.stdout).toContain(`  ${command} `);
   });
 });

@@ -1,7 +1,9 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { setConfigActive } from '../../src/admin/statements.ts';
-import { api, APP_VM_COMMIT, json, runAdmin, seedConfig, seedTenant } from './helpers.ts';
+import { exports } from 'cloudflare:workers';
+import { api, APP_VM_COMMIT, BASE, json, runAdmin, seedConfig, seedTenant } from './helpers.ts';
+import { seedAgent } from './fleet-helpers.ts';
 
 describe('GET /v1/configs/{id}', () => {
   it('returns every field of the record with its type', async () => {
@@ -37,13 +39,108 @@ describe('GET /v1/configs/{id}', () => {
     expect(bad.detail[0]).toMatchObject({ loc: ['path', 'config_id'], type: 'string_pattern_mismatch' });
   });
 
-  it('serves config artifacts published by the operator, 404 otherwise', async () => {
+  it('serves its openvm.toml as `config`, app_vm_commit from the record, and evm_verifier once published', async () => {
     const t = await seedTenant();
-    const id = await seedConfig();
-    await json(await api(t, `/v1/configs/${id}/openvm.toml`), 404);
-    await env.ARTIFACTS.put(`configs/${id}/openvm.toml`, '[app_vm_config]\n', { httpMetadata: { contentType: 'text/plain' } });
-    const res = await api(t, `/v1/configs/${id}/openvm.toml`);
-    expect(res.status).toBe(200);
-    expect(await res.text()).toBe('[app_vm_config]\n');
+    const bare = await seedConfig();
+    expect((await json(await api(t, `/v1/configs/${bare}/config`), 404)).detail).toMatch(/no openvm.toml/);
+    const id = await seedConfig({ openvm_toml: '[app_vm_config.rv32i]\n' });
+    const toml = await api(t, `/v1/configs/${id}/config`);
+    expect(toml.status).toBe(200);
+    expect(await toml.text()).toBe('[app_vm_config.rv32i]\n');
+    expect(await (await api(t, `/v1/configs/${id}/app_vm_commit`)).text()).toBe(APP_VM_COMMIT);
+    expect((await json(await api(t, `/v1/configs/${id}/evm_verifier`), 404)).detail).toMatch(/evm_verifier .* not published.*setup-config/);
+    await env.ARTIFACTS.put(`configs/${id}/keys/evm_verifier`, 'verifier bytes');
+    expect(await (await api(t, `/v1/configs/${id}/evm_verifier`)).text()).toBe('verifier bytes');
+    expect((await json(await api(t, `/v1/configs/${id}/openvm.toml`), 422)).detail[0].loc).toEqual(['path', 'artifact']);
+  });
+});
+
+describe('config keys: published by agents, downloaded through signed URLs', () => {
+  const agentApi = (token: string, path: string, init: RequestInit = {}) =>
+    exports.default.fetch(new Request(BASE + path, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) } }));
+
+  async function publish(token: string, cfg: string, name: string, bytes: Uint8Array) {
+    const started = await json(await agentApi(token, `/internal/v1/configs/${cfg}/keys/${name}/uploads`, { method: 'POST' }), 201);
+    expect(started.part_size).toBeGreaterThanOrEqual(5 * 1024 * 1024);
+    const part = await json(
+      await agentApi(token, `/internal/v1/configs/${cfg}/keys/${name}/uploads/${started.upload_id}/1`, { method: 'PUT', body: bytes, headers: { 'content-length': String(bytes.length) } }),
+      200,
+    );
+    return json(
+      await agentApi(token, `/internal/v1/configs/${cfg}/keys/${name}/uploads/${started.upload_id}/complete`, {
+        method: 'POST',
+        body: JSON.stringify({ parts: [part] }),
+        headers: { 'content-type': 'application/json' },
+      }),
+      200,
+    );
+  }
+
+  it('404s an unpublished key naming it and the command that publishes it', async () => {
+    const t = await seedTenant();
+    const cfg = await seedConfig();
+    for (const path of ['pk/app', 'pk/agg', 'pk/halo2', 'vk/app', 'vk/agg']) {
+      const body = await json(await api(t, `/v1/configs/${cfg}/${path}`), 404);
+      expect(body.detail).toContain(`${path.slice(3)}_${path.slice(0, 2)} of config ${cfg} is not published`);
+      expect(body.detail).toContain('setup-config');
+    }
+    expect((await json(await api(t, `/v1/configs/${cfg}/vk/halo2`), 422)).detail[0].loc).toEqual(['path', 'kind']);
+  });
+
+  it('publishes a key in parts with an agent token, then hands out a URL that needs no API key and serves ranges', async () => {
+    const t = await seedTenant();
+    const cfg = await seedConfig();
+    const agent = await seedAgent();
+    const key = new Uint8Array(1000).map((_, i) => i % 251);
+    expect(await publish(agent.token, cfg, 'agg_pk', key)).toEqual({ name: 'agg_pk', size: 1000 });
+    const { download_url } = await json(await api(t, `/v1/configs/${cfg}/pk/agg`), 200);
+    expect(download_url).toMatch(new RegExp(`^${BASE}/downloads/configs/${cfg}/agg_pk\\?expires=\\d+&signature=[0-9a-f]{64}$`));
+
+    const whole = await exports.default.fetch(new Request(download_url));
+    expect(whole.status).toBe(200);
+    expect(whole.headers.get('accept-ranges')).toBe('bytes');
+    expect(new Uint8Array(await whole.arrayBuffer())).toEqual(key);
+    const part = await exports.default.fetch(new Request(download_url, { headers: { range: 'bytes=100-199' } }));
+    expect(part.status).toBe(206);
+    expect(part.headers.get('content-range')).toBe('bytes 100-199/1000');
+    expect(new Uint8Array(await part.arrayBuffer())).toEqual(key.slice(100, 200));
+    const tail = await exports.default.fetch(new Request(download_url, { headers: { range: 'bytes=-10' } }));
+    expect(tail.headers.get('content-range')).toBe('bytes 990-999/1000');
+
+    const forged = download_url.replace(/signature=./, (m: string) => m.slice(0, -1) + (m.endsWith('0') ? '1' : '0'));
+    expect((await json(await exports.default.fetch(new Request(forged)), 403)).detail).toMatch(/not valid/);
+    const moved = download_url.replace('agg_pk', 'app_pk');
+    await json(await exports.default.fetch(new Request(moved)), 403);
+  });
+
+  it('refuses expired links; key uploads need an agent token, not an API key', async () => {
+    const t = await seedTenant();
+    const cfg = await seedConfig();
+    const agent = await seedAgent();
+    await publish(agent.token, cfg, 'app_vk', new Uint8Array([1, 2, 3]));
+    const past = Math.floor(Date.now() / 1000) - 10;
+    const { download_url } = await json(await api(t, `/v1/configs/${cfg}/vk/app`), 200);
+    const url = new URL(download_url);
+    url.searchParams.set('expires', String(past));
+    await json(await exports.default.fetch(new Request(url)), 403);
+    await json(await agentApi(t.key, `/internal/v1/configs/${cfg}/keys/app_vk/uploads`, { method: 'POST' }), 401);
+    await json(await agentApi(agent.token, `/internal/v1/configs/${cfg}/keys/bogus/uploads`, { method: 'POST' }), 422);
+  });
+
+  it('gives agents the fleet record of a config, openvm.toml included', async () => {
+    const cfg = await seedConfig({ openvm_toml: '[app_vm_config.rv32m]\n' });
+    const agent = await seedAgent();
+    expect(await json(await agentApi(agent.token, `/internal/v1/configs/${'cfg_' + cfg.slice(4).toLowerCase()}`), 200)).toEqual({
+      id: cfg,
+      engine: 'dev',
+      openvm_version: '1.4.0',
+      stark_backend_version: '1.2.0',
+      app_vm_commit: APP_VM_COMMIT,
+      deferral_enabled: false,
+      public_values_bytes: 32,
+      active: true,
+      openvm_toml: '[app_vm_config.rv32m]\n',
+    });
+    await json(await agentApi(agent.token, '/internal/v1/configs/cfg_01JD00000000000000000000ZZ'), 404);
   });
 });

@@ -135,7 +135,13 @@ export class JobRunner {
       case 'execute':
         return { op: 'execute', elfPath: f.elf!, vmexePath: f.vmexe!, inputPath: f.input!, mode: j.execution?.mode ?? 'pure' };
       case 'verify':
-        return { op: 'verify', proof_type: j.verification?.proof_type ?? 'stark', proofPath: f.proof!, baselinePath: f.baseline!, app_exe_commit: j.program.app_exe_commit ?? '' };
+        return {
+          op: 'verify',
+          proof_type: j.verification?.proof_type ?? 'stark',
+          proofPath: f.proof!,
+          baselinePath: f.baseline ?? null,
+          app_exe_commit: j.program?.app_exe_commit ?? null,
+        };
       case 'proof':
         return {
           op: 'prove',
@@ -145,7 +151,7 @@ export class JobRunner {
           inputPath: f.input!,
           childProofPaths: j.artifacts.filter((n) => n.startsWith('child-')).map((n) => f[n]!),
           outputPath: join(this.dir, `${j.proof!.proof_type}-proof.json`),
-          app_exe_commit: j.program.app_exe_commit ?? '',
+          app_exe_commit: j.program?.app_exe_commit ?? '',
           baselinePath: f.baseline!,
         };
     }

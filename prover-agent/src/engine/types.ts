@@ -105,9 +105,13 @@ export interface VerifyRequest {
   proof_type: 'stark' | 'evm';
   /** The proof JSON to check. */
   proofPath: string;
-  /** The program's verification baseline JSON file. */
-  baselinePath: string;
-  app_exe_commit: string;
+  /**
+   * The program's verification baseline JSON file and its registered commit; both
+   * null when an EVM proof is checked against its config alone (the proof then
+   * carries the commit it claims, and only the config's keys vouch for it).
+   */
+  baselinePath: string | null;
+  app_exe_commit: string | null;
 }
 
 export interface VerifyResult {

@@ -268,8 +268,8 @@ export function createDevEngine(options: EngineOptions & DevEngineOptions): Engi
         return { verified: false, reason: `config ${config.id} is not a dev config (engine '${config.engine}'); dev proofs are only accepted under dev configs` };
       }
       const secret = requireSecret(config);
-      const baselineCommit = await readBaselineCommit(req.baselinePath);
-      if (baselineCommit !== null && baselineCommit.toLowerCase() !== req.app_exe_commit.toLowerCase()) {
+      const baselineCommit = req.baselinePath === null ? null : await readBaselineCommit(req.baselinePath);
+      if (baselineCommit !== null && req.app_exe_commit !== null && baselineCommit.toLowerCase() !== req.app_exe_commit.toLowerCase()) {
         return { verified: false, reason: `the verification baseline is for another program (${baselineCommit})` };
       }
       let doc: unknown;
@@ -284,7 +284,7 @@ export function createDevEngine(options: EngineOptions & DevEngineOptions): Engi
       } catch (err) {
         return { verified: false, reason: (err as Error).message };
       }
-      const reason = checkDevProof(proof, { kind: 'stark', appExeCommit: req.app_exe_commit, config, secret });
+      const reason = checkDevProof(proof, { kind: req.proof_type, appExeCommit: req.app_exe_commit, config, secret });
       return reason ? { verified: false, reason } : { verified: true, reason: null };
     },
   };

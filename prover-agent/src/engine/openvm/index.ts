@@ -254,17 +254,21 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
     },
 
     async verify(ctx: EngineContext, req: VerifyRequest): Promise<VerifyResult> {
+      const { baselinePath, app_exe_commit } = req;
+      if (req.proof_type === 'evm' || baselinePath === null || app_exe_commit === null) {
+        throw new Error('openvm engine: EVM verification is not wired to `cargo openvm verify evm` in this build');
+      }
       return session(ctx, 'verify', { evm: false }, async (s) => {
-        const baseline = JSON.parse(await readFile(req.baselinePath, 'utf8')) as { app_exe_commit?: unknown };
-        if (String(baseline.app_exe_commit).toLowerCase() !== req.app_exe_commit.toLowerCase()) {
-          throw new Error(`openvm engine: the verification baseline is for ${String(baseline.app_exe_commit)}, not the program's ${req.app_exe_commit}`);
+        const baseline = JSON.parse(await readFile(baselinePath, 'utf8')) as { app_exe_commit?: unknown };
+        if (String(baseline.app_exe_commit).toLowerCase() !== app_exe_commit.toLowerCase()) {
+          throw new Error(`openvm engine: the verification baseline is for ${String(baseline.app_exe_commit)}, not the program's ${app_exe_commit}`);
         }
         const canonical = await canonicalStarkProof(req.proofPath);
         if ('reason' in canonical) return { verified: false, reason: canonical.reason };
         const proofPath = join(s.scratch, 'proof.stark.json');
         await writeFile(proofPath, JSON.stringify(canonical.proof));
 
-        const args = s.mapping.verifyStark(s.cfg, { proof: proofPath, baseline: req.baselinePath, aggVk: s.agg.internalRecursiveVk, targetDir: join(s.scratch, 'target') });
+        const args = s.mapping.verifyStark(s.cfg, { proof: proofPath, baseline: baselinePath, aggVk: s.agg.internalRecursiveVk, targetDir: join(s.scratch, 'target') });
         const exit = await s.tool('verify stark', args);
         if (exit.code === 0) return { verified: true, reason: null };
         const err = failure('verify stark', exit);

@@ -1,0 +1,19 @@
+// R2 object keys. Plain functions with no Workers types, so the operator command
+// (Node) names the same objects as the Worker.
+import type { PublishedKeyName } from '../../prover-agent/src/protocol.ts';
+
+/** R2 keys, in one place so the layout is readable. */
+export const artifactKey = {
+  programElf: (programId: string) => `programs/${programId}/program.elf`,
+  programVmexe: (programId: string) => `programs/${programId}/program.vmexe`,
+  programBaseline: (programId: string) => `programs/${programId}/baseline.json`,
+  proofInput: (proofId: string) => `proofs/${proofId}/input.json`,
+  proofChild: (proofId: string, index: number) => `proofs/${proofId}/children/${String(index).padStart(4, '0')}.json`,
+  proofOutput: (proofId: string, kind: string) => `proofs/${proofId}/${kind}-proof.json`,
+  executionInput: (executionId: string) => `executions/${executionId}/input.json`,
+  verificationProof: (verificationId: string) => `verifications/${verificationId}/proof.json`,
+  jobLogChunk: (jobId: string, seq: number) => `logs/${jobId}/${String(seq).padStart(8, '0')}`,
+  jobLogPrefix: (jobId: string) => `logs/${jobId}/`,
+  /** A published key file of a config (src/lib/config-keys.ts). */
+  configKey: (configId: string, name: PublishedKeyName) => `configs/${configId}/keys/${name}`,
+};

@@ -1,0 +1,78 @@
+// /downloads: the Worker-signed, time-limited links that GET /v1/configs/{id}/pk/…
+// and /vk/… hand out (src/lib/config-keys.ts). No API key: the signature is the
+// credential, as with an R2 presigned URL. Streams from R2 and honours a Range
+// header, so a multi-gigabyte key download can resume.
+import { artifactKey } from '../lib/artifact-keys.ts';
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import type { AppEnv } from '../app-env.ts';
+import { checkDownloadSignature, PUBLISHED_KEY_NAMES } from '../lib/config-keys.ts';
+import { ApiError, validationHook } from '../lib/errors.ts';
+import { ConfigId, errorResponses } from '../lib/schemas.ts';
+
+export const downloadsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+downloadsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/configs/{config_id}/{name}',
+    tags: ['configs'],
+    summary: 'Download a published config key through a signed link (no API key; Range supported)',
+    security: [],
+    request: {
+      params: z.object({
+        config_id: ConfigId.openapi({ param: { name: 'config_id', in: 'path' } }),
+        name: z.enum(PUBLISHED_KEY_NAMES).openapi({ param: { name: 'name', in: 'path' } }),
+      }),
+      query: z.object({ expires: z.coerce.number().int(), signature: z.string().regex(/^[0-9a-fA-F]{64}$/) }),
+    },
+    responses: {
+      200: { description: 'The key file', content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } } },
+      206: { description: 'The requested byte range', content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } } },
+      403: { description: 'Expired or forged link', content: { 'application/json': { schema: z.object({ detail: z.string() }) } } },
+      ...errorResponses(404, 422),
+    },
+  }),
+  async (c) => {
+    const { config_id, name } = c.req.valid('param');
+    const { expires, signature } = c.req.valid('query');
+    await checkDownloadSignature(c.env, config_id, name, expires, signature);
+    const key = artifactKey.configKey(config_id, name);
+    const range = c.req.header('range');
+    let obj: R2ObjectBody | R2Object | null;
+    try {
+      obj = await c.env.ARTIFACTS.get(key, range ? { range: c.req.raw.headers } : {});
+    } catch {
+      // R2 refuses a range it cannot satisfy (or parse).
+      const head = await c.env.ARTIFACTS.head(key);
+      if (!head) throw new ApiError(404, `The ${name} of config ${config_id} is no longer published`);
+      return new Response(null, { status: 416, headers: { 'content-range': `bytes */${head.size}` } }) as never;
+    }
+    if (!obj || !('body' in obj)) throw new ApiError(404, `The ${name} of config ${config_id} is no longer published`);
+    const headers = new Headers({
+      'content-type': 'application/octet-stream',
+      'content-disposition': `attachment; filename="${name}.bin"`,
+      'accept-ranges': 'bytes',
+      etag: obj.httpEtag,
+    });
+    const r = range ? byteRange(obj.range, obj.size) : null;
+    if (!r) {
+      headers.set('content-length', String(obj.size));
+      return new Response(obj.body, { status: 200, headers }) as never;
+    }
+    headers.set('content-length', String(r.end - r.start + 1));
+    headers.set('content-range', `bytes ${r.start}-${r.end}/${obj.size}`);
+    return new Response(obj.body, { status: 206, headers }) as never;
+  },
+);
+
+/** The inclusive byte span R2 served for a ranged get. */
+function byteRange(range: R2Range | undefined, size: number): { start: number; end: number } | null {
+  if (!range) return null;
+  if ('suffix' in range && range.suffix !== undefined) {
+    const n = Math.min(range.suffix, size);
+    return { start: size - n, end: size - 1 };
+  }
+  const offset = 'offset' in range && range.offset !== undefined ? range.offset : 0;
+  const length = 'length' in range && range.length !== undefined ? range.length : size - offset;
+  return { start: offset, end: Math.min(size, offset + length) - 1 };
+}
