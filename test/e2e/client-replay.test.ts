@@ -8,7 +8,7 @@
 // citations), the structs in ./client-replay/shapes.ts, and the binary codec of deferred
 // child proofs in ./client-replay/codec.ts. One `describe` per command group, one `it`
 // per command. `cargo axiom init`, `version` and `completions` make no API call
-// (v2.0.0:crates/cli/src/commands/init.rs:84-229 runs `cargo openvm init` and fetches a
+// (v2.0.0:crates/cli/src/commands/init.rs:90-255 runs `cargo openvm init` and fetches a
 // template from GitHub; version.rs and main.rs:157-160 print locally), so they have no test.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';

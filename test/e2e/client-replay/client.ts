@@ -543,7 +543,7 @@ export class ReplayClient {
   // ---------------------------------------------------------------- verify.rs
 
   /**
-   * `submit_verification_request` (v2.0.0:crates/sdk/src/verify.rs:204-246): the proof file's text
+   * `submit_verification_request` (v2.0.0:crates/sdk/src/verify.rs:204-256): the proof file's text
    * with every `0x` removed (verify.rs:213-215) as multipart part `proof`, file name `proof.json`,
    * `application/json` (verify.rs:218-223), POSTed with the version and key headers
    * (verify.rs:229-234); the id is `response["id"]` (verify.rs:239-245).
