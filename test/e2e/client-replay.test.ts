@@ -95,17 +95,24 @@ const KEY_TYPES = ['app_pk', 'agg_pk', 'halo2_pk', 'app_vk', 'agg_vk'] as const;
 const keyFile = (name: string) => new Uint8Array(Buffer.concat([Buffer.from(`${name} of the dev config\n`), Buffer.alloc(4096, name.length)]));
 
 /**
- * The operator's publishing step for the dev config: PUT /internal/v1/configs/{id}/keys/{name}
- * with an agent token and the file as the raw body (prover-agent/src/protocol.ts, PUBLISHED_KEY_NAMES).
+ * The operator's publishing step for the dev config, as `prover-agent setup-config
+ * --publish` does it: an upload in parts with the agent token
+ * (prover-agent/src/protocol.ts, PUBLISHED_KEY_NAMES).
  */
 const publishDevKeys = once(async () => {
-  for (const name of [...KEY_TYPES, 'evm_verifier']) {
-    const res = await fetch(`${stack.url}/internal/v1/configs/${stack.devConfig}/keys/${name}`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${stack.agentToken}`, 'content-type': 'application/octet-stream' },
-      body: keyFile(name),
+  const agent = (path: string, init: RequestInit) =>
+    fetch(`${stack.url}/internal/v1/configs/${stack.devConfig}/keys/${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${stack.agentToken}`, ...(init.headers as Record<string, string>) },
     });
-    expect(res.status, `publishing ${name}: ${await res.clone().text()}`).toBeLessThan(300);
+  for (const name of [...KEY_TYPES, 'evm_verifier']) {
+    const started = await agent(`${name}/uploads`, { method: 'POST' });
+    expect(started.status, `publishing ${name}: ${await started.clone().text()}`).toBe(201);
+    const { upload_id } = (await started.json()) as { upload_id: string };
+    const body = keyFile(name);
+    const part = (await (await agent(`${name}/uploads/${upload_id}/1`, { method: 'PUT', body, headers: { 'content-length': String(body.length) } })).json()) as object;
+    const done = await agent(`${name}/uploads/${upload_id}/complete`, { method: 'POST', body: JSON.stringify({ parts: [part] }), headers: { 'content-type': 'application/json' } });
+    expect(done.status, `publishing ${name}: ${await done.clone().text()}`).toBe(200);
   }
 });
 
