@@ -65,3 +65,13 @@ export async function jobLogStream(bucket: R2Bucket, jobId: string | undefined):
     },
   });
 }
+
+/** Streams the logs of the job working for a subject (proof, execution...). */
+export async function subjectLogs(db: Db, bucket: R2Bucket, kind: 'proof' | 'execute', subjectId: string) {
+  const job = await db
+    .select({ id: jobs.id })
+    .from(jobs)
+    .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subjectId)))
+    .get();
+  return new Response(await jobLogStream(bucket, job?.id), { headers: { 'content-type': 'text/plain; charset=utf-8' } });
+}

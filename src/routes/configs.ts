@@ -2,12 +2,11 @@
 // their artifacts and download URLs of their published keys.
 import { artifactKey } from '../lib/artifact-keys.ts';
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { eq } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
-import { configs } from '../db/schema.ts';
 import { streamObject } from '../lib/artifacts.ts';
 import { keyDownloadUrl, PROVING_KEY_KINDS, VERIFYING_KEY_KINDS, type PublishedKeyName } from '../lib/config-keys.ts';
 import { ApiError, notFound, validationHook } from '../lib/errors.ts';
+import { findConfig } from '../lib/lookups.ts';
 import { ConfigRecord, configRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses } from '../lib/schemas.ts';
 
@@ -17,9 +16,6 @@ const DownloadUrlResponse = z.object({ download_url: z.string().url() }).openapi
 
 const ConfigParams = z.object({ config_id: ConfigId.openapi({ param: { name: 'config_id', in: 'path' } }) });
 
-export async function findConfig(c: { var: AppEnv['Variables'] }, id: string) {
-  return c.var.db.select().from(configs).where(eq(configs.id, id)).get();
-}
 
 configsApi.openapi(
   createRoute({
@@ -34,7 +30,7 @@ configsApi.openapi(
     },
   }),
   async (c) => {
-    const row = await findConfig(c, c.req.valid('param').config_id);
+    const row = await findConfig(c.var.db, c.req.valid('param').config_id);
     if (!row) throw notFound('Config');
     return c.json(configRecord(row), 200);
   },
@@ -63,7 +59,7 @@ configsApi.openapi(
   }),
   async (c) => {
     const { config_id, artifact } = c.req.valid('param');
-    const config = await findConfig(c, config_id);
+    const config = await findConfig(c.var.db, config_id);
     if (!config) throw notFound('Config');
     switch (artifact) {
       case 'config':
@@ -100,7 +96,7 @@ for (const [which, kinds] of [
     }),
     async (c) => {
       const { config_id, kind } = c.req.valid('param');
-      const config = await findConfig(c, config_id);
+      const config = await findConfig(c.var.db, config_id);
       if (!config) throw notFound('Config');
       const name = `${kind}_${which}` as PublishedKeyName;
       if (!(await c.env.ARTIFACTS.head(artifactKey.configKey(config.id, name)))) throw unpublished(config.id, name);

@@ -12,8 +12,10 @@ import { ApiError, notFound, validationHook } from '../lib/errors.ts';
 import { parseJsonText, parseProofInput } from '../lib/input.ts';
 import { ExecutionRecord, executionRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, PaginationQuery, pageOf, paginate, Uuid } from '../lib/schemas.ts';
-import { findProgram } from './programs.ts';
-import { MAX_INPUT_BYTES, readTextCapped, subjectLogs } from './proofs.ts';
+import { findProgram } from '../lib/lookups.ts';
+import { MAX_INPUT_BYTES } from '../lib/limits.ts';
+import { readTextCapped } from '../lib/multipart.ts';
+import { subjectLogs } from '../jobs/logs.ts';
 
 export const executionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 

@@ -2,63 +2,21 @@
 // projects, downloading their artifacts.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
-import { and, count, desc, eq, type SQL } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
-import type { Db } from '../db/client.ts';
-import { configs, programs, projects } from '../db/schema.ts';
+import { programs, projects } from '../db/schema.ts';
 import { INTERACTIVE_PRIORITY, submitJob } from '../jobs/dispatch.ts';
 import { artifactKey, streamObject, type ArtifactBatch, type R2StreamSink } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { toHex } from '../lib/crypto.ts';
 import { ELF_HEAD_BYTES, validateElf } from '../lib/elf.ts';
 import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
-import { ProgramRecord, programRecord } from '../lib/records.ts';
-import { ConfigId, errorResponses, IdResponse, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
-import { findConfig } from './configs.ts';
-import { findProject } from './projects.ts';
+import { ProgramRecord } from '../lib/records.ts';
+import { ConfigId, errorResponses, IdResponse, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
+import { findConfig, findProgram, findProject, listPrograms, toRecord } from '../lib/lookups.ts';
 import { highlightIfNone, rehighlightAfterMove } from '../lib/project-highlight.ts';
 
 export const programsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-
-// ---------------------------------------------------------------------------
-// Queries shared with /v1/projects
-
-const programColumns = { program: programs, project_name: projects.name, highlighted: projects.highlighted_program_id, config: configs };
-
-function toRecord(r: { program: typeof programs.$inferSelect; project_name: string; highlighted: string | null; config: typeof configs.$inferSelect }) {
-  return programRecord(r.program, { name: r.project_name, highlighted_program_id: r.highlighted }, r.config);
-}
-
-/** One page of the caller's programs matching `filter`, newest first, as records. */
-export async function listPrograms(db: Db, orgId: string, filter: SQL | undefined, page: number, pageSize: number) {
-  const where = and(eq(programs.org_id, orgId), filter);
-  const [rows, [{ total }]] = await Promise.all([
-    db
-      .select(programColumns)
-      .from(programs)
-      .innerJoin(projects, eq(projects.id, programs.project_id))
-      .innerJoin(configs, eq(configs.id, programs.config_id))
-      .where(where)
-      .orderBy(desc(programs.created_at), desc(programs.id))
-      .limit(pageSize)
-      .offset((page - 1) * pageSize),
-    db.select({ total: count() }).from(programs).where(where) as Promise<{ total: number }[]>,
-  ]);
-  return paginate(rows.map(toRecord), total, page, pageSize);
-}
-
-/** The caller's program, or 404 (also for other organizations' programs). */
-export async function findProgram(db: Db, orgId: string, id: string) {
-  const row = await db
-    .select(programColumns)
-    .from(programs)
-    .innerJoin(projects, eq(projects.id, programs.project_id))
-    .innerJoin(configs, eq(configs.id, programs.config_id))
-    .where(and(eq(programs.id, id), eq(programs.org_id, orgId)))
-    .get();
-  if (!row) throw notFound('Program');
-  return row;
-}
 
 // ---------------------------------------------------------------------------
 // POST /v1/programs
@@ -114,7 +72,7 @@ programsApi.post('/', zValidator('query', RegisterQuery, validationHook), async 
     throw new ApiError(400, 'Expected a multipart/form-data body with file parts "elf" and "vmexe"');
 
   // Everything that can be refused without the body is refused before reading it.
-  const config = await findConfig(c, q.config_id);
+  const config = await findConfig(db, q.config_id);
   if (!config) throw notFound('Config');
   if (!config.active) throw new ApiError(400, `Config ${config.id} is not active`);
   if (q.project_id && !(await findProject(db, caller.orgId, q.project_id))) throw notFound('Project');

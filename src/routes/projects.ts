@@ -8,18 +8,10 @@ import { notFound, ValidationError, validationHook } from '../lib/errors.ts';
 import { parseJsonText } from '../lib/input.ts';
 import { ProgramRecord, ProjectRecord, projectRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, PaginationQuery, pageOf, paginate, Uuid } from '../lib/schemas.ts';
-import { listPrograms } from './programs.ts';
+import { findProject, listPrograms } from '../lib/lookups.ts';
 
 export const projectsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
-/** The caller's project row, or undefined (other organizations' projects included). */
-export async function findProject(db: Db, orgId: string, id: string) {
-  return db
-    .select()
-    .from(projects)
-    .where(and(eq(projects.id, id), eq(projects.org_id, orgId)))
-    .get();
-}
 
 /** Per-project totals over its programs, for the records. */
 const projectStats = (db: Db) =>

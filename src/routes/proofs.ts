@@ -4,9 +4,8 @@ import { zValidator } from '@hono/zod-validator';
 import { and, count, desc, eq } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
-import { jobs, proofs } from '../db/schema.ts';
+import { proofs } from '../db/schema.ts';
 import { DEFAULT_PRIORITY, submitJob } from '../jobs/dispatch.ts';
-import { jobLogStream } from '../jobs/logs.ts';
 import { cancelProof } from '../jobs/state.ts';
 import { artifactKey, streamObject } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
@@ -15,15 +14,13 @@ import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type 
 import { normalizeStarkProofFile } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
-import { findProgram } from './programs.ts';
+import { findProgram } from '../lib/lookups.ts';
+import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
+import { readTextCapped } from '../lib/multipart.ts';
+import { subjectLogs } from '../jobs/logs.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
-/** Caps on deferred child proofs (interface 8 leaves them to us; README "Limits"). */
-export const MAX_CHILD_PROOFS = 16;
-export const MAX_CHILD_PROOF_BYTES = 16 * 1024 * 1024;
-/** Largest `input` JSON accepted, whether sent as the body or as a form field. */
-export const MAX_INPUT_BYTES = 32 * 1024 * 1024;
 
 async function findProof(db: Db, orgId: string, id: string) {
   const row = await db
@@ -143,14 +140,6 @@ async function readJsonInput(req: Request): Promise<{ input: string[] }> {
   return parseProofInput(parseJsonText(text));
 }
 
-/** Reads a small body whole, refusing (413) past `cap` even without a Content-Length. */
-export async function readTextCapped(req: Request, cap: number): Promise<string> {
-  if (!req.body) return '';
-  const sink = new MemorySink(cap, () => tooLarge(cap));
-  const reader = req.body.getReader();
-  for (let r = await reader.read(); !r.done; r = await reader.read()) sink.write(r.value);
-  return sink.text();
-}
 
 async function readMultipartSubmission(req: Request, boundary: string, maxBytes: number) {
   const got: { input?: MemorySink } = {};
@@ -260,15 +249,6 @@ proofsApi.openapi(
   },
 );
 
-/** Streams the logs of the job working for a subject (proof, execution...). */
-export async function subjectLogs(db: Db, bucket: R2Bucket, kind: 'proof' | 'execute', subjectId: string) {
-  const job = await db
-    .select({ id: jobs.id })
-    .from(jobs)
-    .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subjectId)))
-    .get();
-  return new Response(await jobLogStream(bucket, job?.id), { headers: { 'content-type': 'text/plain; charset=utf-8' } });
-}
 
 proofsApi.openapi(
   createRoute({

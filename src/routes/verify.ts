@@ -14,9 +14,8 @@ import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type 
 import { evmProofShapeError, starkProofShapeError } from '../lib/proof-format.ts';
 import { VerificationRecord, verificationRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdResponse, Uuid } from '../lib/schemas.ts';
-import { findConfig } from './configs.ts';
-import { findProgram } from './programs.ts';
-import { MAX_CHILD_PROOF_BYTES } from './proofs.ts';
+import { MAX_CHILD_PROOF_BYTES } from '../lib/limits.ts';
+import { findConfig, findProgram } from '../lib/lookups.ts';
 
 export const verifyApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -135,7 +134,7 @@ async function submitVerification(
     if (v.configId && v.configId !== config.id)
       throw new ValidationError([{ loc: ['query', 'config_id'], msg: `Value error, program ${program.id} uses config ${config.id}, not ${v.configId}`, type: 'value_error' }]);
   } else {
-    config = await findConfig(c, v.configId!);
+    config = await findConfig(db, v.configId!);
     if (!config) throw notFound('Config');
   }
   const cfg = config!;

@@ -1,0 +1,7 @@
+// Request caps shared by the route modules (README "Limits").
+
+/** Caps on deferred child proofs (interface 8 leaves them to us; README "Limits"). */
+export const MAX_CHILD_PROOFS = 16;
+export const MAX_CHILD_PROOF_BYTES = 16 * 1024 * 1024;
+/** Largest `input` JSON accepted, whether sent as the body or as a form field. */
+export const MAX_INPUT_BYTES = 32 * 1024 * 1024;
