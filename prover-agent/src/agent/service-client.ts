@@ -4,7 +4,20 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { ClaimedJob, ClaimRequest, ClaimResponse, CompleteRequest, FailRequest, HeartbeatRequest, HeartbeatResponse, LogChunk, ResultName } from '../protocol.ts';
+import type {
+  ClaimedJob,
+  ClaimRequest,
+  ClaimResponse,
+  CompleteRequest,
+  FailRequest,
+  FleetConfig,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  LogChunk,
+  PublishedKeyName,
+  PublishKeyResponse,
+  ResultName,
+} from '../protocol.ts';
 import { DEFAULT_RETRY, fetchWithRetry, type RetryPolicy } from './http.ts';
 
 export class ServiceClient {
@@ -30,6 +43,26 @@ export class ServiceClient {
 
   claim(req: ClaimRequest, policy?: Partial<RetryPolicy>): Promise<ClaimResponse> {
     return this.post('/internal/v1/jobs/claim', this.agentToken, req, 'claim', policy);
+  }
+
+  /** A config as the fleet prepares hosts for it (GET /internal/v1/configs/{id}). */
+  async fleetConfig(id: string, policy?: Partial<RetryPolicy>): Promise<FleetConfig> {
+    const res = await fetchWithRetry(
+      `${this.baseUrl}/internal/v1/configs/${encodeURIComponent(id)}`,
+      () => ({ headers: { authorization: `Bearer ${this.agentToken}` } }),
+      `config ${id}`,
+      { ...this.retry, ...policy },
+    );
+    return (await res.json()) as FleetConfig;
+  }
+
+  /** Streams a key file to PUT /internal/v1/configs/{id}/keys/{name}; keys run to gigabytes, so never whole in memory. */
+  async publishKey(id: string, name: PublishedKeyName, path: string, policy?: Partial<RetryPolicy>): Promise<PublishKeyResponse> {
+    const res = await putFile(`${this.baseUrl}/internal/v1/configs/${encodeURIComponent(id)}/keys/${name}`, this.agentToken, path, 'application/octet-stream', `publish ${name}`, {
+      ...this.retry,
+      ...policy,
+    });
+    return (await res.json()) as PublishKeyResponse;
   }
 
   /** One lease's callbacks. */
@@ -90,17 +123,23 @@ export class LeaseClient {
 
   /** Streams a result file to the service (with its length: it goes straight to storage). */
   async upload(name: ResultName, path: string): Promise<void> {
-    const { size } = await stat(path);
-    await fetchWithRetry(
-      this.base + `/results/${name}`,
-      () => ({
+    await putFile(this.base + `/results/${name}`, this.token, path, 'application/json', `upload ${name}`, this.retry);
+  }
+}
+
+/** PUTs a file as a stream, with its length (the service writes it straight to storage); a fresh stream per attempt. */
+async function putFile(url: string, token: string, path: string, contentType: string, what: string, retry: RetryPolicy): Promise<Response> {
+  const { size } = await stat(path);
+  return fetchWithRetry(
+    url,
+    () =>
+      ({
         method: 'PUT',
-        headers: this.headers({ 'content-type': 'application/json', 'content-length': String(size) }),
+        headers: { authorization: `Bearer ${token}`, 'content-type': contentType, 'content-length': String(size) },
         body: Readable.toWeb(createReadStream(path)) as ReadableStream,
         duplex: 'half',
       }) as RequestInit,
-      `upload ${name}`,
-      this.retry,
-    );
-  }
+    what,
+    retry,
+  );
 }

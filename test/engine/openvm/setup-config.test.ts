@@ -32,10 +32,18 @@ describe('setup-config', () => {
   it('--check lists what is missing and exits 1', async () => {
     const res = await setupConfig('--check', '--evm');
     expect(res.code).toBe(1);
-    for (const missing of ['openvm.toml', 'Cargo.toml', 'src/main.rs', 'openvm/app.pk', 'openvm/app.vk', 'openvm/agg.pk']) {
+    for (const missing of ['openvm.toml', 'Cargo.toml', 'src/main.rs', 'openvm/app.pk', 'openvm/app.vk', 'openvm/agg_prefix.pk']) {
       expect(res.stderr).toContain(`${host.configDir}/${missing}`);
     }
-    for (const missing of ['internal_recursive.pk', 'internal_recursive.vk', 'root.pk', 'params']) {
+    for (const missing of [
+      'internal_recursive.pk',
+      'internal_recursive.vk',
+      'root.pk',
+      'halo2.pk',
+      'params/kzg_bn254_10.srs',
+      'params/kzg_bn254_24.srs',
+      'halo2/src/v2.0-base/verifier.bytecode.json',
+    ]) {
       expect(res.stderr).toContain(`${host.home}/.openvm/${missing}`);
     }
   });
@@ -69,6 +77,28 @@ describe('setup-config', () => {
     });
     expect(res.code).toBe(1);
     expect(res.stderr).toContain('step failed (exit status 1)');
+  });
+
+  it('--evm without solc needs --download, as `cargo openvm setup --evm` does', async () => {
+    const res = await setupConfig('--openvm-toml', toml, '--evm', '--run');
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('solc is not installed, please install solc or rerun with --download');
+    const downloaded = await setupConfig('--openvm-toml', toml, '--evm', '--download', '--run');
+    expect(downloaded.stderr).toBe('');
+    expect(downloaded.code).toBe(0);
+    expect(downloaded.stdout).toContain(`config directory ${host.configDir} is complete (with EVM keys)`);
+    expect((await host.invocations()).at(-2)!.argv).toEqual(['openvm', 'setup', '--evm', '--download']);
+  });
+
+  it('refuses, before any tool step, a config the tool cannot key or a version it does not map', async () => {
+    await writeFile(toml, `${OPENVM_TOML}[app_vm_config.system.config]\nnum_public_values = 64\n`);
+    const wide = await setupConfig('--openvm-toml', toml, '--run');
+    expect(wide.code).toBe(2);
+    expect(wide.stderr).toMatch(/cannot key config .*\n {2}openvm\.toml sets num_public_values = 64: cargo openvm keygen only supports 32 \(v2\.0\.1:crates\/cli\/src\/commands\/keygen\.rs:130-147\)/);
+    const beta = await setupConfig('--openvm-version', '2.0.0-beta.2');
+    expect(beta.code).toBe(2);
+    expect(beta.stderr).toMatch(/openvm 2\.0\.0-beta\.2 is a pre-release/);
+    expect(await host.invocations()).toEqual([]);
   });
 
   it('needs an openvm.toml to run, one config id, and known flags', async () => {
