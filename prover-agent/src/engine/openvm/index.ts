@@ -23,6 +23,7 @@
 // through the CLI"); ctx.gpus names the one device it is pinned to.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ENGINE_GPU_LIMITS } from '../../protocol.ts';
 import type { EngineOptions } from '../index.ts';
 import {
   JobError,
@@ -47,8 +48,8 @@ import { runTool, ToolTimeoutError, type ToolExit } from './tool.ts';
 
 export { pickGpus } from './gpus.ts';
 
-/** GPUs one run of the tool uses, however many a job asks for (see the header). */
-export const OPENVM_GPUS_PER_JOB = 1;
+/** GPUs one run of the tool uses, however many it is given (see the header). */
+const GPUS_PER_RUN = ENGINE_GPU_LIMITS.openvm!;
 
 export interface OpenvmEngineOptions extends EngineOptions {
   /** Environment the tool starts from (default: the agent's). Its HOME locates ~/.openvm. */
@@ -154,7 +155,7 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
       [cfg.dir, '$CONFIG_DIR'],
       [agg.dir, '~/.openvm'],
     ]);
-    const env = toolEnv(ctx.gpus.slice(0, OPENVM_GPUS_PER_JOB));
+    const env = toolEnv(ctx.gpus.slice(0, GPUS_PER_RUN));
     const placement = ctx.gpus.length ? `  [CUDA_VISIBLE_DEVICES=${env.CUDA_VISIBLE_DEVICES}]` : '';
 
     const tool: Session['tool'] = async (label, args, onLine) => {
