@@ -1,7 +1,11 @@
 // `prover-agent setup-config`, run as the operator runs it, against the stand-in CLI.
+import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { FleetConfig } from '../../../prover-agent/src/protocol.ts';
 import { CONFIG_ID, FAKE_CARGO, makeHost, OPENVM_TOML, runCli, type Host } from './harness.ts';
 
 let host: Host;
@@ -106,5 +110,120 @@ describe('setup-config', () => {
     expect((await runCli(['setup-config'], host.env)).code).toBe(2);
     expect((await setupConfig('--bogus')).code).toBe(2);
     expect((await setupConfig('--openvm-version', 'v1.4.0')).stderr).toMatch(/no command-line mapping for openvm 1\.4\.0/);
+  });
+});
+
+/** A stand-in for the service's two config routes: the record, and key uploads (digested, not kept). */
+async function fakeService(record: FleetConfig) {
+  const uploads: { name: string; auth: string | undefined; length: string | undefined; size: number; sha256: string }[] = [];
+  const requests: string[] = [];
+  const server: Server = createServer(async (req: IncomingMessage, res) => {
+    requests.push(`${req.method} ${req.url} ${req.headers.authorization}`);
+    if (req.headers.authorization !== 'Bearer at_test') return void res.writeHead(401).end('{}');
+    if (req.method === 'GET' && req.url === `/internal/v1/configs/${record.id}`) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(record));
+    const key = new RegExp(`^/internal/v1/configs/${record.id}/keys/(\\w+)$`).exec(req.url ?? '');
+    if (req.method === 'PUT' && key) {
+      const hash = createHash('sha256');
+      let size = 0;
+      for await (const chunk of req) {
+        hash.update(chunk as Buffer);
+        size += (chunk as Buffer).length;
+      }
+      uploads.push({ name: key[1]!, auth: req.headers.authorization, length: req.headers['content-length'], size, sha256: hash.digest('hex') });
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ name: key[1], size }));
+    }
+    res.writeHead(404).end('{}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, uploads, requests, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+const fleetRecord = (over: Partial<FleetConfig> = {}): FleetConfig => ({
+  id: CONFIG_ID,
+  engine: 'openvm',
+  openvm_version: '2.0.1',
+  stark_backend_version: '2.0.1',
+  app_vm_commit: '',
+  deferral_enabled: false,
+  public_values_bytes: 32,
+  active: true,
+  openvm_toml: OPENVM_TOML,
+  ...over,
+});
+
+const sha256 = async (path: string) => createHash('sha256').update(await readFile(path)).digest('hex');
+
+describe('setup-config with the service', () => {
+  it('takes the config and its openvm.toml from the service, and --publish streams each key file to its name', async () => {
+    const service = await fakeService(fleetRecord());
+    try {
+      const env = { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test' };
+      const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--evm', '--download', '--run', '--publish'], env);
+      expect(res.stderr).toBe('');
+      expect(res.code).toBe(0);
+      expect(await readFile(join(host.configDir, 'openvm.toml'), 'utf8')).toBe(OPENVM_TOML);
+      expect(service.requests[0]).toBe(`GET /internal/v1/configs/${CONFIG_ID} Bearer at_test`);
+      const dot = join(host.home, '.openvm');
+      const files: Record<string, string> = {
+        app_pk: join(host.configDir, 'openvm', 'app.pk'),
+        app_vk: join(host.configDir, 'openvm', 'app.vk'),
+        agg_pk: join(dot, 'internal_recursive.pk'),
+        agg_vk: join(dot, 'internal_recursive.vk'),
+        halo2_pk: join(dot, 'halo2.pk'),
+        evm_verifier: join(dot, 'halo2', 'src', 'v2.0-base', 'verifier.bytecode.json'),
+      };
+      expect(service.uploads.map((u) => u.name)).toEqual(Object.keys(files));
+      for (const u of service.uploads) {
+        expect(u).toMatchObject({ auth: 'Bearer at_test', length: String(u.size), sha256: await sha256(files[u.name]!) });
+        expect(res.stdout).toContain(`published ${u.name} (${u.size} bytes) from ${files[u.name]}`);
+      }
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('publishes no EVM keys without --evm, and --openvm-toml overrides the service’s toml', async () => {
+    const service = await fakeService(fleetRecord({ openvm_toml: '[app_vm_config.rv32i]\n' }));
+    try {
+      const env = { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test' };
+      const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--openvm-toml', toml, '--run', '--publish'], env);
+      expect(res.code).toBe(0);
+      expect(await readFile(join(host.configDir, 'openvm.toml'), 'utf8')).toBe(OPENVM_TOML);
+      expect(service.uploads.map((u) => u.name)).toEqual(['app_pk', 'app_vk', 'agg_pk', 'agg_vk']);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('refuses a service config the tool cannot serve or key, before any step', async () => {
+    for (const [record, why] of [
+      [fleetRecord({ openvm_version: '2.0.0-rc.1' }), /openvm 2\.0\.0-rc\.1 is a pre-release/],
+      [fleetRecord({ public_values_bytes: 64 }), /public_values_bytes 64: cargo openvm keygen only supports the default num_public_values \(32\)/],
+      [fleetRecord({ engine: 'dev' }), /is for the dev engine, not openvm/],
+    ] as const) {
+      const service = await fakeService(record);
+      try {
+        const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--run'], { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test' });
+        expect(res.code).toBe(2);
+        expect(res.stderr).toMatch(why);
+      } finally {
+        await service.close();
+      }
+    }
+    expect(await host.invocations()).toEqual([]);
+  });
+
+  it('prints the service’s openvm.toml into the steps, and --publish needs the service', async () => {
+    const service = await fakeService(fleetRecord());
+    try {
+      const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO], { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test' });
+      expect(res.code).toBe(0);
+      expect(res.stdout).toContain(`cat > ${host.configDir}/openvm.toml <<'EOF'\n${OPENVM_TOML}EOF`);
+    } finally {
+      await service.close();
+    }
+    const offline = await setupConfig('--publish');
+    expect(offline.code).toBe(2);
+    expect(offline.stderr).toMatch(/--publish needs the service/);
   });
 });
