@@ -23,6 +23,18 @@ async function readyProgram(t: Tenant, cfgOverrides = {}) {
   return id;
 }
 
+
+/** A tenant's proof of a ready program on a fresh openvm config, queued and asking for `numGpus`. */
+async function queuedOpenvmProof(numGpus: number) {
+  const t = await seedTenant();
+  const openvmCfg = await seedConfig({ engine: 'openvm' });
+  const program = await registerProgram(t, openvmCfg);
+  await markReady(program);
+  await drainQueuedJobs();
+  const proofId = await submitProof(t, program, `&num_gpus=${numGpus}`);
+  return { t, openvmCfg, proofId };
+}
+
 describe('agent authentication', () => {
   it('refuses API keys, unknown and revoked agent tokens', async () => {
     const t = await seedTenant();
@@ -171,12 +183,7 @@ describe('dispatch', () => {
   });
 
   it('matches capabilities: engine, config, GPUs (GPU-less dev takes any num_gpus; openvm needs one)', async () => {
-    const t = await seedTenant();
-    const openvmCfg = await seedConfig({ engine: 'openvm' });
-    const program = await registerProgram(t, openvmCfg);
-    await markReady(program);
-    await drainQueuedJobs();
-    const proofId = await submitProof(t, program, '&num_gpus=8');
+    const { t, openvmCfg, proofId } = await queuedOpenvmProof(8);
     const devOnly = await seedAgent({ engines: ['dev'], gpus: 0 });
     const noGpu = await seedAgent({ engines: ['openvm'], gpus: 0 });
     const otherConfig = await seedAgent({ engines: ['openvm'], gpus: 8, configs: [await seedConfig({ engine: 'openvm' })] });
@@ -197,12 +204,7 @@ describe('dispatch', () => {
   });
 
   it('an openvm proof asking for 8 GPUs runs on the one the CLI uses: the proof says 1 and the lease holds and bills 1', async () => {
-    const t = await seedTenant();
-    const openvmCfg = await seedConfig({ engine: 'openvm' });
-    const program = await registerProgram(t, openvmCfg);
-    await markReady(program);
-    await drainQueuedJobs();
-    const proofId = await submitProof(t, program, '&num_gpus=8');
+    const { t, proofId } = await queuedOpenvmProof(8);
     expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).num_gpus).toBe(8); // as asked, until it runs
     const agent = await seedAgent({ engines: ['openvm'], gpus: 2 });
     const job = await claimJob(agent);

@@ -46,12 +46,8 @@ export async function readToolJson(dir: string, suffix: string): Promise<Record<
 
 const STARK_HEX_FIELDS = ['proof', 'user_pvs_proof', 'deferral_merkle_proofs'] as const;
 
-/**
- * A STARK proof in the form the tool reads (serde_with::hex: bare hex), or the
- * reason it is not one. Callers' files may carry `0x` prefixes or, from the
- * published client, none at all; both are accepted.
- */
-export async function canonicalStarkProof(path: string): Promise<{ proof: Record<string, unknown> } | { reason: string }> {
+/** A caller's proof file as a JSON object, or why it is not one. */
+async function readProofObject(path: string): Promise<{ doc: Record<string, unknown> } | { reason: string }> {
   let doc: unknown;
   try {
     doc = JSON.parse(await readFile(path, 'utf8'));
@@ -59,7 +55,18 @@ export async function canonicalStarkProof(path: string): Promise<{ proof: Record
     return { reason: `proof is not a JSON document: ${(err as Error).message}` };
   }
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return { reason: 'proof is not a JSON object' };
-  const proof = { ...(doc as Record<string, unknown>) };
+  return { doc: doc as Record<string, unknown> };
+}
+
+/**
+ * A STARK proof in the form the tool reads (serde_with::hex: bare hex), or the
+ * reason it is not one. Callers' files may carry `0x` prefixes or, from the
+ * published client, none at all; both are accepted.
+ */
+export async function canonicalStarkProof(path: string): Promise<{ proof: Record<string, unknown> } | { reason: string }> {
+  const read = await readProofObject(path);
+  if ('reason' in read) return read;
+  const proof = { ...read.doc };
   if (typeof proof.version !== 'string') return { reason: 'proof has no "version"' };
   for (const field of STARK_HEX_FIELDS) {
     const value = proof[field];
@@ -105,14 +112,9 @@ const bareHex = (v: unknown): string | null => (typeof v === 'string' && /^(0x)?
  * crates/continuations/src/commit_bytes.rs:141-150), or the reason it is not one.
  */
 export async function checkEvmProof(path: string): Promise<{ proof: { app_exe_commit: string; app_vm_commit: string } } | { reason: string }> {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(await readFile(path, 'utf8'));
-  } catch (err) {
-    return { reason: `proof is not a JSON document: ${(err as Error).message}` };
-  }
-  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return { reason: 'proof is not a JSON object' };
-  const p = doc as Record<string, unknown>;
+  const read = await readProofObject(path);
+  if ('reason' in read) return read;
+  const p = read.doc;
   if (typeof p.version !== 'string') return { reason: 'proof has no "version"' };
   const hex: Record<string, string> = {};
   for (const field of EVM_HEX_FIELDS) {
