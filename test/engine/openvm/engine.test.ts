@@ -117,6 +117,15 @@ describe('execute', () => {
     expect(res.num_instructions).toBeUndefined();
   });
 
+  it('keeps the tool’s log lines out of the guest’s output whatever RUST_LOG the host sets', async () => {
+    const job = await makeJob(host);
+    const res = await host.engine({ fakeEnv: { RUST_LOG: 'info', FAKE_OPENVM_SEGMENTS: '2' } }).execute(job.ctx, request(job, 'pure'));
+    expect(res.stdout).toBe('fake guest: read 2 input entries (8 bytes)\n');
+    const proving = await makeJob(host);
+    const proved = await host.engine({ fakeEnv: { RUST_LOG: 'warn', FAKE_OPENVM_SEGMENTS: '2' } }).prove(proving.ctx, proveRequest(proving, 'stark'));
+    expect(proved.num_segments).toBe(2); // --verbose, not the host's RUST_LOG, decides
+  });
+
   it('reads the instruction count and cost in meter mode, and segments in segment mode', async () => {
     const job = await makeJob(host);
     const meter = await host.engine().execute(job.ctx, request(job, 'meter'));

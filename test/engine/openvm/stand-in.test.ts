@@ -249,6 +249,9 @@ const CONTRACT: Contract[] = [
       expect(quiet.stdout).not.toMatch(/^INFO/m);
       const viaEnv = await fake(argv.filter((a) => a !== '--verbose'), { RUST_LOG: 'info' });
       expect(viaEnv.stdout).toMatch(/^INFO {5}app_prove/m);
+      // run's interpreter logs its instruction count at INFO too (crates/vm/src/arch/interpreter.rs:81,337).
+      const run = await fake(['openvm', '--verbose', ...v2.run(cfg(), { exe: s.exe, input: s.input, mode: 'pure' }).slice(1)]);
+      expect(run.stdout).toMatch(/^INFO {5}┕━ ｉ \[info\]: instructions_executed=\d+$/m);
     },
   },
   {

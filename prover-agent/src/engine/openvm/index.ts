@@ -88,7 +88,13 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
   const configsDir = options.configsDir ?? defaultConfigsDir(baseEnv);
   const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const timeoutMs = (op: Operation) => (options.timeouts?.[op] ?? DEFAULT_TIMEOUTS_S[op]) * 1000;
-  const toolEnv = (gpus: number[]): NodeJS.ProcessEnv => ({ ...baseEnv, NO_COLOR: '1', CARGO_TERM_COLOR: 'never', ...gpuEnv(gpus) });
+  // The tool's log level is the mapping's choice (--verbose where INFO is read), not the
+  // host's: RUST_LOG would override it (stark-backend v2.0.1:crates/stark-sdk/src/utils.rs:14)
+  // and put log lines among a guest's output.
+  const toolEnv = (gpus: number[]): NodeJS.ProcessEnv => {
+    const { RUST_LOG: _hostLogLevel, ...env } = baseEnv;
+    return { ...env, NO_COLOR: '1', CARGO_TERM_COLOR: 'never', ...gpuEnv(gpus) };
+  };
 
   let installedVersion: Promise<ParsedVersion | null> | null = null;
 
