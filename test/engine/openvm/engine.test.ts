@@ -310,6 +310,7 @@ describe('prove', () => {
     const res = await host.engine({ fakeEnv: { FAKE_OPENVM_METER_COST: String(100 * 15 * 2 ** 30 + 1) } }).prove(job.ctx, proveRequest(job, 'stark'));
     expect(res.cells_used).toBeUndefined();
     expect(res.num_instructions).toBeUndefined();
+    expect(job.metrics.some((m) => m.cells_used !== undefined || m.num_instructions !== undefined)).toBe(false);
     expect(job.logs.some((l) => l.startsWith("note: metering stopped past the tool's cost cap"))).toBe(true);
   });
 

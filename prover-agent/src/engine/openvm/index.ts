@@ -187,7 +187,8 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
     }
   }
 
-  function metricsCollector(ctx: EngineContext) {
+  /** Reads `run`'s metric lines; `live` reports each as it comes (else the caller reports them). */
+  function metricsCollector(ctx: EngineContext, o: { live: boolean }) {
     const metrics: EngineMetrics = {};
     let publicValues: string | null = null;
     return {
@@ -201,7 +202,7 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
         const found = parseMetrics(line);
         if (found) {
           Object.assign(metrics, found);
-          ctx.progress({ metrics: { ...metrics } });
+          if (o.live) ctx.progress({ metrics: { ...metrics } });
         }
         publicValues = parsePublicValues(line) ?? publicValues;
       },
@@ -240,7 +241,7 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
           throw new JobError(`unknown execution mode '${req.mode}' (openvm ${s.mapping.label} runs ${s.mapping.runModes.join(', ')})`);
         }
         await checkInputFile(req.inputPath);
-        const seen = metricsCollector(ctx);
+        const seen = metricsCollector(ctx, { live: true });
         const exit = await s.tool(`run --mode ${req.mode}`, s.mapping.run(s.cfg, { exe: req.vmexePath, input: req.inputPath, mode: req.mode }), (l) => seen.line(l));
         const result = { public_values: seen.publicValues ?? '0x', stdout: guestStdout(exit.stdout), ...seen.metrics };
         if (exit.code === 0 && req.mode === 'meter' && seen.pastCostCap(s.mapping)) {
@@ -260,7 +261,8 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
       }
       return session(ctx, 'prove', { evmProve: req.kind === 'evm', evmVerify: false }, async (s) => {
         await checkInputFile(req.inputPath);
-        const seen = metricsCollector(ctx);
+        // Reported once checked against the cost cap: progress reports cannot be taken back.
+        const seen = metricsCollector(ctx, { live: false });
 
         // A metered run first: it fails fast (and cheaply) on a guest that cannot
         // finish, and it is where the tool prints instruction and cell counts.
