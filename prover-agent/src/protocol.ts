@@ -93,6 +93,15 @@ export interface FailRequest {
 export type ResultName = 'baseline' | ProofKind;
 
 /**
+ * The most GPUs one job of an engine uses, whatever the job asked for. The
+ * Worker claims, records and bills a job on min(num_gpus, limit); the agent pins
+ * the job to that many devices. `cargo openvm` proves on one GPU (openvm v2.0.1
+ * docs install.mdx: "Currently only single GPU support is available through the
+ * CLI"). Engines not listed use what they are given.
+ */
+export const ENGINE_GPU_LIMITS: Readonly<Record<string, number>> = { openvm: 1 };
+
+/**
  * GET /internal/v1/configs/{id} (agent token): a config as the fleet needs it to
  * prepare a host (`prover-agent setup-config`). The service is the one source of
  * a config's openvm.toml; null when the config has none (dev engine configs).

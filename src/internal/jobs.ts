@@ -7,7 +7,7 @@ import { agents, configs, executions, jobs, programs, proofs, verifications } fr
 import type { Db } from '../db/client.ts';
 import { notifyJob } from '../jobs/dispatch.ts';
 import { fleetSettings } from '../jobs/settings.ts';
-import { claimJob, expireLeases, type AgentCapabilities, type JobRow } from '../jobs/state.ts';
+import { claimJob, expireLeases, gpusUsed, type AgentCapabilities, type JobRow } from '../jobs/state.ts';
 import { whyUnservable } from '../jobs/sweep.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { validationHook } from '../lib/errors.ts';
@@ -119,7 +119,7 @@ async function describeClaim(db: Db, env: Env, job: JobRow, token: string, lease
     job_token: token,
     lease_expires_at: job.lease_expires_at!,
     heartbeat_interval_ms: heartbeatInterval(leaseTtlMs),
-    num_gpus: job.num_gpus,
+    num_gpus: gpusUsed(job.engine, job.num_gpus),
     priority: job.priority,
     config: {
       id: config.id,

@@ -15,10 +15,11 @@
 // so concurrent agents, callers and the sweep can never apply a transition twice,
 // move a record backwards, or act on a superseded lease. Invariant: a subject is in
 // its `queued` state exactly while its job row is `queued`.
-import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNull, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../db/client.ts';
 import { executions, jobs, leases, programs, proofs, verifications, type JobKind, type ProofState } from '../db/schema.ts';
+import { ENGINE_GPU_LIMITS } from '../../prover-agent/src/protocol.ts';
 
 export const PROOF_RUNNING_STATES = ['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing'] as const satisfies ProofState[];
 export const PROOF_TERMINAL_STATES = ['Succeeded', 'Failed', 'Canceled'] as const satisfies ProofState[];
@@ -26,6 +27,22 @@ export type ProofPhase = (typeof PROOF_RUNNING_STATES)[number];
 
 /** Engines that need no GPU: their agents take jobs whatever `num_gpus` asks for. */
 export const GPU_LESS_ENGINES = ['dev'];
+
+/**
+ * GPUs a job of `engine` that asked for `requested` actually uses (protocol.ts
+ * ENGINE_GPU_LIMITS): an openvm job asking for 8, as clients do by default, is
+ * accepted, runs on one GPU, and holds and is billed for one.
+ */
+export function gpusUsed(engine: string, requested: number): number {
+  if (GPU_LESS_ENGINES.includes(engine)) return 0;
+  const limit = ENGINE_GPU_LIMITS[engine];
+  return limit === undefined ? requested : Math.min(requested, limit);
+}
+
+/** gpusUsed() of a jobs row, in SQL. */
+const gpusUsedSql = sql<number>`CASE WHEN ${inArray(jobs.engine, GPU_LESS_ENGINES)} THEN 0 ${sql.join(
+  Object.entries(ENGINE_GPU_LIMITS).map(([engine, limit]) => sql`WHEN ${jobs.engine} = ${engine} THEN min(${jobs.num_gpus}, ${limit}) `),
+)}ELSE ${jobs.num_gpus} END`;
 
 /** Fleet tunables, from the Worker's vars (README "Configuration"). */
 export interface FleetSettings {
@@ -118,7 +135,7 @@ export function servableBy(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'c
   return and(
     caps.engines.length ? inArray(jobs.engine, caps.engines) : sql`0`,
     caps.configs.length ? inArray(jobs.config_id, caps.configs) : undefined,
-    or(lte(jobs.num_gpus, caps.gpus), inArray(jobs.engine, GPU_LESS_ENGINES)),
+    lte(gpusUsedSql, caps.gpus),
   )!;
 }
 
@@ -157,8 +174,8 @@ export async function claimJob(db: Db, caps: AgentCapabilities, lease: { id: str
           attempt: jobs.attempt,
           agent_id: sql<string>`${caps.agentId}`.as('agent_id'),
           token_hash: sql<string>`${lease.tokenHash}`.as('token_hash'),
-          // GPU-less engines hold no GPU however many the job asked for.
-          gpus: sql<number>`CASE WHEN ${inArray(jobs.engine, GPU_LESS_ENGINES)} THEN 0 ELSE ${jobs.num_gpus} END`.as('gpus'),
+          // The GPUs the job uses, not those it asked for: what the lease holds and is billed on.
+          gpus: sql<number>`${gpusUsedSql}`.as('gpus'),
           machine_type: sql<string>`${caps.machineType}`.as('machine_type'),
           claimed_at: sql<number>`${now}`.as('claimed_at'),
           ended_at: sql<null>`NULL`.as('ended_at'),
@@ -171,6 +188,10 @@ export async function claimJob(db: Db, caps: AgentCapabilities, lease: { id: str
     ...(['commit', 'proof', 'verify', 'execute'] as const).map((kind) =>
       updateSubjects(db, kind, mine, SUBJECTS[kind].running(isoNow(now), caps.machineType)),
     ),
+    // Once it runs, a proof's num_gpus says the GPUs it uses (GPU-less engines keep what was asked).
+    updateSubjects(db, 'proof', and(mine, sql`NOT ${inArray(jobs.engine, GPU_LESS_ENGINES)}`), {
+      num_gpus: sql`(SELECT ${gpusUsedSql} FROM ${jobs} WHERE ${jobs.lease_id} = ${lease.id})`,
+    }),
   ]);
   return claimed[0] ?? null;
 }

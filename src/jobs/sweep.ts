@@ -12,7 +12,7 @@ import type { Env } from '../env.ts';
 import { notifyJob } from './dispatch.ts';
 import { appendServiceLog } from './logs.ts';
 import { fleetSettings } from './settings.ts';
-import { expireLeases, GPU_LESS_ENGINES, type JobRow } from './state.ts';
+import { expireLeases, gpusUsed, type JobRow } from './state.ts';
 
 interface LiveAgent {
   gpus: number;
@@ -30,9 +30,10 @@ export function whyUnservable(job: Pick<JobRow, 'engine' | 'config_id' | 'num_gp
   if (engine.length === 0) return `no online agent runs the '${job.engine}' engine`;
   const config = engine.filter((a) => a.configs.length === 0 || a.configs.includes(job.config_id));
   if (config.length === 0) return `no online agent serves config ${job.config_id}`;
-  if (GPU_LESS_ENGINES.includes(job.engine)) return null;
+  const needed = gpusUsed(job.engine, job.num_gpus);
+  if (needed === 0) return null;
   const most = Math.max(...config.map((a) => a.gpus));
-  if (most < job.num_gpus) return `the job asks for ${job.num_gpus} GPUs; the largest online agent for its config has ${most}`;
+  if (most < needed) return `the job needs ${needed} GPU${needed === 1 ? '' : 's'} (of the ${job.num_gpus} it asked for); the largest online agent for its config has ${most}`;
   return null;
 }
 

@@ -20,7 +20,7 @@ describe('prover-agent configuration', () => {
       gpus: [0, 1, 2, 3],
       engines: ['dev', 'openvm'],
       configs: [],
-      concurrency: 1,
+      concurrency: 4, // one job per GPU unless told otherwise
       queue: { baseUrl: 'https://api.cloudflare.com/client/v4', accountId: 'a', queueId: 'q', token: 't' },
       shutdownGraceMs: 300_000,
       heartbeatIntervalMs: null,
@@ -35,6 +35,12 @@ describe('prover-agent configuration', () => {
       configs: ['cfg_a', 'cfg_b'],
       engineOptions: { configsDir: '/srv/cfgs', cargoPath: '/opt/cargo', timeouts: { prove: 7200, commit: 600 } },
     });
+  });
+
+  it('runs one job per GPU by default, at least one, and --concurrency overrides it', () => {
+    expect(loadConfig([...required, '--gpus', '2,5'], {}).concurrency).toBe(2);
+    expect(loadConfig([...required, '--gpus', '0'], {}).concurrency).toBe(1);
+    expect(loadConfig([...required, '--gpus', '8', '--concurrency', '3'], {}).concurrency).toBe(3);
   });
 
   it('refuses missing credentials, unknown engines and bad numbers, naming the flag', () => {

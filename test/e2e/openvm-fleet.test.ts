@@ -1,6 +1,10 @@
 // The openvm engine on the fleet, against the stand-in for the zkVM's CLI
 // (test/engine/openvm/fake-cargo): real STARK proofs in the tool's format come out,
-// and a cancel while proving kills the tool's whole process group.
+// each job runs on one GPU (the CLI's only mode) and is recorded and billed so, a
+// 2-GPU agent runs two at once, and a cancel while proving kills the tool's whole
+// process group.
+import { readFileSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConfig } from '../../src/admin/statements.ts';
 import { alive, config, FAKE_CARGO, makeHost, makeJob, type Host } from '../engine/openvm/harness.ts';
@@ -38,21 +42,46 @@ const openvmAgent = (env: Record<string, string> = {}) =>
   });
 
 describe('openvm engine on the fleet (stand-in tool)', () => {
-  it('commits, proves a STARK proof on 2 GPUs, and verifies it', async () => {
+  it('commits, proves a STARK proof on one GPU whatever the job asks for, and verifies it', async () => {
     const agent = await openvmAgent();
     const program = await registerGuest(api, configId, 'hello.elf');
     expect((await api.json('GET', `/v1/programs/${program}`)).status).toBe('ready');
-    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&num_gpus=2`, { input: ['0x0161'] });
+    // No num_gpus: the program's default, 8 (the reference default clients send).
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0161'] });
     const proof = await api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state));
-    expect(proof).toMatchObject({ state: 'Succeeded', machine_type: 'fake-gpu', num_gpus: 2 });
+    expect(proof).toMatchObject({ state: 'Succeeded', machine_type: 'fake-gpu', num_gpus: 1 });
     const stark = await api.json('GET', `/v1/proofs/${id}/proof/stark`);
     expect(stark.version).toBe('v2.0');
     const calls = await host.invocations();
-    expect(calls.find((c) => c.argv.includes('prove'))?.cuda_visible_devices).toBe('0,1');
+    expect(calls.find((c) => c.argv.includes('prove'))?.cuda_visible_devices).toBe('0');
     const form = new FormData();
     form.append('proof', new Blob([JSON.stringify(stark)]), 'proof.json');
     const { id: v } = await api.json('POST', `/v1/verify/stark?program_id=${program}`, form);
     expect((await api.waitFor(`/v1/verify/${v}`, (r: any) => r.result !== 'processing')).result).toBe('verified');
+    agent.signal('SIGTERM');
+    await agent.exited;
+  });
+
+  it('a 2-GPU agent runs two 8-GPU proofs at once, one per GPU, each recorded and billed as 1 GPU', async () => {
+    // Each prover waits at a barrier until the other has started: they only both finish if they ran together.
+    const barrier = `${host.root}/barrier-${Date.now()}`;
+    const agent = await openvmAgent({ FAKE_OPENVM_BARRIER: `${barrier}:2` });
+    const program = await registerGuest(api, configId, 'hello.elf');
+    const ids: string[] = [];
+    for (const input of ['0x0161', '0x0162']) ids.push((await api.json('POST', `/v1/proofs?program_id=${program}&num_gpus=8`, { input: [input] })).id);
+    const proofs = await Promise.all(ids.map((id) => api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state), 60_000)));
+    for (const p of proofs) expect(p).toMatchObject({ state: 'Succeeded', num_gpus: 1 });
+    const devices = (await readdir(barrier)).map((pid) => readFileSync(`${barrier}/${pid}`, 'utf8')).sort();
+    expect(devices).toEqual(['0', '1']);
+    for (const [i, p] of proofs.entries()) {
+      const [lease] = await stack.sql(
+        `SELECT gpus, claimed_at, ended_at FROM leases WHERE job_id = (SELECT id FROM jobs WHERE subject_id = '${ids[i]}') AND outcome = 'completed'`,
+      );
+      expect(lease!.gpus).toBe(1);
+      // README "Cost": hours × GPUs × the machine's rate (1.0 here) in micro-USD, on the one GPU used.
+      const hours = (Number(lease!.ended_at) - Number(lease!.claimed_at)) / 3_600_000;
+      expect(p.cost).toBe(Math.round(hours * 1 * 1.0 * 1_000_000));
+    }
     agent.signal('SIGTERM');
     await agent.exited;
   });

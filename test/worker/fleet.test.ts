@@ -4,6 +4,7 @@ import { api, guest, json, markReady, registerProgram, seedConfig, seedTenant, t
 import { claim, claimJob, drainQueuedJobs, expireLease, jobRow, lease, seedAgent, upload } from './fleet-helpers.ts';
 import { revokeAgentToken } from '../../src/admin/statements.ts';
 import { runAdmin } from './helpers.ts';
+import { gpusUsed, leaseCost, type LeaseRow } from '../../src/jobs/state.ts';
 
 beforeEach(drainQueuedJobs);
 
@@ -20,6 +21,18 @@ async function readyProgram(t: Tenant, cfgOverrides = {}) {
   await markReady(id);
   await drainQueuedJobs(); // its commit job is not under test here
   return id;
+}
+
+
+/** A tenant's proof of a ready program on a fresh openvm config, queued and asking for `numGpus`. */
+async function queuedOpenvmProof(numGpus: number) {
+  const t = await seedTenant();
+  const openvmCfg = await seedConfig({ engine: 'openvm' });
+  const program = await registerProgram(t, openvmCfg);
+  await markReady(program);
+  await drainQueuedJobs();
+  const proofId = await submitProof(t, program, `&num_gpus=${numGpus}`);
+  return { t, openvmCfg, proofId };
 }
 
 describe('agent authentication', () => {
@@ -169,30 +182,41 @@ describe('dispatch', () => {
     expect(await claim(agent)).toEqual({ job: null, hint: 'none' });
   });
 
-  it('matches capabilities: engine, config, GPUs (GPU-less dev takes any num_gpus)', async () => {
-    const t = await seedTenant();
-    const openvmCfg = await seedConfig({ engine: 'openvm' });
-    const program = await registerProgram(t, openvmCfg);
-    await markReady(program);
-    await drainQueuedJobs();
-    const proofId = await submitProof(t, program, '&num_gpus=8');
+  it('matches capabilities: engine, config, GPUs (GPU-less dev takes any num_gpus; openvm needs one)', async () => {
+    const { t, openvmCfg, proofId } = await queuedOpenvmProof(8);
     const devOnly = await seedAgent({ engines: ['dev'], gpus: 0 });
-    const small = await seedAgent({ engines: ['openvm'], gpus: 4 });
+    const noGpu = await seedAgent({ engines: ['openvm'], gpus: 0 });
     const otherConfig = await seedAgent({ engines: ['openvm'], gpus: 8, configs: [await seedConfig({ engine: 'openvm' })] });
-    const big = await seedAgent({ engines: ['openvm'], gpus: 8, configs: [openvmCfg] });
+    const oneGpu = await seedAgent({ engines: ['openvm'], gpus: 1, configs: [openvmCfg] });
     const jobId = (await env.DB.prepare('SELECT id FROM jobs WHERE subject_id = ?').bind(proofId).first<{ id: string }>())!.id;
     expect(await claim(devOnly, { hint_job_id: jobId })).toEqual({ job: null, hint: 'not-servable' });
-    expect((await claim(small)).job).toBeNull();
+    expect((await claim(noGpu)).job).toBeNull();
     expect((await claim(otherConfig)).job).toBeNull();
-    const got = await claim(big, { hint_job_id: jobId });
+    const got = await claim(oneGpu, { hint_job_id: jobId });
     expect(got.hint).toBe('claimed');
-    expect(got.job).toMatchObject({ subject_id: proofId, num_gpus: 8 });
-    expect(await claim(big, { hint_job_id: jobId })).toEqual({ job: null, hint: 'not-queued' });
+    expect(got.job).toMatchObject({ subject_id: proofId, num_gpus: 1 });
+    expect(await claim(oneGpu, { hint_job_id: jobId })).toEqual({ job: null, hint: 'not-queued' });
 
     const devProgram = await readyProgram(t);
     const devProof = await submitProof(t, devProgram, '&num_gpus=64');
     expect((await claimJob(devOnly)).subject_id).toBe(devProof);
     expect((await json(await api(t, `/v1/proofs/${devProof}`), 200)).num_gpus).toBe(64);
+  });
+
+  it('an openvm proof asking for 8 GPUs runs on the one the CLI uses: the proof says 1 and the lease holds and bills 1', async () => {
+    const { t, proofId } = await queuedOpenvmProof(8);
+    expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).num_gpus).toBe(8); // as asked, until it runs
+    const agent = await seedAgent({ engines: ['openvm'], gpus: 2 });
+    const job = await claimJob(agent);
+    expect(job).toMatchObject({ subject_id: proofId, num_gpus: 1 });
+    expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).num_gpus).toBe(1);
+    const held = await env.DB.prepare('SELECT * FROM leases WHERE id = ?').bind(job.lease_id).first<LeaseRow>();
+    expect(held!.gpus).toBe(1);
+    // One GPU-hour at the machine's rate, not eight.
+    const settings = { leaseTtlMs: 60_000, maxAttempts: 3, maxRetries: 2, machineRates: { '*': 2 } };
+    expect(leaseCost(held!, settings, held!.claimed_at + 3_600_000)).toBe(2_000_000);
+    expect(gpusUsed('openvm', 8)).toBe(1);
+    expect(gpusUsed('dev', 8)).toBe(0);
   });
 });
 

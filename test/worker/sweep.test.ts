@@ -37,7 +37,8 @@ describe('scheduled sweep', () => {
 
   it('leaves a job nobody can serve queued and says why in its logs, once', async () => {
     const { t, proofId, jobId } = await queuedProof({ engine: 'openvm' }, '&num_gpus=16');
-    await claim(await seedAgent({ engines: ['openvm'], gpus: 4 }));
+    // An openvm job uses one GPU whatever it asks for: only a GPU-less agent cannot serve it.
+    await claim(await seedAgent({ engines: ['openvm'], gpus: 0 }));
     await env.DB.prepare('UPDATE jobs SET notified_at = 0 WHERE id = ?').bind(jobId).run();
     const send = watchQueue();
     expect(await sweep(openDb(env.DB), env)).toMatchObject({ renotified: 0, waiting: 1 });
@@ -45,7 +46,7 @@ describe('scheduled sweep', () => {
     expect(send).not.toHaveBeenCalled();
     const logs = await (await api(t, `/v1/proofs/${proofId}/logs`)).text();
     expect(logs.match(/Waiting:/g)).toHaveLength(1);
-    expect(logs).toMatch(/asks for 16 GPUs; the largest online agent for its config has 4/);
+    expect(logs).toMatch(/needs 1 GPU \(of the 16 it asked for\); the largest online agent for its config has 0/);
     expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Queued');
   });
 

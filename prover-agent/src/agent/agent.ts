@@ -11,7 +11,7 @@ import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ENGINE_USES_GPU, type EngineName } from '../engine/index.ts';
 import { pickGpus } from '../engine/openvm/gpus.ts';
-import type { ClaimResponse } from '../protocol.ts';
+import { ENGINE_GPU_LIMITS, type ClaimResponse } from '../protocol.ts';
 import type { AgentConfig } from './config.ts';
 import { errorText, type Logger } from './log.ts';
 import { JobRunner } from './job-runner.ts';
@@ -125,8 +125,11 @@ export class Agent {
     this.metrics.claimed(!!res.job, (performance.now() - started) / 1000);
     const job = res.job;
     if (!job) return res.hint;
-    // The service only hands out jobs that fit the free GPUs we declared.
-    const gpus = ENGINE_USES_GPU[job.config.engine as EngineName] ? (pickGpus(this.freeGpus, job.num_gpus) ?? []) : [];
+    // The service only hands out jobs that fit the free GPUs we declared, and asks for
+    // no more than the engine uses; the limit is applied here too (an older service may not).
+    const engine = job.config.engine;
+    const wanted = Math.min(job.num_gpus, ENGINE_GPU_LIMITS[engine] ?? job.num_gpus);
+    const gpus = ENGINE_USES_GPU[engine as EngineName] ? (pickGpus(this.freeGpus, wanted) ?? []) : [];
     this.freeGpus = this.freeGpus.filter((g) => !gpus.includes(g));
     if (this.cfg.heartbeatIntervalMs) job.heartbeat_interval_ms = this.cfg.heartbeatIntervalMs;
     const runner = new JobRunner(this.service, job, gpus, { workRoot: this.cfg.workDir, engineOptions: this.cfg.engineOptions, killGraceMs: this.cfg.killGraceMs, agentName: this.cfg.name, machineType: this.cfg.machineType }, this.log, this.metrics);

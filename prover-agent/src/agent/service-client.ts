@@ -4,7 +4,23 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { ClaimedJob, ClaimRequest, ClaimResponse, CompleteRequest, FailRequest, HeartbeatRequest, HeartbeatResponse, LogChunk, ResultName } from '../protocol.ts';
+import type {
+  ClaimedJob,
+  ClaimRequest,
+  ClaimResponse,
+  CompleteRequest,
+  FailRequest,
+  FleetConfig,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  KeyUploadComplete,
+  KeyUploadPart,
+  KeyUploadStarted,
+  LogChunk,
+  PublishedKeyName,
+  PublishKeyResponse,
+  ResultName,
+} from '../protocol.ts';
 import { DEFAULT_RETRY, fetchWithRetry, type RetryPolicy } from './http.ts';
 
 export class ServiceClient {
@@ -30,6 +46,62 @@ export class ServiceClient {
 
   claim(req: ClaimRequest, policy?: Partial<RetryPolicy>): Promise<ClaimResponse> {
     return this.post('/internal/v1/jobs/claim', this.agentToken, req, 'claim', policy);
+  }
+
+  /** A config as the fleet prepares hosts for it (GET /internal/v1/configs/{id}). */
+  async fleetConfig(id: string, policy?: Partial<RetryPolicy>): Promise<FleetConfig> {
+    const res = await fetchWithRetry(
+      `${this.baseUrl}/internal/v1/configs/${encodeURIComponent(id)}`,
+      () => ({ headers: { authorization: `Bearer ${this.agentToken}` } }),
+      `config ${id}`,
+      { ...this.retry, ...policy },
+    );
+    return (await res.json()) as FleetConfig;
+  }
+
+  /**
+   * Publishes a key file of a config: an upload in parts (protocol.ts), each part
+   * streamed from its byte range of the file and retried on its own, so a
+   * gigabyte key is never whole in memory and a dropped connection costs one part.
+   * A failed publish aborts the upload; the previously published key stays.
+   */
+  async publishKey(id: string, name: PublishedKeyName, path: string, policy?: Partial<RetryPolicy>): Promise<PublishKeyResponse> {
+    const retry = { ...this.retry, ...policy };
+    const base = `${this.baseUrl}/internal/v1/configs/${encodeURIComponent(id)}/keys/${name}/uploads`;
+    const auth = { authorization: `Bearer ${this.agentToken}` };
+    const { size } = await stat(path);
+    if (size === 0) throw new Error(`${path} is empty: nothing to publish as ${name}`);
+    const started = (await (await fetchWithRetry(base, () => ({ method: 'POST', headers: auth }), `publish ${name}: start`, retry)).json()) as KeyUploadStarted;
+    const uploadUrl = `${base}/${encodeURIComponent(started.upload_id)}`;
+    try {
+      const parts: KeyUploadPart[] = [];
+      for (let n = 1, start = 0; start < size; n++, start += started.part_size) {
+        const end = Math.min(size, start + started.part_size); // exclusive
+        const res = await fetchWithRetry(
+          `${uploadUrl}/${n}`,
+          () =>
+            ({
+              method: 'PUT',
+              headers: { ...auth, 'content-type': 'application/octet-stream', 'content-length': String(end - start) },
+              body: Readable.toWeb(createReadStream(path, { start, end: end - 1 })) as ReadableStream,
+              duplex: 'half',
+            }) as RequestInit,
+          `publish ${name}: part ${n}`,
+          retry,
+        );
+        parts.push((await res.json()) as KeyUploadPart);
+      }
+      const done = await fetchWithRetry(
+        `${uploadUrl}/complete`,
+        () => ({ method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ parts } satisfies KeyUploadComplete) }),
+        `publish ${name}: complete`,
+        retry,
+      );
+      return (await done.json()) as PublishKeyResponse;
+    } catch (err) {
+      await fetch(uploadUrl, { method: 'DELETE', headers: auth }).catch(() => undefined);
+      throw err;
+    }
   }
 
   /** One lease's callbacks. */
@@ -90,17 +162,23 @@ export class LeaseClient {
 
   /** Streams a result file to the service (with its length: it goes straight to storage). */
   async upload(name: ResultName, path: string): Promise<void> {
-    const { size } = await stat(path);
-    await fetchWithRetry(
-      this.base + `/results/${name}`,
-      () => ({
+    await putFile(this.base + `/results/${name}`, this.token, path, 'application/json', `upload ${name}`, this.retry);
+  }
+}
+
+/** PUTs a file as a stream, with its length (the service writes it straight to storage); a fresh stream per attempt. */
+async function putFile(url: string, token: string, path: string, contentType: string, what: string, retry: RetryPolicy): Promise<Response> {
+  const { size } = await stat(path);
+  return fetchWithRetry(
+    url,
+    () =>
+      ({
         method: 'PUT',
-        headers: this.headers({ 'content-type': 'application/json', 'content-length': String(size) }),
+        headers: { authorization: `Bearer ${token}`, 'content-type': contentType, 'content-length': String(size) },
         body: Readable.toWeb(createReadStream(path)) as ReadableStream,
         duplex: 'half',
       }) as RequestInit,
-      `upload ${name}`,
-      this.retry,
-    );
-  }
+    what,
+    retry,
+  );
 }

@@ -72,10 +72,12 @@ describe('commit', () => {
     ]);
     const argv = calls[1].argv;
     const flag = (name: string) => argv[argv.indexOf(name) + 1];
-    expect(argv.filter((a) => a.startsWith('--'))).toEqual(['--exe', '--app-pk', '--agg-pk', '--output-dir', '--manifest-path', '--target-dir']);
+    expect(argv.filter((a) => a.startsWith('--'))).toEqual(['--exe', '--app-pk', '--agg-prefix-pk', '--agg-pk', '--output-dir', '--manifest-path', '--target-dir']);
     expect(flag('--exe')).toBe(job.files.vmexe);
     expect(flag('--app-pk')).toBe(join(host.configDir, 'openvm', 'app.pk'));
-    expect(flag('--agg-pk')).toBe(join(host.configDir, 'openvm', 'agg.pk'));
+    // --agg-prefix-pk is keygen's agg_prefix.pk; --agg-pk is setup's internal-recursive key.
+    expect(flag('--agg-prefix-pk')).toBe(join(host.configDir, 'openvm', 'agg_prefix.pk'));
+    expect(flag('--agg-pk')).toBe(join(host.home, '.openvm', 'internal_recursive.pk'));
     expect(flag('--manifest-path')).toBe(join(host.configDir, 'Cargo.toml'));
     expect(flag('--target-dir').startsWith(job.workDir)).toBe(true);
   });
@@ -99,7 +101,7 @@ describe('commit', () => {
     await writeFile(job.files.vmexe, '');
     const err = await host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JobError);
-    expect((err as Error).message).toMatch(/^Error: failed to deserialize VmExe/m);
+    expect((err as Error).message).toMatch(/^Error: reading from .*program\.vmexe failed/m);
   });
 });
 
@@ -113,6 +115,15 @@ describe('execute', () => {
     expect(res.public_values).toMatch(/^0x[0-9a-f]{64}$/);
     expect(res.stdout).toBe('fake guest: read 2 input entries (8 bytes)\n');
     expect(res.num_instructions).toBeUndefined();
+  });
+
+  it('keeps the tool’s log lines out of the guest’s output whatever RUST_LOG the host sets', async () => {
+    const job = await makeJob(host);
+    const res = await host.engine({ fakeEnv: { RUST_LOG: 'info', FAKE_OPENVM_SEGMENTS: '2' } }).execute(job.ctx, request(job, 'pure'));
+    expect(res.stdout).toBe('fake guest: read 2 input entries (8 bytes)\n');
+    const proving = await makeJob(host);
+    const proved = await host.engine({ fakeEnv: { RUST_LOG: 'warn', FAKE_OPENVM_SEGMENTS: '2' } }).prove(proving.ctx, proveRequest(proving, 'stark'));
+    expect(proved.num_segments).toBe(2); // --verbose, not the host's RUST_LOG, decides
   });
 
   it('reads the instruction count and cost in meter mode, and segments in segment mode', async () => {
@@ -148,17 +159,20 @@ describe('prove', () => {
   it('writes a STARK proof in the tool’s JSON format, with phases, metrics and logs', async () => {
     const job = await makeJob(host);
     const req = proveRequest(job, 'stark');
-    const res = await host.engine({ fakeEnv: { FAKE_OPENVM_METRICS: '1' } }).prove(job.ctx, req);
+    const res = await host.engine({ fakeEnv: { FAKE_OPENVM_SEGMENTS: '3' } }).prove(job.ctx, req);
 
     const proof = JSON.parse(await readFile(req.outputPath, 'utf8'));
     expect(proof).toEqual({ version: 'v2.0', proof: expect.stringMatching(/^[0-9a-f]+$/), user_pvs_proof: expect.stringMatching(/^[0-9a-f]+$/), deferral_merkle_proofs: null });
     expect(res.public_values).toBe('0x' + proof.user_pvs_proof);
     expect(res.num_instructions).toBeGreaterThan(0);
     expect(res.cells_used).toBe(res.num_instructions! * 41);
-    expect(res.total_cycle).toBe(res.num_instructions);
+    expect(res.num_segments).toBe(3); // one prove_segment span each in the INFO output
+    expect(res.total_cycle).toBeUndefined(); // the tool prints no cycle count
     expect(job.phases).toEqual(['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing']);
+    // AppProvingDone comes from the app_prove span tree, printed before aggregation ends.
+    expect(job.logs.findIndex((l) => /^INFO {5}app_prove /.test(l))).toBeLessThan(job.logs.findIndex((l) => l.startsWith('STARK proof completed!')));
     expect(job.logs).toContain('STARK proof completed! Writing STARK proof to $WORK_DIR/stark-proof.json');
-    expect(job.logs.some((l) => l.startsWith('$ ') && l.includes('openvm prove stark'))).toBe(true);
+    expect(job.logs.some((l) => l.startsWith('$ ') && l.includes('openvm --verbose prove stark'))).toBe(true);
   });
 
   it('hides host paths from the job’s logs', async () => {
@@ -181,11 +195,12 @@ describe('prove', () => {
     expect(calls.map((a) => a.slice(0, 3))).toEqual([
       ['openvm', '--version'],
       ['openvm', 'run', '--exe'],
-      ['openvm', 'prove', 'stark'],
+      ['openvm', '--verbose', 'prove'],
     ]);
     expect(calls[1]).toEqual(['openvm', 'run', '--exe', req.vmexePath, '--config', join(host.configDir, 'openvm.toml'), '--input', req.inputPath, '--mode', 'meter', '--manifest-path', join(host.configDir, 'Cargo.toml'), '--target-dir', join(host.configDir, 'target')]);
     const prove = calls[2];
-    expect(prove.filter((a) => a.startsWith('--'))).toEqual(['--exe', '--config', '--input', '--proof', '--app-pk', '--agg-pk', '--manifest-path', '--target-dir']);
+    expect(prove.slice(0, 4)).toEqual(['openvm', '--verbose', 'prove', 'stark']);
+    expect(prove.filter((a) => a.startsWith('--'))).toEqual(['--verbose', '--exe', '--config', '--input', '--proof', '--app-pk', '--agg-prefix-pk', '--agg-pk', '--manifest-path', '--target-dir']);
     expect(prove[prove.indexOf('--proof') + 1]).toBe(req.outputPath);
   });
 
@@ -197,6 +212,26 @@ describe('prove', () => {
     expect(Object.keys(proof).sort()).toEqual(['app_exe_commit', 'app_vm_commit', 'proof_data', 'user_public_values', 'version']);
     expect(Object.keys(proof.proof_data).sort()).toEqual(['accumulator', 'proof']);
     expect(res.public_values).toBe(proof.user_public_values);
+    const argv = (await toolCalls(job)).at(-1)!.argv;
+    expect(argv[argv.indexOf('--root-pk') + 1]).toBe(join(host.home, '.openvm', 'root.pk'));
+    expect(argv[argv.indexOf('--halo2-pk') + 1]).toBe(join(host.home, '.openvm', 'halo2.pk'));
+  });
+
+  it('refuses an EVM proof on a host without halo2.pk or a KZG parameter file, naming setup-config', async () => {
+    for (const missing of [join(host.home, '.openvm', 'halo2.pk'), join(host.home, '.openvm', 'params', 'kzg_bn254_24.srs')]) {
+      const job = await makeJob(host);
+      const saved = await readFile(missing);
+      await rm(missing);
+      try {
+        const err = await host.engine().prove(job.ctx, proveRequest(job, 'evm')).catch((e: unknown) => e);
+        expect(err).not.toBeInstanceOf(JobError);
+        expect((err as Error).message).toContain(missing);
+        expect((err as Error).message).toMatch(/setup-config .* --evm --run/);
+        expect((await toolCalls(job)).map((c) => c.argv[1])).toEqual([]);
+      } finally {
+        await writeFile(missing, saved);
+      }
+    }
   });
 
   it('writes an app proof and announces the end of app proving', async () => {
@@ -206,19 +241,19 @@ describe('prove', () => {
     expect((await readFile(req.outputPath)).subarray(0, 6).toString()).toBe('OVMAPP');
     expect(job.phases).toEqual(['Executing', 'Executed', 'AppProving', 'AppProvingDone']);
     const last = (await host.invocations()).at(-1)!.argv;
-    expect(last.slice(0, 3)).toEqual(['openvm', 'prove', 'app']);
+    expect(last.slice(0, 4)).toEqual(['openvm', '--verbose', 'prove', 'app']);
     expect(last).not.toContain('--agg-pk');
   });
 
-  it('confines the tool to the job’s GPUs', async () => {
+  it('pins the tool to one GPU: the CLI proves on the current CUDA device only', async () => {
     const job = await makeJob(host, { gpus: [2, 3] });
     await host.engine().prove(job.ctx, proveRequest(job, 'stark'));
     const calls = (await toolCalls(job)).filter((c) => c.argv[1] !== '--version');
-    expect(calls.map((c) => [c.argv[1], c.cuda_visible_devices])).toEqual([
-      ['run', '2,3'],
-      ['prove', '2,3'],
+    expect(calls.map((c) => [c.argv.find((a) => a === 'run' || a === 'prove'), c.cuda_visible_devices])).toEqual([
+      ['run', '2'],
+      ['prove', '2'],
     ]);
-    expect(job.logs.some((l) => l.endsWith('[CUDA_VISIBLE_DEVICES=2,3]'))).toBe(true);
+    expect(job.logs.some((l) => l.endsWith('[CUDA_VISIBLE_DEVICES=2]'))).toBe(true);
   });
 
   it('leaves only the proof in the work directory and never copies keys', async () => {
@@ -255,7 +290,28 @@ describe('prove', () => {
     const err = await engine.prove(job.ctx, proveRequest(job, 'stark')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
     expect(err).not.toBeInstanceOf(JobError);
-    expect((err as Error).message).toMatch(/failed on this host .*\n[\s\S]*CUDA error: out of memory/);
+    expect((err as Error).message).toMatch(/^host problem \(not the caller's; the job may run again elsewhere\)/);
+    expect((err as Error).message).toContain('CUDA error: out of memory');
+  });
+
+  it('treats a panic (exit 101) as the host’s problem, unless it is the guest’s cost overrun', async () => {
+    const job = await makeJob(host);
+    const panicking = host.engine({ fakeEnv: { FAKE_OPENVM_PANIC: 'prove', FAKE_OPENVM_FAIL_MESSAGE: 'cargo metadata command failed for manifest path: /x/Cargo.toml' } });
+    const err = await panicking.prove(job.ctx, proveRequest(job, 'stark')).catch((e: unknown) => e);
+    expect(err).not.toBeInstanceOf(JobError);
+    expect((err as Error).message).toMatch(/^host problem .*\(exit status 101\)/);
+
+    const costly = host.engine({ fakeEnv: { FAKE_OPENVM_PANIC: 'prove', FAKE_OPENVM_FAIL_MESSAGE: 'Execution cost 3300000000000 exceeded maximum allowed cost of 3221225472000' } });
+    await expect(costly.prove(job.ctx, proveRequest(job, 'stark'))).rejects.toThrow(JobError);
+  });
+
+  it('does not report metering counts that stopped at the tool’s cost cap', async () => {
+    const job = await makeJob(host);
+    const res = await host.engine({ fakeEnv: { FAKE_OPENVM_METER_COST: String(100 * 15 * 2 ** 30 + 1) } }).prove(job.ctx, proveRequest(job, 'stark'));
+    expect(res.cells_used).toBeUndefined();
+    expect(res.num_instructions).toBeUndefined();
+    expect(job.metrics.some((m) => m.cells_used !== undefined || m.num_instructions !== undefined)).toBe(false);
+    expect(job.logs.some((l) => l.startsWith("note: metering stopped past the tool's cost cap"))).toBe(true);
   });
 
   it('treats a command line the tool rejects (exit 2) as an infrastructure error naming the flag table', async () => {
@@ -263,7 +319,7 @@ describe('prove', () => {
     const engine = host.engine({ fakeEnv: { FAKE_OPENVM_UNKNOWN_FLAGS: '--agg-pk' } });
     const err = await engine.prove(job.ctx, proveRequest(job, 'stark')).catch((e: unknown) => e);
     expect(err).not.toBeInstanceOf(JobError);
-    expect((err as Error).message).toMatch(/rejected the 'prove stark' command line \(exit status 2\); the flag mapping in .*commands\.ts/);
+    expect((err as Error).message).toMatch(/^host problem: the zkVM tool rejected the 'prove stark' command line \(exit status 2\); the flag mapping in .*commands\.ts/);
     expect((err as Error).message).toContain("error: unexpected argument '--agg-pk' found");
   });
 
@@ -347,6 +403,73 @@ describe('verify', () => {
   });
 });
 
+describe('verify evm', () => {
+  async function evmProof() {
+    const first = await makeJob(host);
+    const commit = await registered(first);
+    // The service's config records the VM commit setup-config reported.
+    const job = await makeJob(host, { config: { app_vm_commit: commit.app_vm_commit } });
+    await writeFile(join(job.workDir, 'baseline.json'), JSON.stringify(commit.baseline));
+    const req = proveRequest(job, 'evm');
+    await host.engine().prove(job.ctx, req);
+    return { job, commit, proofPath: req.outputPath, baselinePath: join(job.workDir, 'baseline.json') };
+  }
+  const stripped = (text: string) => text.replaceAll('0x', '');
+
+  it('verifies with `verify evm` against ~/.openvm/halo2, binding the program’s and the config’s commits, with or without 0x', async () => {
+    const { job, commit, proofPath, baselinePath } = await evmProof();
+    const engine = host.engine();
+    await expect(engine.verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toEqual({ verified: true, reason: null });
+    const argv = (await toolCalls(job)).at(-1)!.argv;
+    expect(argv.slice(0, 3)).toEqual(['openvm', 'verify', 'evm']);
+    expect(argv.filter((a) => a.startsWith('--'))).toEqual(['--proof', '--evm-verifier', '--app-commit']);
+    expect(argv[argv.indexOf('--evm-verifier') + 1]).toBe(join(host.home, '.openvm', 'halo2'));
+
+    // The client strips every 0x before uploading (client-conventions.md).
+    await writeFile(proofPath, stripped(await readFile(proofPath, 'utf8')));
+    await expect(engine.verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toEqual({ verified: true, reason: null });
+  });
+
+  it('says why a tampered EVM proof does not verify', async () => {
+    const { job, commit, proofPath, baselinePath } = await evmProof();
+    const proof = JSON.parse(await readFile(proofPath, 'utf8'));
+    await writeFile(proofPath, JSON.stringify({ ...proof, user_public_values: '0x' + '00'.repeat(32) }));
+    const res = await host.engine().verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit });
+    expect(res).toEqual({ verified: false, reason: expect.stringMatching(/EVM proof verification failed/) });
+  });
+
+  it('refuses, without running the tool, a proof of another program or one the tool would panic on', async () => {
+    const { job, commit, proofPath, baselinePath } = await evmProof();
+    const proof = JSON.parse(await readFile(proofPath, 'utf8'));
+    const before = (await toolCalls(job)).length;
+    const engine = host.engine();
+    const other = await engine.verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: '0x' + '01'.repeat(32) });
+    expect(other).toEqual({ verified: false, reason: expect.stringMatching(/the proof is for app_exe_commit 0x/) });
+
+    await writeFile(proofPath, JSON.stringify({ ...proof, app_vm_commit: '0x' + 'ff'.repeat(32) }));
+    const nonCanonical = await engine.verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit });
+    expect(nonCanonical).toEqual({ verified: false, reason: 'proof field "app_vm_commit" is not a canonical commit' });
+
+    await writeFile(proofPath, JSON.stringify({ ...proof, proof_data: { ...proof.proof_data, accumulator: '0x' + 'ff'.repeat(32) } }));
+    const badAccumulator = await engine.verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit });
+    expect(badAccumulator.reason).toMatch(/outside the BN254 scalar field/);
+    expect((await toolCalls(job)).slice(before).map((c) => c.argv[1])).toEqual(['--version']);
+  });
+
+  it('needs the EVM verifier on the host, and names setup-config --evm', async () => {
+    const starkOnly = await makeHost();
+    try {
+      const job = await makeJob(starkOnly, { config: { app_vm_commit: '0x' + '00'.repeat(32) } });
+      await writeFile(join(job.workDir, 'proof.json'), '{}');
+      await expect(
+        starkOnly.engine().verify(job.ctx, { proof_type: 'evm', proofPath: join(job.workDir, 'proof.json'), baselinePath: join(job.workDir, 'baseline.json'), app_exe_commit: '0x' + '00'.repeat(32) }),
+      ).rejects.toThrow(/missing EVM verifier \(cargo openvm setup --evm\): .*halo2\/src\/v2\.0-base\/.*setup-config .* --evm --run/);
+    } finally {
+      await starkOnly.cleanup();
+    }
+  });
+});
+
 describe('refusals', () => {
   it('refuses a config whose directory is incomplete and names setup-config', async () => {
     const bare = await makeHost({ setUp: false });
@@ -354,7 +477,7 @@ describe('refusals', () => {
       const job = await makeJob(bare);
       const err = await bare.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe }).catch((e: unknown) => e);
       expect(err).not.toBeInstanceOf(JobError);
-      expect((err as Error).message).toMatch(/is not set up on this host \(missing openvm\.toml .*\); run `prover-agent setup-config cfg_01JTESTC0NF1G0000000000000 --run`/);
+      expect((err as Error).message).toMatch(/is not set up on this host \(missing openvm\.toml .*\); the operator must run `prover-agent setup-config cfg_01JTESTC0NF1G0000000000000 --run`/);
       expect(await bare.invocations()).toEqual([]);
     } finally {
       await bare.cleanup();
@@ -384,13 +507,27 @@ describe('refusals', () => {
     }
   });
 
-  it('refuses an unknown major version and a host tool of another version', async () => {
-    const job = await makeJob(host, { config: { openvm_version: 'v1.4.0' } });
-    await expect(host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe })).rejects.toThrow(/no command-line mapping for openvm 1\.4\.0 \(this agent knows 2\.x\)/);
+  it('refuses an unknown major and a pre-release as the caller’s error, and a host tool of another version as the host’s', async () => {
+    for (const [version, why] of [
+      ['v1.4.0', /no command-line mapping for openvm 1\.4\.0 \(this agent knows 2\.0\.0 and later 2\.x releases\)/],
+      ['v2.0.0-beta.2', /openvm 2\.0\.0-beta\.2 is a pre-release; this agent maps final releases only/],
+    ] as const) {
+      const job = await makeJob(host, { config: { openvm_version: version } });
+      const err = await host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(JobError);
+      expect((err as Error).message).toMatch(why);
+      expect((await toolCalls(job)).length).toBe(0);
+    }
 
     const other = await makeJob(host);
     const engine = host.engine({ fakeEnv: { FAKE_OPENVM_VERSION: '2.1.0' } });
     await expect(engine.commit(other.ctx, { elfPath: other.files.elf, vmexePath: other.files.vmexe })).rejects.toThrow(/installed cargo-openvm is 2\.1\.0 but config .* needs openvm 2\.0\.0/);
+
+    const beta = await makeJob(host);
+    const preRelease = host.engine({ fakeEnv: { FAKE_OPENVM_VERSION: '2.0.0-beta.2' } });
+    const err = await preRelease.commit(beta.ctx, { elfPath: beta.files.elf, vmexePath: beta.files.vmexe }).catch((e: unknown) => e);
+    expect(err).not.toBeInstanceOf(JobError);
+    expect((err as Error).message).toMatch(/installed cargo-openvm is the pre-release 2\.0\.0-beta\.2/);
   });
 
   it('uses the newest mapping of a known major for a later minor, with a warning in the logs', async () => {

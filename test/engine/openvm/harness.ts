@@ -64,7 +64,8 @@ export async function makeHost(o: { evm?: boolean; setUp?: boolean } = {}): Prom
     const toml = join(root, 'openvm.toml');
     await writeFile(toml, OPENVM_TOML);
     const args = ['setup-config', CONFIG_ID, '--configs-dir', configsDir, '--openvm-toml', toml, '--cargo', FAKE_CARGO, '--run'];
-    const res = await runCli(o.evm ? [...args, '--evm'] : args, env);
+    // No solc on test hosts: --download, as an operator without solc would.
+    const res = await runCli(o.evm ? [...args, '--evm', '--download'] : args, env);
     if (res.code !== 0) throw new Error(`setup-config failed: ${res.stderr}`);
     await rm(argsLog, { force: true });
   }

@@ -31,7 +31,7 @@ describe('smoke.ts', () => {
   it('passes every step on a set-up host', async () => {
     const res = await smoke(['--evm']);
     expect(res.code).toBe(0);
-    expect(res.stdout.match(/^(PASS|FAIL) {2}[^:]+/gm)).toEqual(['PASS  commit', 'PASS  execute (meter)', 'PASS  prove stark', 'PASS  verify stark', 'PASS  prove evm']);
+    expect(res.stdout.match(/^(PASS|FAIL) {2}[^:]+/gm)).toEqual(['PASS  commit', 'PASS  execute (meter)', 'PASS  prove stark', 'PASS  verify stark', 'PASS  prove evm', 'PASS  verify evm']);
   });
 
   it('fails when the public values are not the expected ones', async () => {

@@ -1,15 +1,23 @@
-// The pure parts of the openvm engine: version → flag mapping, GPU picking,
-// reading the tool's output.
+// The pure parts of the openvm engine: version policy → flag mapping, GPU
+// picking, reading the tool's output, and which configs the tool can key.
 import { describe, expect, it } from 'vitest';
-import { parseVersion, selectCliMapping, shellJoin } from '../../../prover-agent/src/engine/openvm/commands.ts';
+import { parseVersion, selectCliMapping, shellJoin, versionProblem } from '../../../prover-agent/src/engine/openvm/commands.ts';
 import { pickGpus } from '../../../prover-agent/src/engine/openvm/index.ts';
-import { errorTail, guestStdout, isHostFailure, parseMetrics, parsePublicValues, phaseTracker } from '../../../prover-agent/src/engine/openvm/output.ts';
+import { classifyFailure, errorTail, guestStdout, parseMetrics, parsePublicValues, proveOutputReader } from '../../../prover-agent/src/engine/openvm/output.ts';
 import type { ProvePhase } from '../../../prover-agent/src/engine/types.ts';
 
 describe('selectCliMapping', () => {
-  it('maps every 2.x version to the 2.x table', () => {
-    for (const v of ['v2.0.0', '2.0.0', '2.0', '2.0.0-beta.2', 'v2.0.1']) {
+  it('maps 2.0.0 final and later 2.0 releases to the 2.x table', () => {
+    for (const v of ['v2.0.0', '2.0.0', '2.0', 'v2.0.1']) {
       expect(selectCliMapping(v)).toMatchObject({ mapping: { label: '2.x' }, warning: null });
+      expect(versionProblem(v)).toBeNull();
+    }
+  });
+
+  it('refuses pre-releases, whose flags and JSON differ', () => {
+    for (const v of ['2.0.0-beta.2', 'v2.0.0-rc.1', '2.1.0-alpha']) {
+      expect(versionProblem(v)).toMatch(/is a pre-release; this agent maps final releases only/);
+      expect(() => selectCliMapping(v)).toThrow(/pre-release/);
     }
   });
 
@@ -24,7 +32,8 @@ describe('selectCliMapping', () => {
   });
 
   it('reads versions out of `--version` text', () => {
-    expect(parseVersion('cargo-openvm 2.0.0-beta.2 (abc1234 2026-01-01)')).toEqual({ major: 2, minor: 0, patch: 0, text: '2.0.0-beta.2' });
+    expect(parseVersion('cargo-openvm 2.0.0-beta.2 (abc1234 2026-01-01)')).toEqual({ major: 2, minor: 0, patch: 0, prerelease: 'beta.2', text: '2.0.0-beta.2' });
+    expect(parseVersion('cargo-openvm v2.0.1 (0123abc) [cuda]')).toEqual({ major: 2, minor: 0, patch: 1, prerelease: null, text: '2.0.1' });
   });
 });
 
@@ -56,7 +65,8 @@ describe('tool output', () => {
     expect(parseMetrics('Number of instructions executed: 1234')).toEqual({ num_instructions: 1234 });
     expect(parseMetrics('Total cost: 99')).toEqual({ cells_used: 99 });
     expect(parseMetrics('Total segments: 3')).toEqual({ num_segments: 3 });
-    expect(parseMetrics('2026-01-01T00:00:00Z  INFO prove: segment=0 total_cycles=10 total_cells_used=20')).toEqual({ total_cycle: 10, cells_used: 20 });
+    // Names the tool never prints are not read (total_cycles=, total_cells_used=, instret=).
+    expect(parseMetrics('INFO     prove segment=0 total_cycles=10 total_cells_used=20 num_segments=2 instret=5')).toBeNull();
     expect(parseMetrics('guest says: Total cost: a lot')).toBeNull();
   });
 
@@ -79,19 +89,36 @@ describe('tool output', () => {
   });
 
   it('tells host trouble from the caller’s', () => {
-    expect(isHostFailure(['Error: CUDA error: out of memory'])).toBe(true);
-    expect(isHostFailure(["Run 'cargo openvm setup' first to generate it"])).toBe(true);
-    expect(isHostFailure(['Error: guest panicked at src/main.rs:3'])).toBe(false);
+    expect(classifyFailure(1, null, ['Error: CUDA error: out of memory'])).toBe('host');
+    expect(classifyFailure(1, null, ["Run 'cargo openvm setup' first to generate it"])).toBe('host');
+    expect(classifyFailure(1, null, ['Error: reading from /c/openvm/app.pk failed with the following error:'])).toBe('host');
+    expect(classifyFailure(1, null, ['Error: execution failed at pc 1234, err: program exit code 3'])).toBe('caller');
+    expect(classifyFailure(101, null, ["thread 'main' panicked at crates/sdk/src/halo2_params.rs:47:38:", 'Failed to open params file'])).toBe('host');
+    expect(classifyFailure(101, null, ['Execution cost 3300000000000 exceeded maximum allowed cost of 3221225472000'])).toBe('caller');
+    expect(classifyFailure(2, null, ["error: unexpected argument '--agg-prefix-pk' found"])).toBe('command-line');
+    expect(classifyFailure(null, 'SIGKILL', [])).toBe('host');
   });
 
-  it('infers post-processing from tracing lines only', () => {
+  it('announces the end of app proving from the INFO span trees only', () => {
     const phases: ProvePhase[] = [];
-    const track = phaseTracker('stark', (p) => phases.push(p));
-    track.line('guest: the root of the tree is 5');
+    const reader = proveOutputReader('stark', (p) => phases.push(p));
+    reader.line('guest: app_prove agg_layer prove_segment');
     expect(phases).toEqual([]);
-    track.line('2026-01-01T00:00:00Z  INFO agg: leaf aggregation layer=0');
-    track.line('2026-01-01T00:00:00Z  INFO agg: internal aggregation layer=1');
-    track.done();
+    reader.line('INFO     app_prove [ 2.00s | 100.00% ] group: "app_proof"');
+    reader.line('INFO     ┝━ prove_segment [ 1.00s | 50.00% ] segment: 0');
+    reader.line('INFO     ┕━ prove_segment [ 1.00s | 50.00% ] segment: 1');
     expect(phases).toEqual(['AppProvingDone', 'PostProcessing']);
+    reader.line('INFO     agg_layer [ 1.00s | 100.00% ] group: "leaf"');
+    reader.done();
+    expect(phases).toEqual(['AppProvingDone', 'PostProcessing']);
+    expect(reader.segments).toBe(2);
+  });
+
+  it('without INFO output, announces app proving done when the command ends', () => {
+    const phases: ProvePhase[] = [];
+    const reader = proveOutputReader('app', (p) => phases.push(p));
+    reader.done();
+    expect(phases).toEqual(['AppProvingDone']);
+    expect(reader.segments).toBeNull();
   });
 });

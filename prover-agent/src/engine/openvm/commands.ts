@@ -1,37 +1,32 @@
 // The zkVM tool's command lines, per tool version. This is the only module that
-// knows `cargo openvm` subcommands, flags and the file names the tool reads and
-// writes; everything else asks it for argv arrays and paths.
+// knows `cargo openvm` subcommands, flags, default paths and the file names the
+// tool reads and writes; everything else asks it for argv arrays and paths.
 //
-// Where the flags come from: openvm-org/openvm, crates/cli/src, workspace
-// version 2.0.0-beta.2 (the 2.x line, whose STARK proof, commit and baseline JSON
-// are the formats in client-conventions.md). The stored copies are per file, not
-// one commit; these are the newest that agree with each other:
-//   args.rs @ ec5f7254      ProvingKeyArgs --app-pk, --agg-pk ("${openvm_dir}/agg.pk");
-//                           OpenVmConfigArgs --config, --output-dir, --init-file-name;
-//                           ManifestArgs --target-dir, --manifest-path
-//   commands/verify.rs @ 0601ae0b   verify stark --agg-vk --app-baseline --proof;
-//                           verify evm --evm-verifier --app-commit --proof
-//   commands/commit.rs      --exe + ProvingKeyArgs + OpenVmConfigArgs; writes
-//                           <target>.commit.json and <target>.baseline.json under
-//                           ${openvm_dir}/<profile> and copies both to --output-dir
-//   commands/prove.rs       prove app --app-pk; prove stark|evm + ProvingKeyArgs; all
-//                           take RunArgs (--exe --input + OpenVmConfigArgs) and --proof
-//   commands/run.rs         --mode pure|meter|segment and the metric lines of output.ts
-//   commands/setup.rs @ 0bb6e7bf    setup [--evm] [--force] [--download]
-//   default.rs, util.rs @ 076f3b36  ${openvm_dir} = parent(--target-dir)/openvm holding
-//                           app.pk, app.vk; $HOME/.openvm/internal_recursive.pk, root.pk,
-//                           params/, halo2/ (an older util.rs names the aggregation key
-//                           agg_prefix.pk; args.rs's agg.pk is what this mapping uses)
-// Every command resolves a Cargo manifest even when --exe is given
-// (get_manifest_path_and_dir is called unconditionally), so each config
-// directory carries a stub Cargo package and every command line passes
-// --manifest-path.
+// Every fact below is traced to openvm-org/openvm at tag v2.0.1 (the CLI crate
+// is identical at v2.0.0), cited as `v2.0.1:<path>:<line>` (paths relative to the
+// repository root; later paths in one citation share its tag). The stand-in test/engine/openvm/fake-cargo
+// models the same facts; its contract table (stand-in.test.ts) cites them too.
 //
-// Version policy: a mapping covers one major version from a minor upwards. A
-// config naming a later minor of a known major uses the newest mapping of that
-// major with a logged warning (clap rejects a removed flag with exit status 2,
-// which the engine reports as an infrastructure error naming this module). An
-// unknown major is refused: its flags, key layout and proof format are unknown.
+// Tool-wide facts the mapping relies on:
+// - `--verbose` belongs to `cargo openvm` itself, before the subcommand, and
+//   raises its log level from WARN to INFO (v2.0.1:crates/cli/src/bin/cargo-openvm.rs:20-21,41-46);
+//   `run`'s own `--verbose` is cargo's build verbosity (v2.0.1:crates/cli/src/commands/run.rs:146-152).
+//   RUST_LOG overrides both (stark-backend v2.0.1:crates/stark-sdk/src/utils.rs:14).
+// - Every command but setup resolves a Cargo manifest (v2.0.1:crates/cli/src/util.rs:64-77) and,
+//   for commit and prove stark, names its outputs after the manifest's one binary
+//   via `cargo metadata`, which panics (exit 101) when it fails
+//   (v2.0.1:crates/cli/src/commands/commit.rs:86, crates/cli/src/commands/prove.rs:217, crates/toolchain/build/src/lib.rs:98-108).
+//   Hence a stub package per config directory and --manifest-path on every line.
+// - With --target-dir given, ${openvm_dir} = parent(--target-dir)/openvm
+//   (v2.0.1:crates/cli/src/util.rs:79-91) and no `cargo metadata` runs for the target dir.
+// - clap rejects an unknown flag with exit status 2; eyre errors exit 1; panics
+//   (unwrap, assert, expect) exit 101 (Rust's panic status).
+//
+// Version policy: a mapping serves one major from a first final release
+// upwards (`2.0.0` for 2.x). Pre-releases are refused: 2.0.0-beta.2 has other
+// flags (no --agg-prefix-pk/--agg-pk split, v2.0.0-beta.2:crates/cli/src/args.rs)
+// and other JSON (baseline without num_user_pvs). A later minor of a known major
+// uses the newest mapping of that major with a warning; an unknown major is refused.
 
 export type ProofKind = 'app' | 'stark' | 'evm';
 
@@ -46,17 +41,27 @@ export interface ConfigPaths {
   targetDir: string;
   appPk: string;
   appVk: string;
-  aggPk: string;
+  /** The aggregation prefix proving key keygen writes (--agg-prefix-pk). */
+  aggPrefixPk: string;
 }
 
-/** Aggregation keys the tool keeps in $HOME/.openvm (its default; no flag moves them for proving). */
+/** Keys the tool keeps in $HOME/.openvm, written by `cargo openvm setup [--evm]`. */
 export interface AggregationPaths {
   dir: string;
+  /** What `--agg-pk` means: the internal-recursive proving key. */
   internalRecursivePk: string;
+  /** What `verify stark --agg-vk` reads by default. */
   internalRecursiveVk: string;
   rootPk: string;
+  halo2Pk: string;
+  /** Halo2 KZG parameters kzg_bn254_<k>.srs. */
   paramsDir: string;
+  /** `verify evm --evm-verifier` (the parent of src/<version dir>/). */
   evmVerifierDir: string;
+  /** The versioned directory holding the verifier artifacts. */
+  evmVerifierVersionDir: string;
+  /** The deployable verifier (bytecode JSON) inside evmVerifierVersionDir. */
+  evmVerifierArtifact: string;
 }
 
 export interface CliMapping {
@@ -67,17 +72,36 @@ export interface CliMapping {
   sinceMinor: number;
   /** Newest minor whose sources were read; later minors get a warning. */
   readMinor: number;
+  /** `version` in the proof JSON the tool writes: "v<major>.<minor>". */
+  proofVersion: string;
   /** Key file names inside ${openvm_dir} (what keygen writes). */
-  keyFiles: { appPk: string; appVk: string; aggPk: string };
-  /** Aggregation key names inside $HOME/.openvm (what setup writes). */
-  aggregationFiles: { internalRecursivePk: string; internalRecursiveVk: string; rootPk: string; paramsDir: string; evmVerifierDir: string };
-  setup(o: { evm: boolean }): string[];
+  keyFiles: { appPk: string; appVk: string; aggPrefixPk: string };
+  /** Names inside $HOME/.openvm (what setup writes). */
+  aggregationFiles: {
+    internalRecursivePk: string;
+    internalRecursiveVk: string;
+    rootPk: string;
+    halo2Pk: string;
+    paramsDir: string;
+    /** KZG parameter files setup --evm fetches: kzg_bn254_<k>.srs for k in [min, max]. */
+    kzgParams: { min: number; max: number; name: (k: number) => string };
+    evmVerifierDir: string;
+    /** Path of the verifier artifacts below evmVerifierDir. */
+    evmVerifierVersionDir: string;
+    evmVerifierFiles: readonly string[];
+    evmVerifierArtifact: string;
+  };
+  /** What keygen accepts: it panics on anything else. */
+  keygenLimits: { numPublicValues: number; addrSpaceHeight: number; pointerMaxBits: number };
+  /** Cells past which `run --mode meter` stops early and still exits 0. */
+  meterCostCap: number;
+  setup(o: { evm: boolean; download: boolean }): string[];
   keygen(c: ConfigPaths): string[];
-  commit(c: ConfigPaths, o: { exe: string; outputDir: string; targetDir: string }): string[];
+  commit(c: ConfigPaths, a: AggregationPaths, o: { exe: string; outputDir: string; targetDir: string }): string[];
   run(c: ConfigPaths, o: { exe: string; input: string; mode: string }): string[];
-  prove(c: ConfigPaths, o: { kind: ProofKind; exe: string; input: string; proof: string; targetDir: string }): string[];
-  verifyStark(c: ConfigPaths, o: { proof: string; baseline: string; aggVk: string; targetDir: string }): string[];
-  verifyEvm(c: ConfigPaths, o: { proof: string; appCommit: string; evmVerifier: string; targetDir: string }): string[];
+  prove(c: ConfigPaths, a: AggregationPaths, o: { kind: ProofKind; exe: string; input: string; proof: string; targetDir: string }): string[];
+  verifyStark(c: ConfigPaths, a: AggregationPaths, o: { proof: string; baseline: string; targetDir: string }): string[];
+  verifyEvm(a: AggregationPaths, o: { proof: string; appCommit: string }): string[];
   /** Modes `run --mode` accepts (clap ValueEnum ExecutionMode). */
   runModes: readonly string[];
 }
@@ -89,30 +113,92 @@ const V2: CliMapping = {
   major: 2,
   sinceMinor: 0,
   readMinor: 0,
-  keyFiles: { appPk: 'app.pk', appVk: 'app.vk', aggPk: 'agg.pk' },
-  aggregationFiles: {
-    internalRecursivePk: 'internal_recursive.pk',
-    internalRecursiveVk: 'internal_recursive.vk',
-    rootPk: 'root.pk',
-    paramsDir: 'params',
-    evmVerifierDir: 'halo2',
+  proofVersion: 'v2.0', //                            v2.0.1:crates/sdk/src/lib.rs:93-97, crates/sdk/src/types.rs:317
+  keyFiles: {
+    appPk: 'app.pk', //                                 v2.0.1:crates/cli/src/default.rs:9
+    appVk: 'app.vk', //                                 v2.0.1:crates/cli/src/default.rs:10
+    aggPrefixPk: 'agg_prefix.pk', //                    v2.0.1:crates/cli/src/default.rs:11, crates/cli/src/commands/keygen.rs:63,107
   },
-  runModes: ['pure', 'meter', 'segment'],
-  //                     subcommand            flags
-  setup: ({ evm }) => ['openvm', 'setup', ...(evm ? ['--evm'] : [])],
+  aggregationFiles: {
+    internalRecursivePk: 'internal_recursive.pk', //   v2.0.1:crates/cli/src/default.rs:27-29, crates/cli/src/commands/setup.rs:63-68
+    internalRecursiveVk: 'internal_recursive.vk', //   v2.0.1:crates/cli/src/default.rs:31-33, crates/cli/src/commands/setup.rs:70-75
+    rootPk: 'root.pk', //                               v2.0.1:crates/cli/src/default.rs:35-37, crates/cli/src/commands/setup.rs:81-83 (--evm)
+    halo2Pk: 'halo2.pk', //                             v2.0.1:crates/cli/src/default.rs:39-41, crates/cli/src/commands/setup.rs:87-97 (--evm)
+    paramsDir: 'params', //                             v2.0.1:crates/cli/src/default.rs:23-25, crates/sdk/src/halo2_params.rs:33-36
+    kzgParams: { min: 10, max: 24, name: (k) => `kzg_bn254_${k}.srs` }, // v2.0.1:crates/cli/src/commands/setup.rs:29,85,289-290
+    evmVerifierDir: 'halo2', //                         v2.0.1:crates/cli/src/default.rs:43-45
+    evmVerifierVersionDir: 'src/v2.0-base', //          v2.0.1:crates/cli/src/util.rs:24-26, crates/cli/src/commands/setup.rs:100
+    evmVerifierFiles: ['Halo2Verifier.sol', 'OpenVmHalo2Verifier.sol', 'verifier.bytecode.json', 'interfaces/IOpenVmHalo2Verifier.sol'], // v2.0.1:crates/sdk/src/fs.rs:19-22,37-49
+    evmVerifierArtifact: 'verifier.bytecode.json', //   v2.0.1:crates/sdk/src/fs.rs:22,49
+  },
+  // v2.0.1:crates/cli/src/commands/keygen.rs:130-147 (assert_eq!/assert!: a panic, exit 101);
+  // defaults v2.0.1:crates/vm/src/arch/config.rs:34,188-196, crates/vm/src/system/memory/mod.rs:30.
+  keygenLimits: { numPublicValues: 32, addrSpaceHeight: 3, pointerMaxBits: 29 },
+  // 100 segments x 15 GiB: v2.0.1:crates/vm/src/arch/execution_mode/metered_cost.rs:12-13,65-67;
+  // segment_ctx.rs:11. Past it metering suspends and `run` prints its lines as usual.
+  meterCostCap: 100 * 15 * 2 ** 30,
+  runModes: ['pure', 'meter', 'segment'], //            v2.0.1:crates/cli/src/commands/run.rs:22-31
+  //          subcommand and flags                     source
+  // setup: --evm, --force, --download; writes $HOME/.openvm only.  v2.0.1:crates/cli/src/commands/setup.rs:31-54
+  setup: ({ evm, download }) => ['openvm', 'setup', ...(evm ? ['--evm'] : []), ...(evm && download ? ['--download'] : [])],
+  // keygen --config + ManifestArgs; writes ${openvm_dir}/{app.pk,app.vk,agg_prefix.pk}.  v2.0.1:crates/cli/src/commands/keygen.rs:24-74
   keygen: (c) => ['openvm', 'keygen', '--config', c.openvmToml, ...manifest(c, c.targetDir)],
-  commit: (c, o) => ['openvm', 'commit', '--exe', o.exe, '--app-pk', c.appPk, '--agg-pk', c.aggPk, '--output-dir', o.outputDir, ...manifest(c, o.targetDir)],
-  // run reads app.pk from ${openvm_dir} in meter/segment mode: the config's own target dir finds it in place.
+  // commit --exe, ProvingKeyArgs (--app-pk, --agg-prefix-pk, --agg-pk), OpenVmConfigArgs (--output-dir).
+  //   v2.0.1:crates/cli/src/commands/commit.rs:30-47,64-68; crates/cli/src/args.rs:60-85; crates/cli/src/commands/prove.rs:351-388
+  // writes <bin>.commit.json, <bin>.baseline.json under ${openvm_dir}/<profile>, copies both
+  // to --output-dir.  v2.0.1:crates/cli/src/commands/commit.rs:82-108
+  commit: (c, a, o) => [
+    'openvm', 'commit', '--exe', o.exe,
+    '--app-pk', c.appPk, '--agg-prefix-pk', c.aggPrefixPk, '--agg-pk', a.internalRecursivePk,
+    '--output-dir', o.outputDir, ...manifest(c, o.targetDir),
+  ],
+  // run: RunArgs (--exe --config --input --mode) + RunCargoArgs.  v2.0.1:crates/cli/src/commands/run.rs:33-72
+  // meter/segment read ${openvm_dir}/app.pk (no flag moves it): the config's own target dir finds it.
+  //   v2.0.1:crates/cli/src/commands/run.rs:241-254
+  // Its metric lines are println!, printed at any log level; without --verbose its stdout is
+  // the guest's output and those lines only.
   run: (c, o) => ['openvm', 'run', '--exe', o.exe, '--config', c.openvmToml, '--input', o.input, '--mode', o.mode, ...manifest(c, c.targetDir)],
-  prove: (c, o) => [
-    'openvm', 'prove', o.kind,
+  // prove app: --proof --app-pk + RunArgs; prove stark: --proof + ProvingKeyArgs + RunArgs;
+  // prove evm: stark's flags + --root-pk --halo2-pk (defaults ~/.openvm/root.pk, halo2.pk).
+  //   v2.0.1:crates/cli/src/commands/prove.rs:40-133, 351-417; prove evm needs the evm-prove feature,
+  //   on by default (v2.0.1:crates/cli/Cargo.toml:88-90: default → evm-verify → evm-prove).
+  // --verbose (before the subcommand) makes the INFO span trees phases and segments are read from.
+  prove: (c, a, o) => [
+    'openvm', '--verbose', 'prove', o.kind,
     '--exe', o.exe, '--config', c.openvmToml, '--input', o.input, '--proof', o.proof,
-    '--app-pk', c.appPk, ...(o.kind === 'app' ? [] : ['--agg-pk', c.aggPk]),
+    '--app-pk', c.appPk,
+    ...(o.kind === 'app' ? [] : ['--agg-prefix-pk', c.aggPrefixPk, '--agg-pk', a.internalRecursivePk]),
+    ...(o.kind === 'evm' ? ['--root-pk', a.rootPk, '--halo2-pk', a.halo2Pk] : []),
     ...manifest(c, o.targetDir),
   ],
-  verifyStark: (c, o) => ['openvm', 'verify', 'stark', '--proof', o.proof, '--app-baseline', o.baseline, '--agg-vk', o.aggVk, ...manifest(c, o.targetDir)],
-  verifyEvm: (c, o) => ['openvm', 'verify', 'evm', '--proof', o.proof, '--evm-verifier', o.evmVerifier, '--app-commit', o.appCommit, ...manifest(c, o.targetDir)],
+  // verify stark: --agg-vk (default ~/.openvm/internal_recursive.vk) --app-baseline --proof.
+  //   v2.0.1:crates/cli/src/commands/verify.rs:58-87,189-232
+  verifyStark: (c, a, o) => [
+    'openvm', 'verify', 'stark', '--proof', o.proof, '--app-baseline', o.baseline, '--agg-vk', a.internalRecursiveVk, ...manifest(c, o.targetDir),
+  ],
+  // verify evm: --evm-verifier (default ~/.openvm/halo2/) --app-commit <commit.json> --proof;
+  // reads no manifest when --app-commit names a file.  v2.0.1:crates/cli/src/commands/verify.rs:88-116,233-269,276-304
+  verifyEvm: (a, o) => ['openvm', 'verify', 'evm', '--proof', o.proof, '--evm-verifier', a.evmVerifierDir, '--app-commit', o.appCommit],
 };
+
+/** Lines the tool prints, by the command that prints them (output.ts reads them). */
+export const PRINTED = {
+  // println!, stdout.  v2.0.1:crates/cli/src/commands/run.rs:273,277-280,284-288
+  executionOutput: /^Execution output:\s*(.*)$/,
+  instructions: /^Number of instructions executed:\s*(\d+)\s*$/,
+  totalCost: /^Total cost:\s*(\d+)\s*$/,
+  totalSegments: /^Total segments:\s*(\d+)\s*$/,
+  // v2.0.1:crates/cli/src/util.rs:41-44
+  defaultConfig: /not found, using default application configuration$/,
+  // INFO (with --verbose): the app prover's span closes when the app proof is done;
+  // tracing-forest prints a span's tree when its root span closes.
+  //   v2.0.1:crates/sdk/src/prover/app.rs:118-122; stark-backend v2.0.1:crates/stark-sdk/src/utils.rs:16-18
+  appProveSpan: /\bapp_prove\b/,
+  // One `prove_segment` span per proved segment.  v2.0.1:crates/vm/src/arch/vm.rs:1097
+  proveSegmentSpan: /\bprove_segment\b/,
+  // Aggregation and EVM wrapping spans.  v2.0.1:crates/sdk/src/prover/agg.rs:185,202,217; crates/sdk/src/prover/root.rs:96; crates/sdk/src/prover/halo2.rs:39,44
+  aggregationSpan: /\b(agg_layer|halo2_outer|halo2_wrapper)\b/,
+} as const;
 
 /** Known mappings, newest first. */
 export const CLI_MAPPINGS: readonly CliMapping[] = [V2];
@@ -121,14 +207,16 @@ export interface ParsedVersion {
   major: number;
   minor: number;
   patch: number;
+  /** e.g. "beta.2"; null for a final release. */
+  prerelease: string | null;
   text: string;
 }
 
 /** Parses `v2.0.0`, `2.0`, `2.0.0-beta.2`, or the first such number in a longer text. */
 export function parseVersion(text: string): ParsedVersion | null {
-  const m = /v?(\d+)\.(\d+)(?:\.(\d+))?(-[0-9A-Za-z.-]+)?/.exec(text);
+  const m = /v?(\d+)\.(\d+)(?:\.(\d+))?(?:-([0-9A-Za-z.-]+))?/.exec(text);
   if (!m) return null;
-  return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3] ?? 0), text: m[0].replace(/^v/, '') };
+  return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3] ?? 0), prerelease: m[4] ?? null, text: m[0].replace(/^v/, '') };
 }
 
 export interface MappingChoice {
@@ -137,20 +225,88 @@ export interface MappingChoice {
   warning: string | null;
 }
 
-/** Picks the flag mapping for a config's `openvm_version`; throws for unknown majors. */
-export function selectCliMapping(openvmVersion: string): MappingChoice {
+/** Why no mapping serves `openvmVersion`, or null when one does. */
+export function versionProblem(openvmVersion: string): string | null {
   const v = parseVersion(openvmVersion);
-  if (!v) throw new Error(`openvm engine: cannot read openvm_version '${openvmVersion}'`);
-  const known = CLI_MAPPINGS.map((m) => m.label).join(', ');
-  const mapping = CLI_MAPPINGS.filter((m) => m.major === v.major && m.sinceMinor <= v.minor).sort((a, b) => b.sinceMinor - a.sinceMinor)[0];
-  if (!mapping) {
-    throw new Error(`openvm engine: no command-line mapping for openvm ${v.text} (this agent knows ${known}); see prover-agent/src/engine/openvm/commands.ts`);
+  if (!v) return `cannot read openvm_version '${openvmVersion}'`;
+  const known = CLI_MAPPINGS.map((m) => `${m.major}.${m.sinceMinor}.0 and later ${m.label} releases`).join('; ');
+  if (v.prerelease !== null) {
+    return `openvm ${v.text} is a pre-release; this agent maps final releases only (${known}): pre-releases have other flags and JSON`;
   }
+  if (!CLI_MAPPINGS.some((m) => m.major === v.major && m.sinceMinor <= v.minor)) {
+    return `no command-line mapping for openvm ${v.text} (this agent knows ${known})`;
+  }
+  return null;
+}
+
+/** Picks the flag mapping for a config's `openvm_version`; throws for versions no mapping serves. */
+export function selectCliMapping(openvmVersion: string): MappingChoice {
+  const problem = versionProblem(openvmVersion);
+  if (problem) throw new Error(`openvm engine: ${problem}; see prover-agent/src/engine/openvm/commands.ts`);
+  const v = parseVersion(openvmVersion)!;
+  const mapping = CLI_MAPPINGS.filter((m) => m.major === v.major && m.sinceMinor <= v.minor).sort((a, b) => b.sinceMinor - a.sinceMinor)[0]!;
   const warning =
     v.minor > mapping.readMinor
       ? `openvm ${v.text}: using the ${mapping.label} command-line mapping read from ${mapping.major}.${mapping.readMinor} sources`
       : null;
   return { mapping, warning };
+}
+
+/** Integer settings of an openvm.toml's [app_vm_config.system.config] tables (a line scan, not a TOML parser). */
+function systemSettings(toml: string): Record<string, number> {
+  const found: Record<string, number> = {};
+  let table = '';
+  for (const raw of toml.split('\n')) {
+    const line = raw.replace(/#.*$/, '').trim();
+    const header = /^\[\s*([^\]]+?)\s*\]$/.exec(line);
+    if (header) {
+      table = header[1]!.replace(/\s+/g, '');
+      continue;
+    }
+    const kv = /^([A-Za-z_]+)\s*=\s*(\d+)$/.exec(line);
+    if (!kv) continue;
+    if (table === 'app_vm_config.system.config') found[kv[1]!] = Number(kv[2]);
+    if (table === 'app_vm_config.system.config.memory_config') found[`memory_config.${kv[1]!}`] = Number(kv[2]);
+  }
+  return found;
+}
+
+/**
+ * Reasons `cargo openvm` cannot key or serve a config, each with its v2.0.1
+ * source; empty when it can. `publicValuesBytes` is the service's size of the
+ * public-values space; `openvmToml`, when known, is the config's VM.
+ */
+export function openvmConfigProblems(c: { openvm_version: string; public_values_bytes: number; openvm_toml?: string | null }): string[] {
+  const problems: string[] = [];
+  const version = versionProblem(c.openvm_version);
+  if (version) return [version];
+  const { mapping } = selectCliMapping(c.openvm_version);
+  const limits = mapping.keygenLimits;
+  const keygen = 'v2.0.1:crates/cli/src/commands/keygen.rs:130-147';
+  if (c.public_values_bytes !== limits.numPublicValues) {
+    problems.push(
+      `public_values_bytes ${c.public_values_bytes}: cargo openvm keygen only supports the default num_public_values (${limits.numPublicValues}) (${keygen})`,
+    );
+  }
+  if (c.openvm_toml) {
+    const s = systemSettings(c.openvm_toml);
+    const npv = s.num_public_values;
+    if (npv !== undefined && npv !== limits.numPublicValues) {
+      problems.push(`openvm.toml sets num_public_values = ${npv}: cargo openvm keygen only supports ${limits.numPublicValues} (${keygen})`);
+    }
+    if (npv !== undefined && npv !== c.public_values_bytes) {
+      problems.push(`openvm.toml sets num_public_values = ${npv} but the config says public_values_bytes ${c.public_values_bytes}`);
+    }
+    const height = s['memory_config.addr_space_height'];
+    const bits = s['memory_config.pointer_max_bits'];
+    if ((height !== undefined && height !== limits.addrSpaceHeight) || (bits !== undefined && bits !== limits.pointerMaxBits)) {
+      problems.push(
+        `openvm.toml changes the memory dimensions (addr_space_height ${height ?? limits.addrSpaceHeight}, pointer_max_bits ${bits ?? limits.pointerMaxBits}): ` +
+          `cargo openvm keygen only supports the defaults (${limits.addrSpaceHeight}, ${limits.pointerMaxBits}) (${keygen})`,
+      );
+    }
+  }
+  return problems;
 }
 
 /** Renders an argv for logs and printed instructions (POSIX-shell quoting). */

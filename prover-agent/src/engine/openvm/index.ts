@@ -9,12 +9,21 @@
 // operation ends; keys are only ever referenced by path.
 //
 // Failures: the tool's last stderr lines become the message. A JobError (shown
-// to the caller) when the tool rejects the caller's program, input or proof; a
-// plain Error (infrastructure, may be retried elsewhere) for a missing tool or
-// keys, a timeout, a kill, GPU/memory/disk trouble, or a command line the tool
-// does not accept (exit status 2: the flag mapping is wrong for this version).
+// to the caller, not retried) when the tool rejects the caller's program, input
+// or proof, or the config names an openvm version no mapping serves (a
+// pre-release or an unknown major: no agent of this build can run it; the
+// service refuses to create such configs). A plain Error (infrastructure: the
+// operator's problem, retried elsewhere) for a missing tool or keys, a timeout,
+// a kill, a panic (exit status 101), GPU/memory/disk trouble, or a command line
+// the tool does not accept (exit status 2: the flag mapping is wrong for the
+// installed version); its message says so in the job's logs.
+//
+// GPUs: the tool proves on one GPU, the current CUDA device (docs
+// install.mdx at v2.0.1: "Currently only single GPU support is available
+// through the CLI"); ctx.gpus names the one device it is pinned to.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ENGINE_GPU_LIMITS } from '../../protocol.ts';
 import type { EngineOptions } from '../index.ts';
 import {
   JobError,
@@ -30,14 +39,17 @@ import {
   type VerifyRequest,
   type VerifyResult,
 } from '../types.ts';
-import { parseVersion, selectCliMapping, shellJoin, type AggregationPaths, type CliMapping, type ConfigPaths, type ParsedVersion } from './commands.ts';
-import { aggregationPaths, configPaths, defaultConfigsDir, describeMissing, missingRequirements, requirements } from './config-dir.ts';
+import { parseVersion, selectCliMapping, shellJoin, versionProblem, type AggregationPaths, type CliMapping, type ConfigPaths, type ParsedVersion } from './commands.ts';
+import { aggregationPaths, configPaths, defaultConfigsDir, describeMissing, missingRequirements, requirements, type Needs } from './config-dir.ts';
 import { gpuEnv } from './gpus.ts';
-import { canonicalStarkProof, checkInputFile, checkWrittenProof, isHex32, readToolJson } from './job-files.ts';
-import { errorTail, guestStdout, isHostFailure, parseMetrics, parsePublicValues, phaseTracker } from './output.ts';
+import { canonicalStarkProof, checkEvmProof, checkInputFile, checkWrittenProof, isHex32, readToolJson } from './job-files.ts';
+import { classifyFailure, errorTail, guestStdout, parseMetrics, parsePublicValues, proveOutputReader } from './output.ts';
 import { runTool, ToolTimeoutError, type ToolExit } from './tool.ts';
 
 export { pickGpus } from './gpus.ts';
+
+/** GPUs one run of the tool uses, however many it is given (see the header). */
+const GPUS_PER_RUN = ENGINE_GPU_LIMITS.openvm!;
 
 export interface OpenvmEngineOptions extends EngineOptions {
   /** Environment the tool starts from (default: the agent's). Its HOME locates ~/.openvm. */
@@ -76,7 +88,13 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
   const configsDir = options.configsDir ?? defaultConfigsDir(baseEnv);
   const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const timeoutMs = (op: Operation) => (options.timeouts?.[op] ?? DEFAULT_TIMEOUTS_S[op]) * 1000;
-  const toolEnv = (gpus: number[]): NodeJS.ProcessEnv => ({ ...baseEnv, NO_COLOR: '1', CARGO_TERM_COLOR: 'never', ...gpuEnv(gpus) });
+  // The tool's log level is the mapping's choice (--verbose where INFO is read), not the
+  // host's: RUST_LOG would override it (stark-backend v2.0.1:crates/stark-sdk/src/utils.rs:14)
+  // and put log lines among a guest's output.
+  const toolEnv = (gpus: number[]): NodeJS.ProcessEnv => {
+    const { RUST_LOG: _hostLogLevel, ...env } = baseEnv;
+    return { ...env, NO_COLOR: '1', CARGO_TERM_COLOR: 'never', ...gpuEnv(gpus) };
+  };
 
   let installedVersion: Promise<ParsedVersion | null> | null = null;
 
@@ -106,6 +124,8 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
     const wanted = parseVersion(ctx.config.openvm_version)!;
     if (!installed) {
       ctx.log('warning: could not read the version `cargo openvm --version` reports');
+    } else if (installed.prerelease !== null) {
+      throw new Error(`installed cargo-openvm is the pre-release ${installed.text}; this agent maps final releases only: install ${wanted.text} on this host`);
     } else if (installed.major !== wanted.major || installed.minor !== wanted.minor) {
       throw new Error(`installed cargo-openvm is ${installed.text} but config ${ctx.config.id} needs openvm ${wanted.text}; install that version on this host`);
     } else if (installed.text !== wanted.text) {
@@ -113,16 +133,20 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
     }
   }
 
-  async function session<T>(ctx: EngineContext, op: Operation, need: { evm: boolean }, body: (s: Session) => Promise<T>): Promise<T> {
+  async function session<T>(ctx: EngineContext, op: Operation, needs: Needs, body: (s: Session) => Promise<T>): Promise<T> {
+    // Permanent for this config whichever agent claims it: the caller's answer, not a retry.
+    const unmappable = versionProblem(ctx.config.openvm_version);
+    if (unmappable) throw new JobError(`config ${ctx.config.id} cannot be served by the openvm engine: ${unmappable}`);
     const { mapping, warning } = selectCliMapping(ctx.config.openvm_version);
     if (warning) ctx.log(`warning: ${warning}`);
     const cfg = configPaths(configsDir, ctx.config.id, mapping);
     const agg = aggregationPaths(mapping, baseEnv);
-    const missing = await missingRequirements(requirements(cfg, agg, need));
+    const missing = await missingRequirements(requirements(cfg, agg, mapping, needs));
     if (missing.length) {
+      const evm = needs.evmProve || needs.evmVerify;
       throw new Error(
         `openvm engine: config ${ctx.config.id} is not set up on this host (missing ${describeMissing(missing)}); ` +
-          `run \`prover-agent setup-config ${ctx.config.id}${need.evm ? ' --evm' : ''} --run\``,
+          `the operator must run \`prover-agent setup-config ${ctx.config.id}${evm ? ' --evm' : ''} --run\``,
       );
     }
     await checkInstalledVersion(ctx);
@@ -137,7 +161,7 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
       [cfg.dir, '$CONFIG_DIR'],
       [agg.dir, '~/.openvm'],
     ]);
-    const env = toolEnv(ctx.gpus);
+    const env = toolEnv(ctx.gpus.slice(0, GPUS_PER_RUN));
     const placement = ctx.gpus.length ? `  [CUDA_VISIBLE_DEVICES=${env.CUDA_VISIBLE_DEVICES}]` : '';
 
     const tool: Session['tool'] = async (label, args, onLine) => {
@@ -163,11 +187,14 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
     }
   }
 
-  function metricsCollector(ctx: EngineContext) {
+  /** Reads `run`'s metric lines; `live` reports each as it comes (else the caller reports them). */
+  function metricsCollector(ctx: EngineContext, o: { live: boolean }) {
     const metrics: EngineMetrics = {};
     let publicValues: string | null = null;
     return {
       metrics,
+      /** Metrics past which `run --mode meter` stopped early: they describe a partial run. */
+      pastCostCap: (mapping: CliMapping) => (metrics.cells_used ?? 0) > mapping.meterCostCap,
       get publicValues() {
         return publicValues;
       },
@@ -175,7 +202,7 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
         const found = parseMetrics(line);
         if (found) {
           Object.assign(metrics, found);
-          ctx.progress({ metrics: { ...metrics } });
+          if (o.live) ctx.progress({ metrics: { ...metrics } });
         }
         publicValues = parsePublicValues(line) ?? publicValues;
       },
@@ -187,9 +214,9 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
     usesGpu: true,
 
     async commit(ctx: EngineContext, program: ProgramFiles): Promise<CommitResult> {
-      return session(ctx, 'commit', { evm: false }, async (s) => {
+      return session(ctx, 'commit', STARK_ONLY, async (s) => {
         const outputDir = join(s.scratch, 'commit');
-        const exit = await s.tool('commit', s.mapping.commit(s.cfg, { exe: program.vmexePath, outputDir, targetDir: join(s.scratch, 'target') }));
+        const exit = await s.tool('commit', s.mapping.commit(s.cfg, s.agg, { exe: program.vmexePath, outputDir, targetDir: join(s.scratch, 'target') }));
         if (exit.code !== 0) throw failure('commit', exit);
         const commit = await readToolJson(outputDir, '.commit.json');
         const baseline = await readToolJson(outputDir, '.baseline.json');
@@ -209,14 +236,18 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
     },
 
     async execute(ctx: EngineContext, req: ExecuteRequest): Promise<ExecuteResult> {
-      return session(ctx, 'execute', { evm: false }, async (s) => {
+      return session(ctx, 'execute', STARK_ONLY, async (s) => {
         if (!s.mapping.runModes.includes(req.mode)) {
           throw new JobError(`unknown execution mode '${req.mode}' (openvm ${s.mapping.label} runs ${s.mapping.runModes.join(', ')})`);
         }
         await checkInputFile(req.inputPath);
-        const seen = metricsCollector(ctx);
+        const seen = metricsCollector(ctx, { live: true });
         const exit = await s.tool(`run --mode ${req.mode}`, s.mapping.run(s.cfg, { exe: req.vmexePath, input: req.inputPath, mode: req.mode }), (l) => seen.line(l));
         const result = { public_values: seen.publicValues ?? '0x', stdout: guestStdout(exit.stdout), ...seen.metrics };
+        if (exit.code === 0 && req.mode === 'meter' && seen.pastCostCap(s.mapping)) {
+          // Metering suspends past the cap and the tool still exits 0: the guest did not finish.
+          return { ...result, exit_code: 1, error: `metered execution stopped past the tool's cost cap of ${s.mapping.meterCostCap} cells before the program finished` };
+        }
         if (exit.code === 0) return { ...result, exit_code: 0, error: null };
         const err = failure('run', exit);
         if (!(err instanceof JobError)) throw err;
@@ -228,37 +259,44 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
       if (req.childProofPaths.length > 0) {
         throw new JobError('deferred child proofs are not supported by the openvm engine: `cargo openvm prove` takes no child proofs');
       }
-      return session(ctx, 'prove', { evm: req.kind === 'evm' }, async (s) => {
+      return session(ctx, 'prove', { evmProve: req.kind === 'evm', evmVerify: false }, async (s) => {
         await checkInputFile(req.inputPath);
-        const seen = metricsCollector(ctx);
+        // Reported once checked against the cost cap: progress reports cannot be taken back.
+        const seen = metricsCollector(ctx, { live: false });
 
         // A metered run first: it fails fast (and cheaply) on a guest that cannot
         // finish, and it is where the tool prints instruction and cell counts.
         ctx.progress({ phase: 'Executing' });
         const exec = await s.tool('run --mode meter', s.mapping.run(s.cfg, { exe: req.vmexePath, input: req.inputPath, mode: 'meter' }), (l) => seen.line(l));
         if (exec.code !== 0) throw failure('run', exec);
-        ctx.progress({ phase: 'Executed', metrics: { ...seen.metrics } });
+        const metered: EngineMetrics = { ...seen.metrics };
+        if (seen.pastCostCap(s.mapping)) {
+          ctx.log(`note: metering stopped past the tool's cost cap (${s.mapping.meterCostCap} cells); its counts are partial and are not reported`);
+          delete metered.num_instructions;
+          delete metered.cells_used;
+        }
+        ctx.progress({ phase: 'Executed', metrics: metered });
 
         ctx.progress({ phase: 'AppProving' });
-        const phases = phaseTracker(req.kind, (phase) => ctx.progress({ phase }));
-        const args = s.mapping.prove(s.cfg, { kind: req.kind, exe: req.vmexePath, input: req.inputPath, proof: req.outputPath, targetDir: join(s.scratch, 'target') });
-        const exit = await s.tool(`prove ${req.kind}`, args, (l) => {
-          phases.line(l);
-          seen.line(l);
-        });
+        const reader = proveOutputReader(req.kind, (phase) => ctx.progress({ phase }));
+        const args = s.mapping.prove(s.cfg, s.agg, { kind: req.kind, exe: req.vmexePath, input: req.inputPath, proof: req.outputPath, targetDir: join(s.scratch, 'target') });
+        const exit = await s.tool(`prove ${req.kind}`, args, (l) => reader.line(l));
         if (exit.code !== 0) throw failure(`prove ${req.kind}`, exit);
-        phases.done();
+        reader.done();
         const stated = await checkWrittenProof(req.kind, req.outputPath);
-        return { ...seen.metrics, public_values: stated ?? seen.publicValues ?? '0x' };
+        const segments = reader.segments;
+        if (segments !== null) ctx.progress({ metrics: { num_segments: segments } });
+        return { ...metered, ...(segments !== null ? { num_segments: segments } : {}), public_values: stated ?? seen.publicValues ?? '0x' };
       });
     },
 
     async verify(ctx: EngineContext, req: VerifyRequest): Promise<VerifyResult> {
+      if (req.proof_type === 'evm') return verifyEvm(ctx, req);
       const { baselinePath, app_exe_commit } = req;
-      if (req.proof_type === 'evm' || baselinePath === null || app_exe_commit === null) {
-        throw new Error('openvm engine: EVM verification is not wired to `cargo openvm verify evm` in this build');
+      if (baselinePath === null || app_exe_commit === null) {
+        throw new Error('openvm engine: a STARK verification needs the program\'s baseline and commit; the job carried none');
       }
-      return session(ctx, 'verify', { evm: false }, async (s) => {
+      return session(ctx, 'verify', STARK_ONLY, async (s) => {
         const baseline = JSON.parse(await readFile(baselinePath, 'utf8')) as { app_exe_commit?: unknown };
         if (String(baseline.app_exe_commit).toLowerCase() !== app_exe_commit.toLowerCase()) {
           throw new Error(`openvm engine: the verification baseline is for ${String(baseline.app_exe_commit)}, not the program's ${app_exe_commit}`);
@@ -267,28 +305,59 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
         if ('reason' in canonical) return { verified: false, reason: canonical.reason };
         const proofPath = join(s.scratch, 'proof.stark.json');
         await writeFile(proofPath, JSON.stringify(canonical.proof));
-
-        const args = s.mapping.verifyStark(s.cfg, { proof: proofPath, baseline: baselinePath, aggVk: s.agg.internalRecursiveVk, targetDir: join(s.scratch, 'target') });
-        const exit = await s.tool('verify stark', args);
-        if (exit.code === 0) return { verified: true, reason: null };
-        const err = failure('verify stark', exit);
-        if (!(err instanceof JobError)) throw err;
-        return { verified: false, reason: err.message };
+        const exit = await s.tool('verify stark', s.mapping.verifyStark(s.cfg, s.agg, { proof: proofPath, baseline: baselinePath, targetDir: join(s.scratch, 'target') }));
+        return verdict('verify stark', exit);
       });
     },
   };
+
+  /** `verify evm` against this host's verifier, with the program's and the config's commits. */
+  function verifyEvm(ctx: EngineContext, req: VerifyRequest): Promise<VerifyResult> {
+    return session(ctx, 'verify', { evmProve: false, evmVerify: true }, async (s) => {
+      const checked = await checkEvmProof(req.proofPath);
+      if ('reason' in checked) return { verified: false, reason: checked.reason };
+      // Against a program: its registered commit. Against a config alone: the commit the
+      // proof names, which the verifier then checks together with the config's VM commit.
+      const appExeCommit = (req.app_exe_commit ?? checked.proof.app_exe_commit).toLowerCase();
+      if (checked.proof.app_exe_commit !== appExeCommit) {
+        return { verified: false, reason: `the proof is for app_exe_commit ${checked.proof.app_exe_commit}, not this program's ${req.app_exe_commit}` };
+      }
+      if (!isHex32(ctx.config.app_vm_commit)) {
+        throw new Error(`openvm engine: config ${ctx.config.id} records no app_vm_commit, so an EVM proof cannot be bound to its VM`);
+      }
+      // --app-commit takes a commit JSON like the one `commit` writes (AppExecutionCommit).
+      const appCommit = join(s.scratch, 'app.commit.json');
+      await writeFile(appCommit, JSON.stringify({ app_exe_commit: appExeCommit, app_vm_commit: ctx.config.app_vm_commit.toLowerCase() }));
+      const exit = await s.tool('verify evm', s.mapping.verifyEvm(s.agg, { proof: req.proofPath, appCommit }));
+      return verdict('verify evm', exit);
+    });
+  }
 }
 
-/** Classifies a non-zero exit (see the header). */
+const STARK_ONLY: Needs = { evmProve: false, evmVerify: false };
+
+/** A verify command's exit as a verdict; host failures are thrown. */
+function verdict(label: string, exit: ToolExit): VerifyResult {
+  if (exit.code === 0) return { verified: true, reason: null };
+  const err = failure(label, exit);
+  if (!(err instanceof JobError)) throw err;
+  return { verified: false, reason: err.message };
+}
+
+/** Classifies a non-zero exit (see the header and output.ts classifyFailure). */
 function failure(label: string, exit: ToolExit): Error {
   const how = exit.signal ? `killed by ${exit.signal}` : `exit status ${exit.code}`;
   const tail = errorTail(exit.stderrTail, `zkVM tool failed (${label}, ${how})`);
-  if (exit.code === 2) {
-    return new Error(`the zkVM tool rejected the '${label}' command line (${how}); the flag mapping in prover-agent/src/engine/openvm/commands.ts does not fit the installed version:\n${tail}`);
+  switch (classifyFailure(exit.code, exit.signal, exit.stderrTail)) {
+    case 'command-line':
+      return new Error(
+        `host problem: the zkVM tool rejected the '${label}' command line (${how}); the flag mapping in prover-agent/src/engine/openvm/commands.ts does not fit the installed version:\n${tail}`,
+      );
+    case 'host':
+      return new Error(`host problem (not the caller's; the job may run again elsewhere): the zkVM tool failed during '${label}' (${how}):\n${tail}`);
+    case 'caller':
+      return new JobError(tail);
   }
-  if (exit.signal || exit.code === null) return new Error(`the zkVM tool was ${how} during '${label}':\n${tail}`);
-  if (isHostFailure(exit.stderrTail)) return new Error(`the zkVM tool failed on this host during '${label}' (${how}):\n${tail}`);
-  return new JobError(tail);
 }
 
 /** The guest's exit code when the tool states one; 1 otherwise (the run failed). */

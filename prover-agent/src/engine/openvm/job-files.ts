@@ -46,12 +46,8 @@ export async function readToolJson(dir: string, suffix: string): Promise<Record<
 
 const STARK_HEX_FIELDS = ['proof', 'user_pvs_proof', 'deferral_merkle_proofs'] as const;
 
-/**
- * A STARK proof in the form the tool reads (serde_with::hex: bare hex), or the
- * reason it is not one. Callers' files may carry `0x` prefixes or, from the
- * published client, none at all; both are accepted.
- */
-export async function canonicalStarkProof(path: string): Promise<{ proof: Record<string, unknown> } | { reason: string }> {
+/** A caller's proof file as a JSON object, or why it is not one. */
+async function readProofObject(path: string): Promise<{ doc: Record<string, unknown> } | { reason: string }> {
   let doc: unknown;
   try {
     doc = JSON.parse(await readFile(path, 'utf8'));
@@ -59,7 +55,18 @@ export async function canonicalStarkProof(path: string): Promise<{ proof: Record
     return { reason: `proof is not a JSON document: ${(err as Error).message}` };
   }
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return { reason: 'proof is not a JSON object' };
-  const proof = { ...(doc as Record<string, unknown>) };
+  return { doc: doc as Record<string, unknown> };
+}
+
+/**
+ * A STARK proof in the form the tool reads (serde_with::hex: bare hex), or the
+ * reason it is not one. Callers' files may carry `0x` prefixes or, from the
+ * published client, none at all; both are accepted.
+ */
+export async function canonicalStarkProof(path: string): Promise<{ proof: Record<string, unknown> } | { reason: string }> {
+  const read = await readProofObject(path);
+  if ('reason' in read) return read;
+  const proof = { ...read.doc };
   if (typeof proof.version !== 'string') return { reason: 'proof has no "version"' };
   for (const field of STARK_HEX_FIELDS) {
     const value = proof[field];
@@ -86,4 +93,45 @@ export async function checkWrittenProof(kind: 'app' | 'stark' | 'evm', path: str
   const absent = fields.filter((f) => doc[f] === undefined);
   if (absent.length) throw new Error(`openvm engine: the ${kind} proof the tool wrote lacks ${absent.join(', ')}`);
   return kind === 'evm' && typeof doc.user_public_values === 'string' ? doc.user_public_values : null;
+}
+
+// The tool panics (exit 101) instead of rejecting an EVM proof whose commits are
+// not canonical BabyBear digests (v2.0.1:crates/continuations/src/commit_bytes.rs:20-26,141-150)
+// or whose accumulator is not whole canonical BN254 scalars
+// (v2.0.1:crates/sdk/src/types.rs:256-287): such proofs are refused here, as the caller's.
+const BABY_BEAR = 2013265921n;
+const COMMIT_BOUND = BABY_BEAR ** 8n;
+const BN254_SCALAR = 21888242871839275222246405745257275088548364400416034343698204186575808495617n;
+const EVM_HEX_FIELDS = ['app_exe_commit', 'app_vm_commit', 'user_public_values'] as const;
+
+const bareHex = (v: unknown): string | null => (typeof v === 'string' && /^(0x)?([0-9a-fA-F]{2})*$/.test(v) ? v.replace(/^0x/, '').toLowerCase() : null);
+
+/**
+ * An EVM proof in the form `verify evm` reads (client-conventions.md; hex with or
+ * without `0x`, as the tool accepts: v2.0.1:crates/sdk/src/types.rs:71-75,
+ * crates/continuations/src/commit_bytes.rs:141-150), or the reason it is not one.
+ */
+export async function checkEvmProof(path: string): Promise<{ proof: { app_exe_commit: string; app_vm_commit: string } } | { reason: string }> {
+  const read = await readProofObject(path);
+  if ('reason' in read) return read;
+  const p = read.doc;
+  if (typeof p.version !== 'string') return { reason: 'proof has no "version"' };
+  const hex: Record<string, string> = {};
+  for (const field of EVM_HEX_FIELDS) {
+    const v = bareHex(p[field]);
+    if (v === null) return { reason: `proof field "${field}" must be a hex string` };
+    hex[field] = v;
+  }
+  const data = p.proof_data as Record<string, unknown> | null | undefined;
+  const accumulator = bareHex(data?.accumulator);
+  if (accumulator === null || bareHex(data?.proof) === null) return { reason: 'proof field "proof_data" must hold hex "accumulator" and "proof"' };
+  for (const field of ['app_exe_commit', 'app_vm_commit'] as const) {
+    if (hex[field]!.length !== 64) return { reason: `proof field "${field}" must be 32 bytes` };
+    if (BigInt('0x' + hex[field]) >= COMMIT_BOUND) return { reason: `proof field "${field}" is not a canonical commit` };
+  }
+  if (accumulator.length % 64 !== 0) return { reason: 'proof_data.accumulator must be whole 32-byte words' };
+  for (let i = 0; i < accumulator.length; i += 64) {
+    if (BigInt('0x' + accumulator.slice(i, i + 64)) >= BN254_SCALAR) return { reason: 'proof_data.accumulator holds a value outside the BN254 scalar field' };
+  }
+  return { proof: { app_exe_commit: '0x' + hex.app_exe_commit, app_vm_commit: '0x' + hex.app_vm_commit } };
 }

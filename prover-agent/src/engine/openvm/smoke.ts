@@ -1,10 +1,11 @@
 // Operator's smoke test of the openvm engine on a GPU host: drives the engine
 // exactly as the agent does (commit, metered execution, STARK proof, STARK
-// verification, and with --evm an EVM proof) for one config and one program,
-// then prints a summary. Exit status 0 when every step passed.
+// verification, and with --evm an EVM proof and its verification) for one
+// config and one program, then prints a summary. Exit status 0 when every step
+// passed. The tool proves on one GPU: --gpus names the device it is pinned to.
 //
 //   node prover-agent/src/engine/openvm/smoke.ts --config <cfg_id> --vmexe FILE --input FILE
-//        [--openvm-version V] [--configs-dir DIR] [--cargo PATH] [--gpus 0,1] [--evm]
+//        [--openvm-version V] [--configs-dir DIR] [--cargo PATH] [--gpus 0] [--evm]
 //        [--expect-public-values 0xPREFIX] [--keep]
 // --expect-public-values: the public values must start with these bytes.
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -16,7 +17,7 @@ import { CLI_MAPPINGS } from './commands.ts';
 import { createOpenvmEngine } from './index.ts';
 
 const usage = `usage: node prover-agent/src/engine/openvm/smoke.ts --config <cfg_id> --vmexe FILE --input FILE
-       [--openvm-version V] [--configs-dir DIR] [--cargo PATH] [--gpus 0,1] [--evm]
+       [--openvm-version V] [--configs-dir DIR] [--cargo PATH] [--gpus 0] [--evm]
        [--expect-public-values 0xPREFIX] [--keep]`;
 
 export async function main(argv: string[]): Promise<number> {
@@ -89,6 +90,8 @@ export async function main(argv: string[]): Promise<number> {
 
   try {
     const commit = await step('commit', () => engine.commit(ctx, files), (c) => [true, `app_exe_commit ${c.app_exe_commit}, app_vm_commit ${c.app_vm_commit}`]);
+    // The service records the VM commit on the config; EVM verification binds proofs to it.
+    if (commit) ctx.config.app_vm_commit = commit.app_vm_commit;
     const baselinePath = join(workDir, 'baseline.json');
     if (commit) await writeFile(baselinePath, JSON.stringify(commit.baseline));
     const want = values['expect-public-values']?.toLowerCase();
@@ -104,7 +107,11 @@ export async function main(argv: string[]): Promise<number> {
       await step('verify stark', () => engine.verify(ctx, { proof_type: 'stark', proofPath: starkPath, baselinePath, app_exe_commit: commit.app_exe_commit }), (r) => [r.verified, r.reason ?? 'verified']);
     }
     if (values.evm) {
-      await step('prove evm', () => engine.prove(ctx, { ...files, kind: 'evm', childProofPaths: [], outputPath: join(workDir, 'evm-proof.json'), app_exe_commit: commit?.app_exe_commit ?? '', baselinePath }), (r) => pvCheck(r.public_values));
+      const evmPath = join(workDir, 'evm-proof.json');
+      const evm = await step('prove evm', () => engine.prove(ctx, { ...files, kind: 'evm', childProofPaths: [], outputPath: evmPath, app_exe_commit: commit?.app_exe_commit ?? '', baselinePath }), (r) => pvCheck(r.public_values));
+      if (commit && evm) {
+        await step('verify evm', () => engine.verify(ctx, { proof_type: 'evm', proofPath: evmPath, baselinePath, app_exe_commit: commit.app_exe_commit }), (r) => [r.verified, r.reason ?? 'verified']);
+      }
     }
   } finally {
     if (!values.keep) await rm(workDir, { recursive: true, force: true });
