@@ -26,6 +26,7 @@ import {
 } from '../admin/statements.ts';
 import { PUBLISHED_KEY_NAMES, type PublishedKeyName } from '../../prover-agent/src/protocol.ts';
 import { artifactKey } from '../lib/artifact-keys.ts';
+import { openvmConfigProblems } from '../lib/openvm-config.ts';
 import { artifactsBucket, d1Execute, describeTarget, r2Put, type Row, type Target, WranglerError } from './wrangler.ts';
 
 const ENVS = ['staging', 'production'];
@@ -186,6 +187,10 @@ const commands: Record<string, Command> = {
       const tomlPath = c.values['openvm-toml'] === undefined ? undefined : userPath(required(c.values, 'openvm-toml'));
       if (engine === 'openvm' && tomlPath === undefined) throw new UsageError('--openvm-toml is required for openvm configs: agents make the keys from it');
       const openvmToml = tomlPath === undefined ? undefined : readText(tomlPath);
+      if (engine === 'openvm') {
+        const problems = openvmConfigProblems({ openvm_version: required(c.values, 'openvm-version'), public_values_bytes: pvb ?? 32, openvm_toml: openvmToml });
+        if (problems.length) throw new UsageError(`cargo openvm cannot serve this config:\n  ${problems.join('\n  ')}`);
+      }
       let step: AdminStep;
       try {
         step = createConfig({
@@ -228,9 +233,17 @@ const commands: Record<string, Command> = {
     positionals: ['CONFIG_ID', 'FILE'],
     async run(c) {
       const [configId, fileArg] = c.positionals as [string, string];
+      const text = readText(userPath(fileArg));
+      const [found] = await d1Execute(c.target, [listConfigs(configId)]);
+      const row = found?.[0];
+      if (!row) throw new Error(`no config ${configId} (see list-configs)`);
+      if (row.engine === 'openvm') {
+        const problems = openvmConfigProblems({ openvm_version: String(row.openvm_version), public_values_bytes: Number(row.public_values_bytes), openvm_toml: text });
+        if (problems.length) throw new UsageError(`cargo openvm cannot key ${configId} with this openvm.toml:\n  ${problems.join('\n  ')}`);
+      }
       let step: AdminStep;
       try {
-        step = setConfigOpenvmToml(configId, readText(userPath(fileArg)));
+        step = setConfigOpenvmToml(configId, text);
       } catch (err) {
         throw err instanceof UsageError ? err : new UsageError((err as Error).message);
       }

@@ -118,6 +118,21 @@ describe('npm run admin', () => {
     const set = await admin('set-config-toml', id.toLowerCase(), toml);
     expect(set.code, set.stderr).toBe(0);
     expect(await rows(`SELECT openvm_toml FROM configs WHERE id = ${lit(id)}`)).toEqual([{ openvm_toml: '[app_vm_config.rv32m]\n' }]);
+    // What cargo-openvm v2.0.1 cannot key is refused, saying why, and nothing changes.
+    await writeFile(toml, '[app_vm_config.system.config]\nnum_public_values = 64\n');
+    const unkeyable = await admin('set-config-toml', id, toml);
+    expect(unkeyable.code).toBe(2);
+    expect(unkeyable.stderr).toMatch(/num_public_values = 64: cargo openvm keygen only supports 32 \(v2\.0\.1:crates\/cli\/src\/commands\/keygen\.rs/);
+    expect(await rows(`SELECT openvm_toml FROM configs WHERE id = ${lit(id)}`)).toEqual([{ openvm_toml: '[app_vm_config.rv32m]\n' }]);
+    const created2 = await admin(...base, '--openvm-toml', toml);
+    expect(created2.code).toBe(2);
+    expect(created2.stderr).toContain('cargo openvm cannot serve this config');
+    const ok = path.join(dir, 'ok.toml');
+    await writeFile(ok, '[app_vm_config.rv32i]\n');
+    const prerelease = await admin('create-config', '--openvm-version', '2.0.0-rc.7', ...base.slice(3), '--openvm-toml', ok);
+    expect(prerelease.code).toBe(2);
+    expect(prerelease.stderr).toMatch(/2\.0\.0-rc\.7 is a pre-release/);
+
     const unknown = await admin('set-config-toml', 'cfg_01JD00000000000000000000ZZ', toml);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no config cfg_01JD00000000000000000000ZZ');
