@@ -5,9 +5,10 @@
 // process group.
 import { readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConfig } from '../../src/admin/statements.ts';
-import { alive, config, FAKE_CARGO, makeHost, makeJob, type Host } from '../engine/openvm/harness.ts';
+import { alive, config, FAKE_CARGO, makeHost, makeJob, OPENVM_TOML, runCli, type Host } from '../engine/openvm/harness.ts';
 import { caller, registerGuest, startStack, type Stack } from './stack.ts';
 
 let stack: Stack;
@@ -104,5 +105,28 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
     expect(alive(prover)).toBe(false);
     agent.signal('SIGTERM');
     await agent.exited;
+  });
+
+  it('an operator prepares a host from the service’s config and publishes its keys; callers download them through the signed URLs', async () => {
+    await stack.sql(`UPDATE configs SET openvm_toml = '${OPENVM_TOML}' WHERE id = '${configId}'`);
+    const env = { ...host.env, PROVER_API_URL: stack.url, PROVER_AGENT_TOKEN: stack.agentToken };
+    const res = await runCli(['setup-config', configId, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--run', '--publish'], env);
+    expect(res.code, res.stderr).toBe(0);
+    expect(readFileSync(join(host.configDir, 'openvm.toml'), 'utf8')).toBe(OPENVM_TOML);
+    const files: Record<string, string> = {
+      'pk/app': join(host.configDir, 'openvm', 'app.pk'),
+      'vk/app': join(host.configDir, 'openvm', 'app.vk'),
+      'pk/agg': join(host.home, '.openvm', 'internal_recursive.pk'),
+      'vk/agg': join(host.home, '.openvm', 'internal_recursive.vk'),
+    };
+    for (const [path, file] of Object.entries(files)) {
+      // As `cargo axiom config download-keys` does: ask for the URL, then GET it with no API key.
+      const { download_url } = await api.json('GET', `/v1/configs/${configId}/${path}`);
+      const got = await fetch(download_url);
+      expect(got.status).toBe(200);
+      expect(Buffer.from(await got.arrayBuffer()).equals(readFileSync(file))).toBe(true);
+    }
+    // Without --evm no EVM keys were published, and the API says how to publish them.
+    expect((await api.call('GET', `/v1/configs/${configId}/pk/halo2`)).status).toBe(404);
   });
 });
