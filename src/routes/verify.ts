@@ -68,23 +68,18 @@ verifyApi.post('/', zValidator('query', UnifiedQuery, validationHook), async (c)
   const q = c.req.valid('query');
   const text = await readProofPart(c.req.raw);
   const doc = parseProofJson(text);
+  // The two proof files differ in shape: only the EVM proof has `proof_data`.
   const kind = doc !== null && typeof doc === 'object' && 'proof_data' in doc ? 'evm' : 'stark';
-  if (kind === 'stark') {
-    if (!q.program_id)
-      throw new ValidationError([{ loc: ['query', 'program_id'], msg: 'Field required: a STARK proof is checked against a program’s verification baseline', type: 'missing' }]);
-    return c.json({ id: await submitVerification(c, { kind, text, programId: q.program_id, configId: q.config_id }) }, 200);
-  }
-  const problem = evmProofShapeError(doc);
-  if (problem) throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, ${problem}`, type: 'value_error' }]);
-  if (!q.config_id && !q.program_id)
+  if (kind === 'stark' && !q.program_id)
+    throw new ValidationError([{ loc: ['query', 'program_id'], msg: 'Field required: a STARK proof is checked against a program’s verification baseline', type: 'missing' }]);
+  if (kind === 'evm' && !q.config_id && !q.program_id)
     throw new ValidationError([{ loc: ['query', 'config_id'], msg: 'Field required: the config whose keys verify the EVM proof', type: 'missing' }]);
-  return c.json({ id: await submitVerification(c, { kind, text, programId: q.program_id, configId: q.config_id }) }, 200);
+  return c.json({ id: await submitVerification(c, { kind, text, doc, programId: q.program_id, configId: q.config_id }) }, 200);
 });
 
 verifyApi.post('/stark', zValidator('query', StarkQuery, validationHook), async (c) => {
   const text = await readProofPart(c.req.raw);
-  parseProofJson(text);
-  return c.json({ id: await submitVerification(c, { kind: 'stark', text, programId: c.req.valid('query').program_id }) }, 200);
+  return c.json({ id: await submitVerification(c, { kind: 'stark', text, doc: parseProofJson(text), programId: c.req.valid('query').program_id }) }, 200);
 });
 
 /** The `proof` file part, read whole under its cap (proofs are small next to keys). */
@@ -118,13 +113,11 @@ function parseProofJson(text: string): unknown {
  */
 async function submitVerification(
   c: Context<AppEnv>,
-  v: { kind: 'stark' | 'evm'; text: string; programId?: string; configId?: string },
+  v: { kind: 'stark' | 'evm'; text: string; doc: unknown; programId?: string; configId?: string },
 ): Promise<string> {
   const { db, caller } = c.var;
-  if (v.kind === 'stark') {
-    const problem = starkProofShapeError(v.text);
-    if (problem) throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, ${problem}`, type: 'value_error' }]);
-  }
+  const problem = v.kind === 'stark' ? starkProofShapeError(v.text) : evmProofShapeError(v.doc);
+  if (problem) throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, ${problem}`, type: 'value_error' }]);
   let program: Awaited<ReturnType<typeof findProgram>>['program'] | null = null;
   let config: Awaited<ReturnType<typeof findProgram>>['config'] | undefined;
   if (v.programId) {
