@@ -246,6 +246,7 @@ export class MemorySink implements PartSink {
 /** Reads a small body whole, refusing (413) past `cap` even without a Content-Length. */
 export async function readTextCapped(req: Request, cap: number): Promise<string> {
   if (!req.body) return '';
+  if (Number(req.headers.get('content-length') ?? NaN) > cap) throw tooLarge(cap);
   const sink = new MemorySink(cap, () => tooLarge(cap));
   const reader = req.body.getReader();
   for (let r = await reader.read(); !r.done; r = await reader.read()) sink.write(r.value);
