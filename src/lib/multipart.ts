@@ -244,11 +244,16 @@ export class MemorySink implements PartSink {
 }
 
 /** Reads a small body whole, refusing (413) past `cap` even without a Content-Length. */
-export async function readTextCapped(req: Request, cap: number): Promise<string> {
-  if (!req.body) return '';
+export async function readBytesCapped(req: Request, cap: number): Promise<Uint8Array> {
+  if (!req.body) return new Uint8Array(0);
   if (Number(req.headers.get('content-length') ?? NaN) > cap) throw tooLarge(cap);
   const sink = new MemorySink(cap, () => tooLarge(cap));
   const reader = req.body.getReader();
   for (let r = await reader.read(); !r.done; r = await reader.read()) sink.write(r.value);
-  return sink.text();
+  return sink.bytes();
+}
+
+/** readBytesCapped, as UTF-8 text (malformed sequences replaced). */
+export async function readTextCapped(req: Request, cap: number): Promise<string> {
+  return new TextDecoder().decode(await readBytesCapped(req, cap));
 }

@@ -137,8 +137,9 @@ export const errorResponses = (...statuses: (400 | 401 | 404 | 409 | 413 | 422)[
     409: 'Conflict with the record’s current state',
     413: 'Upload too large',
     422: 'Validation error',
+    429: 'Rate limit of the API key exceeded for this endpoint class (see Retry-After)',
   };
-  for (const s of [401, ...statuses]) {
+  for (const s of [401, ...statuses, 429]) {
     out[s] = {
       description: text[s],
       content: { 'application/json': { schema: s === 422 ? ValidationErrorResponse : ErrorResponse } },

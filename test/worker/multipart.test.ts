@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/lib/errors.ts';
 import { multipartBoundary, parseMultipart, type MultipartLimits, type PartInfo } from '../../src/lib/multipart.ts';
-import { guest, programForm, VMEXE } from './helpers.ts';
+import { guest, programForm, seededRandom, VMEXE } from './helpers.ts';
 
 interface Case {
   name: string;
@@ -94,16 +94,6 @@ async function outcome(c: Case, chunks: Uint8Array[]): Promise<Outcome> {
   }
 }
 
-/** A small seeded PRNG (mulberry32): the same splits on every run. */
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function splitAt(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
   const points = [...new Set(cuts)].sort((a, b) => a - b);
   const out: Uint8Array[] = [];
@@ -132,7 +122,7 @@ describe('multipart parsing does not depend on chunking', async () => {
   for (const c of cases) {
     it(`${c.name}: random splits and byte-by-byte give the whole body's answer`, async () => {
       const expected = await outcome(c, [c.bytes]);
-      const random = prng(c.bytes.length + c.name.length);
+      const random = seededRandom(c.bytes.length + c.name.length);
       for (let trial = 0; trial < 25; trial++) {
         const cuts = Array.from({ length: 1 + Math.floor(random() * 40) }, () => Math.floor(random() * c.bytes.length));
         expect(await outcome(c, splitAt(c.bytes, cuts)), `cuts ${cuts.join(',')}`).toEqual(expected);
