@@ -7,6 +7,7 @@ import type { AppEnv } from './app-env.ts';
 import { openDb } from './db/client.ts';
 import { onError, validationHook } from './lib/errors.ts';
 import { API_KEY_HEADER, requireApiKey } from './middleware/auth.ts';
+import { rateLimit } from './middleware/rate-limit.ts';
 import { configsApi } from './routes/configs.ts';
 import { downloadsApi } from './routes/downloads.ts';
 import { executionsApi } from './routes/executions.ts';
@@ -32,7 +33,7 @@ app.use(
     await next();
   }),
 );
-app.use('/v1/*', requireApiKey);
+app.use('/v1/*', requireApiKey, rateLimit);
 
 app.openapi(
   createRoute({

@@ -4,6 +4,10 @@ export interface Env {
   ARTIFACTS: R2Bucket;
   JOBS: Queue<JobNotice>;
   MAX_UPLOAD_BYTES: string;
+  /** Per-API-key request limits by endpoint class ([[ratelimits]] in wrangler.toml; src/middleware/rate-limit.ts). */
+  RATE_LIMIT_READS: RateLimit;
+  RATE_LIMIT_SUBMISSIONS: RateLimit;
+  RATE_LIMIT_UPLOADS: RateLimit;
   /** "true" enables the local emulation of the Queues HTTP pull API. Dev only. */
   DEV_QUEUE_EMULATION?: string;
   DEV_PROOF_SECRET?: string;

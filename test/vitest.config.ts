@@ -30,6 +30,14 @@ export default defineConfig({
                 TEST_MIGRATIONS: await readD1Migrations(fileURLToPath(new URL('../migrations', import.meta.url))),
                 TEST_GUESTS: guestElfs(),
               },
+              // The real Rate Limiting binding, with limits small enough for a test to
+              // reach (wrangler.toml's local ones are sized for benches and e2e runs).
+              // Test files use their own API keys, so their counters never meet.
+              ratelimits: {
+                RATE_LIMIT_READS: { namespace_id: '1001', simple: { limit: 250, period: 60 } },
+                RATE_LIMIT_SUBMISSIONS: { namespace_id: '1002', simple: { limit: 100, period: 60 } },
+                RATE_LIMIT_UPLOADS: { namespace_id: '1003', simple: { limit: 30, period: 60 } },
+              },
             },
           })),
         ],

@@ -10,6 +10,8 @@ import type { FleetConfig, KeyUploadPart, KeyUploadStarted, PublishKeyResponse }
 import { configs } from '../db/schema.ts';
 import { PUBLISHED_KEY_NAMES } from '../lib/config-keys.ts';
 import { ApiError, notFound, validationHook } from '../lib/errors.ts';
+import { jsonBody } from '../lib/body.ts';
+import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
 import { ConfigId } from '../lib/schemas.ts';
 import { requireAgentToken, type InternalEnv } from './auth.ts';
 
@@ -88,6 +90,7 @@ configsInternalApi.put('/:config_id/keys/:name/uploads/:upload_id/:part_number',
 configsInternalApi.post(
   '/:config_id/keys/:name/uploads/:upload_id/complete',
   zValidator('param', UploadParams, validationHook),
+  jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', CompleteBody, validationHook),
   async (c) => {
     const { config_id, name, upload_id } = c.req.valid('param');

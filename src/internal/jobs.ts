@@ -11,6 +11,8 @@ import { claimJob, expireLeases, gpusUsed, type AgentCapabilities, type JobRow }
 import { whyUnservable } from '../jobs/sweep.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { validationHook } from '../lib/errors.ts';
+import { jsonBody } from '../lib/body.ts';
+import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
 import { requireAgentToken, type InternalEnv } from './auth.ts';
 import { ClaimRequestSchema } from './schemas.ts';
 import type { Env } from '../env.ts';
@@ -20,7 +22,7 @@ export const jobsInternalApi = new Hono<InternalEnv>();
 /** How often agents should heartbeat: a third of the lease, so two lost beats are survivable. */
 const heartbeatInterval = (leaseTtlMs: number) => Math.max(1000, Math.floor(leaseTtlMs / 3));
 
-jobsInternalApi.post('/claim', requireAgentToken, zValidator('json', ClaimRequestSchema, validationHook), async (c) => {
+jobsInternalApi.post('/claim', requireAgentToken, jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', ClaimRequestSchema, validationHook), async (c) => {
   const req = c.req.valid('json');
   const { db } = c.var;
   const settings = fleetSettings(c.env);

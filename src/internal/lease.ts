@@ -13,6 +13,8 @@ import { fleetSettings } from '../jobs/settings.ts';
 import { acknowledgeCancel, completeJob, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob, type Completion } from '../jobs/state.ts';
 import { artifactKey, streamObject } from '../lib/artifacts.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
+import { jsonBody } from '../lib/body.ts';
+import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
 import { tooLarge } from '../lib/multipart.ts';
 import { requireJobToken, type InternalEnv } from './auth.ts';
 import { programOfJob } from './jobs.ts';
@@ -47,7 +49,7 @@ function repeatOf(c: Context<InternalEnv>, ...outcomes: string[]): Response | nu
 
 // ---------------------------------------------------------------------------
 
-leaseInternalApi.post('/heartbeat', zValidator('json', HeartbeatRequestSchema, validationHook), async (c) => {
+leaseInternalApi.post('/heartbeat', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', HeartbeatRequestSchema, validationHook), async (c) => {
   requireCurrent(c);
   const body = c.req.valid('json');
   const beat = await heartbeat(c.var.db, c.var.lease, { phase: body.phase, num_instructions: body.metrics?.num_instructions, cells_used: body.metrics?.cells_used }, fleetSettings(c.env));
@@ -101,7 +103,7 @@ leaseInternalApi.put('/results/:name', async (c) => {
   return c.json({ stored: c.req.param('name'), size: length }, 200);
 });
 
-leaseInternalApi.post('/logs', zValidator('json', LogChunkSchema, validationHook), async (c) => {
+leaseInternalApi.post('/logs', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', LogChunkSchema, validationHook), async (c) => {
   requireCurrent(c);
   const chunk = c.req.valid('json');
   const r = await appendLogChunk(c.var.db, c.env.ARTIFACTS, c.var.job.id, chunk);
@@ -110,7 +112,7 @@ leaseInternalApi.post('/logs', zValidator('json', LogChunkSchema, validationHook
   return c.json({ accepted: r.kind }, 200);
 });
 
-leaseInternalApi.post('/complete', zValidator('json', CompleteRequestSchema, validationHook), async (c) => {
+leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', CompleteRequestSchema, validationHook), async (c) => {
   // A completion can end as `failed` (a commit whose keys do not match its config).
   const repeat = repeatOf(c, 'completed', 'failed');
   if (repeat) return repeat;
@@ -180,7 +182,7 @@ leaseInternalApi.post('/complete', zValidator('json', CompleteRequestSchema, val
   return c.json(response, 200);
 });
 
-leaseInternalApi.post('/fail', zValidator('json', FailRequestSchema, validationHook), async (c) => {
+leaseInternalApi.post('/fail', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', FailRequestSchema, validationHook), async (c) => {
   const repeat = repeatOf(c, 'failed');
   if (repeat) return repeat;
   const body = c.req.valid('json');

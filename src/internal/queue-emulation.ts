@@ -15,6 +15,8 @@ import { openDb } from '../db/client.ts';
 import { emulatedQueueMessages } from '../db/schema.ts';
 import type { Env, JobNotice } from '../env.ts';
 import { ApiError } from '../lib/errors.ts';
+import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
+import { readTextCapped } from '../lib/multipart.ts';
 import { agentTokenId } from './auth.ts';
 
 export const queueEmulationApi = new Hono<AppEnv>();
@@ -63,7 +65,7 @@ queueEmulationApi.use(async (c, next) => {
 
 /** The request's JSON object (`{}` for an empty body), or null when it is not JSON. */
 async function jsonBody(req: Request): Promise<Record<string, unknown> | null> {
-  const text = await req.text();
+  const text = await readTextCapped(req, MAX_INTERNAL_JSON_BYTES);
   if (!text.trim()) return {};
   try {
     const v = JSON.parse(text) as unknown;

@@ -23,12 +23,54 @@ export class ApiError extends Error {
   }
 }
 
-/** A 422 with one or more validation issues. */
+/**
+ * Most issues one 422 lists. Past it the list ends with one `too_many_errors` item
+ * counting the rest, so the error body stays small whatever the input (a 12 MB input
+ * of 6 million bad entries once built a 2.4 GB error list).
+ */
+export const MAX_LISTED_ISSUES = 100;
+
+/**
+ * Collects issues up to MAX_LISTED_ISSUES and only counts the rest, so a validator
+ * walking millions of bad entries never holds more than the listed ones.
+ */
+export class IssueList {
+  readonly listed: ValidationIssue[] = [];
+  omitted = 0;
+  add(issue: ValidationIssue | (() => ValidationIssue)) {
+    if (this.listed.length < MAX_LISTED_ISSUES) this.listed.push(typeof issue === 'function' ? issue() : issue);
+    else this.omitted++;
+  }
+  static of(issues: ValidationIssue[]): IssueList {
+    const list = new IssueList();
+    for (const issue of issues) list.add(issue);
+    return list;
+  }
+  get size() {
+    return this.listed.length + this.omitted;
+  }
+  /** The 422 detail: the listed issues, then how many more there were. */
+  detail(): ValidationIssue[] {
+    if (this.omitted === 0) return this.listed;
+    const root = this.listed[0]?.loc[0] ?? 'body';
+    return [
+      ...this.listed,
+      {
+        loc: [root],
+        msg: `${this.omitted} more error${this.omitted === 1 ? '' : 's'} omitted: only the first ${MAX_LISTED_ISSUES} are listed`,
+        type: 'too_many_errors',
+      },
+    ];
+  }
+}
+
+/** A 422 with one or more validation issues (at most MAX_LISTED_ISSUES of them listed). */
 export class ValidationError extends Error {
   readonly issues: ValidationIssue[];
-  constructor(issues: ValidationIssue[]) {
-    super(issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
-    this.issues = issues;
+  constructor(issues: ValidationIssue[] | IssueList) {
+    const detail = (issues instanceof IssueList ? issues : IssueList.of(issues)).detail();
+    super(detail.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
+    this.issues = detail;
   }
 }
 
@@ -47,14 +89,18 @@ const LOC_ROOT: Record<string, string> = {
 /** Maps zod issues onto FastAPI/pydantic error types and messages. */
 export function zodIssuesToValidation(error: z.core.$ZodError, target: string, input?: unknown): ValidationIssue[] {
   const root = LOC_ROOT[target] ?? target;
-  return error.issues.map((issue) => {
-    const loc = [root, ...issue.path.map((p) => (typeof p === 'number' ? p : String(p)))];
-    // zod does not report the offending value by default; look it up to tell
-    // "missing" from "present but wrong".
-    const value = issue.path.reduce<unknown>((v, key) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[key] : undefined), input);
-    const { msg, type } = describeIssue(issue, value);
-    return { loc, msg, type };
-  });
+  const list = new IssueList();
+  for (const issue of error.issues) list.add(() => describeZodIssue(issue, root, input));
+  return list.detail();
+}
+
+function describeZodIssue(issue: z.core.$ZodIssue, root: string, input: unknown): ValidationIssue {
+  const loc = [root, ...issue.path.map((p) => (typeof p === 'number' ? p : String(p)))];
+  // zod does not report the offending value by default; look it up to tell
+  // "missing" from "present but wrong".
+  const value = issue.path.reduce<unknown>((v, key) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[key] : undefined), input);
+  const { msg, type } = describeIssue(issue, value);
+  return { loc, msg, type };
 }
 
 function describeIssue(issue: z.core.$ZodIssue, value: unknown): { msg: string; type: string } {

@@ -1,7 +1,7 @@
 // The proof input format (client-conventions.md "Input encoding", identical to the
 // zkVM's own tool): hex strings, `0x` optional, even length; `01` + bytes, or `02` +
 // whole little-endian u32 native field elements.
-import { ValidationError, type ValidationIssue } from './errors.ts';
+import { IssueList, ValidationError } from './errors.ts';
 
 const HEX = /^[0-9a-fA-F]*$/;
 
@@ -23,8 +23,8 @@ export function inputEntryError(entry: unknown): string | null {
 }
 
 /**
- * Validates `{"input": [...]}` and returns the normalized body to store. Every bad
- * entry is reported, each at `["body", "input", i]`.
+ * Validates `{"input": [...]}` and returns the normalized body to store. Bad entries
+ * are reported each at `["body", "input", i]`, the first MAX_LISTED_ISSUES of them.
  */
 export function parseProofInput(body: unknown): { input: string[] } {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
@@ -33,17 +33,18 @@ export function parseProofInput(body: unknown): { input: string[] } {
   if (input === undefined) throw new ValidationError([{ loc: ['body', 'input'], msg: 'Field required', type: 'missing' }]);
   if (!Array.isArray(input))
     throw new ValidationError([{ loc: ['body', 'input'], msg: 'Input should be a valid list', type: 'list_type' }]);
-  const issues: ValidationIssue[] = [];
-  input.forEach((entry, i) => {
+  const issues = new IssueList();
+  for (let i = 0; i < input.length; i++) {
+    const entry: unknown = input[i];
     const err = inputEntryError(entry);
     if (err)
-      issues.push({
+      issues.add(() => ({
         loc: ['body', 'input', i],
         msg: typeof entry === 'string' ? `Value error, ${err}` : 'Input should be a valid string',
         type: typeof entry === 'string' ? 'value_error' : 'string_type',
-      });
-  });
-  if (issues.length) throw new ValidationError(issues);
+      }));
+  }
+  if (issues.size) throw new ValidationError(issues);
   return { input: input as string[] };
 }
 

@@ -92,13 +92,16 @@ export async function parseMultipart(
         return true;
       }
       case 'headers': {
+        // Every check here looks only at bytes already seen and decides the same way
+        // however the body was split: a part with no headers is refused as soon as its
+        // first two bytes are known, and the header-size limit is judged on the
+        // header block's length (or on a buffer already too long to end in time).
+        if (buf.length < 2) return false;
+        if (buf[0] === 13 && buf[1] === 10) throw malformed('part without Content-Disposition');
         const i = indexOf(buf, HEADER_END, 0);
-        if (i < 0) {
-          if (buf.length > maxHeaderBytes) throw malformed('part headers too long');
-          // A part with no headers at all starts directly with CRLF.
-          if (buf.length >= 2 && buf[0] === 13 && buf[1] === 10) throw malformed('part without Content-Disposition');
-          return false;
-        }
+        // Without the end marker in `buf`, it can start no earlier than 3 bytes from the end.
+        if ((i < 0 ? buf.length - 3 : i) > maxHeaderBytes) throw malformed('part headers too long');
+        if (i < 0) return false;
         const info = parsePartHeaders(new TextDecoder().decode(buf.subarray(0, i)));
         if (!info) throw malformed('part without a form-data Content-Disposition name');
         if (++parts > maxParts) throw new ApiError(413, `Too many multipart parts: the limit is ${maxParts}`);
@@ -135,11 +138,15 @@ export async function parseMultipart(
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
+      // Bytes up to the limit are parsed before a 413, so a malformed body within the
+      // limit gets the same 400 whether it arrived in one chunk or byte by byte.
+      const room = limits.maxBytes - total;
       total += value.byteLength;
+      if (state !== 'done') {
+        buf = concat(buf, total > limits.maxBytes ? value.subarray(0, Math.max(0, room)) : value);
+        while (await step(false));
+      }
       if (total > limits.maxBytes) throw tooLarge(limits.maxBytes);
-      if (state === 'done') continue; // epilogue: ignored
-      buf = concat(buf, value);
-      while (await step(false));
     }
   } finally {
     reader.releaseLock();
@@ -237,10 +244,16 @@ export class MemorySink implements PartSink {
 }
 
 /** Reads a small body whole, refusing (413) past `cap` even without a Content-Length. */
-export async function readTextCapped(req: Request, cap: number): Promise<string> {
-  if (!req.body) return '';
+export async function readBytesCapped(req: Request, cap: number): Promise<Uint8Array> {
+  if (!req.body) return new Uint8Array(0);
+  if (Number(req.headers.get('content-length') ?? NaN) > cap) throw tooLarge(cap);
   const sink = new MemorySink(cap, () => tooLarge(cap));
   const reader = req.body.getReader();
   for (let r = await reader.read(); !r.done; r = await reader.read()) sink.write(r.value);
-  return sink.text();
+  return sink.bytes();
+}
+
+/** readBytesCapped, as UTF-8 text (malformed sequences replaced). */
+export async function readTextCapped(req: Request, cap: number): Promise<string> {
+  return new TextDecoder().decode(await readBytesCapped(req, cap));
 }

@@ -2,10 +2,70 @@
 // with these and the OpenAPI document is generated from the same objects.
 import { z } from '@hono/zod-openapi';
 
-/** An integer query parameter, FastAPI-style errors (`int_parsing`, `greater_than_equal`, ...). */
+/** What Rust's `str::trim` strips (Unicode White_Space); not JavaScript's `trim` (which also strips U+FEFF but not U+0085). */
+const RUST_TRIM = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+|[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/g;
+/** A JSON integer (what pydantic-core's number parser, jiter's NumberInt, accepts). */
+const JSON_INT = /^-?(?:0|[1-9][0-9]*)$/;
+
+/**
+ * A query-string integer exactly as pydantic v2 parses a str in lax mode (FastAPI
+ * query parameters), or null where pydantic answers `int_parsing`. After
+ * pydantic-core src/input/shared.rs (`str_as_int`, `clean_int_str`,
+ * `strip_leading_zeros`, `strip_underscores`): a JSON integer is taken as is;
+ * otherwise, once, surrounding whitespace is trimmed, one leading `+` dropped (not
+ * `+-`), leading zeros dropped (`007`, `0_7`), a decimal part of only zeros dropped
+ * (`5.0`, `5.00`; not `5.`), and single inner underscores removed (`1_000`; not
+ * `_1`, `1_`, `1__0`), and what is left must be a JSON integer. So `+5`, ` 5 `,
+ * `5.0`, `1_000` are 5/5/5/1000, while `0x10`, `1e3`, `5.5`, `5.`, `--5`, `` are refused.
+ */
+export function parseQueryInt(text: string): bigint | null {
+  if (JSON_INT.test(text)) return BigInt(text);
+  let s = text.replace(RUST_TRIM, '');
+  if (s.startsWith('+')) {
+    if (s[1] === '-') return null;
+    s = s.slice(1);
+  }
+  let sign = '';
+  if (s.startsWith('-')) {
+    if (s[1] === '-' || s[1] === '+') return null;
+    sign = '-';
+    s = s.slice(1);
+  }
+  const digits = stripLeadingZeros(s);
+  if (digits === null) return null;
+  s = digits;
+  const dot = s.indexOf('.');
+  if (dot >= 0 && /^0+$/.test(s.slice(dot + 1))) s = s.slice(0, dot);
+  if (s.includes('_') && !s.startsWith('_') && !s.endsWith('_') && !s.includes('__')) s = s.replaceAll('_', '');
+  return JSON_INT.test(sign + s) ? BigInt(sign + s) : null;
+}
+
+/** pydantic-core's `strip_leading_zeros`: keeps one zero (`000` → `0`, `00.0` → `0.0`); null if it does not start like a number. */
+function stripLeadingZeros(s: string): string | null {
+  if (s.length === 0) return null;
+  if (s[0] !== '0') return /[1-9-]/.test(s[0]!) ? s : null;
+  for (let i = 1; i < s.length; i++) {
+    const c = s[i]!;
+    if (c === '0' || c === '_') continue;
+    if (/[1-9-]/.test(c)) return s.slice(i);
+    if (c === '.') return s.slice(i - 1);
+    return null;
+  }
+  return s.slice(-1);
+}
+
+/**
+ * An integer query parameter, FastAPI-style errors (`int_parsing`, `greater_than_equal`, ...).
+ * A string pydantic would refuse is passed on unparsed, so zod reports it as not a
+ * number (mapped to `int_parsing`); integers past 2^53 fail zod's safe-integer bound.
+ */
 const boundedInt = (min: number, max: number | undefined) => {
-  const s = z.coerce.number().int().min(min);
-  return max === undefined ? s : s.max(max);
+  const n = z.number().int().min(min);
+  return z.preprocess((v) => {
+    if (typeof v !== 'string') return v;
+    const parsed = parseQueryInt(v);
+    return parsed === null ? v : Number(parsed);
+  }, max === undefined ? n : n.max(max));
 };
 export const queryInt = (min: number, max: number | undefined, fallback: number, description: string) =>
   boundedInt(min, max).default(fallback).openapi({ type: 'integer', minimum: min, maximum: max, default: fallback, description });
@@ -77,8 +137,9 @@ export const errorResponses = (...statuses: (400 | 401 | 404 | 409 | 413 | 422)[
     409: 'Conflict with the record’s current state',
     413: 'Upload too large',
     422: 'Validation error',
+    429: 'Rate limit of the API key exceeded for this endpoint class (see Retry-After)',
   };
-  for (const s of [401, ...statuses]) {
+  for (const s of [401, ...statuses, 429]) {
     out[s] = {
       description: text[s],
       content: { 'application/json': { schema: s === 422 ? ValidationErrorResponse : ErrorResponse } },

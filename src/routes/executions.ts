@@ -9,12 +9,12 @@ import { executions } from '../db/schema.ts';
 import { DEFAULT_PRIORITY, submitJob } from '../jobs/dispatch.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, notFound, validationHook } from '../lib/errors.ts';
-import { parseJsonText, parseProofInput } from '../lib/input.ts';
+import { parseProofInput } from '../lib/input.ts';
+import { readJsonBody } from '../lib/body.ts';
 import { ExecutionRecord, executionRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, PaginationQuery, pageOf, paginate, Uuid } from '../lib/schemas.ts';
 import { findProgram } from '../lib/lookups.ts';
 import { MAX_INPUT_BYTES } from '../lib/limits.ts';
-import { readTextCapped } from '../lib/multipart.ts';
 import { subjectLogs } from '../jobs/logs.ts';
 
 export const executionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -58,7 +58,7 @@ executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async 
   const q = c.req.valid('query');
   const { db, caller } = c.var;
   // Validate the request before looking at the program, as the reference (FastAPI) does.
-  const input = parseProofInput(parseJsonText(await readTextCapped(c.req.raw, MAX_INPUT_BYTES)));
+  const input = parseProofInput(await readJsonBody(c.req.raw, MAX_INPUT_BYTES));
   const { program, config } = await findProgram(db, caller.orgId, q.program_id);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
   const id = crypto.randomUUID();

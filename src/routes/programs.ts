@@ -15,6 +15,8 @@ import { ProgramRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdResponse, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
 import { findConfig, findProgram, findProject, listPrograms, toRecord } from '../lib/lookups.ts';
 import { highlightIfNone, rehighlightAfterMove } from '../lib/project-highlight.ts';
+import { jsonBody } from '../lib/body.ts';
+import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
 
 export const programsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -247,6 +249,7 @@ programsApi.openapi(
     path: '/{program_id}',
     tags: ['programs'],
     summary: 'Move a program to another project and/or rename it',
+    middleware: [jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: ProgramParams, body: { required: true, content: { 'application/json': { schema: UpdateProgramBody } } } },
     responses: {
       200: { description: 'The updated program', content: { 'application/json': { schema: ProgramRecord } } },

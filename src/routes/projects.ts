@@ -5,7 +5,8 @@ import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
 import { programs, projects } from '../db/schema.ts';
 import { notFound, ValidationError, validationHook } from '../lib/errors.ts';
-import { parseJsonText } from '../lib/input.ts';
+import { readJsonBody } from '../lib/body.ts';
+import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
 import { ProgramRecord, ProjectRecord, projectRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, PaginationQuery, pageOf, paginate, Uuid } from '../lib/schemas.ts';
 import { findProject, listPrograms } from '../lib/lookups.ts';
@@ -116,7 +117,7 @@ const createRoute_ = createRoute({
 // text; it is parsed here instead.
 projectsApi.openAPIRegistry.registerPath(createRoute_);
 projectsApi.post('/', async (c) => {
-  const body = parseJsonText(await c.req.text());
+  const body = await readJsonBody(c.req.raw, MAX_JSON_BODY_BYTES);
   const name = typeof body === 'string' ? body : (body as { name?: unknown } | null)?.name;
   if (typeof name !== 'string' || !name.trim())
     throw new ValidationError([{ loc: ['body'], msg: 'Value error, the body must be the project name as a non-empty JSON string', type: 'value_error' }]);

@@ -10,13 +10,13 @@ import { cancelProof } from '../jobs/state.ts';
 import { artifactKey, streamObject } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { parseJsonText, parseProofInput } from '../lib/input.ts';
+import { readJsonBody } from '../lib/body.ts';
 import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
 import { normalizeStarkProofFile } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
 import { findProgram } from '../lib/lookups.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
-import { readTextCapped } from '../lib/multipart.ts';
 import { subjectLogs } from '../jobs/logs.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -136,8 +136,7 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
 });
 
 async function readJsonInput(req: Request): Promise<{ input: string[] }> {
-  const text = await readTextCapped(req, MAX_INPUT_BYTES);
-  return parseProofInput(parseJsonText(text));
+  return parseProofInput(await readJsonBody(req, MAX_INPUT_BYTES));
 }
 
 

@@ -219,10 +219,12 @@ async function main(): Promise<void> {
         throw new Error('wrangler dev exited during the run');
       }
       if (result.errors) log(`${route.label}: ${result.errors} failed requests; the first: ${result.firstError}`);
+      if (result.firstError?.startsWith('429 '))
+        log(`${route.label}: throttled by the local rate limits ([[ratelimits]] in wrangler.toml): this run sends more than they allow; raise them to measure past them`);
       results.push(result);
     }
 
-    console.log(`\nAPI latency on wrangler dev (local workerd, D1, R2), concurrency ${concurrency}, ${fixedRequests !== undefined ? `${fixedRequests} requests` : `${durationMs / 1000} s`} per route, Node ${process.version}\n`);
+    console.log(`\nAPI latency on wrangler dev (local workerd, D1, R2, under the local rate limits of wrangler.toml), concurrency ${concurrency}, ${fixedRequests !== undefined ? `${fixedRequests} requests` : `${durationMs / 1000} s`} per route, Node ${process.version}\n`);
     console.log(table(results));
     if (results.some((r) => r.errors > 0)) process.exitCode = 1;
   } finally {

@@ -100,3 +100,13 @@ export async function r2Keys(prefix: string): Promise<string[]> {
   const list = await env.ARTIFACTS.list({ prefix });
   return list.objects.map((o) => o.key);
 }
+
+/** A seeded PRNG (mulberry32) returning floats in [0, 1): the same sequence on every run. */
+export function seededRandom(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,64 @@
+// Request bodies that are read whole (JSON): always against a byte cap before they
+// are parsed, and under the reference service's (FastAPI's) Content-Type rules.
+import { createMiddleware } from 'hono/factory';
+import { ApiError, ValidationError } from './errors.ts';
+import { parseJsonText } from './input.ts';
+import { readBytesCapped } from './multipart.ts';
+
+/**
+ * Whether FastAPI reads this body as JSON. Its request handler (fastapi/routing.py,
+ * get_request_handler) parses the body as JSON when there is no Content-Type, or
+ * when the type's main type is `application` and its subtype is `json` or ends in
+ * `+json` (via email.message.Message, which lowercases, ignores parameters and
+ * takes a malformed type for text/plain). Any other type leaves the body as raw
+ * bytes, which a model then refuses with `model_attributes_type`.
+ */
+export function isJsonContentType(contentType: string | null | undefined): boolean {
+  if (contentType === null || contentType === undefined) return true;
+  const m = /^\s*([^\s/;]+)\/([^\s;]+)\s*(?:;|$)/.exec(contentType);
+  if (!m) return false;
+  const [main, sub] = [m[1]!.toLowerCase(), m[2]!.toLowerCase()];
+  return main === 'application' && (sub === 'json' || sub.endsWith('+json'));
+}
+
+/**
+ * The JSON text of a request, read against `maxBytes` (413 beyond it) and checked as
+ * FastAPI checks it: an empty body is a missing body, a body under a non-JSON
+ * Content-Type is not a dictionary (422 model_attributes_type), malformed JSON is
+ * 422 json_invalid, and bytes that are not UTF-8 are the 400 FastAPI answers when
+ * Python's json.loads cannot decode them (a UnicodeDecodeError, not a JSONDecodeError).
+ */
+async function readJsonText(req: Request, maxBytes: number, loc: (string | number)[]): Promise<{ text: string; value: unknown }> {
+  const bytes = await readBytesCapped(req, maxBytes);
+  if (bytes.length === 0) throw new ValidationError([{ loc, msg: 'Field required', type: 'missing' }]);
+  if (!isJsonContentType(req.headers.get('content-type')))
+    throw new ValidationError([{ loc, msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type' }]);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    throw new ApiError(400, 'There was an error parsing the body');
+  }
+  return { text, value: parseJsonText(text, loc) };
+}
+
+/** The parsed JSON body of a request (readJsonText's cap and checks). */
+export async function readJsonBody(req: Request, maxBytes: number, loc: (string | number)[] = ['body']): Promise<unknown> {
+  return (await readJsonText(req, maxBytes, loc)).value;
+}
+
+/**
+ * Route middleware for handlers that validate a JSON body with zod: the body is read
+ * and checked once here (cap, Content-Type, empty and malformed bodies), then the
+ * same text is handed on as plain JSON for the validator.
+ */
+export const jsonBody = (maxBytes: number) =>
+  createMiddleware(async (c, next) => {
+    const { text } = await readJsonText(c.req.raw, maxBytes, ['body']);
+    c.req.raw = new Request(c.req.raw.url, {
+      method: c.req.raw.method,
+      headers: { ...Object.fromEntries(c.req.raw.headers), 'content-type': 'application/json' },
+      body: text,
+    });
+    await next();
+  });

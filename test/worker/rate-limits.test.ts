@@ -1,0 +1,76 @@
+// Per-key rate limits (issue 10 item 6) on the real Rate Limiting binding, with the
+// Workers pool's small limits (test/vitest.config.ts).
+import { describe, expect, it } from 'vitest';
+import { endpointClass, RATE_LIMIT_PERIOD_SECONDS } from '../../src/middleware/rate-limit.ts';
+import { api, countRows, seedTenant, type Tenant } from './helpers.ts';
+
+/** Sends `send()` until the first 429 (at most `max` times); the 429 and how many were let through. */
+async function untilLimited(send: () => Promise<Response>, max: number): Promise<{ res: Response; passed: number }> {
+  for (let passed = 0; passed < max; passed++) {
+    const res = await send();
+    if (res.status === 429) return { res, passed };
+    expect(res.status, await res.text()).toBeLessThan(500);
+  }
+  throw new Error(`no 429 after ${max} requests`);
+}
+
+describe('per-API-key rate limits', { timeout: 30_000 }, () => {
+  it('classifies endpoints: reads, submissions, uploads', () => {
+    expect(endpointClass('GET', '/v1/proofs')).toBe('reads');
+    expect(endpointClass('GET', '/v1/programs/x/download/elf')).toBe('reads');
+    expect(endpointClass('POST', '/v1/proofs')).toBe('submissions');
+    expect(endpointClass('POST', '/v1/proofs/x/cancel')).toBe('submissions');
+    expect(endpointClass('PUT', '/v1/programs/x')).toBe('submissions');
+    expect(endpointClass('POST', '/v1/projects')).toBe('submissions');
+    expect(endpointClass('POST', '/v1/executions')).toBe('submissions');
+    expect(endpointClass('POST', '/v1/programs')).toBe('uploads');
+    expect(endpointClass('POST', '/v1/verify')).toBe('uploads');
+    expect(endpointClass('POST', '/v1/verify/stark')).toBe('uploads');
+  });
+
+  const classes: { cls: string; send: (t: Tenant) => Promise<Response>; max: number }[] = [
+    { cls: 'reads', send: (t) => api(t, '/v1/validate_api_key'), max: 2000 },
+    { cls: 'submissions', send: (t) => api(t, '/v1/projects', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '""' }), max: 1000 },
+    { cls: 'uploads', send: (t) => api(t, '/v1/verify/stark?program_id=not-a-uuid', { method: 'POST', body: new FormData() }), max: 400 },
+  ];
+
+  for (const { cls, send, max } of classes) {
+    it(`${cls}: past the limit a key gets 429 with Retry-After and a detail naming the limit; other keys and classes go on`, async () => {
+      const tenant = await seedTenant();
+      const { res, passed } = await untilLimited(() => send(tenant), max);
+      expect(passed).toBeGreaterThan(0);
+      expect(res.headers.get('retry-after')).toBe(String(RATE_LIMIT_PERIOD_SECONDS));
+      const { detail } = await res.json<{ detail: string }>();
+      expect(detail).toContain(`Rate limit exceeded: this API key has used its "${cls}" limit`);
+      expect(detail).toContain(`Retry after ${RATE_LIMIT_PERIOD_SECONDS} seconds`);
+
+      // Another key of the same organization has its own counter.
+      const other = await seedTenant();
+      const res2 = await send(other);
+      expect(res2.status).not.toBe(429);
+      await res2.body?.cancel();
+      // The limited key can still use the other classes.
+      for (const c of classes.filter((c) => c.cls !== cls)) {
+        const r = await c.send(tenant);
+        expect(r.status, c.cls).not.toBe(429);
+        await r.body?.cancel();
+      }
+    });
+  }
+
+  it('a limited submission stores nothing and reads no body', async () => {
+    const tenant = await seedTenant();
+    const before = await countRows('projects');
+    const { passed } = await untilLimited(() => api(tenant, '/v1/projects', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '""' }), 1000);
+    expect(await countRows('projects')).toBe(before);
+    // A body too large to be read would be a 413 if it were read: limited first.
+    const huge = await api(tenant, '/v1/projects', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify('x'.repeat(1 << 20)) });
+    expect(huge.status).toBe(429);
+    expect(passed).toBeGreaterThan(0);
+  });
+
+  it('unauthenticated requests are refused before any limit is counted', async () => {
+    const res = await api(null, '/v1/validate_api_key');
+    expect(res.status).toBe(401);
+  });
+});
