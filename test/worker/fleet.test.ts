@@ -167,7 +167,86 @@ describe('proof lifecycle through the internal API', () => {
   });
 });
 
+describe('cancel of a running proof', () => {
+  /** A claimed proof whose lease began an hour ago and whose cancel came half an hour in. */
+  async function canceledHalfwayThroughAnHour() {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const proofId = await submitProof(t, program);
+    const job = await claimJob(await seedAgent());
+    const claimedAt = Date.now() - 3_600_000;
+    await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?').bind(claimedAt, job.lease_id).run();
+    expect(await json(await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' }), 200)).toMatchObject({ state: 'Canceling', message: expect.stringMatching(/ends Canceled/) });
+    await env.DB.prepare('UPDATE jobs SET cancel_requested_at = ? WHERE id = ?').bind(claimedAt + 1_800_000, job.id).run();
+    return { t, program, proofId, job };
+  }
+  // MACHINE_RATES is {"*": 1.0} (wrangler.toml): half an hour of one billing unit.
+  const HALF_AN_HOUR = 500_000;
+
+  it('a result that arrives after the cancel is dropped: Canceled, charged only until the cancel', async () => {
+    const { t, program, proofId, job } = await canceledHalfwayThroughAnHour();
+    await json(await upload(job, 'stark', STARK), 200);
+    const complete = { kind: 'proof', proofs: ['stark'], public_values: null, metrics: { cells_used: 5 } };
+    expect(await json(await lease(job, '/complete', complete), 200)).toEqual({ status: 'canceled' });
+    expect(await json(await lease(job, '/complete', complete), 200)).toEqual({ status: 'canceled' }); // a retry, same answer
+    const proof = await json(await api(t, `/v1/proofs/${proofId}`), 200);
+    expect(proof).toMatchObject({ state: 'Canceled', cost: HALF_AN_HOUR });
+    expect((await api(t, `/v1/proofs/${proofId}/proof/stark`)).status).not.toBe(200);
+    expect(await json(await api(t, `/v1/programs/${program}`), 200)).toMatchObject({ proofs_run: 0, cells_used: 0 });
+    expect((await jobRow(job.id)).status).toBe('done');
+    expect(await (await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' })).status).toBe(409); // finished: nothing to cancel
+  });
+
+  it('the agent’s acknowledgement, a failure or a release after the cancel all end Canceled, charged until the cancel, never requeued', async () => {
+    for (const [path, body] of [
+      ['/canceled', {}],
+      ['/fail', { error: 'engine killed by SIGTERM', retryable: true }],
+      ['/release', {}],
+    ] as const) {
+      const { t, proofId, job } = await canceledHalfwayThroughAnHour();
+      expect(await json(await lease(job, path, body), 200), path).toEqual({ status: 'canceled' });
+      expect(await json(await api(t, `/v1/proofs/${proofId}`), 200), path).toMatchObject({ state: 'Canceled', cost: HALF_AN_HOUR });
+      expect((await jobRow(job.id)).status, path).toBe('done');
+    }
+  });
+
+  it('an agent that dies after the cancel: the expired lease ends the proof Canceled, charged until the cancel', async () => {
+    const { t, proofId, job } = await canceledHalfwayThroughAnHour();
+    await expireLease(job.id);
+    await claim(await seedAgent());
+    expect(await json(await api(t, `/v1/proofs/${proofId}`), 200)).toMatchObject({ state: 'Canceled', cost: HALF_AN_HOUR });
+  });
+
+  it('GET /lease/status tells the agent of a cancel without renewing the lease; 409 once the lease is superseded', async () => {
+    const t = await seedTenant();
+    const proofId = await submitProof(t, await readyProgram(t));
+    const job = await claimJob(await seedAgent());
+    const expires = (await jobRow(job.id)).lease_expires_at;
+    expect(await json(await lease(job, '/status'), 200)).toEqual({ cancel: false });
+    await json(await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' }), 200);
+    expect(await json(await lease(job, '/status'), 200)).toEqual({ cancel: true });
+    expect((await jobRow(job.id)).lease_expires_at).toBe(expires); // read only
+
+    const other = await submitProof(t, await readyProgram(t));
+    const second = await claimJob(await seedAgent());
+    expect(second.subject_id).toBe(other);
+    await expireLease(second.id);
+    await claimJob(await seedAgent());
+    expect((await lease(second, '/status')).status).toBe(409);
+  });
+});
+
 describe('dispatch', () => {
+  it('a claim says how often to renew the lease and to look for a cancel: one write per 5 s, within a 12 s lease', async () => {
+    const t = await seedTenant();
+    await submitProof(t, await readyProgram(t));
+    const before = Date.now();
+    const job = await claimJob(await seedAgent());
+    expect(job).toMatchObject({ heartbeat_interval_ms: 5000, cancel_check_interval_ms: 1000 });
+    expect(job.lease_expires_at - before).toBeGreaterThanOrEqual(12_000);
+    expect(job.lease_expires_at - Date.now()).toBeLessThanOrEqual(12_000);
+  });
+
   it('claims the highest priority first, then the oldest', async () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
