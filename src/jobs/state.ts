@@ -46,7 +46,7 @@ export function gpusUsed(engine: string, requested: number): number {
 }
 
 /** gpusUsed() of a jobs row, in SQL. */
-const gpusUsedSql = sql<number>`CASE WHEN ${inArray(jobs.engine, GPU_LESS_ENGINES)} THEN 0 ${sql.join(
+export const gpusUsedSql = sql<number>`CASE WHEN ${inArray(jobs.engine, GPU_LESS_ENGINES)} THEN 0 ${sql.join(
   Object.entries(ENGINE_GPU_LIMITS).map(([engine, limit]) => sql`WHEN ${jobs.engine} = ${engine} THEN min(${jobs.num_gpus}, ${limit}) `),
 )}ELSE ${jobs.num_gpus} END`;
 

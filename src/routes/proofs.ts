@@ -110,6 +110,7 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
   await submitJob(
     c.env,
     db,
+    caller.orgId,
     async (artifacts) => {
       await artifacts.put(artifactKey.proofInput(proofId), JSON.stringify(body.input));
       await Promise.all(body.children.map((child, i) => artifacts.put(childKeys[i]!, child)));
