@@ -24,7 +24,7 @@
 import { and, asc, desc, eq, inArray, isNull, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../db/client.ts';
-import { executions, jobs, leases, programs, proofs, verifications, type JobKind, type ProofState } from '../db/schema.ts';
+import { executions, jobs, leases, organizations, programs, proofs, verifications, type JobKind, type ProofState } from '../db/schema.ts';
 import { ENGINE_GPU_LIMITS } from '../../prover-agent/src/protocol.ts';
 
 export const PROOF_RUNNING_STATES = ['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing'] as const satisfies ProofState[];
@@ -145,17 +145,28 @@ export function servableBy(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'c
   )!;
 }
 
+/** Running (leased) jobs per organization: its current share of the fleet. */
+const orgLoad = sql`(SELECT ${jobs.org_id} AS org_id, count(*) AS running FROM ${jobs} WHERE ${jobs.status} = 'leased' GROUP BY ${jobs.org_id})`;
+
 /**
- * Claims the best queued job the agent can serve (highest priority, then oldest)
- * with one conditional UPDATE, and moves its subject to running in the same batch.
- * Returns the claimed job row, or null when there is nothing for this agent.
+ * Claims the next queued job the agent can serve with one conditional UPDATE, and
+ * moves its subject to running in the same batch. Fair share: the job comes from the
+ * organization with the fewest running jobs relative to its `share_weight`; within an
+ * organization, highest priority first, then oldest. Between equally loaded
+ * organizations the least recently served goes first, so even a fleet that runs one
+ * job at a time alternates between them. Returns the claimed job row, or null when
+ * there is nothing for this agent.
  */
 export async function claimJob(db: Db, caps: AgentCapabilities, lease: { id: string; tokenHash: string }, settings: FleetSettings, now = Date.now()) {
+  // servableBy() appears once: its configs list is most of D1's 100 bound parameters.
+  const share = sql`coalesce(load.running, 0) * 1.0 / max(1, coalesce(${organizations.share_weight}, 1))`;
   const best = db
     .select({ id: jobs.id })
     .from(jobs)
+    .leftJoin(sql`${orgLoad} AS load`, sql`load.org_id = ${jobs.org_id}`)
+    .leftJoin(organizations, eq(organizations.id, jobs.org_id))
     .where(and(eq(jobs.status, 'queued'), servableBy(caps)))
-    .orderBy(desc(jobs.priority), asc(jobs.queued_at), asc(jobs.id))
+    .orderBy(share, sql`coalesce(${organizations.last_claimed_at}, 0)`, desc(jobs.priority), asc(jobs.queued_at), asc(jobs.id))
     .limit(1);
   const mine = eq(jobs.lease_id, lease.id);
   const [claimed] = await db.batch([
@@ -194,6 +205,10 @@ export async function claimJob(db: Db, caps: AgentCapabilities, lease: { id: str
     ...(['commit', 'proof', 'verify', 'execute'] as const).map((kind) =>
       updateSubjects(db, kind, mine, SUBJECTS[kind].running(isoNow(now), caps.machineType)),
     ),
+    db
+      .update(organizations)
+      .set({ last_claimed_at: now })
+      .where(inArray(organizations.id, db.select({ id: jobs.org_id }).from(jobs).where(mine))),
     // Once it runs, a proof's num_gpus says the GPUs it uses (GPU-less engines keep what was asked).
     updateSubjects(db, 'proof', and(mine, sql`NOT ${inArray(jobs.engine, GPU_LESS_ENGINES)}`), {
       num_gpus: sql`(SELECT ${gpusUsedSql} FROM ${jobs} WHERE ${jobs.lease_id} = ${lease.id})`,

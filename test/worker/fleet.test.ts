@@ -2,7 +2,7 @@ import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { api, guest, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { claim, claimJob, drainQueuedJobs, expireLease, jobRow, lease, seedAgent, upload } from './fleet-helpers.ts';
-import { revokeAgentToken } from '../../src/admin/statements.ts';
+import { revokeAgentToken, setOrganizationLimits } from '../../src/admin/statements.ts';
 import { runAdmin } from './helpers.ts';
 import { gpusUsed, leaseCost, type LeaseRow } from '../../src/jobs/state.ts';
 
@@ -245,6 +245,46 @@ describe('dispatch', () => {
     expect(job).toMatchObject({ heartbeat_interval_ms: 5000, cancel_check_interval_ms: 1000 });
     expect(job.lease_expires_at - before).toBeGreaterThanOrEqual(12_000);
     expect(job.lease_expires_at - Date.now()).toBeLessThanOrEqual(12_000);
+  });
+
+  it('a claim naming 10 engines and 50 configs stays within D1’s bound parameters', async () => {
+    const t = await seedTenant();
+    const cfg = await seedConfig();
+    const program = await registerProgram(t, cfg);
+    const agent = await seedAgent({ engines: ['dev', ...Array.from({ length: 9 }, (_, i) => `engine-${i}`)], configs: [cfg, ...Array.from({ length: 49 }, (_, i) => `cfg_${i}`)] });
+    expect((await claimJob(agent)).subject_id).toBe(program);
+  });
+
+  it('fair share: after org A queues 500 jobs, org B’s 5 all start within the next 10 claims', async () => {
+    const a = await seedTenant();
+    const b = await seedTenant();
+    const programA = await readyProgram(a);
+    const programB = await readyProgram(b);
+    for (let i = 0; i < 500; i += 50) await Promise.all(Array.from({ length: 50 }, () => submitProof(a, programA, '&priority=10')));
+    const bProofs = new Set<string>();
+    for (let i = 0; i < 5; i++) bProofs.add(await submitProof(b, programB, '&priority=1'));
+    const agent = await seedAgent();
+    const claimed: string[] = [];
+    for (let i = 0; i < 10; i++) claimed.push((await claimJob(agent)).subject_id);
+    expect(claimed.filter((p) => bProofs.has(p))).toHaveLength(5);
+  }, 60_000); // 505 submissions through the API
+
+  it('fair share follows the organizations’ weights; an organization’s own jobs still go by priority', async () => {
+    const a = await seedTenant();
+    const b = await seedTenant();
+    await runAdmin(setOrganizationLimits(a.orgId, { shareWeight: 3 }));
+    const programA = await readyProgram(a);
+    const programB = await readyProgram(b);
+    const aLow = await submitProof(a, programA, '&priority=1');
+    const aProofs = [aLow];
+    for (let i = 0; i < 7; i++) aProofs.push(await submitProof(a, programA, '&priority=9'));
+    for (let i = 0; i < 8; i++) await submitProof(b, programB);
+    const agent = await seedAgent();
+    const claimed: string[] = [];
+    for (let i = 0; i < 8; i++) claimed.push((await claimJob(agent)).subject_id);
+    const ofA = claimed.filter((p) => aProofs.includes(p));
+    expect(ofA).toHaveLength(6); // 3 running jobs of A for each of B's
+    expect(ofA).not.toContain(aLow); // A's priority-9 jobs first
   });
 
   it('claims the highest priority first, then the oldest', async () => {
