@@ -13,6 +13,11 @@ export interface Env {
   DEV_PROOF_SECRET?: string;
   /** Fleet tunables (src/jobs/settings.ts); strings as vars are. */
   LEASE_TTL_SECONDS?: string;
+  HEARTBEAT_SECONDS?: string;
+  CANCEL_CHECK_SECONDS?: string;
+  /** Per-organization quota defaults (src/jobs/quotas.ts). */
+  ORG_MAX_ACTIVE_JOBS?: string;
+  ORG_MAX_GPUS?: string;
   MAX_ATTEMPTS?: string;
   MAX_RETRIES?: string;
   RENOTIFY_AFTER_SECONDS?: string;

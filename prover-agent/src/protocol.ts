@@ -40,7 +40,10 @@ export interface ClaimedJob {
   job_token: string;
   /** Epoch ms; heartbeats renew it. */
   lease_expires_at: number;
+  /** Renew the lease (POST /lease/heartbeat, a D1 write) this often. */
   heartbeat_interval_ms: number;
+  /** Between heartbeats, look for a cancel (GET /lease/status, a read) this often. */
+  cancel_check_interval_ms: number;
   num_gpus: number;
   priority: number;
   config: EngineConfig;
@@ -67,6 +70,12 @@ export interface HeartbeatResponse {
   lease_expires_at: number;
 }
 
+/** GET /internal/v1/lease/status (job token): read only; 409 once the lease is not current. */
+export interface LeaseStatusResponse {
+  /** The job was canceled: stop the engine and report /lease/canceled. */
+  cancel: boolean;
+}
+
 /** POST /internal/v1/lease/logs (job token). */
 export interface LogChunk {
   seq: number;
@@ -75,7 +84,12 @@ export interface LogChunk {
   text: string;
 }
 
-/** POST /internal/v1/lease/complete (job token); the fields of the job's kind. */
+/**
+ * POST /internal/v1/lease/complete (job token); the fields of the job's kind. Answers
+ * {status: 'completed'}, {status: 'failed'} (a commit whose keys do not match its
+ * config), or {status: 'canceled'} when the job was canceled first (the result is
+ * dropped). /fail and /release answer {status: 'canceled'} in that case too.
+ */
 export type CompleteRequest =
   | { kind: 'commit'; app_exe_commit: string; app_vm_commit: string }
   | { kind: 'proof'; proofs: ProofKind[]; public_values: string | null; metrics: EngineMetrics }

@@ -23,6 +23,33 @@ export function createOrganization(name: string, id: string = `org_${ulid().toLo
   };
 }
 
+export interface OrganizationLimits {
+  /** Most queued-or-running jobs; null = the ORG_MAX_ACTIVE_JOBS default. */
+  maxActiveJobs?: number | null;
+  /** Most GPUs held by its queued-or-running jobs; null = the ORG_MAX_GPUS default. */
+  maxGpus?: number | null;
+  /** Its weight in the fair share of the fleet (1 = as any other). */
+  shareWeight?: number;
+}
+
+/** Sets an organization's quotas and fair-share weight (src/jobs/quotas.ts, claims in src/jobs/state.ts); unnamed ones stay. */
+export function setOrganizationLimits(orgId: string, limits: OrganizationLimits): AdminStep {
+  const sets: string[] = [];
+  const count = (name: string, v: number | null | undefined, min: number) => {
+    if (v === undefined) return;
+    if (v !== null && (!Number.isSafeInteger(v) || v < min)) throw new Error(`${name} must be an integer ≥ ${min}, not ${v}`);
+    sets.push(`${name} = ${lit(v)}`);
+  };
+  count('max_active_jobs', limits.maxActiveJobs, 0);
+  count('max_gpus', limits.maxGpus, 0);
+  count('share_weight', limits.shareWeight, 1);
+  if (sets.length === 0) throw new Error('name at least one limit to set');
+  return {
+    sql: [`UPDATE organizations SET ${sets.join(', ')} WHERE id = ${lit(orgId)};`],
+    output: [`${orgId}: ${sets.join(', ').replaceAll(' = NULL', ' = default')}`],
+  };
+}
+
 /** A new API key for an organization. The key itself is printed once and stored only as its SHA-256. */
 export async function createApiKey(orgId: string, owner: string, key: string = randomToken('sk')): Promise<AdminStep> {
   const id = `key_${ulid().toLowerCase()}`;
@@ -155,8 +182,9 @@ export function revokeAgentTokenById(id: string): AdminStep {
 // Read-only queries for the operator's list commands: one SELECT each, printed as rows.
 // Secrets never appear: keys and tokens are stored only as hashes, and those are left out.
 
+/** Organizations with their quotas and fair-share weight (`-` quota: the Worker's ORG_MAX_* default) and current load. */
 export const listOrganizations = (): string =>
-  `SELECT o.id, o.name, o.created_at, (SELECT count(*) FROM api_keys k WHERE k.org_id = o.id AND k.revoked_at IS NULL) AS active_keys FROM organizations o ORDER BY o.created_at, o.id;`;
+  `SELECT o.id, o.name, o.created_at, (SELECT count(*) FROM api_keys k WHERE k.org_id = o.id AND k.revoked_at IS NULL) AS active_keys, o.max_active_jobs, o.max_gpus, o.share_weight, (SELECT count(*) FROM jobs j WHERE j.org_id = o.id AND j.status IN ('queued', 'leased')) AS active_jobs FROM organizations o ORDER BY o.created_at, o.id;`;
 
 export const listApiKeys = (orgId?: string): string =>
   `SELECT id, org_id, owner, created_at, revoked_at FROM api_keys${orgId === undefined ? '' : ` WHERE org_id = ${lit(orgId)}`} ORDER BY created_at, id;`;

@@ -18,6 +18,14 @@ export const organizations = sqliteTable('organizations', {
   id: text('id').primaryKey(),
   name: text('name').notNull(),
   created_at: createdAt(),
+  /** Quota: most queued-or-running jobs at once; null = ORG_MAX_ACTIVE_JOBS (src/jobs/quotas.ts). */
+  max_active_jobs: integer('max_active_jobs'),
+  /** Quota: most GPUs its queued-or-running jobs hold at once; null = ORG_MAX_GPUS. */
+  max_gpus: integer('max_gpus'),
+  /** Fair share: its part of the fleet relative to other organizations' (claims, src/jobs/state.ts). */
+  share_weight: integer('share_weight').notNull().default(1),
+  /** Epoch ms of its latest claim: among equally loaded organizations, the least recently served goes first. */
+  last_claimed_at: integer('last_claimed_at'),
 });
 
 /** API keys are stored only as SHA-256 hashes (hex) of the key. */
@@ -232,6 +240,8 @@ export const jobs = sqliteTable(
     agent_id: text('agent_id'),
     machine_type: text('machine_type'),
     cancel_requested: integer('cancel_requested', { mode: 'boolean' }).notNull().default(false),
+    /** Epoch ms of the caller's cancel: a canceled job is never charged past it. */
+    cancel_requested_at: integer('cancel_requested_at'),
     created_at: createdAt(),
     /** Epoch ms when the job (re)entered `queued`; orders claims among equal priorities. */
     queued_at: integer('queued_at').notNull(),
@@ -245,6 +255,8 @@ export const jobs = sqliteTable(
   },
   (t) => [
     index('jobs_claim').on(t.status, t.priority, t.queued_at),
+    // Per-organization load: quotas at submission, fair share at claim.
+    index('jobs_org').on(t.org_id, t.status),
     uniqueIndex('jobs_subject').on(t.kind, t.subject_id),
   ],
 );

@@ -1,12 +1,12 @@
 // POST /internal/v1/jobs/claim: an agent asks for the best job it can serve.
-import { eq } from 'drizzle-orm';
+import { eq, lt, ne, or } from 'drizzle-orm';
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
 import type { ClaimedJob, ClaimResponse } from '../../prover-agent/src/protocol.ts';
 import { agents, configs, executions, jobs, programs, proofs, verifications } from '../db/schema.ts';
 import type { Db } from '../db/client.ts';
 import { notifyJob } from '../jobs/dispatch.ts';
-import { fleetSettings } from '../jobs/settings.ts';
+import { fleetSettings, type AgentTimings } from '../jobs/settings.ts';
 import { claimJob, expireLeases, gpusUsed, type AgentCapabilities, type JobRow } from '../jobs/state.ts';
 import { whyUnservable } from '../jobs/sweep.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
@@ -19,8 +19,8 @@ import type { Env } from '../env.ts';
 
 export const jobsInternalApi = new Hono<InternalEnv>();
 
-/** How often agents should heartbeat: a third of the lease, so two lost beats are survivable. */
-const heartbeatInterval = (leaseTtlMs: number) => Math.max(1000, Math.floor(leaseTtlMs / 3));
+/** An agent's last_seen_at is at most this stale while it claims (far below AGENT_STALE_SECONDS). */
+const AGENT_SEEN_REFRESH_MS = 10_000;
 
 jobsInternalApi.post('/claim', requireAgentToken, jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', ClaimRequestSchema, validationHook), async (c) => {
   const req = c.req.valid('json');
@@ -44,6 +44,16 @@ jobsInternalApi.post('/claim', requireAgentToken, jsonBody(MAX_INTERNAL_JSON_BYT
     .onConflictDoUpdate({
       target: agents.id,
       set: { name: req.name, machine_type: req.machine_type, gpus: req.gpus, engines: JSON.stringify(req.engines), configs: JSON.stringify(req.configs), last_seen_at: now },
+      // Idle agents claim every few seconds: their row is rewritten only when it changed
+      // or is getting old, so an idle fleet costs D1 reads, not writes.
+      setWhere: or(
+        lt(agents.last_seen_at, now - AGENT_SEEN_REFRESH_MS),
+        ne(agents.name, req.name),
+        ne(agents.machine_type, req.machine_type),
+        ne(agents.gpus, req.gpus),
+        ne(agents.engines, JSON.stringify(req.engines)),
+        ne(agents.configs, JSON.stringify(req.configs)),
+      ),
     });
 
   // Jobs whose agent vanished become claimable right here, not only at the next cron sweep.
@@ -54,7 +64,7 @@ jobsInternalApi.post('/claim', requireAgentToken, jsonBody(MAX_INTERNAL_JSON_BYT
   const leaseId = crypto.randomUUID();
   const job = await claimJob(db, caps, { id: leaseId, tokenHash: await sha256Hex(token) }, settings, now);
   const hint = await hintOutcome(db, req.hint_job_id, job, caps);
-  const body: ClaimResponse = { job: job ? await describeClaim(db, c.env, job, token, settings.leaseTtlMs) : null, hint };
+  const body: ClaimResponse = { job: job ? await describeClaim(db, c.env, job, token, settings) : null, hint };
   return c.json(body, 200);
 });
 
@@ -90,7 +100,7 @@ export async function programOfJob(db: Db, job: Pick<JobRow, 'kind' | 'subject_i
   return program;
 }
 
-async function describeClaim(db: Db, env: Env, job: JobRow, token: string, leaseTtlMs: number): Promise<ClaimedJob> {
+async function describeClaim(db: Db, env: Env, job: JobRow, token: string, timings: AgentTimings): Promise<ClaimedJob> {
   const [program, config] = await Promise.all([programOfJob(db, job), db.select().from(configs).where(eq(configs.id, job.config_id)).get()]);
   if (!config) throw new Error(`config ${job.config_id} vanished`);
   let proof: ClaimedJob['proof'] = null;
@@ -120,7 +130,8 @@ async function describeClaim(db: Db, env: Env, job: JobRow, token: string, lease
     lease_id: job.lease_id!,
     job_token: token,
     lease_expires_at: job.lease_expires_at!,
-    heartbeat_interval_ms: heartbeatInterval(leaseTtlMs),
+    heartbeat_interval_ms: timings.heartbeatIntervalMs,
+    cancel_check_interval_ms: timings.cancelCheckIntervalMs,
     num_gpus: gpusUsed(job.engine, job.num_gpus),
     priority: job.priority,
     config: {

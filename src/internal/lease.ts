@@ -5,12 +5,12 @@
 import { zValidator } from '@hono/zod-validator';
 import { eq } from 'drizzle-orm';
 import { Hono, type Context } from 'hono';
-import type { HeartbeatResponse } from '../../prover-agent/src/protocol.ts';
+import type { HeartbeatResponse, LeaseStatusResponse } from '../../prover-agent/src/protocol.ts';
 import { configs, proofs, verifications } from '../db/schema.ts';
 import { notifyJob } from '../jobs/dispatch.ts';
 import { appendLogChunk } from '../jobs/logs.ts';
 import { fleetSettings } from '../jobs/settings.ts';
-import { acknowledgeCancel, completeJob, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob, type Completion } from '../jobs/state.ts';
+import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob, type Completion } from '../jobs/state.ts';
 import { artifactKey, streamObject } from '../lib/artifacts.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
 import { jsonBody } from '../lib/body.ts';
@@ -55,6 +55,13 @@ leaseInternalApi.post('/heartbeat', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidato
   const beat = await heartbeat(c.var.db, c.var.lease, { phase: body.phase, num_instructions: body.metrics?.num_instructions, cells_used: body.metrics?.cells_used }, fleetSettings(c.env));
   if (!beat.current) throw superseded();
   return c.json({ cancel: beat.cancel, lease_expires_at: beat.leaseExpiresAt } satisfies HeartbeatResponse, 200);
+});
+
+// A read-only look at the lease between heartbeats: cancel requests reach the agent
+// within a second or so without a D1 write (README "How jobs run").
+leaseInternalApi.get('/status', (c) => {
+  requireCurrent(c);
+  return c.json({ cancel: c.var.job.cancel_requested } satisfies LeaseStatusResponse, 200);
 });
 
 /** The R2 key behind an artifact name of this job, or null when it has no such artifact. */
@@ -114,7 +121,7 @@ leaseInternalApi.post('/logs', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('js
 
 leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', CompleteRequestSchema, validationHook), async (c) => {
   // A completion can end as `failed` (a commit whose keys do not match its config).
-  const repeat = repeatOf(c, 'completed', 'failed');
+  const repeat = repeatOf(c, 'completed', 'failed', 'canceled');
   if (repeat) return repeat;
   const body = c.req.valid('json');
   const { db, job, lease } = c.var;
@@ -129,8 +136,9 @@ leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator
         // The engine's keys are not the config's: the program cannot be proven under it.
         const message = `The prover's app_vm_commit ${body.app_vm_commit} differs from the config's ${config.app_vm_commit}: the prover host's keys do not match config ${config.id}`;
         const failed = { status: 'failed', detail: message };
-        await failJob(db, lease, job, { message, retryable: false }, failed, settings);
-        return c.json(failed, 200);
+        const r = await failJob(db, lease, job, { message, retryable: false }, failed, settings);
+        if (!r.applied) throw superseded();
+        return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed, 200);
       }
       const baselineKey = artifactKey.programBaseline(job.subject_id);
       if (!(await c.env.ARTIFACTS.head(baselineKey))) throw new ApiError(400, 'Upload the baseline result before completing');
@@ -178,12 +186,14 @@ leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator
       break;
     }
   }
-  if (!(await completeJob(db, lease, done, response, settings))) throw superseded();
-  return c.json(response, 200);
+  const ended = await completeJob(db, lease, done, response, settings);
+  if (!ended) throw superseded();
+  // Canceled meanwhile: the result is dropped, as the cancel's answer promised.
+  return c.json(ended === 'canceled' ? CANCELED_RESPONSE : response, 200);
 });
 
 leaseInternalApi.post('/fail', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', FailRequestSchema, validationHook), async (c) => {
-  const repeat = repeatOf(c, 'failed');
+  const repeat = repeatOf(c, 'failed', 'canceled');
   if (repeat) return repeat;
   const body = c.req.valid('json');
   const { db, job, lease } = c.var;
@@ -193,25 +203,25 @@ leaseInternalApi.post('/fail', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('js
   const response = { status: failureRequeues(job, body, settings) ? 'requeued' : 'failed' };
   const r = await failJob(db, lease, job, { message: body.error, retryable: body.retryable }, response, settings);
   if (!r.applied) throw superseded();
-  if (r.requeued) c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
-  return c.json(response, 200);
+  if (r.outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
+  return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
 });
 
 leaseInternalApi.post('/canceled', async (c) => {
   const repeat = repeatOf(c, 'canceled');
   if (repeat) return repeat;
   if (!c.var.job.cancel_requested) throw new ApiError(409, 'This job was not canceled');
-  const response = { status: 'canceled' };
-  if (!(await acknowledgeCancel(c.var.db, c.var.lease, response))) throw superseded();
-  return c.json(response, 200);
+  if (!(await acknowledgeCancel(c.var.db, c.var.lease, CANCELED_RESPONSE, fleetSettings(c.env)))) throw superseded();
+  return c.json(CANCELED_RESPONSE, 200);
 });
 
 leaseInternalApi.post('/release', async (c) => {
-  const repeat = repeatOf(c, 'released');
+  const repeat = repeatOf(c, 'released', 'canceled');
   if (repeat) return repeat;
   const { db, job, lease } = c.var;
-  const response = { status: job.cancel_requested ? 'canceled' : 'requeued' };
-  if (!(await releaseJob(db, lease, job, response))) throw superseded();
-  if (!job.cancel_requested) c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
-  return c.json(response, 200);
+  const response = { status: 'requeued' };
+  const ended = await releaseJob(db, lease, job, response, fleetSettings(c.env));
+  if (!ended) throw superseded();
+  if (ended === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
+  return c.json(ended === 'canceled' ? CANCELED_RESPONSE : response, 200);
 });

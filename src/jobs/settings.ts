@@ -3,7 +3,13 @@ import type { FleetSettings } from './state.ts';
 
 /** Defaults of the fleet's tunables (README "Configuration"); each can be overridden by a var. */
 export const FLEET_DEFAULTS = {
-  LEASE_TTL_SECONDS: 60,
+  // A lease outlives two heartbeats plus a margin, so one lost beat costs nothing, and a
+  // dead agent's job is claimable 7-12 s after its death (README "How jobs run").
+  LEASE_TTL_SECONDS: 12,
+  /** Lease renewals at most this often: the D1 write budget of a running job. */
+  HEARTBEAT_SECONDS: 5,
+  /** Read-only cancel checks between renewals: a cancel reaches the agent within about this long. */
+  CANCEL_CHECK_SECONDS: 1,
   MAX_ATTEMPTS: 5,
   MAX_RETRIES: 2,
   RENOTIFY_AFTER_SECONDS: 60,
@@ -12,7 +18,14 @@ export const FLEET_DEFAULTS = {
 
 const num = (v: string | undefined, fallback: number) => (v !== undefined && v !== '' && Number.isFinite(Number(v)) ? Number(v) : fallback);
 
-export function fleetSettings(env: Env): FleetSettings & { renotifyAfterMs: number; agentStaleMs: number } {
+export interface AgentTimings {
+  /** Heartbeats (lease renewals) every this many ms. */
+  heartbeatIntervalMs: number;
+  /** Cancel checks (reads) every this many ms. */
+  cancelCheckIntervalMs: number;
+}
+
+export function fleetSettings(env: Env): FleetSettings & AgentTimings & { renotifyAfterMs: number; agentStaleMs: number } {
   let machineRates: Record<string, number> = { '*': 0 };
   if (env.MACHINE_RATES) {
     try {
@@ -21,8 +34,12 @@ export function fleetSettings(env: Env): FleetSettings & { renotifyAfterMs: numb
       console.error(JSON.stringify({ level: 'error', msg: 'MACHINE_RATES is not JSON; costs are 0' }));
     }
   }
+  const leaseTtlMs = num(env.LEASE_TTL_SECONDS, FLEET_DEFAULTS.LEASE_TTL_SECONDS) * 1000;
   return {
-    leaseTtlMs: num(env.LEASE_TTL_SECONDS, FLEET_DEFAULTS.LEASE_TTL_SECONDS) * 1000,
+    leaseTtlMs,
+    // Never so rare that one lost beat loses the lease: at most TTL / 2.4 (5 s of 12).
+    heartbeatIntervalMs: Math.max(500, Math.min(num(env.HEARTBEAT_SECONDS, FLEET_DEFAULTS.HEARTBEAT_SECONDS) * 1000, Math.floor(leaseTtlMs / 2.4))),
+    cancelCheckIntervalMs: Math.max(100, num(env.CANCEL_CHECK_SECONDS, FLEET_DEFAULTS.CANCEL_CHECK_SECONDS) * 1000),
     maxAttempts: num(env.MAX_ATTEMPTS, FLEET_DEFAULTS.MAX_ATTEMPTS),
     maxRetries: num(env.MAX_RETRIES, FLEET_DEFAULTS.MAX_RETRIES),
     machineRates,

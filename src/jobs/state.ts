@@ -15,10 +15,16 @@
 // so concurrent agents, callers and the sweep can never apply a transition twice,
 // move a record backwards, or act on a superseded lease. Invariant: a subject is in
 // its `queued` state exactly while its job row is `queued`.
+//
+// Cancel: once a caller's cancel of a running job is recorded (`cancel_requested`),
+// every way its lease can end (complete, fail, release, the agent's acknowledgement,
+// expiry) ends the subject Canceled, charged only up to `cancel_requested_at`. Each
+// ending carries both outcomes, guarded by the flag, so the one that applies is
+// decided inside the same transaction as the cancel it races with.
 import { and, asc, desc, eq, inArray, isNull, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../db/client.ts';
-import { executions, jobs, leases, programs, proofs, verifications, type JobKind, type ProofState } from '../db/schema.ts';
+import { executions, jobs, leases, organizations, programs, proofs, verifications, type JobKind, type ProofState } from '../db/schema.ts';
 import { ENGINE_GPU_LIMITS } from '../../prover-agent/src/protocol.ts';
 
 export const PROOF_RUNNING_STATES = ['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing'] as const satisfies ProofState[];
@@ -40,7 +46,7 @@ export function gpusUsed(engine: string, requested: number): number {
 }
 
 /** gpusUsed() of a jobs row, in SQL. */
-const gpusUsedSql = sql<number>`CASE WHEN ${inArray(jobs.engine, GPU_LESS_ENGINES)} THEN 0 ${sql.join(
+export const gpusUsedSql = sql<number>`CASE WHEN ${inArray(jobs.engine, GPU_LESS_ENGINES)} THEN 0 ${sql.join(
   Object.entries(ENGINE_GPU_LIMITS).map(([engine, limit]) => sql`WHEN ${jobs.engine} = ${engine} THEN min(${jobs.num_gpus}, ${limit}) `),
 )}ELSE ${jobs.num_gpus} END`;
 
@@ -139,17 +145,28 @@ export function servableBy(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'c
   )!;
 }
 
+/** Running (leased) jobs per organization: its current share of the fleet. */
+const orgLoad = sql`(SELECT ${jobs.org_id} AS org_id, count(*) AS running FROM ${jobs} WHERE ${jobs.status} = 'leased' GROUP BY ${jobs.org_id})`;
+
 /**
- * Claims the best queued job the agent can serve (highest priority, then oldest)
- * with one conditional UPDATE, and moves its subject to running in the same batch.
- * Returns the claimed job row, or null when there is nothing for this agent.
+ * Claims the next queued job the agent can serve with one conditional UPDATE, and
+ * moves its subject to running in the same batch. Fair share: the job comes from the
+ * organization with the fewest running jobs relative to its `share_weight`; within an
+ * organization, highest priority first, then oldest. Between equally loaded
+ * organizations the least recently served goes first, so even a fleet that runs one
+ * job at a time alternates between them. Returns the claimed job row, or null when
+ * there is nothing for this agent.
  */
 export async function claimJob(db: Db, caps: AgentCapabilities, lease: { id: string; tokenHash: string }, settings: FleetSettings, now = Date.now()) {
+  // servableBy() appears once: its configs list is most of D1's 100 bound parameters.
+  const share = sql`coalesce(load.running, 0) * 1.0 / max(1, coalesce(${organizations.share_weight}, 1))`;
   const best = db
     .select({ id: jobs.id })
     .from(jobs)
+    .leftJoin(sql`${orgLoad} AS load`, sql`load.org_id = ${jobs.org_id}`)
+    .leftJoin(organizations, eq(organizations.id, jobs.org_id))
     .where(and(eq(jobs.status, 'queued'), servableBy(caps)))
-    .orderBy(desc(jobs.priority), asc(jobs.queued_at), asc(jobs.id))
+    .orderBy(share, sql`coalesce(${organizations.last_claimed_at}, 0)`, desc(jobs.priority), asc(jobs.queued_at), asc(jobs.id))
     .limit(1);
   const mine = eq(jobs.lease_id, lease.id);
   const [claimed] = await db.batch([
@@ -188,6 +205,10 @@ export async function claimJob(db: Db, caps: AgentCapabilities, lease: { id: str
     ...(['commit', 'proof', 'verify', 'execute'] as const).map((kind) =>
       updateSubjects(db, kind, mine, SUBJECTS[kind].running(isoNow(now), caps.machineType)),
     ),
+    db
+      .update(organizations)
+      .set({ last_claimed_at: now })
+      .where(inArray(organizations.id, db.select({ id: jobs.org_id }).from(jobs).where(mine))),
     // Once it runs, a proof's num_gpus says the GPUs it uses (GPU-less engines keep what was asked).
     updateSubjects(db, 'proof', and(mine, sql`NOT ${inArray(jobs.engine, GPU_LESS_ENGINES)}`), {
       num_gpus: sql`(SELECT ${gpusUsedSql} FROM ${jobs} WHERE ${jobs.lease_id} = ${lease.id})`,
@@ -247,11 +268,61 @@ function endLease(db: Db, lease: LeaseRow, outcome: string, response: unknown, n
     .where(and(eq(leases.id, lease.id), isNull(leases.outcome)));
 }
 
+/** What a lease ending answers when the job was canceled meanwhile (the agent stops; nothing is retried). */
+export const CANCELED_RESPONSE = { status: 'canceled' } as const;
+
+/** Whether the job of `lease` has a cancel request, as of the statement that reads it. */
+const cancelRequestedOf = (lease: LeaseRow) => sql`(SELECT ${jobs.cancel_requested} FROM ${jobs} WHERE ${jobs.id} = ${lease.job_id})`;
+
+/**
+ * Ends the lease with `outcome` and `response`, or as `canceled` when the job's cancel
+ * was recorded before this batch: the stored answer is the one that applied.
+ */
+function endLeaseUnlessCanceled(db: Db, lease: LeaseRow, outcome: string, response: unknown, now: number) {
+  const canceled = cancelRequestedOf(lease);
+  return db
+    .update(leases)
+    .set({
+      outcome: sql`CASE WHEN ${canceled} THEN 'canceled' ELSE ${outcome} END`,
+      ended_at: now,
+      response: sql`CASE WHEN ${canceled} THEN ${JSON.stringify(CANCELED_RESPONSE)} ELSE ${JSON.stringify(response)} END`,
+    })
+    .where(and(eq(leases.id, lease.id), isNull(leases.outcome)));
+}
+
 /** Micro-USD for a lease that ran until `now` (README "Cost"). GPU-less engines bill one unit. */
 export function leaseCost(lease: LeaseRow, settings: FleetSettings, now: number): number {
   const rate = settings.machineRates[lease.machine_type] ?? settings.machineRates['*'] ?? 0;
   const hours = Math.max(0, now - lease.claimed_at) / 3_600_000;
   return Math.round(hours * Math.max(1, lease.gpus) * rate * 1_000_000);
+}
+
+/**
+ * leaseCost() in SQL of the current lease of the job working for the subject row
+ * being updated, charged until the caller's cancel (or `now`, if earlier).
+ */
+function canceledCostSql(kind: JobKind, settings: FleetSettings, now: number): SQL {
+  const { ['*']: fallback = 0, ...rates } = settings.machineRates;
+  const rate = Object.keys(rates).length
+    ? sql`CASE l.machine_type ${sql.join(Object.entries(rates).map(([type, r]) => sql`WHEN ${type} THEN ${r} `))}ELSE ${fallback} END`
+    : sql`${fallback}`;
+  return sql`(SELECT CAST(round(max(0, min(${now}, coalesce(j.cancel_requested_at, ${now})) - l.claimed_at) / 3600000.0 * max(1, l.gpus) * ${rate} * 1000000) AS INTEGER)
+    FROM ${jobs} j JOIN ${leases} l ON l.id = j.lease_id WHERE j.kind = ${kind} AND j.subject_id = ${SUBJECTS[kind].table.id})`;
+}
+
+/**
+ * The subject updates that end canceled jobs matching `jobWhere`: Canceled (a proof; an
+ * execution `canceled`; other kinds, which callers cannot cancel, `failed`), charged
+ * for their lease until the cancel.
+ */
+function cancelSubjects(db: Db, jobWhere: SQL, settings: FleetSettings, now: number) {
+  const at = isoNow(now);
+  return [
+    updateSubjects(db, 'proof', jobWhere, { state: 'Canceled', terminated_at: at, cost: canceledCostSql('proof', settings, now) }),
+    updateSubjects(db, 'execute', jobWhere, { status: 'canceled', terminated_at: at, cost: canceledCostSql('execute', settings, now) }),
+    updateSubjects(db, 'commit', jobWhere, SUBJECTS.commit.failed(at, 'canceled')),
+    updateSubjects(db, 'verify', jobWhere, SUBJECTS.verify.failed(at, 'canceled')),
+  ] as const;
 }
 
 /** The outcome a finished job reports, by kind. */
@@ -277,9 +348,16 @@ export type Completion =
       total_tick: number | null;
     };
 
-/** Completes the job of a current lease; its subject reaches its success (or reported) end state. */
-export async function completeJob(db: Db, lease: LeaseRow, done: Completion, response: unknown, settings: FleetSettings, now = Date.now()) {
-  const mine = currentLease(lease.id);
+/**
+ * Completes the job of a current lease; its subject reaches its success (or reported)
+ * end state, unless the job was canceled first: then it ends Canceled and the result is
+ * dropped, as the cancel's answer promised. Returns how it ended, or null when the
+ * lease is no longer current.
+ */
+export async function completeJob(db: Db, lease: LeaseRow, done: Completion, response: unknown, settings: FleetSettings, now = Date.now()): Promise<'completed' | 'canceled' | null> {
+  const current = currentLease(lease.id);
+  const mine = and(current, eq(jobs.cancel_requested, false));
+  const canceled = and(current, eq(jobs.cancel_requested, true))!;
   const at = isoNow(now);
   const cost = leaseCost(lease, settings, now);
   const subject = (() => {
@@ -289,7 +367,6 @@ export async function completeJob(db: Db, lease: LeaseRow, done: Completion, res
       case 'proof': {
         const proofIds = db.select({ id: jobs.subject_id }).from(jobs).where(and(mine, eq(jobs.kind, 'proof')));
         return [
-          // A proof whose cancel came too late to stop it still succeeds: the work is done and nothing is lost.
           updateSubjects(db, 'proof', mine, {
             state: 'Succeeded',
             terminated_at: at,
@@ -332,10 +409,12 @@ export async function completeJob(db: Db, lease: LeaseRow, done: Completion, res
   // row stops being `leased`.
   const results = await db.batch([
     ...(subject as [ReturnType<typeof updateSubjects>]),
-    endLease(db, lease, 'completed', response, now),
-    db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(mine).returning({ id: jobs.id }),
+    ...cancelSubjects(db, canceled, settings, now),
+    endLeaseUnlessCanceled(db, lease, 'completed', response, now),
+    db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(current).returning({ canceled: jobs.cancel_requested }),
   ]);
-  return (results[results.length - 1] as { id: string }[]).length === 1;
+  const row = (results[results.length - 1] as { canceled: boolean }[])[0];
+  return row ? (row.canceled ? 'canceled' : 'completed') : null;
 }
 
 /** Whether failJob() will put the job back in the queue rather than fail it. */
@@ -346,7 +425,8 @@ export function failureRequeues(job: JobRow, failure: { retryable: boolean }, se
 /**
  * Fails the current attempt. A retryable failure (an infrastructure error on the
  * agent) requeues the job while its retry budget lasts; anything else, or an
- * exhausted budget, fails the subject with `message`.
+ * exhausted budget, fails the subject with `message`. A job canceled meanwhile ends
+ * Canceled instead.
  */
 export async function failJob(
   db: Db,
@@ -356,59 +436,73 @@ export async function failJob(
   response: unknown,
   settings: FleetSettings,
   now = Date.now(),
-): Promise<{ requeued: boolean; applied: boolean }> {
-  const mine = currentLease(lease.id);
+): Promise<{ outcome: 'requeued' | 'failed' | 'canceled'; applied: boolean }> {
+  const current = currentLease(lease.id);
+  const mine = and(current, eq(jobs.cancel_requested, false));
+  const canceled = and(current, eq(jobs.cancel_requested, true))!;
   const requeue = failureRequeues(job, failure, settings);
   const message = failure.retryable && !requeue ? `${failure.message} (gave up after ${job.retries + 1} failed attempts)` : failure.message;
   const results = await db.batch([
     requeue ? updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].queued) : updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].failed(isoNow(now), message)),
-    endLease(db, lease, 'failed', response, now),
+    ...cancelSubjects(db, canceled, settings, now),
+    endLeaseUnlessCanceled(db, lease, 'failed', response, now),
     db
       .update(jobs)
       .set(
         requeue
-          ? { status: 'queued', lease_id: null, lease_expires_at: null, agent_id: null, retries: sql`${jobs.retries} + 1`, notified_at: now }
+          ? {
+              status: sql`CASE WHEN ${jobs.cancel_requested} THEN 'done' ELSE 'queued' END`,
+              lease_id: sql`CASE WHEN ${jobs.cancel_requested} THEN ${jobs.lease_id} ELSE NULL END`,
+              lease_expires_at: null,
+              agent_id: sql`CASE WHEN ${jobs.cancel_requested} THEN ${jobs.agent_id} ELSE NULL END`,
+              retries: sql`${jobs.retries} + CASE WHEN ${jobs.cancel_requested} THEN 0 ELSE 1 END`,
+              notified_at: now,
+            }
           : { status: 'done', lease_expires_at: null },
       )
-      .where(mine)
-      .returning({ id: jobs.id }),
+      .where(current)
+      .returning({ canceled: jobs.cancel_requested }),
   ]);
-  return { requeued: requeue, applied: (results[2] as unknown[]).length === 1 };
+  const row = (results[results.length - 1] as { canceled: boolean }[])[0];
+  return { outcome: row?.canceled ? 'canceled' : requeue ? 'requeued' : 'failed', applied: !!row };
 }
 
-/** The agent stopped the job on a cancel request: Canceling → Canceled. */
-export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: unknown, now = Date.now()) {
-  const mine = and(currentLease(lease.id), eq(jobs.cancel_requested, true));
-  const at = isoNow(now);
+/** The agent stopped the job on a cancel request: Canceling → Canceled, charged until the cancel. */
+export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: unknown, settings: FleetSettings, now = Date.now()) {
+  const mine = and(currentLease(lease.id), eq(jobs.cancel_requested, true))!;
   const results = await db.batch([
-    updateSubjects(db, 'proof', mine, { state: 'Canceled', terminated_at: at }),
-    updateSubjects(db, 'execute', mine, { status: 'canceled', terminated_at: at }),
+    ...cancelSubjects(db, mine, settings, now),
     endLease(db, lease, 'canceled', response, now),
     db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(mine).returning({ id: jobs.id }),
   ]);
-  return (results[3] as unknown[]).length === 1;
+  return (results[results.length - 1] as unknown[]).length === 1;
 }
 
 /**
  * The agent gives the job back unfinished (shutting down): it is requeued at once
- * for another agent, without touching its retry budget.
+ * for another agent, without touching its retry budget; a canceled job ends Canceled.
  */
-export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response: unknown, now = Date.now()) {
-  const mine = currentLease(lease.id);
-  const canceled = job.cancel_requested;
-  const at = isoNow(now);
+export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response: unknown, settings: FleetSettings, now = Date.now()) {
+  const current = currentLease(lease.id);
+  const canceled = and(current, eq(jobs.cancel_requested, true))!;
   const results = await db.batch([
-    canceled
-      ? updateSubjects(db, job.kind, mine, job.kind === 'proof' ? { state: 'Canceled', terminated_at: at } : SUBJECTS[job.kind].failed(at, 'canceled'))
-      : updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].queued),
-    endLease(db, lease, 'released', response, now),
+    updateSubjects(db, job.kind, and(current, eq(jobs.cancel_requested, false)), SUBJECTS[job.kind].queued),
+    ...cancelSubjects(db, canceled, settings, now),
+    endLeaseUnlessCanceled(db, lease, 'released', response, now),
     db
       .update(jobs)
-      .set(canceled ? { status: 'done', lease_expires_at: null } : { status: 'queued', lease_id: null, lease_expires_at: null, agent_id: null, notified_at: now })
-      .where(mine)
-      .returning({ id: jobs.id }),
+      .set({
+        status: sql`CASE WHEN ${jobs.cancel_requested} THEN 'done' ELSE 'queued' END`,
+        lease_id: sql`CASE WHEN ${jobs.cancel_requested} THEN ${jobs.lease_id} ELSE NULL END`,
+        lease_expires_at: null,
+        agent_id: sql`CASE WHEN ${jobs.cancel_requested} THEN ${jobs.agent_id} ELSE NULL END`,
+        notified_at: now,
+      })
+      .where(current)
+      .returning({ canceled: jobs.cancel_requested }),
   ]);
-  return (results[2] as unknown[]).length === 1;
+  const row = (results[results.length - 1] as { canceled: boolean }[])[0];
+  return row ? (row.canceled ? 'canceled' : 'requeued') : null;
 }
 
 // ---------------------------------------------------------------------------
@@ -435,8 +529,7 @@ export async function expireLeases(db: Db, settings: FleetSettings, now = Date.n
       .where(and(isNull(leases.outcome), inArray(leases.id, db.select({ id: sql<string>`${jobs.lease_id}` }).from(jobs).where(expired)))),
     ...kinds.map((k) => updateSubjects(db, k, exhausted, SUBJECTS[k].failed(at, giveUp))),
     ...kinds.map((k) => updateSubjects(db, k, retry, SUBJECTS[k].queued)),
-    updateSubjects(db, 'proof', canceled, { state: 'Canceled', terminated_at: at }),
-    updateSubjects(db, 'execute', canceled, { status: 'canceled', terminated_at: at }),
+    ...cancelSubjects(db, canceled!, settings, now),
     db
       .update(jobs)
       .set({
@@ -461,25 +554,29 @@ export async function expireLeases(db: Db, settings: FleetSettings, now = Date.n
 
 export type CancelOutcome =
   | { kind: 'canceled' } // was Queued: stopped at once
-  | { kind: 'canceling' } // running: its agent is told at its next heartbeat
+  | { kind: 'canceling' } // running: it will end Canceled, charged until now; its agent stops it (README "Cancel")
   | { kind: 'already-canceling' }
   | { kind: 'terminal'; state: ProofState };
 
-/** Cancels a proof: Queued → Canceled at once; running → Canceling; terminal → refused. */
-export async function cancelProof(db: Db, proofId: string, now = new Date().toISOString()): Promise<CancelOutcome> {
+/**
+ * Cancels a proof: Queued → Canceled at once; running → Canceling, which always ends
+ * Canceled (see the top of this module); terminal → refused. A proof that finished
+ * before the cancel is recorded is terminal: the cancel changes nothing.
+ */
+export async function cancelProof(db: Db, proofId: string, now = Date.now()): Promise<CancelOutcome> {
   const proofJob = and(eq(jobs.kind, 'proof'), eq(jobs.subject_id, proofId));
   const [, queued] = await db.batch([
-    db.update(jobs).set({ status: 'done', cancel_requested: true }).where(and(proofJob, eq(jobs.status, 'queued'))),
+    db.update(jobs).set({ status: 'done', cancel_requested: true, cancel_requested_at: now }).where(and(proofJob, eq(jobs.status, 'queued'))),
     db
       .update(proofs)
-      .set({ state: 'Canceled', terminated_at: now })
+      .set({ state: 'Canceled', terminated_at: isoNow(now) })
       .where(and(eq(proofs.id, proofId), eq(proofs.state, 'Queued')))
       .returning({ id: proofs.id }),
   ]);
   if (queued.length) return { kind: 'canceled' };
 
   const [, running] = await db.batch([
-    db.update(jobs).set({ cancel_requested: true }).where(and(proofJob, eq(jobs.status, 'leased'))),
+    db.update(jobs).set({ cancel_requested: true, cancel_requested_at: now }).where(and(proofJob, eq(jobs.status, 'leased'), eq(jobs.cancel_requested, false))),
     db
       .update(proofs)
       .set({ state: 'Canceling' })

@@ -65,6 +65,7 @@ executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async 
   await submitJob(
     c.env,
     db,
+    caller.orgId,
     (artifacts) => artifacts.put(artifactKey.executionInput(id), JSON.stringify(input)),
     () => ({
       rows: [

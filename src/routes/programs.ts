@@ -83,6 +83,7 @@ programsApi.post('/', zValidator('query', RegisterQuery, validationHook), async 
   await submitJob(
     c.env,
     db,
+    caller.orgId,
     (artifacts) => receiveProgramFiles(c.req.raw.body!, boundary, maxBytes, programId, artifacts),
     (upload) => {
       const now = new Date().toISOString();

@@ -110,6 +110,7 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
   await submitJob(
     c.env,
     db,
+    caller.orgId,
     async (artifacts) => {
       await artifacts.put(artifactKey.proofInput(proofId), JSON.stringify(body.input));
       await Promise.all(body.children.map((child, i) => artifacts.put(childKeys[i]!, child)));
@@ -276,7 +277,8 @@ proofsApi.openapi(
     path: '/{proof_id}/cancel',
     tags: ['proofs'],
     summary: 'Cancel a proof job',
-    description: 'Queued → Canceled at once; running → Canceling (its agent stops within one heartbeat, then Canceled); finished jobs → 409.',
+    description:
+      'Queued → Canceled at once; running → Canceling, which always ends Canceled, charged only up to the cancel (a connected prover stops the job within about a second); finished jobs → 409.',
     request: { params: ProofParams },
     responses: {
       200: { description: 'Canceled or canceling', content: { 'application/json': { schema: MessageResponse.extend({ state: z.string() }) } } },
@@ -290,7 +292,7 @@ proofsApi.openapi(
       case 'canceled':
         return c.json({ message: 'Proof canceled', state: 'Canceled' }, 200);
       case 'canceling':
-        return c.json({ message: 'Cancel requested: the prover stops the job within one heartbeat', state: 'Canceling' }, 200);
+        return c.json({ message: 'Cancel requested: the proof ends Canceled and is charged only up to now; its prover stops the job within seconds', state: 'Canceling' }, 200);
       case 'already-canceling':
         return c.json({ message: 'Cancel already requested', state: 'Canceling' }, 200);
       case 'terminal':

@@ -135,6 +135,7 @@ async function submitVerification(
   await submitJob(
     c.env,
     db,
+    caller.orgId,
     (artifacts) => artifacts.put(artifactKey.verificationProof(id), v.text),
     () => ({
       rows: [

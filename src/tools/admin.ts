@@ -22,6 +22,7 @@ import {
   revokeApiKey,
   revokeApiKeyById,
   setConfigActive,
+  setOrganizationLimits,
   setConfigOpenvmToml,
 } from '../admin/statements.ts';
 import { PUBLISHED_KEY_NAMES, type PublishedKeyName } from '../../prover-agent/src/protocol.ts';
@@ -139,6 +140,31 @@ const commands: Record<string, Command> = {
     options: { name: str },
     run: (c) => runStep(c.target, createOrganization(required(c.values, 'name'))),
   },
+  'set-org-limits': {
+    synopsis: 'ORG_ID [--max-jobs N|default] [--max-gpus N|default] [--weight W]',
+    summary:
+      'Set an organization’s quotas (queued-or-running jobs; GPUs those jobs hold) and its fair-share weight; `default` returns a quota to the Worker’s ORG_MAX_ACTIVE_JOBS / ORG_MAX_GPUS.',
+    options: { 'max-jobs': str, 'max-gpus': str, weight: str },
+    positionals: ['ORG_ID'],
+    async run(c) {
+      const quota = (flag: string): number | null | undefined => {
+        const v = c.values[flag];
+        if (v === undefined) return undefined;
+        if (v === 'default') return null;
+        if (typeof v !== 'string' || !/^\d+$/.test(v)) throw new UsageError(`--${flag} must be a whole number or 'default', not ${String(v)}`);
+        return Number(v);
+      };
+      const weight = quota('weight');
+      if (weight === null || weight === 0) throw new UsageError('--weight must be a whole number ≥ 1');
+      let step: AdminStep;
+      try {
+        step = setOrganizationLimits(c.positionals[0]!, { maxActiveJobs: quota('max-jobs'), maxGpus: quota('max-gpus'), shareWeight: weight });
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+      await runStep(c.target, step, `no organization ${c.positionals[0]} (see list-orgs)`);
+    },
+  },
   'create-api-key': {
     synopsis: '--org ORG_ID --owner LABEL [--key VALUE]',
     summary: 'Create an API key for an organization; prints the key (shown only once) on the last line. --key imports a given value.',
@@ -159,7 +185,7 @@ const commands: Record<string, Command> = {
   },
   'list-orgs': {
     synopsis: '[--json]',
-    summary: 'List organizations with their number of active API keys.',
+    summary: 'List organizations with their active API keys, quotas (- = the default), fair-share weight and queued-or-running jobs.',
     run: (c) => list(c, listOrganizations()),
   },
   'create-config': {

@@ -32,6 +32,25 @@ describe('fetchWithRetry', () => {
     expect(s.calls()).toBe(4);
   });
 
+  it('finishInFlight: an abort stops the retries but lets the request already sent finish', async () => {
+    let respond: () => void = () => {};
+    const server = createServer((_req, res) => void (respond = () => res.writeHead(200).end('{"leased":true}')));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    close = () => server.close();
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
+    for (const finishInFlight of [true, false]) {
+      const stop = new AbortController();
+      const pending = fetchWithRetry(url, () => ({}), 'claim', { ...fast, signal: stop.signal, finishInFlight }).then((r) => r.json(), (e: Error) => e);
+      await new Promise((r) => setTimeout(r, 100)); // the request is at the server
+      stop.abort(new Error('shutting down'));
+      respond();
+      const got = await pending;
+      if (finishInFlight) expect(got).toEqual({ leased: true });
+      else expect(got).toBeInstanceOf(Error);
+    }
+  });
+
   it('treats other 4xx as final', async () => {
     const s = await serve([[409]]);
     const err = await fetchWithRetry(s.url, () => ({}), 'test', fast).catch((e) => e);

@@ -138,6 +138,25 @@ describe('npm run admin', () => {
     expect(unknown.stderr).toContain('no config cfg_01JD00000000000000000000ZZ');
   });
 
+  it('set-org-limits sets quotas and the fair-share weight, `default` clears a quota, and list-orgs shows them', async () => {
+    const org = (await admin('create-org', '--name', 'quota-org')).lastLine;
+    const set = await admin('set-org-limits', org, '--max-jobs', '50', '--max-gpus', '8', '--weight', '3');
+    expect(set.code, set.stderr).toBe(0);
+    expect(await rows(`SELECT max_active_jobs, max_gpus, share_weight FROM organizations WHERE id = ${lit(org)}`)).toEqual([{ max_active_jobs: 50, max_gpus: 8, share_weight: 3 }]);
+    expect((await admin('set-org-limits', org, '--max-gpus', 'default')).code).toBe(0);
+    expect(await rows(`SELECT max_active_jobs, max_gpus, share_weight FROM organizations WHERE id = ${lit(org)}`)).toEqual([{ max_active_jobs: 50, max_gpus: null, share_weight: 3 }]);
+    const listed = JSON.parse((await admin('list-orgs', '--json')).stdout) as Row[];
+    expect(listed.find((r) => r.id === org)).toMatchObject({ max_active_jobs: 50, max_gpus: null, share_weight: 3, active_jobs: 0 });
+
+    for (const bad of [['--max-jobs', '-1'], ['--max-jobs', '1.5'], ['--weight', '0'], ['--weight', 'default'], []]) {
+      const r = await admin('set-org-limits', org, ...bad);
+      expect(r.code, bad.join(' ')).toBe(2);
+    }
+    const unknown = await admin('set-org-limits', 'org_nope', '--max-jobs', '1');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no organization org_nope');
+  });
+
   it('creates an agent token and stores only its SHA-256', async () => {
     const created = await admin('create-agent-token', '--name', 'gpu-box-1');
     expect(created.code, created.stderr).toBe(0);
@@ -171,7 +190,7 @@ describe('npm run admin', () => {
   it('lists every command in --help', async () => {
     const help = await adminRaw(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['create-org', 'create-api-key', 'revoke-api-key', 'create-config', 'activate-config', 'deactivate-config', 'create-agent-token', 'revoke-agent-token', 'set-config-toml', 'put-config-key', 'list-orgs', 'list-configs', 'list-agent-tokens'])
+    for (const command of ['create-org', 'create-api-key', 'revoke-api-key', 'create-config', 'activate-config', 'deactivate-config', 'create-agent-token', 'revoke-agent-token', 'set-config-toml', 'put-config-key', 'list-orgs', 'set-org-limits', 'list-configs', 'list-agent-tokens'])
       expect(help.stdout).toContain(`  ${command} `);
   });
 });

@@ -1,9 +1,8 @@
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { api, guest, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { api, guest, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { claim, claimJob, drainQueuedJobs, expireLease, jobRow, lease, seedAgent, upload } from './fleet-helpers.ts';
-import { revokeAgentToken } from '../../src/admin/statements.ts';
-import { runAdmin } from './helpers.ts';
+import { createApiKey, revokeAgentToken, setOrganizationLimits } from '../../src/admin/statements.ts';
 import { gpusUsed, leaseCost, type LeaseRow } from '../../src/jobs/state.ts';
 
 beforeEach(drainQueuedJobs);
@@ -167,7 +166,128 @@ describe('proof lifecycle through the internal API', () => {
   });
 });
 
+describe('cancel of a running proof', () => {
+  /** A claimed proof whose lease began an hour ago and whose cancel came half an hour in. */
+  async function canceledHalfwayThroughAnHour() {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const proofId = await submitProof(t, program);
+    const job = await claimJob(await seedAgent());
+    const claimedAt = Date.now() - 3_600_000;
+    await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?').bind(claimedAt, job.lease_id).run();
+    expect(await json(await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' }), 200)).toMatchObject({ state: 'Canceling', message: expect.stringMatching(/ends Canceled/) });
+    await env.DB.prepare('UPDATE jobs SET cancel_requested_at = ? WHERE id = ?').bind(claimedAt + 1_800_000, job.id).run();
+    return { t, program, proofId, job };
+  }
+  // MACHINE_RATES is {"*": 1.0} (wrangler.toml): half an hour of one billing unit.
+  const HALF_AN_HOUR = 500_000;
+
+  it('a result that arrives after the cancel is dropped: Canceled, charged only until the cancel', async () => {
+    const { t, program, proofId, job } = await canceledHalfwayThroughAnHour();
+    await json(await upload(job, 'stark', STARK), 200);
+    const complete = { kind: 'proof', proofs: ['stark'], public_values: null, metrics: { cells_used: 5 } };
+    expect(await json(await lease(job, '/complete', complete), 200)).toEqual({ status: 'canceled' });
+    expect(await json(await lease(job, '/complete', complete), 200)).toEqual({ status: 'canceled' }); // a retry, same answer
+    const proof = await json(await api(t, `/v1/proofs/${proofId}`), 200);
+    expect(proof).toMatchObject({ state: 'Canceled', cost: HALF_AN_HOUR });
+    expect((await api(t, `/v1/proofs/${proofId}/proof/stark`)).status).not.toBe(200);
+    expect(await json(await api(t, `/v1/programs/${program}`), 200)).toMatchObject({ proofs_run: 0, cells_used: 0 });
+    expect((await jobRow(job.id)).status).toBe('done');
+    expect(await (await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' })).status).toBe(409); // finished: nothing to cancel
+  });
+
+  it('the agent’s acknowledgement, a failure or a release after the cancel all end Canceled, charged until the cancel, never requeued', async () => {
+    for (const [path, body] of [
+      ['/canceled', {}],
+      ['/fail', { error: 'engine killed by SIGTERM', retryable: true }],
+      ['/release', {}],
+    ] as const) {
+      const { t, proofId, job } = await canceledHalfwayThroughAnHour();
+      expect(await json(await lease(job, path, body), 200), path).toEqual({ status: 'canceled' });
+      expect(await json(await api(t, `/v1/proofs/${proofId}`), 200), path).toMatchObject({ state: 'Canceled', cost: HALF_AN_HOUR });
+      expect((await jobRow(job.id)).status, path).toBe('done');
+    }
+  });
+
+  it('an agent that dies after the cancel: the expired lease ends the proof Canceled, charged until the cancel', async () => {
+    const { t, proofId, job } = await canceledHalfwayThroughAnHour();
+    await expireLease(job.id);
+    await claim(await seedAgent());
+    expect(await json(await api(t, `/v1/proofs/${proofId}`), 200)).toMatchObject({ state: 'Canceled', cost: HALF_AN_HOUR });
+  });
+
+  it('GET /lease/status tells the agent of a cancel without renewing the lease; 409 once the lease is superseded', async () => {
+    const t = await seedTenant();
+    const proofId = await submitProof(t, await readyProgram(t));
+    const job = await claimJob(await seedAgent());
+    const expires = (await jobRow(job.id)).lease_expires_at;
+    expect(await json(await lease(job, '/status'), 200)).toEqual({ cancel: false });
+    await json(await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' }), 200);
+    expect(await json(await lease(job, '/status'), 200)).toEqual({ cancel: true });
+    expect((await jobRow(job.id)).lease_expires_at).toBe(expires); // read only
+
+    const other = await submitProof(t, await readyProgram(t));
+    const second = await claimJob(await seedAgent());
+    expect(second.subject_id).toBe(other);
+    await expireLease(second.id);
+    await claimJob(await seedAgent());
+    expect((await lease(second, '/status')).status).toBe(409);
+  });
+});
+
 describe('dispatch', () => {
+  it('a claim says how often to renew the lease and to look for a cancel: one write per 5 s, within a 12 s lease', async () => {
+    const t = await seedTenant();
+    await submitProof(t, await readyProgram(t));
+    const before = Date.now();
+    const job = await claimJob(await seedAgent());
+    expect(job).toMatchObject({ heartbeat_interval_ms: 5000, cancel_check_interval_ms: 1000 });
+    expect(job.lease_expires_at - before).toBeGreaterThanOrEqual(12_000);
+    expect(job.lease_expires_at - Date.now()).toBeLessThanOrEqual(12_000);
+  });
+
+  it('a claim naming 10 engines and 50 configs stays within D1’s bound parameters', async () => {
+    const t = await seedTenant();
+    const cfg = await seedConfig();
+    const program = await registerProgram(t, cfg);
+    const agent = await seedAgent({ engines: ['dev', ...Array.from({ length: 9 }, (_, i) => `engine-${i}`)], configs: [cfg, ...Array.from({ length: 49 }, (_, i) => `cfg_${i}`)] });
+    expect((await claimJob(agent)).subject_id).toBe(program);
+  });
+
+  it('fair share: after org A queues 500 jobs, org B’s 5 all start within the next 10 claims', async () => {
+    const a = await seedTenant();
+    const b = await seedTenant();
+    const programA = await readyProgram(a);
+    const programB = await readyProgram(b);
+    // Ten keys of org A, 50 submissions each: under the per-key rate limit of the test pool.
+    const aKeys = [a, ...(await Promise.all(Array.from({ length: 9 }, async () => ({ ...a, key: await runAdmin(createApiKey(a.orgId, a.owner)) }))))];
+    for (const key of aKeys) await Promise.all(Array.from({ length: 50 }, () => submitProof(key, programA, '&priority=10')));
+    const bProofs = new Set<string>();
+    for (let i = 0; i < 5; i++) bProofs.add(await submitProof(b, programB, '&priority=1'));
+    const agent = await seedAgent();
+    const claimed: string[] = [];
+    for (let i = 0; i < 10; i++) claimed.push((await claimJob(agent)).subject_id);
+    expect(claimed.filter((p) => bProofs.has(p))).toHaveLength(5);
+  }, 60_000); // 505 submissions through the API
+
+  it('fair share follows the organizations’ weights; an organization’s own jobs still go by priority', async () => {
+    const a = await seedTenant();
+    const b = await seedTenant();
+    await runAdmin(setOrganizationLimits(a.orgId, { shareWeight: 3 }));
+    const programA = await readyProgram(a);
+    const programB = await readyProgram(b);
+    const aLow = await submitProof(a, programA, '&priority=1');
+    const aProofs = [aLow];
+    for (let i = 0; i < 7; i++) aProofs.push(await submitProof(a, programA, '&priority=9'));
+    for (let i = 0; i < 8; i++) await submitProof(b, programB);
+    const agent = await seedAgent();
+    const claimed: string[] = [];
+    for (let i = 0; i < 8; i++) claimed.push((await claimJob(agent)).subject_id);
+    const ofA = claimed.filter((p) => aProofs.includes(p));
+    expect(ofA).toHaveLength(6); // 3 running jobs of A for each of B's
+    expect(ofA).not.toContain(aLow); // A's priority-9 jobs first
+  });
+
   it('claims the highest priority first, then the oldest', async () => {
     const t = await seedTenant();
     const program = await readyProgram(t);

@@ -116,7 +116,9 @@ export class Agent {
     try {
       res = await this.service.claim(
         { agent_id: this.id, name: this.cfg.name, machine_type: this.cfg.machineType, gpus: this.freeGpus.length, engines: this.cfg.engines, configs: this.cfg.configs, hint_job_id: hintJobId },
-        { attempts: Infinity, signal: this.stopping.signal },
+        // A claim in flight when shutdown begins is let finish: the service may have leased
+        // a job to us already, and that job then runs (and drains) like the others.
+        { attempts: Infinity, signal: this.stopping.signal, finishInFlight: true },
       );
     } catch (err) {
       if (!this.stopping.signal.aborted) this.log.error('claim failed', { error: errorText(err) });

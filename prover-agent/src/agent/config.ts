@@ -50,7 +50,7 @@ const FLAGS = [
   ['shutdown-grace', 'PROVER_SHUTDOWN_GRACE', '300', 'Seconds running jobs may finish after SIGTERM before they are released'],
   ['kill-grace', 'PROVER_KILL_GRACE', '10', 'Seconds between SIGTERM and SIGKILL for an engine'],
   ['poll-interval', 'PROVER_POLL_INTERVAL', '1', 'Seconds to wait after an empty pull'],
-  ['idle-claim-interval', 'PROVER_IDLE_CLAIM_INTERVAL', '15', 'Seconds between claims without a notice while idle'],
+  ['idle-claim-interval', 'PROVER_IDLE_CLAIM_INTERVAL', '2', 'Seconds between claims without a notice while idle (how soon a dead agent’s expired job is taken)'],
   ['visibility-timeout', 'PROVER_VISIBILITY_TIMEOUT', '60', 'Seconds a pulled message stays invisible to other agents'],
   ['metrics-port', 'PROVER_METRICS_PORT', '9464', '/healthz and /metrics port; 0 disables'],
   ['metrics-host', 'PROVER_METRICS_HOST', '127.0.0.1', 'Address the metrics server listens on'],

@@ -20,7 +20,14 @@ export interface RetryPolicy {
   maxDelayMs: number;
   /** Per-attempt time limit. */
   timeoutMs: number;
+  /** Stops the retries; also aborts a request in flight unless `finishInFlight`. */
   signal?: AbortSignal;
+  /**
+   * Let a request already sent finish after `signal` aborts (no retry follows): for
+   * requests whose effect the service commits, such as a claim, whose answer must not
+   * be lost with the job it leased.
+   */
+  finishInFlight?: boolean;
   /** Told about each retry (for logs and metrics). */
   onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
 }
@@ -45,7 +52,7 @@ export async function fetchWithRetry(url: string, makeInit: () => RequestInit, w
     let retryAfterMs: number | undefined;
     try {
       const timeout = AbortSignal.timeout(policy.timeoutMs);
-      const signal = policy.signal ? AbortSignal.any([policy.signal, timeout]) : timeout;
+      const signal = policy.signal && !policy.finishInFlight ? AbortSignal.any([policy.signal, timeout]) : timeout;
       const res = await fetch(url, { ...makeInit(), signal });
       if (res.ok) return res;
       const body = await res.text().catch(() => '');

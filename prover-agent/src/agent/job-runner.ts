@@ -1,12 +1,15 @@
 // Runs one claimed job from start to its report: work directory, artifacts, the
-// engine in its own process group, heartbeats (which carry phases and metrics and
-// bring back cancel requests), logs, results, and exactly one ending callback.
+// engine in its own process group, the lease watch (heartbeats that renew the lease
+// and carry phases and metrics, and read-only status checks between them that bring
+// back cancel requests within about a second), logs, results, and exactly one
+// ending callback.
 //
 // How a run ends, and what the service is told:
 //   engine result              → results uploaded, /complete
 //   engine JobError            → /fail, not retryable (the caller's problem: bad input, guest panic)
 //   engine crash / agent error → /fail, retryable (another attempt may succeed)
-//   cancel seen on a heartbeat → engine killed, /canceled
+//   cancel seen by the watch   → engine killed (short grace), /canceled
+//   canceled before a report   → the service answers `canceled` to /complete or /fail
 //   agent shutting down        → engine killed, /release (requeued for another agent)
 //   lease lost (409)           → engine killed, nothing reported: the job has moved on
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -33,6 +36,9 @@ export interface RunnerOptions {
 
 /** What callers call a job's subject: logs name the id the caller holds, not the internal job id. */
 const subjectNoun: Record<ClaimedJob['kind'], string> = { commit: 'program', proof: 'proof', execute: 'execution', verify: 'verification' };
+
+/** SIGTERM → SIGKILL grace on cancel: the result is dropped, so the engine gets at most this long to stop. */
+export const CANCEL_KILL_GRACE_MS = 1000;
 
 export type RunOutcome = 'completed' | 'failed' | 'requeued' | 'canceled' | 'released' | 'lost';
 
@@ -68,12 +74,17 @@ export class JobRunner {
     if (this.stopReason) return;
     this.stopReason = reason;
     this.stopped.abort(new Error(reason));
-    void this.engine?.kill(this.opts.killGraceMs);
+    void this.engine?.kill(this.killGraceMs());
+  }
+
+  /** How long the engine may take to stop after SIGTERM: short on cancel, when nothing it does is kept. */
+  private killGraceMs(): number {
+    return this.stopReason === 'cancel' ? Math.min(this.opts.killGraceMs, CANCEL_KILL_GRACE_MS) : this.opts.killGraceMs;
   }
 
   async run(): Promise<RunOutcome> {
     const started = Date.now();
-    const heartbeats = this.heartbeatLoop();
+    const watch = this.watchLease();
     let outcome: RunOutcome;
     try {
       await mkdir(this.dir, { recursive: true });
@@ -84,7 +95,7 @@ export class JobRunner {
       outcome = await this.endEarlyOr(() => this.report('fail', { error: `agent error: ${errorText(err)}`, retryable: true }));
     } finally {
       this.stopped.abort(new Error('done'));
-      await heartbeats;
+      await watch;
       await rm(this.dir, { recursive: true, force: true }).catch(() => {});
     }
     this.metricsSink.jobFinished(this.job.kind, outcome, (Date.now() - started) / 1000);
@@ -106,7 +117,7 @@ export class JobRunner {
         else if (e.type === 'progress') this.progress(e.phase, e.metrics);
       },
     );
-    if (this.stopReason) void this.engine.kill(this.opts.killGraceMs); // stopped while it was starting
+    if (this.stopReason) void this.engine.kill(this.killGraceMs()); // stopped while it was starting
     const result = await this.engine.done;
     this.metricsSink.engineDuration(this.job.config.engine, op.op, (Date.now() - opStarted) / 1000);
     if (this.stopReason) return this.endEarly();
@@ -188,12 +199,13 @@ export class JobRunner {
   /** Sends the callback that ends the lease (logs first: they are refused once it ended). */
   private async report(how: 'complete' | 'fail', body: CompleteRequest | { error: string; retryable: boolean }): Promise<RunOutcome> {
     await this.logs.flush();
+    // `canceled`: the caller canceled before the report landed; the service dropped it.
     if (how === 'complete') {
       const r = await this.lease.complete(body as CompleteRequest);
-      return r.status === 'completed' ? 'completed' : 'failed';
+      return r.status === 'completed' ? 'completed' : r.status === 'canceled' ? 'canceled' : 'failed';
     }
     const r = await this.lease.fail(body as { error: string; retryable: boolean });
-    return r.status === 'requeued' ? 'requeued' : 'failed';
+    return r.status === 'requeued' ? 'requeued' : r.status === 'canceled' ? 'canceled' : 'failed';
   }
 
   /** Runs `report` unless the run was stopped meanwhile; a 409 means the lease was lost. */
@@ -211,7 +223,7 @@ export class JobRunner {
   }
 
   private async endEarly(): Promise<RunOutcome> {
-    await this.engine?.kill(this.opts.killGraceMs);
+    await this.engine?.kill(this.killGraceMs());
     if (this.stopReason === 'lost') return 'lost';
     try {
       if (this.stopReason === 'cancel') {
@@ -230,37 +242,61 @@ export class JobRunner {
     }
   }
 
+  /** Phases and metrics go up with the next heartbeat (the lease's one write per interval). */
   private progress(phase: ProvePhase | undefined, metrics: EngineMetrics | undefined) {
     if (metrics) this.metrics = { ...this.metrics, ...metrics };
     if (phase && phase !== this.phase) {
       this.phase = phase;
       this.logs.line(`phase: ${phase}`);
-      void this.beat(); // phase changes reach callers without waiting for the next beat
     }
   }
 
-  /** One heartbeat; a cancel answer or a lost lease stops the run. */
+  /** One heartbeat: renews the lease; a cancel answer or a lost lease stops the run. */
   private async beat(): Promise<void> {
     try {
-      const r = await this.lease.heartbeat({ phase: this.phase, metrics: pickMetrics(this.metrics) }, { attempts: 3, timeoutMs: 10_000 });
+      const r = await this.lease.heartbeat({ phase: this.phase, metrics: pickMetrics(this.metrics) }, { attempts: 2, timeoutMs: Math.max(1000, this.job.heartbeat_interval_ms) });
       if (r.cancel) this.stop('cancel');
     } catch (err) {
-      if (err instanceof HttpError && err.status === 409) {
-        if (!this.stopReason) this.log.warn('lease lost: stopping the engine', { error: err.message });
-        this.stop('lost');
-      } else {
+      if (!this.leaseLost(err)) {
         this.metricsSink.heartbeatFailed();
         this.log.warn('heartbeat failed', { error: errorText(err) });
       }
     }
   }
 
-  private async heartbeatLoop(): Promise<void> {
-    const every = this.job.heartbeat_interval_ms;
+  /** One read-only status check between heartbeats; failures wait for the next one. */
+  private async checkStatus(every: number): Promise<void> {
+    try {
+      if ((await this.lease.status({ attempts: 1, timeoutMs: Math.max(1000, 2 * every) })).cancel) this.stop('cancel');
+    } catch (err) {
+      if (!this.leaseLost(err)) this.log.debug('status check failed', { error: errorText(err) });
+    }
+  }
+
+  /** A 409 means the job moved on without us: stop the engine, report nothing. */
+  private leaseLost(err: unknown): boolean {
+    if (!(err instanceof HttpError && err.status === 409)) return false;
+    if (!this.stopReason) this.log.warn('lease lost: stopping the engine', { error: err.message });
+    this.stop('lost');
+    return true;
+  }
+
+  /**
+   * Watches the lease while the job runs: a heartbeat every heartbeat_interval_ms (the
+   * only D1 write) and, between them, a status check every cancel_check_interval_ms.
+   */
+  private async watchLease(): Promise<void> {
+    const renewEvery = this.job.heartbeat_interval_ms;
+    const checkEvery = Math.min(renewEvery, this.job.cancel_check_interval_ms ?? renewEvery); // an older service sends none
+    let renewed = Date.now();
     while (!this.stopped.signal.aborted) {
-      await sleep(every, undefined, { signal: this.stopped.signal }).catch(() => {}); // aborted: the run is over
+      const untilRenewal = renewed + renewEvery - Date.now();
+      await sleep(Math.max(0, Math.min(checkEvery, untilRenewal)), undefined, { signal: this.stopped.signal }).catch(() => {}); // aborted: the run is over
       if (this.stopped.signal.aborted) return;
-      await this.beat();
+      if (Date.now() >= renewed + renewEvery) {
+        renewed = Date.now();
+        await this.beat();
+      } else await this.checkStatus(checkEvery);
     }
   }
 }

@@ -16,6 +16,7 @@ import type {
   KeyUploadComplete,
   KeyUploadPart,
   KeyUploadStarted,
+  LeaseStatusResponse,
   LogChunk,
   PublishedKeyName,
   PublishKeyResponse,
@@ -137,6 +138,10 @@ export class LeaseClient {
 
   heartbeat(req: HeartbeatRequest, policy?: Partial<RetryPolicy>) {
     return this.post<HeartbeatResponse>('/heartbeat', req, policy);
+  }
+  async status(policy?: Partial<RetryPolicy>): Promise<LeaseStatusResponse> {
+    const res = await fetchWithRetry(this.base + '/status', () => ({ headers: this.headers() }), 'status', { ...this.retry, ...policy });
+    return (await res.json()) as LeaseStatusResponse;
   }
   logs(chunk: LogChunk) {
     return this.post<{ accepted: string }>('/logs', chunk);
