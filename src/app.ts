@@ -20,6 +20,7 @@ import { configsInternalApi } from './internal/configs.ts';
 import { jobsInternalApi } from './internal/jobs.ts';
 import { leaseInternalApi } from './internal/lease.ts';
 import { queueEmulationApi } from './internal/queue-emulation.ts';
+import { consolePages } from './console/pages.tsx';
 import { requireConsoleUser, requireMembership } from './middleware/console-auth.ts';
 import { accountApi } from './routes/console/account.ts';
 import { apiKeysApi } from './routes/console/api-keys.ts';
@@ -98,7 +99,11 @@ app.doc31('/openapi.json', (c) => ({
   servers: [{ url: new URL(c.req.url).origin }],
   security: [{ ApiKey: [] }],
 }));
-app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Proving service API' }));
+// Scalar's bundle is served by this Worker (build/assets/docs/vendor), not its CDN, and
+// without its web fonts: the reference works offline.
+app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Proving service API', cdn: '/docs/vendor/scalar.js', withDefaultFonts: false }));
+// The console people sign in to (pages; their scripts and styles are static assets).
+app.route('/console', consolePages);
 app.get('/healthz', (c) => c.json({ ok: true }));
 
 app.notFound((c) => c.json({ detail: 'Not Found' }, 404));

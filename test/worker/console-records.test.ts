@@ -180,6 +180,9 @@ describe('usage', () => {
     const month = await as(s, `${org}/usage`);
     expect(month.days).toHaveLength(30);
     expect(month.days.at(-1).date).toBe(day);
+    expect(month.totals.proofs).toBe(2);
+    const from = new Date(Date.now() - 29 * 86400_000).toISOString().slice(0, 10);
+    expect((await as(s, `${org}/usage?from=${from}&to=${day}`)).totals.proofs).toBe(2);
     await as(s, `${org}/usage?from=2026-02-01&to=2026-01-01`, 422);
     await as(s, `${org}/usage?from=2020-01-01&to=2026-01-01`, 422);
     await as(s, `${org}/usage?from=Monday`, 422);
