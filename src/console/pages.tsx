@@ -8,6 +8,7 @@ import type { Child } from 'hono/jsx';
 import { secureHeaders } from 'hono/secure-headers';
 import { raw } from 'hono/html';
 import type { AppEnv } from '../app-env.ts';
+import { PROOF_STATES } from '../db/schema.ts';
 
 export const consolePages = new Hono<AppEnv>();
 
@@ -132,7 +133,19 @@ const Table = ({ id, caption, columns }: { id: string; caption: string; columns:
   </div>
 );
 
-const PROOF_STATES = ['Queued', 'Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing', 'Succeeded', 'Failed', 'Canceling', 'Canceled'];
+/** From/to date fields of a filter form (the API's `from` and `to`). */
+const DateRange = () => (
+  <>
+    <label>
+      From
+      <input type="date" name="from" />
+    </label>
+    <label>
+      To
+      <input type="date" name="to" />
+    </label>
+  </>
+);
 
 consolePages.get('/', (c) => c.redirect('/console/projects'));
 
@@ -258,14 +271,7 @@ consolePages.get('/proofs', (c) =>
             ))}
           </select>
         </label>
-        <label>
-          From
-          <input type="date" name="from" />
-        </label>
-        <label>
-          To
-          <input type="date" name="to" />
-        </label>
+        <DateRange />
       </form>
       <Table id="proofs" caption="Proofs" columns={['Proof', 'Program', 'State', 'Created', 'Cost (USD)']} />
       <Pager id="proofs-pager" />
@@ -363,14 +369,7 @@ consolePages.get('/usage', (c) =>
   c.html(
     <Layout page="usage" title="Usage" chart>
       <form id="filters" class="filters">
-        <label>
-          From
-          <input type="date" name="from" />
-        </label>
-        <label>
-          To
-          <input type="date" name="to" />
-        </label>
+        <DateRange />
       </form>
       <dl id="usage-totals" class="facts"></dl>
       <figure class="chart">

@@ -5,6 +5,7 @@
 import { eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { signinThrottle } from '../db/schema.ts';
+import { ApiError } from './errors.ts';
 
 export const SIGNIN_WINDOW_MS = 15 * 60 * 1000;
 export const MAX_FAILURES_PER_ACCOUNT = 5;
@@ -42,4 +43,15 @@ export async function recordFailure(db: Db, keys: string[], now = Date.now()): P
 /** A successful sign-in clears the account's count (not the client's). */
 export async function clearFailures(db: Db, key: string): Promise<void> {
   await db.delete(signinThrottle).where(eq(signinThrottle.key, key));
+}
+
+/**
+ * The keys a password check by `email` from `client` counts against; throws 429 when
+ * either is over its limit. Every route that checks a password goes through this.
+ */
+export async function passwordAttemptKeys(db: Db, email: string, client: string | undefined): Promise<string[]> {
+  const keys = [accountKey(email), clientKey(client ?? 'local')];
+  const wait = Math.max(await throttledFor(db, keys[0]!, MAX_FAILURES_PER_ACCOUNT), await throttledFor(db, keys[1]!, MAX_FAILURES_PER_CLIENT));
+  if (wait > 0) throw new ApiError(429, 'Too many failed sign-ins: try again later', { 'Retry-After': String(wait) });
+  return keys;
 }

@@ -181,6 +181,7 @@ describe('password change', () => {
     const change = (current: string) =>
       consoleFetch('/console/v1/me/password', { method: 'POST', token: a.token, body: JSON.stringify({ current_password: current, new_password: 'a brand new password' }) });
     await json(await change('wrong password'), 403);
+    expect(await env.DB.prepare('SELECT failures FROM signin_throttle WHERE key = ?').bind(`account:${email}`).first()).toEqual({ failures: 1 });
     await json(await consoleFetch('/console/v1/me/password', { method: 'POST', token: a.token, body: JSON.stringify({ current_password: PASSWORD, new_password: 'short' }) }), 422);
     await json(await change(PASSWORD), 200);
     await as(a, '/console/v1/me', 401);

@@ -109,6 +109,18 @@ describe('invites', () => {
     expect((await as(await signIn(email), '/console/v1/orgs')).items).toHaveLength(2);
   });
 
+  it('throttles password guesses through an invitation like sign-ins', async () => {
+    const { org, owner } = await team();
+    const elsewhere = await seedTenant();
+    const email = await seedUser(elsewhere.orgId, 'owner');
+    const { link } = await send(owner, 'POST', `${org}/invites`, { email, role: 'member' }, 201);
+    const token = link.split('#token=')[1];
+    const headers = { 'cf-connecting-ip': '192.0.2.50' };
+    for (let i = 0; i < 5; i++) await json(await postJson('/console/v1/auth/accept-invite', { token, password: `guess ${i}` }, { headers }), 401);
+    await json(await postJson('/console/v1/auth/accept-invite', { token, password: PASSWORD }, { headers: { 'cf-connecting-ip': '192.0.2.51' } }), 429);
+    await json(await postJson('/console/v1/auth/signin', { email, password: PASSWORD }), 429);
+  });
+
   it('refuses inviting a member again, owners by admins, and bad emails; revokes and replaces invites', async () => {
     const { org, owner, admin, member } = await team();
     await send(admin, 'POST', `${org}/invites`, { email: member.email, role: 'member' }, 409);

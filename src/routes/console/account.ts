@@ -9,6 +9,7 @@ import { revokeUserSessions } from '../../lib/console-sessions.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, verifyPassword } from '../../lib/password.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
+import { passwordAttemptKeys, recordFailure } from '../../lib/signin-throttle.ts';
 import { UserRecord } from './auth.ts';
 
 export const accountApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
@@ -68,13 +69,17 @@ accountApi.openapi(
         },
       },
     },
-    responses: { 200: { description: 'Changed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 422) },
+    responses: { 200: { description: 'Changed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 422, 429) },
   }),
   async (c) => {
     const { current_password, new_password } = c.req.valid('json');
     const db = c.var.db;
     const row = await db.select({ hash: users.password_hash }).from(users).where(eq(users.id, c.var.user.id)).get();
-    if (!(await verifyPassword(current_password, row?.hash ?? null))) throw new ApiError(403, 'The current password is wrong');
+    const keys = await passwordAttemptKeys(db, c.var.user.email, c.req.header('cf-connecting-ip'));
+    if (!(await verifyPassword(current_password, row?.hash ?? null))) {
+      await recordFailure(db, keys);
+      throw new ApiError(403, 'The current password is wrong');
+    }
     await db.update(users).set({ password_hash: await hashPassword(new_password) }).where(eq(users.id, c.var.user.id));
     await revokeUserSessions(db, c.var.user.id);
     return c.json({ message: 'Password changed: sign in again' }, 200);

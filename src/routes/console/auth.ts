@@ -27,15 +27,7 @@ import { ApiError, validationHook } from '../../lib/errors.ts';
 import { newUserId } from '../../admin/statements.ts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, verifyPassword } from '../../lib/password.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
-import {
-  accountKey,
-  clearFailures,
-  clientKey,
-  MAX_FAILURES_PER_ACCOUNT,
-  MAX_FAILURES_PER_CLIENT,
-  recordFailure,
-  throttledFor,
-} from '../../lib/signin-throttle.ts';
+import { clearFailures, MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT, passwordAttemptKeys, recordFailure } from '../../lib/signin-throttle.ts';
 
 export const consoleAuthApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -86,9 +78,7 @@ consoleAuthApi.openapi(
   async (c) => {
     const { email, password } = c.req.valid('json');
     const db = c.var.db;
-    const keys = [accountKey(email), clientKey(c.req.header('cf-connecting-ip') ?? 'local')];
-    const wait = Math.max(await throttledFor(db, keys[0]!, MAX_FAILURES_PER_ACCOUNT), await throttledFor(db, keys[1]!, MAX_FAILURES_PER_CLIENT));
-    if (wait > 0) throw new ApiError(429, 'Too many failed sign-ins: try again later', { 'Retry-After': String(wait) });
+    const keys = await passwordAttemptKeys(db, email, c.req.header('cf-connecting-ip'));
     const user = await db.select().from(users).where(eq(users.email, email)).get();
     // Unknown emails run the same hash (verifyPassword does) and get the same answer.
     if (!(await verifyPassword(password, user?.password_hash ?? null)) || !user) {
@@ -239,7 +229,7 @@ consoleAuthApi.openapi(
     },
     responses: {
       200: { description: 'Joined', content: { 'application/json': { schema: z.object({ email: z.string(), org_id: z.string() }) } } },
-      ...consoleErrors(403, 404, 409, 422),
+      ...consoleErrors(403, 404, 409, 422, 429),
     },
   }),
   async (c) => {
@@ -250,7 +240,12 @@ consoleAuthApi.openapi(
     let userId: string;
     let newHash: string | undefined;
     if (existing?.password_hash) {
-      if (!(await verifyPassword(password, existing.password_hash))) throw new ApiError(401, GENERIC_SIGNIN_ERROR);
+      // Proving an existing account's password is a sign-in attempt: throttled alike.
+      const keys = await passwordAttemptKeys(db, existing.email, c.req.header('cf-connecting-ip'));
+      if (!(await verifyPassword(password, existing.password_hash))) {
+        await recordFailure(db, keys);
+        throw new ApiError(401, GENERIC_SIGNIN_ERROR);
+      }
       userId = existing.id;
     } else {
       const parsed = Password.safeParse(password);
