@@ -704,7 +704,8 @@ const pages = {
         axes: [
           { stroke: fg },
           { scale: 'n', stroke: fg, label: 'Proofs' },
-          { scale: 'usd', side: 1, stroke: fg, label: 'USD', grid: { show: false } },
+          // Costs of dev and small proofs are fractions of a cent: enough digits to tell ticks apart.
+          { scale: 'usd', side: 1, stroke: fg, label: 'USD', grid: { show: false }, size: 70, values: (_u, ticks) => ticks.map((v) => (v < 0.01 ? v.toFixed(6) : v.toFixed(2))) },
         ],
         scales: { x: { time: true }, n: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
       };
