@@ -21,6 +21,20 @@ import { configsInternalApi } from './internal/configs.ts';
 import { jobsInternalApi } from './internal/jobs.ts';
 import { leaseInternalApi } from './internal/lease.ts';
 import { queueEmulationApi } from './internal/queue-emulation.ts';
+import { consolePages } from './console/pages.tsx';
+import { requireConsoleUser, requireMembership } from './middleware/console-auth.ts';
+import { accountApi } from './routes/console/account.ts';
+import { apiKeysApi } from './routes/console/api-keys.ts';
+import { auditApi } from './routes/console/audit.ts';
+import { consoleAuthApi } from './routes/console/auth.ts';
+import { consoleExecutionsApi } from './routes/console/executions.ts';
+import { fleetApi } from './routes/console/fleet.ts';
+import { membersApi } from './routes/console/members.ts';
+import { consoleProgramsApi } from './routes/console/programs.ts';
+import { consoleProjectsApi } from './routes/console/projects.ts';
+import { consoleProofsApi } from './routes/console/proofs.ts';
+import { usageApi } from './routes/console/usage.ts';
+import { consoleVerificationsApi } from './routes/console/verifications.ts';
 
 /** The interface's published version label (interface.md section 9). */
 export const API_VERSION = '2.0.0';
@@ -53,6 +67,13 @@ app.route('/v1/configs', configsApi);
 app.route('/v1/verify', verifyApi);
 app.route('/v1/executions', executionsApi);
 
+// The console's API: bearer access tokens from /console/v1/auth, never API keys.
+app.route('/console/v1/auth', consoleAuthApi);
+app.use('/console/v1/*', async (c, next) => (c.req.path.startsWith('/console/v1/auth/') ? next() : requireConsoleUser(c as never, next)));
+app.use('/console/v1/orgs/:org_id/*', requireMembership as never);
+for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, usageApi, auditApi, fleetApi])
+  app.route('/console/v1', api as never);
+
 // The fleet's side: agent tokens and job tokens, never API keys (src/internal/auth.ts).
 app.route('/internal/v1/jobs', jobsInternalApi);
 app.route('/internal/v1/lease', leaseInternalApi);
@@ -63,6 +84,12 @@ app.route('/downloads', downloadsApi);
 app.route('/client/v4', queueEmulationApi);
 
 app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: API_KEY_HEADER });
+app.openAPIRegistry.registerComponent('securitySchemes', 'ConsoleBearer', {
+  type: 'http',
+  scheme: 'bearer',
+  bearerFormat: 'JWT',
+  description: 'A console access token from POST /console/v1/auth/signin or /refresh (never an API key)',
+});
 app.doc31('/openapi.json', (c) => ({
   openapi: '3.1.0',
   info: {
@@ -73,7 +100,11 @@ app.doc31('/openapi.json', (c) => ({
   servers: [{ url: new URL(c.req.url).origin }],
   security: [{ ApiKey: [] }],
 }));
-app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Proving service API' }));
+// Scalar's bundle is served by this Worker (build/assets/docs/vendor), not its CDN, and
+// without its web fonts: the reference works offline.
+app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Proving service API', cdn: '/docs/vendor/scalar.js', withDefaultFonts: false }));
+// The console people sign in to (pages; their scripts and styles are static assets).
+app.route('/console', consolePages);
 app.get('/healthz', (c) => c.json({ ok: true }));
 
 app.notFound((c) => c.json({ detail: 'Not Found' }, 404));

@@ -35,6 +35,10 @@ export interface Env {
   R2_S3_SECRET_ACCESS_KEY?: string;
   /** Emulated pull consumer: deliveries before a message is dead-lettered. */
   EMULATED_QUEUE_MAX_RETRIES?: string;
+  /** HMAC key of console access tokens (JWT HS256), at least 32 characters. A secret in deployments. */
+  CONSOLE_JWT_SECRET?: string;
+  /** Lifetime of a console access token, seconds (default 600). */
+  CONSOLE_ACCESS_TOKEN_TTL_SECONDS?: string;
 }
 
 /** The body of every queue message: a notice that a job may be claimable. D1 holds the truth. */

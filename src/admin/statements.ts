@@ -16,6 +16,51 @@ export interface AdminStep {
 export const lit = (v: string | number | boolean | null): string =>
   v === null ? 'NULL' : typeof v === 'number' ? String(v) : typeof v === 'boolean' ? (v ? '1' : '0') : `'${v.replace(/'/g, "''")}'`;
 
+export const newUserId = () => `usr_${ulid().toLowerCase()}`;
+
+/** How long a set-password link stays valid. */
+export const SET_PASSWORD_LINK_TTL_HOURS = 72;
+
+export interface NewUser {
+  email: string;
+  orgId: string;
+  role: 'owner' | 'admin' | 'member';
+  name?: string;
+  operator?: boolean;
+  /** Where people open the console, for the printed link (e.g. https://proving.example.com). */
+  consoleUrl: string;
+  /** Set this password hash at once (the `npm start` dev user) instead of printing a set-password link. */
+  passwordHash?: string;
+}
+
+/**
+ * A console user who is a member of an organization with a role (an existing user
+ * keeps their account and gets the role), and a one-time link to set the password.
+ * The link carries its token after `#`, so it never reaches a server log.
+ */
+export async function createUser(u: NewUser, token: string = randomToken('pw', 32)): Promise<AdminStep> {
+  const email = u.email.trim().toLowerCase();
+  if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new Error(`not an email address: ${u.email}`);
+  if (!['owner', 'admin', 'member'].includes(u.role)) throw new Error(`role must be owner, admin or member: ${u.role}`);
+  const byEmail = `(SELECT id FROM users WHERE email = ${lit(email)})`;
+  const sql = [
+    `INSERT INTO users (id, email, name, is_operator) VALUES (${lit(newUserId())}, ${lit(email)}, ${lit(u.name ?? '')}, ${lit(u.operator ?? false)}) ON CONFLICT(email) DO ${u.operator ? 'UPDATE SET is_operator = 1' : 'NOTHING'};`,
+    `INSERT INTO memberships (org_id, user_id, role) SELECT id, ${byEmail}, ${lit(u.role)} FROM organizations WHERE id = ${lit(u.orgId)} ON CONFLICT(org_id, user_id) DO UPDATE SET role = excluded.role;`,
+  ];
+  if (u.passwordHash !== undefined) {
+    sql.push(`UPDATE users SET password_hash = ${lit(u.passwordHash)} WHERE email = ${lit(email)};`);
+    return { sql, output: [`user ${email} (${u.role} of ${u.orgId})`, email] };
+  }
+  sql.push(
+    `INSERT INTO console_links (id, kind, token_hash, email, user_id, expires_at) VALUES (${lit(`lnk_${ulid().toLowerCase()}`)}, 'set_password', ${lit(await sha256Hex(token))}, ${lit(email)}, ${byEmail}, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+${SET_PASSWORD_LINK_TTL_HOURS} hours'));`,
+  );
+  const link = `${u.consoleUrl.replace(/\/+$/, '')}/console/set-password#token=${token}`;
+  return {
+    sql,
+    output: [`user ${email} (${u.role} of ${u.orgId}); open this link within ${SET_PASSWORD_LINK_TTL_HOURS} hours to set the password (it works once):`, link],
+  };
+}
+
 export function createOrganization(name: string, id: string = `org_${ulid().toLowerCase()}`): AdminStep {
   return {
     sql: [`INSERT INTO organizations (id, name) VALUES (${lit(id)}, ${lit(name)}) ON CONFLICT(id) DO NOTHING;`],
@@ -56,7 +101,7 @@ export async function createApiKey(orgId: string, owner: string, key: string = r
   const hash = await sha256Hex(key);
   return {
     sql: [
-      `INSERT INTO api_keys (id, org_id, key_hash, owner) SELECT ${lit(id)}, id, ${lit(hash)}, ${lit(owner)} FROM organizations WHERE id = ${lit(orgId)} ON CONFLICT(key_hash) DO UPDATE SET revoked_at = NULL;`,
+      `INSERT INTO api_keys (id, org_id, key_hash, owner, prefix) SELECT ${lit(id)}, id, ${lit(hash)}, ${lit(owner)}, ${lit(key.slice(0, 11))} FROM organizations WHERE id = ${lit(orgId)} ON CONFLICT(key_hash) DO UPDATE SET revoked_at = NULL;`,
     ],
     output: [`api key for ${owner} in ${orgId} (store it now: it is not shown again)`, key],
   };
@@ -185,6 +230,9 @@ export function revokeAgentTokenById(id: string): AdminStep {
 /** Organizations with their quotas and fair-share weight (`-` quota: the Worker's ORG_MAX_* default) and current load. */
 export const listOrganizations = (): string =>
   `SELECT o.id, o.name, o.created_at, (SELECT count(*) FROM api_keys k WHERE k.org_id = o.id AND k.revoked_at IS NULL) AS active_keys, o.max_active_jobs, o.max_gpus, o.share_weight, (SELECT count(*) FROM jobs j WHERE j.org_id = o.id AND j.status IN ('queued', 'leased')) AS active_jobs FROM organizations o ORDER BY o.created_at, o.id;`;
+
+export const listUsers = (orgId?: string): string =>
+  `SELECT u.id, u.email, u.name, m.org_id, m.role, u.is_operator, u.password_hash IS NOT NULL AS has_password, u.created_at FROM users u LEFT JOIN memberships m ON m.user_id = u.id${orgId === undefined ? '' : ` WHERE m.org_id = ${lit(orgId)}`} ORDER BY u.created_at, u.id;`;
 
 export const listApiKeys = (orgId?: string): string =>
   `SELECT id, org_id, owner, created_at, revoked_at FROM api_keys${orgId === undefined ? '' : ` WHERE org_id = ${lit(orgId)}`} ORDER BY created_at, id;`;

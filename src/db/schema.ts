@@ -39,8 +39,120 @@ export const apiKeys = sqliteTable(
     owner: text('owner').notNull(),
     created_at: createdAt(),
     revoked_at: text('revoked_at'),
+    /** The key's first characters, shown in the console to tell keys apart (null for keys made before it). */
+    prefix: text('prefix'),
+    /** The console user who created it; null for operator-made keys. */
+    user_id: text('user_id'),
+    /** Updated at most once a minute (src/middleware/auth.ts). */
+    last_used_at: text('last_used_at'),
   },
-  (t) => [uniqueIndex('api_keys_key_hash').on(t.key_hash)],
+  (t) => [uniqueIndex('api_keys_key_hash').on(t.key_hash), index('api_keys_org').on(t.org_id, t.created_at)],
+);
+
+// ---------------------------------------------------------------------------
+// The console: people, their memberships, sessions and the audit log.
+
+/** A person who signs in to the console. Emails are stored lower-case. */
+export const users = sqliteTable(
+  'users',
+  {
+    id: text('id').primaryKey(), // usr_{ulid}
+    email: text('email').notNull(),
+    name: text('name').notNull().default(''),
+    /** `pbkdf2-sha256$iterations$salt$hash` (src/lib/password.ts); null until the user sets one. */
+    password_hash: text('password_hash'),
+    /** Service operators see the fleet page. */
+    is_operator: integer('is_operator', { mode: 'boolean' }).notNull().default(false),
+    created_at: createdAt(),
+  },
+  (t) => [uniqueIndex('users_email').on(t.email)],
+);
+
+export const ROLES = ['owner', 'admin', 'member'] as const;
+export type Role = (typeof ROLES)[number];
+
+export const memberships = sqliteTable(
+  'memberships',
+  {
+    org_id: orgId(),
+    user_id: text('user_id')
+      .notNull()
+      .references(() => users.id),
+    role: text('role', { enum: ROLES }).notNull(),
+    created_at: createdAt(),
+  },
+  (t) => [uniqueIndex('memberships_org_user').on(t.org_id, t.user_id), index('memberships_user').on(t.user_id)],
+);
+
+/**
+ * One-time secrets sent as links: an invitation to an organization, or the link that
+ * sets a user's password (the first owner's, from `npm run admin -- create-user`).
+ * Stored only as SHA-256 hashes; used once, then `used_at` is set.
+ */
+export const consoleLinks = sqliteTable(
+  'console_links',
+  {
+    id: text('id').primaryKey(),
+    kind: text('kind', { enum: ['invite', 'set_password'] }).notNull(),
+    token_hash: text('token_hash').notNull(),
+    email: text('email').notNull(),
+    /** set_password: whose password. */
+    user_id: text('user_id'),
+    /** invite: into which organization, with which role, from whom. */
+    org_id: text('org_id'),
+    role: text('role', { enum: ROLES }),
+    created_by: text('created_by'),
+    created_at: createdAt(),
+    expires_at: text('expires_at').notNull(),
+    used_at: text('used_at'),
+    revoked_at: text('revoked_at'),
+  },
+  (t) => [uniqueIndex('console_links_token').on(t.token_hash), index('console_links_org').on(t.org_id, t.kind)],
+);
+
+/**
+ * A signed-in browser. Its refresh token (an HttpOnly cookie) is stored only hashed and
+ * rotates on every use; the previous one is kept to detect a replayed (stolen) token,
+ * which revokes the session. Access tokens name their session, so revoking it ends them too.
+ */
+export const consoleSessions = sqliteTable(
+  'console_sessions',
+  {
+    id: text('id').primaryKey(),
+    user_id: text('user_id')
+      .notNull()
+      .references(() => users.id),
+    refresh_hash: text('refresh_hash').notNull(),
+    previous_refresh_hash: text('previous_refresh_hash'),
+    created_at: createdAt(),
+    rotated_at: text('rotated_at'),
+    expires_at: text('expires_at').notNull(),
+    revoked_at: text('revoked_at'),
+  },
+  (t) => [uniqueIndex('console_sessions_refresh').on(t.refresh_hash), index('console_sessions_user').on(t.user_id)],
+);
+
+/** Failed sign-ins per account and per client in the current window (src/console/throttle.ts). */
+export const signinThrottle = sqliteTable('signin_throttle', {
+  key: text('key').primaryKey(),
+  failures: integer('failures').notNull(),
+  window_started_at: integer('window_started_at').notNull(),
+});
+
+/** Key and member changes, per organization, newest read first. */
+export const auditLog = sqliteTable(
+  'audit_log',
+  {
+    id: text('id').primaryKey(), // ulid: sorts by time
+    org_id: orgId(),
+    actor_user_id: text('actor_user_id'),
+    actor: text('actor').notNull(),
+    action: text('action').notNull(),
+    target: text('target').notNull(),
+    detail: text('detail').notNull().default('{}'),
+    created_at: createdAt(),
+  },
+  (t) => [index('audit_log_org').on(t.org_id, t.id)],
 );
 
 /** Proving-system version sets. Service-wide: every organization may use an active config. */

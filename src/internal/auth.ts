@@ -17,7 +17,7 @@ export interface InternalEnv extends AppEnv {
   };
 }
 
-function bearer(header: string | undefined): string {
+export function bearer(header: string | undefined): string {
   const m = /^Bearer\s+(\S+)$/i.exec(header ?? '');
   if (!m) throw new ApiError(401, 'Missing bearer token');
   return m[1]!;

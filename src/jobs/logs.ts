@@ -38,19 +38,25 @@ export async function appendServiceLog(db: Db, bucket: R2Bucket, jobId: string, 
   }
 }
 
-/** All chunks of a job's logs as one text stream (empty when there are none). */
-export async function jobLogStream(bucket: R2Bucket, jobId: string | undefined): Promise<ReadableStream<Uint8Array>> {
-  const keys: string[] = [];
+/** The chunk objects of a job's log, in order, with their sizes. */
+async function logChunks(bucket: R2Bucket, jobId: string | undefined): Promise<{ key: string; size: number }[]> {
+  const chunks: { key: string; size: number }[] = [];
   if (jobId) {
     const prefix = artifactKey.jobLogPrefix(jobId);
     let cursor: string | undefined;
     do {
       const page = await bucket.list({ prefix, cursor });
-      for (const o of page.objects) keys.push(o.key);
+      for (const o of page.objects) chunks.push({ key: o.key, size: o.size });
       cursor = page.truncated ? page.cursor : undefined;
     } while (cursor);
-    keys.sort(); // zero-padded sequence numbers sort in order
+    chunks.sort((a, b) => (a.key < b.key ? -1 : 1)); // zero-padded sequence numbers sort in order
   }
+  return chunks;
+}
+
+/** All chunks of a job's logs as one text stream (empty when there are none). */
+export async function jobLogStream(bucket: R2Bucket, jobId: string | undefined): Promise<ReadableStream<Uint8Array>> {
+  const keys = (await logChunks(bucket, jobId)).map((c) => c.key);
   let i = 0;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -64,6 +70,33 @@ export async function jobLogStream(bucket: R2Bucket, jobId: string | undefined):
       controller.close();
     },
   });
+}
+
+/**
+ * At most `maxBytes` of a job's log from byte `offset` (whole chunks, so UTF-8 is never
+ * cut), and the offset to ask from next: how a reader follows a running job's log.
+ */
+export async function jobLogFrom(bucket: R2Bucket, jobId: string | undefined, offset: number, maxBytes: number): Promise<{ text: string; next: number }> {
+  const parts: Uint8Array[] = [];
+  let at = 0;
+  let taken = 0;
+  for (const chunk of await logChunks(bucket, jobId)) {
+    const end = at + chunk.size;
+    if (end > offset) {
+      if (taken > 0 && taken + chunk.size > maxBytes) break;
+      const obj = await bucket.get(chunk.key);
+      if (!obj) break;
+      const bytes = new Uint8Array(await obj.arrayBuffer());
+      const part = offset > at ? bytes.subarray(offset - at) : bytes;
+      parts.push(part);
+      taken += part.byteLength;
+    }
+    at = end;
+  }
+  const all = new Uint8Array(taken);
+  let pos = 0;
+  for (const p of parts) (all.set(p, pos), (pos += p.byteLength));
+  return { text: new TextDecoder().decode(all), next: Math.max(offset, 0) + taken };
 }
 
 /** Streams the logs of the job working for a subject (proof, execution...). */

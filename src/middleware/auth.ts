@@ -1,4 +1,4 @@
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull, lt, or } from 'drizzle-orm';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import { apiKeys } from '../db/schema.ts';
@@ -6,6 +6,7 @@ import { ApiError } from '../lib/errors.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 
 export const API_KEY_HEADER = 'Service-API-Key';
+const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
  * Resolves the `Service-API-Key` header to the caller's organization. Keys are
@@ -22,5 +23,17 @@ export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
     .get();
   if (!row) throw new ApiError(401, 'Invalid or revoked API key');
   c.set('caller', { orgId: row.org_id, owner: row.owner, keyId: row.id });
+  // "Last used" for the console, written at most once a minute per key and after the response.
+  const now = new Date();
+  const touch = c.var.db
+    .update(apiKeys)
+    .set({ last_used_at: now.toISOString() })
+    .where(and(eq(apiKeys.id, row.id), or(isNull(apiKeys.last_used_at), lt(apiKeys.last_used_at, new Date(now.getTime() - LAST_USED_RESOLUTION_MS).toISOString()))))
+    .run();
+  try {
+    c.executionCtx.waitUntil(touch);
+  } catch {
+    await touch; // no execution context (tests calling app.fetch directly)
+  }
   await next();
 });

@@ -1,78 +1,17 @@
 // /v1/projects: the groups programs belong to.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, asc, count, desc, eq, max, sql, sum } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
-import type { Db } from '../db/client.ts';
 import { programs, projects } from '../db/schema.ts';
 import { notFound, ValidationError, validationHook } from '../lib/errors.ts';
 import { readJsonBody } from '../lib/body.ts';
 import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
-import { ProgramRecord, ProjectRecord, projectRecord } from '../lib/records.ts';
-import { errorResponses, IdResponse, PaginationQuery, pageOf, paginate, Uuid } from '../lib/schemas.ts';
-import { findProject, listPrograms } from '../lib/lookups.ts';
+import { ProgramRecord, ProjectRecord } from '../lib/records.ts';
+import { errorResponses, IdResponse, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
+import { findProject, listPrograms, projectPage } from '../lib/lookups.ts';
 
 export const projectsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
-
-/** Per-project totals over its programs, for the records. */
-const projectStats = (db: Db) =>
-  db
-    .select({
-      project_id: programs.project_id,
-      program_count: count().as('program_count'),
-      total_proofs_run: sum(programs.proofs_run).mapWith(Number).as('total_proofs_run'),
-      last_active_at: max(programs.last_active_at).as('last_active_at'),
-    })
-    .from(programs)
-    .groupBy(programs.project_id)
-    .as('stats');
-
-export interface ProjectQuery {
-  page: number;
-  pageSize: number;
-  /** Only projects whose name contains this (case-insensitive). */
-  search?: string;
-  sortBy?: 'created_at' | 'name' | 'last_active_at';
-  sortOrder?: 'asc' | 'desc';
-}
-
-/** A page of the caller's projects with their program totals, and how many match in all. */
-async function projectPage(db: Db, orgId: string, q: ProjectQuery, id?: string) {
-  const stats = projectStats(db);
-  const where = and(
-    eq(projects.org_id, orgId),
-    id ? eq(projects.id, id) : undefined,
-    // instr() rather than LIKE: the caller's text is matched literally, % and _ included.
-    q.search ? sql`instr(lower(${projects.name}), lower(${q.search})) > 0` : undefined,
-  );
-  const lastActive = sql`coalesce(${stats.last_active_at}, '')`;
-  const key = q.sortBy === 'name' ? projects.name : q.sortBy === 'last_active_at' ? lastActive : projects.created_at;
-  const dir = q.sortOrder === 'asc' ? asc : desc;
-  const [rows, [{ total }]] = await Promise.all([
-    db
-      .select({
-        project: projects,
-        program_count: sql<number>`coalesce(${stats.program_count}, 0)`,
-        total_proofs_run: sql<number>`coalesce(${stats.total_proofs_run}, 0)`,
-        last_active_at: stats.last_active_at,
-      })
-      .from(projects)
-      .leftJoin(stats, eq(stats.project_id, projects.id))
-      .where(where)
-      .orderBy(dir(key), dir(projects.id))
-      .limit(q.pageSize)
-      .offset((q.page - 1) * q.pageSize),
-    db.select({ total: count() }).from(projects).where(where) as Promise<{ total: number }[]>,
-  ]);
-  const items = rows.map((r) =>
-    projectRecord(r.project, {
-      program_count: Number(r.program_count),
-      total_proofs_run: Number(r.total_proofs_run),
-      last_active_at: r.last_active_at ?? null,
-    }),
-  );
-  return paginate(items, total, q.page, q.pageSize);
-}
 
 projectsApi.openapi(
   createRoute({

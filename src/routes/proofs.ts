@@ -3,11 +3,9 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
 import { and, count, desc, eq } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
-import type { Db } from '../db/client.ts';
 import { proofs } from '../db/schema.ts';
 import { DEFAULT_PRIORITY, submitJob } from '../jobs/dispatch.ts';
-import { cancelProof } from '../jobs/state.ts';
-import { artifactKey, streamObject } from '../lib/artifacts.ts';
+import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { parseJsonText, parseProofInput } from '../lib/input.ts';
 import { readJsonBody } from '../lib/body.ts';
@@ -15,22 +13,13 @@ import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type 
 import { normalizeStarkProofFile } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
-import { findProgram } from '../lib/lookups.ts';
+import { findProgram, findProof } from '../lib/lookups.ts';
+import { cancelProofAnswer, proofFileResponse } from '../lib/proof-actions.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { subjectLogs } from '../jobs/logs.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
-
-async function findProof(db: Db, orgId: string, id: string) {
-  const row = await db
-    .select()
-    .from(proofs)
-    .where(and(eq(proofs.id, id), eq(proofs.org_id, orgId)))
-    .get();
-  if (!row) throw notFound('Proof');
-  return row;
-}
 
 // ---------------------------------------------------------------------------
 // POST /v1/proofs
@@ -241,11 +230,7 @@ proofsApi.openapi(
   }),
   async (c) => {
     const { proof_id, kind } = c.req.valid('param');
-    const proof = await findProof(c.var.db, c.var.caller.orgId, proof_id);
-    const key = (JSON.parse(proof.proof_keys) as Record<string, string>)[kind];
-    const obj = key ? await c.env.ARTIFACTS.get(key) : null;
-    if (!obj) throw new ApiError(404, `No ${kind} proof for this job (state: ${proof.state})`);
-    return streamObject(obj, 'application/json', `${kind}-proof.json`);
+    return proofFileResponse(c.env.ARTIFACTS, await findProof(c.var.db, c.var.caller.orgId, proof_id), kind) as never;
   },
 );
 
@@ -287,16 +272,6 @@ proofsApi.openapi(
   }),
   async (c) => {
     const proof = await findProof(c.var.db, c.var.caller.orgId, c.req.valid('param').proof_id);
-    const outcome = await cancelProof(c.var.db, proof.id);
-    switch (outcome.kind) {
-      case 'canceled':
-        return c.json({ message: 'Proof canceled', state: 'Canceled' }, 200);
-      case 'canceling':
-        return c.json({ message: 'Cancel requested: the proof ends Canceled and is charged only up to now; its prover stops the job within seconds', state: 'Canceling' }, 200);
-      case 'already-canceling':
-        return c.json({ message: 'Cancel already requested', state: 'Canceling' }, 200);
-      case 'terminal':
-        throw new ApiError(409, `Proof ${proof.id} already finished (state: ${outcome.state}); there is nothing to cancel`);
-    }
+    return c.json(await cancelProofAnswer(c.var.db, proof), 200);
   },
 );

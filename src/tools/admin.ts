@@ -12,7 +12,9 @@ import {
   createAgentToken,
   createConfig,
   createOrganization,
+  createUser,
   listAgents,
+  listUsers,
   listAgentTokens,
   listApiKeys,
   listConfigs,
@@ -182,6 +184,41 @@ const commands: Record<string, Command> = {
     summary: 'List API keys (ids, owners, revocation; never the keys).',
     options: { org: str },
     run: (c) => list(c, listApiKeys(c.values.org === undefined ? undefined : required(c.values, 'org'))),
+  },
+  'create-user': {
+    synopsis: '--email EMAIL --org ORG_ID [--role owner|admin|member] [--name NAME] [--operator] [--console-url URL]',
+    summary:
+      'Make a console user a member of an organization (default role owner: the first owner is made this way; owners and admins invite the rest from the console). Prints a one-time link to set the password on the last line. --operator shows them the fleet page. --console-url is where the console is served (default http://127.0.0.1:8787 with --local; required with --remote).',
+    options: { email: str, org: str, role: str, name: str, operator: bool, 'console-url': str },
+    async run(c) {
+      const org = required(c.values, 'org');
+      const role = (c.values.role ?? 'owner') as string;
+      if (!['owner', 'admin', 'member'].includes(role)) throw new UsageError(`--role must be owner, admin or member, not ${role}`);
+      const consoleUrl = c.values['console-url'] === undefined ? (c.target.remote ? undefined : 'http://127.0.0.1:8787') : required(c.values, 'console-url');
+      if (!consoleUrl) throw new UsageError('--console-url is required with --remote (where people open the console)');
+      const [orgs] = await d1Execute(c.target, [listOrganizations()]);
+      if (!orgs?.some((o) => o.id === org)) throw new Error(`no organization ${org} (see list-orgs)`);
+      let step: AdminStep;
+      try {
+        step = await createUser({
+          email: required(c.values, 'email'),
+          orgId: org,
+          role: role as 'owner',
+          name: typeof c.values.name === 'string' ? c.values.name : undefined,
+          operator: c.values.operator === true,
+          consoleUrl,
+        });
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+      await runStep(c.target, step);
+    },
+  },
+  'list-users': {
+    synopsis: '[--org ORG_ID] [--json]',
+    summary: 'List console users with their memberships (never their passwords).',
+    options: { org: str },
+    run: (c) => list(c, listUsers(c.values.org === undefined ? undefined : required(c.values, 'org'))),
   },
   'list-orgs': {
     synopsis: '[--json]',

@@ -10,7 +10,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createAgentToken, createApiKey, createConfig, createOrganization, DEV_ENGINE_OPENVM_TOML, setConfigOpenvmToml } from '../admin/statements.ts';
+import { createAgentToken, createApiKey, createConfig, createOrganization, createUser, DEV_ENGINE_OPENVM_TOML, setConfigOpenvmToml } from '../admin/statements.ts';
+import { hashPassword } from '../lib/password.ts';
 import { randomToken } from '../lib/crypto.ts';
 import {
   applyLocalMigrations,
@@ -50,6 +51,8 @@ const log = (msg: string) => process.stderr.write(`[start] ${msg}\n`);
 interface Credentials {
   api_key: string;
   agent_token: string;
+  /** The dev console user's password (the user is DEV_OWNER, an owner of the dev org and an operator). */
+  console_password: string;
 }
 
 /** The dev API key and agent token: generated on the first run, then read back so that restarts print the same ones. */
@@ -62,8 +65,12 @@ function devCredentials(): Credentials {
       log(`${credentialsFile} is not valid JSON: generating new dev credentials`);
     }
   }
-  const creds: Credentials = { api_key: saved.api_key ?? randomToken('sk'), agent_token: saved.agent_token ?? randomToken('at') };
-  if (creds.api_key !== saved.api_key || creds.agent_token !== saved.agent_token) {
+  const creds: Credentials = {
+    api_key: saved.api_key ?? randomToken('sk'),
+    agent_token: saved.agent_token ?? randomToken('at'),
+    console_password: saved.console_password ?? randomToken('dev', 8),
+  };
+  if (creds.api_key !== saved.api_key || creds.agent_token !== saved.agent_token || creds.console_password !== saved.console_password) {
     mkdirSync(devDir, { recursive: true });
     writeFileSync(credentialsFile, JSON.stringify(creds, null, 2) + '\n', { mode: 0o600 });
   }
@@ -86,6 +93,16 @@ async function seed(creds: Credentials): Promise<void> {
     // A local database from before configs carried their openvm.toml keeps its row above.
     setConfigOpenvmToml(DEV_CONFIG_ID, DEV_ENGINE_OPENVM_TOML),
     await createAgentToken(DEV_AGENT_NAME, creds.agent_token),
+    // The console's dev user: owner of the dev organization and an operator (the fleet page).
+    await createUser({
+      email: DEV_OWNER,
+      orgId: DEV_ORG_ID,
+      role: 'owner',
+      name: 'Local developer',
+      operator: true,
+      consoleUrl: baseUrl,
+      passwordHash: await hashPassword(creds.console_password),
+    }),
   ];
   await d1Execute({ remote: false, persistTo }, steps.flatMap((s) => s.sql));
 }
@@ -127,6 +144,7 @@ function banner(creds: Credentials, agent: ChildProcess): string {
     `  Proving service: ${baseUrl}`,
     `  API key:         ${creds.api_key}   (header Service-API-Key)`,
     `  Config id:       ${DEV_CONFIG_ID}   (engine dev, deferral enabled)`,
+    `  Console:         ${baseUrl}/console   (sign in as ${DEV_OWNER} / ${creds.console_password})`,
     `  API docs:        ${baseUrl}/docs`,
     `  Prover agent:    ${agentLine}`,
     '',

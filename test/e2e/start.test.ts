@@ -36,6 +36,15 @@ describe('npm start', () => {
       expect(out).toContain('sk_quickstart_test_key_0001');
       const api = caller({ url: `http://127.0.0.1:${port}`, apiKey: 'sk_quickstart_test_key_0001' });
       expect(await api.json('GET', '/v1/validate_api_key')).toEqual({ message: 'OK' });
+      // The printed console sign-in works.
+      const [, email, password] = /Console:\s+\S+\s+\(sign in as (\S+) \/ (\S+)\)/.exec(out)!;
+      const signin = await fetch(`http://127.0.0.1:${port}/console/v1/auth/signin`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'X-Console-CSRF': '1', origin: `http://127.0.0.1:${port}` },
+        body: JSON.stringify({ email, password }),
+      });
+      expect(signin.status).toBe(200);
+      expect((await signin.json()).user).toMatchObject({ email: 'dev@localhost', is_operator: true });
 
       const form = new FormData();
       form.append('elf', new Blob([await readFile(join(GUESTS, 'hello.elf'))]), 'hello.elf');

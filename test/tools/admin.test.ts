@@ -157,6 +157,26 @@ describe('npm run admin', () => {
     expect(unknown.stderr).toContain('no organization org_nope');
   });
 
+  it('create-user makes the first owner and prints a one-time set-password link; the token is stored hashed', async () => {
+    const org = (await admin('create-org', '--name', 'Console Co')).lastLine;
+    const made = await admin('create-user', '--email', 'Founder@Example.com', '--org', org, '--name', 'Fay');
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.lastLine).toMatch(/^http:\/\/127\.0\.0\.1:8787\/console\/set-password#token=pw_[0-9a-f]{64}$/);
+    const token = made.lastLine.split('#token=')[1]!;
+    const [link] = await rows(`SELECT token_hash, email, kind FROM console_links WHERE email = 'founder@example.com'`);
+    expect(link).toEqual({ token_hash: createHash('sha256').update(token).digest('hex'), email: 'founder@example.com', kind: 'set_password' });
+    const listed = await admin('list-users', '--org', org, '--json');
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ email: 'founder@example.com', name: 'Fay', role: 'owner', has_password: 0 })]);
+    const unknown = await admin('create-user', '--email', 'x@example.com', '--org', 'org_missing');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no organization org_missing');
+    const badRole = await admin('create-user', '--email', 'x@example.com', '--org', org, '--role', 'boss');
+    expect(badRole.code).toBe(2);
+    const remote = await adminRaw(['create-user', '--email', 'x@example.com', '--org', org, '--remote', '--env', 'staging']);
+    expect(remote.code).toBe(2);
+    expect(remote.stderr).toContain('--console-url is required with --remote');
+  });
+
   it('creates an agent token and stores only its SHA-256', async () => {
     const created = await admin('create-agent-token', '--name', 'gpu-box-1');
     expect(created.code, created.stderr).toBe(0);
@@ -190,7 +210,7 @@ describe('npm run admin', () => {
   it('lists every command in --help', async () => {
     const help = await adminRaw(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['create-org', 'create-api-key', 'revoke-api-key', 'create-config', 'activate-config', 'deactivate-config', 'create-agent-token', 'revoke-agent-token', 'set-config-toml', 'put-config-key', 'list-orgs', 'set-org-limits', 'list-configs', 'list-agent-tokens'])
+    for (const command of ['create-org', 'create-api-key', 'revoke-api-key', 'create-config', 'activate-config', 'deactivate-config', 'create-agent-token', 'revoke-agent-token', 'set-config-toml', 'put-config-key', 'list-orgs', 'set-org-limits', 'list-configs', 'list-agent-tokens', 'create-user', 'list-users'])
       expect(help.stdout).toContain(`  ${command} `);
   });
 });

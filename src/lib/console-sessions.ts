@@ -1,0 +1,114 @@
+// Console sessions: a short-lived JWT access token (bearer) naming a session, and a
+// rotating refresh token in an HttpOnly cookie, stored only as its SHA-256. Every
+// request checks the session in D1, so revoking it (sign-out, password change, member
+// removal, a replayed refresh token) ends its access tokens at once, not at expiry.
+import { and, eq, isNull, or } from 'drizzle-orm';
+import { sign, verify } from 'hono/jwt';
+import { ulid } from 'ulid';
+import type { Db } from '../db/client.ts';
+import { consoleSessions } from '../db/schema.ts';
+import type { Env } from '../env.ts';
+import { randomToken, sha256Hex } from './crypto.ts';
+
+export const REFRESH_COOKIE = 'console_refresh';
+/** The refresh cookie is sent only to the auth routes that read it. */
+export const REFRESH_COOKIE_PATH = '/console/v1/auth';
+export const REFRESH_TTL_SECONDS = 14 * 24 * 3600;
+const DEFAULT_ACCESS_TTL_SECONDS = 600;
+
+export const accessTtlSeconds = (env: Env) => Number(env.CONSOLE_ACCESS_TOKEN_TTL_SECONDS ?? DEFAULT_ACCESS_TTL_SECONDS) || DEFAULT_ACCESS_TTL_SECONDS;
+
+function jwtSecret(env: Env): string {
+  const secret = env.CONSOLE_JWT_SECRET;
+  // Refuse to sign with a guessable key rather than issue forgeable tokens.
+  if (!secret || secret.length < 32) throw new Error('CONSOLE_JWT_SECRET is not set (at least 32 characters): see README "Console"');
+  return secret;
+}
+
+export interface AccessClaims {
+  sub: string;
+  sid: string;
+  exp: number;
+  iat: number;
+}
+
+export async function accessToken(env: Env, userId: string, sessionId: string, now = Date.now()): Promise<string> {
+  const iat = Math.floor(now / 1000);
+  return sign({ sub: userId, sid: sessionId, iat, exp: iat + accessTtlSeconds(env) }, jwtSecret(env), 'HS256');
+}
+
+/** The claims of a valid, unexpired access token, or null. */
+export async function verifyAccessToken(env: Env, token: string): Promise<AccessClaims | null> {
+  try {
+    const claims = (await verify(token, jwtSecret(env), 'HS256')) as Partial<AccessClaims>;
+    if (typeof claims.sub !== 'string' || typeof claims.sid !== 'string') return null;
+    return claims as AccessClaims;
+  } catch (err) {
+    if ((err as Error).message.startsWith('CONSOLE_JWT_SECRET')) throw err;
+    return null;
+  }
+}
+
+const isoIn = (seconds: number, now = Date.now()) => new Date(now + seconds * 1000).toISOString();
+
+/** A new session for a user: its id and the refresh token to set as the cookie. */
+export async function openSession(db: Db, userId: string): Promise<{ id: string; refresh: string }> {
+  const id = `ses_${ulid().toLowerCase()}`;
+  const refresh = randomToken('rt', 32);
+  await db.insert(consoleSessions).values({ id, user_id: userId, refresh_hash: await sha256Hex(refresh), expires_at: isoIn(REFRESH_TTL_SECONDS) });
+  return { id, refresh };
+}
+
+export type RotateResult = { kind: 'rotated'; sessionId: string; userId: string; refresh: string } | { kind: 'refused' };
+
+/**
+ * Trades a refresh token for the next one. The current token rotates; a token that was
+ * already rotated away (a replay: someone else holds the session) revokes the session.
+ */
+export async function rotateSession(db: Db, refresh: string): Promise<RotateResult> {
+  const hash = await sha256Hex(refresh);
+  const now = new Date().toISOString();
+  const session = await db
+    .select()
+    .from(consoleSessions)
+    .where(or(eq(consoleSessions.refresh_hash, hash), eq(consoleSessions.previous_refresh_hash, hash)))
+    .get();
+  if (!session || session.revoked_at || session.expires_at <= now) return { kind: 'refused' };
+  if (session.refresh_hash !== hash) {
+    await revokeSession(db, session.id);
+    return { kind: 'refused' };
+  }
+  const next = randomToken('rt', 32);
+  // Conditional on the hash still being current: of two concurrent rotations one wins.
+  const moved = await db
+    .update(consoleSessions)
+    .set({ refresh_hash: await sha256Hex(next), previous_refresh_hash: hash, rotated_at: now })
+    .where(and(eq(consoleSessions.id, session.id), eq(consoleSessions.refresh_hash, hash), isNull(consoleSessions.revoked_at)))
+    .returning({ id: consoleSessions.id });
+  if (!moved.length) return { kind: 'refused' };
+  return { kind: 'rotated', sessionId: session.id, userId: session.user_id, refresh: next };
+}
+
+export async function revokeSession(db: Db, sessionId: string): Promise<void> {
+  await db
+    .update(consoleSessions)
+    .set({ revoked_at: new Date().toISOString() })
+    .where(and(eq(consoleSessions.id, sessionId), isNull(consoleSessions.revoked_at)));
+}
+
+/** Ends every session of a user (password change, removal from an organization). */
+export async function revokeUserSessions(db: Db, userId: string) {
+  return db
+    .update(consoleSessions)
+    .set({ revoked_at: new Date().toISOString() })
+    .where(and(eq(consoleSessions.user_id, userId), isNull(consoleSessions.revoked_at)));
+}
+
+/** The session an access token names, if it is still live. */
+export async function liveSession(db: Db, sessionId: string, userId: string) {
+  return db
+    .select({ id: consoleSessions.id })
+    .from(consoleSessions)
+    .where(and(eq(consoleSessions.id, sessionId), eq(consoleSessions.user_id, userId), isNull(consoleSessions.revoked_at)))
+    .get();
+}

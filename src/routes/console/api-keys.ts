@@ -1,0 +1,128 @@
+// /console/v1/orgs/{org_id}/api-keys: the organization's API keys for the public API.
+// Anyone may make their own; a key is shown once and stored only as its SHA-256.
+// Members see and revoke their own keys; owners and admins every key.
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { and, desc, eq, isNull, type SQL } from 'drizzle-orm';
+import type { Context } from 'hono';
+import { ulid } from 'ulid';
+import { apiKeys } from '../../db/schema.ts';
+import { auditEntry } from '../../lib/audit.ts';
+import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
+import { randomToken, sha256Hex } from '../../lib/crypto.ts';
+import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
+import { MessageResponse } from '../../lib/schemas.ts';
+import { actorOf, atLeast, type ConsoleEnv } from '../../middleware/console-auth.ts';
+
+export const apiKeysApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+/** Characters of a key shown to tell it apart: `sk_` and 8 hex digits. */
+export const KEY_PREFIX_LENGTH = 11;
+
+const ApiKeyRecord = z
+  .object({
+    id: z.string(),
+    name: z.string().openapi({ description: 'The owner label, shown as created_by on what the key makes' }),
+    prefix: z.string().nullable(),
+    owner_user_id: z.string().nullable(),
+    created_at: z.string(),
+    last_used_at: z.string().nullable(),
+    revoked_at: z.string().nullable(),
+  })
+  .openapi('ConsoleApiKey');
+
+type KeyRow = typeof apiKeys.$inferSelect;
+const keyRecord = (k: KeyRow): z.infer<typeof ApiKeyRecord> => ({
+  id: k.id,
+  name: k.owner,
+  prefix: k.prefix,
+  owner_user_id: k.user_id,
+  created_at: k.created_at,
+  last_used_at: k.last_used_at,
+  revoked_at: k.revoked_at,
+});
+
+/** The keys this user may see: all for owners and admins, their own for members. */
+function visibleKeys(c: Context<ConsoleEnv>): SQL {
+  const org = eq(apiKeys.org_id, c.var.membership.orgId);
+  return atLeast(c.var.membership.role, 'admin') ? org : and(org, eq(apiKeys.user_id, c.var.user.id))!;
+}
+
+apiKeysApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/api-keys',
+    tags: ['console api keys'],
+    security: CONSOLE_SECURITY,
+    summary: 'List API keys (members: their own; owners and admins: all), never the keys themselves',
+    request: { params: OrgParams, query: z.object({ include_revoked: z.enum(['true', 'false']).default('false') }) },
+    responses: { 200: { description: 'Keys, newest first', content: { 'application/json': { schema: z.object({ items: z.array(ApiKeyRecord) }) } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const { include_revoked } = c.req.valid('query');
+    const rows = await c.var.db
+      .select()
+      .from(apiKeys)
+      .where(and(visibleKeys(c), include_revoked === 'true' ? undefined : isNull(apiKeys.revoked_at)))
+      .orderBy(desc(apiKeys.created_at), desc(apiKeys.id))
+      .limit(500);
+    return c.json({ items: rows.map(keyRecord) }, 200);
+  },
+);
+
+apiKeysApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/orgs/{org_id}/api-keys',
+    tags: ['console api keys'],
+    security: CONSOLE_SECURITY,
+    summary: 'Create an API key for yourself; the key is in this response only',
+    request: {
+      params: OrgParams,
+      body: { required: false, content: { 'application/json': { schema: z.object({ name: z.string().trim().min(1).max(100).optional() }) } } },
+    },
+    responses: {
+      201: { description: 'Created', content: { 'application/json': { schema: ApiKeyRecord.extend({ key: z.string().openapi({ description: 'Shown once' }) }) } } },
+      ...consoleErrors(404, 422),
+    },
+  }),
+  async (c) => {
+    const body = c.req.valid('json') ?? {};
+    const db = c.var.db;
+    const orgId = c.var.membership.orgId;
+    const key = randomToken('sk');
+    const id = `key_${ulid().toLowerCase()}`;
+    const owner = body.name ? `${c.var.user.email} (${body.name})` : c.var.user.email;
+    await db.batch([
+      db.insert(apiKeys).values({ id, org_id: orgId, key_hash: await sha256Hex(key), owner, prefix: key.slice(0, KEY_PREFIX_LENGTH), user_id: c.var.user.id }),
+      auditEntry(db, orgId, actorOf(c), 'api_key.create', id, { prefix: key.slice(0, KEY_PREFIX_LENGTH), name: owner }),
+    ]);
+    const row = (await db.select().from(apiKeys).where(eq(apiKeys.id, id)).get())!;
+    return c.json({ ...keyRecord(row), key }, 201);
+  },
+);
+
+apiKeysApi.openapi(
+  createRoute({
+    method: 'delete',
+    path: '/orgs/{org_id}/api-keys/{key_id}',
+    tags: ['console api keys'],
+    security: CONSOLE_SECURITY,
+    summary: 'Revoke an API key (members: their own only); the public API refuses it at once',
+    request: { params: OrgParams.extend({ key_id: z.string().min(1).max(64).openapi({ param: { name: 'key_id', in: 'path' } }) }) },
+    responses: { 200: { description: 'Revoked', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 409) },
+  }),
+  async (c) => {
+    const { key_id } = c.req.valid('param');
+    const db = c.var.db;
+    const orgId = c.var.membership.orgId;
+    const key = await db.select().from(apiKeys).where(and(eq(apiKeys.id, key_id), eq(apiKeys.org_id, orgId))).get();
+    if (!key) throw notFound('API key');
+    if (!atLeast(c.var.membership.role, 'admin') && key.user_id !== c.var.user.id) throw new ApiError(403, 'Members can revoke only their own keys');
+    if (key.revoked_at) throw new ApiError(409, 'This key is already revoked');
+    await db.batch([
+      db.update(apiKeys).set({ revoked_at: new Date().toISOString() }).where(and(eq(apiKeys.id, key_id), isNull(apiKeys.revoked_at))),
+      auditEntry(db, orgId, actorOf(c), 'api_key.revoke', key_id, { prefix: key.prefix, name: key.owner }),
+    ]);
+    return c.json({ message: 'Key revoked' }, 200);
+  },
+);

@@ -1,0 +1,38 @@
+// /console/v1/orgs/{org_id}/audit: who changed which keys and members, newest first.
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { count, desc, eq } from 'drizzle-orm';
+import { auditLog } from '../../db/schema.ts';
+import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
+import { validationHook } from '../../lib/errors.ts';
+import { PaginationQuery, pageOf, paginate } from '../../lib/schemas.ts';
+import { requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
+
+export const auditApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+const AuditEntry = z
+  .object({ id: z.string(), created_at: z.string(), actor: z.string(), action: z.string(), target: z.string(), detail: z.record(z.string(), z.unknown()) })
+  .openapi('ConsoleAuditEntry');
+
+auditApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/audit',
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'The audit log of key and member changes (owners and admins)',
+    request: { params: OrgParams, query: PaginationQuery },
+    responses: { 200: { description: 'A page of entries, newest first', content: { 'application/json': { schema: pageOf(AuditEntry, 'ConsoleAuditPage') } } }, ...consoleErrors(403, 404, 422) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const { page, page_size } = c.req.valid('query');
+    const where = eq(auditLog.org_id, c.var.membership.orgId);
+    const db = c.var.db;
+    const [rows, [{ total }]] = await Promise.all([
+      db.select().from(auditLog).where(where).orderBy(desc(auditLog.id)).limit(page_size).offset((page - 1) * page_size),
+      db.select({ total: count() }).from(auditLog).where(where) as Promise<{ total: number }[]>,
+    ]);
+    const items = rows.map((r) => ({ id: r.id, created_at: r.created_at, actor: r.actor, action: r.action, target: r.target, detail: JSON.parse(r.detail) as Record<string, unknown> }));
+    return c.json(paginate(items, total, page, page_size), 200);
+  },
+);

@@ -1,0 +1,43 @@
+// /console/v1/orgs/{org_id}/executions: the organization's execution runs, filtered.
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { and, count, desc, eq, gte, lte } from 'drizzle-orm';
+import { EXECUTION_STATUSES, executions } from '../../db/schema.ts';
+import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
+import { validationHook } from '../../lib/errors.ts';
+import { ExecutionRecord, executionRecord } from '../../lib/records.ts';
+import { PaginationQuery, pageOf, paginate } from '../../lib/schemas.ts';
+import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+
+export const consoleExecutionsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+consoleExecutionsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/executions',
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'The organization’s executions, newest first',
+    request: {
+      params: OrgParams,
+      query: PaginationQuery.extend({ program_id: z.uuid().optional(), status: z.enum(EXECUTION_STATUSES).optional(), from: DateParam.optional(), to: DateParam.optional() }),
+    },
+    responses: { 200: { description: 'A page of executions', content: { 'application/json': { schema: pageOf(ExecutionRecord, 'ConsoleExecutionPage') } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const q = c.req.valid('query');
+    const range = dateRange(q.from, q.to);
+    const where = and(
+      eq(executions.org_id, c.var.membership.orgId),
+      q.program_id ? eq(executions.program_id, q.program_id) : undefined,
+      q.status ? eq(executions.status, q.status) : undefined,
+      range.from ? gte(executions.created_at, range.from) : undefined,
+      range.to ? lte(executions.created_at, range.to) : undefined,
+    );
+    const db = c.var.db;
+    const [rows, [{ total }]] = await Promise.all([
+      db.select().from(executions).where(where).orderBy(desc(executions.created_at), desc(executions.id)).limit(q.page_size).offset((q.page - 1) * q.page_size),
+      db.select({ total: count() }).from(executions).where(where) as Promise<{ total: number }[]>,
+    ]);
+    return c.json(paginate(rows.map(executionRecord), total, q.page, q.page_size), 200);
+  },
+);

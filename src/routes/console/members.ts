@@ -1,0 +1,231 @@
+// /console/v1/orgs/{org_id}/members and /invites: who belongs to an organization, with
+// which role, and invitations to join. Owners and admins only; only owners make,
+// change or remove owners, and an organization always keeps one owner.
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { and, asc, count, desc, eq, gt, isNull } from 'drizzle-orm';
+import type { Context } from 'hono';
+import { ulid } from 'ulid';
+import { apiKeys, consoleLinks, memberships, users, type Role } from '../../db/schema.ts';
+import { auditEntry } from '../../lib/audit.ts';
+import { CONSOLE_SECURITY, consoleErrors, Email, OrgParams, RoleSchema } from '../../lib/console-schemas.ts';
+import { revokeUserSessions } from '../../lib/console-sessions.ts';
+import { randomToken, sha256Hex } from '../../lib/crypto.ts';
+import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
+import { MessageResponse } from '../../lib/schemas.ts';
+import { actorOf, requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
+
+export const membersApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+export const INVITE_TTL_DAYS = 7;
+
+const Member = z
+  .object({ user_id: z.string(), email: z.string(), name: z.string(), role: RoleSchema, joined_at: z.string() })
+  .openapi('ConsoleMember');
+
+const Invite = z
+  .object({ id: z.string(), email: z.string(), role: RoleSchema, created_by: z.string(), created_at: z.string(), expires_at: z.string() })
+  .openapi('ConsoleInvite');
+
+const MemberParams = OrgParams.extend({ user_id: z.string().min(1).max(64).openapi({ param: { name: 'user_id', in: 'path' } }) });
+const InviteParams = OrgParams.extend({ invite_id: z.string().min(1).max(64).openapi({ param: { name: 'invite_id', in: 'path' } }) });
+
+membersApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/members',
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'List members (owners and admins)',
+    request: { params: OrgParams },
+    responses: { 200: { description: 'Members', content: { 'application/json': { schema: z.object({ items: z.array(Member) }) } } }, ...consoleErrors(403, 404) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const items = await c.var.db
+      .select({ user_id: users.id, email: users.email, name: users.name, role: memberships.role, joined_at: memberships.created_at })
+      .from(memberships)
+      .innerJoin(users, eq(users.id, memberships.user_id))
+      .where(eq(memberships.org_id, c.var.membership.orgId))
+      .orderBy(asc(memberships.created_at), asc(users.email));
+    return c.json({ items }, 200);
+  },
+);
+
+async function findMember(c: Context<ConsoleEnv>, userId: string) {
+  const row = await c.var.db
+    .select({ role: memberships.role, email: users.email })
+    .from(memberships)
+    .innerJoin(users, eq(users.id, memberships.user_id))
+    .where(and(eq(memberships.org_id, c.var.membership.orgId), eq(memberships.user_id, userId)))
+    .get();
+  if (!row) throw notFound('Member');
+  return row;
+}
+
+/** Only owners touch owners (granting, changing or removing the role). */
+function checkOwnerRule(c: Context<ConsoleEnv>, ...roles: Role[]) {
+  if (roles.includes('owner') && c.var.membership.role !== 'owner') throw new ApiError(403, 'Only owners can make, change or remove owners');
+}
+
+async function ownerCount(c: Context<ConsoleEnv>): Promise<number> {
+  const [{ n }] = (await c.var.db
+    .select({ n: count() })
+    .from(memberships)
+    .where(and(eq(memberships.org_id, c.var.membership.orgId), eq(memberships.role, 'owner')))) as [{ n: number }];
+  return n;
+}
+
+membersApi.openapi(
+  createRoute({
+    method: 'patch',
+    path: '/orgs/{org_id}/members/{user_id}',
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'Change a member’s role',
+    request: { params: MemberParams, body: { required: true, content: { 'application/json': { schema: z.object({ role: RoleSchema }) } } } },
+    responses: { 200: { description: 'Changed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 409, 422) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const { user_id } = c.req.valid('param');
+    const { role } = c.req.valid('json');
+    const member = await findMember(c, user_id);
+    checkOwnerRule(c, member.role, role);
+    if (member.role === 'owner' && role !== 'owner' && (await ownerCount(c)) <= 1)
+      throw new ApiError(409, 'An organization needs an owner: make someone else owner first');
+    const db = c.var.db;
+    await db.batch([
+      db.update(memberships).set({ role }).where(and(eq(memberships.org_id, c.var.membership.orgId), eq(memberships.user_id, user_id))),
+      auditEntry(db, c.var.membership.orgId, actorOf(c), 'member.role_change', member.email, { from: member.role, to: role }),
+    ]);
+    return c.json({ message: `${member.email} is now ${role}` }, 200);
+  },
+);
+
+membersApi.openapi(
+  createRoute({
+    method: 'delete',
+    path: '/orgs/{org_id}/members/{user_id}',
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'Remove a member',
+    description: 'Ends their console sessions at once and revokes the API keys they made in this organization.',
+    request: { params: MemberParams },
+    responses: { 200: { description: 'Removed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 409) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const { user_id } = c.req.valid('param');
+    const member = await findMember(c, user_id);
+    checkOwnerRule(c, member.role);
+    if (member.role === 'owner' && (await ownerCount(c)) <= 1) throw new ApiError(409, 'An organization needs an owner: the last owner cannot be removed');
+    const db = c.var.db;
+    const orgId = c.var.membership.orgId;
+    const now = new Date().toISOString();
+    await db.batch([
+      db.delete(memberships).where(and(eq(memberships.org_id, orgId), eq(memberships.user_id, user_id))),
+      db.update(apiKeys).set({ revoked_at: now }).where(and(eq(apiKeys.org_id, orgId), eq(apiKeys.user_id, user_id), isNull(apiKeys.revoked_at))),
+      auditEntry(db, orgId, actorOf(c), 'member.remove', member.email, { role: member.role }),
+    ]);
+    await revokeUserSessions(db, user_id);
+    return c.json({ message: `${member.email} removed` }, 200);
+  },
+);
+
+// ---------------------------------------------------------------------------
+// Invites
+
+const liveInvites = (orgId: string) =>
+  and(
+    eq(consoleLinks.org_id, orgId),
+    eq(consoleLinks.kind, 'invite'),
+    isNull(consoleLinks.used_at),
+    isNull(consoleLinks.revoked_at),
+    gt(consoleLinks.expires_at, new Date().toISOString()),
+  );
+
+membersApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/invites',
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'List pending invitations (owners and admins)',
+    request: { params: OrgParams },
+    responses: { 200: { description: 'Pending invitations', content: { 'application/json': { schema: z.object({ items: z.array(Invite) }) } } }, ...consoleErrors(403, 404) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const rows = await c.var.db.select().from(consoleLinks).where(liveInvites(c.var.membership.orgId)).orderBy(desc(consoleLinks.created_at));
+    return c.json({ items: rows.map((r) => ({ id: r.id, email: r.email, role: r.role!, created_by: r.created_by ?? '', created_at: r.created_at, expires_at: r.expires_at })) }, 200);
+  },
+);
+
+membersApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/orgs/{org_id}/invites',
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'Invite someone by email (owners and admins); returns the link to send them, shown once',
+    description: `The link works once, for ${INVITE_TTL_DAYS} days; a new invitation for the same email replaces the pending one.`,
+    request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: z.object({ email: Email, role: RoleSchema.default('member') }) } } } },
+    responses: {
+      201: { description: 'Invited', content: { 'application/json': { schema: Invite.extend({ link: z.string() }) } } },
+      ...consoleErrors(403, 404, 409, 422),
+    },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const { email, role } = c.req.valid('json');
+    checkOwnerRule(c, role);
+    const db = c.var.db;
+    const orgId = c.var.membership.orgId;
+    const already = await db
+      .select({ id: users.id })
+      .from(users)
+      .innerJoin(memberships, and(eq(memberships.user_id, users.id), eq(memberships.org_id, orgId)))
+      .where(eq(users.email, email))
+      .get();
+    if (already) throw new ApiError(409, `${email} is already a member`);
+    const token = randomToken('inv', 32);
+    const id = `lnk_${ulid().toLowerCase()}`;
+    const expires = new Date(Date.now() + INVITE_TTL_DAYS * 86400_000).toISOString();
+    const now = new Date().toISOString();
+    await db.batch([
+      db.update(consoleLinks).set({ revoked_at: now }).where(and(liveInvites(orgId), eq(consoleLinks.email, email))),
+      db.insert(consoleLinks).values({ id, kind: 'invite', token_hash: await sha256Hex(token), email, org_id: orgId, role, created_by: c.var.user.email, expires_at: expires }),
+      auditEntry(db, orgId, actorOf(c), 'invite.create', email, { role, invite_id: id }),
+    ]);
+    const row = (await db.select().from(consoleLinks).where(eq(consoleLinks.id, id)).get())!;
+    // The token rides after '#': browsers never send it, so no server logs it.
+    const link = `${new URL(c.req.url).origin}/console/invite#token=${token}`;
+    return c.json({ id, email, role, created_by: c.var.user.email, created_at: row.created_at, expires_at: expires, link }, 201);
+  },
+);
+
+membersApi.openapi(
+  createRoute({
+    method: 'delete',
+    path: '/orgs/{org_id}/invites/{invite_id}',
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'Revoke a pending invitation',
+    request: { params: InviteParams },
+    responses: { 200: { description: 'Revoked', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const { invite_id } = c.req.valid('param');
+    const db = c.var.db;
+    const orgId = c.var.membership.orgId;
+    const [revoked] = await db
+      .update(consoleLinks)
+      .set({ revoked_at: new Date().toISOString() })
+      .where(and(liveInvites(orgId), eq(consoleLinks.id, invite_id)))
+      .returning({ email: consoleLinks.email, role: consoleLinks.role });
+    if (!revoked) throw notFound('Invitation');
+    await auditEntry(db, orgId, actorOf(c), 'invite.revoke', revoked.email, { invite_id, role: revoked.role });
+    return c.json({ message: `Invitation for ${revoked.email} revoked` }, 200);
+  },
+);

@@ -1,0 +1,88 @@
+// /console/v1/orgs/{org_id}/programs: the organization's programs with search and
+// filters, and one program with its artifacts and proof counts.
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { and, count, eq, gte, lte, sql } from 'drizzle-orm';
+import { programs, proofs } from '../../db/schema.ts';
+import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
+import { validationHook } from '../../lib/errors.ts';
+import { findProgram, listPrograms, toRecord } from '../../lib/lookups.ts';
+import { ProgramRecord } from '../../lib/records.ts';
+import { PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
+import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+
+export const consoleProgramsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+consoleProgramsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/programs',
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'Search the organization’s programs, newest first',
+    request: {
+      params: OrgParams,
+      query: PaginationQuery.extend({
+        search: z.string().max(256).optional().openapi({ description: 'Text in the program name or hash' }),
+        project_id: z.uuid().optional(),
+        status: z.enum(['not_ready', 'processing', 'ready', 'error', 'failed']).optional(),
+        from: DateParam.optional(),
+        to: DateParam.optional(),
+      }),
+    },
+    responses: { 200: { description: 'A page of programs', content: { 'application/json': { schema: pageOf(ProgramRecord, 'ConsoleProgramPage') } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const q = c.req.valid('query');
+    const range = dateRange(q.from, q.to);
+    const filter = and(
+      q.project_id ? eq(programs.project_id, q.project_id) : undefined,
+      q.status ? eq(programs.status, q.status) : undefined,
+      range.from ? gte(programs.created_at, range.from) : undefined,
+      range.to ? lte(programs.created_at, range.to) : undefined,
+      q.search ? sql`(instr(lower(${programs.name}), lower(${q.search})) > 0 OR instr(${programs.program_hash}, lower(${q.search})) > 0)` : undefined,
+    );
+    return c.json(await listPrograms(c.var.db, c.var.membership.orgId, filter, q.page, q.page_size), 200);
+  },
+);
+
+const ProgramDetail = ProgramRecord.extend({
+  artifacts: z.object({
+    elf_size: z.number().int(),
+    vmexe_size: z.number().int(),
+    app_exe_commit: z.string().nullable(),
+    app_vm_commit: z.string(),
+    engine: z.string(),
+  }),
+  proof_states: z.record(z.string(), z.number().int()).openapi({ description: 'How many of its proofs are in each state' }),
+}).openapi('ConsoleProgramDetail');
+
+consoleProgramsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/programs/{program_id}',
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'A program: status, hashes, artifacts and its proofs by state',
+    request: { params: OrgParams.extend({ program_id: Uuid('program_id') }) },
+    responses: { 200: { description: 'The program', content: { 'application/json': { schema: ProgramDetail } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const db = c.var.db;
+    const row = await findProgram(db, c.var.membership.orgId, c.req.valid('param').program_id);
+    const states = await db.select({ state: proofs.state, n: count() }).from(proofs).where(eq(proofs.program_id, row.program.id)).groupBy(proofs.state);
+    return c.json(
+      {
+        ...toRecord(row),
+        artifacts: {
+          elf_size: row.program.elf_size,
+          vmexe_size: row.program.vmexe_size,
+          app_exe_commit: row.program.app_exe_commit,
+          app_vm_commit: row.config.app_vm_commit,
+          engine: row.config.engine,
+        },
+        proof_states: Object.fromEntries(states.map((s) => [s.state, s.n])),
+      },
+      200,
+    );
+  },
+);

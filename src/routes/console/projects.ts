@@ -1,0 +1,50 @@
+// /console/v1/orgs/{org_id}/projects: the organization's projects with search and sort.
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
+import { notFound, validationHook } from '../../lib/errors.ts';
+import { projectPage } from '../../lib/lookups.ts';
+import { ProjectRecord } from '../../lib/records.ts';
+import { PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
+import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+
+export const consoleProjectsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+consoleProjectsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/projects',
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'Search and sort the organization’s projects',
+    request: {
+      params: OrgParams,
+      query: PaginationQuery.extend({
+        search: z.string().max(256).optional(),
+        sort_by: z.enum(['created_at', 'name', 'last_active_at']).default('last_active_at'),
+        sort_order: z.enum(['asc', 'desc']).default('desc'),
+      }),
+    },
+    responses: { 200: { description: 'A page of projects', content: { 'application/json': { schema: pageOf(ProjectRecord, 'ConsoleProjectPage') } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const q = c.req.valid('query');
+    return c.json(await projectPage(c.var.db, c.var.membership.orgId, { page: q.page, pageSize: q.page_size, search: q.search, sortBy: q.sort_by, sortOrder: q.sort_order }), 200);
+  },
+);
+
+consoleProjectsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/projects/{project_id}',
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'A project',
+    request: { params: OrgParams.extend({ project_id: Uuid('project_id') }) },
+    responses: { 200: { description: 'The project', content: { 'application/json': { schema: ProjectRecord } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const [record] = (await projectPage(c.var.db, c.var.membership.orgId, { page: 1, pageSize: 1 }, c.req.valid('param').project_id)).items;
+    if (!record) throw notFound('Project');
+    return c.json(record, 200);
+  },
+);

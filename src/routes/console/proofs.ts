@@ -1,0 +1,182 @@
+// /console/v1/orgs/{org_id}/proofs: the organization's proofs with search, filters and
+// pagination; one proof with its job's progress; its logs from an offset (followed
+// while it runs); its files; cancel.
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { and, count, desc, eq, gte, lte, sql } from 'drizzle-orm';
+import { jobs, PROOF_STATES, programs, projects, proofs } from '../../db/schema.ts';
+import { jobLogFrom } from '../../jobs/logs.ts';
+import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
+import { validationHook } from '../../lib/errors.ts';
+import { findProof } from '../../lib/lookups.ts';
+import { cancelProofAnswer, proofFileResponse } from '../../lib/proof-actions.ts';
+import { ProofRecord, proofRecord } from '../../lib/records.ts';
+import { MessageResponse, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../../lib/schemas.ts';
+import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+
+export const consoleProofsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+/** Most log bytes one read returns; a follower asks again from `X-Log-Next-Offset`. */
+export const LOG_READ_MAX_BYTES = 256 * 1024;
+
+const ConsoleProof = ProofRecord.extend({ program_name: z.string(), project_id: z.string(), project_name: z.string() }).openapi('ConsoleProof');
+
+const listColumns = { proof: proofs, program_name: programs.name, project_id: projects.id, project_name: projects.name };
+const withNames = (r: { proof: typeof proofs.$inferSelect; program_name: string; project_id: string; project_name: string }) => ({
+  ...proofRecord(r.proof),
+  program_name: r.program_name,
+  project_id: r.project_id,
+  project_name: r.project_name,
+});
+
+consoleProofsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/proofs',
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'Search the organization’s proofs, newest first',
+    request: {
+      params: OrgParams,
+      query: PaginationQuery.extend({
+        search: z.string().max(100).optional().openapi({ description: 'Proof id prefix, or text in the program name or creator' }),
+        state: z.enum(PROOF_STATES).optional(),
+        program_id: z.uuid().optional(),
+        project_id: z.uuid().optional(),
+        from: DateParam.optional(),
+        to: DateParam.optional(),
+      }),
+    },
+    responses: { 200: { description: 'A page of proofs', content: { 'application/json': { schema: pageOf(ConsoleProof, 'ConsoleProofPage') } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const q = c.req.valid('query');
+    const range = dateRange(q.from, q.to);
+    const where = and(
+      eq(proofs.org_id, c.var.membership.orgId),
+      q.state ? eq(proofs.state, q.state) : undefined,
+      q.program_id ? eq(proofs.program_id, q.program_id) : undefined,
+      q.project_id ? eq(programs.project_id, q.project_id) : undefined,
+      range.from ? gte(proofs.created_at, range.from) : undefined,
+      range.to ? lte(proofs.created_at, range.to) : undefined,
+      // instr(): the text is matched literally, % and _ included.
+      q.search
+        ? sql`(${proofs.id} LIKE ${q.search.replace(/[%_\\]/g, '') + '%'} OR instr(lower(${programs.name}), lower(${q.search})) > 0 OR instr(lower(${proofs.created_by}), lower(${q.search})) > 0)`
+        : undefined,
+    );
+    const db = c.var.db;
+    const [rows, [{ total }]] = await Promise.all([
+      db
+        .select(listColumns)
+        .from(proofs)
+        .innerJoin(programs, eq(programs.id, proofs.program_id))
+        .innerJoin(projects, eq(projects.id, programs.project_id))
+        .where(where)
+        .orderBy(desc(proofs.created_at), desc(proofs.id))
+        .limit(q.page_size)
+        .offset((q.page - 1) * q.page_size),
+      db.select({ total: count() }).from(proofs).innerJoin(programs, eq(programs.id, proofs.program_id)).where(where) as Promise<{ total: number }[]>,
+    ]);
+    return c.json(paginate(rows.map(withNames), total, q.page, q.page_size), 200);
+  },
+);
+
+const ProofParams = OrgParams.extend({ proof_id: Uuid('proof_id') });
+
+const ProofDetail = ConsoleProof.extend({
+  job: z
+    .object({
+      status: z.enum(['queued', 'leased', 'done']),
+      attempt: z.number().int(),
+      waiting_reason: z.string().nullable(),
+      log_bytes: z.number().int(),
+      cancel_requested: z.boolean(),
+    })
+    .nullable(),
+  files: z.array(z.string()).openapi({ description: 'Proof kinds ready to download' }),
+}).openapi('ConsoleProofDetail');
+
+consoleProofsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/proofs/{proof_id}',
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'A proof with its job’s progress and its downloadable files',
+    request: { params: ProofParams },
+    responses: { 200: { description: 'The proof', content: { 'application/json': { schema: ProofDetail } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const db = c.var.db;
+    const proof = await findProof(db, c.var.membership.orgId, c.req.valid('param').proof_id);
+    const [names, job] = await Promise.all([
+      db
+        .select({ program_name: programs.name, project_id: projects.id, project_name: projects.name })
+        .from(programs)
+        .innerJoin(projects, eq(projects.id, programs.project_id))
+        .where(eq(programs.id, proof.program_id))
+        .get(),
+      db
+        .select({ status: jobs.status, attempt: jobs.attempt, waiting_reason: jobs.waiting_reason, log_bytes: jobs.log_bytes, cancel_requested: jobs.cancel_requested })
+        .from(jobs)
+        .where(and(eq(jobs.kind, 'proof'), eq(jobs.subject_id, proof.id)))
+        .get(),
+    ]);
+    return c.json({ ...withNames({ proof, ...names! }), job: job ?? null, files: Object.keys(JSON.parse(proof.proof_keys) as object) }, 200);
+  },
+);
+
+consoleProofsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/proofs/{proof_id}/logs',
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'The proof job’s log from a byte offset',
+    description: `Plain text, at most ${LOG_READ_MAX_BYTES} bytes. To follow a running job, ask again from X-Log-Next-Offset while X-Proof-State is not final.`,
+    request: { params: ProofParams, query: z.object({ offset: queryInt(0, undefined, 0, 'Byte offset to read from') }) },
+    responses: {
+      200: {
+        description: 'Log text',
+        headers: { 'X-Log-Next-Offset': { schema: { type: 'integer' } }, 'X-Proof-State': { schema: { type: 'string' } } },
+        content: { 'text/plain': { schema: z.string() } },
+      },
+      ...consoleErrors(404, 422),
+    },
+  }),
+  async (c) => {
+    const db = c.var.db;
+    const proof = await findProof(db, c.var.membership.orgId, c.req.valid('param').proof_id);
+    const job = await db.select({ id: jobs.id }).from(jobs).where(and(eq(jobs.kind, 'proof'), eq(jobs.subject_id, proof.id))).get();
+    const { text, next } = await jobLogFrom(c.env.ARTIFACTS, job?.id, c.req.valid('query').offset, LOG_READ_MAX_BYTES);
+    return c.text(text, 200, { 'X-Log-Next-Offset': String(next), 'X-Proof-State': proof.state, 'Cache-Control': 'no-store' }) as never;
+  },
+);
+
+consoleProofsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/proofs/{proof_id}/proof/{kind}',
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'Download a proof file (404 until it exists)',
+    request: { params: ProofParams.extend({ kind: z.enum(['stark', 'evm', 'app']).openapi({ param: { name: 'kind', in: 'path' } }) }) },
+    responses: { 200: { description: 'The proof JSON', content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const { proof_id, kind } = c.req.valid('param');
+    return proofFileResponse(c.env.ARTIFACTS, await findProof(c.var.db, c.var.membership.orgId, proof_id), kind) as never;
+  },
+);
+
+consoleProofsApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/orgs/{org_id}/proofs/{proof_id}/cancel',
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'Cancel a proof (queued: at once; running: within one heartbeat; finished: 409)',
+    request: { params: ProofParams },
+    responses: { 200: { description: 'Canceled or canceling', content: { 'application/json': { schema: MessageResponse.extend({ state: z.string() }) } } }, ...consoleErrors(404, 409, 422) },
+  }),
+  async (c) => c.json(await cancelProofAnswer(c.var.db, await findProof(c.var.db, c.var.membership.orgId, c.req.valid('param').proof_id)), 200),
+);

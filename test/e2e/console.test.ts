@@ -1,0 +1,261 @@
+// The console in a real browser (Debian's chromium, driven by playwright-core) against
+// the real local stack: wrangler dev and dev-engine prover-agents. Screenshots of each
+// page go to test-artifacts/console/ (ignored by git) for a person to look at.
+// Chromium: CHROMIUM_PATH, default /usr/bin/chromium (`apt-get install -y chromium`).
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createUser } from '../../src/admin/statements.ts';
+import { hashPassword } from '../../src/lib/password.ts';
+import { caller, registerGuest, ROOT, startStack, type AgentProcess, type Stack } from './stack.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SHOTS = join(ROOT, 'test-artifacts', 'console');
+const OWNER = 'owner@e2e.test';
+const PASSWORD = 'owner password 1';
+
+let stack: Stack;
+let browser: Browser;
+let agent: AgentProcess | undefined;
+/** Requests the browser tried to make anywhere but the stack: the console must work offline. */
+const foreign: string[] = [];
+
+beforeAll(async () => {
+  stack = await startStack();
+  const step = await createUser({ email: OWNER, orgId: 'org_e2e', role: 'owner', operator: true, consoleUrl: stack.url, passwordHash: await hashPassword(PASSWORD) });
+  for (const sql of step.sql) await stack.sql(sql);
+  await mkdir(SHOTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // Root in a container: no sandbox; no GPU; nothing that phones home.
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+async function newContext(): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(stack.url) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
+    foreign.push(url);
+    return route.abort();
+  });
+  return context;
+}
+
+async function shot(page: Page, name: string) {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: name !== '15-docs' });
+}
+
+/** Opens a console page and waits until its script has filled it. */
+async function open(page: Page, path: string) {
+  await page.goto(stack.url + path);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 20_000 });
+}
+
+async function signIn(page: Page, email: string, password: string) {
+  await page.goto(`${stack.url}/console/signin`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(/\/console\/projects$/);
+  await page.waitForSelector('body[data-ready="true"]');
+}
+
+/** Stops the agent (SIGTERM, SIGKILL after 10 s): jobs submitted now stay queued. */
+async function stopAgent() {
+  if (!agent) return;
+  const a = agent;
+  agent = undefined;
+  a.signal('SIGTERM');
+  const timer = setTimeout(() => a.signal('SIGKILL'), 10_000);
+  await a.exited;
+  clearTimeout(timer);
+}
+
+describe('the console in chromium', () => {
+  let page: Page;
+  let apiKey: string;
+  let program: string;
+
+  it('signs in with a wrong password refused, then the right one', async () => {
+    const context = await newContext();
+    page = await context.newPage();
+    await page.goto(`${stack.url}/console/signin`);
+    await shot(page, '01-signin');
+    await page.getByLabel('Email').fill(OWNER);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.locator('#status').textContent()).toBe('Invalid email or password');
+    await signIn(page, OWNER, PASSWORD);
+    expect(await page.locator('#org-select option:checked').textContent()).toBe('e2e (owner)');
+    // The refresh token is an HttpOnly cookie the page's script cannot read.
+    const cookies = await context.cookies();
+    expect(cookies.find((c) => c.name === 'console_refresh')).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/console/v1/auth' });
+    expect(await page.evaluate(() => document.cookie)).toBe('');
+  });
+
+  it('creates an API key, shown once, that registers and proves a program on the public API', async () => {
+    await open(page, '/console/keys');
+    await page.getByLabel('Name (optional)').fill('e2e key');
+    await page.getByRole('button', { name: 'Create API key' }).click();
+    await page.waitForSelector('#new-key:not([hidden])');
+    apiKey = (await page.locator('#new-key-value').textContent())!;
+    expect(apiKey).toMatch(/^sk_[0-9a-f]{48}$/);
+    await expect.poll(() => page.locator('#keys tbody').textContent()).toContain(`${OWNER} (e2e key)`);
+    await shot(page, '02-api-keys');
+
+    agent = await stack.startAgent({ name: 'console-agent' });
+    const api = caller({ url: stack.url, apiKey });
+    program = await registerGuest(api, stack.devConfig, 'hello.elf');
+    expect((await api.json('GET', `/v1/programs/${program}`)).status).toBe('ready');
+  });
+
+  it('watches a proof go from Queued to Succeeded without reloading, and reads its logs', async () => {
+    await stopAgent();
+    const api = caller({ url: stack.url, apiKey });
+    const { id: proof } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0148656c6c6f'] });
+    await open(page, `/console/proofs/${proof}`);
+    expect(await page.locator('#proof-state').textContent()).toBe('Queued');
+    await shot(page, '03-proof-queued');
+    let navigations = 0;
+    page.on('framenavigated', () => navigations++);
+    agent = await stack.startAgent({ name: 'console-agent-2' });
+    await page.waitForFunction(() => document.querySelector('#proof-state')?.textContent === 'Succeeded', undefined, { timeout: 60_000 });
+    expect(navigations).toBe(0);
+    expect(await page.locator('.timeline li.done').allTextContents()).toContain('Succeeded');
+    await expect.poll(async () => (await page.locator('#logs').textContent())!.length).toBeGreaterThan(0);
+    const logs = await (await fetch(`${stack.url}/v1/proofs/${proof}/logs`, { headers: { 'Service-API-Key': apiKey } })).text();
+    expect(await page.locator('#logs').textContent()).toBe(logs);
+    await expect.poll(() => page.getByRole('button', { name: 'Download stark proof' }).count()).toBe(1);
+    const [file] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download stark proof' }).click()]);
+    expect(file.suggestedFilename()).toBe(`stark-proof-${proof}.json`);
+    const saved = JSON.parse(await readFile((await file.path())!, 'utf8'));
+    expect(saved).toEqual(await (await fetch(`${stack.url}/v1/proofs/${proof}/proof/stark`, { headers: { 'Service-API-Key': apiKey } })).json());
+    await shot(page, '04-proof-succeeded');
+
+    // The program page lists it.
+    await open(page, `/console/programs/${program}`);
+    expect(await page.locator('#proofs tbody').textContent()).toContain('Succeeded');
+    await shot(page, '05-program');
+    await open(page, '/console/projects');
+    expect(await page.locator('#projects tbody tr').count()).toBe(1);
+    await shot(page, '06-projects');
+    await open(page, '/console/proofs?');
+    await shot(page, '07-proofs');
+  });
+
+  it('cancels a queued proof from the console', async () => {
+    await stopAgent();
+    const api = caller({ url: stack.url, apiKey });
+    const { id: proof } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0148656c6c6f'] });
+    await open(page, `/console/proofs/${proof}`);
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Cancel proof' }).click();
+    await page.waitForFunction(() => document.querySelector('#proof-state')?.textContent === 'Canceled');
+    expect((await api.json('GET', `/v1/proofs/${proof}`)).state).toBe('Canceled');
+    expect(await page.getByRole('button', { name: 'Cancel proof' }).isHidden()).toBe(true);
+    await shot(page, '08-proof-canceled');
+  });
+
+  it('shows usage with a chart and the operators’ fleet page', async () => {
+    await open(page, '/console/usage');
+    expect(await page.locator('#usage-chart canvas').count()).toBe(1);
+    // Two proofs so far: the one that succeeded and the one canceled.
+    expect(await page.locator('#usage-totals dd').first().textContent()).toBe('2');
+    expect(await page.locator('#usage-projects tbody').textContent()).toContain('hello.elf');
+    await shot(page, '09-usage');
+    agent ??= await stack.startAgent({ name: 'console-agent-3' });
+    await open(page, '/console/fleet');
+    expect(await page.locator('#agents tbody').textContent()).toContain('console-agent');
+    await shot(page, '10-fleet');
+    // Dark theme, by the toggle, kept across pages.
+    await page.getByRole('button', { name: 'Switch between light and dark' }).click();
+    const theme = await page.evaluate(() => document.documentElement.dataset.theme);
+    await open(page, '/console/projects');
+    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe(theme);
+    await shot(page, '11-projects-toggled-theme');
+  });
+
+  it('revokes the key: the public API then answers 401', async () => {
+    await open(page, '/console/keys');
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: new RegExp(`^Revoke key ${apiKey.slice(0, 11)}`) }).click();
+    await expect.poll(() => page.locator('#status').textContent()).toBe('Key revoked.');
+    const res = await fetch(`${stack.url}/v1/validate_api_key`, { headers: { 'Service-API-Key': apiKey } });
+    expect(res.status).toBe(401);
+  });
+
+  it('invites a member who signs in and is refused member management', async () => {
+    await open(page, '/console/members');
+    await page.getByLabel('Email').fill('newbie@e2e.test');
+    await page.locator('#invite-create select[name="role"]').selectOption('member');
+    await page.getByRole('button', { name: 'Create invite link' }).click();
+    await page.waitForSelector('#invite-link:not([hidden])');
+    const link = (await page.locator('#invite-link-value').textContent())!;
+    expect(link).toMatch(new RegExp(`^${stack.url}/console/invite#token=inv_[0-9a-f]{64}$`));
+    await expect.poll(() => page.locator('#invites tbody').textContent()).toContain('newbie@e2e.test');
+    await shot(page, '12-members');
+
+    const memberContext = await newContext();
+    const member = await memberContext.newPage();
+    await member.goto(link);
+    await expect.poll(() => member.locator('#invite-summary').textContent()).toBe('newbie@e2e.test is invited to e2e as member.');
+    expect(member.url()).toBe(`${stack.url}/console/invite`); // the token left the address bar
+    await shot(member, '13-invite');
+    await member.getByLabel('Your name').fill('New Bie');
+    await member.getByLabel(/Choose a password/).fill('newbie password');
+    await member.getByRole('button', { name: 'Join' }).click();
+    await member.waitForURL(/\/console\/signin\?email=/);
+    expect(await member.getByLabel('Email').inputValue()).toBe('newbie@e2e.test');
+    await signIn(member, 'newbie@e2e.test', 'newbie password');
+    expect(await member.locator('#org-select option:checked').textContent()).toBe('e2e (member)');
+    await open(member, '/console/members');
+    expect(await member.locator('#status').textContent()).toBe('Only owners and admins manage members; you are a member of e2e.');
+    expect(await member.locator('#members-section').isHidden()).toBe(true);
+    await shot(member, '14-member-refused');
+    // The API refuses too, whatever a page shows.
+    const signin = await fetch(`${stack.url}/console/v1/auth/signin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'X-Console-CSRF': '1', origin: stack.url },
+      body: JSON.stringify({ email: 'newbie@e2e.test', password: 'newbie password' }),
+    });
+    const { access_token } = await signin.json();
+    const members = await fetch(`${stack.url}/console/v1/orgs/org_e2e/members`, { headers: { authorization: `Bearer ${access_token}` } });
+    expect(members.status).toBe(403);
+    await memberContext.close();
+
+    // The owner sees them joined, in the list and the audit log.
+    await open(page, '/console/members');
+    expect(await page.locator('#members tbody').textContent()).toContain('newbie@e2e.test');
+    expect(await page.locator('#audit tbody').textContent()).toContain('invite.accept');
+  });
+
+  it('signs out: the session cannot be refreshed any more', async () => {
+    await open(page, '/console/projects');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/console\/signin$/);
+    await page.goto(`${stack.url}/console/keys`);
+    await page.waitForURL(/\/console\/signin\?next=%2Fconsole%2Fkeys$/);
+  });
+
+  it('serves /docs without a CDN', async () => {
+    const context = await newContext();
+    const docs = await context.newPage();
+    await docs.goto(`${stack.url}/docs`);
+    await docs.waitForSelector('text=Proving service API', { timeout: 30_000 });
+    await shot(docs, '15-docs');
+    await context.close();
+  });
+
+  it('made no request outside the stack', () => {
+    expect(foreign).toEqual([]);
+  });
+});

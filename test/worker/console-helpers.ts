@@ -1,0 +1,67 @@
+// Console test helpers: users made with the operator command's statements, signing in
+// through the real /console/v1/auth routes, and calls with the bearer access token.
+import { exports } from 'cloudflare:workers';
+import { createUser } from '../../src/admin/statements.ts';
+import { hashPassword } from '../../src/lib/password.ts';
+import { BASE, json, runAdmin } from './helpers.ts';
+
+export const PASSWORD = 'correct horse battery';
+export const CSRF = { 'X-Console-CSRF': '1' };
+
+let users = 0;
+export const uniqueEmail = (label = 'user') => `${label}${++users}.${Date.now()}@example.com`;
+
+/**
+ * A user with a password, member of `orgId` with `role`. Hashed with few iterations to
+ * keep the suite fast (verifyPassword reads the count from the hash); the full count
+ * is exercised by the set-password tests.
+ */
+export async function seedUser(orgId: string, role: 'owner' | 'admin' | 'member', opts: { email?: string; operator?: boolean } = {}) {
+  const email = opts.email ?? uniqueEmail(role);
+  await runAdmin(createUser({ email, orgId, role, operator: opts.operator, consoleUrl: BASE, passwordHash: await hashPassword(PASSWORD, 1000) }));
+  return email;
+}
+
+export function consoleFetch(path: string, init: RequestInit & { token?: string; cookie?: string } = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  if (init.token) headers.set('authorization', `Bearer ${init.token}`);
+  if (init.cookie) headers.set('cookie', init.cookie);
+  // What a browser sends on a same-origin POST (hono/csrf checks it on body-less and form posts).
+  if (init.method && init.method !== 'GET' && !headers.has('origin')) headers.set('origin', BASE);
+  if (init.body && typeof init.body === 'string' && !headers.has('content-type')) headers.set('content-type', 'application/json');
+  return exports.default.fetch(new Request(BASE + path, { ...init, headers }));
+}
+
+export const postJson = (path: string, body: unknown, init: RequestInit & { token?: string; cookie?: string } = {}) =>
+  consoleFetch(path, { ...init, method: init.method ?? 'POST', body: JSON.stringify(body), headers: { ...CSRF, ...(init.headers as Record<string, string>) } });
+
+/** The `name=value` of the refresh cookie a response sets. */
+export function refreshCookie(res: Response): string {
+  const set = res.headers.getSetCookie().find((c) => c.startsWith('console_refresh='));
+  if (!set) throw new Error(`no refresh cookie in ${JSON.stringify(res.headers.getSetCookie())}`);
+  return set.split(';')[0]!;
+}
+
+export interface Session {
+  token: string;
+  cookie: string;
+  userId: string;
+  email: string;
+}
+
+export async function signIn(email: string, password = PASSWORD): Promise<Session> {
+  const res = await postJson('/console/v1/auth/signin', { email, password });
+  const body = await json<{ access_token: string; user: { id: string } }>(res, 200);
+  return { token: body.access_token, cookie: refreshCookie(res), userId: body.user.id, email };
+}
+
+/** A GET (or other method) as a signed-in user, expecting `status`. */
+export async function as<T = any>(s: Pick<Session, 'token'>, path: string, status = 200, init: RequestInit = {}): Promise<T> {
+  const res = await consoleFetch(path, { ...init, token: s.token });
+  const text = await res.text();
+  if (res.status !== status) throw new Error(`${init.method ?? 'GET'} ${path}: expected ${status}, got ${res.status} ${text}`);
+  return (res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text) as T;
+}
+
+export const send = <T = any>(s: Pick<Session, 'token'>, method: string, path: string, body: unknown, status = 200) =>
+  as<T>(s, path, status, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
