@@ -4,6 +4,7 @@ import { createMiddleware } from 'hono/factory';
 import { ApiError, ValidationError } from './errors.ts';
 import { parseJsonText } from './input.ts';
 import { readBytesCapped } from './multipart.ts';
+import { checkProofInputBytes } from './input-scan.ts';
 
 /**
  * Whether FastAPI reads this body as JSON. Its request handler (fastapi/routing.py,
@@ -29,17 +30,42 @@ export function isJsonContentType(contentType: string | null | undefined): boole
  * Python's json.loads cannot decode them (a UnicodeDecodeError, not a JSONDecodeError).
  */
 async function readJsonText(req: Request, maxBytes: number, loc: (string | number)[]): Promise<{ text: string; value: unknown }> {
+  const bytes = await readJsonBytes(req, maxBytes, loc);
+  const text = new TextDecoder().decode(bytes);
+  return { text, value: parseJsonText(text, loc) };
+}
+
+/** A JSON body's bytes, with readJsonText's cap and checks but for the parse. */
+async function readJsonBytes(req: Request, maxBytes: number, loc: (string | number)[]): Promise<Uint8Array> {
   const bytes = await readBytesCapped(req, maxBytes);
   if (bytes.length === 0) throw new ValidationError([{ loc, msg: 'Field required', type: 'missing' }]);
   if (!isJsonContentType(req.headers.get('content-type')))
     throw new ValidationError([{ loc, msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type' }]);
-  let text: string;
+  checkUtf8(bytes);
+  return bytes;
+}
+
+/** FastAPI's 400 for bytes json.loads cannot decode; checked in slices, never one big string. */
+export function checkUtf8(bytes: Uint8Array): void {
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+  const SLICE = 64 * 1024;
   try {
-    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+    for (let at = 0; at < bytes.length; at += SLICE) decoder.decode(bytes.subarray(at, at + SLICE), { stream: true });
+    decoder.decode();
   } catch {
     throw new ApiError(400, 'There was an error parsing the body');
   }
-  return { text, value: parseJsonText(text, loc) };
+}
+
+/**
+ * A proof input body (`{"input": [...]}`), read and checked in bounded memory: the
+ * bytes (under `maxBytes`) are scanned, never parsed into objects, and are what is
+ * stored (src/lib/input-scan.ts).
+ */
+export async function readProofInputBody(req: Request, maxBytes: number): Promise<Uint8Array> {
+  const bytes = await readJsonBytes(req, maxBytes, ['body']);
+  checkProofInputBytes(bytes);
+  return bytes;
 }
 
 /** The parsed JSON body of a request (readJsonText's cap and checks). */

@@ -9,8 +9,7 @@ import { executions } from '../db/schema.ts';
 import { DEFAULT_PRIORITY, submitJob } from '../jobs/dispatch.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, notFound, validationHook } from '../lib/errors.ts';
-import { parseProofInput } from '../lib/input.ts';
-import { readJsonBody } from '../lib/body.ts';
+import { readProofInputBody } from '../lib/body.ts';
 import { ExecutionRecord, executionRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, PaginationQuery, pageOf, paginate, Uuid } from '../lib/schemas.ts';
 import { findProgram } from '../lib/lookups.ts';
@@ -51,14 +50,14 @@ const submitRoute = createRoute({
     ...errorResponses(404, 409, 413, 422),
   },
 });
-// Document only: the input is validated entry by entry by parseProofInput.
+// Document only: the input is checked entry by entry as it is scanned (readProofInputBody).
 executionsApi.openAPIRegistry.registerPath(submitRoute);
 
 executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db, caller } = c.var;
   // Validate the request before looking at the program, as the reference (FastAPI) does.
-  const input = parseProofInput(await readJsonBody(c.req.raw, MAX_INPUT_BYTES));
+  const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
   const { program, config } = await findProgram(db, caller.orgId, q.program_id);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
   const id = crypto.randomUUID();
@@ -66,7 +65,7 @@ executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async 
     c.env,
     db,
     caller.orgId,
-    (artifacts) => artifacts.put(artifactKey.executionInput(id), JSON.stringify(input)),
+    (artifacts) => artifacts.put(artifactKey.executionInput(id), input),
     () => ({
       rows: [
         db.insert(executions).values({ id, org_id: caller.orgId, program_id: program.id, mode: q.mode, created_by: caller.owner, input_key: artifactKey.executionInput(id) }),

@@ -6,9 +6,9 @@ import type { AppEnv } from '../app-env.ts';
 import { proofs } from '../db/schema.ts';
 import { DEFAULT_PRIORITY, submitJob } from '../jobs/dispatch.ts';
 import { artifactKey } from '../lib/artifacts.ts';
-import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
-import { parseJsonText, parseProofInput } from '../lib/input.ts';
-import { readJsonBody } from '../lib/body.ts';
+import { ApiError, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
+import { checkProofInputBytes } from '../lib/input-scan.ts';
+import { readProofInputBody } from '../lib/body.ts';
 import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
 import { normalizeStarkProofFile } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
@@ -78,7 +78,7 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
   // The request is validated whole before the program is looked at, as the
   // reference (FastAPI) does: a bad input is 422 even for a program not ready yet.
   const boundary = multipartBoundary(c.req.header('content-type'));
-  const body = boundary ? await readMultipartSubmission(c.req.raw, boundary, maxBytes) : { input: await readJsonInput(c.req.raw), children: [] };
+  const body = boundary ? await readMultipartSubmission(c.req.raw, boundary, maxBytes) : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), children: [] };
 
   const { program, config } = await findProgram(db, caller.orgId, q.program_id);
   if (program.status !== 'ready')
@@ -101,7 +101,8 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
     db,
     caller.orgId,
     async (artifacts) => {
-      await artifacts.put(artifactKey.proofInput(proofId), JSON.stringify(body.input));
+      // The checked bytes as sent: engines read `input` as the zkVM's tool does.
+      await artifacts.put(artifactKey.proofInput(proofId), body.input);
       await Promise.all(body.children.map((child, i) => artifacts.put(childKeys[i]!, child)));
     },
     () => ({
@@ -125,9 +126,6 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
   return c.json({ id: proofId }, 200);
 });
 
-async function readJsonInput(req: Request): Promise<{ input: string[] }> {
-  return parseProofInput(await readJsonBody(req, MAX_INPUT_BYTES));
-}
 
 
 async function readMultipartSubmission(req: Request, boundary: string, maxBytes: number) {
@@ -150,7 +148,8 @@ async function readMultipartSubmission(req: Request, boundary: string, maxBytes:
   if (tooMany)
     throw new ValidationError([{ loc: ['body', 'child_proofs'], msg: `List should have at most ${MAX_CHILD_PROOFS} items`, type: 'too_long' }]);
   if (!got.input) throw new ValidationError([{ loc: ['body', 'input'], msg: 'Field required', type: 'missing' }]);
-  const parsed = parseProofInput(parseJsonText(got.input.text(), ['body', 'input']));
+  const input = got.input.bytes();
+  checkProofInputBytes(input, ['body', 'input']);
   const issues: ValidationIssue[] = [];
   // Each child in either form (JSON, or the zkVM's binary codec the published client
   // sends), stored as JSON: the one form the engines read.
@@ -163,7 +162,7 @@ async function readMultipartSubmission(req: Request, boundary: string, maxBytes:
     return normalized.text;
   });
   if (issues.length) throw new ValidationError(issues);
-  return { input: parsed, children: texts };
+  return { input, children: texts };
 }
 
 // ---------------------------------------------------------------------------
