@@ -12,6 +12,17 @@ import { IssueList, ValidationError } from './errors.ts';
 import { inputEntryProblem, type EntrySummary } from './input.ts';
 
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+/** `\x` escapes other than `\u`: the escaped byte → the code unit it stands for. */
+const SIMPLE_ESCAPES = new Map([
+  [0x22, 0x22],
+  [0x5c, 0x5c],
+  [0x2f, 0x2f],
+  [0x62, 8],
+  [0x66, 12],
+  [0x6e, 10],
+  [0x72, 13],
+  [0x74, 9],
+]);
 const isDigit = (b: number) => b >= 0x30 && b <= 0x39;
 const isHexCode = (c: number) => (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
 
@@ -107,9 +118,9 @@ export function checkProofInputBytes(bytes: Uint8Array, syntaxLoc: (string | num
           unit = v;
           i += 6;
         } else {
-          const simple: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 8, 0x66: 12, 0x6e: 10, 0x72: 13, 0x74: 9 };
-          if (!(e! in simple)) fault('Bad escaped character in JSON');
-          unit = simple[e!]!;
+          const decoded = SIMPLE_ESCAPES.get(e!);
+          if (decoded === undefined) fault('Bad escaped character in JSON');
+          unit = decoded!;
           i += 2;
         }
         onUnit?.(unit);
