@@ -1,18 +1,31 @@
 import type { Db } from './db/client.ts';
+import type { RequestSessions } from './db/sessions.ts';
 import type { Env } from './env.ts';
 
-/** Who is calling: resolved from the API key by the auth middleware. */
+/** Who is calling: resolved from the API key (src/middleware/auth.ts) or the console's membership. */
 export interface Caller {
   orgId: string;
   /** The key owner's label, recorded as `created_by`. */
   owner: string;
+  /** The API key's id ('' for console users). */
   keyId: string;
+  /** SHA-256 (hex) of the API key, for statements that re-check it inside a write ('' for console users). */
+  keyHash: string;
 }
 
 export interface AppEnv {
   Bindings: Env;
   Variables: {
+    /** The request's D1 session (src/db/sessions.ts). */
     db: Db;
+    sessions: RequestSessions;
     caller: Caller;
+    /** SHA-256 of the API key the request sent, before it is checked. */
+    apiKeyHash: string;
+    /**
+     * Checks the request's credentials if nothing has yet: a validation error must not
+     * answer a caller whose key is no good (401 comes first, as in the reference).
+     */
+    authGate: () => Promise<void>;
   };
 }

@@ -4,9 +4,9 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { Scalar } from '@scalar/hono-api-reference';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from './app-env.ts';
-import { openDb } from './db/client.ts';
+import { BOOKMARK_HEADER, RequestSessions, sentBookmark } from './db/sessions.ts';
 import { onError, validationHook } from './lib/errors.ts';
-import { API_KEY_HEADER, requireApiKey } from './middleware/auth.ts';
+import { API_KEY_HEADER, authenticate, requireApiKey } from './middleware/auth.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { configsApi } from './routes/configs.ts';
 import { downloadsApi } from './routes/downloads.ts';
@@ -20,9 +20,10 @@ import { errorResponses, MessageResponse } from './lib/schemas.ts';
 import { configsInternalApi } from './internal/configs.ts';
 import { jobsInternalApi } from './internal/jobs.ts';
 import { leaseInternalApi } from './internal/lease.ts';
-import { queueEmulationApi } from './internal/queue-emulation.ts';
+import { agentsInternalApi } from './internal/agents.ts';
+import { queueInternalApi } from './internal/queue.ts';
 import { consolePages } from './console/pages.tsx';
-import { requireConsoleUser, requireMembership } from './middleware/console-auth.ts';
+import { requireConsoleUser } from './middleware/console-auth.ts';
 import { accountApi } from './routes/console/account.ts';
 import { apiKeysApi } from './routes/console/api-keys.ts';
 import { auditApi } from './routes/console/audit.ts';
@@ -41,10 +42,20 @@ export const API_VERSION = '2.0.0';
 
 export const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
+// Every request runs in one D1 session (src/db/sessions.ts): the fleet's on the primary,
+// everyone else's from the bookmark they sent back, or else from the nearest replica;
+// each response says how far that session got, for the caller to send back.
 app.use(
   createMiddleware<AppEnv>(async (c, next) => {
-    c.set('db', openDb(c.env.DB));
+    const fleet = c.req.path.startsWith('/internal/');
+    const sessions = fleet
+      ? new RequestSessions(c.env.DB, 'first-primary')
+      : new RequestSessions(c.env.DB, 'first-unconstrained', sentBookmark(c.req.header(BOOKMARK_HEADER)));
+    c.set('sessions', sessions);
+    c.set('db', sessions.db);
     await next();
+    const bookmark = fleet ? null : sessions.bookmark();
+    if (bookmark) c.res.headers.set(BOOKMARK_HEADER, bookmark);
   }),
 );
 app.use('/v1/*', requireApiKey, rateLimit);
@@ -57,7 +68,10 @@ app.openapi(
     summary: 'Check an API key',
     responses: { 200: { description: 'The key is valid', content: { 'application/json': { schema: MessageResponse } } }, ...errorResponses() },
   }),
-  (c) => c.json({ message: 'OK' }, 200),
+  async (c) => {
+    await authenticate(c);
+    return c.json({ message: 'OK' }, 200);
+  },
 );
 
 app.route('/v1/programs', programsApi);
@@ -70,7 +84,6 @@ app.route('/v1/executions', executionsApi);
 // The console's API: bearer access tokens from /console/v1/auth, never API keys.
 app.route('/console/v1/auth', consoleAuthApi);
 app.use('/console/v1/*', async (c, next) => (c.req.path.startsWith('/console/v1/auth/') ? next() : requireConsoleUser(c as never, next)));
-app.use('/console/v1/orgs/:org_id/*', requireMembership as never);
 for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, usageApi, auditApi, fleetApi])
   app.route('/console/v1', api as never);
 
@@ -78,10 +91,10 @@ for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, conso
 app.route('/internal/v1/jobs', jobsInternalApi);
 app.route('/internal/v1/lease', leaseInternalApi);
 app.route('/internal/v1/configs', configsInternalApi);
+app.route('/internal/v1/agents', agentsInternalApi);
+app.route('/internal/v1/queue', queueInternalApi);
 // Signed, time-limited key download links (no API key: the signature is the credential).
 app.route('/downloads', downloadsApi);
-// Local stand-in for the Cloudflare Queues pull API (DEV_QUEUE_EMULATION only).
-app.route('/client/v4', queueEmulationApi);
 
 app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: API_KEY_HEADER });
 app.openAPIRegistry.registerComponent('securitySchemes', 'ConsoleBearer', {

@@ -1,8 +1,12 @@
 // Bindings and vars of the Worker (wrangler.toml).
+import type { LeaseCheck } from './jobs/lease-checks.ts';
+
 export interface Env {
   DB: D1Database;
   ARTIFACTS: R2Bucket;
   JOBS: Queue<JobNotice>;
+  /** The Worker's own queue of looks at leases when they would expire (src/jobs/lease-checks.ts). */
+  LEASE_CHECKS: Queue<LeaseCheck>;
   MAX_UPLOAD_BYTES: string;
   /** Per-API-key request limits by endpoint class ([[ratelimits]] in wrangler.toml; src/middleware/rate-limit.ts). */
   RATE_LIMIT_READS: RateLimit;
@@ -33,6 +37,15 @@ export interface Env {
   R2_S3_BUCKET?: string;
   R2_S3_ACCESS_KEY_ID?: string;
   R2_S3_SECRET_ACCESS_KEY?: string;
+  /** HS256 key of the agents' queue tokens (src/internal/queue-token.ts), at least 32 characters. A secret in deployments. */
+  FLEET_TOKEN_SECRET?: string;
+  /** The jobs queue's HTTP pull consumer, used by the agents' queue gateway (src/internal/queue.ts). */
+  QUEUES_ACCOUNT_ID?: string;
+  JOBS_QUEUE_ID?: string;
+  /** An API token with Account › Queues › Edit (a secret). */
+  QUEUES_API_TOKEN?: string;
+  /** Cloudflare's API base (default https://api.cloudflare.com/client/v4). */
+  QUEUES_API_URL?: string;
   /** Emulated pull consumer: deliveries before a message is dead-lettered. */
   EMULATED_QUEUE_MAX_RETRIES?: string;
   /** HMAC key of console access tokens (JWT HS256), at least 32 characters. A secret in deployments. */

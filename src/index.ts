@@ -4,15 +4,22 @@ import { app } from './app.ts';
 import { openDb } from './db/client.ts';
 import type { Env, JobNotice } from './env.ts';
 import { acceptIntoEmulation, emulationEnabled } from './internal/queue-emulation.ts';
+import { isLeaseCheck, runLeaseChecks, type LeaseCheck } from './jobs/lease-checks.ts';
 import { sweep } from './jobs/sweep.ts';
 
 
 export default {
   fetch: app.fetch,
 
-  /** Local only: the dev queue's consumer feeds the pull API emulation. */
+  /**
+   * The Worker's own queue of lease checks (every environment), and locally the jobs
+   * queue, whose notices feed the pull API emulation.
+   */
   async queue(batch, env) {
-    if (emulationEnabled(env)) return acceptIntoEmulation(batch, env);
+    const checks = batch.messages.filter((m) => isLeaseCheck(m.body));
+    if (checks.length) await runLeaseChecks(checks, env);
+    if (checks.length === batch.messages.length) return;
+    if (emulationEnabled(env)) return acceptIntoEmulation(batch as MessageBatch<JobNotice>, env);
     // Deployed queues have an HTTP pull consumer, not this Worker; should one be
     // attached by mistake, leave the notices for the agents.
     console.error(JSON.stringify({ level: 'error', msg: 'queue() called without DEV_QUEUE_EMULATION; retrying the batch' }));
@@ -24,4 +31,4 @@ export default {
       sweep(openDb(env.DB), env).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'sweep', ...r }))),
     );
   },
-} satisfies ExportedHandler<Env, JobNotice>;
+} satisfies ExportedHandler<Env, JobNotice | LeaseCheck>;

@@ -5,6 +5,70 @@ import type { EngineConfig, EngineMetrics, ProofKind, ProvePhase } from './engin
 
 export type JobKind = 'commit' | 'proof' | 'verify' | 'execute';
 
+/**
+ * POST /internal/v1/agents/presence (agent token): who the agent is and what it can
+ * serve, for the fleet view and the sweep's "why does this job wait". Sent at start
+ * and then every `presence_interval_ms` (a minute): an idle agent's only D1 write.
+ */
+export interface PresenceRequest {
+  agent_id: string;
+  name: string;
+  machine_type: string;
+  /** GPUs of this agent (all of them, busy or not). */
+  gpus: number;
+  engines: string[];
+  /** Config ids served; empty = every config of the engines. */
+  configs: string[];
+}
+export interface PresenceResponse {
+  /** Report presence again within this long. */
+  presence_interval_ms: number;
+  /**
+   * Bearer token of /internal/v1/queue/* until `queue_token_expires_at` (epoch ms):
+   * signed by the service, checked without a database, renewed by every presence
+   * report, so a revoked agent token stops pulling within its lifetime.
+   */
+  queue_token: string;
+  queue_token_expires_at: number;
+}
+
+/** POST /internal/v1/agents/leave (agent token): a graceful stop; the fleet stops counting the agent at once. */
+export interface LeaveRequest {
+  agent_id: string;
+}
+
+/**
+ * POST /internal/v1/queue/pull (queue token): a batch of job notices from the jobs
+ * queue, each invisible to other agents for `visibility_timeout_ms` unless acked or
+ * handed back. The service holds the queue's credentials; a GPU host holds none.
+ */
+export interface QueuePullRequest {
+  batch_size: number;
+  visibility_timeout_ms: number;
+}
+export interface QueueMessage {
+  id: string;
+  /** Base64 of the notice's JSON for `json` content (metadata["CF-Content-Type"]), else the text. */
+  body: string;
+  attempts: number;
+  lease_id: string;
+  timestamp_ms: number;
+  metadata?: Record<string, string>;
+}
+export interface QueuePullResponse {
+  messages: QueueMessage[];
+}
+
+/** POST /internal/v1/queue/ack (queue token): settles pulled notices; `retries` hands them back (after `delay_seconds`). */
+export interface QueueAckRequest {
+  acks: { lease_id: string }[];
+  retries: { lease_id: string; delay_seconds?: number }[];
+}
+export interface QueueAckResponse {
+  ack_count: number;
+  retry_count: number;
+}
+
 /** POST /internal/v1/jobs/claim (agent token). */
 export interface ClaimRequest {
   /** Stable for one agent process; names it in the service's records. */

@@ -229,7 +229,7 @@ export function revokeAgentTokenById(id: string): AdminStep {
 
 /** Organizations with their quotas and fair-share weight (`-` quota: the Worker's ORG_MAX_* default) and current load. */
 export const listOrganizations = (): string =>
-  `SELECT o.id, o.name, o.created_at, (SELECT count(*) FROM api_keys k WHERE k.org_id = o.id AND k.revoked_at IS NULL) AS active_keys, o.max_active_jobs, o.max_gpus, o.share_weight, (SELECT count(*) FROM jobs j WHERE j.org_id = o.id AND j.status IN ('queued', 'leased')) AS active_jobs FROM organizations o ORDER BY o.created_at, o.id;`;
+  `SELECT o.id, o.name, o.created_at, (SELECT count(*) FROM api_keys k WHERE k.org_id = o.id AND k.revoked_at IS NULL) AS active_keys, o.max_active_jobs, o.max_gpus, o.share_weight, o.active_jobs FROM organizations o ORDER BY o.created_at, o.id;`;
 
 export const listUsers = (orgId?: string): string =>
   `SELECT u.id, u.email, u.name, m.org_id, m.role, u.is_operator, u.password_hash IS NOT NULL AS has_password, u.created_at FROM users u LEFT JOIN memberships m ON m.user_id = u.id${orgId === undefined ? '' : ` WHERE m.org_id = ${lit(orgId)}`} ORDER BY u.created_at, u.id;`;

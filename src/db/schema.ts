@@ -1,7 +1,7 @@
 // The whole D1 schema. Migrations under /migrations are generated from this file
 // with `npm run db:generate` (drizzle-kit) and committed.
 import { sql } from 'drizzle-orm';
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
 const createdAt = () =>
   text('created_at')
@@ -26,6 +26,20 @@ export const organizations = sqliteTable('organizations', {
   share_weight: integer('share_weight').notNull().default(1),
   /** Epoch ms of its latest claim: among equally loaded organizations, the least recently served goes first. */
   last_claimed_at: integer('last_claimed_at'),
+  // Counters kept by triggers (migrations/0005_counters.sql; README "What a claim costs") in
+  // the same transaction as every change they count, so quotas, fair share and list totals
+  // read one row instead of counting many.
+  /** Its jobs now leased by an agent: its share of the fleet. */
+  running_jobs: integer('running_jobs').notNull().default(0),
+  /** Its queued or leased jobs (the max_active_jobs quota). */
+  active_jobs: integer('active_jobs').notNull().default(0),
+  /** GPUs its queued or leased jobs hold (jobs.gpus_used; the max_gpus quota). */
+  held_gpus: integer('held_gpus').notNull().default(0),
+  project_count: integer('project_count').notNull().default(0),
+  program_count: integer('program_count').notNull().default(0),
+  proof_count: integer('proof_count').notNull().default(0),
+  execution_count: integer('execution_count').notNull().default(0),
+  verification_count: integer('verification_count').notNull().default(0),
 });
 
 /** API keys are stored only as SHA-256 hashes (hex) of the key. */
@@ -185,6 +199,11 @@ export const projects = sqliteTable(
     created_at: createdAt(),
     created_by: text('created_by').notNull(),
     highlighted_program_id: text('highlighted_program_id'),
+    // Totals over its programs, kept by triggers (migrations/0005_counters.sql).
+    program_count: integer('program_count').notNull().default(0),
+    total_proofs_run: integer('total_proofs_run').notNull().default(0),
+    /** The latest last_active_at of its programs; null while it has none. */
+    last_active_at: text('last_active_at'),
   },
   (t) => [index('projects_org').on(t.org_id, t.created_at)],
 );
@@ -222,6 +241,9 @@ export const programs = sqliteTable(
     /** Set by the commit job. */
     app_exe_commit: text('app_exe_commit'),
     baseline_key: text('baseline_key'),
+    /** Its proofs and executions, for list totals; kept by triggers (migrations/0005_counters.sql). */
+    proof_count: integer('proof_count').notNull().default(0),
+    execution_count: integer('execution_count').notNull().default(0),
   },
   (t) => [index('programs_org').on(t.org_id, t.created_at), index('programs_project').on(t.project_id, t.created_at)],
 );
@@ -270,10 +292,12 @@ export const proofs = sqliteTable(
     /** R2 keys of the produced proof files, by kind, JSON object. */
     proof_keys: text('proof_keys').notNull().default('{}'),
   },
-  (t) => [index('proofs_program').on(t.program_id, t.created_at)],
+  (t) => [index('proofs_program').on(t.program_id, t.created_at), index('proofs_org').on(t.org_id, t.created_at)],
 );
 
-export const verifications = sqliteTable('verifications', {
+export const verifications = sqliteTable(
+  'verifications',
+  {
   id: text('id').primaryKey(),
   org_id: orgId(),
   /** The program whose baseline a STARK proof is checked against; null for an EVM proof checked against a config alone. */
@@ -290,7 +314,9 @@ export const verifications = sqliteTable('verifications', {
   proof_type: text('proof_type').notNull().default('stark'),
   error_message: text('error_message').notNull().default(''),
   proof_key: text('proof_key').notNull(),
-});
+  },
+  (t) => [index('verifications_org').on(t.org_id, t.created_at)],
+);
 
 export const EXECUTION_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
 
@@ -317,7 +343,7 @@ export const executions = sqliteTable(
     num_instructions: integer('num_instructions'),
     input_key: text('input_key').notNull(),
   },
-  (t) => [index('executions_program').on(t.program_id, t.created_at)],
+  (t) => [index('executions_program').on(t.program_id, t.created_at), index('executions_org').on(t.org_id, t.created_at)],
 );
 
 export const JOB_KINDS = ['commit', 'proof', 'verify', 'execute'] as const;
@@ -340,6 +366,8 @@ export const jobs = sqliteTable(
     engine: text('engine').notNull(),
     priority: integer('priority').notNull(),
     num_gpus: integer('num_gpus').notNull(),
+    /** GPUs the job holds and is billed on (gpusUsed(engine, num_gpus)); part of its queue lane. */
+    gpus_used: integer('gpus_used').notNull().default(0),
     status: text('status', { enum: ['queued', 'leased', 'done'] })
       .notNull()
       .default('queued'),
@@ -366,10 +394,19 @@ export const jobs = sqliteTable(
     log_bytes: integer('log_bytes').notNull().default(0),
   },
   (t) => [
-    index('jobs_claim').on(t.status, t.priority, t.queued_at),
-    // Per-organization load: quotas at submission, fair share at claim.
-    index('jobs_org').on(t.org_id, t.status),
     uniqueIndex('jobs_subject').on(t.kind, t.subject_id),
+    // Every index over a job's status is partial: a million finished jobs cost the
+    // scheduler nothing, and a million queued ones cost it a seek, not a scan.
+    // A lane's next job: priority, then age (src/jobs/state.ts claimJob, queue_lanes).
+    index('jobs_lane')
+      .on(t.org_id, t.engine, t.config_id, t.gpus_used, sql`${t.priority} DESC`, t.queued_at, t.id)
+      .where(sql`${t.status} = 'queued'`),
+    // Leases that expired (expireLeases) and the job holding a lease.
+    index('jobs_lease_expiry').on(t.lease_expires_at).where(sql`${t.status} = 'leased'`),
+    uniqueIndex('jobs_lease').on(t.lease_id).where(sql`${t.lease_id} IS NOT NULL`),
+    // The sweep's stale notices, and the fleet view's oldest queued job per engine and config.
+    index('jobs_stale_notice').on(t.notified_at).where(sql`${t.status} = 'queued'`),
+    index('jobs_queued_age').on(t.engine, t.config_id, t.queued_at).where(sql`${t.status} = 'queued'`),
   ],
 );
 
@@ -397,6 +434,8 @@ export const agents = sqliteTable('agents', {
   engines: text('engines').notNull(),
   configs: text('configs').notNull(),
   last_seen_at: integer('last_seen_at').notNull(),
+  /** Epoch ms of its graceful stop: it left the fleet and is no longer counted. */
+  left_at: integer('left_at'),
 });
 
 /**
@@ -420,8 +459,69 @@ export const leases = sqliteTable(
     outcome: text('outcome'),
     /** The JSON answer given to the callback that ended it, repeated to retries of that callback. */
     response: text('response'),
+    /** The job's input files as {name: R2 key}, worked out once at claim (GET /internal/v1/lease/artifacts/{name}). */
+    artifacts: text('artifacts', { mode: 'json' }).$type<Record<string, string>>().notNull().default({}),
   },
   (t) => [uniqueIndex('leases_token').on(t.token_hash), index('leases_job').on(t.job_id)],
+);
+
+/**
+ * The scheduler's queue, one row per lane: an organization's queued jobs of one
+ * engine, config and GPU count. Kept by triggers on `jobs` (migrations/0005_counters.sql)
+ * in the same transaction as every job change: `queued` counts the lane's queued jobs,
+ * `head_*` is the job it serves next (highest priority, then oldest), and `share_key` /
+ * `last_claimed_at` copy the organization's fair-share standing so one index seek per
+ * engine or config finds the next job of the fleet (claimJob, src/jobs/state.ts).
+ */
+export const queueLanes = sqliteTable(
+  'queue_lanes',
+  {
+    org_id: text('org_id').notNull(),
+    engine: text('engine').notNull(),
+    config_id: text('config_id').notNull(),
+    gpus_used: integer('gpus_used').notNull(),
+    queued: integer('queued').notNull().default(0),
+    /** The organization's running_jobs / share_weight: lower is served first. */
+    share_key: real('share_key').notNull().default(0),
+    /** The organization's last_claimed_at (0 = never): the tie-break between equal shares. */
+    last_claimed_at: integer('last_claimed_at').notNull().default(0),
+    /** The lane's next job, null while the lane is empty. */
+    head_job_id: text('head_job_id'),
+    head_priority: integer('head_priority'),
+    head_queued_at: integer('head_queued_at'),
+    /** Why no online agent can serve this lane, as the sweep last found (null: servable). */
+    waiting_reason: text('waiting_reason'),
+  },
+  (t) => [
+    primaryKey({ columns: [t.org_id, t.engine, t.config_id, t.gpus_used] }),
+    // The fleet's order (fair share, then priority and age) per engine and per config.
+    index('queue_lanes_by_engine')
+      .on(t.engine, t.share_key, t.last_claimed_at, sql`${t.head_priority} DESC`, t.head_queued_at, t.head_job_id)
+      .where(sql`${t.head_job_id} IS NOT NULL`),
+    index('queue_lanes_by_config')
+      .on(t.config_id, t.share_key, t.last_claimed_at, sql`${t.head_priority} DESC`, t.head_queued_at, t.head_job_id)
+      .where(sql`${t.head_job_id} IS NOT NULL`),
+  ],
+);
+
+/**
+ * Daily usage per program, by the day its proofs were created (UTC): what the console's
+ * usage page sums, so a range costs its days, not its proofs. Kept by triggers
+ * (migrations/0005_counters.sql): proofs when created, instructions and cost when they
+ * end, GPU time when each of their leases ends.
+ */
+export const usageDaily = sqliteTable(
+  'usage_daily',
+  {
+    org_id: text('org_id').notNull(),
+    day: text('day').notNull(), // YYYY-MM-DD
+    program_id: text('program_id').notNull(),
+    proofs: integer('proofs').notNull().default(0),
+    instructions: integer('instructions').notNull().default(0),
+    gpu_ms: integer('gpu_ms').notNull().default(0),
+    cost: integer('cost').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.org_id, t.day, t.program_id] })],
 );
 
 /**

@@ -40,6 +40,18 @@ export const requireAgentToken = createMiddleware<InternalEnv>(async (c, next) =
   await next();
 });
 
+/**
+ * For routes that check the agent token inside their own batch (claims, presence):
+ * the token must be there, and a body refused for its shape is answered 401 first if
+ * the token is no good (the check runs only then: src/lib/errors.ts credentialsFirst).
+ */
+export const agentTokenInBatch = createMiddleware<InternalEnv>(async (c, next) => {
+  const header = c.req.header('authorization');
+  bearer(header);
+  c.set('authGate', async () => void (await agentTokenId(c, header)));
+  await next();
+});
+
 /** Resolves a job token to its lease and job. Whether the lease is still current is the route's call. */
 export const requireJobToken = createMiddleware<InternalEnv>(async (c, next) => {
   const hash = await sha256Hex(bearer(c.req.header('authorization')));

@@ -5,23 +5,26 @@
 import { zValidator } from '@hono/zod-validator';
 import { eq } from 'drizzle-orm';
 import { Hono, type Context } from 'hono';
+import { createMiddleware } from 'hono/factory';
 import type { HeartbeatResponse, LeaseStatusResponse } from '../../prover-agent/src/protocol.ts';
-import { configs, proofs, verifications } from '../db/schema.ts';
+import { configs, proofs } from '../db/schema.ts';
 import { notifyJob } from '../jobs/dispatch.ts';
 import { appendLogChunk } from '../jobs/logs.ts';
 import { fleetSettings } from '../jobs/settings.ts';
 import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob, type Completion } from '../jobs/state.ts';
 import { artifactKey, streamObject } from '../lib/artifacts.ts';
+import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
 import { jsonBody } from '../lib/body.ts';
 import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
 import { tooLarge } from '../lib/multipart.ts';
-import { requireJobToken, type InternalEnv } from './auth.ts';
-import { programOfJob } from './jobs.ts';
+import { bearer, requireJobToken, type InternalEnv } from './auth.ts';
 import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LogChunkSchema } from './schemas.ts';
 
 export const leaseInternalApi = new Hono<InternalEnv>();
-leaseInternalApi.use(requireJobToken);
+// The heartbeat resolves its token inside its own batch (one round trip); every other
+// callback reads the lease and its job first.
+leaseInternalApi.use(createMiddleware<InternalEnv>(async (c, next) => (c.req.path.endsWith('/heartbeat') ? next() : requireJobToken(c, next))));
 
 /** Largest result file an agent may upload (a proof or a baseline). */
 export const MAX_RESULT_BYTES = 1024 * 1024 * 1024;
@@ -50,11 +53,19 @@ function repeatOf(c: Context<InternalEnv>, ...outcomes: string[]): Response | nu
 // ---------------------------------------------------------------------------
 
 leaseInternalApi.post('/heartbeat', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', HeartbeatRequestSchema, validationHook), async (c) => {
-  requireCurrent(c);
+  const tokenHash = await sha256Hex(bearer(c.req.header('authorization')));
   const body = c.req.valid('json');
-  const beat = await heartbeat(c.var.db, c.var.lease, { phase: body.phase, num_instructions: body.metrics?.num_instructions, cells_used: body.metrics?.cells_used }, fleetSettings(c.env));
-  if (!beat.current) throw superseded();
-  return c.json({ cancel: beat.cancel, lease_expires_at: beat.leaseExpiresAt } satisfies HeartbeatResponse, 200);
+  const beat = await heartbeat(c.var.db, tokenHash, { phase: body.phase, num_instructions: body.metrics?.num_instructions, cells_used: body.metrics?.cells_used }, fleetSettings(c.env));
+  switch (beat.standing) {
+    case 'unknown':
+      throw new ApiError(401, 'Invalid job token');
+    case 'ended':
+      throw ended(beat.outcome);
+    case 'superseded':
+      throw superseded();
+    case 'current':
+      return c.json({ cancel: beat.cancel, lease_expires_at: beat.leaseExpiresAt } satisfies HeartbeatResponse, 200);
+  }
 });
 
 // A read-only look at the lease between heartbeats: cancel requests reach the agent
@@ -64,30 +75,11 @@ leaseInternalApi.get('/status', (c) => {
   return c.json({ cancel: c.var.job.cancel_requested } satisfies LeaseStatusResponse, 200);
 });
 
-/** The R2 key behind an artifact name of this job, or null when it has no such artifact. */
-async function artifactKeyFor(c: Context<InternalEnv>, name: string): Promise<string | null> {
-  const { db } = c.var;
-  const job = c.var.job;
-  const program = await programOfJob(db, job);
-  if (name === 'elf') return program?.elf_key ?? null;
-  if (name === 'vmexe') return program?.vmexe_key ?? null;
-  if (name === 'baseline') return program?.baseline_key ?? null;
-  if (job.kind === 'proof') {
-    const proof = (await db.select().from(proofs).where(eq(proofs.id, job.subject_id)).get())!;
-    if (name === 'input') return proof.input_key;
-    const child = /^child-(\d+)$/.exec(name);
-    if (child) return (JSON.parse(proof.child_proof_keys) as string[])[Number(child[1])] ?? null;
-  }
-  if (job.kind === 'execute' && name === 'input') return artifactKey.executionInput(job.subject_id);
-  if (job.kind === 'verify' && name === 'proof')
-    return (await db.select({ key: verifications.proof_key }).from(verifications).where(eq(verifications.id, job.subject_id)).get())?.key ?? null;
-  return null;
-}
-
 leaseInternalApi.get('/artifacts/:name', async (c) => {
   requireCurrent(c);
-  const key = await artifactKeyFor(c, c.req.param('name'));
-  const obj = key ? await c.env.ARTIFACTS.get(key) : null;
+  // The keys were worked out at claim and kept with the lease (src/jobs/state.ts claimJob).
+  const key = c.var.lease.artifacts[c.req.param('name')];
+  const obj = typeof key === 'string' && key ? await c.env.ARTIFACTS.get(key) : null;
   if (!obj) throw new ApiError(404, `This job has no artifact '${c.req.param('name')}'`);
   return streamObject(obj, 'application/octet-stream');
 });
@@ -113,7 +105,7 @@ leaseInternalApi.put('/results/:name', async (c) => {
 leaseInternalApi.post('/logs', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', LogChunkSchema, validationHook), async (c) => {
   requireCurrent(c);
   const chunk = c.req.valid('json');
-  const r = await appendLogChunk(c.var.db, c.env.ARTIFACTS, c.var.job.id, chunk);
+  const r = await appendLogChunk(c.var.db, c.env.ARTIFACTS, c.var.job.id, chunk, { seq: c.var.job.log_seq, bytes: c.var.job.log_bytes });
   if (r.kind === 'out-of-order')
     return c.json({ detail: `Log chunk out of order: expected seq ${r.expectedSeq} at offset ${r.expectedOffset}`, expected_seq: r.expectedSeq, expected_offset: r.expectedOffset }, 409);
   return c.json({ accepted: r.kind }, 200);

@@ -1,7 +1,7 @@
 // zod schemas of the internal protocol's requests; the types they check are the
 // agent's (prover-agent/src/protocol.ts), so the two cannot drift apart silently.
 import { z } from 'zod';
-import type { ClaimRequest, CompleteRequest, FailRequest, HeartbeatRequest, LogChunk } from '../../prover-agent/src/protocol.ts';
+import type { ClaimRequest, CompleteRequest, FailRequest, HeartbeatRequest, LeaveRequest, LogChunk, PresenceRequest, QueueAckRequest, QueuePullRequest } from '../../prover-agent/src/protocol.ts';
 
 const id = z.string().min(1).max(200);
 const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/i, 'expected 0x and 64 hex digits');
@@ -16,7 +16,7 @@ const metrics = z.object({
 const proofKind = z.enum(['app', 'stark', 'evm']);
 const hexOrNull = z.string().regex(/^(0x)?[0-9a-fA-F]*$/).max(1 << 20).nullable();
 
-export const ClaimRequestSchema = z.object({
+const capabilities = {
   agent_id: id,
   name: z.string().min(1).max(200),
   machine_type: z.string().min(1).max(100),
@@ -24,6 +24,24 @@ export const ClaimRequestSchema = z.object({
   engines: z.array(z.string().min(1).max(50)).min(1).max(10),
   // Bounded so a claim's statement stays under D1's 100 bound parameters.
   configs: z.array(id).max(50),
+};
+
+export const PresenceRequestSchema = z.object(capabilities) satisfies z.ZodType<PresenceRequest>;
+export const LeaveRequestSchema = z.object({ agent_id: id }) satisfies z.ZodType<LeaveRequest>;
+
+/** Cloudflare Queues' own bounds on a pull (batch_size 1-100, visibility up to 12 hours). */
+export const QueuePullSchema = z.object({
+  batch_size: z.number().int().min(1).max(100).default(5),
+  visibility_timeout_ms: z.number().int().min(0).max(12 * 3600_000).default(30_000),
+}) satisfies z.ZodType<QueuePullRequest, unknown>;
+const leaseRef = z.object({ lease_id: z.string().min(1).max(200) });
+export const QueueAckSchema = z.object({
+  acks: z.array(leaseRef).max(100).default([]),
+  retries: z.array(leaseRef.extend({ delay_seconds: z.number().int().min(0).max(43_200).optional() })).max(100).default([]),
+}) satisfies z.ZodType<QueueAckRequest, unknown>;
+
+export const ClaimRequestSchema = z.object({
+  ...capabilities,
   hint_job_id: id.nullish(),
 }) satisfies z.ZodType<ClaimRequest>;
 

@@ -5,11 +5,14 @@
 // (src/jobs/sweep.ts), so nothing is stranded. Every job counts against its
 // organization's quotas (src/jobs/quotas.ts).
 import type { BatchItem } from 'drizzle-orm/batch';
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import type { Context } from 'hono';
+import type { AppEnv, Caller } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
+import { apiKeys, jobs, type JobKind } from '../db/schema.ts';
 import { ArtifactBatch } from '../lib/artifacts.ts';
 import { ApiError } from '../lib/errors.ts';
-import { jobs, type JobKind } from '../db/schema.ts';
-import { checkQuota, isQuotaRefusal, orgIdWithinQuota, orgUsage, quotaDefaults, quotaExceeded, type QuotaDefaults } from './quotas.ts';
+import { isRefusedJobInsert, orgIdIfAllowed, orgUsageQuery, quotaDefaults, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
 import { gpusUsed } from './state.ts';
 import type { Env, JobNotice } from '../env.ts';
 
@@ -28,21 +31,31 @@ export interface NewJob {
   numGpus: number;
 }
 
+/** SQL true while the caller's credentials still stand: an API key not revoked meanwhile (console callers were checked already). */
+function callerStillAllowed(caller: Caller): ReturnType<typeof sql> {
+  return caller.keyHash
+    ? sql`EXISTS (SELECT 1 FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${caller.keyHash} AND ${apiKeys.revoked_at} IS NULL AND ${apiKeys.org_id} = ${caller.orgId})`
+    : sql`1`;
+}
+
 /**
  * The insert for a job row, to run in the same batch as its subject's insert; it
- * fails the batch when the job is over its organization's quotas (isQuotaRefusal).
+ * fails the batch (isRefusedJobInsert) when the caller's key was revoked meanwhile or
+ * the job is over its organization's quotas.
  */
-export function insertJob(db: Db, job: NewJob, quotas: QuotaDefaults, now = Date.now()) {
+export function insertJob(db: Db, job: NewJob, caller: Caller, quotas: QuotaDefaults, now = Date.now()) {
   const id = crypto.randomUUID();
+  const gpus = gpusUsed(job.engine, job.numGpus);
   const query = db.insert(jobs).values({
     id,
     kind: job.kind,
     subject_id: job.subjectId,
-    org_id: orgIdWithinQuota(job.orgId, gpusUsed(job.engine, job.numGpus), quotas),
+    org_id: orgIdIfAllowed(job.orgId, sql`(${callerStillAllowed(caller)} AND ${withinQuota(job.orgId, gpus, quotas)})`),
     config_id: job.configId,
     engine: job.engine,
     priority: job.priority,
     num_gpus: job.numGpus,
+    gpus_used: gpus,
     queued_at: now,
     notified_at: now,
   });
@@ -61,59 +74,81 @@ export async function notifyJob(env: Env, notice: JobNotice): Promise<void> {
   }
 }
 
-/**
- * Commits a job-creating batch, or refuses it with the 429 of the quota it would
- * exceed. A refusal whose quota has room by the time it is explained (a job ended
- * meanwhile) is tried once more.
- */
-async function commitWithinQuota(db: Db, batch: [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]], orgId: string, gpus: number, quotas: QuotaDefaults) {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await db.batch(batch);
-      return;
-    } catch (err) {
-      if (!isQuotaRefusal(err)) throw err;
-      const refusal = quotaExceeded(await orgUsage(db, orgId, quotas), gpus);
-      if (refusal) throw refusal;
-      if (attempt === 2) throw new ApiError(429, 'Quota exceeded: your organization reached a quota while this request was stored; submit it again');
-    }
-  }
+/** The caller's organization usage, for the request's first read (src/middleware/auth.ts asCaller). */
+export function usageQuery(c: Context<AppEnv>, org: ReturnType<typeof sql>) {
+  return orgUsageQuery(c.var.db, org, quotaDefaults(c.env));
 }
 
 /**
- * The one write path of every request that creates a job, for the caller's
- * organization `orgId`. An organization at its job quota is refused (429) before
- * anything is read or stored. Then `store` writes the request's objects to R2 and
- * returns what the rows need; then the rows `build` makes and the job row are
- * committed in one D1 batch, which the quotas can still refuse as a whole; then the
- * notice is sent. If anything fails before the batch commits, every object written is
- * deleted: no row without its objects, no object without its row, no notice for a
- * job that was not recorded.
+ * Refuses (429) a request that would create a job while its organization is already at
+ * its job quota, before its body is read; `usage` comes from the request's first read.
+ */
+export function refuseOverQuota(usage: OrgUsage | undefined): void {
+  const refusal = usage && quotaExceeded(usage, 0);
+  if (refusal) throw refusal;
+}
+
+/**
+ * Why a job-creating batch was refused, read on the primary: 401 when the caller's key
+ * was revoked while the request was on its way, the 429 of the quota it would exceed,
+ * or null when neither holds any more (a job ended meanwhile: try again).
+ */
+async function explainRefusal(c: Context<AppEnv>, gpus: number): Promise<ApiError | null> {
+  const db = c.var.sessions.primary();
+  const caller = c.var.caller;
+  const [keys, usage] = await db.batch([
+    db
+      .select({ id: apiKeys.id })
+      .from(apiKeys)
+      .where(caller.keyHash ? and(eq(apiKeys.key_hash, caller.keyHash), isNull(apiKeys.revoked_at)) : sql`1`),
+    orgUsageQuery(db, caller.orgId, quotaDefaults(c.env)),
+  ]);
+  if (keys.length === 0) return new ApiError(401, 'Invalid or revoked API key');
+  return usage[0] ? quotaExceeded(usage[0], gpus) : null;
+}
+
+/**
+ * The one write path of every request that creates a job, for the authenticated
+ * caller (c.var.caller). `store` writes the request's objects to R2 and returns what
+ * the rows need; then the rows `build` makes and the job row are committed in one D1
+ * batch on the primary, which re-checks the caller's key and the quotas inside it and
+ * can still refuse as a whole; then the notice is sent. If anything fails before the
+ * batch commits, every object written is deleted: no row without its objects, no
+ * object without its row, no notice for a job that was not recorded.
  */
 export async function submitJob<T>(
-  env: Env,
-  db: Db,
-  orgId: string,
+  c: Context<AppEnv>,
   store: (artifacts: ArtifactBatch) => Promise<T>,
   build: (stored: T) => { job: NewJob; rows: BatchItem<'sqlite'>[] },
 ): Promise<T> {
-  const quotas = quotaDefaults(env);
-  await checkQuota(db, orgId, 0, quotas);
-  const artifacts = new ArtifactBatch(env.ARTIFACTS);
+  const { db, caller } = c.var;
+  const quotas = quotaDefaults(c.env);
+  const artifacts = new ArtifactBatch(c.env.ARTIFACTS);
   let jobId: string;
   let kind: JobKind;
   let stored: T;
   try {
     stored = await store(artifacts);
     const { job, rows } = build(stored);
-    const insert = insertJob(db, job, quotas);
-    await commitWithinQuota(db, [insert.query, ...rows], job.orgId, gpusUsed(job.engine, job.numGpus), quotas);
-    jobId = insert.id;
+    const gpus = gpusUsed(job.engine, job.numGpus);
+    for (let attempt = 1; ; attempt++) {
+      const insert = insertJob(db, job, caller, quotas);
+      try {
+        await db.batch([insert.query, ...rows]);
+        jobId = insert.id;
+        break;
+      } catch (err) {
+        if (!isRefusedJobInsert(err)) throw err;
+        const refusal = await explainRefusal(c, gpus);
+        if (refusal) throw refusal;
+        if (attempt === 2) throw new ApiError(429, 'Quota exceeded: your organization reached a quota while this request was stored; submit it again');
+      }
+    }
     kind = job.kind;
   } catch (err) {
     await artifacts.rollback();
     throw err;
   }
-  await notifyJob(env, { job_id: jobId, kind });
+  await notifyJob(c.env, { job_id: jobId, kind });
   return stored;
 }

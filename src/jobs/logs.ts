@@ -10,9 +10,19 @@ import { artifactKey } from '../lib/artifacts.ts';
 
 export type AppendResult = { kind: 'appended' | 'duplicate' } | { kind: 'out-of-order'; expectedSeq: number; expectedOffset: number };
 
-/** Appends one chunk at (seq, offset) if it is the next one; idempotent for a repeat. */
-export async function appendLogChunk(db: Db, bucket: R2Bucket, jobId: string, chunk: { seq: number; offset: number; text: string }): Promise<AppendResult> {
-  const job = await db.select({ seq: jobs.log_seq, bytes: jobs.log_bytes }).from(jobs).where(eq(jobs.id, jobId)).get();
+/**
+ * Appends one chunk at (seq, offset) if it is the next one; idempotent for a repeat.
+ * `current` is the job's log position when the caller has just read it (a lease
+ * callback has), saving a read; the update is conditional on it either way.
+ */
+export async function appendLogChunk(
+  db: Db,
+  bucket: R2Bucket,
+  jobId: string,
+  chunk: { seq: number; offset: number; text: string },
+  current?: { seq: number; bytes: number },
+): Promise<AppendResult> {
+  const job = current ?? (await db.select({ seq: jobs.log_seq, bytes: jobs.log_bytes }).from(jobs).where(eq(jobs.id, jobId)).get());
   if (!job) throw new Error(`job ${jobId} not found`);
   if (chunk.seq < job.seq) return { kind: 'duplicate' };
   if (chunk.seq > job.seq || chunk.offset !== job.bytes) return { kind: 'out-of-order', expectedSeq: job.seq, expectedOffset: job.bytes };
@@ -99,12 +109,7 @@ export async function jobLogFrom(bucket: R2Bucket, jobId: string | undefined, of
   return { text: new TextDecoder().decode(all), next: Math.max(offset, 0) + taken };
 }
 
-/** Streams the logs of the job working for a subject (proof, execution...). */
-export async function subjectLogs(db: Db, bucket: R2Bucket, kind: 'proof' | 'execute', subjectId: string) {
-  const job = await db
-    .select({ id: jobs.id })
-    .from(jobs)
-    .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subjectId)))
-    .get();
-  return new Response(await jobLogStream(bucket, job?.id), { headers: { 'content-type': 'text/plain; charset=utf-8' } });
+/** A job's logs as a plain-text response (empty for a job that has none yet, or no job). */
+export async function logResponse(bucket: R2Bucket, jobId: string | undefined): Promise<Response> {
+  return new Response(await jobLogStream(bucket, jobId), { headers: { 'content-type': 'text/plain; charset=utf-8' } });
 }

@@ -16,15 +16,20 @@
 // move a record backwards, or act on a superseded lease. Invariant: a subject is in
 // its `queued` state exactly while its job row is `queued`.
 //
+// What a job's status changes move with it (its organization's running, active and
+// GPU counters, its queue lane's count and head) is kept by triggers in the same
+// transaction (migrations/0005_counters.sql), so no transition here counts rows and
+// a claim is one seek per engine or config whatever the backlog (claimJob).
+//
 // Cancel: once a caller's cancel of a running job is recorded (`cancel_requested`),
 // every way its lease can end (complete, fail, release, the agent's acknowledgement,
 // expiry) ends the subject Canceled, charged only up to `cancel_requested_at`. Each
 // ending carries both outcomes, guarded by the flag, so the one that applies is
 // decided inside the same transaction as the cancel it races with.
-import { and, asc, desc, eq, inArray, isNull, lt, lte, sql, type SQL } from 'drizzle-orm';
-import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
+import { and, eq, inArray, isNull, lt, sql, type SQL } from 'drizzle-orm';
+import { alias, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../db/client.ts';
-import { executions, jobs, leases, organizations, programs, proofs, verifications, type JobKind, type ProofState } from '../db/schema.ts';
+import { agentTokens, configs, executions, jobs, leases, organizations, programs, proofs, queueLanes, verifications, type JobKind, type ProofState } from '../db/schema.ts';
 import { ENGINE_GPU_LIMITS } from '../../prover-agent/src/protocol.ts';
 
 export const PROOF_RUNNING_STATES = ['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing'] as const satisfies ProofState[];
@@ -44,11 +49,6 @@ export function gpusUsed(engine: string, requested: number): number {
   const limit = ENGINE_GPU_LIMITS[engine];
   return limit === undefined ? requested : Math.min(requested, limit);
 }
-
-/** gpusUsed() of a jobs row, in SQL. */
-export const gpusUsedSql = sql<number>`CASE WHEN ${inArray(jobs.engine, GPU_LESS_ENGINES)} THEN 0 ${sql.join(
-  Object.entries(ENGINE_GPU_LIMITS).map(([engine, limit]) => sql`WHEN ${jobs.engine} = ${engine} THEN min(${jobs.num_gpus}, ${limit}) `),
-)}ELSE ${jobs.num_gpus} END`;
 
 /** Fleet tunables, from the Worker's vars (README "Configuration"). */
 export interface FleetSettings {
@@ -136,40 +136,100 @@ export interface AgentCapabilities {
   configs: string[];
 }
 
-/** The condition "an agent with these capabilities can run this job". */
-export function servableBy(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>): SQL {
-  return and(
-    caps.engines.length ? inArray(jobs.engine, caps.engines) : sql`0`,
-    caps.configs.length ? inArray(jobs.config_id, caps.configs) : undefined,
-    lte(gpusUsedSql, caps.gpus),
-  )!;
+/**
+ * The next job the fleet should run for an agent with `caps`, as SQL (its id, or null):
+ * fair share first (the organization with the fewest running jobs for its
+ * share_weight; among equals, the one served least recently), then priority and age
+ * within the organization. Each queue lane (queue_lanes) keeps its own next job and
+ * its organization's standing, so this is one seek of a lane index per config the
+ * agent names (or per engine, when it serves every config of its engines) and the
+ * best of those few lanes: the same cost at a thousand queued jobs or a million.
+ */
+function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>): SQL<string | null> {
+  const byConfig = caps.configs.length > 0;
+  const keys = byConfig ? caps.configs : caps.engines;
+  const list = (values: string[]) => sql.join(values.map((v) => sql`${v}`), sql`, `);
+  // Written out rather than built: the correlated LIMIT 1 per key is what makes it a seek
+  // (queue_lanes_by_config / queue_lanes_by_engine, whose WHERE this repeats).
+  const order = (t: string) => sql.raw(`${t}.share_key, ${t}.last_claimed_at, ${t}.head_priority DESC, ${t}.head_queued_at, ${t}.head_job_id`);
+  const keyColumn = sql.raw(byConfig ? 'x.config_id' : 'x.engine');
+  return sql<string | null>`(SELECT l.head_job_id FROM (VALUES ${sql.join(
+    keys.map((k) => sql`(${k})`),
+    sql`, `,
+  )}) AS caps JOIN ${queueLanes} l ON l.rowid = (
+      SELECT x.rowid FROM ${queueLanes} x
+      WHERE ${keyColumn} = caps.column1 AND x.head_job_id IS NOT NULL
+        AND x.engine IN (${list(caps.engines)}) AND x.gpus_used <= ${caps.gpus}
+      ORDER BY ${order('x')} LIMIT 1)
+    ORDER BY ${order('l')} LIMIT 1)`;
 }
 
-/** Running (leased) jobs per organization: its current share of the fleet. */
-const orgLoad = sql`(SELECT ${jobs.org_id} AS org_id, count(*) AS running FROM ${jobs} WHERE ${jobs.status} = 'leased' GROUP BY ${jobs.org_id})`;
+// The tables of a claimed job, under names of their own for the statements that join them.
+const j = alias(jobs, 'j');
+const p = alias(proofs, 'p');
+const e = alias(executions, 'e');
+const v = alias(verifications, 'v');
+const g = alias(programs, 'g');
+
+/** The program the job `j` works on, whatever its kind (null: an EVM proof checked against a config alone). */
+function programIdOf(): SQL<string | null> {
+  return sql`CASE ${j.kind} WHEN 'commit' THEN ${j.subject_id} WHEN 'proof' THEN ${p.program_id} WHEN 'execute' THEN ${e.program_id} WHEN 'verify' THEN ${v.program_id} END`;
+}
 
 /**
- * Claims the next queued job the agent can serve with one conditional UPDATE, and
- * moves its subject to running in the same batch. Fair share: the job comes from the
- * organization with the fewest running jobs relative to its `share_weight`; within an
- * organization, highest priority first, then oldest. Between equally loaded
- * organizations the least recently served goes first, so even a fleet that runs one
- * job at a time alternates between them. Returns the claimed job row, or null when
- * there is nothing for this agent.
+ * A claimed job's input files as a JSON object {name: R2 key}, in the order the agent
+ * fetches them: worked out once here and kept with the lease (leases.artifacts), so a
+ * download looks up nothing but its lease. Verifications need no program files; a
+ * proof's deferred children come last as child-0, child-1, ...
  */
-export async function claimJob(db: Db, caps: AgentCapabilities, lease: { id: string; tokenHash: string }, settings: FleetSettings, now = Date.now()) {
-  // servableBy() appears once: its configs list is most of D1's 100 bound parameters.
-  const share = sql`coalesce(load.running, 0) * 1.0 / max(1, coalesce(${organizations.share_weight}, 1))`;
-  const best = db
-    .select({ id: jobs.id })
-    .from(jobs)
-    .leftJoin(sql`${orgLoad} AS load`, sql`load.org_id = ${jobs.org_id}`)
-    .leftJoin(organizations, eq(organizations.id, jobs.org_id))
-    .where(and(eq(jobs.status, 'queued'), servableBy(caps)))
-    .orderBy(share, sql`coalesce(${organizations.last_claimed_at}, 0)`, desc(jobs.priority), asc(jobs.queued_at), asc(jobs.id))
-    .limit(1);
+function claimArtifactsSql(): SQL<string> {
+  const children = sql`coalesce((SELECT json_group_object('child-' || c.key, c.value) FROM json_each(${p.child_proof_keys}) c), '{}')`;
+  return sql<string>`CASE ${j.kind}
+    WHEN 'commit' THEN json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key})
+    WHEN 'execute' THEN json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key}, 'input', ${e.input_key})
+    WHEN 'proof' THEN json_patch(json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key}, 'input', ${p.input_key}, 'baseline', ${g.baseline_key}), ${children})
+    WHEN 'verify' THEN CASE WHEN ${g.baseline_key} IS NULL THEN json_object('proof', ${v.proof_key}) ELSE json_object('proof', ${v.proof_key}, 'baseline', ${g.baseline_key}) END
+    ELSE '{}' END`;
+}
+
+export interface ClaimOutcome {
+  /** False when the agent token is unknown or revoked (nothing was claimed). */
+  agentKnown: boolean;
+  job: JobRow | null;
+  lease: LeaseRow | null;
+  config: typeof configs.$inferSelect | null;
+  program: typeof programs.$inferSelect | null;
+  proof: typeof proofs.$inferSelect | null;
+  execution: typeof executions.$inferSelect | null;
+  verification: typeof verifications.$inferSelect | null;
+  /** The hinted job as it stands after the claim, if a hint was given. */
+  hinted: Pick<JobRow, 'id' | 'status' | 'engine' | 'config_id' | 'num_gpus' | 'gpus_used'> | null;
+}
+
+/**
+ * Claims the next job for the agent (nextJobFor) in one batch, one D1 round trip: the
+ * agent token is checked inside it, the job leased and its subject moved to running,
+ * the lease recorded with the job's input files, and everything the agent needs to
+ * run it read back, together with the state of the job its queue notice named.
+ */
+export async function claimJob(
+  db: Db,
+  caps: AgentCapabilities,
+  lease: { id: string; tokenHash: string },
+  agent: { tokenHash: string; hintJobId?: string | null },
+  settings: FleetSettings,
+  now = Date.now(),
+): Promise<ClaimOutcome> {
   const mine = eq(jobs.lease_id, lease.id);
-  const [claimed] = await db.batch([
+  const tokenLive = sql`EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash} AND ${agentTokens.revoked_at} IS NULL)`;
+  const subjectOf = (kind: JobKind) => db.select({ id: jobs.subject_id }).from(jobs).where(and(mine, eq(jobs.kind, kind)));
+  const programOfClaim = sql`(SELECT ${programIdOf()} FROM ${jobs} j
+    LEFT JOIN ${proofs} p ON ${j.kind} = 'proof' AND ${p.id} = ${j.subject_id}
+    LEFT JOIN ${executions} e ON ${j.kind} = 'execute' AND ${e.id} = ${j.subject_id}
+    LEFT JOIN ${verifications} v ON ${j.kind} = 'verify' AND ${v.id} = ${j.subject_id}
+    WHERE ${j.lease_id} = ${lease.id})`;
+  const [token, leased, , , , , , , , leaseRows, configRows, programRows, proofRows, executionRows, verificationRows, hinted] = await db.batch([
+    db.select({ id: agentTokens.id }).from(agentTokens).where(and(eq(agentTokens.token_hash, agent.tokenHash), isNull(agentTokens.revoked_at))),
     db
       .update(jobs)
       .set({
@@ -181,40 +241,48 @@ export async function claimJob(db: Db, caps: AgentCapabilities, lease: { id: str
         attempt: sql`${jobs.attempt} + 1`,
         waiting_reason: null,
       })
-      .where(and(inArray(jobs.id, best), eq(jobs.status, 'queued')))
+      .where(and(eq(jobs.id, nextJobFor(caps)), eq(jobs.status, 'queued'), tokenLive))
       .returning(),
-    db.insert(leases).select(
-      db
-        .select({
-          id: sql<string>`${lease.id}`.as('id'),
-          job_id: jobs.id,
-          attempt: jobs.attempt,
-          agent_id: sql<string>`${caps.agentId}`.as('agent_id'),
-          token_hash: sql<string>`${lease.tokenHash}`.as('token_hash'),
-          // The GPUs the job uses, not those it asked for: what the lease holds and is billed on.
-          gpus: sql<number>`${gpusUsedSql}`.as('gpus'),
-          machine_type: sql<string>`${caps.machineType}`.as('machine_type'),
-          claimed_at: sql<number>`${now}`.as('claimed_at'),
-          ended_at: sql<null>`NULL`.as('ended_at'),
-          outcome: sql<null>`NULL`.as('outcome'),
-          response: sql<null>`NULL`.as('response'),
-        })
-        .from(jobs)
-        .where(mine),
-    ),
-    ...(['commit', 'proof', 'verify', 'execute'] as const).map((kind) =>
-      updateSubjects(db, kind, mine, SUBJECTS[kind].running(isoNow(now), caps.machineType)),
-    ),
-    db
-      .update(organizations)
-      .set({ last_claimed_at: now })
-      .where(inArray(organizations.id, db.select({ id: jobs.org_id }).from(jobs).where(mine))),
+    // Every column of leases, in order (an insert from a select names them all).
+    db.insert(leases).select(sql`SELECT ${lease.id}, ${j.id}, ${j.attempt}, ${caps.agentId}, ${lease.tokenHash}, ${j.gpus_used}, ${caps.machineType}, ${now}, NULL, NULL, NULL, ${claimArtifactsSql()}
+      FROM ${jobs} j
+      LEFT JOIN ${proofs} p ON ${j.kind} = 'proof' AND ${p.id} = ${j.subject_id}
+      LEFT JOIN ${executions} e ON ${j.kind} = 'execute' AND ${e.id} = ${j.subject_id}
+      LEFT JOIN ${verifications} v ON ${j.kind} = 'verify' AND ${v.id} = ${j.subject_id}
+      LEFT JOIN ${programs} g ON ${g.id} = ${programIdOf()}
+      WHERE ${j.lease_id} = ${lease.id}`),
+    updateSubjects(db, 'commit', mine, SUBJECTS.commit.running(isoNow(now), caps.machineType)),
+    updateSubjects(db, 'proof', mine, SUBJECTS.proof.running(isoNow(now), caps.machineType)),
+    updateSubjects(db, 'verify', mine, SUBJECTS.verify.running(isoNow(now), caps.machineType)),
+    updateSubjects(db, 'execute', mine, SUBJECTS.execute.running(isoNow(now), caps.machineType)),
+    // Fair share's tie-break: the organization served least recently goes first next time.
+    db.update(organizations).set({ last_claimed_at: now }).where(inArray(organizations.id, db.select({ id: jobs.org_id }).from(jobs).where(mine))),
     // Once it runs, a proof's num_gpus says the GPUs it uses (GPU-less engines keep what was asked).
     updateSubjects(db, 'proof', and(mine, sql`NOT ${inArray(jobs.engine, GPU_LESS_ENGINES)}`), {
-      num_gpus: sql`(SELECT ${gpusUsedSql} FROM ${jobs} WHERE ${jobs.lease_id} = ${lease.id})`,
+      num_gpus: sql`(SELECT ${jobs.gpus_used} FROM ${jobs} WHERE ${mine})`,
     }),
+    db.select().from(leases).where(eq(leases.id, lease.id)),
+    db.select().from(configs).where(eq(configs.id, sql`(SELECT ${jobs.config_id} FROM ${jobs} WHERE ${mine})`)),
+    db.select().from(programs).where(eq(programs.id, programOfClaim)),
+    db.select().from(proofs).where(inArray(proofs.id, subjectOf('proof'))),
+    db.select().from(executions).where(inArray(executions.id, subjectOf('execute'))),
+    db.select().from(verifications).where(inArray(verifications.id, subjectOf('verify'))),
+    db
+      .select({ id: jobs.id, status: jobs.status, engine: jobs.engine, config_id: jobs.config_id, num_gpus: jobs.num_gpus, gpus_used: jobs.gpus_used })
+      .from(jobs)
+      .where(eq(jobs.id, agent.hintJobId ?? '')),
   ]);
-  return claimed[0] ?? null;
+  return {
+    agentKnown: token.length > 0,
+    job: leased[0] ?? null,
+    lease: leaseRows[0] ?? null,
+    config: configRows[0] ?? null,
+    program: programRows[0] ?? null,
+    proof: proofRows[0] ?? null,
+    execution: executionRows[0] ?? null,
+    verification: verificationRows[0] ?? null,
+    hinted: agent.hintJobId ? (hinted[0] ?? null) : null,
+  };
 }
 
 // ---------------------------------------------------------------------------
@@ -232,16 +300,28 @@ export function leaseStanding(lease: LeaseRow, job: JobRow | undefined): 'curren
 
 const currentLease = (leaseId: string) => and(eq(jobs.lease_id, leaseId), eq(jobs.status, 'leased'));
 
-/** Renews the lease; moves a proof forward (never back) to `phase`. False when the lease is no longer current. */
+export type HeartbeatOutcome =
+  | { standing: 'unknown' }
+  | { standing: 'ended'; outcome: string }
+  | { standing: 'superseded' }
+  | { standing: 'current'; cancel: boolean; leaseExpiresAt: number };
+
+/**
+ * Renews the lease of the job token `tokenHash` and moves its proof forward (never
+ * back) to `phase`, in one batch: the token is resolved inside it, and a read of the
+ * lease says why nothing was renewed when nothing was (unknown token, lease ended or
+ * superseded).
+ */
 export async function heartbeat(
   db: Db,
-  lease: LeaseRow,
+  tokenHash: string,
   update: { phase?: ProofPhase; num_instructions?: number; cells_used?: number },
   settings: FleetSettings,
   now = Date.now(),
-): Promise<{ current: boolean; cancel: boolean; leaseExpiresAt: number }> {
+): Promise<HeartbeatOutcome> {
   const expires = now + settings.leaseTtlMs;
-  const mine = currentLease(lease.id);
+  const leaseOfToken = sql`(SELECT ${leases.id} FROM ${leases} WHERE ${leases.token_hash} = ${tokenHash} AND ${leases.outcome} IS NULL)`;
+  const mine = and(eq(jobs.lease_id, leaseOfToken), eq(jobs.status, 'leased'));
   const proofSet: Record<string, unknown> = {};
   if (update.num_instructions !== undefined) proofSet.num_instructions = update.num_instructions;
   if (update.cells_used !== undefined) proofSet.cells_used = update.cells_used;
@@ -252,12 +332,22 @@ export async function heartbeat(
     if (earlier.length) proofUpdates.push(updateSubjects(db, 'proof', mine, { state: update.phase }, inArray(proofs.state, earlier)));
   }
   if (Object.keys(proofSet).length) proofUpdates.push(updateSubjects(db, 'proof', mine, proofSet));
-  const [renewed] = await db.batch([
+  const [standing, renewed] = await db.batch([
+    db
+      .select({ lease_id: leases.id, outcome: leases.outcome, job_status: jobs.status, job_lease: jobs.lease_id })
+      .from(leases)
+      .leftJoin(jobs, eq(jobs.id, leases.job_id))
+      .where(eq(leases.token_hash, tokenHash)),
+    // Renewed before the subject updates, which match the same lease: their order does not matter.
     db.update(jobs).set({ lease_expires_at: expires }).where(mine).returning({ cancel: jobs.cancel_requested }),
     ...proofUpdates,
   ]);
   const row = renewed[0];
-  return { current: !!row, cancel: !!row?.cancel, leaseExpiresAt: expires };
+  if (row) return { standing: 'current', cancel: !!row.cancel, leaseExpiresAt: expires };
+  const lease = standing[0];
+  if (!lease) return { standing: 'unknown' };
+  if (lease.outcome) return { standing: 'ended', outcome: lease.outcome };
+  return { standing: 'superseded' };
 }
 
 /** Ends the lease with `outcome`; the statements run in the same batch as the caller's. */
@@ -509,13 +599,19 @@ export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response:
 // Lost leases
 
 /**
- * Requeues every job whose lease expired (its agent died or lost its host), with
- * the next claim as attempt+1; the job's retry budget is not charged. After
- * `maxAttempts` claims the job fails, saying why. Returns the requeued job ids,
- * which need a fresh queue notice.
+ * Requeues every job whose lease expired (its agent died or lost its host), or only
+ * the one lease `only` names if it did, with the next claim as attempt+1; the job's
+ * retry budget is not charged. After `maxAttempts` claims the job fails, saying why.
+ * Returns the requeued job ids, which need a fresh queue notice.
  */
-export async function expireLeases(db: Db, settings: FleetSettings, now = Date.now()): Promise<{ requeued: { id: string; kind: JobKind }[]; failed: string[] }> {
-  const expired = and(eq(jobs.status, 'leased'), lt(jobs.lease_expires_at, now));
+export async function expireLeases(
+  db: Db,
+  settings: FleetSettings,
+  now = Date.now(),
+  only?: { jobId: string; leaseId: string },
+): Promise<{ requeued: { id: string; kind: JobKind }[]; failed: string[] }> {
+  // jobs_lease_expiry holds only leased jobs: finding the expired ones reads those, never the backlog.
+  const expired = and(eq(jobs.status, 'leased'), lt(jobs.lease_expires_at, now), only ? and(eq(jobs.id, only.jobId), eq(jobs.lease_id, only.leaseId)) : undefined);
   const exhausted = and(expired, sql`${jobs.attempt} >= ${settings.maxAttempts}`, eq(jobs.cancel_requested, false));
   const retry = and(expired, sql`${jobs.attempt} < ${settings.maxAttempts}`, eq(jobs.cancel_requested, false));
   const canceled = and(expired, eq(jobs.cancel_requested, true));
@@ -559,34 +655,42 @@ export type CancelOutcome =
   | { kind: 'terminal'; state: ProofState };
 
 /**
- * Cancels a proof: Queued → Canceled at once; running → Canceling, which always ends
- * Canceled (see the top of this module); terminal → refused. A proof that finished
- * before the cancel is recorded is terminal: the cancel changes nothing.
+ * The statements that cancel a proof of organization `org` (an id, or SQL naming the
+ * API key's): Queued → Canceled at once; running → Canceling, which always ends
+ * Canceled (see the top of this module). Both transitions are tried in order, each
+ * guarded by the state it starts from, so at most one applies; then the proof's state
+ * is read back. Run them as one batch (with whatever the caller's check adds) and read
+ * the answer with cancelOutcome().
  */
-export async function cancelProof(db: Db, proofId: string, now = Date.now()): Promise<CancelOutcome> {
-  const proofJob = and(eq(jobs.kind, 'proof'), eq(jobs.subject_id, proofId));
-  const [, queued] = await db.batch([
+export function cancelProofStatements(db: Db, proofId: string, org: string | SQL<string>, now = Date.now()) {
+  const own = and(eq(proofs.id, proofId), eq(proofs.org_id, org));
+  const proofJob = and(eq(jobs.kind, 'proof'), eq(jobs.subject_id, proofId), inArray(jobs.subject_id, db.select({ id: proofs.id }).from(proofs).where(own)));
+  return [
     db.update(jobs).set({ status: 'done', cancel_requested: true, cancel_requested_at: now }).where(and(proofJob, eq(jobs.status, 'queued'))),
     db
       .update(proofs)
       .set({ state: 'Canceled', terminated_at: isoNow(now) })
-      .where(and(eq(proofs.id, proofId), eq(proofs.state, 'Queued')))
+      .where(and(own, eq(proofs.state, 'Queued')))
       .returning({ id: proofs.id }),
-  ]);
-  if (queued.length) return { kind: 'canceled' };
-
-  const [, running] = await db.batch([
     db.update(jobs).set({ cancel_requested: true, cancel_requested_at: now }).where(and(proofJob, eq(jobs.status, 'leased'), eq(jobs.cancel_requested, false))),
     db
       .update(proofs)
       .set({ state: 'Canceling' })
-      .where(and(eq(proofs.id, proofId), inArray(proofs.state, [...PROOF_RUNNING_STATES])))
+      .where(and(own, inArray(proofs.state, [...PROOF_RUNNING_STATES])))
       .returning({ id: proofs.id }),
-  ]);
-  if (running.length) return { kind: 'canceling' };
+    db.select({ state: proofs.state }).from(proofs).where(own),
+  ] as const;
+}
 
-  const current = await db.select({ state: proofs.state }).from(proofs).where(eq(proofs.id, proofId)).get();
-  if (!current) throw new Error(`proof ${proofId} vanished during cancel`);
-  if (current.state === 'Canceling') return { kind: 'already-canceling' };
-  return { kind: 'terminal', state: current.state };
+/**
+ * What cancelProofStatements() did: canceled at once, canceling, already canceling, or
+ * nothing (a proof that finished before the cancel was recorded is terminal: the
+ * cancel changes nothing). Null when the organization has no such proof.
+ */
+export function cancelOutcome([, canceled, , canceling, current]: readonly [unknown, { id: string }[], unknown, { id: string }[], { state: ProofState }[]]): CancelOutcome | null {
+  if (canceled.length) return { kind: 'canceled' };
+  if (canceling.length) return { kind: 'canceling' };
+  if (!current[0]) return null;
+  if (current[0].state === 'Canceling') return { kind: 'already-canceling' };
+  return { kind: 'terminal', state: current[0].state };
 }

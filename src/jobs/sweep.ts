@@ -1,13 +1,16 @@
 // The scheduled sweep (cron, every minute): nothing may be stranded.
-// - Leases whose agent stopped heartbeating are expired and their jobs requeued
-//   (claims also do this, so a live fleet does not wait for the cron).
-// - Jobs left queued past RENOTIFY_AFTER_SECONDS get a fresh queue notice, so a
-//   lost message delays a job but never strands it; but only when some live agent
-//   could serve them: a job nobody can serve is not bounced around, it waits and
-//   says why in its logs (once per distinct reason).
-import { and, eq, gte, lt } from 'drizzle-orm';
+// - Leases whose agent stopped heartbeating are expired and their jobs requeued (each
+//   lease's own check does this within seconds, src/jobs/lease-checks.ts; the sweep
+//   catches what a lost check message would leave).
+// - A queue lane whose next job has waited past RENOTIFY_AFTER_SECONDS since its last
+//   notice gets a fresh notice for it, so a lost message delays a job but never strands
+//   it; but only when some live agent could serve it: a lane nobody can serve is not
+//   bounced around, it waits and says why in its next job's logs (once per distinct
+//   reason). Per lane, not per job: a million queued jobs cost the sweep what their
+//   lanes cost, and an agent woken by a notice claims whatever is next for it anyway.
+import { and, eq, gte, isNotNull, isNull, lt } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { agents, jobs } from '../db/schema.ts';
+import { agents, jobs, queueLanes } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import { notifyJob } from './dispatch.ts';
 import { appendServiceLog } from './logs.ts';
@@ -21,8 +24,8 @@ interface LiveAgent {
 }
 
 /**
- * Why none of `live` can run `job`, or null when one can: the rule of servableBy()
- * (src/jobs/state.ts), which claims apply in SQL, told in words.
+ * Why none of `live` can run `job`, or null when one can: the rule claims apply in
+ * SQL (nextJobFor, src/jobs/state.ts), told in words.
  */
 export function whyUnservable(job: Pick<JobRow, 'engine' | 'config_id' | 'num_gpus'>, live: LiveAgent[]): string | null {
   if (live.length === 0) return 'no prover agent is online';
@@ -37,35 +40,56 @@ export function whyUnservable(job: Pick<JobRow, 'engine' | 'config_id' | 'num_gp
   return null;
 }
 
+/** Lanes looked at per sweep, at most. */
+const SWEEP_LANES = 500;
+
 export async function sweep(db: Db, env: Env, now = Date.now()): Promise<{ requeued: number; renotified: number; waiting: number }> {
   const settings = fleetSettings(env);
   const { requeued } = await expireLeases(db, settings, now);
   for (const j of requeued) await notifyJob(env, { job_id: j.id, kind: j.kind });
 
-  const live: LiveAgent[] = (await db.select().from(agents).where(gte(agents.last_seen_at, now - settings.agentStaleMs))).map((a) => ({
-    gpus: a.gpus,
-    engines: JSON.parse(a.engines) as string[],
-    configs: JSON.parse(a.configs) as string[],
-  }));
+  const live: LiveAgent[] = (
+    await db
+      .select()
+      .from(agents)
+      .where(and(gte(agents.last_seen_at, now - settings.agentStaleMs), isNull(agents.left_at)))
+  ).map((a) => ({ gpus: a.gpus, engines: JSON.parse(a.engines) as string[], configs: JSON.parse(a.configs) as string[] }));
   const stale = await db
-    .select()
-    .from(jobs)
-    .where(and(eq(jobs.status, 'queued'), lt(jobs.notified_at, now - settings.renotifyAfterMs)))
-    .limit(500);
+    .select({
+      org_id: queueLanes.org_id,
+      engine: queueLanes.engine,
+      config_id: queueLanes.config_id,
+      gpus_used: queueLanes.gpus_used,
+      job_id: jobs.id,
+      kind: jobs.kind,
+      num_gpus: jobs.num_gpus,
+      job_reason: jobs.waiting_reason,
+    })
+    .from(queueLanes)
+    .innerJoin(jobs, eq(jobs.id, queueLanes.head_job_id))
+    .where(and(isNotNull(queueLanes.head_job_id), eq(jobs.status, 'queued'), lt(jobs.notified_at, now - settings.renotifyAfterMs)))
+    .limit(SWEEP_LANES);
   let renotified = 0;
   let waiting = 0;
-  for (const job of stale) {
-    const reason = whyUnservable(job, live);
+  for (const lane of stale) {
+    const reason = whyUnservable({ engine: lane.engine, config_id: lane.config_id, num_gpus: lane.num_gpus }, live);
+    const laneKey = and(eq(queueLanes.org_id, lane.org_id), eq(queueLanes.engine, lane.engine), eq(queueLanes.config_id, lane.config_id), eq(queueLanes.gpus_used, lane.gpus_used));
     if (reason) {
       waiting++;
-      if (reason !== job.waiting_reason) {
-        await db.update(jobs).set({ waiting_reason: reason }).where(and(eq(jobs.id, job.id), eq(jobs.status, 'queued')));
-        await appendServiceLog(db, env.ARTIFACTS, job.id, `Waiting: ${reason}. The job stays queued until an agent that can run it is online.`);
+      if (reason !== lane.job_reason) {
+        await db.batch([
+          db.update(jobs).set({ waiting_reason: reason }).where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
+          db.update(queueLanes).set({ waiting_reason: reason }).where(laneKey),
+        ]);
+        await appendServiceLog(db, env.ARTIFACTS, lane.job_id, `Waiting: ${reason}. The job stays queued until an agent that can run it is online.`);
       }
       continue;
     }
-    await db.update(jobs).set({ notified_at: now }).where(and(eq(jobs.id, job.id), eq(jobs.status, 'queued')));
-    await notifyJob(env, { job_id: job.id, kind: job.kind });
+    await db.batch([
+      db.update(jobs).set({ notified_at: now }).where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
+      db.update(queueLanes).set({ waiting_reason: null }).where(laneKey),
+    ]);
+    await notifyJob(env, { job_id: lane.job_id, kind: lane.kind });
     renotified++;
   }
   return { requeued: requeued.length, renotified, waiting };

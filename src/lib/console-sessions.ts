@@ -1,7 +1,9 @@
 // Console sessions: a short-lived JWT access token (bearer) naming a session, and a
 // rotating refresh token in an HttpOnly cookie, stored only as its SHA-256. Every
 // request checks the session in D1, so revoking it (sign-out, password change, member
-// removal, a replayed refresh token) ends its access tokens at once, not at expiry.
+// removal, a replayed refresh token) ends its access tokens at once, not at expiry:
+// for changes at once (checked on the primary), for reads as soon as the replica that
+// serves them has caught up (src/middleware/console-auth.ts).
 import { and, eq, isNull, or } from 'drizzle-orm';
 import { sign, verify } from 'hono/jwt';
 import { ulid } from 'ulid';
@@ -104,11 +106,3 @@ export async function revokeUserSessions(db: Db, userId: string) {
     .where(and(eq(consoleSessions.user_id, userId), isNull(consoleSessions.revoked_at)));
 }
 
-/** The session an access token names, if it is still live. */
-export async function liveSession(db: Db, sessionId: string, userId: string) {
-  return db
-    .select({ id: consoleSessions.id })
-    .from(consoleSessions)
-    .where(and(eq(consoleSessions.id, sessionId), eq(consoleSessions.user_id, userId), isNull(consoleSessions.revoked_at)))
-    .get();
-}

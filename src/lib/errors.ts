@@ -76,6 +76,16 @@ export class ValidationError extends Error {
 
 export const notFound = (what: string) => new ApiError(404, `${what} not found`);
 
+/**
+ * Whether a batch failed because an insert into `table` got a NULL org_id: how a write
+ * whose organization comes from a check inside the batch (a live key, a quota) is
+ * refused as a whole, nothing of it stored.
+ */
+export function isRefusedInsert(err: unknown, table: string): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) if (e.message.includes(`NOT NULL constraint failed: ${table}.org_id`)) return true;
+  return false;
+}
+
 /** Where a validator looked, as FastAPI names it in `loc`. */
 const LOC_ROOT: Record<string, string> = {
   query: 'query',
@@ -148,16 +158,38 @@ function describeIssue(issue: z.core.$ZodIssue, value: unknown): { msg: string; 
   }
 }
 
+/**
+ * A request refused for its own shape (400, 413, 422) before its credentials were
+ * checked is answered 401 if those are no good: as in the reference, authentication
+ * comes first. Credentials are otherwise checked inside the request's first D1 read
+ * (src/middleware/auth.ts), which a request refused this early never makes.
+ */
+async function credentialsFirst(c: Context): Promise<void> {
+  const gate = c.get('authGate') as (() => Promise<void>) | undefined;
+  if (gate && !c.get('caller')) await gate();
+}
+
 /** The hook every validator uses: 422 in FastAPI's shape on failure. */
-export function validationHook(
+export async function validationHook(
   result: { success: true; target: string } | { success: false; error: z.core.$ZodError; target: string; data?: unknown },
   c: Context,
 ) {
-  if (!result.success) return c.json({ detail: zodIssuesToValidation(result.error, result.target, result.data) }, 422);
+  if (!result.success) {
+    await credentialsFirst(c);
+    return c.json({ detail: zodIssuesToValidation(result.error, result.target, result.data) }, 422);
+  }
 }
 
 /** App-wide error handler: every thrown error becomes a JSON body; nothing leaks a stack trace. */
-export function onError(err: Error, c: Context) {
+export async function onError(err: Error, c: Context): Promise<Response> {
+  if ((err instanceof ValidationError || (err instanceof ApiError && [400, 413].includes(err.status))) && !c.get('caller')) {
+    try {
+      await credentialsFirst(c);
+    } catch (gateErr) {
+      if (gateErr instanceof ApiError) return c.json({ detail: gateErr.message }, gateErr.status, gateErr.headers);
+      throw gateErr;
+    }
+  }
   if (err instanceof ApiError) return c.json({ detail: err.message }, err.status, err.headers);
   if (err instanceof ValidationError) return c.json({ detail: err.issues }, 422);
   if (err instanceof HTTPException) {

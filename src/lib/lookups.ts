@@ -1,75 +1,111 @@
-// Lookups of the caller's records that more than one route module needs. Every
-// lookup is scoped to the caller's organization: another organization's id is 404.
-import { and, asc, count, desc, eq, max, sql, sum, type SQL } from 'drizzle-orm';
+// Statements that read the caller's records, for the batch a request reads in (one
+// D1 round trip: src/middleware/auth.ts asCaller), and the functions that turn
+// their rows into records. Every statement is scoped to the caller's organization
+// (`org`: its id, or SQL for the API key's organization): another organization's id
+// finds nothing, exactly like an id that does not exist (404).
+//
+// Statements batched together never join tables whose columns share names: D1 returns
+// a batch's rows as objects keyed by column name, so such a join would lose columns.
+// A program's project and config are read by statements of their own instead.
+import { and, asc, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { configs, programs, projects, proofs } from '../db/schema.ts';
+import { configs, executions, jobs, organizations, programs, projects, proofs, verifications } from '../db/schema.ts';
 import { notFound } from './errors.ts';
 import { programRecord, projectRecord } from './records.ts';
 import { paginate } from './schemas.ts';
 
-const programColumns = { program: programs, project_name: projects.name, highlighted: projects.highlighted_program_id, config: configs };
+export type Org = string | SQL<string>;
+type ProgramRow = typeof programs.$inferSelect;
+type ProjectRow = typeof projects.$inferSelect;
+type ConfigRow = typeof configs.$inferSelect;
 
-export function toRecord(r: { program: typeof programs.$inferSelect; project_name: string; highlighted: string | null; config: typeof configs.$inferSelect }) {
-  return programRecord(r.program, { name: r.project_name, highlighted_program_id: r.highlighted }, r.config);
+/**
+ * Most rows a filtered list counts for its `total` (a search has no counter to read):
+ * past it, `total` says this many and the pages go on.
+ */
+export const COUNT_CAP = 10_000;
+
+// ---------------------------------------------------------------------------
+// Programs: the row, its project and its config.
+
+const ownProgram = (org: Org, id: string) => and(eq(programs.id, id), eq(programs.org_id, org));
+const programColumn = (db: Db, org: Org, id: string, column: typeof programs.project_id | typeof programs.config_id) =>
+  sql`(${db.select({ v: column }).from(programs).where(ownProgram(org, id))})`;
+
+/** The statements reading one of the caller's programs; programOf() makes the answer. */
+export function programQuery(db: Db, org: Org, id: string) {
+  return [
+    db.select().from(programs).where(ownProgram(org, id)),
+    db.select().from(projects).where(eq(projects.id, programColumn(db, org, id, programs.project_id))),
+    db.select().from(configs).where(eq(configs.id, programColumn(db, org, id, programs.config_id))),
+  ] as const;
 }
 
-/** One page of the caller's programs matching `filter`, newest first, as records. */
-export async function listPrograms(db: Db, orgId: string, filter: SQL | undefined, page: number, pageSize: number) {
-  const where = and(eq(programs.org_id, orgId), filter);
-  const [rows, [{ total }]] = await Promise.all([
-    db
-      .select(programColumns)
-      .from(programs)
-      .innerJoin(projects, eq(projects.id, programs.project_id))
-      .innerJoin(configs, eq(configs.id, programs.config_id))
-      .where(where)
-      .orderBy(desc(programs.created_at), desc(programs.id))
-      .limit(pageSize)
-      .offset((page - 1) * pageSize),
-    db.select({ total: count() }).from(programs).where(where) as Promise<{ total: number }[]>,
-  ]);
-  return paginate(rows.map(toRecord), total, page, pageSize);
+export interface FoundProgram {
+  program: ProgramRow;
+  project: ProjectRow;
+  config: ConfigRow;
 }
 
-/** The caller's program, or 404 (also for other organizations' programs). */
-export async function findProgram(db: Db, orgId: string, id: string) {
-  const row = await db
-    .select(programColumns)
-    .from(programs)
-    .innerJoin(projects, eq(projects.id, programs.project_id))
-    .innerJoin(configs, eq(configs.id, programs.config_id))
-    .where(and(eq(programs.id, id), eq(programs.org_id, orgId)))
-    .get();
-  if (!row) throw notFound('Program');
-  return row;
+/** The program programQuery() read, or undefined. */
+export function programOf([p, project, config]: readonly [ProgramRow[], ProjectRow[], ConfigRow[]]): FoundProgram | undefined {
+  return p[0] && project[0] && config[0] ? { program: p[0], project: project[0], config: config[0] } : undefined;
 }
 
-/** The caller's project row, or undefined (other organizations' projects included). */
-export async function findProject(db: Db, orgId: string, id: string) {
-  return db
+/** The program programQuery() read, or 404. */
+export function requireProgram(rows: readonly [ProgramRow[], ProjectRow[], ConfigRow[]]): FoundProgram {
+  const found = programOf(rows);
+  if (!found) throw notFound('Program');
+  return found;
+}
+
+export const toRecord = (r: FoundProgram) => programRecord(r.program, r.project, r.config);
+
+/**
+ * The statements reading one page of the caller's programs matching `filter`, newest
+ * first, and its total (`total`: a counter row, or a capped count for a search).
+ */
+export function programPageQuery(db: Db, org: Org, filter: SQL | undefined, page: number, pageSize: number, total: SQL<number>) {
+  const where = and(eq(programs.org_id, org), filter);
+  const order = [desc(programs.created_at), desc(programs.id)];
+  const offset = (page - 1) * pageSize;
+  // The page's projects and configs, by the same page of ids (an IN over at most a page).
+  const pageColumn = (column: typeof programs.project_id | typeof programs.config_id) =>
+    db.select({ id: column }).from(programs).where(where).orderBy(...order).limit(pageSize).offset(offset);
+  return [
+    db.select().from(programs).where(where).orderBy(...order).limit(pageSize).offset(offset),
+    db.select().from(projects).where(inArray(projects.id, pageColumn(programs.project_id))),
+    db.select().from(configs).where(inArray(configs.id, pageColumn(programs.config_id))),
+    db.select({ total }).from(sql`(SELECT 1)`),
+  ] as const;
+}
+
+/** The page programPageQuery() read, as records. */
+export function programPage([rows, projectRows, configRows, [counted]]: readonly [ProgramRow[], ProjectRow[], ConfigRow[], { total: number }[]], page: number, pageSize: number) {
+  const project = new Map(projectRows.map((p) => [p.id, p]));
+  const config = new Map(configRows.map((c) => [c.id, c]));
+  const items = rows.map((p) => programRecord(p, project.get(p.project_id)!, config.get(p.config_id)!));
+  return paginate(items, Number(counted?.total ?? 0), page, pageSize);
+}
+
+// ---------------------------------------------------------------------------
+// Counters and capped counts, as the `total` of a list.
+
+/** A counter of the caller's organization. */
+export const orgCounter = (db: Db, org: Org, column: SQL | typeof organizations.program_count) =>
+  sql<number>`coalesce((${db.select({ n: column }).from(organizations).where(eq(organizations.id, org))}), 0)`;
+
+/** How many rows `query` selects, counting at most COUNT_CAP of them. */
+export const cappedCount = (query: { limit(n: number): unknown }) => sql<number>`(SELECT count(*) FROM ${query.limit(COUNT_CAP)})`;
+
+// ---------------------------------------------------------------------------
+// Projects: their records carry their totals (counters on the row).
+
+export const projectQuery = (db: Db, org: Org, id: string) =>
+  db
     .select()
     .from(projects)
-    .where(and(eq(projects.id, id), eq(projects.org_id, orgId)))
-    .get();
-}
-
-/** A config by id (configs are service-wide), or undefined. */
-export async function findConfig(db: Db, id: string) {
-  return db.select().from(configs).where(eq(configs.id, id)).get();
-}
-
-/** Per-project totals over its programs, for the records. */
-const projectStats = (db: Db) =>
-  db
-    .select({
-      project_id: programs.project_id,
-      program_count: count().as('program_count'),
-      total_proofs_run: sum(programs.proofs_run).mapWith(Number).as('total_proofs_run'),
-      last_active_at: max(programs.last_active_at).as('last_active_at'),
-    })
-    .from(programs)
-    .groupBy(programs.project_id)
-    .as('stats');
+    .where(and(eq(projects.id, id), eq(projects.org_id, org)));
 
 export interface ProjectQuery {
   page: number;
@@ -80,51 +116,81 @@ export interface ProjectQuery {
   sortOrder?: 'asc' | 'desc';
 }
 
-/** A page of the caller's projects with their program totals, and how many match in all. */
-export async function projectPage(db: Db, orgId: string, q: ProjectQuery, id?: string) {
-  const stats = projectStats(db);
+/** The statements reading a page of the caller's projects and how many match in all. */
+export function projectPageQuery(db: Db, org: Org, q: ProjectQuery) {
   const where = and(
-    eq(projects.org_id, orgId),
-    id ? eq(projects.id, id) : undefined,
+    eq(projects.org_id, org),
     // instr() rather than LIKE: the caller's text is matched literally, % and _ included.
     q.search ? sql`instr(lower(${projects.name}), lower(${q.search})) > 0` : undefined,
   );
-  const lastActive = sql`coalesce(${stats.last_active_at}, '')`;
-  const key = q.sortBy === 'name' ? projects.name : q.sortBy === 'last_active_at' ? lastActive : projects.created_at;
+  const key = q.sortBy === 'name' ? projects.name : q.sortBy === 'last_active_at' ? sql`coalesce(${projects.last_active_at}, '')` : projects.created_at;
   const dir = q.sortOrder === 'asc' ? asc : desc;
-  const [rows, [{ total }]] = await Promise.all([
+  const total = q.search
+    ? cappedCount(db.select({ one: sql`1` }).from(projects).where(where))
+    : orgCounter(db, org, sql`${organizations.project_count}`);
+  return [
     db
-      .select({
-        project: projects,
-        program_count: sql<number>`coalesce(${stats.program_count}, 0)`,
-        total_proofs_run: sql<number>`coalesce(${stats.total_proofs_run}, 0)`,
-        last_active_at: stats.last_active_at,
-      })
+      .select()
       .from(projects)
-      .leftJoin(stats, eq(stats.project_id, projects.id))
       .where(where)
       .orderBy(dir(key), dir(projects.id))
       .limit(q.pageSize)
       .offset((q.page - 1) * q.pageSize),
-    db.select({ total: count() }).from(projects).where(where) as Promise<{ total: number }[]>,
-  ]);
-  const items = rows.map((r) =>
-    projectRecord(r.project, {
-      program_count: Number(r.program_count),
-      total_proofs_run: Number(r.total_proofs_run),
-      last_active_at: r.last_active_at ?? null,
-    }),
-  );
-  return paginate(items, total, q.page, q.pageSize);
+    db.select({ total }).from(sql`(SELECT 1)`),
+  ] as const;
 }
 
-/** The caller's proof row, or 404 (also for other organizations' proofs). */
-export async function findProof(db: Db, orgId: string, id: string) {
-  const row = await db
+export function projectPage([rows, [counted]]: readonly [ProjectRow[], { total: number }[]], q: Pick<ProjectQuery, 'page' | 'pageSize'>) {
+  return paginate(rows.map(projectRecord), Number(counted?.total ?? 0), q.page, q.pageSize);
+}
+
+// ---------------------------------------------------------------------------
+// Proofs, executions, verifications, configs.
+
+export const proofQuery = (db: Db, org: Org, id: string) =>
+  db
     .select()
     .from(proofs)
-    .where(and(eq(proofs.id, id), eq(proofs.org_id, orgId)))
-    .get();
-  if (!row) throw notFound('Proof');
-  return row;
+    .where(and(eq(proofs.id, id), eq(proofs.org_id, org)));
+
+export const executionQuery = (db: Db, org: Org, id: string) =>
+  db
+    .select()
+    .from(executions)
+    .where(and(eq(executions.id, id), eq(executions.org_id, org)));
+
+export const verificationQuery = (db: Db, org: Org, id: string) =>
+  db
+    .select()
+    .from(verifications)
+    .where(and(eq(verifications.id, id), eq(verifications.org_id, org)));
+
+/** A config by id (configs are service-wide). */
+export const configQuery = (db: Db, id: string) => db.select().from(configs).where(eq(configs.id, id));
+
+/** The id of the job working for a subject (its logs are the job's). */
+export const jobOfSubject = (db: Db, kind: 'proof' | 'execute', subject: SQL | string) =>
+  db
+    .select({ id: jobs.id })
+    .from(jobs)
+    .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subject)));
+
+/** The first row, or 404 naming `what`. */
+export function one<T>(rows: T[], what: string): T {
+  if (!rows[0]) throw notFound(what);
+  return rows[0];
+}
+
+
+// ---------------------------------------------------------------------------
+// For routes whose caller is already checked (the console's): the lookups run alone.
+
+/** The organization's proof, or 404. */
+export async function findProof(db: Db, org: Org, id: string) {
+  return one(await proofQuery(db, org, id), 'Proof');
+}
+
+/** The organization's program with its project and config, or 404. */
+export async function findProgram(db: Db, org: Org, id: string) {
+  return requireProgram(await db.batch(programQuery(db, org, id)));
 }

@@ -1,10 +1,9 @@
 // What the public API and the console both do to a caller's proof: download one of
 // its files, cancel it.
 import type { proofs } from '../db/schema.ts';
-import type { Db } from '../db/client.ts';
-import { cancelProof } from '../jobs/state.ts';
+import type { CancelOutcome } from '../jobs/state.ts';
 import { streamObject } from './artifacts.ts';
-import { ApiError } from './errors.ts';
+import { ApiError, notFound } from './errors.ts';
 
 type ProofRow = typeof proofs.$inferSelect;
 
@@ -16,9 +15,9 @@ export async function proofFileResponse(bucket: R2Bucket, proof: ProofRow, kind:
   return streamObject(obj, 'application/json', `${kind}-proof.json`);
 }
 
-/** Cancels a proof: the answer to send, or 409 when it already finished. */
-export async function cancelProofAnswer(db: Db, proof: ProofRow): Promise<{ message: string; state: 'Canceled' | 'Canceling' }> {
-  const outcome = await cancelProof(db, proof.id);
+/** The answer to a cancel (cancelProofStatements, src/jobs/state.ts): 404 for no such proof, 409 when it already finished. */
+export function cancelAnswer(proofId: string, outcome: CancelOutcome | null): { message: string; state: 'Canceled' | 'Canceling' } {
+  if (!outcome) throw notFound('Proof');
   switch (outcome.kind) {
     case 'canceled':
       return { message: 'Proof canceled', state: 'Canceled' };
@@ -27,6 +26,6 @@ export async function cancelProofAnswer(db: Db, proof: ProofRow): Promise<{ mess
     case 'already-canceling':
       return { message: 'Cancel already requested', state: 'Canceling' };
     case 'terminal':
-      throw new ApiError(409, `Proof ${proof.id} already finished (state: ${outcome.state}); there is nothing to cancel`);
+      throw new ApiError(409, `Proof ${proofId} already finished (state: ${outcome.state}); there is nothing to cancel`);
   }
 }

@@ -166,18 +166,16 @@ export const ProjectRecord = z
   })
   .openapi('Project');
 
-export function projectRecord(
-  p: Row<typeof projects>,
-  stats: { program_count: number; total_proofs_run: number; last_active_at: string | null },
-): z.infer<typeof ProjectRecord> {
+/** A project as callers read it; its totals are counters on its row (kept by triggers, migrations/0005_counters.sql). */
+export function projectRecord(p: Row<typeof projects>): z.infer<typeof ProjectRecord> {
   return {
     id: p.id,
     name: p.name,
     created_at: p.created_at,
     created_by: p.created_by,
-    program_count: stats.program_count,
-    total_proofs_run: stats.total_proofs_run,
-    last_active_at: stats.last_active_at,
+    program_count: p.program_count,
+    total_proofs_run: p.total_proofs_run,
+    last_active_at: p.last_active_at,
     highlighted_program_id: p.highlighted_program_id,
   };
 }

@@ -1,39 +1,116 @@
-import { and, eq, isNull, lt, or } from 'drizzle-orm';
+// API keys: the `Service-API-Key` header names the caller's organization. The key is
+// checked inside the request's first D1 round trip, not before it: a read runs the
+// key's lookup and the route's statements as one batch (asCaller), the route's
+// statements naming the organization as orgOfKey() (SQL), so a GET costs one round
+// trip to the nearest replica. A refusal a replica gives (unknown key, missing record)
+// is checked again on the primary before the caller is told no: a key or record made a
+// moment ago may not have reached the replica yet (src/db/sessions.ts).
+import { and, eq, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
+import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import type { AppEnv } from '../app-env.ts';
+import type { AppEnv, Caller } from '../app-env.ts';
+import type { Db } from '../db/client.ts';
 import { apiKeys } from '../db/schema.ts';
-import { ApiError } from '../lib/errors.ts';
+import { isBookmarkError } from '../db/sessions.ts';
 import { sha256Hex } from '../lib/crypto.ts';
+import { ApiError } from '../lib/errors.ts';
 
 export const API_KEY_HEADER = 'Service-API-Key';
+/** `last_used_at` is written at most this often per key, after the response. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-/**
- * Resolves the `Service-API-Key` header to the caller's organization. Keys are
- * looked up by their SHA-256; unknown and revoked keys get the same 401.
- */
+const invalidKey = () => new ApiError(401, 'Invalid or revoked API key');
+
+/** Takes the key from the request (401 when there is none); checking it is the first read's job. */
 export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
   const key = c.req.header(API_KEY_HEADER);
   if (!key) throw new ApiError(401, `Missing API key: send it in the ${API_KEY_HEADER} header`);
-  const hash = await sha256Hex(key);
-  const row = await c.var.db
-    .select({ id: apiKeys.id, org_id: apiKeys.org_id, owner: apiKeys.owner })
-    .from(apiKeys)
-    .where(and(eq(apiKeys.key_hash, hash), isNull(apiKeys.revoked_at)))
-    .get();
-  if (!row) throw new ApiError(401, 'Invalid or revoked API key');
-  c.set('caller', { orgId: row.org_id, owner: row.owner, keyId: row.id });
-  // "Last used" for the console, written at most once a minute per key and after the response.
-  const now = new Date();
-  const touch = c.var.db
-    .update(apiKeys)
-    .set({ last_used_at: now.toISOString() })
-    .where(and(eq(apiKeys.id, row.id), or(isNull(apiKeys.last_used_at), lt(apiKeys.last_used_at, new Date(now.getTime() - LAST_USED_RESOLUTION_MS).toISOString()))))
-    .run();
-  try {
-    c.executionCtx.waitUntil(touch);
-  } catch {
-    await touch; // no execution context (tests calling app.fetch directly)
-  }
+  c.set('apiKeyHash', await sha256Hex(key));
+  c.set('authGate', async () => void (await authenticate(c)));
   await next();
 });
+
+/** The key's row, when it is live: the statement every first read of a /v1 request starts with. */
+function keyLookup(db: Db, hash: string) {
+  return db
+    .select({ key_id: apiKeys.id, org_id: apiKeys.org_id, owner: apiKeys.owner, last_used_at: apiKeys.last_used_at })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.key_hash, hash), isNull(apiKeys.revoked_at)));
+}
+
+/** The caller's organization id as SQL (null for a dead key), for statements batched with the key's lookup. */
+export function orgOfKey(hash: string): SQL<string> {
+  return sql<string>`(SELECT ${apiKeys.org_id} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
+}
+
+/** SQL true while the key is live: writes re-check it inside their own batch (a revoke may land in between). */
+export function keyIsLive(hash: string): SQL<boolean> {
+  return sql<boolean>`EXISTS (SELECT 1 FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
+}
+
+type KeyRow = Awaited<ReturnType<ReturnType<typeof keyLookup>['all']>>[number];
+
+/** Accepts the key's row: the caller, and "last used" for the console, refreshed at most once a minute and off the response path. */
+function accept(c: Context<AppEnv>, row: KeyRow): Caller {
+  const caller: Caller = { orgId: row.org_id, owner: row.owner, keyId: row.key_id, keyHash: c.var.apiKeyHash };
+  c.set('caller', caller);
+  const now = Date.now();
+  if (!row.last_used_at || Date.parse(row.last_used_at) < now - LAST_USED_RESOLUTION_MS) {
+    const touch = c.var.db
+      .update(apiKeys)
+      .set({ last_used_at: new Date(now).toISOString() })
+      .where(and(eq(apiKeys.id, row.key_id), or(isNull(apiKeys.last_used_at), lt(apiKeys.last_used_at, new Date(now - LAST_USED_RESOLUTION_MS).toISOString()))))
+      .run()
+      .catch((err: unknown) => console.error(JSON.stringify({ level: 'warn', msg: 'last_used_at not updated', error: String(err) })));
+    try {
+      c.executionCtx.waitUntil(touch);
+    } catch {
+      // No execution context (a test calling app.fetch directly): let it run on its own.
+    }
+  }
+  return caller;
+}
+
+type Statements = readonly BatchItem<'sqlite'>[];
+
+/**
+ * Runs the route's statements, built with the caller's organization as SQL, in one
+ * batch with the key's lookup: one round trip, on a replica for reads unless the
+ * request's session says otherwise (a batch that writes goes to the primary). 401 for
+ * a dead key, whatever the statements did: a write must itself be scoped to orgOfKey(). `fresh(results)` says whether what a
+ * replica answered may stand; when it says no (say, the record asked for is missing),
+ * the batch is repeated on the primary, whose answer is final.
+ */
+export async function asCaller<T extends Statements>(
+  c: Context<AppEnv>,
+  build: (org: SQL<string>) => readonly [...T],
+  fresh: (results: BatchResponse<T>) => boolean = () => true,
+): Promise<BatchResponse<T>> {
+  const hash = c.var.apiKeyHash;
+  const sessions = c.var.sessions;
+  const run = async (db: Db) => {
+    const [keys, ...results] = (await db.batch([keyLookup(db, hash), ...build(orgOfKey(hash))])) as unknown as [KeyRow[], ...unknown[]];
+    return { key: keys[0], results: results as unknown as BatchResponse<T> };
+  };
+  let answer: Awaited<ReturnType<typeof run>>;
+  try {
+    answer = await run(sessions.db);
+  } catch (err) {
+    // A bookmark D1 cannot serve (too old, or from elsewhere): a fresh session on the primary.
+    if (!(sessions.fromBookmark && isBookmarkError(err))) throw err;
+    console.error(JSON.stringify({ level: 'warn', msg: 'bookmark not served; reading from the primary', error: String(err) }));
+    answer = await run(sessions.primary());
+  }
+  if ((!answer.key || !fresh(answer.results)) && sessions.mayBeBehind) answer = await run(sessions.primary());
+  if (!answer.key) throw invalidKey();
+  accept(c, answer.key);
+  return answer.results;
+}
+
+/** The caller, checking the key now if no read has yet (routes whose first statement is a write or has none). */
+export async function authenticate(c: Context<AppEnv>): Promise<Caller> {
+  if (c.var.caller) return c.var.caller;
+  await asCaller(c, () => []);
+  return c.var.caller;
+}

@@ -29,13 +29,14 @@ export function endpointClass(method: string, path: string): EndpointClass {
 }
 
 /**
- * Counts the request against its class's limit for the caller's API key (after
- * authentication, before the body is read); 429 with Retry-After past it.
+ * Counts the request against its class's limit for the API key it sends (by the key's
+ * hash, so it costs no D1 read and comes before the body is read); 429 with Retry-After
+ * past it. A key that turns out to be unknown is refused 401 by the first read anyway.
  */
 export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
   const cls = endpointClass(c.req.method, c.req.path.replace(/\/+$/, '') || '/');
   const { binding, what } = CLASSES[cls];
-  const { success } = await (c.env[binding] as RateLimit).limit({ key: c.var.caller.keyId });
+  const { success } = await (c.env[binding] as RateLimit).limit({ key: c.var.apiKeyHash });
   if (!success)
     throw new ApiError(
       429,

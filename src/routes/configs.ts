@@ -5,12 +5,20 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from '../app-env.ts';
 import { streamObject } from '../lib/artifacts.ts';
 import { keyDownloadUrl, PROVING_KEY_KINDS, VERIFYING_KEY_KINDS, type PublishedKeyName } from '../lib/config-keys.ts';
-import { ApiError, notFound, validationHook } from '../lib/errors.ts';
-import { findConfig } from '../lib/lookups.ts';
+import { ApiError, validationHook } from '../lib/errors.ts';
+import { configQuery, one } from '../lib/lookups.ts';
+import { asCaller } from '../middleware/auth.ts';
+import type { Context } from 'hono';
 import { ConfigRecord, configRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses } from '../lib/schemas.ts';
 
 export const configsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+/** A config (service-wide, but only for callers with a live key), in the request's one read. */
+async function readConfig(c: Context<AppEnv>, id: string) {
+  const [rows] = await asCaller(c, () => [configQuery(c.var.db, id)], ([cfg]) => cfg.length > 0);
+  return one(rows, 'Config');
+}
 
 const DownloadUrlResponse = z.object({ download_url: z.string().url() }).openapi('DownloadUrl');
 
@@ -30,9 +38,7 @@ configsApi.openapi(
     },
   }),
   async (c) => {
-    const row = await findConfig(c.var.db, c.req.valid('param').config_id);
-    if (!row) throw notFound('Config');
-    return c.json(configRecord(row), 200);
+    return c.json(configRecord(await readConfig(c, c.req.valid('param').config_id)), 200);
   },
 );
 
@@ -59,8 +65,7 @@ configsApi.openapi(
   }),
   async (c) => {
     const { config_id, artifact } = c.req.valid('param');
-    const config = await findConfig(c.var.db, config_id);
-    if (!config) throw notFound('Config');
+    const config = await readConfig(c, config_id);
     switch (artifact) {
       case 'config':
         if (config.openvm_toml === null) throw new ApiError(404, `Config ${config.id} has no openvm.toml (it was created without one)`);
@@ -96,8 +101,7 @@ for (const [which, kinds] of [
     }),
     async (c) => {
       const { config_id, kind } = c.req.valid('param');
-      const config = await findConfig(c.var.db, config_id);
-      if (!config) throw notFound('Config');
+      const config = await readConfig(c, config_id);
       const name = `${kind}_${which}` as PublishedKeyName;
       if (!(await c.env.ARTIFACTS.head(artifactKey.configKey(config.id, name)))) throw unpublished(config.id, name);
       return c.json({ download_url: await keyDownloadUrl(c.env, new URL(c.req.url).origin, config.id, name) }, 200);

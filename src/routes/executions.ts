@@ -2,33 +2,30 @@
 // dispatched like proofs.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
-import { and, count, desc, eq } from 'drizzle-orm';
+import { and, desc, eq } from 'drizzle-orm';
+import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import type { Db } from '../db/client.ts';
-import { executions } from '../db/schema.ts';
-import { DEFAULT_PRIORITY, submitJob } from '../jobs/dispatch.ts';
+import { executions, programs } from '../db/schema.ts';
+import { DEFAULT_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
 import { artifactKey } from '../lib/artifacts.ts';
-import { ApiError, notFound, validationHook } from '../lib/errors.ts';
+import { ApiError, validationHook } from '../lib/errors.ts';
 import { readProofInputBody } from '../lib/body.ts';
 import { ExecutionRecord, executionRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, PaginationQuery, pageOf, paginate, Uuid } from '../lib/schemas.ts';
-import { findProgram } from '../lib/lookups.ts';
+import { executionQuery, jobOfSubject, one, programQuery, requireProgram } from '../lib/lookups.ts';
 import { MAX_INPUT_BYTES } from '../lib/limits.ts';
-import { subjectLogs } from '../jobs/logs.ts';
+import { logResponse } from '../jobs/logs.ts';
+import { asCaller } from '../middleware/auth.ts';
 
 export const executionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
 /** The zkVM tool's execution modes (`cargo openvm run --mode`). */
 export const EXECUTION_MODES = ['pure', 'meter', 'segment'] as const;
 
-async function findExecution(db: Db, orgId: string, id: string) {
-  const row = await db
-    .select()
-    .from(executions)
-    .where(and(eq(executions.id, id), eq(executions.org_id, orgId)))
-    .get();
-  if (!row) throw notFound('Execution');
-  return row;
+/** The caller's execution, in the request's one read (404, confirmed on the primary, when there is none). */
+async function readExecution(c: Context<AppEnv>, id: string) {
+  const [rows] = await asCaller(c, (org) => [executionQuery(c.var.db, org, id)], ([e]) => e.length > 0);
+  return one(rows, 'Execution');
 }
 
 const SubmitQuery = z.object({ program_id: z.uuid(), mode: z.enum(EXECUTION_MODES).default('pure') });
@@ -55,16 +52,21 @@ executionsApi.openAPIRegistry.registerPath(submitRoute);
 
 executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
-  const { db, caller } = c.var;
+  const { db } = c.var;
+  const [programRows, projectRows, configRows, [usage]] = await asCaller(
+    c,
+    (org) => [...programQuery(db, org, q.program_id), usageQuery(c, org)],
+    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs,
+  );
+  const caller = c.var.caller;
   // Validate the request before looking at the program, as the reference (FastAPI) does.
   const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
-  const { program, config } = await findProgram(db, caller.orgId, q.program_id);
+  const { program, config } = requireProgram([programRows, projectRows, configRows]);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
+  refuseOverQuota(usage);
   const id = crypto.randomUUID();
   await submitJob(
-    c.env,
-    db,
-    caller.orgId,
+    c,
     (artifacts) => artifacts.put(artifactKey.executionInput(id), input),
     () => ({
       rows: [
@@ -90,14 +92,25 @@ executionsApi.openapi(
   }),
   async (c) => {
     const { program_id, page, page_size } = c.req.valid('query');
-    const { db, caller } = c.var;
-    await findProgram(db, caller.orgId, program_id);
-    const where = and(eq(executions.program_id, program_id), eq(executions.org_id, caller.orgId));
-    const [rows, [{ total }]] = await Promise.all([
-      db.select().from(executions).where(where).orderBy(desc(executions.created_at), desc(executions.id)).limit(page_size).offset((page - 1) * page_size),
-      db.select({ total: count() }).from(executions).where(where) as Promise<{ total: number }[]>,
-    ]);
-    return c.json(paginate(rows.map(executionRecord), total, page, page_size), 200);
+    const { db } = c.var;
+    const [program, rows] = await asCaller(
+      c,
+      (org) => [
+        db
+          .select({ execution_count: programs.execution_count })
+          .from(programs)
+          .where(and(eq(programs.id, program_id), eq(programs.org_id, org))),
+        db
+          .select()
+          .from(executions)
+          .where(and(eq(executions.program_id, program_id), eq(executions.org_id, org)))
+          .orderBy(desc(executions.created_at), desc(executions.id))
+          .limit(page_size)
+          .offset((page - 1) * page_size),
+      ],
+      ([p]) => p.length > 0,
+    );
+    return c.json(paginate(rows.map(executionRecord), one(program, 'Program').execution_count, page, page_size), 200);
   },
 );
 
@@ -115,7 +128,7 @@ executionsApi.openapi(
       ...errorResponses(404, 422),
     },
   }),
-  async (c) => c.json(executionRecord(await findExecution(c.var.db, c.var.caller.orgId, c.req.valid('param').execution_id)), 200),
+  async (c) => c.json(executionRecord(await readExecution(c, c.req.valid('param').execution_id)), 200),
 );
 
 executionsApi.openapi(
@@ -131,7 +144,9 @@ executionsApi.openapi(
     },
   }),
   async (c) => {
-    const execution = await findExecution(c.var.db, c.var.caller.orgId, c.req.valid('param').execution_id);
-    return (await subjectLogs(c.var.db, c.env.ARTIFACTS, 'execute', execution.id)) as never;
+    const id = c.req.valid('param').execution_id;
+    const [execution, job] = await asCaller(c, (org) => [executionQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'execute', id)], ([e]) => e.length > 0);
+    one(execution, 'Execution');
+    return (await logResponse(c.env.ARTIFACTS, job[0]?.id)) as never;
   },
 );

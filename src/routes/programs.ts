@@ -2,10 +2,12 @@
 // projects, downloading their artifacts.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
+import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import { programs, projects } from '../db/schema.ts';
-import { INTERACTIVE_PRIORITY, submitJob } from '../jobs/dispatch.ts';
+import { organizations, programs, projects } from '../db/schema.ts';
+import { INTERACTIVE_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
+import { asCaller } from '../middleware/auth.ts';
 import { artifactKey, streamObject, type ArtifactBatch, type R2StreamSink } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { toHex } from '../lib/crypto.ts';
@@ -13,12 +15,17 @@ import { ELF_HEAD_BYTES, validateElf } from '../lib/elf.ts';
 import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
 import { ProgramRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdResponse, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
-import { findConfig, findProgram, findProject, listPrograms, toRecord } from '../lib/lookups.ts';
+import { configQuery, one, orgCounter, programPage, programPageQuery, programQuery, projectQuery, requireProgram, toRecord } from '../lib/lookups.ts';
 import { highlightIfNone, rehighlightAfterMove } from '../lib/project-highlight.ts';
 import { jsonBody } from '../lib/body.ts';
 import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
 
 export const programsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+/** The caller's program with its project and config, in the request's one read (404, confirmed on the primary, when there is none). */
+async function readProgram(c: Context<AppEnv>, id: string) {
+  return requireProgram(await asCaller(c, (org) => programQuery(c.var.db, org, id), ([p]) => p.length > 0));
+}
 
 // ---------------------------------------------------------------------------
 // POST /v1/programs
@@ -65,7 +72,15 @@ programsApi.openAPIRegistry.registerPath(registerRoute);
 
 programsApi.post('/', zValidator('query', RegisterQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
-  const { db, caller } = c.var;
+  const { db } = c.var;
+  // Everything that can be refused without the body is refused before reading it, from
+  // the request's one read (a replica's refusal is confirmed on the primary).
+  const [configRows, projectRows, [usage]] = await asCaller(
+    c,
+    (org) => [configQuery(db, q.config_id), projectQuery(db, org, q.project_id ?? ''), usageQuery(c, org)],
+    ([cfg, project, [u]]) => cfg.length > 0 && (!q.project_id || project.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
+  );
+  const caller = c.var.caller;
   const maxBytes = Number(c.env.MAX_UPLOAD_BYTES);
   const declared = Number(c.req.header('content-length') ?? NaN);
   if (declared > maxBytes) throw tooLarge(maxBytes);
@@ -73,17 +88,14 @@ programsApi.post('/', zValidator('query', RegisterQuery, validationHook), async 
   if (!boundary || !c.req.raw.body)
     throw new ApiError(400, 'Expected a multipart/form-data body with file parts "elf" and "vmexe"');
 
-  // Everything that can be refused without the body is refused before reading it.
-  const config = await findConfig(db, q.config_id);
-  if (!config) throw notFound('Config');
+  const config = one(configRows, 'Config');
   if (!config.active) throw new ApiError(400, `Config ${config.id} is not active`);
-  if (q.project_id && !(await findProject(db, caller.orgId, q.project_id))) throw notFound('Project');
+  if (q.project_id && !projectRows[0]) throw notFound('Project');
+  refuseOverQuota(usage);
 
   const programId = crypto.randomUUID();
   await submitJob(
-    c.env,
-    db,
-    caller.orgId,
+    c,
     (artifacts) => receiveProgramFiles(c.req.raw.body!, boundary, maxBytes, programId, artifacts),
     (upload) => {
       const now = new Date().toISOString();
@@ -211,8 +223,21 @@ programsApi.openapi(
   }),
   async (c) => {
     const { page, page_size, project_id } = c.req.valid('query');
-    const result = await listPrograms(c.var.db, c.var.caller.orgId, project_id ? eq(programs.project_id, project_id) : undefined, page, page_size);
-    return c.json(result, 200, DEPRECATION_HEADERS);
+    const db = c.var.db;
+    const rows = await asCaller(c, (org) =>
+      programPageQuery(
+        db,
+        org,
+        project_id ? eq(programs.project_id, project_id) : undefined,
+        page,
+        page_size,
+        // The total is a counter: the project's, or the organization's.
+        project_id
+          ? sql<number>`coalesce((${db.select({ n: projects.program_count }).from(projects).where(and(eq(projects.id, project_id), eq(projects.org_id, org)))}), 0)`
+          : orgCounter(db, org, sql`${organizations.program_count}`),
+      ),
+    );
+    return c.json(programPage(rows, page, page_size), 200, DEPRECATION_HEADERS);
   },
 );
 
@@ -233,7 +258,7 @@ programsApi.openapi(
       ...errorResponses(404, 422),
     },
   }),
-  async (c) => c.json(toRecord(await findProgram(c.var.db, c.var.caller.orgId, c.req.valid('param').program_id)), 200),
+  async (c) => c.json(toRecord(await readProgram(c, c.req.valid('param').program_id)), 200),
 );
 
 const UpdateProgramBody = z
@@ -258,25 +283,32 @@ programsApi.openapi(
     },
   }),
   async (c) => {
-    const { db, caller } = c.var;
+    const { db } = c.var;
     const { program_id } = c.req.valid('param');
     const body = c.req.valid('json');
-    const { program } = await findProgram(db, caller.orgId, program_id);
-    if (body.project_id && !(await findProject(db, caller.orgId, body.project_id))) throw notFound('Project');
+    const [programRows, projectRows, configRows, target] = await asCaller(
+      c,
+      (org) => [...programQuery(db, org, program_id), projectQuery(db, org, body.project_id ?? '')],
+      ([p, , , t]) => p.length > 0 && (!body.project_id || t.length > 0),
+    );
+    const caller = c.var.caller;
+    const { program } = requireProgram([programRows, projectRows, configRows]);
+    if (body.project_id && !target[0]) throw notFound('Project');
     const name = body.name ?? body.program_name;
-    if (body.project_id || name) {
-      const update = db
-        .update(programs)
-        .set({ ...(body.project_id ? { project_id: body.project_id } : {}), ...(name ? { name } : {}) })
-        .where(and(eq(programs.id, program_id), eq(programs.org_id, caller.orgId)));
-      const moved = body.project_id !== undefined && body.project_id !== program.project_id;
-      if (moved) {
-        await db.batch([update, rehighlightAfterMove(db, program.project_id, program_id), highlightIfNone(db, body.project_id!, program_id)]);
-      } else {
-        await update;
-      }
-    }
-    return c.json(toRecord(await findProgram(db, caller.orgId, program_id)), 200);
+    if (!body.project_id && !name) return c.json(toRecord(requireProgram([programRows, projectRows, configRows])), 200);
+    const update = db
+      .update(programs)
+      .set({ ...(body.project_id ? { project_id: body.project_id } : {}), ...(name ? { name } : {}) })
+      .where(and(eq(programs.id, program_id), eq(programs.org_id, caller.orgId)));
+    const moved = body.project_id !== undefined && body.project_id !== program.project_id;
+    // The change and the record as it now stands, in one batch.
+    const [, , , ...after] = await db.batch([
+      update,
+      moved ? rehighlightAfterMove(db, program.project_id, program_id) : db.select({ one: sql`1` }).from(sql`(SELECT 1)`),
+      moved ? highlightIfNone(db, body.project_id!, program_id) : db.select({ one: sql`1` }).from(sql`(SELECT 1)`),
+      ...programQuery(db, caller.orgId, program_id),
+    ]);
+    return c.json(toRecord(requireProgram(after)), 200);
   },
 );
 
@@ -309,7 +341,7 @@ programsApi.openapi(
   }),
   async (c) => {
     const { program_id, artifact } = c.req.valid('param');
-    const { program } = await findProgram(c.var.db, c.var.caller.orgId, program_id);
+    const { program } = await readProgram(c, program_id);
     if (artifact === 'source') throw new ApiError(404, 'This program was registered pre-built (ELF and VMEXE): it has no source to download');
     if (artifact === 'app_exe_commit') {
       if (!program.app_exe_commit) throw new ApiError(404, `app_exe_commit is not computed yet: the program is ${program.status}`);

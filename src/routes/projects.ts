@@ -1,14 +1,15 @@
 // /v1/projects: the groups programs belong to.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
-import { programs, projects } from '../db/schema.ts';
-import { notFound, ValidationError, validationHook } from '../lib/errors.ts';
+import { apiKeys, programs, projects } from '../db/schema.ts';
+import { asCaller } from '../middleware/auth.ts';
+import { ApiError, isRefusedInsert, ValidationError, validationHook } from '../lib/errors.ts';
 import { readJsonBody } from '../lib/body.ts';
 import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
-import { ProgramRecord, ProjectRecord } from '../lib/records.ts';
+import { ProgramRecord, ProjectRecord, projectRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
-import { findProject, listPrograms, projectPage } from '../lib/lookups.ts';
+import { one, programPage, programPageQuery, projectPage, projectPageQuery, projectQuery } from '../lib/lookups.ts';
 
 export const projectsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -33,7 +34,8 @@ projectsApi.openapi(
   }),
   async (c) => {
     const q = c.req.valid('query');
-    return c.json(await projectPage(c.var.db, c.var.caller.orgId, { page: q.page, pageSize: q.page_size, search: q.search, sortBy: q.sort_by, sortOrder: q.sort_order }), 200);
+    const query = { page: q.page, pageSize: q.page_size, search: q.search, sortBy: q.sort_by, sortOrder: q.sort_order };
+    return c.json(projectPage(await asCaller(c, (org) => projectPageQuery(c.var.db, org, query)), query), 200);
   },
 );
 
@@ -62,7 +64,17 @@ projectsApi.post('/', async (c) => {
     throw new ValidationError([{ loc: ['body'], msg: 'Value error, the body must be the project name as a non-empty JSON string', type: 'value_error' }]);
   if (name.length > 256) throw new ValidationError([{ loc: ['body'], msg: 'String should have at most 256 characters', type: 'string_too_long' }]);
   const id = crypto.randomUUID();
-  await c.var.db.insert(projects).values({ id, org_id: c.var.caller.orgId, name: name.trim(), created_by: c.var.caller.owner });
+  // One batch on the primary: the key's lookup and the insert, whose organization and
+  // owner are the key's own (a dead key leaves org_id NULL: the batch fails, nothing is stored).
+  const hash = c.var.apiKeyHash;
+  const keyRow = (column: typeof apiKeys.org_id | typeof apiKeys.owner) =>
+    sql<string>`(SELECT ${column} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
+  try {
+    await asCaller(c, () => [c.var.db.insert(projects).values({ id, org_id: keyRow(apiKeys.org_id), name: name.trim(), created_by: keyRow(apiKeys.owner) })]);
+  } catch (err) {
+    if (isRefusedInsert(err, 'projects')) throw new ApiError(401, 'Invalid or revoked API key');
+    throw err;
+  }
   return c.json({ id }, 201);
 });
 
@@ -81,9 +93,9 @@ projectsApi.openapi(
     },
   }),
   async (c) => {
-    const [record] = (await projectPage(c.var.db, c.var.caller.orgId, { page: 1, pageSize: 1 }, c.req.valid('param').project_id)).items;
-    if (!record) throw notFound('Project');
-    return c.json(record, 200);
+    const id = c.req.valid('param').project_id;
+    const [rows] = await asCaller(c, (org) => [projectQuery(c.var.db, org, id)], ([p]) => p.length > 0);
+    return c.json(projectRecord(one(rows, 'Project')), 200);
   },
 );
 
@@ -102,8 +114,16 @@ projectsApi.openapi(
   async (c) => {
     const { project_id } = c.req.valid('param');
     const { page, page_size } = c.req.valid('query');
-    const { db, caller } = c.var;
-    if (!(await findProject(db, caller.orgId, project_id))) throw notFound('Project');
-    return c.json(await listPrograms(db, caller.orgId, eq(programs.project_id, project_id), page, page_size), 200);
+    const db = c.var.db;
+    const [project, ...rows] = await asCaller(
+      c,
+      (org) => [
+        projectQuery(db, org, project_id),
+        ...programPageQuery(db, org, eq(programs.project_id, project_id), page, page_size, sql<number>`coalesce((${db.select({ n: projects.program_count }).from(projects).where(and(eq(projects.id, project_id), eq(projects.org_id, org)))}), 0)`),
+      ],
+      ([p]) => p.length > 0,
+    );
+    one(project, 'Project');
+    return c.json(programPage(rows, page, page_size), 200);
   },
 );

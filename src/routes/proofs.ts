@@ -1,10 +1,13 @@
 // /v1/proofs: submitting proof jobs, reading their records, proofs and logs, canceling.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
-import { and, count, desc, eq } from 'drizzle-orm';
+import { and, desc, eq } from 'drizzle-orm';
+import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import { proofs } from '../db/schema.ts';
-import { DEFAULT_PRIORITY, submitJob } from '../jobs/dispatch.ts';
+import { programs, proofs } from '../db/schema.ts';
+import { DEFAULT_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
+import { cancelOutcome, cancelProofStatements } from '../jobs/state.ts';
+import { asCaller } from '../middleware/auth.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { checkProofInputBytes } from '../lib/input-scan.ts';
@@ -13,12 +16,18 @@ import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type 
 import { normalizeStarkProofFile } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
 import { errorResponses, IdResponse, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
-import { findProgram, findProof } from '../lib/lookups.ts';
-import { cancelProofAnswer, proofFileResponse } from '../lib/proof-actions.ts';
+import { jobOfSubject, one, programQuery, proofQuery, requireProgram } from '../lib/lookups.ts';
+import { cancelAnswer, proofFileResponse } from '../lib/proof-actions.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
-import { subjectLogs } from '../jobs/logs.ts';
+import { logResponse } from '../jobs/logs.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+/** The caller's proof, in the request's one read (404, confirmed on the primary, when there is none). */
+async function readProof(c: Context<AppEnv>, id: string) {
+  const [rows] = await asCaller(c, (org) => [proofQuery(c.var.db, org, id)], ([p]) => p.length > 0);
+  return one(rows, 'Proof');
+}
 
 
 // ---------------------------------------------------------------------------
@@ -71,7 +80,15 @@ proofsApi.openAPIRegistry.registerPath(submitRoute);
 
 proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
-  const { db, caller } = c.var;
+  const { db } = c.var;
+  // The request's one read, before its body: the key, the program and the organization's
+  // usage (a replica's "not ready" or "over quota" is confirmed on the primary).
+  const [programRows, projectRows, configRows, [usage]] = await asCaller(
+    c,
+    (org) => [...programQuery(db, org, q.program_id), usageQuery(c, org)],
+    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs,
+  );
+  const caller = c.var.caller;
   const maxBytes = Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES);
   if (Number(c.req.header('content-length') ?? NaN) > maxBytes) throw tooLarge(maxBytes);
 
@@ -80,7 +97,7 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
   const boundary = multipartBoundary(c.req.header('content-type'));
   const body = boundary ? await readMultipartSubmission(c.req.raw, boundary, maxBytes) : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), children: [] };
 
-  const { program, config } = await findProgram(db, caller.orgId, q.program_id);
+  const { program, config } = requireProgram([programRows, projectRows, configRows]);
   if (program.status !== 'ready')
     throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
 
@@ -92,14 +109,13 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
         type: 'value_error',
       },
     ]);
+  refuseOverQuota(usage);
 
   const proofId = crypto.randomUUID();
   const childKeys = body.children.map((_, i) => artifactKey.proofChild(proofId, i));
   const numGpus = q.num_gpus ?? program.default_num_gpus;
   await submitJob(
-    c.env,
-    db,
-    caller.orgId,
+    c,
     async (artifacts) => {
       // The checked bytes as sent: engines read `input` as the zkVM's tool does.
       await artifacts.put(artifactKey.proofInput(proofId), body.input);
@@ -125,8 +141,6 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
   );
   return c.json({ id: proofId }, 200);
 });
-
-
 
 async function readMultipartSubmission(req: Request, boundary: string, maxBytes: number) {
   const got: { input?: MemorySink } = {};
@@ -182,14 +196,26 @@ proofsApi.openapi(
   }),
   async (c) => {
     const { program_id, page, page_size } = c.req.valid('query');
-    const { db, caller } = c.var;
-    await findProgram(db, caller.orgId, program_id);
-    const where = and(eq(proofs.program_id, program_id), eq(proofs.org_id, caller.orgId));
-    const [rows, [{ total }]] = await Promise.all([
-      db.select().from(proofs).where(where).orderBy(desc(proofs.created_at), desc(proofs.id)).limit(page_size).offset((page - 1) * page_size),
-      db.select({ total: count() }).from(proofs).where(where) as Promise<{ total: number }[]>,
-    ]);
-    return c.json(paginate(rows.map(proofRecord), total, page, page_size), 200);
+    const { db } = c.var;
+    const [program, rows] = await asCaller(
+      c,
+      (org) => [
+        db
+          .select({ proof_count: programs.proof_count })
+          .from(programs)
+          .where(and(eq(programs.id, program_id), eq(programs.org_id, org))),
+        db
+          .select()
+          .from(proofs)
+          .where(and(eq(proofs.program_id, program_id), eq(proofs.org_id, org)))
+          .orderBy(desc(proofs.created_at), desc(proofs.id))
+          .limit(page_size)
+          .offset((page - 1) * page_size),
+      ],
+      ([p]) => p.length > 0,
+    );
+    // The total is the program's counter (kept by a trigger), not a count of its proofs.
+    return c.json(paginate(rows.map(proofRecord), one(program, 'Program').proof_count, page, page_size), 200);
   },
 );
 
@@ -207,7 +233,7 @@ proofsApi.openapi(
       ...errorResponses(404, 422),
     },
   }),
-  async (c) => c.json(proofRecord(await findProof(c.var.db, c.var.caller.orgId, c.req.valid('param').proof_id)), 200),
+  async (c) => c.json(proofRecord(await readProof(c, c.req.valid('param').proof_id)), 200),
 );
 
 // ---------------------------------------------------------------------------
@@ -229,7 +255,7 @@ proofsApi.openapi(
   }),
   async (c) => {
     const { proof_id, kind } = c.req.valid('param');
-    return proofFileResponse(c.env.ARTIFACTS, await findProof(c.var.db, c.var.caller.orgId, proof_id), kind) as never;
+    return proofFileResponse(c.env.ARTIFACTS, await readProof(c, proof_id), kind) as never;
   },
 );
 
@@ -247,8 +273,10 @@ proofsApi.openapi(
     },
   }),
   async (c) => {
-    const proof = await findProof(c.var.db, c.var.caller.orgId, c.req.valid('param').proof_id);
-    return (await subjectLogs(c.var.db, c.env.ARTIFACTS, 'proof', proof.id)) as never;
+    const id = c.req.valid('param').proof_id;
+    const [proof, job] = await asCaller(c, (org) => [proofQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'proof', id)], ([p]) => p.length > 0);
+    one(proof, 'Proof');
+    return (await logResponse(c.env.ARTIFACTS, job[0]?.id)) as never;
   },
 );
 
@@ -270,7 +298,9 @@ proofsApi.openapi(
     },
   }),
   async (c) => {
-    const proof = await findProof(c.var.db, c.var.caller.orgId, c.req.valid('param').proof_id);
-    return c.json(await cancelProofAnswer(c.var.db, proof), 200);
+    const id = c.req.valid('param').proof_id;
+    // One batch on the primary: the key, both transitions and the proof's state.
+    const results = await asCaller(c, (org) => [...cancelProofStatements(c.var.db, id, org)]);
+    return c.json(cancelAnswer(id, cancelOutcome(results)), 200);
   },
 );

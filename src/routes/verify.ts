@@ -2,12 +2,11 @@
 // submitted as a file and read back by id.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
-import { and, eq } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import type { Db } from '../db/client.ts';
 import { verifications } from '../db/schema.ts';
-import { INTERACTIVE_PRIORITY, submitJob } from '../jobs/dispatch.ts';
+import { INTERACTIVE_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
+import { asCaller } from '../middleware/auth.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook } from '../lib/errors.ts';
 import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
@@ -15,7 +14,7 @@ import { evmProofShapeError, starkProofShapeError } from '../lib/proof-format.ts
 import { VerificationRecord, verificationRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdResponse, Uuid } from '../lib/schemas.ts';
 import { MAX_CHILD_PROOF_BYTES } from '../lib/limits.ts';
-import { findConfig, findProgram } from '../lib/lookups.ts';
+import { configQuery, one, programOf, programQuery, verificationQuery } from '../lib/lookups.ts';
 
 export const verifyApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -66,6 +65,7 @@ verifyApi.openAPIRegistry.registerPath(
 
 verifyApi.post('/', zValidator('query', UnifiedQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
+  const looked = await lookUp(c, q.program_id, q.config_id);
   const text = await readProofPart(c.req.raw);
   const doc = parseProofJson(text);
   // The two proof files differ in shape: only the EVM proof has `proof_data`.
@@ -74,13 +74,29 @@ verifyApi.post('/', zValidator('query', UnifiedQuery, validationHook), async (c)
     throw new ValidationError([{ loc: ['query', 'program_id'], msg: 'Field required: a STARK proof is checked against a program’s verification baseline', type: 'missing' }]);
   if (kind === 'evm' && !q.config_id && !q.program_id)
     throw new ValidationError([{ loc: ['query', 'config_id'], msg: 'Field required: the config whose keys verify the EVM proof', type: 'missing' }]);
-  return c.json({ id: await submitVerification(c, { kind, text, doc, programId: q.program_id, configId: q.config_id }) }, 200);
+  return c.json({ id: await submitVerification(c, looked, { kind, text, doc, programId: q.program_id, configId: q.config_id }) }, 200);
 });
 
 verifyApi.post('/stark', zValidator('query', StarkQuery, validationHook), async (c) => {
+  const programId = c.req.valid('query').program_id;
+  const looked = await lookUp(c, programId, undefined);
   const text = await readProofPart(c.req.raw);
-  return c.json({ id: await submitVerification(c, { kind: 'stark', text, doc: parseProofJson(text), programId: c.req.valid('query').program_id }) }, 200);
+  return c.json({ id: await submitVerification(c, looked, { kind: 'stark', text, doc: parseProofJson(text), programId }) }, 200);
 });
+
+/**
+ * The request's one read, before its body: the key, the program and config it names,
+ * the organization's usage (a replica's refusal is confirmed on the primary).
+ */
+async function lookUp(c: Context<AppEnv>, programId: string | undefined, configId: string | undefined) {
+  const db = c.var.db;
+  const [programRows, projectRows, configRows, named, [usage]] = await asCaller(
+    c,
+    (org) => [...programQuery(db, org, programId ?? ''), configQuery(db, configId ?? ''), usageQuery(c, org)],
+    ([p, , , cfg, [u]]) => (!programId || p[0]?.status === 'ready') && (!configId || cfg.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
+  );
+  return { program: programOf([programRows, projectRows, configRows]), config: named[0], usage };
+}
 
 /** The `proof` file part, read whole under its cap (proofs are small next to keys). */
 async function readProofPart(req: Request): Promise<string> {
@@ -113,29 +129,30 @@ function parseProofJson(text: string): unknown {
  */
 async function submitVerification(
   c: Context<AppEnv>,
+  looked: Awaited<ReturnType<typeof lookUp>>,
   v: { kind: 'stark' | 'evm'; text: string; doc: unknown; programId?: string; configId?: string },
 ): Promise<string> {
   const { db, caller } = c.var;
   const problem = v.kind === 'stark' ? starkProofShapeError(v.text) : evmProofShapeError(v.doc);
   if (problem) throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, ${problem}`, type: 'value_error' }]);
-  let program: Awaited<ReturnType<typeof findProgram>>['program'] | null = null;
-  let config: Awaited<ReturnType<typeof findProgram>>['config'] | undefined;
+  let program: NonNullable<typeof looked.program>['program'] | null = null;
+  let config: NonNullable<typeof looked.program>['config'] | undefined;
   if (v.programId) {
-    ({ program, config } = await findProgram(db, caller.orgId, v.programId));
+    if (!looked.program) throw notFound('Program');
+    ({ program, config } = looked.program);
     if (program.status !== 'ready')
       throw new ApiError(409, `Program ${program.id} is not ready (status: ${program.status}); its verification baseline is not computed yet`);
     if (v.configId && v.configId !== config.id)
       throw new ValidationError([{ loc: ['query', 'config_id'], msg: `Value error, program ${program.id} uses config ${config.id}, not ${v.configId}`, type: 'value_error' }]);
   } else {
-    config = await findConfig(db, v.configId!);
+    config = looked.config;
     if (!config) throw notFound('Config');
   }
+  refuseOverQuota(looked.usage);
   const cfg = config!;
   const id = crypto.randomUUID();
   await submitJob(
-    c.env,
-    db,
-    caller.orgId,
+    c,
     (artifacts) => artifacts.put(artifactKey.verificationProof(id), v.text),
     () => ({
       rows: [
@@ -157,16 +174,6 @@ async function submitVerification(
 
 const VerifyParams = z.object({ verify_id: Uuid('verify_id') });
 
-async function findVerification(db: Db, orgId: string, id: string) {
-  const row = await db
-    .select()
-    .from(verifications)
-    .where(and(eq(verifications.id, id), eq(verifications.org_id, orgId)))
-    .get();
-  if (!row) throw notFound('Verification');
-  return row;
-}
-
 for (const [path, summary] of [
   ['/{verify_id}', 'Get a verification result'],
   ['/stark/{verify_id}', 'Get a STARK verification result (legacy path of /v1/verify/{verify_id})'],
@@ -183,6 +190,10 @@ for (const [path, summary] of [
         ...errorResponses(404, 422),
       },
     }),
-    async (c) => c.json(verificationRecord(await findVerification(c.var.db, c.var.caller.orgId, c.req.valid('param').verify_id)), 200),
+    async (c) => {
+      const id = c.req.valid('param').verify_id;
+      const [rows] = await asCaller(c, (org) => [verificationQuery(c.var.db, org, id)], ([v]) => v.length > 0);
+      return c.json(verificationRecord(one(rows, 'Verification')), 200);
+    },
   );
 }

@@ -1,16 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, usage } from '../../prover-agent/src/agent/config.ts';
 
-const required = ['--api-url', 'http://svc', '--agent-token', 'at_x', '--account-id', 'acct', '--queue-id', 'q', '--queue-token', 'cf'];
+const required = ['--api-url', 'http://svc', '--agent-token', 'at_x'];
 
 describe('prover-agent configuration', () => {
   it('reads flags, falls back to the environment, then to defaults', () => {
     const cfg = loadConfig(['--api-url', 'http://flag'], {
       PROVER_API_URL: 'http://env',
       PROVER_AGENT_TOKEN: 'at_env',
-      CF_ACCOUNT_ID: 'a',
-      CF_QUEUE_ID: 'q',
-      CF_QUEUES_API_TOKEN: 't',
       PROVER_GPUS: '4',
       PROVER_ENGINES: 'dev,openvm',
     });
@@ -21,7 +18,7 @@ describe('prover-agent configuration', () => {
       engines: ['dev', 'openvm'],
       configs: [],
       concurrency: 4, // one job per GPU unless told otherwise
-      queue: { baseUrl: 'https://api.cloudflare.com/client/v4', accountId: 'a', queueId: 'q', token: 't' },
+      pollIntervalMs: 1000,
       shutdownGraceMs: 300_000,
       heartbeatIntervalMs: null,
     });
@@ -53,6 +50,14 @@ describe('prover-agent configuration', () => {
 
   it('documents every flag with its environment variable', () => {
     const text = usage();
-    for (const v of ['PROVER_API_URL', 'CF_QUEUES_API_TOKEN', 'PROVER_GPUS', 'PROVER_SHUTDOWN_GRACE', 'PROVER_METRICS_PORT']) expect(text).toContain(v);
+    for (const v of ['PROVER_API_URL', 'PROVER_AGENT_TOKEN', 'PROVER_GPUS', 'PROVER_SHUTDOWN_GRACE', 'PROVER_METRICS_PORT']) expect(text).toContain(v);
+  });
+
+  it('needs no Cloudflare credential: the agent token is the host’s only secret', () => {
+    const cfg = loadConfig(required, {});
+    expect(JSON.stringify(cfg)).not.toMatch(/queue|cloudflare/i);
+    expect(usage()).not.toMatch(/CF_|Queues > Edit/);
+    // The flags an older deployment passed are refused, not silently ignored.
+    expect(() => loadConfig([...required, '--queue-token', 'cf'], {})).toThrow();
   });
 });

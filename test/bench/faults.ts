@@ -1,8 +1,8 @@
 // npm run bench:faults [-- --runs 5 --cancels 20 --burst 200 --agents 4]
 //
 // On the local stack (wrangler dev + real prover-agents, the dev engine) with the
-// service's default timings (12 s lease, 5 s heartbeats, 1 s cancel checks; agents
-// claim every 2 s when idle), measures:
+// service's default timings (12 s lease, 5 s heartbeats, 1 s cancel checks; each lease
+// is looked at when it would expire; idle agents pull every second, as deployed), measures:
 //   agent death → rerun: an agent is SIGKILLed mid-proof, at a random point of its
 //     heartbeat cycle, with an idle agent standing by; time from the kill to the claim
 //     of attempt 2 (D1 leases.claimed_at). No cron sweep runs.
@@ -31,8 +31,8 @@ const cancels = Number(values.cancels);
 const burst = Number(values.burst);
 const agentCount = Number(values.agents);
 
-/** Agents as deployed: the e2e stack's 1 s idle claim back to the 2 s default. */
-const AS_DEPLOYED = ['--idle-claim-interval', '2'];
+/** Agents as deployed: the e2e stack's fast polling back to the 1 s default. */
+const AS_DEPLOYED = ['--poll-interval', '1'];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => {
@@ -164,7 +164,7 @@ async function main() {
     )) as [{ n: number }];
     const [{ n: aQueued }] = (await stack.sql(`SELECT count(*) AS n FROM jobs WHERE org_id = 'org_e2e' AND status = 'queued'`)) as [{ n: number }];
 
-    console.log(`bench:faults — local stack, dev engine, default timings (lease 12 s, heartbeat 5 s, cancel check 1 s, idle claim 2 s)`);
+    console.log(`bench:faults — local stack, dev engine, default timings (lease 12 s, heartbeat 5 s, cancel check 1 s, lease checks at expiry, idle pulls every 1 s)`);
     console.log(`agent death → rerun          p50 ${pct(recovery, 50)} ms   max ${Math.max(...recovery)} ms   (${runs} SIGKILLs, an idle agent standing by)`);
     console.log(`cancel answer → engine gone  p50 ${pct(stops, 50)} ms   p99 ${pct(stops, 99)} ms   max ${Math.max(...stops)} ms   (${cancels} cancels)`);
     console.log(

@@ -49,7 +49,7 @@ afterAll(async () => stack?.stop());
 describe('service outage', () => {
   it('the agent backs off while the service is unreachable and recovers when it returns', async () => {
     const via = `http://127.0.0.1:${proxy.port}`;
-    const agent = await stack.startAgent({ name: 'patient', extraArgs: ['--api-url', via, '--queue-url', `${via}/client/v4`] });
+    const agent = await stack.startAgent({ name: 'patient', extraArgs: ['--api-url', via] });
     const program = await registerGuest(api, stack.devConfig, 'hello.elf');
     await proxy.down();
     const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0101'] });

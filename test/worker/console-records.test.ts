@@ -168,11 +168,14 @@ describe('usage', () => {
     const { proof } = await queuedProof(t);
     const { proof: second } = await queuedProof(t);
     const day = new Date().toISOString().slice(0, 10);
-    await env.DB.prepare(`UPDATE proofs SET num_instructions = 1000, cost = 2500000 WHERE id IN (?, ?)`).bind(proof, second).run();
+    // Usage counts a proof's instructions and cost once it ends, and a lease's GPU time once it ends.
+    await env.DB.prepare(`UPDATE proofs SET state = 'Succeeded', num_instructions = 1000, cost = 2500000 WHERE id IN (?, ?)`).bind(proof, second).run();
     const job = (await env.DB.prepare(`SELECT id FROM jobs WHERE subject_id = ?`).bind(proof).first<{ id: string }>())!.id;
-    await env.DB.prepare(`INSERT INTO leases (id, job_id, attempt, agent_id, token_hash, gpus, machine_type, claimed_at, ended_at) VALUES (?, ?, 1, 'a', ?, 2, 'm', 0, 1800000)`)
-      .bind(crypto.randomUUID(), job, crypto.randomUUID())
+    const leaseId = crypto.randomUUID();
+    await env.DB.prepare(`INSERT INTO leases (id, job_id, attempt, agent_id, token_hash, gpus, machine_type, claimed_at) VALUES (?, ?, 1, 'a', ?, 2, 'm', 0)`)
+      .bind(leaseId, job, crypto.randomUUID())
       .run();
+    await env.DB.prepare(`UPDATE leases SET ended_at = 1800000, outcome = 'completed' WHERE id = ?`).bind(leaseId).run();
     const usage = await as(s, `${org}/usage?from=${day}&to=${day}`);
     expect(usage.totals).toEqual({ proofs: 2, instructions: 2000, gpu_hours: 1, cost: 5000000 });
     expect(usage.days).toEqual([{ date: day, proofs: 2, instructions: 2000, gpu_hours: 1, cost: 5000000 }]);
@@ -184,6 +187,16 @@ describe('usage', () => {
     const from = new Date(Date.now() - 29 * 86400_000).toISOString().slice(0, 10);
     expect((await as(s, `${org}/usage?from=${from}&to=${day}`)).totals.proofs).toBe(2);
     await as(s, `${org}/usage?from=2026-02-01&to=2026-01-01`, 422);
+    // A proof running now counts its GPU time so far.
+    const { proof: third } = await queuedProof(t);
+    await env.DB.prepare(`UPDATE jobs SET status = 'leased', lease_id = ? WHERE subject_id = ?`).bind(`live-${third}`, third).run();
+    await env.DB.prepare(`INSERT INTO leases (id, job_id, attempt, agent_id, token_hash, gpus, machine_type, claimed_at) SELECT ?, id, 1, 'a', ?, 1, 'm', ? FROM jobs WHERE subject_id = ?`)
+      .bind(`live-${third}`, crypto.randomUUID(), Date.now() - 3_600_000, third)
+      .run();
+    const live = await as(s, `${org}/usage?from=${day}&to=${day}`);
+    expect(live.totals.proofs).toBe(3);
+    expect(live.totals.gpu_hours).toBeGreaterThanOrEqual(2);
+    expect(live.totals.gpu_hours).toBeLessThan(2.01);
     await as(s, `${org}/usage?from=2020-01-01&to=2026-01-01`, 422);
     await as(s, `${org}/usage?from=Monday`, 422);
   });

@@ -1,7 +1,8 @@
 // Helpers for tests of the fleet's internal API: an agent is just HTTP calls here.
 import { env } from 'cloudflare:test';
-import type { ClaimRequest, ClaimResponse, ClaimedJob } from '../../prover-agent/src/protocol.ts';
+import type { ClaimRequest, ClaimResponse, ClaimedJob, PresenceResponse } from '../../prover-agent/src/protocol.ts';
 import { createAgentToken } from '../../src/admin/statements.ts';
+import { checkLease } from '../../src/jobs/lease-checks.ts';
 import { api, json, runAdmin } from './helpers.ts';
 
 export interface TestAgent {
@@ -9,12 +10,21 @@ export interface TestAgent {
   caps: ClaimRequest;
 }
 
-export async function seedAgent(caps: Partial<ClaimRequest> = {}): Promise<TestAgent> {
+/** An agent token and an agent that reported its presence (it is online, as a running agent is). */
+export async function seedAgent(caps: Partial<ClaimRequest> = {}, opts: { online?: boolean } = {}): Promise<TestAgent> {
   const token = await runAdmin(createAgentToken(`agent-${crypto.randomUUID().slice(0, 8)}`));
-  return {
+  const agent = {
     token,
     caps: { agent_id: crypto.randomUUID(), name: 'test-agent', machine_type: 'test-machine', gpus: 8, engines: ['dev'], configs: [], ...caps },
   };
+  if (opts.online ?? true) await presence(agent);
+  return agent;
+}
+
+/** Reports the agent's presence; the answer carries its queue token. */
+export async function presence(agent: TestAgent): Promise<PresenceResponse> {
+  const { hint_job_id: _, ...who } = agent.caps;
+  return json(await api(null, '/internal/v1/agents/presence', bearer(agent.token, { method: 'POST', body: JSON.stringify(who) })), 200);
 }
 
 const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
@@ -41,9 +51,15 @@ export function upload(job: Pick<ClaimedJob, 'job_token'>, name: string, content
   return api(null, `/internal/v1/lease/results/${name}`, { method: 'PUT', body: content, headers: { authorization: `Bearer ${job.job_token}` } });
 }
 
-/** Makes a job's lease look expired, as if its agent had died a while ago. */
-export async function expireLease(jobId: string) {
+/** Makes a job's lease overdue, as if its agent had died a while ago (nothing has looked at it yet). */
+export async function makeOverdue(jobId: string) {
   await env.DB.prepare('UPDATE jobs SET lease_expires_at = ? WHERE id = ?').bind(Date.now() - 1000, jobId).run();
+}
+
+/** The job's agent died a while ago, and the look at its lease that its claim scheduled arrives (src/jobs/lease-checks.ts). */
+export async function expireLease(job: Pick<ClaimedJob, 'id' | 'lease_id'>) {
+  await makeOverdue(job.id);
+  return checkLease(env, { type: 'lease-check', job_id: job.id, lease_id: job.lease_id });
 }
 
 export async function jobRow(jobId: string) {

@@ -211,8 +211,7 @@ describe('cancel of a running proof', () => {
 
   it('an agent that dies after the cancel: the expired lease ends the proof Canceled, charged until the cancel', async () => {
     const { t, proofId, job } = await canceledHalfwayThroughAnHour();
-    await expireLease(job.id);
-    await claim(await seedAgent());
+    expect(await expireLease(job)).toBe('expired');
     expect(await json(await api(t, `/v1/proofs/${proofId}`), 200)).toMatchObject({ state: 'Canceled', cost: HALF_AN_HOUR });
   });
 
@@ -229,7 +228,7 @@ describe('cancel of a running proof', () => {
     const other = await submitProof(t, await readyProgram(t));
     const second = await claimJob(await seedAgent());
     expect(second.subject_id).toBe(other);
-    await expireLease(second.id);
+    await expireLease(second);
     await claimJob(await seedAgent());
     expect((await lease(second, '/status')).status).toBe(409);
   });
@@ -348,8 +347,8 @@ describe('leases', () => {
     const b = await seedAgent();
     const first = await claimJob(a);
     await json(await lease(first, '/heartbeat', { phase: 'AppProving' }), 200);
-    await expireLease(first.id);
-    const second = await claimJob(b); // the claim sweeps the expired lease first
+    expect(await expireLease(first)).toBe('expired'); // its lease check finds it expired and requeues it
+    const second = await claimJob(b);
     expect(second).toMatchObject({ id: first.id, attempt: 2 });
     expect((await jobRow(first.id)).retries).toBe(0); // infrastructure loss is not charged
     await upload(second, 'stark', STARK);
@@ -372,8 +371,8 @@ describe('leases', () => {
     const t = await seedTenant();
     const proofId = await submitProof(t, await readyProgram(t));
     const agent = await seedAgent();
-    for (let i = 0; i < 5; i++) expireLease((await claimJob(agent)).id);
-    await claim(agent); // sweeps the last one
+    for (let i = 0; i < 5; i++) expect(await expireLease(await claimJob(agent))).toBe('expired');
+    expect((await claim(agent)).job).toBeNull();
     const proof = await json(await api(t, `/v1/proofs/${proofId}`), 200);
     expect(proof.state).toBe('Failed');
     expect(proof.error_message).toMatch(/Gave up after 5 attempts/);

@@ -79,10 +79,10 @@ export async function registerProgram(tenant: Tenant, configId: string, query = 
   return (await json<{ id: string }>(res, 201)).id;
 }
 
-/** Marks a program ready as its commit job would (the fleet's part, tested in the e2e suite). */
+/** Marks a program ready as its commit job would (the fleet's part, tested in the e2e suite): its exe commit and baseline recorded. */
 export async function markReady(programId: string): Promise<void> {
-  await env.DB.prepare(`UPDATE programs SET status = 'ready', app_exe_commit = ? WHERE id = ?`)
-    .bind('0x' + 'cd'.repeat(32), programId)
+  await env.DB.prepare(`UPDATE programs SET status = 'ready', app_exe_commit = ?, baseline_key = ? WHERE id = ?`)
+    .bind('0x' + 'cd'.repeat(32), `programs/${programId}/baseline.json`, programId)
     .run();
 }
 

@@ -1,16 +1,20 @@
+// The agents' queue gateway (/internal/v1/queue): queue tokens from presence reports,
+// the local emulation of Cloudflare Queues' pull consumer behind it, and the real API
+// it calls when deployed.
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import worker from '../../src/index.ts';
 import { app } from '../../src/app.ts';
 import type { JobNotice } from '../../src/env.ts';
-import { beforeEach, describe, expect, it } from 'vitest';
-import { api, json } from './helpers.ts';
-import { seedAgent } from './fleet-helpers.ts';
-
-const QUEUE = '/client/v4/accounts/acct/queues/zk-proving-jobs-local/messages';
+import { issueQueueToken, QUEUE_TOKEN_TTL_MS } from '../../src/internal/queue-token.ts';
+import { revokeAgentToken } from '../../src/admin/statements.ts';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { api, json, runAdmin } from './helpers.ts';
+import { presence, seedAgent } from './fleet-helpers.ts';
 
 beforeEach(async () => {
   await env.DB.prepare('DELETE FROM emulated_queue_messages').run();
 });
+afterEach(() => vi.restoreAllMocks());
 
 async function deliver(...bodies: unknown[]) {
   const batch = createMessageBatch(
@@ -24,20 +28,24 @@ async function deliver(...bodies: unknown[]) {
   return result;
 }
 
+/** An online agent's queue token. */
+async function queueToken(): Promise<string> {
+  return (await presence(await seedAgent())).queue_token;
+}
+
 async function call(token: string, action: 'pull' | 'ack', body: unknown) {
-  return api(null, `${QUEUE}/${action}`, { method: 'POST', body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+  return api(null, `/internal/v1/queue/${action}`, { method: 'POST', body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
 }
 
 const decode = (b64: string) => JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))));
 
-describe('Queues HTTP pull API emulation', () => {
-  it('keeps delivered notices and serves them in the real API’s shape', async () => {
-    const { token } = await seedAgent();
+describe('the agents’ queue gateway', () => {
+  it('serves delivered notices in the Queues API’s message shape, leased until acked', async () => {
+    const token = await queueToken();
     await deliver({ job_id: 'j1', kind: 'proof' }, { job_id: 'j2', kind: 'commit' });
     const res = await json(await call(token, 'pull', { batch_size: 10, visibility_timeout_ms: 30_000 }), 200);
-    expect(res).toMatchObject({ success: true, errors: [], messages: [] });
-    expect(res.result.messages).toHaveLength(2);
-    const [m] = res.result.messages;
+    expect(res.messages).toHaveLength(2);
+    const [m] = res.messages;
     expect(m).toEqual({
       body: expect.any(String),
       id: expect.any(String),
@@ -48,66 +56,128 @@ describe('Queues HTTP pull API emulation', () => {
     });
     expect(decode(m.body)).toEqual({ job_id: 'j1', kind: 'proof' });
     // Leased messages are invisible to other pullers.
-    expect((await json(await call(token, 'pull', {}), 200)).result.messages).toEqual([]);
-    const ack = await json(await call(token, 'ack', { acks: res.result.messages.map((x: any) => ({ lease_id: x.lease_id })), retries: [] }), 200);
-    expect(ack).toMatchObject({ success: true, result: { ackCount: 2, retryCount: 0 } });
+    expect((await json(await call(token, 'pull', {}), 200)).messages).toEqual([]);
+    const ack = await json(await call(token, 'ack', { acks: res.messages.map((x: any) => ({ lease_id: x.lease_id })), retries: [] }), 200);
+    expect(ack).toEqual({ ack_count: 2, retry_count: 0 });
     expect(await env.DB.prepare('SELECT count(*) AS n FROM emulated_queue_messages').first('n')).toBe(0);
   });
 
   it('redelivers after the visibility timeout with attempts counted, and retries with a delay', async () => {
-    const { token } = await seedAgent();
+    const token = await queueToken();
     await deliver({ job_id: 'j3', kind: 'proof' });
-    const first = (await json(await call(token, 'pull', { batch_size: 1, visibility_timeout_ms: 0 }), 200)).result.messages[0];
-    const second = (await json(await call(token, 'pull', { batch_size: 1 }), 200)).result.messages[0];
+    const first = (await json(await call(token, 'pull', { batch_size: 1, visibility_timeout_ms: 0 }), 200)).messages[0];
+    const second = (await json(await call(token, 'pull', { batch_size: 1 }), 200)).messages[0];
     expect(second.id).toBe(first.id);
     expect(second.attempts).toBe(2);
     expect(second.lease_id).not.toBe(first.lease_id);
     const retried = await json(await call(token, 'ack', { acks: [], retries: [{ lease_id: second.lease_id, delay_seconds: 600 }] }), 200);
-    expect(retried.result.retryCount).toBe(1);
-    expect((await json(await call(token, 'pull', {}), 200)).result.messages).toEqual([]); // delayed
+    expect(retried.retry_count).toBe(1);
+    expect((await json(await call(token, 'pull', {}), 200)).messages).toEqual([]); // delayed
     await env.DB.prepare('UPDATE emulated_queue_messages SET visible_at = 0').run();
-    expect((await json(await call(token, 'pull', {}), 200)).result.messages[0].attempts).toBe(3);
+    expect((await json(await call(token, 'pull', {}), 200)).messages[0].attempts).toBe(3);
   });
 
   it('dead-letters a message after max_retries deliveries', async () => {
-    const { token } = await seedAgent();
+    const token = await queueToken();
     await deliver({ job_id: 'j4', kind: 'proof' });
     for (let i = 1; i <= 3; i++) {
-      const m = (await json(await call(token, 'pull', { visibility_timeout_ms: 0 }), 200)).result.messages;
+      const m = (await json(await call(token, 'pull', { visibility_timeout_ms: 0 }), 200)).messages;
       expect(m[0].attempts).toBe(i);
     }
-    expect((await json(await call(token, 'pull', {}), 200)).result.messages).toEqual([]);
+    expect((await json(await call(token, 'pull', {}), 200)).messages).toEqual([]);
     expect(await env.DB.prepare('SELECT dead_lettered_at FROM emulated_queue_messages').first('dead_lettered_at')).toEqual(expect.any(Number));
   });
 
   it('acks a full batch of 100 in one call', async () => {
-    const { token } = await seedAgent();
+    const token = await queueToken();
     for (let i = 0; i < 5; i++) await deliver(...Array.from({ length: 20 }, (_, j) => ({ job_id: `bulk-${i}-${j}`, kind: 'proof' })));
-    const msgs = (await json(await call(token, 'pull', { batch_size: 100 }), 200)).result.messages;
+    const msgs = (await json(await call(token, 'pull', { batch_size: 100 }), 200)).messages;
     expect(msgs).toHaveLength(100);
     const ack = await json(await call(token, 'ack', { acks: msgs.map((m: any) => ({ lease_id: m.lease_id })) }), 200);
-    expect(ack.result.ackCount).toBe(100);
+    expect(ack.ack_count).toBe(100);
   });
 
-  it('validates batch_size and authenticates like the real API', async () => {
-    const { token } = await seedAgent();
-    const bad = await json(await call(token, 'pull', { batch_size: 101 }), 400);
-    expect(bad).toMatchObject({ success: false, errors: [{ code: expect.any(Number), message: expect.stringMatching(/batch_size/) }] });
+  it('checks batch_size and visibility bounds', async () => {
+    const token = await queueToken();
+    const bad = await json(await call(token, 'pull', { batch_size: 101 }), 422);
+    expect(bad.detail[0]).toMatchObject({ loc: ['body', 'batch_size'] });
+    expect((await call(token, 'pull', { visibility_timeout_ms: -1 })).status).toBe(422);
+  });
+
+  it('takes only queue tokens: not agent tokens, not forged, expired or another service’s', async () => {
+    const agent = await seedAgent();
+    expect((await call(agent.token, 'pull', {})).status).toBe(401);
     expect((await call('nope', 'pull', {})).status).toBe(401);
+    const expired = await issueQueueToken(env, { tokenId: 'x', agentId: agent.caps.agent_id }, Date.now() - QUEUE_TOKEN_TTL_MS - 60_000);
+    expect((await call(expired.token, 'pull', {})).status).toBe(401);
+    const forged = await issueQueueToken({ ...env, FLEET_TOKEN_SECRET: 'another-secret-of-at-least-32-characters!!' }, { tokenId: 'x', agentId: 'y' });
+    expect((await call(forged.token, 'pull', {})).status).toBe(401);
   });
 
-  it('does not exist where DEV_QUEUE_EMULATION is unset (deployed environments)', async () => {
-    const { token } = await seedAgent();
-    const res = await app.request(`https://api.test${QUEUE}/pull`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${token}` } }, { ...env, DEV_QUEUE_EMULATION: undefined });
-    expect(res.status).toBe(404);
+  it('a revoked agent token gets no new queue token', async () => {
+    const agent = await seedAgent();
+    await runAdmin(revokeAgentToken(agent.token));
+    const res = await api(null, '/internal/v1/agents/presence', {
+      method: 'POST',
+      body: JSON.stringify({ agent_id: agent.caps.agent_id, name: 'x', machine_type: 'm', gpus: 0, engines: ['dev'], configs: [] }),
+      headers: { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(401);
+  });
+
+  it('an empty pull touches none of the service’s tables (only the emulated queue’s)', async () => {
+    const token = await queueToken();
+    const statements: string[] = [];
+    const prepare = env.DB.prepare.bind(env.DB);
+    vi.spyOn(env.DB, 'prepare').mockImplementation((q: string) => (statements.push(q), prepare(q)));
+    const withSession = env.DB.withSession.bind(env.DB);
+    vi.spyOn(env.DB, 'withSession').mockImplementation((c?: string) => {
+      const s = withSession(c);
+      const p = s.prepare.bind(s);
+      s.prepare = (q: string) => (statements.push(q), p(q));
+      return s;
+    });
+    expect((await json(await call(token, 'pull', { batch_size: 10 }), 200)).messages).toEqual([]);
+    expect(statements.length).toBeGreaterThan(0);
+    for (const q of statements) expect(q).toMatch(/^select .* from "emulated_queue_messages"/i);
+  });
+
+  it('when deployed, pulls and acks through Cloudflare’s HTTP pull API with the Worker’s own credentials', async () => {
+    const token = await queueToken();
+    const deployed = { ...env, DEV_QUEUE_EMULATION: undefined, QUEUES_ACCOUNT_ID: 'acct-1', JOBS_QUEUE_ID: 'queue-9', QUEUES_API_TOKEN: 'cf-secret' };
+    const seen: { url: string; auth: string | null; body: unknown }[] = [];
+    vi.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
+      const req = new Request(input as RequestInfo, init);
+      seen.push({ url: req.url, auth: req.headers.get('authorization'), body: await req.json() });
+      const result = req.url.endsWith('/pull')
+        ? { messages: [{ id: 'm1', body: btoa('{"job_id":"j"}'), attempts: 1, lease_id: 'l1', timestamp_ms: 1, metadata: { 'CF-Content-Type': 'json' } }] }
+        : { ackCount: 1, retryCount: 0 };
+      return Response.json({ success: true, errors: [], messages: [], result });
+    });
+    const send = (action: string, body: unknown) =>
+      app.request(`https://api.test/internal/v1/queue/${action}`, { method: 'POST', body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, deployed);
+    const pulled = await json(await send('pull', { batch_size: 3, visibility_timeout_ms: 1000 }), 200);
+    expect(pulled.messages[0]).toMatchObject({ id: 'm1', lease_id: 'l1' });
+    expect(await json(await send('ack', { acks: [{ lease_id: 'l1' }] }), 200)).toEqual({ ack_count: 1, retry_count: 0 });
+    expect(seen).toEqual([
+      { url: 'https://api.cloudflare.com/client/v4/accounts/acct-1/queues/queue-9/messages/pull', auth: 'Bearer cf-secret', body: { batch_size: 3, visibility_timeout_ms: 1000 } },
+      { url: 'https://api.cloudflare.com/client/v4/accounts/acct-1/queues/queue-9/messages/ack', auth: 'Bearer cf-secret', body: { acks: [{ lease_id: 'l1' }], retries: [] } },
+    ]);
+  });
+
+  it('when deployed without the queue’s credentials, says what to configure (503)', async () => {
+    const token = await queueToken();
+    const res = await app.request('https://api.test/internal/v1/queue/pull', { method: 'POST', body: '{}', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, { ...env, DEV_QUEUE_EMULATION: undefined });
+    expect(res.status).toBe(503);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(/QUEUES_API_TOKEN/);
   });
 
   it('is fed by the real local queue', async () => {
-    const { token } = await seedAgent();
+    const token = await queueToken();
     await env.JOBS.send({ job_id: 'from-the-queue', kind: 'proof' }, { contentType: 'json' });
     let found = false;
     for (let i = 0; i < 50 && !found; i++) {
-      const msgs = (await json(await call(token, 'pull', { batch_size: 100, visibility_timeout_ms: 0 }), 200)).result.messages;
+      const msgs = (await json(await call(token, 'pull', { batch_size: 100, visibility_timeout_ms: 0 }), 200)).messages;
       found = msgs.some((m: any) => decode(m.body).job_id === 'from-the-queue');
       if (!found) await new Promise((r) => setTimeout(r, 100));
     }

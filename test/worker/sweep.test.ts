@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
 import { sweep, whyUnservable } from '../../src/jobs/sweep.ts';
 import { api, json, markReady, registerProgram, seedConfig, seedTenant, watchQueue } from './helpers.ts';
-import { claim, claimJob, drainQueuedJobs, expireLease, seedAgent } from './fleet-helpers.ts';
+import { claim, claimJob, drainQueuedJobs, makeOverdue, seedAgent } from './fleet-helpers.ts';
 
 beforeEach(async () => {
   await drainQueuedJobs();
@@ -53,7 +53,7 @@ describe('scheduled sweep', () => {
   it('requeues expired leases and notifies them', async () => {
     const { t, proofId } = await queuedProof();
     const job = await claimJob(await seedAgent());
-    await expireLease(job.id);
+    await makeOverdue(job.id);
     const send = watchQueue();
     expect((await sweep(openDb(env.DB), env)).requeued).toBe(1);
     expect(send).toHaveBeenCalledWith({ job_id: job.id, kind: 'proof' }, { contentType: 'json' });

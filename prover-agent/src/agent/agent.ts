@@ -1,12 +1,17 @@
 // The agent's main loop. States: starting → running → draining → stopped.
 //
-//   running:  pull a batch of queue notices; for each, claim the best job this agent
-//             can serve (D1 decides, not the notice) and start it; ack the notices
-//             whose job is settled, hand back the others. While idle, claim now and
-//             then without a notice, so a lost notice never strands a job.
+//   starting: report presence (who we are, what we serve); the answer carries the
+//             queue token pulls use.
+//   running:  while there may be work (at start, and each time a job ends and frees a
+//             slot), claim without a notice: D1 decides the job. Otherwise wait on the
+//             queue: pull a batch of notices, claim for each, ack the notices whose job
+//             is settled and hand back the others. An idle agent pulls (no D1 touched)
+//             and reports presence once a minute (its only D1 write); a dead agent's
+//             jobs come back through their lease checks, not through idle claims.
 //   draining: (SIGTERM) no more pulls; running jobs may finish within the grace
 //             period, then they are released back to the queue. A second SIGTERM
 //             releases them at once.
+//   stopped:  the agent leaves the fleet: the service stops counting it at once.
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ENGINE_USES_GPU, type EngineName } from '../engine/index.ts';
@@ -16,7 +21,7 @@ import type { AgentConfig } from './config.ts';
 import { errorText, type Logger } from './log.ts';
 import { JobRunner } from './job-runner.ts';
 import type { Metrics } from './metrics.ts';
-import { decodeNotice, QueueClient, type PulledMessage } from './queue-client.ts';
+import { decodeNotice, FleetQueue, type PulledMessage } from './queue-client.ts';
 import { ServiceClient } from './service-client.ts';
 
 export type AgentState = 'starting' | 'running' | 'draining' | 'stopped';
@@ -27,7 +32,9 @@ export class Agent {
   private readonly running = new Map<string, JobRunner>();
   private freeGpus: number[];
   private readonly service: ServiceClient;
-  private readonly queue: QueueClient;
+  private readonly queue: FleetQueue;
+  /** Whether a claim without a notice may find work: at start, and after a job ends. */
+  private mayHaveWork = true;
   private readonly stopping = new AbortController();
   private wake: () => void = () => {};
   private graceTimer: NodeJS.Timeout | null = null;
@@ -42,26 +49,36 @@ export class Agent {
     this.freeGpus = [...cfg.gpus];
     const retry = { attempts: Infinity, signal: this.stopping.signal };
     this.service = new ServiceClient(cfg.apiUrl, cfg.agentToken, { onRetry: (r) => this.retrying('service', r) });
-    this.queue = new QueueClient(cfg.queue, { ...retry, onRetry: (r) => this.retrying('queue', r) });
+    const whoAmI = { agent_id: this.id, name: cfg.name, machine_type: cfg.machineType, gpus: cfg.gpus.length, engines: cfg.engines, configs: cfg.configs };
+    this.queue = new FleetQueue(this.service, whoAmI, { ...retry, onRetry: (r) => this.retrying('queue', r) });
   }
 
   async run(): Promise<void> {
     await this.cleanWorkDir();
+    try {
+      await this.queue.reportPresence(true);
+    } catch (err) {
+      if (!this.stopping.signal.aborted) throw err;
+    }
     this.state = 'running';
     this.log.info('agent running', { engines: this.cfg.engines, gpus: this.cfg.gpus.length, concurrency: this.cfg.concurrency });
-    let lastClaim = 0;
+    // Presence once a minute even while every slot is busy (pulls report it when idle).
+    const presence = setInterval(() => void this.queue.reportPresence().catch((err) => this.log.warn('presence report failed', { error: errorText(err) })), 10_000);
+    presence.unref();
     while (this.state === 'running') {
       const slots = this.cfg.concurrency - this.running.size;
       if (slots <= 0) {
         await this.sleep(Infinity); // until a job ends or shutdown
         continue;
       }
+      if (this.mayHaveWork) {
+        // Claim straight away while claims find work: a backlog drains without a notice per job.
+        this.mayHaveWork = false;
+        if ((await this.claimAndStart(null)).claimed) this.mayHaveWork = true;
+        continue;
+      }
       const messages = await this.pull(slots);
       if (messages.length === 0) {
-        if (Date.now() - lastClaim >= this.cfg.idleClaimMs) {
-          lastClaim = Date.now();
-          await this.claimAndStart(null);
-        }
         await this.sleep(this.cfg.pollIntervalMs);
         continue;
       }
@@ -69,15 +86,16 @@ export class Agent {
       const retries: { lease_id: string; delay_seconds?: number }[] = [];
       for (const m of messages) {
         const free = this.state === 'running' && this.running.size < this.cfg.concurrency;
-        const hint = free ? await this.claimAndStart(decodeNotice(m).job_id ?? null) : 'still-queued';
-        lastClaim = Date.now();
+        const hint = free ? (await this.claimAndStart(decodeNotice(m).job_id ?? null)).hint : 'still-queued';
         if (hint === 'still-queued') retries.push({ lease_id: m.lease_id });
         else if (hint === 'not-servable') retries.push({ lease_id: m.lease_id, delay_seconds: 5 });
         else acks.push(m.lease_id);
       }
       await this.queue.ack(acks, retries).catch((err) => this.log.warn('ack failed; the notices will come back', { error: errorText(err) }));
     }
+    clearInterval(presence);
     await this.drain();
+    await this.queue.leave().catch((err) => this.log.warn('could not tell the service this agent left; it will age out of the fleet view', { error: errorText(err) }));
     this.state = 'stopped';
     this.log.info('agent stopped');
   }
@@ -109,8 +127,8 @@ export class Agent {
     }
   }
 
-  /** Claims a job and starts it in the background; returns what became of the hinted job. */
-  private async claimAndStart(hintJobId: string | null): Promise<ClaimResponse['hint']> {
+  /** Claims a job and starts it in the background; says whether one was claimed and what became of the hinted job. */
+  private async claimAndStart(hintJobId: string | null): Promise<{ claimed: boolean; hint: ClaimResponse['hint'] }> {
     const started = performance.now();
     let res: ClaimResponse;
     try {
@@ -122,11 +140,11 @@ export class Agent {
       );
     } catch (err) {
       if (!this.stopping.signal.aborted) this.log.error('claim failed', { error: errorText(err) });
-      return 'still-queued';
+      return { claimed: false, hint: 'still-queued' };
     }
     this.metrics.claimed(!!res.job, (performance.now() - started) / 1000);
     const job = res.job;
-    if (!job) return res.hint;
+    if (!job) return { claimed: false, hint: res.hint };
     // The service only hands out jobs that fit the free GPUs we declared, and asks for
     // no more than the engine uses; the limit is applied here too (an older service may not).
     const engine = job.config.engine;
@@ -144,9 +162,10 @@ export class Agent {
       .finally(() => {
         this.freeGpus.push(...gpus);
         this.running.delete(job.id);
+        this.mayHaveWork = true; // a slot is free: there may be more where this came from
         this.wake();
       });
-    return res.hint;
+    return { claimed: true, hint: res.hint };
   }
 
   private async drain(): Promise<void> {

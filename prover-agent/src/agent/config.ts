@@ -8,7 +8,6 @@ import type { Level } from './log.ts';
 export interface AgentConfig {
   apiUrl: string;
   agentToken: string;
-  queue: { baseUrl: string; accountId: string; queueId: string; token: string };
   name: string;
   machineType: string;
   /** GPU ordinals this agent may use. */
@@ -21,9 +20,8 @@ export interface AgentConfig {
   heartbeatIntervalMs: number | null;
   shutdownGraceMs: number;
   killGraceMs: number;
+  /** Seconds to wait after an empty pull: how soon an idle agent sees a new notice. */
   pollIntervalMs: number;
-  /** A claim without a queue notice at most this often while idle (catches notices lost or taken elsewhere). */
-  idleClaimMs: number;
   visibilityTimeoutMs: number;
   metricsPort: number;
   metricsHost: string;
@@ -34,11 +32,7 @@ export interface AgentConfig {
 /** [flag, env var, default, help] — the one list behind parsing and --help. */
 const FLAGS = [
   ['api-url', 'PROVER_API_URL', undefined, 'Base URL of the proving service (the Worker)'],
-  ['agent-token', 'PROVER_AGENT_TOKEN', undefined, 'Agent token (npm run admin -- create-agent-token)'],
-  ['queue-url', 'PROVER_QUEUE_URL', 'https://api.cloudflare.com/client/v4', 'Queues API base; locally <api-url>/client/v4'],
-  ['account-id', 'CF_ACCOUNT_ID', undefined, 'Cloudflare account id of the jobs queue'],
-  ['queue-id', 'CF_QUEUE_ID', undefined, 'Id of the jobs queue (wrangler queues info <name>)'],
-  ['queue-token', 'CF_QUEUES_API_TOKEN', undefined, 'API token with Account > Queues > Edit'],
+  ['agent-token', 'PROVER_AGENT_TOKEN', undefined, 'Agent token (npm run admin -- create-agent-token): the only secret the host needs'],
   ['name', 'PROVER_AGENT_NAME', hostname(), 'Name of this agent in the service’s records'],
   ['machine-type', 'PROVER_MACHINE_TYPE', 'unknown', 'Machine type, recorded on proofs and used for cost'],
   ['gpus', 'PROVER_GPUS', '0', 'GPU count (ordinals 0..N-1) or a comma list of ordinals'],
@@ -49,8 +43,7 @@ const FLAGS = [
   ['heartbeat-interval', 'PROVER_HEARTBEAT_INTERVAL', '', 'Seconds between heartbeats (default: the service’s suggestion)'],
   ['shutdown-grace', 'PROVER_SHUTDOWN_GRACE', '300', 'Seconds running jobs may finish after SIGTERM before they are released'],
   ['kill-grace', 'PROVER_KILL_GRACE', '10', 'Seconds between SIGTERM and SIGKILL for an engine'],
-  ['poll-interval', 'PROVER_POLL_INTERVAL', '1', 'Seconds to wait after an empty pull'],
-  ['idle-claim-interval', 'PROVER_IDLE_CLAIM_INTERVAL', '2', 'Seconds between claims without a notice while idle (how soon a dead agent’s expired job is taken)'],
+  ['poll-interval', 'PROVER_POLL_INTERVAL', '1', 'Seconds to wait after an empty pull (a pull touches no database)'],
   ['visibility-timeout', 'PROVER_VISIBILITY_TIMEOUT', '60', 'Seconds a pulled message stays invisible to other agents'],
   ['metrics-port', 'PROVER_METRICS_PORT', '9464', '/healthz and /metrics port; 0 disables'],
   ['metrics-host', 'PROVER_METRICS_HOST', '127.0.0.1', 'Address the metrics server listens on'],
@@ -122,7 +115,6 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   return {
     apiUrl: required('api-url'),
     agentToken: required('agent-token'),
-    queue: { baseUrl: get('queue-url'), accountId: required('account-id'), queueId: required('queue-id'), token: required('queue-token') },
     name: get('name'),
     machineType: get('machine-type'),
     gpus,
@@ -134,7 +126,6 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     shutdownGraceMs: number('shutdown-grace', get('shutdown-grace'), 0) * 1000,
     killGraceMs: number('kill-grace', get('kill-grace'), 0) * 1000,
     pollIntervalMs: number('poll-interval', get('poll-interval'), 0) * 1000,
-    idleClaimMs: number('idle-claim-interval', get('idle-claim-interval'), 0) * 1000,
     visibilityTimeoutMs: number('visibility-timeout', get('visibility-timeout'), 1) * 1000,
     metricsPort: number('metrics-port', get('metrics-port'), 0),
     metricsHost: get('metrics-host'),

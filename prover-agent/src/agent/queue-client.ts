@@ -1,56 +1,59 @@
-// The Cloudflare Queues HTTP pull-consumer API: pull a batch with a visibility
-// timeout, then ack or retry each message by lease id. In production the base URL is
-// https://api.cloudflare.com/client/v4 with an API token that has Account › Queues ›
-// Edit; locally the Worker serves the same two endpoints (DEV_QUEUE_EMULATION).
-import { fetchWithRetry, type RetryPolicy, DEFAULT_RETRY } from './http.ts';
+// The agent's presence in the fleet and its way to the jobs queue, both through the
+// service: a presence report at start and then once a minute (its only D1 write while
+// idle) returns the queue token that pulls and acks job notices for the next few
+// minutes (the service holds the queue's credentials; the host holds none). A pull
+// refused for its token (expired: the service was unreachable for minutes, or the
+// agent token was revoked) reports presence at once and tries again.
+import type { PresenceRequest, QueueMessage } from '../protocol.ts';
+import { HttpError, type RetryPolicy } from './http.ts';
+import type { ServiceClient } from './service-client.ts';
 
-export interface PulledMessage {
-  id: string;
-  body: string;
-  attempts: number;
-  lease_id: string;
-  timestamp_ms: number;
-  metadata?: Record<string, string>;
-}
+export type PulledMessage = QueueMessage;
 
-export interface QueueClientOptions {
-  baseUrl: string;
-  accountId: string;
-  queueId: string;
-  token: string;
-}
+export class FleetQueue {
+  private token: { value: string; expiresAt: number } | null = null;
+  private nextReportAt = 0;
+  private readonly service: ServiceClient;
+  private readonly whoAmI: PresenceRequest;
+  private readonly retry: Partial<RetryPolicy>;
 
-export class QueueClient {
-  private readonly url: string;
-  private readonly token: string;
-  private readonly retry: RetryPolicy;
-
-  constructor(o: QueueClientOptions, retry: Partial<RetryPolicy> = {}) {
-    this.url = `${o.baseUrl.replace(/\/+$/, '')}/accounts/${encodeURIComponent(o.accountId)}/queues/${encodeURIComponent(o.queueId)}/messages`;
-    this.token = o.token;
-    this.retry = { ...DEFAULT_RETRY, ...retry };
+  constructor(service: ServiceClient, whoAmI: PresenceRequest, retry: Partial<RetryPolicy>) {
+    this.service = service;
+    this.whoAmI = whoAmI;
+    this.retry = retry;
   }
 
-  private async post<T>(action: 'pull' | 'ack', body: unknown, policy?: Partial<RetryPolicy>): Promise<T> {
-    const res = await fetchWithRetry(
-      `${this.url}/${action}`,
-      () => ({ method: 'POST', headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-      `queue ${action}`,
-      { ...this.retry, ...policy },
-    );
-    const json = (await res.json()) as { success: boolean; errors?: { message: string }[]; result: T };
-    if (!json.success) throw new Error(`queue ${action}: ${json.errors?.map((e) => e.message).join('; ') || 'unsuccessful'}`);
-    return json.result;
+  /** Reports presence (now, or when due): who the agent is, and a fresh queue token. */
+  async reportPresence(force = false): Promise<void> {
+    if (!force && this.token && Date.now() < this.nextReportAt) return;
+    const r = await this.service.presence(this.whoAmI, this.retry);
+    this.token = { value: r.queue_token, expiresAt: r.queue_token_expires_at };
+    this.nextReportAt = Date.now() + r.presence_interval_ms;
   }
 
-  async pull(batchSize: number, visibilityTimeoutMs: number, policy?: Partial<RetryPolicy>): Promise<PulledMessage[]> {
-    const result = await this.post<{ messages?: PulledMessage[] }>('pull', { batch_size: batchSize, visibility_timeout_ms: visibilityTimeoutMs }, policy);
-    return result.messages ?? [];
+  /** Leaves the fleet: the service stops counting this agent at once (a few tries; the agent is stopping). */
+  async leave(): Promise<void> {
+    await this.service.leave({ agent_id: this.whoAmI.agent_id }, { attempts: 3, timeoutMs: 5_000 });
+  }
+
+  async pull(batchSize: number, visibilityTimeoutMs: number): Promise<PulledMessage[]> {
+    return (await this.withToken((t) => this.service.pull(t, { batch_size: batchSize, visibility_timeout_ms: visibilityTimeoutMs }, this.retry))).messages;
   }
 
   async ack(acks: string[], retries: { lease_id: string; delay_seconds?: number }[]): Promise<void> {
     if (acks.length === 0 && retries.length === 0) return;
-    await this.post('ack', { acks: acks.map((lease_id) => ({ lease_id })), retries });
+    await this.withToken((t) => this.service.ack(t, { acks: acks.map((lease_id) => ({ lease_id })), retries }, this.retry));
+  }
+
+  private async withToken<T>(call: (token: string) => Promise<T>): Promise<T> {
+    await this.reportPresence();
+    try {
+      return await call(this.token!.value);
+    } catch (err) {
+      if (!(err instanceof HttpError && err.status === 401)) throw err;
+      await this.reportPresence(true);
+      return call(this.token!.value);
+    }
   }
 }
 

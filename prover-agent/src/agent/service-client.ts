@@ -17,7 +17,14 @@ import type {
   KeyUploadPart,
   KeyUploadStarted,
   LeaseStatusResponse,
+  LeaveRequest,
   LogChunk,
+  PresenceRequest,
+  PresenceResponse,
+  QueueAckRequest,
+  QueueAckResponse,
+  QueuePullRequest,
+  QueuePullResponse,
   PublishedKeyName,
   PublishKeyResponse,
   ResultName,
@@ -47,6 +54,26 @@ export class ServiceClient {
 
   claim(req: ClaimRequest, policy?: Partial<RetryPolicy>): Promise<ClaimResponse> {
     return this.post('/internal/v1/jobs/claim', this.agentToken, req, 'claim', policy);
+  }
+
+  /** Reports who this agent is; the answer carries the queue token and when to report again. */
+  presence(req: PresenceRequest, policy?: Partial<RetryPolicy>): Promise<PresenceResponse> {
+    return this.post('/internal/v1/agents/presence', this.agentToken, req, 'presence', policy);
+  }
+
+  /** Leaves the fleet (a graceful stop): the service stops counting this agent at once. */
+  leave(req: LeaveRequest, policy?: Partial<RetryPolicy>): Promise<{ left: boolean }> {
+    return this.post('/internal/v1/agents/leave', this.agentToken, req, 'leave', policy);
+  }
+
+  /** Pulls job notices through the service (the queue token from presence). */
+  pull(queueToken: string, req: QueuePullRequest, policy?: Partial<RetryPolicy>): Promise<QueuePullResponse> {
+    return this.post('/internal/v1/queue/pull', queueToken, req, 'queue pull', policy);
+  }
+
+  /** Acks pulled notices, or hands them back (`retries`). */
+  ack(queueToken: string, req: QueueAckRequest, policy?: Partial<RetryPolicy>): Promise<QueueAckResponse> {
+    return this.post('/internal/v1/queue/ack', queueToken, req, 'queue ack', policy);
   }
 
   /** A config as the fleet prepares hosts for it (GET /internal/v1/configs/{id}). */

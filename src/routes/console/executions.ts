@@ -1,7 +1,8 @@
 // /console/v1/orgs/{org_id}/executions: the organization's execution runs, filtered.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, count, desc, eq, gte, lte } from 'drizzle-orm';
-import { EXECUTION_STATUSES, executions } from '../../db/schema.ts';
+import { and, desc, eq, gte, lte, sql } from 'drizzle-orm';
+import { EXECUTION_STATUSES, executions, organizations } from '../../db/schema.ts';
+import { cappedCount, orgCounter } from '../../lib/lookups.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { ExecutionRecord, executionRecord } from '../../lib/records.ts';
@@ -34,10 +35,14 @@ consoleExecutionsApi.openapi(
       range.to ? lte(executions.created_at, range.to) : undefined,
     );
     const db = c.var.db;
-    const [rows, [{ total }]] = await Promise.all([
+    const filtered = q.program_id || q.status || range.from || range.to;
+    const total = filtered
+      ? cappedCount(db.select({ one: sql`1` }).from(executions).where(where))
+      : orgCounter(db, c.var.membership.orgId, sql`${organizations.execution_count}`);
+    const [rows, [counted]] = await db.batch([
       db.select().from(executions).where(where).orderBy(desc(executions.created_at), desc(executions.id)).limit(q.page_size).offset((q.page - 1) * q.page_size),
-      db.select({ total: count() }).from(executions).where(where) as Promise<{ total: number }[]>,
+      db.select({ total }).from(sql`(SELECT 1)`),
     ]);
-    return c.json(paginate(rows.map(executionRecord), total, q.page, q.page_size), 200);
+    return c.json(paginate(rows.map(executionRecord), Number(counted?.total ?? 0), q.page, q.page_size), 200);
   },
 );

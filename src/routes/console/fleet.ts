@@ -1,8 +1,10 @@
-// /console/v1/fleet: for service operators, the agents seen and the queue by engine
-// and config. Not organization-scoped: operators see the whole service.
+// /console/v1/fleet: for service operators, the agents in the fleet and the queue by
+// engine and config. Not organization-scoped: operators see the whole service. Read
+// from counters and indexes (queue lanes, organizations' running counts, the oldest
+// queued job per engine and config by jobs_queued_age), never by counting the backlog.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, asc, count, desc, eq, gt, min } from 'drizzle-orm';
-import { agents, jobs } from '../../db/schema.ts';
+import { and, desc, gt, isNull, sql, sum } from 'drizzle-orm';
+import { agents, jobs, organizations, queueLanes } from '../../db/schema.ts';
 import { fleetSettings } from '../../jobs/settings.ts';
 import { CONSOLE_SECURITY, consoleErrors } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
@@ -38,7 +40,7 @@ fleetApi.openapi(
     path: '/fleet',
     tags: ['console fleet'],
     security: CONSOLE_SECURITY,
-    summary: 'Agents seen in the last day, queued jobs by engine and config (operators only)',
+    summary: 'Agents seen in the last day that have not left, queued jobs by engine and config (operators only)',
     responses: { 200: { description: 'The fleet', content: { 'application/json': { schema: FleetResponse } } }, ...consoleErrors(403) },
   }),
   async (c) => {
@@ -46,16 +48,19 @@ fleetApi.openapi(
     const db = c.var.db;
     const now = Date.now();
     const stale = fleetSettings(c.env).agentStaleMs;
-    const [agentRows, queued, [{ running }]] = await Promise.all([
-      db.select().from(agents).where(gt(agents.last_seen_at, now - AGENTS_WINDOW_MS)).orderBy(desc(agents.last_seen_at)),
+    const oldest = sql<number | null>`(SELECT min(${jobs.queued_at}) FROM ${jobs} WHERE ${jobs.status} = 'queued' AND ${jobs.engine} = ${queueLanes.engine} AND ${jobs.config_id} = ${queueLanes.config_id})`;
+    const [agentRows, queued, [total]] = await db.batch([
+      // An agent that stopped gracefully left the fleet at once (left_at).
+      db.select().from(agents).where(and(gt(agents.last_seen_at, now - AGENTS_WINDOW_MS), isNull(agents.left_at))).orderBy(desc(agents.last_seen_at)),
       db
-        .select({ engine: jobs.engine, config_id: jobs.config_id, jobs: count(), oldest: min(jobs.queued_at) })
-        .from(jobs)
-        .where(eq(jobs.status, 'queued'))
-        .groupBy(jobs.engine, jobs.config_id)
-        .orderBy(asc(min(jobs.queued_at))),
-      db.select({ running: count() }).from(jobs).where(and(eq(jobs.status, 'leased'))) as Promise<{ running: number }[]>,
+        .select({ engine: queueLanes.engine, config_id: queueLanes.config_id, jobs: sum(queueLanes.queued).mapWith(Number), oldest: oldest.as('oldest') })
+        .from(queueLanes)
+        .where(gt(queueLanes.queued, 0))
+        .groupBy(queueLanes.engine, queueLanes.config_id)
+        .orderBy(sql`oldest`),
+      db.select({ running: sum(organizations.running_jobs).mapWith(Number) }).from(organizations),
     ]);
+    const running = total?.running ?? 0;
     return c.json(
       {
         agents: agentRows.map((a) => ({

@@ -2,10 +2,10 @@
 // filters, and one program with its artifacts and proof counts.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, count, eq, gte, lte, sql } from 'drizzle-orm';
-import { programs, proofs } from '../../db/schema.ts';
+import { organizations, programs, projects, proofs } from '../../db/schema.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import { findProgram, listPrograms, toRecord } from '../../lib/lookups.ts';
+import { cappedCount, findProgram, orgCounter, programPage, programPageQuery, toRecord } from '../../lib/lookups.ts';
 import { ProgramRecord } from '../../lib/records.ts';
 import { PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
@@ -41,7 +41,16 @@ consoleProgramsApi.openapi(
       range.to ? lte(programs.created_at, range.to) : undefined,
       q.search ? sql`(instr(lower(${programs.name}), lower(${q.search})) > 0 OR instr(${programs.program_hash}, lower(${q.search})) > 0)` : undefined,
     );
-    return c.json(await listPrograms(c.var.db, c.var.membership.orgId, filter, q.page, q.page_size), 200);
+    const db = c.var.db;
+    const orgId = c.var.membership.orgId;
+    // The total: a counter (the organization's, or the project's), or a capped count of a search.
+    const total =
+      q.status || range.from || range.to || q.search
+        ? cappedCount(db.select({ one: sql`1` }).from(programs).where(and(eq(programs.org_id, orgId), filter)))
+        : q.project_id
+          ? sql<number>`coalesce((${db.select({ n: projects.program_count }).from(projects).where(and(eq(projects.id, q.project_id), eq(projects.org_id, orgId)))}), 0)`
+          : orgCounter(db, orgId, sql`${organizations.program_count}`);
+    return c.json(programPage(await db.batch(programPageQuery(db, orgId, filter, q.page, q.page_size, total)), q.page, q.page_size), 200);
   },
 );
 
@@ -69,6 +78,7 @@ consoleProgramsApi.openapi(
   async (c) => {
     const db = c.var.db;
     const row = await findProgram(db, c.var.membership.orgId, c.req.valid('param').program_id);
+    // Bounded by this program's proofs (proofs_program index), shown to a person on its page.
     const states = await db.select({ state: proofs.state, n: count() }).from(proofs).where(eq(proofs.program_id, row.program.id)).groupBy(proofs.state);
     return c.json(
       {

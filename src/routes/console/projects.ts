@@ -1,9 +1,9 @@
 // /console/v1/orgs/{org_id}/projects: the organization's projects with search and sort.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
-import { notFound, validationHook } from '../../lib/errors.ts';
-import { projectPage } from '../../lib/lookups.ts';
-import { ProjectRecord } from '../../lib/records.ts';
+import { validationHook } from '../../lib/errors.ts';
+import { one, projectPage, projectPageQuery, projectQuery } from '../../lib/lookups.ts';
+import { ProjectRecord, projectRecord } from '../../lib/records.ts';
 import { PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 
@@ -28,7 +28,8 @@ consoleProjectsApi.openapi(
   }),
   async (c) => {
     const q = c.req.valid('query');
-    return c.json(await projectPage(c.var.db, c.var.membership.orgId, { page: q.page, pageSize: q.page_size, search: q.search, sortBy: q.sort_by, sortOrder: q.sort_order }), 200);
+    const query = { page: q.page, pageSize: q.page_size, search: q.search, sortBy: q.sort_by, sortOrder: q.sort_order };
+    return c.json(projectPage(await c.var.db.batch(projectPageQuery(c.var.db, c.var.membership.orgId, query)), query), 200);
   },
 );
 
@@ -43,8 +44,6 @@ consoleProjectsApi.openapi(
     responses: { 200: { description: 'The project', content: { 'application/json': { schema: ProjectRecord } } }, ...consoleErrors(404, 422) },
   }),
   async (c) => {
-    const [record] = (await projectPage(c.var.db, c.var.membership.orgId, { page: 1, pageSize: 1 }, c.req.valid('param').project_id)).items;
-    if (!record) throw notFound('Project');
-    return c.json(record, 200);
+    return c.json(projectRecord(one(await projectQuery(c.var.db, c.var.membership.orgId, c.req.valid('param').project_id), 'Project')), 200);
   },
 );

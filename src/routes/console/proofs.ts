@@ -2,13 +2,14 @@
 // pagination; one proof with its job's progress; its logs from an offset (followed
 // while it runs); its files; cancel.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, count, desc, eq, gte, lte, sql } from 'drizzle-orm';
-import { jobs, PROOF_STATES, programs, projects, proofs } from '../../db/schema.ts';
+import { and, desc, eq, gte, lte, sql } from 'drizzle-orm';
+import { jobs, organizations, PROOF_STATES, programs, projects, proofs } from '../../db/schema.ts';
+import { cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
 import { jobLogFrom } from '../../jobs/logs.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import { findProof } from '../../lib/lookups.ts';
-import { cancelProofAnswer, proofFileResponse } from '../../lib/proof-actions.ts';
+import { cappedCount, findProof, orgCounter } from '../../lib/lookups.ts';
+import { cancelAnswer, proofFileResponse } from '../../lib/proof-actions.ts';
 import { ProofRecord, proofRecord } from '../../lib/records.ts';
 import { MessageResponse, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
@@ -64,7 +65,12 @@ consoleProofsApi.openapi(
         : undefined,
     );
     const db = c.var.db;
-    const [rows, [{ total }]] = await Promise.all([
+    const filtered = q.state || q.program_id || q.project_id || range.from || range.to || q.search;
+    // Unfiltered, the total is the organization's counter; a search counts at most COUNT_CAP matches.
+    const total = filtered
+      ? cappedCount(db.select({ one: sql`1` }).from(proofs).innerJoin(programs, eq(programs.id, proofs.program_id)).where(where))
+      : orgCounter(db, c.var.membership.orgId, sql`${organizations.proof_count}`);
+    const [rows, [counted]] = await Promise.all([
       db
         .select(listColumns)
         .from(proofs)
@@ -74,9 +80,9 @@ consoleProofsApi.openapi(
         .orderBy(desc(proofs.created_at), desc(proofs.id))
         .limit(q.page_size)
         .offset((q.page - 1) * q.page_size),
-      db.select({ total: count() }).from(proofs).innerJoin(programs, eq(programs.id, proofs.program_id)).where(where) as Promise<{ total: number }[]>,
+      db.select({ total }).from(sql`(SELECT 1)`),
     ]);
-    return c.json(paginate(rows.map(withNames), total, q.page, q.page_size), 200);
+    return c.json(paginate(rows.map(withNames), Number(counted?.total ?? 0), q.page, q.page_size), 200);
   },
 );
 
@@ -178,5 +184,8 @@ consoleProofsApi.openapi(
     request: { params: ProofParams },
     responses: { 200: { description: 'Canceled or canceling', content: { 'application/json': { schema: MessageResponse.extend({ state: z.string() }) } } }, ...consoleErrors(404, 409, 422) },
   }),
-  async (c) => c.json(await cancelProofAnswer(c.var.db, await findProof(c.var.db, c.var.membership.orgId, c.req.valid('param').proof_id)), 200),
+  async (c) => {
+    const id = c.req.valid('param').proof_id;
+    return c.json(cancelAnswer(id, cancelOutcome(await c.var.db.batch(cancelProofStatements(c.var.db, id, c.var.membership.orgId)))), 200);
+  },
 );

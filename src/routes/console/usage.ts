@@ -1,8 +1,12 @@
 // /console/v1/orgs/{org_id}/usage: proofs, instructions, GPU-hours and cost per day and
 // per project over a date range. GPU-hours are the leases' GPUs × wall time, the same
-// measure cost is billed on (README "Cost").
+// measure cost is billed on (README "Cost"). Read from the daily rollup (usage_daily,
+// kept by triggers: a proof counts when created, its instructions and cost when it
+// ends, its GPU time as each lease ends), plus the GPU time so far of the leases still
+// running: a year's range costs its days and the running jobs, not every proof in it.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { sql } from 'drizzle-orm';
+import { and, eq, gte, lte, sql, sum } from 'drizzle-orm';
+import { jobs, leases, programs, projects, proofs, usageDaily } from '../../db/schema.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { ValidationError, validationHook } from '../../lib/errors.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
@@ -39,7 +43,7 @@ interface Row {
   gpu_ms: number | null;
   cost: number | null;
 }
-const totals = (r: Row) => ({ proofs: r.proofs, instructions: r.instructions ?? 0, gpu_hours: Math.round(((r.gpu_ms ?? 0) / 3_600_000) * 1000) / 1000, cost: r.cost ?? 0 });
+const totalsOf = (r: Row) => ({ proofs: r.proofs, instructions: r.instructions ?? 0, gpu_hours: Math.round(((r.gpu_ms ?? 0) / 3_600_000) * 1000) / 1000, cost: r.cost ?? 0 });
 
 usageApi.openapi(
   createRoute({
@@ -60,35 +64,62 @@ usageApi.openapi(
     if (days > MAX_USAGE_DAYS) throw new ValidationError([{ loc: ['query', 'from'], msg: `Value error, at most ${MAX_USAGE_DAYS} days at once`, type: 'value_error' }]);
     const orgId = c.var.membership.orgId;
     const now = Date.now();
-    // One row per proof in range with its GPU-milliseconds over all of its leases.
-    const perProof = sql`
-      SELECT p.id, substr(p.created_at, 1, 10) AS day, pr.project_id, p.num_instructions, p.cost,
-        (SELECT sum((coalesce(l.ended_at, ${now}) - l.claimed_at) * l.gpus) FROM jobs j JOIN leases l ON l.job_id = j.id
-          WHERE j.kind = 'proof' AND j.subject_id = p.id) AS gpu_ms
-      FROM proofs p JOIN programs pr ON pr.id = p.program_id
-      WHERE p.org_id = ${orgId} AND p.created_at >= ${from} AND p.created_at <= ${to + 'T23:59:59.999Z'}`;
     const db = c.var.db;
-    const [byDay, byProject] = await Promise.all([
-      db.all<Row>(sql`SELECT day AS key, count(*) AS proofs, sum(num_instructions) AS instructions, sum(gpu_ms) AS gpu_ms, sum(cost) AS cost FROM (${perProof}) GROUP BY day ORDER BY day`),
-      db.all<Row>(
-        sql`SELECT u.project_id AS key, pj.name AS name, count(*) AS proofs, sum(num_instructions) AS instructions, sum(gpu_ms) AS gpu_ms, sum(u.cost) AS cost
-            FROM (${perProof}) u JOIN projects pj ON pj.id = u.project_id GROUP BY u.project_id ORDER BY cost DESC, proofs DESC`,
-      ),
+    const inRange = and(eq(usageDaily.org_id, orgId), gte(usageDaily.day, from), lte(usageDaily.day, to));
+    const totals = {
+      proofs: sum(usageDaily.proofs).mapWith(Number),
+      instructions: sum(usageDaily.instructions).mapWith(Number),
+      gpu_ms: sum(usageDaily.gpu_ms).mapWith(Number),
+      cost: sum(usageDaily.cost).mapWith(Number),
+    };
+    const [dayRows, projectRows, running] = await db.batch([
+      db.select({ key: usageDaily.day, ...totals }).from(usageDaily).where(inRange).groupBy(usageDaily.day),
+      // By each program's project as it is now (a moved program's usage moves with it).
+      db
+        .select({ key: programs.project_id, project_name: projects.name, ...totals })
+        .from(usageDaily)
+        .innerJoin(programs, eq(programs.id, usageDaily.program_id))
+        .innerJoin(projects, eq(projects.id, programs.project_id))
+        .where(inRange)
+        .groupBy(programs.project_id),
+      // The GPU time so far of the proofs running now (their leases have not ended).
+      db
+        .select({
+          day: sql<string>`substr(${proofs.created_at}, 1, 10)`.as('day'),
+          project_id: programs.project_id,
+          project_name: projects.name,
+          gpu_ms: sql<number>`max(0, ${now} - ${leases.claimed_at}) * ${leases.gpus}`.as('gpu_ms'),
+        })
+        .from(jobs)
+        .innerJoin(leases, eq(leases.id, jobs.lease_id))
+        .innerJoin(proofs, eq(proofs.id, jobs.subject_id))
+        .innerJoin(programs, eq(programs.id, proofs.program_id))
+        .innerJoin(projects, eq(projects.id, programs.project_id))
+        .where(and(eq(jobs.status, 'leased'), eq(jobs.kind, 'proof'), eq(jobs.org_id, orgId), gte(proofs.created_at, from), lte(proofs.created_at, to + 'T23:59:59.999Z'))),
     ]);
+    const byDay = new Map<string, Row>(dayRows.map((r) => [r.key, r]));
+    const byProject = new Map<string, Row>(projectRows.map((r) => [r.key, { ...r, name: r.project_name }]));
+    for (const r of running) {
+      const d = byDay.get(r.day) ?? { key: r.day, proofs: 0, instructions: 0, gpu_ms: 0, cost: 0 };
+      byDay.set(r.day, { ...d, gpu_ms: (d.gpu_ms ?? 0) + r.gpu_ms });
+      const p = byProject.get(r.project_id) ?? { key: r.project_id, name: r.project_name, proofs: 0, instructions: 0, gpu_ms: 0, cost: 0 };
+      byProject.set(r.project_id, { ...p, gpu_ms: (p.gpu_ms ?? 0) + r.gpu_ms });
+    }
     // Every day of the range, zeros included, so a chart has an even x axis.
-    const found = new Map(byDay.map((r) => [r.key, r]));
-    const dayRows = Array.from({ length: days }, (_, i) => {
+    const dayList = Array.from({ length: days }, (_, i) => {
       const date = new Date(Date.parse(from) + i * DAY_MS).toISOString().slice(0, 10);
-      return { date, ...totals(found.get(date) ?? { key: date, proofs: 0, instructions: 0, gpu_ms: 0, cost: 0 }) };
+      return { date, ...totalsOf(byDay.get(date) ?? { key: date, proofs: 0, instructions: 0, gpu_ms: 0, cost: 0 }) };
     });
-    const sum = (k: 'proofs' | 'instructions' | 'gpu_hours' | 'cost') => dayRows.reduce((a, d) => a + d[k], 0);
+    const add = (k: 'proofs' | 'instructions' | 'gpu_hours' | 'cost') => dayList.reduce((a, d) => a + d[k], 0);
     return c.json(
       {
         from,
         to,
-        totals: { proofs: sum('proofs'), instructions: sum('instructions'), gpu_hours: Math.round(sum('gpu_hours') * 1000) / 1000, cost: sum('cost') },
-        days: dayRows,
-        projects: byProject.map((r) => ({ project_id: r.key, project_name: r.name ?? '', ...totals(r) })),
+        totals: { proofs: add('proofs'), instructions: add('instructions'), gpu_hours: Math.round(add('gpu_hours') * 1000) / 1000, cost: add('cost') },
+        days: dayList,
+        projects: [...byProject.values()]
+          .sort((a, b) => (b.cost ?? 0) - (a.cost ?? 0) || b.proofs - a.proofs)
+          .map((r) => ({ project_id: r.key, project_name: r.name ?? '', ...totalsOf(r) })),
       },
       200,
     );

@@ -1,7 +1,8 @@
 // /console/v1/orgs/{org_id}/verifications: the organization's proof verifications, filtered.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, count, desc, eq, gte, lte } from 'drizzle-orm';
-import { verifications } from '../../db/schema.ts';
+import { and, desc, eq, gte, lte, sql } from 'drizzle-orm';
+import { organizations, verifications } from '../../db/schema.ts';
+import { cappedCount, orgCounter } from '../../lib/lookups.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { VerificationRecord, verificationRecord } from '../../lib/records.ts';
@@ -42,10 +43,14 @@ consoleVerificationsApi.openapi(
       range.to ? lte(verifications.created_at, range.to) : undefined,
     );
     const db = c.var.db;
-    const [rows, [{ total }]] = await Promise.all([
+    const filtered = q.program_id || q.result || range.from || range.to;
+    const total = filtered
+      ? cappedCount(db.select({ one: sql`1` }).from(verifications).where(where))
+      : orgCounter(db, c.var.membership.orgId, sql`${organizations.verification_count}`);
+    const [rows, [counted]] = await db.batch([
       db.select().from(verifications).where(where).orderBy(desc(verifications.created_at), desc(verifications.id)).limit(q.page_size).offset((q.page - 1) * q.page_size),
-      db.select({ total: count() }).from(verifications).where(where) as Promise<{ total: number }[]>,
+      db.select({ total }).from(sql`(SELECT 1)`),
     ]);
-    return c.json(paginate(rows.map(verificationRecord), total, q.page, q.page_size), 200);
+    return c.json(paginate(rows.map(verificationRecord), Number(counted?.total ?? 0), q.page, q.page_size), 200);
   },
 );

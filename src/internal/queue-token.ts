@@ -1,0 +1,46 @@
+// The queue token: what an agent pulls and acks job notices with (src/internal/queue.ts).
+// An HS256 JWT naming the agent token and the agent, signed with FLEET_TOKEN_SECRET and
+// valid for QUEUE_TOKEN_TTL_MS: checking it costs no database read, so an idle agent's
+// pulls touch no database. Each presence report (once a minute) renews it; a revoked
+// agent token gets no new one, so its pulls stop within the token's lifetime (and its
+// claims at once: they check the agent token in D1).
+import { sign, verify } from 'hono/jwt';
+import type { Env } from '../env.ts';
+import { ApiError } from '../lib/errors.ts';
+
+/** Lifetime of a queue token: five presence intervals, so a late report or two costs nothing. */
+export const QUEUE_TOKEN_TTL_MS = 5 * 60_000;
+
+function secret(env: Env): string {
+  const s = env.FLEET_TOKEN_SECRET;
+  // Refuse to sign with a guessable key rather than issue forgeable tokens.
+  if (!s || s.length < 32) throw new Error('FLEET_TOKEN_SECRET is not set (at least 32 characters): see README "Deploying to Cloudflare"');
+  return s;
+}
+
+export interface QueueTokenClaims {
+  /** The agent token's id. */
+  sub: string;
+  /** The agent's id. */
+  aid: string;
+  exp: number;
+}
+
+export async function issueQueueToken(env: Env, who: { tokenId: string; agentId: string }, now = Date.now()): Promise<{ token: string; expiresAt: number }> {
+  const expiresAt = now + QUEUE_TOKEN_TTL_MS;
+  const token = await sign({ sub: who.tokenId, aid: who.agentId, typ: 'queue', exp: Math.floor(expiresAt / 1000) }, secret(env), 'HS256');
+  return { token, expiresAt };
+}
+
+/** The claims of a valid, unexpired queue token; 401 otherwise. */
+export async function verifyQueueToken(env: Env, token: string): Promise<QueueTokenClaims> {
+  const key = secret(env);
+  let claims: Record<string, unknown>;
+  try {
+    claims = await verify(token, key, 'HS256');
+  } catch {
+    throw new ApiError(401, 'Invalid or expired queue token: report presence (POST /internal/v1/agents/presence) for a new one');
+  }
+  if (claims.typ !== 'queue' || typeof claims.sub !== 'string' || typeof claims.aid !== 'string') throw new ApiError(401, 'Not a queue token');
+  return claims as unknown as QueueTokenClaims;
+}

@@ -1,0 +1,66 @@
+// Observes the D1 calls the Worker makes (on the real local D1): each batch or
+// statement execution is one round trip; where it went (the binding itself, or a
+// session and how it started) and whether it wrote. For tests of how many round trips
+// a request costs and what an idle agent writes; nothing is changed or delayed.
+import { env } from 'cloudflare:test';
+import { vi } from 'vitest';
+
+export interface D1Call {
+  /** 'binding' for env.DB itself (always the primary), else the session's start. */
+  via: 'binding' | string;
+  sql: string[];
+  /** Rows written, as D1 reports them. */
+  rowsWritten: number;
+}
+
+type Stmt = D1PreparedStatement & { __sql?: string };
+
+/** Records every D1 round trip until `stop()`. */
+export function recordD1Calls() {
+  const calls: D1Call[] = [];
+  const written = (results: unknown): number =>
+    (Array.isArray(results) ? results : [results]).reduce((n: number, r) => n + Number((r as { meta?: { rows_written?: number } })?.meta?.rows_written ?? 0), 0);
+  const wrapStatement = (stmt: Stmt, q: string, via: string): Stmt => {
+    stmt.__sql = q;
+    const bind = stmt.bind.bind(stmt);
+    stmt.bind = (...args: unknown[]) => wrapStatement(bind(...args) as Stmt, q, via);
+    for (const m of ['all', 'run', 'raw', 'first'] as const) {
+      const original = (stmt[m] as (...a: unknown[]) => Promise<unknown>).bind(stmt);
+      (stmt as unknown as Record<string, unknown>)[m] = async (...a: unknown[]) => {
+        const r = await original(...a);
+        calls.push({ via, sql: [q], rowsWritten: m === 'raw' || m === 'first' ? 0 : written(r) });
+        return r;
+      };
+    }
+    return stmt;
+  };
+  const wrapDb = <T extends D1Database | D1DatabaseSession>(db: T, via: string): T => {
+    const prepare = db.prepare.bind(db);
+    const batch = db.batch.bind(db);
+    db.prepare = (q: string) => wrapStatement(prepare(q) as Stmt, q, via);
+    db.batch = (async (stmts: Stmt[]) => {
+      const r = await batch(stmts);
+      calls.push({ via, sql: stmts.map((s) => s.__sql ?? '?'), rowsWritten: written(r) });
+      return r;
+    }) as T['batch'];
+    return db;
+  };
+  const realPrepare = env.DB.prepare.bind(env.DB);
+  const realBatch = env.DB.batch.bind(env.DB);
+  const realSession = env.DB.withSession.bind(env.DB);
+  vi.spyOn(env.DB, 'prepare').mockImplementation((q: string) => wrapStatement(realPrepare(q) as Stmt, q, 'binding'));
+  vi.spyOn(env.DB, 'batch').mockImplementation((async (stmts: Stmt[]) => {
+    const r = await realBatch(stmts);
+    calls.push({ via: 'binding', sql: stmts.map((s) => s.__sql ?? '?'), rowsWritten: written(r) });
+    return r;
+  }) as typeof env.DB.batch);
+  vi.spyOn(env.DB, 'withSession').mockImplementation((c?: string) => wrapDb(realSession(c), c === 'first-primary' ? 'first-primary' : c === 'first-unconstrained' || c === undefined ? 'first-unconstrained' : 'bookmark'));
+  return {
+    calls,
+    /** Round trips whose statements all read (nothing written). */
+    reads: () => calls.filter((c) => c.sql.every((q) => /^\s*(select|with)\b/i.test(q) && !/\b(insert|update|delete)\b/i.test(q))),
+    writes: () => calls.filter((c) => c.rowsWritten > 0),
+    clear: () => void calls.splice(0),
+    stop: () => vi.restoreAllMocks(),
+  };
+}

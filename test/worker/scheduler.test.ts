@@ -1,0 +1,157 @@
+// The scheduler at scale (issue 14): claims read the queue lanes and counters the
+// triggers keep (migrations/0005_counters.sql), not the backlog. Two properties, over a
+// long seeded random run of submissions, claims, completions, failures, releases,
+// cancels, lost leases and program moves across organizations, configs and engines:
+//   1. every claim takes exactly the job the specified order takes (fair share by
+//      running jobs per share_weight, then least recently served, then priority, then
+//      age), which this test computes the slow way, over every queued job;
+//   2. afterwards every counter equals what it counts.
+import { env } from 'cloudflare:test';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runAdmin, api, json, markReady, registerProgram, seedConfig, seedTenant, seededRandom, type Tenant } from './helpers.ts';
+import { claim, drainQueuedJobs, expireLease, lease, seedAgent, upload, type TestAgent } from './fleet-helpers.ts';
+import { setOrganizationLimits } from '../../src/admin/statements.ts';
+import type { ClaimedJob } from '../../prover-agent/src/protocol.ts';
+
+const STARK = JSON.stringify({ version: 'v1.0-dev', proof: 'aa', user_pvs_proof: 'bb', deferral_merkle_proofs: null });
+
+/** The specified order, computed over every queued job (what claims did before queue lanes). */
+async function expectedNext(caps: TestAgent['caps']): Promise<string | null> {
+  const engines = caps.engines.map(() => '?').join(', ');
+  const configs = caps.configs.length ? `AND j.config_id IN (${caps.configs.map(() => '?').join(', ')})` : '';
+  const row = await env.DB.prepare(
+    `SELECT j.id FROM jobs j
+       LEFT JOIN (SELECT org_id, count(*) AS running FROM jobs WHERE status = 'leased' GROUP BY org_id) load ON load.org_id = j.org_id
+       LEFT JOIN organizations o ON o.id = j.org_id
+     WHERE j.status = 'queued' AND j.engine IN (${engines}) ${configs} AND j.gpus_used <= ?
+     ORDER BY coalesce(load.running, 0) * 1.0 / max(1, coalesce(o.share_weight, 1)), coalesce(o.last_claimed_at, 0), j.priority DESC, j.queued_at, j.id
+     LIMIT 1`,
+  )
+    .bind(...caps.engines, ...caps.configs, caps.gpus)
+    .first<{ id: string }>();
+  return row?.id ?? null;
+}
+
+/** Every counter and lane, recounted the slow way; the rows that disagree. */
+async function counterMismatches(): Promise<unknown[]> {
+  const q = async (sql: string) => (await env.DB.prepare(sql).all()).results;
+  return [
+    ...(await q(`SELECT 'org' AS what, o.id,
+        o.running_jobs, (SELECT count(*) FROM jobs j WHERE j.org_id = o.id AND j.status = 'leased') AS running,
+        o.active_jobs, (SELECT count(*) FROM jobs j WHERE j.org_id = o.id AND j.status IN ('queued','leased')) AS active,
+        o.held_gpus, (SELECT coalesce(sum(j.gpus_used), 0) FROM jobs j WHERE j.org_id = o.id AND j.status IN ('queued','leased')) AS held,
+        o.program_count, (SELECT count(*) FROM programs x WHERE x.org_id = o.id) AS programs_,
+        o.project_count, (SELECT count(*) FROM projects x WHERE x.org_id = o.id) AS projects_,
+        o.proof_count, (SELECT count(*) FROM proofs x WHERE x.org_id = o.id) AS proofs_,
+        o.execution_count, (SELECT count(*) FROM executions x WHERE x.org_id = o.id) AS executions_,
+        o.verification_count, (SELECT count(*) FROM verifications x WHERE x.org_id = o.id) AS verifications_
+      FROM organizations o`)).filter(
+      (r: any) =>
+        r.running_jobs !== r.running || r.active_jobs !== r.active || r.held_gpus !== r.held || r.program_count !== r.programs_ ||
+        r.project_count !== r.projects_ || r.proof_count !== r.proofs_ || r.execution_count !== r.executions_ || r.verification_count !== r.verifications_,
+    ),
+    ...(await q(`SELECT 'lane' AS what, l.*, (SELECT count(*) FROM jobs j WHERE j.status = 'queued' AND j.org_id = l.org_id AND j.engine = l.engine AND j.config_id = l.config_id AND j.gpus_used = l.gpus_used) AS counted,
+        (SELECT j.id FROM jobs j WHERE j.status = 'queued' AND j.org_id = l.org_id AND j.engine = l.engine AND j.config_id = l.config_id AND j.gpus_used = l.gpus_used ORDER BY j.priority DESC, j.queued_at, j.id LIMIT 1) AS head,
+        (SELECT o.running_jobs * 1.0 / max(1, o.share_weight) FROM organizations o WHERE o.id = l.org_id) AS share, (SELECT coalesce(o.last_claimed_at, 0) FROM organizations o WHERE o.id = l.org_id) AS served
+      FROM queue_lanes l`)).filter((r: any) => r.queued !== r.counted || r.head_job_id !== r.head || r.share_key !== r.share || r.last_claimed_at !== r.served),
+    ...(await q(`SELECT 'missing lane' AS what, j.id FROM jobs j WHERE j.status = 'queued' AND NOT EXISTS (SELECT 1 FROM queue_lanes l WHERE l.org_id = j.org_id AND l.engine = j.engine AND l.config_id = j.config_id AND l.gpus_used = j.gpus_used)`)),
+    ...(await q(`SELECT 'program' AS what, p.id, p.proof_count, (SELECT count(*) FROM proofs x WHERE x.program_id = p.id) AS proofs_, p.execution_count, (SELECT count(*) FROM executions x WHERE x.program_id = p.id) AS executions_ FROM programs p`)).filter(
+      (r: any) => r.proof_count !== r.proofs_ || r.execution_count !== r.executions_,
+    ),
+    ...(await q(`SELECT 'project' AS what, pj.id, pj.program_count, (SELECT count(*) FROM programs x WHERE x.project_id = pj.id) AS programs_,
+        pj.total_proofs_run, (SELECT coalesce(sum(x.proofs_run), 0) FROM programs x WHERE x.project_id = pj.id) AS runs,
+        pj.last_active_at, (SELECT max(x.last_active_at) FROM programs x WHERE x.project_id = pj.id) AS active
+      FROM projects pj`)).filter((r: any) => r.program_count !== r.programs_ || r.total_proofs_run !== r.runs || (r.last_active_at ?? null) !== (r.active ?? null)),
+    ...(await q(`SELECT 'usage' AS what, u.*,
+        (SELECT count(*) FROM proofs p WHERE p.org_id = u.org_id AND substr(p.created_at, 1, 10) = u.day AND p.program_id = u.program_id) AS proofs_,
+        (SELECT coalesce(sum(p.cost), 0) FROM proofs p WHERE p.org_id = u.org_id AND substr(p.created_at, 1, 10) = u.day AND p.program_id = u.program_id AND p.state IN ('Succeeded','Failed','Canceled')) AS cost_,
+        (SELECT coalesce(sum((l.ended_at - l.claimed_at) * l.gpus), 0) FROM proofs p JOIN jobs j ON j.kind = 'proof' AND j.subject_id = p.id JOIN leases l ON l.job_id = j.id AND l.ended_at IS NOT NULL
+          WHERE p.org_id = u.org_id AND substr(p.created_at, 1, 10) = u.day AND p.program_id = u.program_id) AS gpu_
+      FROM usage_daily u`)).filter((r: any) => r.proofs !== r.proofs_ || r.cost !== r.cost_ || r.gpu_ms !== r.gpu_),
+  ];
+}
+
+describe('scheduler: one seek per lane, the same order as counting every job', { timeout: 120_000 }, () => {
+  beforeAll(drainQueuedJobs);
+
+  it('takes the specified next job at every claim of a long random run, and every counter stays exact', async () => {
+    const random = seededRandom(0x14);
+    const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+    const devA = await seedConfig();
+    const devB = await seedConfig();
+    const gpu = await seedConfig({ engine: 'openvm' });
+    const orgs: { t: Tenant; programs: string[] }[] = [];
+    for (let i = 0; i < 4; i++) {
+      const t = await seedTenant();
+      await runAdmin(setOrganizationLimits(t.orgId, { shareWeight: 1 + (i % 3), maxActiveJobs: 10_000, maxGpus: 10_000 }));
+      const programs = [];
+      for (const cfg of [devA, devB, gpu]) {
+        const p = await registerProgram(t, cfg);
+        await markReady(p);
+        programs.push(p);
+      }
+      orgs.push({ t, programs });
+    }
+    await drainQueuedJobs(); // the programs' commit jobs are not part of this run
+    const agents = [
+      await seedAgent({ engines: ['dev'], configs: [], gpus: 0 }),
+      await seedAgent({ engines: ['dev'], configs: [devB], gpus: 0 }),
+      await seedAgent({ engines: ['openvm'], configs: [], gpus: 1 }),
+      await seedAgent({ engines: ['dev', 'openvm'], configs: [devA, gpu], gpus: 1 }),
+    ];
+    const running: ClaimedJob[] = [];
+    let claims = 0;
+    let taken = 0;
+    for (let step = 0; step < 400; step++) {
+      const r = random();
+      if (r < 0.4) {
+        const { t, programs } = pick(orgs);
+        const res = await api(t, `/v1/proofs?program_id=${pick(programs)}&priority=${1 + Math.floor(random() * 10)}&num_gpus=${pick([1, 2, 8])}`, {
+          method: 'POST',
+          body: '{"input": []}',
+          headers: { 'content-type': 'application/json' },
+        });
+        await json(res, 200);
+      } else if (r < 0.75) {
+        const agent = pick(agents);
+        const expected = await expectedNext(agent.caps);
+        const got = (await claim(agent)).job;
+        claims++;
+        expect(got?.id ?? null, `claim ${claims} by ${agent.caps.engines}/${agent.caps.configs}`).toBe(expected);
+        if (got) (running.push(got), taken++);
+      } else if (running.length) {
+        const job = running.splice(Math.floor(random() * running.length), 1)[0]!;
+        const end = random();
+        if (end < 0.35) {
+          await json(await upload(job, 'stark', STARK), 200);
+          await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: null, metrics: { num_instructions: 10 } }), 200);
+        } else if (end < 0.55) await json(await lease(job, '/fail', { error: 'x', retryable: random() < 0.5 }), 200);
+        else if (end < 0.7) await json(await lease(job, '/release', {}), 200);
+        else if (end < 0.85) await expireLease(job);
+        else {
+          // Canceled while it runs, through the API of the proof's own organization; the agent acknowledges.
+          const org = (await env.DB.prepare('SELECT org_id FROM proofs WHERE id = ?').bind(job.subject_id).first<{ org_id: string }>())!.org_id;
+          const tenant = orgs.find((o) => o.t.orgId === org)!.t;
+          await json(await api(tenant, `/v1/proofs/${job.subject_id}/cancel`, { method: 'POST' }), 200);
+          await json(await lease(job, '/canceled', {}), 200);
+        }
+      } else {
+        // A queued proof canceled before it runs, or a program moved to another project.
+        const { t, programs } = pick(orgs);
+        const queued = await env.DB.prepare(`SELECT subject_id FROM jobs WHERE status = 'queued' AND org_id = ? LIMIT 1`).bind(t.orgId).first<{ subject_id: string }>();
+        if (queued && random() < 0.7) await json(await api(t, `/v1/proofs/${queued.subject_id}/cancel`, { method: 'POST' }), 200);
+        else {
+          const target = (await json(await api(t, `/v1/programs/${pick(programs)}`), 200)).project_id;
+          await json(await api(t, `/v1/programs/${pick(programs)}`, { method: 'PUT', body: JSON.stringify({ project_id: target }), headers: { 'content-type': 'application/json' } }), 200);
+        }
+      }
+    }
+    expect(claims).toBeGreaterThan(100);
+    expect(taken).toBeGreaterThan(50);
+    expect(await counterMismatches()).toEqual([]);
+    // And once everything has drained, every lane is empty and every organization idle.
+    await drainQueuedJobs();
+    expect(await counterMismatches()).toEqual([]);
+    expect(await env.DB.prepare('SELECT count(*) AS n FROM queue_lanes WHERE head_job_id IS NOT NULL OR queued <> 0').first('n')).toBe(0);
+  });
+});
