@@ -58,7 +58,7 @@ CREATE INDEX `verifications_org` ON `verifications` (`org_id`,`created_at`);--> 
 -- Counters and the scheduler's queue lanes, kept by triggers in the same
 -- transaction as every change they count: a claim, a quota check, a list total or
 -- the console's usage reads a row or a few instead of counting the backlog
--- (README "What a claim costs"). test/worker/counters.test.ts checks, after a long
+-- (README "What a claim costs"). test/worker/scheduler.test.ts checks, after a long
 -- random sequence of operations, that every counter equals what it counts.
 -- A later migration that rebuilds one of these tables (drizzle-kit copies it to
 -- __new_<table>) drops its triggers: recreate them there (the test above fails if not).
@@ -66,32 +66,39 @@ CREATE INDEX `verifications_org` ON `verifications` (`org_id`,`created_at`);--> 
 -- Existing rows first: jobs' GPUs as src/jobs/state.ts gpusUsed() decides them.
 UPDATE `jobs` SET `gpus_used` = CASE WHEN `engine` = 'dev' THEN 0 WHEN `engine` = 'openvm' THEN min(`num_gpus`, 1) ELSE `num_gpus` END;
 --> statement-breakpoint
-UPDATE `organizations` SET
-  `running_jobs` = (SELECT count(*) FROM `jobs` j WHERE j.`org_id` = `organizations`.`id` AND j.`status` = 'leased'),
-  `active_jobs` = (SELECT count(*) FROM `jobs` j WHERE j.`org_id` = `organizations`.`id` AND j.`status` IN ('queued', 'leased')),
-  `held_gpus` = (SELECT coalesce(sum(j.`gpus_used`), 0) FROM `jobs` j WHERE j.`org_id` = `organizations`.`id` AND j.`status` IN ('queued', 'leased')),
-  `project_count` = (SELECT count(*) FROM `projects` x WHERE x.`org_id` = `organizations`.`id`),
-  `program_count` = (SELECT count(*) FROM `programs` x WHERE x.`org_id` = `organizations`.`id`),
-  `proof_count` = (SELECT count(*) FROM `proofs` x WHERE x.`org_id` = `organizations`.`id`),
-  `execution_count` = (SELECT count(*) FROM `executions` x WHERE x.`org_id` = `organizations`.`id`),
-  `verification_count` = (SELECT count(*) FROM `verifications` x WHERE x.`org_id` = `organizations`.`id`);
+-- Each count in one pass over its table (UPDATE ... FROM a grouped scan), never a scan per row.
+UPDATE `organizations` SET `running_jobs` = t.`running`, `active_jobs` = t.`active`, `held_gpus` = t.`held`
+FROM (SELECT `org_id`, sum(`status` = 'leased') AS `running`, sum(`status` IN ('queued', 'leased')) AS `active`,
+        sum(CASE WHEN `status` IN ('queued', 'leased') THEN `gpus_used` ELSE 0 END) AS `held`
+      FROM `jobs` GROUP BY `org_id`) AS t
+WHERE t.`org_id` = `organizations`.`id`;
 --> statement-breakpoint
-UPDATE `programs` SET
-  `proof_count` = (SELECT count(*) FROM `proofs` x WHERE x.`program_id` = `programs`.`id`),
-  `execution_count` = (SELECT count(*) FROM `executions` x WHERE x.`program_id` = `programs`.`id`);
+UPDATE `organizations` SET `project_count` = t.`n` FROM (SELECT `org_id`, count(*) AS `n` FROM `projects` GROUP BY `org_id`) AS t WHERE t.`org_id` = `organizations`.`id`;
 --> statement-breakpoint
-UPDATE `projects` SET
-  `program_count` = (SELECT count(*) FROM `programs` x WHERE x.`project_id` = `projects`.`id`),
-  `total_proofs_run` = (SELECT coalesce(sum(x.`proofs_run`), 0) FROM `programs` x WHERE x.`project_id` = `projects`.`id`),
-  `last_active_at` = (SELECT max(x.`last_active_at`) FROM `programs` x WHERE x.`project_id` = `projects`.`id`);
+UPDATE `organizations` SET `program_count` = t.`n` FROM (SELECT `org_id`, count(*) AS `n` FROM `programs` GROUP BY `org_id`) AS t WHERE t.`org_id` = `organizations`.`id`;
+--> statement-breakpoint
+UPDATE `organizations` SET `proof_count` = t.`n` FROM (SELECT `org_id`, count(*) AS `n` FROM `proofs` GROUP BY `org_id`) AS t WHERE t.`org_id` = `organizations`.`id`;
+--> statement-breakpoint
+UPDATE `organizations` SET `execution_count` = t.`n` FROM (SELECT `org_id`, count(*) AS `n` FROM `executions` GROUP BY `org_id`) AS t WHERE t.`org_id` = `organizations`.`id`;
+--> statement-breakpoint
+UPDATE `organizations` SET `verification_count` = t.`n` FROM (SELECT `org_id`, count(*) AS `n` FROM `verifications` GROUP BY `org_id`) AS t WHERE t.`org_id` = `organizations`.`id`;
+--> statement-breakpoint
+UPDATE `programs` SET `proof_count` = t.`n` FROM (SELECT `program_id`, count(*) AS `n` FROM `proofs` GROUP BY `program_id`) AS t WHERE t.`program_id` = `programs`.`id`;
+--> statement-breakpoint
+UPDATE `programs` SET `execution_count` = t.`n` FROM (SELECT `program_id`, count(*) AS `n` FROM `executions` GROUP BY `program_id`) AS t WHERE t.`program_id` = `programs`.`id`;
+--> statement-breakpoint
+UPDATE `projects` SET `program_count` = t.`n`, `total_proofs_run` = t.`runs`, `last_active_at` = t.`active`
+FROM (SELECT `project_id`, count(*) AS `n`, sum(`proofs_run`) AS `runs`, max(`last_active_at`) AS `active` FROM `programs` GROUP BY `project_id`) AS t
+WHERE t.`project_id` = `projects`.`id`;
 --> statement-breakpoint
 INSERT INTO `queue_lanes` (`org_id`, `engine`, `config_id`, `gpus_used`, `queued`)
   SELECT `org_id`, `engine`, `config_id`, `gpus_used`, count(*) FROM `jobs` WHERE `status` = 'queued' GROUP BY `org_id`, `engine`, `config_id`, `gpus_used`;
 --> statement-breakpoint
-UPDATE `queue_lanes` SET
-  `share_key` = coalesce((SELECT o.`running_jobs` * 1.0 / max(1, o.`share_weight`) FROM `organizations` o WHERE o.`id` = `queue_lanes`.`org_id`), 0),
-  `last_claimed_at` = coalesce((SELECT o.`last_claimed_at` FROM `organizations` o WHERE o.`id` = `queue_lanes`.`org_id`), 0),
-  (`head_job_id`, `head_priority`, `head_queued_at`) = (
+UPDATE `queue_lanes` SET `share_key` = o.`running_jobs` * 1.0 / max(1, o.`share_weight`), `last_claimed_at` = coalesce(o.`last_claimed_at`, 0)
+FROM `organizations` o WHERE o.`id` = `queue_lanes`.`org_id`;
+--> statement-breakpoint
+-- Each lane's next job: one seek of jobs_lane per lane.
+UPDATE `queue_lanes` SET (`head_job_id`, `head_priority`, `head_queued_at`) = (
     SELECT j.`id`, j.`priority`, j.`queued_at` FROM `jobs` j
     WHERE j.`status` = 'queued' AND j.`org_id` = `queue_lanes`.`org_id` AND j.`engine` = `queue_lanes`.`engine`
       AND j.`config_id` = `queue_lanes`.`config_id` AND j.`gpus_used` = `queue_lanes`.`gpus_used`
@@ -103,11 +110,11 @@ INSERT INTO `usage_daily` (`org_id`, `day`, `program_id`, `proofs`, `instruction
     coalesce(sum(CASE WHEN `state` IN ('Succeeded', 'Failed', 'Canceled') THEN `cost` END), 0)
   FROM `proofs` GROUP BY `org_id`, substr(`created_at`, 1, 10), `program_id`;
 --> statement-breakpoint
-UPDATE `usage_daily` SET `gpu_ms` = coalesce((
-  SELECT sum((l.`ended_at` - l.`claimed_at`) * l.`gpus`) FROM `proofs` p
-    JOIN `jobs` j ON j.`kind` = 'proof' AND j.`subject_id` = p.`id`
-    JOIN `leases` l ON l.`job_id` = j.`id` AND l.`ended_at` IS NOT NULL
-  WHERE p.`org_id` = `usage_daily`.`org_id` AND substr(p.`created_at`, 1, 10) = `usage_daily`.`day` AND p.`program_id` = `usage_daily`.`program_id`), 0);
+UPDATE `usage_daily` SET `gpu_ms` = t.`gpu_ms`
+FROM (SELECT p.`org_id`, substr(p.`created_at`, 1, 10) AS `day`, p.`program_id`, sum((l.`ended_at` - l.`claimed_at`) * l.`gpus`) AS `gpu_ms`
+      FROM `leases` l JOIN `jobs` j ON j.`id` = l.`job_id` AND j.`kind` = 'proof' JOIN `proofs` p ON p.`id` = j.`subject_id`
+      WHERE l.`ended_at` IS NOT NULL GROUP BY 1, 2, 3) AS t
+WHERE t.`org_id` = `usage_daily`.`org_id` AND t.`day` = `usage_daily`.`day` AND t.`program_id` = `usage_daily`.`program_id`;
 --> statement-breakpoint
 -- Jobs: the organization's load and quotas.
 CREATE TRIGGER `jobs_insert_counters` AFTER INSERT ON `jobs` BEGIN

@@ -12,6 +12,7 @@ import { runAdmin, api, json, markReady, registerProgram, seedConfig, seedTenant
 import { claim, drainQueuedJobs, expireLease, lease, seedAgent, upload, type TestAgent } from './fleet-helpers.ts';
 import { setOrganizationLimits } from '../../src/admin/statements.ts';
 import type { ClaimedJob } from '../../prover-agent/src/protocol.ts';
+import { COUNTER_CHECKS } from '../counter-checks.ts';
 
 const STARK = JSON.stringify({ version: 'v1.0-dev', proof: 'aa', user_pvs_proof: 'bb', deferral_merkle_proofs: null });
 
@@ -34,41 +35,9 @@ async function expectedNext(caps: TestAgent['caps']): Promise<string | null> {
 
 /** Every counter and lane, recounted the slow way; the rows that disagree. */
 async function counterMismatches(): Promise<unknown[]> {
-  const q = async (sql: string) => (await env.DB.prepare(sql).all()).results;
-  return [
-    ...(await q(`SELECT 'org' AS what, o.id,
-        o.running_jobs, (SELECT count(*) FROM jobs j WHERE j.org_id = o.id AND j.status = 'leased') AS running,
-        o.active_jobs, (SELECT count(*) FROM jobs j WHERE j.org_id = o.id AND j.status IN ('queued','leased')) AS active,
-        o.held_gpus, (SELECT coalesce(sum(j.gpus_used), 0) FROM jobs j WHERE j.org_id = o.id AND j.status IN ('queued','leased')) AS held,
-        o.program_count, (SELECT count(*) FROM programs x WHERE x.org_id = o.id) AS programs_,
-        o.project_count, (SELECT count(*) FROM projects x WHERE x.org_id = o.id) AS projects_,
-        o.proof_count, (SELECT count(*) FROM proofs x WHERE x.org_id = o.id) AS proofs_,
-        o.execution_count, (SELECT count(*) FROM executions x WHERE x.org_id = o.id) AS executions_,
-        o.verification_count, (SELECT count(*) FROM verifications x WHERE x.org_id = o.id) AS verifications_
-      FROM organizations o`)).filter(
-      (r: any) =>
-        r.running_jobs !== r.running || r.active_jobs !== r.active || r.held_gpus !== r.held || r.program_count !== r.programs_ ||
-        r.project_count !== r.projects_ || r.proof_count !== r.proofs_ || r.execution_count !== r.executions_ || r.verification_count !== r.verifications_,
-    ),
-    ...(await q(`SELECT 'lane' AS what, l.*, (SELECT count(*) FROM jobs j WHERE j.status = 'queued' AND j.org_id = l.org_id AND j.engine = l.engine AND j.config_id = l.config_id AND j.gpus_used = l.gpus_used) AS counted,
-        (SELECT j.id FROM jobs j WHERE j.status = 'queued' AND j.org_id = l.org_id AND j.engine = l.engine AND j.config_id = l.config_id AND j.gpus_used = l.gpus_used ORDER BY j.priority DESC, j.queued_at, j.id LIMIT 1) AS head,
-        (SELECT o.running_jobs * 1.0 / max(1, o.share_weight) FROM organizations o WHERE o.id = l.org_id) AS share, (SELECT coalesce(o.last_claimed_at, 0) FROM organizations o WHERE o.id = l.org_id) AS served
-      FROM queue_lanes l`)).filter((r: any) => r.queued !== r.counted || r.head_job_id !== r.head || r.share_key !== r.share || r.last_claimed_at !== r.served),
-    ...(await q(`SELECT 'missing lane' AS what, j.id FROM jobs j WHERE j.status = 'queued' AND NOT EXISTS (SELECT 1 FROM queue_lanes l WHERE l.org_id = j.org_id AND l.engine = j.engine AND l.config_id = j.config_id AND l.gpus_used = j.gpus_used)`)),
-    ...(await q(`SELECT 'program' AS what, p.id, p.proof_count, (SELECT count(*) FROM proofs x WHERE x.program_id = p.id) AS proofs_, p.execution_count, (SELECT count(*) FROM executions x WHERE x.program_id = p.id) AS executions_ FROM programs p`)).filter(
-      (r: any) => r.proof_count !== r.proofs_ || r.execution_count !== r.executions_,
-    ),
-    ...(await q(`SELECT 'project' AS what, pj.id, pj.program_count, (SELECT count(*) FROM programs x WHERE x.project_id = pj.id) AS programs_,
-        pj.total_proofs_run, (SELECT coalesce(sum(x.proofs_run), 0) FROM programs x WHERE x.project_id = pj.id) AS runs,
-        pj.last_active_at, (SELECT max(x.last_active_at) FROM programs x WHERE x.project_id = pj.id) AS active
-      FROM projects pj`)).filter((r: any) => r.program_count !== r.programs_ || r.total_proofs_run !== r.runs || (r.last_active_at ?? null) !== (r.active ?? null)),
-    ...(await q(`SELECT 'usage' AS what, u.*,
-        (SELECT count(*) FROM proofs p WHERE p.org_id = u.org_id AND substr(p.created_at, 1, 10) = u.day AND p.program_id = u.program_id) AS proofs_,
-        (SELECT coalesce(sum(p.cost), 0) FROM proofs p WHERE p.org_id = u.org_id AND substr(p.created_at, 1, 10) = u.day AND p.program_id = u.program_id AND p.state IN ('Succeeded','Failed','Canceled')) AS cost_,
-        (SELECT coalesce(sum((l.ended_at - l.claimed_at) * l.gpus), 0) FROM proofs p JOIN jobs j ON j.kind = 'proof' AND j.subject_id = p.id JOIN leases l ON l.job_id = j.id AND l.ended_at IS NOT NULL
-          WHERE p.org_id = u.org_id AND substr(p.created_at, 1, 10) = u.day AND p.program_id = u.program_id) AS gpu_
-      FROM usage_daily u`)).filter((r: any) => r.proofs !== r.proofs_ || r.cost !== r.cost_ || r.gpu_ms !== r.gpu_),
-  ];
+  const out: unknown[] = [];
+  for (const check of COUNTER_CHECKS) out.push(...(await env.DB.prepare(check.sql).all()).results.filter(check.wrong));
+  return out;
 }
 
 describe('scheduler: one seek per lane, the same order as counting every job', { timeout: 120_000 }, () => {
