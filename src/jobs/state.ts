@@ -598,8 +598,12 @@ export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response:
 // ---------------------------------------------------------------------------
 // Lost leases
 
+/** Leases expired per call of expireLeases() without `only` (D1 binds at most 100 parameters). */
+const EXPIRE_BATCH = 90;
+
 /**
- * Requeues every job whose lease expired (its agent died or lost its host), or only
+ * Requeues jobs whose lease expired (its agent died or lost its host), up to EXPIRE_BATCH
+ * of them (the sweep calls again while there are more), or only
  * the one lease `only` names if it did, with the next claim as attempt+1; the job's
  * retry budget is not charged. After `maxAttempts` claims the job fails, saying why.
  * Returns the requeued job ids, which need a fresh queue notice.
@@ -610,8 +614,14 @@ export async function expireLeases(
   now = Date.now(),
   only?: { jobId: string; leaseId: string },
 ): Promise<{ requeued: { id: string; kind: JobKind }[]; failed: string[] }> {
-  // jobs_lease_expiry holds only leased jobs: finding the expired ones reads those, never the backlog.
-  const expired = and(eq(jobs.status, 'leased'), lt(jobs.lease_expires_at, now), only ? and(eq(jobs.id, only.jobId), eq(jobs.lease_id, only.leaseId)) : undefined);
+  // Which jobs first, by jobs_lease_expiry (it holds only leased jobs, never the backlog),
+  // at most EXPIRE_BATCH at a time; then the batch names them by id, so every statement
+  // in it is a primary-key lookup whatever else the query planner might prefer.
+  const ids = only
+    ? [only.jobId]
+    : (await db.select({ id: jobs.id }).from(jobs).where(and(eq(jobs.status, 'leased'), lt(jobs.lease_expires_at, now))).limit(EXPIRE_BATCH)).map((r) => r.id);
+  if (ids.length === 0) return { requeued: [], failed: [] };
+  const expired = and(inArray(jobs.id, ids), eq(jobs.status, 'leased'), lt(jobs.lease_expires_at, now), only ? eq(jobs.lease_id, only.leaseId) : undefined);
   const exhausted = and(expired, sql`${jobs.attempt} >= ${settings.maxAttempts}`, eq(jobs.cancel_requested, false));
   const retry = and(expired, sql`${jobs.attempt} < ${settings.maxAttempts}`, eq(jobs.cancel_requested, false));
   const canceled = and(expired, eq(jobs.cancel_requested, true));

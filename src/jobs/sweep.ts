@@ -45,8 +45,13 @@ const SWEEP_LANES = 500;
 
 export async function sweep(db: Db, env: Env, now = Date.now()): Promise<{ requeued: number; renotified: number; waiting: number }> {
   const settings = fleetSettings(env);
-  const { requeued } = await expireLeases(db, settings, now);
-  for (const j of requeued) await notifyJob(env, { job_id: j.id, kind: j.kind });
+  const requeued: { id: string; kind: string }[] = [];
+  for (let round = 0; round < 20; round++) {
+    const expired = await expireLeases(db, settings, now);
+    for (const j of expired.requeued) await notifyJob(env, { job_id: j.id, kind: j.kind });
+    requeued.push(...expired.requeued);
+    if (expired.requeued.length + expired.failed.length === 0) break;
+  }
 
   const live: LiveAgent[] = (
     await db
