@@ -6,7 +6,7 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from './app-env.ts';
 import { BOOKMARK_HEADER, RequestSessions, sentBookmark } from './db/sessions.ts';
 import { onError, validationHook } from './lib/errors.ts';
-import { API_KEY_HEADER, authenticate, requireApiKey } from './middleware/auth.ts';
+import { API_KEY_HEADER, authenticate, DEFAULT_API_KEY_HEADERS, requireApiKey } from './middleware/auth.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { configsApi } from './routes/configs.ts';
 import { downloadsApi } from './routes/downloads.ts';
@@ -96,7 +96,12 @@ app.route('/internal/v1/queue', queueInternalApi);
 // Signed, time-limited key download links (no API key: the signature is the credential).
 app.route('/downloads', downloadsApi);
 
-app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: API_KEY_HEADER });
+app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKey', {
+  type: 'apiKey',
+  in: 'header',
+  name: API_KEY_HEADER,
+  description: `The API key. The published client's own header, ${DEFAULT_API_KEY_HEADERS.slice(1).join(', ')}, is accepted too.`,
+});
 app.openAPIRegistry.registerComponent('securitySchemes', 'ConsoleBearer', {
   type: 'http',
   scheme: 'bearer',

@@ -8,6 +8,8 @@ export interface Env {
   /** The Worker's own queue of looks at leases when they would expire (src/jobs/lease-checks.ts). */
   LEASE_CHECKS: Queue<LeaseCheck>;
   MAX_UPLOAD_BYTES: string;
+  /** Headers an API key is read from, comma separated, first found wins (default: Service-API-Key, Axiom-API-Key). */
+  API_KEY_HEADERS?: string;
   /** Per-API-key request limits by endpoint class ([[ratelimits]] in wrangler.toml; src/middleware/rate-limit.ts). */
   RATE_LIMIT_READS: RateLimit;
   RATE_LIMIT_SUBMISSIONS: RateLimit;

@@ -139,6 +139,22 @@ export interface NewConfig {
  * (shared/spec/guest-abi.md), named as openvm v2.0.1 names them
  * (examples/keccak/openvm.toml, examples/sha2/openvm.toml).
  */
+/**
+ * The zkVM release this service targets: openvm v2.0.1 (openvm v2.0.1:Cargo.toml:2), built
+ * on stark-backend v2.0.0 (v2.0.1:Cargo.toml:119, `openvm-stark-backend = { version =
+ * "2.0.0", ... tag = "v2.0.0" }`). Dev configs say so too.
+ */
+export const TARGET_RELEASE = { openvm_version: '2.0.1', stark_backend_version: '2.0.0' } as const;
+
+/**
+ * A dev config's app_vm_commit: the dev engine's stand-in for the commitment `cargo openvm
+ * commit` makes to a VM configuration, a SHA-256 of the release and the config's
+ * openvm.toml, so that it describes what the config is (and changes when it does).
+ */
+export async function devAppVmCommit(openvmToml: string): Promise<string> {
+  return '0x' + (await sha256Hex(`zkvm-dev/app-vm-commit/v1\0openvm ${TARGET_RELEASE.openvm_version}\0stark-backend ${TARGET_RELEASE.stark_backend_version}\0${openvmToml}`));
+}
+
 export const DEV_ENGINE_OPENVM_TOML = `# The VM the dev engine executes (RV32IM, io, keccak, SHA-2). Dev proofs are not zero-knowledge proofs.
 [app_vm_config.rv32i]
 [app_vm_config.rv32m]

@@ -17,15 +17,31 @@ import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError } from '../lib/errors.ts';
 
 export const API_KEY_HEADER = 'Service-API-Key';
+/**
+ * The headers an API key is taken from, in order: the interface's name, then the
+ * published client's (axiom-api-cli v2.0.0 crates/sdk/src/lib.rs:25 sends `Axiom-API-Key`),
+ * so the client works unmodified. The API_KEY_HEADERS var (a comma list) replaces it.
+ */
+export const DEFAULT_API_KEY_HEADERS = [API_KEY_HEADER, 'Axiom-API-Key'] as const;
 /** `last_used_at` is written at most this often per key, after the response. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 const invalidKey = () => new ApiError(401, 'Invalid or revoked API key');
 
+/** The accepted API key headers of this deployment. */
+export function apiKeyHeaders(env: Pick<AppEnv['Bindings'], 'API_KEY_HEADERS'>): string[] {
+  const configured = (env.API_KEY_HEADERS ?? '')
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
+  return configured.length ? configured : [...DEFAULT_API_KEY_HEADERS];
+}
+
 /** Takes the key from the request (401 when there is none); checking it is the first read's job. */
 export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
-  const key = c.req.header(API_KEY_HEADER);
-  if (!key) throw new ApiError(401, `Missing API key: send it in the ${API_KEY_HEADER} header`);
+  const headers = apiKeyHeaders(c.env);
+  const key = headers.map((h) => c.req.header(h)).find((v) => v);
+  if (!key) throw new ApiError(401, `Missing API key: send it in the ${headers.join(' (or ')}${headers.length > 1 ? ')' : ''} header`);
   c.set('apiKeyHash', await sha256Hex(key));
   c.set('authGate', async () => void (await authenticate(c)));
   await next();

@@ -4,13 +4,14 @@
 // prover-agent with the dev engine, and prints what a developer needs to call the API.
 //
 // Environment: PORT (8787), PERSIST_DIR (local state; default .wrangler/state),
-// DEV_API_KEY (use this exact API key), AGENT_METRICS_PORT (9464).
+// DEV_API_KEY (use this exact API key), AGENT_METRICS_PORT (9464), FLEET_LOGS=1 (or
+// `npm start -- --fleet-logs`: also print the fleet's own routine requests).
 // Ctrl-C / SIGTERM stops the agent, then the Worker, and exits 0; if the Worker dies
 // the agent is stopped and start exits non-zero. An agent that fails leaves the Worker up.
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createAgentToken, createApiKey, createConfig, createOrganization, createUser, DEV_ENGINE_OPENVM_TOML, setConfigOpenvmToml } from '../admin/statements.ts';
+import { createAgentToken, createApiKey, createConfig, createOrganization, createUser, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, lit, setConfigOpenvmToml, TARGET_RELEASE } from '../admin/statements.ts';
 import { hashPassword } from '../lib/password.ts';
 import { randomToken } from '../lib/crypto.ts';
 import {
@@ -33,7 +34,8 @@ const DEV_ORG_ID = 'org_dev';
 const DEV_OWNER = 'dev@localhost';
 /** Fixed so that it survives restarts and can be written into scripts and docs. */
 const DEV_CONFIG_ID = 'cfg_00000000000000000000DEVCFG';
-const DEV_APP_VM_COMMIT = '0x' + 'de'.repeat(32);
+/** What the dev config was seeded with before it described the release (`npm start` upgrades such a local database). */
+const OLD_DEV_APP_VM_COMMIT = '0x' + 'de'.repeat(32);
 const DEV_AGENT_NAME = 'local-dev';
 /** How long an agent must stay up before start reports it as running. */
 const AGENT_GRACE_MS = 3_000;
@@ -47,6 +49,26 @@ const credentialsFile = path.join(devDir, 'dev-credentials.json');
 const baseUrl = `http://127.0.0.1:${port}`;
 
 const log = (msg: string) => process.stderr.write(`[start] ${msg}\n`);
+
+/** Print the fleet's routine traffic too (agents' pulls, presence, claims, lease calls, idle sweeps). */
+const fleetLogs = process.argv.includes('--fleet-logs') || process.env.FLEET_LOGS === '1';
+
+/**
+ * What a person watching `npm start` needs of the Worker's output: the requests to the
+ * API, the console and the docs, errors, and whatever is not a request log; not the
+ * fleet's own polling (an idle agent pulls every second), unless --fleet-logs.
+ */
+function workerLineShown(line: string): boolean {
+  if (fleetLogs) return true;
+  const request = /^\[wrangler:\w+\] (\w+) (\S+) (\d{3})/.exec(line);
+  if (request) {
+    const [, , path, status] = request;
+    if (Number(status) >= 500) return true;
+    return /^\/(v1|console|docs|openapi\.json|downloads)(\/|\?|$)/.test(path!);
+  }
+  // The cron sweep, when it found nothing to do.
+  return !/"msg":"sweep","requeued":0,"renotified":0,"waiting":0/.test(line);
+}
 
 interface Credentials {
   api_key: string;
@@ -78,20 +100,30 @@ function devCredentials(): Credentials {
 }
 
 async function seed(creds: Credentials): Promise<void> {
+  const appVmCommit = await devAppVmCommit(DEV_ENGINE_OPENVM_TOML);
   const steps = [
     createOrganization('Local development', DEV_ORG_ID),
     await createApiKey(DEV_ORG_ID, DEV_OWNER, creds.api_key),
     createConfig({
       id: DEV_CONFIG_ID,
-      openvm_version: '1.4.0',
-      stark_backend_version: '1.2.0',
-      app_vm_commit: DEV_APP_VM_COMMIT,
+      ...TARGET_RELEASE,
+      app_vm_commit: appVmCommit,
       engine: 'dev',
       deferral_enabled: true,
       openvm_toml: DEV_ENGINE_OPENVM_TOML,
     }),
     // A local database from before configs carried their openvm.toml keeps its row above.
     setConfigOpenvmToml(DEV_CONFIG_ID, DEV_ENGINE_OPENVM_TOML),
+    // ...and one seeded with the old placeholder versions gets the release's; its old
+    // placeholder app_vm_commit is replaced only while no program uses the config (programs'
+    // baselines and dev proofs are bound to the commit they were made under).
+    {
+      sql: [
+        `UPDATE configs SET openvm_version = ${lit(TARGET_RELEASE.openvm_version)}, stark_backend_version = ${lit(TARGET_RELEASE.stark_backend_version)} WHERE id = ${lit(DEV_CONFIG_ID)} AND openvm_version = '1.4.0';`,
+        `UPDATE configs SET app_vm_commit = ${lit(appVmCommit)} WHERE id = ${lit(DEV_CONFIG_ID)} AND app_vm_commit = ${lit(OLD_DEV_APP_VM_COMMIT)} AND NOT EXISTS (SELECT 1 FROM programs WHERE config_id = ${lit(DEV_CONFIG_ID)});`,
+      ],
+      output: [],
+    },
     await createAgentToken(DEV_AGENT_NAME, creds.agent_token),
     // The console's dev user: owner of the dev organization and an operator (the fleet page).
     await createUser({
@@ -203,7 +235,7 @@ async function main(): Promise<void> {
 
   log(`starting the Worker (wrangler dev) on ${baseUrl}`);
   worker = await spawnWranglerDev({ port, persistTo });
-  forwardOutput(worker, '[worker]');
+  forwardOutput(worker, '[worker]', workerLineShown);
   const workerExit = exited(worker);
   await waitForHealthy(`${baseUrl}/healthz`, worker);
 

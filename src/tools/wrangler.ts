@@ -156,9 +156,9 @@ export async function spawnWranglerDev(o: DevOptions): Promise<ChildProcess> {
 }
 
 /** Writes each line of a child's stdout and stderr to ours, prefixed. */
-export function forwardOutput(child: ChildProcess, prefix: string): void {
+export function forwardOutput(child: ChildProcess, prefix: string, shown: (line: string) => boolean = () => true): void {
   const pipe = (from: NodeJS.ReadableStream | null, to: NodeJS.WritableStream) => {
-    if (from) createInterface({ input: from, crlfDelay: Infinity }).on('line', (line) => to.write(`${prefix} ${line}\n`));
+    if (from) createInterface({ input: from, crlfDelay: Infinity }).on('line', (line) => shown(line) && to.write(`${prefix} ${line}\n`));
   };
   pipe(child.stdout, process.stdout);
   pipe(child.stderr, process.stderr);

@@ -13,7 +13,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createConfig } from '../../src/admin/statements.ts';
+import { createConfig, TARGET_RELEASE } from '../../src/admin/statements.ts';
 import { expectShape, parseJson, REFERENCE_DEFAULT_CONFIG_ID, ReplayClient, type Reply } from './client-replay/client.ts';
 import { decodeVersionedStarkProof, encodeVersionedStarkProof, type StarkProofJson } from './client-replay/codec.ts';
 import { ExecutionStatus, PkDownloader, VerifyStatus, VmConfigMetadata } from './client-replay/shapes.ts';
@@ -269,7 +269,7 @@ describe('config', () => {
   it('config status [--config-id]: GET /configs/{id} as VmConfigMetadata; ids are case-insensitive; unknown ids are 404', async () => {
     // v2.0.0:crates/cli/src/commands/config.rs:68-72
     const meta = await sdk.getVmConfigMetadata(stack.devConfig);
-    expect(meta).toMatchObject({ id: stack.devConfig, active: true, openvm_version: '2.0.0' });
+    expect(meta).toMatchObject({ id: stack.devConfig, active: true, openvm_version: TARGET_RELEASE.openvm_version, stark_backend_version: TARGET_RELEASE.stark_backend_version });
     // The reference's ids are lowercase ULIDs (v2.0.0:crates/sdk/src/lib.rs:67): ours in lowercase find the same config.
     const lower = await sdk.getVmConfigMetadataReply(stack.devConfig.toLowerCase());
     expect.soft(lower.status, lower.text).toBe(200);

@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createAgentToken, createApiKey, createConfig, createOrganization, DEV_ENGINE_OPENVM_TOML, type AdminStep } from '../../src/admin/statements.ts';
+import { createAgentToken, createApiKey, createConfig, createOrganization, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, TARGET_RELEASE, type AdminStep } from '../../src/admin/statements.ts';
 import { applyLocalMigrations, childEnv, d1Execute, freePort, ROOT, spawnWranglerDev, stopGroup, waitForHealthy } from '../../src/tools/wrangler.ts';
 
 export { freePort, ROOT };
@@ -65,7 +65,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     createOrganization('e2e', orgId),
     await createApiKey(orgId, 'e2e@localhost'),
     await createAgentToken('e2e-agents'),
-    createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '5a'.repeat(32), engine: 'dev', deferral_enabled: true, openvm_toml: DEV_ENGINE_OPENVM_TOML }),
+    createConfig({ ...TARGET_RELEASE, app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML), engine: 'dev', deferral_enabled: true, openvm_toml: DEV_ENGINE_OPENVM_TOML }),
   ];
   await d1Execute(target, steps.flatMap((s) => s.sql));
   const [, apiKey, agentToken, devConfig] = steps.map((s) => s.output[s.output.length - 1]!);

@@ -53,6 +53,11 @@ describe('npm start', () => {
       await api.waitFor(`/v1/programs/${program}`, (p: any) => p.status === 'ready');
       const { id: proof } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0168656c6c6f'] });
       expect((await api.waitFor(`/v1/proofs/${proof}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state))).state).toBe('Succeeded');
+      // The terminal shows the API's requests and the agent's job lines, not the fleet's own polling.
+      await new Promise((r) => setTimeout(r, 3_000)); // an idle agent pulls every second meanwhile
+      expect(out).toMatch(/\[worker\] .*POST \/v1\/proofs/);
+      expect(out).toMatch(/\[agent\] .*claimed job/);
+      expect(out).not.toMatch(/\/internal\/v1\/(queue|agents|jobs|lease)\//);
     } finally {
       start.kill('SIGINT');
       const [code] = await exited;

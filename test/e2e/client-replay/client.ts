@@ -6,9 +6,9 @@
 // into the struct of `shapes.ts`). The polling loops keep the client's termination
 // conditions but poll every 150 ms instead of its 10 s.
 //
-// Modelled in our own words; `v2.0.0:<path>:<line>` cites the client's source. Two
-// substitutions only: the API key header is ours (`Service-API-Key` for the client's
-// `Axiom-API-Key`), and `api` is our local stack's `{base}/v1`.
+// Modelled in our own words; `v2.0.0:<path>:<line>` cites the client's source. One
+// substitution only: `api` is our local stack's `{base}/v1`. The API key goes in the
+// client's own header, `Axiom-API-Key`, as the unmodified client sends it.
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import {
@@ -30,8 +30,8 @@ import {
   type Shape,
 } from './shapes.ts';
 
-/** The client's API key header, v2.0.0:crates/sdk/src/lib.rs:25 (`Axiom-API-Key`), under our name. */
-export const API_KEY_HEADER = 'Service-API-Key';
+/** The client's API key header, v2.0.0:crates/sdk/src/lib.rs:25. */
+export const API_KEY_HEADER = 'Axiom-API-Key';
 /** v2.0.0:crates/sdk/src/lib.rs:26. */
 export const CLI_VERSION_HEADER = 'Axiom-CLI-Version';
 /**
