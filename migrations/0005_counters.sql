@@ -135,7 +135,11 @@ END;
 --> statement-breakpoint
 -- Jobs entering the queue (submitted, or back after a lost lease, a retry or a release):
 -- their lane counts them, and a job that comes before the lane's head becomes its head.
-CREATE TRIGGER `jobs_insert_enqueue` AFTER INSERT ON `jobs` WHEN NEW.`status` = 'queued' BEGIN
+-- Written once, as the INSTEAD OF trigger of an empty view that both triggers below
+-- insert into (SQLite's way to share a trigger body).
+CREATE VIEW `job_enqueued` AS SELECT `org_id`, `engine`, `config_id`, `gpus_used`, `id`, `priority`, `queued_at` FROM `jobs` WHERE 0;
+--> statement-breakpoint
+CREATE TRIGGER `job_enqueued_lane` INSTEAD OF INSERT ON `job_enqueued` BEGIN
   INSERT INTO `queue_lanes` (`org_id`, `engine`, `config_id`, `gpus_used`, `queued`, `share_key`, `last_claimed_at`)
     SELECT NEW.`org_id`, NEW.`engine`, NEW.`config_id`, NEW.`gpus_used`, 1,
       coalesce(o.`running_jobs` * 1.0 / max(1, o.`share_weight`), 0), coalesce(o.`last_claimed_at`, 0)
@@ -147,16 +151,12 @@ CREATE TRIGGER `jobs_insert_enqueue` AFTER INSERT ON `jobs` WHEN NEW.`status` = 
       OR (NEW.`queued_at` = `head_queued_at` AND NEW.`id` < `head_job_id`))));
 END;
 --> statement-breakpoint
+CREATE TRIGGER `jobs_insert_enqueue` AFTER INSERT ON `jobs` WHEN NEW.`status` = 'queued' BEGIN
+  INSERT INTO `job_enqueued` VALUES (NEW.`org_id`, NEW.`engine`, NEW.`config_id`, NEW.`gpus_used`, NEW.`id`, NEW.`priority`, NEW.`queued_at`);
+END;
+--> statement-breakpoint
 CREATE TRIGGER `jobs_requeue` AFTER UPDATE OF `status` ON `jobs` WHEN OLD.`status` <> 'queued' AND NEW.`status` = 'queued' BEGIN
-  INSERT INTO `queue_lanes` (`org_id`, `engine`, `config_id`, `gpus_used`, `queued`, `share_key`, `last_claimed_at`)
-    SELECT NEW.`org_id`, NEW.`engine`, NEW.`config_id`, NEW.`gpus_used`, 1,
-      coalesce(o.`running_jobs` * 1.0 / max(1, o.`share_weight`), 0), coalesce(o.`last_claimed_at`, 0)
-    FROM (SELECT 1) LEFT JOIN `organizations` o ON o.`id` = NEW.`org_id` WHERE true
-  ON CONFLICT (`org_id`, `engine`, `config_id`, `gpus_used`) DO UPDATE SET `queued` = `queued` + 1;
-  UPDATE `queue_lanes` SET `head_job_id` = NEW.`id`, `head_priority` = NEW.`priority`, `head_queued_at` = NEW.`queued_at`
-  WHERE `org_id` = NEW.`org_id` AND `engine` = NEW.`engine` AND `config_id` = NEW.`config_id` AND `gpus_used` = NEW.`gpus_used`
-    AND (`head_job_id` IS NULL OR NEW.`priority` > `head_priority` OR (NEW.`priority` = `head_priority` AND (NEW.`queued_at` < `head_queued_at`
-      OR (NEW.`queued_at` = `head_queued_at` AND NEW.`id` < `head_job_id`))));
+  INSERT INTO `job_enqueued` VALUES (NEW.`org_id`, NEW.`engine`, NEW.`config_id`, NEW.`gpus_used`, NEW.`id`, NEW.`priority`, NEW.`queued_at`);
 END;
 --> statement-breakpoint
 -- A job leaving the queue (claimed, or canceled while queued): one less in its lane, and

@@ -5,20 +5,25 @@ import type { EngineConfig, EngineMetrics, ProofKind, ProvePhase } from './engin
 
 export type JobKind = 'commit' | 'proof' | 'verify' | 'execute';
 
+/** Who an agent is and what it can serve: what presence reports and every claim carry. */
+export interface AgentIdentity {
+  /** Stable for one agent process; names it in the service's records. */
+  agent_id: string;
+  name: string;
+  machine_type: string;
+  engines: string[];
+  /** Config ids served; empty = every config of the engines. */
+  configs: string[];
+}
+
 /**
  * POST /internal/v1/agents/presence (agent token): who the agent is and what it can
  * serve, for the fleet view and the sweep's "why does this job wait". Sent at start
  * and then every `presence_interval_ms` (a minute): an idle agent's only D1 write.
  */
-export interface PresenceRequest {
-  agent_id: string;
-  name: string;
-  machine_type: string;
+export interface PresenceRequest extends AgentIdentity {
   /** GPUs of this agent (all of them, busy or not). */
   gpus: number;
-  engines: string[];
-  /** Config ids served; empty = every config of the engines. */
-  configs: string[];
 }
 export interface PresenceResponse {
   /** Report presence again within this long. */
@@ -70,16 +75,9 @@ export interface QueueAckResponse {
 }
 
 /** POST /internal/v1/jobs/claim (agent token). */
-export interface ClaimRequest {
-  /** Stable for one agent process; names it in the service's records. */
-  agent_id: string;
-  name: string;
-  machine_type: string;
+export interface ClaimRequest extends AgentIdentity {
   /** GPUs free on this agent right now. */
   gpus: number;
-  engines: string[];
-  /** Config ids served; empty = every config of the engines. */
-  configs: string[];
   /** The job named by the queue message that prompted this claim, if any. */
   hint_job_id?: string | null;
 }

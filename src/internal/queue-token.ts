@@ -6,17 +6,13 @@
 // claims at once: they check the agent token in D1).
 import { sign, verify } from 'hono/jwt';
 import type { Env } from '../env.ts';
+import { signingSecret } from '../lib/crypto.ts';
 import { ApiError } from '../lib/errors.ts';
 
 /** Lifetime of a queue token: five presence intervals, so a late report or two costs nothing. */
 export const QUEUE_TOKEN_TTL_MS = 5 * 60_000;
 
-function secret(env: Env): string {
-  const s = env.FLEET_TOKEN_SECRET;
-  // Refuse to sign with a guessable key rather than issue forgeable tokens.
-  if (!s || s.length < 32) throw new Error('FLEET_TOKEN_SECRET is not set (at least 32 characters): see README "Deploying to Cloudflare"');
-  return s;
-}
+const secret = (env: Env) => signingSecret(env.FLEET_TOKEN_SECRET, 'FLEET_TOKEN_SECRET', 'Deploying to Cloudflare');
 
 export interface QueueTokenClaims {
   /** The agent token's id. */

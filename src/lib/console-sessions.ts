@@ -10,7 +10,7 @@ import { ulid } from 'ulid';
 import type { Db } from '../db/client.ts';
 import { consoleSessions } from '../db/schema.ts';
 import type { Env } from '../env.ts';
-import { randomToken, sha256Hex } from './crypto.ts';
+import { randomToken, sha256Hex, signingSecret } from './crypto.ts';
 
 export const REFRESH_COOKIE = 'console_refresh';
 /** The refresh cookie is sent only to the auth routes that read it. */
@@ -20,12 +20,7 @@ const DEFAULT_ACCESS_TTL_SECONDS = 600;
 
 export const accessTtlSeconds = (env: Env) => Number(env.CONSOLE_ACCESS_TOKEN_TTL_SECONDS ?? DEFAULT_ACCESS_TTL_SECONDS) || DEFAULT_ACCESS_TTL_SECONDS;
 
-function jwtSecret(env: Env): string {
-  const secret = env.CONSOLE_JWT_SECRET;
-  // Refuse to sign with a guessable key rather than issue forgeable tokens.
-  if (!secret || secret.length < 32) throw new Error('CONSOLE_JWT_SECRET is not set (at least 32 characters): see README "Console"');
-  return secret;
-}
+const jwtSecret = (env: Env) => signingSecret(env.CONSOLE_JWT_SECRET, 'CONSOLE_JWT_SECRET', 'Console');
 
 export interface AccessClaims {
   sub: string;

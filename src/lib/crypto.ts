@@ -17,3 +17,12 @@ export function randomToken(prefix: string, bytes = 24): string {
   crypto.getRandomValues(raw);
   return `${prefix}_${toHex(raw)}`;
 }
+
+/**
+ * A signing key from the Worker's secrets, refused when it is missing or shorter than 32
+ * characters: better no token at all than tokens anyone could forge.
+ */
+export function signingSecret(value: string | undefined, name: string, where: string): string {
+  if (!value || value.length < 32) throw new Error(`${name} is not set (at least 32 characters): see README "${where}"`);
+  return value;
+}

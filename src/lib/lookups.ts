@@ -194,3 +194,32 @@ export async function findProof(db: Db, org: Org, id: string) {
 export async function findProgram(db: Db, org: Org, id: string) {
   return requireProgram(await db.batch(programQuery(db, org, id)));
 }
+
+/** One page of a program's proofs, as drizzle types it (the shape programRunsQuery() answers with). */
+const runsOf = (db: Db) => db.select().from(proofs).limit(1).offset(0);
+
+/**
+ * The statements reading a page of a program's proofs or executions, newest first, and
+ * the program's counter of them (the list's total; no row for another organization's
+ * program). Read the answer with runsPage().
+ */
+export function programRunsQuery<T extends typeof proofs | typeof executions>(db: Db, org: Org, programId: string, table: T, page: number, pageSize: number) {
+  const counter = table === proofs ? programs.proof_count : programs.execution_count;
+  const rows = db
+    .select()
+    .from(table as typeof proofs) // the two tables share the columns used here; the row type is T's (below)
+    .where(and(eq(table.program_id, programId), eq(table.org_id, org)))
+    .orderBy(desc(table.created_at), desc(table.id))
+    .limit(pageSize)
+    .offset((page - 1) * pageSize);
+  return [
+    db.select({ total: counter }).from(programs).where(ownProgram(org, programId)),
+    rows as unknown as Omit<ReturnType<typeof runsOf>, 'then'> & { _: { result: T['$inferSelect'][] } },
+  ] as const;
+}
+
+/** The page programRunsQuery() read, as records: 404 when the program is not the caller's. */
+export function runsPage<R, T>([[program], rows]: readonly [{ total: number }[], R[]], toRecord: (row: R) => T, page: number, pageSize: number) {
+  if (!program) throw notFound('Program');
+  return paginate(rows.map(toRecord), program.total, page, pageSize);
+}

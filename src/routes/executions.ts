@@ -2,17 +2,16 @@
 // dispatched like proofs.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
-import { and, desc, eq } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import { executions, programs } from '../db/schema.ts';
+import { executions } from '../db/schema.ts';
 import { DEFAULT_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
 import { readProofInputBody } from '../lib/body.ts';
 import { ExecutionRecord, executionRecord } from '../lib/records.ts';
-import { errorResponses, IdResponse, PaginationQuery, pageOf, paginate, Uuid } from '../lib/schemas.ts';
-import { executionQuery, jobOfSubject, one, programQuery, requireProgram } from '../lib/lookups.ts';
+import { errorResponses, IdResponse, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
+import { executionQuery, jobOfSubject, one, programQuery, programRunsQuery, requireProgram, runsPage } from '../lib/lookups.ts';
 import { MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { logResponse } from '../jobs/logs.ts';
 import { asCaller } from '../middleware/auth.ts';
@@ -92,25 +91,8 @@ executionsApi.openapi(
   }),
   async (c) => {
     const { program_id, page, page_size } = c.req.valid('query');
-    const { db } = c.var;
-    const [program, rows] = await asCaller(
-      c,
-      (org) => [
-        db
-          .select({ execution_count: programs.execution_count })
-          .from(programs)
-          .where(and(eq(programs.id, program_id), eq(programs.org_id, org))),
-        db
-          .select()
-          .from(executions)
-          .where(and(eq(executions.program_id, program_id), eq(executions.org_id, org)))
-          .orderBy(desc(executions.created_at), desc(executions.id))
-          .limit(page_size)
-          .offset((page - 1) * page_size),
-      ],
-      ([p]) => p.length > 0,
-    );
-    return c.json(paginate(rows.map(executionRecord), one(program, 'Program').execution_count, page, page_size), 200);
+    const read = await asCaller(c, (org) => programRunsQuery(c.var.db, org, program_id, executions, page, page_size), ([p]) => p.length > 0);
+    return c.json(runsPage(read, executionRecord, page, page_size), 200);
   },
 );
 

@@ -1,10 +1,9 @@
 // /v1/proofs: submitting proof jobs, reading their records, proofs and logs, canceling.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
-import { and, desc, eq } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import { programs, proofs } from '../db/schema.ts';
+import { proofs } from '../db/schema.ts';
 import { DEFAULT_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
 import { cancelOutcome, cancelProofStatements } from '../jobs/state.ts';
 import { asCaller } from '../middleware/auth.ts';
@@ -15,8 +14,8 @@ import { readProofInputBody } from '../lib/body.ts';
 import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
 import { normalizeStarkProofFile } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
-import { errorResponses, IdResponse, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../lib/schemas.ts';
-import { jobOfSubject, one, programQuery, proofQuery, requireProgram } from '../lib/lookups.ts';
+import { errorResponses, IdResponse, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
+import { jobOfSubject, one, programQuery, programRunsQuery, proofQuery, requireProgram, runsPage } from '../lib/lookups.ts';
 import { cancelAnswer, proofFileResponse } from '../lib/proof-actions.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { logResponse } from '../jobs/logs.ts';
@@ -196,26 +195,9 @@ proofsApi.openapi(
   }),
   async (c) => {
     const { program_id, page, page_size } = c.req.valid('query');
-    const { db } = c.var;
-    const [program, rows] = await asCaller(
-      c,
-      (org) => [
-        db
-          .select({ proof_count: programs.proof_count })
-          .from(programs)
-          .where(and(eq(programs.id, program_id), eq(programs.org_id, org))),
-        db
-          .select()
-          .from(proofs)
-          .where(and(eq(proofs.program_id, program_id), eq(proofs.org_id, org)))
-          .orderBy(desc(proofs.created_at), desc(proofs.id))
-          .limit(page_size)
-          .offset((page - 1) * page_size),
-      ],
-      ([p]) => p.length > 0,
-    );
     // The total is the program's counter (kept by a trigger), not a count of its proofs.
-    return c.json(paginate(rows.map(proofRecord), one(program, 'Program').proof_count, page, page_size), 200);
+    const read = await asCaller(c, (org) => programRunsQuery(c.var.db, org, program_id, proofs, page, page_size), ([p]) => p.length > 0);
+    return c.json(runsPage(read, proofRecord, page, page_size), 200);
   },
 );
 
