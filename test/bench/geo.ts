@@ -141,7 +141,7 @@ async function main(): Promise<void> {
     const adapter = await tree.adapter();
     treeLog('building assets');
     await adapter.buildAssets();
-    columns.push({ title: tree.title, description: tree.description, result: await benchTree(adapter, tree.dir, opts, children, treeLog) });
+    columns.push({ title: tree.title, description: tree.description, vars: adapter.workerVars, result: await benchTree(adapter, tree.dir, opts, children, treeLog) });
   }
 
   console.log(`\n${header(opts, columns)}\n`);

@@ -81,6 +81,8 @@ export async function baselineAdapter(root: string): Promise<TreeAdapter> {
       ],
     ),
 
+    workerVars: { LEASE_TTL_SECONDS: '3600' },
+
     claim: (agentToken, agentId) =>
       bearerPost('/internal/v1/jobs/claim', agentToken, {
         agent_id: agentId,

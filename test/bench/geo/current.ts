@@ -32,6 +32,8 @@ export function currentAdapter(): TreeAdapter {
       ],
     ),
 
+    workerVars: { LEASE_TTL_SECONDS: '3600' },
+
     claim: (agentToken, agentId) =>
       bearerPost('/internal/v1/jobs/claim', agentToken, {
         agent_id: agentId,

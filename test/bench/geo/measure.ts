@@ -130,7 +130,7 @@ async function startStack(adapter: TreeAdapter, dir: string, opts: BenchOptions,
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   log(`starting wrangler dev on ${url}`);
-  const worker = await adapter.startWorker({ entry, port, persistTo, vars: { BENCH_PRIMARY_MS: String(opts.primaryMs), BENCH_REPLICA_MS: String(opts.replicaMs) } });
+  const worker = await adapter.startWorker({ entry, port, persistTo, vars: { ...adapter.workerVars, BENCH_PRIMARY_MS: String(opts.primaryMs), BENCH_REPLICA_MS: String(opts.replicaMs) } });
   children.add(worker, (w) => adapter.stopWorker(w));
   let out = '';
   const keep = (s: string) => (out = (out + s).slice(-20_000));

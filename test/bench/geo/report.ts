@@ -6,6 +6,8 @@ export interface Column {
   title: string;
   /** In the header, e.g. 'today = 7e171c7 "input scan: ..." (the baseline)'. */
   description: string;
+  /** Worker vars the bench set on the tree's stack (TreeAdapter.workerVars). */
+  vars: Record<string, string>;
   result: TreeResult;
 }
 
@@ -112,8 +114,9 @@ export function header(opts: BenchOptions, columns: Column[]): string {
     `Model: the Worker runs next to the caller; each D1 call sleeps ${opts.primaryMs} ms when it goes to the primary (far away)`,
     `and ${opts.replicaMs} ms when it goes to a read replica (near), then the local D1 answers. Writes and plain-binding reads go to the`,
     `primary; reads through a D1 session go to a replica (the first call of a 'first-primary' session: the primary).`,
-    `${opts.requests} measured requests per route after ${opts.warmup} warm-up, sent one at a time by one client, on wrangler dev (local workerd, D1, R2).`,
-    ...columns.map((c) => `  ${c.description}`),
+    `${opts.requests} measured requests per route after ${opts.warmup} warm-up, sent one at a time by one client, on wrangler dev (local workerd, D1, R2),`,
+    `one tree after the other, each on its own fresh local state.`,
+    ...columns.map((c) => `  ${c.description}${Object.keys(c.vars).length ? `; Worker vars ${Object.entries(c.vars).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}`),
   ].join('\n');
 }
 

@@ -30,6 +30,13 @@ export interface TreeAdapter {
   /** Marks a registered program ready (its commit job done) without a prover, as bench:api does. */
   markProgramReady(persistTo: string, programId: string): Promise<void>;
 
+  /**
+   * Worker vars the bench sets on the tree's stack. Leases must outlive the route
+   * measurements (the default TTL is 12 s, shorter than 22 claims at simulated latency):
+   * else later claims would requeue the jobs of earlier ones, and their heartbeats be refused.
+   */
+  workerVars: Record<string, string>;
+
   // --- The internal protocol (the tree's prover-agent/src/protocol.ts and src/internal/) ---
   /** A claim as the tree's agents send it (today POST /internal/v1/jobs/claim), for an agent serving the `dev` engine. */
   claim(agentToken: string, agentId: string): ApiRequest;
