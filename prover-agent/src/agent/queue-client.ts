@@ -13,6 +13,7 @@ export type PulledMessage = QueueMessage;
 export class FleetQueue {
   private token: { value: string; expiresAt: number } | null = null;
   private nextReportAt = 0;
+  private reporting: Promise<void> | null = null;
   private readonly service: ServiceClient;
   private readonly whoAmI: PresenceRequest;
   private readonly retry: Partial<RetryPolicy>;
@@ -23,12 +24,19 @@ export class FleetQueue {
     this.retry = retry;
   }
 
-  /** Reports presence (now, or when due): who the agent is, and a fresh queue token. */
+  /**
+   * Reports presence (now, or when due): who the agent is, and a fresh queue token. One
+   * report at a time: the timer and a pull that both find it due share the one in flight.
+   */
   async reportPresence(force = false): Promise<void> {
+    if (this.reporting) return this.reporting;
     if (!force && this.token && Date.now() < this.nextReportAt) return;
-    const r = await this.service.presence(this.whoAmI, this.retry);
-    this.token = { value: r.queue_token, expiresAt: r.queue_token_expires_at };
-    this.nextReportAt = Date.now() + r.presence_interval_ms;
+    this.reporting = (async () => {
+      const r = await this.service.presence(this.whoAmI, this.retry);
+      this.token = { value: r.queue_token, expiresAt: r.queue_token_expires_at };
+      this.nextReportAt = Date.now() + r.presence_interval_ms;
+    })().finally(() => (this.reporting = null));
+    return this.reporting;
   }
 
   /** Leaves the fleet: the service stops counting this agent at once (a few tries; the agent is stopping). */

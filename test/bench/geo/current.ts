@@ -3,7 +3,7 @@
 // internal protocol changes (prover-agent/src/protocol.ts), update claim,
 // claimedJobToken and heartbeat here; when the agent's flags change, agentArgs.
 // The baseline's adapter (./baseline.ts) stays as it is: it describes the baseline commit.
-import { createAgentToken, createApiKey, createConfig, createOrganization, DEV_ENGINE_OPENVM_TOML, lit, setOrganizationLimits } from '../../../src/admin/statements.ts';
+import { createAgentToken, createApiKey, createConfig, createOrganization, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, lit, setOrganizationLimits, TARGET_RELEASE } from '../../../src/admin/statements.ts';
 import * as wrangler from '../../../src/tools/wrangler.ts';
 import type { ClaimRequest, ClaimResponse, HeartbeatRequest } from '../../../prover-agent/src/protocol.ts';
 import { BENCH_ORG_LIMITS, bearerPost, stackParts, type TreeAdapter } from './tree.ts';
@@ -21,13 +21,13 @@ export function currentAdapter(): TreeAdapter {
           setOrganizationLimits(orgId, BENCH_ORG_LIMITS),
           await createApiKey(orgId, 'bench-geo@localhost'),
           await createAgentToken('bench-geo-agents'),
-          createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '5a'.repeat(32), engine: 'dev', deferral_enabled: true, openvm_toml: DEV_ENGINE_OPENVM_TOML }),
+          createConfig({ ...TARGET_RELEASE, app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML), engine: 'dev', deferral_enabled: true, openvm_toml: DEV_ENGINE_OPENVM_TOML }),
         ];
         const [, , apiKey, agentToken, config] = steps.map((s) => s.output.at(-1)!);
         return { sql: steps.flatMap((s) => s.sql), seed: { orgId, apiKey: apiKey!, agentToken: agentToken!, configId: config! } };
       },
       (programId) => [
-        `UPDATE programs SET status = 'ready', app_exe_commit = ${lit('0x' + 'cd'.repeat(32))} WHERE id = ${lit(programId)};`,
+        `UPDATE programs SET status = 'ready', app_exe_commit = ${lit('0x' + 'cd'.repeat(32))}, baseline_key = ${lit(`programs/${programId}/baseline.json`)} WHERE id = ${lit(programId)};`,
         `UPDATE jobs SET status = 'done' WHERE kind = 'commit' AND subject_id = ${lit(programId)};`,
       ],
     ),
@@ -48,15 +48,11 @@ export function currentAdapter(): TreeAdapter {
     heartbeat: (jobToken) => bearerPost('/internal/v1/lease/heartbeat', jobToken, {} satisfies HeartbeatRequest),
 
     // As test/e2e/stack.ts startAgent, without its fast test timings: the agent's own
-    // defaults for polling and idle claims are what a deployed fleet runs with.
+    // default polling is what a deployed fleet runs with.
     agentArgs: ({ url, agentToken, name, workDir }) => [
       'run',
       '--api-url', url,
       '--agent-token', agentToken,
-      '--queue-url', `${url}/client/v4`,
-      '--account-id', 'local',
-      '--queue-id', 'zk-proving-jobs-local',
-      '--queue-token', agentToken,
       '--name', name,
       '--engines', 'dev',
       '--gpus', '0',
