@@ -56,14 +56,32 @@ export interface WebhookMessage {
   delivery_id: string;
   /** The delivery's `attempts` when the message was sent. */
   attempt: number;
-  /** Which record to render when the payload is not stored yet (a hint; the row decides). */
-  subject_kind: SubjectKind;
+  /**
+   * The kind of record to read with the delivery, when its payload is still to render
+   * (its first attempt): a hint that saves a round trip; the row decides.
+   */
+  render?: SubjectKind;
 }
 
 export const isWebhookMessage = (body: unknown): body is WebhookMessage =>
   !!body && typeof body === 'object' && (body as { type?: unknown }).type === 'webhook' && typeof (body as { delivery_id?: unknown }).delivery_id === 'string';
 
-export type DeliveryRef = Pick<DeliveryRow, 'id' | 'attempts' | 'subject_kind'>;
+/** What a message is made from: the delivery, its attempt count, and what to render (null: its payload is stored). */
+export interface DeliveryRef {
+  id: string;
+  attempts: number;
+  render: SubjectKind | null;
+}
+
+/** The reference of a delivery row. */
+export const refOf = (d: Pick<DeliveryRow, 'id' | 'attempts' | 'subject_kind' | 'payload'>): DeliveryRef => ({
+  id: d.id,
+  attempts: d.attempts,
+  render: d.payload === null ? d.subject_kind : null,
+});
+
+/** DeliveryRef.render in SQL, for statements that read delivery rows. */
+const renderSql = sql<SubjectKind | null>`CASE WHEN ${webhookDeliveries.payload} IS NULL THEN ${webhookDeliveries.subject_kind} END`;
 
 const num = (v: string | undefined, fallback: number) => (v !== undefined && v !== '' && Number.isFinite(Number(v)) ? Number(v) : fallback);
 const isoNow = (ms: number) => new Date(ms).toISOString();
@@ -84,12 +102,12 @@ export function unsentDeliveries(db: Db, subjects: SQL | string | { getSQL(): SQ
   const unsent = sql.raw(`"webhook_deliveries"."attempts" = 0 AND "webhook_deliveries"."status" = 'pending'`);
   const ids = typeof subjects === 'string' ? eq(webhookDeliveries.subject_id, subjects) : inArray(webhookDeliveries.subject_id, subjects as SQL);
   return db
-    .select({ id: webhookDeliveries.id, attempts: webhookDeliveries.attempts, subject_kind: webhookDeliveries.subject_kind })
+    .select({ id: webhookDeliveries.id, attempts: webhookDeliveries.attempts, render: renderSql })
     .from(webhookDeliveries)
     .where(and(ids, unsent, org === undefined ? undefined : eq(webhookDeliveries.org_id, org)));
 }
 
-const message = (d: DeliveryRef): WebhookMessage => ({ type: 'webhook', delivery_id: d.id, attempt: d.attempts, subject_kind: d.subject_kind });
+const message = (d: DeliveryRef): WebhookMessage => ({ type: 'webhook', delivery_id: d.id, attempt: d.attempts, ...(d.render ? { render: d.render } : {}) });
 
 /**
  * One queue message per delivery, due now (or after `delaySeconds`). A failed send is
@@ -129,12 +147,18 @@ export function signatureHeader(secrets: readonly string[], id: string, timestam
   return secrets.map((s) => new Webhook(s).sign(id, new Date(timestampSeconds * 1000), body)).join(' ');
 }
 
-/** The secrets an endpoint signs with now. */
-async function signingSecrets(env: Env, endpoint: EndpointRow, now: number): Promise<string[]> {
-  const secrets = [await openSecret(env.WEBHOOK_ENCRYPTION_KEY, endpoint.id, endpoint.secret)];
-  if (endpoint.previous_secret && (endpoint.previous_secret_expires_at ?? 0) > now)
-    secrets.push(await openSecret(env.WEBHOOK_ENCRYPTION_KEY, endpoint.id, endpoint.previous_secret));
-  return secrets;
+/**
+ * The secrets an endpoint signs with now, or null when its current one cannot be
+ * decrypted (WEBHOOK_ENCRYPTION_KEY unset or changed since it was stored): the attempt
+ * then fails saying so, rather than the message failing without a trace. A previous
+ * secret that cannot be decrypted only loses its second signature.
+ */
+async function signingSecrets(env: Env, endpoint: EndpointRow, now: number): Promise<string[] | null> {
+  const open = (stored: string) => openSecret(env.WEBHOOK_ENCRYPTION_KEY, endpoint.id, stored).catch(() => null);
+  const current = await open(endpoint.secret);
+  if (current === null) return null;
+  const previous = endpoint.previous_secret && (endpoint.previous_secret_expires_at ?? 0) > now ? await open(endpoint.previous_secret) : null;
+  return previous === null ? [current] : [current, previous];
 }
 
 // ---------------------------------------------------------------------------
@@ -143,8 +167,8 @@ async function signingSecrets(env: Env, endpoint: EndpointRow, now: number): Pro
 /** The body of a webhook: `{type, timestamp, data}`, data being the record as GET returns it. */
 export const renderPayload = (type: string, timestamp: string, data: unknown) => JSON.stringify({ type, timestamp, data });
 
-/** The statements reading the record a delivery is about, while its payload is still to render. */
-function subjectStatements(db: Db, deliveryId: string, kind: SubjectKind) {
+/** The statements reading the record a delivery is about, while its payload is still to render (none without a kind). */
+function subjectStatements(db: Db, deliveryId: string, kind: SubjectKind | undefined) {
   const subject = sql`(SELECT ${webhookDeliveries.subject_id} FROM ${webhookDeliveries} WHERE ${webhookDeliveries.id} = ${deliveryId} AND ${webhookDeliveries.payload} IS NULL)`;
   switch (kind) {
     case 'proof':
@@ -162,6 +186,7 @@ function subjectStatements(db: Db, deliveryId: string, kind: SubjectKind) {
       ] as const;
     }
     case 'test':
+    case undefined:
       return [] as const;
   }
 }
@@ -266,7 +291,7 @@ export async function deliverWebhook(env: Env, msg: WebhookMessage, now = Date.n
   // delivery, its attempt made) is confirmed on the primary, as a replica may be behind
   // the commit that sent this message.
   const sessions = new RequestSessions(env.DB, 'first-unconstrained');
-  const read = (db: Db, kind: SubjectKind) =>
+  const read = (db: Db, kind: SubjectKind | undefined) =>
     batch(db, [
       db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, msg.delivery_id)),
       db
@@ -277,8 +302,8 @@ export async function deliverWebhook(env: Env, msg: WebhookMessage, now = Date.n
     ] as const);
   const due = (d: DeliveryRow | undefined): d is DeliveryRow => !!d && d.status === 'pending' && d.attempts === msg.attempt;
   type Read = [DeliveryRow[], EndpointRow[], ...unknown[][]];
-  let [[delivery], [endpoint], ...subject] = (await read(sessions.db, msg.subject_kind)) as unknown as Read;
-  if (!due(delivery)) [[delivery], [endpoint], ...subject] = (await read(sessions.primary(), msg.subject_kind)) as unknown as Read;
+  let [[delivery], [endpoint], ...subject] = (await read(sessions.db, msg.render)) as unknown as Read;
+  if (!due(delivery)) [[delivery], [endpoint], ...subject] = (await read(sessions.primary(), msg.render)) as unknown as Read;
   if (!due(delivery)) return report; // made already, or gone with its endpoint's retention
 
   const db = sessions.primary();
@@ -300,7 +325,7 @@ export async function deliverWebhook(env: Env, msg: WebhookMessage, now = Date.n
   let payload = delivery.payload;
   if (payload === null) {
     // The message's hint named another kind (or none): read the record now.
-    if (delivery.subject_kind !== msg.subject_kind) subject = (await batch(db, subjectStatements(db, delivery.id, delivery.subject_kind))) as unknown as unknown[][];
+    if (delivery.subject_kind !== msg.render) subject = (await batch(db, subjectStatements(db, delivery.id, delivery.subject_kind))) as unknown as unknown[][];
     const record = subjectRecord(delivery.subject_kind, subject);
     if (record === undefined) return notSent(`Not sent: the ${delivery.subject_kind} ${delivery.subject_id} no longer exists`);
     payload = renderPayload(delivery.event_type, delivery.created_at, record);
@@ -309,8 +334,11 @@ export async function deliverWebhook(env: Env, msg: WebhookMessage, now = Date.n
   // The attempt.
   const attemptedAt = Date.now();
   const problem = webhookUrlProblem(endpoint.url, urlPolicy(env));
+  const secrets = problem ? null : await signingSecrets(env, endpoint, now);
+  const refused = (why: string): AttemptResult => ({ status_code: null, error: `not sent: ${why}`, latency_ms: 0, response_excerpt: '' });
   let result: AttemptResult;
-  if (problem) result = { status_code: null, error: `not sent: ${problem}`, latency_ms: 0, response_excerpt: '' };
+  if (problem) result = refused(problem);
+  else if (!secrets) result = refused("the endpoint's signing secret cannot be decrypted: WEBHOOK_ENCRYPTION_KEY is unset or not the key it was stored under; rotate the endpoint's secret");
   else {
     const timestamp = Math.floor(attemptedAt / 1000);
     const headers = {
@@ -318,7 +346,7 @@ export async function deliverWebhook(env: Env, msg: WebhookMessage, now = Date.n
       'user-agent': 'zk-proving-webhooks/1',
       'webhook-id': delivery.id,
       'webhook-timestamp': String(timestamp),
-      'webhook-signature': signatureHeader(await signingSecrets(env, endpoint, now), delivery.id, timestamp, payload),
+      'webhook-signature': signatureHeader(secrets, delivery.id, timestamp, payload),
     };
     result = await sendAttempt(endpoint.url, headers, payload);
   }
@@ -358,7 +386,8 @@ export async function deliverWebhook(env: Env, msg: WebhookMessage, now = Date.n
   report.outcome = ok ? 'delivered' : status === 'failed' ? 'failed' : 'retrying';
   const disabledNow = (endpointAfter as Pick<EndpointRow, 'disabled' | 'disabled_reason'>[])[0];
   log(delivery, endpoint, { outcome: report.outcome, attempt: attempts, ...result, endpoint_disabled: disabledNow?.disabled && !endpoint.disabled ? disabledNow.disabled_reason : undefined }, report);
-  if (retryIn !== null) await enqueueDeliveries(env, [{ id: delivery.id, attempts, subject_kind: delivery.subject_kind }], retryIn);
+  // The payload is stored now: a retry reads no record.
+  if (retryIn !== null) await enqueueDeliveries(env, [{ id: delivery.id, attempts, render: null }], retryIn);
   return report;
 }
 
@@ -454,7 +483,7 @@ export async function sweepWebhooks(db: Db, env: Env, now = Date.now()): Promise
     .orderBy(asc(d.created_at))
     .limit(SWEEP_DELIVERIES);
   const [requeued, , deleted] = await db.batch([
-    db.update(d).set({ next_attempt_at: now }).where(and(inArray(d.id, overdue), pending)).returning({ id: d.id, attempts: d.attempts, subject_kind: d.subject_kind }),
+    db.update(d).set({ next_attempt_at: now }).where(and(inArray(d.id, overdue), pending)).returning({ id: d.id, attempts: d.attempts, render: renderSql }),
     db.delete(webhookAttempts).where(inArray(webhookAttempts.delivery_id, old)),
     db.delete(d).where(inArray(d.id, old)).returning({ id: d.id }),
   ]);

@@ -8,7 +8,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import { apiKeys, WEBHOOK_EVENTS } from '../db/schema.ts';
-import { enqueueAfterResponse, RETRY_DELAYS_SECONDS } from '../jobs/webhooks.ts';
+import { enqueueAfterResponse, refOf, RETRY_DELAYS_SECONDS } from '../jobs/webhooks.ts';
 import { asCaller, authenticate } from '../middleware/auth.ts';
 import { jsonBody } from '../lib/body.ts';
 import { ApiError, isRefusedInsert, notFound, validationHook } from '../lib/errors.ts';
@@ -260,7 +260,7 @@ webhooksApi.openapi(
   async (c) => {
     const { webhook_id, delivery_id } = c.req.valid('param');
     const delivery = redelivered(await asCaller(c, (org) => redeliverStatements(c.var.db, org, webhook_id, delivery_id)));
-    enqueueAfterResponse(c, [delivery]);
+    enqueueAfterResponse(c, [refOf(delivery)]);
     return c.json(delivery.record, 202);
   },
 );
@@ -282,7 +282,7 @@ webhooksApi.openapi(
   async (c) => {
     const id = c.req.valid('param').webhook_id;
     const delivery = tested(await asCaller(c, (org) => testStatements(c.var.db, org, id)));
-    enqueueAfterResponse(c, [delivery]);
+    enqueueAfterResponse(c, [refOf(delivery)]);
     return c.json(deliveryRecord(delivery, []), 202);
   },
 );

@@ -320,7 +320,7 @@ describe('events: written with the change that causes them', () => {
     await json(await completeProof(job), 200);
     const [d] = await deliveriesOf(id);
     expect(d).toMatchObject({ endpoint_id: e.id, event_type: 'proof.succeeded', subject_kind: 'proof', status: 'pending', attempts: 0, payload: null });
-    await vi.waitFor(() => expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d!.id, attempt: 0, subject_kind: 'proof' }]));
+    await vi.waitFor(() => expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d!.id, attempt: 0, render: 'proof' }]));
     expect(sent[0]!.delaySeconds).toBe(0);
     const received = receiver();
     await deliverAll();
@@ -639,6 +639,22 @@ describe('attempts', () => {
     expect(() => new Webhook(e.secret).verify(received[1]!.body, received[1]!.headers)).toThrow();
   });
 
+  it('a secret this deployment cannot decrypt (its WEBHOOK_ENCRYPTION_KEY changed) fails the attempt saying so; a rotation mends it', async () => {
+    const t = await seedTenant();
+    const { e } = await oneDelivery(t);
+    const received = receiver();
+    const otherKey = { ...env, WEBHOOK_ENCRYPTION_KEY: 'another-key-of-at-least-thirty-two-characters' };
+    expect((await deliverWebhook(otherKey, sent.shift()!.body)).outcome).toBe('retrying');
+    expect(received).toEqual([]);
+    const [d] = (await json(await api(t, `/v1/webhooks/${e.id}/deliveries`), 200)).items;
+    expect(d.attempts[0].error).toMatch(/^not sent: the endpoint's signing secret cannot be decrypted: WEBHOOK_ENCRYPTION_KEY is unset or not the key it was stored under/);
+    // Rotated under the key in use, it signs again (the previous secret, unreadable, adds no second signature).
+    const rotated = await json(await app.request(`https://api.test/v1/webhooks/${e.id}/rotate-secret`, { method: 'POST', headers: { 'Service-API-Key': t.key } }, otherKey, createExecutionContext()), 200);
+    expect((await deliverWebhook(otherKey, sent.shift()!.body)).outcome).toBe('delivered');
+    expect(received[0]!.headers['webhook-signature']!.split(' ')).toHaveLength(1);
+    expect(new Webhook(rotated.secret).verify(received[0]!.body, received[0]!.headers)).toBeTruthy();
+  });
+
   it('the Worker’s queue handler makes the attempts and acks them', async () => {
     const t = await seedTenant();
     const { deliveryId } = await oneDelivery(t);
@@ -670,7 +686,7 @@ describe('redeliver and test', () => {
     const d = await json(await post(t, `/v1/webhooks/${e.id}/test`), 202);
     expect(d).toMatchObject({ id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), type: 'webhook.test', subject_id: e.id, status: 'pending', attempts: [] });
     expect(d.payload).toEqual({ type: 'webhook.test', timestamp: d.created_at, data: { endpoint_id: e.id, message: expect.stringContaining('test event') } });
-    expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d.id, attempt: 0, subject_kind: 'test' }]);
+    expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d.id, attempt: 0 }]);
     const received = receiver();
     await deliverAll();
     expect(JSON.parse(received[0]!.body)).toEqual(d.payload);
@@ -688,7 +704,7 @@ describe('redeliver and test', () => {
     await deliverAll();
     const again = await json(await post(t, `/v1/webhooks/${e.id}/deliveries/${d.id}/redeliver`), 202);
     expect(again).toMatchObject({ id: d.id, status: 'pending', attempts: [expect.objectContaining({ attempt: 1, status_code: 200 })] });
-    expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d.id, attempt: 1, subject_kind: 'test' }]);
+    expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d.id, attempt: 1 }]);
     await deliverAll();
     expect(received.map((r) => r.headers['webhook-id'])).toEqual([d.id, d.id]);
     expect(received[1]!.body).toBe(received[0]!.body);
@@ -739,7 +755,7 @@ describe('the sweep', () => {
     expect((await sweepWebhooks(db, env)).webhooksRequeued).toBe(0);
     const later = Date.now() + 61_000;
     expect(await sweepWebhooks(db, env, later)).toMatchObject({ webhooksRequeued: 1 });
-    expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d!.id, attempt: 0, subject_kind: 'proof' }]);
+    expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d!.id, attempt: 0, render: 'proof' }]);
     // The message it sent is now the one in flight.
     expect((await sweepWebhooks(db, env, later + 1000)).webhooksRequeued).toBe(0);
     const received = receiver();
@@ -765,7 +781,7 @@ describe('the sweep', () => {
 });
 
 describe('what it costs in D1', () => {
-  it('an event costs its transition one statement, and its delivery two round trips of six statements (a proof), as logged', async () => {
+  it('an event costs its transition one statement; an attempt two round trips, six statements before the payload is stored (a proof), five after; as logged', async () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
     await createEndpoint(t);
@@ -778,11 +794,13 @@ describe('what it costs in D1', () => {
     await vi.waitFor(() => expect(sent).toHaveLength(1));
     calls.clear();
     const log = vi.spyOn(console, 'log');
-    receiver();
-    const [report] = await deliverAll();
-    expect(report).toEqual({ outcome: 'delivered', statements: 6, roundTrips: 2 });
-    expect(calls.calls).toHaveLength(report!.roundTrips);
-    expect(calls.calls.reduce((n, c) => n + c.sql.length, 0)).toBe(report!.statements);
+    // The first attempt fails; its retry reads no record (the payload is stored by then).
+    receiver((_r, n) => new Response('', { status: n === 1 ? 503 : 200 }));
+    const [first, retry] = await deliverAll();
+    expect(first).toEqual({ outcome: 'retrying', statements: 6, roundTrips: 2 });
+    expect(retry).toEqual({ outcome: 'delivered', statements: 5, roundTrips: 2 });
+    expect(calls.calls).toHaveLength(first!.roundTrips + retry!.roundTrips);
+    expect(calls.calls.reduce((n, c) => n + c.sql.length, 0)).toBe(first!.statements + retry!.statements);
     const parse = (line: unknown) => {
       try {
         return JSON.parse(String(line)) as Record<string, unknown>;
@@ -790,8 +808,11 @@ describe('what it costs in D1', () => {
         return {};
       }
     };
-    const logged = log.mock.calls.map((c) => parse(c[0])).find((l) => l.msg === 'webhook attempt');
-    expect(logged).toMatchObject({ outcome: 'delivered', d1_statements: 6, d1_round_trips: 2 });
+    const logged = log.mock.calls.map((c) => parse(c[0])).filter((l) => l.msg === 'webhook attempt');
+    expect(logged).toEqual([
+      expect.objectContaining({ outcome: 'retrying', d1_statements: 6, d1_round_trips: 2 }),
+      expect.objectContaining({ outcome: 'delivered', d1_statements: 5, d1_round_trips: 2 }),
+    ]);
     calls.stop();
   });
 });

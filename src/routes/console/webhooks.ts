@@ -2,7 +2,7 @@
 // deliveries, as /v1/webhooks has them (the same statements, src/lib/webhook-endpoints.ts).
 // Members read; owners and admins change, test and redeliver. Changes go to the audit log.
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
+import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { isRefusedInsert, notFound, validationHook } from '../../lib/errors.ts';
@@ -211,7 +211,7 @@ consoleWebhooksApi.openapi(
     const { webhook_id, delivery_id } = c.req.valid('param');
     const db = c.var.db;
     const delivery = redelivered(await db.batch(redeliverStatements(db, c.var.membership.orgId, webhook_id, delivery_id)));
-    enqueueAfterResponse(c, [delivery]);
+    enqueueAfterResponse(c, [refOf(delivery)]);
     return c.json(delivery.record, 202);
   },
 );
@@ -230,7 +230,7 @@ consoleWebhooksApi.openapi(
     requireRole(c, 'admin');
     const db = c.var.db;
     const delivery = tested(await db.batch(testStatements(db, c.var.membership.orgId, c.req.valid('param').webhook_id)));
-    enqueueAfterResponse(c, [delivery]);
+    enqueueAfterResponse(c, [refOf(delivery)]);
     return c.json(deliveryRecord(delivery, []), 202);
   },
 );
