@@ -15,6 +15,7 @@ import { programsApi } from './routes/programs.ts';
 import { projectsApi } from './routes/projects.ts';
 import { proofsApi } from './routes/proofs.ts';
 import { verifyApi } from './routes/verify.ts';
+import { documentWebhookEvents, webhooksApi } from './routes/webhooks.ts';
 import { createRoute } from '@hono/zod-openapi';
 import { errorResponses, MessageResponse } from './lib/schemas.ts';
 import { configsInternalApi } from './internal/configs.ts';
@@ -36,6 +37,7 @@ import { consoleProjectsApi } from './routes/console/projects.ts';
 import { consoleProofsApi } from './routes/console/proofs.ts';
 import { usageApi } from './routes/console/usage.ts';
 import { consoleVerificationsApi } from './routes/console/verifications.ts';
+import { consoleWebhooksApi } from './routes/console/webhooks.ts';
 
 /** The interface's published version label (interface.md section 9). */
 export const API_VERSION = '2.0.0';
@@ -80,11 +82,12 @@ app.route('/v1/proofs', proofsApi);
 app.route('/v1/configs', configsApi);
 app.route('/v1/verify', verifyApi);
 app.route('/v1/executions', executionsApi);
+app.route('/v1/webhooks', webhooksApi);
 
 // The console's API: bearer access tokens from /console/v1/auth, never API keys.
 app.route('/console/v1/auth', consoleAuthApi);
 app.use('/console/v1/*', async (c, next) => (c.req.path.startsWith('/console/v1/auth/') ? next() : requireConsoleUser(c as never, next)));
-for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, usageApi, auditApi, fleetApi])
+for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, consoleWebhooksApi, usageApi, auditApi, fleetApi])
   app.route('/console/v1', api as never);
 
 // The fleet's side: agent tokens and job tokens, never API keys (src/internal/auth.ts).
@@ -108,6 +111,7 @@ app.openAPIRegistry.registerComponent('securitySchemes', 'ConsoleBearer', {
   bearerFormat: 'JWT',
   description: 'A console access token from POST /console/v1/auth/signin or /refresh (never an API key)',
 });
+documentWebhookEvents(app.openAPIRegistry);
 app.doc31('/openapi.json', (c) => ({
   openapi: '3.1.0',
   info: {

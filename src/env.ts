@@ -1,5 +1,6 @@
 // Bindings and vars of the Worker (wrangler.toml).
 import type { LeaseCheck } from './jobs/lease-checks.ts';
+import type { WebhookMessage } from './jobs/webhooks.ts';
 
 export interface Env {
   DB: D1Database;
@@ -7,6 +8,16 @@ export interface Env {
   JOBS: Queue<JobNotice>;
   /** The Worker's own queue of looks at leases when they would expire (src/jobs/lease-checks.ts). */
   LEASE_CHECKS: Queue<LeaseCheck>;
+  /** The Worker's own queue of webhook attempts (src/jobs/webhooks.ts). */
+  WEBHOOKS: Queue<WebhookMessage>;
+  /** Key (at least 32 characters) the webhook signing secrets are encrypted under at rest (src/lib/webhook-secrets.ts). A secret in deployments. */
+  WEBHOOK_ENCRYPTION_KEY?: string;
+  /** "true": webhooks may also go to http(s)://127.0.0.1, [::1] and localhost. Local development only. */
+  WEBHOOKS_ALLOW_LOOPBACK?: string;
+  /** A pending delivery whose attempt has been due this long without being made gets a fresh queue message from the sweep (default 60). */
+  WEBHOOK_REQUEUE_AFTER_SECONDS?: string;
+  /** Finished deliveries are kept this many days (default 30). */
+  WEBHOOK_RETENTION_DAYS?: string;
   MAX_UPLOAD_BYTES: string;
   /** Headers an API key is read from, comma separated, first found wins (default: Service-API-Key, Axiom-API-Key). */
   API_KEY_HEADERS?: string;

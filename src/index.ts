@@ -6,19 +6,22 @@ import type { Env, JobNotice } from './env.ts';
 import { acceptIntoEmulation, emulationEnabled } from './internal/queue-emulation.ts';
 import { isLeaseCheck, runLeaseChecks, type LeaseCheck } from './jobs/lease-checks.ts';
 import { sweep } from './jobs/sweep.ts';
+import { isWebhookMessage, runWebhookDeliveries, type WebhookMessage } from './jobs/webhooks.ts';
 
 
 export default {
   fetch: app.fetch,
 
   /**
-   * The Worker's own queue of lease checks (every environment), and locally the jobs
-   * queue, whose notices feed the pull API emulation.
+   * The Worker's own queues, lease checks and webhook attempts (every environment),
+   * and locally the jobs queue, whose notices feed the pull API emulation. Messages
+   * are told apart by their body.
    */
   async queue(batch, env) {
     const checks = batch.messages.filter((m) => isLeaseCheck(m.body));
-    if (checks.length) await runLeaseChecks(checks, env);
-    if (checks.length === batch.messages.length) return;
+    const webhooks = batch.messages.filter((m) => isWebhookMessage(m.body));
+    await Promise.all([checks.length && runLeaseChecks(checks, env), webhooks.length && runWebhookDeliveries(webhooks, env)]);
+    if (checks.length + webhooks.length === batch.messages.length) return;
     if (emulationEnabled(env)) return acceptIntoEmulation(batch as MessageBatch<JobNotice>, env);
     // Deployed queues have an HTTP pull consumer, not this Worker; should one be
     // attached by mistake, leave the notices for the agents.
@@ -31,4 +34,4 @@ export default {
       sweep(openDb(env.DB), env).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'sweep', ...r }))),
     );
   },
-} satisfies ExportedHandler<Env, JobNotice | LeaseCheck>;
+} satisfies ExportedHandler<Env, JobNotice | LeaseCheck | WebhookMessage>;

@@ -8,7 +8,7 @@ import type { Child } from 'hono/jsx';
 import { secureHeaders } from 'hono/secure-headers';
 import { raw } from 'hono/html';
 import type { AppEnv } from '../app-env.ts';
-import { PROOF_STATES } from '../db/schema.ts';
+import { PROOF_STATES, WEBHOOK_EVENTS } from '../db/schema.ts';
 
 export const consolePages = new Hono<AppEnv>();
 
@@ -70,6 +70,7 @@ function Layout({ page, title, open, chart, children }: PageProps) {
               <a href="/console/projects">Projects</a>
               <a href="/console/proofs">Proofs</a>
               <a href="/console/keys">API keys</a>
+              <a href="/console/webhooks">Webhooks</a>
               <a href="/console/members">Members</a>
               <a href="/console/usage">Usage</a>
               <a href="/console/fleet" id="nav-fleet" hidden>
@@ -321,6 +322,127 @@ consolePages.get('/keys', (c) =>
         </p>
       </div>
       <Table id="keys" caption="API keys" columns={['Name', 'Prefix', 'Created', 'Last used', '']} />
+    </Layout>,
+  ),
+);
+
+/** Which events an endpoint gets: all (including ones added later), or the ones ticked. */
+const EventChoice = ({ prefix }: { prefix: string }) => (
+  <fieldset class="events">
+    <legend>Events</legend>
+    <label class="inline">
+      <input type="radio" name="scope" value="all" checked /> All events, including ones added later
+    </label>
+    <label class="inline">
+      <input type="radio" name="scope" value="some" /> Only these:
+    </label>
+    <div class="event-list" id={`${prefix}-events`}>
+      {WEBHOOK_EVENTS.map((e) => (
+        <label class="inline">
+          <input type="checkbox" name="events" value={e} /> <code>{e}</code>
+        </label>
+      ))}
+    </div>
+  </fieldset>
+);
+
+consolePages.get('/webhooks', (c) =>
+  c.html(
+    <Layout page="webhooks" title="Webhooks">
+      <p class="lead">
+        Signed HTTP POSTs (Standard Webhooks) when programs, proofs, executions and verifications finish. Verify each with your endpoint’s secret;
+        deduplicate on <code>webhook-id</code>.
+      </p>
+      <form id="webhook-form" class="card stack" hidden>
+        <label>
+          Endpoint URL
+          <input type="url" name="url" required maxlength={2048} placeholder="https://example.com/hooks/proving" />
+        </label>
+        <label>
+          Description (optional)
+          <input type="text" name="description" maxlength={256} />
+        </label>
+        <EventChoice prefix="new" />
+        <button type="submit">Add endpoint</button>
+      </form>
+      <div id="new-secret" class="card notice" hidden>
+        <p>
+          <strong>Copy this signing secret now:</strong> it is not shown again (rotating it makes a new one).
+        </p>
+        <p class="secret">
+          <code id="new-secret-value"></code>{' '}
+          <button type="button" id="copy-secret" class="ghost">
+            Copy
+          </button>
+        </p>
+      </div>
+      <Table id="webhooks" caption="Webhook endpoints" columns={['URL', 'Events', 'Status', 'Created', 'Created by']} />
+      <Pager id="webhooks-pager" />
+    </Layout>,
+  ),
+);
+
+consolePages.get('/webhooks/:id', (c) =>
+  c.html(
+    <Layout page="webhook" title="Webhook endpoint">
+      <dl id="webhook-facts" class="facts"></dl>
+      <div class="actions" id="webhook-actions" hidden>
+        <button type="button" id="send-test">
+          Send test event
+        </button>
+        <button type="button" id="toggle-disabled" class="ghost">
+          Disable
+        </button>
+        <button type="button" id="rotate-secret" class="ghost">
+          Rotate secret
+        </button>
+        <button type="button" id="delete-webhook" class="danger">
+          Delete endpoint
+        </button>
+      </div>
+      <div id="new-secret" class="card notice" hidden>
+        <p>
+          <strong>Copy the new signing secret now:</strong> it is not shown again. For 24 hours deliveries are signed with the previous secret too.
+        </p>
+        <p class="secret">
+          <code id="new-secret-value"></code>{' '}
+          <button type="button" id="copy-secret" class="ghost">
+            Copy
+          </button>
+        </p>
+      </div>
+      <details id="webhook-edit-box" hidden>
+        <summary>Edit</summary>
+        <form id="webhook-edit" class="card stack">
+          <label>
+            Endpoint URL
+            <input type="url" name="url" required maxlength={2048} />
+          </label>
+          <label>
+            Description
+            <input type="text" name="description" maxlength={256} />
+          </label>
+          <EventChoice prefix="edit" />
+          <button type="submit">Save</button>
+        </form>
+      </details>
+      <h2>Deliveries</h2>
+      <form id="filters" class="filters">
+        <label>
+          Status
+          <select name="status">
+            <option value="">Any</option>
+            <option value="pending">pending</option>
+            <option value="delivered">delivered</option>
+            <option value="failed">failed</option>
+          </select>
+        </label>
+        <button type="button" id="refresh" class="ghost">
+          Refresh
+        </button>
+      </form>
+      <Table id="deliveries" caption="Deliveries, newest first" columns={['Event', 'Status', 'Created', 'Attempts', '']} />
+      <Pager id="deliveries-pager" />
     </Layout>,
   ),
 );

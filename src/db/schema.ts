@@ -544,3 +544,116 @@ export const emulatedQueueMessages = sqliteTable(
   },
   (t) => [index('emulated_queue_visible').on(t.visible_at)],
 );
+
+// ---------------------------------------------------------------------------
+// Webhooks (README "Webhooks"): endpoints an organization registers, one delivery per
+// event and endpoint, and each attempt to send it. Deliveries are inserted by triggers
+// on the records' state columns (migrations/0006_webhooks.sql), in the same
+// transaction as the change that causes them; src/jobs/webhooks.ts sends them.
+
+/** The events an endpoint can subscribe to, as `type` names them. */
+export const WEBHOOK_EVENTS = [
+  'program.ready',
+  'program.failed',
+  'proof.succeeded',
+  'proof.failed',
+  'proof.canceled',
+  'execution.succeeded',
+  'execution.failed',
+  'verification.verified',
+  'verification.failed',
+] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export const webhookEndpoints = sqliteTable(
+  'webhook_endpoints',
+  {
+    id: text('id').primaryKey(),
+    org_id: orgId(),
+    url: text('url').notNull(),
+    description: text('description').notNull().default(''),
+    /** JSON array of WEBHOOK_EVENTS; null = every event, including ones added later. */
+    events: text('events'),
+    /** The signing secret (`whsec_…`), AES-GCM encrypted under WEBHOOK_ENCRYPTION_KEY (src/lib/webhook-secrets.ts). */
+    secret: text('secret').notNull(),
+    /** The secret before the last rotation, encrypted; it signs too until previous_secret_expires_at (epoch ms). */
+    previous_secret: text('previous_secret'),
+    previous_secret_expires_at: integer('previous_secret_expires_at'),
+    created_at: createdAt(),
+    created_by: text('created_by').notNull(),
+    updated_at: text('updated_at'),
+    /** A disabled endpoint gets no new deliveries, and its pending ones are not sent. */
+    disabled: integer('disabled', { mode: 'boolean' }).notNull().default(false),
+    disabled_at: text('disabled_at'),
+    /** Why and when: automatically after failing for a day or 20 failed deliveries in a row, or by whom. */
+    disabled_reason: text('disabled_reason'),
+    /** Deliveries that ended failed (every retry spent) since the last successful attempt. */
+    failed_deliveries: integer('failed_deliveries').notNull().default(0),
+    /** Epoch ms of the first failed attempt since the last successful one; null while the last attempt succeeded. */
+    failing_since: integer('failing_since'),
+  },
+  // Also the triggers' lookup of an organization's endpoints.
+  (t) => [index('webhook_endpoints_org').on(t.org_id, t.created_at)],
+);
+
+export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+
+/**
+ * One event for one endpoint. Its id is the `webhook-id` header, the same on every
+ * attempt (receivers deduplicate on it); its payload is rendered at the first attempt
+ * and sent byte for byte on every later one.
+ */
+export const webhookDeliveries = sqliteTable(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(), // msg_{32 hex}
+    org_id: text('org_id').notNull(),
+    endpoint_id: text('endpoint_id').notNull(),
+    event_type: text('event_type').notNull(),
+    /** What the event is about: program, proof, execution, verification; `test` for webhook.test (subject_id is then the endpoint). */
+    subject_kind: text('subject_kind', { enum: ['program', 'proof', 'execution', 'verification', 'test'] }).notNull(),
+    subject_id: text('subject_id').notNull(),
+    /** When the event happened: the payload's `timestamp`. */
+    created_at: createdAt(),
+    /** The JSON body; null until the first attempt renders it. */
+    payload: text('payload'),
+    status: text('status', { enum: WEBHOOK_DELIVERY_STATUSES }).notNull().default('pending'),
+    /** Attempts made, over every redelivery. */
+    attempts: integer('attempts').notNull().default(0),
+    /** `attempts` when the current round began (0, or at a redelivery): retries back off from here. */
+    round_start: integer('round_start').notNull().default(0),
+    /** Epoch ms the next attempt is due (pending), or the last one was made. */
+    next_attempt_at: integer('next_attempt_at').notNull(),
+    /** Why it ended without a successful attempt, when no attempt says it (endpoint disabled or deleted, record gone). */
+    last_error: text('last_error'),
+  },
+  (t) => [
+    index('webhook_deliveries_endpoint').on(t.endpoint_id, t.created_at),
+    // The sweep's due deliveries (src/jobs/webhooks.ts): pending ones only.
+    index('webhook_deliveries_due').on(t.next_attempt_at).where(sql`${t.status} = 'pending'`),
+    // A state change's batch reads the deliveries its triggers just made (never attempted) to send them.
+    index('webhook_deliveries_unsent').on(t.subject_id).where(sql`${t.attempts} = 0 AND ${t.status} = 'pending'`),
+    // Retention: the sweep deletes deliveries past WEBHOOK_RETENTION_DAYS, oldest first.
+    index('webhook_deliveries_age').on(t.created_at),
+  ],
+);
+
+/** Each attempt to send a delivery: when, what came back (or what went wrong), how long it took. */
+export const webhookAttempts = sqliteTable(
+  'webhook_attempts',
+  {
+    /** Random: the batch that records an attempt recognises its own row by it (src/jobs/webhooks.ts). */
+    id: text('id').primaryKey(),
+    delivery_id: text('delivery_id').notNull(),
+    /** 1, 2, ... over the delivery's life. */
+    attempt: integer('attempt').notNull(),
+    attempted_at: text('attempted_at').notNull(),
+    /** The HTTP status, or null when none came (timeout, connection error, refused URL). */
+    status_code: integer('status_code'),
+    error: text('error'),
+    latency_ms: integer('latency_ms').notNull(),
+    /** The first bytes of the response body (at most 512 bytes of UTF-8); never the whole body. */
+    response_excerpt: text('response_excerpt').notNull().default(''),
+  },
+  (t) => [uniqueIndex('webhook_attempts_delivery').on(t.delivery_id, t.attempt)],
+);

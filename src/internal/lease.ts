@@ -11,6 +11,7 @@ import { configs, proofs } from '../db/schema.ts';
 import { notifyJob } from '../jobs/dispatch.ts';
 import { appendLogChunk } from '../jobs/logs.ts';
 import { fleetSettings } from '../jobs/settings.ts';
+import { enqueueAfterResponse } from '../jobs/webhooks.ts';
 import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob, type Completion } from '../jobs/state.ts';
 import { artifactKey, streamObject } from '../lib/artifacts.ts';
 import { sha256Hex } from '../lib/crypto.ts';
@@ -130,6 +131,7 @@ leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator
         const failed = { status: 'failed', detail: message };
         const r = await failJob(db, lease, job, { message, retryable: false }, failed, settings);
         if (!r.applied) throw superseded();
+        enqueueAfterResponse(c, r.deliveries);
         return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed, 200);
       }
       const baselineKey = artifactKey.programBaseline(job.subject_id);
@@ -178,10 +180,11 @@ leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator
       break;
     }
   }
-  const ended = await completeJob(db, lease, done, response, settings);
-  if (!ended) throw superseded();
+  const { outcome, deliveries } = await completeJob(db, lease, done, response, settings);
+  if (!outcome) throw superseded();
+  enqueueAfterResponse(c, deliveries);
   // Canceled meanwhile: the result is dropped, as the cancel's answer promised.
-  return c.json(ended === 'canceled' ? CANCELED_RESPONSE : response, 200);
+  return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
 });
 
 leaseInternalApi.post('/fail', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', FailRequestSchema, validationHook), async (c) => {
@@ -195,6 +198,7 @@ leaseInternalApi.post('/fail', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('js
   const response = { status: failureRequeues(job, body, settings) ? 'requeued' : 'failed' };
   const r = await failJob(db, lease, job, { message: body.error, retryable: body.retryable }, response, settings);
   if (!r.applied) throw superseded();
+  enqueueAfterResponse(c, r.deliveries);
   if (r.outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
   return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
 });
@@ -203,7 +207,9 @@ leaseInternalApi.post('/canceled', async (c) => {
   const repeat = repeatOf(c, 'canceled');
   if (repeat) return repeat;
   if (!c.var.job.cancel_requested) throw new ApiError(409, 'This job was not canceled');
-  if (!(await acknowledgeCancel(c.var.db, c.var.lease, CANCELED_RESPONSE, fleetSettings(c.env)))) throw superseded();
+  const { applied, deliveries } = await acknowledgeCancel(c.var.db, c.var.lease, CANCELED_RESPONSE, fleetSettings(c.env));
+  if (!applied) throw superseded();
+  enqueueAfterResponse(c, deliveries);
   return c.json(CANCELED_RESPONSE, 200);
 });
 
@@ -212,8 +218,9 @@ leaseInternalApi.post('/release', async (c) => {
   if (repeat) return repeat;
   const { db, job, lease } = c.var;
   const response = { status: 'requeued' };
-  const ended = await releaseJob(db, lease, job, response, fleetSettings(c.env));
-  if (!ended) throw superseded();
-  if (ended === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
-  return c.json(ended === 'canceled' ? CANCELED_RESPONSE : response, 200);
+  const { outcome, deliveries } = await releaseJob(db, lease, job, response, fleetSettings(c.env));
+  if (!outcome) throw superseded();
+  if (outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
+  enqueueAfterResponse(c, deliveries);
+  return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
 });

@@ -15,6 +15,7 @@ import type { Env } from '../env.ts';
 import { notifyJob } from './dispatch.ts';
 import { fleetSettings } from './settings.ts';
 import { expireLeases } from './state.ts';
+import { enqueueDeliveries } from './webhooks.ts';
 
 export interface LeaseCheck {
   type: 'lease-check';
@@ -45,8 +46,9 @@ export async function checkLease(env: Env, check: LeaseCheck, now = Date.now()):
   let job = await read(sessions.db);
   if (job?.status === 'leased' && job.lease_id === check.lease_id && (job.lease_expires_at ?? 0) < now) {
     const settings = fleetSettings(env);
-    const { requeued, failed } = await expireLeases(sessions.primary(), settings, now, { jobId: check.job_id, leaseId: check.lease_id });
+    const { requeued, failed, deliveries } = await expireLeases(sessions.primary(), settings, now, { jobId: check.job_id, leaseId: check.lease_id });
     for (const j of requeued) await notifyJob(env, { job_id: j.id, kind: j.kind });
+    await enqueueDeliveries(env, deliveries);
     if (requeued.length || failed.length) return 'expired';
     job = await read(sessions.primary()); // renewed after all: the replica was behind
   }

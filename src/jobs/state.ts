@@ -21,6 +21,13 @@
 // transaction (migrations/0005_counters.sql), so no transition here counts rows and
 // a claim is one seek per engine or config whatever the backlog (claimJob).
 //
+// Webhooks: the subjects' terminal states insert delivery rows by triggers
+// (migrations/0006_webhooks.sql), in the same transaction. Every batch here that can
+// end a subject reads back, as its last read, the deliveries its triggers just made
+// (unsentDeliveries), and returns them for its caller to send (enqueueDeliveries,
+// src/jobs/webhooks.ts): no extra round trip, and nothing sent for a change that did
+// not commit. Whatever is not sent (a failed send, a crash) the sweep sends later.
+//
 // Cancel: once a caller's cancel of a running job is recorded (`cancel_requested`),
 // every way its lease can end (complete, fail, release, the agent's acknowledgement,
 // expiry) ends the subject Canceled, charged only up to `cancel_requested_at`. Each
@@ -31,6 +38,7 @@ import { alias, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-c
 import type { Db } from '../db/client.ts';
 import { agentTokens, configs, executions, jobs, leases, organizations, programs, proofs, queueLanes, verifications, type JobKind, type ProofState } from '../db/schema.ts';
 import { ENGINE_GPU_LIMITS } from '../../prover-agent/src/protocol.ts';
+import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
 
 export const PROOF_RUNNING_STATES = ['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing'] as const satisfies ProofState[];
 export const PROOF_TERMINAL_STATES = ['Succeeded', 'Failed', 'Canceled'] as const satisfies ProofState[];
@@ -122,6 +130,9 @@ function updateSubjects(db: Db, kind: JobKind, jobWhere: SQL | undefined, set: R
 }
 
 const isoNow = (ms: number) => new Date(ms).toISOString();
+
+/** The webhook deliveries the batch's triggers made for the subjects of jobs matching `jobWhere`; run it before the jobs stop matching. */
+const deliveriesOf = (db: Db, jobWhere: SQL | undefined) => unsentDeliveries(db, db.select({ id: jobs.subject_id }).from(jobs).where(jobWhere));
 
 // ---------------------------------------------------------------------------
 // Claim
@@ -444,7 +455,14 @@ export type Completion =
  * dropped, as the cancel's answer promised. Returns how it ended, or null when the
  * lease is no longer current.
  */
-export async function completeJob(db: Db, lease: LeaseRow, done: Completion, response: unknown, settings: FleetSettings, now = Date.now()): Promise<'completed' | 'canceled' | null> {
+export async function completeJob(
+  db: Db,
+  lease: LeaseRow,
+  done: Completion,
+  response: unknown,
+  settings: FleetSettings,
+  now = Date.now(),
+): Promise<{ outcome: 'completed' | 'canceled' | null; deliveries: DeliveryRef[] }> {
   const current = currentLease(lease.id);
   const mine = and(current, eq(jobs.cancel_requested, false));
   const canceled = and(current, eq(jobs.cancel_requested, true))!;
@@ -501,10 +519,11 @@ export async function completeJob(db: Db, lease: LeaseRow, done: Completion, res
     ...(subject as [ReturnType<typeof updateSubjects>]),
     ...cancelSubjects(db, canceled, settings, now),
     endLeaseUnlessCanceled(db, lease, 'completed', response, now),
+    deliveriesOf(db, current),
     db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(current).returning({ canceled: jobs.cancel_requested }),
   ]);
   const row = (results[results.length - 1] as { canceled: boolean }[])[0];
-  return row ? (row.canceled ? 'canceled' : 'completed') : null;
+  return { outcome: row ? (row.canceled ? 'canceled' : 'completed') : null, deliveries: results[results.length - 2] as DeliveryRef[] };
 }
 
 /** Whether failJob() will put the job back in the queue rather than fail it. */
@@ -526,7 +545,7 @@ export async function failJob(
   response: unknown,
   settings: FleetSettings,
   now = Date.now(),
-): Promise<{ outcome: 'requeued' | 'failed' | 'canceled'; applied: boolean }> {
+): Promise<{ outcome: 'requeued' | 'failed' | 'canceled'; applied: boolean; deliveries: DeliveryRef[] }> {
   const current = currentLease(lease.id);
   const mine = and(current, eq(jobs.cancel_requested, false));
   const canceled = and(current, eq(jobs.cancel_requested, true))!;
@@ -536,6 +555,7 @@ export async function failJob(
     requeue ? updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].queued) : updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].failed(isoNow(now), message)),
     ...cancelSubjects(db, canceled, settings, now),
     endLeaseUnlessCanceled(db, lease, 'failed', response, now),
+    deliveriesOf(db, current),
     db
       .update(jobs)
       .set(
@@ -554,7 +574,7 @@ export async function failJob(
       .returning({ canceled: jobs.cancel_requested }),
   ]);
   const row = (results[results.length - 1] as { canceled: boolean }[])[0];
-  return { outcome: row?.canceled ? 'canceled' : requeue ? 'requeued' : 'failed', applied: !!row };
+  return { outcome: row?.canceled ? 'canceled' : requeue ? 'requeued' : 'failed', applied: !!row, deliveries: results[results.length - 2] as DeliveryRef[] };
 }
 
 /** The agent stopped the job on a cancel request: Canceling → Canceled, charged until the cancel. */
@@ -563,9 +583,10 @@ export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: unkno
   const results = await db.batch([
     ...cancelSubjects(db, mine, settings, now),
     endLease(db, lease, 'canceled', response, now),
+    deliveriesOf(db, mine),
     db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(mine).returning({ id: jobs.id }),
   ]);
-  return (results[results.length - 1] as unknown[]).length === 1;
+  return { applied: (results[results.length - 1] as unknown[]).length === 1, deliveries: results[results.length - 2] as DeliveryRef[] };
 }
 
 /**
@@ -579,6 +600,7 @@ export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response:
     updateSubjects(db, job.kind, and(current, eq(jobs.cancel_requested, false)), SUBJECTS[job.kind].queued),
     ...cancelSubjects(db, canceled, settings, now),
     endLeaseUnlessCanceled(db, lease, 'released', response, now),
+    deliveriesOf(db, current),
     db
       .update(jobs)
       .set({
@@ -592,7 +614,7 @@ export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response:
       .returning({ canceled: jobs.cancel_requested }),
   ]);
   const row = (results[results.length - 1] as { canceled: boolean }[])[0];
-  return row ? (row.canceled ? 'canceled' : 'requeued') : null;
+  return { outcome: row ? (row.canceled ? ('canceled' as const) : ('requeued' as const)) : null, deliveries: results[results.length - 2] as DeliveryRef[] };
 }
 
 // ---------------------------------------------------------------------------
@@ -613,14 +635,14 @@ export async function expireLeases(
   settings: FleetSettings,
   now = Date.now(),
   only?: { jobId: string; leaseId: string },
-): Promise<{ requeued: { id: string; kind: JobKind }[]; failed: string[] }> {
+): Promise<{ requeued: { id: string; kind: JobKind }[]; failed: string[]; deliveries: DeliveryRef[] }> {
   // Which jobs first, by jobs_lease_expiry (it holds only leased jobs, never the backlog),
   // at most EXPIRE_BATCH at a time; then the batch names them by id, so every statement
   // in it is a primary-key lookup whatever else the query planner might prefer.
   const ids = only
     ? [only.jobId]
     : (await db.select({ id: jobs.id }).from(jobs).where(and(eq(jobs.status, 'leased'), lt(jobs.lease_expires_at, now))).limit(EXPIRE_BATCH)).map((r) => r.id);
-  if (ids.length === 0) return { requeued: [], failed: [] };
+  if (ids.length === 0) return { requeued: [], failed: [], deliveries: [] };
   const expired = and(inArray(jobs.id, ids), eq(jobs.status, 'leased'), lt(jobs.lease_expires_at, now), only ? eq(jobs.lease_id, only.leaseId) : undefined);
   const exhausted = and(expired, sql`${jobs.attempt} >= ${settings.maxAttempts}`, eq(jobs.cancel_requested, false));
   const retry = and(expired, sql`${jobs.attempt} < ${settings.maxAttempts}`, eq(jobs.cancel_requested, false));
@@ -636,6 +658,7 @@ export async function expireLeases(
     ...kinds.map((k) => updateSubjects(db, k, exhausted, SUBJECTS[k].failed(at, giveUp))),
     ...kinds.map((k) => updateSubjects(db, k, retry, SUBJECTS[k].queued)),
     ...cancelSubjects(db, canceled!, settings, now),
+    deliveriesOf(db, expired),
     db
       .update(jobs)
       .set({
@@ -652,6 +675,7 @@ export async function expireLeases(
   return {
     requeued: rows.filter((r) => r.status === 'queued').map(({ id, kind }) => ({ id, kind })),
     failed: rows.filter((r) => r.status === 'done').map((r) => r.id),
+    deliveries: results[results.length - 2] as DeliveryRef[],
   };
 }
 
@@ -689,15 +713,20 @@ export function cancelProofStatements(db: Db, proofId: string, org: string | SQL
       .where(and(own, inArray(proofs.state, [...PROOF_RUNNING_STATES])))
       .returning({ id: proofs.id }),
     db.select({ state: proofs.state }).from(proofs).where(own),
+    // What a cancel of a queued proof emits (proof.canceled), for the caller to send.
+    unsentDeliveries(db, proofId, org),
   ] as const;
 }
+
+/** The webhook deliveries cancelProofStatements() read back, to send. */
+export const cancelDeliveries = (results: readonly unknown[]) => results[5] as DeliveryRef[];
 
 /**
  * What cancelProofStatements() did: canceled at once, canceling, already canceling, or
  * nothing (a proof that finished before the cancel was recorded is terminal: the
  * cancel changes nothing). Null when the organization has no such proof.
  */
-export function cancelOutcome([, canceled, , canceling, current]: readonly [unknown, { id: string }[], unknown, { id: string }[], { state: ProofState }[]]): CancelOutcome | null {
+export function cancelOutcome([, canceled, , canceling, current]: readonly [unknown, { id: string }[], unknown, { id: string }[], { state: ProofState }[], ...unknown[]]): CancelOutcome | null {
   if (canceled.length) return { kind: 'canceled' };
   if (canceling.length) return { kind: 'canceling' };
   if (!current[0]) return null;

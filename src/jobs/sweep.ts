@@ -8,6 +8,8 @@
 //   bounced around, it waits and says why in its next job's logs (once per distinct
 //   reason). Per lane, not per job: a million queued jobs cost the sweep what their
 //   lanes cost, and an agent woken by a notice claims whatever is next for it anyway.
+// - Webhook deliveries whose attempt is overdue get a fresh queue message, and old
+//   finished ones are deleted (src/jobs/webhooks.ts sweepWebhooks).
 import { and, eq, gte, isNotNull, isNull, lt } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { agents, jobs, queueLanes } from '../db/schema.ts';
@@ -16,6 +18,7 @@ import { notifyJob } from './dispatch.ts';
 import { appendServiceLog } from './logs.ts';
 import { fleetSettings } from './settings.ts';
 import { expireLeases, gpusUsed, type JobRow } from './state.ts';
+import { enqueueDeliveries, sweepWebhooks } from './webhooks.ts';
 
 interface LiveAgent {
   gpus: number;
@@ -43,15 +46,21 @@ export function whyUnservable(job: Pick<JobRow, 'engine' | 'config_id' | 'num_gp
 /** Lanes looked at per sweep, at most. */
 const SWEEP_LANES = 500;
 
-export async function sweep(db: Db, env: Env, now = Date.now()): Promise<{ requeued: number; renotified: number; waiting: number }> {
+export async function sweep(
+  db: Db,
+  env: Env,
+  now = Date.now(),
+): Promise<{ requeued: number; renotified: number; waiting: number; webhooksRequeued: number; webhooksDeleted: number }> {
   const settings = fleetSettings(env);
   const requeued: { id: string; kind: string }[] = [];
   for (let round = 0; round < 20; round++) {
     const expired = await expireLeases(db, settings, now);
     for (const j of expired.requeued) await notifyJob(env, { job_id: j.id, kind: j.kind });
+    await enqueueDeliveries(env, expired.deliveries);
     requeued.push(...expired.requeued);
     if (expired.requeued.length + expired.failed.length === 0) break;
   }
+  const webhooks = await sweepWebhooks(db, env, now);
 
   const live: LiveAgent[] = (
     await db
@@ -97,5 +106,5 @@ export async function sweep(db: Db, env: Env, now = Date.now()): Promise<{ reque
     await notifyJob(env, { job_id: lane.job_id, kind: lane.kind });
     renotified++;
   }
-  return { requeued: requeued.length, renotified, waiting };
+  return { requeued: requeued.length, renotified, waiting, ...webhooks };
 }

@@ -1,4 +1,4 @@
-// The audit log of key and member changes, one row per change, per organization.
+// The audit log of key, member and webhook endpoint changes, one row per change, per organization.
 import { ulid } from 'ulid';
 import type { Db } from '../db/client.ts';
 import { auditLog } from '../db/schema.ts';
@@ -15,7 +15,11 @@ export type AuditAction =
   | 'invite.revoke'
   | 'invite.accept'
   | 'member.role_change'
-  | 'member.remove';
+  | 'member.remove'
+  | 'webhook.create'
+  | 'webhook.update'
+  | 'webhook.delete'
+  | 'webhook.rotate_secret';
 
 /** The insert for one audit entry, to batch with the change it records. */
 export function auditEntry(db: Db, orgId: string, actor: Actor, action: AuditAction, target: string, detail: Record<string, unknown> = {}) {

@@ -5,7 +5,8 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import { proofs } from '../db/schema.ts';
 import { DEFAULT_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
-import { cancelOutcome, cancelProofStatements } from '../jobs/state.ts';
+import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../jobs/state.ts';
+import { enqueueAfterResponse } from '../jobs/webhooks.ts';
 import { asCaller } from '../middleware/auth.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
@@ -283,6 +284,8 @@ proofsApi.openapi(
     const id = c.req.valid('param').proof_id;
     // One batch on the primary: the key, both transitions and the proof's state.
     const results = await asCaller(c, (org) => [...cancelProofStatements(c.var.db, id, org)]);
-    return c.json(cancelAnswer(id, cancelOutcome(results)), 200);
+    const answer = cancelAnswer(id, cancelOutcome(results));
+    enqueueAfterResponse(c, cancelDeliveries(results));
+    return c.json(answer, 200);
   },
 );

@@ -2,9 +2,13 @@
 // the real local stack: wrangler dev and dev-engine prover-agents. Screenshots of each
 // page go to test-artifacts/console/ (ignored by git) for a person to look at.
 // Chromium: CHROMIUM_PATH, default /usr/bin/chromium (`apt-get install -y chromium`).
+import { once } from 'node:events';
 import { mkdir, readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser } from '../../src/admin/statements.ts';
 import { hashPassword } from '../../src/lib/password.ts';
@@ -182,6 +186,60 @@ describe('the console in chromium', () => {
     await open(page, '/console/projects');
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe(theme);
     await shot(page, '11-projects-toggled-theme');
+  });
+
+  it('adds a webhook endpoint, its secret shown once, and sees its deliveries arrive signed', async () => {
+    // A receiver on loopback, as local development allows.
+    const received: { headers: Record<string, string>; body: string }[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        received.push({ headers: req.headers as Record<string, string>, body });
+        res.writeHead(200).end('ok');
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    try {
+      await open(page, '/console/webhooks');
+      await page.getByLabel('Endpoint URL').fill(url);
+      await page.getByLabel('Only these:').check();
+      await page.getByLabel('proof.succeeded').check();
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
+      await page.waitForSelector('#new-secret:not([hidden])');
+      const secret = (await page.locator('#new-secret-value').textContent())!;
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      await expect.poll(() => page.locator('#webhooks tbody').textContent()).toContain(url);
+      expect(await page.locator('#webhooks tbody').textContent()).toContain('proof.succeeded');
+      await shot(page, '16-webhooks');
+
+      // A proof proved through the API reaches it, signed with that secret.
+      agent ??= await stack.startAgent({ name: 'console-agent-4' });
+      const api = caller({ url: stack.url, apiKey });
+      const { id: proof } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0148656c6c6f'] });
+      await expect.poll(() => received.length, { timeout: 60_000 }).toBe(1);
+      const event = new Webhook(secret).verify(received[0]!.body, received[0]!.headers) as { type: string; data: { id: string; state: string } };
+      expect(event).toMatchObject({ type: 'proof.succeeded', data: { id: proof, state: 'Succeeded' } });
+
+      // The endpoint's page shows the delivery and its attempt; a test event follows it in.
+      await page.getByRole('link', { name: url }).click();
+      await page.waitForSelector('body[data-ready="true"]');
+      expect(await page.locator('#webhook-facts').textContent()).toContain('enabled');
+      await expect
+        .poll(async () => {
+          await page.getByRole('button', { name: 'Refresh' }).click();
+          return page.locator('#deliveries tbody').textContent();
+        })
+        .toMatch(/proof\.succeeded.*delivered.*HTTP 200/);
+      await page.getByRole('button', { name: 'Send test event' }).click();
+      await expect.poll(() => page.locator('#deliveries tbody tr').first().textContent(), { timeout: 30_000 }).toMatch(/webhook\.test.*delivered.*HTTP 200/);
+      expect(received.map((r) => r.headers['webhook-id'])).toEqual(await page.locator('#deliveries tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-delivery')).reverse()));
+      await shot(page, '17-webhook-deliveries');
+    } finally {
+      server.close();
+    }
   });
 
   it('revokes the key: the public API then answers 401', async () => {

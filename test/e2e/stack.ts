@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { createAgentToken, createApiKey, createConfig, createOrganization, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, TARGET_RELEASE, type AdminStep } from '../../src/admin/statements.ts';
 import { applyLocalMigrations, childEnv, d1Execute, freePort, ROOT, spawnWranglerDev, stopGroup, waitForHealthy } from '../../src/tools/wrangler.ts';
 
@@ -30,6 +31,10 @@ export interface Stack {
   startAgent(opts?: AgentOptions): Promise<AgentProcess>;
   /** Fires the Worker's scheduled handler (the cron sweep), as wrangler dev allows. */
   sweep(): Promise<void>;
+  /** Stops wrangler dev and starts it again on the same port and persisted state (D1, R2; not queued messages). */
+  restartWorker(): Promise<void>;
+  /** Everything the Worker has printed (its console.log lines among wrangler's own). */
+  workerLogs(): string[];
   stop(): Promise<void>;
 }
 
@@ -71,13 +76,19 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const [, apiKey, agentToken, devConfig] = steps.map((s) => s.output[s.output.length - 1]!);
 
   const varArgs = Object.entries(opts.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
-  const worker = await spawnWranglerDev({ port, persistTo: persistDir, extraArgs: varArgs });
-  let workerOut = '';
-  worker.stdout!.on('data', (d) => (workerOut += d));
-  worker.stderr!.on('data', (d) => (workerOut += d));
-  await waitForHealthy(`${url}/healthz`, worker, 60_000).catch((err: Error) => {
-    throw new Error(`${err.message}\n${workerOut}`);
-  });
+  const workerLines: string[] = [];
+  const startWorker = async () => {
+    const started = await spawnWranglerDev({ port, persistTo: persistDir, extraArgs: varArgs });
+    let workerOut = '';
+    started.stdout!.on('data', (d) => (workerOut += d));
+    started.stderr!.on('data', (d) => (workerOut += d));
+    for (const stream of [started.stdout!, started.stderr!]) createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => workerLines.push(line));
+    await waitForHealthy(`${url}/healthz`, started, 60_000).catch((err: Error) => {
+      throw new Error(`${err.message}\n${workerOut}`);
+    });
+    return started;
+  };
+  let worker = await startWorker();
 
   const agents: AgentProcess[] = [];
   return {
@@ -90,6 +101,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       const res = await fetch(`${url}/cdn-cgi/local/scheduled`);
       if (!res.ok) throw new Error(`scheduled trigger: ${res.status} ${await res.text()}`);
     },
+    async restartWorker() {
+      await stopGroup(worker, 5000);
+      worker = await startWorker();
+    },
+    workerLogs: () => workerLines,
     async sql(query) {
       const results = await d1Execute(target, [query]);
       return results[results.length - 1] ?? [];

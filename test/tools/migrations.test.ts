@@ -22,9 +22,10 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'zk-migrations-'));
   target = { remote: false, persistTo: dir };
   const files = (await readdir(path.join(ROOT, 'migrations'))).filter((f) => f.endsWith('.sql')).sort();
-  expect(files.at(-1)).toBe('0005_counters.sql');
+  const counters = files.indexOf('0005_counters.sql');
+  expect(counters).toBeGreaterThan(0);
   // The schema as it was before counters...
-  await d1Execute(target, await Promise.all(files.slice(0, -1).map(migration)));
+  await d1Execute(target, await Promise.all(files.slice(0, counters).map(migration)));
   // ...with work in every state: two organizations, queued, running and finished jobs.
   const day = '2026-11-20T10:00:00.000Z';
   await d1Execute(target, [
@@ -50,8 +51,8 @@ beforeAll(async () => {
     `INSERT INTO leases (id, job_id, attempt, agent_id, token_hash, gpus, machine_type, claimed_at, ended_at, outcome) VALUES
      ('l1', 'j1', 1, 'a', 't1', 1, 'm', 1000, 61000, 'completed'), ('l4', 'j4', 1, 'a', 't4', 1, 'm', 5000, NULL, NULL);`,
   ]);
-  // ...then the upgrade.
-  await d1Execute(target, [await migration('0005_counters.sql')]);
+  // ...then the upgrade, and every migration after it.
+  await d1Execute(target, await Promise.all(files.slice(counters).map(migration)));
 }, 120_000);
 
 afterAll(async () => {
@@ -90,5 +91,27 @@ describe('migration 0005: counters from the rows it finds', () => {
     expect(await counterMismatches()).toEqual([]);
     const [[lane]] = await d1Execute(target, [`SELECT queued, head_job_id FROM queue_lanes WHERE org_id = 'org_a'`]);
     expect(lane).toEqual({ queued: 2, head_job_id: 'j6' });
+  });
+});
+
+describe('migration 0006: webhook events', () => {
+  it('its triggers record one delivery per subscribed, enabled endpoint of the record’s organization', async () => {
+    const before = Date.now();
+    await d1Execute(target, [
+      `INSERT INTO webhook_endpoints (id, org_id, url, events, secret, created_by, disabled) VALUES
+       ('we_all', 'org_b', 'https://a.example.com/', NULL, 'v1.x.y', 'x', 0),
+       ('we_failed', 'org_b', 'https://b.example.com/', '["proof.failed"]', 'v1.x.y', 'x', 0),
+       ('we_off', 'org_b', 'https://c.example.com/', NULL, 'v1.x.y', 'x', 1),
+       ('we_a', 'org_a', 'https://d.example.com/', NULL, 'v1.x.y', 'x', 0);`,
+      `UPDATE proofs SET state = 'Succeeded' WHERE id = 'p5';`,
+      `UPDATE proofs SET state = 'Succeeded' WHERE id = 'p5';`, // no change: no event
+      `UPDATE executions SET status = 'canceled' WHERE id = 'e1';`,
+    ]);
+    const [rows] = await d1Execute(target, [`SELECT id, org_id, endpoint_id, event_type, subject_kind, subject_id, status, attempts, next_attempt_at FROM webhook_deliveries ORDER BY event_type`]);
+    expect(rows).toEqual([
+      { id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), org_id: 'org_a', endpoint_id: 'we_a', event_type: 'execution.failed', subject_kind: 'execution', subject_id: 'e1', status: 'pending', attempts: 0, next_attempt_at: expect.any(Number) },
+      { id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), org_id: 'org_b', endpoint_id: 'we_all', event_type: 'proof.succeeded', subject_kind: 'proof', subject_id: 'p5', status: 'pending', attempts: 0, next_attempt_at: expect.any(Number) },
+    ]);
+    for (const r of rows!) expect(Math.abs((r.next_attempt_at as number) - before)).toBeLessThan(120_000);
   });
 });

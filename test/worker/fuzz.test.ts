@@ -57,6 +57,10 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
   const proofId = ((await proof.json()) as { id: string }).id;
   const projectId = (await (await api(owner, `/v1/programs/${programId}`)).json<{ project_id: string }>()).project_id;
   const agent = await seedAgent();
+  const webhook = await (
+    await api(owner, '/v1/webhooks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'http://127.0.0.1:9/fuzz' }) })
+  ).json<{ id: string }>();
+  const webhookId = webhook.id;
 
   // Fresh keys of the same organization, so the fuzz never meets the rate limits.
   let sent = 0;
@@ -96,6 +100,15 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
     { method: 'GET', path: `/v1/executions?program_id=${programId}`, auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'GET', path: `/v1/executions/${uuid}`, auth: 'key', body: 'none', junkPath: '/v1/executions/{id}' },
     { method: 'GET', path: `/v1/executions/${uuid}/logs`, auth: 'key', body: 'none', junkPath: '/v1/executions/{id}/logs' },
+    { method: 'POST', path: '/v1/webhooks', auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES },
+    { method: 'GET', path: '/v1/webhooks', auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
+    { method: 'GET', path: `/v1/webhooks/${webhookId}`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}' },
+    { method: 'PATCH', path: `/v1/webhooks/${webhookId}`, auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES, junkPath: '/v1/webhooks/{id}' },
+    { method: 'DELETE', path: `/v1/webhooks/${uuid}`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}' },
+    { method: 'POST', path: `/v1/webhooks/${uuid}/rotate-secret`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}/rotate-secret' },
+    { method: 'GET', path: `/v1/webhooks/${webhookId}/deliveries`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}/deliveries', intParams: ['page', 'page_size'] },
+    { method: 'POST', path: `/v1/webhooks/${webhookId}/deliveries/msg_${'0'.repeat(32)}/redeliver`, auth: 'key', body: 'none', junkPath: `/v1/webhooks/${webhookId}/deliveries/{id}/redeliver` },
+    { method: 'POST', path: `/v1/webhooks/${uuid}/test`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}/test' },
     { method: 'POST', path: '/internal/v1/jobs/claim', auth: 'agent', body: 'json', cap: MAX_INTERNAL_JSON_BYTES },
     { method: 'POST', path: '/internal/v1/lease/heartbeat', auth: 'job', body: 'json' },
     { method: 'POST', path: '/internal/v1/lease/logs', auth: 'job', body: 'json' },
@@ -133,10 +146,11 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
       for (const depth of [5_000, 200_000]) {
         add(`an array ${depth} deep`, deepArray(depth), json, wrong(deepArray(depth)));
         // Unknown fields are ignored (pydantic's default), so where every field is optional
-        // (PUT /v1/programs/{id}) a deep object in an unknown field is a valid no-op.
-        add(`an object ${depth} deep`, deepObject(depth), json, wrong(deepObject(depth)) === 422 && e.method === 'PUT' ? 200 : wrong(deepObject(depth)));
+        // (PUT /v1/programs/{id}, PATCH /v1/webhooks/{id}) a deep object in an unknown field is a valid no-op.
+        add(`an object ${depth} deep`, deepObject(depth), json, wrong(deepObject(depth)) === 422 && (e.method === 'PUT' || e.method === 'PATCH') ? 200 : wrong(deepObject(depth)));
         const deepFields = `{"input": ${deepArray(depth)}, "name": ${deepArray(depth)}}`;
-        add(`input and name ${depth} deep`, deepFields, json, wrong(deepFields));
+        // PATCH /v1/webhooks/{id} has neither field: a valid no-op too.
+        add(`input and name ${depth} deep`, deepFields, json, wrong(deepFields) === 422 && e.method === 'PATCH' ? 200 : wrong(deepFields));
       }
       const valid = JSON.stringify({ input: ['0x0101'], name: 'n', agent_id: 'a', parts: [] });
       add('truncated JSON', valid.slice(0, 1 + Math.floor(random() * (valid.length - 2))), json, 422);

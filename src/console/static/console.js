@@ -195,6 +195,21 @@ function facts(id, pairs) {
 
 const pathId = () => decodeURIComponent(location.pathname.split('/').pop());
 
+// Webhook endpoints: which events, and whether they are on.
+const eventsText = (events) => (events ? events.join(', ') : 'all events');
+const endpointBadge = (w) => h('span', { class: `state ${w.disabled ? 'disabled' : 'enabled'}` }, w.disabled ? 'disabled' : 'enabled');
+
+/** The events part of a body from an EventChoice fieldset: none (all), or the ticked ones (`null` for all, when changing). */
+function chosenEvents(form, changing = false) {
+  if (form.querySelector('input[name="scope"]:checked').value === 'all') return changing ? { events: null } : {};
+  return { events: [...form.querySelectorAll('input[name="events"]:checked')].map((c) => c.value) };
+}
+
+function setEvents(form, events) {
+  form.querySelector(`input[name="scope"][value="${events ? 'some' : 'all'}"]`).checked = true;
+  for (const c of form.querySelectorAll('input[name="events"]')) c.checked = !!events && events.includes(c.value);
+}
+
 // ---------------------------------------------------------------------------
 // Pages anyone may open
 
@@ -556,6 +571,193 @@ const pages = {
     });
     copyButton($('#copy-key'), () => $('#new-key-value').textContent);
     await load();
+  },
+
+  async webhooks() {
+    const admin = ['owner', 'admin'].includes(org.role);
+    const form = $('#webhook-form');
+    form.hidden = !admin;
+    if (!admin) status(`Only owners and admins add and change webhook endpoints; you are a ${org.role} of ${org.name}.`);
+    const go = pager('webhooks-pager', async (p) => {
+      const result = await get(orgPath(`/webhooks?page=${p}`));
+      fillTable(
+        'webhooks',
+        result.items.map((w) =>
+          h(
+            'tr',
+            {},
+            cell(h('a', { href: `/console/webhooks/${w.id}` }, w.url)),
+            cell(eventsText(w.events)),
+            cell(endpointBadge(w)),
+            cell(fmtDate(w.created_at)),
+            cell(w.created_by),
+          ),
+        ),
+        'No webhook endpoints yet.',
+      );
+      return result;
+    });
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      try {
+        const body = { url: form.url.value, ...(form.description.value ? { description: form.description.value } : {}), ...chosenEvents(form) };
+        const created = await send('POST', orgPath('/webhooks'), body);
+        $('#new-secret-value').textContent = created.secret;
+        $('#new-secret').hidden = false;
+        form.reset();
+        status(`Endpoint added: ${created.url}.`);
+        await go(1);
+      } catch (err) {
+        fail(err);
+      }
+    });
+    copyButton($('#copy-secret'), () => $('#new-secret-value').textContent);
+    await go(1);
+  },
+
+  async webhook() {
+    const id = pathId();
+    const admin = ['owner', 'admin'].includes(org.role);
+    const path = orgPath(`/webhooks/${encodeURIComponent(id)}`);
+    const edit = $('#webhook-edit');
+    const toggle = $('#toggle-disabled');
+    let endpoint;
+
+    const render = (w) => {
+      endpoint = w;
+      $('h1').textContent = `Webhook ${w.url}`;
+      facts('webhook-facts', [
+        ['Status', endpointBadge(w)],
+        ['Why disabled', w.disabled_reason || '—'],
+        ['URL', h('code', {}, w.url)],
+        ['Events', eventsText(w.events)],
+        ['Description', w.description || '—'],
+        ['Id', h('code', {}, w.id)],
+        ['Created', `${fmtDate(w.created_at)} by ${w.created_by}`],
+        ['Changed', fmtDate(w.updated_at)],
+        ['Previous secret signs until', fmtDate(w.previous_secret_valid_until)],
+      ]);
+      toggle.textContent = w.disabled ? 'Enable' : 'Disable';
+      edit.url.value = w.url;
+      edit.description.value = w.description;
+      setEvents(edit, w.events);
+    };
+
+    const attemptsList = (d) =>
+      d.attempts.length
+        ? h(
+            'ol',
+            { class: 'attempts' },
+            ...d.attempts.map((a) =>
+              h(
+                'li',
+                {},
+                `#${a.attempt} ${fmtDate(a.attempted_at)} · `,
+                h('span', { class: `state ${a.error ? 'failed' : 'delivered'}` }, a.status_code === null ? 'no answer' : `HTTP ${a.status_code}`),
+                ` · ${a.latency_ms} ms`,
+                a.error ? ` · ${a.error}` : '',
+                a.response_excerpt ? h('div', { class: 'excerpt' }, a.response_excerpt) : '',
+              ),
+            ),
+          )
+        : d.error || (d.status === 'pending' ? `due ${fmtDate(d.next_attempt_at)}` : '—');
+
+    const filters = $('#filters');
+    let pending = false;
+    const goDeliveries = pager('deliveries-pager', async (p) => {
+      const q = formQuery(filters);
+      q.set('page', p);
+      const result = await get(`${path}/deliveries?${q}`);
+      pending = result.items.some((d) => d.status === 'pending');
+      fillTable(
+        'deliveries',
+        result.items.map((d) =>
+          h(
+            'tr',
+            { 'data-delivery': d.id },
+            cell([h('code', {}, d.type), h('div', { class: 'excerpt mono' }, d.id)]),
+            cell(h('span', { class: `state ${d.status}` }, d.status)),
+            cell(fmtDate(d.created_at)),
+            cell(attemptsList(d)),
+            cell(
+              admin && d.status !== 'pending'
+                ? h(
+                    'button',
+                    {
+                      type: 'button',
+                      class: 'ghost',
+                      'aria-label': `Redeliver ${d.type} ${d.id}`,
+                      onclick: async () => {
+                        try {
+                          await send('POST', `${path}/deliveries/${d.id}/redeliver`);
+                          status(`Redelivering ${d.id}.`);
+                          await goDeliveries(1);
+                        } catch (err) {
+                          fail(err);
+                        }
+                      },
+                    },
+                    'Redeliver',
+                  )
+                : '',
+            ),
+          ),
+        ),
+        'No deliveries yet.',
+      );
+      return result;
+    });
+
+    const act = async (fn, done) => {
+      try {
+        await fn();
+        if (done) status(done);
+      } catch (err) {
+        fail(err);
+      }
+    };
+    $('#send-test').addEventListener('click', () =>
+      act(async () => {
+        await send('POST', `${path}/test`);
+        await goDeliveries(1);
+      }, 'Test event queued.'),
+    );
+    toggle.addEventListener('click', () =>
+      act(async () => render(await send('PATCH', path, { disabled: !endpoint.disabled })), endpoint?.disabled ? 'Endpoint enabled.' : 'Endpoint disabled.'),
+    );
+    $('#rotate-secret').addEventListener('click', () =>
+      act(async () => {
+        if (!confirm('Rotate the signing secret? The previous one keeps signing for 24 hours.')) return;
+        const rotated = await send('POST', `${path}/rotate-secret`);
+        $('#new-secret-value').textContent = rotated.secret;
+        $('#new-secret').hidden = false;
+        const { secret: _secret, ...record } = rotated;
+        render(record);
+      }),
+    );
+    $('#delete-webhook').addEventListener('click', () =>
+      act(async () => {
+        if (!confirm(`Delete the endpoint ${endpoint.url}? Its pending deliveries are not sent.`)) return;
+        await send('DELETE', path);
+        location.assign('/console/webhooks');
+      }),
+    );
+    edit.addEventListener('submit', (e) => {
+      e.preventDefault();
+      act(async () => render(await send('PATCH', path, { url: edit.url.value, description: edit.description.value, ...chosenEvents(edit, true) })), 'Endpoint saved.');
+    });
+    filters.addEventListener('change', () => goDeliveries(1).catch(fail));
+    filters.addEventListener('submit', (e) => e.preventDefault());
+    $('#refresh').addEventListener('click', () => goDeliveries(1).catch(fail));
+    copyButton($('#copy-secret'), () => $('#new-secret-value').textContent);
+
+    render(await get(path));
+    $('#webhook-actions').hidden = !admin;
+    $('#webhook-edit-box').hidden = !admin;
+    await goDeliveries(1);
+    document.body.dataset.ready = 'true';
+    // While something is on its way, follow it.
+    setInterval(() => pending && !document.hidden && goDeliveries(1).catch(fail), 2000);
   },
 
   async members() {

@@ -1,4 +1,4 @@
-// /console/v1/orgs/{org_id}/audit: who changed which keys and members, newest first.
+// /console/v1/orgs/{org_id}/audit: who changed which keys, members and webhook endpoints, newest first.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { count, desc, eq } from 'drizzle-orm';
 import { auditLog } from '../../db/schema.ts';
@@ -19,7 +19,7 @@ auditApi.openapi(
     path: '/orgs/{org_id}/audit',
     tags: ['console members'],
     security: CONSOLE_SECURITY,
-    summary: 'The audit log of key and member changes (owners and admins)',
+    summary: 'The audit log of key, member and webhook endpoint changes (owners and admins)',
     request: { params: OrgParams, query: PaginationQuery },
     responses: { 200: { description: 'A page of entries, newest first', content: { 'application/json': { schema: pageOf(AuditEntry, 'ConsoleAuditPage') } } }, ...consoleErrors(403, 404, 422) },
   }),

@@ -4,7 +4,8 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, desc, eq, gte, lte, sql } from 'drizzle-orm';
 import { jobs, organizations, PROOF_STATES, programs, projects, proofs } from '../../db/schema.ts';
-import { cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
+import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
+import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { jobLogFrom } from '../../jobs/logs.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
@@ -186,6 +187,9 @@ consoleProofsApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;
-    return c.json(cancelAnswer(id, cancelOutcome(await c.var.db.batch(cancelProofStatements(c.var.db, id, c.var.membership.orgId)))), 200);
+    const results = await c.var.db.batch(cancelProofStatements(c.var.db, id, c.var.membership.orgId));
+    const answer = cancelAnswer(id, cancelOutcome(results));
+    enqueueAfterResponse(c, cancelDeliveries(results));
+    return c.json(answer, 200);
   },
 );

@@ -1,0 +1,236 @@
+// /console/v1/orgs/{org_id}/webhooks: the organization's webhook endpoints and their
+// deliveries, as /v1/webhooks has them (the same statements, src/lib/webhook-endpoints.ts).
+// Members read; owners and admins change, test and redeliver. Changes go to the audit log.
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
+import { jsonBody } from '../../lib/body.ts';
+import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
+import { isRefusedInsert, notFound, validationHook } from '../../lib/errors.ts';
+import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
+import { MessageResponse, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
+import {
+  checkWebhookUrl,
+  createStatements,
+  CreateWebhookBody,
+  deliveryPage,
+  deliveryPageStatements,
+  DeliveryQuery,
+  deliveryRecord,
+  deleteStatements,
+  endpointPage,
+  endpointPageStatements,
+  endpointQuery,
+  endpointRecord,
+  redelivered,
+  redeliverStatements,
+  rotateStatements,
+  tested,
+  testStatements,
+  tooManyEndpoints,
+  UpdateWebhookBody,
+  updateStatements,
+  WebhookDeliveryRecord,
+  WebhookEndpointRecord,
+  WebhookEndpointWithSecret,
+  type Actor,
+} from '../../lib/webhook-endpoints.ts';
+import { newWebhookSecret, sealSecret } from '../../lib/webhook-secrets.ts';
+import { requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
+import type { Context } from 'hono';
+import { DeliveryParams, WEBHOOKS_DESCRIPTION } from '../webhooks.ts';
+
+export const consoleWebhooksApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+const TAGS = ['console webhooks'];
+const EndpointParams = OrgParams.extend({ webhook_id: Uuid('webhook_id') });
+const ConsoleDeliveryParams = OrgParams.extend(DeliveryParams.shape);
+const endpointNotFound = () => notFound('Webhook endpoint');
+
+/** The signed-in user, as the audit log and disabled_reason name them. */
+const actor = (c: Context<ConsoleEnv>): Actor => ({ userId: c.var.user.id, name: c.var.user.email });
+
+consoleWebhooksApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/webhooks',
+    tags: TAGS,
+    security: CONSOLE_SECURITY,
+    summary: 'List webhook endpoints, newest first (never their secrets)',
+    request: { params: OrgParams, query: PaginationQuery },
+    responses: { 200: { description: 'A page of endpoints', content: { 'application/json': { schema: pageOf(WebhookEndpointRecord, 'ConsoleWebhookEndpointPage') } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const { page, page_size } = c.req.valid('query');
+    const db = c.var.db;
+    return c.json(endpointPage(await db.batch(endpointPageStatements(db, c.var.membership.orgId, page, page_size)), page, page_size), 200);
+  },
+);
+
+consoleWebhooksApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/orgs/{org_id}/webhooks',
+    tags: TAGS,
+    security: CONSOLE_SECURITY,
+    summary: 'Register a webhook endpoint (owners and admins); its signing secret is in this answer only',
+    description: WEBHOOKS_DESCRIPTION,
+    middleware: [jsonBody(MAX_JSON_BODY_BYTES)],
+    request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: CreateWebhookBody } } } },
+    responses: { 201: { description: 'Created', content: { 'application/json': { schema: WebhookEndpointWithSecret } } }, ...consoleErrors(403, 404, 409, 422) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const body = c.req.valid('json');
+    checkWebhookUrl(c.env, body.url);
+    const id = crypto.randomUUID();
+    const secret = newWebhookSecret();
+    const sealed = await sealSecret(c.env.WEBHOOK_ENCRYPTION_KEY, id, secret);
+    const db = c.var.db;
+    try {
+      const [, , rows] = await db.batch(
+        createStatements(db, c.var.membership.orgId, actor(c), c.var.user.email, { id, url: body.url, events: body.events, description: body.description, sealedSecret: sealed }),
+      );
+      return c.json({ ...endpointRecord(rows[0]!), secret }, 201);
+    } catch (err) {
+      if (isRefusedInsert(err, 'webhook_endpoints')) throw tooManyEndpoints();
+      throw err;
+    }
+  },
+);
+
+consoleWebhooksApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/webhooks/{webhook_id}',
+    tags: TAGS,
+    security: CONSOLE_SECURITY,
+    summary: 'Get a webhook endpoint (never its secret)',
+    request: { params: EndpointParams },
+    responses: { 200: { description: 'The endpoint', content: { 'application/json': { schema: WebhookEndpointRecord } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const [row] = await endpointQuery(c.var.db, c.var.membership.orgId, c.req.valid('param').webhook_id);
+    if (!row) throw endpointNotFound();
+    return c.json(endpointRecord(row), 200);
+  },
+);
+
+consoleWebhooksApi.openapi(
+  createRoute({
+    method: 'patch',
+    path: '/orgs/{org_id}/webhooks/{webhook_id}',
+    tags: TAGS,
+    security: CONSOLE_SECURITY,
+    summary: 'Change a webhook endpoint; enable or disable it (owners and admins)',
+    middleware: [jsonBody(MAX_JSON_BODY_BYTES)],
+    request: { params: EndpointParams, body: { required: true, content: { 'application/json': { schema: UpdateWebhookBody } } } },
+    responses: { 200: { description: 'The endpoint as it now is', content: { 'application/json': { schema: WebhookEndpointRecord } } }, ...consoleErrors(403, 404, 422) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const patch = c.req.valid('json');
+    if (patch.url !== undefined) checkWebhookUrl(c.env, patch.url);
+    const db = c.var.db;
+    const results = (await db.batch(updateStatements(db, c.var.membership.orgId, actor(c), c.req.valid('param').webhook_id, patch) as never)) as unknown[][];
+    const row = (results[results.length - 1] as Parameters<typeof endpointRecord>[0][])[0];
+    if (!row) throw endpointNotFound();
+    return c.json(endpointRecord(row), 200);
+  },
+);
+
+consoleWebhooksApi.openapi(
+  createRoute({
+    method: 'delete',
+    path: '/orgs/{org_id}/webhooks/{webhook_id}',
+    tags: TAGS,
+    security: CONSOLE_SECURITY,
+    summary: 'Delete a webhook endpoint (owners and admins)',
+    request: { params: EndpointParams },
+    responses: { 200: { description: 'Deleted', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 422) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const db = c.var.db;
+    const [, , deleted] = await db.batch(deleteStatements(db, c.var.membership.orgId, actor(c), c.req.valid('param').webhook_id));
+    if (!deleted[0]) throw endpointNotFound();
+    return c.json({ message: 'Webhook endpoint deleted' }, 200);
+  },
+);
+
+consoleWebhooksApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/orgs/{org_id}/webhooks/{webhook_id}/rotate-secret',
+    tags: TAGS,
+    security: CONSOLE_SECURITY,
+    summary: 'Replace the signing secret (owners and admins); the previous one signs too for 24 hours',
+    request: { params: EndpointParams },
+    responses: { 200: { description: 'The endpoint with its new secret', content: { 'application/json': { schema: WebhookEndpointWithSecret } } }, ...consoleErrors(403, 404, 422) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const id = c.req.valid('param').webhook_id;
+    const secret = newWebhookSecret();
+    const sealed = await sealSecret(c.env.WEBHOOK_ENCRYPTION_KEY, id, secret);
+    const db = c.var.db;
+    const [, , rows] = await db.batch(rotateStatements(db, c.var.membership.orgId, actor(c), id, sealed));
+    if (!rows[0]) throw endpointNotFound();
+    return c.json({ ...endpointRecord(rows[0]), secret }, 200);
+  },
+);
+
+consoleWebhooksApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/webhooks/{webhook_id}/deliveries',
+    tags: TAGS,
+    security: CONSOLE_SECURITY,
+    summary: 'The endpoint’s deliveries, newest first, with their attempts',
+    request: { params: EndpointParams, query: PaginationQuery.extend(DeliveryQuery.shape) },
+    responses: { 200: { description: 'A page of deliveries', content: { 'application/json': { schema: pageOf(WebhookDeliveryRecord, 'ConsoleWebhookDeliveryPage') } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const { page, page_size, status } = c.req.valid('query');
+    const db = c.var.db;
+    return c.json(deliveryPage(await db.batch(deliveryPageStatements(db, c.var.membership.orgId, c.req.valid('param').webhook_id, status, page, page_size)), page, page_size), 200);
+  },
+);
+
+consoleWebhooksApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/orgs/{org_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
+    tags: TAGS,
+    security: CONSOLE_SECURITY,
+    summary: 'Send a delivered or failed delivery again (owners and admins)',
+    request: { params: ConsoleDeliveryParams },
+    responses: { 202: { description: 'Pending again', content: { 'application/json': { schema: WebhookDeliveryRecord } } }, ...consoleErrors(403, 404, 409, 422) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const { webhook_id, delivery_id } = c.req.valid('param');
+    const db = c.var.db;
+    const delivery = redelivered(await db.batch(redeliverStatements(db, c.var.membership.orgId, webhook_id, delivery_id)));
+    enqueueAfterResponse(c, [refOf(delivery)]);
+    return c.json(delivery.record, 202);
+  },
+);
+
+consoleWebhooksApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/orgs/{org_id}/webhooks/{webhook_id}/test',
+    tags: TAGS,
+    security: CONSOLE_SECURITY,
+    summary: 'Send a webhook.test event to the endpoint now (owners and admins)',
+    request: { params: EndpointParams },
+    responses: { 202: { description: 'Queued', content: { 'application/json': { schema: WebhookDeliveryRecord } } }, ...consoleErrors(403, 404, 409, 422) },
+  }),
+  async (c) => {
+    requireRole(c, 'admin');
+    const db = c.var.db;
+    const delivery = tested(await db.batch(testStatements(db, c.var.membership.orgId, c.req.valid('param').webhook_id)));
+    enqueueAfterResponse(c, [refOf(delivery)]);
+    return c.json(deliveryRecord(delivery, []), 202);
+  },
+);
