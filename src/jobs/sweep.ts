@@ -8,10 +8,12 @@
 //   bounced around, it waits and says why in its next job's logs (once per distinct
 //   reason). Per lane, not per job: a million queued jobs cost the sweep what their
 //   lanes cost, and an agent woken by a notice claims whatever is next for it anyway.
+// - Idempotency keys older than 24 h are deleted, in bounded batches (src/lib/idempotency.ts).
 import { and, eq, gte, isNotNull, isNull, lt } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { agents, jobs, queueLanes } from '../db/schema.ts';
 import type { Env } from '../env.ts';
+import { deleteExpiredKeys } from '../lib/idempotency.ts';
 import { notifyJob } from './dispatch.ts';
 import { appendServiceLog } from './logs.ts';
 import { fleetSettings } from './settings.ts';
@@ -43,7 +45,11 @@ export function whyUnservable(job: Pick<JobRow, 'engine' | 'config_id' | 'num_gp
 /** Lanes looked at per sweep, at most. */
 const SWEEP_LANES = 500;
 
-export async function sweep(db: Db, env: Env, now = Date.now()): Promise<{ requeued: number; renotified: number; waiting: number }> {
+export async function sweep(
+  db: Db,
+  env: Env,
+  now = Date.now(),
+): Promise<{ requeued: number; renotified: number; waiting: number; idempotency_keys_deleted: number }> {
   const settings = fleetSettings(env);
   const { requeued } = await expireLeases(db, settings, now);
   for (const j of requeued) await notifyJob(env, { job_id: j.id, kind: j.kind });
@@ -92,5 +98,6 @@ export async function sweep(db: Db, env: Env, now = Date.now()): Promise<{ reque
     await notifyJob(env, { job_id: lane.job_id, kind: lane.kind });
     renotified++;
   }
-  return { requeued: requeued.length, renotified, waiting };
+  const idempotencyKeysDeleted = await deleteExpiredKeys(db, now);
+  return { requeued: requeued.length, renotified, waiting, idempotency_keys_deleted: idempotencyKeysDeleted };
 }

@@ -11,7 +11,8 @@ import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
 import { readProofInputBody } from '../lib/body.ts';
 import { ExecutionRecord, executionRecord } from '../lib/records.ts';
-import { errorResponses, IdResponse, PaginationQuery, pageOf, paginate, Uuid } from '../lib/schemas.ts';
+import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, paginate, Uuid } from '../lib/schemas.ts';
+import { idempotent } from '../middleware/idempotency.ts';
 import { executionQuery, jobOfSubject, one, programQuery, requireProgram } from '../lib/lookups.ts';
 import { MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { logResponse } from '../jobs/logs.ts';
@@ -37,20 +38,18 @@ const submitRoute = createRoute({
   summary: 'Execute a program on an input without proving',
   request: {
     query: SubmitQuery,
+    headers: IdempotencyHeaders,
     body: {
       required: true,
       content: { 'application/json': { schema: z.object({ input: z.array(z.string()) }).openapi('ExecutionInput') } },
     },
   },
-  responses: {
-    200: { description: 'Queued', content: { 'application/json': { schema: IdResponse } } },
-    ...errorResponses(404, 409, 413, 422),
-  },
+  responses: idempotentResponses(200, 'Queued', 404, 409, 413, 422),
 });
 // Document only: the input is checked entry by entry as it is scanned (readProofInputBody).
 executionsApi.openAPIRegistry.registerPath(submitRoute);
 
-executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) => {
+executionsApi.post('/', idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
   const [programRows, projectRows, configRows, [usage]] = await asCaller(
@@ -65,6 +64,7 @@ executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async 
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
   refuseOverQuota(usage);
   const id = crypto.randomUUID();
+  const answer = { status: 200, body: { id } } as const;
   await submitJob(
     c,
     (artifacts) => artifacts.put(artifactKey.executionInput(id), input),
@@ -74,8 +74,9 @@ executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async 
       ],
       job: { kind: 'execute', subjectId: id, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: DEFAULT_PRIORITY, numGpus: 1 },
     }),
+    answer,
   );
-  return c.json({ id }, 200);
+  return c.json(answer.body, answer.status);
 });
 
 executionsApi.openapi(

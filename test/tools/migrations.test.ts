@@ -22,9 +22,11 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'zk-migrations-'));
   target = { remote: false, persistTo: dir };
   const files = (await readdir(path.join(ROOT, 'migrations'))).filter((f) => f.endsWith('.sql')).sort();
-  expect(files.at(-1)).toBe('0005_counters.sql');
+  // Later migrations (0006 on) are not part of this upgrade: only what came before 0005.
+  const counters = files.indexOf('0005_counters.sql');
+  expect(counters).toBeGreaterThan(0);
   // The schema as it was before counters...
-  await d1Execute(target, await Promise.all(files.slice(0, -1).map(migration)));
+  await d1Execute(target, await Promise.all(files.slice(0, counters).map(migration)));
   // ...with work in every state: two organizations, queued, running and finished jobs.
   const day = '2026-11-20T10:00:00.000Z';
   await d1Execute(target, [
