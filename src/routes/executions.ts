@@ -16,6 +16,7 @@ import { idempotent } from '../middleware/idempotency.ts';
 import { executionQuery, jobOfSubject, one, programQuery, requireProgram } from '../lib/lookups.ts';
 import { MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { logResponse } from '../jobs/logs.ts';
+import { eventStream, eventStreamDoc, EventStreamHeaders, executionEvents } from '../jobs/events.ts';
 import { asCaller } from '../middleware/auth.ts';
 
 export const executionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -150,4 +151,18 @@ executionsApi.openapi(
     one(execution, 'Execution');
     return (await logResponse(c.env.ARTIFACTS, job[0]?.id)) as never;
   },
+);
+
+const executionEventsDoc = eventStreamDoc('execution', 'Succeeded or Failed');
+executionsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{execution_id}/events',
+    tags: ['executions'],
+    summary: 'Follow an execution live: its status and logs as Server-Sent Events',
+    description: executionEventsDoc.description,
+    request: { params: ExecutionParams, headers: EventStreamHeaders },
+    responses: { ...executionEventsDoc.responses, ...errorResponses(400, 404, 422) },
+  }),
+  async (c) => (await eventStream(c, executionEvents, c.req.valid('param').execution_id)) as never,
 );

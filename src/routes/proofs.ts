@@ -21,6 +21,7 @@ import { jobOfSubject, one, programQuery, proofQuery, requireProgram } from '../
 import { cancelAnswer, proofFileResponse } from '../lib/proof-actions.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { logResponse } from '../jobs/logs.ts';
+import { eventStream, eventStreamDoc, EventStreamHeaders, proofEvents } from '../jobs/events.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -279,6 +280,23 @@ proofsApi.openapi(
     one(proof, 'Proof');
     return (await logResponse(c.env.ARTIFACTS, job[0]?.id)) as never;
   },
+);
+
+// ---------------------------------------------------------------------------
+// GET /v1/proofs/{proof_id}/events
+
+const proofEventsDoc = eventStreamDoc('proof', 'Succeeded, Failed or Canceled');
+proofsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{proof_id}/events',
+    tags: ['proofs'],
+    summary: 'Follow a proof live: its state and logs as Server-Sent Events',
+    description: proofEventsDoc.description,
+    request: { params: ProofParams, headers: EventStreamHeaders },
+    responses: { ...proofEventsDoc.responses, ...errorResponses(400, 404, 422) },
+  }),
+  async (c) => (await eventStream(c, proofEvents, c.req.valid('param').proof_id)) as never,
 );
 
 // ---------------------------------------------------------------------------

@@ -85,6 +85,7 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
     { method: 'GET', path: `/v1/proofs/${proofId}`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}' },
     { method: 'GET', path: `/v1/proofs/${proofId}/proof/stark`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}/proof/stark' },
     { method: 'GET', path: `/v1/proofs/${proofId}/logs`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}/logs' },
+    { method: 'GET', path: `/v1/proofs/${proofId}/events`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}/events' },
     { method: 'POST', path: `/v1/proofs/${uuid}/cancel`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}/cancel' },
     { method: 'GET', path: `/v1/configs/${configId}`, auth: 'key', body: 'none', junkPath: '/v1/configs/{id}' },
     { method: 'GET', path: `/v1/configs/${configId}/config`, auth: 'key', body: 'none', junkPath: '/v1/configs/{id}/config' },
@@ -98,6 +99,7 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
     { method: 'GET', path: `/v1/executions?program_id=${programId}`, auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'GET', path: `/v1/executions/${uuid}`, auth: 'key', body: 'none', junkPath: '/v1/executions/{id}' },
     { method: 'GET', path: `/v1/executions/${uuid}/logs`, auth: 'key', body: 'none', junkPath: '/v1/executions/{id}/logs' },
+    { method: 'GET', path: `/v1/executions/${uuid}/events`, auth: 'key', body: 'none', junkPath: '/v1/executions/{id}/events' },
     { method: 'POST', path: '/internal/v1/jobs/claim', auth: 'agent', body: 'json', cap: MAX_INTERNAL_JSON_BYTES },
     { method: 'POST', path: '/internal/v1/lease/heartbeat', auth: 'job', body: 'json' },
     { method: 'POST', path: '/internal/v1/lease/logs', auth: 'job', body: 'json' },
@@ -190,6 +192,8 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
       for (let i = 0; i < 3; i++) cases.push({ name: 'a junk Idempotency-Key', init: { method: e.method, body: '{}', headers: { 'content-type': 'application/json', 'Idempotency-Key': junkKey() } }, expect: [400] });
       cases.push({ name: 'a junk Idempotency-Key and a bad API key', init: { method: e.method, body: '{}', headers: { ...badKey(), 'Idempotency-Key': junkKey() } }, expect: [401] });
     }
+    // An event stream with a junk Last-Event-ID: 400 before streaming.
+    if (e.path.endsWith('/events')) cases.push({ name: 'a junk Last-Event-ID', init: { method: 'GET', headers: { 'Last-Event-ID': pick(['x', '1.', '.abc', '12.zz', '-1.0000000000000000', junkSegment()]) } }, expect: [400] });
     if (e.auth === 'none') cases.push({ name: 'junk query and body', path: `${e.path}?${junkSegment()}=${junkSegment()}`, init: { method: e.method, headers: {} }, expect: [200] });
     return cases;
   }
