@@ -1,6 +1,7 @@
 import type { Db } from './db/client.ts';
 import type { RequestSessions } from './db/sessions.ts';
 import type { Env } from './env.ts';
+import type { IdempotentRequest } from './middleware/idempotency.ts';
 
 /** Who is calling: resolved from the API key (src/middleware/auth.ts) or the console's membership. */
 export interface Caller {
@@ -27,5 +28,7 @@ export interface AppEnv {
      * answer a caller whose key is no good (401 comes first, as in the reference).
      */
     authGate: () => Promise<void>;
+    /** The request's Idempotency-Key and its claim, on routes that take one (src/middleware/idempotency.ts). */
+    idempotency?: IdempotentRequest;
   };
 }

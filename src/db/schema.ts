@@ -657,3 +657,39 @@ export const webhookAttempts = sqliteTable(
   },
   (t) => [uniqueIndex('webhook_attempts_delivery').on(t.delivery_id, t.attempt)],
 );
+
+export const IDEMPOTENCY_STATES = ['in_flight', 'done'] as const;
+
+/**
+ * Idempotency-Key claims and the answers stored under them, per organization
+ * (src/middleware/idempotency.ts; README "Idempotent submissions"). A request with the
+ * header claims (org_id, key) with a conditional insert in its first D1 batch (the
+ * primary key makes concurrent claims exclusive); the batch that creates its record
+ * stores its answer (`done`). Rows expire 24 h after the claim and the cron sweep
+ * deletes them in bounded batches.
+ */
+export const idempotencyKeys = sqliteTable(
+  'idempotency_keys',
+  {
+    org_id: text('org_id').notNull(),
+    /** The header's value (1-255 printable ASCII characters). */
+    key: text('key').notNull(),
+    /** Random per request: which request holds the claim (a stale claim can be taken over). */
+    claim_id: text('claim_id').notNull(),
+    state: text('state', { enum: IDEMPOTENCY_STATES }).notNull(),
+    /** SHA-256 (hex) of method, path, query, media type and body; set with the answer. */
+    fingerprint: text('fingerprint'),
+    /** The body's length as fingerprinted (multipart boundaries normalized); set with the answer. */
+    body_bytes: integer('body_bytes'),
+    /** The stored answer: HTTP status and JSON body. */
+    status: integer('status'),
+    response: text('response'),
+    /** Epoch ms of the claim. */
+    created_at: integer('created_at').notNull(),
+    /** Epoch ms until which an in-flight claim stands; past it, a retry may take the key over (its holder died). */
+    locked_until: integer('locked_until').notNull(),
+    /** Epoch ms past which the key is free again and the sweep deletes the row (created_at + 24 h). */
+    expires_at: integer('expires_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.org_id, t.key] }), index('idempotency_keys_expiry').on(t.expires_at)],
+);

@@ -12,6 +12,8 @@ import type { Db } from '../db/client.ts';
 import { apiKeys, jobs, type JobKind } from '../db/schema.ts';
 import { ArtifactBatch } from '../lib/artifacts.ts';
 import { ApiError } from '../lib/errors.ts';
+import { isLostClaim } from '../lib/idempotency.ts';
+import { answerStatements, claimLost } from '../middleware/idempotency.ts';
 import { isRefusedJobInsert, orgIdIfAllowed, orgUsageQuery, quotaDefaults, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
 import { gpusUsed } from './state.ts';
 import type { Env, JobNotice } from '../env.ts';
@@ -107,6 +109,12 @@ async function explainRefusal(c: Context<AppEnv>, gpus: number): Promise<ApiErro
   return usage[0] ? quotaExceeded(usage[0], gpus) : null;
 }
 
+/** What a job-creating request answers once its rows are committed (stored under its Idempotency-Key, if it sent one). */
+export interface CreatedAnswer {
+  status: 200 | 201;
+  body: { id: string };
+}
+
 /**
  * The one write path of every request that creates a job, for the authenticated
  * caller (c.var.caller). `store` writes the request's objects to R2 and returns what
@@ -114,12 +122,16 @@ async function explainRefusal(c: Context<AppEnv>, gpus: number): Promise<ApiErro
  * batch on the primary, which re-checks the caller's key and the quotas inside it and
  * can still refuse as a whole; then the notice is sent. If anything fails before the
  * batch commits, every object written is deleted: no row without its objects, no
- * object without its row, no notice for a job that was not recorded.
+ * object without its row, no notice for a job that was not recorded. A request with an
+ * Idempotency-Key stores `answer` in the same batch, which commits only while the
+ * request holds its key (src/middleware/idempotency.ts): no record without its stored
+ * answer, no stored answer without its record.
  */
 export async function submitJob<T>(
   c: Context<AppEnv>,
   store: (artifacts: ArtifactBatch) => Promise<T>,
   build: (stored: T) => { job: NewJob; rows: BatchItem<'sqlite'>[] },
+  answer: CreatedAnswer,
 ): Promise<T> {
   const { db, caller } = c.var;
   const quotas = quotaDefaults(c.env);
@@ -130,14 +142,16 @@ export async function submitJob<T>(
   try {
     stored = await store(artifacts);
     const { job, rows } = build(stored);
+    const answerRows = await answerStatements(c, answer.status, answer.body);
     const gpus = gpusUsed(job.engine, job.numGpus);
     for (let attempt = 1; ; attempt++) {
       const insert = insertJob(db, job, caller, quotas);
       try {
-        await db.batch([insert.query, ...rows]);
+        await db.batch([insert.query, ...rows, ...answerRows(db, caller.orgId)]);
         jobId = insert.id;
         break;
       } catch (err) {
+        if (isLostClaim(err)) throw claimLost();
         if (!isRefusedJobInsert(err)) throw err;
         const refusal = await explainRefusal(c, gpus);
         if (refusal) throw refusal;

@@ -10,10 +10,12 @@
 //   lanes cost, and an agent woken by a notice claims whatever is next for it anyway.
 // - Webhook deliveries whose attempt is overdue get a fresh queue message, and old
 //   finished ones are deleted (src/jobs/webhooks.ts sweepWebhooks).
+// - Idempotency keys older than 24 h are deleted, in bounded batches (src/lib/idempotency.ts).
 import { and, eq, gte, isNotNull, isNull, lt } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { agents, jobs, queueLanes } from '../db/schema.ts';
 import type { Env } from '../env.ts';
+import { deleteExpiredKeys } from '../lib/idempotency.ts';
 import { notifyJob } from './dispatch.ts';
 import { appendServiceLog } from './logs.ts';
 import { fleetSettings } from './settings.ts';
@@ -50,7 +52,7 @@ export async function sweep(
   db: Db,
   env: Env,
   now = Date.now(),
-): Promise<{ requeued: number; renotified: number; waiting: number; webhooksRequeued: number; webhooksDeleted: number }> {
+): Promise<{ requeued: number; renotified: number; waiting: number; webhooksRequeued: number; webhooksDeleted: number; idempotencyKeysDeleted: number }> {
   const settings = fleetSettings(env);
   const requeued: { id: string; kind: string }[] = [];
   for (let round = 0; round < 20; round++) {
@@ -106,5 +108,6 @@ export async function sweep(
     await notifyJob(env, { job_id: lane.job_id, kind: lane.kind });
     renotified++;
   }
-  return { requeued: requeued.length, renotified, waiting, ...webhooks };
+  const idempotencyKeysDeleted = await deleteExpiredKeys(db, now);
+  return { requeued: requeued.length, renotified, waiting, ...webhooks, idempotencyKeysDeleted };
 }

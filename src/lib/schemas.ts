@@ -147,3 +147,44 @@ export const errorResponses = (...statuses: (400 | 401 | 404 | 409 | 413 | 422)[
   }
   return out;
 };
+
+// ---------------------------------------------------------------------------
+// Idempotent submissions (src/middleware/idempotency.ts, README "Idempotent submissions").
+
+/** The request header of every route that creates something. */
+export const IdempotencyHeaders = z.object({
+  'Idempotency-Key': z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .openapi({
+      description:
+        'Makes the request safe to retry (IETF httpapi Idempotency-Key draft): 1-255 printable ASCII characters, bare or as a quoted string, unique per operation within your organization. The same key with the same request within 24 hours answers the first answer again (same status and body, header `Idempotent-Replayed: true`) and creates nothing; with a different request (method, path, query or body) 422; while the first request is still running 409. 5xx, 401, 409, 413 and 429 answers, and refusals given before the whole body was read, are not kept: the key is free to retry. A malformed key is 400.',
+      example: '9f1c2a4e-5b7d-4e0a-8c3f-2d6b1e9a7c50',
+    }),
+});
+
+/** The response header of a replayed answer. */
+export const ReplayedHeader = {
+  'Idempotent-Replayed': {
+    description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key (nothing was created by this one)',
+    schema: { type: 'string' as const, enum: ['true'] },
+  },
+};
+
+/**
+ * The responses of a creating route with an Idempotency-Key: the success (with the
+ * replay header), its other refusals, and the key's own 400, 409 and 422.
+ */
+export function idempotentResponses(success: 200 | 201, description: string, ...statuses: (400 | 404 | 409 | 413 | 422)[]) {
+  const errors = errorResponses(...new Set([400, 409, 422, ...statuses] as const));
+  errors[400]!.description += '; a malformed Idempotency-Key';
+  errors[409]!.description += '; a request with the same Idempotency-Key is still being processed';
+  errors[422]!.description += '; the Idempotency-Key was used for a different request';
+  return {
+    [success]: { description, headers: ReplayedHeader, content: { 'application/json': { schema: IdResponse } } },
+    ...errors,
+  } as Record<200 | 201, { description: string; headers: typeof ReplayedHeader; content: { 'application/json': { schema: typeof IdResponse } } }> &
+    ReturnType<typeof errorResponses>;
+}

@@ -10,6 +10,8 @@ export const SECRET_PREFIX = 'whsec_';
 const SECRET_BYTES = 32;
 /** Stored form: v1.<base64 iv>.<base64 ciphertext and tag>. */
 const FORMAT = 'v1';
+/** How a sealed text begins (a JSON text never does). */
+export const SEALED_PREFIX = `${FORMAT}.`;
 const MIN_KEY_CHARS = 32;
 
 const b64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));

@@ -15,6 +15,8 @@ import { apiKeys } from '../db/schema.ts';
 import { isBookmarkError } from '../db/sessions.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError } from '../lib/errors.ts';
+import { claimKey, isLostClaim, keyRow, requireClaim } from '../lib/idempotency.ts';
+import { IdempotencyHit } from './idempotency.ts';
 
 export const API_KEY_HEADER = 'Service-API-Key';
 /**
@@ -105,23 +107,54 @@ export async function asCaller<T extends Statements>(
 ): Promise<BatchResponse<T>> {
   const hash = c.var.apiKeyHash;
   const sessions = c.var.sessions;
+  // A request with an Idempotency-Key claims it in its first batch, before the route's
+  // statements (src/middleware/idempotency.ts): the batch then writes, so it runs on
+  // the primary, and all of it stands only if the claim is this request's.
+  const idem = c.var.idempotency;
+  const claiming = idem?.state === 'pending';
   const run = async (db: Db) => {
-    const [keys, ...results] = (await db.batch([keyLookup(db, hash), ...build(orgOfKey(hash))])) as unknown as [KeyRow[], ...unknown[]];
-    return { key: keys[0], results: results as unknown as BatchResponse<T> };
+    const claim = claiming ? [claimKey(db, orgOfKey(hash), idem.claim), requireClaim(db, orgOfKey(hash), idem.claim)] : [];
+    const [keys, ...rest] = (await db.batch([keyLookup(db, hash), ...claim, ...build(orgOfKey(hash))])) as unknown as [KeyRow[], ...unknown[]];
+    return { key: keys[0], results: rest.slice(claim.length) as unknown as BatchResponse<T> };
   };
   let answer: Awaited<ReturnType<typeof run>>;
   try {
     answer = await run(sessions.db);
   } catch (err) {
+    if (claiming && isLostClaim(err)) throw await keyNotClaimed(c);
     // A bookmark D1 cannot serve (too old, or from elsewhere): a fresh session on the primary.
     if (!(sessions.fromBookmark && isBookmarkError(err))) throw err;
     console.error(JSON.stringify({ level: 'warn', msg: 'bookmark not served; reading from the primary', error: String(err) }));
-    answer = await run(sessions.primary());
+    try {
+      answer = await run(sessions.primary());
+    } catch (retryErr) {
+      if (claiming && isLostClaim(retryErr)) throw await keyNotClaimed(c);
+      throw retryErr;
+    }
   }
-  if ((!answer.key || !fresh(answer.results)) && sessions.mayBeBehind) answer = await run(sessions.primary());
+  // A claiming batch ran on the primary: its refusals are final already.
+  if ((!answer.key || !fresh(answer.results)) && sessions.mayBeBehind && !claiming) answer = await run(sessions.primary());
   if (!answer.key) throw invalidKey();
   accept(c, answer.key);
+  if (claiming) idem.state = 'claimed';
   return answer.results;
+}
+
+/**
+ * Why a claiming batch failed, read on the primary: 401 for a dead API key (its
+ * organization is null, so nothing was claimed), else the key belongs to another
+ * request: the route stops and the idempotency middleware answers.
+ */
+async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
+  const db = c.var.sessions.primary();
+  const idem = c.var.idempotency!;
+  const hash = c.var.apiKeyHash;
+  const [keys, rows] = await db.batch([keyLookup(db, hash), keyRow(db, orgOfKey(hash), idem.claim.key)]);
+  if (!keys[0]) return invalidKey();
+  accept(c, keys[0]);
+  idem.state = 'taken';
+  idem.found = rows[0];
+  return new IdempotencyHit();
 }
 
 /** The caller, checking the key now if no read has yet (routes whose first statement is a write or has none). */

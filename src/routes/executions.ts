@@ -10,10 +10,12 @@ import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
 import { readProofInputBody } from '../lib/body.ts';
 import { ExecutionRecord, executionRecord } from '../lib/records.ts';
-import { errorResponses, IdResponse, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
+import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
+import { idempotent } from '../middleware/idempotency.ts';
 import { executionQuery, jobOfSubject, one, programQuery, programRunsQuery, requireProgram, runsPage } from '../lib/lookups.ts';
 import { MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { logResponse } from '../jobs/logs.ts';
+import { eventStream, eventStreamDoc, EventStreamHeaders, executionEvents } from '../jobs/events.ts';
 import { asCaller } from '../middleware/auth.ts';
 
 export const executionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -36,20 +38,18 @@ const submitRoute = createRoute({
   summary: 'Execute a program on an input without proving',
   request: {
     query: SubmitQuery,
+    headers: IdempotencyHeaders,
     body: {
       required: true,
       content: { 'application/json': { schema: z.object({ input: z.array(z.string()) }).openapi('ExecutionInput') } },
     },
   },
-  responses: {
-    200: { description: 'Queued', content: { 'application/json': { schema: IdResponse } } },
-    ...errorResponses(404, 409, 413, 422),
-  },
+  responses: idempotentResponses(200, 'Queued', 404, 409, 413, 422),
 });
 // Document only: the input is checked entry by entry as it is scanned (readProofInputBody).
 executionsApi.openAPIRegistry.registerPath(submitRoute);
 
-executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) => {
+executionsApi.post('/', idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
   const [programRows, projectRows, configRows, [usage]] = await asCaller(
@@ -64,6 +64,7 @@ executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async 
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
   refuseOverQuota(usage);
   const id = crypto.randomUUID();
+  const answer = { status: 200, body: { id } } as const;
   await submitJob(
     c,
     (artifacts) => artifacts.put(artifactKey.executionInput(id), input),
@@ -73,8 +74,9 @@ executionsApi.post('/', zValidator('query', SubmitQuery, validationHook), async 
       ],
       job: { kind: 'execute', subjectId: id, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: DEFAULT_PRIORITY, numGpus: 1 },
     }),
+    answer,
   );
-  return c.json({ id }, 200);
+  return c.json(answer.body, answer.status);
 });
 
 executionsApi.openapi(
@@ -131,4 +133,18 @@ executionsApi.openapi(
     one(execution, 'Execution');
     return (await logResponse(c.env.ARTIFACTS, job[0]?.id)) as never;
   },
+);
+
+const executionEventsDoc = eventStreamDoc('execution', 'Succeeded or Failed');
+executionsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{execution_id}/events',
+    tags: ['executions'],
+    summary: 'Follow an execution live: its status and logs as Server-Sent Events',
+    description: executionEventsDoc.description,
+    request: { params: ExecutionParams, headers: EventStreamHeaders },
+    responses: { ...executionEventsDoc.responses, ...errorResponses(400, 404, 422) },
+  }),
+  async (c) => (await eventStream(c, executionEvents, c.req.valid('param').execution_id)) as never,
 );

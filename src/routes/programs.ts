@@ -14,7 +14,8 @@ import { toHex } from '../lib/crypto.ts';
 import { ELF_HEAD_BYTES, validateElf } from '../lib/elf.ts';
 import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
 import { ProgramRecord } from '../lib/records.ts';
-import { ConfigId, errorResponses, IdResponse, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
+import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
+import { idempotent } from '../middleware/idempotency.ts';
 import { configQuery, one, orgCounter, programPage, programPageQuery, programQuery, projectQuery, requireProgram, toRecord } from '../lib/lookups.ts';
 import { highlightIfNone, rehighlightAfterMove } from '../lib/project-highlight.ts';
 import { jsonBody } from '../lib/body.ts';
@@ -48,6 +49,7 @@ const registerRoute = createRoute({
     'Streams both files to storage, records the program as `not_ready` and queues the background job that computes its exe commit and verification baseline; the status becomes `processing`, then `ready` (or `failed`). The body limit is the deployment’s MAX_UPLOAD_BYTES (413 beyond it).',
   request: {
     query: RegisterQuery,
+    headers: IdempotencyHeaders,
     body: {
       required: true,
       content: {
@@ -61,16 +63,13 @@ const registerRoute = createRoute({
       },
     },
   },
-  responses: {
-    201: { description: 'Registered', content: { 'application/json': { schema: IdResponse } } },
-    ...errorResponses(400, 404, 413, 422),
-  },
+  responses: idempotentResponses(201, 'Registered', 400, 404, 413, 422),
 });
 // Registered for the document only: the handler below streams the body itself,
 // which the generated validator (formData()) would buffer whole.
 programsApi.openAPIRegistry.registerPath(registerRoute);
 
-programsApi.post('/', zValidator('query', RegisterQuery, validationHook), async (c) => {
+programsApi.post('/', idempotent, zValidator('query', RegisterQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
   // Everything that can be refused without the body is refused before reading it, from
@@ -94,6 +93,7 @@ programsApi.post('/', zValidator('query', RegisterQuery, validationHook), async 
   refuseOverQuota(usage);
 
   const programId = crypto.randomUUID();
+  const answer = { status: 201, body: { id: programId } } as const;
   await submitJob(
     c,
     (artifacts) => receiveProgramFiles(c.req.raw.body!, boundary, maxBytes, programId, artifacts),
@@ -131,8 +131,9 @@ programsApi.post('/', zValidator('query', RegisterQuery, validationHook), async 
         job: { kind: 'commit', subjectId: programId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: INTERACTIVE_PRIORITY, numGpus: 1 },
       };
     },
+    answer,
   );
-  return c.json({ id: programId }, 201);
+  return c.json(answer.body, answer.status);
 });
 
 interface ReceivedProgram {

@@ -8,7 +8,9 @@ import { ApiError, isRefusedInsert, ValidationError, validationHook } from '../l
 import { readJsonBody } from '../lib/body.ts';
 import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
 import { ProgramRecord, ProjectRecord, projectRecord } from '../lib/records.ts';
-import { errorResponses, IdResponse, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
+import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
+import { isLostClaim } from '../lib/idempotency.ts';
+import { answerStatements, claimLost, idempotent } from '../middleware/idempotency.ts';
 import { one, programPage, programPageQuery, projectPage, projectPageQuery, projectQuery } from '../lib/lookups.ts';
 
 export const projectsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -48,34 +50,38 @@ const createRoute_ = createRoute({
   path: '/',
   tags: ['projects'],
   summary: 'Create a project',
-  request: { body: { required: true, content: { 'application/json': { schema: CreateProjectBody } } } },
-  responses: {
-    201: { description: 'Created', content: { 'application/json': { schema: IdResponse } } },
-    ...errorResponses(422),
-  },
+  request: { headers: IdempotencyHeaders, body: { required: true, content: { 'application/json': { schema: CreateProjectBody } } } },
+  responses: idempotentResponses(201, 'Created', 413, 422),
 });
 // The body may be a bare JSON string, which the generated validator would read as
 // text; it is parsed here instead.
 projectsApi.openAPIRegistry.registerPath(createRoute_);
-projectsApi.post('/', async (c) => {
+projectsApi.post('/', idempotent, async (c) => {
   const body = await readJsonBody(c.req.raw, MAX_JSON_BODY_BYTES);
   const name = typeof body === 'string' ? body : (body as { name?: unknown } | null)?.name;
   if (typeof name !== 'string' || !name.trim())
     throw new ValidationError([{ loc: ['body'], msg: 'Value error, the body must be the project name as a non-empty JSON string', type: 'value_error' }]);
   if (name.length > 256) throw new ValidationError([{ loc: ['body'], msg: 'String should have at most 256 characters', type: 'string_too_long' }]);
   const id = crypto.randomUUID();
+  const answer = { status: 201, body: { id } } as const;
+  const answerRows = await answerStatements(c, answer.status, answer.body);
   // One batch on the primary: the key's lookup and the insert, whose organization and
-  // owner are the key's own (a dead key leaves org_id NULL: the batch fails, nothing is stored).
+  // owner are the key's own (a dead key leaves org_id NULL: the batch fails, nothing is
+  // stored); with an Idempotency-Key, also its claim and the stored answer.
   const hash = c.var.apiKeyHash;
   const keyRow = (column: typeof apiKeys.org_id | typeof apiKeys.owner) =>
     sql<string>`(SELECT ${column} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
   try {
-    await asCaller(c, () => [c.var.db.insert(projects).values({ id, org_id: keyRow(apiKeys.org_id), name: name.trim(), created_by: keyRow(apiKeys.owner) })]);
+    await asCaller(c, (org) => [
+      c.var.db.insert(projects).values({ id, org_id: keyRow(apiKeys.org_id), name: name.trim(), created_by: keyRow(apiKeys.owner) }),
+      ...answerRows(c.var.db, org),
+    ]);
   } catch (err) {
     if (isRefusedInsert(err, 'projects')) throw new ApiError(401, 'Invalid or revoked API key');
+    if (isLostClaim(err)) throw claimLost();
     throw err;
   }
-  return c.json({ id }, 201);
+  return c.json(answer.body, answer.status);
 });
 
 const ProjectParams = z.object({ project_id: Uuid('project_id') });

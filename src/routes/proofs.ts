@@ -15,11 +15,13 @@ import { readProofInputBody } from '../lib/body.ts';
 import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
 import { normalizeStarkProofFile } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
-import { errorResponses, IdResponse, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
+import { errorResponses, IdempotencyHeaders, idempotentResponses, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
+import { idempotent } from '../middleware/idempotency.ts';
 import { jobOfSubject, one, programQuery, programRunsQuery, proofQuery, requireProgram, runsPage } from '../lib/lookups.ts';
 import { cancelAnswer, proofFileResponse } from '../lib/proof-actions.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { logResponse } from '../jobs/logs.ts';
+import { eventStream, eventStreamDoc, EventStreamHeaders, proofEvents } from '../jobs/events.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -57,6 +59,7 @@ const submitRoute = createRoute({
   description: `JSON body {"input": [...]}, or multipart/form-data with an \`input\` text field (the same JSON) and up to ${MAX_CHILD_PROOFS} \`child_proofs\` file parts (STARK proof JSON, at most ${MAX_CHILD_PROOF_BYTES} bytes each) in packing order; child proofs need a deferral-enabled config. The program must be ready.`,
   request: {
     query: SubmitQuery,
+    headers: IdempotencyHeaders,
     body: {
       required: true,
       content: {
@@ -70,15 +73,12 @@ const submitRoute = createRoute({
       },
     },
   },
-  responses: {
-    200: { description: 'Queued', content: { 'application/json': { schema: IdResponse } } },
-    ...errorResponses(400, 404, 409, 413, 422),
-  },
+  responses: idempotentResponses(200, 'Queued', 400, 404, 409, 413, 422),
 });
 // Document only: the handler reads JSON or streams multipart itself.
 proofsApi.openAPIRegistry.registerPath(submitRoute);
 
-proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) => {
+proofsApi.post('/', idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
   // The request's one read, before its body: the key, the program and the organization's
@@ -114,6 +114,7 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
   const proofId = crypto.randomUUID();
   const childKeys = body.children.map((_, i) => artifactKey.proofChild(proofId, i));
   const numGpus = q.num_gpus ?? program.default_num_gpus;
+  const answer = { status: 200, body: { id: proofId } } as const;
   await submitJob(
     c,
     async (artifacts) => {
@@ -138,8 +139,9 @@ proofsApi.post('/', zValidator('query', SubmitQuery, validationHook), async (c) 
       ],
       job: { kind: 'proof', subjectId: proofId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: q.priority, numGpus },
     }),
+    answer,
   );
-  return c.json({ id: proofId }, 200);
+  return c.json(answer.body, answer.status);
 });
 
 async function readMultipartSubmission(req: Request, boundary: string, maxBytes: number) {
@@ -261,6 +263,23 @@ proofsApi.openapi(
     one(proof, 'Proof');
     return (await logResponse(c.env.ARTIFACTS, job[0]?.id)) as never;
   },
+);
+
+// ---------------------------------------------------------------------------
+// GET /v1/proofs/{proof_id}/events
+
+const proofEventsDoc = eventStreamDoc('proof', 'Succeeded, Failed or Canceled');
+proofsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{proof_id}/events',
+    tags: ['proofs'],
+    summary: 'Follow a proof live: its state and logs as Server-Sent Events',
+    description: proofEventsDoc.description,
+    request: { params: ProofParams, headers: EventStreamHeaders },
+    responses: { ...proofEventsDoc.responses, ...errorResponses(400, 404, 422) },
+  }),
+  async (c) => (await eventStream(c, proofEvents, c.req.valid('param').proof_id)) as never,
 );
 
 // ---------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import { ApiError, notFound, ValidationError, validationHook } from '../lib/erro
 import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
 import { evmProofShapeError, starkProofShapeError } from '../lib/proof-format.ts';
 import { VerificationRecord, verificationRecord } from '../lib/records.ts';
-import { ConfigId, errorResponses, IdResponse, Uuid } from '../lib/schemas.ts';
+import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, Uuid } from '../lib/schemas.ts';
+import { idempotent } from '../middleware/idempotency.ts';
 import { MAX_CHILD_PROOF_BYTES } from '../lib/limits.ts';
 import { configQuery, one, programOf, programQuery, verificationQuery } from '../lib/lookups.ts';
 
@@ -41,11 +42,8 @@ verifyApi.openAPIRegistry.registerPath(
     summary: 'Submit a proof for verification (unified: EVM or STARK, told apart by its shape)',
     description:
       'An EVM proof is checked with the keys of `config_id` (or of the program’s config); a STARK proof needs `program_id`, whose verification baseline it is checked against. Hex fields may come with or without `0x`. The result starts as `processing` and becomes `verified` or `failed`.',
-    request: { query: UnifiedQuery, body: proofFileBody('EVM proof JSON, or STARK proof JSON (VersionedVmStarkProof)') },
-    responses: {
-      200: { description: 'Verification queued', content: { 'application/json': { schema: IdResponse } } },
-      ...errorResponses(400, 404, 409, 413, 422),
-    },
+    request: { query: UnifiedQuery, headers: IdempotencyHeaders, body: proofFileBody('EVM proof JSON, or STARK proof JSON (VersionedVmStarkProof)') },
+    responses: idempotentResponses(200, 'Verification queued', 400, 404, 409, 413, 422),
   }),
 );
 verifyApi.openAPIRegistry.registerPath(
@@ -55,15 +53,12 @@ verifyApi.openAPIRegistry.registerPath(
     tags: ['verify'],
     summary: 'Submit a STARK proof for verification against a program',
     description: 'The configuration is the program’s. The result starts as `processing` and becomes `verified` or `failed`.',
-    request: { query: StarkQuery, body: proofFileBody('STARK proof JSON (VersionedVmStarkProof)') },
-    responses: {
-      200: { description: 'Verification queued', content: { 'application/json': { schema: IdResponse } } },
-      ...errorResponses(400, 404, 409, 413, 422),
-    },
+    request: { query: StarkQuery, headers: IdempotencyHeaders, body: proofFileBody('STARK proof JSON (VersionedVmStarkProof)') },
+    responses: idempotentResponses(200, 'Verification queued', 400, 404, 409, 413, 422),
   }),
 );
 
-verifyApi.post('/', zValidator('query', UnifiedQuery, validationHook), async (c) => {
+verifyApi.post('/', idempotent, zValidator('query', UnifiedQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const looked = await lookUp(c, q.program_id, q.config_id);
   const text = await readProofPart(c.req.raw);
@@ -77,7 +72,7 @@ verifyApi.post('/', zValidator('query', UnifiedQuery, validationHook), async (c)
   return c.json({ id: await submitVerification(c, looked, { kind, text, doc, programId: q.program_id, configId: q.config_id }) }, 200);
 });
 
-verifyApi.post('/stark', zValidator('query', StarkQuery, validationHook), async (c) => {
+verifyApi.post('/stark', idempotent, zValidator('query', StarkQuery, validationHook), async (c) => {
   const programId = c.req.valid('query').program_id;
   const looked = await lookUp(c, programId, undefined);
   const text = await readProofPart(c.req.raw);
@@ -151,6 +146,7 @@ async function submitVerification(
   refuseOverQuota(looked.usage);
   const cfg = config!;
   const id = crypto.randomUUID();
+  const answer = { status: 200, body: { id } } as const;
   await submitJob(
     c,
     (artifacts) => artifacts.put(artifactKey.verificationProof(id), v.text),
@@ -168,6 +164,7 @@ async function submitVerification(
       ],
       job: { kind: 'verify', subjectId: id, orgId: caller.orgId, configId: cfg.id, engine: cfg.engine, priority: INTERACTIVE_PRIORITY, numGpus: 1 },
     }),
+    answer,
   );
   return id;
 }

@@ -10,11 +10,12 @@ import type { AppEnv } from '../app-env.ts';
 import { apiKeys, WEBHOOK_EVENTS } from '../db/schema.ts';
 import { enqueueAfterResponse, refOf, RETRY_DELAYS_SECONDS } from '../jobs/webhooks.ts';
 import { asCaller, authenticate } from '../middleware/auth.ts';
+import { idempotent, sealAnswer } from '../middleware/idempotency.ts';
 import { jsonBody } from '../lib/body.ts';
 import { ApiError, isRefusedInsert, notFound, validationHook } from '../lib/errors.ts';
 import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
 import { ExecutionRecord, ProgramRecord, ProofRecord, VerificationRecord } from '../lib/records.ts';
-import { errorResponses, MessageResponse, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
+import { errorResponses, IdempotencyHeaders, MessageResponse, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
 import {
   checkWebhookUrl,
   createStatements,
@@ -88,10 +89,10 @@ webhooksApi.openapi(
     method: 'post',
     path: '/',
     tags: TAGS,
-    summary: 'Register a webhook endpoint; its signing secret is in this answer only',
+    summary: 'Register a webhook endpoint; its signing secret is in this answer only (and in its replays: Idempotency-Key)',
     description: WEBHOOKS_DESCRIPTION,
-    middleware: [jsonBody(MAX_JSON_BODY_BYTES)],
-    request: { body: { required: true, content: { 'application/json': { schema: CreateWebhookBody } } } },
+    middleware: [idempotent, jsonBody(MAX_JSON_BODY_BYTES)],
+    request: { headers: IdempotencyHeaders, body: { required: true, content: { 'application/json': { schema: CreateWebhookBody } } } },
     responses: {
       201: { description: 'Created', content: { 'application/json': { schema: WebhookEndpointWithSecret } } },
       ...errorResponses(409, 413, 422),
@@ -100,6 +101,7 @@ webhooksApi.openapi(
   }),
   async (c) => {
     const body = c.req.valid('json');
+    sealAnswer(c); // a replay shows the secret again: stored encrypted, never in the clear
     checkWebhookUrl(c.env, body.url);
     const id = crypto.randomUUID();
     const { secret, sealed } = await sealedNewSecret(c, id);

@@ -11,6 +11,10 @@ export interface D1Call {
   sql: string[];
   /** Rows written, as D1 reports them. */
   rowsWritten: number;
+  /** When it was sent (the Worker's clock: epoch ms). */
+  at: number;
+  /** It failed (a batch that failed a constraint wrote nothing, but was a round trip). */
+  failed?: boolean;
 }
 
 type Stmt = D1PreparedStatement & { __sql?: string };
@@ -27,8 +31,12 @@ export function recordD1Calls() {
     for (const m of ['all', 'run', 'raw', 'first'] as const) {
       const original = (stmt[m] as (...a: unknown[]) => Promise<unknown>).bind(stmt);
       (stmt as unknown as Record<string, unknown>)[m] = async (...a: unknown[]) => {
-        const r = await original(...a);
-        calls.push({ via, sql: [q], rowsWritten: m === 'raw' || m === 'first' ? 0 : written(r) });
+        const at = Date.now();
+        const r = await original(...a).catch((err: unknown) => {
+          calls.push({ via, sql: [q], rowsWritten: 0, at, failed: true });
+          throw err;
+        });
+        calls.push({ via, sql: [q], rowsWritten: m === 'raw' || m === 'first' ? 0 : written(r), at });
         return r;
       };
     }
@@ -39,8 +47,12 @@ export function recordD1Calls() {
     const batch = db.batch.bind(db);
     db.prepare = (q: string) => wrapStatement(prepare(q) as Stmt, q, via);
     db.batch = (async (stmts: Stmt[]) => {
-      const r = await batch(stmts);
-      calls.push({ via, sql: stmts.map((s) => s.__sql ?? '?'), rowsWritten: written(r) });
+      const at = Date.now();
+      const r = await batch(stmts).catch((err: unknown) => {
+        calls.push({ via, sql: stmts.map((s) => s.__sql ?? '?'), rowsWritten: 0, at, failed: true });
+        throw err;
+      });
+      calls.push({ via, sql: stmts.map((s) => s.__sql ?? '?'), rowsWritten: written(r), at });
       return r;
     }) as T['batch'];
     return db;
@@ -50,8 +62,12 @@ export function recordD1Calls() {
   const realSession = env.DB.withSession.bind(env.DB);
   vi.spyOn(env.DB, 'prepare').mockImplementation((q: string) => wrapStatement(realPrepare(q) as Stmt, q, 'binding'));
   vi.spyOn(env.DB, 'batch').mockImplementation((async (stmts: Stmt[]) => {
-    const r = await realBatch(stmts);
-    calls.push({ via: 'binding', sql: stmts.map((s) => s.__sql ?? '?'), rowsWritten: written(r) });
+    const at = Date.now();
+    const r = await realBatch(stmts).catch((err: unknown) => {
+      calls.push({ via: 'binding', sql: stmts.map((s) => s.__sql ?? '?'), rowsWritten: 0, at, failed: true });
+      throw err;
+    });
+    calls.push({ via: 'binding', sql: stmts.map((s) => s.__sql ?? '?'), rowsWritten: written(r), at });
     return r;
   }) as typeof env.DB.batch);
   vi.spyOn(env.DB, 'withSession').mockImplementation((c?: string) => wrapDb(realSession(c), c === 'first-primary' ? 'first-primary' : c === 'first-unconstrained' || c === undefined ? 'first-unconstrained' : 'bookmark'));

@@ -21,6 +21,8 @@ interface Endpoint {
   junkPath?: string;
   /** Integer query parameters to fuzz. */
   intParams?: string[];
+  /** It creates something: it takes an Idempotency-Key. */
+  idempotent?: boolean;
 }
 
 const random = seededRandom(0x5eed);
@@ -73,33 +75,35 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
   const uuid = '0199a3c2-5b1e-7c4e-9d2a-3f6b8e1c0a11';
   const endpoints: Endpoint[] = [
     { method: 'GET', path: '/v1/validate_api_key', auth: 'key', body: 'none' },
-    { method: 'POST', path: `/v1/programs?config_id=${configId}`, auth: 'key', body: 'multipart', intParams: ['default_num_gpus'] },
+    { method: 'POST', path: `/v1/programs?config_id=${configId}`, auth: 'key', body: 'multipart', intParams: ['default_num_gpus'], idempotent: true },
     { method: 'GET', path: '/v1/programs', auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'GET', path: `/v1/programs/${programId}`, auth: 'key', body: 'none', junkPath: '/v1/programs/{id}' },
     { method: 'PUT', path: `/v1/programs/${programId}`, auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES, junkPath: '/v1/programs/{id}' },
     { method: 'GET', path: `/v1/programs/${programId}/download/elf`, auth: 'key', body: 'none', junkPath: '/v1/programs/{id}/download/elf' },
     { method: 'GET', path: '/v1/projects', auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
-    { method: 'POST', path: '/v1/projects', auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES },
+    { method: 'POST', path: '/v1/projects', auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES, idempotent: true },
     { method: 'GET', path: `/v1/projects/${projectId}`, auth: 'key', body: 'none', junkPath: '/v1/projects/{id}' },
     { method: 'GET', path: `/v1/projects/${projectId}/programs`, auth: 'key', body: 'none', junkPath: '/v1/projects/{id}/programs', intParams: ['page', 'page_size'] },
-    { method: 'POST', path: `/v1/proofs?program_id=${programId}`, auth: 'key', body: 'json-or-multipart', cap: MAX_INPUT_BYTES, intParams: ['num_gpus', 'priority'] },
+    { method: 'POST', path: `/v1/proofs?program_id=${programId}`, auth: 'key', body: 'json-or-multipart', cap: MAX_INPUT_BYTES, intParams: ['num_gpus', 'priority'], idempotent: true },
     { method: 'GET', path: `/v1/proofs?program_id=${programId}`, auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'GET', path: `/v1/proofs/${proofId}`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}' },
     { method: 'GET', path: `/v1/proofs/${proofId}/proof/stark`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}/proof/stark' },
     { method: 'GET', path: `/v1/proofs/${proofId}/logs`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}/logs' },
+    { method: 'GET', path: `/v1/proofs/${proofId}/events`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}/events' },
     { method: 'POST', path: `/v1/proofs/${uuid}/cancel`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}/cancel' },
     { method: 'GET', path: `/v1/configs/${configId}`, auth: 'key', body: 'none', junkPath: '/v1/configs/{id}' },
     { method: 'GET', path: `/v1/configs/${configId}/config`, auth: 'key', body: 'none', junkPath: '/v1/configs/{id}/config' },
     { method: 'GET', path: `/v1/configs/${configId}/pk/app`, auth: 'key', body: 'none', junkPath: '/v1/configs/{id}/pk/app' },
     { method: 'GET', path: `/v1/configs/${configId}/vk/app`, auth: 'key', body: 'none', junkPath: '/v1/configs/{id}/vk/app' },
-    { method: 'POST', path: `/v1/verify?program_id=${programId}`, auth: 'key', body: 'multipart' },
-    { method: 'POST', path: `/v1/verify/stark?program_id=${programId}`, auth: 'key', body: 'multipart' },
+    { method: 'POST', path: `/v1/verify?program_id=${programId}`, auth: 'key', body: 'multipart', idempotent: true },
+    { method: 'POST', path: `/v1/verify/stark?program_id=${programId}`, auth: 'key', body: 'multipart', idempotent: true },
     { method: 'GET', path: `/v1/verify/${uuid}`, auth: 'key', body: 'none', junkPath: '/v1/verify/{id}' },
     { method: 'GET', path: `/v1/verify/stark/${uuid}`, auth: 'key', body: 'none', junkPath: '/v1/verify/stark/{id}' },
-    { method: 'POST', path: `/v1/executions?program_id=${programId}`, auth: 'key', body: 'json', cap: MAX_INPUT_BYTES },
+    { method: 'POST', path: `/v1/executions?program_id=${programId}`, auth: 'key', body: 'json', cap: MAX_INPUT_BYTES, idempotent: true },
     { method: 'GET', path: `/v1/executions?program_id=${programId}`, auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'GET', path: `/v1/executions/${uuid}`, auth: 'key', body: 'none', junkPath: '/v1/executions/{id}' },
     { method: 'GET', path: `/v1/executions/${uuid}/logs`, auth: 'key', body: 'none', junkPath: '/v1/executions/{id}/logs' },
+    { method: 'GET', path: `/v1/executions/${uuid}/events`, auth: 'key', body: 'none', junkPath: '/v1/executions/{id}/events' },
     { method: 'POST', path: '/v1/webhooks', auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES },
     { method: 'GET', path: '/v1/webhooks', auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'GET', path: `/v1/webhooks/${webhookId}`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}' },
@@ -196,6 +200,14 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
           cases.push({ name: `junk ${param}`, path: `${e.path}${sep}${param}=${encodeURIComponent(junkInt())}`, init: { method: e.method, body: e.body === 'none' ? null : '{}', headers: { 'content-type': 'application/json' } }, expect: [200, 201, 400, 404, 409, 422] });
         }
     }
+    if (e.idempotent) {
+      // Junk Idempotency-Keys: 400 before anything is looked at; with a bad API key, 401 first.
+      const junkKey = () => pick(['', ' ', '""', '"', '"open', 'k'.repeat(256 + Math.floor(random() * 1000)), 'tab\tkey', 'caf\u00e9', '"a"b"', '"bad\\escape"']);
+      for (let i = 0; i < 3; i++) cases.push({ name: 'a junk Idempotency-Key', init: { method: e.method, body: '{}', headers: { 'content-type': 'application/json', 'Idempotency-Key': junkKey() } }, expect: [400] });
+      cases.push({ name: 'a junk Idempotency-Key and a bad API key', init: { method: e.method, body: '{}', headers: { ...badKey(), 'Idempotency-Key': junkKey() } }, expect: [401] });
+    }
+    // An event stream with a junk Last-Event-ID: 400 before streaming.
+    if (e.path.endsWith('/events')) cases.push({ name: 'a junk Last-Event-ID', init: { method: 'GET', headers: { 'Last-Event-ID': pick(['x', '1.', '.abc', '12.zz', '-1.0000000000000000', junkSegment()]) } }, expect: [400] });
     if (e.auth === 'none') cases.push({ name: 'junk query and body', path: `${e.path}?${junkSegment()}=${junkSegment()}`, init: { method: e.method, headers: {} }, expect: [200] });
     return cases;
   }

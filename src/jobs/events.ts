@@ -1,0 +1,298 @@
+// Live status streams (Server-Sent Events): GET /v1/proofs/{id}/events and
+// GET /v1/executions/{id}/events (README "Live status streams").
+//
+// - `event: state`: the record exactly as its GET returns it, first and on every change;
+//   `event: log`: the log text appended since (in pieces of at most EVENT_LOG_MAX_BYTES,
+//   read from the job's R2 chunks, never the whole log at once). The stream ends once
+//   the record is terminal and the log is sent up to the length it had then (an
+//   ended lease takes no more log chunks).
+// - Every event's id is `<log offset>.<state hash>`: the log bytes sent so far and a
+//   hash of the last record sent. A reconnect with `Last-Event-ID` resumes from that
+//   offset and sends the record only if it changed: nothing is repeated. A reconnect
+//   that has everything already, of a finished job, gets 204 (EventSource stops there).
+// - Cost: the first read checks the API key in the same batch as the record
+//   (asCaller: 401 and 404 answer as JSON, before the stream starts); then one D1
+//   statement per poll, at most one poll per EVENT_POLL_MS, in the request's D1 session
+//   (the nearest replica): the record with its job's log position, scoped to the API
+//   key's organization, so a key revoked meanwhile finds nothing and ends the stream.
+// - A stream lasts at most EVENT_STREAM_MAX_MS and then tells the client to
+//   reconnect; a comment goes out every EVENT_HEARTBEAT_MS of silence so proxies keep
+//   it open; polling stops as soon as the client goes away.
+import { z } from '@hono/zod-openapi';
+import { and, eq, getTableColumns, sql, type SQL } from 'drizzle-orm';
+import type { BatchItem } from 'drizzle-orm/batch';
+import type { Context } from 'hono';
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
+import type { AppEnv } from '../app-env.ts';
+import type { Db } from '../db/client.ts';
+import { executions, jobs, proofs } from '../db/schema.ts';
+import { sha256Hex } from '../lib/crypto.ts';
+import { ApiError, notFound } from '../lib/errors.ts';
+import { executionRecord, proofRecord } from '../lib/records.ts';
+import { asCaller, orgOfKey } from '../middleware/auth.ts';
+import { jobLogFrom } from './logs.ts';
+
+/** Least time between two polls of one stream's record (one D1 statement each). */
+export const EVENT_POLL_MS = 1000;
+/** Longest a stream stays open; then it asks the client to reconnect (Last-Event-ID resumes it). */
+export const EVENT_STREAM_MAX_MS = 15 * 60 * 1000;
+/** Longest silence before a comment line keeps proxies from closing the stream. */
+export const EVENT_HEARTBEAT_MS = 15_000;
+/** Most log bytes read from R2 for one `log` event (whole chunks: a larger chunk goes alone). */
+export const EVENT_LOG_MAX_BYTES = 64 * 1024;
+/** What a reconnecting EventSource waits, in ms (the SSE `retry` field of the closing event). */
+const RECONNECT_RETRY_MS = 1000;
+
+const TERMINAL_PROOF_STATES = new Set(['Succeeded', 'Failed', 'Canceled']);
+const TERMINAL_EXECUTION_STATUSES = new Set(['Succeeded', 'Failed']);
+
+/** A kind of record that has an event stream. */
+export interface EventSubject {
+  /** As errors name it ("Proof not found"). */
+  name: string;
+  /** One statement: the record and its job's log position, scoped to `org`. */
+  query(db: Db, org: SQL<string>, id: string): SubjectQuery;
+  /** The record as its GET returns it, and whether it is final. */
+  record(row: SubjectRow): { json: string; terminal: boolean };
+}
+
+export type SubjectRow = Record<string, unknown> & { log_job_id: string | null; log_bytes: number | null };
+type SubjectQuery = BatchItem<'sqlite'> & { all(): Promise<SubjectRow[]> };
+
+/**
+ * The job's log position as columns of the record's row (names no record column has).
+ * The record's id is named with its table: drizzle writes columns of a one-table
+ * select unqualified, which inside the subquery would name the job's own id.
+ */
+const logPosition = (kind: 'proof' | 'execute', table: 'proofs' | 'executions') => {
+  const subjectId = sql`${sql.identifier(table)}.${sql.identifier('id')}`;
+  return {
+    log_job_id: sql<string | null>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_job_id'),
+    log_bytes: sql<number | null>`(SELECT ${jobs.log_bytes} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_bytes'),
+  };
+};
+
+export const proofEvents: EventSubject = {
+  name: 'Proof',
+  query: (db, org, id) =>
+    db
+      .select({ ...getTableColumns(proofs), ...logPosition('proof', 'proofs') })
+      .from(proofs)
+      .where(and(eq(proofs.id, id), eq(proofs.org_id, org))) as never,
+  record(row) {
+    const record = proofRecord(row as unknown as typeof proofs.$inferSelect);
+    return { json: JSON.stringify(record), terminal: TERMINAL_PROOF_STATES.has(record.state) };
+  },
+};
+
+export const executionEvents: EventSubject = {
+  name: 'Execution',
+  query: (db, org, id) =>
+    db
+      .select({ ...getTableColumns(executions), ...logPosition('execute', 'executions') })
+      .from(executions)
+      .where(and(eq(executions.id, id), eq(executions.org_id, org))) as never,
+  record(row) {
+    const record = executionRecord(row as unknown as typeof executions.$inferSelect);
+    return { json: JSON.stringify(record), terminal: TERMINAL_EXECUTION_STATUSES.has(record.status) };
+  },
+};
+
+/** Where a client is: log bytes it has and the hash of the last record it got. */
+export interface Position {
+  offset: number;
+  stateHash: string | null;
+}
+
+const EVENT_ID = /^(\d{1,15})\.([0-9a-f]{16})$/;
+
+/** The position a `Last-Event-ID` names (null: none sent), or 400. */
+export function parseLastEventId(header: string | undefined): Position | null {
+  if (header === undefined || header.trim() === '') return null;
+  const m = EVENT_ID.exec(header.trim());
+  if (!m) throw new ApiError(400, 'Malformed Last-Event-ID header: send back the id of the last event this stream sent you (or none to start over)');
+  return { offset: Number(m[1]), stateHash: m[2]! };
+}
+
+export const eventId = (p: { offset: number; stateHash: string }) => `${p.offset}.${p.stateHash}`;
+const stateHashOf = async (json: string) => (await sha256Hex(json)).slice(0, 16);
+
+/** A stream of `subject` record `id`'s events, for the authenticated route that serves it. */
+export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id: string): Promise<Response> {
+  const resume = parseLastEventId(c.req.header('Last-Event-ID'));
+  // The first read: the key and the record in one batch (404 confirmed on the primary).
+  const [rows] = (await asCaller(c, (org) => [subject.query(c.var.db, org, id)], ([r]) => (r as SubjectRow[]).length > 0)) as [SubjectRow[]];
+  const first = rows[0];
+  if (!first) throw notFound(subject.name);
+  const { json, terminal } = subject.record(first);
+  if (resume && terminal && resume.stateHash === (await stateHashOf(json)) && resume.offset >= (first.log_bytes ?? 0)) return c.body(null, 204);
+  // Later polls: the record alone, in the request's session. Scoped to the key's
+  // organization by a subquery, it is also the key's check: revoked, it finds nothing.
+  const pollDb = c.var.db;
+  const org = orgOfKey(c.var.apiKeyHash);
+  return streamSSE(c, (stream) =>
+    follow(stream, {
+      subject,
+      first,
+      from: resume ?? { offset: 0, stateHash: null },
+      poll: () => subject.query(pollDb, org, id).all(),
+      bucket: c.env.ARTIFACTS,
+      signal: c.req.raw.signal,
+      path: c.req.path,
+    }),
+  );
+}
+
+/** Time as a stream sees it: real in the Worker; a test may run 15 minutes in a moment. */
+export interface StreamClock {
+  now(): number;
+  /** Resolves after `ms`, or at once when the client goes away (`stop`). */
+  sleep(ms: number, stop: StopSignal): Promise<void>;
+}
+
+const realClock: StreamClock = { now: () => Date.now(), sleep: (ms, stop) => stop.sleep(ms) };
+
+export interface Follow {
+  subject: EventSubject;
+  /** The record as the first read found it. */
+  first: SubjectRow;
+  /** Where the client is (a resumed stream), or the start. */
+  from: Position;
+  /** One D1 statement: the record and its log position now. */
+  poll: () => Promise<SubjectRow[]>;
+  bucket: R2Bucket;
+  signal?: AbortSignal;
+  path: string;
+  clock?: StreamClock;
+}
+
+/** The stream's loop: send what changed, wait for the next poll, read again. */
+export async function follow(stream: SSEStreamingApi, f: Follow): Promise<void> {
+  const clock = f.clock ?? realClock;
+  const started = clock.now();
+  let lastWrite = started;
+  let lastRead = started;
+  let row = f.first;
+  let sentJson: string | null = null;
+  const sent: Position = { ...f.from };
+  const gone = stopSignal(stream, f.signal);
+  const send = async (event: string, data: string, extra: { retry?: number } = {}) => {
+    await stream.writeSSE({ event, data, id: eventId({ offset: sent.offset, stateHash: sent.stateHash ?? '0'.repeat(16) }), ...extra });
+    lastWrite = clock.now();
+  };
+  try {
+    for (;;) {
+      const { json, terminal } = f.subject.record(row);
+      if (json !== sentJson) {
+        const hash = await stateHashOf(json);
+        if (hash !== sent.stateHash) {
+          sent.stateHash = hash;
+          await send('state', json);
+        }
+        sentJson = json;
+      }
+      const logEnd = row.log_bytes ?? 0;
+      while (sent.offset < logEnd && !gone.stopped) {
+        const piece = await jobLogFrom(f.bucket, row.log_job_id ?? undefined, sent.offset, EVENT_LOG_MAX_BYTES);
+        if (piece.next <= sent.offset) break; // not readable yet: the next poll tries again
+        sent.offset = piece.next;
+        await send('log', piece.text);
+      }
+      if (terminal && sent.offset >= logEnd) return;
+      if (gone.stopped) return;
+      if (clock.now() - started >= EVENT_STREAM_MAX_MS) {
+        await send('reconnect', JSON.stringify({ detail: `This stream ends after ${EVENT_STREAM_MAX_MS / 60_000} minutes: reconnect with Last-Event-ID to go on` }), { retry: RECONNECT_RETRY_MS });
+        return;
+      }
+      // Wait for the next poll, keeping the connection alive meanwhile.
+      for (let now = clock.now(); now - lastRead < EVENT_POLL_MS && !gone.stopped; now = clock.now()) {
+        if (now - lastWrite >= EVENT_HEARTBEAT_MS) {
+          await stream.write(': keep-alive\n\n');
+          lastWrite = clock.now();
+          continue;
+        }
+        await clock.sleep(Math.min(EVENT_POLL_MS - (now - lastRead), EVENT_HEARTBEAT_MS - (now - lastWrite)), gone);
+      }
+      if (gone.stopped) return;
+      lastRead = clock.now();
+      const [next] = await f.poll();
+      if (!next) {
+        // Records are never deleted: the API key was revoked meanwhile.
+        await send('error', JSON.stringify({ detail: 'Invalid or revoked API key' }));
+        return;
+      }
+      row = next;
+    }
+  } catch (err) {
+    if (gone.stopped) return;
+    console.error(JSON.stringify({ level: 'error', msg: 'event stream failed; asking the client to reconnect', path: f.path, error: String(err) }));
+    await send('reconnect', JSON.stringify({ detail: 'The stream was interrupted: reconnect with Last-Event-ID to go on' }), { retry: RECONNECT_RETRY_MS }).catch(() => {});
+  }
+}
+
+export type StopSignal = ReturnType<typeof stopSignal>;
+
+/** Whether the client went away (the response stream was canceled, or the request aborted), and a sleep that ends when it does. */
+function stopSignal(stream: SSEStreamingApi, signal: AbortSignal | undefined) {
+  const wakers = new Set<() => void>();
+  const state = {
+    stopped: false,
+    sleep(ms: number) {
+      if (state.stopped || ms <= 0) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          wakers.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, ms);
+        wakers.add(wake);
+      });
+    },
+  };
+  const stop = () => {
+    state.stopped = true;
+    for (const wake of [...wakers]) wake();
+  };
+  stream.onAbort(stop);
+  signal?.addEventListener('abort', stop);
+  return state;
+}
+
+// ---------------------------------------------------------------------------
+// OpenAPI of the two routes.
+
+export const EventStreamHeaders = z.object({
+  'Last-Event-ID': z
+    .string()
+    .optional()
+    .openapi({ description: 'The id of the last event received: the stream resumes after it, without repeats', example: '1536.9f86d081884c7d65' }),
+});
+
+/** The description and responses of a record's event stream route. */
+export function eventStreamDoc(record: string, terminal: string) {
+  const example = [
+    `event: state`,
+    `data: {"id":"…","state":"Executing",…}`,
+    `id: 0.5e2bf5a1d3c07c44`,
+    ``,
+    `event: log`,
+    `data: [agent] attempt 1 …`,
+    `id: 58.5e2bf5a1d3c07c44`,
+    ``,
+    `: keep-alive`,
+    ``,
+  ].join('\n');
+  return {
+    description: [
+      `Server-Sent Events (text/event-stream) following one ${record} until it ends: \`event: state\` carries the ${record} exactly as its GET returns it, first and on every change; \`event: log\` carries the log text appended since the previous event (line breaks as LF).`,
+      `The stream ends after the terminal state (${terminal}) and the rest of the log. Every event has an \`id\` (\`<log offset>.<state hash>\`): reconnect with it as \`Last-Event-ID\` to resume without repeats; a reconnect to a finished ${record} that has everything already gets 204.`,
+      `After ${EVENT_STREAM_MAX_MS / 60_000} minutes the stream sends \`event: reconnect\` and closes: reconnect with Last-Event-ID. A comment line (\`: keep-alive\`) is sent after ${EVENT_HEARTBEAT_MS / 1000} s of silence. \`event: error\` (then the end) if the API key is revoked meanwhile.`,
+      `The service reads the ${record} at most once a second per open stream.`,
+    ].join('\n\n'),
+    responses: {
+      200: { description: 'The event stream', content: { 'text/event-stream': { schema: z.string().openapi({ example }) } } },
+      204: { description: `Resumed after the end: the ${record} is finished and the Last-Event-ID has all of it` },
+    },
+  };
+}
