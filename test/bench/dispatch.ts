@@ -1,4 +1,4 @@
-// npm run bench:dispatch [-- --agents N --jobs M --rate R]
+// npm run bench:dispatch [-- --agents N --jobs M --rate R]   (--help: usage)
 //
 // With N local prover-agents (dev engine) and instant jobs, measures
 //   submit → claimed: from the caller's POST /v1/proofs to the claim of its job (D1 leases.claimed_at)
@@ -8,12 +8,36 @@
 import { parseArgs } from 'node:util';
 import { caller, registerGuest, startStack } from '../e2e/stack.ts';
 
-const { values } = parseArgs({
-  options: { agents: { type: 'string', default: '4' }, jobs: { type: 'string', default: '100' }, rate: { type: 'string', default: '4' } },
-});
-const agents = Number(values.agents);
-const jobs = Number(values.jobs);
-const rate = Number(values.rate);
+const usage = `usage: npm run bench:dispatch -- [--agents N] [--jobs M] [--rate R]
+  --agents N   local prover-agents (dev engine) serving the jobs (default 4)
+  --jobs M     instant proof jobs submitted (default 100)
+  --rate R     submissions per second (default 4; decimals allowed)`;
+
+function usageError(message: string): never {
+  console.error(`bench:dispatch: ${message}\n${usage}`);
+  process.exit(2);
+}
+
+let flags: Record<string, string | boolean | undefined>;
+try {
+  ({ values: flags } = parseArgs({ options: { agents: { type: 'string' }, jobs: { type: 'string' }, rate: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+} catch (err) {
+  usageError((err as Error).message);
+}
+if (flags.help) {
+  console.log(usage);
+  process.exit(0);
+}
+
+function numberFlag(name: string, fallback: number, min: number, integer: boolean): number {
+  const text = flags[name];
+  const n = text === undefined ? fallback : Number(text);
+  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) usageError(`--${name} must be ${integer ? 'an integer' : 'a number'} of at least ${min} (got '${text}')`);
+  return n;
+}
+const agents = numberFlag('agents', 4, 1, true);
+const jobs = numberFlag('jobs', 100, 1, true);
+const rate = numberFlag('rate', 4, 0.01, false);
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
