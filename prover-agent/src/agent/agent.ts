@@ -13,6 +13,7 @@ import { ENGINE_USES_GPU, type EngineName } from '../engine/index.ts';
 import { pickGpus } from '../engine/openvm/gpus.ts';
 import { ENGINE_GPU_LIMITS, type ClaimResponse } from '../protocol.ts';
 import type { AgentConfig } from './config.ts';
+import { EnginePool } from './engine-pool.ts';
 import { errorText, type Logger } from './log.ts';
 import { JobRunner } from './job-runner.ts';
 import type { Metrics } from './metrics.ts';
@@ -34,6 +35,7 @@ export class Agent {
   private readonly cfg: AgentConfig;
   private readonly log: Logger;
   private readonly metrics: Metrics;
+  private readonly engines: EnginePool;
 
   constructor(cfg: AgentConfig, log: Logger, metrics: Metrics) {
     this.cfg = cfg;
@@ -43,10 +45,24 @@ export class Agent {
     const retry = { attempts: Infinity, signal: this.stopping.signal };
     this.service = new ServiceClient(cfg.apiUrl, cfg.agentToken, { onRetry: (r) => this.retrying('service', r) });
     this.queue = new QueueClient(cfg.queue, { ...retry, onRetry: (r) => this.retrying('queue', r) });
+    this.engines = new EnginePool({ size: cfg.concurrency, log: this.log });
   }
 
   async run(): Promise<void> {
-    await this.cleanWorkDir();
+    try {
+      await this.cleanWorkDir();
+      // Warm workers load their engines while the agent starts pulling: the first job finds them ready.
+      for (const engine of this.cfg.engines) this.engines.warm(engine, this.cfg.engineOptions);
+      await this.loop();
+      await this.drain();
+    } finally {
+      await this.engines.close(); // no engine process outlives the agent
+    }
+    this.state = 'stopped';
+    this.log.info('agent stopped');
+  }
+
+  private async loop(): Promise<void> {
     this.state = 'running';
     this.log.info('agent running', { engines: this.cfg.engines, gpus: this.cfg.gpus.length, concurrency: this.cfg.concurrency });
     let lastClaim = 0;
@@ -77,9 +93,6 @@ export class Agent {
       }
       await this.queue.ack(acks, retries).catch((err) => this.log.warn('ack failed; the notices will come back', { error: errorText(err) }));
     }
-    await this.drain();
-    this.state = 'stopped';
-    this.log.info('agent stopped');
   }
 
   /** First call: drain (jobs may finish within the grace period). Second call: release everything now. */
@@ -97,7 +110,8 @@ export class Agent {
   }
 
   health() {
-    return { ok: this.state === 'running' || this.state === 'draining', state: this.state, running_jobs: [...this.running.keys()], free_gpus: this.freeGpus.length };
+    const { pids: _pids, ...engineWorkers } = this.engines.stats();
+    return { ok: this.state === 'running' || this.state === 'draining', state: this.state, running_jobs: [...this.running.keys()], free_gpus: this.freeGpus.length, engine_workers: engineWorkers };
   }
 
   private async pull(slots: number): Promise<PulledMessage[]> {
@@ -134,7 +148,7 @@ export class Agent {
     const gpus = ENGINE_USES_GPU[engine as EngineName] ? (pickGpus(this.freeGpus, wanted) ?? []) : [];
     this.freeGpus = this.freeGpus.filter((g) => !gpus.includes(g));
     if (this.cfg.heartbeatIntervalMs) job.heartbeat_interval_ms = this.cfg.heartbeatIntervalMs;
-    const runner = new JobRunner(this.service, job, gpus, { workRoot: this.cfg.workDir, engineOptions: this.cfg.engineOptions, killGraceMs: this.cfg.killGraceMs, agentName: this.cfg.name, machineType: this.cfg.machineType }, this.log, this.metrics);
+    const runner = new JobRunner(this.service, job, gpus, { workRoot: this.cfg.workDir, engineOptions: this.cfg.engineOptions, engines: this.engines, killGraceMs: this.cfg.killGraceMs, agentName: this.cfg.name, machineType: this.cfg.machineType }, this.log, this.metrics);
     this.running.set(job.id, runner);
     this.metrics.jobStarted(job.kind);
     this.log.info('claimed job', { job_id: job.id, kind: job.kind, attempt: job.attempt, priority: job.priority, gpus });

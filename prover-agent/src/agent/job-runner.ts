@@ -1,8 +1,8 @@
 // Runs one claimed job from start to its report: work directory, artifacts, the
-// engine in its own process group, the lease watch (heartbeats that renew the lease
-// and carry phases and metrics, and read-only status checks between them that bring
-// back cancel requests within about a second), logs, results, and exactly one
-// ending callback.
+// engine in its own process group (a warm worker or a process of its own, see
+// engine-pool.ts), the lease watch (heartbeats that renew the lease and carry phases
+// and metrics, and read-only status checks between them that bring back cancel
+// requests within about a second), logs, results, and exactly one ending callback.
 //
 // How a run ends, and what the service is told:
 //   engine result              → results uploaded, /complete
@@ -23,11 +23,14 @@ import { errorText, type Logger } from './log.ts';
 import { LogShipper } from './log-shipper.ts';
 import type { Metrics } from './metrics.ts';
 import type { LeaseClient, ServiceClient } from './service-client.ts';
-import { startEngine, type EngineOp, type EngineRun } from './engine-process.ts';
+import type { EngineOp, EngineRun } from './engine-process.ts';
+import type { EngineLauncher } from './engine-pool.ts';
 
 export interface RunnerOptions {
   workRoot: string;
   engineOptions: EngineOptions;
+  /** Starts engine operations (the agent's pool: warm workers for GPU-less engines, a process per operation otherwise). */
+  engines: EngineLauncher;
   /** SIGTERM → SIGKILL grace for the engine's process group. */
   killGraceMs: number;
   agentName: string;
@@ -110,13 +113,14 @@ export class JobRunner {
 
     const op = this.operation(files);
     const opStarted = Date.now();
-    this.engine = await startEngine(
+    this.engine = await this.opts.engines.start(
       { engine: this.job.config.engine, engineOptions: this.opts.engineOptions, config: this.job.config, workDir: this.dir, gpus: this.gpus, operation: op },
       (e) => {
         if (e.type === 'log') this.logs.line(e.line);
         else if (e.type === 'progress') this.progress(e.phase, e.metrics);
       },
     );
+    this.log.info('engine started', { pid: this.engine.pid, op: op.op }); // which process runs the job (a warm worker's args do not say)
     if (this.stopReason) void this.engine.kill(this.killGraceMs()); // stopped while it was starting
     const result = await this.engine.done;
     this.metricsSink.engineDuration(this.job.config.engine, op.op, (Date.now() - opStarted) / 1000);
