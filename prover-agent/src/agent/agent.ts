@@ -151,7 +151,7 @@ export class Agent {
     const runner = new JobRunner(this.service, job, gpus, { workRoot: this.cfg.workDir, engineOptions: this.cfg.engineOptions, engines: this.engines, killGraceMs: this.cfg.killGraceMs, agentName: this.cfg.name, machineType: this.cfg.machineType }, this.log, this.metrics);
     this.running.set(job.id, runner);
     this.metrics.jobStarted(job.kind);
-    this.log.info('claimed job', { job_id: job.id, kind: job.kind, attempt: job.attempt, priority: job.priority, gpus });
+    this.log.info('claimed job', { job_id: job.id, kind: job.kind, attempt: job.attempt, priority: job.priority, gpus, claim_ms: Math.round(performance.now() - started) });
     void runner
       .run()
       .catch((err) => this.log.error('job runner failed', { job_id: job.id, error: errorText(err) }))

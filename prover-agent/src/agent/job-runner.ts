@@ -43,6 +43,9 @@ const subjectNoun: Record<ClaimedJob['kind'], string> = { commit: 'program', pro
 /** SIGTERM → SIGKILL grace on cancel: the result is dropped, so the engine gets at most this long to stop. */
 export const CANCEL_KILL_GRACE_MS = 1000;
 
+/** Steps a run waits on: artifact downloads, the engine, log flushes, result uploads, the report (complete, fail, canceled, release). */
+type Step = 'download' | 'engine' | 'logs' | 'upload' | 'report';
+
 export type RunOutcome = 'completed' | 'failed' | 'requeued' | 'canceled' | 'released' | 'lost';
 
 export class JobRunner {
@@ -60,6 +63,8 @@ export class JobRunner {
   private readonly opts: RunnerOptions;
   private readonly gpus: number[];
   private readonly metricsSink: Metrics;
+  /** Milliseconds spent waiting on each step, reported with the job's end (where a job's time goes). */
+  private readonly spent: Record<Step, number> = { download: 0, engine: 0, logs: 0, upload: 0, report: 0 };
 
   constructor(service: ServiceClient, job: ClaimedJob, gpus: number[], opts: RunnerOptions, log: Logger, metrics: Metrics) {
     this.job = job;
@@ -92,7 +97,7 @@ export class JobRunner {
     try {
       await mkdir(this.dir, { recursive: true });
       this.logs.line(`[agent ${this.opts.agentName}] attempt ${this.job.attempt} of ${subjectNoun[this.job.kind]} ${this.job.subject_id} on ${this.opts.machineType}${this.gpus.length ? ` (GPUs ${this.gpus.join(',')})` : ''}`);
-      await this.logs.flush(); // who ran an attempt is on record even if this agent dies
+      await this.timed('logs', () => this.logs.flush()); // who ran an attempt is on record even if this agent dies
       outcome = await this.execute();
     } catch (err) {
       outcome = await this.endEarlyOr(() => this.report('fail', { error: `agent error: ${errorText(err)}`, retryable: true }));
@@ -102,13 +107,14 @@ export class JobRunner {
       await rm(this.dir, { recursive: true, force: true }).catch(() => {});
     }
     this.metricsSink.jobFinished(this.job.kind, outcome, (Date.now() - started) / 1000);
-    this.log.info('job finished', { outcome, seconds: (Date.now() - started) / 1000 });
+    const ms = Object.fromEntries(Object.entries(this.spent).map(([k, v]) => [k, Math.round(v)]));
+    this.log.info('job finished', { outcome, seconds: (Date.now() - started) / 1000, ms });
     return outcome;
   }
 
   private async execute(): Promise<RunOutcome> {
     const files = Object.fromEntries(this.job.artifacts.map((name) => [name, join(this.dir, name)]));
-    await Promise.all(this.job.artifacts.map((name) => this.lease.download(name, files[name]!, this.stopped.signal)));
+    await this.timed('download', () => Promise.all(this.job.artifacts.map((name) => this.lease.download(name, files[name]!, this.stopped.signal))));
     if (this.stopReason) return this.endEarly();
 
     const op = this.operation(files);
@@ -123,6 +129,7 @@ export class JobRunner {
     this.log.info('engine started', { pid: this.engine.pid, op: op.op }); // which process runs the job (a warm worker's args do not say)
     if (this.stopReason) void this.engine.kill(this.killGraceMs()); // stopped while it was starting
     const result = await this.engine.done;
+    this.spent.engine += Date.now() - opStarted;
     this.metricsSink.engineDuration(this.job.config.engine, op.op, (Date.now() - opStarted) / 1000);
     if (this.stopReason) return this.endEarly();
 
@@ -179,13 +186,13 @@ export class JobRunner {
       const r = result as CommitResult;
       const baseline = join(this.dir, 'baseline.json');
       await writeFile(baseline, JSON.stringify(r.baseline));
-      await this.logs.flush();
-      await this.lease.upload('baseline', baseline);
+      await this.timed('logs', () => this.logs.flush());
+      await this.timed('upload', () => this.lease.upload('baseline', baseline));
       complete = { kind: 'commit', app_exe_commit: r.app_exe_commit, app_vm_commit: r.app_vm_commit };
     } else if (op.op === 'prove') {
       const r = result as ProveResult;
-      await this.logs.flush();
-      await this.lease.upload(op.kind, op.outputPath);
+      await this.timed('logs', () => this.logs.flush());
+      await this.timed('upload', () => this.lease.upload(op.kind, op.outputPath));
       complete = { kind: 'proof', proofs: [op.kind], public_values: r.public_values, metrics: pickMetrics({ ...this.metrics, ...r }) };
     } else if (op.op === 'verify') {
       const r = result as VerifyResult;
@@ -202,13 +209,13 @@ export class JobRunner {
 
   /** Sends the callback that ends the lease (logs first: they are refused once it ended). */
   private async report(how: 'complete' | 'fail', body: CompleteRequest | { error: string; retryable: boolean }): Promise<RunOutcome> {
-    await this.logs.flush();
+    await this.timed('logs', () => this.logs.flush());
     // `canceled`: the caller canceled before the report landed; the service dropped it.
     if (how === 'complete') {
-      const r = await this.lease.complete(body as CompleteRequest);
+      const r = await this.timed('report', () => this.lease.complete(body as CompleteRequest));
       return r.status === 'completed' ? 'completed' : r.status === 'canceled' ? 'canceled' : 'failed';
     }
-    const r = await this.lease.fail(body as { error: string; retryable: boolean });
+    const r = await this.timed('report', () => this.lease.fail(body as { error: string; retryable: boolean }));
     return r.status === 'requeued' ? 'requeued' : r.status === 'canceled' ? 'canceled' : 'failed';
   }
 
@@ -232,17 +239,26 @@ export class JobRunner {
     try {
       if (this.stopReason === 'cancel') {
         this.logs.line('canceled: the engine was stopped');
-        await this.logs.flush();
-        await this.lease.canceled();
+        await this.timed('logs', () => this.logs.flush());
+        await this.timed('report', () => this.lease.canceled());
         return 'canceled';
       }
       this.logs.line('released: the agent is shutting down; the job goes back to the queue');
-      await this.logs.flush();
-      await this.lease.release();
+      await this.timed('logs', () => this.logs.flush());
+      await this.timed('report', () => this.lease.release());
       return 'released';
     } catch (err) {
       if (err instanceof HttpError && err.status === 409) return 'lost';
       throw err;
+    }
+  }
+
+  private async timed<T>(step: Step, f: () => Promise<T>): Promise<T> {
+    const t = performance.now();
+    try {
+      return await f();
+    } finally {
+      this.spent[step] += performance.now() - t;
     }
   }
 
