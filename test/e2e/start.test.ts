@@ -53,6 +53,10 @@ describe('npm start', () => {
       await api.waitFor(`/v1/programs/${program}`, (p: any) => p.status === 'ready');
       const { id: proof } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0168656c6c6f'] });
       expect((await api.waitFor(`/v1/proofs/${proof}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state))).state).toBe('Succeeded');
+    } catch (err) {
+      // What the Worker and the agent said is the only clue to why a step never finished.
+      (err as Error).message += `\n--- npm start's output ---\n${out}`;
+      throw err;
     } finally {
       start.kill('SIGINT');
       const [code] = await exited;
