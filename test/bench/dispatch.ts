@@ -1,19 +1,46 @@
-// npm run bench:dispatch [-- --agents N --jobs M --rate R]
+// npm run bench:dispatch [-- --agents N --jobs M --rate R]   (--help: usage)
 //
 // With N local prover-agents (dev engine) and instant jobs, measures
 //   submit → claimed: from the caller's POST /v1/proofs to the claim of its job (D1 leases.claimed_at)
 //   end to end: jobs per second from the first submission to the last Succeeded
 // and checks that no job is lost (every one reaches Succeeded, exactly one completed lease each).
+// From the agents' logs it also prints where an agent's time per job goes: the claim
+// request, then the job's steps (artifact downloads, the engine, log flushes, result
+// upload, the complete callback), and how busy the agents were.
 // Jobs are submitted at a steady rate; the stack is a throwaway wrangler dev state.
 import { parseArgs } from 'node:util';
-import { caller, registerGuest, startStack } from '../e2e/stack.ts';
+import { caller, registerGuest, startStack, type AgentProcess } from '../e2e/stack.ts';
 
-const { values } = parseArgs({
-  options: { agents: { type: 'string', default: '4' }, jobs: { type: 'string', default: '100' }, rate: { type: 'string', default: '4' } },
-});
-const agents = Number(values.agents);
-const jobs = Number(values.jobs);
-const rate = Number(values.rate);
+const usage = `usage: npm run bench:dispatch -- [--agents N] [--jobs M] [--rate R]
+  --agents N   local prover-agents (dev engine) serving the jobs (default 4)
+  --jobs M     instant proof jobs submitted (default 100)
+  --rate R     submissions per second (default 4; decimals allowed)`;
+
+function usageError(message: string): never {
+  console.error(`bench:dispatch: ${message}\n${usage}`);
+  process.exit(2);
+}
+
+let flags: Record<string, string | boolean | undefined>;
+try {
+  ({ values: flags } = parseArgs({ options: { agents: { type: 'string' }, jobs: { type: 'string' }, rate: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+} catch (err) {
+  usageError((err as Error).message);
+}
+if (flags.help) {
+  console.log(usage);
+  process.exit(0);
+}
+
+function numberFlag(name: string, fallback: number, min: number, integer: boolean): number {
+  const text = flags[name];
+  const n = text === undefined ? fallback : Number(text);
+  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) usageError(`--${name} must be ${integer ? 'an integer' : 'a number'} of at least ${min} (got '${text}')`);
+  return n;
+}
+const agents = numberFlag('agents', 4, 1, true);
+const jobs = numberFlag('jobs', 100, 1, true);
+const rate = numberFlag('rate', 4, 0.01, false);
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
@@ -22,7 +49,8 @@ async function main() {
   const stack = await startStack();
   try {
     const api = caller(stack);
-    for (let i = 0; i < agents; i++) await stack.startAgent({ name: `bench-${i}`, extraArgs: ['--poll-interval', '0.05'] });
+    const fleet: AgentProcess[] = [];
+    for (let i = 0; i < agents; i++) fleet.push(await stack.startAgent({ name: `bench-${i}`, extraArgs: ['--poll-interval', '0.05'] }));
     const program = await registerGuest(api, stack.devConfig, 'hello.elf');
 
     console.error(`submitting ${jobs} proofs at ${rate}/s...`);
@@ -50,7 +78,7 @@ async function main() {
       await new Promise((r) => setTimeout(r, 500));
     }
     const rows = await stack.sql(
-      `SELECT j.subject_id AS proof, min(l.claimed_at) AS claimed, sum(l.outcome = 'completed') AS completions, p.terminated_at AS ended
+      `SELECT j.id AS job, j.subject_id AS proof, min(l.claimed_at) AS claimed, sum(l.outcome = 'completed') AS completions, p.terminated_at AS ended
        FROM jobs j JOIN leases l ON l.job_id = j.id JOIN proofs p ON p.id = j.subject_id
        WHERE j.kind = 'proof' AND p.program_id = '${program}' GROUP BY j.id`,
     );
@@ -63,10 +91,38 @@ async function main() {
     console.log(`submit → claimed   p50 ${pct(latencies, 50)} ms   p99 ${pct(latencies, 99)} ms   max ${latencies[latencies.length - 1]} ms`);
     console.log(`end to end         ${(jobs / ((lastEnd - t0) / 1000)).toFixed(1)} jobs/s (${((lastEnd - t0) / 1000).toFixed(1)} s from first submit to last Succeeded)`);
     console.log(`outcome            ${succeeded}/${jobs} Succeeded, ${lost} lost or run twice`);
+    printAgentTime(fleet, new Set(rows.map((r) => r.job as string)), (lastEnd - t0) / 1000);
     if (lost > 0 || succeeded !== jobs) process.exitCode = 1;
   } finally {
     await stack.stop();
   }
+}
+
+/** Mean time per job on the agents, by step, from their 'claimed job' and 'job finished' log lines. */
+function printAgentTime(fleet: AgentProcess[], jobIds: Set<string>, windowS: number) {
+  const claims: number[] = [];
+  const totals: number[] = [];
+  const steps: Record<string, number[]> = {};
+  for (const a of fleet) {
+    for (const line of a.logs()) {
+      if (!line.startsWith('{')) continue;
+      const e = JSON.parse(line) as { msg: string; job_id?: string; claim_ms?: number; seconds?: number; ms?: Record<string, number> };
+      if (!e.job_id || !jobIds.has(e.job_id)) continue;
+      if (e.msg === 'claimed job' && e.claim_ms !== undefined) claims.push(e.claim_ms);
+      if (e.msg === 'job finished' && e.seconds !== undefined && e.ms) {
+        totals.push(e.seconds * 1000);
+        for (const [k, v] of Object.entries(e.ms)) (steps[k] ??= []).push(v);
+      }
+    }
+  }
+  if (totals.length === 0) return;
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const stepMeans = Object.entries(steps).map(([k, xs]) => [k, mean(xs)] as const);
+  const other = mean(totals) - stepMeans.reduce((a, [, v]) => a + v, 0);
+  const parts = [...stepMeans, ['other', other] as const].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ');
+  const busy = (claims.reduce((a, b) => a + b, 0) + totals.reduce((a, b) => a + b, 0)) / 1000 / (fleet.length * windowS);
+  console.log(`agent time per job mean ${(mean(claims) + mean(totals)).toFixed(0)} ms: claim ${mean(claims).toFixed(0)} + run ${mean(totals).toFixed(0)} (${parts}) ms`);
+  console.log(`agents busy        ${(busy * 100).toFixed(0)}% of ${fleet.length} × ${windowS.toFixed(1)} s in claims and jobs; the rest is queue pulls, acks and waiting for work`);
 }
 
 main().catch((err) => {

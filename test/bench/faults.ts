@@ -8,15 +8,15 @@
 //     of attempt 2 (D1 leases.claimed_at). No cron sweep runs.
 //   cancel → engine stopped: POST /v1/proofs/{id}/cancel on a running proof, at a random
 //     point of its heartbeat cycle; time from the answer to the engine's process
-//     group being gone (ps).
+//     group being gone (ps; the engine's pid is the one the agent logged for the job:
+//     a warm worker's command line names no job).
 //   fair share: org A queues a burst of short proofs, then org B queues 5; B's wait from
 //     submit to claim, and how many of A's jobs were claimed meanwhile.
 // Numbers only: nothing here passes or fails on a timing.
-import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { createApiKey, createOrganization } from '../../src/admin/statements.ts';
 import { d1Execute } from '../../src/tools/wrangler.ts';
-import { caller, registerGuest, startStack, type AgentProcess, type Stack } from '../e2e/stack.ts';
+import { caller, liveProcessGroups, registerGuest, startStack, type AgentProcess, type Stack } from '../e2e/stack.ts';
 
 const { values } = parseArgs({
   options: {
@@ -55,11 +55,9 @@ async function jobOf(stack: Stack, proofId: string): Promise<string> {
   }
 }
 
-function enginePids(jobId: string): number[] {
-  return execFileSync('ps', ['-eo', 'pid=,stat=,args='], { encoding: 'utf8' })
-    .split('\n')
-    .filter((l) => l.includes('engine-child.ts') && l.includes(`/${jobId}-`) && !/^\s*\d+\s+Z/.test(l))
-    .map((l) => Number(l.trim().split(/\s+/)[0]));
+/** The job's engine process groups on agent `a` that are still alive. */
+function enginePids(a: AgentProcess, jobId: string): number[] {
+  return liveProcessGroups(a.enginePids(jobId));
 }
 
 async function until<T>(what: string, get: () => Promise<T | undefined | null | false>, timeoutMs = 120_000, everyMs = 50): Promise<T> {
@@ -99,7 +97,7 @@ async function main() {
       const doomed = await agent(`doomed-${i}`);
       const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, loopInput(LONG));
       const jobId = await jobOf(stack, id);
-      await until('the first attempt', async () => enginePids(jobId).length > 0);
+      await until('the first attempt', async () => enginePids(doomed, jobId).length > 0);
       const rescuer = await agent(`rescuer-${i}`);
       await sleep(Math.random() * 5000); // anywhere in the heartbeat cycle
       const killedAt = Date.now();
@@ -118,12 +116,12 @@ async function main() {
     for (let i = 0; i < cancels; i++) {
       const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, loopInput(LONG));
       const jobId = await jobOf(stack, id);
-      await until('the engine', async () => enginePids(jobId).length > 0);
+      await until('the engine', async () => enginePids(canceler, jobId).length > 0);
       await sleep(Math.random() * 5000);
       const answer = await api.json('POST', `/v1/proofs/${id}/cancel`, {});
       const answeredAt = Date.now();
       if (answer.state !== 'Canceling') throw new Error(`cancel answered ${JSON.stringify(answer)}`);
-      await until('the engine to stop', async () => enginePids(jobId).length === 0, 60_000, 10);
+      await until('the engine to stop', async () => enginePids(canceler, jobId).length === 0, 60_000, 10);
       const stopped = Date.now() - answeredAt;
       stops.push(stopped);
       const done = await until('Canceled', async () => {

@@ -1,12 +1,11 @@
 // The fleet's failure handling, end to end: real agent processes against a Worker
 // under wrangler dev, with a short lease so lost agents are noticed in seconds
 // (`npm run bench:faults` measures the default timing).
-import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { caller, registerGuest, startStack, type AgentProcess, type Stack } from './stack.ts';
+import { caller, liveProcessGroups, registerGuest, startStack, type AgentProcess, type Stack } from './stack.ts';
 
 let stack: Stack;
 let api: ReturnType<typeof caller>;
@@ -37,14 +36,25 @@ async function stopAgent(a: AgentProcess) {
   }
 }
 
-/** Engine processes of a proof's job still alive (their request file sits in the job's work directory). */
-async function engineProcesses(proofId: string): Promise<number[]> {
+async function jobOf(proofId: string): Promise<string> {
   const [job] = await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${proofId}'`);
-  const out = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
-  return out
-    .split('\n')
-    .filter((l) => l.includes('engine-child.ts') && l.includes(`/${job!.id}-`))
-    .map((l) => Number(l.trim().split(/\s+/)[0]));
+  return job!.id as string;
+}
+
+/** Engine processes (groups) that ran a proof's job on agent `a` and are still alive. */
+async function engineProcesses(a: AgentProcess, proofId: string): Promise<number[]> {
+  return liveProcessGroups(a.enginePids(await jobOf(proofId)));
+}
+
+/** Waits until none of the engine processes agent `a` started (warm workers included) is alive. */
+async function noEngineLeft(a: AgentProcess, timeoutMs = 10_000): Promise<void> {
+  const pids = a.enginePids();
+  expect(pids.length).toBeGreaterThan(0);
+  const deadline = Date.now() + timeoutMs;
+  while (liveProcessGroups(pids).length > 0) {
+    if (Date.now() > deadline) throw new Error(`engine processes left behind: ${liveProcessGroups(pids).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 async function leases(jobSubject: string) {
@@ -88,7 +98,15 @@ describe('cancel', () => {
     expect(done.cost).toBe(Math.round(((Number(lease!.cancel_requested_at) - Number(lease!.claimed_at)) / 3_600_000) * 1_000_000));
     expect(await leases(id)).toMatchObject([{ attempt: 1, outcome: 'canceled' }]);
     await a.waitForLog(/"outcome":"canceled"/);
-    expect(await engineProcesses(id)).toEqual([]);
+    const killed = a.enginePids(await jobOf(id));
+    expect(killed).toHaveLength(1);
+    expect(liveProcessGroups(killed)).toEqual([]);
+    // The killed worker is not reused: a later job runs on another (the pool replaced it).
+    const { id: next } = await api.json('POST', `/v1/proofs?program_id=${loopProgram}`, loopInput(10));
+    expect((await api.waitFor(`/v1/proofs/${next}`, terminal)).state).toBe('Succeeded');
+    const after = a.enginePids(await jobOf(next));
+    expect(after).toHaveLength(1);
+    expect(after).not.toEqual(killed);
   });
 });
 
@@ -103,6 +121,7 @@ describe('lost agents', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     await stopAgent(first); // SIGKILL: no goodbye, its lease just stops being renewed
+    await noEngineLeft(first); // its warm workers, busy or idle, die with it
     const second = await agent({ name: 'rescuer' });
     const proof = await api.waitFor(`/v1/proofs/${id}`, terminal, 60_000);
     expect(proof.state).toBe('Succeeded');
@@ -179,6 +198,7 @@ describe('resilience', () => {
     await a.waitForLog(/shutting down/);
     expect(await a.exited).toBe(0);
     expect((await api.json('GET', `/v1/proofs/${id}`)).state).toBe('Succeeded');
+    expect(liveProcessGroups(a.enginePids())).toEqual([]); // its idle warm worker stopped with it
   });
 
   it('past the shutdown grace (or on a second SIGTERM) the job is released to another agent', async () => {
@@ -196,7 +216,8 @@ describe('resilience', () => {
     b.signal('SIGTERM');
     expect(await b.exited).toBe(0);
     expect((await leases(id)).map((r) => r.outcome)).toEqual(['released', 'released']);
-    expect(await engineProcesses(id)).toEqual([]);
+    expect(await engineProcesses(b, id)).toEqual([]);
+    expect(liveProcessGroups([...a.enginePids(), ...b.enginePids()])).toEqual([]);
     await api.json('POST', `/v1/proofs/${id}/cancel`, {});
   });
 });

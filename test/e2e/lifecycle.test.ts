@@ -164,6 +164,8 @@ describe('end to end with the dev engine', () => {
   it('serves /healthz and Prometheus /metrics on the agent', async () => {
     const health = await (await fetch(`http://127.0.0.1:${agent.metricsPort}/healthz`)).json();
     expect(health).toMatchObject({ ok: true, state: 'running' });
+    const workers = health.engine_workers;
+    expect(workers.starting + workers.idle + workers.busy).toBe(1); // the dev engine's warm worker (concurrency 1)
     const metrics = await (await fetch(`http://127.0.0.1:${agent.metricsPort}/metrics`)).text();
     expect(metrics).toMatch(/prover_agent_jobs_total\{kind="proof",outcome="completed"\} \d+/);
     expect(metrics).toMatch(/prover_agent_claim_latency_seconds_bucket/);

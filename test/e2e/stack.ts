@@ -2,7 +2,7 @@
 // `wrangler dev` (workerd, local D1/R2/Queues in a throwaway directory) and
 // prover-agent processes talking HTTP to it, exactly as in production but for the
 // local Queues pull emulation.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -56,6 +56,28 @@ export interface AgentProcess {
   signal(sig: NodeJS.Signals): void;
   exited: Promise<number | null>;
   metricsPort: number;
+  /**
+   * Engine processes the agent reported in its logs: the one that ran `jobId` (a warm
+   * worker or a process of its own), or, without a job, every one it started. Each is
+   * the leader of its own process group (see liveProcessGroups).
+   */
+  enginePids(jobId?: string): number[];
+}
+
+/**
+ * Which of these process groups still have a live process (zombies do not count). An
+ * engine process leads its own group, so this is how a test sees an engine, and
+ * whatever it started, gone: a warm worker's command line names no job.
+ */
+export function liveProcessGroups(pgids: number[]): number[] {
+  const live = new Set(
+    execFileSync('ps', ['-eo', 'pgid=,stat='], { encoding: 'utf8' })
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .filter(([pgid, stat]) => pgid && stat && !stat.startsWith('Z'))
+      .map(([pgid]) => Number(pgid)),
+  );
+  return pgids.filter((g) => live.has(g));
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
@@ -157,6 +179,15 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         },
         signal: (sig) => proc.kill(sig),
         exited,
+        enginePids(jobId) {
+          const pids = new Set<number>();
+          for (const line of lines) {
+            if (!line.includes('"engine started"') && !line.includes('"engine worker started"')) continue;
+            const entry = JSON.parse(line) as { msg: string; pid: number; job_id?: string };
+            if (jobId === undefined || (entry.msg === 'engine started' && entry.job_id === jobId)) pids.add(entry.pid);
+          }
+          return [...pids];
+        },
       };
       agents.push(agent);
       await agent.waitForLog(/agent running/);

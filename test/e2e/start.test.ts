@@ -58,6 +58,10 @@ describe('npm start', () => {
       expect(out).toMatch(/\[worker\] .*POST \/v1\/proofs/);
       expect(out).toMatch(/\[agent\] .*claimed job/);
       expect(out).not.toMatch(/\/internal\/v1\/(queue|agents|jobs|lease)\//);
+    } catch (err) {
+      // What the Worker and the agent said is the only clue to why a step never finished.
+      (err as Error).message += `\n--- npm start's output ---\n${out}`;
+      throw err;
     } finally {
       start.kill('SIGINT');
       const [code] = await exited;

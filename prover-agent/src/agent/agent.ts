@@ -18,6 +18,7 @@ import { ENGINE_USES_GPU, type EngineName } from '../engine/index.ts';
 import { pickGpus } from '../engine/openvm/gpus.ts';
 import { ENGINE_GPU_LIMITS, type ClaimResponse } from '../protocol.ts';
 import type { AgentConfig } from './config.ts';
+import { EnginePool } from './engine-pool.ts';
 import { errorText, type Logger } from './log.ts';
 import { JobRunner } from './job-runner.ts';
 import type { Metrics } from './metrics.ts';
@@ -41,6 +42,7 @@ export class Agent {
   private readonly cfg: AgentConfig;
   private readonly log: Logger;
   private readonly metrics: Metrics;
+  private readonly engines: EnginePool;
 
   constructor(cfg: AgentConfig, log: Logger, metrics: Metrics) {
     this.cfg = cfg;
@@ -51,15 +53,30 @@ export class Agent {
     this.service = new ServiceClient(cfg.apiUrl, cfg.agentToken, { onRetry: (r) => this.retrying('service', r) });
     const whoAmI = { agent_id: this.id, name: cfg.name, machine_type: cfg.machineType, gpus: cfg.gpus.length, engines: cfg.engines, configs: cfg.configs };
     this.queue = new FleetQueue(this.service, whoAmI, { ...retry, onRetry: (r) => this.retrying('queue', r) });
+    this.engines = new EnginePool({ size: cfg.concurrency, log: this.log });
   }
 
   async run(): Promise<void> {
-    await this.cleanWorkDir();
     try {
-      await this.queue.reportPresence(true);
-    } catch (err) {
-      if (!this.stopping.signal.aborted) throw err;
+      await this.cleanWorkDir();
+      // Warm workers load their engines while the agent announces itself: the first job finds them ready.
+      for (const engine of this.cfg.engines) this.engines.warm(engine, this.cfg.engineOptions);
+      try {
+        await this.queue.reportPresence(true);
+      } catch (err) {
+        if (!this.stopping.signal.aborted) throw err;
+      }
+      await this.loop();
+      await this.drain();
+      await this.queue.leave().catch((err) => this.log.warn('could not tell the service this agent left; it will age out of the fleet view', { error: errorText(err) }));
+    } finally {
+      await this.engines.close(); // no engine process outlives the agent
     }
+    this.state = 'stopped';
+    this.log.info('agent stopped');
+  }
+
+  private async loop(): Promise<void> {
     this.state = 'running';
     this.log.info('agent running', { engines: this.cfg.engines, gpus: this.cfg.gpus.length, concurrency: this.cfg.concurrency });
     // Presence once a minute even while every slot is busy (pulls report it when idle).
@@ -94,10 +111,6 @@ export class Agent {
       await this.queue.ack(acks, retries).catch((err) => this.log.warn('ack failed; the notices will come back', { error: errorText(err) }));
     }
     clearInterval(presence);
-    await this.drain();
-    await this.queue.leave().catch((err) => this.log.warn('could not tell the service this agent left; it will age out of the fleet view', { error: errorText(err) }));
-    this.state = 'stopped';
-    this.log.info('agent stopped');
   }
 
   /** First call: drain (jobs may finish within the grace period). Second call: release everything now. */
@@ -115,7 +128,8 @@ export class Agent {
   }
 
   health() {
-    return { ok: this.state === 'running' || this.state === 'draining', state: this.state, running_jobs: [...this.running.keys()], free_gpus: this.freeGpus.length };
+    const { pids: _pids, ...engineWorkers } = this.engines.stats();
+    return { ok: this.state === 'running' || this.state === 'draining', state: this.state, running_jobs: [...this.running.keys()], free_gpus: this.freeGpus.length, engine_workers: engineWorkers };
   }
 
   private async pull(slots: number): Promise<PulledMessage[]> {
@@ -152,10 +166,10 @@ export class Agent {
     const gpus = ENGINE_USES_GPU[engine as EngineName] ? (pickGpus(this.freeGpus, wanted) ?? []) : [];
     this.freeGpus = this.freeGpus.filter((g) => !gpus.includes(g));
     if (this.cfg.heartbeatIntervalMs) job.heartbeat_interval_ms = this.cfg.heartbeatIntervalMs;
-    const runner = new JobRunner(this.service, job, gpus, { workRoot: this.cfg.workDir, engineOptions: this.cfg.engineOptions, killGraceMs: this.cfg.killGraceMs, agentName: this.cfg.name, machineType: this.cfg.machineType }, this.log, this.metrics);
+    const runner = new JobRunner(this.service, job, gpus, { workRoot: this.cfg.workDir, engineOptions: this.cfg.engineOptions, engines: this.engines, killGraceMs: this.cfg.killGraceMs, agentName: this.cfg.name, machineType: this.cfg.machineType }, this.log, this.metrics);
     this.running.set(job.id, runner);
     this.metrics.jobStarted(job.kind);
-    this.log.info('claimed job', { job_id: job.id, kind: job.kind, attempt: job.attempt, priority: job.priority, gpus });
+    this.log.info('claimed job', { job_id: job.id, kind: job.kind, attempt: job.attempt, priority: job.priority, gpus, claim_ms: Math.round(performance.now() - started) });
     void runner
       .run()
       .catch((err) => this.log.error('job runner failed', { job_id: job.id, error: errorText(err) }))

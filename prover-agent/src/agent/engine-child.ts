@@ -1,34 +1,37 @@
-// The engine child process: runs one operation and reports on stdout, one JSON
-// object per line (see engine-process.ts). SIGTERM aborts the operation's signal so
-// the engine can stop its tool; the parent SIGKILLs the group if that takes too long.
+// The engine child process, in one of two modes (see engine-process.ts):
+//
+//   engine-child.ts <request.json>                 one operation, then exit (per-job process)
+//   engine-child.ts --worker <engine> <options>    a warm worker: loads the engine once, then
+//                                                  runs operations one at a time, as they come
+//                                                  on stdin, one JSON object per line
+//
+// Either way it reports on stdout, one JSON object per line; a worker tags each event
+// with its operation's id and, once an operation has ended, writes an end mark on
+// stderr too, so the agent knows when everything the operation printed has arrived.
+// SIGTERM aborts the running operation's signal so the engine can stop its tool, then
+// the process exits; the parent SIGKILLs the group if that takes too long.
 import { readFile } from 'node:fs/promises';
-import { loadEngine } from '../engine/index.ts';
-import { JobError, type EngineContext } from '../engine/types.ts';
-import type { ChildEvent, EngineRunRequest } from './engine-process.ts';
+import { createInterface } from 'node:readline';
+import { loadEngine, type EngineOptions } from '../engine/index.ts';
+import { JobError, type Engine, type EngineContext } from '../engine/types.ts';
+import { OP_END_MARK, type ChildEvent, type EngineOp, type EngineRunRequest, type WorkerEvent, type WorkerOperation } from './engine-process.ts';
 
-const emit = (e: ChildEvent) => process.stdout.write(JSON.stringify(e) + '\n');
+const write = process.stdout.write.bind(process.stdout);
+const emit = (e: ChildEvent | WorkerEvent) => write(JSON.stringify(e) + '\n');
 
-async function main() {
-  const req = JSON.parse(await readFile(process.argv[2]!, 'utf8')) as EngineRunRequest;
-  const abort = new AbortController();
-  process.on('SIGTERM', () => abort.abort(new Error('canceled')));
-  // The agent may die without a word (SIGKILL, host trouble). Its lease will expire
-  // and another agent redo the job, so an orphaned engine must not run on: take the
-  // whole process group (the engine's tools included) down with it.
+/**
+ * The agent may die without a word (SIGKILL, host trouble). Its lease will expire and
+ * another agent redo the job, so an orphaned engine must not run on: take the whole
+ * process group (the engine's tools included) down with it.
+ */
+function dieWithParent(): void {
   const parent = process.ppid;
   setInterval(() => {
     if (process.ppid !== parent) process.kill(-process.pid, 'SIGKILL');
   }, 1000).unref();
-  const engine = await loadEngine(req.engine, req.engineOptions);
-  const ctx: EngineContext = {
-    workDir: req.workDir,
-    config: req.config,
-    signal: abort.signal,
-    gpus: req.gpus,
-    log: (line) => emit({ type: 'log', line }),
-    progress: (u) => emit({ type: 'progress', ...u }),
-  };
-  const { operation: o } = req;
+}
+
+function runOperation(engine: Engine, ctx: EngineContext, o: EngineOp) {
   switch (o.op) {
     case 'commit':
       return engine.commit(ctx, o);
@@ -41,13 +44,82 @@ async function main() {
   }
 }
 
-main().then(
-  (result) => {
-    emit({ type: 'result', result });
-    process.exitCode = 0;
-  },
-  (err: unknown) => {
-    emit({ type: 'error', message: err instanceof Error ? err.message : String(err), jobError: err instanceof JobError });
-    process.exitCode = 1;
-  },
-);
+const failure = (err: unknown) => ({ type: 'error' as const, message: err instanceof Error ? err.message : String(err), jobError: err instanceof JobError });
+
+async function runOnce(requestPath: string): Promise<unknown> {
+  const req = JSON.parse(await readFile(requestPath, 'utf8')) as EngineRunRequest;
+  const abort = new AbortController();
+  process.on('SIGTERM', () => abort.abort(new Error('canceled')));
+  dieWithParent();
+  const engine = await loadEngine(req.engine, req.engineOptions);
+  const ctx: EngineContext = {
+    workDir: req.workDir,
+    config: req.config,
+    signal: abort.signal,
+    gpus: req.gpus,
+    log: (line) => emit({ type: 'log', line }),
+    progress: (u) => emit({ type: 'progress', ...u }),
+  };
+  return runOperation(engine, ctx, req.operation);
+}
+
+async function serve(engineName: string, options: EngineOptions): Promise<void> {
+  // Anything the engine prints goes to stderr, whose lines are the running operation's
+  // log lines: stdout carries nothing but the protocol, so a stray write cannot split an event.
+  process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
+  let running: AbortController | null = null;
+  let stopping = false;
+  process.on('SIGTERM', () => {
+    stopping = true;
+    if (running) running.abort(new Error('canceled'));
+    else process.exit(0);
+  });
+  dieWithParent();
+  const input = createInterface({ input: process.stdin });
+  // The agent holds the other end of stdin for as long as it lives: its end is the
+  // agent's death, noticed at once rather than at the next look at the parent pid.
+  input.on('close', () => process.kill(-process.pid, 'SIGKILL'));
+  const engine = await loadEngine(engineName, options);
+  emit({ type: 'ready', rss: process.memoryUsage.rss() });
+  for await (const line of input) {
+    const { id, ...req } = JSON.parse(line) as WorkerOperation;
+    running = new AbortController();
+    const ctx: EngineContext = {
+      workDir: req.workDir,
+      config: req.config,
+      signal: running.signal,
+      gpus: req.gpus,
+      log: (line) => emit({ id, type: 'log', line }),
+      progress: (u) => emit({ id, type: 'progress', ...u }),
+    };
+    let end: ChildEvent;
+    try {
+      end = { type: 'result', result: await runOperation(engine, ctx, req.operation) };
+    } catch (err) {
+      end = failure(err);
+    }
+    running = null;
+    emit({ id, ...end, rss: process.memoryUsage.rss() });
+    process.stderr.write(`${OP_END_MARK}${id}\n`);
+    if (stopping) process.exit(0);
+  }
+}
+
+if (process.argv[2] === '--worker') {
+  serve(process.argv[3]!, JSON.parse(process.argv[4] ?? '{}') as EngineOptions).catch((err: unknown) => {
+    // The engine did not load: the worker ends before taking any operation.
+    emit(failure(err));
+    process.exit(1);
+  });
+} else {
+  runOnce(process.argv[2]!).then(
+    (result) => {
+      emit({ type: 'result', result });
+      process.exitCode = 0;
+    },
+    (err: unknown) => {
+      emit(failure(err));
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,8 +1,8 @@
 // Runs one claimed job from start to its report: work directory, artifacts, the
-// engine in its own process group, the lease watch (heartbeats that renew the lease
-// and carry phases and metrics, and read-only status checks between them that bring
-// back cancel requests within about a second), logs, results, and exactly one
-// ending callback.
+// engine in its own process group (a warm worker or a process of its own, see
+// engine-pool.ts), the lease watch (heartbeats that renew the lease and carry phases
+// and metrics, and read-only status checks between them that bring back cancel
+// requests within about a second), logs, results, and exactly one ending callback.
 //
 // How a run ends, and what the service is told:
 //   engine result              → results uploaded, /complete
@@ -23,11 +23,14 @@ import { errorText, type Logger } from './log.ts';
 import { LogShipper } from './log-shipper.ts';
 import type { Metrics } from './metrics.ts';
 import type { LeaseClient, ServiceClient } from './service-client.ts';
-import { startEngine, type EngineOp, type EngineRun } from './engine-process.ts';
+import type { EngineOp, EngineRun } from './engine-process.ts';
+import type { EngineLauncher } from './engine-pool.ts';
 
 export interface RunnerOptions {
   workRoot: string;
   engineOptions: EngineOptions;
+  /** Starts engine operations (the agent's pool: warm workers for GPU-less engines, a process per operation otherwise). */
+  engines: EngineLauncher;
   /** SIGTERM → SIGKILL grace for the engine's process group. */
   killGraceMs: number;
   agentName: string;
@@ -39,6 +42,9 @@ const subjectNoun: Record<ClaimedJob['kind'], string> = { commit: 'program', pro
 
 /** SIGTERM → SIGKILL grace on cancel: the result is dropped, so the engine gets at most this long to stop. */
 export const CANCEL_KILL_GRACE_MS = 1000;
+
+/** Steps a run waits on: artifact downloads, the engine, log flushes, result uploads, the report (complete, fail, canceled, release). */
+type Step = 'download' | 'engine' | 'logs' | 'upload' | 'report';
 
 export type RunOutcome = 'completed' | 'failed' | 'requeued' | 'canceled' | 'released' | 'lost';
 
@@ -57,6 +63,8 @@ export class JobRunner {
   private readonly opts: RunnerOptions;
   private readonly gpus: number[];
   private readonly metricsSink: Metrics;
+  /** Milliseconds spent waiting on each step, reported with the job's end (where a job's time goes). */
+  private readonly spent: Record<Step, number> = { download: 0, engine: 0, logs: 0, upload: 0, report: 0 };
 
   constructor(service: ServiceClient, job: ClaimedJob, gpus: number[], opts: RunnerOptions, log: Logger, metrics: Metrics) {
     this.job = job;
@@ -89,7 +97,7 @@ export class JobRunner {
     try {
       await mkdir(this.dir, { recursive: true });
       this.logs.line(`[agent ${this.opts.agentName}] attempt ${this.job.attempt} of ${subjectNoun[this.job.kind]} ${this.job.subject_id} on ${this.opts.machineType}${this.gpus.length ? ` (GPUs ${this.gpus.join(',')})` : ''}`);
-      await this.logs.flush(); // who ran an attempt is on record even if this agent dies
+      await this.timed('logs', () => this.logs.flush()); // who ran an attempt is on record even if this agent dies
       outcome = await this.execute();
     } catch (err) {
       outcome = await this.endEarlyOr(() => this.report('fail', { error: `agent error: ${errorText(err)}`, retryable: true }));
@@ -99,26 +107,29 @@ export class JobRunner {
       await rm(this.dir, { recursive: true, force: true }).catch(() => {});
     }
     this.metricsSink.jobFinished(this.job.kind, outcome, (Date.now() - started) / 1000);
-    this.log.info('job finished', { outcome, seconds: (Date.now() - started) / 1000 });
+    const ms = Object.fromEntries(Object.entries(this.spent).map(([k, v]) => [k, Math.round(v)]));
+    this.log.info('job finished', { outcome, seconds: (Date.now() - started) / 1000, ms });
     return outcome;
   }
 
   private async execute(): Promise<RunOutcome> {
     const files = Object.fromEntries(this.job.artifacts.map((name) => [name, join(this.dir, name)]));
-    await Promise.all(this.job.artifacts.map((name) => this.lease.download(name, files[name]!, this.stopped.signal)));
+    await this.timed('download', () => Promise.all(this.job.artifacts.map((name) => this.lease.download(name, files[name]!, this.stopped.signal))));
     if (this.stopReason) return this.endEarly();
 
     const op = this.operation(files);
     const opStarted = Date.now();
-    this.engine = await startEngine(
+    this.engine = await this.opts.engines.start(
       { engine: this.job.config.engine, engineOptions: this.opts.engineOptions, config: this.job.config, workDir: this.dir, gpus: this.gpus, operation: op },
       (e) => {
         if (e.type === 'log') this.logs.line(e.line);
         else if (e.type === 'progress') this.progress(e.phase, e.metrics);
       },
     );
+    this.log.info('engine started', { pid: this.engine.pid, op: op.op }); // which process runs the job (a warm worker's args do not say)
     if (this.stopReason) void this.engine.kill(this.killGraceMs()); // stopped while it was starting
     const result = await this.engine.done;
+    this.spent.engine += Date.now() - opStarted;
     this.metricsSink.engineDuration(this.job.config.engine, op.op, (Date.now() - opStarted) / 1000);
     if (this.stopReason) return this.endEarly();
 
@@ -175,13 +186,13 @@ export class JobRunner {
       const r = result as CommitResult;
       const baseline = join(this.dir, 'baseline.json');
       await writeFile(baseline, JSON.stringify(r.baseline));
-      await this.logs.flush();
-      await this.lease.upload('baseline', baseline);
+      await this.timed('logs', () => this.logs.flush());
+      await this.timed('upload', () => this.lease.upload('baseline', baseline));
       complete = { kind: 'commit', app_exe_commit: r.app_exe_commit, app_vm_commit: r.app_vm_commit };
     } else if (op.op === 'prove') {
       const r = result as ProveResult;
-      await this.logs.flush();
-      await this.lease.upload(op.kind, op.outputPath);
+      await this.timed('logs', () => this.logs.flush());
+      await this.timed('upload', () => this.lease.upload(op.kind, op.outputPath));
       complete = { kind: 'proof', proofs: [op.kind], public_values: r.public_values, metrics: pickMetrics({ ...this.metrics, ...r }) };
     } else if (op.op === 'verify') {
       const r = result as VerifyResult;
@@ -198,13 +209,13 @@ export class JobRunner {
 
   /** Sends the callback that ends the lease (logs first: they are refused once it ended). */
   private async report(how: 'complete' | 'fail', body: CompleteRequest | { error: string; retryable: boolean }): Promise<RunOutcome> {
-    await this.logs.flush();
+    await this.timed('logs', () => this.logs.flush());
     // `canceled`: the caller canceled before the report landed; the service dropped it.
     if (how === 'complete') {
-      const r = await this.lease.complete(body as CompleteRequest);
+      const r = await this.timed('report', () => this.lease.complete(body as CompleteRequest));
       return r.status === 'completed' ? 'completed' : r.status === 'canceled' ? 'canceled' : 'failed';
     }
-    const r = await this.lease.fail(body as { error: string; retryable: boolean });
+    const r = await this.timed('report', () => this.lease.fail(body as { error: string; retryable: boolean }));
     return r.status === 'requeued' ? 'requeued' : r.status === 'canceled' ? 'canceled' : 'failed';
   }
 
@@ -228,17 +239,26 @@ export class JobRunner {
     try {
       if (this.stopReason === 'cancel') {
         this.logs.line('canceled: the engine was stopped');
-        await this.logs.flush();
-        await this.lease.canceled();
+        await this.timed('logs', () => this.logs.flush());
+        await this.timed('report', () => this.lease.canceled());
         return 'canceled';
       }
       this.logs.line('released: the agent is shutting down; the job goes back to the queue');
-      await this.logs.flush();
-      await this.lease.release();
+      await this.timed('logs', () => this.logs.flush());
+      await this.timed('report', () => this.lease.release());
       return 'released';
     } catch (err) {
       if (err instanceof HttpError && err.status === 409) return 'lost';
       throw err;
+    }
+  }
+
+  private async timed<T>(step: Step, f: () => Promise<T>): Promise<T> {
+    const t = performance.now();
+    try {
+      return await f();
+    } finally {
+      this.spent[step] += performance.now() - t;
     }
   }
 

@@ -2,9 +2,12 @@
 //
 // An engine works on files in the job's work directory and reports progress and
 // metrics through the context. The runner runs every engine operation in a child
-// process of its own process group (see ../runner), so an engine may block, spawn
-// tools or crash without taking the agent down; cancellation arrives as
-// `ctx.signal` (and, past the grace period, as SIGKILL to the whole group).
+// process of its own process group (see ../agent/engine-process.ts), so an engine may
+// block, spawn tools or crash without taking the agent down; cancellation arrives as
+// `ctx.signal` (and, past the grace period, as SIGKILL to the whole group). Engines
+// that use no GPU run in warm workers: one process runs one operation after another,
+// for different jobs, so such an engine keeps no job's state between operations (a
+// killed or failed operation's worker is discarded, never reused).
 
 /** The proof kinds the service issues. `app` is the inner (application) proof. */
 export type ProofKind = 'app' | 'stark' | 'evm';

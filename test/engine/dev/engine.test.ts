@@ -353,6 +353,29 @@ describe('proving failures', () => {
     expect(error).not.toBeInstanceOf(JobError);
     expect((error as Error).message).toBe('canceled by the user');
   });
+
+  it('stops an operation past its timeout (engine option timeouts), as an infrastructure error', async () => {
+    const timed = createDevEngine({ timeouts: { execute: 1, prove: 1 } });
+    const { ctx } = context();
+    const long = input(u32Entry(4_000_000_000));
+    const proving = timed.prove(ctx, {
+      kind: 'stark', elfPath: loop.elfPath, vmexePath: '', inputPath: long, childProofPaths: [],
+      outputPath: file('proof.json'), app_exe_commit: loop.app_exe_commit, baselinePath: loop.baselinePath,
+    });
+    const executing = timed.execute(ctx, { elfPath: loop.elfPath, vmexePath: '', inputPath: long, mode: 'pure' });
+    const errors = await Promise.all([proving, executing].map((job: Promise<unknown>) => job.catch((e: unknown) => e)));
+    for (const [op, error] of [['prove', errors[0]], ['execute', errors[1]]] as const) {
+      expect(error).toBeInstanceOf(Error);
+      expect(error).not.toBeInstanceOf(JobError);
+      expect((error as Error).message).toBe(`dev engine: ${op} timed out after 1 s`);
+    }
+    // Within its limit an operation runs as without one; a cancel is still a cancel.
+    expect((await timed.execute(ctx, { elfPath: hello.elfPath, vmexePath: '', inputPath: helloInput, mode: 'pure' })).exit_code).toBe(0);
+    const controller = new AbortController();
+    const canceled = timed.execute(context({}, controller.signal).ctx, { elfPath: loop.elfPath, vmexePath: '', inputPath: long, mode: 'pure' });
+    setTimeout(() => controller.abort(new Error('canceled by the user')), 100);
+    expect(((await canceled.catch((e: unknown) => e)) as Error).message).toBe('canceled by the user');
+  });
 });
 
 const childA = helloStark.outputPath;

@@ -166,7 +166,40 @@ export function devSegments(n: number): number {
   return Math.max(1, Math.ceil(n / DEV_SEGMENT_INSTRUCTIONS));
 }
 
+type Operation = keyof NonNullable<EngineOptions['timeouts']>;
+
+/**
+ * `options.timeouts`, as the openvm engine reads them: an operation past its limit is
+ * stopped and fails as the host's problem (a plain error, retried elsewhere), not the
+ * caller's. No limit unless configured: the cycle limit already bounds every run. The
+ * executor sees the deadline at its next check of the signal.
+ */
+function withTimeout<R, T>(options: EngineOptions, op: Operation, run: (ctx: EngineContext, req: R) => Promise<T>): (ctx: EngineContext, req: R) => Promise<T> {
+  const seconds = options.timeouts?.[op];
+  if (!seconds) return run;
+  return async (ctx, req) => {
+    const deadline = AbortSignal.timeout(seconds * 1000);
+    try {
+      return await run({ ...ctx, signal: AbortSignal.any([ctx.signal, deadline]) }, req);
+    } catch (err) {
+      if (deadline.aborted && !ctx.signal.aborted) throw new Error(`dev engine: ${op} timed out after ${seconds} s`);
+      throw err;
+    }
+  };
+}
+
 export function createDevEngine(options: EngineOptions & DevEngineOptions): Engine {
+  const engine = createUntimedDevEngine(options);
+  return {
+    ...engine,
+    commit: withTimeout(options, 'commit', engine.commit),
+    execute: withTimeout(options, 'execute', engine.execute),
+    prove: withTimeout(options, 'prove', engine.prove),
+    verify: withTimeout(options, 'verify', engine.verify),
+  };
+}
+
+function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engine {
   return {
     name: 'dev',
     usesGpu: false,
