@@ -117,6 +117,13 @@ export interface ClaimedJob {
   verification: { proof_type: 'stark' | 'evm' } | null;
   /** Names for GET /internal/v1/lease/artifacts/{name}. */
   artifacts: string[];
+  /**
+   * Of those, the ones other jobs use too (a program's ELF, VMEXE and baseline, a child
+   * proof), each with an id that names the same bytes for as long as it exists: an
+   * agent may keep them between jobs (its artifact cache) instead of downloading them
+   * again. Absent from an older service: then everything is downloaded.
+   */
+  shared_artifacts?: Record<string, string>;
   /** Where this attempt's logs continue. */
   log: { seq: number; offset: number };
 }
@@ -147,19 +154,41 @@ export interface LogChunk {
 }
 
 /**
+ * What every call that ends a lease (/complete, /fail, /canceled, /release) may carry:
+ * the attempt's last log chunk, appended with the ending in the same D1 batch, so a
+ * job's end costs the agent one request, not a log flush and then a report. A chunk
+ * that is not the next one is dropped (the ending still applies).
+ */
+export interface LeaseEnding {
+  log?: LogChunk;
+}
+
+/** Results up to this size (bytes of JSON text, all together) ride inline with /complete instead of a PUT of their own. */
+export const MAX_INLINE_RESULT_BYTES = 1024 * 1024;
+
+/**
  * POST /internal/v1/lease/complete (job token); the fields of the job's kind. Answers
  * {status: 'completed'}, {status: 'failed'} (a commit whose keys do not match its
  * config), or {status: 'canceled'} when the job was canceled first (the result is
  * dropped). /fail and /release answer {status: 'canceled'} in that case too.
  */
-export type CompleteRequest =
+export type CompleteRequest = (
   | { kind: 'commit'; app_exe_commit: string; app_vm_commit: string }
   | { kind: 'proof'; proofs: ProofKind[]; public_values: string | null; metrics: EngineMetrics }
   | { kind: 'verify'; verified: boolean; reason: string | null }
-  | { kind: 'execute'; exit_code: number; public_values: string | null; error: string | null; metrics: EngineMetrics };
+  | { kind: 'execute'; exit_code: number; public_values: string | null; error: string | null; metrics: EngineMetrics }
+) &
+  LeaseEnding & {
+    /**
+     * Result files sent inline (JSON text, MAX_INLINE_RESULT_BYTES together at most)
+     * rather than by PUT /lease/results/{name} first; either way each result the
+     * kind needs must be there when the job completes.
+     */
+    results?: Partial<Record<ResultName, string>>;
+  };
 
 /** POST /internal/v1/lease/fail (job token). */
-export interface FailRequest {
+export interface FailRequest extends LeaseEnding {
   error: string;
   /** True for the agent's own trouble (disk, tool crash): the job may run again elsewhere. */
   retryable: boolean;

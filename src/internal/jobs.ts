@@ -8,7 +8,7 @@ import type { ClaimedJob, ClaimResponse } from '../../prover-agent/src/protocol.
 import type { Env } from '../env.ts';
 import { scheduleLeaseCheck } from '../jobs/lease-checks.ts';
 import { fleetSettings, type AgentTimings } from '../jobs/settings.ts';
-import { claimJob, gpusUsed, type AgentCapabilities, type ClaimOutcome } from '../jobs/state.ts';
+import { claimJob, gpusUsed, isSharedArtifact, type AgentCapabilities, type ClaimOutcome } from '../jobs/state.ts';
 import { whyUnservable } from '../jobs/sweep.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
@@ -48,6 +48,7 @@ function hintOutcome(hintId: string | null | undefined, claim: ClaimOutcome, cap
 function describeClaim(env: Env, claim: ClaimOutcome, token: string, timings: AgentTimings): ClaimedJob {
   const { job, lease, config, program } = claim;
   if (!job || !lease || !config) throw new Error(`claim of job ${job?.id} came back without its lease or config`);
+  const artifacts = Object.entries(lease.artifacts).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== '');
   return {
     id: job.id,
     kind: job.kind,
@@ -74,10 +75,10 @@ function describeClaim(env: Env, claim: ClaimOutcome, token: string, timings: Ag
     proof: claim.proof && { proof_type: claim.proof.proof_type, num_children: (JSON.parse(claim.proof.child_proof_keys) as string[]).length },
     execution: claim.execution && { mode: claim.execution.mode },
     verification: claim.verification && { proof_type: claim.verification.proof_type === 'evm' ? 'evm' : 'stark' },
-    // The names of the files the lease carries (leases.artifacts), in the order to fetch them.
-    artifacts: Object.entries(lease.artifacts)
-      .filter(([, key]) => typeof key === 'string' && key !== '')
-      .map(([name]) => name),
+    // The names of the files the lease carries (leases.artifacts), in the order to fetch them;
+    // the keys of those other jobs share are their cache ids.
+    artifacts: artifacts.map(([name]) => name),
+    shared_artifacts: Object.fromEntries(artifacts.filter(([name]) => isSharedArtifact(name))),
     log: { seq: job.log_seq, offset: job.log_bytes },
   };
 }

@@ -6,10 +6,11 @@ import { zValidator } from '@hono/zod-validator';
 import { eq } from 'drizzle-orm';
 import { Hono, type Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import type { HeartbeatResponse, LeaseStatusResponse } from '../../prover-agent/src/protocol.ts';
+import type { BatchItem } from 'drizzle-orm/batch';
+import type { HeartbeatResponse, LeaseStatusResponse, LogChunk, ResultName } from '../../prover-agent/src/protocol.ts';
 import { configs, proofs } from '../db/schema.ts';
 import { notifyJob } from '../jobs/dispatch.ts';
-import { appendLogChunk } from '../jobs/logs.ts';
+import { appendLogChunk, stageLogChunk } from '../jobs/logs.ts';
 import { fleetSettings } from '../jobs/settings.ts';
 import { enqueueAfterResponse } from '../jobs/webhooks.ts';
 import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob, type Completion } from '../jobs/state.ts';
@@ -20,7 +21,7 @@ import { jsonBody } from '../lib/body.ts';
 import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
 import { tooLarge } from '../lib/multipart.ts';
 import { bearer, requireJobToken, type InternalEnv } from './auth.ts';
-import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LogChunkSchema } from './schemas.ts';
+import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LeaseEndingSchema, LogChunkSchema } from './schemas.ts';
 
 export const leaseInternalApi = new Hono<InternalEnv>();
 // The heartbeat resolves its token inside its own batch (one round trip); every other
@@ -85,17 +86,34 @@ leaseInternalApi.get('/artifacts/:name', async (c) => {
   return streamObject(obj, 'application/octet-stream');
 });
 
-/** Where a result of this job is stored. */
-async function resultKey(c: Context<InternalEnv>, name: string): Promise<string> {
+/** Where a result of this job is stored (null: the job's kind has no such result). */
+function resultKey(c: Context<InternalEnv>, name: string): string | null {
   const { job } = c.var;
   if (job.kind === 'commit' && name === 'baseline') return artifactKey.programBaseline(job.subject_id);
   if (job.kind === 'proof' && (name === 'app' || name === 'stark' || name === 'evm')) return artifactKey.proofOutput(job.subject_id, name);
-  throw new ApiError(404, `A ${job.kind} job has no result '${name}'`);
+  return null;
+}
+
+const noSuchResult = (c: Context<InternalEnv>, name: string, status: 404 | 422) => new ApiError(status, `A ${c.var.job.kind} job has no result '${name}'`);
+
+/**
+ * The last log chunk an ending call carries (protocol LeaseEnding): its object is
+ * written now and its row update goes into the ending's batch, so the log and the
+ * ending land together. A chunk that is not the next one is dropped.
+ */
+async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined): Promise<BatchItem<'sqlite'>[]> {
+  if (!chunk) return [];
+  const { job } = c.var;
+  const staged = await stageLogChunk(c.var.db, c.env.ARTIFACTS, job.id, chunk, { seq: job.log_seq, bytes: job.log_bytes });
+  if (staged.result.kind === 'out-of-order')
+    console.warn(JSON.stringify({ level: 'warn', msg: 'last log chunk out of order; dropped', job_id: job.id, seq: chunk.seq, expected_seq: staged.result.expectedSeq }));
+  return staged.statement ? [staged.statement] : [];
 }
 
 leaseInternalApi.put('/results/:name', async (c) => {
   requireCurrent(c);
-  const key = await resultKey(c, c.req.param('name'));
+  const key = resultKey(c, c.req.param('name'));
+  if (!key) throw noSuchResult(c, c.req.param('name'), 404);
   const length = Number(c.req.header('content-length') ?? NaN);
   if (!Number.isInteger(length)) throw new ApiError(411, 'Content-Length is required: results are streamed straight to storage');
   if (length > MAX_RESULT_BYTES) throw tooLarge(MAX_RESULT_BYTES);
@@ -121,6 +139,22 @@ leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator
   if (body.kind !== job.kind) throw new ApiError(422, `This is a ${job.kind} job, not ${body.kind}`);
   const settings = fleetSettings(c.env);
   const response = { status: 'completed' };
+  // Results sent inline are stored first, as a PUT to /results/{name} would have.
+  const inline = Object.entries(body.results ?? {}).map(([name, text]) => {
+    const key = resultKey(c, name);
+    if (!key) throw noSuchResult(c, name, 422);
+    return { key, text };
+  });
+  const [before] = await Promise.all([
+    lastLogChunk(c, body.log),
+    ...inline.map(({ key, text }) => c.env.ARTIFACTS.put(key, text, { httpMetadata: { contentType: 'application/json' } })),
+  ]);
+  /** The size of a result, sent inline or uploaded before (null: neither). */
+  const resultSize = async (name: ResultName, key: string): Promise<number | null> => {
+    const sent = body.results?.[name];
+    if (sent !== undefined) return new TextEncoder().encode(sent).byteLength;
+    return (await c.env.ARTIFACTS.head(key))?.size ?? null;
+  };
   let done: Completion;
   switch (body.kind) {
     case 'commit': {
@@ -129,13 +163,13 @@ leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator
         // The engine's keys are not the config's: the program cannot be proven under it.
         const message = `The prover's app_vm_commit ${body.app_vm_commit} differs from the config's ${config.app_vm_commit}: the prover host's keys do not match config ${config.id}`;
         const failed = { status: 'failed', detail: message };
-        const r = await failJob(db, lease, job, { message, retryable: false }, failed, settings);
+        const r = await failJob(db, lease, job, { message, retryable: false }, failed, settings, { before });
         if (!r.applied) throw superseded();
         enqueueAfterResponse(c, r.deliveries);
         return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed, 200);
       }
       const baselineKey = artifactKey.programBaseline(job.subject_id);
-      if (!(await c.env.ARTIFACTS.head(baselineKey))) throw new ApiError(400, 'Upload the baseline result before completing');
+      if ((await resultSize('baseline', baselineKey)) === null) throw new ApiError(400, 'Upload the baseline result before completing');
       done = { kind: 'commit', app_exe_commit: body.app_exe_commit.toLowerCase(), baselineKey };
       break;
     }
@@ -145,10 +179,10 @@ leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator
       let size = 0;
       for (const kind of body.proofs) {
         const key = artifactKey.proofOutput(proof.id, kind);
-        const head = await c.env.ARTIFACTS.head(key);
-        if (!head) throw new ApiError(400, `Upload the ${kind} proof before completing`);
+        const stored = await resultSize(kind, key);
+        if (stored === null) throw new ApiError(400, `Upload the ${kind} proof before completing`);
         keys[kind] = key;
-        if (kind === proof.proof_type) size = head.size;
+        if (kind === proof.proof_type) size = stored;
       }
       if (!keys[proof.proof_type]) throw new ApiError(400, `The job asked for a ${proof.proof_type} proof`);
       done = {
@@ -180,7 +214,7 @@ leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator
       break;
     }
   }
-  const { outcome, deliveries } = await completeJob(db, lease, done, response, settings);
+  const { outcome, deliveries } = await completeJob(db, lease, done, response, settings, { before });
   if (!outcome) throw superseded();
   enqueueAfterResponse(c, deliveries);
   // Canceled meanwhile: the result is dropped, as the cancel's answer promised.
@@ -196,29 +230,32 @@ leaseInternalApi.post('/fail', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('js
   // so it is computed first and stored with the lease.
   const settings = fleetSettings(c.env);
   const response = { status: failureRequeues(job, body, settings) ? 'requeued' : 'failed' };
-  const r = await failJob(db, lease, job, { message: body.error, retryable: body.retryable }, response, settings);
+  const r = await failJob(db, lease, job, { message: body.error, retryable: body.retryable }, response, settings, { before: await lastLogChunk(c, body.log) });
   if (!r.applied) throw superseded();
   enqueueAfterResponse(c, r.deliveries);
   if (r.outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
   return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
 });
 
-leaseInternalApi.post('/canceled', async (c) => {
+// The body (the last log chunk) is optional: an empty one is `{}`.
+leaseInternalApi.post('/canceled', jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }), zValidator('json', LeaseEndingSchema, validationHook), async (c) => {
   const repeat = repeatOf(c, 'canceled');
   if (repeat) return repeat;
   if (!c.var.job.cancel_requested) throw new ApiError(409, 'This job was not canceled');
-  const { applied, deliveries } = await acknowledgeCancel(c.var.db, c.var.lease, CANCELED_RESPONSE, fleetSettings(c.env));
+  const before = await lastLogChunk(c, c.req.valid('json').log);
+  const { applied, deliveries } = await acknowledgeCancel(c.var.db, c.var.lease, CANCELED_RESPONSE, fleetSettings(c.env), { before });
   if (!applied) throw superseded();
   enqueueAfterResponse(c, deliveries);
   return c.json(CANCELED_RESPONSE, 200);
 });
 
-leaseInternalApi.post('/release', async (c) => {
+leaseInternalApi.post('/release', jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }), zValidator('json', LeaseEndingSchema, validationHook), async (c) => {
   const repeat = repeatOf(c, 'released', 'canceled');
   if (repeat) return repeat;
   const { db, job, lease } = c.var;
   const response = { status: 'requeued' };
-  const { outcome, deliveries } = await releaseJob(db, lease, job, response, fleetSettings(c.env));
+  const before = await lastLogChunk(c, c.req.valid('json').log);
+  const { outcome, deliveries } = await releaseJob(db, lease, job, response, fleetSettings(c.env), { before });
   if (!outcome) throw superseded();
   if (outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
   enqueueAfterResponse(c, deliveries);

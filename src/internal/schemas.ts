@@ -1,7 +1,7 @@
 // zod schemas of the internal protocol's requests; the types they check are the
 // agent's (prover-agent/src/protocol.ts), so the two cannot drift apart silently.
 import { z } from 'zod';
-import type { ClaimRequest, CompleteRequest, FailRequest, HeartbeatRequest, LeaveRequest, LogChunk, PresenceRequest, QueueAckRequest, QueuePullRequest } from '../../prover-agent/src/protocol.ts';
+import { MAX_INLINE_RESULT_BYTES, type ClaimRequest, type CompleteRequest, type FailRequest, type HeartbeatRequest, type LeaseEnding, type LeaveRequest, type LogChunk, type PresenceRequest, type QueueAckRequest, type QueuePullRequest } from '../../prover-agent/src/protocol.ts';
 
 const id = z.string().min(1).max(200);
 const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/i, 'expected 0x and 64 hex digits');
@@ -56,14 +56,28 @@ export const LogChunkSchema = z.object({
   text: z.string().max(1 << 20),
 }) satisfies z.ZodType<LogChunk>;
 
+/** The attempt's last log chunk, which any call that ends a lease may carry. */
+export const LeaseEndingSchema = z.object({ log: LogChunkSchema.optional() }) satisfies z.ZodType<LeaseEnding>;
+
+/** Inline results: JSON text, MAX_INLINE_RESULT_BYTES together at most (bigger ones are PUT first). */
+const inlineResults = z
+  .object({ baseline: z.string(), app: z.string(), stark: z.string(), evm: z.string() })
+  .partial()
+  .strict()
+  .refine((r) => Object.values(r).reduce((n, text) => n + new TextEncoder().encode(text).byteLength, 0) <= MAX_INLINE_RESULT_BYTES, {
+    message: `inline results may hold ${MAX_INLINE_RESULT_BYTES} bytes together; PUT bigger ones to /lease/results/{name} first`,
+  });
+
+const completion = { ...LeaseEndingSchema.shape, results: inlineResults.optional() };
+
 export const CompleteRequestSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('commit'), app_exe_commit: hex32, app_vm_commit: hex32 }),
-  z.object({ kind: z.literal('proof'), proofs: z.array(proofKind).min(1), public_values: hexOrNull, metrics }),
-  z.object({ kind: z.literal('verify'), verified: z.boolean(), reason: z.string().max(10_000).nullable() }),
-  z.object({ kind: z.literal('execute'), exit_code: z.number().int(), public_values: hexOrNull, error: z.string().max(100_000).nullable(), metrics }),
+  z.object({ kind: z.literal('commit'), app_exe_commit: hex32, app_vm_commit: hex32, ...completion }),
+  z.object({ kind: z.literal('proof'), proofs: z.array(proofKind).min(1), public_values: hexOrNull, metrics, ...completion }),
+  z.object({ kind: z.literal('verify'), verified: z.boolean(), reason: z.string().max(10_000).nullable(), ...completion }),
+  z.object({ kind: z.literal('execute'), exit_code: z.number().int(), public_values: hexOrNull, error: z.string().max(100_000).nullable(), metrics, ...completion }),
 ]) satisfies z.ZodType<CompleteRequest>;
 
-export const FailRequestSchema = z.object({
+export const FailRequestSchema = LeaseEndingSchema.extend({
   error: z.string().min(1).max(100_000),
   retryable: z.boolean(),
 }) satisfies z.ZodType<FailRequest>;

@@ -11,7 +11,9 @@
 import { eq } from 'drizzle-orm';
 import { RequestSessions } from '../db/sessions.ts';
 import { jobs } from '../db/schema.ts';
+import type { Db } from '../db/client.ts';
 import type { Env } from '../env.ts';
+import { appendServiceLog } from './logs.ts';
 import { notifyJob } from './dispatch.ts';
 import { fleetSettings } from './settings.ts';
 import { expireLeases } from './state.ts';
@@ -46,15 +48,29 @@ export async function checkLease(env: Env, check: LeaseCheck, now = Date.now()):
   let job = await read(sessions.db);
   if (job?.status === 'leased' && job.lease_id === check.lease_id && (job.lease_expires_at ?? 0) < now) {
     const settings = fleetSettings(env);
-    const { requeued, failed, deliveries } = await expireLeases(sessions.primary(), settings, now, { jobId: check.job_id, leaseId: check.lease_id });
-    for (const j of requeued) await notifyJob(env, { job_id: j.id, kind: j.kind });
-    await enqueueDeliveries(env, deliveries);
-    if (requeued.length || failed.length) return 'expired';
+    const expired = await expireLeases(sessions.primary(), settings, now, { jobId: check.job_id, leaseId: check.lease_id });
+    await afterExpiry(env, sessions.primary(), expired);
+    if (expired.requeued.length || expired.failed.length) return 'expired';
     job = await read(sessions.primary()); // renewed after all: the replica was behind
   }
   if (!job || job.status !== 'leased' || job.lease_id !== check.lease_id) return 'ended';
   await scheduleLeaseCheck(env, check, job.lease_expires_at ?? now, now);
   return 'renewed';
+}
+
+/**
+ * What follows expireLeases(), here and in the cron sweep: a fresh queue notice for each
+ * requeued job, its webhooks, and a line in each job's log saying what happened (the
+ * agent's own lines may not have reached the service before it went silent).
+ */
+export async function afterExpiry(env: Env, db: Db, expired: Awaited<ReturnType<typeof expireLeases>>): Promise<void> {
+  for (const j of expired.requeued) await notifyJob(env, { job_id: j.id, kind: j.kind });
+  await enqueueDeliveries(env, expired.deliveries);
+  const why = 'The prover running this attempt stopped answering and its lease expired';
+  await Promise.all([
+    ...expired.requeued.map((j) => appendServiceLog(db, env.ARTIFACTS, j.id, `${why}: queued again for another prover.`)),
+    ...expired.failed.map((id) => appendServiceLog(db, env.ARTIFACTS, id, `${why}.`)),
+  ]);
 }
 
 /** The queue() handler's part for LEASE_CHECKS: each look, retried by the queue if it fails. */

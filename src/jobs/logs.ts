@@ -7,34 +7,44 @@ import { eq, sql, and } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { jobs } from '../db/schema.ts';
 import { artifactKey } from '../lib/artifacts.ts';
+import type { LogChunk } from '../../prover-agent/src/protocol.ts';
 
 export type AppendResult = { kind: 'appended' | 'duplicate' } | { kind: 'out-of-order'; expectedSeq: number; expectedOffset: number };
+
+type LogPosition = { seq: number; bytes: number };
 
 /**
  * Appends one chunk at (seq, offset) if it is the next one; idempotent for a repeat.
  * `current` is the job's log position when the caller has just read it (a lease
  * callback has), saving a read; the update is conditional on it either way.
  */
-export async function appendLogChunk(
-  db: Db,
-  bucket: R2Bucket,
-  jobId: string,
-  chunk: { seq: number; offset: number; text: string },
-  current?: { seq: number; bytes: number },
-): Promise<AppendResult> {
+export async function appendLogChunk(db: Db, bucket: R2Bucket, jobId: string, chunk: LogChunk, current?: LogPosition): Promise<AppendResult> {
   const job = current ?? (await db.select({ seq: jobs.log_seq, bytes: jobs.log_bytes }).from(jobs).where(eq(jobs.id, jobId)).get());
   if (!job) throw new Error(`job ${jobId} not found`);
-  if (chunk.seq < job.seq) return { kind: 'duplicate' };
-  if (chunk.seq > job.seq || chunk.offset !== job.bytes) return { kind: 'out-of-order', expectedSeq: job.seq, expectedOffset: job.bytes };
+  const staged = await stageLogChunk(db, bucket, jobId, chunk, job);
+  if (!staged.statement) return staged.result;
+  const moved = await staged.statement;
+  return { kind: moved.length ? 'appended' : 'duplicate' };
+}
+
+/**
+ * appendLogChunk() in two halves, for a caller that runs the row update in a batch of
+ * its own (a lease's last chunk goes with the call that ends it): the chunk's object
+ * is written now, and the statement that moves the job's log position is returned,
+ * unrun (null when there is nothing to append). The object goes first: if the update
+ * then loses a race, the winner wrote the same key.
+ */
+export async function stageLogChunk(db: Db, bucket: R2Bucket, jobId: string, chunk: LogChunk, job: LogPosition) {
+  if (chunk.seq < job.seq) return { result: { kind: 'duplicate' } as AppendResult, statement: null };
+  if (chunk.seq > job.seq || chunk.offset !== job.bytes) return { result: { kind: 'out-of-order', expectedSeq: job.seq, expectedOffset: job.bytes } as AppendResult, statement: null };
   const bytes = new TextEncoder().encode(chunk.text);
-  // The object first: if the row update then loses a race, the winner wrote the same key.
   await bucket.put(artifactKey.jobLogChunk(jobId, chunk.seq), bytes, { httpMetadata: { contentType: 'text/plain; charset=utf-8' } });
-  const moved = await db
+  const statement = db
     .update(jobs)
     .set({ log_seq: chunk.seq + 1, log_bytes: sql`${jobs.log_bytes} + ${bytes.byteLength}` })
     .where(and(eq(jobs.id, jobId), eq(jobs.log_seq, chunk.seq)))
     .returning({ id: jobs.id });
-  return { kind: moved.length ? 'appended' : 'duplicate' };
+  return { result: { kind: 'appended' } as AppendResult, statement };
 }
 
 /** Appends a line written by the service itself (e.g. why a job still waits), while no agent holds the job. */

@@ -35,6 +35,7 @@
 // decided inside the same transaction as the cancel it races with.
 import { and, eq, inArray, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { alias, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
+import type { BatchItem } from 'drizzle-orm/batch';
 import type { Db } from '../db/client.ts';
 import { agentTokens, configs, executions, jobs, leases, organizations, programs, proofs, queueLanes, verifications, type JobKind, type ProofState } from '../db/schema.ts';
 import { ENGINE_GPU_LIMITS } from '../../prover-agent/src/protocol.ts';
@@ -202,6 +203,14 @@ function claimArtifactsSql(): SQL<string> {
     WHEN 'verify' THEN CASE WHEN ${g.baseline_key} IS NULL THEN json_object('proof', ${v.proof_key}) ELSE json_object('proof', ${v.proof_key}, 'baseline', ${g.baseline_key}) END
     ELSE '{}' END`;
 }
+
+/**
+ * Whether a claim's input file is one other jobs use too: a program's ELF, VMEXE and
+ * baseline, a deferred child proof. Each is written once before any job that reads it
+ * can be claimed and never rewritten, so its key names the same bytes for as long as
+ * it exists, and agents may keep it between jobs (protocol ClaimedJob.shared_artifacts).
+ */
+export const isSharedArtifact = (name: string): boolean => name === 'elf' || name === 'vmexe' || name === 'baseline' || name.startsWith('child-');
 
 export interface ClaimOutcome {
   /** False when the agent token is unknown or revoked (nothing was claimed). */
@@ -426,6 +435,16 @@ function cancelSubjects(db: Db, jobWhere: SQL, settings: FleetSettings, now: num
   ] as const;
 }
 
+/**
+ * Options of the calls that end a lease. `before`: statements run first in the same
+ * batch (the attempt's last log chunk, src/jobs/logs.ts stageLogChunk), so what the
+ * agent sends with its report lands with it or not at all.
+ */
+export interface EndingOptions {
+  now?: number;
+  before?: BatchItem<'sqlite'>[];
+}
+
 /** The outcome a finished job reports, by kind. */
 export type Completion =
   | { kind: 'commit'; app_exe_commit: string; baselineKey: string }
@@ -461,7 +480,7 @@ export async function completeJob(
   done: Completion,
   response: unknown,
   settings: FleetSettings,
-  now = Date.now(),
+  { now = Date.now(), before = [] }: EndingOptions = {},
 ): Promise<{ outcome: 'completed' | 'canceled' | null; deliveries: DeliveryRef[] }> {
   const current = currentLease(lease.id);
   const mine = and(current, eq(jobs.cancel_requested, false));
@@ -516,6 +535,7 @@ export async function completeJob(
   // The subject updates are guarded by the lease, so they must run before the job
   // row stops being `leased`.
   const results = await db.batch([
+    ...(before as [BatchItem<'sqlite'>]),
     ...(subject as [ReturnType<typeof updateSubjects>]),
     ...cancelSubjects(db, canceled, settings, now),
     endLeaseUnlessCanceled(db, lease, 'completed', response, now),
@@ -544,7 +564,7 @@ export async function failJob(
   failure: { message: string; retryable: boolean },
   response: unknown,
   settings: FleetSettings,
-  now = Date.now(),
+  { now = Date.now(), before = [] }: EndingOptions = {},
 ): Promise<{ outcome: 'requeued' | 'failed' | 'canceled'; applied: boolean; deliveries: DeliveryRef[] }> {
   const current = currentLease(lease.id);
   const mine = and(current, eq(jobs.cancel_requested, false));
@@ -552,6 +572,7 @@ export async function failJob(
   const requeue = failureRequeues(job, failure, settings);
   const message = failure.retryable && !requeue ? `${failure.message} (gave up after ${job.retries + 1} failed attempts)` : failure.message;
   const results = await db.batch([
+    ...(before as [BatchItem<'sqlite'>]),
     requeue ? updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].queued) : updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].failed(isoNow(now), message)),
     ...cancelSubjects(db, canceled, settings, now),
     endLeaseUnlessCanceled(db, lease, 'failed', response, now),
@@ -578,9 +599,10 @@ export async function failJob(
 }
 
 /** The agent stopped the job on a cancel request: Canceling → Canceled, charged until the cancel. */
-export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: unknown, settings: FleetSettings, now = Date.now()) {
+export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: unknown, settings: FleetSettings, { now = Date.now(), before = [] }: EndingOptions = {}) {
   const mine = and(currentLease(lease.id), eq(jobs.cancel_requested, true))!;
   const results = await db.batch([
+    ...(before as [BatchItem<'sqlite'>]),
     ...cancelSubjects(db, mine, settings, now),
     endLease(db, lease, 'canceled', response, now),
     deliveriesOf(db, mine),
@@ -593,10 +615,11 @@ export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: unkno
  * The agent gives the job back unfinished (shutting down): it is requeued at once
  * for another agent, without touching its retry budget; a canceled job ends Canceled.
  */
-export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response: unknown, settings: FleetSettings, now = Date.now()) {
+export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response: unknown, settings: FleetSettings, { now = Date.now(), before = [] }: EndingOptions = {}) {
   const current = currentLease(lease.id);
   const canceled = and(current, eq(jobs.cancel_requested, true))!;
   const results = await db.batch([
+    ...(before as [BatchItem<'sqlite'>]),
     updateSubjects(db, job.kind, and(current, eq(jobs.cancel_requested, false)), SUBJECTS[job.kind].queued),
     ...cancelSubjects(db, canceled, settings, now),
     endLeaseUnlessCanceled(db, lease, 'released', response, now),

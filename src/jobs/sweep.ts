@@ -20,7 +20,8 @@ import { notifyJob } from './dispatch.ts';
 import { appendServiceLog } from './logs.ts';
 import { fleetSettings } from './settings.ts';
 import { expireLeases, gpusUsed, type JobRow } from './state.ts';
-import { enqueueDeliveries, sweepWebhooks } from './webhooks.ts';
+import { afterExpiry } from './lease-checks.ts';
+import { sweepWebhooks } from './webhooks.ts';
 
 interface LiveAgent {
   gpus: number;
@@ -57,8 +58,7 @@ export async function sweep(
   const requeued: { id: string; kind: string }[] = [];
   for (let round = 0; round < 20; round++) {
     const expired = await expireLeases(db, settings, now);
-    for (const j of expired.requeued) await notifyJob(env, { job_id: j.id, kind: j.kind });
-    await enqueueDeliveries(env, expired.deliveries);
+    await afterExpiry(env, db, expired);
     requeued.push(...expired.requeued);
     if (expired.requeued.length + expired.failed.length === 0) break;
   }

@@ -30,7 +30,12 @@ export function isJsonContentType(contentType: string | null | undefined): boole
  * Python's json.loads cannot decode them (a UnicodeDecodeError, not a JSONDecodeError).
  */
 async function readJsonText(req: Request, maxBytes: number, loc: (string | number)[]): Promise<{ text: string; value: unknown }> {
-  const bytes = await readJsonBytes(req, maxBytes, loc);
+  return jsonText(req, await readBytesCapped(req, maxBytes), loc);
+}
+
+/** readJsonText() of bytes already read. */
+function jsonText(req: Request, bytes: Uint8Array, loc: (string | number)[]): { text: string; value: unknown } {
+  checkJsonBytes(req, bytes, loc);
   const text = new TextDecoder().decode(bytes);
   return { text, value: parseJsonText(text, loc) };
 }
@@ -38,11 +43,16 @@ async function readJsonText(req: Request, maxBytes: number, loc: (string | numbe
 /** A JSON body's bytes, with readJsonText's cap and checks but for the parse. */
 async function readJsonBytes(req: Request, maxBytes: number, loc: (string | number)[]): Promise<Uint8Array> {
   const bytes = await readBytesCapped(req, maxBytes);
+  checkJsonBytes(req, bytes, loc);
+  return bytes;
+}
+
+/** The checks of readJsonText() before the parse. */
+function checkJsonBytes(req: Request, bytes: Uint8Array, loc: (string | number)[]): void {
   if (bytes.length === 0) throw new ValidationError([{ loc, msg: 'Field required', type: 'missing' }]);
   if (!isJsonContentType(req.headers.get('content-type')))
     throw new ValidationError([{ loc, msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type' }]);
   checkUtf8(bytes);
-  return bytes;
 }
 
 /** FastAPI's 400 for bytes json.loads cannot decode; checked in slices, never one big string. */
@@ -78,9 +88,11 @@ export async function readJsonBody(req: Request, maxBytes: number, loc: (string 
  * and checked once here (cap, Content-Type, empty and malformed bodies), then the
  * same text is handed on as plain JSON for the validator.
  */
-export const jsonBody = (maxBytes: number) =>
+export const jsonBody = (maxBytes: number, { optional = false } = {}) =>
   createMiddleware(async (c, next) => {
-    const { text } = await readJsonText(c.req.raw, maxBytes, ['body']);
+    const bytes = await readBytesCapped(c.req.raw, maxBytes);
+    // An optional body left out reads as `{}`.
+    const text = optional && bytes.length === 0 ? '{}' : jsonText(c.req.raw, bytes, ['body']).text;
     c.req.raw = new Request(c.req.raw.url, {
       method: c.req.raw.method,
       headers: { ...Object.fromEntries(c.req.raw.headers), 'content-type': 'application/json' },

@@ -69,6 +69,27 @@ describe('end to end with the dev engine', () => {
     expect(rec.proofs_run).toBe(1);
   });
 
+  it('a program proven again: its files come from the agent’s artifact cache, only the input is downloaded', async () => {
+    const artifacts = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${agent.metricsPort}/metrics`)).text();
+      const count = (outcome: string) => Number(new RegExp(`^prover_agent_artifacts_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+      return { hit: count('hit'), miss: count('miss'), off: count('off') };
+    };
+    const program = await registerGuest(api, stack.devConfig, 'hello.elf'); // its commit fetched the ELF and VMEXE
+    const prove = async (text: string) => {
+      const before = await artifacts();
+      const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: [bytesInput(text)] });
+      const proof = await api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state));
+      expect(proof.state).toBe('Succeeded');
+      const file = await api.json('GET', `/v1/proofs/${id}/proof/stark`);
+      expect(file.user_pvs_proof.replace(/^0x/, '')).toContain(createHash('sha256').update(text).digest('hex'));
+      const after = await artifacts();
+      return { hit: after.hit - before.hit, miss: after.miss - before.miss, off: after.off - before.off };
+    };
+    expect(await prove('first')).toEqual({ hit: 2, miss: 1, off: 1 }); // ELF and VMEXE kept from the commit; the baseline is new
+    expect(await prove('second')).toEqual({ hit: 3, miss: 0, off: 1 }); // only the proof's own input travels
+  });
+
   it('deferred child proofs: a matching child is folded in; a child of another program fails the job at proving time', async () => {
     const program = await registerGuest(api, stack.devConfig, 'hello.elf');
     const other = await registerGuest(api, stack.devConfig, 'loop.elf');

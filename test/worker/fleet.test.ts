@@ -4,6 +4,8 @@ import { api, guest, json, markReady, registerProgram, runAdmin, seedConfig, see
 import { claim, claimJob, drainQueuedJobs, expireLease, jobRow, lease, seedAgent, upload } from './fleet-helpers.ts';
 import { createApiKey, revokeAgentToken, setOrganizationLimits } from '../../src/admin/statements.ts';
 import { gpusUsed, leaseCost, type LeaseRow } from '../../src/jobs/state.ts';
+import { MAX_INLINE_RESULT_BYTES } from '../../prover-agent/src/protocol.ts';
+import { artifactKey } from '../../src/lib/artifacts.ts';
 
 beforeEach(drainQueuedJobs);
 
@@ -163,6 +165,94 @@ describe('proof lifecycle through the internal API', () => {
     await json(await lease(job, '/canceled', {}), 200);
     expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Canceled');
     expect((await jobRow(job.id)).status).toBe('done');
+  });
+});
+
+describe('a lease ends in one request', () => {
+  const logsOf = async (t: Tenant, proofId: string) => (await api(t, `/v1/proofs/${proofId}/logs`)).text();
+
+  it('a claim names the files other jobs share, by their storage keys; the proof’s own input is not among them', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    await submitProof(t, program);
+    const job = await claimJob(await seedAgent());
+    expect(job.shared_artifacts).toEqual({ elf: artifactKey.programElf(program), vmexe: artifactKey.programVmexe(program), baseline: artifactKey.programBaseline(program) });
+    expect(job.artifacts).toContain('input');
+  });
+
+  it('/complete carries the last log chunk and a small result inline: stored with the completion, once, whatever the retries', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const proofId = await submitProof(t, program);
+    const job = await claimJob(await seedAgent());
+    await json(await lease(job, '/logs', { seq: 0, offset: 0, text: 'first\n' }), 200);
+    const complete = {
+      kind: 'proof',
+      proofs: ['stark'],
+      public_values: '0x00',
+      metrics: { cells_used: 7 },
+      results: { stark: STARK },
+      log: { seq: 1, offset: 6, text: 'last\n' },
+    };
+    expect(await json(await lease(job, '/complete', complete), 200)).toEqual({ status: 'completed' });
+    expect(await json(await lease(job, '/complete', complete), 200)).toEqual({ status: 'completed' }); // a retry: same answer, nothing twice
+    expect(await json(await api(t, `/v1/proofs/${proofId}`), 200)).toMatchObject({ state: 'Succeeded', proof_size: STARK.length, cells_used: 7 });
+    expect(await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text()).toBe(STARK);
+    expect(await logsOf(t, proofId)).toBe('first\nlast\n');
+    expect(await jobRow(job.id)).toMatchObject({ log_seq: 2, log_bytes: 11 });
+  });
+
+  it('a commit completes with its baseline inline', async () => {
+    const t = await seedTenant();
+    const program = await registerProgram(t, await seedConfig());
+    const job = await claimJob(await seedAgent());
+    const commit = { kind: 'commit', app_exe_commit: '0x' + '11'.repeat(32), app_vm_commit: job.config.app_vm_commit, results: { baseline: BASELINE } };
+    expect(await json(await lease(job, '/complete', commit), 200)).toEqual({ status: 'completed' });
+    expect((await json(await api(t, `/v1/programs/${program}`), 200)).status).toBe('ready');
+    expect(await (await env.ARTIFACTS.get(`programs/${program}/baseline.json`))!.text()).toBe(BASELINE);
+  });
+
+  it('refuses inline results the job’s kind does not have, or too big to ride along (422), and changes nothing', async () => {
+    const t = await seedTenant();
+    const proofId = await submitProof(t, await readyProgram(t));
+    const job = await claimJob(await seedAgent());
+    const complete = { kind: 'proof', proofs: ['stark'], public_values: null, metrics: {} };
+    expect(await json(await lease(job, '/complete', { ...complete, results: { baseline: BASELINE } }), 422)).toMatchObject({ detail: expect.stringMatching(/no result 'baseline'/) });
+    expect((await lease(job, '/complete', { ...complete, results: { stark: 'x'.repeat(MAX_INLINE_RESULT_BYTES + 1) } })).status).toBe(422);
+    expect((await lease(job, '/complete', { ...complete, results: { stark: STARK, extra: '{}' } })).status).toBe(422);
+    expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Executing');
+    expect((await lease(job, '/complete', complete)).status).toBe(400); // and without it, the result must have been uploaded
+  });
+
+  it('/fail, /canceled and /release carry the last log chunk too; a chunk out of order is dropped and the ending still applies', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const failed = await submitProof(t, program);
+    const first = await claimJob(await seedAgent());
+    expect(await json(await lease(first, '/fail', { error: 'guest panicked', retryable: false, log: { seq: 0, offset: 0, text: 'panic!\n' } }), 200)).toEqual({ status: 'failed' });
+    expect(await logsOf(t, failed)).toBe('panic!\n');
+
+    const released = await submitProof(t, program);
+    const second = await claimJob(await seedAgent());
+    expect(await json(await lease(second, '/release', { log: { seq: 5, offset: 99, text: 'lost\n' } }), 200)).toEqual({ status: 'requeued' });
+    expect(await logsOf(t, released)).toBe('');
+    const third = await claimJob(await seedAgent());
+    expect(third.log).toEqual({ seq: 0, offset: 0 });
+    expect(await json(await lease(third, '/release', { log: { seq: 0, offset: 0, text: 'shutting down\n' } }), 200)).toEqual({ status: 'requeued' });
+    expect(await logsOf(t, released)).toBe('shutting down\n');
+
+    const fourth = await claimJob(await seedAgent());
+    await json(await api(t, `/v1/proofs/${released}/cancel`, { method: 'POST' }), 200);
+    expect(await json(await lease(fourth, '/canceled', { log: { ...fourth.log, text: 'canceled\n' } }), 200)).toEqual({ status: 'canceled' });
+    expect(await logsOf(t, released)).toBe('shutting down\ncanceled\n');
+  });
+
+  it('/canceled and /release take an empty body as before', async () => {
+    const t = await seedTenant();
+    await submitProof(t, await readyProgram(t));
+    const job = await claimJob(await seedAgent());
+    const res = await api(null, '/internal/v1/lease/release', { method: 'POST', headers: { authorization: `Bearer ${job.job_token}` } });
+    expect(await json(res, 200)).toEqual({ status: 'requeued' });
   });
 });
 

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { ENGINE_USES_GPU, type EngineName } from '../engine/index.ts';
 import { pickGpus } from '../engine/openvm/gpus.ts';
 import { ENGINE_GPU_LIMITS, type ClaimResponse } from '../protocol.ts';
+import { ArtifactCache } from './artifact-cache.ts';
 import type { AgentConfig } from './config.ts';
 import { EnginePool } from './engine-pool.ts';
 import { errorText, type Logger } from './log.ts';
@@ -26,6 +27,9 @@ import { decodeNotice, FleetQueue, type PulledMessage } from './queue-client.ts'
 import { ServiceClient } from './service-client.ts';
 
 export type AgentState = 'starting' | 'running' | 'draining' | 'stopped';
+
+/** The artifact cache's directory under the work dir (job directories are named after their jobs). */
+const ARTIFACT_CACHE_DIR = 'artifact-cache';
 
 export class Agent {
   state: AgentState = 'starting';
@@ -43,6 +47,7 @@ export class Agent {
   private readonly log: Logger;
   private readonly metrics: Metrics;
   private readonly engines: EnginePool;
+  private readonly artifactCache: ArtifactCache;
 
   constructor(cfg: AgentConfig, log: Logger, metrics: Metrics) {
     this.cfg = cfg;
@@ -54,11 +59,13 @@ export class Agent {
     const whoAmI = { agent_id: this.id, name: cfg.name, machine_type: cfg.machineType, gpus: cfg.gpus.length, engines: cfg.engines, configs: cfg.configs };
     this.queue = new FleetQueue(this.service, whoAmI, { ...retry, onRetry: (r) => this.retrying('queue', r) });
     this.engines = new EnginePool({ size: cfg.concurrency, log: this.log });
+    this.artifactCache = new ArtifactCache(join(cfg.workDir, ARTIFACT_CACHE_DIR), cfg.artifactCacheBytes, this.log);
   }
 
   async run(): Promise<void> {
     try {
       await this.cleanWorkDir();
+      await this.artifactCache.open();
       // Warm workers load their engines while the agent announces itself: the first job finds them ready.
       for (const engine of this.cfg.engines) this.engines.warm(engine, this.cfg.engineOptions);
       try {
@@ -129,7 +136,14 @@ export class Agent {
 
   health() {
     const { pids: _pids, ...engineWorkers } = this.engines.stats();
-    return { ok: this.state === 'running' || this.state === 'draining', state: this.state, running_jobs: [...this.running.keys()], free_gpus: this.freeGpus.length, engine_workers: engineWorkers };
+    return {
+      ok: this.state === 'running' || this.state === 'draining',
+      state: this.state,
+      running_jobs: [...this.running.keys()],
+      free_gpus: this.freeGpus.length,
+      engine_workers: engineWorkers,
+      artifact_cache: this.artifactCache.stats(),
+    };
   }
 
   private async pull(slots: number): Promise<PulledMessage[]> {
@@ -166,7 +180,7 @@ export class Agent {
     const gpus = ENGINE_USES_GPU[engine as EngineName] ? (pickGpus(this.freeGpus, wanted) ?? []) : [];
     this.freeGpus = this.freeGpus.filter((g) => !gpus.includes(g));
     if (this.cfg.heartbeatIntervalMs) job.heartbeat_interval_ms = this.cfg.heartbeatIntervalMs;
-    const runner = new JobRunner(this.service, job, gpus, { workRoot: this.cfg.workDir, engineOptions: this.cfg.engineOptions, engines: this.engines, killGraceMs: this.cfg.killGraceMs, agentName: this.cfg.name, machineType: this.cfg.machineType }, this.log, this.metrics);
+    const runner = new JobRunner(this.service, job, gpus, { workRoot: this.cfg.workDir, engineOptions: this.cfg.engineOptions, engines: this.engines, artifacts: this.artifactCache, killGraceMs: this.cfg.killGraceMs, agentName: this.cfg.name, machineType: this.cfg.machineType }, this.log, this.metrics);
     this.running.set(job.id, runner);
     this.metrics.jobStarted(job.kind);
     this.log.info('claimed job', { job_id: job.id, kind: job.kind, attempt: job.attempt, priority: job.priority, gpus, claim_ms: Math.round(performance.now() - started) });
@@ -209,8 +223,9 @@ export class Agent {
   }
 
   /** Work directories left by a crashed run belong to leases that will expire: clear them. */
+  /** Removes what jobs of an earlier run left; the artifact cache stays. */
   private async cleanWorkDir(): Promise<void> {
     await mkdir(this.cfg.workDir, { recursive: true });
-    for (const entry of await readdir(this.cfg.workDir)) await rm(join(this.cfg.workDir, entry), { recursive: true, force: true });
+    for (const entry of await readdir(this.cfg.workDir)) if (entry !== ARTIFACT_CACHE_DIR) await rm(join(this.cfg.workDir, entry), { recursive: true, force: true });
   }
 }

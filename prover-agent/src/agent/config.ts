@@ -15,6 +15,8 @@ export interface AgentConfig {
   engines: string[];
   configs: string[];
   workDir: string;
+  /** Bytes the artifact cache (under workDir) may hold; 0: off. */
+  artifactCacheBytes: number;
   concurrency: number;
   /** Overrides the heartbeat interval the service suggests, when set. */
   heartbeatIntervalMs: number | null;
@@ -38,7 +40,8 @@ const FLAGS = [
   ['gpus', 'PROVER_GPUS', '0', 'GPU count (ordinals 0..N-1) or a comma list of ordinals'],
   ['engines', 'PROVER_ENGINES', 'dev', `Engines served, comma separated (${ENGINE_NAMES.join(', ')})`],
   ['configs', 'PROVER_CONFIGS', '', 'Config ids served, comma separated; empty = all configs of the engines'],
-  ['work-dir', 'PROVER_WORK_DIR', join(homedir(), '.prover-agent', 'work'), 'Job work directories (emptied at start)'],
+  ['work-dir', 'PROVER_WORK_DIR', join(homedir(), '.prover-agent', 'work'), 'Job work directories (emptied at start, but for the artifact cache)'],
+  ['artifact-cache', 'PROVER_ARTIFACT_CACHE_MB', '4096', 'MB of shared job inputs (program ELF, VMEXE, baseline) kept between jobs under the work dir; 0 disables'],
   ['concurrency', 'PROVER_CONCURRENCY', '', 'Jobs run at once (default: one per GPU, at least 1; openvm jobs use one GPU each)'],
   ['heartbeat-interval', 'PROVER_HEARTBEAT_INTERVAL', '', 'Seconds between heartbeats (default: the service’s suggestion)'],
   ['shutdown-grace', 'PROVER_SHUTDOWN_GRACE', '300', 'Seconds running jobs may finish after SIGTERM before they are released'],
@@ -121,6 +124,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     engines,
     configs: list(get('configs')),
     workDir: resolve(get('work-dir')),
+    artifactCacheBytes: Math.round(number('artifact-cache', get('artifact-cache'), 0) * 1024 * 1024),
     concurrency: get('concurrency') ? number('concurrency', get('concurrency'), 1) : Math.max(1, gpus.length),
     heartbeatIntervalMs: hb ? number('heartbeat-interval', hb, 0.1) * 1000 : null,
     shutdownGraceMs: number('shutdown-grace', get('shutdown-grace'), 0) * 1000,

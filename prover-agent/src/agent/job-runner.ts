@@ -12,12 +12,13 @@
 //   canceled before a report   → the service answers `canceled` to /complete or /fail
 //   agent shutting down        → engine killed, /release (requeued for another agent)
 //   lease lost (409)           → engine killed, nothing reported: the job has moved on
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EngineOptions } from '../engine/index.ts';
 import type { CommitResult, EngineMetrics, ExecuteResult, ProveResult, ProvePhase, VerifyResult } from '../engine/types.ts';
-import type { ClaimedJob, CompleteRequest } from '../protocol.ts';
+import { MAX_INLINE_RESULT_BYTES, type ClaimedJob, type CompleteRequest, type FailRequest, type LogChunk, type ResultName } from '../protocol.ts';
+import type { ArtifactCache } from './artifact-cache.ts';
 import { HttpError } from './http.ts';
 import { errorText, type Logger } from './log.ts';
 import { LogShipper } from './log-shipper.ts';
@@ -31,6 +32,8 @@ export interface RunnerOptions {
   engineOptions: EngineOptions;
   /** Starts engine operations (the agent's pool: warm workers for GPU-less engines, a process per operation otherwise). */
   engines: EngineLauncher;
+  /** Where the input files other jobs share are kept between jobs. */
+  artifacts: ArtifactCache;
   /** SIGTERM → SIGKILL grace for the engine's process group. */
   killGraceMs: number;
   agentName: string;
@@ -43,7 +46,7 @@ const subjectNoun: Record<ClaimedJob['kind'], string> = { commit: 'program', pro
 /** SIGTERM → SIGKILL grace on cancel: the result is dropped, so the engine gets at most this long to stop. */
 export const CANCEL_KILL_GRACE_MS = 1000;
 
-/** Steps a run waits on: artifact downloads, the engine, log flushes, result uploads, the report (complete, fail, canceled, release). */
+/** Steps a run waits on: artifact downloads, the engine, log flushes, result uploads (small ones ride with the report), the report (complete, fail, canceled, release). */
 type Step = 'download' | 'engine' | 'logs' | 'upload' | 'report';
 
 export type RunOutcome = 'completed' | 'failed' | 'requeued' | 'canceled' | 'released' | 'lost';
@@ -96,8 +99,9 @@ export class JobRunner {
     let outcome: RunOutcome;
     try {
       await mkdir(this.dir, { recursive: true });
+      // Shipped within half a second, or with the report of a job that ends sooner (if the
+      // agent dies first, the service's lease check writes that the attempt was lost).
       this.logs.line(`[agent ${this.opts.agentName}] attempt ${this.job.attempt} of ${subjectNoun[this.job.kind]} ${this.job.subject_id} on ${this.opts.machineType}${this.gpus.length ? ` (GPUs ${this.gpus.join(',')})` : ''}`);
-      await this.timed('logs', () => this.logs.flush()); // who ran an attempt is on record even if this agent dies
       outcome = await this.execute();
     } catch (err) {
       outcome = await this.endEarlyOr(() => this.report('fail', { error: `agent error: ${errorText(err)}`, retryable: true }));
@@ -114,7 +118,7 @@ export class JobRunner {
 
   private async execute(): Promise<RunOutcome> {
     const files = Object.fromEntries(this.job.artifacts.map((name) => [name, join(this.dir, name)]));
-    await this.timed('download', () => Promise.all(this.job.artifacts.map((name) => this.lease.download(name, files[name]!, this.stopped.signal))));
+    await this.timed('download', () => Promise.all(this.job.artifacts.map((name) => this.fetchArtifact(name, files[name]!))));
     if (this.stopReason) return this.endEarly();
 
     const op = this.operation(files);
@@ -148,6 +152,16 @@ export class JobRunner {
     }
   }
 
+  /** One input file: from the artifact cache when other jobs share it, downloaded otherwise. */
+  private async fetchArtifact(name: string, path: string): Promise<void> {
+    const download = (to: string) => this.lease.download(name, to, this.stopped.signal);
+    const id = this.job.shared_artifacts?.[name];
+    if (id === undefined) {
+      await download(path);
+      this.metricsSink.artifactFetched('off');
+    } else this.metricsSink.artifactFetched(await this.opts.artifacts.provide(id, path, download));
+  }
+
   /** The engine operation this job asks for. */
   private operation(f: Record<string, string>): EngineOp {
     const j = this.job;
@@ -179,21 +193,38 @@ export class JobRunner {
     }
   }
 
-  /** Uploads what the engine produced and completes the job. */
+  /**
+   * Sends a result file: inline with /complete when it is small (and the service takes
+   * results inline), uploaded first otherwise. Returns what /complete carries.
+   */
+  private async sendResult(name: ResultName, path: string): Promise<CompleteRequest['results']> {
+    if (this.serviceTakesEndings() && (await stat(path)).size <= MAX_INLINE_RESULT_BYTES) return { [name]: await readFile(path, 'utf8') };
+    await this.timed('upload', () => this.lease.upload(name, path));
+    return undefined;
+  }
+
+  /**
+   * Whether the service takes a lease's last log chunk and small results with the call
+   * that ends it (protocol LeaseEnding): a service that sends shared_artifacts does.
+   * Against an older one, logs are flushed and results uploaded first, as it expects.
+   */
+  private serviceTakesEndings(): boolean {
+    return this.job.shared_artifacts !== undefined;
+  }
+
+  /** Sends what the engine produced and completes the job. */
   private async finish(op: EngineOp, result: unknown): Promise<RunOutcome> {
     let complete: CompleteRequest;
     if (op.op === 'commit') {
       const r = result as CommitResult;
       const baseline = join(this.dir, 'baseline.json');
       await writeFile(baseline, JSON.stringify(r.baseline));
-      await this.timed('logs', () => this.logs.flush());
-      await this.timed('upload', () => this.lease.upload('baseline', baseline));
-      complete = { kind: 'commit', app_exe_commit: r.app_exe_commit, app_vm_commit: r.app_vm_commit };
+      const results = await this.sendResult('baseline', baseline);
+      complete = { kind: 'commit', app_exe_commit: r.app_exe_commit, app_vm_commit: r.app_vm_commit, ...(results && { results }) };
     } else if (op.op === 'prove') {
       const r = result as ProveResult;
-      await this.timed('logs', () => this.logs.flush());
-      await this.timed('upload', () => this.lease.upload(op.kind, op.outputPath));
-      complete = { kind: 'proof', proofs: [op.kind], public_values: r.public_values, metrics: pickMetrics({ ...this.metrics, ...r }) };
+      const results = await this.sendResult(op.kind, op.outputPath);
+      complete = { kind: 'proof', proofs: [op.kind], public_values: r.public_values, metrics: pickMetrics({ ...this.metrics, ...r }), ...(results && { results }) };
     } else if (op.op === 'verify') {
       const r = result as VerifyResult;
       this.logs.line(r.verified ? 'proof verified' : `proof rejected: ${r.reason}`);
@@ -207,16 +238,26 @@ export class JobRunner {
     return this.report('complete', complete);
   }
 
-  /** Sends the callback that ends the lease (logs first: they are refused once it ended). */
-  private async report(how: 'complete' | 'fail', body: CompleteRequest | { error: string; retryable: boolean }): Promise<RunOutcome> {
-    await this.timed('logs', () => this.logs.flush());
+  /** Sends the callback that ends the lease, with the logs not sent yet (they are refused once it ended). */
+  private async report(how: 'complete' | 'fail', body: CompleteRequest | FailRequest): Promise<RunOutcome> {
+    const ending = await this.lastLogs();
     // `canceled`: the caller canceled before the report landed; the service dropped it.
     if (how === 'complete') {
-      const r = await this.timed('report', () => this.lease.complete(body as CompleteRequest));
+      const r = await this.timed('report', () => this.lease.complete({ ...(body as CompleteRequest), ...ending }));
       return r.status === 'completed' ? 'completed' : r.status === 'canceled' ? 'canceled' : 'failed';
     }
-    const r = await this.timed('report', () => this.lease.fail(body as { error: string; retryable: boolean }));
+    const r = await this.timed('report', () => this.lease.fail({ ...(body as FailRequest), ...ending }));
     return r.status === 'requeued' ? 'requeued' : r.status === 'canceled' ? 'canceled' : 'failed';
+  }
+
+  /** The logs not sent yet, for the call that ends the lease (or flushed before it, to an older service). */
+  private async lastLogs(): Promise<{ log?: LogChunk }> {
+    if (!this.serviceTakesEndings()) {
+      await this.timed('logs', () => this.logs.flush());
+      return {};
+    }
+    const log = await this.timed('logs', () => this.logs.last());
+    return log ? { log } : {};
   }
 
   /** Runs `report` unless the run was stopped meanwhile; a 409 means the lease was lost. */
@@ -239,13 +280,13 @@ export class JobRunner {
     try {
       if (this.stopReason === 'cancel') {
         this.logs.line('canceled: the engine was stopped');
-        await this.timed('logs', () => this.logs.flush());
-        await this.timed('report', () => this.lease.canceled());
+        const ending = await this.lastLogs();
+        await this.timed('report', () => this.lease.canceled(ending));
         return 'canceled';
       }
       this.logs.line('released: the agent is shutting down; the job goes back to the queue');
-      await this.timed('logs', () => this.logs.flush());
-      await this.timed('report', () => this.lease.release());
+      const ending = await this.lastLogs();
+      await this.timed('report', () => this.lease.release(ending));
       return 'released';
     } catch (err) {
       if (err instanceof HttpError && err.status === 409) return 'lost';

@@ -2,6 +2,7 @@
 // batching lines for a moment so a chatty engine does not make a request per line.
 // A chunk is resent until accepted; the service drops repeats, so nothing is
 // duplicated and nothing is reordered.
+import type { LogChunk } from '../protocol.ts';
 import type { LeaseClient } from './service-client.ts';
 import type { Logger } from './log.ts';
 
@@ -28,6 +29,20 @@ export class LogShipper {
     this.pending += text.endsWith('\n') ? text : text + '\n';
     if (Buffer.byteLength(this.pending) >= MAX_CHUNK_BYTES) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS);
+  }
+
+  /**
+   * What is not sent yet, as the chunk that goes with the call that ends the lease
+   * (protocol LeaseEnding), once the chunks in flight have landed. It stays pending: if
+   * that call fails, the next one (a /fail after a failed /complete) carries it again,
+   * and the service keeps one copy. Text too big to ride along is sent on its own first.
+   */
+  async last(): Promise<LogChunk | undefined> {
+    if (Buffer.byteLength(this.pending) > MAX_CHUNK_BYTES) await this.flush();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.sending;
+    return this.pending ? { seq: this.seq, offset: this.offset, text: this.pending } : undefined;
   }
 
   /** Sends everything written so far; resolves when the service has it. */

@@ -30,6 +30,12 @@ export class Metrics {
     registers: [this.registry],
   });
   private readonly heartbeatFailures = new Counter({ name: 'prover_agent_heartbeat_failures_total', help: 'Heartbeats that did not reach the service', registers: [this.registry] });
+  private readonly artifacts = new Counter({
+    name: 'prover_agent_artifacts_total',
+    help: 'Job input files, by how they were had: hit (the artifact cache), miss (downloaded and kept), off (downloaded: not shared, or the cache is off)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   private readonly apiRetries = new Counter({ name: 'prover_agent_http_retries_total', help: 'Retried HTTP requests to the service or the queue', labelNames: ['target'], registers: [this.registry] });
 
   constructor() {
@@ -52,6 +58,9 @@ export class Metrics {
   }
   heartbeatFailed() {
     this.heartbeatFailures.inc();
+  }
+  artifactFetched(outcome: 'hit' | 'miss' | 'off') {
+    this.artifacts.inc({ outcome });
   }
   retried(target: 'service' | 'queue') {
     this.apiRetries.inc({ target });

@@ -16,6 +16,7 @@ import type {
   KeyUploadComplete,
   KeyUploadPart,
   KeyUploadStarted,
+  LeaseEnding,
   LeaseStatusResponse,
   LeaveRequest,
   LogChunk,
@@ -179,11 +180,11 @@ export class LeaseClient {
   fail(req: FailRequest) {
     return this.post<{ status: string }>('/fail', req);
   }
-  canceled() {
-    return this.post<{ status: string }>('/canceled', {});
+  canceled(ending: LeaseEnding = {}) {
+    return this.post<{ status: string }>('/canceled', ending);
   }
-  release() {
-    return this.post<{ status: string }>('/release', {});
+  release(ending: LeaseEnding = {}) {
+    return this.post<{ status: string }>('/release', ending);
   }
 
   /** Streams an artifact of the job to `path`. */
