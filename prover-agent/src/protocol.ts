@@ -124,6 +124,12 @@ export interface ClaimedJob {
    * again. Absent from an older service: then everything is downloaded.
    */
   shared_artifacts?: Record<string, string>;
+  /**
+   * Of the others (the job's own input), those up to MAX_INLINE_ARTIFACT_BYTES, as
+   * base64 of their bytes: an instant job needs no download round trip. Absent from an
+   * older service.
+   */
+  inline_artifacts?: Record<string, string>;
   /** Where this attempt's logs continue. */
   log: { seq: number; offset: number };
 }
@@ -162,6 +168,9 @@ export interface LogChunk {
 export interface LeaseEnding {
   log?: LogChunk;
 }
+
+/** A job's own input files up to this size come with its claim (ClaimedJob.inline_artifacts). */
+export const MAX_INLINE_ARTIFACT_BYTES = 64 * 1024;
 
 /** Results up to this size (bytes of JSON text, all together) ride inline with /complete instead of a PUT of their own. */
 export const MAX_INLINE_RESULT_BYTES = 1024 * 1024;

@@ -4,13 +4,13 @@
 // presence is reported at most once a minute (src/internal/agents.ts).
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
-import type { ClaimedJob, ClaimResponse } from '../../prover-agent/src/protocol.ts';
+import { MAX_INLINE_ARTIFACT_BYTES, type ClaimedJob, type ClaimResponse } from '../../prover-agent/src/protocol.ts';
 import type { Env } from '../env.ts';
 import { scheduleLeaseCheck } from '../jobs/lease-checks.ts';
 import { fleetSettings, type AgentTimings } from '../jobs/settings.ts';
 import { claimJob, gpusUsed, isSharedArtifact, type AgentCapabilities, type ClaimOutcome } from '../jobs/state.ts';
 import { whyUnservable } from '../jobs/sweep.ts';
-import { randomToken, sha256Hex } from '../lib/crypto.ts';
+import { randomToken, sha256Hex, toBase64 } from '../lib/crypto.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
 import { jsonBody } from '../lib/body.ts';
 import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
@@ -29,7 +29,7 @@ jobsInternalApi.post('/claim', agentTokenInBatch, jsonBody(MAX_INTERNAL_JSON_BYT
   const leaseId = crypto.randomUUID();
   const claim = await claimJob(c.var.db, caps, { id: leaseId, tokenHash: await sha256Hex(token) }, { tokenHash: agentTokenHash, hintJobId: req.hint_job_id }, settings, now);
   if (!claim.agentKnown) throw new ApiError(401, 'Invalid or revoked agent token');
-  const job = claim.job ? describeClaim(c.env, claim, token, settings) : null;
+  const job = claim.job ? await describeClaim(c.env, claim, token, settings) : null;
   // Whatever becomes of the agent, its lease is looked at again once it should have expired.
   if (claim.job) c.executionCtx.waitUntil(scheduleLeaseCheck(c.env, { job_id: claim.job.id, lease_id: leaseId }, claim.job.lease_expires_at!, now));
   const body: ClaimResponse = { job, hint: hintOutcome(req.hint_job_id, claim, caps) };
@@ -45,7 +45,7 @@ function hintOutcome(hintId: string | null | undefined, claim: ClaimOutcome, cap
   return whyUnservable(hinted, [caps]) === null ? 'still-queued' : 'not-servable';
 }
 
-function describeClaim(env: Env, claim: ClaimOutcome, token: string, timings: AgentTimings): ClaimedJob {
+async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timings: AgentTimings): Promise<ClaimedJob> {
   const { job, lease, config, program } = claim;
   if (!job || !lease || !config) throw new Error(`claim of job ${job?.id} came back without its lease or config`);
   const artifacts = Object.entries(lease.artifacts).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== '');
@@ -79,6 +79,27 @@ function describeClaim(env: Env, claim: ClaimOutcome, token: string, timings: Ag
     // the keys of those other jobs share are their cache ids.
     artifacts: artifacts.map(([name]) => name),
     shared_artifacts: Object.fromEntries(artifacts.filter(([name]) => isSharedArtifact(name))),
+    inline_artifacts: await smallInputs(env, artifacts.filter(([name]) => !isSharedArtifact(name))),
     log: { seq: job.log_seq, offset: job.log_bytes },
   };
+}
+
+/**
+ * The job's own input files up to MAX_INLINE_ARTIFACT_BYTES, base64: read here, next to
+ * the bucket, they spare the agent a download round trip. A ranged read bounds what a
+ * large file costs (its size comes back with the first bytes; the rest is never read).
+ */
+async function smallInputs(env: Env, files: [name: string, key: string][]): Promise<Record<string, string>> {
+  const read = await Promise.all(
+    files.map(async ([name, key]) => {
+      const obj = await env.ARTIFACTS.get(key, { range: { offset: 0, length: MAX_INLINE_ARTIFACT_BYTES } });
+      if (!obj) return null; // the download will say it is missing
+      if (obj.size > MAX_INLINE_ARTIFACT_BYTES) {
+        await obj.body.cancel();
+        return null;
+      }
+      return [name, toBase64(new Uint8Array(await obj.arrayBuffer()))] as const;
+    }),
+  );
+  return Object.fromEntries(read.filter((e) => e !== null));
 }

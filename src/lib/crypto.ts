@@ -11,6 +11,13 @@ export async function sha256Hex(text: string | Uint8Array): Promise<string> {
   return toHex(await crypto.subtle.digest('SHA-256', data));
 }
 
+/** Standard base64 of bytes, in slices (a spread of a large array would overflow the call stack). */
+export function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
 /** A random secret token with a readable prefix, e.g. `sk_...`. */
 export function randomToken(prefix: string, bytes = 24): string {
   const raw = new Uint8Array(bytes);

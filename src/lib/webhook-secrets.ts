@@ -3,6 +3,7 @@
 // Worker secret WEBHOOK_ENCRYPTION_KEY (README "Configuration"). A copy of the D1
 // database alone does not let anyone sign as this service. The endpoint's id is the
 // ciphertext's associated data, so a stored secret moved to another row does not decrypt.
+import { toBase64 } from './crypto.ts';
 import { ApiError } from './errors.ts';
 
 /** Standard Webhooks secrets: `whsec_` + base64 of the key bytes (24 to 64 of them). */
@@ -14,12 +15,11 @@ const FORMAT = 'v1';
 export const SEALED_PREFIX = `${FORMAT}.`;
 const MIN_KEY_CHARS = 32;
 
-const b64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 const unb64 = (text: string) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 
 /** A new signing secret. */
 export function newWebhookSecret(): string {
-  return SECRET_PREFIX + b64(crypto.getRandomValues(new Uint8Array(SECRET_BYTES)));
+  return SECRET_PREFIX + toBase64(crypto.getRandomValues(new Uint8Array(SECRET_BYTES)));
 }
 
 const keys = new Map<string, Promise<CryptoKey>>();
@@ -51,7 +51,7 @@ export async function sealSecret(encryptionSecret: string | undefined, endpointI
   const key = await encryptionKey(encryptionSecret);
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const sealed = await crypto.subtle.encrypt({ name: 'AES-GCM', iv, additionalData: new TextEncoder().encode(endpointId) }, key, new TextEncoder().encode(secret));
-  return `${FORMAT}.${b64(iv)}.${b64(new Uint8Array(sealed))}`;
+  return `${FORMAT}.${toBase64(iv)}.${toBase64(new Uint8Array(sealed))}`;
 }
 
 /** The secret sealSecret() stored for `endpointId`; throws if it was not sealed for it under this key. */

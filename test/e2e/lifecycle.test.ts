@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createConfig } from '../../src/admin/statements.ts';
 import { caller, GUESTS, registerGuest, startStack, type AgentProcess, type Stack } from './stack.ts';
+import { MAX_INLINE_ARTIFACT_BYTES } from '../../prover-agent/src/protocol.ts';
 
 let stack: Stack;
 let agent: AgentProcess;
@@ -69,11 +70,12 @@ describe('end to end with the dev engine', () => {
     expect(rec.proofs_run).toBe(1);
   });
 
-  it('a program proven again: its files come from the agent’s artifact cache, only the input is downloaded', async () => {
+  it('a program proven again: its files come from the agent’s artifact cache; a small input comes with the claim, a large one is downloaded', async () => {
+    const outcomes = ['hit', 'miss', 'off', 'inline'] as const;
     const artifacts = async () => {
       const text = await (await fetch(`http://127.0.0.1:${agent.metricsPort}/metrics`)).text();
       const count = (outcome: string) => Number(new RegExp(`^prover_agent_artifacts_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
-      return { hit: count('hit'), miss: count('miss'), off: count('off') };
+      return Object.fromEntries(outcomes.map((o) => [o, count(o)]));
     };
     const program = await registerGuest(api, stack.devConfig, 'hello.elf'); // its commit fetched the ELF and VMEXE
     const prove = async (text: string) => {
@@ -84,10 +86,11 @@ describe('end to end with the dev engine', () => {
       const file = await api.json('GET', `/v1/proofs/${id}/proof/stark`);
       expect(file.user_pvs_proof.replace(/^0x/, '')).toContain(createHash('sha256').update(text).digest('hex'));
       const after = await artifacts();
-      return { hit: after.hit - before.hit, miss: after.miss - before.miss, off: after.off - before.off };
+      return Object.fromEntries(outcomes.map((o) => [o, after[o]! - before[o]!]));
     };
-    expect(await prove('first')).toEqual({ hit: 2, miss: 1, off: 1 }); // ELF and VMEXE kept from the commit; the baseline is new
-    expect(await prove('second')).toEqual({ hit: 3, miss: 0, off: 1 }); // only the proof's own input travels
+    expect(await prove('first')).toEqual({ hit: 2, miss: 1, off: 0, inline: 1 }); // ELF and VMEXE kept from the commit; the baseline is new
+    expect(await prove('second')).toEqual({ hit: 3, miss: 0, off: 0, inline: 1 }); // nothing downloaded at all
+    expect(await prove('x'.repeat(MAX_INLINE_ARTIFACT_BYTES))).toEqual({ hit: 3, miss: 0, off: 1, inline: 0 }); // its input file (hex) is past the inline bound
   });
 
   it('deferred child proofs: a matching child is folded in; a child of another program fails the job at proving time', async () => {

@@ -4,7 +4,7 @@ import { api, guest, json, markReady, registerProgram, runAdmin, seedConfig, see
 import { claim, claimJob, drainQueuedJobs, expireLease, jobRow, lease, seedAgent, upload } from './fleet-helpers.ts';
 import { createApiKey, revokeAgentToken, setOrganizationLimits } from '../../src/admin/statements.ts';
 import { gpusUsed, leaseCost, type LeaseRow } from '../../src/jobs/state.ts';
-import { MAX_INLINE_RESULT_BYTES } from '../../prover-agent/src/protocol.ts';
+import { MAX_INLINE_RESULT_BYTES, MAX_INLINE_ARTIFACT_BYTES } from '../../prover-agent/src/protocol.ts';
 import { artifactKey } from '../../src/lib/artifacts.ts';
 
 beforeEach(drainQueuedJobs);
@@ -178,6 +178,23 @@ describe('a lease ends in one request', () => {
     const job = await claimJob(await seedAgent());
     expect(job.shared_artifacts).toEqual({ elf: artifactKey.programElf(program), vmexe: artifactKey.programVmexe(program), baseline: artifactKey.programBaseline(program) });
     expect(job.artifacts).toContain('input');
+  });
+
+  it('a claim carries the job’s own small input inline (base64 of the stored bytes); a larger one is left to the download', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const small = await submitProof(t, program);
+    const job = await claimJob(await seedAgent());
+    const stored = new Uint8Array(await (await env.ARTIFACTS.get(artifactKey.proofInput(small)))!.arrayBuffer());
+    expect(Object.keys(job.inline_artifacts!)).toEqual(['input']);
+    expect(Uint8Array.from(atob(job.inline_artifacts!.input!), (ch) => ch.charCodeAt(0))).toEqual(stored);
+    const bigInput = JSON.stringify({ input: ['0x01' + 'ab'.repeat(MAX_INLINE_ARTIFACT_BYTES / 2)] });
+    const res = await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: bigInput, headers: { 'content-type': 'application/json' } });
+    const big = (await json<{ id: string }>(res, 200)).id;
+    const next = await claimJob(await seedAgent());
+    expect(next.subject_id).toBe(big);
+    expect(next.inline_artifacts).toEqual({});
+    expect((await lease(next, '/artifacts/input')).status).toBe(200);
   });
 
   it('/complete carries the last log chunk and a small result inline: stored with the completion, once, whatever the retries', async () => {

@@ -152,8 +152,14 @@ export class JobRunner {
     }
   }
 
-  /** One input file: from the artifact cache when other jobs share it, downloaded otherwise. */
+  /** One input file: from the claim when it came inline, from the artifact cache when other jobs share it, downloaded otherwise. */
   private async fetchArtifact(name: string, path: string): Promise<void> {
+    const inline = this.job.inline_artifacts?.[name];
+    if (inline !== undefined) {
+      await writeFile(path, Buffer.from(inline, 'base64'));
+      this.metricsSink.artifactFetched('inline');
+      return;
+    }
     const download = (to: string) => this.lease.download(name, to, this.stopped.signal);
     const id = this.job.shared_artifacts?.[name];
     if (id === undefined) {

@@ -32,7 +32,7 @@ export class Metrics {
   private readonly heartbeatFailures = new Counter({ name: 'prover_agent_heartbeat_failures_total', help: 'Heartbeats that did not reach the service', registers: [this.registry] });
   private readonly artifacts = new Counter({
     name: 'prover_agent_artifacts_total',
-    help: 'Job input files, by how they were had: hit (the artifact cache), miss (downloaded and kept), off (downloaded: not shared, or the cache is off)',
+    help: 'Job input files, by how they were had: hit (the artifact cache), miss (downloaded and kept), off (downloaded: not shared, or the cache is off), inline (came with the claim)',
     labelNames: ['outcome'],
     registers: [this.registry],
   });
@@ -59,7 +59,7 @@ export class Metrics {
   heartbeatFailed() {
     this.heartbeatFailures.inc();
   }
-  artifactFetched(outcome: 'hit' | 'miss' | 'off') {
+  artifactFetched(outcome: 'hit' | 'miss' | 'off' | 'inline') {
     this.artifacts.inc({ outcome });
   }
   retried(target: 'service' | 'queue') {
