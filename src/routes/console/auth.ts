@@ -11,7 +11,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { consoleLinks, memberships, organizations, users } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
 import { InviteAccepted, InviteSummary, PasswordSet, TokenResponse, type UserRecord } from '../../lib/console-records.ts';
-import { consoleErrors, Email } from '../../lib/console-schemas.ts';
+import { consoleErrors, CSRF_HEADER, Email } from '../../lib/console-schemas.ts';
 import {
   accessToken,
   accessTtlSeconds,
@@ -32,9 +32,6 @@ import { MessageResponse } from '../../lib/schemas.ts';
 import { clearFailures, MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT, passwordAttemptKeys, recordFailure } from '../../lib/signin-throttle.ts';
 
 export const consoleAuthApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-
-/** The header the console's script sends on cookie-authenticated calls; a cross-site form cannot. */
-export const CSRF_HEADER = 'X-Console-CSRF';
 
 // Cross-site requests are refused twice over: by Origin / Sec-Fetch-Site (hono/csrf,
 // for form posts) and by the custom header no other site can send without a CORS
