@@ -67,7 +67,8 @@ async function boot(name: PageName) {
     fail(err);
     return show(<View />, signedIn);
   }
-  // After the first render's effects (a chart is drawn in one), for whoever waits on it.
+  // Ready (the e2e test waits on it) once the first render's effects have run: they run in
+  // the next animation frame, queued before this one, and the usage chart is drawn in one.
   await nextFrame();
   document.body.dataset.ready = 'true';
 }
