@@ -2,6 +2,9 @@
 // with `npm run db:generate` (drizzle-kit) and committed.
 import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES } from './enums.ts';
+
+export { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, type ProofState, type Role, type WebhookEvent } from './enums.ts';
 
 const createdAt = () =>
   text('created_at')
@@ -81,9 +84,6 @@ export const users = sqliteTable(
   },
   (t) => [uniqueIndex('users_email').on(t.email)],
 );
-
-export const ROLES = ['owner', 'admin', 'member'] as const;
-export type Role = (typeof ROLES)[number];
 
 export const memberships = sqliteTable(
   'memberships',
@@ -247,20 +247,6 @@ export const programs = sqliteTable(
   },
   (t) => [index('programs_org').on(t.org_id, t.created_at), index('programs_project').on(t.project_id, t.created_at)],
 );
-
-export const PROOF_STATES = [
-  'Queued',
-  'Executing',
-  'Executed',
-  'AppProving',
-  'AppProvingDone',
-  'PostProcessing',
-  'Failed',
-  'Succeeded',
-  'Canceling',
-  'Canceled',
-] as const;
-export type ProofState = (typeof PROOF_STATES)[number];
 
 export const proofs = sqliteTable(
   'proofs',
@@ -551,20 +537,6 @@ export const emulatedQueueMessages = sqliteTable(
 // on the records' state columns (migrations/0006_webhooks.sql), in the same
 // transaction as the change that causes them; src/jobs/webhooks.ts sends them.
 
-/** The events an endpoint can subscribe to, as `type` names them. */
-export const WEBHOOK_EVENTS = [
-  'program.ready',
-  'program.failed',
-  'proof.succeeded',
-  'proof.failed',
-  'proof.canceled',
-  'execution.succeeded',
-  'execution.failed',
-  'verification.verified',
-  'verification.failed',
-] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
-
 export const webhookEndpoints = sqliteTable(
   'webhook_endpoints',
   {
@@ -595,8 +567,6 @@ export const webhookEndpoints = sqliteTable(
   // Also the triggers' lookup of an organization's endpoints.
   (t) => [index('webhook_endpoints_org').on(t.org_id, t.created_at)],
 );
-
-export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 
 /**
  * One event for one endpoint. Its id is the `webhook-id` header, the same on every

@@ -37,12 +37,11 @@ import { and, eq, inArray, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { alias, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { BatchItem } from 'drizzle-orm/batch';
 import type { Db } from '../db/client.ts';
+import { PROOF_RUNNING_STATES } from '../db/enums.ts';
 import { agentTokens, configs, executions, jobs, leases, organizations, programs, proofs, queueLanes, verifications, type JobKind, type ProofState } from '../db/schema.ts';
 import { ENGINE_GPU_LIMITS } from '../../prover-agent/src/protocol.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
 
-export const PROOF_RUNNING_STATES = ['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing'] as const satisfies ProofState[];
-export const PROOF_TERMINAL_STATES = ['Succeeded', 'Failed', 'Canceled'] as const satisfies ProofState[];
 export type ProofPhase = (typeof PROOF_RUNNING_STATES)[number];
 
 /** Engines that need no GPU: their agents take jobs whatever `num_gpus` asks for. */

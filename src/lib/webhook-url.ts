@@ -11,9 +11,7 @@
 // resolves to. Outbound fetches from Cloudflare's edge reach only the public
 // Internet, so a public name pointing at a private address reaches nothing private of
 // this service.
-
-/** The longest endpoint URL accepted. */
-export const MAX_WEBHOOK_URL_LENGTH = 2048;
+import { MAX_WEBHOOK_URL_LENGTH } from './limits.ts';
 
 export interface UrlPolicy {
   /** Local development: http(s) to 127.0.0.0/8, ::1 and localhost too. */
