@@ -2,6 +2,7 @@
 // with `npm run db:generate` (drizzle-kit) and committed.
 import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { JOB_KINDS, PROOF_TYPES, PROVE_PHASES } from 'prover-agent/protocol';
 
 const createdAt = () =>
   text('created_at')
@@ -248,18 +249,8 @@ export const programs = sqliteTable(
   (t) => [index('programs_org').on(t.org_id, t.created_at), index('programs_project').on(t.project_id, t.created_at)],
 );
 
-export const PROOF_STATES = [
-  'Queued',
-  'Executing',
-  'Executed',
-  'AppProving',
-  'AppProvingDone',
-  'PostProcessing',
-  'Failed',
-  'Succeeded',
-  'Canceling',
-  'Canceled',
-] as const;
+/** A proof's states: Queued, then the proving phases (protocol PROVE_PHASES), then how it ends (src/jobs/kinds/proof.ts). */
+export const PROOF_STATES = ['Queued', ...PROVE_PHASES, 'Failed', 'Succeeded', 'Canceling', 'Canceled'] as const;
 export type ProofState = (typeof PROOF_STATES)[number];
 
 export const proofs = sqliteTable(
@@ -271,7 +262,7 @@ export const proofs = sqliteTable(
       .notNull()
       .references(() => programs.id),
     state: text('state', { enum: PROOF_STATES }).notNull().default('Queued'),
-    proof_type: text('proof_type', { enum: ['app', 'stark', 'evm'] }).notNull(),
+    proof_type: text('proof_type', { enum: PROOF_TYPES }).notNull(),
     priority: integer('priority').notNull(),
     num_gpus: integer('num_gpus').notNull(),
     created_at: createdAt(),
@@ -346,9 +337,6 @@ export const executions = sqliteTable(
   (t) => [index('executions_program').on(t.program_id, t.created_at), index('executions_org').on(t.org_id, t.created_at)],
 );
 
-export const JOB_KINDS = ['commit', 'proof', 'verify', 'execute'] as const;
-export type JobKind = (typeof JOB_KINDS)[number];
-
 /**
  * Dispatch and lease state of every background job, one row per job, whatever its
  * kind. The resource tables above hold what callers see; this table is what the
@@ -366,7 +354,7 @@ export const jobs = sqliteTable(
     engine: text('engine').notNull(),
     priority: integer('priority').notNull(),
     num_gpus: integer('num_gpus').notNull(),
-    /** GPUs the job holds and is billed on (gpusUsed(engine, num_gpus)); part of its queue lane. */
+    /** GPUs the job holds and is billed on (protocol gpusUsed(engine, num_gpus)); part of its queue lane. */
     gpus_used: integer('gpus_used').notNull().default(0),
     status: text('status', { enum: ['queued', 'leased', 'done'] })
       .notNull()

@@ -6,7 +6,7 @@ import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { eq } from 'drizzle-orm';
-import type { FleetConfig, KeyUploadPart, KeyUploadStarted, PublishKeyResponse } from '../../prover-agent/src/protocol.ts';
+import type { FleetConfig, KeyUploadPart, KeyUploadStarted, PublishKeyResponse } from 'prover-agent/protocol';
 import { configs } from '../db/schema.ts';
 import { PUBLISHED_KEY_NAMES } from '../lib/config-keys.ts';
 import { ApiError, notFound, validationHook } from '../lib/errors.ts';

@@ -9,7 +9,7 @@
 // "true". Its table stands for Cloudflare's queue, not for the service's data: an empty
 // pull costs it one read, and the product's own tables none.
 import { and, asc, eq, inArray, isNull, lte, sql } from 'drizzle-orm';
-import type { QueueMessage } from '../../prover-agent/src/protocol.ts';
+import type { QueueMessage } from 'prover-agent/protocol';
 import { openDb } from '../db/client.ts';
 import { emulatedQueueMessages } from '../db/schema.ts';
 import type { Env, JobNotice } from '../env.ts';

@@ -8,7 +8,7 @@
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import type { QueueAckRequest, QueueAckResponse, QueueMessage, QueuePullRequest, QueuePullResponse } from '../../prover-agent/src/protocol.ts';
+import type { QueueAckRequest, QueueAckResponse, QueueMessage, QueuePullRequest, QueuePullResponse } from 'prover-agent/protocol';
 import type { Env } from '../env.ts';
 import { jsonBody } from '../lib/body.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';

@@ -15,26 +15,13 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { EngineConfig, EngineMetrics, ProvePhase, VerifyRequest } from '../engine/types.ts';
-import type { EngineOptions } from '../engine/index.ts';
+import type { EngineOptions, ExecuteRequest, ProgramFiles, ProveRequest, VerifyRequest } from '../engine/types.ts';
+import type { EngineConfig, EngineMetrics, ProvePhase } from '../protocol.ts';
 
 const CHILD = fileURLToPath(new URL('./engine-child.ts', import.meta.url));
 
-export type EngineOp =
-  | { op: 'commit'; elfPath: string; vmexePath: string }
-  | { op: 'execute'; elfPath: string; vmexePath: string; inputPath: string; mode: string }
-  | {
-      op: 'prove';
-      kind: 'app' | 'stark' | 'evm';
-      elfPath: string;
-      vmexePath: string;
-      inputPath: string;
-      childProofPaths: string[];
-      outputPath: string;
-      app_exe_commit: string;
-      baselinePath: string;
-    }
-  | ({ op: 'verify' } & VerifyRequest);
+/** An engine operation and its request (engine/types.ts), as it travels to the engine's process. */
+export type EngineOp = ({ op: 'commit' } & ProgramFiles) | ({ op: 'execute' } & ExecuteRequest) | ({ op: 'prove' } & ProveRequest) | ({ op: 'verify' } & VerifyRequest);
 
 export interface EngineRunRequest {
   engine: string;
