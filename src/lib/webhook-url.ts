@@ -12,6 +12,8 @@
 // Internet, so a public name pointing at a private address reaches nothing private of
 // this service.
 
+import type { Env } from '../env.ts';
+
 /** The longest endpoint URL accepted. */
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
@@ -19,6 +21,9 @@ export interface UrlPolicy {
   /** Local development: http(s) to 127.0.0.0/8, ::1 and localhost too. */
   allowLoopback: boolean;
 }
+
+/** Which URLs this deployment sends to. */
+export const urlPolicy = (env: Env): UrlPolicy => ({ allowLoopback: env.WEBHOOKS_ALLOW_LOOPBACK === 'true' });
 
 /** Why `text` may not be a webhook URL under `policy`, or null when it may. */
 export function webhookUrlProblem(text: string, policy: UrlPolicy): string | null {

@@ -10,7 +10,7 @@ import { jobLogFrom } from '../../jobs/logs.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { cappedCount, findProof, orgCounter } from '../../lib/lookups.ts';
-import { cancelAnswer, proofFileResponse } from '../../lib/proof-actions.ts';
+import { cancelAnswer, proofFileResponse } from '../../jobs/proof-actions.ts';
 import { ProofRecord, proofRecord } from '../../lib/records.ts';
 import { MessageResponse, PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
