@@ -17,7 +17,8 @@
 //               src/lib/errors.ts                 and queue messages, the error vocabulary
 //
 // src/tools (the operator's commands, Node) may import any of them; nothing imports it.
-// The agent, top to bottom: cli → commands → agent → engine → protocol.
+// The agent, top to bottom: cli → commands → agent → engine → protocol, with lib
+// (the child-process runner) at the bottom.
 // Between the two, only the protocol: the Worker imports `prover-agent/protocol`
 // (prover-agent/src/protocol.ts and its own modules, prover-agent/src/protocol/),
 // which imports nothing outside itself; the agent never imports the Worker.
@@ -111,6 +112,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^prover-agent/src/agent/' },
       to: { path: '^prover-agent/src/commands/|^prover-agent/src/cli\\.ts$' },
+    },
+    {
+      name: 'agent-lib-at-bottom',
+      comment: "The agent's lib (prover-agent/src/lib: the child-process runner) imports nothing of the agent.",
+      severity: 'error',
+      from: { path: '^prover-agent/src/lib/' },
+      to: { path: '^prover-agent/src/(agent|commands|engine|protocol)(/|\\.ts$)|^prover-agent/src/cli\\.ts$' },
     },
     {
       name: 'not-to-unresolvable',
