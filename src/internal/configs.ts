@@ -1,6 +1,6 @@
 // /internal/v1/configs: what an operator's GPU host needs of a config, and where it
 // publishes the keys it made (`prover-agent setup-config`). Agent tokens only.
-// The upload protocol is described in prover-agent/src/protocol.ts.
+// The upload protocol is described in the fleet protocol (`prover-agent/protocol`, PUBLISHED_KEY_NAMES).
 import { artifactKey } from '../lib/artifact-keys.ts';
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
