@@ -24,13 +24,25 @@
 // which imports nothing outside itself; the agent never imports the Worker.
 
 /** The Worker's layers, top first: [name, path pattern]. */
-const LAYERS = [
+const WORKER_LAYERS = [
   ['entry', '^src/(index|app)\\.ts$'],
   ['http', '^src/(routes|internal|console)/'],
   ['jobs', '^src/jobs/'],
   ['middleware', '^src/middleware/'],
   ['lib', '^src/(lib/(?!errors\\.ts$)|admin/|app-env\\.ts$)'],
   ['base', '^src/(db/|env\\.ts$|lib/errors\\.ts$)'],
+];
+
+const PROTOCOL = '^prover-agent/src/protocol(\\.ts$|/)';
+
+/** The agent's layers, top first. The protocol has a stricter rule of its own below (it stands alone). */
+const AGENT_LAYERS = [
+  ['agent-cli', '^prover-agent/src/cli\\.ts$'],
+  ['agent-commands', '^prover-agent/src/commands/'],
+  ['agent-daemon', '^prover-agent/src/agent/'],
+  ['agent-engine', '^prover-agent/src/engine/'],
+  ['agent-protocol', PROTOCOL],
+  ['agent-lib', '^prover-agent/src/lib/'],
 ];
 
 /**
@@ -41,18 +53,18 @@ const LAYERS = [
  */
 const KNOWN_UPWARD = { middleware: '^src/internal/auth\\.ts$' };
 
-const upward = LAYERS.slice(1).map(([name, path], at) => ({
-  name: `layer-${name}`,
-  comment: `${name} (${path}) imports only its own layer and the ones below it: ${LAYERS.slice(at + 1)
-    .map(([n]) => n)
-    .join(', ')}`,
-  severity: 'error',
-  from: { path },
-  to: { path: LAYERS.slice(0, at + 1).map(([, p]) => p), ...(KNOWN_UPWARD[name] ? { pathNot: KNOWN_UPWARD[name] } : {}) },
-}));
-
-const AGENT = '^prover-agent/src/';
-const PROTOCOL = '^prover-agent/src/protocol(\\.ts$|/)';
+/** One rule per layer but the top one: it imports nothing of the layers above it. */
+const layerRules = (layers) =>
+  layers.slice(1).map(([name, path], at) => ({
+    name: `layer-${name}`,
+    comment: `${name} (${path}) imports only its own layer and the ones below it: ${layers
+      .slice(at + 1)
+      .map(([n]) => n)
+      .join(', ')}`,
+    severity: 'error',
+    from: { path },
+    to: { path: layers.slice(0, at + 1).map(([, p]) => p), ...(KNOWN_UPWARD[name] ? { pathNot: KNOWN_UPWARD[name] } : {}) },
+  }));
 
 module.exports = {
   forbidden: [
@@ -63,7 +75,8 @@ module.exports = {
       from: {},
       to: { circular: true },
     },
-    ...upward,
+    ...layerRules(WORKER_LAYERS),
+    ...layerRules(AGENT_LAYERS),
     {
       name: 'nothing-imports-tools',
       comment: "src/tools are the operator's commands (Node): the Worker never imports them.",
@@ -76,7 +89,7 @@ module.exports = {
       comment: 'The Worker and its tests reach the agent package only through its `prover-agent/protocol` export.',
       severity: 'error',
       from: { path: '^(src|test/worker)/' },
-      to: { path: AGENT, pathNot: PROTOCOL },
+      to: { path: '^prover-agent/src/', pathNot: PROTOCOL },
     },
     {
       name: 'worker-protocol-by-name',
@@ -98,27 +111,6 @@ module.exports = {
       severity: 'error',
       from: { path: PROTOCOL },
       to: { pathNot: PROTOCOL },
-    },
-    {
-      name: 'engine-below-agent',
-      comment: "Engines know nothing of the agent that runs them, its commands or its CLI.",
-      severity: 'error',
-      from: { path: '^prover-agent/src/engine/' },
-      to: { path: '^prover-agent/src/(agent|commands)/|^prover-agent/src/cli\\.ts$' },
-    },
-    {
-      name: 'agent-below-commands',
-      comment: 'The daemon (agent/) knows nothing of the commands that start it or the CLI.',
-      severity: 'error',
-      from: { path: '^prover-agent/src/agent/' },
-      to: { path: '^prover-agent/src/commands/|^prover-agent/src/cli\\.ts$' },
-    },
-    {
-      name: 'agent-lib-at-bottom',
-      comment: "The agent's lib (prover-agent/src/lib: the child-process runner) imports nothing of the agent.",
-      severity: 'error',
-      from: { path: '^prover-agent/src/lib/' },
-      to: { path: '^prover-agent/src/(agent|commands|engine|protocol)(/|\\.ts$)|^prover-agent/src/cli\\.ts$' },
     },
     {
       name: 'not-to-unresolvable',

@@ -2,9 +2,9 @@
 // verify,execute}.ts), and the few pieces they share. The state machine
 // (src/jobs/state.ts), the claim (src/internal/jobs.ts) and the lease callbacks
 // (src/internal/lease.ts) ask the registry (./index.ts) and never switch on a kind.
-import { and, eq, inArray, type SQL } from 'drizzle-orm';
+import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
-import { alias, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
+import { alias, type AnySQLiteTable, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { ClaimedJob, CompleteRequest, JobKind, ResultName } from 'prover-agent/protocol';
 import type { Db } from '../../db/client.ts';
 import { jobs, programs } from '../../db/schema.ts';
@@ -14,6 +14,13 @@ export type JobRow = typeof jobs.$inferSelect;
 /** The claimed job and its program, under the names the claim's statements join them by (src/jobs/state.ts claimJob). */
 export const claimedJob = alias(jobs, 'j');
 export const claimedProgram = alias(programs, 'g');
+
+/** A kind's subject table under the name `as` in the claim's statements, and its LEFT JOIN onto the claimed job `j`. */
+export function claimedSubject<T extends AnySQLiteTable & { id: SQLiteColumn }, A extends string>(kind: JobKind, table: T, as: A) {
+  const subject = alias(table, as);
+  const id = (subject as unknown as { id: SQLiteColumn }).id;
+  return { subject, join: sql`LEFT JOIN ${table} ${sql.raw(as)} ON ${claimedJob.kind} = ${sql.raw(`'${kind}'`)} AND ${id} = ${claimedJob.subject_id}` };
+}
 
 /** How the kind's subject record (what callers read) looks in each state of its job. */
 export interface SubjectStates {

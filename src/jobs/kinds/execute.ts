@@ -4,10 +4,9 @@
 //   queued   leased (running)   done
 //   queued   running            succeeded | failed | canceled
 import { inArray, sql } from 'drizzle-orm';
-import { alias } from 'drizzle-orm/sqlite-core';
 import { executions } from '../../db/schema.ts';
 import { isProgramFile } from './commit.ts';
-import { claimedJob as j, claimedProgram as g, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
+import { claimedProgram as g, claimedSubject, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
 
 export interface ExecuteDone {
   succeeded: boolean;
@@ -19,7 +18,7 @@ export interface ExecuteDone {
   total_tick: number | null;
 }
 
-const e = alias(executions, 'e');
+const { subject: e, join } = claimedSubject('execute', executions, 'e');
 
 const subject: SubjectStates = {
   table: executions,
@@ -35,7 +34,7 @@ export const executeJob: JobKindContract<'execute', ExecuteDone, typeof executio
   subjectNoun: 'execution',
   subject,
   claim: {
-    join: sql`LEFT JOIN ${executions} e ON ${j.kind} = 'execute' AND ${e.id} = ${j.subject_id}`,
+    join,
     programId: sql`${e.program_id}`,
     inputs: sql`json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key}, 'input', ${e.input_key})`,
     isShared: isProgramFile,

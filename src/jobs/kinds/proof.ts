@@ -6,13 +6,12 @@
 //   Queued   Executing → Executed → AppProving → AppProvingDone →      Succeeded | Failed
 //            PostProcessing                                            | Canceled (via Canceling)
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { alias } from 'drizzle-orm/sqlite-core';
 import { CHILD_PROOF_PREFIX, GPU_LESS_ENGINE_NAMES, isChildProofArtifact, PROVE_PHASES } from 'prover-agent/protocol';
 import { jobs, programs, proofs, type ProofState } from '../../db/schema.ts';
 import { artifactKey } from '../../lib/artifact-keys.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { isProgramFile } from './commit.ts';
-import { claimedJob as j, claimedProgram as g, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
+import { claimedProgram as g, claimedSubject, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
 
 /** How a proof ends. */
 export const PROOF_TERMINAL_STATES = ['Succeeded', 'Failed', 'Canceled'] as const satisfies ProofState[];
@@ -25,7 +24,7 @@ export interface ProofDone {
   public_values: string | null;
 }
 
-const p = alias(proofs, 'p');
+const { subject: p, join } = claimedSubject('proof', proofs, 'p');
 
 const subject: SubjectStates = {
   table: proofs,
@@ -41,7 +40,7 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
   subjectNoun: 'proof',
   subject,
   claim: {
-    join: sql`LEFT JOIN ${proofs} p ON ${j.kind} = 'proof' AND ${p.id} = ${j.subject_id}`,
+    join,
     programId: sql`${p.program_id}`,
     // The deferred children come last, as child-0, child-1, ... (protocol childProofArtifact).
     inputs: sql`json_patch(json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key}, 'input', ${p.input_key}, 'baseline', ${g.baseline_key}), coalesce((SELECT json_group_object(${sql.raw(`'${CHILD_PROOF_PREFIX}'`)} || c.key, c.value) FROM json_each(${p.child_proof_keys}) c), '{}'))`,

@@ -4,16 +4,15 @@
 //   queued       leased (running)   done
 //   processing   processing         verified | failed
 import { eq, sql } from 'drizzle-orm';
-import { alias } from 'drizzle-orm/sqlite-core';
 import { verifications } from '../../db/schema.ts';
-import { claimedJob as j, claimedProgram as g, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
+import { claimedProgram as g, claimedSubject, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
 
 export interface VerifyDone {
   verified: boolean;
   reason: string | null;
 }
 
-const v = alias(verifications, 'v');
+const { subject: v, join } = claimedSubject('verify', verifications, 'v');
 
 const subject: SubjectStates = {
   table: verifications,
@@ -30,7 +29,7 @@ export const verifyJob: JobKindContract<'verify', VerifyDone, typeof verificatio
   subjectNoun: 'verification',
   subject,
   claim: {
-    join: sql`LEFT JOIN ${verifications} v ON ${j.kind} = 'verify' AND ${v.id} = ${j.subject_id}`,
+    join,
     programId: sql`${v.program_id}`,
     // No program files but its baseline; none at all for an EVM proof checked against a config alone.
     inputs: sql`CASE WHEN ${g.baseline_key} IS NULL THEN json_object('proof', ${v.proof_key}) ELSE json_object('proof', ${v.proof_key}, 'baseline', ${g.baseline_key}) END`,
