@@ -1,26 +1,18 @@
-// The value lists of the schema's enumerated columns, with no imports: src/db/schema.ts
-// declares its columns with them, and the console's browser client (src/console/client)
-// bundles them, so that both name the same states, roles and events.
+// The value lists of the schema's enumerated columns, importing nothing but the fleet
+// protocol's constants (import-free themselves): src/db/schema.ts declares its columns
+// with them, and the console's browser client (src/console/client) bundles them, so
+// that both name the same states, roles and events.
+import { PROVE_PHASES } from 'prover-agent/protocol';
 
 export const ROLES = ['owner', 'admin', 'member'] as const;
 export type Role = (typeof ROLES)[number];
 
-export const PROOF_STATES = [
-  'Queued',
-  'Executing',
-  'Executed',
-  'AppProving',
-  'AppProvingDone',
-  'PostProcessing',
-  'Failed',
-  'Succeeded',
-  'Canceling',
-  'Canceled',
-] as const;
+/** Queued, then the proving phases the agent reports (protocol PROVE_PHASES), then how it ends (src/jobs/kinds/proof.ts). */
+export const PROOF_STATES = ['Queued', ...PROVE_PHASES, 'Failed', 'Succeeded', 'Canceling', 'Canceled'] as const;
 export type ProofState = (typeof PROOF_STATES)[number];
 
 /** The states a proof passes through while its job runs, in order. */
-export const PROOF_RUNNING_STATES = ['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing'] as const satisfies ProofState[];
+export const PROOF_RUNNING_STATES = PROVE_PHASES satisfies readonly ProofState[];
 /** The states a proof ends in. */
 export const PROOF_TERMINAL_STATES = ['Succeeded', 'Failed', 'Canceled'] as const satisfies ProofState[];
 

@@ -2,6 +2,7 @@
 // with `npm run db:generate` (drizzle-kit) and committed.
 import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { JOB_KINDS, PROOF_TYPES } from 'prover-agent/protocol';
 import { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES } from './enums.ts';
 
 export { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, type ProofState, type Role, type WebhookEvent } from './enums.ts';
@@ -257,7 +258,7 @@ export const proofs = sqliteTable(
       .notNull()
       .references(() => programs.id),
     state: text('state', { enum: PROOF_STATES }).notNull().default('Queued'),
-    proof_type: text('proof_type', { enum: ['app', 'stark', 'evm'] }).notNull(),
+    proof_type: text('proof_type', { enum: PROOF_TYPES }).notNull(),
     priority: integer('priority').notNull(),
     num_gpus: integer('num_gpus').notNull(),
     created_at: createdAt(),
@@ -332,9 +333,6 @@ export const executions = sqliteTable(
   (t) => [index('executions_program').on(t.program_id, t.created_at), index('executions_org').on(t.org_id, t.created_at)],
 );
 
-export const JOB_KINDS = ['commit', 'proof', 'verify', 'execute'] as const;
-export type JobKind = (typeof JOB_KINDS)[number];
-
 /**
  * Dispatch and lease state of every background job, one row per job, whatever its
  * kind. The resource tables above hold what callers see; this table is what the
@@ -352,7 +350,7 @@ export const jobs = sqliteTable(
     engine: text('engine').notNull(),
     priority: integer('priority').notNull(),
     num_gpus: integer('num_gpus').notNull(),
-    /** GPUs the job holds and is billed on (gpusUsed(engine, num_gpus)); part of its queue lane. */
+    /** GPUs the job holds and is billed on (protocol gpusUsed(engine, num_gpus)); part of its queue lane. */
     gpus_used: integer('gpus_used').notNull().default(0),
     status: text('status', { enum: ['queued', 'leased', 'done'] })
       .notNull()

@@ -14,12 +14,15 @@ import type { Db } from '../db/client.ts';
 import { auditLog, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import type { AuditAction } from './audit.ts';
-import { PREVIOUS_SECRET_GRACE_MS, renderPayload, urlPolicy } from '../jobs/webhooks.ts';
 import { ApiError, notFound, ValidationError } from './errors.ts';
 import { cappedCount } from './lookups.ts';
 import { paginate } from './schemas.ts';
-import { webhookUrlProblem } from './webhook-url.ts';
+import { PREVIOUS_SECRET_GRACE_MS } from './webhook-secrets.ts';
+import { urlPolicy, webhookUrlProblem } from './webhook-url.ts';
 import type { UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEventName } from './webhook-schemas.ts';
+
+/** The body of a webhook: `{type, timestamp, data}`, data being the record as GET returns it (src/jobs/webhooks.ts delivers it). */
+export const renderPayload = (type: string, timestamp: string, data: unknown) => JSON.stringify({ type, timestamp, data });
 
 type Org = string | SQL<string>;
 type EndpointRow = typeof webhookEndpoints.$inferSelect;

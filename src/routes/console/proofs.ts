@@ -11,7 +11,7 @@ import { CancelAnswer, ConsoleProof, ProofDetail } from '../../lib/console-recor
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { cappedCount, findProof, orgCounter } from '../../lib/lookups.ts';
-import { cancelAnswer, proofFileResponse } from '../../lib/proof-actions.ts';
+import { cancelAnswer, proofFileResponse } from '../../jobs/proof-actions.ts';
 import { proofRecord } from '../../lib/records.ts';
 import { PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
