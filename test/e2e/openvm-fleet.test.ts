@@ -94,17 +94,31 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
     const before = (await host.invocations()).length;
     const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&num_gpus=1`, { input: ['0x0161'] });
     await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'AppProving');
-    let prover: number | undefined;
-    while (!prover) {
-      prover = (await host.invocations()).slice(before).filter((c) => c.argv.includes('prove')).pop()?.pid;
-      if (!prover) await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    // Bounded waits that say what the agent saw: this test once hung under a loaded full run.
+    const agentSaw = () => `the agent's last lines:\n${agent.logs().slice(-25).join('\n')}`;
+    const within = async <T,>(what: string, p: Promise<T>, ms: number): Promise<T> => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms; ${agentSaw()}`)), ms)));
+      try {
+        return await Promise.race([p, late]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const proverStarted = async () => {
+      for (;;) {
+        const pid = (await host.invocations()).slice(before).filter((c) => c.argv.includes('prove')).pop()?.pid;
+        if (pid) return pid;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    const prover = await within('the prover’s start', proverStarted(), 20_000);
     expect(alive(prover)).toBe(true);
     await api.json('POST', `/v1/proofs/${id}/cancel`, {});
-    expect((await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Canceled', 20_000)).state).toBe('Canceled');
+    expect((await within('Canceled', api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Canceled', 20_000), 25_000)).state).toBe('Canceled');
     expect(alive(prover)).toBe(false);
     agent.signal('SIGTERM');
-    await agent.exited;
+    expect(await within('the agent’s exit after SIGTERM', agent.exited, 20_000)).toBe(0);
   });
 
   it('an operator prepares a host from the service’s config and publishes its keys; callers download them through the signed URLs', async () => {
