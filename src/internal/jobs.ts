@@ -72,7 +72,7 @@ async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timin
       ...(config.engine === 'dev' && env.DEV_PROOF_SECRET ? { dev_proof_secret: env.DEV_PROOF_SECRET } : {}),
     },
     program: program && { id: program.id, app_exe_commit: program.app_exe_commit },
-    proof: claim.proof && { proof_type: claim.proof.proof_type, num_children: (JSON.parse(claim.proof.child_proof_keys) as string[]).length },
+    proof: claim.proof && { proof_type: claim.proof.proof_type, num_children: claim.proof.child_proof_keys.length },
     execution: claim.execution && { mode: claim.execution.mode },
     verification: claim.verification && { proof_type: claim.verification.proof_type === 'evm' ? 'evm' : 'stark' },
     // The names of the files the lease carries (leases.artifacts), in the order to fetch them;

@@ -111,7 +111,7 @@ export function endpointRecord(e: EndpointRow, now = Date.now()): z.infer<typeof
     id: e.id,
     url: e.url,
     description: e.description,
-    events: e.events === null ? null : (JSON.parse(e.events) as z.infer<typeof WebhookEventName>[]),
+    events: e.events,
     created_at: e.created_at,
     created_by: e.created_by,
     updated_at: e.updated_at,
@@ -147,7 +147,7 @@ export function checkWebhookUrl(env: Env, url: string): void {
 }
 
 /** Subscribed events as stored: null for all, else the distinct names in the canonical order. */
-const storedEvents = (events: readonly string[] | null | undefined) => (events ? JSON.stringify(WEBHOOK_EVENTS.filter((e) => events.includes(e))) : null);
+const storedEvents = (events: readonly string[] | null | undefined) => (events ? WEBHOOK_EVENTS.filter((e) => events.includes(e)) : null);
 
 export const DELIVERY_ID = /^msg_[0-9a-f]{32}$/;
 
@@ -168,7 +168,7 @@ function audit(db: Db, org: Org, actor: Actor, action: AuditAction, id: string, 
   return db
     .insert(auditLog)
     .select(
-      sql`SELECT ${ulid()}, ${e.org_id}, ${actor.userId}, ${actor.name}, ${action}, ${e.id}, ${JSON.stringify(detail)}, strftime('%Y-%m-%dT%H:%M:%fZ','now') FROM ${e} WHERE ${own(org, id)}`,
+      sql`SELECT ${ulid()}, ${e.org_id}, ${actor.userId}, ${actor.name}, ${action}, ${e.id}, ${sql.param(detail, auditLog.detail)}, strftime('%Y-%m-%dT%H:%M:%fZ','now') FROM ${e} WHERE ${own(org, id)}`,
     );
 }
 

@@ -134,7 +134,7 @@ proofsApi.post('/', idempotent, zValidator('query', SubmitQuery, validationHook)
           created_by: caller.owner,
           num_deferred_proofs: body.children.length,
           input_key: artifactKey.proofInput(proofId),
-          child_proof_keys: JSON.stringify(childKeys),
+          child_proof_keys: childKeys,
         }),
       ],
       job: { kind: 'proof', subjectId: proofId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: q.priority, numGpus },

@@ -32,7 +32,7 @@ auditApi.openapi(
       db.select().from(auditLog).where(where).orderBy(desc(auditLog.id)).limit(page_size).offset((page - 1) * page_size),
       db.select({ total: count() }).from(auditLog).where(where) as Promise<{ total: number }[]>,
     ]);
-    const items = rows.map((r) => ({ id: r.id, created_at: r.created_at, actor: r.actor, action: r.action, target: r.target, detail: JSON.parse(r.detail) as Record<string, unknown> }));
+    const items = rows.map((r) => ({ id: r.id, created_at: r.created_at, actor: r.actor, action: r.action, target: r.target, detail: r.detail }));
     return c.json(paginate(items, total, page, page_size), 200);
   },
 );
