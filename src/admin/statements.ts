@@ -3,6 +3,7 @@
 // statements against the test D1, so what operators run is what is tested.
 import { ulid } from 'ulid';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
+import { newUserId } from '../lib/ids.ts';
 import { normalizeConfigId } from '../lib/schemas.ts';
 
 export interface AdminStep {
@@ -15,8 +16,6 @@ export interface AdminStep {
 /** A SQL string literal. */
 export const lit = (v: string | number | boolean | null): string =>
   v === null ? 'NULL' : typeof v === 'number' ? String(v) : typeof v === 'boolean' ? (v ? '1' : '0') : `'${v.replace(/'/g, "''")}'`;
-
-export const newUserId = () => `usr_${ulid().toLowerCase()}`;
 
 /** How long a set-password link stays valid. */
 export const SET_PASSWORD_LINK_TTL_HOURS = 72;

@@ -4,12 +4,12 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, desc, eq, isNull, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
-import { ulid } from 'ulid';
 import { apiKeys } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
+import { newApiKeyId } from '../../lib/ids.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { actorOf, atLeast, type ConsoleEnv } from '../../middleware/console-auth.ts';
 
@@ -90,7 +90,7 @@ apiKeysApi.openapi(
     const db = c.var.db;
     const orgId = c.var.membership.orgId;
     const key = randomToken('sk');
-    const id = `key_${ulid().toLowerCase()}`;
+    const id = newApiKeyId();
     const owner = body.name ? `${c.var.user.email} (${body.name})` : c.var.user.email;
     await db.batch([
       db.insert(apiKeys).values({ id, org_id: orgId, key_hash: await sha256Hex(key), owner, prefix: key.slice(0, KEY_PREFIX_LENGTH), user_id: c.var.user.id }),

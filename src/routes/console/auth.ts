@@ -24,7 +24,7 @@ import {
 } from '../../lib/console-sessions.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
-import { newUserId } from '../../admin/statements.ts';
+import { newUserId } from '../../lib/ids.ts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, verifyPassword } from '../../lib/password.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { clearFailures, MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT, passwordAttemptKeys, recordFailure } from '../../lib/signin-throttle.ts';

@@ -4,13 +4,13 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, asc, count, desc, eq, gt, isNull } from 'drizzle-orm';
 import type { Context } from 'hono';
-import { ulid } from 'ulid';
 import { apiKeys, consoleLinks, memberships, users, type Role } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
 import { CONSOLE_SECURITY, consoleErrors, Email, OrgParams, RoleSchema } from '../../lib/console-schemas.ts';
 import { revokeUserSessions } from '../../lib/console-sessions.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
+import { newLinkId } from '../../lib/ids.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { actorOf, requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
 
@@ -189,7 +189,7 @@ membersApi.openapi(
       .get();
     if (already) throw new ApiError(409, `${email} is already a member`);
     const token = randomToken('inv', 32);
-    const id = `lnk_${ulid().toLowerCase()}`;
+    const id = newLinkId();
     const expires = new Date(Date.now() + INVITE_TTL_DAYS * 86400_000).toISOString();
     const now = new Date().toISOString();
     await db.batch([
