@@ -3,10 +3,10 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
-const createdAt = () =>
-  text('created_at')
-    .notNull()
-    .default(sql`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`);
+/** Now, in SQL, as timestamp columns store it: ISO 8601 UTC with milliseconds. */
+export const nowIso = sql<string>`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`;
+
+const createdAt = () => text('created_at').notNull().default(nowIso);
 
 /** The owning organization: every caller-visible record has one. */
 const orgId = () =>

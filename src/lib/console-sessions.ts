@@ -11,6 +11,7 @@ import { consoleSessions } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import { randomToken, sha256Hex, signingSecret } from './crypto.ts';
 import { newSessionId } from './ids.ts';
+import { revoke } from './revoke.ts';
 
 export const REFRESH_COOKIE = 'console_refresh';
 /** The refresh cookie is sent only to the auth routes that read it. */
@@ -87,17 +88,11 @@ export async function rotateSession(db: Db, refresh: string): Promise<RotateResu
 }
 
 export async function revokeSession(db: Db, sessionId: string): Promise<void> {
-  await db
-    .update(consoleSessions)
-    .set({ revoked_at: new Date().toISOString() })
-    .where(and(eq(consoleSessions.id, sessionId), isNull(consoleSessions.revoked_at)));
+  await revoke(db, consoleSessions, eq(consoleSessions.id, sessionId), new Date().toISOString());
 }
 
 /** Ends every session of a user (password change, removal from an organization). */
 export async function revokeUserSessions(db: Db, userId: string) {
-  return db
-    .update(consoleSessions)
-    .set({ revoked_at: new Date().toISOString() })
-    .where(and(eq(consoleSessions.user_id, userId), isNull(consoleSessions.revoked_at)));
+  return revoke(db, consoleSessions, eq(consoleSessions.user_id, userId), new Date().toISOString());
 }
 

@@ -11,7 +11,7 @@ import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
 import { ulid } from 'ulid';
 import type { Db } from '../db/client.ts';
-import { auditLog, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts';
+import { auditLog, nowIso, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import type { AuditAction } from './audit.ts';
 import { PREVIOUS_SECRET_GRACE_MS, renderPayload, urlPolicy } from '../jobs/webhooks.ts';
@@ -168,7 +168,7 @@ function audit(db: Db, org: Org, actor: Actor, action: AuditAction, id: string, 
   return db
     .insert(auditLog)
     .select(
-      sql`SELECT ${ulid()}, ${e.org_id}, ${actor.userId}, ${actor.name}, ${action}, ${e.id}, ${sql.param(detail, auditLog.detail)}, strftime('%Y-%m-%dT%H:%M:%fZ','now') FROM ${e} WHERE ${own(org, id)}`,
+      sql`SELECT ${ulid()}, ${e.org_id}, ${actor.userId}, ${actor.name}, ${action}, ${e.id}, ${sql.param(detail, auditLog.detail)}, ${nowIso} FROM ${e} WHERE ${own(org, id)}`,
     );
 }
 

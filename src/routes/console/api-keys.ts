@@ -10,6 +10,7 @@ import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-sc
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
 import { newApiKeyId } from '../../lib/ids.ts';
+import { revoke } from '../../lib/revoke.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { actorOf, atLeast, type ConsoleEnv } from '../../middleware/console-auth.ts';
 
@@ -120,7 +121,7 @@ apiKeysApi.openapi(
     if (!atLeast(c.var.membership.role, 'admin') && key.user_id !== c.var.user.id) throw new ApiError(403, 'Members can revoke only their own keys');
     if (key.revoked_at) throw new ApiError(409, 'This key is already revoked');
     await db.batch([
-      db.update(apiKeys).set({ revoked_at: new Date().toISOString() }).where(and(eq(apiKeys.id, key_id), isNull(apiKeys.revoked_at))),
+      revoke(db, apiKeys, eq(apiKeys.id, key_id), new Date().toISOString()),
       auditEntry(db, orgId, actorOf(c), 'api_key.revoke', key_id, { prefix: key.prefix, name: key.owner }),
     ]);
     return c.json({ message: 'Key revoked' }, 200);
