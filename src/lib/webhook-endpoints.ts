@@ -16,8 +16,7 @@ import type { Env } from '../env.ts';
 import type { AuditAction } from './audit.ts';
 import { PREVIOUS_SECRET_GRACE_MS, renderPayload, urlPolicy } from '../jobs/webhooks.ts';
 import { ApiError, notFound, ValidationError } from './errors.ts';
-import { cappedCount } from './lookups.ts';
-import { paginate } from './schemas.ts';
+import { cappedCount, inPage, pageAnswer, pageQuery } from './lookups.ts';
 import { MAX_WEBHOOK_URL_LENGTH, webhookUrlProblem } from './webhook-url.ts';
 
 type Org = string | SQL<string>;
@@ -177,20 +176,11 @@ export const endpointQuery = (db: Db, org: Org, id: string) => db.select().from(
 /** A page of the organization's endpoints, newest first, and how many it has (at most MAX_WEBHOOK_ENDPOINTS). */
 export function endpointPageStatements(db: Db, org: Org, page: number, pageSize: number) {
   const where = eq(webhookEndpoints.org_id, org);
-  return [
-    db
-      .select()
-      .from(webhookEndpoints)
-      .where(where)
-      .orderBy(desc(webhookEndpoints.created_at), desc(webhookEndpoints.id))
-      .limit(pageSize)
-      .offset((page - 1) * pageSize),
-    db.select({ total: sql<number>`count(*)` }).from(webhookEndpoints).where(where),
-  ] as const;
+  const rows = db.select().from(webhookEndpoints).where(where).orderBy(desc(webhookEndpoints.created_at), desc(webhookEndpoints.id));
+  return pageQuery(db, rows.$dynamic(), db.$count(webhookEndpoints, where), page, pageSize);
 }
 
-export const endpointPage = ([rows, [counted]]: readonly [EndpointRow[], { total: number }[]], page: number, pageSize: number) =>
-  paginate(rows.map((r) => endpointRecord(r)), Number(counted?.total ?? 0), page, pageSize);
+export const endpointPage = (read: readonly [EndpointRow[], { total: number }[]], page: number, pageSize: number) => pageAnswer(read, (r) => endpointRecord(r), page, pageSize);
 
 export interface NewEndpoint {
   id: string;
@@ -288,23 +278,15 @@ export function rotateStatements(db: Db, org: Org, actor: Actor, id: string, sea
 export function deliveryPageStatements(db: Db, org: Org, id: string, status: DeliveryRow['status'] | undefined, page: number, pageSize: number) {
   const d = webhookDeliveries;
   const where = and(eq(d.endpoint_id, id), eq(d.org_id, org), status ? eq(d.status, status) : undefined);
-  const pageIds = db.select({ id: d.id }).from(d).where(where).orderBy(desc(d.created_at), desc(d.id)).limit(pageSize).offset((page - 1) * pageSize);
-  return [
-    endpointQuery(db, org, id),
-    db.select().from(d).where(where).orderBy(desc(d.created_at), desc(d.id)).limit(pageSize).offset((page - 1) * pageSize),
-    db.select().from(webhookAttempts).where(inArray(webhookAttempts.delivery_id, pageIds)),
-    db.select({ total: cappedCount(db.select({ one: sql`1` }).from(d).where(where)) }).from(sql`(SELECT 1)`),
-  ] as const;
+  const newestFirst = [desc(d.created_at), desc(d.id)];
+  const [rows, counted] = pageQuery(db, db.select().from(d).where(where).orderBy(...newestFirst).$dynamic(), cappedCount(db.select({ one: sql`1` }).from(d).where(where)), page, pageSize);
+  const pageIds = inPage(db.select({ id: d.id }).from(d).where(where).orderBy(...newestFirst).$dynamic(), page, pageSize);
+  return [endpointQuery(db, org, id), rows, db.select().from(webhookAttempts).where(inArray(webhookAttempts.delivery_id, pageIds)), counted] as const;
 }
 
-export function deliveryPage([endpoint, rows, attempts, [counted]]: readonly [EndpointRow[], DeliveryRow[], AttemptRow[], { total: number }[]], page: number, pageSize: number) {
+export function deliveryPage([endpoint, rows, attempts, counted]: readonly [EndpointRow[], DeliveryRow[], AttemptRow[], { total: number }[]], page: number, pageSize: number) {
   if (!endpoint[0]) throw notFound('Webhook endpoint');
-  return paginate(
-    rows.map((r) => deliveryRecord(r, attempts)),
-    Number(counted?.total ?? 0),
-    page,
-    pageSize,
-  );
+  return pageAnswer([rows, counted], (r) => deliveryRecord(r, attempts), page, pageSize);
 }
 
 /**
