@@ -30,14 +30,14 @@ export function lit(v: unknown): string {
   throw new Error(`no SQL literal for ${typeof v} ${String(v)}`);
 }
 
+type Statement = { toSQL(): { sql: string; params: unknown[] } };
+
 /**
  * A built statement as SQL text. `wrangler d1 execute --command` binds no parameters,
  * so each of drizzle's `?` placeholders becomes its parameter as a literal; quoted
  * strings and names are passed over whole (a `?` in them is text).
  */
-type Statement = { toSQL(): { sql: string; params: unknown[] } };
-
-export function render(statement: Statement): string {
+function render(statement: Statement): string {
   const { sql: text, params } = statement.toSQL();
   let next = 0;
   const inlined = text.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\?/g, (m) => (m === '?' ? lit(params[next++]) : m));
