@@ -1,7 +1,7 @@
 import type { Db } from './db/client.ts';
 import type { RequestSessions } from './db/sessions.ts';
 import type { Env } from './env.ts';
-import type { IdempotentRequest } from './middleware/idempotency.ts';
+import type { IdempotentRequest } from './lib/idempotency.ts';
 
 /** Who is calling: resolved from the API key (src/middleware/auth.ts) or the console's membership. */
 export interface Caller {

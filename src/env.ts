@@ -1,6 +1,7 @@
-// Bindings and vars of the Worker (wrangler.toml).
-import type { LeaseCheck } from './jobs/lease-checks.ts';
-import type { WebhookMessage } from './jobs/webhooks.ts';
+// Bindings and vars of the Worker (wrangler.toml), and the messages of its queues.
+// Declarations only, at the bottom of the Worker's layers: it imports nothing but the
+// schema's types.
+import type { webhookDeliveries } from './db/schema.ts';
 
 export interface Env {
   DB: D1Database;
@@ -71,4 +72,24 @@ export interface Env {
 export interface JobNotice {
   job_id: string;
   kind: string;
+}
+
+/** A message on the LEASE_CHECKS queue: look at a lease once it would have expired (src/jobs/lease-checks.ts). */
+export interface LeaseCheck {
+  type: 'lease-check';
+  job_id: string;
+  lease_id: string;
+}
+
+/** A message on the WEBHOOKS queue: make attempt `attempt` + 1 of a delivery (src/jobs/webhooks.ts). */
+export interface WebhookMessage {
+  type: 'webhook';
+  delivery_id: string;
+  /** The delivery's `attempts` when the message was sent. */
+  attempt: number;
+  /**
+   * The kind of record to read with the delivery, when its payload is still to render
+   * (its first attempt): a hint that saves a round trip; the row decides.
+   */
+  render?: (typeof webhookDeliveries.$inferSelect)['subject_kind'];
 }

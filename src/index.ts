@@ -2,11 +2,11 @@
 // the cron sweep. A Worker's main module may export only handlers.
 import { app } from './app.ts';
 import { openDb } from './db/client.ts';
-import type { Env, JobNotice } from './env.ts';
+import type { Env, JobNotice, LeaseCheck, WebhookMessage } from './env.ts';
 import { acceptIntoEmulation, emulationEnabled } from './internal/queue-emulation.ts';
-import { isLeaseCheck, runLeaseChecks, type LeaseCheck } from './jobs/lease-checks.ts';
+import { isLeaseCheck, runLeaseChecks } from './jobs/lease-checks.ts';
 import { sweep } from './jobs/sweep.ts';
-import { isWebhookMessage, runWebhookDeliveries, type WebhookMessage } from './jobs/webhooks.ts';
+import { isWebhookMessage, runWebhookDeliveries } from './jobs/webhooks.ts';
 
 
 export default {

@@ -1,9 +1,14 @@
 // The wire protocol between prover-agents and the service's internal API
-// (/internal/v1). Plain types, no runtime: the Worker validates requests against
+// (/internal/v1), the package's `prover-agent/protocol` export: the Worker imports it
+// by that name, never a path into this package. Types, constants and a few pure
+// functions; it imports nothing but its own modules (./protocol/*.ts), so it depends
+// on no engine, no Node API and no Worker API. The Worker validates requests against
 // these with zod (src/internal/schemas.ts) and the agent's API client sends them.
-import type { EngineConfig, EngineMetrics, ProofKind, ProvePhase } from './engine/types.ts';
+import type { EngineConfig, EngineMetrics, JobKind, ProofType, ProvePhase, ResultName, VerifiableProofType } from './protocol/jobs.ts';
 
-export type JobKind = 'commit' | 'proof' | 'verify' | 'execute';
+export * from './protocol/engines.ts';
+export * from './protocol/jobs.ts';
+export * from './protocol/openvm-config.ts';
 
 /** Who an agent is and what it can serve: what presence reports and every claim carry. */
 export interface AgentIdentity {
@@ -111,11 +116,11 @@ export interface ClaimedJob {
   config: EngineConfig;
   /** Null only for a verification of an EVM proof against a config alone. */
   program: { id: string; app_exe_commit: string | null } | null;
-  proof: { proof_type: ProofKind; num_children: number } | null;
+  proof: { proof_type: ProofType; num_children: number } | null;
   execution: { mode: string } | null;
   /** Verify jobs: which kind of proof the `proof` artifact holds. */
-  verification: { proof_type: 'stark' | 'evm' } | null;
-  /** Names for GET /internal/v1/lease/artifacts/{name}. */
+  verification: { proof_type: VerifiableProofType } | null;
+  /** Names for GET /internal/v1/lease/artifacts/{name}: the input files of the job's kind (a proof's child proofs last, childProofArtifact()). */
   artifacts: string[];
   /**
    * Of those, the ones other jobs use too (a program's ELF, VMEXE and baseline, a child
@@ -183,7 +188,7 @@ export const MAX_INLINE_RESULT_BYTES = 1024 * 1024;
  */
 export type CompleteRequest = (
   | { kind: 'commit'; app_exe_commit: string; app_vm_commit: string }
-  | { kind: 'proof'; proofs: ProofKind[]; public_values: string | null; metrics: EngineMetrics }
+  | { kind: 'proof'; proofs: ProofType[]; public_values: string | null; metrics: EngineMetrics }
   | { kind: 'verify'; verified: boolean; reason: string | null }
   | { kind: 'execute'; exit_code: number; public_values: string | null; error: string | null; metrics: EngineMetrics }
 ) &
@@ -202,18 +207,6 @@ export interface FailRequest extends LeaseEnding {
   /** True for the agent's own trouble (disk, tool crash): the job may run again elsewhere. */
   retryable: boolean;
 }
-
-/** Result names for PUT /internal/v1/lease/results/{name}. */
-export type ResultName = 'baseline' | ProofKind;
-
-/**
- * The most GPUs one job of an engine uses, whatever the job asked for. The
- * Worker claims, records and bills a job on min(num_gpus, limit); the agent pins
- * the job to that many devices. `cargo openvm` proves on one GPU (openvm v2.0.1
- * docs install.mdx: "Currently only single GPU support is available through the
- * CLI"). Engines not listed use what they are given.
- */
-export const ENGINE_GPU_LIMITS: Readonly<Record<string, number>> = { openvm: 1 };
 
 /**
  * GET /internal/v1/configs/{id} (agent token): a config as the fleet needs it to

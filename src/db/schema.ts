@@ -2,6 +2,10 @@
 // with `npm run db:generate` (drizzle-kit) and committed.
 import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { JOB_KINDS, PROOF_TYPES } from 'prover-agent/protocol';
+import { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, type WebhookEvent } from './enums.ts';
+
+export { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, type ProofState, type Role, type WebhookEvent } from './enums.ts';
 
 /** Now, in SQL, as timestamp columns store it: ISO 8601 UTC with milliseconds. */
 export const nowIso = sql<string>`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`;
@@ -81,9 +85,6 @@ export const users = sqliteTable(
   },
   (t) => [uniqueIndex('users_email').on(t.email)],
 );
-
-export const ROLES = ['owner', 'admin', 'member'] as const;
-export type Role = (typeof ROLES)[number];
 
 export const memberships = sqliteTable(
   'memberships',
@@ -248,20 +249,6 @@ export const programs = sqliteTable(
   (t) => [index('programs_org').on(t.org_id, t.created_at), index('programs_project').on(t.project_id, t.created_at)],
 );
 
-export const PROOF_STATES = [
-  'Queued',
-  'Executing',
-  'Executed',
-  'AppProving',
-  'AppProvingDone',
-  'PostProcessing',
-  'Failed',
-  'Succeeded',
-  'Canceling',
-  'Canceled',
-] as const;
-export type ProofState = (typeof PROOF_STATES)[number];
-
 export const proofs = sqliteTable(
   'proofs',
   {
@@ -271,7 +258,7 @@ export const proofs = sqliteTable(
       .notNull()
       .references(() => programs.id),
     state: text('state', { enum: PROOF_STATES }).notNull().default('Queued'),
-    proof_type: text('proof_type', { enum: ['app', 'stark', 'evm'] }).notNull(),
+    proof_type: text('proof_type', { enum: PROOF_TYPES }).notNull(),
     priority: integer('priority').notNull(),
     num_gpus: integer('num_gpus').notNull(),
     created_at: createdAt(),
@@ -346,9 +333,6 @@ export const executions = sqliteTable(
   (t) => [index('executions_program').on(t.program_id, t.created_at), index('executions_org').on(t.org_id, t.created_at)],
 );
 
-export const JOB_KINDS = ['commit', 'proof', 'verify', 'execute'] as const;
-export type JobKind = (typeof JOB_KINDS)[number];
-
 /**
  * Dispatch and lease state of every background job, one row per job, whatever its
  * kind. The resource tables above hold what callers see; this table is what the
@@ -366,7 +350,7 @@ export const jobs = sqliteTable(
     engine: text('engine').notNull(),
     priority: integer('priority').notNull(),
     num_gpus: integer('num_gpus').notNull(),
-    /** GPUs the job holds and is billed on (gpusUsed(engine, num_gpus)); part of its queue lane. */
+    /** GPUs the job holds and is billed on (protocol gpusUsed(engine, num_gpus)); part of its queue lane. */
     gpus_used: integer('gpus_used').notNull().default(0),
     status: text('status', { enum: ['queued', 'leased', 'done'] })
       .notNull()
@@ -551,20 +535,6 @@ export const emulatedQueueMessages = sqliteTable(
 // on the records' state columns (migrations/0006_webhooks.sql), in the same
 // transaction as the change that causes them; src/jobs/webhooks.ts sends them.
 
-/** The events an endpoint can subscribe to, as `type` names them. */
-export const WEBHOOK_EVENTS = [
-  'program.ready',
-  'program.failed',
-  'proof.succeeded',
-  'proof.failed',
-  'proof.canceled',
-  'execution.succeeded',
-  'execution.failed',
-  'verification.verified',
-  'verification.failed',
-] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
-
 export const webhookEndpoints = sqliteTable(
   'webhook_endpoints',
   {
@@ -595,8 +565,6 @@ export const webhookEndpoints = sqliteTable(
   // Also the triggers' lookup of an organization's endpoints.
   (t) => [index('webhook_endpoints_org').on(t.org_id, t.created_at)],
 );
-
-export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 
 /**
  * One event for one endpoint. Its id is the `webhook-id` header, the same on every

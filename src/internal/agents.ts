@@ -5,7 +5,7 @@
 import { zValidator } from '@hono/zod-validator';
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { Hono } from 'hono';
-import type { LeaveRequest, PresenceResponse } from '../../prover-agent/src/protocol.ts';
+import type { LeaveRequest, PresenceResponse } from 'prover-agent/protocol';
 import { agents, agentTokens } from '../db/schema.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';

@@ -1,12 +1,12 @@
 // /internal/v1/configs: what an operator's GPU host needs of a config, and where it
 // publishes the keys it made (`prover-agent setup-config`). Agent tokens only.
-// The upload protocol is described in prover-agent/src/protocol.ts.
+// The upload protocol is described in the fleet protocol (`prover-agent/protocol`, PUBLISHED_KEY_NAMES).
 import { artifactKey } from '../lib/artifact-keys.ts';
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { eq } from 'drizzle-orm';
-import type { FleetConfig, KeyUploadPart, KeyUploadStarted, PublishKeyResponse } from '../../prover-agent/src/protocol.ts';
+import type { FleetConfig, KeyUploadPart, KeyUploadStarted, PublishKeyResponse } from 'prover-agent/protocol';
 import { configs } from '../db/schema.ts';
 import { PUBLISHED_KEY_NAMES } from '../lib/config-keys.ts';
 import { ApiError, notFound, validationHook } from '../lib/errors.ts';

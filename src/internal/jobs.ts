@@ -4,11 +4,12 @@
 // presence is reported at most once a minute (src/internal/agents.ts).
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
-import { MAX_INLINE_ARTIFACT_BYTES, type ClaimedJob, type ClaimResponse } from '../../prover-agent/src/protocol.ts';
+import { gpusUsed, MAX_INLINE_ARTIFACT_BYTES, type ClaimedJob, type ClaimResponse } from 'prover-agent/protocol';
 import type { Env } from '../env.ts';
 import { scheduleLeaseCheck } from '../jobs/lease-checks.ts';
 import { fleetSettings, type AgentTimings } from '../jobs/settings.ts';
-import { claimJob, gpusUsed, isSharedArtifact, type AgentCapabilities, type ClaimOutcome } from '../jobs/state.ts';
+import { contractOf } from '../jobs/kinds/index.ts';
+import { claimJob, type AgentCapabilities, type ClaimOutcome } from '../jobs/state.ts';
 import { whyUnservable } from '../jobs/sweep.ts';
 import { randomToken, sha256Hex, toBase64 } from '../lib/crypto.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
@@ -48,6 +49,7 @@ function hintOutcome(hintId: string | null | undefined, claim: ClaimOutcome, cap
 async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timings: AgentTimings): Promise<ClaimedJob> {
   const { job, lease, config, program } = claim;
   if (!job || !lease || !config) throw new Error(`claim of job ${job?.id} came back without its lease or config`);
+  const kind = contractOf(job.kind);
   const artifacts = Object.entries(lease.artifacts).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== '');
   return {
     id: job.id,
@@ -72,14 +74,16 @@ async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timin
       ...(config.engine === 'dev' && env.DEV_PROOF_SECRET ? { dev_proof_secret: env.DEV_PROOF_SECRET } : {}),
     },
     program: program && { id: program.id, app_exe_commit: program.app_exe_commit },
-    proof: claim.proof && { proof_type: claim.proof.proof_type, num_children: claim.proof.child_proof_keys.length },
-    execution: claim.execution && { mode: claim.execution.mode },
-    verification: claim.verification && { proof_type: claim.verification.proof_type === 'evm' ? 'evm' : 'stark' },
+    proof: null,
+    execution: null,
+    verification: null,
+    // What the kind hands over of its subject (a proof's type, an execution's mode, ...).
+    ...(claim.subject ? kind.claim.subject?.describe(claim.subject) : {}),
     // The names of the files the lease carries (leases.artifacts), in the order to fetch them;
     // the keys of those other jobs share are their cache ids.
     artifacts: artifacts.map(([name]) => name),
-    shared_artifacts: Object.fromEntries(artifacts.filter(([name]) => isSharedArtifact(name))),
-    inline_artifacts: await smallInputs(env, artifacts.filter(([name]) => !isSharedArtifact(name))),
+    shared_artifacts: Object.fromEntries(artifacts.filter(([name]) => kind.claim.isShared(name))),
+    inline_artifacts: await smallInputs(env, artifacts.filter(([name]) => !kind.claim.isShared(name))),
     log: { seq: job.log_seq, offset: job.log_bytes },
   };
 }

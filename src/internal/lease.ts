@@ -3,18 +3,17 @@
 // and changes nothing. A lease that is no longer the job's current one (it expired
 // and the job moved on) is refused with 409 and changes nothing.
 import { zValidator } from '@hono/zod-validator';
-import { eq } from 'drizzle-orm';
 import { Hono, type Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { BatchItem } from 'drizzle-orm/batch';
-import type { HeartbeatResponse, LeaseStatusResponse, LogChunk, ResultName } from '../../prover-agent/src/protocol.ts';
-import { configs, proofs } from '../db/schema.ts';
+import type { HeartbeatResponse, LeaseStatusResponse, LogChunk, ResultName } from 'prover-agent/protocol';
 import { notifyJob } from '../jobs/dispatch.ts';
 import { appendLogChunk, stageLogChunk } from '../jobs/logs.ts';
 import { fleetSettings } from '../jobs/settings.ts';
 import { enqueueAfterResponse } from '../jobs/webhooks.ts';
-import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob, type Completion } from '../jobs/state.ts';
-import { artifactKey, streamObject } from '../lib/artifacts.ts';
+import { contractOf, type Completion } from '../jobs/kinds/index.ts';
+import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob } from '../jobs/state.ts';
+import { streamObject } from '../lib/artifacts.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
 import { jsonBody } from '../lib/body.ts';
@@ -87,12 +86,7 @@ leaseInternalApi.get('/artifacts/:name', async (c) => {
 });
 
 /** Where a result of this job is stored (null: the job's kind has no such result). */
-function resultKey(c: Context<InternalEnv>, name: string): string | null {
-  const { job } = c.var;
-  if (job.kind === 'commit' && name === 'baseline') return artifactKey.programBaseline(job.subject_id);
-  if (job.kind === 'proof' && (name === 'app' || name === 'stark' || name === 'evm')) return artifactKey.proofOutput(job.subject_id, name);
-  return null;
-}
+const resultKey = (c: Context<InternalEnv>, name: string): string | null => contractOf(c.var.job.kind).resultKey(c.var.job.subject_id, name);
 
 const noSuchResult = (c: Context<InternalEnv>, name: string, status: 404 | 422) => new ApiError(status, `A ${c.var.job.kind} job has no result '${name}'`);
 
@@ -155,66 +149,16 @@ leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator
     if (sent !== undefined) return new TextEncoder().encode(sent).byteLength;
     return (await c.env.ARTIFACTS.head(key))?.size ?? null;
   };
-  let done: Completion;
-  switch (body.kind) {
-    case 'commit': {
-      const config = (await db.select().from(configs).where(eq(configs.id, job.config_id)).get())!;
-      if (body.app_vm_commit.toLowerCase() !== config.app_vm_commit.toLowerCase()) {
-        // The engine's keys are not the config's: the program cannot be proven under it.
-        const message = `The prover's app_vm_commit ${body.app_vm_commit} differs from the config's ${config.app_vm_commit}: the prover host's keys do not match config ${config.id}`;
-        const failed = { status: 'failed', detail: message };
-        const r = await failJob(db, lease, job, { message, retryable: false }, failed, settings, { before });
-        if (!r.applied) throw superseded();
-        enqueueAfterResponse(c, r.deliveries);
-        return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed, 200);
-      }
-      const baselineKey = artifactKey.programBaseline(job.subject_id);
-      if ((await resultSize('baseline', baselineKey)) === null) throw new ApiError(400, 'Upload the baseline result before completing');
-      done = { kind: 'commit', app_exe_commit: body.app_exe_commit.toLowerCase(), baselineKey };
-      break;
-    }
-    case 'proof': {
-      const proof = (await db.select().from(proofs).where(eq(proofs.id, job.subject_id)).get())!;
-      const keys: Record<string, string> = {};
-      let size = 0;
-      for (const kind of body.proofs) {
-        const key = artifactKey.proofOutput(proof.id, kind);
-        const stored = await resultSize(kind, key);
-        if (stored === null) throw new ApiError(400, `Upload the ${kind} proof before completing`);
-        keys[kind] = key;
-        if (kind === proof.proof_type) size = stored;
-      }
-      if (!keys[proof.proof_type]) throw new ApiError(400, `The job asked for a ${proof.proof_type} proof`);
-      done = {
-        kind: 'proof',
-        proofKeys: keys,
-        proofSize: size,
-        num_instructions: body.metrics.num_instructions ?? null,
-        cells_used: body.metrics.cells_used ?? 0,
-        public_values: body.public_values,
-      };
-      break;
-    }
-    case 'verify':
-      done = { kind: 'verify', verified: body.verified, reason: body.reason };
-      break;
-    case 'execute': {
-      const succeeded = body.exit_code === 0 && !body.error;
-      done = {
-        kind: 'execute',
-        succeeded,
-        error: body.error ?? (body.exit_code === 0 ? null : `guest exited with code ${body.exit_code}`),
-        // A failed run revealed nothing the caller can rely on: no public values (null, not zeros).
-        public_values: succeeded ? body.public_values : null,
-        num_instructions: body.metrics.num_instructions ?? null,
-        total_cycle: body.metrics.total_cycle ?? body.metrics.num_instructions ?? null,
-        num_segments: body.metrics.num_segments ?? null,
-        total_tick: body.metrics.total_tick ?? null,
-      };
-      break;
-    }
+  const checked = await contractOf(job.kind).completion({ db, job, resultSize }, body);
+  if ('fail' in checked) {
+    // A well-formed report that cannot stand (a commit whose keys are not its config's): the job fails for good.
+    const failed = { status: 'failed', detail: checked.fail };
+    const r = await failJob(db, lease, job, { message: checked.fail, retryable: false }, failed, settings, { before });
+    if (!r.applied) throw superseded();
+    enqueueAfterResponse(c, r.deliveries);
+    return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed, 200);
   }
-  const { outcome, deliveries } = await completeJob(db, lease, done, response, settings, { before });
+  const { outcome, deliveries } = await completeJob(db, lease, { kind: job.kind, done: checked.done } as Completion, response, settings, { before });
   if (!outcome) throw superseded();
   enqueueAfterResponse(c, deliveries);
   // Canceled meanwhile: the result is dropped, as the cancel's answer promised.

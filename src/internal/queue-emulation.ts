@@ -9,11 +9,19 @@
 // "true". Its table stands for Cloudflare's queue, not for the service's data: an empty
 // pull costs it one read, and the product's own tables none.
 import { and, asc, eq, inArray, isNull, lte, sql } from 'drizzle-orm';
-import type { QueueMessage } from '../../prover-agent/src/protocol.ts';
+import type { QueueAckRequest, QueueMessage } from 'prover-agent/protocol';
 import { openDb } from '../db/client.ts';
 import { emulatedQueueMessages } from '../db/schema.ts';
 import type { Env, JobNotice } from '../env.ts';
-import type { JobsQueue } from './queue.ts';
+
+/**
+ * The jobs queue as the gateway (src/internal/queue.ts) uses it: Cloudflare's pull
+ * consumer, or this emulation of it. Declared here, below the gateway, which picks one.
+ */
+export interface JobsQueue {
+  pull(batchSize: number, visibilityTimeoutMs: number): Promise<QueueMessage[]>;
+  ack(acks: QueueAckRequest['acks'], retries: QueueAckRequest['retries']): Promise<{ ackCount: number; retryCount: number }>;
+}
 
 const DEFAULT_MAX_RETRIES = 3;
 

@@ -8,21 +8,15 @@
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import type { QueueAckRequest, QueueAckResponse, QueueMessage, QueuePullRequest, QueuePullResponse } from '../../prover-agent/src/protocol.ts';
+import type { QueueAckRequest, QueueAckResponse, QueueMessage, QueuePullRequest, QueuePullResponse } from 'prover-agent/protocol';
 import type { Env } from '../env.ts';
 import { jsonBody } from '../lib/body.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
 import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
 import { bearer, type InternalEnv } from './auth.ts';
-import { emulatedJobsQueue, emulationEnabled } from './queue-emulation.ts';
+import { emulatedJobsQueue, emulationEnabled, type JobsQueue } from './queue-emulation.ts';
 import { verifyQueueToken } from './queue-token.ts';
 import { QueueAckSchema, QueuePullSchema } from './schemas.ts';
-
-/** The jobs queue as the gateway uses it: Cloudflare's pull consumer, or its local emulation. */
-export interface JobsQueue {
-  pull(batchSize: number, visibilityTimeoutMs: number): Promise<QueueMessage[]>;
-  ack(acks: QueueAckRequest['acks'], retries: QueueAckRequest['retries']): Promise<{ ackCount: number; retryCount: number }>;
-}
 
 const CLOUDFLARE_API = 'https://api.cloudflare.com/client/v4';
 

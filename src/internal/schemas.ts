@@ -1,7 +1,7 @@
 // zod schemas of the internal protocol's requests; the types they check are the
-// agent's (prover-agent/src/protocol.ts), so the two cannot drift apart silently.
+// fleet protocol's (`prover-agent/protocol`), so the two cannot drift apart silently.
 import { z } from 'zod';
-import { MAX_INLINE_RESULT_BYTES, type ClaimRequest, type CompleteRequest, type FailRequest, type HeartbeatRequest, type LeaseEnding, type LeaveRequest, type LogChunk, type PresenceRequest, type QueueAckRequest, type QueuePullRequest } from '../../prover-agent/src/protocol.ts';
+import { MAX_INLINE_RESULT_BYTES, PROOF_TYPES, PROVE_PHASES, type ClaimRequest, type CompleteRequest, type FailRequest, type HeartbeatRequest, type LeaseEnding, type LeaveRequest, type LogChunk, type PresenceRequest, type QueueAckRequest, type QueuePullRequest } from 'prover-agent/protocol';
 
 const id = z.string().min(1).max(200);
 const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/i, 'expected 0x and 64 hex digits');
@@ -13,7 +13,7 @@ const metrics = z.object({
   total_cycle: count.optional(),
   total_tick: count.optional(),
 });
-const proofKind = z.enum(['app', 'stark', 'evm']);
+const proofType = z.enum(PROOF_TYPES);
 const hexOrNull = z.string().regex(/^(0x)?[0-9a-fA-F]*$/).max(1 << 20).nullable();
 
 const capabilities = {
@@ -46,7 +46,7 @@ export const ClaimRequestSchema = z.object({
 }) satisfies z.ZodType<ClaimRequest>;
 
 export const HeartbeatRequestSchema = z.object({
-  phase: z.enum(['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing']).optional(),
+  phase: z.enum(PROVE_PHASES).optional(),
   metrics: metrics.optional(),
 }) satisfies z.ZodType<HeartbeatRequest>;
 
@@ -72,7 +72,7 @@ const completion = { ...LeaseEndingSchema.shape, results: inlineResults.optional
 
 export const CompleteRequestSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('commit'), app_exe_commit: hex32, app_vm_commit: hex32, ...completion }),
-  z.object({ kind: z.literal('proof'), proofs: z.array(proofKind).min(1), public_values: hexOrNull, metrics, ...completion }),
+  z.object({ kind: z.literal('proof'), proofs: z.array(proofType).min(1), public_values: hexOrNull, metrics, ...completion }),
   z.object({ kind: z.literal('verify'), verified: z.boolean(), reason: z.string().max(10_000).nullable(), ...completion }),
   z.object({ kind: z.literal('execute'), exit_code: z.number().int(), public_values: hexOrNull, error: z.string().max(100_000).nullable(), metrics, ...completion }),
 ]) satisfies z.ZodType<CompleteRequest>;

@@ -9,13 +9,13 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { AppEnv, Caller } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
-import { apiKeys, jobs, type JobKind } from '../db/schema.ts';
+import { gpusUsed, type JobKind } from 'prover-agent/protocol';
+import { apiKeys, jobs } from '../db/schema.ts';
 import { ArtifactBatch } from '../lib/artifacts.ts';
 import { ApiError } from '../lib/errors.ts';
 import { isLostClaim } from '../lib/idempotency.ts';
 import { answerStatements, claimLost } from '../middleware/idempotency.ts';
 import { isRefusedJobInsert, orgIdIfAllowed, orgUsageQuery, quotaDefaults, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
-import { gpusUsed } from './state.ts';
 import type { Env, JobNotice } from '../env.ts';
 
 /** Priority of jobs callers wait on interactively (program commits, verifications). */

@@ -30,6 +30,7 @@ import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError, notFound } from '../lib/errors.ts';
 import { executionRecord, proofRecord } from '../lib/records.ts';
 import { asCaller, orgOfKey } from '../middleware/auth.ts';
+import { PROOF_TERMINAL_STATES } from './kinds/proof.ts';
 import { jobLogFrom } from './logs.ts';
 
 /** Least time between two polls of one stream's record (one D1 statement each). */
@@ -43,7 +44,7 @@ export const EVENT_LOG_MAX_BYTES = 64 * 1024;
 /** What a reconnecting EventSource waits, in ms (the SSE `retry` field of the closing event). */
 const RECONNECT_RETRY_MS = 1000;
 
-const TERMINAL_PROOF_STATES = new Set(['Succeeded', 'Failed', 'Canceled']);
+const TERMINAL_PROOF_STATES = new Set<string>(PROOF_TERMINAL_STATES);
 const TERMINAL_EXECUTION_STATUSES = new Set(['Succeeded', 'Failed']);
 
 /** A kind of record that has an event stream. */

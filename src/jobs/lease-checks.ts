@@ -12,18 +12,12 @@ import { eq } from 'drizzle-orm';
 import { RequestSessions } from '../db/sessions.ts';
 import { jobs } from '../db/schema.ts';
 import type { Db } from '../db/client.ts';
-import type { Env } from '../env.ts';
+import type { Env, LeaseCheck } from '../env.ts';
 import { appendServiceLog } from './logs.ts';
 import { notifyJob } from './dispatch.ts';
 import { fleetSettings } from './settings.ts';
 import { expireLeases } from './state.ts';
 import { enqueueDeliveries } from './webhooks.ts';
-
-export interface LeaseCheck {
-  type: 'lease-check';
-  job_id: string;
-  lease_id: string;
-}
 
 export const isLeaseCheck = (body: unknown): body is LeaseCheck => !!body && typeof body === 'object' && (body as { type?: unknown }).type === 'lease-check';
 

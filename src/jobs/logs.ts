@@ -7,7 +7,7 @@ import { eq, sql, and } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { jobs } from '../db/schema.ts';
 import { artifactKey } from '../lib/artifacts.ts';
-import type { LogChunk } from '../../prover-agent/src/protocol.ts';
+import type { LogChunk } from 'prover-agent/protocol';
 
 export type AppendResult = { kind: 'appended' | 'duplicate' } | { kind: 'out-of-order'; expectedSeq: number; expectedOffset: number };
 

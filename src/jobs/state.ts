@@ -1,14 +1,10 @@
 // The job state machine, in one place.
 //
 // A job row (table `jobs`) is what the fleet claims: queued → leased → done. Each
-// job works for one subject record that callers read, and the subject moves with it:
-//
-//   kind     subject        queued       leased (running)                        done
-//   commit   programs       not_ready    processing                              ready | failed
-//   proof    proofs         Queued       Executing → Executed → AppProving →     Succeeded | Failed
-//                                        AppProvingDone → PostProcessing          | Canceled (via Canceling)
-//   verify   verifications  processing   processing                              verified | failed
-//   execute  executions     queued       running                                 succeeded | failed | canceled
+// job works for one subject record that callers read (a program, proof, verification
+// or execution), and the subject moves with it. What the subject of each kind looks
+// like in each state, what its claim hands over and how it completes is the kind's
+// own module (src/jobs/kinds/); this module applies them and never switches on a kind.
 //
 // Every transition is one D1 batch (a transaction). Each statement re-checks the
 // state it starts from in its WHERE clause (the job's status and current lease id),
@@ -34,30 +30,14 @@
 // ending carries both outcomes, guarded by the flag, so the one that applies is
 // decided inside the same transaction as the cancel it races with.
 import { and, eq, inArray, isNull, lt, sql, type SQL } from 'drizzle-orm';
-import { alias, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { BatchItem } from 'drizzle-orm/batch';
+import { PROVE_PHASES, type JobKind, type ProvePhase } from 'prover-agent/protocol';
 import type { Db } from '../db/client.ts';
-import { agentTokens, configs, executions, jobs, leases, organizations, programs, proofs, queueLanes, verifications, type JobKind, type ProofState } from '../db/schema.ts';
-import { ENGINE_GPU_LIMITS } from '../../prover-agent/src/protocol.ts';
+import { agentTokens, configs, jobs, leases, organizations, programs, proofs, queueLanes, type ProofState } from '../db/schema.ts';
+import { ALL_JOB_KINDS, claimedInputs, claimedProgramId, claimJoins, contractOf, type Completion } from './kinds/index.ts';
+import { claimedJob as j, claimedProgram as g, updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
+import { proofJob } from './kinds/proof.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
-
-export const PROOF_RUNNING_STATES = ['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing'] as const satisfies ProofState[];
-export const PROOF_TERMINAL_STATES = ['Succeeded', 'Failed', 'Canceled'] as const satisfies ProofState[];
-export type ProofPhase = (typeof PROOF_RUNNING_STATES)[number];
-
-/** Engines that need no GPU: their agents take jobs whatever `num_gpus` asks for. */
-export const GPU_LESS_ENGINES = ['dev'];
-
-/**
- * GPUs a job of `engine` that asked for `requested` actually uses (protocol.ts
- * ENGINE_GPU_LIMITS): an openvm job asking for 8, as clients do by default, is
- * accepted, runs on one GPU, and holds and is billed for one.
- */
-export function gpusUsed(engine: string, requested: number): number {
-  if (GPU_LESS_ENGINES.includes(engine)) return 0;
-  const limit = ENGINE_GPU_LIMITS[engine];
-  return limit === undefined ? requested : Math.min(requested, limit);
-}
 
 /** Fleet tunables, from the Worker's vars (README "Configuration"). */
 export interface FleetSettings {
@@ -69,65 +49,6 @@ export interface FleetSettings {
   maxRetries: number;
   /** USD per GPU-hour by machine type, `*` as the fallback. */
   machineRates: Record<string, number>;
-}
-
-// ---------------------------------------------------------------------------
-// Subjects: how each kind's record looks in each job state.
-
-interface SubjectStates {
-  table: SQLiteTable & { id: SQLiteColumn };
-  /** Back in the queue (after a lost lease or a retry). */
-  queued: Record<string, unknown>;
-  /** Claimed by an agent. */
-  running: (now: string, machineType: string) => Record<string, unknown>;
-  /** Failed for good. */
-  failed: (now: string, message: string) => Record<string, unknown>;
-  /** Where the subject may be when the job fails or is requeued (never out of a terminal state). */
-  active: SQL;
-}
-
-const SUBJECTS: Record<JobKind, SubjectStates> = {
-  commit: {
-    table: programs,
-    queued: { status: 'not_ready' },
-    running: (now) => ({ status: 'processing', launched_at: sql`coalesce(${programs.launched_at}, ${now})` }),
-    failed: (now, message) => ({ status: 'failed', error_message: message, terminated_at: now }),
-    active: inArray(programs.status, ['not_ready', 'processing']),
-  },
-  proof: {
-    table: proofs,
-    queued: { state: 'Queued' },
-    running: (now, machineType) => ({ state: 'Executing', launched_at: sql`coalesce(${proofs.launched_at}, ${now})`, machine_type: machineType }),
-    failed: (now, message) => ({ state: 'Failed', error_message: message, terminated_at: now }),
-    active: inArray(proofs.state, ['Queued', ...PROOF_RUNNING_STATES, 'Canceling']),
-  },
-  verify: {
-    table: verifications,
-    queued: { result: 'processing' },
-    running: () => ({ result: 'processing' }),
-    failed: (_now, message) => ({ result: 'failed', error_message: message }),
-    active: eq(verifications.result, 'processing'),
-  },
-  execute: {
-    table: executions,
-    queued: { status: 'queued' },
-    running: (now) => ({ status: 'running', launched_at: sql`coalesce(${executions.launched_at}, ${now})` }),
-    failed: (now, message) => ({ status: 'failed', error_message: message, terminated_at: now }),
-    active: inArray(executions.status, ['queued', 'running']),
-  },
-};
-
-/** Updates the subject of every job of `kind` matching `jobWhere`, if the subject is still active. */
-function updateSubjects(db: Db, kind: JobKind, jobWhere: SQL | undefined, set: Record<string, unknown>, subjectWhere?: SQL) {
-  const s = SUBJECTS[kind];
-  const subjectIds = db
-    .select({ id: jobs.subject_id })
-    .from(jobs)
-    .where(and(eq(jobs.kind, kind), jobWhere));
-  return db
-    .update(s.table)
-    .set(set as never)
-    .where(and(inArray(s.table.id, subjectIds), s.active, subjectWhere));
 }
 
 const isoNow = (ms: number) => new Date(ms).toISOString();
@@ -176,42 +97,6 @@ function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'
     ORDER BY ${order('l')} LIMIT 1)`;
 }
 
-// The tables of a claimed job, under names of their own for the statements that join them.
-const j = alias(jobs, 'j');
-const p = alias(proofs, 'p');
-const e = alias(executions, 'e');
-const v = alias(verifications, 'v');
-const g = alias(programs, 'g');
-
-/** The program the job `j` works on, whatever its kind (null: an EVM proof checked against a config alone). */
-function programIdOf(): SQL<string | null> {
-  return sql`CASE ${j.kind} WHEN 'commit' THEN ${j.subject_id} WHEN 'proof' THEN ${p.program_id} WHEN 'execute' THEN ${e.program_id} WHEN 'verify' THEN ${v.program_id} END`;
-}
-
-/**
- * A claimed job's input files as a JSON object {name: R2 key}, in the order the agent
- * fetches them: worked out once here and kept with the lease (leases.artifacts), so a
- * download looks up nothing but its lease. Verifications need no program files; a
- * proof's deferred children come last as child-0, child-1, ...
- */
-function claimArtifactsSql(): SQL<string> {
-  const children = sql`coalesce((SELECT json_group_object('child-' || c.key, c.value) FROM json_each(${p.child_proof_keys}) c), '{}')`;
-  return sql<string>`CASE ${j.kind}
-    WHEN 'commit' THEN json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key})
-    WHEN 'execute' THEN json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key}, 'input', ${e.input_key})
-    WHEN 'proof' THEN json_patch(json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key}, 'input', ${p.input_key}, 'baseline', ${g.baseline_key}), ${children})
-    WHEN 'verify' THEN CASE WHEN ${g.baseline_key} IS NULL THEN json_object('proof', ${v.proof_key}) ELSE json_object('proof', ${v.proof_key}, 'baseline', ${g.baseline_key}) END
-    ELSE '{}' END`;
-}
-
-/**
- * Whether a claim's input file is one other jobs use too: a program's ELF, VMEXE and
- * baseline, a deferred child proof. Each is written once before any job that reads it
- * can be claimed and never rewritten, so its key names the same bytes for as long as
- * it exists, and agents may keep it between jobs (protocol ClaimedJob.shared_artifacts).
- */
-export const isSharedArtifact = (name: string): boolean => name === 'elf' || name === 'vmexe' || name === 'baseline' || name.startsWith('child-');
-
 export interface ClaimOutcome {
   /** False when the agent token is unknown or revoked (nothing was claimed). */
   agentKnown: boolean;
@@ -219,9 +104,8 @@ export interface ClaimOutcome {
   lease: LeaseRow | null;
   config: typeof configs.$inferSelect | null;
   program: typeof programs.$inferSelect | null;
-  proof: typeof proofs.$inferSelect | null;
-  execution: typeof executions.$inferSelect | null;
-  verification: typeof verifications.$inferSelect | null;
+  /** The subject record, for a kind whose claim hands some of it over (its contract's claim.subject). */
+  subject: unknown;
   /** The hinted job as it stands after the claim, if a hint was given. */
   hinted: Pick<JobRow, 'id' | 'status' | 'engine' | 'config_id' | 'num_gpus' | 'gpus_used'> | null;
 }
@@ -243,12 +127,17 @@ export async function claimJob(
   const mine = eq(jobs.lease_id, lease.id);
   const tokenLive = sql`EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash} AND ${agentTokens.revoked_at} IS NULL)`;
   const subjectOf = (kind: JobKind) => db.select({ id: jobs.subject_id }).from(jobs).where(and(mine, eq(jobs.kind, kind)));
-  const programOfClaim = sql`(SELECT ${programIdOf()} FROM ${jobs} j
-    LEFT JOIN ${proofs} p ON ${j.kind} = 'proof' AND ${p.id} = ${j.subject_id}
-    LEFT JOIN ${executions} e ON ${j.kind} = 'execute' AND ${e.id} = ${j.subject_id}
-    LEFT JOIN ${verifications} v ON ${j.kind} = 'verify' AND ${v.id} = ${j.subject_id}
+  const programOfClaim = sql`(SELECT ${claimedProgramId()} FROM ${jobs} j
+    ${claimJoins()}
     WHERE ${j.lease_id} = ${lease.id})`;
-  const [token, leased, , , , , , , , leaseRows, configRows, programRows, proofRows, executionRows, verificationRows, hinted] = await db.batch([
+  const running = ALL_JOB_KINDS.map((k) => updateSubjects(db, k, mine, k.subject.running(isoNow(now), caps.machineType)));
+  const alsoOnClaim = ALL_JOB_KINDS.flatMap((k) => k.claim.alsoOnClaim?.(db, mine) ?? []);
+  // The subject records the kinds' claims hand some of over (the one of the claimed job's kind answers).
+  const subjectReads = ALL_JOB_KINDS.flatMap((k) => {
+    const table = k.claim.subject?.table;
+    return table ? [db.select().from(table).where(inArray(table.id, subjectOf(k.kind)))] : [];
+  });
+  const results = await db.batch([
     db.select({ id: agentTokens.id }).from(agentTokens).where(and(eq(agentTokens.token_hash, agent.tokenHash), isNull(agentTokens.revoked_at))),
     db
       .update(jobs)
@@ -264,43 +153,37 @@ export async function claimJob(
       .where(and(eq(jobs.id, nextJobFor(caps)), eq(jobs.status, 'queued'), tokenLive))
       .returning(),
     // Every column of leases, in order (an insert from a select names them all).
-    db.insert(leases).select(sql`SELECT ${lease.id}, ${j.id}, ${j.attempt}, ${caps.agentId}, ${lease.tokenHash}, ${j.gpus_used}, ${caps.machineType}, ${now}, NULL, NULL, NULL, ${claimArtifactsSql()}
+    db.insert(leases).select(sql`SELECT ${lease.id}, ${j.id}, ${j.attempt}, ${caps.agentId}, ${lease.tokenHash}, ${j.gpus_used}, ${caps.machineType}, ${now}, NULL, NULL, NULL, ${claimedInputs()}
       FROM ${jobs} j
-      LEFT JOIN ${proofs} p ON ${j.kind} = 'proof' AND ${p.id} = ${j.subject_id}
-      LEFT JOIN ${executions} e ON ${j.kind} = 'execute' AND ${e.id} = ${j.subject_id}
-      LEFT JOIN ${verifications} v ON ${j.kind} = 'verify' AND ${v.id} = ${j.subject_id}
-      LEFT JOIN ${programs} g ON ${g.id} = ${programIdOf()}
+      ${claimJoins()}
+      LEFT JOIN ${programs} g ON ${g.id} = ${claimedProgramId()}
       WHERE ${j.lease_id} = ${lease.id}`),
-    updateSubjects(db, 'commit', mine, SUBJECTS.commit.running(isoNow(now), caps.machineType)),
-    updateSubjects(db, 'proof', mine, SUBJECTS.proof.running(isoNow(now), caps.machineType)),
-    updateSubjects(db, 'verify', mine, SUBJECTS.verify.running(isoNow(now), caps.machineType)),
-    updateSubjects(db, 'execute', mine, SUBJECTS.execute.running(isoNow(now), caps.machineType)),
+    ...running,
     // Fair share's tie-break: the organization served least recently goes first next time.
     db.update(organizations).set({ last_claimed_at: now }).where(inArray(organizations.id, db.select({ id: jobs.org_id }).from(jobs).where(mine))),
-    // Once it runs, a proof's num_gpus says the GPUs it uses (GPU-less engines keep what was asked).
-    updateSubjects(db, 'proof', and(mine, sql`NOT ${inArray(jobs.engine, GPU_LESS_ENGINES)}`), {
-      num_gpus: sql`(SELECT ${jobs.gpus_used} FROM ${jobs} WHERE ${mine})`,
-    }),
+    ...alsoOnClaim,
     db.select().from(leases).where(eq(leases.id, lease.id)),
     db.select().from(configs).where(eq(configs.id, sql`(SELECT ${jobs.config_id} FROM ${jobs} WHERE ${mine})`)),
     db.select().from(programs).where(eq(programs.id, programOfClaim)),
-    db.select().from(proofs).where(inArray(proofs.id, subjectOf('proof'))),
-    db.select().from(executions).where(inArray(executions.id, subjectOf('execute'))),
-    db.select().from(verifications).where(inArray(verifications.id, subjectOf('verify'))),
+    ...subjectReads,
     db
       .select({ id: jobs.id, status: jobs.status, engine: jobs.engine, config_id: jobs.config_id, num_gpus: jobs.num_gpus, gpus_used: jobs.gpus_used })
       .from(jobs)
       .where(eq(jobs.id, agent.hintJobId ?? '')),
-  ]);
+  ] as unknown as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]]);
+  // Read back by position: the three statements before the running updates, then what follows them.
+  const [token, leased] = results as unknown as [{ id: string }[], JobRow[]];
+  const reads = results.slice(3 + running.length + 1 + alsoOnClaim.length) as unknown[][];
+  const [leaseRows, configRows, programRows] = reads as [LeaseRow[], (typeof configs.$inferSelect)[], (typeof programs.$inferSelect)[]];
+  const subjectRows = reads.slice(3, 3 + subjectReads.length);
+  const hinted = reads[3 + subjectReads.length] as ClaimOutcome['hinted'][];
   return {
     agentKnown: token.length > 0,
     job: leased[0] ?? null,
     lease: leaseRows[0] ?? null,
     config: configRows[0] ?? null,
     program: programRows[0] ?? null,
-    proof: proofRows[0] ?? null,
-    execution: executionRows[0] ?? null,
-    verification: verificationRows[0] ?? null,
+    subject: subjectRows.find((rows) => rows.length > 0)?.[0] ?? null,
     hinted: agent.hintJobId ? (hinted[0] ?? null) : null,
   };
 }
@@ -309,7 +192,7 @@ export async function claimJob(
 // Callbacks on a lease
 
 export type LeaseRow = typeof leases.$inferSelect;
-export type JobRow = typeof jobs.$inferSelect;
+export type { JobRow };
 
 /** Why a callback on this lease may not act: superseded, or already ended. */
 export function leaseStanding(lease: LeaseRow, job: JobRow | undefined): 'current' | 'ended' | 'superseded' {
@@ -335,7 +218,7 @@ export type HeartbeatOutcome =
 export async function heartbeat(
   db: Db,
   tokenHash: string,
-  update: { phase?: ProofPhase; num_instructions?: number; cells_used?: number },
+  update: { phase?: ProvePhase; num_instructions?: number; cells_used?: number },
   settings: FleetSettings,
   now = Date.now(),
 ): Promise<HeartbeatOutcome> {
@@ -347,11 +230,11 @@ export async function heartbeat(
   if (update.cells_used !== undefined) proofSet.cells_used = update.cells_used;
   const proofUpdates = [];
   if (update.phase) {
-    const earlier = PROOF_RUNNING_STATES.slice(0, PROOF_RUNNING_STATES.indexOf(update.phase));
+    const earlier = PROVE_PHASES.slice(0, PROVE_PHASES.indexOf(update.phase));
     // Forward only, and never out of Canceling.
-    if (earlier.length) proofUpdates.push(updateSubjects(db, 'proof', mine, { state: update.phase }, inArray(proofs.state, earlier)));
+    if (earlier.length) proofUpdates.push(updateSubjects(db, proofJob, mine, { state: update.phase }, inArray(proofs.state, earlier)));
   }
-  if (Object.keys(proofSet).length) proofUpdates.push(updateSubjects(db, 'proof', mine, proofSet));
+  if (Object.keys(proofSet).length) proofUpdates.push(updateSubjects(db, proofJob, mine, proofSet));
   const [standing, renewed] = await db.batch([
     db
       .select({ lease_id: leases.id, outcome: leases.outcome, job_status: jobs.status, job_lease: jobs.lease_id })
@@ -411,28 +294,23 @@ export function leaseCost(lease: LeaseRow, settings: FleetSettings, now: number)
  * leaseCost() in SQL of the current lease of the job working for the subject row
  * being updated, charged until the caller's cancel (or `now`, if earlier).
  */
-function canceledCostSql(kind: JobKind, settings: FleetSettings, now: number): SQL {
+function canceledCostSql(kind: JobKindContract, settings: FleetSettings, now: number): SQL {
   const { ['*']: fallback = 0, ...rates } = settings.machineRates;
   const rate = Object.keys(rates).length
     ? sql`CASE l.machine_type ${sql.join(Object.entries(rates).map(([type, r]) => sql`WHEN ${type} THEN ${r} `))}ELSE ${fallback} END`
     : sql`${fallback}`;
   return sql`(SELECT CAST(round(max(0, min(${now}, coalesce(j.cancel_requested_at, ${now})) - l.claimed_at) / 3600000.0 * max(1, l.gpus) * ${rate} * 1000000) AS INTEGER)
-    FROM ${jobs} j JOIN ${leases} l ON l.id = j.lease_id WHERE j.kind = ${kind} AND j.subject_id = ${SUBJECTS[kind].table.id})`;
+    FROM ${jobs} j JOIN ${leases} l ON l.id = j.lease_id WHERE j.kind = ${kind.kind} AND j.subject_id = ${kind.subject.table.id})`;
 }
 
 /**
- * The subject updates that end canceled jobs matching `jobWhere`: Canceled (a proof; an
- * execution `canceled`; other kinds, which callers cannot cancel, `failed`), charged
- * for their lease until the cancel.
+ * The subject updates that end canceled jobs matching `jobWhere` (each kind's
+ * `canceled` state: a proof Canceled, an execution `canceled`; other kinds, which
+ * callers cannot cancel, `failed`), charged for their lease until the cancel.
  */
 function cancelSubjects(db: Db, jobWhere: SQL, settings: FleetSettings, now: number) {
   const at = isoNow(now);
-  return [
-    updateSubjects(db, 'proof', jobWhere, { state: 'Canceled', terminated_at: at, cost: canceledCostSql('proof', settings, now) }),
-    updateSubjects(db, 'execute', jobWhere, { status: 'canceled', terminated_at: at, cost: canceledCostSql('execute', settings, now) }),
-    updateSubjects(db, 'commit', jobWhere, SUBJECTS.commit.failed(at, 'canceled')),
-    updateSubjects(db, 'verify', jobWhere, SUBJECTS.verify.failed(at, 'canceled')),
-  ] as const;
+  return ALL_JOB_KINDS.map((k) => updateSubjects(db, k, jobWhere, k.subject.canceled(at, canceledCostSql(k, settings, now))));
 }
 
 /**
@@ -444,29 +322,6 @@ export interface EndingOptions {
   now?: number;
   before?: BatchItem<'sqlite'>[];
 }
-
-/** The outcome a finished job reports, by kind. */
-export type Completion =
-  | { kind: 'commit'; app_exe_commit: string; baselineKey: string }
-  | {
-      kind: 'proof';
-      proofKeys: Record<string, string>;
-      proofSize: number;
-      num_instructions: number | null;
-      cells_used: number;
-      public_values: string | null;
-    }
-  | { kind: 'verify'; verified: boolean; reason: string | null }
-  | {
-      kind: 'execute';
-      succeeded: boolean;
-      error: string | null;
-      public_values: string | null;
-      num_instructions: number | null;
-      total_cycle: number | null;
-      num_segments: number | null;
-      total_tick: number | null;
-    };
 
 /**
  * Completes the job of a current lease; its subject reaches its success (or reported)
@@ -487,56 +342,12 @@ export async function completeJob(
   const canceled = and(current, eq(jobs.cancel_requested, true))!;
   const at = isoNow(now);
   const cost = leaseCost(lease, settings, now);
-  const subject = (() => {
-    switch (done.kind) {
-      case 'commit':
-        return [updateSubjects(db, 'commit', mine, { status: 'ready', app_exe_commit: done.app_exe_commit, baseline_key: done.baselineKey, terminated_at: at })];
-      case 'proof': {
-        const proofIds = db.select({ id: jobs.subject_id }).from(jobs).where(and(mine, eq(jobs.kind, 'proof')));
-        return [
-          updateSubjects(db, 'proof', mine, {
-            state: 'Succeeded',
-            terminated_at: at,
-            proof_keys: done.proofKeys,
-            proof_size: done.proofSize,
-            num_instructions: done.num_instructions,
-            cells_used: done.cells_used,
-            public_values: done.public_values,
-            cost,
-          }),
-          db
-            .update(programs)
-            .set({
-              proofs_run: sql`${programs.proofs_run} + 1`,
-              cells_used: sql`${programs.cells_used} + ${done.cells_used}`,
-              last_active_at: at,
-            })
-            .where(inArray(programs.id, db.select({ id: proofs.program_id }).from(proofs).where(inArray(proofs.id, proofIds)))),
-        ];
-      }
-      case 'verify':
-        return [updateSubjects(db, 'verify', mine, { result: done.verified ? 'verified' : 'failed', error_message: done.reason ?? '' })];
-      case 'execute':
-        return [
-          updateSubjects(db, 'execute', mine, {
-            status: done.succeeded ? 'succeeded' : 'failed',
-            error_message: done.error ?? '',
-            public_values: done.public_values,
-            num_instructions: done.num_instructions,
-            total_cycle: done.total_cycle,
-            num_segments: done.num_segments,
-            total_tick: done.total_tick,
-            cost,
-            terminated_at: at,
-          }),
-        ];
-    }
-  })();
+  const subject = contractOf(done.kind).complete(db, mine, done.done, { now: at, cost });
   // The subject updates are guarded by the lease, so they must run before the job
   // row stops being `leased`.
   const results = await db.batch([
     ...(before as [BatchItem<'sqlite'>]),
-    ...(subject as [ReturnType<typeof updateSubjects>]),
+    ...(subject as [BatchItem<'sqlite'>]),
     ...cancelSubjects(db, canceled, settings, now),
     endLeaseUnlessCanceled(db, lease, 'completed', response, now),
     deliveriesOf(db, current),
@@ -570,10 +381,11 @@ export async function failJob(
   const mine = and(current, eq(jobs.cancel_requested, false));
   const canceled = and(current, eq(jobs.cancel_requested, true))!;
   const requeue = failureRequeues(job, failure, settings);
+  const kind = contractOf(job.kind);
   const message = failure.retryable && !requeue ? `${failure.message} (gave up after ${job.retries + 1} failed attempts)` : failure.message;
   const results = await db.batch([
     ...(before as [BatchItem<'sqlite'>]),
-    requeue ? updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].queued) : updateSubjects(db, job.kind, mine, SUBJECTS[job.kind].failed(isoNow(now), message)),
+    updateSubjects(db, kind, mine, requeue ? kind.subject.queued : kind.subject.failed(isoNow(now), message)),
     ...cancelSubjects(db, canceled, settings, now),
     endLeaseUnlessCanceled(db, lease, 'failed', response, now),
     deliveriesOf(db, current),
@@ -620,7 +432,7 @@ export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response:
   const canceled = and(current, eq(jobs.cancel_requested, true))!;
   const results = await db.batch([
     ...(before as [BatchItem<'sqlite'>]),
-    updateSubjects(db, job.kind, and(current, eq(jobs.cancel_requested, false)), SUBJECTS[job.kind].queued),
+    updateSubjects(db, contractOf(job.kind), and(current, eq(jobs.cancel_requested, false)), contractOf(job.kind).subject.queued),
     ...cancelSubjects(db, canceled, settings, now),
     endLeaseUnlessCanceled(db, lease, 'released', response, now),
     deliveriesOf(db, current),
@@ -672,14 +484,13 @@ export async function expireLeases(
   const canceled = and(expired, eq(jobs.cancel_requested, true));
   const at = isoNow(now);
   const giveUp = `Gave up after ${settings.maxAttempts} attempts: each time the prover running the job stopped answering before it finished`;
-  const kinds = ['commit', 'proof', 'verify', 'execute'] as const;
   const results = await db.batch([
     db
       .update(leases)
       .set({ outcome: 'expired', ended_at: now })
       .where(and(isNull(leases.outcome), inArray(leases.id, db.select({ id: sql<string>`${jobs.lease_id}` }).from(jobs).where(expired)))),
-    ...kinds.map((k) => updateSubjects(db, k, exhausted, SUBJECTS[k].failed(at, giveUp))),
-    ...kinds.map((k) => updateSubjects(db, k, retry, SUBJECTS[k].queued)),
+    ...ALL_JOB_KINDS.map((k) => updateSubjects(db, k, exhausted, k.subject.failed(at, giveUp))),
+    ...ALL_JOB_KINDS.map((k) => updateSubjects(db, k, retry, k.subject.queued)),
     ...cancelSubjects(db, canceled!, settings, now),
     deliveriesOf(db, expired),
     db
@@ -733,7 +544,7 @@ export function cancelProofStatements(db: Db, proofId: string, org: string | SQL
     db
       .update(proofs)
       .set({ state: 'Canceling' })
-      .where(and(own, inArray(proofs.state, [...PROOF_RUNNING_STATES])))
+      .where(and(own, inArray(proofs.state, [...PROVE_PHASES])))
       .returning({ id: proofs.id }),
     db.select({ state: proofs.state }).from(proofs).where(own),
     // What a cancel of a queued proof emits (proof.canceled), for the caller to send.

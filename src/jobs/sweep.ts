@@ -12,6 +12,7 @@
 //   finished ones are deleted (src/jobs/webhooks.ts sweepWebhooks).
 // - Idempotency keys older than 24 h are deleted, in bounded batches (src/lib/idempotency.ts).
 import { and, eq, gte, isNotNull, isNull, lt } from 'drizzle-orm';
+import { gpusUsed } from 'prover-agent/protocol';
 import type { Db } from '../db/client.ts';
 import { agents, jobs, queueLanes } from '../db/schema.ts';
 import type { Env } from '../env.ts';
@@ -19,7 +20,7 @@ import { deleteExpiredKeys } from '../lib/idempotency.ts';
 import { notifyJob } from './dispatch.ts';
 import { appendServiceLog } from './logs.ts';
 import { fleetSettings } from './settings.ts';
-import { expireLeases, gpusUsed, type JobRow } from './state.ts';
+import { expireLeases, type JobRow } from './state.ts';
 import { afterExpiry } from './lease-checks.ts';
 import { sweepWebhooks } from './webhooks.ts';
 

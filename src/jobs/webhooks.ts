@@ -26,10 +26,11 @@ import { Webhook } from 'standardwebhooks';
 import type { Db } from '../db/client.ts';
 import { RequestSessions } from '../db/sessions.ts';
 import { configs, executions, programs, projects, proofs, verifications, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts';
-import type { Env } from '../env.ts';
+import type { Env, WebhookMessage } from '../env.ts';
 import { executionRecord, programRecord, proofRecord, verificationRecord } from '../lib/records.ts';
 import { openSecret } from '../lib/webhook-secrets.ts';
-import { webhookUrlProblem, type UrlPolicy } from '../lib/webhook-url.ts';
+import { renderPayload } from '../lib/webhook-endpoints.ts';
+import { urlPolicy, webhookUrlProblem } from '../lib/webhook-url.ts';
 
 export type SubjectKind = (typeof webhookDeliveries.$inferSelect)['subject_kind'];
 type DeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -45,23 +46,8 @@ export const RESPONSE_EXCERPT_BYTES = 512;
 export const DISABLE_AFTER_FAILED_DELIVERIES = 20;
 /** ...or once every attempt for this long has failed. */
 export const DISABLE_AFTER_FAILING_MS = 24 * 3600_000;
-/** After a rotation, the previous secret signs too (a second signature) for this long. */
-export const PREVIOUS_SECRET_GRACE_MS = 24 * 3600_000;
 /** Defaults of the vars (README "Configuration"). */
 export const WEBHOOK_DEFAULTS = { WEBHOOK_REQUEUE_AFTER_SECONDS: 60, WEBHOOK_RETENTION_DAYS: 30 };
-
-/** A message on the WEBHOOKS queue: make attempt `attempt` + 1 of a delivery. */
-export interface WebhookMessage {
-  type: 'webhook';
-  delivery_id: string;
-  /** The delivery's `attempts` when the message was sent. */
-  attempt: number;
-  /**
-   * The kind of record to read with the delivery, when its payload is still to render
-   * (its first attempt): a hint that saves a round trip; the row decides.
-   */
-  render?: SubjectKind;
-}
 
 export const isWebhookMessage = (body: unknown): body is WebhookMessage =>
   !!body && typeof body === 'object' && (body as { type?: unknown }).type === 'webhook' && typeof (body as { delivery_id?: unknown }).delivery_id === 'string';
@@ -85,9 +71,6 @@ const renderSql = sql<SubjectKind | null>`CASE WHEN ${webhookDeliveries.payload}
 
 const num = (v: string | undefined, fallback: number) => (v !== undefined && v !== '' && Number.isFinite(Number(v)) ? Number(v) : fallback);
 const isoNow = (ms: number) => new Date(ms).toISOString();
-
-/** Which URLs this deployment sends to (src/lib/webhook-url.ts). */
-export const urlPolicy = (env: Env): UrlPolicy => ({ allowLoopback: env.WEBHOOKS_ALLOW_LOOPBACK === 'true' });
 
 // ---------------------------------------------------------------------------
 // Emitting: what a state change's batch reads back, and the messages its caller sends.
@@ -163,9 +146,6 @@ async function signingSecrets(env: Env, endpoint: EndpointRow, now: number): Pro
 
 // ---------------------------------------------------------------------------
 // Payloads
-
-/** The body of a webhook: `{type, timestamp, data}`, data being the record as GET returns it. */
-export const renderPayload = (type: string, timestamp: string, data: unknown) => JSON.stringify({ type, timestamp, data });
 
 /** The statements reading the record a delivery is about, while its payload is still to render (none without a kind). */
 function subjectStatements(db: Db, deliveryId: string, kind: SubjectKind | undefined) {

@@ -1,6 +1,6 @@
 // R2 object keys. Plain functions with no Workers types, so the operator command
 // (Node) names the same objects as the Worker.
-import type { PublishedKeyName } from '../../prover-agent/src/protocol.ts';
+import type { PublishedKeyName } from 'prover-agent/protocol';
 
 /** R2 keys, in one place so the layout is readable. */
 export const artifactKey = {

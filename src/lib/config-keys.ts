@@ -12,7 +12,7 @@
 //     support. This is what `npm start` uses.
 import { AwsClient } from 'aws4fetch';
 import type { Env } from '../env.ts';
-import { PUBLISHED_KEY_NAMES, type PublishedKeyName } from '../../prover-agent/src/protocol.ts';
+import { PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
 import { artifactKey } from './artifact-keys.ts';
 import { toHex } from './crypto.ts';
 import { ApiError } from './errors.ts';

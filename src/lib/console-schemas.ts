@@ -7,6 +7,9 @@ import { ErrorResponse, ValidationErrorResponse } from './schemas.ts';
 /** The OpenAPI security scheme of /console/v1 (registered in src/app.ts). */
 export const CONSOLE_SECURITY = [{ ConsoleBearer: [] }];
 
+/** The header the console's client sends on cookie-authenticated calls (/auth); a cross-site form cannot. */
+export const CSRF_HEADER = 'X-Console-CSRF';
+
 const ERROR_TEXT = {
   400: 'Invalid request',
   401: 'Missing, invalid or expired access token, or an ended session',

@@ -226,6 +226,27 @@ export interface Claim {
   now: number;
 }
 
+/** An idempotent request's key and where it stands with it. */
+export class IdempotentRequest {
+  readonly claim: Claim;
+  readonly fingerprint: RequestFingerprint;
+  /**
+   * `pending`: no D1 batch ran yet (the first one claims); `claimed`: this request
+   * holds the key; `taken`: another request's row holds it (`found`).
+   */
+  state: 'pending' | 'claimed' | 'taken' = 'pending';
+  found: IdempotencyRow | undefined;
+  /** The route put the answer in its creating batch (answerStatements()): nothing is left to store. */
+  answerInBatch = false;
+  /** The answer holds a secret shown once (a webhook's signing secret): it is stored encrypted (sealAnswer()). */
+  sealed = false;
+
+  constructor(key: string, req: Request) {
+    this.claim = { key, claimId: crypto.randomUUID(), now: Date.now() };
+    this.fingerprint = new RequestFingerprint(req);
+  }
+}
+
 /**
  * Claims the key for this request: inserts the in-flight row, or takes over a row that
  * expired or whose holder died (its lock ran out). Against a live row it changes

@@ -1,4 +1,5 @@
-// Request caps shared by the route modules (README "Limits").
+// Request caps shared by the route modules (README "Limits"), and by the console's
+// forms (src/console/ui): this module has no imports, so the browser client bundles it.
 
 /** Caps on deferred child proofs (interface 8 leaves them to us; README "Limits"). */
 export const MAX_CHILD_PROOFS = 16;
@@ -9,3 +10,13 @@ export const MAX_INPUT_BYTES = 32 * 1024 * 1024;
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
 /** Largest JSON body from the fleet (a log chunk or a result of at most 1 MiB of text each, ...). */
 export const MAX_INTERNAL_JSON_BYTES = 4 * 1024 * 1024;
+
+/** Console passwords: at least this long (set-password and invitation forms say so too). */
+export const MIN_PASSWORD_LENGTH = 10;
+/** Longer inputs are refused before hashing: the work is per request, not per byte, but bodies stay bounded. */
+export const MAX_PASSWORD_LENGTH = 256;
+/** Longest API key name (its owner label). */
+export const MAX_API_KEY_NAME_LENGTH = 100;
+/** Longest webhook endpoint URL and description. */
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+export const MAX_WEBHOOK_DESCRIPTION = 256;

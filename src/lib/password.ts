@@ -8,9 +8,6 @@ import { toHex } from './crypto.ts';
 export const PASSWORD_ITERATIONS = 100_000;
 const SALT_BYTES = 16;
 const HASH_BITS = 256;
-export const MIN_PASSWORD_LENGTH = 10;
-/** Longer inputs are refused before hashing: the work is per request, not per byte, but bodies stay bounded. */
-export const MAX_PASSWORD_LENGTH = 256;
 
 function fromHex(hex: string): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(hex.length / 2);

@@ -3,6 +3,7 @@
 // from D1 rows. Field order follows the interface.
 import { z } from '@hono/zod-openapi';
 import type { configs, executions, programs, projects, proofs, verifications } from '../db/schema.ts';
+import { PROOF_TYPES } from 'prover-agent/protocol';
 import { PROOF_STATES } from '../db/schema.ts';
 
 type Row<T extends { $inferSelect: unknown }> = T['$inferSelect'];
@@ -66,7 +67,7 @@ export const ProofRecord = z
     id: z.string(),
     created_at: ts,
     state: z.enum(PROOF_STATES),
-    proof_type: z.enum(['app', 'stark', 'evm']),
+    proof_type: z.enum(PROOF_TYPES),
     program_uuid: z.string(),
     launched_at: ts.nullable(),
     terminated_at: ts.nullable(),

@@ -1,23 +1,27 @@
 // Webhook endpoints and their deliveries as callers see and change them: the records
-// and request schemas, and the D1 statements of each operation, shared by /v1/webhooks
-// (src/routes/webhooks.ts, which runs them in the API key's first batch) and the
-// console's /console/v1/orgs/{org_id}/webhooks (src/routes/console/webhooks.ts). Every
-// statement is scoped to the caller's organization (`org`: its id, or SQL naming the
-// API key's): another organization's endpoint is not found, like one that does not
-// exist. Changes are recorded in the audit log by a statement of the same batch that
+// built from D1 rows (their schemas: webhook-schemas.ts) and the D1 statements of each
+// operation, shared by /v1/webhooks (src/routes/webhooks.ts, which runs them in the API
+// key's first batch) and the console's /console/v1/orgs/{org_id}/webhooks
+// (src/routes/console/webhooks.ts). Every statement is scoped to the caller's
+// organization (`org`: its id, or SQL naming the API key's): another organization's
+// endpoint is not found, like one that does not exist. Changes are recorded in the audit log by a statement of the same batch that
 // reads the endpoint row it changed, so a change that found nothing records nothing.
-import { z } from '@hono/zod-openapi';
+import type { z } from '@hono/zod-openapi';
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
 import { ulid } from 'ulid';
 import type { Db } from '../db/client.ts';
-import { auditLog, nowIso, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts';
+import { auditLog, nowIso, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import type { AuditAction } from './audit.ts';
-import { PREVIOUS_SECRET_GRACE_MS, renderPayload, urlPolicy } from '../jobs/webhooks.ts';
 import { ApiError, notFound, ValidationError } from './errors.ts';
 import { cappedCount, inPage, pageAnswer, pageQuery } from './lookups.ts';
-import { MAX_WEBHOOK_URL_LENGTH, webhookUrlProblem } from './webhook-url.ts';
+import { PREVIOUS_SECRET_GRACE_MS } from './webhook-secrets.ts';
+import { urlPolicy, webhookUrlProblem } from './webhook-url.ts';
+import type { UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEventName } from './webhook-schemas.ts';
+
+/** The body of a webhook: `{type, timestamp, data}`, data being the record as GET returns it (src/jobs/webhooks.ts delivers it). */
+export const renderPayload = (type: string, timestamp: string, data: unknown) => JSON.stringify({ type, timestamp, data });
 
 type Org = string | SQL<string>;
 type EndpointRow = typeof webhookEndpoints.$inferSelect;
@@ -26,81 +30,8 @@ type AttemptRow = typeof webhookAttempts.$inferSelect;
 
 /** Most endpoints one organization may have. */
 export const MAX_WEBHOOK_ENDPOINTS = 20;
-export const MAX_WEBHOOK_DESCRIPTION = 256;
 /** The event webhook.test sends (not subscribable: sent only when asked for). */
 export const TEST_EVENT = 'webhook.test';
-
-// ---------------------------------------------------------------------------
-// Records and request bodies
-
-const ts = z.string().openapi({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
-
-export const WebhookEventName = z.enum(WEBHOOK_EVENTS).openapi('WebhookEvent', { description: 'An event an endpoint can subscribe to' });
-
-export const WebhookEndpointRecord = z
-  .object({
-    id: z.string(),
-    url: z.string(),
-    description: z.string(),
-    events: z.array(WebhookEventName).nullable().openapi({ description: 'The events sent to this endpoint; null = every event, including ones added later' }),
-    created_at: ts,
-    created_by: z.string(),
-    updated_at: ts.nullable(),
-    disabled: z.boolean(),
-    disabled_at: ts.nullable(),
-    disabled_reason: z.string().nullable().openapi({ description: 'Why and when it was disabled (automatically after failing for a day or 20 failed deliveries in a row, or by whom); PATCH {"disabled": false} enables it again' }),
-    previous_secret_valid_until: ts.nullable().openapi({ description: 'After a rotation, deliveries carry a second signature with the previous secret until then' }),
-  })
-  .openapi('WebhookEndpoint');
-
-export const WebhookEndpointWithSecret = WebhookEndpointRecord.extend({
-  secret: z.string().openapi({ description: 'The signing secret, `whsec_` + base64: shown only here (and on rotation). Keep it.', example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }),
-}).openapi('WebhookEndpointWithSecret');
-
-export const WebhookAttemptRecord = z
-  .object({
-    attempt: z.number().int().openapi({ description: '1, 2, ... over the delivery’s life' }),
-    attempted_at: ts,
-    status_code: z.number().int().nullable().openapi({ description: 'The HTTP status the receiver answered; null when none came' }),
-    error: z.string().nullable().openapi({ description: 'Why the attempt failed (a non-2xx status, a redirect, a timeout, a connection error, a refused URL); null when it succeeded' }),
-    latency_ms: z.number().int(),
-    response_excerpt: z.string().openapi({ description: 'The first bytes of the response body (at most 512 bytes of UTF-8)' }),
-  })
-  .openapi('WebhookAttempt');
-
-export const WebhookDeliveryRecord = z
-  .object({
-    id: z.string().openapi({ description: 'The webhook-id header: the same on every attempt and redelivery; deduplicate on it', example: 'msg_2f1c9b7e0d4a4e6f8a1b2c3d4e5f6a7b' }),
-    endpoint_id: z.string(),
-    type: z.string().openapi({ description: 'The event type (webhook.test for test events)' }),
-    subject_id: z.string().openapi({ description: 'The program, proof, execution or verification the event is about (the endpoint, for webhook.test)' }),
-    status: z.enum(WEBHOOK_DELIVERY_STATUSES).openapi({ description: 'pending (being sent or retried), delivered (a 2xx), failed (every retry spent, or not sent: error says why)' }),
-    created_at: ts.openapi({ description: 'When the event happened: the payload’s timestamp' }),
-    next_attempt_at: ts.nullable().openapi({ description: 'When the next attempt is due, while pending' }),
-    error: z.string().nullable().openapi({ description: 'Why it ended without an attempt (endpoint disabled or deleted); attempts say the rest' }),
-    payload: z.unknown().openapi({ description: 'The JSON body sent, as sent on every attempt; null before the first attempt' }),
-    attempts: z.array(WebhookAttemptRecord),
-  })
-  .openapi('WebhookDelivery');
-
-export const CreateWebhookBody = z
-  .object({
-    url: z.string().max(MAX_WEBHOOK_URL_LENGTH).openapi({ description: 'https URL of a public host (local development: also http://127.0.0.1 and localhost)', example: 'https://example.com/hooks/proving' }),
-    events: z.array(WebhookEventName).min(1).optional().openapi({ description: 'Events to send; omit for every event, including ones added later' }),
-    description: z.string().max(MAX_WEBHOOK_DESCRIPTION).optional(),
-  })
-  .openapi('CreateWebhook');
-
-export const UpdateWebhookBody = z
-  .object({
-    url: z.string().max(MAX_WEBHOOK_URL_LENGTH).optional(),
-    events: z.array(WebhookEventName).min(1).nullable().optional().openapi({ description: 'null: every event' }),
-    description: z.string().max(MAX_WEBHOOK_DESCRIPTION).optional(),
-    disabled: z.boolean().optional().openapi({ description: 'false enables a disabled endpoint again (its failure counts start over); true disables it' }),
-  })
-  .openapi('UpdateWebhook');
-
-export const DeliveryQuery = z.object({ status: z.enum(WEBHOOK_DELIVERY_STATUSES).optional().openapi({ description: 'Only deliveries in this status' }) });
 
 /** The `webhook.test` payload's data. */
 export const TEST_EVENT_MESSAGE = 'A test event, sent because it was asked for (POST /v1/webhooks/{id}/test). Its signature verifies with the endpoint’s secret like every other event’s.';

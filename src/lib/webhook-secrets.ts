@@ -6,6 +6,9 @@
 import { toBase64 } from './crypto.ts';
 import { ApiError } from './errors.ts';
 
+/** After a rotation, the previous secret signs too (a second signature) for this long. */
+export const PREVIOUS_SECRET_GRACE_MS = 24 * 3600_000;
+
 /** Standard Webhooks secrets: `whsec_` + base64 of the key bytes (24 to 64 of them). */
 export const SECRET_PREFIX = 'whsec_';
 const SECRET_BYTES = 32;

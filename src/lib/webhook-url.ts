@@ -11,14 +11,16 @@
 // resolves to. Outbound fetches from Cloudflare's edge reach only the public
 // Internet, so a public name pointing at a private address reaches nothing private of
 // this service.
-
-/** The longest endpoint URL accepted. */
-export const MAX_WEBHOOK_URL_LENGTH = 2048;
+import type { Env } from '../env.ts';
+import { MAX_WEBHOOK_URL_LENGTH } from './limits.ts';
 
 export interface UrlPolicy {
   /** Local development: http(s) to 127.0.0.0/8, ::1 and localhost too. */
   allowLoopback: boolean;
 }
+
+/** Which URLs this deployment sends to. */
+export const urlPolicy = (env: Env): UrlPolicy => ({ allowLoopback: env.WEBHOOKS_ALLOW_LOOPBACK === 'true' });
 
 /** Why `text` may not be a webhook URL under `policy`, or null when it may. */
 export function webhookUrlProblem(text: string, policy: UrlPolicy): string | null {

@@ -18,7 +18,7 @@ import { ProofRecord, proofRecord } from '../lib/records.ts';
 import { errorResponses, IdempotencyHeaders, idempotentResponses, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
 import { idempotent } from '../middleware/idempotency.ts';
 import { jobOfSubject, one, programQuery, programRunsQuery, proofQuery, requireProgram, runsPage } from '../lib/lookups.ts';
-import { cancelAnswer, proofFileResponse } from '../lib/proof-actions.ts';
+import { cancelAnswer, proofFileResponse } from '../jobs/proof-actions.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { logResponse } from '../jobs/logs.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders, proofEvents } from '../jobs/events.ts';

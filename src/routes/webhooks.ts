@@ -19,12 +19,10 @@ import { errorResponses, IdempotencyHeaders, MessageResponse, PaginationQuery, p
 import {
   checkWebhookUrl,
   createStatements,
-  CreateWebhookBody,
   DELIVERY_ID,
   deliveryPage,
   deliveryRecord,
   deliveryPageStatements,
-  DeliveryQuery,
   deleteStatements,
   endpointPage,
   endpointPageStatements,
@@ -38,13 +36,10 @@ import {
   tested,
   testStatements,
   tooManyEndpoints,
-  UpdateWebhookBody,
   updateStatements,
-  WebhookDeliveryRecord,
-  WebhookEndpointRecord,
-  WebhookEndpointWithSecret,
   type Actor,
 } from '../lib/webhook-endpoints.ts';
+import { CreateWebhookBody, DeliveryQuery, UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEndpointWithSecret } from '../lib/webhook-schemas.ts';
 import { newWebhookSecret, sealSecret } from '../lib/webhook-secrets.ts';
 
 export const webhooksApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });

@@ -27,9 +27,8 @@ import {
   setOrganizationLimits,
   setConfigOpenvmToml,
 } from '../admin/statements.ts';
-import { PUBLISHED_KEY_NAMES, type PublishedKeyName } from '../../prover-agent/src/protocol.ts';
+import { openvmConfigProblems, PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
 import { artifactKey } from '../lib/artifact-keys.ts';
-import { openvmConfigProblems } from '../lib/openvm-config.ts';
 import { artifactsBucket, d1Execute, describeTarget, r2Put, type Row, type Target, WranglerError } from './wrangler.ts';
 
 const ENVS = ['staging', 'production'];

@@ -13,8 +13,8 @@ import { EnginePool, usesWarmWorkers } from '../../prover-agent/src/agent/engine
 import { startEngine, type ChildEvent, type EngineOutcome, type EngineRunRequest } from '../../prover-agent/src/agent/engine-process.ts';
 import { CANCEL_KILL_GRACE_MS } from '../../prover-agent/src/agent/job-runner.ts';
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
-import type { EngineOptions } from '../../prover-agent/src/engine/index.ts';
-import type { EngineConfig, ExecuteResult } from '../../prover-agent/src/engine/types.ts';
+import type { EngineOptions, ExecuteResult } from '../../prover-agent/src/engine/types.ts';
+import type { EngineConfig } from '../../prover-agent/src/protocol.ts';
 
 const GUESTS = fileURLToPath(new URL('../guests/build/', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'engine-pool-test-'));
@@ -141,7 +141,7 @@ describe('warm engine pool', () => {
     expect(panicked.outcome).toMatchObject({ kind: 'result', result: { exit_code: 1, error: expect.stringMatching(/this guest always panics/) } });
     const prove = (req: EngineRunRequest, cfg: EngineConfig = config): EngineRunRequest => {
       const o = req.operation as { elfPath: string; inputPath: string };
-      const operation = { op: 'prove' as const, kind: 'stark' as const, elfPath: o.elfPath, vmexePath: o.elfPath, inputPath: o.inputPath, childProofPaths: [], outputPath: join(req.workDir, 'proof'), app_exe_commit: `0x${'00'.repeat(32)}`, baselinePath: join(req.workDir, 'none') };
+      const operation = { op: 'prove' as const, proof_type: 'stark' as const, elfPath: o.elfPath, vmexePath: o.elfPath, inputPath: o.inputPath, childProofPaths: [], outputPath: join(req.workDir, 'proof'), app_exe_commit: `0x${'00'.repeat(32)}`, baselinePath: join(req.workDir, 'none') };
       return { ...req, config: cfg, operation };
     };
     const badInput = prove(helloJob('x'));
@@ -209,7 +209,7 @@ describe('warm engine pool', () => {
     const proveJob = (k: number): EngineRunRequest => {
       const req = helloJob(`job ${k}`);
       const o = req.operation as { elfPath: string; inputPath: string };
-      return { ...req, operation: { op: 'prove', kind: 'stark', elfPath: o.elfPath, vmexePath: o.elfPath, inputPath: o.inputPath, childProofPaths: [], outputPath: join(req.workDir, 'proof'), app_exe_commit: appExeCommit, baselinePath: join(req.workDir, 'none') } };
+      return { ...req, operation: { op: 'prove', proof_type: 'stark', elfPath: o.elfPath, vmexePath: o.elfPath, inputPath: o.inputPath, childProofPaths: [], outputPath: join(req.workDir, 'proof'), app_exe_commit: appExeCommit, baselinePath: join(req.workDir, 'none') } };
     };
     const reqs = Array.from({ length: 10 }, (_, k) => proveJob(k));
     const runs: Ran[] = [];

@@ -1,5 +1,7 @@
-// npm run bench:dispatch [-- --agents N --jobs M --rate R]   (--help: usage)
+// npm run bench:dispatch [-- --agents N --jobs M --rate R --baseline REV --only WHICH]   (--help: usage)
 //
+// Runs twice, side by side: "today" (the baseline commit, extracted into a temporary
+// directory and measured by its own copy of this bench) and "now" (the working tree).
 // With N local prover-agents (dev engine) and instant jobs, measures
 //   submit → claimed: from the caller's POST /v1/proofs to the claim of its job (D1 leases.claimed_at)
 //   end to end: jobs per second from the first submission to the last Succeeded
@@ -8,13 +10,24 @@
 // request, then the job's steps (artifact downloads, the engine, log flushes, result
 // upload, the complete callback), and how busy the agents were.
 // Jobs are submitted at a steady rate; the stack is a throwaway wrangler dev state.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { caller, registerGuest, startStack, type AgentProcess } from '../e2e/stack.ts';
+import { describeWorkingTree, extractCommit, resolveCommit } from './geo/source.ts';
+import { ROOT } from '../../src/tools/wrangler.ts';
 
-const usage = `usage: npm run bench:dispatch -- [--agents N] [--jobs M] [--rate R]
+/** The commit before the global-scale work (issue 14): what "today" means by default. */
+const DEFAULT_BASELINE = '7e171c7495def63f227e84af515ef90314e4bceb';
+
+const usage = `usage: npm run bench:dispatch -- [--agents N] [--jobs M] [--rate R] [--baseline REV] [--only current|baseline]
   --agents N   local prover-agents (dev engine) serving the jobs (default 4)
-  --jobs M     instant proof jobs submitted (default 100)
-  --rate R     submissions per second (default 4; decimals allowed)`;
+  --jobs M     instant proof jobs submitted (default 300)
+  --rate R     submissions per second (default 50, past what 4 agents can serve; decimals allowed)
+  --baseline REV  the "today" commit run beside the working tree (default ${DEFAULT_BASELINE.slice(0, 8)})
+  --only WHICH    current or baseline: run one tree only`;
 
 function usageError(message: string): never {
   console.error(`bench:dispatch: ${message}\n${usage}`);
@@ -23,7 +36,9 @@ function usageError(message: string): never {
 
 let flags: Record<string, string | boolean | undefined>;
 try {
-  ({ values: flags } = parseArgs({ options: { agents: { type: 'string' }, jobs: { type: 'string' }, rate: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+  ({ values: flags } = parseArgs({
+    options: { agents: { type: 'string' }, jobs: { type: 'string' }, rate: { type: 'string' }, baseline: { type: 'string' }, only: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  }));
 } catch (err) {
   usageError((err as Error).message);
 }
@@ -39,12 +54,95 @@ function numberFlag(name: string, fallback: number, min: number, integer: boolea
   return n;
 }
 const agents = numberFlag('agents', 4, 1, true);
-const jobs = numberFlag('jobs', 100, 1, true);
-const rate = numberFlag('rate', 4, 0.01, false);
+const jobs = numberFlag('jobs', 300, 1, true);
+const rate = numberFlag('rate', 50, 0.01, false);
+const only = flags.only as string | undefined;
+if (only !== undefined && only !== 'current' && only !== 'baseline') usageError('--only must be current or baseline');
+const baselineRev = (flags.baseline as string | undefined) ?? DEFAULT_BASELINE;
+
+/** What one tree's run printed, and its headline figures for the side-by-side table. */
+interface TreeRun {
+  title: string;
+  lines: string[];
+  figures: { claimedP50: string; claimedP99: string; jobsPerSecond: string; outcome: string; perJob: string };
+  failed: boolean;
+}
+
+/** The headline figures out of the lines a run printed (the baseline's bench prints the same first lines). */
+function figuresOf(lines: string[]): TreeRun['figures'] {
+  const find = (re: RegExp) => lines.map((l) => re.exec(l)).find((m) => m)?.[1] ?? '—';
+  return {
+    claimedP50: find(/^submit → claimed\s+p50 (\d+ ms)/),
+    claimedP99: find(/^submit → claimed.*p99 (\d+ ms)/),
+    jobsPerSecond: find(/^end to end\s+([\d.]+ jobs\/s)/),
+    outcome: find(/^outcome\s+(.*)$/),
+    perJob: find(/^agent time per job mean (\d+ ms)/),
+  };
+}
+
+/** Runs the baseline commit's own bench:dispatch in a temporary extraction of it. */
+async function runBaseline(): Promise<TreeRun> {
+  const base = await resolveCommit(ROOT, baselineRev);
+  const dir = await mkdtemp(path.join(tmpdir(), 'zk-bench-dispatch-'));
+  try {
+    console.error(`today: extracting ${base.hash.slice(0, 12)} ("${base.subject}") into ${dir}`);
+    await extractCommit(ROOT, base.hash, dir);
+    const child = spawn(process.execPath, ['test/bench/dispatch.ts', '--agents', String(agents), '--jobs', String(jobs), '--rate', String(rate)], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, 'today: ')));
+    const code = await new Promise<number | null>((resolve, reject) => child.on('error', reject).on('close', resolve));
+    const lines = out.trim().split('\n');
+    return { title: `today (${base.hash.slice(0, 7)})`, lines, figures: figuresOf(lines), failed: code !== 0 };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Measures the working tree, printing as it goes; returns what it printed. */
+async function runCurrent(): Promise<TreeRun> {
+  const lines: string[] = [];
+  const print = (line: string) => {
+    lines.push(line);
+    console.log(line);
+  };
+  const failed = await measure(print);
+  const wt = await describeWorkingTree(ROOT);
+  return { title: `now (${wt.head}${wt.dirty ? '+' : ''})`, lines, figures: figuresOf(lines), failed };
+}
+
+async function main() {
+  const runs: TreeRun[] = [];
+  if (only !== 'current') {
+    const today = await runBaseline();
+    console.log(`today: ${today.lines.join('\ntoday: ')}`);
+    runs.push(today);
+  }
+  if (only !== 'baseline') runs.push(await runCurrent());
+  if (runs.length === 2) {
+    const rows: [string, keyof TreeRun['figures']][] = [
+      ['end to end', 'jobsPerSecond'],
+      ['submit → claimed p50', 'claimedP50'],
+      ['submit → claimed p99', 'claimedP99'],
+      ['agent time per job', 'perJob'],
+      ['outcome', 'outcome'],
+    ];
+    const width = Math.max(...runs.map((r) => Math.max(r.title.length, ...Object.values(r.figures).map((v) => v.length)))) + 2;
+    console.log(`\nbench:dispatch — ${agents} agents, ${jobs} instant jobs at ${rate}/s, side by side (target: ≥ 20 jobs/s with 4 agents on 2 cores)`);
+    console.log(`${''.padEnd(22)}${runs.map((r) => r.title.padEnd(width)).join('')}`);
+    for (const [label, key] of rows) console.log(`${label.padEnd(22)}${runs.map((r) => r.figures[key].padEnd(width)).join('')}`);
+  }
+  if (runs.some((r) => r.failed)) process.exitCode = 1;
+}
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
-async function main() {
+/** One run on the working tree's stack; true when a job was lost, doubled or not Succeeded. */
+async function measure(print: (line: string) => void): Promise<boolean> {
   console.error(`starting the Worker and ${agents} agents...`);
   const stack = await startStack();
   try {
@@ -87,19 +185,19 @@ async function main() {
     const succeeded = done.filter((d) => d.state === 'Succeeded').length;
     const lost = jobs - rows.filter((r) => Number(r.completions) === 1).length;
 
-    console.log(`bench:dispatch — ${agents} agents (dev engine), ${jobs} instant proof jobs submitted at ${rate}/s`);
-    console.log(`submit → claimed   p50 ${pct(latencies, 50)} ms   p99 ${pct(latencies, 99)} ms   max ${latencies[latencies.length - 1]} ms`);
-    console.log(`end to end         ${(jobs / ((lastEnd - t0) / 1000)).toFixed(1)} jobs/s (${((lastEnd - t0) / 1000).toFixed(1)} s from first submit to last Succeeded)`);
-    console.log(`outcome            ${succeeded}/${jobs} Succeeded, ${lost} lost or run twice`);
-    printAgentTime(fleet, new Set(rows.map((r) => r.job as string)), (lastEnd - t0) / 1000);
-    if (lost > 0 || succeeded !== jobs) process.exitCode = 1;
+    print(`bench:dispatch — ${agents} agents (dev engine), ${jobs} instant proof jobs submitted at ${rate}/s`);
+    print(`submit → claimed   p50 ${pct(latencies, 50)} ms   p99 ${pct(latencies, 99)} ms   max ${latencies[latencies.length - 1]} ms`);
+    print(`end to end         ${(jobs / ((lastEnd - t0) / 1000)).toFixed(1)} jobs/s (${((lastEnd - t0) / 1000).toFixed(1)} s from first submit to last Succeeded)`);
+    print(`outcome            ${succeeded}/${jobs} Succeeded, ${lost} lost or run twice`);
+    printAgentTime(fleet, new Set(rows.map((r) => r.job as string)), (lastEnd - t0) / 1000, print);
+    return lost > 0 || succeeded !== jobs;
   } finally {
     await stack.stop();
   }
 }
 
 /** Mean time per job on the agents, by step, from their 'claimed job' and 'job finished' log lines. */
-function printAgentTime(fleet: AgentProcess[], jobIds: Set<string>, windowS: number) {
+function printAgentTime(fleet: AgentProcess[], jobIds: Set<string>, windowS: number, print: (line: string) => void) {
   const claims: number[] = [];
   const totals: number[] = [];
   const steps: Record<string, number[]> = {};
@@ -121,8 +219,8 @@ function printAgentTime(fleet: AgentProcess[], jobIds: Set<string>, windowS: num
   const other = mean(totals) - stepMeans.reduce((a, [, v]) => a + v, 0);
   const parts = [...stepMeans, ['other', other] as const].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ');
   const busy = (claims.reduce((a, b) => a + b, 0) + totals.reduce((a, b) => a + b, 0)) / 1000 / (fleet.length * windowS);
-  console.log(`agent time per job mean ${(mean(claims) + mean(totals)).toFixed(0)} ms: claim ${mean(claims).toFixed(0)} + run ${mean(totals).toFixed(0)} (${parts}) ms`);
-  console.log(`agents busy        ${(busy * 100).toFixed(0)}% of ${fleet.length} × ${windowS.toFixed(1)} s in claims and jobs; the rest is queue pulls, acks and waiting for work`);
+  print(`agent time per job mean ${(mean(claims) + mean(totals)).toFixed(0)} ms: claim ${mean(claims).toFixed(0)} + run ${mean(totals).toFixed(0)} (${parts}) ms`);
+  print(`agents busy        ${(busy * 100).toFixed(0)}% of ${fleet.length} × ${windowS.toFixed(1)} s in claims and jobs; the rest is queue pulls, acks and waiting for work`);
 }
 
 main().catch((err) => {

@@ -22,7 +22,7 @@ import { startEngine, type EngineOutcome, type EngineRun, type EngineRunRequest 
 import { CANCEL_KILL_GRACE_MS } from '../../prover-agent/src/agent/job-runner.ts';
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
 import { createDevEngine } from '../../prover-agent/src/engine/dev/index.ts';
-import type { EngineConfig } from '../../prover-agent/src/engine/types.ts';
+import type { EngineConfig } from '../../prover-agent/src/protocol.ts';
 
 const usage = `usage: npm run bench:engine -- [--jobs N] [--kills K]
   --jobs N    instant jobs measured each way (default 200)
@@ -83,7 +83,7 @@ function proveRequest(appExeCommit: string): EngineRunRequest {
     config,
     workDir: dir,
     gpus: [],
-    operation: { op: 'prove', kind: 'stark', elfPath: join(dir, 'elf'), vmexePath: join(dir, 'elf'), inputPath: join(dir, 'input'), childProofPaths: [], outputPath: join(dir, 'proof.json'), app_exe_commit: appExeCommit, baselinePath: join(dir, 'baseline.json') },
+    operation: { op: 'prove', proof_type: 'stark', elfPath: join(dir, 'elf'), vmexePath: join(dir, 'elf'), inputPath: join(dir, 'input'), childProofPaths: [], outputPath: join(dir, 'proof.json'), app_exe_commit: appExeCommit, baselinePath: join(dir, 'baseline.json') },
   };
 }
 

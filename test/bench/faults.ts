@@ -44,7 +44,7 @@ const loopInput = (n: number) => {
   b.writeUInt32LE(n);
   return { input: ['0x01' + b.toString('hex')] };
 };
-const LONG = 1_500_000_000; // ~20 s of execution
+const LONG = 4_000_000_000; // ~15 s in a warm dev-engine worker, whose JIT is warm too (1.5e9 ran in 6 s and finished before a cancel)
 const SHORT = 30_000_000; // ~0.5 s
 
 async function jobOf(stack: Stack, proofId: string): Promise<string> {
@@ -118,10 +118,17 @@ async function main() {
       const jobId = await jobOf(stack, id);
       await until('the engine', async () => enginePids(canceler, jobId).length > 0);
       await sleep(Math.random() * 5000);
-      const answer = await api.json('POST', `/v1/proofs/${id}/cancel`, {});
+      const answer = await api.json('POST', `/v1/proofs/${id}/cancel`, {}).catch((err: Error) => {
+        const seen = canceler.logs().filter((l) => l.includes(jobId));
+        throw new Error(`${err.message}; the agent's lines about job ${jobId}:\n${seen.slice(-30).join('\n')}`);
+      });
       const answeredAt = Date.now();
       if (answer.state !== 'Canceling') throw new Error(`cancel answered ${JSON.stringify(answer)}`);
-      await until('the engine to stop', async () => enginePids(canceler, jobId).length === 0, 60_000, 10);
+      await until('the engine to stop', async () => enginePids(canceler, jobId).length === 0, 60_000, 10).catch((err: Error) => {
+        // What the agent saw of this job says where the cancel got stuck.
+        const seen = canceler.logs().filter((l) => l.includes(jobId) || l.includes('engine worker'));
+        throw new Error(`${err.message} (job ${jobId}, engine pids ${enginePids(canceler, jobId).join(',')}); the agent's lines about it:\n${seen.slice(-30).join('\n')}`);
+      });
       const stopped = Date.now() - answeredAt;
       stops.push(stopped);
       const done = await until('Canceled', async () => {

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createConfig } from '../../src/admin/statements.ts';
 import { caller, GUESTS, registerGuest, startStack, type AgentProcess, type Stack } from './stack.ts';
-import { MAX_INLINE_ARTIFACT_BYTES } from '../../prover-agent/src/protocol.ts';
+import { MAX_INLINE_ARTIFACT_BYTES } from 'prover-agent/protocol';
 
 let stack: Stack;
 let agent: AgentProcess;

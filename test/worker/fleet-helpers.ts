@@ -1,6 +1,6 @@
 // Helpers for tests of the fleet's internal API: an agent is just HTTP calls here.
 import { env } from 'cloudflare:test';
-import type { ClaimRequest, ClaimResponse, ClaimedJob, PresenceResponse } from '../../prover-agent/src/protocol.ts';
+import type { ClaimRequest, ClaimResponse, ClaimedJob, PresenceResponse } from 'prover-agent/protocol';
 import { createAgentToken } from '../../src/admin/statements.ts';
 import { checkLease } from '../../src/jobs/lease-checks.ts';
 import { api, json, runAdmin } from './helpers.ts';

@@ -3,8 +3,9 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { api, guest, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { claim, claimJob, drainQueuedJobs, expireLease, jobRow, lease, seedAgent, upload } from './fleet-helpers.ts';
 import { createApiKey, revokeAgentToken, setOrganizationLimits } from '../../src/admin/statements.ts';
-import { gpusUsed, leaseCost, type LeaseRow } from '../../src/jobs/state.ts';
-import { MAX_INLINE_RESULT_BYTES, MAX_INLINE_ARTIFACT_BYTES } from '../../prover-agent/src/protocol.ts';
+import { gpusUsed } from 'prover-agent/protocol';
+import { leaseCost, type LeaseRow } from '../../src/jobs/state.ts';
+import { MAX_INLINE_RESULT_BYTES, MAX_INLINE_ARTIFACT_BYTES } from 'prover-agent/protocol';
 import { artifactKey } from '../../src/lib/artifacts.ts';
 
 beforeEach(drainQueuedJobs);

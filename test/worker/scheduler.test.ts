@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin, api, json, markReady, registerProgram, seedConfig, seedTenant, seededRandom, type Tenant } from './helpers.ts';
 import { claim, drainQueuedJobs, expireLease, lease, seedAgent, upload, type TestAgent } from './fleet-helpers.ts';
 import { setOrganizationLimits } from '../../src/admin/statements.ts';
-import type { ClaimedJob } from '../../prover-agent/src/protocol.ts';
+import type { ClaimedJob } from 'prover-agent/protocol';
 import { COUNTER_CHECKS } from '../counter-checks.ts';
 
 const STARK = JSON.stringify({ version: 'v1.0-dev', proof: 'aa', user_pvs_proof: 'bb', deferral_merkle_proofs: null });

@@ -14,9 +14,9 @@ import {
   RETRY_DELAYS_SECONDS,
   sendAttempt,
   sweepWebhooks,
-  type WebhookMessage,
 } from '../../src/jobs/webhooks.ts';
 import { openDb } from '../../src/db/client.ts';
+import type { WebhookMessage } from '../../src/env.ts';
 import { MAX_JSON_BODY_BYTES } from '../../src/lib/limits.ts';
 import { MAX_WEBHOOK_ENDPOINTS } from '../../src/lib/webhook-endpoints.ts';
 import { webhookUrlProblem } from '../../src/lib/webhook-url.ts';

@@ -14,12 +14,11 @@
 //   stopped:  the agent leaves the fleet: the service stops counting it at once.
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ENGINE_USES_GPU, type EngineName } from '../engine/index.ts';
-import { pickGpus } from '../engine/openvm/gpus.ts';
-import { ENGINE_GPU_LIMITS, type ClaimResponse } from '../protocol.ts';
+import type { ClaimResponse } from '../protocol.ts';
 import { ArtifactCache } from './artifact-cache.ts';
 import type { AgentConfig } from './config.ts';
 import { EnginePool } from './engine-pool.ts';
+import { gpusForJob } from './gpus.ts';
 import { errorText, type Logger } from './log.ts';
 import { JobRunner } from './job-runner.ts';
 import type { Metrics } from './metrics.ts';
@@ -173,11 +172,7 @@ export class Agent {
     this.metrics.claimed(!!res.job, (performance.now() - started) / 1000);
     const job = res.job;
     if (!job) return { claimed: false, hint: res.hint };
-    // The service only hands out jobs that fit the free GPUs we declared, and asks for
-    // no more than the engine uses; the limit is applied here too (an older service may not).
-    const engine = job.config.engine;
-    const wanted = Math.min(job.num_gpus, ENGINE_GPU_LIMITS[engine] ?? job.num_gpus);
-    const gpus = ENGINE_USES_GPU[engine as EngineName] ? (pickGpus(this.freeGpus, wanted) ?? []) : [];
+    const gpus = gpusForJob(this.freeGpus, job.config.engine, job.num_gpus);
     this.freeGpus = this.freeGpus.filter((g) => !gpus.includes(g));
     if (this.cfg.heartbeatIntervalMs) job.heartbeat_interval_ms = this.cfg.heartbeatIntervalMs;
     const runner = new JobRunner(this.service, job, gpus, { workRoot: this.cfg.workDir, engineOptions: this.cfg.engineOptions, engines: this.engines, artifacts: this.artifactCache, killGraceMs: this.cfg.killGraceMs, agentName: this.cfg.name, machineType: this.cfg.machineType }, this.log, this.metrics);

@@ -2,7 +2,8 @@
 import { hostname, homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ENGINE_NAMES, type EngineOptions } from '../engine/index.ts';
+import { ENGINE_OPERATIONS, type EngineOptions } from '../engine/types.ts';
+import { ENGINE_NAMES } from '../protocol.ts';
 import type { Level } from './log.ts';
 
 export interface AgentConfig {
@@ -76,15 +77,13 @@ function number(name: string, v: string, min: number): number {
   return n;
 }
 
-const OPERATIONS = ['commit', 'execute', 'prove', 'verify'] as const;
-
 function timeouts(v: string): NonNullable<EngineOptions['timeouts']> {
   const out: NonNullable<EngineOptions['timeouts']> = {};
   for (const item of list(v)) {
     const [op, seconds] = item.split('=').map((x) => x.trim());
-    if (!(OPERATIONS as readonly string[]).includes(op!) || seconds === undefined)
-      throw new ConfigError(`--timeouts takes op=seconds pairs with op one of ${OPERATIONS.join(', ')} (got '${item}')`);
-    out[op as (typeof OPERATIONS)[number]] = number('timeouts', seconds, 1);
+    if (!(ENGINE_OPERATIONS as readonly string[]).includes(op!) || seconds === undefined)
+      throw new ConfigError(`--timeouts takes op=seconds pairs with op one of ${ENGINE_OPERATIONS.join(', ')} (got '${item}')`);
+    out[op as (typeof ENGINE_OPERATIONS)[number]] = number('timeouts', seconds, 1);
   }
   return out;
 }

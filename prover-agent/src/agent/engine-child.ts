@@ -12,8 +12,8 @@
 // the process exits; the parent SIGKILLs the group if that takes too long.
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import { loadEngine, type EngineOptions } from '../engine/index.ts';
-import { JobError, type Engine, type EngineContext } from '../engine/types.ts';
+import { loadEngine } from '../engine/index.ts';
+import { JobError, type Engine, type EngineContext, type EngineOptions } from '../engine/types.ts';
 import { OP_END_MARK, type ChildEvent, type EngineOp, type EngineRunRequest, type WorkerEvent, type WorkerOperation } from './engine-process.ts';
 
 const write = process.stdout.write.bind(process.stdout);

@@ -15,7 +15,8 @@
 //   keys       a worker serves the engine name and EngineOptions it was started for;
 //              the job's config, work directory, GPUs and operation travel with each
 //              operation.
-import { ENGINE_USES_GPU, type EngineName, type EngineOptions } from '../engine/index.ts';
+import type { EngineOptions } from '../engine/types.ts';
+import { engineTraits } from '../protocol.ts';
 import { spawnEngineWorker, startEngine, type ChildEvent, type EngineRun, type EngineRunRequest, type EngineWorker } from './engine-process.ts';
 import type { Logger } from './log.ts';
 
@@ -48,7 +49,7 @@ export interface EnginePoolOptions {
 
 /** Whether an engine runs in warm workers: those that use no GPU. */
 export function usesWarmWorkers(engine: string): boolean {
-  return ENGINE_USES_GPU[engine as EngineName] === false;
+  return engineTraits(engine)?.usesGpus === false;
 }
 
 interface Slot {

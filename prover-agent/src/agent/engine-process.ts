@@ -1,40 +1,26 @@
-// The one place that knows how engine processes are spawned and killed. Every engine
-// operation runs in a child process of its own process group, so a crash, a hang or
-// a cancel never takes the agent down, and killing the group also kills whatever the
-// engine started (the zkVM tool). The child speaks JSON lines on stdout (see
-// engine-child.ts); its stderr is treated as log output. Two kinds of process:
+// Engine processes: every engine operation runs in a child process of its own process
+// group (spawned and stopped by ../lib/child-process.ts, the agent's one way to run a
+// child), so a crash, a hang or a cancel never takes the agent down, and killing the
+// group also kills whatever the engine started (the zkVM tool). The child speaks JSON
+// lines on stdout (see engine-child.ts); its stderr is treated as log output. Two
+// kinds of process:
 //
 //   startEngine        a process per operation: spawned for it, gone after it (openvm:
 //                      its operations take minutes, its tool is a process anyway)
 //   spawnEngineWorker  a warm worker: the engine loaded once, operations one at a time,
 //                      reused across jobs by engine-pool.ts (GPU-less engines, whose
 //                      jobs can take less time than a Node start-up)
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { EngineConfig, EngineMetrics, ProvePhase, VerifyRequest } from '../engine/types.ts';
-import type { EngineOptions } from '../engine/index.ts';
+import type { EngineOptions, ExecuteRequest, ProgramFiles, ProveRequest, VerifyRequest } from '../engine/types.ts';
+import { spawnChild } from '../lib/child-process.ts';
+import type { EngineConfig, EngineMetrics, ProvePhase } from '../protocol.ts';
 
 const CHILD = fileURLToPath(new URL('./engine-child.ts', import.meta.url));
 
-export type EngineOp =
-  | { op: 'commit'; elfPath: string; vmexePath: string }
-  | { op: 'execute'; elfPath: string; vmexePath: string; inputPath: string; mode: string }
-  | {
-      op: 'prove';
-      kind: 'app' | 'stark' | 'evm';
-      elfPath: string;
-      vmexePath: string;
-      inputPath: string;
-      childProofPaths: string[];
-      outputPath: string;
-      app_exe_commit: string;
-      baselinePath: string;
-    }
-  | ({ op: 'verify' } & VerifyRequest);
+/** An engine operation and its request (engine/types.ts), as it travels to the engine's process. */
+export type EngineOp = ({ op: 'commit' } & ProgramFiles) | ({ op: 'execute' } & ExecuteRequest) | ({ op: 'prove' } & ProveRequest) | ({ op: 'verify' } & VerifyRequest);
 
 export interface EngineRunRequest {
   engine: string;
@@ -68,30 +54,35 @@ export interface EngineRun {
 export async function startEngine(req: EngineRunRequest, onEvent: (e: ChildEvent) => void): Promise<EngineRun> {
   const requestPath = join(req.workDir, 'engine-request.json');
   await writeFile(requestPath, JSON.stringify(req));
-  const child = spawn(process.execPath, [CHILD, requestPath], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  const pid = child.pid!;
   let outcome: EngineOutcome | null = null;
   const stderrTail: string[] = [];
-
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    let event: ChildEvent;
-    try {
-      event = JSON.parse(line) as ChildEvent;
-    } catch {
-      event = { type: 'log', line };
-    }
-    if (event.type === 'result') outcome = { kind: 'result', result: event.result };
-    else if (event.type === 'error') outcome = event.jobError ? { kind: 'job-error', message: event.message } : { kind: 'crash', message: event.message };
-    else onEvent(event);
+  const child = spawnChild(process.execPath, [CHILD, requestPath], {
+    ownGroup: true,
+    onStdoutLine(line) {
+      let event: ChildEvent;
+      try {
+        event = JSON.parse(line) as ChildEvent;
+      } catch {
+        event = { type: 'log', line };
+      }
+      if (event.type === 'result') outcome = { kind: 'result', result: event.result };
+      else if (event.type === 'error') outcome = event.jobError ? { kind: 'job-error', message: event.message } : { kind: 'crash', message: event.message };
+      else onEvent(event);
+    },
+    onStderrLine(line) {
+      keepTail(stderrTail, line);
+      onEvent({ type: 'log', line });
+    },
   });
-  createInterface({ input: child.stderr! }).on('line', (line) => {
-    keepTail(stderrTail, line);
-    onEvent({ type: 'log', line });
-  });
-
-  const exited = once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>;
-  const done = exited.then(([code, signal]): EngineOutcome => outcome ?? exitOutcome(code, signal, stderrTail));
-  return { pid, done, kill: (graceMs) => killGroup(pid, exited, graceMs) };
+  const done = child.closed.then(([code, signal]): EngineOutcome => outcome ?? exitOutcome(code, signal, stderrTail));
+  return {
+    pid: child.pid!,
+    done,
+    async kill(graceMs) {
+      await child.stop(graceMs);
+      await child.closed;
+    },
+  };
 }
 
 /** How an operation ended whose process exited without reporting: killed by a signal, or a crash. */
@@ -103,25 +94,6 @@ function exitOutcome(code: number | null, signal: NodeJS.Signals | null, stderrT
 function keepTail(tail: string[], line: string): void {
   tail.push(line);
   if (tail.length > 20) tail.shift();
-}
-
-function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void {
-  if (pid === undefined) return; // never spawned
-  try {
-    process.kill(-pid, sig);
-  } catch {
-    /* the group is already gone */
-  }
-}
-
-/** SIGTERM to the whole group, SIGKILL after `graceMs` if the process has not exited. */
-async function killGroup(pid: number | undefined, exited: Promise<unknown>, graceMs: number): Promise<void> {
-  signalGroup(pid, 'SIGTERM');
-  const timer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
-  await exited;
-  clearTimeout(timer);
-  // The engine may have left grandchildren behind in its group.
-  signalGroup(pid, 'SIGKILL');
 }
 
 // ---- warm workers
@@ -200,10 +172,6 @@ function once1<A>(f: (a: A) => void): (a: A) => void {
  * operation runs: that output belongs to no job.
  */
 export function spawnEngineWorker(engine: string, options: EngineOptions, onIdleLine: (line: string) => void): EngineWorker {
-  const child = spawn(process.execPath, [CHILD, '--worker', engine, JSON.stringify(options)], { detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-  const pid = child.pid;
-  child.on('error', () => {}); // a failed spawn: 'close' follows and says so
-  child.stdin!.on('error', () => {}); // the worker is gone: its exit tells the story
   let current: PendingOperation | null = null;
   let nextId = 1;
   let operations = 0;
@@ -229,7 +197,7 @@ export function spawnEngineWorker(engine: string, options: EngineOptions, onIdle
     op.settle(op.outcome);
   };
 
-  createInterface({ input: child.stdout! }).on('line', (line) => {
+  const onStdoutLine = (line: string) => {
     let event: WorkerEvent;
     try {
       event = JSON.parse(line) as WorkerEvent;
@@ -251,8 +219,8 @@ export function spawnEngineWorker(engine: string, options: EngineOptions, onIdle
       op.outcome = event.type === 'result' ? { kind: 'result', result: event.result } : event.jobError ? { kind: 'job-error', message: event.message } : { kind: 'crash', message: event.message };
       maybeEnd();
     } else op.onEvent(event);
-  });
-  createInterface({ input: child.stderr! }).on('line', (line) => {
+  };
+  const onStderrLine = (line: string) => {
     const at = line.indexOf(OP_END_MARK);
     if (at < 0) return logLine(line);
     if (at > 0) logLine(line.slice(0, at)); // the end of a write without a newline
@@ -260,10 +228,12 @@ export function spawnEngineWorker(engine: string, options: EngineOptions, onIdle
       current.marked = true;
       maybeEnd();
     }
-  });
+  };
 
-  const closed = once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>;
-  const exited = closed.then(([code, signal]) => {
+  const child = spawnChild(process.execPath, [CHILD, '--worker', engine, JSON.stringify(options)], { ownGroup: true, stdin: 'pipe', onStdoutLine, onStderrLine });
+  const pid = child.pid;
+  child.process.stdin!.on('error', () => {}); // the worker is gone: its exit tells the story
+  const exited = child.closed.then(([code, signal]) => {
     markReady(false);
     const op = current;
     if (!op) return;
@@ -294,7 +264,7 @@ export function spawnEngineWorker(engine: string, options: EngineOptions, onIdle
       const release = once1(onRelease);
       const op: PendingOperation = { id, onEvent, outcome: null, marked: false, tail: [], settle, release };
       current = op;
-      child.stdin!.write(JSON.stringify({ id, ...req } satisfies WorkerOperation) + '\n');
+      child.process.stdin!.write(JSON.stringify({ id, ...req } satisfies WorkerOperation) + '\n');
       return {
         pid: pid ?? -1,
         done,
@@ -303,13 +273,15 @@ export function spawnEngineWorker(engine: string, options: EngineOptions, onIdle
           if (current !== op && !stopping) return;
           stopping = true;
           release(false);
-          await killGroup(pid, exited, graceMs);
+          await child.stop(graceMs);
+          await exited;
         },
       };
     },
     async stop(graceMs) {
       stopping = true;
-      await killGroup(pid, exited, graceMs);
+      await child.stop(graceMs);
+      await exited;
     },
   };
 }

@@ -15,9 +15,8 @@
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { EngineOptions } from '../engine/index.ts';
-import type { CommitResult, EngineMetrics, ExecuteResult, ProveResult, ProvePhase, VerifyResult } from '../engine/types.ts';
-import { MAX_INLINE_RESULT_BYTES, type ClaimedJob, type CompleteRequest, type FailRequest, type LogChunk, type ResultName } from '../protocol.ts';
+import type { EngineOptions } from '../engine/types.ts';
+import { MAX_INLINE_RESULT_BYTES, type ClaimedJob, type CompleteRequest, type EngineMetrics, type FailRequest, type LogChunk, type ProvePhase, type ResultName } from '../protocol.ts';
 import type { ArtifactCache } from './artifact-cache.ts';
 import { HttpError } from './http.ts';
 import { errorText, type Logger } from './log.ts';
@@ -26,6 +25,8 @@ import type { Metrics } from './metrics.ts';
 import type { LeaseClient, ServiceClient } from './service-client.ts';
 import type { EngineOp, EngineRun } from './engine-process.ts';
 import type { EngineLauncher } from './engine-pool.ts';
+import { pickMetrics } from './kinds/contract.ts';
+import { handlerOf } from './kinds/index.ts';
 
 export interface RunnerOptions {
   workRoot: string;
@@ -39,9 +40,6 @@ export interface RunnerOptions {
   agentName: string;
   machineType: string;
 }
-
-/** What callers call a job's subject: logs name the id the caller holds, not the internal job id. */
-const subjectNoun: Record<ClaimedJob['kind'], string> = { commit: 'program', proof: 'proof', execute: 'execution', verify: 'verification' };
 
 /** SIGTERM → SIGKILL grace on cancel: the result is dropped, so the engine gets at most this long to stop. */
 export const CANCEL_KILL_GRACE_MS = 1000;
@@ -101,7 +99,7 @@ export class JobRunner {
       await mkdir(this.dir, { recursive: true });
       // Shipped within half a second, or with the report of a job that ends sooner (if the
       // agent dies first, the service's lease check writes that the attempt was lost).
-      this.logs.line(`[agent ${this.opts.agentName}] attempt ${this.job.attempt} of ${subjectNoun[this.job.kind]} ${this.job.subject_id} on ${this.opts.machineType}${this.gpus.length ? ` (GPUs ${this.gpus.join(',')})` : ''}`);
+      this.logs.line(`[agent ${this.opts.agentName}] attempt ${this.job.attempt} of ${handlerOf(this.job.kind).subjectNoun} ${this.job.subject_id} on ${this.opts.machineType}${this.gpus.length ? ` (GPUs ${this.gpus.join(',')})` : ''}`);
       outcome = await this.execute();
     } catch (err) {
       outcome = await this.endEarlyOr(() => this.report('fail', { error: `agent error: ${errorText(err)}`, retryable: true }));
@@ -121,7 +119,7 @@ export class JobRunner {
     await this.timed('download', () => Promise.all(this.job.artifacts.map((name) => this.fetchArtifact(name, files[name]!))));
     if (this.stopReason) return this.endEarly();
 
-    const op = this.operation(files);
+    const op = handlerOf(this.job.kind).operation(this.job, files, this.dir);
     const opStarted = Date.now();
     this.engine = await this.opts.engines.start(
       { engine: this.job.config.engine, engineOptions: this.opts.engineOptions, config: this.job.config, workDir: this.dir, gpus: this.gpus, operation: op },
@@ -168,37 +166,6 @@ export class JobRunner {
     } else this.metricsSink.artifactFetched(await this.opts.artifacts.provide(id, path, download));
   }
 
-  /** The engine operation this job asks for. */
-  private operation(f: Record<string, string>): EngineOp {
-    const j = this.job;
-    switch (j.kind) {
-      case 'commit':
-        return { op: 'commit', elfPath: f.elf!, vmexePath: f.vmexe! };
-      case 'execute':
-        return { op: 'execute', elfPath: f.elf!, vmexePath: f.vmexe!, inputPath: f.input!, mode: j.execution?.mode ?? 'pure' };
-      case 'verify':
-        return {
-          op: 'verify',
-          proof_type: j.verification?.proof_type ?? 'stark',
-          proofPath: f.proof!,
-          baselinePath: f.baseline ?? null,
-          app_exe_commit: j.program?.app_exe_commit ?? null,
-        };
-      case 'proof':
-        return {
-          op: 'prove',
-          kind: j.proof!.proof_type,
-          elfPath: f.elf!,
-          vmexePath: f.vmexe!,
-          inputPath: f.input!,
-          childProofPaths: j.artifacts.filter((n) => n.startsWith('child-')).map((n) => f[n]!),
-          outputPath: join(this.dir, `${j.proof!.proof_type}-proof.json`),
-          app_exe_commit: j.program?.app_exe_commit ?? '',
-          baselinePath: f.baseline!,
-        };
-    }
-  }
-
   /**
    * Sends a result file: inline with /complete when it is small (and the service takes
    * results inline), uploaded first otherwise. Returns what /complete carries.
@@ -218,29 +185,14 @@ export class JobRunner {
     return this.job.shared_artifacts !== undefined;
   }
 
-  /** Sends what the engine produced and completes the job. */
+  /** Sends what the engine produced and completes the job (the report is its kind's). */
   private async finish(op: EngineOp, result: unknown): Promise<RunOutcome> {
-    let complete: CompleteRequest;
-    if (op.op === 'commit') {
-      const r = result as CommitResult;
-      const baseline = join(this.dir, 'baseline.json');
-      await writeFile(baseline, JSON.stringify(r.baseline));
-      const results = await this.sendResult('baseline', baseline);
-      complete = { kind: 'commit', app_exe_commit: r.app_exe_commit, app_vm_commit: r.app_vm_commit, ...(results && { results }) };
-    } else if (op.op === 'prove') {
-      const r = result as ProveResult;
-      const results = await this.sendResult(op.kind, op.outputPath);
-      complete = { kind: 'proof', proofs: [op.kind], public_values: r.public_values, metrics: pickMetrics({ ...this.metrics, ...r }), ...(results && { results }) };
-    } else if (op.op === 'verify') {
-      const r = result as VerifyResult;
-      this.logs.line(r.verified ? 'proof verified' : `proof rejected: ${r.reason}`);
-      complete = { kind: 'verify', verified: r.verified, reason: r.reason };
-    } else {
-      const r = result as ExecuteResult;
-      if (r.stdout) this.logs.line(r.stdout.trimEnd());
-      if (r.error) this.logs.line(`error: ${r.error}`);
-      complete = { kind: 'execute', exit_code: r.exit_code, public_values: r.public_values, error: r.error, metrics: pickMetrics(r) };
-    }
+    const complete = await handlerOf(this.job.kind).report(op, result, {
+      dir: this.dir,
+      progress: this.metrics,
+      log: (line) => this.logs.line(line),
+      sendResult: (name, path) => this.sendResult(name, path),
+    });
     return this.report('complete', complete);
   }
 
@@ -367,13 +319,3 @@ export class JobRunner {
     }
   }
 }
-
-function pickMetrics(m: EngineMetrics): EngineMetrics {
-  const out: EngineMetrics = {};
-  for (const k of ['num_instructions', 'cells_used', 'num_segments', 'total_cycle', 'total_tick'] as const) {
-    const v = m[k];
-    if (typeof v === 'number' && Number.isFinite(v) && v >= 0) out[k] = Math.round(v);
-  }
-  return out;
-}
-

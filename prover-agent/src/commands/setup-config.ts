@@ -17,7 +17,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ServiceClient } from '../agent/service-client.ts';
-import { CLI_MAPPINGS, openvmConfigProblems, selectCliMapping, shellJoin, versionProblem, type CliMapping } from '../engine/openvm/commands.ts';
+import { CLI_MAPPINGS, selectCliMapping, shellJoin, type CliMapping } from '../engine/openvm/commands.ts';
 import {
   aggregationPaths,
   configPaths,
@@ -29,7 +29,7 @@ import {
   STUB_MANIFEST,
   type Needs,
 } from '../engine/openvm/config-dir.ts';
-import { PUBLISHED_KEY_NAMES, type FleetConfig } from '../protocol.ts';
+import { openvmConfigProblems, PUBLISHED_KEY_NAMES, versionProblem, type FleetConfig } from '../protocol.ts';
 
 const newest = CLI_MAPPINGS[0]!;
 

@@ -1,21 +1,8 @@
 // Engine registry: engine name -> implementation. Engines load lazily so an agent
-// only pays for what it serves.
-import type { Engine } from './types.ts';
-
-export interface EngineOptions {
-  /** openvm: directory holding one subdirectory per config id (see setup-config). */
-  configsDir?: string;
-  /** openvm: the cargo executable whose `openvm` subcommand is the zkVM tool. */
-  cargoPath?: string;
-  /** Per-operation time limits in seconds, by operation name. */
-  timeouts?: Partial<Record<'commit' | 'execute' | 'prove' | 'verify', number>>;
-}
-
-export const ENGINE_NAMES = ['dev', 'openvm'] as const;
-export type EngineName = (typeof ENGINE_NAMES)[number];
-
-/** Whether an engine needs GPUs (the agent assigns them); known without loading it. */
-export const ENGINE_USES_GPU: Record<EngineName, boolean> = { dev: false, openvm: true };
+// only pays for what it serves. What the fleet knows of each engine without loading
+// it (GPUs, names) is the protocol's table (prover-agent/src/protocol/engines.ts).
+import { ENGINE_NAMES } from '../protocol.ts';
+import type { Engine, EngineOptions } from './types.ts';
 
 export async function loadEngine(name: string, options: EngineOptions = {}): Promise<Engine> {
   switch (name) {

@@ -5,37 +5,24 @@
 // process of its own process group (see ../agent/engine-process.ts), so an engine may
 // block, spawn tools or crash without taking the agent down; cancellation arrives as
 // `ctx.signal` (and, past the grace period, as SIGKILL to the whole group). Engines
-// that use no GPU run in warm workers: one process runs one operation after another,
+// that use no GPU (protocol ENGINES) run in warm workers: one process runs one operation after another,
 // for different jobs, so such an engine keeps no job's state between operations (a
 // killed or failed operation's worker is discarded, never reused).
 
-/** The proof kinds the service issues. `app` is the inner (application) proof. */
-export type ProofKind = 'app' | 'stark' | 'evm';
+import type { EngineConfig, EngineMetrics, ProofType, ProvePhase, VerifiableProofType } from '../protocol.ts';
 
-/** Proof job phases an engine may announce while proving (interface section 3). */
-export type ProvePhase = 'Executing' | 'Executed' | 'AppProving' | 'AppProvingDone' | 'PostProcessing';
+/** An engine's operations: what a job of each kind asks of it (prover-agent/src/agent/kinds/). */
+export const ENGINE_OPERATIONS = ['commit', 'execute', 'prove', 'verify'] as const;
+export type EngineOperation = (typeof ENGINE_OPERATIONS)[number];
 
-/** What the service knows about the config a job runs under. */
-export interface EngineConfig {
-  id: string; // cfg_{ulid}
-  engine: string; // 'dev' | 'openvm'
-  openvm_version: string;
-  stark_backend_version: string;
-  app_vm_commit: string; // 0x-prefixed 32-byte hex
-  deferral_enabled: boolean;
-  /** Size of the public-values space in bytes (8 x a power of two); default 32. */
-  public_values_bytes: number;
-  /** Dev engine only: the deployment's secret that dev proofs are MACed under. */
-  dev_proof_secret?: string;
-}
-
-/** Metrics an engine reports; every field optional, the runner forwards what it gets. */
-export interface EngineMetrics {
-  num_instructions?: number;
-  cells_used?: number;
-  num_segments?: number;
-  total_cycle?: number;
-  total_tick?: number;
+/** How an agent configures the engines it loads (its flags); the same for every job. */
+export interface EngineOptions {
+  /** openvm: directory holding one subdirectory per config id (see setup-config). */
+  configsDir?: string;
+  /** openvm: the cargo executable whose `openvm` subcommand is the zkVM tool. */
+  cargoPath?: string;
+  /** Per-operation time limits in seconds, by operation name. */
+  timeouts?: Partial<Record<EngineOperation, number>>;
 }
 
 export interface EngineContext {
@@ -86,7 +73,8 @@ export interface ExecuteResult extends EngineMetrics {
 }
 
 export interface ProveRequest extends ProgramFiles {
-  kind: ProofKind;
+  /** Which proof to make. */
+  proof_type: ProofType;
   inputPath: string;
   /** Deferred child STARK proof files, in packing order (may be empty). */
   childProofPaths: string[];
@@ -105,7 +93,7 @@ export interface ProveResult extends EngineMetrics {
 
 export interface VerifyRequest {
   /** Which proof the file holds: a STARK proof JSON or an EVM proof JSON (client-conventions.md). */
-  proof_type: 'stark' | 'evm';
+  proof_type: VerifiableProofType;
   /** The proof JSON to check. */
   proofPath: string;
   /**
@@ -134,8 +122,6 @@ export class JobError extends Error {
 
 export interface Engine {
   readonly name: string;
-  /** Whether the engine needs GPUs; an agent serving only GPU-less engines takes any num_gpus. */
-  readonly usesGpu: boolean;
   commit(ctx: EngineContext, program: ProgramFiles): Promise<CommitResult>;
   execute(ctx: EngineContext, req: ExecuteRequest): Promise<ExecuteResult>;
   prove(ctx: EngineContext, req: ProveRequest): Promise<ProveResult>;

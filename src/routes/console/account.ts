@@ -4,17 +4,16 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { asc, eq } from 'drizzle-orm';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { memberships, organizations, users } from '../../db/schema.ts';
-import { CONSOLE_SECURITY, consoleErrors, RoleSchema } from '../../lib/console-schemas.ts';
+import { MeResponse, OrgMembership } from '../../lib/console-records.ts';
+import { CONSOLE_SECURITY, consoleErrors } from '../../lib/console-schemas.ts';
 import { revokeUserSessions } from '../../lib/console-sessions.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
-import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, verifyPassword } from '../../lib/password.ts';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../lib/limits.ts';
+import { hashPassword, verifyPassword } from '../../lib/password.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { passwordAttemptKeys, recordFailure } from '../../lib/signin-throttle.ts';
-import { UserRecord } from './auth.ts';
 
 export const accountApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
-
-const OrgMembership = z.object({ id: z.string(), name: z.string(), role: RoleSchema }).openapi('ConsoleOrganization');
 
 async function orgsOf(c: { var: ConsoleEnv['Variables'] }) {
   return c.var.db
@@ -33,7 +32,7 @@ accountApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'The signed-in user and their organizations',
     responses: {
-      200: { description: 'The user', content: { 'application/json': { schema: UserRecord.extend({ organizations: z.array(OrgMembership) }) } } },
+      200: { description: 'The user', content: { 'application/json': { schema: MeResponse } } },
       ...consoleErrors(),
     },
   }),

@@ -6,10 +6,12 @@ import { and, desc, eq, isNull, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { apiKeys } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
+import { ApiKeyRecord, CreatedApiKey } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
 import { newApiKeyId } from '../../lib/ids.ts';
+import { MAX_API_KEY_NAME_LENGTH } from '../../lib/limits.ts';
 import { revoke } from '../../lib/revoke.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { actorOf, atLeast, type ConsoleEnv } from '../../middleware/console-auth.ts';
@@ -18,18 +20,6 @@ export const apiKeysApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationH
 
 /** Characters of a key shown to tell it apart: `sk_` and 8 hex digits. */
 export const KEY_PREFIX_LENGTH = 11;
-
-const ApiKeyRecord = z
-  .object({
-    id: z.string(),
-    name: z.string().openapi({ description: 'The owner label, shown as created_by on what the key makes' }),
-    prefix: z.string().nullable(),
-    owner_user_id: z.string().nullable(),
-    created_at: z.string(),
-    last_used_at: z.string().nullable(),
-    revoked_at: z.string().nullable(),
-  })
-  .openapi('ConsoleApiKey');
 
 type KeyRow = typeof apiKeys.$inferSelect;
 const keyRecord = (k: KeyRow): z.infer<typeof ApiKeyRecord> => ({
@@ -79,10 +69,10 @@ apiKeysApi.openapi(
     summary: 'Create an API key for yourself; the key is in this response only',
     request: {
       params: OrgParams,
-      body: { required: false, content: { 'application/json': { schema: z.object({ name: z.string().trim().min(1).max(100).optional() }) } } },
+      body: { required: false, content: { 'application/json': { schema: z.object({ name: z.string().trim().min(1).max(MAX_API_KEY_NAME_LENGTH).optional() }) } } },
     },
     responses: {
-      201: { description: 'Created', content: { 'application/json': { schema: ApiKeyRecord.extend({ key: z.string().openapi({ description: 'Shown once' }) }) } } },
+      201: { description: 'Created', content: { 'application/json': { schema: CreatedApiKey } } },
       ...consoleErrors(404, 422),
     },
   }),

@@ -1,7 +1,8 @@
 // /console/v1/orgs/{org_id}/audit: who changed which keys, members and webhook endpoints, newest first.
-import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { desc, eq } from 'drizzle-orm';
 import { auditLog } from '../../db/schema.ts';
+import { AuditEntry } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { pageAnswer, pageQuery } from '../../lib/lookups.ts';
@@ -9,10 +10,6 @@ import { PaginationQuery, pageOf } from '../../lib/schemas.ts';
 import { requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
 
 export const auditApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
-
-const AuditEntry = z
-  .object({ id: z.string(), created_at: z.string(), actor: z.string(), action: z.string(), target: z.string(), detail: z.record(z.string(), z.unknown()) })
-  .openapi('ConsoleAuditEntry');
 
 auditApi.openapi(
   createRoute({

@@ -10,7 +10,8 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../../app-env.ts';
 import { consoleLinks, memberships, organizations, users } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
-import { consoleErrors, Email } from '../../lib/console-schemas.ts';
+import { InviteAccepted, InviteSummary, PasswordSet, TokenResponse, type UserRecord } from '../../lib/console-records.ts';
+import { consoleErrors, CSRF_HEADER, Email } from '../../lib/console-schemas.ts';
 import {
   accessToken,
   accessTtlSeconds,
@@ -25,14 +26,12 @@ import {
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { newUserId } from '../../lib/ids.ts';
-import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, verifyPassword } from '../../lib/password.ts';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../lib/limits.ts';
+import { hashPassword, verifyPassword } from '../../lib/password.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { clearFailures, MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT, passwordAttemptKeys, recordFailure } from '../../lib/signin-throttle.ts';
 
 export const consoleAuthApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-
-/** The header the console's script sends on cookie-authenticated calls; a cross-site form cannot. */
-export const CSRF_HEADER = 'X-Console-CSRF';
 
 // Cross-site requests are refused twice over: by Origin / Sec-Fetch-Site (hono/csrf,
 // for form posts) and by the custom header no other site can send without a CORS
@@ -46,14 +45,6 @@ consoleAuthApi.use('*', requireCsrfHeader);
 
 const Password = z.string().min(MIN_PASSWORD_LENGTH).max(MAX_PASSWORD_LENGTH);
 const SigninBody = z.object({ email: Email, password: z.string().min(1).max(MAX_PASSWORD_LENGTH) }).openapi('SigninRequest');
-
-export const UserRecord = z
-  .object({ id: z.string(), email: z.string(), name: z.string(), is_operator: z.boolean() })
-  .openapi('ConsoleUser');
-
-const TokenResponse = z
-  .object({ access_token: z.string(), token_type: z.literal('Bearer'), expires_in: z.number().int(), user: UserRecord })
-  .openapi('ConsoleToken', { description: 'The access token; the refresh token is set as an HttpOnly cookie.' });
 
 function setRefreshCookie(c: Context, refresh: string) {
   setCookie(c, REFRESH_COOKIE, refresh, { path: REFRESH_COOKIE_PATH, httpOnly: true, secure: true, sameSite: 'Strict', maxAge: REFRESH_TTL_SECONDS });
@@ -174,7 +165,7 @@ consoleAuthApi.openapi(
     description: 'Ends the user’s other sessions. The token travels in the body, never in a URL the server sees (the link carries it after #).',
     request: { body: { required: true, content: { 'application/json': { schema: z.object({ token: Token, password: Password }) } } } },
     responses: {
-      200: { description: 'Password set', content: { 'application/json': { schema: z.object({ email: z.string() }) } } },
+      200: { description: 'Password set', content: { 'application/json': { schema: PasswordSet } } },
       ...consoleErrors(403, 404, 422),
     },
   }),
@@ -197,10 +188,7 @@ consoleAuthApi.openapi(
     summary: 'Read an invitation (who invited whom into what)',
     request: { body: { required: true, content: { 'application/json': { schema: z.object({ token: Token }) } } } },
     responses: {
-      200: {
-        description: 'The invitation',
-        content: { 'application/json': { schema: z.object({ email: z.string(), org_name: z.string(), role: z.string(), has_account: z.boolean() }) } },
-      },
+      200: { description: 'The invitation', content: { 'application/json': { schema: InviteSummary } } },
       ...consoleErrors(403, 404, 422),
     },
   }),
@@ -228,7 +216,7 @@ consoleAuthApi.openapi(
       },
     },
     responses: {
-      200: { description: 'Joined', content: { 'application/json': { schema: z.object({ email: z.string(), org_id: z.string() }) } } },
+      200: { description: 'Joined', content: { 'application/json': { schema: InviteAccepted } } },
       ...consoleErrors(403, 404, 409, 422, 429),
     },
   }),

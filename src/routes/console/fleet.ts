@@ -2,10 +2,11 @@
 // engine and config. Not organization-scoped: operators see the whole service. Read
 // from counters and indexes (queue lanes, organizations' running counts, the oldest
 // queued job per engine and config by jobs_queued_age), never by counting the backlog.
-import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { and, desc, gt, isNull, sql, sum } from 'drizzle-orm';
 import { agents, jobs, organizations, queueLanes } from '../../db/schema.ts';
 import { fleetSettings } from '../../jobs/settings.ts';
+import { FleetResponse } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { requireOperator, type ConsoleEnv } from '../../middleware/console-auth.ts';
@@ -14,25 +15,6 @@ export const fleetApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHoo
 
 /** Agents seen within this long are listed. */
 const AGENTS_WINDOW_MS = 24 * 3600_000;
-
-const FleetResponse = z
-  .object({
-    agents: z.array(
-      z.object({
-        id: z.string(),
-        name: z.string(),
-        machine_type: z.string(),
-        gpus: z.number().int(),
-        engines: z.array(z.string()),
-        configs: z.array(z.string()),
-        last_seen_at: z.string(),
-        stale: z.boolean(),
-      }),
-    ),
-    queued: z.array(z.object({ engine: z.string(), config_id: z.string(), jobs: z.number().int(), oldest_queued_at: z.string(), oldest_age_seconds: z.number().int() })),
-    running: z.number().int(),
-  })
-  .openapi('ConsoleFleet');
 
 fleetApi.openapi(
   createRoute({

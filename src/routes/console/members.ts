@@ -6,6 +6,7 @@ import { and, asc, count, desc, eq, gt, isNull } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { apiKeys, consoleLinks, memberships, users, type Role } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
+import { CreatedInvite, Invite, Member } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, Email, OrgParams, RoleSchema } from '../../lib/console-schemas.ts';
 import { revokeUserSessions } from '../../lib/console-sessions.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
@@ -18,14 +19,6 @@ import { actorOf, requireRole, type ConsoleEnv } from '../../middleware/console-
 export const membersApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
 export const INVITE_TTL_DAYS = 7;
-
-const Member = z
-  .object({ user_id: z.string(), email: z.string(), name: z.string(), role: RoleSchema, joined_at: z.string() })
-  .openapi('ConsoleMember');
-
-const Invite = z
-  .object({ id: z.string(), email: z.string(), role: RoleSchema, created_by: z.string(), created_at: z.string(), expires_at: z.string() })
-  .openapi('ConsoleInvite');
 
 const MemberParams = OrgParams.extend({ user_id: z.string().min(1).max(64).openapi({ param: { name: 'user_id', in: 'path' } }) });
 const InviteParams = OrgParams.extend({ invite_id: z.string().min(1).max(64).openapi({ param: { name: 'invite_id', in: 'path' } }) });
@@ -172,7 +165,7 @@ membersApi.openapi(
     description: `The link works once, for ${INVITE_TTL_DAYS} days; a new invitation for the same email replaces the pending one.`,
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: z.object({ email: Email, role: RoleSchema.default('member') }) } } } },
     responses: {
-      201: { description: 'Invited', content: { 'application/json': { schema: Invite.extend({ link: z.string() }) } } },
+      201: { description: 'Invited', content: { 'application/json': { schema: CreatedInvite } } },
       ...consoleErrors(403, 404, 409, 422),
     },
   }),

@@ -3,6 +3,7 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, count, eq, gte, lte, sql } from 'drizzle-orm';
 import { organizations, programs, projects, proofs } from '../../db/schema.ts';
+import { ProgramDetail } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { cappedCount, findProgram, orgCounter, programPage, programPageQuery, toRecord } from '../../lib/lookups.ts';
@@ -53,17 +54,6 @@ consoleProgramsApi.openapi(
     return c.json(programPage(await db.batch(programPageQuery(db, orgId, filter, q.page, q.page_size, total)), q.page, q.page_size), 200);
   },
 );
-
-const ProgramDetail = ProgramRecord.extend({
-  artifacts: z.object({
-    elf_size: z.number().int(),
-    vmexe_size: z.number().int(),
-    app_exe_commit: z.string().nullable(),
-    app_vm_commit: z.string(),
-    engine: z.string(),
-  }),
-  proof_states: z.record(z.string(), z.number().int()).openapi({ description: 'How many of its proofs are in each state' }),
-}).openapi('ConsoleProgramDetail');
 
 consoleProgramsApi.openapi(
   createRoute({

@@ -7,20 +7,19 @@ import { jobs, organizations, PROOF_STATES, programs, projects, proofs } from '.
 import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { jobLogFrom } from '../../jobs/logs.ts';
+import { CancelAnswer, ConsoleProof, ProofDetail } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { cappedCount, findProof, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
-import { cancelAnswer, proofFileResponse } from '../../lib/proof-actions.ts';
-import { ProofRecord, proofRecord } from '../../lib/records.ts';
-import { MessageResponse, PaginationQuery, pageOf, queryInt, Uuid } from '../../lib/schemas.ts';
+import { cancelAnswer, proofFileResponse } from '../../jobs/proof-actions.ts';
+import { proofRecord } from '../../lib/records.ts';
+import { PaginationQuery, pageOf, queryInt, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 
 export const consoleProofsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
 /** Most log bytes one read returns; a follower asks again from `X-Log-Next-Offset`. */
 export const LOG_READ_MAX_BYTES = 256 * 1024;
-
-const ConsoleProof = ProofRecord.extend({ program_name: z.string(), project_id: z.string(), project_name: z.string() }).openapi('ConsoleProof');
 
 const listColumns = { proof: proofs, program_name: programs.name, project_id: projects.id, project_name: projects.name };
 const withNames = (r: { proof: typeof proofs.$inferSelect; program_name: string; project_id: string; project_name: string }) => ({
@@ -85,19 +84,6 @@ consoleProofsApi.openapi(
 );
 
 const ProofParams = OrgParams.extend({ proof_id: Uuid('proof_id') });
-
-const ProofDetail = ConsoleProof.extend({
-  job: z
-    .object({
-      status: z.enum(['queued', 'leased', 'done']),
-      attempt: z.number().int(),
-      waiting_reason: z.string().nullable(),
-      log_bytes: z.number().int(),
-      cancel_requested: z.boolean(),
-    })
-    .nullable(),
-  files: z.array(z.string()).openapi({ description: 'Proof kinds ready to download' }),
-}).openapi('ConsoleProofDetail');
 
 consoleProofsApi.openapi(
   createRoute({
@@ -180,7 +166,7 @@ consoleProofsApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Cancel a proof (queued: at once; running: within one heartbeat; finished: 409)',
     request: { params: ProofParams },
-    responses: { 200: { description: 'Canceled or canceling', content: { 'application/json': { schema: MessageResponse.extend({ state: z.string() }) } } }, ...consoleErrors(404, 409, 422) },
+    responses: { 200: { description: 'Canceled or canceling', content: { 'application/json': { schema: CancelAnswer } } }, ...consoleErrors(404, 409, 422) },
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;

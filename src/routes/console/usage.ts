@@ -7,6 +7,7 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, eq, gte, lte, sql, sum } from 'drizzle-orm';
 import { jobs, leases, programs, projects, proofs, usageDaily } from '../../db/schema.ts';
+import { UsageResponse } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { ValidationError, validationHook } from '../../lib/errors.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
@@ -16,22 +17,6 @@ export const usageApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHoo
 /** Longest range one request may ask for. */
 export const MAX_USAGE_DAYS = 366;
 const DAY_MS = 86_400_000;
-
-const Totals = z.object({
-  proofs: z.number().int(),
-  instructions: z.number().int(),
-  gpu_hours: z.number(),
-  cost: z.number().int().openapi({ description: 'micro-USD' }),
-});
-const UsageResponse = z
-  .object({
-    from: z.string(),
-    to: z.string(),
-    totals: Totals,
-    days: z.array(Totals.extend({ date: z.string() })),
-    projects: z.array(Totals.extend({ project_id: z.string(), project_name: z.string() })),
-  })
-  .openapi('ConsoleUsage');
 
 const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'Value error, expected a date YYYY-MM-DD');
 

@@ -11,10 +11,8 @@ import { MessageResponse, PaginationQuery, pageOf, Uuid } from '../../lib/schema
 import {
   checkWebhookUrl,
   createStatements,
-  CreateWebhookBody,
   deliveryPage,
   deliveryPageStatements,
-  DeliveryQuery,
   deliveryRecord,
   deleteStatements,
   endpointPage,
@@ -27,13 +25,10 @@ import {
   tested,
   testStatements,
   tooManyEndpoints,
-  UpdateWebhookBody,
   updateStatements,
-  WebhookDeliveryRecord,
-  WebhookEndpointRecord,
-  WebhookEndpointWithSecret,
   type Actor,
 } from '../../lib/webhook-endpoints.ts';
+import { CreateWebhookBody, DeliveryQuery, UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEndpointWithSecret } from '../../lib/webhook-schemas.ts';
 import { newWebhookSecret, sealSecret } from '../../lib/webhook-secrets.ts';
 import { requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
 import type { Context } from 'hono';

@@ -5,7 +5,7 @@
 // The baseline's adapter (./baseline.ts) stays as it is: it describes the baseline commit.
 import { createAgentToken, createApiKey, createConfig, createOrganization, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, lit, setOrganizationLimits, TARGET_RELEASE } from '../../../src/admin/statements.ts';
 import * as wrangler from '../../../src/tools/wrangler.ts';
-import type { ClaimRequest, ClaimResponse, HeartbeatRequest } from '../../../prover-agent/src/protocol.ts';
+import type { ClaimRequest, ClaimResponse, HeartbeatRequest } from 'prover-agent/protocol';
 import { BENCH_ORG_LIMITS, bearerPost, stackParts, type TreeAdapter } from './tree.ts';
 
 export function currentAdapter(): TreeAdapter {

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDevEngine } from '../../../prover-agent/src/engine/dev/index.ts';
 import { DEV_PROOF_VERSION } from '../../../prover-agent/src/engine/dev/proofs.ts';
-import { JobError, type EngineConfig, type EngineContext, type ProofKind, type ProvePhase } from '../../../prover-agent/src/engine/types.ts';
+import { JobError, type EngineContext } from '../../../prover-agent/src/engine/types.ts';
+import type { EngineConfig, ProofType, ProvePhase } from '../../../prover-agent/src/protocol.ts';
 import { bytesEntry, guestPath, makeElf, u32Entry } from './helpers.ts';
 import { loadElf } from '../../../prover-agent/src/engine/dev/elf.ts';
 
@@ -67,12 +68,12 @@ async function register(elfPath: string, config: Partial<EngineConfig> = {}) {
 async function prove(
   program: Awaited<ReturnType<typeof register>>,
   inputPath: string,
-  options: { kind?: ProofKind; config?: Partial<EngineConfig>; children?: string[]; signal?: AbortSignal } = {},
+  options: { kind?: ProofType; config?: Partial<EngineConfig>; children?: string[]; signal?: AbortSignal } = {},
 ) {
   const recorded = context(options.config, options.signal);
   const outputPath = file('proof.json');
   const result = await engine.prove(recorded.ctx, {
-    kind: options.kind ?? 'stark',
+    proof_type: options.kind ?? 'stark',
     elfPath: program.elfPath,
     vmexePath: program.elfPath,
     inputPath,
@@ -305,7 +306,7 @@ describe('proving failures', () => {
     const { ctx, phases, metrics } = context();
     const error = await engine
       .prove(ctx, {
-        kind: 'stark', elfPath: panic.elfPath, vmexePath: '', inputPath: input(), childProofPaths: [],
+        proof_type: 'stark', elfPath: panic.elfPath, vmexePath: '', inputPath: input(), childProofPaths: [],
         outputPath: file('proof.json'), app_exe_commit: panic.app_exe_commit, baselinePath: panic.baselinePath,
       })
       .catch((e: unknown) => e);
@@ -321,7 +322,7 @@ describe('proving failures', () => {
     const limited = createDevEngine({ maxCycles: 1000 });
     const { ctx } = context();
     const job = limited.prove(ctx, {
-      kind: 'stark', elfPath: loop.elfPath, vmexePath: '', inputPath: input(u32Entry(1_000_000)), childProofPaths: [],
+      proof_type: 'stark', elfPath: loop.elfPath, vmexePath: '', inputPath: input(u32Entry(1_000_000)), childProofPaths: [],
       outputPath: file('proof.json'), app_exe_commit: loop.app_exe_commit, baselinePath: loop.baselinePath,
     });
     const error = await job.catch((e: unknown) => e);
@@ -359,7 +360,7 @@ describe('proving failures', () => {
     const { ctx } = context();
     const long = input(u32Entry(4_000_000_000));
     const proving = timed.prove(ctx, {
-      kind: 'stark', elfPath: loop.elfPath, vmexePath: '', inputPath: long, childProofPaths: [],
+      proof_type: 'stark', elfPath: loop.elfPath, vmexePath: '', inputPath: long, childProofPaths: [],
       outputPath: file('proof.json'), app_exe_commit: loop.app_exe_commit, baselinePath: loop.baselinePath,
     });
     const executing = timed.execute(ctx, { elfPath: loop.elfPath, vmexePath: '', inputPath: long, mode: 'pure' });

@@ -1,6 +1,6 @@
 // openvmConfigProblems: what `admin create-config --engine openvm` refuses, and why.
 import { describe, expect, it } from 'vitest';
-import { openvmConfigProblems } from '../../../src/lib/openvm-config.ts';
+import { openvmConfigProblems } from '../../../prover-agent/src/protocol.ts';
 
 const KEYGEN = 'v2.0.1:crates/cli/src/commands/keygen.rs:130-147';
 

@@ -14,7 +14,7 @@ beforeAll(async () => {
 afterAll(() => host.cleanup());
 
 const proveRequest = (job: Job, kind: 'app' | 'stark' | 'evm', over: Record<string, unknown> = {}) => ({
-  kind,
+  proof_type: kind,
   elfPath: job.files.elf,
   vmexePath: job.files.vmexe,
   inputPath: job.files.input,

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createOpenvmEngine, type OpenvmEngineOptions } from '../../../prover-agent/src/engine/openvm/index.ts';
-import type { EngineConfig, EngineContext, EngineMetrics, ProvePhase } from '../../../prover-agent/src/engine/types.ts';
+import type { EngineContext } from '../../../prover-agent/src/engine/types.ts';
+import type { EngineConfig, EngineMetrics, ProvePhase } from '../../../prover-agent/src/protocol.ts';
 
 export const FAKE_CARGO = fileURLToPath(new URL('./fake-cargo', import.meta.url));
 const CLI = fileURLToPath(new URL('../../../prover-agent/bin/prover-agent.js', import.meta.url));

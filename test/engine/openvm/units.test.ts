@@ -1,10 +1,10 @@
 // The pure parts of the openvm engine: version policy → flag mapping, GPU
 // picking, reading the tool's output, and which configs the tool can key.
 import { describe, expect, it } from 'vitest';
-import { parseVersion, selectCliMapping, shellJoin, versionProblem } from '../../../prover-agent/src/engine/openvm/commands.ts';
-import { pickGpus } from '../../../prover-agent/src/engine/openvm/index.ts';
+import { pickGpus } from '../../../prover-agent/src/agent/gpus.ts';
+import { selectCliMapping, shellJoin } from '../../../prover-agent/src/engine/openvm/commands.ts';
 import { classifyFailure, errorTail, guestStdout, parseMetrics, parsePublicValues, proveOutputReader } from '../../../prover-agent/src/engine/openvm/output.ts';
-import type { ProvePhase } from '../../../prover-agent/src/engine/types.ts';
+import { parseVersion, versionProblem, type ProvePhase } from '../../../prover-agent/src/protocol.ts';
 
 describe('selectCliMapping', () => {
   it('maps 2.0.0 final and later 2.0 releases to the 2.x table', () => {

@@ -4,7 +4,7 @@
 // here: it changes whenever the program's loaded code or data changes, and not
 // when only unloaded parts (symbols, section metadata) do.
 import { createHash } from 'node:crypto';
-import type { EngineConfig } from '../types.ts';
+import type { EngineConfig } from '../../protocol.ts';
 import type { ProgramImage } from './elf.ts';
 
 const u32 = (n: number) => {

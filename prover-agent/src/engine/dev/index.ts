@@ -3,13 +3,14 @@
 // cryptographically. The default engine of the local stack and the test suite; see
 // README.md beside this file.
 import { readFile, writeFile } from 'node:fs/promises';
-import type { EngineOptions } from '../index.ts';
+import type { EngineConfig } from '../../protocol.ts';
 import {
   JobError,
   type CommitResult,
   type Engine,
-  type EngineConfig,
   type EngineContext,
+  type EngineOperation,
+  type EngineOptions,
   type ExecuteRequest,
   type ExecuteResult,
   type ProgramFiles,
@@ -166,15 +167,13 @@ export function devSegments(n: number): number {
   return Math.max(1, Math.ceil(n / DEV_SEGMENT_INSTRUCTIONS));
 }
 
-type Operation = keyof NonNullable<EngineOptions['timeouts']>;
-
 /**
  * `options.timeouts`, as the openvm engine reads them: an operation past its limit is
  * stopped and fails as the host's problem (a plain error, retried elsewhere), not the
  * caller's. No limit unless configured: the cycle limit already bounds every run. The
  * executor sees the deadline at its next check of the signal.
  */
-function withTimeout<R, T>(options: EngineOptions, op: Operation, run: (ctx: EngineContext, req: R) => Promise<T>): (ctx: EngineContext, req: R) => Promise<T> {
+function withTimeout<R, T>(options: EngineOptions, op: EngineOperation, run: (ctx: EngineContext, req: R) => Promise<T>): (ctx: EngineContext, req: R) => Promise<T> {
   const seconds = options.timeouts?.[op];
   if (!seconds) return run;
   return async (ctx, req) => {
@@ -202,7 +201,6 @@ export function createDevEngine(options: EngineOptions & DevEngineOptions): Engi
 function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engine {
   return {
     name: 'dev',
-    usesGpu: false,
 
     async commit(ctx: EngineContext, program: ProgramFiles): Promise<CommitResult> {
       const appExeCommit = toHex(exeCommit(await loadProgram(program.elfPath)));
@@ -275,7 +273,7 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
       const proof = makeDevProof(
         secret,
         {
-          kind: req.kind,
+          kind: req.proof_type,
           appExeCommit,
           appVmCommit,
           configDigest: devConfigDigest(config),
@@ -291,7 +289,7 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
       const proofText = `${JSON.stringify(devProofJson(proof), null, 2)}\n`;
       await writeFile(req.outputPath, proofText);
       // No host path in the job's logs: callers read them.
-      ctx.log(`dev engine: wrote a dev ${req.kind} proof (not a zero-knowledge proof), ${proofText.length} bytes`);
+      ctx.log(`dev engine: wrote a dev ${req.proof_type} proof (not a zero-knowledge proof), ${proofText.length} bytes`);
       return { ...metrics, public_values: toHex(out.publicValues) };
     },
 

@@ -12,7 +12,7 @@
 // mac = HMAC-SHA256(secret, "zkvm-dev/proof/v1" | envelope without mac | u32 LE length
 //       of the public values | public values)
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import type { EngineConfig, ProofKind } from '../types.ts';
+import type { EngineConfig, ProofType } from '../../protocol.ts';
 import { toHex } from './commit.ts';
 import { canonicalInputBytes, parseHex, type InputEntry } from './input.ts';
 
@@ -20,13 +20,13 @@ import { canonicalInputBytes, parseHex, type InputEntry } from './input.ts';
 export const DEV_PROOF_VERSION = 'v1.0-dev';
 
 const MAGIC = Buffer.from('ZKDEVPF1');
-const KIND_CODES: Record<ProofKind, number> = { app: 1, stark: 2, evm: 3 };
+const KIND_CODES: Record<ProofType, number> = { app: 1, stark: 2, evm: 3 };
 const HEADER_BYTES = MAGIC.length + 1 + 4 * 32 + 4;
 const DIGEST_BYTES = 32;
 
 /** What a dev proof states, besides its public values. */
 export interface DevStatement {
-  kind: ProofKind;
+  kind: ProofType;
   appExeCommit: Uint8Array;
   appVmCommit: Uint8Array;
   configDigest: Uint8Array;
@@ -130,7 +130,7 @@ export function devProofJson(proof: DevProof): Record<string, unknown> {
 function parseEnvelope(bytes: Uint8Array, publicValues: Uint8Array): DevProof {
   if (bytes.length < HEADER_BYTES + DIGEST_BYTES || !MAGIC.equals(bytes.subarray(0, MAGIC.length))) throw new Error('proof bytes are not a dev proof envelope');
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const kind = (Object.keys(KIND_CODES) as ProofKind[]).find((k) => KIND_CODES[k] === buf[MAGIC.length]);
+  const kind = (Object.keys(KIND_CODES) as ProofType[]).find((k) => KIND_CODES[k] === buf[MAGIC.length]);
   if (!kind) throw new Error(`unknown dev proof kind ${buf[MAGIC.length]}`);
   const digest = (i: number) => bytes.slice(MAGIC.length + 1 + i * DIGEST_BYTES, MAGIC.length + 1 + (i + 1) * DIGEST_BYTES);
   const children = buf.readUInt32LE(HEADER_BYTES - 4);
@@ -182,7 +182,7 @@ export function readDevProof(doc: unknown): DevProof {
 }
 
 export interface DevProofExpectation {
-  kind: ProofKind;
+  kind: ProofType;
   /** 0x hex of the program the proof must be for; null to accept the program the proof names (an EVM proof checked against its config alone). */
   appExeCommit: string | null;
   config: EngineConfig;

@@ -22,13 +22,9 @@
 // - clap rejects an unknown flag with exit status 2; eyre errors exit 1; panics
 //   (unwrap, assert, expect) exit 101 (Rust's panic status).
 //
-// Version policy: a mapping serves one major from a first final release
-// upwards (`2.0.0` for 2.x). Pre-releases are refused: 2.0.0-beta.2 has other
-// flags (no --agg-prefix-pk/--agg-pk split, v2.0.0-beta.2:crates/cli/src/args.rs)
-// and other JSON (baseline without num_user_pvs). A later minor of a known major
-// uses the newest mapping of that major with a warning; an unknown major is refused.
-
-export type ProofKind = 'app' | 'stark' | 'evm';
+// Version policy and the config rules (which versions a mapping serves, what keygen
+// accepts) are shared with the service's operator tool: prover-agent/src/protocol/openvm-config.ts.
+import { OPENVM_RELEASES, parseVersion, releaseOf, versionProblem, type OpenvmRelease, type ProofType } from '../../protocol.ts';
 
 /** Files of one config directory (see config-dir.ts for the layout). */
 export interface ConfigPaths {
@@ -64,14 +60,8 @@ export interface AggregationPaths {
   evmVerifierArtifact: string;
 }
 
-export interface CliMapping {
-  /** Label shown to operators, e.g. "2.x". */
-  label: string;
-  major: number;
-  /** First minor version these flags apply to. */
-  sinceMinor: number;
-  /** Newest minor whose sources were read; later minors get a warning. */
-  readMinor: number;
+/** The command lines of one release line (its version range and keygen limits: OpenvmRelease). */
+export interface CliMapping extends OpenvmRelease {
   /** `version` in the proof JSON the tool writes: "v<major>.<minor>". */
   proofVersion: string;
   /** Key file names inside ${openvm_dir} (what keygen writes). */
@@ -91,15 +81,13 @@ export interface CliMapping {
     evmVerifierFiles: readonly string[];
     evmVerifierArtifact: string;
   };
-  /** What keygen accepts: it panics on anything else. */
-  keygenLimits: { numPublicValues: number; addrSpaceHeight: number; pointerMaxBits: number };
   /** Cells past which `run --mode meter` stops early and still exits 0. */
   meterCostCap: number;
   setup(o: { evm: boolean; download: boolean }): string[];
   keygen(c: ConfigPaths): string[];
   commit(c: ConfigPaths, a: AggregationPaths, o: { exe: string; outputDir: string; targetDir: string }): string[];
   run(c: ConfigPaths, o: { exe: string; input: string; mode: string }): string[];
-  prove(c: ConfigPaths, a: AggregationPaths, o: { kind: ProofKind; exe: string; input: string; proof: string; targetDir: string }): string[];
+  prove(c: ConfigPaths, a: AggregationPaths, o: { kind: ProofType; exe: string; input: string; proof: string; targetDir: string }): string[];
   verifyStark(c: ConfigPaths, a: AggregationPaths, o: { proof: string; baseline: string; targetDir: string }): string[];
   verifyEvm(a: AggregationPaths, o: { proof: string; appCommit: string }): string[];
   /** Modes `run --mode` accepts (clap ValueEnum ExecutionMode). */
@@ -109,10 +97,7 @@ export interface CliMapping {
 const manifest = (c: ConfigPaths, targetDir: string) => ['--manifest-path', c.manifestPath, '--target-dir', targetDir];
 
 const V2: CliMapping = {
-  label: '2.x',
-  major: 2,
-  sinceMinor: 0,
-  readMinor: 0,
+  ...OPENVM_RELEASES.find((r) => r.label === '2.x')!,
   proofVersion: 'v2.0', //                            v2.0.1:crates/sdk/src/lib.rs:93-97, crates/sdk/src/types.rs:317
   keyFiles: {
     appPk: 'app.pk', //                                 v2.0.1:crates/cli/src/default.rs:9
@@ -131,9 +116,6 @@ const V2: CliMapping = {
     evmVerifierFiles: ['Halo2Verifier.sol', 'OpenVmHalo2Verifier.sol', 'verifier.bytecode.json', 'interfaces/IOpenVmHalo2Verifier.sol'], // v2.0.1:crates/sdk/src/fs.rs:19-22,37-49
     evmVerifierArtifact: 'verifier.bytecode.json', //   v2.0.1:crates/sdk/src/fs.rs:22,49
   },
-  // v2.0.1:crates/cli/src/commands/keygen.rs:130-147 (assert_eq!/assert!: a panic, exit 101);
-  // defaults v2.0.1:crates/vm/src/arch/config.rs:34,188-196, crates/vm/src/system/memory/mod.rs:30.
-  keygenLimits: { numPublicValues: 32, addrSpaceHeight: 3, pointerMaxBits: 29 },
   // 100 segments x 15 GiB: v2.0.1:crates/vm/src/arch/execution_mode/metered_cost.rs:12-13,65-67;
   // segment_ctx.rs:11. Past it metering suspends and `run` prints its lines as usual.
   meterCostCap: 100 * 15 * 2 ** 30,
@@ -200,24 +182,8 @@ export const PRINTED = {
   aggregationSpan: /\b(agg_layer|halo2_outer|halo2_wrapper)\b/,
 } as const;
 
-/** Known mappings, newest first. */
+/** Known mappings, newest first: one per release line of OPENVM_RELEASES. */
 export const CLI_MAPPINGS: readonly CliMapping[] = [V2];
-
-export interface ParsedVersion {
-  major: number;
-  minor: number;
-  patch: number;
-  /** e.g. "beta.2"; null for a final release. */
-  prerelease: string | null;
-  text: string;
-}
-
-/** Parses `v2.0.0`, `2.0`, `2.0.0-beta.2`, or the first such number in a longer text. */
-export function parseVersion(text: string): ParsedVersion | null {
-  const m = /v?(\d+)\.(\d+)(?:\.(\d+))?(?:-([0-9A-Za-z.-]+))?/.exec(text);
-  if (!m) return null;
-  return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3] ?? 0), prerelease: m[4] ?? null, text: m[0].replace(/^v/, '') };
-}
 
 export interface MappingChoice {
   mapping: CliMapping;
@@ -225,88 +191,18 @@ export interface MappingChoice {
   warning: string | null;
 }
 
-/** Why no mapping serves `openvmVersion`, or null when one does. */
-export function versionProblem(openvmVersion: string): string | null {
-  const v = parseVersion(openvmVersion);
-  if (!v) return `cannot read openvm_version '${openvmVersion}'`;
-  const known = CLI_MAPPINGS.map((m) => `${m.major}.${m.sinceMinor}.0 and later ${m.label} releases`).join('; ');
-  if (v.prerelease !== null) {
-    return `openvm ${v.text} is a pre-release; this agent maps final releases only (${known}): pre-releases have other flags and JSON`;
-  }
-  if (!CLI_MAPPINGS.some((m) => m.major === v.major && m.sinceMinor <= v.minor)) {
-    return `no command-line mapping for openvm ${v.text} (this agent knows ${known})`;
-  }
-  return null;
-}
-
 /** Picks the flag mapping for a config's `openvm_version`; throws for versions no mapping serves. */
 export function selectCliMapping(openvmVersion: string): MappingChoice {
   const problem = versionProblem(openvmVersion);
   if (problem) throw new Error(`openvm engine: ${problem}; see prover-agent/src/engine/openvm/commands.ts`);
+  const release = releaseOf(openvmVersion)!;
+  const mapping = CLI_MAPPINGS.find((m) => m.label === release.label)!;
   const v = parseVersion(openvmVersion)!;
-  const mapping = CLI_MAPPINGS.filter((m) => m.major === v.major && m.sinceMinor <= v.minor).sort((a, b) => b.sinceMinor - a.sinceMinor)[0]!;
   const warning =
     v.minor > mapping.readMinor
       ? `openvm ${v.text}: using the ${mapping.label} command-line mapping read from ${mapping.major}.${mapping.readMinor} sources`
       : null;
   return { mapping, warning };
-}
-
-/** Integer settings of an openvm.toml's [app_vm_config.system.config] tables (a line scan, not a TOML parser). */
-function systemSettings(toml: string): Record<string, number> {
-  const found: Record<string, number> = {};
-  let table = '';
-  for (const raw of toml.split('\n')) {
-    const line = raw.replace(/#.*$/, '').trim();
-    const header = /^\[\s*([^\]]+?)\s*\]$/.exec(line);
-    if (header) {
-      table = header[1]!.replace(/\s+/g, '');
-      continue;
-    }
-    const kv = /^([A-Za-z_]+)\s*=\s*(\d+)$/.exec(line);
-    if (!kv) continue;
-    if (table === 'app_vm_config.system.config') found[kv[1]!] = Number(kv[2]);
-    if (table === 'app_vm_config.system.config.memory_config') found[`memory_config.${kv[1]!}`] = Number(kv[2]);
-  }
-  return found;
-}
-
-/**
- * Reasons `cargo openvm` cannot key or serve a config, each with its v2.0.1
- * source; empty when it can. `publicValuesBytes` is the service's size of the
- * public-values space; `openvmToml`, when known, is the config's VM.
- */
-export function openvmConfigProblems(c: { openvm_version: string; public_values_bytes: number; openvm_toml?: string | null }): string[] {
-  const problems: string[] = [];
-  const version = versionProblem(c.openvm_version);
-  if (version) return [version];
-  const { mapping } = selectCliMapping(c.openvm_version);
-  const limits = mapping.keygenLimits;
-  const keygen = 'v2.0.1:crates/cli/src/commands/keygen.rs:130-147';
-  if (c.public_values_bytes !== limits.numPublicValues) {
-    problems.push(
-      `public_values_bytes ${c.public_values_bytes}: cargo openvm keygen only supports the default num_public_values (${limits.numPublicValues}) (${keygen})`,
-    );
-  }
-  if (c.openvm_toml) {
-    const s = systemSettings(c.openvm_toml);
-    const npv = s.num_public_values;
-    if (npv !== undefined && npv !== limits.numPublicValues) {
-      problems.push(`openvm.toml sets num_public_values = ${npv}: cargo openvm keygen only supports ${limits.numPublicValues} (${keygen})`);
-    }
-    if (npv !== undefined && npv !== c.public_values_bytes) {
-      problems.push(`openvm.toml sets num_public_values = ${npv} but the config says public_values_bytes ${c.public_values_bytes}`);
-    }
-    const height = s['memory_config.addr_space_height'];
-    const bits = s['memory_config.pointer_max_bits'];
-    if ((height !== undefined && height !== limits.addrSpaceHeight) || (bits !== undefined && bits !== limits.pointerMaxBits)) {
-      problems.push(
-        `openvm.toml changes the memory dimensions (addr_space_height ${height ?? limits.addrSpaceHeight}, pointer_max_bits ${bits ?? limits.pointerMaxBits}): ` +
-          `cargo openvm keygen only supports the defaults (${limits.addrSpaceHeight}, ${limits.pointerMaxBits}) (${keygen})`,
-      );
-    }
-  }
-  return problems;
 }
 
 /** Renders an argv for logs and printed instructions (POSIX-shell quoting). */

@@ -23,14 +23,14 @@
 // through the CLI"); ctx.gpus names the one device it is pinned to.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ENGINE_GPU_LIMITS } from '../../protocol.ts';
-import type { EngineOptions } from '../index.ts';
+import { ENGINES, parseVersion, versionProblem, type EngineMetrics, type ParsedVersion } from '../../protocol.ts';
 import {
   JobError,
   type CommitResult,
   type Engine,
   type EngineContext,
-  type EngineMetrics,
+  type EngineOperation,
+  type EngineOptions,
   type ExecuteRequest,
   type ExecuteResult,
   type ProgramFiles,
@@ -39,17 +39,15 @@ import {
   type VerifyRequest,
   type VerifyResult,
 } from '../types.ts';
-import { parseVersion, selectCliMapping, shellJoin, versionProblem, type AggregationPaths, type CliMapping, type ConfigPaths, type ParsedVersion } from './commands.ts';
+import { selectCliMapping, shellJoin, type AggregationPaths, type CliMapping, type ConfigPaths } from './commands.ts';
 import { aggregationPaths, configPaths, defaultConfigsDir, describeMissing, missingRequirements, requirements, type Needs } from './config-dir.ts';
 import { gpuEnv } from './gpus.ts';
 import { canonicalStarkProof, checkEvmProof, checkInputFile, checkWrittenProof, isHex32, readToolJson } from './job-files.ts';
 import { classifyFailure, errorTail, guestStdout, parseMetrics, parsePublicValues, proveOutputReader } from './output.ts';
 import { runTool, ToolTimeoutError, type ToolExit } from './tool.ts';
 
-export { pickGpus } from './gpus.ts';
-
 /** GPUs one run of the tool uses, however many it is given (see the header). */
-const GPUS_PER_RUN = ENGINE_GPU_LIMITS.openvm!;
+const GPUS_PER_RUN = ENGINES.openvm.maxGpus;
 
 export interface OpenvmEngineOptions extends EngineOptions {
   /** Environment the tool starts from (default: the agent's). Its HOME locates ~/.openvm. */
@@ -58,13 +56,11 @@ export interface OpenvmEngineOptions extends EngineOptions {
   killGraceMs?: number;
 }
 
-type Operation = 'commit' | 'execute' | 'prove' | 'verify';
-
 /**
  * Per-operation limits in seconds when options.timeouts leaves them out. Proving
  * includes the metered execution that precedes it.
  */
-export const DEFAULT_TIMEOUTS_S: Record<Operation, number> = {
+export const DEFAULT_TIMEOUTS_S: Record<EngineOperation, number> = {
   commit: 30 * 60,
   execute: 30 * 60,
   prove: 6 * 60 * 60,
@@ -87,7 +83,7 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
   const cargo = options.cargoPath ?? baseEnv.PROVER_AGENT_CARGO ?? 'cargo';
   const configsDir = options.configsDir ?? defaultConfigsDir(baseEnv);
   const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-  const timeoutMs = (op: Operation) => (options.timeouts?.[op] ?? DEFAULT_TIMEOUTS_S[op]) * 1000;
+  const timeoutMs = (op: EngineOperation) => (options.timeouts?.[op] ?? DEFAULT_TIMEOUTS_S[op]) * 1000;
   // The tool's log level is the mapping's choice (--verbose where INFO is read), not the
   // host's: RUST_LOG would override it (stark-backend v2.0.1:crates/stark-sdk/src/utils.rs:14)
   // and put log lines among a guest's output.
@@ -133,7 +129,7 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
     }
   }
 
-  async function session<T>(ctx: EngineContext, op: Operation, needs: Needs, body: (s: Session) => Promise<T>): Promise<T> {
+  async function session<T>(ctx: EngineContext, op: EngineOperation, needs: Needs, body: (s: Session) => Promise<T>): Promise<T> {
     // Permanent for this config whichever agent claims it: the caller's answer, not a retry.
     const unmappable = versionProblem(ctx.config.openvm_version);
     if (unmappable) throw new JobError(`config ${ctx.config.id} cannot be served by the openvm engine: ${unmappable}`);
@@ -211,7 +207,6 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
 
   return {
     name: 'openvm',
-    usesGpu: true,
 
     async commit(ctx: EngineContext, program: ProgramFiles): Promise<CommitResult> {
       return session(ctx, 'commit', STARK_ONLY, async (s) => {
@@ -259,7 +254,7 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
       if (req.childProofPaths.length > 0) {
         throw new JobError('deferred child proofs are not supported by the openvm engine: `cargo openvm prove` takes no child proofs');
       }
-      return session(ctx, 'prove', { evmProve: req.kind === 'evm', evmVerify: false }, async (s) => {
+      return session(ctx, 'prove', { evmProve: req.proof_type === 'evm', evmVerify: false }, async (s) => {
         await checkInputFile(req.inputPath);
         // Reported once checked against the cost cap: progress reports cannot be taken back.
         const seen = metricsCollector(ctx, { live: false });
@@ -278,12 +273,12 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
         ctx.progress({ phase: 'Executed', metrics: metered });
 
         ctx.progress({ phase: 'AppProving' });
-        const reader = proveOutputReader(req.kind, (phase) => ctx.progress({ phase }));
-        const args = s.mapping.prove(s.cfg, s.agg, { kind: req.kind, exe: req.vmexePath, input: req.inputPath, proof: req.outputPath, targetDir: join(s.scratch, 'target') });
-        const exit = await s.tool(`prove ${req.kind}`, args, (l) => reader.line(l));
-        if (exit.code !== 0) throw failure(`prove ${req.kind}`, exit);
+        const reader = proveOutputReader(req.proof_type, (phase) => ctx.progress({ phase }));
+        const args = s.mapping.prove(s.cfg, s.agg, { kind: req.proof_type, exe: req.vmexePath, input: req.inputPath, proof: req.outputPath, targetDir: join(s.scratch, 'target') });
+        const exit = await s.tool(`prove ${req.proof_type}`, args, (l) => reader.line(l));
+        if (exit.code !== 0) throw failure(`prove ${req.proof_type}`, exit);
         reader.done();
-        const stated = await checkWrittenProof(req.kind, req.outputPath);
+        const stated = await checkWrittenProof(req.proof_type, req.outputPath);
         const segments = reader.segments;
         if (segments !== null) ctx.progress({ metrics: { num_segments: segments } });
         return { ...metered, ...(segments !== null ? { num_segments: segments } : {}), public_values: stated ?? seen.publicValues ?? '0x' };

@@ -2,6 +2,7 @@
 // zkVM tool's own formats (client-conventions.md).
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { ProofType } from '../../protocol.ts';
 import { JobError } from '../types.ts';
 
 /**
@@ -84,7 +85,7 @@ export async function canonicalStarkProof(path: string): Promise<{ proof: Record
  * Checks the proof the tool wrote and returns the public values it states
  * (EVM proofs carry them in the clear; null otherwise).
  */
-export async function checkWrittenProof(kind: 'app' | 'stark' | 'evm', path: string): Promise<string | null> {
+export async function checkWrittenProof(kind: ProofType, path: string): Promise<string | null> {
   const s = await stat(path).catch(() => null);
   if (!s?.isFile() || s.size === 0) throw new Error(`openvm engine: the zkVM tool reported success but wrote no ${kind} proof at ${path}`);
   if (kind === 'app') return null; // a binary encoding, opaque here

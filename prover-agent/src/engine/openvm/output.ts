@@ -1,7 +1,7 @@
 // Reading the zkVM tool's output: the lines it really prints (commands.ts
 // PRINTED, with their sources), the proving phases they reveal, and whose fault
 // a failure is.
-import type { EngineMetrics, ProvePhase } from '../types.ts';
+import type { EngineMetrics, ProofType, ProvePhase } from '../../protocol.ts';
 import { PRINTED } from './commands.ts';
 
 // `run` prints these with println! whatever the log level: meter mode the
@@ -111,7 +111,7 @@ const TRACING_LINE = /^\s*(TRACE|DEBUG|INFO|WARN|ERROR)\s/;
  * proof's span tree appears when the app proof is done; aggregation (and for
  * EVM the Halo2 wrapping) follows within the same command.
  */
-export function proveOutputReader(kind: 'app' | 'stark' | 'evm', announce: (phase: ProvePhase) => void) {
+export function proveOutputReader(kind: ProofType, announce: (phase: ProvePhase) => void) {
   let appDone = false;
   let segments = 0;
   const finishApp = () => {

@@ -102,13 +102,13 @@ export async function main(argv: string[]): Promise<number> {
       return [ok && r.error === null, `${text}; ${r.num_instructions} instructions, ${r.cells_used} cells${r.error ? `; error: ${r.error}` : ''}`];
     });
     const starkPath = join(workDir, 'stark-proof.json');
-    const stark = await step('prove stark', () => engine.prove(ctx, { ...files, kind: 'stark', childProofPaths: [], outputPath: starkPath, app_exe_commit: commit?.app_exe_commit ?? '', baselinePath }), (r) => pvCheck(r.public_values));
+    const stark = await step('prove stark', () => engine.prove(ctx, { ...files, proof_type: 'stark', childProofPaths: [], outputPath: starkPath, app_exe_commit: commit?.app_exe_commit ?? '', baselinePath }), (r) => pvCheck(r.public_values));
     if (commit && stark) {
       await step('verify stark', () => engine.verify(ctx, { proof_type: 'stark', proofPath: starkPath, baselinePath, app_exe_commit: commit.app_exe_commit }), (r) => [r.verified, r.reason ?? 'verified']);
     }
     if (values.evm) {
       const evmPath = join(workDir, 'evm-proof.json');
-      const evm = await step('prove evm', () => engine.prove(ctx, { ...files, kind: 'evm', childProofPaths: [], outputPath: evmPath, app_exe_commit: commit?.app_exe_commit ?? '', baselinePath }), (r) => pvCheck(r.public_values));
+      const evm = await step('prove evm', () => engine.prove(ctx, { ...files, proof_type: 'evm', childProofPaths: [], outputPath: evmPath, app_exe_commit: commit?.app_exe_commit ?? '', baselinePath }), (r) => pvCheck(r.public_values));
       if (commit && evm) {
         await step('verify evm', () => engine.verify(ctx, { proof_type: 'evm', proofPath: evmPath, baselinePath, app_exe_commit: commit.app_exe_commit }), (r) => [r.verified, r.reason ?? 'verified']);
       }

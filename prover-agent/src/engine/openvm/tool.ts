@@ -1,10 +1,10 @@
-// Runs the zkVM tool as a child process: line-by-line output, a deadline, and
-// cancellation. The tool is spawned in the caller's process group (no
-// `detached`), so the runner's kill of the whole group also reaches it; on our
-// own abort or deadline we send SIGTERM, then SIGKILL after a grace period, and
-// settle only once the process is gone so no prover outlives its job.
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
+// Runs the zkVM tool as a child process (../../lib/child-process.ts): line-by-line
+// output, a deadline, and cancellation. The tool is spawned in the caller's process
+// group (not a group of its own), so the runner's kill of the whole group also
+// reaches it; on our own abort or deadline it is stopped (SIGTERM, then SIGKILL after
+// a grace period), and we settle only once the process is gone so no prover outlives
+// its job.
+import { spawnChild } from '../../lib/child-process.ts';
 
 export interface ToolRunOptions {
   cwd: string;
@@ -50,34 +50,37 @@ export const stripAnsi = (s: string): string => s.replace(ANSI, '');
 export function runTool(command: string, args: readonly string[], o: ToolRunOptions): Promise<ToolExit> {
   if (o.signal.aborted) return Promise.reject(new ToolCanceledError(`${o.label}: canceled before start`));
   return new Promise<ToolExit>((resolve, reject) => {
-    const child = spawn(command, args, { cwd: o.cwd, env: o.env, stdio: ['ignore', 'pipe', 'pipe'] });
     const stdout: string[] = [];
     let stdoutChars = 0;
     const stderrTail: string[] = [];
     let stopReason: 'canceled' | 'timeout' | null = null;
-    let killTimer: NodeJS.Timeout | undefined;
     let settled = false;
 
-    createInterface({ input: child.stdout }).on('line', (raw) => {
-      const line = stripAnsi(raw);
-      if (stdoutChars < MAX_STDOUT_CHARS) {
-        stdout.push(line);
-        stdoutChars += line.length + 1;
-      }
-      o.onStdout?.(line);
+    const tool = spawnChild(command, args, {
+      ownGroup: false,
+      cwd: o.cwd,
+      env: o.env,
+      onStdoutLine(raw) {
+        const line = stripAnsi(raw);
+        if (stdoutChars < MAX_STDOUT_CHARS) {
+          stdout.push(line);
+          stdoutChars += line.length + 1;
+        }
+        o.onStdout?.(line);
+      },
+      onStderrLine(raw) {
+        const line = stripAnsi(raw);
+        stderrTail.push(line);
+        if (stderrTail.length > STDERR_TAIL_LINES) stderrTail.shift();
+        o.onStderr?.(line);
+      },
     });
-    createInterface({ input: child.stderr }).on('line', (raw) => {
-      const line = stripAnsi(raw);
-      stderrTail.push(line);
-      if (stderrTail.length > STDERR_TAIL_LINES) stderrTail.shift();
-      o.onStderr?.(line);
-    });
+    const child = tool.process;
 
     const stop = (reason: 'canceled' | 'timeout') => {
       if (stopReason || settled) return;
       stopReason = reason;
-      child.kill('SIGTERM');
-      killTimer = setTimeout(() => child.kill('SIGKILL'), o.killGraceMs);
+      void tool.stop(o.killGraceMs);
     };
     const onAbort = () => stop('canceled');
     o.signal.addEventListener('abort', onAbort, { once: true });
@@ -87,7 +90,6 @@ export function runTool(command: string, args: readonly string[], o: ToolRunOpti
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
-      clearTimeout(killTimer);
       o.signal.removeEventListener('abort', onAbort);
       if (err) reject(err);
       else resolve(exit!);
@@ -106,8 +108,8 @@ export function runTool(command: string, args: readonly string[], o: ToolRunOpti
       if (stopReason === 'canceled') finish(new ToolCanceledError(`${o.label}: canceled; the zkVM tool was stopped (${signal ?? `exit ${code}`})`));
       else if (stopReason === 'timeout') finish(new ToolTimeoutError(`${o.label}: timed out after ${formatSeconds(o.timeoutMs)}; the zkVM tool was stopped`));
       if (stopReason) {
-        child.stdout.destroy();
-        child.stderr.destroy();
+        child.stdout!.destroy();
+        child.stderr!.destroy();
       }
     });
     child.on('close', (code, signal) => finish(null, { code, signal, stdout, stderrTail }));

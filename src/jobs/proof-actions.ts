@@ -1,14 +1,15 @@
 // What the public API and the console both do to a caller's proof: download one of
 // its files, cancel it.
+import type { ProofType } from 'prover-agent/protocol';
 import type { proofs } from '../db/schema.ts';
-import type { CancelOutcome } from '../jobs/state.ts';
-import { streamObject } from './artifacts.ts';
-import { ApiError, notFound } from './errors.ts';
+import { streamObject } from '../lib/artifacts.ts';
+import { ApiError, notFound } from '../lib/errors.ts';
+import type { CancelOutcome } from './state.ts';
 
 type ProofRow = typeof proofs.$inferSelect;
 
 /** The proof file of a kind, streamed; 404 until it exists. */
-export async function proofFileResponse(bucket: R2Bucket, proof: ProofRow, kind: 'stark' | 'evm' | 'app'): Promise<Response> {
+export async function proofFileResponse(bucket: R2Bucket, proof: ProofRow, kind: ProofType): Promise<Response> {
   const key = proof.proof_keys[kind];
   const obj = key ? await bucket.get(key) : null;
   if (!obj) throw new ApiError(404, `No ${kind} proof for this job (state: ${proof.state})`);

@@ -1,0 +1,70 @@
+// The /console/v1 endpoints this client uses, each with the type of its answer (the
+// server's schemas, src/console/ui/api-types.ts): the one list of paths in the client.
+import type * as T from '../ui/api-types.ts';
+import { authCall, call, callJson } from './http.ts';
+
+const seg = encodeURIComponent;
+
+/** Anyone: sign in, set a password, read and accept an invitation (`token` from the link). */
+export const authApi = {
+  signIn: (email: string, password: string) => authCall<T.Token>('signin', { email, password }),
+  setPassword: (token: string, password: string) => authCall<T.PasswordSet>('set-password', { token, password }),
+  readInvite: (token: string) => authCall<T.InviteSummary>('invite', { token }),
+  acceptInvite: (token: string, password: string, name?: string) => authCall<T.InviteAccepted>('accept-invite', { token, password, name }),
+};
+
+/** The signed-in user, with their organizations; the fleet (operators). */
+export const accountApi = {
+  me: () => callJson<T.Me>('/me'),
+  fleet: () => callJson<T.Fleet>('/fleet'),
+};
+
+/** One organization's records. */
+export function orgApi(orgId: string) {
+  const at = (path: string) => `/orgs/${seg(orgId)}${path}`;
+  const webhook = (id: string) => at(`/webhooks/${seg(id)}`);
+  const proof = (id: string) => at(`/proofs/${seg(id)}`);
+  return {
+    projects: (query: URLSearchParams) => callJson<T.Page<T.ProjectRecord>>(at(`/projects?${query}`)),
+    project: (id: string) => callJson<T.ProjectRecord>(at(`/projects/${seg(id)}`)),
+    programs: (query: URLSearchParams) => callJson<T.Page<T.ProgramRecord>>(at(`/programs?${query}`)),
+    program: (id: string) => callJson<T.ProgramDetail>(at(`/programs/${seg(id)}`)),
+    executions: (query: URLSearchParams) => callJson<T.Page<T.ExecutionRecord>>(at(`/executions?${query}`)),
+
+    proofs: (query: URLSearchParams) => callJson<T.Page<T.ConsoleProof>>(at(`/proofs?${query}`)),
+    proof: (id: string) => callJson<T.ProofDetail>(proof(id)),
+    cancelProof: (id: string) => callJson<T.CancelAnswer>(proof(id) + '/cancel', 'POST'),
+    /** The proof job's log from a byte offset, and where the next read starts. */
+    proofLog: async (id: string, offset: number) => {
+      const res = await call(proof(id) + `/logs?offset=${offset}`);
+      return { text: await res.text(), next: Number(res.headers.get('x-log-next-offset') || offset) };
+    },
+    proofFile: async (id: string, kind: string) => (await call(proof(id) + `/proof/${seg(kind)}`)).blob(),
+
+    apiKeys: () => callJson<T.List<T.ApiKey>>(at('/api-keys')),
+    createApiKey: (name?: string) => callJson<T.CreatedApiKey>(at('/api-keys'), 'POST', name ? { name } : {}),
+    revokeApiKey: (id: string) => callJson<T.Message>(at(`/api-keys/${seg(id)}`), 'DELETE'),
+
+    webhooks: (query: URLSearchParams) => callJson<T.Page<T.WebhookEndpoint>>(at(`/webhooks?${query}`)),
+    createWebhook: (body: T.CreateWebhook) => callJson<T.WebhookEndpointWithSecret>(at('/webhooks'), 'POST', body),
+    webhook: (id: string) => callJson<T.WebhookEndpoint>(webhook(id)),
+    updateWebhook: (id: string, body: T.UpdateWebhook) => callJson<T.WebhookEndpoint>(webhook(id), 'PATCH', body),
+    deleteWebhook: (id: string) => callJson<T.Message>(webhook(id), 'DELETE'),
+    rotateWebhookSecret: (id: string) => callJson<T.WebhookEndpointWithSecret>(webhook(id) + '/rotate-secret', 'POST'),
+    testWebhook: (id: string) => callJson<T.WebhookDelivery>(webhook(id) + '/test', 'POST'),
+    deliveries: (id: string, query: URLSearchParams) => callJson<T.Page<T.WebhookDelivery>>(webhook(id) + `/deliveries?${query}`),
+    redeliver: (id: string, deliveryId: string) => callJson<T.WebhookDelivery>(webhook(id) + `/deliveries/${seg(deliveryId)}/redeliver`, 'POST'),
+
+    members: () => callJson<T.List<T.Member>>(at('/members')),
+    setRole: (userId: string, role: T.Role) => callJson<T.Message>(at(`/members/${seg(userId)}`), 'PATCH', { role }),
+    removeMember: (userId: string) => callJson<T.Message>(at(`/members/${seg(userId)}`), 'DELETE'),
+    invites: () => callJson<T.List<T.Invite>>(at('/invites')),
+    createInvite: (email: string, role: T.Role) => callJson<T.CreatedInvite>(at('/invites'), 'POST', { email, role }),
+    revokeInvite: (id: string) => callJson<T.Message>(at(`/invites/${seg(id)}`), 'DELETE'),
+    audit: (query: URLSearchParams) => callJson<T.Page<T.AuditEntry>>(at(`/audit?${query}`)),
+
+    usage: (query: URLSearchParams) => callJson<T.Usage>(at(`/usage?${query}`)),
+  };
+}
+
+export type OrgApi = ReturnType<typeof orgApi>;

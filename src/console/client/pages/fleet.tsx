@@ -1,0 +1,24 @@
+// The fleet, for service operators: reloaded every 5 seconds.
+import { useState } from 'hono/jsx/dom';
+import type { Fleet } from '../../ui/api-types.ts';
+import { FleetView } from '../../ui/views/fleet.tsx';
+import { attempt, fail } from '../chrome.ts';
+import { accountApi } from '../endpoints.ts';
+import { useInterval } from '../hooks.ts';
+import type { SignedInPage } from '../signed-in.ts';
+
+const RELOAD_MS = 5000;
+
+function FleetPage({ initial }: { initial: Fleet }) {
+  const [fleet, setFleet] = useState(initial);
+  useInterval(() => void attempt(async () => setFleet(await accountApi.fleet())), RELOAD_MS);
+  return <FleetView fleet={fleet} />;
+}
+
+export const fleet: SignedInPage = async ({ user }) => {
+  if (!user.is_operator) {
+    fail('The fleet page is for service operators.');
+    return <FleetView />;
+  }
+  return <FleetPage initial={await accountApi.fleet()} />;
+};

@@ -1,0 +1,14 @@
+// Each page of the client by name (the names of src/console/ui/site.ts).
+import type { OpenPageName, SignedInPageName } from '../../ui/site.ts';
+import type { OpenPage, SignedInPage } from '../signed-in.ts';
+import { invite, setPassword, signin } from './auth.tsx';
+import { fleet } from './fleet.tsx';
+import { keys } from './keys.tsx';
+import { members } from './members.tsx';
+import { program, project, projects, proof, proofs } from './records.tsx';
+import { usage } from './usage.tsx';
+import { webhook, webhooks } from './webhooks.tsx';
+
+export const OPEN_PAGES: Record<OpenPageName, OpenPage> = { signin, 'set-password': setPassword, invite };
+
+export const SIGNED_IN_PAGES: Record<SignedInPageName, SignedInPage> = { projects, project, program, proofs, proof, keys, webhooks, webhook, members, usage, fleet };

@@ -1,0 +1,36 @@
+// API keys: create (shown once), revoke.
+import { useState } from 'hono/jsx/dom';
+import type { ApiKey } from '../../ui/api-types.ts';
+import { KeysView } from '../../ui/views/keys.tsx';
+import { attempt, say } from '../chrome.ts';
+import { copyText, field, formOf } from '../dom.ts';
+import type { OrgApi } from '../endpoints.ts';
+import type { SignedInPage } from '../signed-in.ts';
+
+function KeysPage({ api, initial }: { api: OrgApi; initial: ApiKey[] }) {
+  const [keys, setKeys] = useState(initial);
+  const [created, setCreated] = useState<string | undefined>(undefined);
+  const reload = async () => setKeys((await api.apiKeys()).items);
+
+  const create = (event: Event) => {
+    event.preventDefault();
+    const form = formOf(event);
+    void attempt(async () => {
+      setCreated((await api.createApiKey(field(form, 'name') || undefined)).key);
+      form.reset();
+      say('Key created.');
+      await reload();
+    });
+  };
+  const revoke = (key: ApiKey) => {
+    if (!confirm(`Revoke ${key.name} (${key.prefix || key.id})? Calls with it fail at once.`)) return;
+    void attempt(async () => {
+      await api.revokeApiKey(key.id);
+      say('Key revoked.');
+      await reload();
+    });
+  };
+  return <KeysView keys={keys} created={created} onCreate={create} onCopy={() => void copyText(created)} onRevoke={revoke} />;
+}
+
+export const keys: SignedInPage = async ({ api }) => <KeysPage api={api} initial={(await api.apiKeys()).items} />;

@@ -1,0 +1,91 @@
+// Members, invitations and the audit log (owners and admins).
+import { useState } from 'hono/jsx/dom';
+import type { AuditEntry, Invite, Member, Organization, Page, Role } from '../../ui/api-types.ts';
+import { grantableRoles, isManager, ROLES } from '../../ui/states.ts';
+import { MembersView, type MemberActions } from '../../ui/views/members.tsx';
+import { attempt, fail, say } from '../chrome.ts';
+import { copyText, field, formOf } from '../dom.ts';
+import type { OrgApi } from '../endpoints.ts';
+import { firstPage, usePaged } from '../hooks.ts';
+import type { SignedInPage } from '../signed-in.ts';
+
+/** The role a select names (its options are roles). */
+const roleOf = (value: string): Role | undefined => ROLES.find((r) => r === value);
+
+interface MembersPageProps {
+  api: OrgApi;
+  org: Organization;
+  members: Member[];
+  invites: Invite[];
+  audit: Page<AuditEntry>;
+}
+
+function MembersPage({ api, org, ...initial }: MembersPageProps) {
+  const [members, setMembers] = useState(initial.members);
+  const [invites, setInvites] = useState(initial.invites);
+  const [inviteLink, setInviteLink] = useState<string | undefined>(undefined);
+  const audit = usePaged(initial.audit, api.audit);
+  const reloadMembers = async () => setMembers((await api.members()).items);
+  const reloadInvites = async () => setInvites((await api.invites()).items);
+  const grantable = grantableRoles(org.role);
+
+  const memberActions: MemberActions = {
+    // Only owners change owners.
+    rolesFor: (m) => (org.role === 'owner' || m.role !== 'owner' ? grantable : []),
+    onRole: (m, event) => {
+      const role = roleOf((event.currentTarget as HTMLSelectElement).value);
+      if (!role) return;
+      void attempt(async () => say((await api.setRole(m.user_id, role)).message)).then(() => attempt(reloadMembers));
+    },
+    onRemove: (m) => {
+      if (!confirm(`Remove ${m.email}? Their sessions end and their keys are revoked.`)) return;
+      void attempt(async () => {
+        say((await api.removeMember(m.user_id)).message);
+        await Promise.all([reloadMembers(), audit.go(1)]);
+      });
+    },
+  };
+
+  const invite = (event: Event) => {
+    event.preventDefault();
+    const form = formOf(event);
+    const role = roleOf(field(form, 'role'));
+    if (!role) return;
+    void attempt(async () => {
+      const created = await api.createInvite(field(form, 'email'), role);
+      setInviteLink(created.link);
+      say(`Invitation created for ${created.email}.`);
+      form.reset();
+      await Promise.all([reloadInvites(), audit.go(1)]);
+    });
+  };
+  const revokeInvite = (i: Invite) =>
+    void attempt(async () => {
+      say((await api.revokeInvite(i.id)).message);
+      await reloadInvites();
+    });
+
+  return (
+    <MembersView
+      members={members}
+      invites={invites}
+      audit={audit.list}
+      invitable={grantable}
+      inviteLink={inviteLink}
+      memberActions={memberActions}
+      onInvite={invite}
+      onCopy={() => void copyText(inviteLink)}
+      onRevokeInvite={revokeInvite}
+      onAuditPage={audit.onPage}
+    />
+  );
+}
+
+export const members: SignedInPage = async ({ api, org }) => {
+  if (!isManager(org.role)) {
+    fail(`Only owners and admins manage members; you are a ${org.role} of ${org.name}.`);
+    return <MembersView refused />;
+  }
+  const [list, invites, audit] = await Promise.all([api.members(), api.invites(), api.audit(firstPage())]);
+  return <MembersPage api={api} org={org} members={list.items} invites={invites.items} audit={audit} />;
+};

@@ -1,0 +1,77 @@
+// Usage over a date range (the last 30 days at first), with a chart of proofs and cost
+// per day drawn by uPlot, which the page loads beside this script (/console/vendor).
+import { useEffect, useRef, useState } from 'hono/jsx/dom';
+import type uPlot from 'uplot/dist/uPlot';
+import type { Usage } from '../../ui/api-types.ts';
+import { UsageView } from '../../ui/views/usage.tsx';
+import { attempt, fail } from '../chrome.ts';
+import { field, formOf, formQuery } from '../dom.ts';
+import type { OrgApi } from '../endpoints.ts';
+import type { SignedInPage } from '../signed-in.ts';
+
+declare global {
+  interface Window {
+    uPlot?: typeof uPlot;
+  }
+}
+
+const DAY_MS = 86_400_000;
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+interface Range {
+  from: string;
+  to: string;
+}
+
+/** Proofs as bars and cost as a line, per day, into `box`; the chart, to destroy before the next. */
+function drawChart(box: HTMLElement, usage: Usage): uPlot | undefined {
+  const UPlot = window.uPlot;
+  if (!UPlot) {
+    fail('The chart library did not load.');
+    return undefined;
+  }
+  const fg = getComputedStyle(document.body).color;
+  const data: uPlot.AlignedData = [usage.days.map((d) => Date.parse(d.date) / 1000), usage.days.map((d) => d.proofs), usage.days.map((d) => d.cost / 1e6)];
+  const opts: uPlot.Options = {
+    width: Math.max(300, box.clientWidth || 600),
+    height: 260,
+    series: [
+      {},
+      { label: 'Proofs', stroke: '#3b82f6', fill: 'rgba(59,130,246,0.35)', paths: UPlot.paths.bars?.({ size: [0.6, 40] }), scale: 'n' },
+      { label: 'Cost (USD)', stroke: '#f59e0b', width: 2, scale: 'usd' },
+    ],
+    axes: [
+      { stroke: fg },
+      { scale: 'n', stroke: fg, label: 'Proofs' },
+      // Costs of dev and small proofs are fractions of a cent: enough digits to tell ticks apart.
+      { scale: 'usd', side: 1, stroke: fg, label: 'USD', grid: { show: false }, size: 70, values: (_u, ticks) => ticks.map((v) => (v < 0.01 ? v.toFixed(6) : v.toFixed(2))) },
+    ],
+    scales: { x: { time: true }, n: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+  };
+  return new UPlot(opts, data, box);
+}
+
+function UsagePage({ api, initial, range: initialRange }: { api: OrgApi; initial: Usage; range: Range }) {
+  const [usage, setUsage] = useState(initial);
+  const [range, setRange] = useState(initialRange);
+  const chartBox = useRef<HTMLDivElement | null>(null);
+
+  useEffect(() => {
+    const chart = chartBox.current && drawChart(chartBox.current, usage);
+    return () => chart?.destroy();
+  }, [usage]);
+
+  const changeRange = (event: Event) => {
+    const form = formOf(event);
+    setRange({ from: field(form, 'from'), to: field(form, 'to') });
+    const query = formQuery(form);
+    void attempt(async () => setUsage(await api.usage(query)));
+  };
+  return <UsageView usage={usage} from={range.from} to={range.to} chartRef={chartBox} onRange={changeRange} />;
+}
+
+export const usage: SignedInPage = async ({ api }) => {
+  const now = Date.now();
+  const range = { from: isoDay(now - 29 * DAY_MS), to: isoDay(now) };
+  return <UsagePage api={api} initial={await api.usage(new URLSearchParams({ ...range }))} range={range} />;
+};

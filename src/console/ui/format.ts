@@ -1,0 +1,15 @@
+// How the console writes values: dates in the reader's locale, micro-USD as dollars,
+// counts with separators, and a dash for what is not there (yet).
+
+export const NONE = '—';
+
+type Maybe<T> = T | null | undefined;
+
+export const formatDate = (iso: Maybe<string>) => (iso ? new Date(iso).toLocaleString() : NONE);
+/** Costs are micro-USD on the wire; dev and small proofs cost fractions of a cent. */
+export const formatUsd = (micro: Maybe<number>) => (micro === null || micro === undefined ? NONE : (micro / 1e6).toFixed(4));
+export const formatCount = (n: Maybe<number>) => (n === null || n === undefined ? NONE : n.toLocaleString());
+/** The first characters of an id, enough to tell records apart on a page. */
+export const shortId = (id: string) => id.slice(0, 8);
+/** A webhook endpoint's events: `null` means every event, including ones added later. */
+export const eventsText = (events: readonly string[] | null) => (events ? events.join(', ') : 'all events');

@@ -1,0 +1,62 @@
+// The console's pages: where each is served, its title, and the links between them.
+// The server registers a route per page (src/console/pages.tsx); the client picks the
+// page to fill by the name the server writes on <body data-page>.
+
+export interface PageSpec {
+  /** Hono route under /console. */
+  path: string;
+  title: string;
+  /** Anyone may open it (sign-in, one-time links); the rest need a session. */
+  open?: boolean;
+  /** Loads the chart library. */
+  chart?: boolean;
+}
+
+export const CONSOLE_PAGES = {
+  signin: { path: '/signin', title: 'Sign in', open: true },
+  'set-password': { path: '/set-password', title: 'Set your password', open: true },
+  invite: { path: '/invite', title: 'Join an organization', open: true },
+  projects: { path: '/projects', title: 'Projects' },
+  project: { path: '/projects/:id', title: 'Project' },
+  program: { path: '/programs/:id', title: 'Program' },
+  proofs: { path: '/proofs', title: 'Proofs' },
+  proof: { path: '/proofs/:id', title: 'Proof' },
+  keys: { path: '/keys', title: 'API keys' },
+  webhooks: { path: '/webhooks', title: 'Webhooks' },
+  webhook: { path: '/webhooks/:id', title: 'Webhook endpoint' },
+  members: { path: '/members', title: 'Members' },
+  usage: { path: '/usage', title: 'Usage', chart: true },
+  fleet: { path: '/fleet', title: 'Fleet' },
+} as const satisfies Record<string, PageSpec>;
+
+export type PageName = keyof typeof CONSOLE_PAGES;
+export type OpenPageName = { [K in PageName]: (typeof CONSOLE_PAGES)[K] extends { open: true } ? K : never }[PageName];
+export type SignedInPageName = Exclude<PageName, OpenPageName>;
+
+export const isPageName = (name: string | undefined): name is PageName => name !== undefined && Object.hasOwn(CONSOLE_PAGES, name);
+export const isOpenPage = (name: PageName): name is OpenPageName => 'open' in CONSOLE_PAGES[name];
+
+/** What follows a page's title in the browser's. */
+export const TITLE_SUFFIX = ' · Proving console';
+
+/** The main navigation; the fleet page is for service operators only. */
+export const NAV = [
+  { href: '/console/projects', label: 'Projects' },
+  { href: '/console/proofs', label: 'Proofs' },
+  { href: '/console/keys', label: 'API keys' },
+  { href: '/console/webhooks', label: 'Webhooks' },
+  { href: '/console/members', label: 'Members' },
+  { href: '/console/usage', label: 'Usage' },
+  { href: '/console/fleet', label: 'Fleet', operators: true },
+] as const;
+
+const at = (base: string) => (id: string) => `/console/${base}/${encodeURIComponent(id)}`;
+export const links = {
+  home: '/console/projects',
+  signin: '/console/signin',
+  webhooks: '/console/webhooks',
+  project: at('projects'),
+  program: at('programs'),
+  proof: at('proofs'),
+  webhook: at('webhooks'),
+};

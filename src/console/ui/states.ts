@@ -1,0 +1,19 @@
+// Facts about states and roles the pages act on, from the schema's own lists
+// (src/db/enums.ts, which has no imports and so is bundled into the client).
+import { PROOF_RUNNING_STATES, PROOF_TERMINAL_STATES, type ProofState, type Role } from '../../db/enums.ts';
+
+export { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, type ProofState, type Role } from '../../db/enums.ts';
+
+/** A proof's way to success, as the proof page's timeline shows it. */
+export const PROOF_STEPS: readonly ProofState[] = ['Queued', ...PROOF_RUNNING_STATES, 'Succeeded'];
+
+export const isFinalProofState = (state: ProofState) => (PROOF_TERMINAL_STATES as readonly ProofState[]).includes(state);
+
+/** Canceling is already asked for; a final proof has nothing to cancel. */
+export const isCancelable = (state: ProofState) => !isFinalProofState(state) && state !== 'Canceling';
+
+/** Owners and admins manage members, invitations and webhook endpoints (README "Roles"). */
+export const isManager = (role: Role) => role === 'owner' || role === 'admin';
+
+/** The roles someone may give: only owners make owners. */
+export const grantableRoles = (own: Role): Role[] => (own === 'owner' ? ['owner', 'admin', 'member'] : ['admin', 'member']);

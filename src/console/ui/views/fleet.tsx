@@ -1,0 +1,45 @@
+// The fleet (service operators): agents seen in the last day and the queue.
+import type { Fleet } from '../api-types.ts';
+import { formatDate } from '../format.ts';
+import { type Column, DataTable } from '../table.tsx';
+import { type Fact, Facts } from '../widgets.tsx';
+
+type Agent = Fleet['agents'][number];
+type QueueLane = Fleet['queued'][number];
+
+const agentColumns: Column<Agent>[] = [
+  { header: 'Name', cell: (a) => a.name + (a.stale ? ' (stale)' : '') },
+  { header: 'Machine type', cell: (a) => a.machine_type },
+  { header: 'GPUs', cell: (a) => String(a.gpus), numeric: true },
+  { header: 'Engines', cell: (a) => a.engines.join(', ') },
+  { header: 'Configs', cell: (a) => a.configs.join(', ') || 'any' },
+  { header: 'Last seen', cell: (a) => formatDate(a.last_seen_at) },
+];
+
+const queueColumns: Column<QueueLane>[] = [
+  { header: 'Engine', cell: (q) => q.engine },
+  { header: 'Config', cell: (q) => <code>{q.config_id}</code> },
+  { header: 'Jobs', cell: (q) => String(q.jobs), numeric: true },
+  { header: 'Oldest queued', cell: (q) => formatDate(q.oldest_queued_at) },
+  { header: 'Age', cell: (q) => `${q.oldest_age_seconds} s`, numeric: true },
+];
+
+function fleetFacts(f: Fleet): Fact[] {
+  const live = f.agents.filter((a) => !a.stale);
+  return [
+    ['Agents (not stale)', String(live.length)],
+    ['GPUs (not stale)', String(live.reduce((n, a) => n + a.gpus, 0))],
+    ['Jobs running', String(f.running)],
+    ['Jobs queued', String(f.queued.reduce((n, q) => n + q.jobs, 0))],
+  ];
+}
+
+export const FleetView = ({ fleet }: { fleet?: Fleet }) => (
+  <>
+    <Facts id="fleet-facts" facts={fleet && fleetFacts(fleet)} />
+    <h2>Agents seen in the last day</h2>
+    <DataTable id="agents" caption="Agents" columns={agentColumns} rows={fleet?.agents} empty="No agent has asked for work in the last day." />
+    <h2>Queued jobs</h2>
+    <DataTable id="queue" caption="Queued jobs by engine and config" columns={queueColumns} rows={fleet?.queued} empty="Nothing queued." />
+  </>
+);

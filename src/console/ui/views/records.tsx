@@ -1,0 +1,245 @@
+// Projects, programs and proofs: lists with filters and pagers, and a page per record.
+import type { RefObject } from 'hono/jsx';
+import type { ConsoleProof, ExecutionRecord, Page, ProgramDetail, ProgramRecord, ProjectRecord, ProofDetail } from '../api-types.ts';
+import { formatCount, formatDate, formatUsd, NONE, shortId } from '../format.ts';
+import { links } from '../site.ts';
+import { isCancelable, PROOF_STATES, PROOF_STEPS } from '../states.ts';
+import { type Column, DataTable, Pager } from '../table.tsx';
+import { DateRange, type Fact, Facts, StateBadge } from '../widgets.tsx';
+
+/** A filter form: the client reloads the list as its fields change. */
+type FilterEvents = { onFilter?: (event: Event) => void };
+type Paging = { onPage?: (page: number) => void };
+const noSubmit = (event: Event) => event.preventDefault();
+
+const proofLink = (id: string) => (
+  <a href={links.proof(id)}>
+    <code>{shortId(id)}</code>
+  </a>
+);
+const createdBy = (at: string, by: string) => `${formatDate(at)} by ${by}`;
+
+// ---------------------------------------------------------------------------
+// Projects
+
+const projectColumns: Column<ProjectRecord>[] = [
+  { header: 'Name', cell: (p) => <a href={links.project(p.id)}>{p.name}</a> },
+  { header: 'Programs', cell: (p) => formatCount(p.program_count), numeric: true },
+  { header: 'Proofs run', cell: (p) => formatCount(p.total_proofs_run), numeric: true },
+  { header: 'Last active', cell: (p) => formatDate(p.last_active_at) },
+  { header: 'Created by', cell: (p) => p.created_by },
+];
+
+export const ProjectsView = ({ projects, onFilter, onPage }: { projects?: Page<ProjectRecord> } & FilterEvents & Paging) => (
+  <>
+    <form id="filters" class="filters" role="search" onInput={onFilter} onSubmit={noSubmit}>
+      <label>
+        Search
+        <input type="search" name="search" placeholder="Project name" />
+      </label>
+      <label>
+        Sort by
+        <select name="sort_by">
+          <option value="last_active_at">Last active</option>
+          <option value="created_at">Created</option>
+          <option value="name">Name</option>
+        </select>
+      </label>
+      <label>
+        Order
+        <select name="sort_order">
+          <option value="desc">Descending</option>
+          <option value="asc">Ascending</option>
+        </select>
+      </label>
+    </form>
+    <DataTable id="projects" caption="Projects" columns={projectColumns} rows={projects?.items} empty="No projects yet: register a program with the public API." />
+    <Pager id="projects-pager" pagination={projects?.pagination} onGo={onPage} />
+  </>
+);
+
+const programColumns: Column<ProgramRecord>[] = [
+  { header: 'Name', cell: (p) => <a href={links.program(p.id)}>{p.name}</a> },
+  { header: 'Status', cell: (p) => <StateBadge state={p.status} /> },
+  { header: 'Proofs run', cell: (p) => formatCount(p.proofs_run), numeric: true },
+  { header: 'Created', cell: (p) => formatDate(p.created_at) },
+  { header: 'Created by', cell: (p) => p.created_by },
+];
+
+const projectFacts = (p: ProjectRecord): Fact[] => [
+  ['Id', <code>{p.id}</code>],
+  ['Created', createdBy(p.created_at, p.created_by)],
+  ['Programs', formatCount(p.program_count)],
+  ['Proofs run', formatCount(p.total_proofs_run)],
+];
+
+export const ProjectView = ({ project, programs, onPage }: { project?: ProjectRecord; programs?: Page<ProgramRecord> } & Paging) => (
+  <>
+    <Facts id="project-facts" facts={project && projectFacts(project)} />
+    <h2>Programs</h2>
+    <DataTable id="programs" caption="Programs of the project" columns={programColumns} rows={programs?.items} />
+    <Pager id="programs-pager" pagination={programs?.pagination} onGo={onPage} />
+  </>
+);
+
+// ---------------------------------------------------------------------------
+// Programs
+
+const programFacts = (p: ProgramDetail): Fact[] => [
+  ['Status', <StateBadge state={p.status} />],
+  ['Project', <a href={links.project(p.project_id)}>{p.project_name}</a>],
+  ['Id', <code>{p.id}</code>],
+  ['Program hash (ELF SHA-256)', <code>{p.program_hash}</code>],
+  ['App exe commit', <code>{p.artifacts.app_exe_commit || NONE}</code>],
+  ['App VM commit', <code>{p.artifacts.app_vm_commit}</code>],
+  ['Config', `${p.config_uuid} (engine ${p.artifacts.engine}, openvm ${p.openvm_config})`],
+  ['Artifacts', `ELF ${formatCount(p.artifacts.elf_size)} bytes, VMEXE ${formatCount(p.artifacts.vmexe_size)} bytes`],
+  [
+    'Proofs',
+    Object.entries(p.proof_states)
+      .map(([state, n]) => `${state}: ${n}`)
+      .join(', ') || 'none yet',
+  ],
+  ['Created', createdBy(p.created_at, p.created_by)],
+  ['Error', p.error_message || NONE],
+];
+
+const programProofColumns: Column<ConsoleProof>[] = [
+  { header: 'Proof', cell: (p) => proofLink(p.id) },
+  { header: 'State', cell: (p) => <StateBadge state={p.state} /> },
+  { header: 'Type', cell: (p) => p.proof_type },
+  { header: 'Created', cell: (p) => formatDate(p.created_at) },
+  { header: 'Cost (USD)', cell: (p) => formatUsd(p.cost), numeric: true },
+];
+
+const executionColumns: Column<ExecutionRecord>[] = [
+  { header: 'Execution', cell: (e) => <code>{shortId(e.id)}</code> },
+  { header: 'Status', cell: (e) => <StateBadge state={e.status} /> },
+  { header: 'Mode', cell: (e) => e.mode },
+  { header: 'Created', cell: (e) => formatDate(e.created_at) },
+  { header: 'Instructions', cell: (e) => formatCount(e.num_instructions), numeric: true },
+];
+
+export const ProgramView = ({
+  program,
+  proofs,
+  executions,
+  onPage,
+}: { program?: ProgramDetail; proofs?: Page<ConsoleProof>; executions?: ExecutionRecord[] } & Paging) => (
+  <>
+    <Facts id="program-facts" facts={program && programFacts(program)} />
+    <h2>Proofs</h2>
+    <DataTable id="proofs" caption="Proofs of the program" columns={programProofColumns} rows={proofs?.items} />
+    <Pager id="proofs-pager" pagination={proofs?.pagination} onGo={onPage} />
+    <h2>Executions</h2>
+    <DataTable id="executions" caption="Executions of the program" columns={executionColumns} rows={executions} />
+  </>
+);
+
+// ---------------------------------------------------------------------------
+// Proofs
+
+const proofColumns: Column<ConsoleProof>[] = [
+  { header: 'Proof', cell: (p) => proofLink(p.id) },
+  { header: 'Program', cell: (p) => <a href={links.program(p.program_uuid)}>{p.program_name}</a> },
+  { header: 'State', cell: (p) => <StateBadge state={p.state} /> },
+  { header: 'Created', cell: (p) => formatDate(p.created_at) },
+  { header: 'Cost (USD)', cell: (p) => formatUsd(p.cost), numeric: true },
+];
+
+export const ProofsView = ({ proofs, onFilter, onPage }: { proofs?: Page<ConsoleProof> } & FilterEvents & Paging) => (
+  <>
+    <form id="filters" class="filters" role="search" onInput={onFilter} onSubmit={noSubmit}>
+      <label>
+        Search
+        <input type="search" name="search" placeholder="Proof id, program or creator" />
+      </label>
+      <label>
+        State
+        <select name="state">
+          <option value="">Any</option>
+          {PROOF_STATES.map((s) => (
+            <option value={s}>{s}</option>
+          ))}
+        </select>
+      </label>
+      <DateRange />
+    </form>
+    <DataTable id="proofs" caption="Proofs" columns={proofColumns} rows={proofs?.items} empty="No proofs match." />
+    <Pager id="proofs-pager" pagination={proofs?.pagination} onGo={onPage} />
+  </>
+);
+
+/** The steps so far: done, the current one, or where it went wrong instead of succeeding. */
+function Timeline({ state }: { state?: ProofDetail['state'] }) {
+  const failed = state === 'Failed' || state === 'Canceling' || state === 'Canceled';
+  const at = state ? PROOF_STEPS.indexOf(state) : -1;
+  const steps = failed ? [...PROOF_STEPS.slice(0, -1), state] : state ? PROOF_STEPS : [];
+  const stepClass = (step: string, i: number) =>
+    step === state ? (failed ? 'bad' : state === 'Succeeded' ? 'done' : 'current') : !failed && i < at ? 'done' : undefined;
+  return (
+    <ol id="timeline" class="timeline" aria-label="Proof state">
+      {steps.map((step, i) => (
+        <li class={stepClass(step, i)} aria-current={step === state ? 'step' : undefined}>
+          {step}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+const proofFacts = (p: ProofDetail): Fact[] => [
+  ['State', <StateBadge id="proof-state" state={p.state} />],
+  ['Program', <a href={links.program(p.program_uuid)}>{p.program_name}</a>],
+  ['Project', <a href={links.project(p.project_id)}>{p.project_name}</a>],
+  ['Id', <code>{p.id}</code>],
+  ['Type', p.proof_type],
+  ['Cost (USD)', formatUsd(p.cost)],
+  ['GPUs', `${p.num_gpus}${p.machine_type ? ` on ${p.machine_type}` : ''}`],
+  ['Instructions', formatCount(p.num_instructions)],
+  ['Cells used', formatCount(p.cells_used)],
+  ['Created', createdBy(p.created_at, p.created_by)],
+  ['Started', formatDate(p.launched_at)],
+  ['Finished', formatDate(p.terminated_at)],
+  ['Attempt', p.job ? String(p.job.attempt) : NONE],
+  ['Waiting because', p.job?.waiting_reason || NONE],
+  ['Error', p.error_message || NONE],
+];
+
+export interface ProofViewProps {
+  proof?: ProofDetail;
+  /** The job's log so far. */
+  logs?: string;
+  follow?: boolean;
+  /** The log's box, which the client keeps scrolled to the end while following. */
+  logsRef?: RefObject<unknown>;
+  onDownload?: (kind: string) => void;
+  onCancel?: () => void;
+  onFollow?: (event: Event) => void;
+}
+
+export const ProofView = ({ proof, logs, follow = true, logsRef, onDownload, onCancel, onFollow }: ProofViewProps) => (
+  <>
+    <Timeline state={proof?.state} />
+    <Facts id="proof-facts" facts={proof && proofFacts(proof)} />
+    <div class="actions">
+      <span id="downloads">
+        {proof?.files.map((kind) => (
+          <button type="button" class="ghost" onClick={() => onDownload?.(kind)}>
+            {`Download ${kind} proof`}
+          </button>
+        ))}
+      </span>
+      <button type="button" id="cancel" class="danger" hidden={!proof || !isCancelable(proof.state)} onClick={onCancel}>
+        Cancel proof
+      </button>
+    </div>
+    <h2 id="logs-heading">Logs</h2>
+    <label class="inline">
+      <input type="checkbox" id="follow" checked={follow} onChange={onFollow} /> Follow while running
+    </label>
+    <pre id="logs" class="logs" tabindex={0} aria-labelledby="logs-heading" aria-live="off" ref={logsRef}>
+      {logs}
+    </pre>
+  </>
+);

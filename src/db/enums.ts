@@ -1,0 +1,33 @@
+// The value lists of the schema's enumerated columns, importing nothing but the fleet
+// protocol's constants (import-free themselves): src/db/schema.ts declares its columns
+// with them, and the console's browser client (src/console/client) bundles them, so
+// that both name the same states, roles and events.
+import { PROVE_PHASES } from 'prover-agent/protocol';
+
+export const ROLES = ['owner', 'admin', 'member'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** Queued, then the proving phases the agent reports (protocol PROVE_PHASES), then how it ends (src/jobs/kinds/proof.ts). */
+export const PROOF_STATES = ['Queued', ...PROVE_PHASES, 'Failed', 'Succeeded', 'Canceling', 'Canceled'] as const;
+export type ProofState = (typeof PROOF_STATES)[number];
+
+/** The states a proof passes through while its job runs, in order. */
+export const PROOF_RUNNING_STATES = PROVE_PHASES satisfies readonly ProofState[];
+/** The states a proof ends in. */
+export const PROOF_TERMINAL_STATES = ['Succeeded', 'Failed', 'Canceled'] as const satisfies ProofState[];
+
+/** The events an endpoint can subscribe to, as `type` names them. */
+export const WEBHOOK_EVENTS = [
+  'program.ready',
+  'program.failed',
+  'proof.succeeded',
+  'proof.failed',
+  'proof.canceled',
+  'execution.succeeded',
+  'execution.failed',
+  'verification.verified',
+  'verification.failed',
+] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;

@@ -1,0 +1,102 @@
+// What every job kind's module says about its kind (src/jobs/kinds/{commit,proof,
+// verify,execute}.ts), and the few pieces they share. The state machine
+// (src/jobs/state.ts), the claim (src/internal/jobs.ts) and the lease callbacks
+// (src/internal/lease.ts) ask the registry (./index.ts) and never switch on a kind.
+import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import type { BatchItem } from 'drizzle-orm/batch';
+import { alias, type AnySQLiteTable, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
+import type { ClaimedJob, CompleteRequest, JobKind, ResultName } from 'prover-agent/protocol';
+import type { Db } from '../../db/client.ts';
+import { jobs, programs } from '../../db/schema.ts';
+
+export type JobRow = typeof jobs.$inferSelect;
+
+/** The claimed job and its program, under the names the claim's statements join them by (src/jobs/state.ts claimJob). */
+export const claimedJob = alias(jobs, 'j');
+export const claimedProgram = alias(programs, 'g');
+
+/** A kind's subject table under the name `as` in the claim's statements, and its LEFT JOIN onto the claimed job `j`. */
+export function claimedSubject<T extends AnySQLiteTable & { id: SQLiteColumn }, A extends string>(kind: JobKind, table: T, as: A) {
+  const subject = alias(table, as);
+  const id = (subject as unknown as { id: SQLiteColumn }).id;
+  return { subject, join: sql`LEFT JOIN ${table} ${sql.raw(as)} ON ${claimedJob.kind} = ${sql.raw(`'${kind}'`)} AND ${id} = ${claimedJob.subject_id}` };
+}
+
+/** How the kind's subject record (what callers read) looks in each state of its job. */
+export interface SubjectStates {
+  table: SQLiteTable & { id: SQLiteColumn };
+  /** Back in the queue (after a lost lease or a retry). */
+  queued: Record<string, unknown>;
+  /** Claimed by an agent. */
+  running: (now: string, machineType: string) => Record<string, unknown>;
+  /** Failed for good. */
+  failed: (now: string, message: string) => Record<string, unknown>;
+  /** Ended by a caller's cancel, charged `cost` (SQL: the lease up to the cancel). */
+  canceled: (now: string, cost: SQL) => Record<string, unknown>;
+  /** Where the subject may be when the job fails or is requeued (never out of a terminal state). */
+  active: SQL;
+}
+
+/** What a claim of the kind hands over: worked out in the claim's own batch (one D1 round trip). */
+export interface ClaimHandover<Row> {
+  /** A LEFT JOIN of the subject onto the claimed job `j` (none when the subject is the program `g`). */
+  join?: SQL;
+  /** The program the job works on, given the join (SQL; null: an EVM proof checked against a config alone). */
+  programId: SQL;
+  /**
+   * The job's input files as a JSON object {name: R2 key} (SQL), in the order the agent
+   * fetches them: kept with the lease (leases.artifacts), so a download looks up
+   * nothing but its lease.
+   */
+  inputs: SQL;
+  /**
+   * Whether an input file is one other jobs use too (a program's ELF, VMEXE and
+   * baseline, a deferred child proof). Each is written once before any job that reads
+   * it can be claimed and never rewritten, so its key names the same bytes for as
+   * long as it exists, and agents may keep it between jobs (ClaimedJob.shared_artifacts).
+   */
+  isShared(name: string): boolean;
+  /** Statements of the kind's own that run with the claim, for the job matching `mine`. */
+  alsoOnClaim?(db: Db, mine: SQL): BatchItem<'sqlite'>[];
+  /** The subject record, read back with the claim when the agent needs some of it. */
+  subject?: { table: SQLiteTable & { id: SQLiteColumn }; describe(row: Row): Partial<Pick<ClaimedJob, 'proof' | 'execution' | 'verification'>> };
+}
+
+/** What a lease callback knows while it checks a completion. */
+export interface CompletionContext {
+  db: Db;
+  job: JobRow;
+  /** The size of a result, sent inline or uploaded before (null: neither). */
+  resultSize(name: ResultName, key: string): Promise<number | null>;
+}
+
+export interface JobKindContract<K extends JobKind = JobKind, Done = unknown, Row = unknown> {
+  kind: K;
+  /** What callers call the subject (logs, messages). */
+  subjectNoun: string;
+  subject: SubjectStates;
+  claim: ClaimHandover<Row>;
+  /** Where result `name` of the job working for `subjectId` is stored (null: the kind has no such result). */
+  resultKey(subjectId: string, name: string): string | null;
+  /**
+   * Reads the agent's report (POST /lease/complete): what to record, or why the job
+   * fails for good instead (the report was well formed but cannot stand). Throws an
+   * ApiError for a report the agent must send again (a missing result).
+   */
+  completion(ctx: CompletionContext, report: Extract<CompleteRequest, { kind: K }>): Promise<{ done: Done } | { fail: string }>;
+  /** The statements that record `done` on the subject of the jobs matching `mine`, in the ending's batch. */
+  complete(db: Db, mine: SQL | undefined, done: Done, at: { now: string; cost: number }): BatchItem<'sqlite'>[];
+}
+
+/** Updates the subject of every job of `kind` matching `jobWhere`, if the subject is still active. */
+export function updateSubjects(db: Db, contract: Pick<JobKindContract, 'kind' | 'subject'>, jobWhere: SQL | undefined, set: Record<string, unknown>, subjectWhere?: SQL) {
+  const s = contract.subject;
+  const subjectIds = db
+    .select({ id: jobs.subject_id })
+    .from(jobs)
+    .where(and(eq(jobs.kind, contract.kind), jobWhere));
+  return db
+    .update(s.table)
+    .set(set as never)
+    .where(and(inArray(s.table.id, subjectIds), s.active, subjectWhere));
+}

@@ -1,0 +1,106 @@
+// Proof jobs: a proof of a program's run on an input (and its deferred child proofs).
+// The subject is the proof; its running states are the protocol's PROVE_PHASES, which
+// heartbeats move forward (src/jobs/state.ts heartbeat).
+//
+//   queued   leased (running)                                          done
+//   Queued   Executing → Executed → AppProving → AppProvingDone →      Succeeded | Failed
+//            PostProcessing                                            | Canceled (via Canceling)
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import { CHILD_PROOF_PREFIX, GPU_LESS_ENGINE_NAMES, isChildProofArtifact, PROVE_PHASES } from 'prover-agent/protocol';
+import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
+import { jobs, programs, proofs, type ProofState } from '../../db/schema.ts';
+import { artifactKey } from '../../lib/artifact-keys.ts';
+import { ApiError } from '../../lib/errors.ts';
+import { isProgramFile } from './commit.ts';
+import { claimedProgram as g, claimedSubject, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
+
+/** How a proof ends (declared with the schema's states, which the console bundles too). */
+export { PROOF_TERMINAL_STATES };
+
+export interface ProofDone {
+  proofKeys: Record<string, string>;
+  proofSize: number;
+  num_instructions: number | null;
+  cells_used: number;
+  public_values: string | null;
+}
+
+const { subject: p, join } = claimedSubject('proof', proofs, 'p');
+
+const subject: SubjectStates = {
+  table: proofs,
+  queued: { state: 'Queued' },
+  running: (now, machineType) => ({ state: 'Executing', launched_at: sql`coalesce(${proofs.launched_at}, ${now})`, machine_type: machineType }),
+  failed: (now, message) => ({ state: 'Failed', error_message: message, terminated_at: now }),
+  canceled: (now, cost) => ({ state: 'Canceled', terminated_at: now, cost }),
+  active: inArray(proofs.state, ['Queued', ...PROVE_PHASES, 'Canceling']),
+};
+
+export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferSelect> = {
+  kind: 'proof',
+  subjectNoun: 'proof',
+  subject,
+  claim: {
+    join,
+    programId: sql`${p.program_id}`,
+    // The deferred children come last, as child-0, child-1, ... (protocol childProofArtifact).
+    inputs: sql`json_patch(json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key}, 'input', ${p.input_key}, 'baseline', ${g.baseline_key}), coalesce((SELECT json_group_object(${sql.raw(`'${CHILD_PROOF_PREFIX}'`)} || c.key, c.value) FROM json_each(${p.child_proof_keys}) c), '{}'))`,
+    isShared: (name) => isProgramFile(name) || isChildProofArtifact(name),
+    // Once it runs, a proof's num_gpus says the GPUs it uses (GPU-less engines keep what was asked).
+    alsoOnClaim: (db, mine) => [
+      updateSubjects(db, proofJob, and(mine, sql`NOT ${inArray(jobs.engine, [...GPU_LESS_ENGINE_NAMES])}`), {
+        num_gpus: sql`(SELECT ${jobs.gpus_used} FROM ${jobs} WHERE ${mine})`,
+      }),
+    ],
+    subject: {
+      table: proofs,
+      describe: (proof) => ({ proof: { proof_type: proof.proof_type, num_children: proof.child_proof_keys.length } }),
+    },
+  },
+  resultKey: (proofId, name) => (name === 'app' || name === 'stark' || name === 'evm' ? artifactKey.proofOutput(proofId, name) : null),
+  async completion({ db, job, resultSize }, report) {
+    const proof = (await db.select().from(proofs).where(eq(proofs.id, job.subject_id)).get())!;
+    const keys: Record<string, string> = {};
+    let size = 0;
+    for (const type of report.proofs) {
+      const key = artifactKey.proofOutput(proof.id, type);
+      const stored = await resultSize(type, key);
+      if (stored === null) throw new ApiError(400, `Upload the ${type} proof before completing`);
+      keys[type] = key;
+      if (type === proof.proof_type) size = stored;
+    }
+    if (!keys[proof.proof_type]) throw new ApiError(400, `The job asked for a ${proof.proof_type} proof`);
+    return {
+      done: {
+        proofKeys: keys,
+        proofSize: size,
+        num_instructions: report.metrics.num_instructions ?? null,
+        cells_used: report.metrics.cells_used ?? 0,
+        public_values: report.public_values,
+      },
+    };
+  },
+  complete(db, mine, done, at) {
+    const proofIds = db.select({ id: jobs.subject_id }).from(jobs).where(and(mine, eq(jobs.kind, 'proof')));
+    return [
+      updateSubjects(db, proofJob, mine, {
+        state: 'Succeeded',
+        terminated_at: at.now,
+        proof_keys: done.proofKeys,
+        proof_size: done.proofSize,
+        num_instructions: done.num_instructions,
+        cells_used: done.cells_used,
+        public_values: done.public_values,
+        cost: at.cost,
+      }),
+      db
+        .update(programs)
+        .set({
+          proofs_run: sql`${programs.proofs_run} + 1`,
+          cells_used: sql`${programs.cells_used} + ${done.cells_used}`,
+          last_active_at: at.now,
+        })
+        .where(inArray(programs.id, db.select({ id: proofs.program_id }).from(proofs).where(inArray(proofs.id, proofIds)))),
+    ];
+  },
+};

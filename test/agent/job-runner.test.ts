@@ -1,0 +1,299 @@
+// The job runner (prover-agent/src/agent/job-runner.ts) from claim to report, against a
+// fake lease client (the service's /internal/v1/lease callbacks) and a fake engine
+// launcher: what the runner asks of the service, in order, for each way a job can end.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ArtifactCache } from '../../prover-agent/src/agent/artifact-cache.ts';
+import { HttpError } from '../../prover-agent/src/agent/http.ts';
+import { JobRunner, type RunnerOptions } from '../../prover-agent/src/agent/job-runner.ts';
+import { createLogger } from '../../prover-agent/src/agent/log.ts';
+import { Metrics } from '../../prover-agent/src/agent/metrics.ts';
+import type { ServiceClient } from '../../prover-agent/src/agent/service-client.ts';
+import type { ClaimedJob } from '../../prover-agent/src/protocol.ts';
+
+/** One call the runner made on its lease: the callback's name and what it sent. */
+type Request = { call: string; body?: unknown };
+
+/** A lease client that records every call; `on` scripts the answers (default: what a current lease answers). */
+function fakeLease(files: Record<string, string>, on: { heartbeat?: () => unknown; status?: () => unknown } = {}) {
+  const requests: Request[] = [];
+  const answer = async (call: string, body: unknown, result: unknown) => {
+    requests.push({ call, body });
+    return result;
+  };
+  const lease = {
+    heartbeat: async (req: unknown) => {
+      requests.push({ call: 'heartbeat', body: req });
+      return on.heartbeat ? on.heartbeat() : { cancel: false, lease_expires_at: Date.now() + 12_000 };
+    },
+    status: async () => {
+      requests.push({ call: 'status' });
+      return on.status ? on.status() : { cancel: false };
+    },
+    logs: (chunk: unknown) => answer('logs', chunk, { accepted: 'appended' }),
+    complete: (req: unknown) => answer('complete', req, { status: 'completed' }),
+    fail: (req: unknown) => answer('fail', req, { status: (req as { retryable: boolean }).retryable ? 'requeued' : 'failed' }),
+    canceled: (ending: unknown) => answer('canceled', ending, { status: 'canceled' }),
+    release: (ending: unknown) => answer('release', ending, { status: 'requeued' }),
+    download: async (name: string, path: string) => {
+      requests.push({ call: 'download', body: name });
+      await writeFile(path, files[name] ?? '');
+    },
+    upload: (name: string) => answer('upload', name, undefined),
+  };
+  return { requests, service: { lease: () => lease } as unknown as ServiceClient };
+}
+
+type Outcome = { kind: 'result'; result: unknown } | { kind: 'job-error'; message: string } | { kind: 'crash'; message: string } | { kind: 'killed'; signal: string };
+
+/**
+ * An engine launcher whose operation runs `body` (given the request and the event
+ * callback) and ends with what it returns; a kill ends a running operation as a
+ * signal would. Records each operation it was asked for and each kill.
+ */
+function fakeEngines(body: (req: any, emit: (e: unknown) => void, killed: Promise<void>) => Promise<Outcome>) {
+  const started: any[] = [];
+  const kills: number[] = [];
+  return {
+    started,
+    kills,
+    launcher: {
+      async start(req: any, onEvent: (e: any) => void) {
+        started.push(req);
+        let kill!: () => void;
+        const killed = new Promise<void>((resolve) => (kill = resolve));
+        const done = Promise.race([body(req, onEvent, killed), killed.then((): Outcome => ({ kind: 'killed', signal: 'SIGTERM' }))]);
+        return {
+          pid: 4242,
+          done,
+          async kill(graceMs: number) {
+            kills.push(graceMs);
+            kill();
+            await done;
+          },
+        };
+      },
+    },
+  };
+}
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'job-runner-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const quiet = createLogger('error', {}, () => true);
+
+/** Runner options with an open artifact cache of its own (1 MiB). */
+async function options(engines: { start: unknown }): Promise<RunnerOptions> {
+  const cache = new ArtifactCache(join(dir, 'cache'), 1 << 20, quiet);
+  await cache.open();
+  return {
+    workRoot: join(dir, 'work'),
+    engineOptions: {},
+    engines: engines as RunnerOptions['engines'],
+    artifacts: cache,
+    killGraceMs: 10_000,
+    agentName: 'box',
+    machineType: 'test-machine',
+  };
+}
+
+const config = { id: 'cfg_1', engine: 'dev', openvm_version: '2.0.1', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '11'.repeat(32), deferral_enabled: true, public_values_bytes: 32 };
+
+/** A claimed job of `kind`; watch intervals long enough that no heartbeat or status check happens unless a test asks. */
+function claim(kind: ClaimedJob['kind'], over: Partial<ClaimedJob> = {}): ClaimedJob {
+  return {
+    id: `job-${kind}`,
+    kind,
+    subject_id: `subject-${kind}`,
+    attempt: 1,
+    lease_id: 'lease-1',
+    job_token: 'jt_1',
+    lease_expires_at: Date.now() + 12_000,
+    heartbeat_interval_ms: 60_000,
+    cancel_check_interval_ms: 60_000,
+    num_gpus: 0,
+    priority: 5,
+    config,
+    program: { id: 'prog-1', app_exe_commit: '0x' + '22'.repeat(32) },
+    proof: null,
+    execution: null,
+    verification: null,
+    artifacts: [],
+    shared_artifacts: {},
+    inline_artifacts: {},
+    log: { seq: 3, offset: 100 },
+    ...over,
+  };
+}
+
+/** A proof job with every way of getting an input: inline (input), shared and cached (ELF, VMEXE, baseline, a child proof). */
+const proofClaim = (id: string) =>
+  claim('proof', {
+    id,
+    subject_id: `proof-${id}`,
+    proof: { proof_type: 'stark', num_children: 1 },
+    artifacts: ['elf', 'vmexe', 'input', 'baseline', 'child-0'],
+    shared_artifacts: { elf: 'programs/p/elf', vmexe: 'programs/p/vmexe', baseline: 'programs/p/baseline', 'child-0': 'proofs/c/stark' },
+    inline_artifacts: { input: Buffer.from('{"input":["0x01"]}').toString('base64') },
+  });
+
+const served = { elf: 'ELF bytes', vmexe: 'VMEXE bytes', baseline: '{"baseline":1}', 'child-0': '{"child":0}' };
+
+const run = (service: ServiceClient, job: ClaimedJob, opts: RunnerOptions) => new JobRunner(service, job, [], opts, quiet, new Metrics()).run();
+
+describe('a job that completes', () => {
+  it('gets its inputs inline, downloaded, then from the cache; runs the engine on them; completes with its last log and its result inline', async () => {
+    const { requests, service } = fakeLease(served);
+    const seenInputs: Record<string, string>[] = [];
+    const { started, launcher } = fakeEngines(async (req, emit) => {
+      const op = req.operation;
+      seenInputs.push({
+        elf: await readFile(op.elfPath, 'utf8'),
+        vmexe: await readFile(op.vmexePath, 'utf8'),
+        input: await readFile(op.inputPath, 'utf8'),
+        baseline: await readFile(op.baselinePath, 'utf8'),
+        child: await readFile(op.childProofPaths[0], 'utf8'),
+      });
+      emit({ type: 'log', line: 'guest says hello' });
+      emit({ type: 'progress', phase: 'AppProving', metrics: { num_instructions: 42 } });
+      await writeFile(op.outputPath, '{"proof":"stark"}');
+      return { kind: 'result', result: { public_values: '0xabcd', cells_used: 7 } };
+    });
+    const opts = await options(launcher);
+
+    expect(await run(service, proofClaim('j1'), opts)).toBe('completed');
+
+    // The input came with the claim; the shared files were downloaded (in parallel, so in any order).
+    const downloads = requests.filter((r) => r.call === 'download').map((r) => r.body);
+    expect(downloads.sort()).toEqual(['baseline', 'child-0', 'elf', 'vmexe']);
+    expect(requests.map((r) => r.call)).toEqual(['download', 'download', 'download', 'download', 'complete']);
+    expect(started).toHaveLength(1);
+    expect(started[0]).toMatchObject({ engine: 'dev', config, gpus: [], operation: { op: 'prove', app_exe_commit: '0x' + '22'.repeat(32) } });
+    expect(started[0].operation.childProofPaths).toHaveLength(1);
+    expect(seenInputs[0]).toEqual({ elf: 'ELF bytes', vmexe: 'VMEXE bytes', input: '{"input":["0x01"]}', baseline: '{"baseline":1}', child: '{"child":0}' });
+
+    const complete = requests.at(-1)!.body as any;
+    expect(complete).toMatchObject({
+      kind: 'proof',
+      proofs: ['stark'],
+      public_values: '0xabcd',
+      metrics: { num_instructions: 42, cells_used: 7 },
+      results: { stark: '{"proof":"stark"}' },
+      log: { seq: 3, offset: 100 },
+    });
+    expect(complete.log.text).toContain('attempt 1 of proof proof-j1 on test-machine');
+    expect(complete.log.text).toContain('guest says hello\nphase: AppProving\n');
+
+    // A second job of the same program: its shared inputs come from the cache, no download.
+    requests.length = 0;
+    expect(await run(service, proofClaim('j2'), opts)).toBe('completed');
+    expect(requests.map((r) => r.call)).toEqual(['complete']);
+    expect(seenInputs[1]).toEqual(seenInputs[0]);
+  });
+
+  it('a commit sends its baseline inline and the commits it computed', async () => {
+    const { requests, service } = fakeLease(served);
+    const { started, launcher } = fakeEngines(async () => ({ kind: 'result', result: { app_exe_commit: '0xexe', app_vm_commit: '0xvm', baseline: { b: 1 } } }));
+    const job = claim('commit', { artifacts: ['elf', 'vmexe'], shared_artifacts: { elf: 'programs/p/elf', vmexe: 'programs/p/vmexe' } });
+    expect(await run(service, job, await options(launcher))).toBe('completed');
+    expect(started[0].operation).toMatchObject({ op: 'commit' });
+    expect(requests.map((r) => r.call)).toEqual(['download', 'download', 'complete']);
+    expect(requests.at(-1)!.body).toMatchObject({ kind: 'commit', app_exe_commit: '0xexe', app_vm_commit: '0xvm', results: { baseline: '{"b":1}' }, log: { seq: 3, offset: 100 } });
+  });
+
+  it('an execution reports what the guest printed, its exit code and metrics', async () => {
+    const { requests, service } = fakeLease(served);
+    const { started, launcher } = fakeEngines(async () => ({ kind: 'result', result: { exit_code: 0, public_values: '0x01', stdout: 'printed\n', error: null, num_instructions: 9, total_cycle: 9 } }));
+    const job = claim('execute', { execution: { mode: 'meter' }, artifacts: ['elf', 'vmexe', 'input'], inline_artifacts: { elf: '', vmexe: '', input: '' } });
+    expect(await run(service, job, await options(launcher))).toBe('completed');
+    expect(started[0].operation).toMatchObject({ op: 'execute', mode: 'meter' });
+    expect(requests.map((r) => r.call)).toEqual(['complete']);
+    const body = requests[0]!.body as any;
+    expect(body).toMatchObject({ kind: 'execute', exit_code: 0, public_values: '0x01', error: null, metrics: { num_instructions: 9, total_cycle: 9 } });
+    expect(body.log.text).toContain('printed\n');
+  });
+
+  it('a verification reports its verdict', async () => {
+    const { requests, service } = fakeLease({ proof: '{}' });
+    const { started, launcher } = fakeEngines(async () => ({ kind: 'result', result: { verified: false, reason: 'bad proof' } }));
+    const job = claim('verify', { program: null, verification: { proof_type: 'evm' }, artifacts: ['proof'] });
+    expect(await run(service, job, await options(launcher))).toBe('completed');
+    expect(started[0].operation).toMatchObject({ op: 'verify', proof_type: 'evm', baselinePath: null, app_exe_commit: null });
+    expect(requests.map((r) => r.call)).toEqual(['download', 'complete']);
+    expect(requests[1]!.body).toMatchObject({ kind: 'verify', verified: false, reason: 'bad proof' });
+    expect((requests[1]!.body as any).log.text).toContain('proof rejected: bad proof');
+  });
+});
+
+describe('a job that fails', () => {
+  it("the engine's job error fails the job for good, with the message in its last log", async () => {
+    const { requests, service } = fakeLease(served);
+    const { launcher } = fakeEngines(async () => ({ kind: 'job-error', message: 'guest panicked' }));
+    expect(await run(service, claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' } }), await options(launcher))).toBe('failed');
+    expect(requests.map((r) => r.call)).toEqual(['fail']);
+    const body = requests[0]!.body as any;
+    expect(body).toMatchObject({ error: 'guest panicked', retryable: false, log: { seq: 3, offset: 100 } });
+    expect(body.log.text).toContain('error: guest panicked');
+  });
+
+  it('an engine crash fails the attempt as retryable', async () => {
+    const { requests, service } = fakeLease(served);
+    const { launcher } = fakeEngines(async () => ({ kind: 'crash', message: 'engine process exited with code 134' }));
+    expect(await run(service, claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' } }), await options(launcher))).toBe('requeued');
+    expect(requests.map((r) => r.call)).toEqual(['fail']);
+    expect(requests[0]!.body).toMatchObject({ error: 'engine process exited with code 134', retryable: true });
+    expect((requests[0]!.body as any).log.text).toContain('engine failure: engine process exited with code 134');
+  });
+});
+
+describe('a job stopped while it runs', () => {
+  it('a cancel seen at a status check stops the engine and reports the job canceled', async () => {
+    let engineRunning = false;
+    // The cancel shows at the first status check once the engine runs.
+    const { requests, service } = fakeLease(served, { status: () => ({ cancel: engineRunning }) });
+    const { kills, launcher } = fakeEngines((_req, _emit, killed) => {
+      engineRunning = true;
+      return killed.then(() => ({ kind: 'killed', signal: 'SIGTERM' }) as Outcome);
+    });
+    const job = claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' }, cancel_check_interval_ms: 20 });
+    expect(await run(service, job, await options(launcher))).toBe('canceled');
+    expect(kills.length).toBeGreaterThan(0);
+    expect(kills.every((grace) => grace <= 1000)).toBe(true); // a canceled job's result is dropped: a short grace
+    const calls = requests.map((r) => r.call);
+    expect(calls.at(-2)).toBe('status');
+    expect(calls.at(-1)).toBe('canceled');
+    expect(calls).not.toContain('complete');
+    expect(calls).not.toContain('fail');
+    expect((requests.at(-1)!.body as any).log.text).toContain('canceled: the engine was stopped');
+  });
+
+  it('a lease lost (409 to a heartbeat) stops the engine and reports nothing', async () => {
+    let engineRunning = false;
+    const { requests, service } = fakeLease(served, {
+      // The lease is lost once the engine runs (before, a heartbeat renews it).
+      heartbeat: () => {
+        if (!engineRunning) return { cancel: false, lease_expires_at: Date.now() + 12_000 };
+        throw new HttpError(409, '{"detail":"This lease was superseded"}', 'heartbeat');
+      },
+    });
+    const { kills, launcher } = fakeEngines((_req, _emit, killed) => {
+      engineRunning = true;
+      return killed.then(() => ({ kind: 'killed', signal: 'SIGTERM' }) as Outcome);
+    });
+    const job = claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' }, heartbeat_interval_ms: 20, cancel_check_interval_ms: 20 });
+    expect(await run(service, job, await options(launcher))).toBe('lost');
+    expect(kills.length).toBeGreaterThan(0);
+    await sleep(50); // nothing more comes after the run ended
+    const calls = requests.map((r) => r.call);
+    expect(calls.at(-1)).toBe('heartbeat');
+    expect(calls.filter((c) => c !== 'heartbeat' && c !== 'status')).toEqual([]);
+  });
+});
