@@ -1,7 +1,9 @@
-// The Hono app: the public API under /v1 (one module per resource), its OpenAPI
-// document and reference, and the fleet's internal API.
-import { OpenAPIHono } from '@hono/zod-openapi';
+// The Hono app: the public API under /v1 (one module per resource), the console's API
+// under /console/v1 and its pages, the fleet's internal API under /internal/v1, each a
+// sub-app with its own middleware; the OpenAPI document and reference.
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { Scalar } from '@scalar/hono-api-reference';
+import { Hono } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from './app-env.ts';
 import { BOOKMARK_HEADER, RequestSessions, sentBookmark } from './db/sessions.ts';
@@ -16,7 +18,6 @@ import { projectsApi } from './routes/projects.ts';
 import { proofsApi } from './routes/proofs.ts';
 import { verifyApi } from './routes/verify.ts';
 import { documentWebhookEvents, webhooksApi } from './routes/webhooks.ts';
-import { createRoute } from '@hono/zod-openapi';
 import { errorResponses, MessageResponse } from './lib/schemas.ts';
 import { configsInternalApi } from './internal/configs.ts';
 import { jobsInternalApi } from './internal/jobs.ts';
@@ -24,7 +25,7 @@ import { leaseInternalApi } from './internal/lease.ts';
 import { agentsInternalApi } from './internal/agents.ts';
 import { queueInternalApi } from './internal/queue.ts';
 import { consolePages } from './console/pages.tsx';
-import { requireConsoleUser } from './middleware/console-auth.ts';
+import { requireConsoleUser, type ConsoleEnv } from './middleware/console-auth.ts';
 import { accountApi } from './routes/console/account.ts';
 import { apiKeysApi } from './routes/console/api-keys.ts';
 import { auditApi } from './routes/console/audit.ts';
@@ -42,30 +43,36 @@ import { consoleWebhooksApi } from './routes/console/webhooks.ts';
 /** The interface's published version label (interface.md section 9). */
 export const API_VERSION = '2.0.0';
 
-export const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+// Each API is a sub-app with its own middleware. Every request of one runs in one D1
+// session (src/db/sessions.ts): a caller's from the bookmark it sent back, or else from
+// the nearest replica, its answer saying how far the session got (for the caller to send
+// back); the fleet's on the primary.
 
-// Every request runs in one D1 session (src/db/sessions.ts): the fleet's on the primary,
-// everyone else's from the bookmark they sent back, or else from the nearest replica;
-// each response says how far that session got, for the caller to send back.
-app.use(
-  createMiddleware<AppEnv>(async (c, next) => {
-    const fleet = c.req.path.startsWith('/internal/');
-    const sessions = fleet
-      ? new RequestSessions(c.env.DB, 'first-primary')
-      : new RequestSessions(c.env.DB, 'first-unconstrained', sentBookmark(c.req.header(BOOKMARK_HEADER)));
-    c.set('sessions', sessions);
-    c.set('db', sessions.db);
-    await next();
-    const bookmark = fleet ? null : sessions.bookmark();
-    if (bookmark) c.res.headers.set(BOOKMARK_HEADER, bookmark);
-  }),
-);
-app.use('/v1/*', requireApiKey, rateLimit);
+/** The D1 session of a caller's request (the public API, the console's). */
+const callerSession = createMiddleware<AppEnv>(async (c, next) => {
+  const sessions = new RequestSessions(c.env.DB, 'first-unconstrained', sentBookmark(c.req.header(BOOKMARK_HEADER)));
+  c.set('sessions', sessions);
+  c.set('db', sessions.db);
+  await next();
+  const bookmark = sessions.bookmark();
+  if (bookmark) c.res.headers.set(BOOKMARK_HEADER, bookmark);
+});
 
-app.openapi(
+/** The D1 session of an agent's request: on the primary, no bookmarks. */
+const fleetSession = createMiddleware<AppEnv>(async (c, next) => {
+  const sessions = new RequestSessions(c.env.DB, 'first-primary');
+  c.set('sessions', sessions);
+  c.set('db', sessions.db);
+  await next();
+});
+
+// The public API: API keys, rate-limited per key.
+const v1 = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+v1.use(callerSession, requireApiKey, rateLimit);
+v1.openapi(
   createRoute({
     method: 'get',
-    path: '/v1/validate_api_key',
+    path: '/validate_api_key',
     tags: ['auth'],
     summary: 'Check an API key',
     responses: { 200: { description: 'The key is valid', content: { 'application/json': { schema: MessageResponse } } }, ...errorResponses() },
@@ -75,27 +82,37 @@ app.openapi(
     return c.json({ message: 'OK' }, 200);
   },
 );
+v1.route('/programs', programsApi);
+v1.route('/projects', projectsApi);
+v1.route('/proofs', proofsApi);
+v1.route('/configs', configsApi);
+v1.route('/verify', verifyApi);
+v1.route('/executions', executionsApi);
+v1.route('/webhooks', webhooksApi);
 
-app.route('/v1/programs', programsApi);
-app.route('/v1/projects', projectsApi);
-app.route('/v1/proofs', proofsApi);
-app.route('/v1/configs', configsApi);
-app.route('/v1/verify', verifyApi);
-app.route('/v1/executions', executionsApi);
-app.route('/v1/webhooks', webhooksApi);
-
-// The console's API: bearer access tokens from /console/v1/auth, never API keys.
-app.route('/console/v1/auth', consoleAuthApi);
-app.use('/console/v1/*', async (c, next) => (c.req.path.startsWith('/console/v1/auth/') ? next() : requireConsoleUser(c as never, next)));
+// The console's API: bearer access tokens from /auth (which needs none), never API keys.
+const signedIn = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+signedIn.use(requireConsoleUser);
 for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, consoleWebhooksApi, usageApi, auditApi, fleetApi])
-  app.route('/console/v1', api as never);
+  signedIn.route('/', api);
+const consoleApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+consoleApi.use(callerSession);
+consoleApi.route('/auth', consoleAuthApi);
+consoleApi.route('/', signedIn);
 
 // The fleet's side: agent tokens and job tokens, never API keys (src/internal/auth.ts).
-app.route('/internal/v1/jobs', jobsInternalApi);
-app.route('/internal/v1/lease', leaseInternalApi);
-app.route('/internal/v1/configs', configsInternalApi);
-app.route('/internal/v1/agents', agentsInternalApi);
-app.route('/internal/v1/queue', queueInternalApi);
+const fleet = new Hono<AppEnv>();
+fleet.use(fleetSession);
+fleet.route('/jobs', jobsInternalApi);
+fleet.route('/lease', leaseInternalApi);
+fleet.route('/configs', configsInternalApi);
+fleet.route('/agents', agentsInternalApi);
+fleet.route('/queue', queueInternalApi);
+
+export const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+app.route('/v1', v1);
+app.route('/console/v1', consoleApi);
+app.route('/internal/v1', fleet);
 // Signed, time-limited key download links (no API key: the signature is the credential).
 app.route('/downloads', downloadsApi);
 

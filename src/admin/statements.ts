@@ -1,8 +1,14 @@
 // Operator commands as SQL. `npm run admin` (src/tools/admin.ts) runs these through
 // `wrangler d1 execute` against the local or a deployed D1; the tests run the same
-// statements against the test D1, so what operators run is what is tested.
-import { ulid } from 'ulid';
+// statements against the test D1, so what operators run is what is tested. They are
+// built with drizzle against src/db/schema.ts, as the Worker's are (a renamed column
+// is a type error here too), and rendered to SQL text.
+import { and, count, desc, eq, isNotNull, isNull, notExists, sql } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/sqlite-proxy';
+import { agents, agentTokens, apiKeys, configs, consoleLinks, memberships, nowIso, organizations, programs, users } from '../db/schema.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
+import { newAgentTokenId, newApiKeyId, newConfigId, newLinkId, newOrganizationId, newUserId } from '../lib/ids.ts';
+import { revoke } from '../lib/revoke.ts';
 import { normalizeConfigId } from '../lib/schemas.ts';
 
 export interface AdminStep {
@@ -12,11 +18,32 @@ export interface AdminStep {
   output: string[];
 }
 
-/** A SQL string literal. */
-export const lit = (v: string | number | boolean | null): string =>
-  v === null ? 'NULL' : typeof v === 'number' ? String(v) : typeof v === 'boolean' ? (v ? '1' : '0') : `'${v.replace(/'/g, "''")}'`;
+/** drizzle over no database: it only builds statements, which wrangler runs. */
+const db = drizzle(() => Promise.reject(new Error('operator statements are run by `wrangler d1 execute` (src/tools/admin.ts), not by drizzle')));
 
-export const newUserId = () => `usr_${ulid().toLowerCase()}`;
+/** A SQL literal. */
+export function lit(v: unknown): string {
+  if (v === null) return 'NULL';
+  if (typeof v === 'boolean') return v ? '1' : '0';
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  if (typeof v === 'string') return `'${v.replace(/'/g, "''")}'`;
+  throw new Error(`no SQL literal for ${typeof v} ${String(v)}`);
+}
+
+type Statement = { toSQL(): { sql: string; params: unknown[] } };
+
+/**
+ * A built statement as SQL text. `wrangler d1 execute --command` binds no parameters,
+ * so each of drizzle's `?` placeholders becomes its parameter as a literal; quoted
+ * strings and names are passed over whole (a `?` in them is text).
+ */
+function render(statement: Statement): string {
+  const { sql: text, params } = statement.toSQL();
+  let next = 0;
+  const inlined = text.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\?/g, (m) => (m === '?' ? lit(params[next++]) : m));
+  if (next !== params.length) throw new Error(`${params.length} parameters for ${next} placeholders in: ${text}`);
+  return `${inlined};`;
+}
 
 /** How long a set-password link stays valid. */
 export const SET_PASSWORD_LINK_TTL_HOURS = 72;
@@ -42,28 +69,44 @@ export async function createUser(u: NewUser, token: string = randomToken('pw', 3
   const email = u.email.trim().toLowerCase();
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new Error(`not an email address: ${u.email}`);
   if (!['owner', 'admin', 'member'].includes(u.role)) throw new Error(`role must be owner, admin or member: ${u.role}`);
-  const byEmail = `(SELECT id FROM users WHERE email = ${lit(email)})`;
-  const sql = [
-    `INSERT INTO users (id, email, name, is_operator) VALUES (${lit(newUserId())}, ${lit(email)}, ${lit(u.name ?? '')}, ${lit(u.operator ?? false)}) ON CONFLICT(email) DO ${u.operator ? 'UPDATE SET is_operator = 1' : 'NOTHING'};`,
-    `INSERT INTO memberships (org_id, user_id, role) SELECT id, ${byEmail}, ${lit(u.role)} FROM organizations WHERE id = ${lit(u.orgId)} ON CONFLICT(org_id, user_id) DO UPDATE SET role = excluded.role;`,
+  const byEmail = sql<string>`${db.select({ id: users.id }).from(users).where(eq(users.email, email))}`;
+  const user = db.insert(users).values({ id: newUserId(), email, name: u.name ?? '', is_operator: u.operator ?? false });
+  const statements = [
+    render(u.operator ? user.onConflictDoUpdate({ target: users.email, set: { is_operator: true } }) : user.onConflictDoNothing({ target: users.email })),
+    // Nothing for an organization that does not exist.
+    render(
+      db
+        .insert(memberships)
+        .select(db.select({ org_id: organizations.id, user_id: byEmail.as('user_id'), role: sql`${u.role}`.as('role'), created_at: nowIso.as('created_at') }).from(organizations).where(eq(organizations.id, u.orgId)))
+        .onConflictDoUpdate({ target: [memberships.org_id, memberships.user_id], set: { role: sql`excluded.role` } }),
+    ),
   ];
   if (u.passwordHash !== undefined) {
-    sql.push(`UPDATE users SET password_hash = ${lit(u.passwordHash)} WHERE email = ${lit(email)};`);
-    return { sql, output: [`user ${email} (${u.role} of ${u.orgId})`, email] };
+    statements.push(render(db.update(users).set({ password_hash: u.passwordHash }).where(eq(users.email, email))));
+    return { sql: statements, output: [`user ${email} (${u.role} of ${u.orgId})`, email] };
   }
-  sql.push(
-    `INSERT INTO console_links (id, kind, token_hash, email, user_id, expires_at) VALUES (${lit(`lnk_${ulid().toLowerCase()}`)}, 'set_password', ${lit(await sha256Hex(token))}, ${lit(email)}, ${byEmail}, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+${SET_PASSWORD_LINK_TTL_HOURS} hours'));`,
+  statements.push(
+    render(
+      db.insert(consoleLinks).values({
+        id: newLinkId(),
+        kind: 'set_password',
+        token_hash: await sha256Hex(token),
+        email,
+        user_id: byEmail,
+        expires_at: sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`+${SET_PASSWORD_LINK_TTL_HOURS} hours`})`,
+      }),
+    ),
   );
   const link = `${u.consoleUrl.replace(/\/+$/, '')}/console/set-password#token=${token}`;
   return {
-    sql,
+    sql: statements,
     output: [`user ${email} (${u.role} of ${u.orgId}); open this link within ${SET_PASSWORD_LINK_TTL_HOURS} hours to set the password (it works once):`, link],
   };
 }
 
-export function createOrganization(name: string, id: string = `org_${ulid().toLowerCase()}`): AdminStep {
+export function createOrganization(name: string, id: string = newOrganizationId()): AdminStep {
   return {
-    sql: [`INSERT INTO organizations (id, name) VALUES (${lit(id)}, ${lit(name)}) ON CONFLICT(id) DO NOTHING;`],
+    sql: [render(db.insert(organizations).values({ id, name }).onConflictDoNothing({ target: organizations.id }))],
     output: [`organization ${name}`, id],
   };
 }
@@ -79,47 +122,55 @@ export interface OrganizationLimits {
 
 /** Sets an organization's quotas and fair-share weight (src/jobs/quotas.ts, claims in src/jobs/state.ts); unnamed ones stay. */
 export function setOrganizationLimits(orgId: string, limits: OrganizationLimits): AdminStep {
-  const sets: string[] = [];
-  const count = (name: string, v: number | null | undefined, min: number) => {
+  const set: Partial<Pick<typeof organizations.$inferInsert, 'max_active_jobs' | 'max_gpus' | 'share_weight'>> = {};
+  const count = <K extends keyof typeof set>(name: K, v: number | null | undefined, min: number) => {
     if (v === undefined) return;
     if (v !== null && (!Number.isSafeInteger(v) || v < min)) throw new Error(`${name} must be an integer ≥ ${min}, not ${v}`);
-    sets.push(`${name} = ${lit(v)}`);
+    set[name] = v as (typeof set)[K];
   };
   count('max_active_jobs', limits.maxActiveJobs, 0);
   count('max_gpus', limits.maxGpus, 0);
   count('share_weight', limits.shareWeight, 1);
-  if (sets.length === 0) throw new Error('name at least one limit to set');
+  const changes = Object.entries(set).map(([name, v]) => `${name} = ${v ?? 'default'}`);
+  if (changes.length === 0) throw new Error('name at least one limit to set');
   return {
-    sql: [`UPDATE organizations SET ${sets.join(', ')} WHERE id = ${lit(orgId)};`],
-    output: [`${orgId}: ${sets.join(', ').replaceAll(' = NULL', ' = default')}`],
+    sql: [render(db.update(organizations).set(set).where(eq(organizations.id, orgId)))],
+    output: [`${orgId}: ${changes.join(', ')}`],
   };
 }
 
 /** A new API key for an organization. The key itself is printed once and stored only as its SHA-256. */
 export async function createApiKey(orgId: string, owner: string, key: string = randomToken('sk')): Promise<AdminStep> {
-  const id = `key_${ulid().toLowerCase()}`;
-  const hash = await sha256Hex(key);
+  const row = {
+    id: sql`${newApiKeyId()}`.as('id'),
+    org_id: organizations.id,
+    key_hash: sql`${await sha256Hex(key)}`.as('key_hash'),
+    owner: sql`${owner}`.as('owner'),
+    created_at: nowIso.as('created_at'),
+    revoked_at: sql`NULL`.as('revoked_at'),
+    prefix: sql`${key.slice(0, 11)}`.as('prefix'),
+    user_id: sql`NULL`.as('user_id'),
+    last_used_at: sql`NULL`.as('last_used_at'),
+  };
   return {
     sql: [
-      `INSERT INTO api_keys (id, org_id, key_hash, owner, prefix) SELECT ${lit(id)}, id, ${lit(hash)}, ${lit(owner)}, ${lit(key.slice(0, 11))} FROM organizations WHERE id = ${lit(orgId)} ON CONFLICT(key_hash) DO UPDATE SET revoked_at = NULL;`,
+      // Nothing for an organization that does not exist; a key imported again is live again.
+      render(
+        db
+          .insert(apiKeys)
+          .select(db.select(row).from(organizations).where(eq(organizations.id, orgId)))
+          .onConflictDoUpdate({ target: apiKeys.key_hash, set: { revoked_at: null } }),
+      ),
     ],
     output: [`api key for ${owner} in ${orgId} (store it now: it is not shown again)`, key],
   };
 }
 
-export async function revokeApiKey(key: string): Promise<AdminStep> {
-  return {
-    sql: [`UPDATE api_keys SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE key_hash = ${lit(await sha256Hex(key))} AND revoked_at IS NULL;`],
-    output: ['revoked (if it existed)'],
-  };
-}
+const revoked = (statement: Statement): AdminStep => ({ sql: [render(statement)], output: ['revoked (if it existed)'] });
 
-export function revokeApiKeyById(id: string): AdminStep {
-  return {
-    sql: [`UPDATE api_keys SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ${lit(id)} AND revoked_at IS NULL;`],
-    output: ['revoked (if it existed)'],
-  };
-}
+export const revokeApiKey = async (key: string): Promise<AdminStep> => revoked(revoke(db, apiKeys, eq(apiKeys.key_hash, await sha256Hex(key))));
+
+export const revokeApiKeyById = (id: string): AdminStep => revoked(revoke(db, apiKeys, eq(apiKeys.id, id)));
 
 export interface NewConfig {
   id?: string;
@@ -172,7 +223,7 @@ function checkOpenvmToml(text: string): void {
 }
 
 export function createConfig(cfg: NewConfig): AdminStep {
-  const id = normalizeConfigId(cfg.id ?? `cfg_${ulid()}`);
+  const id = normalizeConfigId(cfg.id ?? newConfigId());
   if (!/^cfg_[0-9A-HJKMNP-TV-Z]{26}$/.test(id)) throw new Error(`config id must be cfg_{ulid}: ${id}`);
   if (cfg.openvm_toml !== undefined) checkOpenvmToml(cfg.openvm_toml);
   if (!/^0x[0-9a-f]{64}$/.test(cfg.app_vm_commit)) throw new Error('app_vm_commit must be 0x followed by 64 lower-case hex digits');
@@ -180,19 +231,22 @@ export function createConfig(cfg: NewConfig): AdminStep {
   if (pvb < 8 || (pvb & (pvb - 1)) !== 0) throw new Error('public_values_bytes must be 8 × a power of two');
   return {
     sql: [
-      `INSERT INTO configs (id, openvm_version, stark_backend_version, app_vm_commit, engine, deferral_enabled, public_values_bytes, active, openvm_toml) VALUES (${[
-        id,
-        cfg.openvm_version,
-        cfg.stark_backend_version,
-        cfg.app_vm_commit,
-        cfg.engine,
-        cfg.deferral_enabled,
-        pvb,
-        cfg.active ?? true,
-        cfg.openvm_toml ?? null,
-      ]
-        .map(lit)
-        .join(', ')}) ON CONFLICT(id) DO NOTHING;`,
+      render(
+        db
+          .insert(configs)
+          .values({
+            id,
+            openvm_version: cfg.openvm_version,
+            stark_backend_version: cfg.stark_backend_version,
+            app_vm_commit: cfg.app_vm_commit,
+            engine: cfg.engine,
+            deferral_enabled: cfg.deferral_enabled,
+            public_values_bytes: pvb,
+            active: cfg.active ?? true,
+            openvm_toml: cfg.openvm_toml ?? null,
+          })
+          .onConflictDoNothing({ target: configs.id }),
+      ),
     ],
     output: [`config ${cfg.engine} openvm ${cfg.openvm_version}`, id],
   };
@@ -203,61 +257,147 @@ export function setConfigOpenvmToml(id: string, openvmToml: string): AdminStep {
   checkOpenvmToml(openvmToml);
   const cfg = normalizeConfigId(id);
   return {
-    sql: [`UPDATE configs SET openvm_toml = ${lit(openvmToml)} WHERE id = ${lit(cfg)};`],
+    sql: [render(db.update(configs).set({ openvm_toml: openvmToml }).where(eq(configs.id, cfg)))],
     output: [`${cfg}: openvm.toml set (${openvmToml.length} characters)`],
+  };
+}
+
+/**
+ * A dev config seeded by an older `npm start`, made the targeted release's: its versions,
+ * and its app_vm_commit only while no program uses the config (programs' baselines and
+ * dev proofs are bound to the commit they were made under).
+ */
+export function upgradeDevConfig(id: string, old: { openvm_version: string; app_vm_commit: string }, appVmCommit: string): AdminStep {
+  const unused = notExists(db.select({ one: sql`1` }).from(programs).where(eq(programs.config_id, id)));
+  return {
+    sql: [
+      render(db.update(configs).set(TARGET_RELEASE).where(and(eq(configs.id, id), eq(configs.openvm_version, old.openvm_version)))),
+      render(db.update(configs).set({ app_vm_commit: appVmCommit }).where(and(eq(configs.id, id), eq(configs.app_vm_commit, old.app_vm_commit), unused))),
+    ],
+    output: [],
   };
 }
 
 export function setConfigActive(id: string, active: boolean): AdminStep {
   return {
-    sql: [`UPDATE configs SET active = ${lit(active)} WHERE id = ${lit(id)};`],
+    sql: [render(db.update(configs).set({ active }).where(eq(configs.id, id)))],
     output: [`${id} ${active ? 'activated' : 'deactivated'}`],
   };
 }
 
 /** A new agent token. Printed once; stored only as its SHA-256. */
 export async function createAgentToken(name: string, token: string = randomToken('at')): Promise<AdminStep> {
-  const id = `agt_${ulid().toLowerCase()}`;
   return {
     sql: [
-      `INSERT INTO agent_tokens (id, name, token_hash) VALUES (${lit(id)}, ${lit(name)}, ${lit(await sha256Hex(token))}) ON CONFLICT(token_hash) DO UPDATE SET revoked_at = NULL, name = excluded.name;`,
+      // A token imported again is live again, under the new name.
+      render(
+        db
+          .insert(agentTokens)
+          .values({ id: newAgentTokenId(), name, token_hash: await sha256Hex(token) })
+          .onConflictDoUpdate({ target: agentTokens.token_hash, set: { revoked_at: null, name: sql`excluded.name` } }),
+      ),
     ],
     output: [`agent token ${name} (store it now: it is not shown again)`, token],
   };
 }
 
-export async function revokeAgentToken(token: string): Promise<AdminStep> {
-  return {
-    sql: [`UPDATE agent_tokens SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE token_hash = ${lit(await sha256Hex(token))} AND revoked_at IS NULL;`],
-    output: ['revoked (if it existed)'],
-  };
-}
+export const revokeAgentToken = async (token: string): Promise<AdminStep> => revoked(revoke(db, agentTokens, eq(agentTokens.token_hash, await sha256Hex(token))));
 
-export function revokeAgentTokenById(id: string): AdminStep {
-  return {
-    sql: [`UPDATE agent_tokens SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ${lit(id)} AND revoked_at IS NULL;`],
-    output: ['revoked (if it existed)'],
-  };
-}
+export const revokeAgentTokenById = (id: string): AdminStep => revoked(revoke(db, agentTokens, eq(agentTokens.id, id)));
 
-// Read-only queries for the operator's list commands: one SELECT each, printed as rows.
-// Secrets never appear: keys and tokens are stored only as hashes, and those are left out.
+// Read-only queries for the operator's list commands: one SELECT each, printed as rows
+// named as the keys below. Secrets never appear: keys and tokens are stored only as
+// hashes, and those are left out.
 
 /** Organizations with their quotas and fair-share weight (`-` quota: the Worker's ORG_MAX_* default) and current load. */
 export const listOrganizations = (): string =>
-  `SELECT o.id, o.name, o.created_at, (SELECT count(*) FROM api_keys k WHERE k.org_id = o.id AND k.revoked_at IS NULL) AS active_keys, o.max_active_jobs, o.max_gpus, o.share_weight, o.active_jobs FROM organizations o ORDER BY o.created_at, o.id;`;
+  render(
+    db
+      .select({
+        id: organizations.id,
+        name: organizations.name,
+        created_at: organizations.created_at,
+        active_keys: sql<number>`${db.select({ n: count() }).from(apiKeys).where(and(eq(apiKeys.org_id, organizations.id), isNull(apiKeys.revoked_at)))}`.as('active_keys'),
+        max_active_jobs: organizations.max_active_jobs,
+        max_gpus: organizations.max_gpus,
+        share_weight: organizations.share_weight,
+        active_jobs: organizations.active_jobs,
+      })
+      .from(organizations)
+      .orderBy(organizations.created_at, organizations.id),
+  );
 
 export const listUsers = (orgId?: string): string =>
-  `SELECT u.id, u.email, u.name, m.org_id, m.role, u.is_operator, u.password_hash IS NOT NULL AS has_password, u.created_at FROM users u LEFT JOIN memberships m ON m.user_id = u.id${orgId === undefined ? '' : ` WHERE m.org_id = ${lit(orgId)}`} ORDER BY u.created_at, u.id;`;
+  render(
+    db
+      .select({
+        id: users.id,
+        email: users.email,
+        name: users.name,
+        org_id: memberships.org_id,
+        role: memberships.role,
+        is_operator: users.is_operator,
+        has_password: isNotNull(users.password_hash).as('has_password'),
+        created_at: users.created_at,
+      })
+      .from(users)
+      .leftJoin(memberships, eq(memberships.user_id, users.id))
+      .where(orgId === undefined ? undefined : eq(memberships.org_id, orgId))
+      .orderBy(users.created_at, users.id),
+  );
 
 export const listApiKeys = (orgId?: string): string =>
-  `SELECT id, org_id, owner, created_at, revoked_at FROM api_keys${orgId === undefined ? '' : ` WHERE org_id = ${lit(orgId)}`} ORDER BY created_at, id;`;
+  render(
+    db
+      .select({ id: apiKeys.id, org_id: apiKeys.org_id, owner: apiKeys.owner, created_at: apiKeys.created_at, revoked_at: apiKeys.revoked_at })
+      .from(apiKeys)
+      .where(orgId === undefined ? undefined : eq(apiKeys.org_id, orgId))
+      .orderBy(apiKeys.created_at, apiKeys.id),
+  );
 
 export const listConfigs = (id?: string): string =>
-  `SELECT id, engine, openvm_version, stark_backend_version, app_vm_commit, deferral_enabled, public_values_bytes, active, status, openvm_toml IS NOT NULL AS has_openvm_toml, created_at FROM configs${id === undefined ? '' : ` WHERE id = ${lit(normalizeConfigId(id))}`} ORDER BY created_at, id;`;
+  render(
+    db
+      .select({
+        id: configs.id,
+        engine: configs.engine,
+        openvm_version: configs.openvm_version,
+        stark_backend_version: configs.stark_backend_version,
+        app_vm_commit: configs.app_vm_commit,
+        deferral_enabled: configs.deferral_enabled,
+        public_values_bytes: configs.public_values_bytes,
+        active: configs.active,
+        status: configs.status,
+        has_openvm_toml: isNotNull(configs.openvm_toml).as('has_openvm_toml'),
+        created_at: configs.created_at,
+      })
+      .from(configs)
+      .where(id === undefined ? undefined : eq(configs.id, normalizeConfigId(id)))
+      .orderBy(configs.created_at, configs.id),
+  );
 
-export const listAgentTokens = (): string => `SELECT id, name, created_at, revoked_at FROM agent_tokens ORDER BY created_at, id;`;
+export const listAgentTokens = (): string =>
+  render(
+    db
+      .select({ id: agentTokens.id, name: agentTokens.name, created_at: agentTokens.created_at, revoked_at: agentTokens.revoked_at })
+      .from(agentTokens)
+      .orderBy(agentTokens.created_at, agentTokens.id),
+  );
 
-/** Agents that have polled for work; `last_seen_at` is stored in epoch milliseconds. */
+/** Agents that have polled for work, most recently seen first; `last_seen_at` (stored in epoch milliseconds) as ISO 8601. */
 export const listAgents = (): string =>
-  `SELECT id, name, token_id, machine_type, gpus, engines, configs, strftime('%Y-%m-%dT%H:%M:%fZ', last_seen_at / 1000.0, 'unixepoch') AS last_seen_at FROM agents ORDER BY agents.last_seen_at DESC;`;
+  render(
+    db
+      .select({
+        id: agents.id,
+        name: agents.name,
+        token_id: agents.token_id,
+        machine_type: agents.machine_type,
+        gpus: agents.gpus,
+        engines: agents.engines,
+        configs: agents.configs,
+        last_seen_at: sql<string>`strftime('%Y-%m-%dT%H:%M:%fZ', ${agents.last_seen_at} / 1000.0, 'unixepoch')`.as('last_seen_at'),
+      })
+      .from(agents)
+      .orderBy(desc(agents.last_seen_at)),
+  );

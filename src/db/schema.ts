@@ -3,14 +3,14 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { JOB_KINDS, PROOF_TYPES } from 'prover-agent/protocol';
-import { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES } from './enums.ts';
+import { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, type WebhookEvent } from './enums.ts';
 
 export { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, type ProofState, type Role, type WebhookEvent } from './enums.ts';
 
-const createdAt = () =>
-  text('created_at')
-    .notNull()
-    .default(sql`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`);
+/** Now, in SQL, as timestamp columns store it: ISO 8601 UTC with milliseconds. */
+export const nowIso = sql<string>`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`;
+
+const createdAt = () => text('created_at').notNull().default(nowIso);
 
 /** The owning organization: every caller-visible record has one. */
 const orgId = () =>
@@ -164,7 +164,7 @@ export const auditLog = sqliteTable(
     actor: text('actor').notNull(),
     action: text('action').notNull(),
     target: text('target').notNull(),
-    detail: text('detail').notNull().default('{}'),
+    detail: text('detail', { mode: 'json' }).$type<Record<string, unknown>>().notNull().default({}),
     created_at: createdAt(),
   },
   (t) => [index('audit_log_org').on(t.org_id, t.id)],
@@ -274,10 +274,10 @@ export const proofs = sqliteTable(
     num_deferred_proofs: integer('num_deferred_proofs').notNull().default(0),
     public_values: text('public_values'),
     input_key: text('input_key').notNull(),
-    /** JSON array of R2 keys of the deferred child proofs, in packing order. */
-    child_proof_keys: text('child_proof_keys').notNull().default('[]'),
-    /** R2 keys of the produced proof files, by kind, JSON object. */
-    proof_keys: text('proof_keys').notNull().default('{}'),
+    /** R2 keys of the deferred child proofs, in packing order. */
+    child_proof_keys: text('child_proof_keys', { mode: 'json' }).$type<string[]>().notNull().default([]),
+    /** R2 keys of the produced proof files, by kind. */
+    proof_keys: text('proof_keys', { mode: 'json' }).$type<Record<string, string>>().notNull().default({}),
   },
   (t) => [index('proofs_program').on(t.program_id, t.created_at), index('proofs_org').on(t.org_id, t.created_at)],
 );
@@ -414,9 +414,9 @@ export const agents = sqliteTable('agents', {
   name: text('name').notNull(),
   machine_type: text('machine_type').notNull(),
   gpus: integer('gpus').notNull(),
-  /** JSON arrays. `configs` empty = every config of its engines. */
-  engines: text('engines').notNull(),
-  configs: text('configs').notNull(),
+  /** `configs` empty = every config of its engines. */
+  engines: text('engines', { mode: 'json' }).$type<string[]>().notNull(),
+  configs: text('configs', { mode: 'json' }).$type<string[]>().notNull(),
   last_seen_at: integer('last_seen_at').notNull(),
   /** Epoch ms of its graceful stop: it left the fleet and is no longer counted. */
   left_at: integer('left_at'),
@@ -441,8 +441,8 @@ export const leases = sqliteTable(
     ended_at: integer('ended_at'),
     /** How it ended: completed, failed, canceled, released, expired. */
     outcome: text('outcome'),
-    /** The JSON answer given to the callback that ended it, repeated to retries of that callback. */
-    response: text('response'),
+    /** The answer given to the callback that ended it, repeated to retries of that callback. */
+    response: text('response', { mode: 'json' }).$type<Record<string, unknown>>(),
     /** The job's input files as {name: R2 key}, worked out once at claim (GET /internal/v1/lease/artifacts/{name}). */
     artifacts: text('artifacts', { mode: 'json' }).$type<Record<string, string>>().notNull().default({}),
   },
@@ -542,8 +542,8 @@ export const webhookEndpoints = sqliteTable(
     org_id: orgId(),
     url: text('url').notNull(),
     description: text('description').notNull().default(''),
-    /** JSON array of WEBHOOK_EVENTS; null = every event, including ones added later. */
-    events: text('events'),
+    /** Some of WEBHOOK_EVENTS; null = every event, including ones added later. */
+    events: text('events', { mode: 'json' }).$type<WebhookEvent[]>(),
     /** The signing secret (`whsec_…`), AES-GCM encrypted under WEBHOOK_ENCRYPTION_KEY (src/lib/webhook-secrets.ts). */
     secret: text('secret').notNull(),
     /** The secret before the last rotation, encrypted; it signs too until previous_secret_expires_at (epoch ms). */
@@ -583,7 +583,10 @@ export const webhookDeliveries = sqliteTable(
     subject_id: text('subject_id').notNull(),
     /** When the event happened: the payload's `timestamp`. */
     created_at: createdAt(),
-    /** The JSON body; null until the first attempt renders it. */
+    /**
+     * The JSON body; null until the first attempt renders it. Text, not a JSON column:
+     * these are the bytes every attempt signs and sends, kept as they were rendered.
+     */
     payload: text('payload'),
     status: text('status', { enum: WEBHOOK_DELIVERY_STATUSES }).notNull().default('pending'),
     /** Attempts made, over every redelivery. */
@@ -649,7 +652,7 @@ export const idempotencyKeys = sqliteTable(
     fingerprint: text('fingerprint'),
     /** The body's length as fingerprinted (multipart boundaries normalized); set with the answer. */
     body_bytes: integer('body_bytes'),
-    /** The stored answer: HTTP status and JSON body. */
+    /** The stored answer: HTTP status and JSON body (text: it may be sealed, src/middleware/idempotency.ts). */
     status: integer('status'),
     response: text('response'),
     /** Epoch ms of the claim. */

@@ -35,7 +35,7 @@ agentsInternalApi.post('/presence', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidato
     db
       .insert(agents)
       .select(
-        sql`SELECT ${req.agent_id}, ${agentTokens.id}, ${req.name}, ${req.machine_type}, ${req.gpus}, ${JSON.stringify(req.engines)}, ${JSON.stringify(req.configs)}, ${now}, NULL
+        sql`SELECT ${req.agent_id}, ${agentTokens.id}, ${req.name}, ${req.machine_type}, ${req.gpus}, ${sql.param(req.engines, agents.engines)}, ${sql.param(req.configs, agents.configs)}, ${now}, NULL
           FROM ${agentTokens} WHERE ${liveToken(hash)}`,
       )
       .onConflictDoUpdate({

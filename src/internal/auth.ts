@@ -5,9 +5,13 @@ import { and, eq, isNull } from 'drizzle-orm';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import { agentTokens, jobs, leases } from '../db/schema.ts';
+import { bearer } from '../lib/bearer.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { JobRow, LeaseRow } from '../jobs/state.ts';
+
+// The fleet's routes read their tokens with it from here.
+export { bearer };
 
 export interface InternalEnv extends AppEnv {
   Variables: AppEnv['Variables'] & {
@@ -15,12 +19,6 @@ export interface InternalEnv extends AppEnv {
     lease: LeaseRow;
     job: JobRow;
   };
-}
-
-export function bearer(header: string | undefined): string {
-  const m = /^Bearer\s+(\S+)$/i.exec(header ?? '');
-  if (!m) throw new ApiError(401, 'Missing bearer token');
-  return m[1]!;
 }
 
 /** Resolves an agent token; throws 401 for unknown or revoked ones. */

@@ -46,7 +46,7 @@ function requireCurrent(c: Context<InternalEnv>) {
  */
 function repeatOf(c: Context<InternalEnv>, ...outcomes: string[]): Response | null {
   const { lease } = c.var;
-  if (lease.outcome && outcomes.includes(lease.outcome) && lease.response) return c.json(JSON.parse(lease.response), 200);
+  if (lease.outcome && outcomes.includes(lease.outcome) && lease.response) return c.json(lease.response, 200);
   requireCurrent(c);
   return null;
 }

@@ -10,7 +10,7 @@ type ProofRow = typeof proofs.$inferSelect;
 
 /** The proof file of a kind, streamed; 404 until it exists. */
 export async function proofFileResponse(bucket: R2Bucket, proof: ProofRow, kind: ProofType): Promise<Response> {
-  const key = (JSON.parse(proof.proof_keys) as Record<string, string>)[kind];
+  const key = proof.proof_keys[kind];
   const obj = key ? await bucket.get(key) : null;
   if (!obj) throw new ApiError(404, `No ${kind} proof for this job (state: ${proof.state})`);
   return streamObject(obj, 'application/json', `${kind}-proof.json`);

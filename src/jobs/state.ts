@@ -254,10 +254,10 @@ export async function heartbeat(
 }
 
 /** Ends the lease with `outcome`; the statements run in the same batch as the caller's. */
-function endLease(db: Db, lease: LeaseRow, outcome: string, response: unknown, now: number) {
+function endLease(db: Db, lease: LeaseRow, outcome: string, response: Record<string, unknown>, now: number) {
   return db
     .update(leases)
-    .set({ outcome, ended_at: now, response: JSON.stringify(response) })
+    .set({ outcome, ended_at: now, response })
     .where(and(eq(leases.id, lease.id), isNull(leases.outcome)));
 }
 
@@ -271,14 +271,14 @@ const cancelRequestedOf = (lease: LeaseRow) => sql`(SELECT ${jobs.cancel_request
  * Ends the lease with `outcome` and `response`, or as `canceled` when the job's cancel
  * was recorded before this batch: the stored answer is the one that applied.
  */
-function endLeaseUnlessCanceled(db: Db, lease: LeaseRow, outcome: string, response: unknown, now: number) {
+function endLeaseUnlessCanceled(db: Db, lease: LeaseRow, outcome: string, response: Record<string, unknown>, now: number) {
   const canceled = cancelRequestedOf(lease);
   return db
     .update(leases)
     .set({
       outcome: sql`CASE WHEN ${canceled} THEN 'canceled' ELSE ${outcome} END`,
       ended_at: now,
-      response: sql`CASE WHEN ${canceled} THEN ${JSON.stringify(CANCELED_RESPONSE)} ELSE ${JSON.stringify(response)} END`,
+      response: sql`CASE WHEN ${canceled} THEN ${sql.param(CANCELED_RESPONSE, leases.response)} ELSE ${sql.param(response, leases.response)} END`,
     })
     .where(and(eq(leases.id, lease.id), isNull(leases.outcome)));
 }
@@ -333,7 +333,7 @@ export async function completeJob(
   db: Db,
   lease: LeaseRow,
   done: Completion,
-  response: unknown,
+  response: Record<string, unknown>,
   settings: FleetSettings,
   { now = Date.now(), before = [] }: EndingOptions = {},
 ): Promise<{ outcome: 'completed' | 'canceled' | null; deliveries: DeliveryRef[] }> {
@@ -373,7 +373,7 @@ export async function failJob(
   lease: LeaseRow,
   job: JobRow,
   failure: { message: string; retryable: boolean },
-  response: unknown,
+  response: Record<string, unknown>,
   settings: FleetSettings,
   { now = Date.now(), before = [] }: EndingOptions = {},
 ): Promise<{ outcome: 'requeued' | 'failed' | 'canceled'; applied: boolean; deliveries: DeliveryRef[] }> {
@@ -411,7 +411,7 @@ export async function failJob(
 }
 
 /** The agent stopped the job on a cancel request: Canceling → Canceled, charged until the cancel. */
-export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: unknown, settings: FleetSettings, { now = Date.now(), before = [] }: EndingOptions = {}) {
+export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: Record<string, unknown>, settings: FleetSettings, { now = Date.now(), before = [] }: EndingOptions = {}) {
   const mine = and(currentLease(lease.id), eq(jobs.cancel_requested, true))!;
   const results = await db.batch([
     ...(before as [BatchItem<'sqlite'>]),
@@ -427,7 +427,7 @@ export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: unkno
  * The agent gives the job back unfinished (shutting down): it is requeued at once
  * for another agent, without touching its retry budget; a canceled job ends Canceled.
  */
-export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response: unknown, settings: FleetSettings, { now = Date.now(), before = [] }: EndingOptions = {}) {
+export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response: Record<string, unknown>, settings: FleetSettings, { now = Date.now(), before = [] }: EndingOptions = {}) {
   const current = currentLease(lease.id);
   const canceled = and(current, eq(jobs.cancel_requested, true))!;
   const results = await db.batch([

@@ -65,12 +65,10 @@ export async function sweep(
   }
   const webhooks = await sweepWebhooks(db, env, now);
 
-  const live: LiveAgent[] = (
-    await db
-      .select()
-      .from(agents)
-      .where(and(gte(agents.last_seen_at, now - settings.agentStaleMs), isNull(agents.left_at)))
-  ).map((a) => ({ gpus: a.gpus, engines: JSON.parse(a.engines) as string[], configs: JSON.parse(a.configs) as string[] }));
+  const live: LiveAgent[] = await db
+    .select({ gpus: agents.gpus, engines: agents.engines, configs: agents.configs })
+    .from(agents)
+    .where(and(gte(agents.last_seen_at, now - settings.agentStaleMs), isNull(agents.left_at)));
   const stale = await db
     .select({
       org_id: queueLanes.org_id,

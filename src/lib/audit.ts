@@ -30,6 +30,6 @@ export function auditEntry(db: Db, orgId: string, actor: Actor, action: AuditAct
     actor: actor.email,
     action,
     target,
-    detail: JSON.stringify(detail),
+    detail,
   });
 }

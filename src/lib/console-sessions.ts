@@ -6,11 +6,12 @@
 // serves them has caught up (src/middleware/console-auth.ts).
 import { and, eq, isNull, or } from 'drizzle-orm';
 import { sign, verify } from 'hono/jwt';
-import { ulid } from 'ulid';
 import type { Db } from '../db/client.ts';
 import { consoleSessions } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import { randomToken, sha256Hex, signingSecret } from './crypto.ts';
+import { newSessionId } from './ids.ts';
+import { revoke } from './revoke.ts';
 
 export const REFRESH_COOKIE = 'console_refresh';
 /** The refresh cookie is sent only to the auth routes that read it. */
@@ -50,7 +51,7 @@ const isoIn = (seconds: number, now = Date.now()) => new Date(now + seconds * 10
 
 /** A new session for a user: its id and the refresh token to set as the cookie. */
 export async function openSession(db: Db, userId: string): Promise<{ id: string; refresh: string }> {
-  const id = `ses_${ulid().toLowerCase()}`;
+  const id = newSessionId();
   const refresh = randomToken('rt', 32);
   await db.insert(consoleSessions).values({ id, user_id: userId, refresh_hash: await sha256Hex(refresh), expires_at: isoIn(REFRESH_TTL_SECONDS) });
   return { id, refresh };
@@ -87,17 +88,11 @@ export async function rotateSession(db: Db, refresh: string): Promise<RotateResu
 }
 
 export async function revokeSession(db: Db, sessionId: string): Promise<void> {
-  await db
-    .update(consoleSessions)
-    .set({ revoked_at: new Date().toISOString() })
-    .where(and(eq(consoleSessions.id, sessionId), isNull(consoleSessions.revoked_at)));
+  await revoke(db, consoleSessions, eq(consoleSessions.id, sessionId), new Date().toISOString());
 }
 
 /** Ends every session of a user (password change, removal from an organization). */
 export async function revokeUserSessions(db: Db, userId: string) {
-  return db
-    .update(consoleSessions)
-    .set({ revoked_at: new Date().toISOString() })
-    .where(and(eq(consoleSessions.user_id, userId), isNull(consoleSessions.revoked_at)));
+  return revoke(db, consoleSessions, eq(consoleSessions.user_id, userId), new Date().toISOString());
 }
 

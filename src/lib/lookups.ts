@@ -8,6 +8,7 @@
 // a batch's rows as objects keyed by column name, so such a join would lose columns.
 // A program's project and config are read by statements of their own instead.
 import { and, asc, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import type { SQLiteSelect } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../db/client.ts';
 import { configs, executions, jobs, organizations, programs, projects, proofs, verifications } from '../db/schema.ts';
 import { notFound } from './errors.ts';
@@ -67,25 +68,23 @@ export const toRecord = (r: FoundProgram) => programRecord(r.program, r.project,
  */
 export function programPageQuery(db: Db, org: Org, filter: SQL | undefined, page: number, pageSize: number, total: SQL<number>) {
   const where = and(eq(programs.org_id, org), filter);
-  const order = [desc(programs.created_at), desc(programs.id)];
-  const offset = (page - 1) * pageSize;
+  const ordered = <T extends SQLiteSelect>(query: T) => query.where(where).orderBy(desc(programs.created_at), desc(programs.id));
+  const [rows, counted] = pageQuery(db, ordered(db.select().from(programs).$dynamic()), total, page, pageSize);
   // The page's projects and configs, by the same page of ids (an IN over at most a page).
-  const pageColumn = (column: typeof programs.project_id | typeof programs.config_id) =>
-    db.select({ id: column }).from(programs).where(where).orderBy(...order).limit(pageSize).offset(offset);
+  const pageColumn = (column: typeof programs.project_id | typeof programs.config_id) => inPage(ordered(db.select({ id: column }).from(programs).$dynamic()), page, pageSize);
   return [
-    db.select().from(programs).where(where).orderBy(...order).limit(pageSize).offset(offset),
+    rows,
     db.select().from(projects).where(inArray(projects.id, pageColumn(programs.project_id))),
     db.select().from(configs).where(inArray(configs.id, pageColumn(programs.config_id))),
-    db.select({ total }).from(sql`(SELECT 1)`),
+    counted,
   ] as const;
 }
 
 /** The page programPageQuery() read, as records. */
-export function programPage([rows, projectRows, configRows, [counted]]: readonly [ProgramRow[], ProjectRow[], ConfigRow[], { total: number }[]], page: number, pageSize: number) {
+export function programPage([rows, projectRows, configRows, counted]: readonly [ProgramRow[], ProjectRow[], ConfigRow[], { total: number }[]], page: number, pageSize: number) {
   const project = new Map(projectRows.map((p) => [p.id, p]));
   const config = new Map(configRows.map((c) => [c.id, c]));
-  const items = rows.map((p) => programRecord(p, project.get(p.project_id)!, config.get(p.config_id)!));
-  return paginate(items, Number(counted?.total ?? 0), page, pageSize);
+  return pageAnswer([rows, counted], (p) => programRecord(p, project.get(p.project_id)!, config.get(p.config_id)!), page, pageSize);
 }
 
 // ---------------------------------------------------------------------------
@@ -97,6 +96,24 @@ export const orgCounter = (db: Db, org: Org, column: SQL | typeof organizations.
 
 /** How many rows `query` selects, counting at most COUNT_CAP of them. */
 export const cappedCount = (query: { limit(n: number): unknown }) => sql<number>`(SELECT count(*) FROM ${query.limit(COUNT_CAP)})`;
+
+// ---------------------------------------------------------------------------
+// Pages: every list answers one page of its rows and its total.
+
+/** Page `page` (from 1) of an ordered query, `pageSize` rows. */
+export const inPage = <T extends SQLiteSelect>(query: T, page: number, pageSize: number) => query.limit(pageSize).offset((page - 1) * pageSize);
+
+/**
+ * The statements of one page of a list, for one batch: page `page` of `rows` (ordered,
+ * made `.$dynamic()`) and the list's `total` (a counter, or a count, capped for a
+ * search) as one row. pageAnswer() makes the answer of what they read.
+ */
+export const pageQuery = <T extends SQLiteSelect>(db: Db, rows: T, total: SQL<number>, page: number, pageSize: number) =>
+  [inPage(rows, page, pageSize), db.select({ total }).from(sql`(SELECT 1)`)] as const;
+
+/** A list's answer, `{items, pagination}`, from the rows and total pageQuery() read. */
+export const pageAnswer = <R, T>([rows, [counted]]: readonly [R[], { total: number }[]], toItem: (row: R) => T, page: number, pageSize: number) =>
+  paginate(rows.map(toItem), Number(counted?.total ?? 0), page, pageSize);
 
 // ---------------------------------------------------------------------------
 // Projects: their records carry their totals (counters on the row).
@@ -128,21 +145,10 @@ export function projectPageQuery(db: Db, org: Org, q: ProjectQuery) {
   const total = q.search
     ? cappedCount(db.select({ one: sql`1` }).from(projects).where(where))
     : orgCounter(db, org, sql`${organizations.project_count}`);
-  return [
-    db
-      .select()
-      .from(projects)
-      .where(where)
-      .orderBy(dir(key), dir(projects.id))
-      .limit(q.pageSize)
-      .offset((q.page - 1) * q.pageSize),
-    db.select({ total }).from(sql`(SELECT 1)`),
-  ] as const;
+  return pageQuery(db, db.select().from(projects).where(where).orderBy(dir(key), dir(projects.id)).$dynamic(), total, q.page, q.pageSize);
 }
 
-export function projectPage([rows, [counted]]: readonly [ProjectRow[], { total: number }[]], q: Pick<ProjectQuery, 'page' | 'pageSize'>) {
-  return paginate(rows.map(projectRecord), Number(counted?.total ?? 0), q.page, q.pageSize);
-}
+export const projectPage = (read: readonly [ProjectRow[], { total: number }[]], q: Pick<ProjectQuery, 'page' | 'pageSize'>) => pageAnswer(read, projectRecord, q.page, q.pageSize);
 
 // ---------------------------------------------------------------------------
 // Proofs, executions, verifications, configs.
@@ -205,13 +211,16 @@ const runsOf = (db: Db) => db.select().from(proofs).limit(1).offset(0);
  */
 export function programRunsQuery<T extends typeof proofs | typeof executions>(db: Db, org: Org, programId: string, table: T, page: number, pageSize: number) {
   const counter = table === proofs ? programs.proof_count : programs.execution_count;
-  const rows = db
-    .select()
-    .from(table as typeof proofs) // the two tables share the columns used here; the row type is T's (below)
-    .where(and(eq(table.program_id, programId), eq(table.org_id, org)))
-    .orderBy(desc(table.created_at), desc(table.id))
-    .limit(pageSize)
-    .offset((page - 1) * pageSize);
+  const rows = inPage(
+    db
+      .select()
+      .from(table as typeof proofs) // the two tables share the columns used here; the row type is T's (below)
+      .where(and(eq(table.program_id, programId), eq(table.org_id, org)))
+      .orderBy(desc(table.created_at), desc(table.id))
+      .$dynamic(),
+    page,
+    pageSize,
+  );
   return [
     db.select({ total: counter }).from(programs).where(ownProgram(org, programId)),
     rows as unknown as Omit<ReturnType<typeof runsOf>, 'then'> & { _: { result: T['$inferSelect'][] } },

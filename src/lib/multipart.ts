@@ -3,7 +3,7 @@
 // Worker's 128 MB of memory. (`Request.formData()` buffers the whole body, and the
 // multipart libraries we looked at buffer each part, which is the same problem for a
 // single large VMEXE part.)
-import { ApiError } from './errors.ts';
+import { ApiError, ValidationError, type ValidationIssue } from './errors.ts';
 
 export interface PartInfo {
   /** The form field name from Content-Disposition. */
@@ -208,6 +208,75 @@ function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
     if (j === needle.length) return i;
   }
   return -1;
+}
+
+// ---------------------------------------------------------------------------
+// Forms: what the routes that take multipart bodies read through.
+
+/** How a route takes the parts of one name (parts no rule names are read past). */
+export interface PartRule<S extends PartSink = PartSink> {
+  /** Where a part's bytes go; `index` counts the parts of this name from 0. */
+  sink(part: PartInfo, index: number): S | Promise<S>;
+  /** Without one, the form is refused: 422 `missing` at ["body", name]. */
+  required?: boolean;
+  /**
+   * Most parts of this name. One more is refused: a single part (1) at once, 400; a
+   * list, with 422 `too_long` once the body is read (parts past it are read past).
+   * Unset: every one is kept.
+   */
+  max?: number;
+  /** Only a text field counts: a file part of this name is read past. */
+  fieldOnly?: boolean;
+}
+
+export type PartRules = Record<string, PartRule<any>>;
+
+/** The sinks a form filled, by rule name, in the order their parts came. */
+export type FormParts<R extends PartRules> = { [K in keyof R]: Awaited<ReturnType<R[K]['sink']>>[] };
+
+/**
+ * A request's multipart/form-data body, to read by rules. Null when the request is
+ * not multipart (no boundary, or no body); its declared length is checked first either
+ * way: past `maxBytes`, 413 before a byte is read.
+ */
+export function multipartForm(req: Request, maxBytes: number): MultipartForm | null {
+  if (Number(req.headers.get('content-length') ?? NaN) > maxBytes) throw tooLarge(maxBytes);
+  const boundary = multipartBoundary(req.headers.get('content-type') ?? undefined);
+  return boundary && req.body ? new MultipartForm(req.body, boundary, maxBytes) : null;
+}
+
+export class MultipartForm {
+  constructor(
+    private readonly body: ReadableStream<Uint8Array>,
+    private readonly boundary: string,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** Reads the body whole, each part into its rule's sink; then refuses a form short of its rules (422). */
+  async read<R extends PartRules>(rules: R, maxParts?: number): Promise<FormParts<R>> {
+    const got: Record<string, PartSink[]> = Object.fromEntries(Object.keys(rules).map((name) => [name, []]));
+    const over = new Set<string>();
+    await parseMultipart(this.body, this.boundary, { maxBytes: this.maxBytes, maxParts }, async (part) => {
+      const rule = Object.hasOwn(rules, part.name) ? rules[part.name]! : undefined;
+      if (!rule || (rule.fieldOnly && part.filename !== undefined)) return DISCARD;
+      const sinks = got[part.name]!;
+      if (rule.max !== undefined && sinks.length >= rule.max) {
+        if (rule.max === 1) throw new ApiError(400, `More than one "${part.name}" part`);
+        over.add(part.name);
+        return DISCARD;
+      }
+      const sink = await rule.sink(part, sinks.length);
+      sinks.push(sink);
+      return sink;
+    });
+    const tooLong = [...over].map((name): ValidationIssue => ({ loc: ['body', name], msg: `List should have at most ${rules[name]!.max} items`, type: 'too_long' }));
+    if (tooLong.length) throw new ValidationError(tooLong);
+    const missing = Object.entries(rules)
+      .filter(([name, rule]) => rule.required && got[name]!.length === 0)
+      .map(([name]): ValidationIssue => ({ loc: ['body', name], msg: 'Field required', type: 'missing' }));
+    if (missing.length) throw new ValidationError(missing);
+    return got as FormParts<R>;
+  }
 }
 
 /** A sink for parts a route has no use for: read past and dropped. */

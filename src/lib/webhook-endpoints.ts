@@ -11,12 +11,11 @@ import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
 import { ulid } from 'ulid';
 import type { Db } from '../db/client.ts';
-import { auditLog, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts';
+import { auditLog, nowIso, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import type { AuditAction } from './audit.ts';
 import { ApiError, notFound, ValidationError } from './errors.ts';
-import { cappedCount } from './lookups.ts';
-import { paginate } from './schemas.ts';
+import { cappedCount, inPage, pageAnswer, pageQuery } from './lookups.ts';
 import { PREVIOUS_SECRET_GRACE_MS } from './webhook-secrets.ts';
 import { urlPolicy, webhookUrlProblem } from './webhook-url.ts';
 import type { UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEventName } from './webhook-schemas.ts';
@@ -42,7 +41,7 @@ export function endpointRecord(e: EndpointRow, now = Date.now()): z.infer<typeof
     id: e.id,
     url: e.url,
     description: e.description,
-    events: e.events === null ? null : (JSON.parse(e.events) as z.infer<typeof WebhookEventName>[]),
+    events: e.events,
     created_at: e.created_at,
     created_by: e.created_by,
     updated_at: e.updated_at,
@@ -78,7 +77,7 @@ export function checkWebhookUrl(env: Env, url: string): void {
 }
 
 /** Subscribed events as stored: null for all, else the distinct names in the canonical order. */
-const storedEvents = (events: readonly string[] | null | undefined) => (events ? JSON.stringify(WEBHOOK_EVENTS.filter((e) => events.includes(e))) : null);
+const storedEvents = (events: readonly string[] | null | undefined) => (events ? WEBHOOK_EVENTS.filter((e) => events.includes(e)) : null);
 
 export const DELIVERY_ID = /^msg_[0-9a-f]{32}$/;
 
@@ -99,7 +98,7 @@ function audit(db: Db, org: Org, actor: Actor, action: AuditAction, id: string, 
   return db
     .insert(auditLog)
     .select(
-      sql`SELECT ${ulid()}, ${e.org_id}, ${actor.userId}, ${actor.name}, ${action}, ${e.id}, ${JSON.stringify(detail)}, strftime('%Y-%m-%dT%H:%M:%fZ','now') FROM ${e} WHERE ${own(org, id)}`,
+      sql`SELECT ${ulid()}, ${e.org_id}, ${actor.userId}, ${actor.name}, ${action}, ${e.id}, ${sql.param(detail, auditLog.detail)}, ${nowIso} FROM ${e} WHERE ${own(org, id)}`,
     );
 }
 
@@ -108,20 +107,11 @@ export const endpointQuery = (db: Db, org: Org, id: string) => db.select().from(
 /** A page of the organization's endpoints, newest first, and how many it has (at most MAX_WEBHOOK_ENDPOINTS). */
 export function endpointPageStatements(db: Db, org: Org, page: number, pageSize: number) {
   const where = eq(webhookEndpoints.org_id, org);
-  return [
-    db
-      .select()
-      .from(webhookEndpoints)
-      .where(where)
-      .orderBy(desc(webhookEndpoints.created_at), desc(webhookEndpoints.id))
-      .limit(pageSize)
-      .offset((page - 1) * pageSize),
-    db.select({ total: sql<number>`count(*)` }).from(webhookEndpoints).where(where),
-  ] as const;
+  const rows = db.select().from(webhookEndpoints).where(where).orderBy(desc(webhookEndpoints.created_at), desc(webhookEndpoints.id));
+  return pageQuery(db, rows.$dynamic(), db.$count(webhookEndpoints, where), page, pageSize);
 }
 
-export const endpointPage = ([rows, [counted]]: readonly [EndpointRow[], { total: number }[]], page: number, pageSize: number) =>
-  paginate(rows.map((r) => endpointRecord(r)), Number(counted?.total ?? 0), page, pageSize);
+export const endpointPage = (read: readonly [EndpointRow[], { total: number }[]], page: number, pageSize: number) => pageAnswer(read, (r) => endpointRecord(r), page, pageSize);
 
 export interface NewEndpoint {
   id: string;
@@ -219,23 +209,15 @@ export function rotateStatements(db: Db, org: Org, actor: Actor, id: string, sea
 export function deliveryPageStatements(db: Db, org: Org, id: string, status: DeliveryRow['status'] | undefined, page: number, pageSize: number) {
   const d = webhookDeliveries;
   const where = and(eq(d.endpoint_id, id), eq(d.org_id, org), status ? eq(d.status, status) : undefined);
-  const pageIds = db.select({ id: d.id }).from(d).where(where).orderBy(desc(d.created_at), desc(d.id)).limit(pageSize).offset((page - 1) * pageSize);
-  return [
-    endpointQuery(db, org, id),
-    db.select().from(d).where(where).orderBy(desc(d.created_at), desc(d.id)).limit(pageSize).offset((page - 1) * pageSize),
-    db.select().from(webhookAttempts).where(inArray(webhookAttempts.delivery_id, pageIds)),
-    db.select({ total: cappedCount(db.select({ one: sql`1` }).from(d).where(where)) }).from(sql`(SELECT 1)`),
-  ] as const;
+  const newestFirst = [desc(d.created_at), desc(d.id)];
+  const [rows, counted] = pageQuery(db, db.select().from(d).where(where).orderBy(...newestFirst).$dynamic(), cappedCount(db.select({ one: sql`1` }).from(d).where(where)), page, pageSize);
+  const pageIds = inPage(db.select({ id: d.id }).from(d).where(where).orderBy(...newestFirst).$dynamic(), page, pageSize);
+  return [endpointQuery(db, org, id), rows, db.select().from(webhookAttempts).where(inArray(webhookAttempts.delivery_id, pageIds)), counted] as const;
 }
 
-export function deliveryPage([endpoint, rows, attempts, [counted]]: readonly [EndpointRow[], DeliveryRow[], AttemptRow[], { total: number }[]], page: number, pageSize: number) {
+export function deliveryPage([endpoint, rows, attempts, counted]: readonly [EndpointRow[], DeliveryRow[], AttemptRow[], { total: number }[]], page: number, pageSize: number) {
   if (!endpoint[0]) throw notFound('Webhook endpoint');
-  return paginate(
-    rows.map((r) => deliveryRecord(r, attempts)),
-    Number(counted?.total ?? 0),
-    page,
-    pageSize,
-  );
+  return pageAnswer([rows, counted], (r) => deliveryRecord(r, attempts), page, pageSize);
 }
 
 /**

@@ -10,7 +10,7 @@ import { consoleSessions, memberships, organizations, users, type Role } from '.
 import type { Actor } from '../lib/audit.ts';
 import { ApiError } from '../lib/errors.ts';
 import { verifyAccessToken } from '../lib/console-sessions.ts';
-import { bearer } from '../internal/auth.ts';
+import { bearer } from '../lib/bearer.ts';
 
 export interface ConsoleUser {
   id: string;

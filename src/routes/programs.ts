@@ -8,11 +8,11 @@ import type { AppEnv } from '../app-env.ts';
 import { organizations, programs, projects } from '../db/schema.ts';
 import { INTERACTIVE_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
 import { asCaller } from '../middleware/auth.ts';
-import { artifactKey, streamObject, type ArtifactBatch, type R2StreamSink } from '../lib/artifacts.ts';
-import { ApiError, notFound, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
+import { artifactKey, streamObject, type ArtifactBatch } from '../lib/artifacts.ts';
+import { ApiError, notFound, validationHook } from '../lib/errors.ts';
 import { toHex } from '../lib/crypto.ts';
 import { ELF_HEAD_BYTES, validateElf } from '../lib/elf.ts';
-import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
+import { MemorySink, multipartForm, type MultipartForm } from '../lib/multipart.ts';
 import { ProgramRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
 import { idempotent } from '../middleware/idempotency.ts';
@@ -80,12 +80,8 @@ programsApi.post('/', idempotent, zValidator('query', RegisterQuery, validationH
     ([cfg, project, [u]]) => cfg.length > 0 && (!q.project_id || project.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
   );
   const caller = c.var.caller;
-  const maxBytes = Number(c.env.MAX_UPLOAD_BYTES);
-  const declared = Number(c.req.header('content-length') ?? NaN);
-  if (declared > maxBytes) throw tooLarge(maxBytes);
-  const boundary = multipartBoundary(c.req.header('content-type'));
-  if (!boundary || !c.req.raw.body)
-    throw new ApiError(400, 'Expected a multipart/form-data body with file parts "elf" and "vmexe"');
+  const form = multipartForm(c.req.raw, Number(c.env.MAX_UPLOAD_BYTES));
+  if (!form) throw new ApiError(400, 'Expected a multipart/form-data body with file parts "elf" and "vmexe"');
 
   const config = one(configRows, 'Config');
   if (!config.active) throw new ApiError(400, `Config ${config.id} is not active`);
@@ -96,7 +92,7 @@ programsApi.post('/', idempotent, zValidator('query', RegisterQuery, validationH
   const answer = { status: 201, body: { id: programId } } as const;
   await submitJob(
     c,
-    (artifacts) => receiveProgramFiles(c.req.raw.body!, boundary, maxBytes, programId, artifacts),
+    (artifacts) => receiveProgramFiles(form, programId, artifacts),
     (upload) => {
       const now = new Date().toISOString();
       const projectId = q.project_id ?? crypto.randomUUID();
@@ -145,57 +141,51 @@ interface ReceivedProgram {
 }
 
 /** Streams the `elf` and `vmexe` parts into R2, checking the ELF on the way. */
-async function receiveProgramFiles(
-  body: ReadableStream<Uint8Array>,
-  boundary: string,
-  maxBytes: number,
-  programId: string,
-  artifacts: ArtifactBatch,
-): Promise<ReceivedProgram> {
+async function receiveProgramFiles(form: MultipartForm, programId: string, artifacts: ArtifactBatch): Promise<ReceivedProgram> {
   const hash = new crypto.DigestStream('SHA-256');
   const hashWriter = hash.getWriter();
   const head = new MemorySink(ELF_HEAD_BYTES, () => new Error('unreachable'));
-  // Filled in by the part callback (an object, so the checks below see the assignments).
-  const got: { elf?: R2StreamSink; vmexe?: R2StreamSink; elfFilename?: string; projectName?: MemorySink } = {};
+  let elfFilename: string | undefined;
   const fieldTooLong = () => new ApiError(400, 'Form field project_name is longer than 256 bytes');
 
-  await parseMultipart(body, boundary, { maxBytes }, (part): PartSink => {
-    if (part.name === 'elf' || part.name === 'vmexe') {
-      if (got[part.name]) throw new ApiError(400, `More than one "${part.name}" part`);
-      const r2 = artifacts.stream(part.name === 'elf' ? artifactKey.programElf(programId) : artifactKey.programVmexe(programId));
-      if (part.name === 'vmexe') return (got.vmexe = r2);
-      got.elfFilename = part.filename;
-      got.elf = r2;
-      return {
-        write(chunk) {
-          void hashWriter.write(chunk);
-          if (head.size < ELF_HEAD_BYTES) head.write(chunk.subarray(0, ELF_HEAD_BYTES - head.size));
-          return r2.write(chunk);
-        },
-        end: () => r2.end(),
-      };
-    }
-    if (part.name === 'project_name' && part.filename === undefined) return (got.projectName = new MemorySink(256, fieldTooLong));
-    return DISCARD;
+  const parts = await form.read({
+    elf: {
+      required: true,
+      max: 1,
+      // Into R2, hashed and its head kept for the checks below on the way.
+      sink(part) {
+        elfFilename = part.filename;
+        const r2 = artifacts.stream(artifactKey.programElf(programId));
+        return {
+          get size() {
+            return r2.size;
+          },
+          write(chunk: Uint8Array) {
+            void hashWriter.write(chunk);
+            if (head.size < ELF_HEAD_BYTES) head.write(chunk.subarray(0, ELF_HEAD_BYTES - head.size));
+            return r2.write(chunk);
+          },
+          end: () => r2.end(),
+        };
+      },
+    },
+    vmexe: { required: true, max: 1, sink: () => artifacts.stream(artifactKey.programVmexe(programId)) },
+    // Given more than once, the last one counts.
+    project_name: { fieldOnly: true, sink: () => new MemorySink(256, fieldTooLong) },
   });
 
   await hashWriter.close();
-  const { elf, vmexe } = got;
-  if (!elf || !vmexe) {
-    const missing: ValidationIssue[] = [];
-    if (!elf) missing.push({ loc: ['body', 'elf'], msg: 'Field required', type: 'missing' });
-    if (!vmexe) missing.push({ loc: ['body', 'vmexe'], msg: 'Field required', type: 'missing' });
-    throw new ValidationError(missing);
-  }
-  const problem = validateElf(head.bytes(), elf.size);
+  const elfSize = parts.elf[0]!.size;
+  const vmexe = parts.vmexe[0]!;
+  const problem = validateElf(head.bytes(), elfSize);
   if (problem) throw new ApiError(400, `Invalid ELF: ${problem}`);
   if (vmexe.size === 0) throw new ApiError(400, 'vmexe is empty');
   return {
-    elfSize: elf.size,
+    elfSize,
     elfSha256: toHex(await hash.digest),
-    elfFilename: got.elfFilename?.replace(/\.elf$/i, '') || undefined,
+    elfFilename: elfFilename?.replace(/\.elf$/i, '') || undefined,
     vmexeSize: vmexe.size,
-    projectName: got.projectName?.text().trim() || undefined,
+    projectName: parts.project_name.at(-1)?.text().trim() || undefined,
   };
 }
 

@@ -12,7 +12,7 @@ import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { checkProofInputBytes } from '../lib/input-scan.ts';
 import { readProofInputBody } from '../lib/body.ts';
-import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
+import { MemorySink, multipartForm, tooLarge, type MultipartForm } from '../lib/multipart.ts';
 import { normalizeStarkProofFile } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
 import { errorResponses, IdempotencyHeaders, idempotentResponses, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
@@ -89,13 +89,11 @@ proofsApi.post('/', idempotent, zValidator('query', SubmitQuery, validationHook)
     ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs,
   );
   const caller = c.var.caller;
-  const maxBytes = Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES);
-  if (Number(c.req.header('content-length') ?? NaN) > maxBytes) throw tooLarge(maxBytes);
+  const form = multipartForm(c.req.raw, Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES));
 
   // The request is validated whole before the program is looked at, as the
   // reference (FastAPI) does: a bad input is 422 even for a program not ready yet.
-  const boundary = multipartBoundary(c.req.header('content-type'));
-  const body = boundary ? await readMultipartSubmission(c.req.raw, boundary, maxBytes) : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), children: [] };
+  const body = form ? await readMultipartSubmission(form) : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), children: [] };
 
   const { program, config } = requireProgram([programRows, projectRows, configRows]);
   if (program.status !== 'ready')
@@ -134,7 +132,7 @@ proofsApi.post('/', idempotent, zValidator('query', SubmitQuery, validationHook)
           created_by: caller.owner,
           num_deferred_proofs: body.children.length,
           input_key: artifactKey.proofInput(proofId),
-          child_proof_keys: JSON.stringify(childKeys),
+          child_proof_keys: childKeys,
         }),
       ],
       job: { kind: 'proof', subjectId: proofId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: q.priority, numGpus },
@@ -144,27 +142,20 @@ proofsApi.post('/', idempotent, zValidator('query', SubmitQuery, validationHook)
   return c.json(answer.body, answer.status);
 });
 
-async function readMultipartSubmission(req: Request, boundary: string, maxBytes: number) {
-  const got: { input?: MemorySink } = {};
-  const children: MemorySink[] = [];
-  let tooMany = false;
-  await parseMultipart(req.body!, boundary, { maxBytes, maxParts: MAX_CHILD_PROOFS + 8 }, (part): PartSink => {
-    if (part.name === 'input') return (got.input = new MemorySink(MAX_INPUT_BYTES, () => tooLarge(MAX_INPUT_BYTES)));
-    if (part.name === 'child_proofs') {
-      if (children.length >= MAX_CHILD_PROOFS) {
-        tooMany = true;
-        return DISCARD;
-      }
-      const sink = new MemorySink(MAX_CHILD_PROOF_BYTES, () => new ApiError(413, `child proof ${children.length} is larger than ${MAX_CHILD_PROOF_BYTES} bytes`));
-      children.push(sink);
-      return sink;
-    }
-    return DISCARD;
-  });
-  if (tooMany)
-    throw new ValidationError([{ loc: ['body', 'child_proofs'], msg: `List should have at most ${MAX_CHILD_PROOFS} items`, type: 'too_long' }]);
-  if (!got.input) throw new ValidationError([{ loc: ['body', 'input'], msg: 'Field required', type: 'missing' }]);
-  const input = got.input.bytes();
+async function readMultipartSubmission(form: MultipartForm) {
+  const parts = await form.read(
+    {
+      // Given more than once, the last one counts.
+      input: { required: true, sink: () => new MemorySink(MAX_INPUT_BYTES, () => tooLarge(MAX_INPUT_BYTES)) },
+      child_proofs: {
+        max: MAX_CHILD_PROOFS,
+        sink: (_, i) => new MemorySink(MAX_CHILD_PROOF_BYTES, () => new ApiError(413, `child proof ${i + 1} is larger than ${MAX_CHILD_PROOF_BYTES} bytes`)),
+      },
+    },
+    MAX_CHILD_PROOFS + 8,
+  );
+  const children = parts.child_proofs;
+  const input = parts.input.at(-1)!.bytes();
   checkProofInputBytes(input, ['body', 'input']);
   const issues: ValidationIssue[] = [];
   // Each child in either form (JSON, or the zkVM's binary codec the published client

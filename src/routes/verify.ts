@@ -9,7 +9,7 @@ import { INTERACTIVE_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '..
 import { asCaller } from '../middleware/auth.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook } from '../lib/errors.ts';
-import { DISCARD, MemorySink, multipartBoundary, parseMultipart, tooLarge, type PartSink } from '../lib/multipart.ts';
+import { MemorySink, multipartForm, tooLarge } from '../lib/multipart.ts';
 import { evmProofShapeError, starkProofShapeError } from '../lib/proof-format.ts';
 import { VerificationRecord, verificationRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, Uuid } from '../lib/schemas.ts';
@@ -95,18 +95,10 @@ async function lookUp(c: Context<AppEnv>, programId: string | undefined, configI
 
 /** The `proof` file part, read whole under its cap (proofs are small next to keys). */
 async function readProofPart(req: Request): Promise<string> {
-  const cap = MAX_VERIFY_PROOF_BYTES + 64 * 1024;
-  if (Number(req.headers.get('content-length') ?? NaN) > cap) throw tooLarge(cap);
-  const boundary = multipartBoundary(req.headers.get('content-type') ?? undefined);
-  if (!boundary || !req.body) throw new ApiError(400, 'Expected a multipart/form-data body with a file part "proof"');
-  const got: { proof?: MemorySink } = {};
-  await parseMultipart(req.body, boundary, { maxBytes: cap, maxParts: 8 }, (part): PartSink => {
-    if (part.name !== 'proof') return DISCARD;
-    if (got.proof) throw new ApiError(400, 'More than one "proof" part');
-    return (got.proof = new MemorySink(MAX_VERIFY_PROOF_BYTES, () => tooLarge(MAX_VERIFY_PROOF_BYTES)));
-  });
-  if (!got.proof) throw new ValidationError([{ loc: ['body', 'proof'], msg: 'Field required', type: 'missing' }]);
-  return got.proof.text();
+  const form = multipartForm(req, MAX_VERIFY_PROOF_BYTES + 64 * 1024);
+  if (!form) throw new ApiError(400, 'Expected a multipart/form-data body with a file part "proof"');
+  const { proof } = await form.read({ proof: { required: true, max: 1, sink: () => new MemorySink(MAX_VERIFY_PROOF_BYTES, () => tooLarge(MAX_VERIFY_PROOF_BYTES)) } }, 8);
+  return proof[0]!.text();
 }
 
 function parseProofJson(text: string): unknown {

@@ -11,7 +11,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createAgentToken, createApiKey, createConfig, createOrganization, createUser, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, lit, setConfigOpenvmToml, TARGET_RELEASE } from '../admin/statements.ts';
+import { createAgentToken, createApiKey, createConfig, createOrganization, createUser, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, setConfigOpenvmToml, TARGET_RELEASE, upgradeDevConfig } from '../admin/statements.ts';
 import { hashPassword } from '../lib/password.ts';
 import { randomToken } from '../lib/crypto.ts';
 import {
@@ -114,16 +114,8 @@ async function seed(creds: Credentials): Promise<void> {
     }),
     // A local database from before configs carried their openvm.toml keeps its row above.
     setConfigOpenvmToml(DEV_CONFIG_ID, DEV_ENGINE_OPENVM_TOML),
-    // ...and one seeded with the old placeholder versions gets the release's; its old
-    // placeholder app_vm_commit is replaced only while no program uses the config (programs'
-    // baselines and dev proofs are bound to the commit they were made under).
-    {
-      sql: [
-        `UPDATE configs SET openvm_version = ${lit(TARGET_RELEASE.openvm_version)}, stark_backend_version = ${lit(TARGET_RELEASE.stark_backend_version)} WHERE id = ${lit(DEV_CONFIG_ID)} AND openvm_version = '1.4.0';`,
-        `UPDATE configs SET app_vm_commit = ${lit(appVmCommit)} WHERE id = ${lit(DEV_CONFIG_ID)} AND app_vm_commit = ${lit(OLD_DEV_APP_VM_COMMIT)} AND NOT EXISTS (SELECT 1 FROM programs WHERE config_id = ${lit(DEV_CONFIG_ID)});`,
-      ],
-      output: [],
-    },
+    // ...and one seeded with the old placeholder versions gets the release's.
+    upgradeDevConfig(DEV_CONFIG_ID, { openvm_version: '1.4.0', app_vm_commit: OLD_DEV_APP_VM_COMMIT }, appVmCommit),
     await createAgentToken(DEV_AGENT_NAME, creds.agent_token),
     // The console's dev user: owner of the dev organization and an operator (the fleet page).
     await createUser({

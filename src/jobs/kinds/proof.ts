@@ -54,7 +54,7 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
     ],
     subject: {
       table: proofs,
-      describe: (proof) => ({ proof: { proof_type: proof.proof_type, num_children: (JSON.parse(proof.child_proof_keys) as string[]).length } }),
+      describe: (proof) => ({ proof: { proof_type: proof.proof_type, num_children: proof.child_proof_keys.length } }),
     },
   },
   resultKey: (proofId, name) => (name === 'app' || name === 'stark' || name === 'evm' ? artifactKey.proofOutput(proofId, name) : null),
@@ -86,7 +86,7 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
       updateSubjects(db, proofJob, mine, {
         state: 'Succeeded',
         terminated_at: at.now,
-        proof_keys: JSON.stringify(done.proofKeys),
+        proof_keys: done.proofKeys,
         proof_size: done.proofSize,
         num_instructions: done.num_instructions,
         cells_used: done.cells_used,

@@ -4,14 +4,15 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, desc, eq, isNull, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
-import { ulid } from 'ulid';
 import { apiKeys } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
 import { ApiKeyRecord, CreatedApiKey } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
+import { newApiKeyId } from '../../lib/ids.ts';
 import { MAX_API_KEY_NAME_LENGTH } from '../../lib/limits.ts';
+import { revoke } from '../../lib/revoke.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { actorOf, atLeast, type ConsoleEnv } from '../../middleware/console-auth.ts';
 
@@ -80,7 +81,7 @@ apiKeysApi.openapi(
     const db = c.var.db;
     const orgId = c.var.membership.orgId;
     const key = randomToken('sk');
-    const id = `key_${ulid().toLowerCase()}`;
+    const id = newApiKeyId();
     const owner = body.name ? `${c.var.user.email} (${body.name})` : c.var.user.email;
     await db.batch([
       db.insert(apiKeys).values({ id, org_id: orgId, key_hash: await sha256Hex(key), owner, prefix: key.slice(0, KEY_PREFIX_LENGTH), user_id: c.var.user.id }),
@@ -110,7 +111,7 @@ apiKeysApi.openapi(
     if (!atLeast(c.var.membership.role, 'admin') && key.user_id !== c.var.user.id) throw new ApiError(403, 'Members can revoke only their own keys');
     if (key.revoked_at) throw new ApiError(409, 'This key is already revoked');
     await db.batch([
-      db.update(apiKeys).set({ revoked_at: new Date().toISOString() }).where(and(eq(apiKeys.id, key_id), isNull(apiKeys.revoked_at))),
+      revoke(db, apiKeys, eq(apiKeys.id, key_id), new Date().toISOString()),
       auditEntry(db, orgId, actorOf(c), 'api_key.revoke', key_id, { prefix: key.prefix, name: key.owner }),
     ]);
     return c.json({ message: 'Key revoked' }, 200);

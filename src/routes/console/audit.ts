@@ -1,11 +1,12 @@
 // /console/v1/orgs/{org_id}/audit: who changed which keys, members and webhook endpoints, newest first.
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import { count, desc, eq } from 'drizzle-orm';
+import { desc, eq } from 'drizzle-orm';
 import { auditLog } from '../../db/schema.ts';
 import { AuditEntry } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import { PaginationQuery, pageOf, paginate } from '../../lib/schemas.ts';
+import { pageAnswer, pageQuery } from '../../lib/lookups.ts';
+import { PaginationQuery, pageOf } from '../../lib/schemas.ts';
 import { requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
 
 export const auditApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
@@ -25,11 +26,8 @@ auditApi.openapi(
     const { page, page_size } = c.req.valid('query');
     const where = eq(auditLog.org_id, c.var.membership.orgId);
     const db = c.var.db;
-    const [rows, [{ total }]] = await Promise.all([
-      db.select().from(auditLog).where(where).orderBy(desc(auditLog.id)).limit(page_size).offset((page - 1) * page_size),
-      db.select({ total: count() }).from(auditLog).where(where) as Promise<{ total: number }[]>,
-    ]);
-    const items = rows.map((r) => ({ id: r.id, created_at: r.created_at, actor: r.actor, action: r.action, target: r.target, detail: JSON.parse(r.detail) as Record<string, unknown> }));
-    return c.json(paginate(items, total, page, page_size), 200);
+    const rows = db.select().from(auditLog).where(where).orderBy(desc(auditLog.id)).$dynamic();
+    const read = await db.batch(pageQuery(db, rows, db.$count(auditLog, where), page, page_size));
+    return c.json(pageAnswer(read, (r) => ({ id: r.id, created_at: r.created_at, actor: r.actor, action: r.action, target: r.target, detail: r.detail }), page, page_size), 200);
   },
 );

@@ -25,7 +25,7 @@ import {
 } from '../../lib/console-sessions.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
-import { newUserId } from '../../admin/statements.ts';
+import { newUserId } from '../../lib/ids.ts';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../lib/limits.ts';
 import { hashPassword, verifyPassword } from '../../lib/password.ts';
 import { MessageResponse } from '../../lib/schemas.ts';

@@ -2,11 +2,11 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, desc, eq, gte, lte, sql } from 'drizzle-orm';
 import { EXECUTION_STATUSES, executions, organizations } from '../../db/schema.ts';
-import { cappedCount, orgCounter } from '../../lib/lookups.ts';
+import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { ExecutionRecord, executionRecord } from '../../lib/records.ts';
-import { PaginationQuery, pageOf, paginate } from '../../lib/schemas.ts';
+import { PaginationQuery, pageOf } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 
 export const consoleExecutionsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
@@ -39,10 +39,7 @@ consoleExecutionsApi.openapi(
     const total = filtered
       ? cappedCount(db.select({ one: sql`1` }).from(executions).where(where))
       : orgCounter(db, c.var.membership.orgId, sql`${organizations.execution_count}`);
-    const [rows, [counted]] = await db.batch([
-      db.select().from(executions).where(where).orderBy(desc(executions.created_at), desc(executions.id)).limit(q.page_size).offset((q.page - 1) * q.page_size),
-      db.select({ total }).from(sql`(SELECT 1)`),
-    ]);
-    return c.json(paginate(rows.map(executionRecord), Number(counted?.total ?? 0), q.page, q.page_size), 200);
+    const rows = db.select().from(executions).where(where).orderBy(desc(executions.created_at), desc(executions.id)).$dynamic();
+    return c.json(pageAnswer(await db.batch(pageQuery(db, rows, total, q.page, q.page_size)), executionRecord, q.page, q.page_size), 200);
   },
 );

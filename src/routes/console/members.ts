@@ -4,7 +4,6 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, asc, count, desc, eq, gt, isNull } from 'drizzle-orm';
 import type { Context } from 'hono';
-import { ulid } from 'ulid';
 import { apiKeys, consoleLinks, memberships, users, type Role } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
 import { CreatedInvite, Invite, Member } from '../../lib/console-records.ts';
@@ -12,6 +11,8 @@ import { CONSOLE_SECURITY, consoleErrors, Email, OrgParams, RoleSchema } from '.
 import { revokeUserSessions } from '../../lib/console-sessions.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
+import { newLinkId } from '../../lib/ids.ts';
+import { revoke } from '../../lib/revoke.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { actorOf, requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
 
@@ -117,7 +118,7 @@ membersApi.openapi(
     const now = new Date().toISOString();
     await db.batch([
       db.delete(memberships).where(and(eq(memberships.org_id, orgId), eq(memberships.user_id, user_id))),
-      db.update(apiKeys).set({ revoked_at: now }).where(and(eq(apiKeys.org_id, orgId), eq(apiKeys.user_id, user_id), isNull(apiKeys.revoked_at))),
+      revoke(db, apiKeys, and(eq(apiKeys.org_id, orgId), eq(apiKeys.user_id, user_id)), now),
       auditEntry(db, orgId, actorOf(c), 'member.remove', member.email, { role: member.role }),
     ]);
     await revokeUserSessions(db, user_id);
@@ -182,11 +183,11 @@ membersApi.openapi(
       .get();
     if (already) throw new ApiError(409, `${email} is already a member`);
     const token = randomToken('inv', 32);
-    const id = `lnk_${ulid().toLowerCase()}`;
+    const id = newLinkId();
     const expires = new Date(Date.now() + INVITE_TTL_DAYS * 86400_000).toISOString();
     const now = new Date().toISOString();
     await db.batch([
-      db.update(consoleLinks).set({ revoked_at: now }).where(and(liveInvites(orgId), eq(consoleLinks.email, email))),
+      revoke(db, consoleLinks, and(liveInvites(orgId), eq(consoleLinks.email, email)), now),
       db.insert(consoleLinks).values({ id, kind: 'invite', token_hash: await sha256Hex(token), email, org_id: orgId, role, created_by: c.var.user.email, expires_at: expires }),
       auditEntry(db, orgId, actorOf(c), 'invite.create', email, { role, invite_id: id }),
     ]);
@@ -212,11 +213,10 @@ membersApi.openapi(
     const { invite_id } = c.req.valid('param');
     const db = c.var.db;
     const orgId = c.var.membership.orgId;
-    const [revoked] = await db
-      .update(consoleLinks)
-      .set({ revoked_at: new Date().toISOString() })
-      .where(and(liveInvites(orgId), eq(consoleLinks.id, invite_id)))
-      .returning({ email: consoleLinks.email, role: consoleLinks.role });
+    const [revoked] = await revoke(db, consoleLinks, and(liveInvites(orgId), eq(consoleLinks.id, invite_id)), new Date().toISOString()).returning({
+      email: consoleLinks.email,
+      role: consoleLinks.role,
+    });
     if (!revoked) throw notFound('Invitation');
     await auditEntry(db, orgId, actorOf(c), 'invite.revoke', revoked.email, { invite_id, role: revoked.role });
     return c.json({ message: `Invitation for ${revoked.email} revoked` }, 200);

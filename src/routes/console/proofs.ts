@@ -10,10 +10,10 @@ import { jobLogFrom } from '../../jobs/logs.ts';
 import { CancelAnswer, ConsoleProof, ProofDetail } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import { cappedCount, findProof, orgCounter } from '../../lib/lookups.ts';
+import { cappedCount, findProof, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
 import { cancelAnswer, proofFileResponse } from '../../jobs/proof-actions.ts';
 import { proofRecord } from '../../lib/records.ts';
-import { PaginationQuery, pageOf, paginate, queryInt, Uuid } from '../../lib/schemas.ts';
+import { PaginationQuery, pageOf, queryInt, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 
 export const consoleProofsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
@@ -70,19 +70,16 @@ consoleProofsApi.openapi(
     const total = filtered
       ? cappedCount(db.select({ one: sql`1` }).from(proofs).innerJoin(programs, eq(programs.id, proofs.program_id)).where(where))
       : orgCounter(db, c.var.membership.orgId, sql`${organizations.proof_count}`);
-    const [rows, [counted]] = await Promise.all([
-      db
-        .select(listColumns)
-        .from(proofs)
-        .innerJoin(programs, eq(programs.id, proofs.program_id))
-        .innerJoin(projects, eq(projects.id, programs.project_id))
-        .where(where)
-        .orderBy(desc(proofs.created_at), desc(proofs.id))
-        .limit(q.page_size)
-        .offset((q.page - 1) * q.page_size),
-      db.select({ total }).from(sql`(SELECT 1)`),
-    ]);
-    return c.json(paginate(rows.map(withNames), Number(counted?.total ?? 0), q.page, q.page_size), 200);
+    const rows = db
+      .select(listColumns)
+      .from(proofs)
+      .innerJoin(programs, eq(programs.id, proofs.program_id))
+      .innerJoin(projects, eq(projects.id, programs.project_id))
+      .where(where)
+      .orderBy(desc(proofs.created_at), desc(proofs.id))
+      .$dynamic();
+    // Not one batch: D1 returns a batch's rows keyed by column name, and the joined tables share names.
+    return c.json(pageAnswer(await Promise.all(pageQuery(db, rows, total, q.page, q.page_size)), withNames, q.page, q.page_size), 200);
   },
 );
 
@@ -114,7 +111,7 @@ consoleProofsApi.openapi(
         .where(and(eq(jobs.kind, 'proof'), eq(jobs.subject_id, proof.id)))
         .get(),
     ]);
-    return c.json({ ...withNames({ proof, ...names! }), job: job ?? null, files: Object.keys(JSON.parse(proof.proof_keys) as object) }, 200);
+    return c.json({ ...withNames({ proof, ...names! }), job: job ?? null, files: Object.keys(proof.proof_keys) }, 200);
   },
 );
 

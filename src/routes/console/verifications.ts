@@ -2,11 +2,11 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, desc, eq, gte, lte, sql } from 'drizzle-orm';
 import { organizations, verifications } from '../../db/schema.ts';
-import { cappedCount, orgCounter } from '../../lib/lookups.ts';
+import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { VerificationRecord, verificationRecord } from '../../lib/records.ts';
-import { PaginationQuery, pageOf, paginate } from '../../lib/schemas.ts';
+import { PaginationQuery, pageOf } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 
 export const consoleVerificationsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
@@ -47,10 +47,7 @@ consoleVerificationsApi.openapi(
     const total = filtered
       ? cappedCount(db.select({ one: sql`1` }).from(verifications).where(where))
       : orgCounter(db, c.var.membership.orgId, sql`${organizations.verification_count}`);
-    const [rows, [counted]] = await db.batch([
-      db.select().from(verifications).where(where).orderBy(desc(verifications.created_at), desc(verifications.id)).limit(q.page_size).offset((q.page - 1) * q.page_size),
-      db.select({ total }).from(sql`(SELECT 1)`),
-    ]);
-    return c.json(paginate(rows.map(verificationRecord), Number(counted?.total ?? 0), q.page, q.page_size), 200);
+    const rows = db.select().from(verifications).where(where).orderBy(desc(verifications.created_at), desc(verifications.id)).$dynamic();
+    return c.json(pageAnswer(await db.batch(pageQuery(db, rows, total, q.page, q.page_size)), verificationRecord, q.page, q.page_size), 200);
   },
 );
