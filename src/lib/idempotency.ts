@@ -8,6 +8,7 @@ import type { Db } from '../db/client.ts';
 import { idempotencyKeys } from '../db/schema.ts';
 import { sha256Hex, toHex } from './crypto.ts';
 import { ApiError } from './errors.ts';
+import { concatBytes, indexOfBytes } from './bytes.ts';
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -171,9 +172,9 @@ export class RequestFingerprint {
 
   private write(chunk: Uint8Array) {
     if (!this.delimiter) return this.hash(chunk);
-    const buf = this.carry.length ? concat(this.carry, chunk) : chunk;
+    const buf = this.carry.length ? concatBytes(this.carry, chunk) : chunk;
     let from = 0;
-    for (let i = indexOf(buf, this.delimiter, 0); i >= 0; i = indexOf(buf, this.delimiter, from)) {
+    for (let i = indexOfBytes(buf, this.delimiter, 0); i >= 0; i = indexOfBytes(buf, this.delimiter, from)) {
       this.hash(buf.subarray(from, i));
       this.hash(FINGERPRINT_BOUNDARY);
       from = i + this.delimiter.length;
@@ -199,22 +200,7 @@ export class RequestFingerprint {
   }
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
-}
 
-function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
-  const first = needle[0]!;
-  for (let i = hay.indexOf(first, from); i !== -1 && i <= hay.length - needle.length; i = hay.indexOf(first, i + 1)) {
-    let j = 1;
-    while (j < needle.length && hay[i + j] === needle[j]) j++;
-    if (j === needle.length) return i;
-  }
-  return -1;
-}
 
 // ---------------------------------------------------------------------------
 // Statements. `org` is the caller's organization: its id, or SQL naming the API key's

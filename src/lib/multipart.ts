@@ -4,6 +4,7 @@
 // multipart libraries we looked at buffer each part, which is the same problem for a
 // single large VMEXE part.)
 import { ApiError, ValidationError, type ValidationIssue } from './errors.ts';
+import { concatBytes, indexOfBytes } from './bytes.ts';
 
 export interface PartInfo {
   /** The form field name from Content-Disposition. */
@@ -67,7 +68,7 @@ export async function parseMultipart(
   const step = async (final: boolean): Promise<boolean> => {
     switch (state) {
       case 'preamble': {
-        const i = indexOf(buf, delimiter, 0);
+        const i = indexOfBytes(buf, delimiter, 0);
         if (i < 0) {
           buf = buf.subarray(Math.max(0, buf.length - delimiter.length + 1));
           return false;
@@ -98,7 +99,7 @@ export async function parseMultipart(
         // header block's length (or on a buffer already too long to end in time).
         if (buf.length < 2) return false;
         if (buf[0] === 13 && buf[1] === 10) throw malformed('part without Content-Disposition');
-        const i = indexOf(buf, HEADER_END, 0);
+        const i = indexOfBytes(buf, HEADER_END, 0);
         // Without the end marker in `buf`, it can start no earlier than 3 bytes from the end.
         if ((i < 0 ? buf.length - 3 : i) > maxHeaderBytes) throw malformed('part headers too long');
         if (i < 0) return false;
@@ -111,7 +112,7 @@ export async function parseMultipart(
         return true;
       }
       case 'body': {
-        const i = indexOf(buf, delimiter, 0);
+        const i = indexOfBytes(buf, delimiter, 0);
         if (i >= 0) {
           if (i > 0) await sink!.write(buf.slice(0, i));
           await sink!.end();
@@ -143,7 +144,7 @@ export async function parseMultipart(
       const room = limits.maxBytes - total;
       total += value.byteLength;
       if (state !== 'done') {
-        buf = concat(buf, total > limits.maxBytes ? value.subarray(0, Math.max(0, room)) : value);
+        buf = concatBytes(buf, total > limits.maxBytes ? value.subarray(0, Math.max(0, room)) : value);
         while (await step(false));
       }
       if (total > limits.maxBytes) throw tooLarge(limits.maxBytes);
@@ -191,24 +192,7 @@ function dispositionParams(value: string): Record<string, string> {
   return out;
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (a.length === 0) return b;
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
-}
 
-function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
-  const first = needle[0]!;
-  const last = hay.length - needle.length;
-  for (let i = hay.indexOf(first, from); i !== -1 && i <= last; i = hay.indexOf(first, i + 1)) {
-    let j = 1;
-    while (j < needle.length && hay[i + j] === needle[j]) j++;
-    if (j === needle.length) return i;
-  }
-  return -1;
-}
 
 // ---------------------------------------------------------------------------
 // Forms: what the routes that take multipart bodies read through.

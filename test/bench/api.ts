@@ -7,10 +7,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { createApiKey, createConfig, createOrganization, lit, setOrganizationLimits } from '../../src/admin/statements.ts';
 import { applyLocalMigrations, d1Execute, freePort, hasExited, ROOT, spawnWranglerDev, stopGroup, waitForHealthy } from '../../src/tools/wrangler.ts';
 import type { ChildProcess } from 'node:child_process';
+import { benchCli } from './cli.ts';
 
 const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS | --requests N] [--warmup N]
   --concurrency N   requests in flight at once (default 16)
@@ -18,34 +18,11 @@ const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS
   --requests N      instead of a duration: exactly N requests per route
   --warmup N        unmeasured requests per route first (default 4 × concurrency)`;
 
-function usageError(message: string): never {
-  console.error(`bench:api: ${message}\n${usage}`);
-  process.exit(2);
-}
-
-let flags: Record<string, string | boolean | undefined>;
-try {
-  ({ values: flags } = parseArgs({
-    options: { concurrency: { type: 'string' }, duration: { type: 'string' }, requests: { type: 'string' }, warmup: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-  }));
-} catch (err) {
-  usageError((err as Error).message);
-}
-if (flags.help) {
-  console.log(usage);
-  process.exit(0);
-}
-
-function intFlag(name: string, fallback: number, min: number): number {
-  const text = flags[name];
-  const n = text === undefined ? fallback : Number(text);
-  if (!Number.isInteger(n) || n < min) usageError(`--${name} must be an integer of at least ${min}`);
-  return n;
-}
-const concurrency = intFlag('concurrency', 16, 1);
-const durationMs = intFlag('duration', 10, 1) * 1000;
-const fixedRequests = flags.requests === undefined ? undefined : intFlag('requests', 1, 1);
-const warmup = intFlag('warmup', 4 * concurrency, 0);
+const cli = benchCli('bench:api', usage, ['concurrency', 'duration', 'requests', 'warmup']);
+const concurrency = cli.number('concurrency', 16, 1);
+const durationMs = cli.number('duration', 10, 1) * 1000;
+const fixedRequests = cli.string('requests') === undefined ? undefined : cli.number('requests', 1, 1);
+const warmup = cli.number('warmup', 4 * concurrency, 0);
 
 const BIG_ELF = path.join(ROOT, 'test', 'guests', 'build', 'big.elf');
 const HELLO_ELF = path.join(ROOT, 'test', 'guests', 'build', 'hello.elf');

@@ -14,10 +14,10 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { caller, registerGuest, startStack, type AgentProcess } from '../e2e/stack.ts';
 import { describeWorkingTree, extractCommit, resolveCommit } from './geo/source.ts';
 import { ROOT } from '../../src/tools/wrangler.ts';
+import { benchCli } from './cli.ts';
 
 /** The commit before the global-scale work (issue 14): what "today" means by default. */
 const DEFAULT_BASELINE = '7e171c7495def63f227e84af515ef90314e4bceb';
@@ -29,36 +29,13 @@ const usage = `usage: npm run bench:dispatch -- [--agents N] [--jobs M] [--rate 
   --baseline REV  the "today" commit run beside the working tree (default ${DEFAULT_BASELINE.slice(0, 8)})
   --only WHICH    current or baseline: run one tree only`;
 
-function usageError(message: string): never {
-  console.error(`bench:dispatch: ${message}\n${usage}`);
-  process.exit(2);
-}
-
-let flags: Record<string, string | boolean | undefined>;
-try {
-  ({ values: flags } = parseArgs({
-    options: { agents: { type: 'string' }, jobs: { type: 'string' }, rate: { type: 'string' }, baseline: { type: 'string' }, only: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-  }));
-} catch (err) {
-  usageError((err as Error).message);
-}
-if (flags.help) {
-  console.log(usage);
-  process.exit(0);
-}
-
-function numberFlag(name: string, fallback: number, min: number, integer: boolean): number {
-  const text = flags[name];
-  const n = text === undefined ? fallback : Number(text);
-  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) usageError(`--${name} must be ${integer ? 'an integer' : 'a number'} of at least ${min} (got '${text}')`);
-  return n;
-}
-const agents = numberFlag('agents', 4, 1, true);
-const jobs = numberFlag('jobs', 300, 1, true);
-const rate = numberFlag('rate', 50, 0.01, false);
-const only = flags.only as string | undefined;
-if (only !== undefined && only !== 'current' && only !== 'baseline') usageError('--only must be current or baseline');
-const baselineRev = (flags.baseline as string | undefined) ?? DEFAULT_BASELINE;
+const cli = benchCli('bench:dispatch', usage, ['agents', 'jobs', 'rate', 'baseline', 'only']);
+const agents = cli.number('agents', 4, 1);
+const jobs = cli.number('jobs', 300, 1);
+const rate = cli.number('rate', 50, 0.01, false);
+const only = cli.string('only');
+if (only !== undefined && only !== 'current' && only !== 'baseline') cli.fail('--only must be current or baseline');
+const baselineRev = cli.string('baseline') ?? DEFAULT_BASELINE;
 
 /** What one tree's run printed, and its headline figures for the side-by-side table. */
 interface TreeRun {

@@ -16,41 +16,21 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { EnginePool } from '../../prover-agent/src/agent/engine-pool.ts';
 import { startEngine, type EngineOutcome, type EngineRun, type EngineRunRequest } from '../../prover-agent/src/agent/engine-process.ts';
 import { CANCEL_KILL_GRACE_MS } from '../../prover-agent/src/agent/job-runner.ts';
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
 import { createDevEngine } from '../../prover-agent/src/engine/dev/index.ts';
 import type { EngineConfig } from '../../prover-agent/src/protocol.ts';
+import { benchCli } from './cli.ts';
 
 const usage = `usage: npm run bench:engine -- [--jobs N] [--kills K]
   --jobs N    instant jobs measured each way (default 200)
   --kills K   kills of a running job, each followed at once by an instant job (default 10)`;
 
-function usageError(message: string): never {
-  console.error(`bench:engine: ${message}\n${usage}`);
-  process.exit(2);
-}
-
-let flags: Record<string, string | boolean | undefined>;
-try {
-  ({ values: flags } = parseArgs({ options: { jobs: { type: 'string' }, kills: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
-} catch (err) {
-  usageError((err as Error).message);
-}
-if (flags.help) {
-  console.log(usage);
-  process.exit(0);
-}
-function intFlag(name: string, fallback: number, min: number): number {
-  const text = flags[name];
-  const n = text === undefined ? fallback : Number(text);
-  if (!Number.isInteger(n) || n < min) usageError(`--${name} must be an integer of at least ${min} (got '${text}')`);
-  return n;
-}
-const jobs = intFlag('jobs', 200, 1);
-const kills = intFlag('kills', 10, 0);
+const cli = benchCli('bench:engine', usage, ['jobs', 'kills']);
+const jobs = cli.number('jobs', 200, 1);
+const kills = cli.number('kills', 10, 0);
 
 const GUESTS = fileURLToPath(new URL('../guests/build/', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'bench-engine-'));

@@ -13,23 +13,21 @@
 //   fair share: org A queues a burst of short proofs, then org B queues 5; B's wait from
 //     submit to claim, and how many of A's jobs were claimed meanwhile.
 // Numbers only: nothing here passes or fails on a timing.
-import { parseArgs } from 'node:util';
 import { createApiKey, createOrganization } from '../../src/admin/statements.ts';
 import { d1Execute } from '../../src/tools/wrangler.ts';
 import { caller, liveProcessGroups, registerGuest, startStack, type AgentProcess, type Stack } from '../e2e/stack.ts';
+import { benchCli } from './cli.ts';
 
-const { values } = parseArgs({
-  options: {
-    runs: { type: 'string', default: '5' },
-    cancels: { type: 'string', default: '20' },
-    burst: { type: 'string', default: '200' },
-    agents: { type: 'string', default: '4' },
-  },
-});
-const runs = Number(values.runs);
-const cancels = Number(values.cancels);
-const burst = Number(values.burst);
-const agentCount = Number(values.agents);
+const usage = `usage: npm run bench:faults -- [--runs N] [--cancels N] [--burst N] [--agents N]
+  --runs N      agent deaths (SIGKILL mid-job) measured (default 5)
+  --cancels N   cancels of a running job measured (default 20)
+  --burst N     org A's queued jobs while org B submits (default 200)
+  --agents N    agents serving the burst (default 4)`;
+const cli = benchCli('bench:faults', usage, ['runs', 'cancels', 'burst', 'agents']);
+const runs = cli.number('runs', 5, 1);
+const cancels = cli.number('cancels', 20, 1);
+const burst = cli.number('burst', 200, 1);
+const agentCount = cli.number('agents', 4, 1);
 
 /** Agents as deployed: the e2e stack's fast polling back to the 1 s default. */
 const AS_DEPLOYED = ['--poll-interval', '1'];

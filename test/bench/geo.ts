@@ -8,9 +8,9 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { ROOT } from '../../src/tools/wrangler.ts';
 import { baselineAdapter } from './geo/baseline.ts';
+import { benchCli } from './cli.ts';
 import { currentAdapter } from './geo/current.ts';
 import { benchTree, HELLO_ELF, type BenchOptions, type Children } from './geo/measure.ts';
 import { header, IDLE_LEGEND, idleTable, routeLegend, routeTable, type Column } from './geo/report.ts';
@@ -31,54 +31,20 @@ const usage = `usage: npm run bench:geo -- [flags]
   --only WHICH       current or baseline: run one tree only
   -h, --help         this text`;
 
-function usageError(message: string): never {
-  console.error(`bench:geo: ${message}\n${usage}`);
-  process.exit(2);
-}
-
-let flags: Record<string, string | boolean | undefined>;
-try {
-  ({ values: flags } = parseArgs({
-    options: {
-      requests: { type: 'string' },
-      warmup: { type: 'string' },
-      'primary-ms': { type: 'string' },
-      'replica-ms': { type: 'string' },
-      'idle-seconds': { type: 'string' },
-      agents: { type: 'string' },
-      baseline: { type: 'string' },
-      only: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  }));
-} catch (err) {
-  usageError((err as Error).message);
-}
-if (flags.help) {
-  console.log(usage);
-  process.exit(0);
-}
-
-function numberFlag(name: string, fallback: number, min: number, integer = true): number {
-  const text = flags[name];
-  const n = text === undefined ? fallback : Number(text);
-  if (typeof text === 'string' && text.trim() === '') usageError(`--${name} needs a value`);
-  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) usageError(`--${name} must be ${integer ? 'an integer' : 'a number'} of at least ${min}`);
-  return n;
-}
+const cli = benchCli('bench:geo', usage, ['requests', 'warmup', 'primary-ms', 'replica-ms', 'idle-seconds', 'agents', 'baseline', 'only']);
 
 const opts: BenchOptions = {
-  requests: numberFlag('requests', 20, 1),
-  warmup: numberFlag('warmup', 2, 0),
-  primaryMs: numberFlag('primary-ms', 150, 0, false),
-  replicaMs: numberFlag('replica-ms', 5, 0, false),
-  idleSeconds: numberFlag('idle-seconds', 60, 0, false),
-  agents: numberFlag('agents', 4, 0),
+  requests: cli.number('requests', 20, 1),
+  warmup: cli.number('warmup', 2, 0),
+  primaryMs: cli.number('primary-ms', 150, 0, false),
+  replicaMs: cli.number('replica-ms', 5, 0, false),
+  idleSeconds: cli.number('idle-seconds', 60, 0, false),
+  agents: cli.number('agents', 4, 0),
   settleSeconds: 10,
 };
-const only = flags.only as string | undefined;
-if (only !== undefined && only !== 'current' && only !== 'baseline') usageError('--only must be current or baseline');
-const baselineRev = (flags.baseline as string | undefined) ?? DEFAULT_BASELINE;
+const only = cli.string('only');
+if (only !== undefined && only !== 'current' && only !== 'baseline') cli.fail('--only must be current or baseline');
+const baselineRev = cli.string('baseline') ?? DEFAULT_BASELINE;
 
 const log = (msg: string) => process.stderr.write(`bench:geo: ${msg}\n`);
 

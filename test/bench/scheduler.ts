@@ -21,8 +21,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { ROOT } from '../../src/tools/wrangler.ts';
+import { benchCli } from './cli.ts';
 
 /** The code before issue 14 (queue lanes, counters): what "today" means in the table. */
 const BASELINE = '7e171c7495def63f227e84af515ef90314e4bceb';
@@ -34,37 +34,19 @@ const usage = `usage: npm run bench:scheduler -- [--sizes 1000,100000,1000000] [
   --budget   seconds per measurement at most, whatever --claims says (default 10)
   --only     measure one side only`;
 
-let flags: Record<string, string | boolean | undefined>;
-try {
-  ({ values: flags } = parseArgs({ options: { sizes: { type: 'string' }, orgs: { type: 'string' }, claims: { type: 'string' }, budget: { type: 'string' }, only: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
-} catch (err) {
-  console.error(`bench:scheduler: ${(err as Error).message}\n${usage}`);
-  process.exit(2);
-}
-if (flags.help) {
-  console.log(usage);
-  process.exit(0);
-}
+const cli = benchCli('bench:scheduler', usage, ['sizes', 'orgs', 'claims', 'budget', 'only']);
 const ints = (name: string, fallback: string) =>
-  String(flags[name] ?? fallback)
-    .split(',')
-    .map((s) => {
-      const n = Number(s);
-      if (!Number.isInteger(n) || n < 1) {
-        console.error(`bench:scheduler: --${name} takes positive integers\n${usage}`);
-        process.exit(2);
-      }
-      return n;
-    });
+  (cli.string(name) ?? fallback).split(',').map((s) => {
+    const n = Number(s);
+    return Number.isInteger(n) && n >= 1 ? n : cli.fail(`--${name} takes positive integers`);
+  });
 const sizes = ints('sizes', '1000,100000,1000000');
 const orgCounts = ints('orgs', '10,10000');
 const maxOps = ints('claims', '200')[0]!;
 const budgetMs = ints('budget', '10')[0]! * 1000;
-if (flags.only !== undefined && flags.only !== 'baseline' && flags.only !== 'current') {
-  console.error(`bench:scheduler: --only is baseline or current\n${usage}`);
-  process.exit(2);
-}
-const sides = flags.only ? [flags.only as 'baseline' | 'current'] : (['baseline', 'current'] as const);
+const only = cli.string('only');
+if (only !== undefined && only !== 'baseline' && only !== 'current') cli.fail('--only is baseline or current');
+const sides = only ? [only as 'baseline' | 'current'] : (['baseline', 'current'] as const);
 const log = (m: string) => process.stderr.write(`bench:scheduler: ${m}\n`);
 
 // ---------------------------------------------------------------------------

@@ -8,37 +8,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import type { ChildProcess } from 'node:child_process';
 import { createApiKey, createConfig, createOrganization, lit } from '../../src/admin/statements.ts';
 import { applyLocalMigrations, d1Execute, freePort, hasExited, ROOT, spawnWranglerDev, stopGroup, waitForHealthy } from '../../src/tools/wrangler.ts';
 import { SseReader } from '../sse.ts';
+import { benchCli } from './cli.ts';
 
 const usage = `usage: npm run bench:sse -- [--streams N] [--seconds S]
   --streams N   event streams open at once on one running proof (default 10)
   --seconds S   length of the measured window (default 60)`;
 
-let flags: Record<string, string | boolean | undefined>;
-try {
-  ({ values: flags } = parseArgs({ options: { streams: { type: 'string' }, seconds: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
-} catch (err) {
-  console.error(`bench:sse: ${(err as Error).message}\n${usage}`);
-  process.exit(2);
-}
-if (flags.help) {
-  console.log(usage);
-  process.exit(0);
-}
-const intFlag = (name: string, fallback: number) => {
-  const n = flags[name] === undefined ? fallback : Number(flags[name]);
-  if (!Number.isInteger(n) || n < 1) {
-    console.error(`bench:sse: --${name} must be a positive integer\n${usage}`);
-    process.exit(2);
-  }
-  return n;
-};
-const streams = intFlag('streams', 10);
-const seconds = intFlag('seconds', 60);
+const cli = benchCli('bench:sse', usage, ['streams', 'seconds']);
+const streams = cli.number('streams', 10, 1);
+const seconds = cli.number('seconds', 60, 1);
 const CHANGE_EVERY_MS = 10_000;
 
 const log = (msg: string) => process.stderr.write(`bench:sse: ${msg}\n`);

@@ -17,16 +17,18 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseArgs } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { caller, registerGuest, startStack } from '../e2e/stack.ts';
+import { benchCli } from './cli.ts';
 
-const { values } = parseArgs({
-  options: { agents: { type: 'string', default: '2' }, proofs: { type: 'string', default: '50' }, rate: { type: 'string', default: '2' } },
-});
-const agents = Number(values.agents);
-const proofs = Number(values.proofs);
-const rate = Number(values.rate);
+const usage = `usage: npm run bench:webhooks -- [--agents N] [--proofs N] [--rate R]
+  --agents N   local dev agents (default 2)
+  --proofs N   proofs submitted, each delivering proof.succeeded (default 50)
+  --rate R     submissions per second (default 2; decimals allowed)`;
+const cli = benchCli('bench:webhooks', usage, ['agents', 'proofs', 'rate']);
+const agents = cli.number('agents', 2, 1);
+const proofs = cli.number('proofs', 50, 1);
+const rate = cli.number('rate', 2, 0.01, false);
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
