@@ -106,6 +106,17 @@ describe('POST /v1/proofs', () => {
     expect(await countRows('proofs', 'program_id = ?', program)).toBe(0);
   });
 
+  it('a multipart content type with no body (or an empty one) is a client error that creates nothing', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    for (const body of [undefined, '']) {
+      const res = await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body, headers: { 'content-type': 'multipart/form-data; boundary=XyZ' } });
+      expect([400, 422]).toContain(res.status);
+      expect(await res.json()).toHaveProperty('detail');
+    }
+    expect((await json(await api(t, `/v1/proofs?program_id=${program}`), 200)).pagination.total).toBe(0);
+  });
+
   it('422s malformed JSON, a missing input, and out-of-range query values', async () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
