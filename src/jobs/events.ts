@@ -215,8 +215,10 @@ export async function follow(stream: SSEStreamingApi, f: Follow): Promise<void> 
         await clock.sleep(Math.min(EVENT_POLL_MS - (now - lastRead), EVENT_HEARTBEAT_MS - (now - lastWrite)), gone);
       }
       if (gone.stopped) return;
-      lastRead = clock.now();
+      // The next wait counts from when this read ended, so reads start at least
+      // EVENT_POLL_MS apart however a clock that only moves on I/O (workerd's) reads them.
       const [next] = await f.poll();
+      lastRead = clock.now();
       if (!next) {
         // Records are never deleted: the API key was revoked meanwhile.
         await send('error', JSON.stringify({ detail: 'Invalid or revoked API key' }));
