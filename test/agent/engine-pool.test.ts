@@ -15,21 +15,13 @@ import { CANCEL_KILL_GRACE_MS } from '../../prover-agent/src/agent/job-runner.ts
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
 import type { EngineOptions, ExecuteResult } from '../../prover-agent/src/engine/types.ts';
 import type { EngineConfig } from '../../prover-agent/src/protocol.ts';
+import { devEngineConfig } from '../engine/dev/helpers.ts';
 
 const GUESTS = fileURLToPath(new URL('../guests/build/', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'engine-pool-test-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-const config: EngineConfig = {
-  id: 'cfg_01POOLTEST',
-  engine: 'dev',
-  openvm_version: '2.0.0',
-  stark_backend_version: '2.0.0',
-  app_vm_commit: `0x${'5a'.repeat(32)}`,
-  deferral_enabled: false,
-  public_values_bytes: 32,
-  dev_proof_secret: 'pool-test-secret',
-};
+const config = devEngineConfig({ id: 'cfg_01POOLTEST', dev_proof_secret: 'pool-test-secret' });
 
 const u32 = (...words: number[]) => {
   const b = Buffer.alloc(4 * words.length);

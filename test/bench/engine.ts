@@ -21,7 +21,7 @@ import { startEngine, type EngineOutcome, type EngineRun, type EngineRunRequest 
 import { CANCEL_KILL_GRACE_MS } from '../../prover-agent/src/agent/job-runner.ts';
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
 import { createDevEngine } from '../../prover-agent/src/engine/dev/index.ts';
-import type { EngineConfig } from '../../prover-agent/src/protocol.ts';
+import { devEngineConfig } from '../engine/dev/helpers.ts';
 import { benchCli } from './cli.ts';
 
 const usage = `usage: npm run bench:engine -- [--jobs N] [--kills K]
@@ -34,16 +34,7 @@ const kills = cli.number('kills', 10, 0);
 
 const GUESTS = fileURLToPath(new URL('../guests/build/', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'bench-engine-'));
-const config: EngineConfig = {
-  id: 'cfg_01BENCHENGINE',
-  engine: 'dev',
-  openvm_version: '2.0.0',
-  stark_backend_version: '2.0.0',
-  app_vm_commit: `0x${'5a'.repeat(32)}`,
-  deferral_enabled: false,
-  public_values_bytes: 32,
-  dev_proof_secret: 'bench-engine-secret',
-};
+const config = devEngineConfig({ id: 'cfg_01BENCHENGINE', dev_proof_secret: 'bench-engine-secret' });
 
 let dirs = 0;
 /** A job's work directory with its artifacts, as the runner prepares it. */

@@ -8,7 +8,7 @@ import { createDevEngine } from '../../../prover-agent/src/engine/dev/index.ts';
 import { DEV_PROOF_VERSION } from '../../../prover-agent/src/engine/dev/proofs.ts';
 import { JobError, type EngineContext } from '../../../prover-agent/src/engine/types.ts';
 import type { EngineConfig, ProofType, ProvePhase } from '../../../prover-agent/src/protocol.ts';
-import { bytesEntry, guestPath, makeElf, u32Entry } from './helpers.ts';
+import { bytesEntry, devEngineConfig, guestPath, makeElf, u32Entry } from './helpers.ts';
 import { loadElf } from '../../../prover-agent/src/engine/dev/elf.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'dev-engine-test-'));
@@ -20,16 +20,14 @@ const file = (name: string, content?: string) => {
   return path;
 };
 
-const DEV_CONFIG: EngineConfig = {
+const DEV_CONFIG = devEngineConfig({
   id: 'cfg_01DEVCONFIG',
-  engine: 'dev',
   openvm_version: 'v1.4.0',
   stark_backend_version: 'v1.2.0',
   app_vm_commit: `0x${'ab'.repeat(32)}`,
   deferral_enabled: true,
-  public_values_bytes: 32,
   dev_proof_secret: 'test-deployment-secret',
-};
+});
 
 interface Recorded {
   ctx: EngineContext;

@@ -1,9 +1,23 @@
-// Shared helpers for the dev engine's tests: the committed guest ELFs and input encoding.
+// Shared helpers for the dev engine's tests: the committed guest ELFs, input encoding, a config.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadElf, type ProgramImage } from '../../../prover-agent/src/engine/dev/elf.ts';
 import { executeProgram, type ExecutionOptions, type ExecutionOutcome } from '../../../prover-agent/src/engine/dev/executor.ts';
 import { parseInputJson } from '../../../prover-agent/src/engine/dev/input.ts';
+import type { EngineConfig } from '../../../prover-agent/src/protocol.ts';
+
+/** A dev-engine config as the service hands it over in a claim; each test names what differs. */
+export function devEngineConfig(overrides: Partial<EngineConfig> & Pick<EngineConfig, 'id' | 'dev_proof_secret'>): EngineConfig {
+  return {
+    engine: 'dev',
+    openvm_version: '2.0.0',
+    stark_backend_version: '2.0.0',
+    app_vm_commit: `0x${'5a'.repeat(32)}`,
+    deferral_enabled: false,
+    public_values_bytes: 32,
+    ...overrides,
+  };
+}
 
 export const GUEST_DIR = fileURLToPath(new URL('../../guests/build/', import.meta.url));
 
