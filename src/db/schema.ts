@@ -86,6 +86,12 @@ export const users = sqliteTable(
   (t) => [uniqueIndex('users_email').on(t.email)],
 );
 
+/**
+ * Who belongs to an organization, with which role: one row per person and organization
+ * (memberships_org_user), and an organization always keeps an owner: triggers in
+ * migrations/0013_invariants.sql abort any UPDATE of role or DELETE that would leave an
+ * organization that has an owner with none, with LAST_OWNER_REFUSAL as the message.
+ */
 export const memberships = sqliteTable(
   'memberships',
   {
@@ -98,6 +104,9 @@ export const memberships = sqliteTable(
   },
   (t) => [uniqueIndex('memberships_org_user').on(t.org_id, t.user_id), index('memberships_user').on(t.user_id)],
 );
+
+/** The message of the memberships triggers' RAISE(ABORT) (migrations/0013_invariants.sql): the change would leave no owner. */
+export const LAST_OWNER_REFUSAL = 'memberships: an organization keeps at least one owner';
 
 /**
  * One-time secrets sent as links: an invitation to an organization, or the link that

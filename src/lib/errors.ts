@@ -82,9 +82,26 @@ export const notFound = (what: string) => new ApiError(404, `${what} not found`)
  * refused as a whole, nothing of it stored.
  */
 export function isRefusedInsert(err: unknown, table: string): boolean {
-  for (let e: unknown = err; e instanceof Error; e = e.cause) if (e.message.includes(`NOT NULL constraint failed: ${table}.org_id`)) return true;
+  return failedWith(err, `NOT NULL constraint failed: ${table}.org_id`);
+}
+
+/** Whether a statement failed with `text` in its message (a constraint, a trigger's RAISE), through drizzle's wrapping. */
+export function failedWith(err: unknown, text: string): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) if (e.message.includes(text)) return true;
   return false;
 }
+
+/**
+ * For `.catch()` on a write the database itself refuses (a constraint, a trigger): a
+ * failure whose message has `text` becomes an ApiError(status, message); any other is
+ * rethrown. How an invariant enforced where the data is reaches the caller as a clear error.
+ */
+export const refusedAs =
+  (text: string, status: ContentfulStatusCode, message: string) =>
+  (err: unknown): never => {
+    if (failedWith(err, text)) throw new ApiError(status, message);
+    throw err;
+  };
 
 /** Where a validator looked, as FastAPI names it in `loc`. */
 const LOC_ROOT: Record<string, string> = {

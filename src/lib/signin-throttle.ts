@@ -1,8 +1,12 @@
-// Sign-in throttling in D1: failed attempts counted per account (the email) and per
-// client (its address), each in a fixed window. A key over its limit is refused with
-// 429 before any password is hashed. D1 rather than a Rate Limiting binding: the count
-// must be exact per account across every location, and failures only count.
-import { eq, sql } from 'drizzle-orm';
+// Sign-in throttling in D1: password checks counted per account (the email) and per
+// client (its address), each in a fixed window. A check is reserved before the password
+// is hashed, by one statement that counts it only while both keys are under their limits
+// (so no number of simultaneous requests gets more checks evaluated than the limits allow);
+// without a reservation the answer is 429 and no password is hashed. A check that succeeds
+// gives its reservations back (the account's count is cleared, the client's decremented),
+// so only failures and checks still running hold places. D1 rather than a Rate Limiting
+// binding: the count must be exact per account across every location.
+import { and, eq, gt, gte, or, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { signinThrottle } from '../db/schema.ts';
 import { ApiError } from './errors.ts';
@@ -14,44 +18,66 @@ export const MAX_FAILURES_PER_CLIENT = 20;
 export const accountKey = (email: string) => `account:${email}`;
 export const clientKey = (client: string) => `client:${client}`;
 
-/** Seconds until `key` may try again, or 0 when it may now. */
-export async function throttledFor(db: Db, key: string, limit: number, now = Date.now()): Promise<number> {
-  const row = await db.select().from(signinThrottle).where(eq(signinThrottle.key, key)).get();
-  if (!row || row.window_started_at + SIGNIN_WINDOW_MS <= now || row.failures < limit) return 0;
-  return Math.ceil((row.window_started_at + SIGNIN_WINDOW_MS - now) / 1000);
-}
+/** The keys a password check by `email` from `client` counts against: [account, client]. */
+export type AttemptKeys = [account: string, client: string];
 
-/** Counts one failure against each key, starting a new window where the old one ended. */
-export async function recordFailure(db: Db, keys: string[], now = Date.now()): Promise<void> {
+/**
+ * Reserves one password check by `email` from `client` against both its keys, or throws
+ * 429 with Retry-After. One INSERT ... SELECT ... ON CONFLICT: its SELECT reads both rows
+ * before it writes either (SQLite materializes a SELECT that reads the table it inserts
+ * into), so both places are taken or neither; a key whose window ended starts a new one.
+ * Every route that checks a password goes through this before hashing anything.
+ */
+export async function reservePasswordAttempt(db: Db, email: string, client: string | undefined, now = Date.now()): Promise<AttemptKeys> {
+  const keys: AttemptKeys = [accountKey(email), clientKey(client ?? 'local')];
   const expired = now - SIGNIN_WINDOW_MS;
-  await db.batch(
-    keys.map((key) =>
-      db
-        .insert(signinThrottle)
-        .values({ key, failures: 1, window_started_at: now })
-        .onConflictDoUpdate({
-          target: signinThrottle.key,
-          set: {
-            failures: sql`CASE WHEN ${signinThrottle.window_started_at} <= ${expired} THEN 1 ELSE ${signinThrottle.failures} + 1 END`,
-            window_started_at: sql`CASE WHEN ${signinThrottle.window_started_at} <= ${expired} THEN ${now} ELSE ${signinThrottle.window_started_at} END`,
-          },
-        }),
-    ) as [any, ...any[]],
-  );
-}
-
-/** A successful sign-in clears the account's count (not the client's). */
-export async function clearFailures(db: Db, key: string): Promise<void> {
-  await db.delete(signinThrottle).where(eq(signinThrottle.key, key));
+  const live = gt(signinThrottle.window_started_at, expired);
+  const full = db
+    .select({ one: sql`1` })
+    .from(signinThrottle)
+    .where(
+      and(
+        live,
+        or(
+          and(eq(signinThrottle.key, keys[0]), gte(signinThrottle.failures, MAX_FAILURES_PER_ACCOUNT)),
+          and(eq(signinThrottle.key, keys[1]), gte(signinThrottle.failures, MAX_FAILURES_PER_CLIENT)),
+        ),
+      ),
+    );
+  const [reserved, rows] = await db.batch([
+    db
+      .insert(signinThrottle)
+      .select(sql`SELECT column1, 1, ${now} FROM (VALUES (${keys[0]}), (${keys[1]})) WHERE NOT EXISTS ${full}`)
+      .onConflictDoUpdate({
+        target: signinThrottle.key,
+        set: {
+          failures: sql`CASE WHEN ${signinThrottle.window_started_at} <= ${expired} THEN 1 ELSE ${signinThrottle.failures} + 1 END`,
+          window_started_at: sql`CASE WHEN ${signinThrottle.window_started_at} <= ${expired} THEN ${now} ELSE ${signinThrottle.window_started_at} END`,
+        },
+      })
+      .returning({ key: signinThrottle.key }),
+    // Read in the same round trip, for Retry-After when nothing was reserved.
+    db.select().from(signinThrottle).where(and(live, or(eq(signinThrottle.key, keys[0]), eq(signinThrottle.key, keys[1])))),
+  ]);
+  if (reserved.length === keys.length) return keys;
+  const ends = rows
+    .filter((r) => r.failures >= (r.key === keys[0] ? MAX_FAILURES_PER_ACCOUNT : MAX_FAILURES_PER_CLIENT))
+    .map((r) => r.window_started_at + SIGNIN_WINDOW_MS);
+  const wait = Math.max(1, Math.ceil((Math.max(now, ...ends) - now) / 1000));
+  throw new ApiError(429, 'Too many failed sign-ins: try again later', { 'Retry-After': String(wait) });
 }
 
 /**
- * The keys a password check by `email` from `client` counts against; throws 429 when
- * either is over its limit. Every route that checks a password goes through this.
+ * A check that succeeded gives its places back: the account's count is cleared, the
+ * client's decremented (in the same window), so people signing in from one address do
+ * not use up its allowance. Only a successful check does this, so failures stay bounded.
  */
-export async function passwordAttemptKeys(db: Db, email: string, client: string | undefined): Promise<string[]> {
-  const keys = [accountKey(email), clientKey(client ?? 'local')];
-  const wait = Math.max(await throttledFor(db, keys[0]!, MAX_FAILURES_PER_ACCOUNT), await throttledFor(db, keys[1]!, MAX_FAILURES_PER_CLIENT));
-  if (wait > 0) throw new ApiError(429, 'Too many failed sign-ins: try again later', { 'Retry-After': String(wait) });
-  return keys;
+export async function passwordAccepted(db: Db, keys: AttemptKeys, now = Date.now()): Promise<void> {
+  await db.batch([
+    db.delete(signinThrottle).where(eq(signinThrottle.key, keys[0])),
+    db
+      .update(signinThrottle)
+      .set({ failures: sql`max(${signinThrottle.failures} - 1, 0)` })
+      .where(and(eq(signinThrottle.key, keys[1]), gt(signinThrottle.window_started_at, now - SIGNIN_WINDOW_MS))),
+  ]);
 }

@@ -11,7 +11,7 @@ import { ApiError, validationHook } from '../../lib/errors.ts';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../lib/limits.ts';
 import { hashPassword, verifyPassword } from '../../lib/password.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
-import { passwordAttemptKeys, recordFailure } from '../../lib/signin-throttle.ts';
+import { passwordAccepted, reservePasswordAttempt } from '../../lib/signin-throttle.ts';
 
 export const accountApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -74,11 +74,9 @@ accountApi.openapi(
     const { current_password, new_password } = c.req.valid('json');
     const db = c.var.db;
     const row = await db.select({ hash: users.password_hash }).from(users).where(eq(users.id, c.var.user.id)).get();
-    const keys = await passwordAttemptKeys(db, c.var.user.email, c.req.header('cf-connecting-ip'));
-    if (!(await verifyPassword(current_password, row?.hash ?? null))) {
-      await recordFailure(db, keys);
-      throw new ApiError(403, 'The current password is wrong');
-    }
+    const keys = await reservePasswordAttempt(db, c.var.user.email, c.req.header('cf-connecting-ip'));
+    if (!(await verifyPassword(current_password, row?.hash ?? null))) throw new ApiError(403, 'The current password is wrong');
+    await passwordAccepted(db, keys);
     await db.update(users).set({ password_hash: await hashPassword(new_password) }).where(eq(users.id, c.var.user.id));
     await revokeUserSessions(db, c.var.user.id);
     return c.json({ message: 'Password changed: sign in again' }, 200);

@@ -2,7 +2,7 @@
 // password from a one-time link, and accepting an invitation. The only console routes
 // a cookie authenticates (the refresh cookie), so the only ones that need CSRF checks.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, eq, gt, isNull } from 'drizzle-orm';
+import { and, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
@@ -24,12 +24,12 @@ import {
   rotateSession,
 } from '../../lib/console-sessions.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
-import { ApiError, validationHook } from '../../lib/errors.ts';
+import { ApiError, refusedAs, validationHook } from '../../lib/errors.ts';
 import { newUserId } from '../../lib/ids.ts';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../lib/limits.ts';
 import { hashPassword, verifyPassword } from '../../lib/password.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
-import { clearFailures, MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT, passwordAttemptKeys, recordFailure } from '../../lib/signin-throttle.ts';
+import { MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT, passwordAccepted, reservePasswordAttempt } from '../../lib/signin-throttle.ts';
 
 export const consoleAuthApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -69,14 +69,12 @@ consoleAuthApi.openapi(
   async (c) => {
     const { email, password } = c.req.valid('json');
     const db = c.var.db;
-    const keys = await passwordAttemptKeys(db, email, c.req.header('cf-connecting-ip'));
+    // The check is counted before it runs: a failure has nothing left to record.
+    const keys = await reservePasswordAttempt(db, email, c.req.header('cf-connecting-ip'));
     const user = await db.select().from(users).where(eq(users.email, email)).get();
     // Unknown emails run the same hash (verifyPassword does) and get the same answer.
-    if (!(await verifyPassword(password, user?.password_hash ?? null)) || !user) {
-      await recordFailure(db, keys);
-      throw new ApiError(401, GENERIC_SIGNIN_ERROR);
-    }
-    await clearFailures(db, keys[0]!);
+    if (!(await verifyPassword(password, user?.password_hash ?? null)) || !user) throw new ApiError(401, GENERIC_SIGNIN_ERROR);
+    await passwordAccepted(db, keys);
     const session = await openSession(db, user.id);
     setRefreshCookie(c, session.refresh);
     return c.json(await tokenBody(c, { id: user.id, email: user.email, name: user.name, is_operator: user.is_operator }, session.id), 200);
@@ -125,6 +123,8 @@ consoleAuthApi.openapi(
   },
 );
 
+const LINK_GONE = 'This link is unknown, used or expired: ask for a new one';
+
 /** A live one-time link of a kind, by its token. */
 async function findLink(c: Context<AppEnv>, token: string, kind: 'invite' | 'set_password') {
   const link = await c.var.db
@@ -140,7 +140,7 @@ async function findLink(c: Context<AppEnv>, token: string, kind: 'invite' | 'set
       ),
     )
     .get();
-  if (!link) throw new ApiError(404, 'This link is unknown, used or expired: ask for a new one');
+  if (!link) throw new ApiError(404, LINK_GONE);
   return link;
 }
 
@@ -151,7 +151,7 @@ async function useLink(c: Context<AppEnv>, id: string) {
     .set({ used_at: new Date().toISOString() })
     .where(and(eq(consoleLinks.id, id), isNull(consoleLinks.used_at)))
     .returning({ id: consoleLinks.id });
-  if (!used.length) throw new ApiError(404, 'This link is unknown, used or expired: ask for a new one');
+  if (!used.length) throw new ApiError(404, LINK_GONE);
 }
 
 const Token = z.string().min(1).max(200);
@@ -229,11 +229,9 @@ consoleAuthApi.openapi(
     let newHash: string | undefined;
     if (existing?.password_hash) {
       // Proving an existing account's password is a sign-in attempt: throttled alike.
-      const keys = await passwordAttemptKeys(db, existing.email, c.req.header('cf-connecting-ip'));
-      if (!(await verifyPassword(password, existing.password_hash))) {
-        await recordFailure(db, keys);
-        throw new ApiError(401, GENERIC_SIGNIN_ERROR);
-      }
+      const keys = await reservePasswordAttempt(db, existing.email, c.req.header('cf-connecting-ip'));
+      if (!(await verifyPassword(password, existing.password_hash))) throw new ApiError(401, GENERIC_SIGNIN_ERROR);
+      await passwordAccepted(db, keys);
       userId = existing.id;
     } else {
       const parsed = Password.safeParse(password);
@@ -241,23 +239,28 @@ consoleAuthApi.openapi(
       newHash = await hashPassword(password);
       userId = existing?.id ?? newUserId();
     }
-    const member = await db
-      .select({ role: memberships.role })
-      .from(memberships)
-      .where(and(eq(memberships.org_id, link.org_id!), eq(memberships.user_id, userId)))
-      .get();
-    if (member) throw new ApiError(409, 'You are already a member of this organization');
-    await useLink(c, link.id);
+    // One batch, one transaction: the link used, the account written and the membership
+    // inserted, or none of it. The membership takes its organization from the link only if
+    // this batch used it (else NULL, refusing the insert and the batch); the unique index
+    // memberships_org_user refuses a second membership of the person, whichever invitation
+    // made the first; users_email a second account made by a simultaneous acceptance.
+    const usedAt = new Date().toISOString();
+    const usedHere = db.select({ org_id: consoleLinks.org_id }).from(consoleLinks).where(and(eq(consoleLinks.id, link.id), eq(consoleLinks.used_at, usedAt)));
     const writes = [
+      db.update(consoleLinks).set({ used_at: usedAt }).where(and(eq(consoleLinks.id, link.id), isNull(consoleLinks.used_at), isNull(consoleLinks.revoked_at))),
       ...(existing
         ? newHash
           ? [db.update(users).set({ password_hash: newHash, ...(name ? { name } : {}) }).where(eq(users.id, userId))]
           : []
         : [db.insert(users).values({ id: userId, email: link.email, name: name ?? '', password_hash: newHash! })]),
-      db.insert(memberships).values({ org_id: link.org_id!, user_id: userId, role: link.role! }),
+      db.insert(memberships).values({ org_id: sql`${usedHere}`, user_id: userId, role: link.role! }),
       auditEntry(db, link.org_id!, { userId, email: link.email }, 'invite.accept', link.email, { role: link.role, invite_id: link.id }),
     ];
-    await db.batch(writes as [any, ...any[]]);
+    await db
+      .batch(writes as [any, ...any[]])
+      .catch(refusedAs('NOT NULL constraint failed: memberships.org_id', 404, LINK_GONE))
+      .catch(refusedAs('UNIQUE constraint failed: memberships.org_id, memberships.user_id', 409, 'You are already a member of this organization'))
+      .catch(refusedAs('UNIQUE constraint failed: users.email', 409, 'Your account was created a moment ago: accept the invitation again with its password'));
     return c.json({ email: link.email, org_id: link.org_id! }, 200);
   },
 );

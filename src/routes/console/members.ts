@@ -4,13 +4,13 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, asc, count, desc, eq, gt, isNull } from 'drizzle-orm';
 import type { Context } from 'hono';
-import { apiKeys, consoleLinks, memberships, users, type Role } from '../../db/schema.ts';
+import { apiKeys, consoleLinks, LAST_OWNER_REFUSAL, memberships, users, type Role } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
 import { CreatedInvite, Invite, Member } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, Email, OrgParams, RoleSchema } from '../../lib/console-schemas.ts';
 import { revokeUserSessions } from '../../lib/console-sessions.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
-import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
+import { ApiError, notFound, refusedAs, validationHook } from '../../lib/errors.ts';
 import { newLinkId } from '../../lib/ids.ts';
 import { revoke } from '../../lib/revoke.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
@@ -85,13 +85,16 @@ membersApi.openapi(
     const { role } = c.req.valid('json');
     const member = await findMember(c, user_id);
     checkOwnerRule(c, member.role, role);
-    if (member.role === 'owner' && role !== 'owner' && (await ownerCount(c)) <= 1)
-      throw new ApiError(409, 'An organization needs an owner: make someone else owner first');
+    const lastOwner = 'An organization needs an owner: make someone else owner first';
+    if (member.role === 'owner' && role !== 'owner' && (await ownerCount(c)) <= 1) throw new ApiError(409, lastOwner);
     const db = c.var.db;
-    await db.batch([
-      db.update(memberships).set({ role }).where(and(eq(memberships.org_id, c.var.membership.orgId), eq(memberships.user_id, user_id))),
-      auditEntry(db, c.var.membership.orgId, actorOf(c), 'member.role_change', member.email, { from: member.role, to: role }),
-    ]);
+    // The count above is a courtesy; the memberships trigger (migrations/0013) is what holds under concurrency.
+    await db
+      .batch([
+        db.update(memberships).set({ role }).where(and(eq(memberships.org_id, c.var.membership.orgId), eq(memberships.user_id, user_id))),
+        auditEntry(db, c.var.membership.orgId, actorOf(c), 'member.role_change', member.email, { from: member.role, to: role }),
+      ])
+      .catch(refusedAs(LAST_OWNER_REFUSAL, 409, lastOwner));
     return c.json({ message: `${member.email} is now ${role}` }, 200);
   },
 );
@@ -112,15 +115,19 @@ membersApi.openapi(
     const { user_id } = c.req.valid('param');
     const member = await findMember(c, user_id);
     checkOwnerRule(c, member.role);
-    if (member.role === 'owner' && (await ownerCount(c)) <= 1) throw new ApiError(409, 'An organization needs an owner: the last owner cannot be removed');
+    const lastOwner = 'An organization needs an owner: the last owner cannot be removed';
+    if (member.role === 'owner' && (await ownerCount(c)) <= 1) throw new ApiError(409, lastOwner);
     const db = c.var.db;
     const orgId = c.var.membership.orgId;
     const now = new Date().toISOString();
-    await db.batch([
-      db.delete(memberships).where(and(eq(memberships.org_id, orgId), eq(memberships.user_id, user_id))),
-      revoke(db, apiKeys, and(eq(apiKeys.org_id, orgId), eq(apiKeys.user_id, user_id)), now),
-      auditEntry(db, orgId, actorOf(c), 'member.remove', member.email, { role: member.role }),
-    ]);
+    // As above, the trigger holds; its refusal rolls back the whole batch (keys stay live).
+    await db
+      .batch([
+        db.delete(memberships).where(and(eq(memberships.org_id, orgId), eq(memberships.user_id, user_id))),
+        revoke(db, apiKeys, and(eq(apiKeys.org_id, orgId), eq(apiKeys.user_id, user_id)), now),
+        auditEntry(db, orgId, actorOf(c), 'member.remove', member.email, { role: member.role }),
+      ])
+      .catch(refusedAs(LAST_OWNER_REFUSAL, 409, lastOwner));
     await revokeUserSessions(db, user_id);
     return c.json({ message: `${member.email} removed` }, 200);
   },
