@@ -153,8 +153,12 @@ async function seedWorld(): Promise<World> {
 // ---------------------------------------------------------------------------
 // B's rows, before and after
 
-/** Every row of every table with an org_id that belongs to B, B's organization row, its members' accounts and sessions. */
-async function fingerprint(orgId: string): Promise<Record<string, unknown[]>> {
+/**
+ * Every row of every table with an org_id that belongs to the organization, its
+ * organization row, its members' accounts and sessions, and its records' R2 objects.
+ */
+async function fingerprint(ids: Ids): Promise<Record<string, unknown[]>> {
+  const orgId = ids.org_id;
   const tables = await env.DB.prepare(
     // D1 allows no pragma; a table's CREATE text (ALTERs included) names its columns.
     "SELECT name FROM sqlite_master WHERE type = 'table' AND (sql LIKE '%`org_id` text%' OR sql LIKE '%\"org_id\" text%') ORDER BY name",
@@ -167,7 +171,10 @@ async function fingerprint(orgId: string): Promise<Record<string, unknown[]>> {
   ];
   expect(reads.length).toBeGreaterThan(10);
   const results = await env.DB.batch(reads.map(([, stmt]) => stmt));
-  return Object.fromEntries(reads.map(([name], i) => [name, results[i]!.results]));
+  const prefixes = [`programs/${ids.program_id}/`, `proofs/${ids.proof_id}/`, `executions/${ids.execution_id}/`, `verifications/${ids.verify_id}/`];
+  const objects = (await Promise.all(prefixes.map((prefix) => env.ARTIFACTS.list({ prefix })))).flatMap((l) => l.objects.map((o) => `${o.key} ${o.size} ${o.etag}`));
+  expect(objects.length).toBeGreaterThanOrEqual(4);
+  return { ...Object.fromEntries(reads.map(([name], i) => [name, results[i]!.results])), r2: objects };
 }
 
 // ---------------------------------------------------------------------------
@@ -426,7 +433,7 @@ async function call(route: Route, credential: Credential, variant: Variant, expe
 // ---------------------------------------------------------------------------
 
 /** Routes walked at once (a few hundred requests in flight at most). */
-const ROUTES_AT_ONCE = 10;
+const ROUTES_AT_ONCE = 25;
 
 describe('the attacker in the suite', () => {
   it('knows every route: each path parameter is classified, each route that needs a template has one', async () => {
@@ -443,7 +450,7 @@ describe('the attacker in the suite', () => {
 
   it('walks every route with every credential at the other organization: refused, nothing of B’s, B unchanged', { timeout: 60_000 }, async () => {
     const w = await seedWorld();
-    const before = await fingerprint(w.b.ids.org_id);
+    const before = await fingerprint(w.b.ids);
     const routes = walkedRoutes();
     const outcomes: Outcome[] = [];
     let sent = 0;
@@ -464,13 +471,13 @@ describe('the attacker in the suite', () => {
     // Every valid credential met a refusal somewhere (the walk reached past authentication).
     expect(outcomes.some((o) => o.what.endsWith('as api key of A') && o.status === 404)).toBe(true);
     expect(outcomes.some((o) => o.what.endsWith('as console owner of A') && o.status === 404)).toBe(true);
-    expect(await fingerprint(w.b.ids.org_id)).toEqual(before);
+    expect(await fingerprint(w.b.ids)).toEqual(before);
   });
 
   it('a console member gets 403 on every organization route that needs a higher role, in its own organization', { timeout: 30_000 }, async () => {
     const w = await seedWorld();
     const member: Credential = { name: 'console member of A', validOn: 'console', role: 'member', headers: (x) => ({ authorization: `Bearer ${x.memberA.token}` }) };
-    const before = await fingerprint(w.a.ids.org_id);
+    const before = await fingerprint(w.a.ids);
     const routes = walkedRoutes().filter((r) => r.path.startsWith('/console/v1/orgs/'));
     const calls: Promise<Outcome>[] = [];
     for (const route of routes) {
@@ -483,7 +490,7 @@ describe('the attacker in the suite', () => {
     console.log(`lesser role: ${outcomes.length} organization routes refused to a member`);
     expect(outcomes.length).toBeGreaterThanOrEqual(12);
     expect(outcomes.filter((o) => o.problem).map((o) => `${o.what}: ${o.problem}`)).toEqual([]);
-    expect(await fingerprint(w.a.ids.org_id)).toEqual(before);
+    expect(await fingerprint(w.a.ids)).toEqual(before);
     // The same routes answer the owner (the 403s were about the role, not the request).
     await as(w.a.owner, `/console/v1/orgs/${w.a.ids.org_id}/members`);
   });
