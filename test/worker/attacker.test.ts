@@ -376,7 +376,8 @@ function expectedFor(route: Route, credential: Credential, variant: Variant): Ex
   if (surface !== 'console-auth' && credential.validOn !== surface) return { statuses: UNAUTHENTICATED[surface] };
   if (!variant.foreign) {
     // One's own organization's records: only a role below the route's is refused; other
-    // requests would really act, as the credential may, and are not sent.
+    // requests would really act, as the credential may, and are not sent. (An API key's
+    // scope is the same question on the 'api' surface, asked of the permissions table.)
     const needed = surface === 'console' ? ROLE_NEEDED[key(route)] : undefined;
     return credential.role && needed && !atLeast(credential.role, needed) ? { statuses: [403] } : null;
   }
