@@ -4,7 +4,7 @@
 // and organization, whichever invitations race.
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { createUser } from '../../src/admin/statements.ts';
+import { createOrganization, createUser } from '../../src/admin/statements.ts';
 import { LAST_OWNER_REFUSAL } from '../../src/db/schema.ts';
 import { accountKey, clientKey, MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT } from '../../src/lib/signin-throttle.ts';
 import { BASE, countRows, json, runAdmin, seedTenant } from './helpers.ts';
@@ -118,6 +118,17 @@ describe('an organization always keeps an owner', () => {
     await seedUser(t.orgId, 'owner');
     await runAdmin(createUser({ email, orgId: t.orgId, role: 'member', consoleUrl: BASE }));
     expect(await owners(t.orgId)).toBe(1);
+  });
+
+  it('lets the last owner go with the organization itself', async () => {
+    const orgId = await runAdmin(createOrganization('going away'));
+    await seedUser(orgId, 'owner');
+    await env.DB.batch([
+      env.DB.prepare('PRAGMA defer_foreign_keys = on'),
+      env.DB.prepare('DELETE FROM organizations WHERE id = ?').bind(orgId),
+      env.DB.prepare('DELETE FROM memberships WHERE org_id = ?').bind(orgId),
+    ]);
+    expect(await countRows('memberships', 'org_id = ?', orgId)).toBe(0);
   });
 });
 
