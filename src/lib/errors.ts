@@ -182,6 +182,11 @@ export async function validationHook(
 
 /** App-wide error handler: every thrown error becomes a JSON body; nothing leaks a stack trace. */
 export async function onError(err: Error, c: Context): Promise<Response> {
+  // A body refused with its credentials (keyBeforeBody): that refusal, whatever its reader made of the failed read.
+  const refusal = c.get('bodyRefusal') as Error | undefined;
+  if (refusal && refusal !== err) return onError(refusal, c);
+  // A malformed percent escape in the path (decodeURIComponent's URIError) is the request's fault.
+  if (err instanceof URIError) return c.json({ detail: 'Malformed percent-encoding in the request URL' }, 400);
   if ((err instanceof ValidationError || (err instanceof ApiError && [400, 413].includes(err.status))) && !c.get('caller')) {
     try {
       await credentialsFirst(c);

@@ -49,6 +49,45 @@ export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
+/**
+ * A request is authenticated before its body costs anything (README "Limits"): the
+ * body is handed on gated, and its first read waits for the key's check (one D1 read,
+ * 401 for a dead key) unless the route's first batch has made it already. So a route
+ * that reads before its body (a submission's lookups) still makes one round trip, and
+ * nothing downstream (the idempotency fingerprint, a JSON or multipart parser) ever
+ * sees a byte of an unauthenticated body. The check's refusal is kept on the request:
+ * a reader that turns a failed read into its own error is overruled by onError.
+ */
+export const keyBeforeBody = createMiddleware<AppEnv>(async (c, next) => {
+  const body = c.req.raw.body;
+  if (body) {
+    const reader = body.getReader();
+    const gated = new ReadableStream<Uint8Array>(
+      {
+        pull: async (controller) => {
+          if (!c.var.caller) {
+            try {
+              await authenticate(c);
+            } catch (err) {
+              c.set('bodyRefusal', err as Error);
+              await reader.cancel().catch(() => {});
+              throw err;
+            }
+          }
+          const { done, value } = await reader.read();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        },
+        cancel: (reason) => reader.cancel(reason),
+      },
+      // Pull-driven: nothing is read from the client before a reader asks.
+      { highWaterMark: 0 },
+    );
+    c.req.raw = new Request(c.req.raw, { body: gated, duplex: 'half' } as RequestInit);
+  }
+  await next();
+});
+
 /** The key's row, when it is live: the statement every first read of a /v1 request starts with. */
 function keyLookup(db: Db, hash: string) {
   return db
