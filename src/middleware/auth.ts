@@ -67,7 +67,9 @@ export const keyBeforeBody = createMiddleware<AppEnv>(async (c, next) => {
         pull: async (controller) => {
           if (!c.var.caller) {
             try {
-              await authenticate(c);
+              // The key alone: an Idempotency-Key is still claimed by the route's first
+              // batch, after the body (whose fingerprint a replay compares) was read.
+              await asCaller(c, () => [], undefined, { claim: false });
             } catch (err) {
               c.set('bodyRefusal', err as Error);
               await reader.cancel().catch(() => {});
@@ -143,6 +145,7 @@ export async function asCaller<T extends Statements>(
   c: Context<AppEnv>,
   build: (org: SQL<string>) => readonly [...T],
   fresh: (results: BatchResponse<T>) => boolean = () => true,
+  { claim = true }: { claim?: boolean } = {},
 ): Promise<BatchResponse<T>> {
   const hash = c.var.apiKeyHash;
   const sessions = c.var.sessions;
@@ -150,7 +153,7 @@ export async function asCaller<T extends Statements>(
   // statements (src/middleware/idempotency.ts): the batch then writes, so it runs on
   // the primary, and all of it stands only if the claim is this request's.
   const idem = c.var.idempotency;
-  const claiming = idem?.state === 'pending';
+  const claiming = claim && idem?.state === 'pending';
   const run = async (db: Db) => {
     const claim = claiming ? [claimKey(db, orgOfKey(hash), idem.claim), requireClaim(db, orgOfKey(hash), idem.claim)] : [];
     const [keys, ...rest] = (await db.batch([keyLookup(db, hash), ...claim, ...build(orgOfKey(hash))])) as unknown as [KeyRow[], ...unknown[]];
