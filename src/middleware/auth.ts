@@ -61,26 +61,30 @@ export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
 export const keyBeforeBody = createMiddleware<AppEnv>(async (c, next) => {
   const body = c.req.raw.body;
   if (body) {
-    const reader = body.getReader();
+    // The client's body is not even locked until the key passed: a refused one is left
+    // as it came, for the runtime to discard (wrangler dev drains it after the answer).
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
     const gated = new ReadableStream<Uint8Array>(
       {
         pull: async (controller) => {
-          if (!c.var.caller) {
-            try {
-              // The key alone: an Idempotency-Key is still claimed by the route's first
-              // batch, after the body (whose fingerprint a replay compares) was read.
-              await asCaller(c, () => [], undefined, { claim: false });
-            } catch (err) {
-              c.set('bodyRefusal', err as Error);
-              await reader.cancel().catch(() => {});
-              throw err;
+          if (!reader) {
+            if (!c.var.caller) {
+              try {
+                // The key alone: an Idempotency-Key is still claimed by the route's first
+                // batch, after the body (whose fingerprint a replay compares) was read.
+                await asCaller(c, () => [], undefined, { claim: false });
+              } catch (err) {
+                c.set('bodyRefusal', err as Error);
+                throw err;
+              }
             }
+            reader = body.getReader();
           }
           const { done, value } = await reader.read();
           if (done) controller.close();
           else controller.enqueue(value);
         },
-        cancel: (reason) => reader.cancel(reason),
+        cancel: (reason) => reader?.cancel(reason),
       },
       // Pull-driven: nothing is read from the client before a reader asks.
       { highWaterMark: 0 },

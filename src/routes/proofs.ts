@@ -186,7 +186,7 @@ async function readMultipartSubmission(form: MultipartForm, proofId: string, art
     },
     MAX_CHILD_PROOFS + 8,
   );
-  const input = parts.input.at(-1)!.bytes();
+  const input = parts.input.at(-1)!.take();
   checkProofInputBytes(input, ['body', 'input']);
   if (issues.length) throw new ValidationError(issues);
   return { input, childKeys: parts.child_proofs.map((_, i) => artifactKey.proofChild(proofId, i)) };

@@ -34,8 +34,13 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 const mb = (kb: number) => `${(kb / 1024).toFixed(1)} MB`;
 
-/** The workerd process under this bench's wrangler dev: the one workerd descending from this process. */
-function workerdPid(): number {
+/**
+ * The workerd running the Worker under this bench's wrangler dev. Two workerd processes
+ * descend from this one: wrangler's own proxy (a Miniflare instance of its own, passing
+ * requests on) and the Worker's, which also hosts the local D1 and R2 and so holds far
+ * more memory once they have been used: the larger one.
+ */
+function workerdPid(): { pid: number; others: number[] } {
   const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,comm='], { encoding: 'utf8' })
     .split('\n')
     .map((l) => l.trim().split(/\s+/))
@@ -46,9 +51,10 @@ function workerdPid(): number {
     grew = false;
     for (const r of rows) if (mine.has(r.ppid) && !mine.has(r.pid)) (mine.add(r.pid), (grew = true));
   }
-  const found = rows.filter((r) => mine.has(r.pid) && r.comm.startsWith('workerd'));
-  if (found.length !== 1) throw new Error(`expected one workerd under this bench, found ${found.length}`);
-  return found[0]!.pid;
+  const found = rows.filter((r) => mine.has(r.pid) && r.comm.startsWith('workerd')).map((r) => r.pid);
+  if (found.length === 0) throw new Error('no workerd under this bench');
+  found.sort((a, b) => status(b, 'VmRSS') - status(a, 'VmRSS'));
+  return { pid: found[0]!, others: found.slice(1) };
 }
 
 const status = (pid: number, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
@@ -67,6 +73,7 @@ async function measure(pid: number, send: () => Promise<Response>, expected: num
   const res = await send();
   const text = await res.text();
   if (res.status !== expected) throw new Error(`expected ${expected}, got ${res.status}: ${text.slice(0, 300)}`);
+  console.error(`    ${res.status}`);
   return { kb: status(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu };
 }
 
@@ -121,7 +128,6 @@ async function main() {
   const stack: Stack = await startStack();
   try {
     const api = caller(stack);
-    const pid = workerdPid();
     const post = (path: string, body: BodyInit | null, type: string | null, key = stack.apiKey, method = 'POST') =>
       fetch(stack.url + path, { method, body, headers: { 'Service-API-Key': key, ...(type ? { 'content-type': type } : {}) } });
 
@@ -134,6 +140,7 @@ async function main() {
     const { id: program } = (await (await post(`/v1/programs?config_id=${stack.devConfig}`, reg.body, reg.type)).json()) as { id: string };
     await stack.sql(`UPDATE programs SET status = 'ready', app_exe_commit = '0x${'cd'.repeat(32)}', baseline_key = 'programs/${program}/baseline.json' WHERE id = '${program}'`);
     const webhook = await api.json<{ id: string }>('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['proof.succeeded'] });
+    const { pid, others } = workerdPid();
 
     // 1. Unauthenticated: a 64 KiB JSON POST against a bare 401.
     const madeUp = 'sk_made_up_' + 'x'.repeat(40);
@@ -143,12 +150,13 @@ async function main() {
       for (let i = 0; i < requests; i++) {
         const t0 = performance.now();
         const res = await send();
-        await res.arrayBuffer();
-        if (res.status !== 401) throw new Error(`expected 401, got ${res.status}`);
+        const text = await res.text();
+        if (res.status !== 401) throw new Error(`expected 401, got ${res.status} (request ${i}): ${text.slice(0, 500)}\n${stack.workerLogs().slice(-15).join('\n')}`);
         ms.push(performance.now() - t0);
       }
       return ms;
     };
+    console.error('  unauthenticated requests...');
     const bare = await timed(() => post('/v1/projects', null, null, madeUp));
     const withBody = await timed(() => post('/v1/projects', json64k, 'application/json', madeUp));
     const dashes = '-'.repeat(4000);
@@ -200,7 +208,7 @@ async function main() {
       caps.push([name, await measure(pid, send, expected)]);
     }
 
-    console.log(`bench:trust (wrangler dev, loopback; workerd pid ${pid}; ${requests} requests per side, median of ${repeats} for memory/CPU)`);
+    console.log(`bench:trust (wrangler dev, loopback; the Worker's workerd: pid ${pid}, ${mb(status(pid, 'VmRSS'))} RSS at the end${others.length ? `; wrangler's proxy workerd: ${others.join(', ')}` : ''}; ${requests} requests per side, median of ${repeats} for memory/CPU)`);
     console.log('\nunauthenticated (made-up API key), wall time per request:');
     console.log(`  bare 401 (POST, no body)                        p50 ${pct(bare, 50).toFixed(1)} ms  p99 ${pct(bare, 99).toFixed(1)} ms`);
     console.log(`  64 KiB JSON POST /v1/projects                   p50 ${pct(withBody, 50).toFixed(1)} ms  p99 ${pct(withBody, 99).toFixed(1)} ms`);
