@@ -28,6 +28,8 @@ export interface AppEnv {
      * answer a caller whose key is no good (401 comes first, as in the reference).
      */
     authGate: () => Promise<void>;
+    /** Why the request's body was not handed to its reader (its key was refused first: keyBeforeBody, src/middleware/auth.ts). */
+    bodyRefusal?: Error;
     /** The request's Idempotency-Key and its claim, on routes that take one (src/middleware/idempotency.ts). */
     idempotency?: IdempotentRequest;
   };

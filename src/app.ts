@@ -8,7 +8,7 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from './app-env.ts';
 import { BOOKMARK_HEADER, RequestSessions, sentBookmark } from './db/sessions.ts';
 import { onError, validationHook } from './lib/errors.ts';
-import { API_KEY_HEADER, authenticate, DEFAULT_API_KEY_HEADERS, requireApiKey } from './middleware/auth.ts';
+import { API_KEY_HEADER, authenticate, DEFAULT_API_KEY_HEADERS, keyBeforeBody, requireApiKey } from './middleware/auth.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { configsApi } from './routes/configs.ts';
 import { downloadsApi } from './routes/downloads.ts';
@@ -66,9 +66,9 @@ const fleetSession = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
-// The public API: API keys, rate-limited per key.
+// The public API: API keys, rate-limited per key, checked before any body is read.
 const v1 = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-v1.use(callerSession, requireApiKey, rateLimit);
+v1.use(callerSession, requireApiKey, rateLimit, keyBeforeBody);
 v1.openapi(
   createRoute({
     method: 'get',

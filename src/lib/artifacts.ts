@@ -107,3 +107,35 @@ export function streamObject(obj: R2ObjectBody, contentType: string, filename?: 
   if (filename) headers['content-disposition'] = `attachment; filename="${filename}"`;
   return new Response(obj.body, { headers }) as never;
 }
+
+/**
+ * One byte range of a `Range` header (RFC 9110 14.1.2: `bytes=a-b`, `bytes=a-`,
+ * `bytes=-n`), as an R2 range and the span it asks for; null for a header that is not
+ * one such range, which a download ignores (RFC 9110 14.2: the whole object, 200).
+ */
+export function parseByteRange(header: string | undefined): { r2: R2Range; start: number | null; end: number | null; suffix: number | null } | null {
+  const m = /^\s*bytes\s*=\s*(\d{0,15})\s*-\s*(\d{0,15})\s*$/i.exec(header ?? '');
+  if (!m || (m[1] === '' && m[2] === '')) return null;
+  if (m[1] === '') {
+    const suffix = Number(m[2]);
+    return { r2: { suffix }, start: null, end: null, suffix };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? null : Number(m[2]);
+  if (end !== null && end < start) return null;
+  return { r2: end === null ? { offset: start } : { offset: start, length: end - start + 1 }, start, end, suffix: null };
+}
+
+/**
+ * The inclusive span of `size` bytes a parsed range serves, or null when none of it
+ * exists (a start at or past the end, a zero-length suffix): that is 416 Range Not
+ * Satisfiable, its Content-Range naming only the size, never the whole object as a 206.
+ */
+export function satisfiedRange(range: NonNullable<ReturnType<typeof parseByteRange>>, size: number): { start: number; end: number } | null {
+  if (range.suffix !== null) return range.suffix === 0 || size === 0 ? null : { start: Math.max(0, size - range.suffix), end: size - 1 };
+  if (range.start! >= size) return null;
+  return { start: range.start!, end: Math.min(size - 1, range.end ?? size - 1) };
+}
+
+/** The 416 of an unsatisfiable range (RFC 9110 15.5.17). */
+export const rangeNotSatisfiable = (size: number) => new Response(null, { status: 416, headers: { 'content-range': `bytes */${size}` } });

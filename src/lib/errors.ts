@@ -76,6 +76,18 @@ export class ValidationError extends Error {
 
 export const notFound = (what: string) => new ApiError(404, `${what} not found`);
 
+/** The 400 of a path with a malformed percent escape (`%E0%A4%A`): the request's fault, never a 500. */
+export const malformedPath = () => new ApiError(400, 'Malformed percent-encoding in the request path');
+
+/** A percent-encoded path segment, decoded; 400 when its escapes are malformed. */
+export function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw malformedPath();
+  }
+}
+
 /**
  * Whether a batch failed because an insert into `table` got a NULL org_id: how a write
  * whose organization comes from a check inside the batch (a live key, a quota) is
@@ -199,6 +211,11 @@ export async function validationHook(
 
 /** App-wide error handler: every thrown error becomes a JSON body; nothing leaks a stack trace. */
 export async function onError(err: Error, c: Context): Promise<Response> {
+  // A body refused with its credentials (keyBeforeBody): that refusal, whatever its reader made of the failed read.
+  const refusal = c.get('bodyRefusal') as Error | undefined;
+  if (refusal && refusal !== err) return onError(refusal, c);
+  // A malformed percent escape (decodeURIComponent's URIError, wherever it was decoded) is the request's fault.
+  if (err instanceof URIError) return onError(malformedPath(), c);
   if ((err instanceof ValidationError || (err instanceof ApiError && [400, 413].includes(err.status))) && !c.get('caller')) {
     try {
       await credentialsFirst(c);

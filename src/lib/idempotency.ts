@@ -8,7 +8,7 @@ import type { Db } from '../db/client.ts';
 import { idempotencyKeys } from '../db/schema.ts';
 import { sha256Hex, toHex } from './crypto.ts';
 import { ApiError } from './errors.ts';
-import { concatBytes, indexOfBytes } from './bytes.ts';
+import { StreamSearch } from './bytes.ts';
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -96,8 +96,8 @@ export class RequestFingerprint {
   private readonly mediaType: string;
   private readonly digest = new crypto.DigestStream('SHA-256');
   private readonly writer = this.digest.getWriter();
-  private readonly delimiter: Uint8Array | null;
-  private carry = new Uint8Array(0);
+  /** The boundary's search (linear in the body, whatever the boundary: a KMP matcher). */
+  private readonly delimiter: StreamSearch | null;
   private stream: ReadableStream<Uint8Array> | null = null;
 
   constructor(req: Request) {
@@ -107,7 +107,7 @@ export class RequestFingerprint {
     const contentType = req.headers.get('content-type') ?? '';
     this.mediaType = contentType.split(';')[0]!.trim().toLowerCase();
     const boundary = /^multipart\//i.test(this.mediaType) ? /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType) : null;
-    this.delimiter = boundary ? new TextEncoder().encode(`--${boundary[1] ?? boundary[2]}`) : null;
+    this.delimiter = boundary ? new StreamSearch(new TextEncoder().encode(`--${boundary[1] ?? boundary[2]}`)) : null;
   }
 
   /** The request with its body passing through the hash (the route reads it as before). */
@@ -172,23 +172,16 @@ export class RequestFingerprint {
 
   private write(chunk: Uint8Array) {
     if (!this.delimiter) return this.hash(chunk);
-    const buf = this.carry.length ? concatBytes(this.carry, chunk) : chunk;
-    let from = 0;
-    for (let i = indexOfBytes(buf, this.delimiter, 0); i >= 0; i = indexOfBytes(buf, this.delimiter, from)) {
-      this.hash(buf.subarray(from, i));
-      this.hash(FINGERPRINT_BOUNDARY);
-      from = i + this.delimiter.length;
-    }
-    // A delimiter may straddle chunks: its possible start stays behind.
-    const keep = Math.min(this.delimiter.length - 1, buf.length - from);
-    this.hash(buf.subarray(from, buf.length - keep));
-    this.carry = buf.slice(buf.length - keep);
+    this.delimiter.write(
+      chunk,
+      (bytes) => this.hash(bytes),
+      () => this.hash(FINGERPRINT_BOUNDARY),
+    );
   }
 
   private finish() {
     if (this.complete) return;
-    this.hash(this.carry);
-    this.carry = new Uint8Array(0);
+    this.delimiter?.end((bytes) => this.hash(bytes));
     this.complete = true;
   }
 

@@ -4,6 +4,8 @@
 /** Caps on deferred child proofs (interface 8 leaves them to us; README "Limits"). */
 export const MAX_CHILD_PROOFS = 16;
 export const MAX_CHILD_PROOF_BYTES = 16 * 1024 * 1024;
+/** Longest multipart filename kept (a program's default name comes from its ELF's): longer ones are cut. */
+export const MAX_FILENAME_LENGTH = 256;
 /** Largest `input` JSON accepted, whether sent as the body or as a form field. */
 export const MAX_INPUT_BYTES = 32 * 1024 * 1024;
 /** Largest small JSON body (a project name, a program rename or move): 413 beyond it. */

@@ -5,6 +5,7 @@
 // single large VMEXE part.)
 import { ApiError, ValidationError, type ValidationIssue } from './errors.ts';
 import { concatBytes, indexOfBytes } from './bytes.ts';
+import { MAX_FILENAME_LENGTH } from './limits.ts';
 
 export interface PartInfo {
   /** The form field name from Content-Disposition. */
@@ -169,7 +170,19 @@ function parsePartHeaders(text: string): PartInfo | null {
   if (!/^form-data\b/i.test(disposition)) return null;
   const params = dispositionParams(disposition);
   if (params.name === undefined) return null;
-  return { name: params.name, filename: params['filename*'] ?? params.filename, contentType };
+  const filename = params['filename*'] ?? params.filename;
+  return { name: params.name, filename: filename === undefined ? undefined : cleanFilename(filename), contentType };
+}
+
+/**
+ * A filename as a name may use it: control characters (C0 with CR, LF and NUL, DEL,
+ * C1) removed, which would otherwise split log lines and headers, and cut to
+ * MAX_FILENAME_LENGTH characters (code points, never half a pair).
+ */
+export function cleanFilename(filename: string): string {
+  const clean = filename.replace(/[\u0000-\u001f\u007f-\u009f]/g, '');
+  if (clean.length <= MAX_FILENAME_LENGTH) return clean;
+  return Array.from(clean).slice(0, MAX_FILENAME_LENGTH).join('');
 }
 
 /** Parameters of a Content-Disposition value, quoted strings unescaped, RFC 5987 `filename*` decoded. */
@@ -293,6 +306,12 @@ export class MemorySink implements PartSink {
   }
   text(): string {
     return new TextDecoder().decode(this.bytes());
+  }
+  /** bytes(), letting go of the chunks: the part is held once, not twice. */
+  take(): Uint8Array {
+    const out = this.bytes();
+    this.chunks = [];
+    return out;
   }
 }
 

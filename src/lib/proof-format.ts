@@ -1,9 +1,23 @@
 // Shallow checks of the zkVM's proof JSON formats (client-conventions.md "Proof file
-// formats"). Shallow on purpose: the cryptographic check is the prover's job.
+// formats"). Shallow on purpose: the cryptographic check is the prover's job. Every
+// check is linear in the file and never builds a string a byte at a time (issue 21).
 
-import { toHex } from './crypto.ts';
+import { hexAscii } from './crypto.ts';
 
-const HEX = /^(0x)?([0-9a-fA-F]{2})*$/;
+/**
+ * Whether `text` is hex: an optional `0x`, then an even number of hex digits. A loop, not
+ * a regex: `/^(0x)?([0-9a-fA-F]{2})*$/` backtracks through a group per digit pair and
+ * overflowed V8's stack on a 4 MB proof (a 500).
+ */
+export function isHex(text: string): boolean {
+  const from = text.startsWith('0x') ? 2 : 0;
+  if ((text.length - from) % 2 !== 0) return false;
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66))) return false;
+  }
+  return true;
+}
 
 /**
  * Why `text` is not a STARK proof file (VersionedVmStarkProof), or null when it has
@@ -18,15 +32,20 @@ export function starkProofShapeError(text: string): string | null {
   } catch (e) {
     return `not valid JSON (${(e as Error).message})`;
   }
+  return starkProofValueError(value);
+}
+
+/** starkProofShapeError() of JSON already parsed. */
+export function starkProofValueError(value: unknown): string | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'a STARK proof must be a JSON object';
   const p = value as Record<string, unknown>;
   if (typeof p.version !== 'string' || !/^v?\d+\.\d+/.test(p.version)) return 'field "version" must be a string like "v1.0"';
   for (const field of ['proof', 'user_pvs_proof'] as const) {
     if (typeof p[field] !== 'string') return `field "${field}" must be a hex string`;
-    if (!HEX.test(p[field] as string)) return `field "${field}" is not hex (an even number of hex digits, 0x optional)`;
+    if (!isHex(p[field] as string)) return `field "${field}" is not hex (an even number of hex digits, 0x optional)`;
   }
   const d = p.deferral_merkle_proofs;
-  if (d !== undefined && d !== null && (typeof d !== 'string' || !HEX.test(d)))
+  if (d !== undefined && d !== null && (typeof d !== 'string' || !isHex(d)))
     return 'field "deferral_merkle_proofs" must be hex or null';
   return null;
 }
@@ -48,8 +67,8 @@ export function looksLikeJson(bytes: Uint8Array): boolean {
 }
 
 /**
- * Decodes the binary codec of a VersionedVmStarkProof into its JSON form (hex with
- * `0x`), or says why it cannot. The layout, from openvm-org/stark-backend v2.0.1
+ * Decodes the binary codec of a VersionedVmStarkProof into its fields (views of
+ * `bytes`, nothing copied), or says why it cannot. The layout, from openvm-org/stark-backend v2.0.1
  * crates/stark-backend/src/codec.rs and openvm v2.0.1 crates/sdk/src/types.rs:301-312:
  * the struct's fields in declaration order, with no framing of their own —
  *   version: String            u32-LE byte length, then UTF-8 bytes   (codec.rs:204-208, 197-201)
@@ -59,7 +78,7 @@ export function looksLikeJson(bytes: Uint8Array): boolean {
  * and no trailing bytes (Decode::decode_from_bytes, codec.rs:41-48).
  * Only the framing is checked; the inner proof bytes are the prover's to judge.
  */
-export function decodeStarkProofCodec(bytes: Uint8Array): { proof: StarkProofJson } | { error: string } {
+export function decodeStarkProofCodec(bytes: Uint8Array): { proof: StarkProofCodec } | { error: string } {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let at = 0;
   const need = (n: number, what: string) => {
@@ -76,6 +95,7 @@ export function decodeStarkProofCodec(bytes: Uint8Array): { proof: StarkProofJso
   };
   try {
     const versionBytes = lengthPrefixed('"version"');
+    if (versionBytes.length > 256) throw new CodecError('"version" is longer than 256 bytes');
     let version: string;
     try {
       version = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(versionBytes);
@@ -89,42 +109,66 @@ export function decodeStarkProofCodec(bytes: Uint8Array): { proof: StarkProofJso
     const present = bytes[at++] !== 0;
     const deferral = present ? lengthPrefixed('"deferral_merkle_proofs"') : null;
     if (at !== bytes.length) throw new CodecError(`${bytes.length - at} trailing bytes after the proof`);
-    return {
-      proof: {
-        version,
-        proof: '0x' + toHex(proof),
-        user_pvs_proof: '0x' + toHex(userPvsProof),
-        deferral_merkle_proofs: deferral && '0x' + toHex(deferral),
-      },
-    };
+    return { proof: { version, proof, userPvsProof, deferral } };
   } catch (e) {
     if (e instanceof CodecError) return { error: `not a STARK proof in the zkVM's binary codec: ${e.message}` };
     throw e;
   }
 }
 
-/** A STARK proof file's JSON form (client-conventions.md), hex with `0x`. */
-export interface StarkProofJson {
+/** A STARK proof in the binary codec, its byte fields views of the decoded bytes. */
+export interface StarkProofCodec {
   version: string;
-  proof: string;
-  user_pvs_proof: string;
-  deferral_merkle_proofs: string | null;
+  proof: Uint8Array;
+  userPvsProof: Uint8Array;
+  deferral: Uint8Array | null;
 }
 
 class CodecError extends Error {}
 
+/** Bytes of a field turned to hex per slice: a slice's hex is the largest piece held at once. */
+const HEX_SLICE_BYTES = 1024 * 1024;
+
 /**
- * A STARK proof file in either form, checked shallowly and normalized to its JSON
- * text, the one form the engines read; or why it is not one.
+ * The JSON form of a decoded codec proof (client-conventions.md: hex with `0x`, the
+ * text JSON.stringify gives), as UTF-8 pieces of at most 2 MiB: written to storage
+ * as they come, never one string (a 16 MiB child proof is 32 MB of hex).
  */
-export function normalizeStarkProofFile(bytes: Uint8Array): { text: string } | { error: string } {
+export function* starkProofJsonPieces(p: StarkProofCodec): Generator<Uint8Array> {
+  const enc = new TextEncoder();
+  const hex = function* (bytes: Uint8Array) {
+    yield enc.encode('"0x');
+    for (let at = 0; at < bytes.length; at += HEX_SLICE_BYTES) yield hexAscii(bytes.subarray(at, at + HEX_SLICE_BYTES));
+    yield enc.encode('"');
+  };
+  yield enc.encode(`{"version":${JSON.stringify(p.version)},"proof":`);
+  yield* hex(p.proof);
+  yield enc.encode(',"user_pvs_proof":');
+  yield* hex(p.userPvsProof);
+  yield enc.encode(',"deferral_merkle_proofs":');
+  if (p.deferral) yield* hex(p.deferral);
+  else yield enc.encode('null');
+  yield enc.encode('}');
+}
+
+/**
+ * A STARK proof file in either form, checked shallowly, as the pieces of its JSON form
+ * (the one form the engines read): the JSON as sent, or the codec's JSON form; or why
+ * it is not one.
+ */
+export function starkProofFile(bytes: Uint8Array): { pieces: Iterable<Uint8Array> } | { error: string } {
   if (looksLikeJson(bytes)) {
-    const text = new TextDecoder().decode(bytes);
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+    } catch {
+      return { error: 'not UTF-8' };
+    }
     const problem = starkProofShapeError(text);
-    return problem ? { error: problem } : { text };
+    return problem ? { error: problem } : { pieces: [bytes] };
   }
   const decoded = decodeStarkProofCodec(bytes);
-  return 'error' in decoded ? decoded : { text: JSON.stringify(decoded.proof) };
+  return 'error' in decoded ? decoded : { pieces: starkProofJsonPieces(decoded.proof) };
 }
 
 /**
@@ -142,12 +186,12 @@ export function evmProofShapeError(value: unknown): string | null {
   for (const field of ['app_exe_commit', 'app_vm_commit'] as const) {
     if (typeof p[field] !== 'string' || !/^(0x)?[0-9a-fA-F]{64}$/.test(p[field] as string)) return `field "${field}" must be 32 bytes of hex`;
   }
-  if (typeof p.user_public_values !== 'string' || !HEX.test(p.user_public_values)) return 'field "user_public_values" must be a hex string';
+  if (typeof p.user_public_values !== 'string' || !isHex(p.user_public_values)) return 'field "user_public_values" must be a hex string';
   const d = p.proof_data;
   if (typeof d !== 'object' || d === null || Array.isArray(d)) return 'field "proof_data" must be an object with "accumulator" and "proof"';
   for (const field of ['accumulator', 'proof'] as const) {
     const v = (d as Record<string, unknown>)[field];
-    if (typeof v !== 'string' || !HEX.test(v)) return `field "proof_data.${field}" must be a hex string`;
+    if (typeof v !== 'string' || !isHex(v)) return `field "proof_data.${field}" must be a hex string`;
   }
   return null;
 }

@@ -33,15 +33,37 @@ export function webhookUrlProblem(text: string, policy: UrlPolicy): string | nul
   }
   if (url.username || url.password) return 'the URL may not carry credentials (user:password@): authenticate the request by its signature';
   if (url.hash) return 'the URL may not have a #fragment';
-  // WHATWG parsing has already normalized the host: lower case, IPv4 in dotted form
-  // (0x7f.1 and 2130706433 are 127.0.0.1), IPv6 in brackets and compressed.
-  const host = url.hostname.replace(/\.$/, '');
+  const host = normalizedHost(url);
+  if (host === null) return `${url.hostname} is not a valid host name (an empty label)`;
   const loopback = isLoopbackHost(host);
   if (policy.allowLoopback && loopback && (url.protocol === 'http:' || url.protocol === 'https:')) return null;
   if (url.protocol !== 'https:') return `only https URLs are accepted${policy.allowLoopback ? ' (or http to a loopback address in local development)' : ''}`;
   if (loopback) return `${host} is a loopback address${policy.allowLoopback ? '' : '; only public hosts are accepted'}`;
   const problem = host.startsWith('[') ? ipv6Problem(host.slice(1, -1)) : isIpv4(host) ? ipv4Problem(host) : nameProblem(host);
   return problem;
+}
+
+/**
+ * The host as the policy judges it. WHATWG parsing has already normalized it: lower
+ * case, IDNA names in their punycode (xn--) form, IPv4 in dotted form (0x7f.1 and
+ * 2130706433 are 127.0.0.1), IPv6 in brackets and compressed. But it keeps a name's
+ * trailing dots, and past one of them it does not read IPv4 at all (`10.0.0.1..` stays
+ * a "name"), while resolvers drop them: so every trailing dot goes and what is left is
+ * parsed again. Null for a name with an empty label (`a..b`), which names nothing.
+ */
+export function normalizedHost(url: URL): string | null {
+  let host = url.hostname;
+  if (host.startsWith('[')) return host;
+  let end = host.length;
+  while (end > 0 && host[end - 1] === '.') end--;
+  if (end < host.length) {
+    try {
+      host = new URL(`https://${host.slice(0, end)}/`).hostname;
+    } catch {
+      return null;
+    }
+  }
+  return host.split('.').includes('') ? null : host;
 }
 
 function isLoopbackHost(host: string): boolean {

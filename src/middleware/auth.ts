@@ -49,6 +49,51 @@ export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
+/**
+ * A request is authenticated before its body costs anything (README "Limits"): the
+ * body is handed on gated, and its first read waits for the key's check (one D1 read,
+ * 401 for a dead key) unless the route's first batch has made it already. So a route
+ * that reads before its body (a submission's lookups) still makes one round trip, and
+ * nothing downstream (the idempotency fingerprint, a JSON or multipart parser) ever
+ * sees a byte of an unauthenticated body. The check's refusal is kept on the request:
+ * a reader that turns a failed read into its own error is overruled by onError.
+ */
+export const keyBeforeBody = createMiddleware<AppEnv>(async (c, next) => {
+  const body = c.req.raw.body;
+  if (body) {
+    // The client's body is not even locked until the key passed: a refused one is left
+    // as it came, for the runtime to discard (wrangler dev drains it after the answer).
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    const gated = new ReadableStream<Uint8Array>(
+      {
+        pull: async (controller) => {
+          if (!reader) {
+            if (!c.var.caller) {
+              try {
+                // The key alone: an Idempotency-Key is still claimed by the route's first
+                // batch, after the body (whose fingerprint a replay compares) was read.
+                await asCaller(c, () => [], undefined, { claim: false });
+              } catch (err) {
+                c.set('bodyRefusal', err as Error);
+                throw err;
+              }
+            }
+            reader = body.getReader();
+          }
+          const { done, value } = await reader.read();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        },
+        cancel: (reason) => reader?.cancel(reason),
+      },
+      // Pull-driven: nothing is read from the client before a reader asks.
+      { highWaterMark: 0 },
+    );
+    c.req.raw = new Request(c.req.raw, { body: gated, duplex: 'half' } as RequestInit);
+  }
+  await next();
+});
+
 /** The key's row, when it is live: the statement every first read of a /v1 request starts with. */
 function keyLookup(db: Db, hash: string) {
   return db
@@ -104,6 +149,7 @@ export async function asCaller<T extends Statements>(
   c: Context<AppEnv>,
   build: (org: SQL<string>) => readonly [...T],
   fresh: (results: BatchResponse<T>) => boolean = () => true,
+  { claim = true }: { claim?: boolean } = {},
 ): Promise<BatchResponse<T>> {
   const hash = c.var.apiKeyHash;
   const sessions = c.var.sessions;
@@ -111,7 +157,7 @@ export async function asCaller<T extends Statements>(
   // statements (src/middleware/idempotency.ts): the batch then writes, so it runs on
   // the primary, and all of it stands only if the claim is this request's.
   const idem = c.var.idempotency;
-  const claiming = idem?.state === 'pending';
+  const claiming = claim && idem?.state === 'pending';
   const run = async (db: Db) => {
     const claim = claiming ? [claimKey(db, orgOfKey(hash), idem.claim), requireClaim(db, orgOfKey(hash), idem.claim)] : [];
     const [keys, ...rest] = (await db.batch([keyLookup(db, hash), ...claim, ...build(orgOfKey(hash))])) as unknown as [KeyRow[], ...unknown[]];

@@ -8,7 +8,7 @@ import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
 import { consoleSessions, memberships, organizations, users, type Role } from '../db/schema.ts';
 import type { Actor } from '../lib/audit.ts';
-import { ApiError } from '../lib/errors.ts';
+import { ApiError, decodePathSegment } from '../lib/errors.ts';
 import { verifyAccessToken } from '../lib/console-sessions.ts';
 import { bearer } from '../lib/bearer.ts';
 
@@ -47,7 +47,8 @@ export const requireConsoleUser = createMiddleware<ConsoleEnv>(async (c, next) =
   }
   const claims = await verifyAccessToken(c.env, token);
   if (!claims) throw unauthorized('Invalid or expired access token');
-  const orgId = /^\/console\/v1\/orgs\/([^/]+)/.exec(c.req.path)?.[1];
+  const orgSegment = /^\/console\/v1\/orgs\/([^/]+)/.exec(c.req.path)?.[1];
+  const orgId = orgSegment === undefined ? undefined : decodePathSegment(orgSegment);
   const look = (db: Db) =>
     db
       .select({
@@ -61,7 +62,7 @@ export const requireConsoleUser = createMiddleware<ConsoleEnv>(async (c, next) =
       })
       .from(users)
       .leftJoin(consoleSessions, and(eq(consoleSessions.id, claims.sid), eq(consoleSessions.user_id, users.id), isNull(consoleSessions.revoked_at)))
-      .leftJoin(memberships, and(eq(memberships.org_id, orgId ? decodeURIComponent(orgId) : ''), eq(memberships.user_id, users.id)))
+      .leftJoin(memberships, and(eq(memberships.org_id, orgId ?? ''), eq(memberships.user_id, users.id)))
       .leftJoin(organizations, eq(organizations.id, memberships.org_id))
       .where(eq(users.id, claims.sub))
       .get();
@@ -76,7 +77,7 @@ export const requireConsoleUser = createMiddleware<ConsoleEnv>(async (c, next) =
   c.set('sessionId', claims.sid);
   if (orgId) {
     if (!row.role) throw new ApiError(404, 'Organization not found');
-    const id = decodeURIComponent(orgId);
+    const id = orgId;
     c.set('membership', { orgId: id, orgName: row.org_name ?? '', role: row.role });
     // The public API's handlers and lookups read the organization from `caller`.
     c.set('caller', { orgId: id, owner: row.email, keyId: '', keyHash: '' });

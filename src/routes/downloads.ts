@@ -3,6 +3,7 @@
 // credential, as with an R2 presigned URL. Streams from R2 and honours a Range
 // header, so a multi-gigabyte key download can resume.
 import { artifactKey } from '../lib/artifact-keys.ts';
+import { parseByteRange, rangeNotSatisfiable, satisfiedRange } from '../lib/artifacts.ts';
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from '../app-env.ts';
 import { checkDownloadSignature, PUBLISHED_KEY_NAMES } from '../lib/config-keys.ts';
@@ -28,6 +29,7 @@ downloadsApi.openapi(
     responses: {
       200: { description: 'The key file', content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } } },
       206: { description: 'The requested byte range', content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } } },
+      416: { description: 'Range Not Satisfiable (`Content-Range: bytes */size`)' },
       403: { description: 'Expired or forged link', content: { 'application/json': { schema: z.object({ detail: z.string() }) } } },
       ...errorResponses(404, 422),
     },
@@ -37,15 +39,15 @@ downloadsApi.openapi(
     const { expires, signature } = c.req.valid('query');
     await checkDownloadSignature(c.env, config_id, name, expires, signature);
     const key = artifactKey.configKey(config_id, name);
-    const range = c.req.header('range');
+    const range = parseByteRange(c.req.header('range'));
     let obj: R2ObjectBody | R2Object | null;
     try {
-      obj = await c.env.ARTIFACTS.get(key, range ? { range: c.req.raw.headers } : {});
+      obj = await c.env.ARTIFACTS.get(key, range ? { range: range.r2 } : {});
     } catch {
-      // R2 refuses a range it cannot satisfy (or parse).
+      // R2 refuses a range it cannot satisfy.
       const head = await c.env.ARTIFACTS.head(key);
       if (!head) throw new ApiError(404, `The ${name} of config ${config_id} is no longer published`);
-      return new Response(null, { status: 416, headers: { 'content-range': `bytes */${head.size}` } }) as never;
+      return rangeNotSatisfiable(head.size) as never;
     }
     if (!obj || !('body' in obj)) throw new ApiError(404, `The ${name} of config ${config_id} is no longer published`);
     const headers = new Headers({
@@ -54,25 +56,18 @@ downloadsApi.openapi(
       'accept-ranges': 'bytes',
       etag: obj.httpEtag,
     });
-    const r = range ? byteRange(obj.range, obj.size) : null;
-    if (!r) {
+    if (!range) {
       headers.set('content-length', String(obj.size));
       return new Response(obj.body, { status: 200, headers }) as never;
+    }
+    // The span is judged against the object's size here, whatever R2 made of the range.
+    const r = satisfiedRange(range, obj.size);
+    if (!r) {
+      await obj.body.cancel();
+      return rangeNotSatisfiable(obj.size) as never;
     }
     headers.set('content-length', String(r.end - r.start + 1));
     headers.set('content-range', `bytes ${r.start}-${r.end}/${obj.size}`);
     return new Response(obj.body, { status: 206, headers }) as never;
   },
 );
-
-/** The inclusive byte span R2 served for a ranged get. */
-function byteRange(range: R2Range | undefined, size: number): { start: number; end: number } | null {
-  if (!range) return null;
-  if ('suffix' in range && range.suffix !== undefined) {
-    const n = Math.min(range.suffix, size);
-    return { start: size - n, end: size - 1 };
-  }
-  const offset = 'offset' in range && range.offset !== undefined ? range.offset : 0;
-  const length = 'length' in range && range.length !== undefined ? range.length : size - offset;
-  return { start: offset, end: Math.min(size, offset + length) - 1 };
-}

@@ -8,12 +8,12 @@ import { DEFAULT_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../job
 import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../jobs/state.ts';
 import { enqueueAfterResponse } from '../jobs/webhooks.ts';
 import { asCaller } from '../middleware/auth.ts';
-import { artifactKey } from '../lib/artifacts.ts';
+import { artifactKey, type ArtifactBatch } from '../lib/artifacts.ts';
 import { ApiError, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { checkProofInputBytes } from '../lib/input-scan.ts';
 import { readProofInputBody } from '../lib/body.ts';
-import { MemorySink, multipartForm, tooLarge, type MultipartForm } from '../lib/multipart.ts';
-import { normalizeStarkProofFile } from '../lib/proof-format.ts';
+import { MemorySink, multipartForm, tooLarge, type MultipartForm, type PartSink } from '../lib/multipart.ts';
+import { starkProofFile } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
 import { errorResponses, IdempotencyHeaders, idempotentResponses, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
 import { idempotent } from '../middleware/idempotency.ts';
@@ -90,86 +90,106 @@ proofsApi.post('/', idempotent, zValidator('query', SubmitQuery, validationHook)
   );
   const caller = c.var.caller;
   const form = multipartForm(c.req.raw, Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES));
-
-  // The request is validated whole before the program is looked at, as the
-  // reference (FastAPI) does: a bad input is 422 even for a program not ready yet.
-  const body = form ? await readMultipartSubmission(form) : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), children: [] };
-
-  const { program, config } = requireProgram([programRows, projectRows, configRows]);
-  if (program.status !== 'ready')
-    throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
-
-  if (body.children.length > 0 && !config.deferral_enabled)
-    throw new ValidationError([
-      {
-        loc: ['body', 'child_proofs'],
-        msg: `Value error, the program's config ${config.id} is not deferral-enabled, so child proofs cannot be folded in`,
-        type: 'value_error',
-      },
-    ]);
-  refuseOverQuota(usage);
-
   const proofId = crypto.randomUUID();
-  const childKeys = body.children.map((_, i) => artifactKey.proofChild(proofId, i));
-  const numGpus = q.num_gpus ?? program.default_num_gpus;
   const answer = { status: 200, body: { id: proofId } } as const;
   await submitJob(
     c,
     async (artifacts) => {
+      // The request is validated whole before the program is looked at, as the
+      // reference (FastAPI) does: a bad input is 422 even for a program not ready yet.
+      // Child proofs go to storage as each one ends (rolled back on any refusal), so a
+      // request holds at most one of them.
+      const body = form ? await readMultipartSubmission(form, proofId, artifacts) : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), childKeys: [] };
+
+      const { program, config } = requireProgram([programRows, projectRows, configRows]);
+      if (program.status !== 'ready')
+        throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
+
+      if (body.childKeys.length > 0 && !config.deferral_enabled)
+        throw new ValidationError([
+          {
+            loc: ['body', 'child_proofs'],
+            msg: `Value error, the program's config ${config.id} is not deferral-enabled, so child proofs cannot be folded in`,
+            type: 'value_error',
+          },
+        ]);
+      refuseOverQuota(usage);
       // The checked bytes as sent: engines read `input` as the zkVM's tool does.
       await artifacts.put(artifactKey.proofInput(proofId), body.input);
-      await Promise.all(body.children.map((child, i) => artifacts.put(childKeys[i]!, child)));
+      return { program, config, childKeys: body.childKeys };
     },
-    () => ({
-      rows: [
-        db.insert(proofs).values({
-          id: proofId,
-          org_id: caller.orgId,
-          program_id: program.id,
-          proof_type: q.proof_type,
-          priority: q.priority,
-          num_gpus: numGpus,
-          created_by: caller.owner,
-          num_deferred_proofs: body.children.length,
-          input_key: artifactKey.proofInput(proofId),
-          child_proof_keys: childKeys,
-        }),
-      ],
-      job: { kind: 'proof', subjectId: proofId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: q.priority, numGpus },
-    }),
+    ({ program, config, childKeys }) => {
+      const numGpus = q.num_gpus ?? program.default_num_gpus;
+      return {
+        rows: [
+          db.insert(proofs).values({
+            id: proofId,
+            org_id: caller.orgId,
+            program_id: program.id,
+            proof_type: q.proof_type,
+            priority: q.priority,
+            num_gpus: numGpus,
+            created_by: caller.owner,
+            num_deferred_proofs: childKeys.length,
+            input_key: artifactKey.proofInput(proofId),
+            child_proof_keys: childKeys,
+          }),
+        ],
+        job: { kind: 'proof', subjectId: proofId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: q.priority, numGpus },
+      };
+    },
     answer,
   );
   return c.json(answer.body, answer.status);
 });
 
-async function readMultipartSubmission(form: MultipartForm) {
+/**
+ * A child proof part: held (under its cap) until it ends, then checked in either form
+ * (JSON, or the zkVM's binary codec the published client sends) and streamed to
+ * storage in its JSON form, the one form the engines read; its bytes are dropped then.
+ * A bad one is noted (422 once the form is read) and not stored.
+ */
+class ChildProofSink implements PartSink {
+  private readonly held: MemorySink;
+  constructor(
+    private readonly index: number,
+    private readonly store: () => PartSink,
+    private readonly issues: ValidationIssue[],
+  ) {
+    this.held = new MemorySink(MAX_CHILD_PROOF_BYTES, () => new ApiError(413, `child proof ${index + 1} is larger than ${MAX_CHILD_PROOF_BYTES} bytes`));
+  }
+  write(chunk: Uint8Array) {
+    this.held.write(chunk);
+  }
+  async end() {
+    const file = starkProofFile(this.held.take());
+    if ('error' in file) {
+      this.issues.push({ loc: ['body', 'child_proofs', this.index], msg: `Value error, ${file.error}`, type: 'value_error' });
+      return;
+    }
+    const out = this.store();
+    for (const piece of file.pieces) await out.write(piece);
+    await out.end();
+  }
+}
+
+async function readMultipartSubmission(form: MultipartForm, proofId: string, artifacts: ArtifactBatch) {
+  const issues: ValidationIssue[] = [];
   const parts = await form.read(
     {
       // Given more than once, the last one counts.
       input: { required: true, sink: () => new MemorySink(MAX_INPUT_BYTES, () => tooLarge(MAX_INPUT_BYTES)) },
       child_proofs: {
         max: MAX_CHILD_PROOFS,
-        sink: (_, i) => new MemorySink(MAX_CHILD_PROOF_BYTES, () => new ApiError(413, `child proof ${i + 1} is larger than ${MAX_CHILD_PROOF_BYTES} bytes`)),
+        sink: (_, i) => new ChildProofSink(i, () => artifacts.stream(artifactKey.proofChild(proofId, i), 'application/json'), issues),
       },
     },
     MAX_CHILD_PROOFS + 8,
   );
-  const children = parts.child_proofs;
-  const input = parts.input.at(-1)!.bytes();
+  const input = parts.input.at(-1)!.take();
   checkProofInputBytes(input, ['body', 'input']);
-  const issues: ValidationIssue[] = [];
-  // Each child in either form (JSON, or the zkVM's binary codec the published client
-  // sends), stored as JSON: the one form the engines read.
-  const texts = children.map((child, i) => {
-    const normalized = normalizeStarkProofFile(child.bytes());
-    if ('error' in normalized) {
-      issues.push({ loc: ['body', 'child_proofs', i], msg: `Value error, ${normalized.error}`, type: 'value_error' });
-      return '';
-    }
-    return normalized.text;
-  });
   if (issues.length) throw new ValidationError(issues);
-  return { input, children: texts };
+  return { input, childKeys: parts.child_proofs.map((_, i) => artifactKey.proofChild(proofId, i)) };
 }
 
 // ---------------------------------------------------------------------------

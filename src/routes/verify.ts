@@ -10,7 +10,7 @@ import { asCaller } from '../middleware/auth.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook } from '../lib/errors.ts';
 import { MemorySink, multipartForm, tooLarge } from '../lib/multipart.ts';
-import { evmProofShapeError, starkProofShapeError } from '../lib/proof-format.ts';
+import { evmProofShapeError, starkProofValueError } from '../lib/proof-format.ts';
 import { VerificationRecord, verificationRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, Uuid } from '../lib/schemas.ts';
 import { idempotent } from '../middleware/idempotency.ts';
@@ -120,7 +120,7 @@ async function submitVerification(
   v: { kind: 'stark' | 'evm'; text: string; doc: unknown; programId?: string; configId?: string },
 ): Promise<string> {
   const { db, caller } = c.var;
-  const problem = v.kind === 'stark' ? starkProofShapeError(v.text) : evmProofShapeError(v.doc);
+  const problem = v.kind === 'stark' ? starkProofValueError(v.doc) : evmProofShapeError(v.doc);
   if (problem) throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, ${problem}`, type: 'value_error' }]);
   let program: NonNullable<typeof looked.program>['program'] | null = null;
   let config: NonNullable<typeof looked.program>['config'] | undefined;

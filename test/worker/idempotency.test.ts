@@ -449,10 +449,13 @@ describe('cost', () => {
     expect((await send({ 'Idempotency-Key': 'cost-1' })).headers.get('Idempotent-Replayed')).toBe('true');
     expect(d1.calls).toHaveLength(2);
     expect(d1.writes()).toHaveLength(0);
-    // POST /v1/projects with a key is still one batch: key, claim, insert and answer.
+    // POST /v1/projects reads its body before any batch: the key is checked first, alone
+    // (issue 21: no body is read for a caller not known), then one batch: key, claim, insert and answer.
     d1.clear();
     expect((await api(t, '/v1/projects', { method: 'POST', body: '"p"', headers: { ...JSON_TYPE, 'Idempotency-Key': 'cost-2' } })).status).toBe(201);
-    expect(d1.calls).toHaveLength(1);
+    expect(d1.calls).toHaveLength(2);
+    expect(d1.calls[0]!.sql.some((q) => /idempotency_keys/i.test(q))).toBe(false);
+    expect(d1.calls[1]!.sql.some((q) => /insert into "idempotency_keys".*on conflict/is.test(q))).toBe(true);
   });
 });
 

@@ -1,0 +1,231 @@
+// npm run bench:trust [-- --requests N --repeats R]
+//
+// What a request costs the Worker before and while it is trusted (issue 21), on the
+// local stack (wrangler dev; no agents: jobs stay queued), loopback only:
+//   - an unauthenticated 64 KiB JSON POST (a made-up API key) against a bare 401 (the
+//     same POST with no body), p50 over N requests each: refused before its body is read,
+//     the two should cost the same;
+//   - workerd's memory growth (VmHWM, the process's peak RSS, reset through
+//     /proc/<pid>/clear_refs before each request, minus VmRSS before it) and CPU
+//     (utime+stime from /proc/<pid>/stat) for a 16 MiB binary-codec child proof against
+//     a 16 MiB plain input, the median of R requests each;
+//   - the same peak growth for every route with a cap-sized body (src/lib/limits.ts,
+//     MAX_UPLOAD_BYTES), and the largest of them.
+// The workerd measured is the one this bench's wrangler dev started (a descendant of
+// this process). Stops by itself; exits 1 if any request is answered other than expected.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { caller, GUESTS, startStack, type Stack } from '../e2e/stack.ts';
+import { MAX_CHILD_PROOF_BYTES, MAX_INPUT_BYTES, MAX_JSON_BODY_BYTES } from '../../src/lib/limits.ts';
+import { benchCli } from './cli.ts';
+
+const usage = `usage: npm run bench:trust -- [--requests N] [--repeats R]
+  --requests N   requests per side of the unauthenticated comparison (default 50)
+  --repeats R    requests per memory/CPU measurement, the median reported (default 3)`;
+const cli = benchCli('bench:trust', usage, ['requests', 'repeats']);
+const requests = cli.number('requests', 50, 1);
+const repeats = cli.number('repeats', 3, 1);
+
+const MiB = 1024 * 1024;
+const enc = new TextEncoder();
+const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const mb = (kb: number) => `${(kb / 1024).toFixed(1)} MB`;
+
+/**
+ * The workerd running the Worker under this bench's wrangler dev. Two workerd processes
+ * descend from this one: wrangler's own proxy (a Miniflare instance of its own, passing
+ * requests on) and the Worker's, which also hosts the local D1 and R2 and so holds far
+ * more memory once they have been used: the larger one.
+ */
+function workerdPid(): { pid: number; others: number[] } {
+  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,comm='], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((r) => r.length >= 3)
+    .map(([pid, ppid, comm]) => ({ pid: Number(pid), ppid: Number(ppid), comm: comm! }));
+  const mine = new Set([process.pid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const r of rows) if (mine.has(r.ppid) && !mine.has(r.pid)) (mine.add(r.pid), (grew = true));
+  }
+  const found = rows.filter((r) => mine.has(r.pid) && r.comm.startsWith('workerd')).map((r) => r.pid);
+  if (found.length === 0) throw new Error('no workerd under this bench');
+  found.sort((a, b) => status(b, 'VmRSS') - status(a, 'VmRSS'));
+  return { pid: found[0]!, others: found.slice(1) };
+}
+
+const status = (pid: number, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime (fields 14, 15)
+}
+
+/** One request's cost to workerd: peak RSS growth (KB) and CPU (ms). */
+async function measure(pid: number, send: () => Promise<Response>, expected: number): Promise<{ kb: number; cpu: number }> {
+  await new Promise((r) => setTimeout(r, 300)); // let the previous request's work settle
+  writeFileSync(`/proc/${pid}/clear_refs`, '5'); // VmHWM := VmRSS
+  const rss = status(pid, 'VmRSS');
+  const cpu = cpuMs(pid);
+  const res = await send();
+  const text = await res.text();
+  if (res.status !== expected) throw new Error(`expected ${expected}, got ${res.status}: ${text.slice(0, 300)}`);
+  console.error(`    ${res.status}`);
+  return { kb: status(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu };
+}
+
+async function repeated(pid: number, send: () => Promise<Response>, expected: number) {
+  const runs: { kb: number; cpu: number }[] = [];
+  for (let i = 0; i < repeats; i++) runs.push(await measure(pid, send, expected));
+  return { kb: median(runs.map((r) => r.kb)), cpu: median(runs.map((r) => r.cpu)) };
+}
+
+/** A VersionedVmStarkProof in the zkVM's binary codec (src/lib/proof-format.ts), exactly `size` bytes. */
+function codecProof(size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  const version = enc.encode('v2.0');
+  let at = 0;
+  const field = (n: number, fill?: Uint8Array) => {
+    view.setUint32(at, n, true);
+    at += 4;
+    if (fill) out.set(fill, at);
+    else for (let i = 0; i < n; i++) out[at + i] = (i * 131) & 0xff;
+    at += n;
+  };
+  field(version.length, version);
+  field(size - at - 4 - 4 - 2 - 1);
+  field(2);
+  out[at++] = 0;
+  return out;
+}
+
+/** `{"input": ["0x01…"]}` of exactly `size` bytes: one bytes entry (padded with trailing blanks). */
+function plainInput(size: number): Uint8Array<ArrayBuffer> {
+  const head = '{"input":["0x01';
+  const tail = '"]}';
+  const pairs = (size - head.length - tail.length) >> 1;
+  const text = head + 'ab'.repeat(pairs) + tail;
+  return enc.encode(text + ' '.repeat(size - text.length));
+}
+
+/** A multipart body with a fixed boundary: [name, filename or null, bytes] parts. */
+function multipart(parts: [string, string | null, Uint8Array][]): { body: Blob; type: string } {
+  const boundary = 'bench-trust-boundary-7f3a';
+  const pieces: (Uint8Array | string)[] = [];
+  for (const [name, filename, bytes] of parts) {
+    pieces.push(`--${boundary}\r\ncontent-disposition: form-data; name="${name}"${filename ? `; filename="${filename}"` : ''}\r\n\r\n`, bytes, '\r\n');
+  }
+  pieces.push(`--${boundary}--\r\n`);
+  return { body: new Blob(pieces as BlobPart[]), type: `multipart/form-data; boundary=${boundary}` };
+}
+
+async function main() {
+  console.error('starting the Worker (wrangler dev)...');
+  const stack: Stack = await startStack();
+  try {
+    const api = caller(stack);
+    const post = (path: string, body: BodyInit | null, type: string | null, key = stack.apiKey, method = 'POST') =>
+      fetch(stack.url + path, { method, body, headers: { 'Service-API-Key': key, ...(type ? { 'content-type': type } : {}) } });
+
+    // A program, registered and marked ready as its commit job would (no agents here).
+    const elf = new Uint8Array(readFileSync(join(GUESTS, 'hello.elf')));
+    const reg = multipart([
+      ['elf', 'hello.elf', elf],
+      ['vmexe', 'hello.vmexe', enc.encode('vmexe')],
+    ]);
+    const { id: program } = (await (await post(`/v1/programs?config_id=${stack.devConfig}`, reg.body, reg.type)).json()) as { id: string };
+    await stack.sql(`UPDATE programs SET status = 'ready', app_exe_commit = '0x${'cd'.repeat(32)}', baseline_key = 'programs/${program}/baseline.json' WHERE id = '${program}'`);
+    const webhook = await api.json<{ id: string }>('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['proof.succeeded'] });
+    const { pid, others } = workerdPid();
+
+    // 1. Unauthenticated: a 64 KiB JSON POST against a bare 401.
+    const madeUp = 'sk_made_up_' + 'x'.repeat(40);
+    const json64k = enc.encode(JSON.stringify({ name: 'x'.repeat(MAX_JSON_BODY_BYTES - 20) }));
+    const timed = async (send: () => Promise<Response>) => {
+      const ms: number[] = [];
+      for (let i = 0; i < requests; i++) {
+        const t0 = performance.now();
+        const res = await send();
+        const text = await res.text();
+        if (res.status !== 401) throw new Error(`expected 401, got ${res.status} (request ${i}): ${text.slice(0, 500)}\n${stack.workerLogs().slice(-15).join('\n')}`);
+        ms.push(performance.now() - t0);
+      }
+      return ms;
+    };
+    console.error('  unauthenticated requests...');
+    const bare = await timed(() => post('/v1/projects', null, null, madeUp));
+    const withBody = await timed(() => post('/v1/projects', json64k, 'application/json', madeUp));
+    const dashes = '-'.repeat(4000);
+    const dashBody = enc.encode(`--${dashes}Z\r\ncontent-disposition: form-data; name="elf"\r\n\r\n${'-'.repeat(2 * MiB)}\r\n--${dashes}Z--\r\n`);
+    const dashed = await timed(() =>
+      fetch(stack.url + `/v1/programs?config_id=${stack.devConfig}`, {
+        method: 'POST',
+        body: dashBody,
+        headers: { 'Service-API-Key': madeUp, 'content-type': `multipart/form-data; boundary=${dashes}Z`, 'Idempotency-Key': crypto.randomUUID() },
+      }),
+    );
+
+    // 2. A 16 MiB binary child proof against a 16 MiB plain input.
+    const input = JSON.stringify({ input: ['0x0101'] });
+    const child = multipart([
+      ['input', null, enc.encode(input)],
+      ['child_proofs', 'child.bin', codecProof(MAX_CHILD_PROOF_BYTES)],
+    ]);
+    const childCost = await repeated(pid, () => post(`/v1/proofs?program_id=${program}`, child.body, child.type), 200);
+    const plain = plainInput(16 * MiB);
+    const plainCost = await repeated(pid, () => post(`/v1/proofs?program_id=${program}`, plain, 'application/json'), 200);
+
+    // 3. Every route with a cap-sized body.
+    const capInput = plainInput(MAX_INPUT_BYTES);
+    const starkJson = (bytes: number) => enc.encode(`{"version":"v2.0","proof":"${'ab'.repeat((bytes - 90) >> 1)}","user_pvs_proof":"00","deferral_merkle_proofs":null}`);
+    const children = Math.floor((100 * MiB - MAX_INPUT_BYTES - 64 * 1024) / MAX_CHILD_PROOF_BYTES);
+    const proofForm = multipart([['input', null, capInput], ...Array.from({ length: children }, (): [string, string, Uint8Array] => ['child_proofs', 'c.bin', codecProof(MAX_CHILD_PROOF_BYTES)])]);
+    const verifyForm = multipart([['proof', 'proof.json', starkJson(MAX_CHILD_PROOF_BYTES)]]);
+    const programForm = multipart([
+      ['elf', 'hello.elf', elf],
+      ['vmexe', 'big.vmexe', new Uint8Array(100 * MiB - elf.length - 1024).fill(7)],
+    ]);
+    const small = (field: string) => enc.encode(JSON.stringify({ [field]: 'x'.repeat(MAX_JSON_BODY_BYTES - 40) }));
+    const routes: [string, () => Promise<Response>, number][] = [
+      ['POST /v1/projects (64 KiB JSON)', () => post('/v1/projects', enc.encode(JSON.stringify('p' + ' '.repeat(MAX_JSON_BODY_BYTES - 8))), 'application/json'), 422],
+      ['POST /v1/webhooks (64 KiB JSON)', () => post('/v1/webhooks', small('description'), 'application/json'), 422],
+      ['PATCH /v1/webhooks/{id} (64 KiB JSON)', () => post(`/v1/webhooks/${webhook.id}`, small('description'), 'application/json', stack.apiKey, 'PATCH'), 422],
+      ['PUT /v1/programs/{id} (64 KiB JSON)', () => post(`/v1/programs/${program}`, small('name'), 'application/json', stack.apiKey, 'PUT'), 422],
+      [`POST /v1/proofs (${MAX_INPUT_BYTES / MiB} MiB JSON input)`, () => post(`/v1/proofs?program_id=${program}`, capInput, 'application/json'), 200],
+      [`POST /v1/executions (${MAX_INPUT_BYTES / MiB} MiB JSON input)`, () => post(`/v1/executions?program_id=${program}`, capInput, 'application/json'), 200],
+      [`POST /v1/proofs (multipart: ${MAX_INPUT_BYTES / MiB} MiB input + ${children} × 16 MiB codec children)`, () => post(`/v1/proofs?program_id=${program}`, proofForm.body, proofForm.type), 200],
+      ['POST /v1/verify/stark (16 MiB proof JSON)', () => post(`/v1/verify/stark?program_id=${program}`, verifyForm.body, verifyForm.type), 200],
+      ['POST /v1/verify (16 MiB proof JSON)', () => post(`/v1/verify?program_id=${program}`, verifyForm.body, verifyForm.type), 200],
+      ['POST /v1/programs (100 MiB: ELF + VMEXE)', () => post(`/v1/programs?config_id=${stack.devConfig}`, programForm.body, programForm.type), 201],
+    ];
+    const caps: [string, { kb: number; cpu: number }][] = [];
+    for (const [name, send, expected] of routes) {
+      console.error(`  ${name}...`);
+      caps.push([name, await measure(pid, send, expected)]);
+    }
+
+    console.log(`bench:trust (wrangler dev, loopback; the Worker's workerd: pid ${pid}, ${mb(status(pid, 'VmRSS'))} RSS at the end${others.length ? `; wrangler's proxy workerd: ${others.join(', ')}` : ''}; ${requests} requests per side, median of ${repeats} for memory/CPU)`);
+    console.log('\nunauthenticated (made-up API key), wall time per request:');
+    console.log(`  bare 401 (POST, no body)                        p50 ${pct(bare, 50).toFixed(1)} ms  p99 ${pct(bare, 99).toFixed(1)} ms`);
+    console.log(`  64 KiB JSON POST /v1/projects                   p50 ${pct(withBody, 50).toFixed(1)} ms  p99 ${pct(withBody, 99).toFixed(1)} ms`);
+    console.log(`  2 MiB multipart, 4,000-dash boundary, Idem-Key  p50 ${pct(dashed, 50).toFixed(1)} ms  p99 ${pct(dashed, 99).toFixed(1)} ms`);
+    console.log('\nworkerd per request (peak RSS growth, CPU):');
+    console.log(`  16 MiB binary child proof (POST /v1/proofs)     ${mb(childCost.kb).padStart(9)}  ${childCost.cpu.toFixed(0).padStart(5)} ms CPU`);
+    console.log(`  16 MiB plain input (POST /v1/proofs)            ${mb(plainCost.kb).padStart(9)}  ${plainCost.cpu.toFixed(0).padStart(5)} ms CPU`);
+    console.log('\ncap-sized bodies, one request each:');
+    for (const [name, r] of caps) console.log(`  ${name.padEnd(72)} ${mb(r.kb).padStart(9)}  ${r.cpu.toFixed(0).padStart(5)} ms CPU`);
+    const worst = caps.reduce((a, b) => (b[1].kb > a[1].kb ? b : a));
+    console.log(`\nlargest RSS growth over every route with a cap-sized body: ${mb(worst[1].kb)} (${worst[0]})`);
+  } finally {
+    await stack.stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : String(err));
+  process.exit(1);
+});
