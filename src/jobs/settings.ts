@@ -47,3 +47,26 @@ export function fleetSettings(env: Env): FleetSettings & AgentTimings & { renoti
     agentStaleMs: num(env.AGENT_STALE_SECONDS, FLEET_DEFAULTS.AGENT_STALE_SECONDS) * 1000,
   };
 }
+
+/**
+ * Defaults of what one tenant or one host may hold of the service (README "Limits");
+ * each can be overridden by a var of the same name.
+ */
+export const TENANT_DEFAULTS = {
+  /** Bytes of one job's stored log (all its attempts), the truncation marker aside. */
+  LOG_MAX_BYTES: 4 * 1024 * 1024,
+  /** Chunks of one job's stored log (an agent sends at most two a second). */
+  LOG_MAX_CHUNKS: 2048,
+  /** Open event streams of one API key, and of one organization. */
+  MAX_STREAMS_PER_KEY: 5,
+  MAX_STREAMS_PER_ORG: 50,
+  /** Live (unrevoked) API keys of one organization. */
+  ORG_MAX_API_KEYS: 50,
+};
+
+export type TenantLimits = typeof TENANT_DEFAULTS;
+
+export function tenantLimits(env: Env): TenantLimits {
+  const e = env as unknown as Record<string, string | undefined>;
+  return Object.fromEntries(Object.entries(TENANT_DEFAULTS).map(([k, v]) => [k, Math.max(1, Math.floor(num(e[k], v)))])) as TenantLimits;
+}

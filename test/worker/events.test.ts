@@ -189,10 +189,11 @@ describe('GET /v1/proofs/{id}/events', () => {
     const d1 = recordD1Calls();
     const sse = await open(t, `/v1/proofs/${proofId}/events`);
     await expectEvent(sse, 'state');
-    // The first read: the key's lookup and the record, one batch.
-    expect(d1.calls[0]!.sql).toHaveLength(2);
+    // The first read: the key's lookup, the record and the stream's slot, one batch.
+    expect(d1.calls[0]!.sql).toHaveLength(5);
     expect(d1.calls[0]!.sql[0]).toMatch(/from "api_keys"/);
     expect(d1.calls[0]!.sql[1]).toMatch(/from "proofs"/);
+    expect(d1.calls[0]!.sql[4]).toMatch(/insert into "event_streams"/);
 
     // Polls go on while nothing changes (a second and a bit per poll); wait for three of them.
     const polls = () => d1.calls.slice(1).filter((c) => c.sql.some((q) => q.includes('log_job_id')));
@@ -280,7 +281,7 @@ describe('a stream over its whole life (a virtual clock)', () => {
         if (pollTimes.length === opts.leaveAfterPolls) void sse.cancel();
         return [row];
       },
-      bucket: env.ARTIFACTS,
+      readLog: async () => ({ text: '', next: 0 }),
       path: '/test',
       clock: {
         now: () => now,
