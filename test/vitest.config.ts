@@ -32,6 +32,7 @@ export default defineConfig({
                 // Log caps a test can reach (wrangler.toml's are sized for real jobs).
                 LOG_MAX_CHUNKS: '64',
                 LOG_MAX_BYTES: '262144',
+                MAX_STREAMS_PER_ORG: '8',
               },
               // The real Rate Limiting binding, with limits small enough for a test to
               // reach (wrangler.toml's local ones are sized for benches and e2e runs).
