@@ -168,14 +168,7 @@ export function logPageQuery(db: Db, jobId: SQL | string, offset: number, limit 
     .limit(limit);
 }
 
-/** The job's position and whether its log was truncated, by subject: for a route's batch. */
-export const jobLogOfSubject = (db: Db, kind: 'proof' | 'execute', subjectId: string) =>
-  db
-    .select({ id: jobs.id, log_bytes: jobs.log_bytes, log_truncated: jobs.log_truncated })
-    .from(jobs)
-    .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subjectId)));
-
-/** The job id of a subject as SQL, for logPageQuery() in the same batch as jobLogOfSubject(). */
+/** The job id of a subject as SQL, for logPageQuery() in the same batch as the job's own read (src/lib/lookups.ts jobOfSubject). */
 export const jobIdOfSubject = (kind: 'proof' | 'execute', subjectId: string) => sql<string>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`;
 
 const concat = (parts: Uint8Array[]) => {

@@ -1,5 +1,8 @@
 import type { Env } from '../env.ts';
 import type { FleetSettings } from './state.ts';
+import { TENANT_DEFAULTS } from '../lib/limits.ts';
+
+export { TENANT_DEFAULTS };
 
 /** Defaults of the fleet's tunables (README "Configuration"); each can be overridden by a var. */
 export const FLEET_DEFAULTS = {
@@ -48,22 +51,7 @@ export function fleetSettings(env: Env): FleetSettings & AgentTimings & { renoti
   };
 }
 
-/**
- * Defaults of what one tenant or one host may hold of the service (README "Limits");
- * each can be overridden by a var of the same name.
- */
-export const TENANT_DEFAULTS = {
-  /** Bytes of one job's stored log (all its attempts), the truncation marker aside. */
-  LOG_MAX_BYTES: 4 * 1024 * 1024,
-  /** Chunks of one job's stored log (an agent sends at most two a second). */
-  LOG_MAX_CHUNKS: 2048,
-  /** Open event streams of one API key, and of one organization. */
-  MAX_STREAMS_PER_KEY: 5,
-  MAX_STREAMS_PER_ORG: 50,
-  /** Live (unrevoked) API keys of one organization. */
-  ORG_MAX_API_KEYS: 50,
-};
-
+/** What one tenant or one host may hold (src/lib/limits.ts TENANT_DEFAULTS), each overridable by a var of its name. */
 export type TenantLimits = typeof TENANT_DEFAULTS;
 
 export function tenantLimits(env: Env): TenantLimits {

@@ -14,7 +14,7 @@ import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuer
 import { idempotent } from '../middleware/idempotency.ts';
 import { executionQuery, jobOfSubject, one, programQuery, programRunsQuery, requireProgram, runsPage } from '../lib/lookups.ts';
 import { MAX_INPUT_BYTES } from '../lib/limits.ts';
-import { jobIdOfSubject, jobLogOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
+import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders, executionEvents } from '../jobs/events.ts';
 import { asCaller } from '../middleware/auth.ts';
 
@@ -131,7 +131,7 @@ executionsApi.openapi(
     // One round trip: the key, the execution, its job's log length and the index rows of the page.
     const [execution, job, rows] = await asCaller(
       c,
-      (org) => [executionQuery(c.var.db, org, id), jobLogOfSubject(c.var.db, 'execute', id), logPageQuery(c.var.db, jobIdOfSubject('execute', id), offset)],
+      (org) => [executionQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'execute', id), logPageQuery(c.var.db, jobIdOfSubject('execute', id), offset)],
       ([r]) => r.length > 0,
     );
     one(execution, 'Execution');

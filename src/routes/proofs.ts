@@ -20,7 +20,7 @@ import { idempotent } from '../middleware/idempotency.ts';
 import { jobOfSubject, one, programQuery, programRunsQuery, proofQuery, requireProgram, runsPage } from '../lib/lookups.ts';
 import { cancelAnswer, proofFileResponse } from '../jobs/proof-actions.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
-import { jobIdOfSubject, jobLogOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
+import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders, proofEvents } from '../jobs/events.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -252,7 +252,7 @@ proofsApi.openapi(
     // One round trip: the key, the proof, its job's log length and the index rows of the page.
     const [proof, job, rows] = await asCaller(
       c,
-      (org) => [proofQuery(c.var.db, org, id), jobLogOfSubject(c.var.db, 'proof', id), logPageQuery(c.var.db, jobIdOfSubject('proof', id), offset)],
+      (org) => [proofQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'proof', id), logPageQuery(c.var.db, jobIdOfSubject('proof', id), offset)],
       ([r]) => r.length > 0,
     );
     one(proof, 'Proof');
