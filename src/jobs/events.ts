@@ -34,6 +34,7 @@ import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
+import type { Env } from '../env.ts';
 import { eventStreams, executions, jobs, organizations, proofs } from '../db/schema.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError, notFound } from '../lib/errors.ts';
@@ -162,6 +163,17 @@ function takeSlot(db: Db, org: SQL<string>, keyHash: string, id: string, now: nu
   ] as const;
 }
 
+/**
+ * What a stream's polls cost its API key and organization: every EVENT_POLLS_PER_READ-th
+ * poll counts one request against both `reads` budgets; past either, why the stream ends.
+ */
+export function pollBudget(env: Env, keyHash: string, orgId: string) {
+  return async (polls: number): Promise<string | null> => {
+    if (polls % EVENT_POLLS_PER_READ !== 0 || (await countStreamReads(env, keyHash, orgId))) return null;
+    return `This stream's reads (one request per ${EVENT_POLLS_PER_READ} polls) used up the "reads" rate limit of this API key or its organization: reconnect with Last-Event-ID after ${RATE_LIMIT_PERIOD_SECONDS} seconds`;
+  };
+}
+
 /** A stream of `subject` record `id`'s events, for the authenticated route that serves it. */
 export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id: string): Promise<Response> {
   const resume = parseLastEventId(c.req.header('Last-Event-ID'));
@@ -216,14 +228,13 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
   const org = orgOfKey(hash);
   const orgId = c.var.caller.orgId;
   let refreshed = Date.now();
+  const budget = pollBudget(c.env, hash, orgId);
   const afterPoll = async (polls: number): Promise<string | null> => {
     if (Date.now() - refreshed >= STREAM_SLOT_REFRESH_MS) {
       refreshed = Date.now();
       await primary.update(eventStreams).set({ expires_at: refreshed + STREAM_SLOT_TTL_MS }).where(eq(eventStreams.id, slotId)).run();
     }
-    if (polls % EVENT_POLLS_PER_READ === 0 && !(await countStreamReads(c.env, hash, orgId)))
-      return `This stream's reads (one request per ${EVENT_POLLS_PER_READ} polls) used up the "reads" rate limit of this API key or its organization: reconnect with Last-Event-ID after ${RATE_LIMIT_PERIOD_SECONDS} seconds`;
-    return null;
+    return budget(polls);
   };
   return streamSSE(c, async (stream) => {
     try {
