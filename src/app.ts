@@ -9,7 +9,7 @@ import type { AppEnv } from './app-env.ts';
 import { BOOKMARK_HEADER, RequestSessions, sentBookmark } from './db/sessions.ts';
 import { onError, validationHook } from './lib/errors.ts';
 import { API_KEY_HEADER, authenticate, DEFAULT_API_KEY_HEADERS, keyBeforeBody, requireApiKey } from './middleware/auth.ts';
-import { rateLimit } from './middleware/rate-limit.ts';
+import { consoleRateLimit, rateLimit } from './middleware/rate-limit.ts';
 import { configsApi } from './routes/configs.ts';
 import { downloadsApi } from './routes/downloads.ts';
 import { executionsApi } from './routes/executions.ts';
@@ -92,7 +92,7 @@ v1.route('/webhooks', webhooksApi);
 
 // The console's API: bearer access tokens from /auth (which needs none), never API keys.
 const signedIn = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
-signedIn.use(requireConsoleUser);
+signedIn.use(requireConsoleUser, consoleRateLimit);
 for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, consoleWebhooksApi, usageApi, auditApi, fleetApi])
   signedIn.route('/', api);
 const consoleApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });

@@ -26,6 +26,14 @@ export interface Env {
   RATE_LIMIT_READS: RateLimit;
   RATE_LIMIT_SUBMISSIONS: RateLimit;
   RATE_LIMIT_UPLOADS: RateLimit;
+  /** The same classes per organization, whichever of its keys sends (src/middleware/rate-limit.ts). */
+  RATE_LIMIT_ORG_READS: RateLimit;
+  RATE_LIMIT_ORG_SUBMISSIONS: RateLimit;
+  RATE_LIMIT_ORG_UPLOADS: RateLimit;
+  /** The console API (/console/v1): per session, per organization, and its sends (webhook tests, redeliveries) per organization. */
+  RATE_LIMIT_CONSOLE: RateLimit;
+  RATE_LIMIT_CONSOLE_ORG: RateLimit;
+  RATE_LIMIT_CONSOLE_SENDS: RateLimit;
   /** "true" enables the local emulation of the Queues HTTP pull API. Dev only. */
   DEV_QUEUE_EMULATION?: string;
   DEV_PROOF_SECRET?: string;
@@ -36,6 +44,12 @@ export interface Env {
   /** Per-organization quota defaults (src/jobs/quotas.ts). */
   ORG_MAX_ACTIVE_JOBS?: string;
   ORG_MAX_GPUS?: string;
+  /** What one tenant or host may hold (src/jobs/settings.ts TENANT_DEFAULTS). */
+  LOG_MAX_BYTES?: string;
+  LOG_MAX_CHUNKS?: string;
+  MAX_STREAMS_PER_KEY?: string;
+  MAX_STREAMS_PER_ORG?: string;
+  ORG_MAX_API_KEYS?: string;
   MAX_ATTEMPTS?: string;
   MAX_RETRIES?: string;
   RENOTIFY_AFTER_SECONDS?: string;

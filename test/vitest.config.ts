@@ -29,6 +29,10 @@ export default defineConfig({
               bindings: {
                 TEST_MIGRATIONS: await readD1Migrations(fileURLToPath(new URL('../migrations', import.meta.url))),
                 TEST_GUESTS: guestElfs(),
+                // Log caps a test can reach (wrangler.toml's are sized for real jobs).
+                LOG_MAX_CHUNKS: '64',
+                LOG_MAX_BYTES: '262144',
+                MAX_STREAMS_PER_ORG: '8',
               },
               // The real Rate Limiting binding, with limits small enough for a test to
               // reach (wrangler.toml's local ones are sized for benches and e2e runs).
@@ -37,6 +41,13 @@ export default defineConfig({
                 RATE_LIMIT_READS: { namespace_id: '1001', simple: { limit: 250, period: 60 } },
                 RATE_LIMIT_SUBMISSIONS: { namespace_id: '1002', simple: { limit: 100, period: 60 } },
                 RATE_LIMIT_UPLOADS: { namespace_id: '1003', simple: { limit: 30, period: 60 } },
+                // An organization's budgets are above its keys' (one key alone meets its own first).
+                RATE_LIMIT_ORG_READS: { namespace_id: '1004', simple: { limit: 500, period: 60 } },
+                RATE_LIMIT_ORG_SUBMISSIONS: { namespace_id: '1005', simple: { limit: 200, period: 60 } },
+                RATE_LIMIT_ORG_UPLOADS: { namespace_id: '1006', simple: { limit: 60, period: 60 } },
+                RATE_LIMIT_CONSOLE: { namespace_id: '1007', simple: { limit: 600, period: 60 } },
+                RATE_LIMIT_CONSOLE_ORG: { namespace_id: '1008', simple: { limit: 1000, period: 60 } },
+                RATE_LIMIT_CONSOLE_SENDS: { namespace_id: '1009', simple: { limit: 20, period: 60 } },
               },
             },
           })),

@@ -385,6 +385,8 @@ export const jobs = sqliteTable(
     /** Next log chunk sequence number and the log's length in bytes (src/jobs/logs.ts). */
     log_seq: integer('log_seq').notNull().default(0),
     log_bytes: integer('log_bytes').notNull().default(0),
+    /** The log reached its cap (LOG_MAX_BYTES / LOG_MAX_CHUNKS) and ends with the service's truncation marker: no more chunks. */
+    log_truncated: integer('log_truncated', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [
     uniqueIndex('jobs_subject').on(t.kind, t.subject_id),
@@ -401,6 +403,42 @@ export const jobs = sqliteTable(
     index('jobs_stale_notice').on(t.notified_at).where(sql`${t.status} = 'queued'`),
     index('jobs_queued_age').on(t.engine, t.config_id, t.queued_at).where(sql`${t.status} = 'queued'`),
   ],
+);
+
+/**
+ * The index of a job's log (src/jobs/logs.ts): one row per chunk object in R2, written in
+ * the batch that moves jobs.log_seq, so a read from any byte offset is one query for the
+ * rows of its page and a bounded number of R2 reads, however long the log.
+ */
+export const jobLogChunks = sqliteTable(
+  'job_log_chunks',
+  {
+    job_id: text('job_id').notNull(),
+    seq: integer('seq').notNull(),
+    /** Byte offset of the chunk in the job's log. */
+    offset: integer('offset').notNull(),
+    bytes: integer('bytes').notNull(),
+    /** Who wrote it: a host (an agent; its text escaped) or the service (its own lines, the truncation marker). */
+    source: text('source', { enum: ['host', 'service'] }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.job_id, t.seq] }), index('job_log_chunks_offset').on(t.job_id, t.offset)],
+);
+
+/**
+ * The open event streams (src/jobs/events.ts), counted per API key and per organization
+ * by the conditional insert that opens one. A row lapses at `expires_at` (epoch ms),
+ * which its stream pushes forward while it runs, so a crashed Worker's rows free their
+ * slots by themselves; a stream that ends deletes its row.
+ */
+export const eventStreams = sqliteTable(
+  'event_streams',
+  {
+    id: text('id').primaryKey(),
+    org_id: text('org_id').notNull(),
+    key_hash: text('key_hash').notNull(),
+    expires_at: integer('expires_at').notNull(),
+  },
+  (t) => [index('event_streams_key').on(t.key_hash, t.expires_at), index('event_streams_org').on(t.org_id, t.expires_at)],
 );
 
 /** Tokens agents authenticate with; stored only as SHA-256 hashes. */

@@ -9,7 +9,7 @@ import type { BatchItem } from 'drizzle-orm/batch';
 import type { HeartbeatResponse, LeaseStatusResponse, LogChunk, ResultName } from 'prover-agent/protocol';
 import { notifyJob } from '../jobs/dispatch.ts';
 import { appendLogChunk, stageLogChunk } from '../jobs/logs.ts';
-import { fleetSettings } from '../jobs/settings.ts';
+import { fleetSettings, tenantLimits } from '../jobs/settings.ts';
 import { enqueueAfterResponse } from '../jobs/webhooks.ts';
 import { contractOf, type Completion } from '../jobs/kinds/index.ts';
 import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob } from '../jobs/state.ts';
@@ -98,10 +98,11 @@ const noSuchResult = (c: Context<InternalEnv>, name: string, status: 404 | 422) 
 async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined): Promise<BatchItem<'sqlite'>[]> {
   if (!chunk) return [];
   const { job } = c.var;
-  const staged = await stageLogChunk(c.var.db, c.env.ARTIFACTS, job.id, chunk, { seq: job.log_seq, bytes: job.log_bytes });
+  const staged = await stageLogChunk(c.var.db, c.env.ARTIFACTS, job.id, chunk, { seq: job.log_seq, bytes: job.log_bytes, truncated: job.log_truncated }, tenantLimits(c.env));
   if (staged.result.kind === 'out-of-order')
     console.warn(JSON.stringify({ level: 'warn', msg: 'last log chunk out of order; dropped', job_id: job.id, seq: chunk.seq, expected_seq: staged.result.expectedSeq }));
-  return staged.statement ? [staged.statement] : [];
+  // Past the log's cap the chunk is dropped and the ending writes the truncation marker.
+  return staged.statements;
 }
 
 leaseInternalApi.put('/results/:name', async (c) => {
@@ -118,7 +119,9 @@ leaseInternalApi.put('/results/:name', async (c) => {
 leaseInternalApi.post('/logs', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', LogChunkSchema, validationHook), async (c) => {
   requireCurrent(c);
   const chunk = c.req.valid('json');
-  const r = await appendLogChunk(c.var.db, c.env.ARTIFACTS, c.var.job.id, chunk, { seq: c.var.job.log_seq, bytes: c.var.job.log_bytes });
+  const { job } = c.var;
+  const r = await appendLogChunk(c.var.db, c.env.ARTIFACTS, job.id, chunk, tenantLimits(c.env), { seq: job.log_seq, bytes: job.log_bytes, truncated: job.log_truncated });
+  if (r.kind === 'capped') throw new ApiError(413, r.detail);
   if (r.kind === 'out-of-order')
     return c.json({ detail: `Log chunk out of order: expected seq ${r.expectedSeq} at offset ${r.expectedOffset}`, expected_seq: r.expectedSeq, expected_offset: r.expectedOffset }, 409);
   return c.json({ accepted: r.kind }, 200);

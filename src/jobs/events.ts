@@ -15,21 +15,33 @@
 //   statement per poll, at most one poll per EVENT_POLL_MS, in the request's D1 session
 //   (the nearest replica): the record with its job's log position, scoped to the API
 //   key's organization, so a key revoked meanwhile finds nothing and ends the stream.
+// - Open streams are capped per API key and per organization (MAX_STREAMS_PER_KEY,
+//   MAX_STREAMS_PER_ORG): the first read's batch also inserts the stream's row in
+//   event_streams, conditionally on both counts being under their caps (so concurrent
+//   opens cannot pass them), 429 otherwise. The row lapses STREAM_SLOT_TTL_MS after its
+//   last refresh (a running stream refreshes it every STREAM_SLOT_REFRESH_MS, one D1
+//   write), so a crashed Worker's rows free their slots; a stream that ends deletes it.
+// - A stream's polls count against the `reads` rate limits of its key and organization:
+//   one request per EVENT_POLLS_PER_READ polls. Past either, the stream sends
+//   `event: reconnect` with `retry` of the limit's period and ends.
 // - A stream lasts at most EVENT_STREAM_MAX_MS and then tells the client to
 //   reconnect; a comment goes out every EVENT_HEARTBEAT_MS of silence so proxies keep
 //   it open; polling stops as soon as the client goes away.
 import { z } from '@hono/zod-openapi';
-import { and, eq, getTableColumns, sql, type SQL } from 'drizzle-orm';
+import { and, eq, getTableColumns, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
 import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
-import { executions, jobs, proofs } from '../db/schema.ts';
+import type { Env } from '../env.ts';
+import { eventStreams, executions, jobs, organizations, proofs } from '../db/schema.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError, notFound } from '../lib/errors.ts';
 import { executionRecord, proofRecord } from '../lib/records.ts';
 import { asCaller, orgOfKey } from '../middleware/auth.ts';
+import { countStreamReads, RATE_LIMIT_PERIOD_SECONDS } from '../middleware/rate-limit.ts';
+import { tenantLimits, type TenantLimits } from './settings.ts';
 import { PROOF_TERMINAL_STATES } from './kinds/proof.ts';
 import { jobLogFrom } from './logs.ts';
 
@@ -41,6 +53,12 @@ export const EVENT_STREAM_MAX_MS = 15 * 60 * 1000;
 export const EVENT_HEARTBEAT_MS = 15_000;
 /** Most log bytes read from R2 for one `log` event (whole chunks: a larger chunk goes alone). */
 export const EVENT_LOG_MAX_BYTES = 64 * 1024;
+/** An open stream's row in event_streams lapses this long after its last refresh. */
+export const STREAM_SLOT_TTL_MS = 150_000;
+/** A running stream pushes its row's expiry forward this often (one D1 write). */
+export const STREAM_SLOT_REFRESH_MS = 60_000;
+/** Every this many polls, a stream counts one request against its key's and organization's `reads` budgets. */
+export const EVENT_POLLS_PER_READ = 10;
 /** What a reconnecting EventSource waits, in ms (the SSE `retry` field of the closing event). */
 const RECONNECT_RETRY_MS = 1000;
 
@@ -118,30 +136,124 @@ export function parseLastEventId(header: string | undefined): Position | null {
 export const eventId = (p: { offset: number; stateHash: string }) => `${p.offset}.${p.stateHash}`;
 const stateHashOf = async (json: string) => (await sha256Hex(json)).slice(0, 16);
 
+/**
+ * The statements that take an event stream slot for API key `keyHash`, batched with the
+ * stream's first read: lapsed rows of the key go, then the open counts (for the 429's
+ * words), then the row, inserted only while the key and its organization are under their
+ * caps: one conditional statement, so concurrent opens cannot pass them. The insert
+ * returns the row's id when it took the slot.
+ */
+function takeSlot(db: Db, org: SQL<string>, keyHash: string, id: string, now: number, limits: TenantLimits) {
+  const open = (where: SQL) => sql<number>`(SELECT count(*) FROM ${eventStreams} WHERE ${where} AND ${eventStreams.expires_at} > ${now})`;
+  const ofKey = open(sql`${eventStreams.key_hash} = ${keyHash}`);
+  const ofOrg = open(sql`${eventStreams.org_id} = ${org}`);
+  return [
+    db.delete(eventStreams).where(and(eq(eventStreams.key_hash, keyHash), lte(eventStreams.expires_at, now))),
+    db.select({ key: ofKey.as('key_streams'), org: ofOrg.as('org_streams') }).from(organizations).where(eq(organizations.id, org)),
+    db
+      .insert(eventStreams)
+      .select(
+        db
+          .select({ id: sql<string>`${id}`.as('id'), org_id: organizations.id, key_hash: sql<string>`${keyHash}`.as('key_hash'), expires_at: sql<number>`${now + STREAM_SLOT_TTL_MS}`.as('expires_at') })
+          .from(organizations)
+          .where(and(eq(organizations.id, org), lt(ofKey, limits.MAX_STREAMS_PER_KEY), lt(ofOrg, limits.MAX_STREAMS_PER_ORG))),
+      )
+      .onConflictDoNothing()
+      .returning({ id: eventStreams.id }),
+  ] as const;
+}
+
+/**
+ * What a stream's polls cost its API key and organization: every EVENT_POLLS_PER_READ-th
+ * poll counts one request against both `reads` budgets; past either, why the stream ends.
+ */
+export function pollBudget(env: Env, keyHash: string, orgId: string) {
+  return async (polls: number): Promise<string | null> => {
+    if (polls % EVENT_POLLS_PER_READ !== 0 || (await countStreamReads(env, keyHash, orgId))) return null;
+    return `This stream's reads (one request per ${EVENT_POLLS_PER_READ} polls) used up the "reads" rate limit of this API key or its organization: reconnect with Last-Event-ID after ${RATE_LIMIT_PERIOD_SECONDS} seconds`;
+  };
+}
+
 /** A stream of `subject` record `id`'s events, for the authenticated route that serves it. */
 export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id: string): Promise<Response> {
   const resume = parseLastEventId(c.req.header('Last-Event-ID'));
-  // The first read: the key and the record in one batch (404 confirmed on the primary).
-  const [rows] = (await asCaller(c, (org) => [subject.query(c.var.db, org, id)], ([r]) => (r as SubjectRow[]).length > 0)) as [SubjectRow[]];
+  const limits = tenantLimits(c.env);
+  const hash = c.var.apiKeyHash;
+  const slotId = crypto.randomUUID();
+  // The first read: the key, the record and the stream's slot in one batch (on the
+  // primary, as it writes; 404 confirmed there).
+  const [rows, , counts, slot] = (await asCaller(
+    c,
+    (org) => [subject.query(c.var.db, org, id), ...takeSlot(c.var.db, org, hash, slotId, Date.now(), limits)],
+    ([r]) => (r as SubjectRow[]).length > 0,
+  )) as unknown as [SubjectRow[], unknown, { key: number; org: number }[], { id: string }[]];
+  const primary = c.var.sessions.primary();
+  const release = () =>
+    primary
+      .delete(eventStreams)
+      .where(eq(eventStreams.id, slotId))
+      .run()
+      .catch((err: unknown) => console.error(JSON.stringify({ level: 'warn', msg: 'event stream slot not released; it lapses', error: String(err) })));
+  /** Runs `p` past the response where the Worker can (a test calling app.fetch directly has no execution context). */
+  const background = (p: Promise<unknown>) => {
+    try {
+      c.executionCtx.waitUntil(p);
+    } catch {
+      // It runs on its own.
+    }
+  };
   const first = rows[0];
-  if (!first) throw notFound(subject.name);
+  const refuse = (res: Response | Error) => {
+    if (slot.length) background(release());
+    if (res instanceof Error) throw res;
+    return res;
+  };
+  if (!first) return refuse(notFound(subject.name));
   const { json, terminal } = subject.record(first);
-  if (resume && terminal && resume.stateHash === (await stateHashOf(json)) && resume.offset >= (first.log_bytes ?? 0)) return c.body(null, 204);
+  if (resume && terminal && resume.stateHash === (await stateHashOf(json)) && resume.offset >= (first.log_bytes ?? 0)) return refuse(c.body(null, 204));
+  if (!slot.length) {
+    const [n] = counts;
+    const keyFull = !n || n.key >= limits.MAX_STREAMS_PER_KEY;
+    throw new ApiError(
+      429,
+      keyFull
+        ? `Too many open event streams: this API key has ${n?.key ?? limits.MAX_STREAMS_PER_KEY} open, the most is ${limits.MAX_STREAMS_PER_KEY}. Close one (or let it end) and retry.`
+        : `Too many open event streams: this API key's organization has ${n.org} open, the most is ${limits.MAX_STREAMS_PER_ORG}. Close one (or let it end) and retry.`,
+      { 'Retry-After': String(RATE_LIMIT_PERIOD_SECONDS) },
+    );
+  }
   // Later polls: the record alone, in the request's session. Scoped to the key's
   // organization by a subquery, it is also the key's check: revoked, it finds nothing.
   const pollDb = c.var.db;
-  const org = orgOfKey(c.var.apiKeyHash);
-  return streamSSE(c, (stream) =>
-    follow(stream, {
-      subject,
-      first,
-      from: resume ?? { offset: 0, stateHash: null },
-      poll: () => subject.query(pollDb, org, id).all(),
-      bucket: c.env.ARTIFACTS,
-      signal: c.req.raw.signal,
-      path: c.req.path,
-    }),
-  );
+  const org = orgOfKey(hash);
+  const orgId = c.var.caller.orgId;
+  let refreshed = Date.now();
+  const budget = pollBudget(c.env, hash, orgId);
+  const afterPoll = async (polls: number): Promise<string | null> => {
+    if (Date.now() - refreshed >= STREAM_SLOT_REFRESH_MS) {
+      refreshed = Date.now();
+      await primary.update(eventStreams).set({ expires_at: refreshed + STREAM_SLOT_TTL_MS }).where(eq(eventStreams.id, slotId)).run();
+    }
+    return budget(polls);
+  };
+  return streamSSE(c, async (stream) => {
+    try {
+      await follow(stream, {
+        subject,
+        first,
+        from: resume ?? { offset: 0, stateHash: null },
+        poll: () => subject.query(pollDb, org, id).all(),
+        readLog: (jobId, offset, maxBytes, logBytes) => jobLogFrom(pollDb, c.env.ARTIFACTS, jobId, offset, maxBytes, logBytes),
+        afterPoll,
+        signal: c.req.raw.signal,
+        path: c.req.path,
+      });
+    } finally {
+      const released = release();
+      background(released);
+      await released;
+    }
+  });
 }
 
 /** Time as a stream sees it: real in the Worker; a test may run 15 minutes in a moment. */
@@ -161,7 +273,13 @@ export interface Follow {
   from: Position;
   /** One D1 statement: the record and its log position now. */
   poll: () => Promise<SubjectRow[]>;
-  bucket: R2Bucket;
+  /** A piece of the job's log from `offset` (src/jobs/logs.ts jobLogFrom: one D1 statement for the index, then R2). */
+  readLog: (jobId: string | undefined, offset: number, maxBytes: number, logBytes: number) => Promise<{ text: string; next: number }>;
+  /**
+   * After each poll (`polls` so far): keeps the stream's slot and counts its reads. A
+   * string ends the stream with `event: reconnect` carrying it, `retry` a rate-limit period.
+   */
+  afterPoll?: (polls: number) => Promise<string | null>;
   signal?: AbortSignal;
   path: string;
   clock?: StreamClock;
@@ -173,6 +291,7 @@ export async function follow(stream: SSEStreamingApi, f: Follow): Promise<void> 
   const started = clock.now();
   let lastWrite = started;
   let lastRead = started;
+  let polls = 0;
   let row = f.first;
   let sentJson: string | null = null;
   const sent: Position = { ...f.from };
@@ -194,7 +313,7 @@ export async function follow(stream: SSEStreamingApi, f: Follow): Promise<void> 
       }
       const logEnd = row.log_bytes ?? 0;
       while (sent.offset < logEnd && !gone.stopped) {
-        const piece = await jobLogFrom(f.bucket, row.log_job_id ?? undefined, sent.offset, EVENT_LOG_MAX_BYTES);
+        const piece = await f.readLog(row.log_job_id ?? undefined, sent.offset, EVENT_LOG_MAX_BYTES, logEnd);
         if (piece.next <= sent.offset) break; // not readable yet: the next poll tries again
         sent.offset = piece.next;
         await send('log', piece.text);
@@ -219,6 +338,11 @@ export async function follow(stream: SSEStreamingApi, f: Follow): Promise<void> 
       // EVENT_POLL_MS apart however a clock that only moves on I/O (workerd's) reads them.
       const [next] = await f.poll();
       lastRead = clock.now();
+      const stop = await f.afterPoll?.(++polls);
+      if (stop) {
+        await send('reconnect', JSON.stringify({ detail: stop }), { retry: RATE_LIMIT_PERIOD_SECONDS * 1000 });
+        return;
+      }
       if (!next) {
         // Records are never deleted: the API key was revoked meanwhile.
         await send('error', JSON.stringify({ detail: 'Invalid or revoked API key' }));

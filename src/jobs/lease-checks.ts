@@ -15,7 +15,7 @@ import type { Db } from '../db/client.ts';
 import type { Env, LeaseCheck } from '../env.ts';
 import { appendServiceLog } from './logs.ts';
 import { notifyJob } from './dispatch.ts';
-import { fleetSettings } from './settings.ts';
+import { fleetSettings, tenantLimits } from './settings.ts';
 import { expireLeases } from './state.ts';
 import { enqueueDeliveries } from './webhooks.ts';
 
@@ -62,8 +62,8 @@ export async function afterExpiry(env: Env, db: Db, expired: Awaited<ReturnType<
   await enqueueDeliveries(env, expired.deliveries);
   const why = 'The prover running this attempt stopped answering and its lease expired';
   await Promise.all([
-    ...expired.requeued.map((j) => appendServiceLog(db, env.ARTIFACTS, j.id, `${why}: queued again for another prover.`)),
-    ...expired.failed.map((id) => appendServiceLog(db, env.ARTIFACTS, id, `${why}.`)),
+    ...expired.requeued.map((j) => appendServiceLog(db, env.ARTIFACTS, j.id, `${why}: queued again for another prover.`, tenantLimits(env))),
+    ...expired.failed.map((id) => appendServiceLog(db, env.ARTIFACTS, id, `${why}.`, tenantLimits(env))),
   ]);
 }
 

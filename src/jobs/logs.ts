@@ -1,106 +1,241 @@
-// Job logs live in R2 as ordered chunks `logs/{job_id}/{seq}`. The job row keeps the
-// next sequence number and the log's byte length, so an agent's chunk is accepted
-// exactly once, in order: a retried chunk (seq already taken) changes nothing, and a
-// chunk that skips ahead is refused. A job's attempts all write to the same log: a
-// claim hands the agent the sequence and offset to continue from.
-import { eq, sql, and } from 'drizzle-orm';
+// Job logs live in R2 as ordered chunks `logs/{job_id}/{seq}`, indexed in D1
+// (job_log_chunks: seq, byte offset, size, who wrote it). The job row keeps the next
+// sequence number and the log's byte length, so an agent's chunk is accepted exactly
+// once, in order: a retried chunk (seq already taken) changes nothing, and a chunk that
+// skips ahead is refused. A job's attempts all write to the same log: a claim hands
+// the agent the sequence and offset to continue from.
+//
+// Bounds (README "Limits"):
+// - A log holds at most LOG_MAX_BYTES bytes and LOG_MAX_CHUNKS chunks (src/jobs/settings.ts).
+//   The statement that appends is conditional on both, so concurrent appends cannot pass
+//   them. The first chunk past them is refused (413) and the log then ends with one line
+//   the service writes (the truncation marker, one chunk past the caps); every later
+//   chunk is refused too.
+// - The service's own lines start with `[service`, and only they: a host's text has the
+//   `[` of every `[service` (any case, also one cut by the chunk's end) turned into `(`,
+//   which keeps its byte length, so the agent's offsets still hold. The index records
+//   each chunk's source as well.
+// - A read is one D1 query for the index rows of its page (batched with the route's
+//   own read where it has one) and at most LOG_PAGE_CHUNKS R2 reads, however long the log.
+import { z } from '@hono/zod-openapi';
+import { and, asc, eq, gte, lt, lte, sql, type SQL } from 'drizzle-orm';
+import type { BatchItem } from 'drizzle-orm/batch';
 import type { Db } from '../db/client.ts';
-import { jobs } from '../db/schema.ts';
+import { jobLogChunks, jobs } from '../db/schema.ts';
 import { artifactKey } from '../lib/artifacts.ts';
+import { queryInt } from '../lib/schemas.ts';
 import type { LogChunk } from 'prover-agent/protocol';
+import type { TenantLimits } from './settings.ts';
 
-export type AppendResult = { kind: 'appended' | 'duplicate' } | { kind: 'out-of-order'; expectedSeq: number; expectedOffset: number };
+export type AppendResult =
+  | { kind: 'appended' | 'duplicate' }
+  | { kind: 'out-of-order'; expectedSeq: number; expectedOffset: number }
+  | { kind: 'capped'; detail: string };
 
-type LogPosition = { seq: number; bytes: number };
+type LogPosition = { seq: number; bytes: number; truncated: boolean };
+export type LogCaps = Pick<TenantLimits, 'LOG_MAX_BYTES' | 'LOG_MAX_CHUNKS'>;
+type Source = 'host' | 'service';
+
+/** Most chunks (and so R2 reads) one read of a log serves. */
+export const LOG_PAGE_CHUNKS = 128;
+/** Most bytes one `GET .../logs` serves (whole chunks; a larger first chunk goes alone). */
+export const LOG_PAGE_BYTES = 4 * 1024 * 1024;
+
+/** What begins every line the service writes, and nothing a host writes. */
+export const SERVICE_LINE_TAG = '[service';
+
+/** A line written by the service itself, as stored. */
+export const serviceLine = (line: string) => `${SERVICE_LINE_TAG} ${new Date().toISOString()}] ${line}\n`;
 
 /**
- * Appends one chunk at (seq, offset) if it is the next one; idempotent for a repeat.
- * `current` is the job's log position when the caller has just read it (a lease
- * callback has), saving a read; the update is conditional on it either way.
+ * A host's text as stored: the `[` of each `[service` (any case) becomes `(`, and so does
+ * a `[` that starts a piece of `[service` cut by the chunk's end (the next chunk could
+ * finish it). Same byte length: the agent's offsets are unchanged.
  */
-export async function appendLogChunk(db: Db, bucket: R2Bucket, jobId: string, chunk: LogChunk, current?: LogPosition): Promise<AppendResult> {
-  const job = current ?? (await db.select({ seq: jobs.log_seq, bytes: jobs.log_bytes }).from(jobs).where(eq(jobs.id, jobId)).get());
-  if (!job) throw new Error(`job ${jobId} not found`);
-  const staged = await stageLogChunk(db, bucket, jobId, chunk, job);
-  if (!staged.statement) return staged.result;
-  const moved = await staged.statement;
-  return { kind: moved.length ? 'appended' : 'duplicate' };
+export function hostText(text: string): string {
+  let out = text.replace(/\[(?=service)/gi, '(');
+  const cut = /\[(?:s(?:e(?:r(?:v(?:i(?:c)?)?)?)?)?)?$/i.exec(out);
+  if (cut) out = `${out.slice(0, cut.index)}(${out.slice(cut.index + 1)}`;
+  return out;
+}
+
+const capDetail = (caps: LogCaps) =>
+  `This job's log reached its cap (${caps.LOG_MAX_BYTES} bytes, ${caps.LOG_MAX_CHUNKS} chunks): this chunk and every later one are refused, and the log ends with the service's truncation marker`;
+
+const position = (db: Db, jobId: string) =>
+  db.select({ seq: jobs.log_seq, bytes: jobs.log_bytes, truncated: jobs.log_truncated }).from(jobs).where(eq(jobs.id, jobId)).get();
+
+/**
+ * The statements that append a chunk of `bytes` at `seq`: its index row and the job's
+ * new position, both under one condition (the position is still `seq`, the log is not
+ * truncated, and, unless this is the marker, the caps hold after it), so in their batch
+ * both apply or neither. The update returns the job's id when it applied.
+ */
+function appendStatements(db: Db, jobId: string, seq: number, bytes: number, source: Source, caps: LogCaps | 'marker') {
+  const where = and(
+    eq(jobs.id, jobId),
+    eq(jobs.log_seq, seq),
+    eq(jobs.log_truncated, false),
+    caps === 'marker' ? undefined : and(lt(jobs.log_seq, caps.LOG_MAX_CHUNKS), lte(sql`${jobs.log_bytes} + ${bytes}`, caps.LOG_MAX_BYTES)),
+  );
+  const row = db
+    .select({ job_id: jobs.id, seq: jobs.log_seq, offset: jobs.log_bytes, bytes: sql<number>`${bytes}`.as('bytes'), source: sql<Source>`${source}`.as('source') })
+    .from(jobs)
+    .where(where);
+  return [
+    db.insert(jobLogChunks).select(row).onConflictDoNothing(),
+    db
+      .update(jobs)
+      .set({ log_seq: seq + 1, log_bytes: sql`${jobs.log_bytes} + ${bytes}`, ...(caps === 'marker' ? { log_truncated: true } : {}) })
+      .where(where)
+      .returning({ id: jobs.id }),
+  ] as const;
 }
 
 /**
  * appendLogChunk() in two halves, for a caller that runs the row update in a batch of
  * its own (a lease's last chunk goes with the call that ends it): the chunk's object
- * is written now, and the statement that moves the job's log position is returned,
- * unrun (null when there is nothing to append). The object goes first: if the update
- * then loses a race, the winner wrote the same key.
+ * is written now, and the statements that index it and move the job's log position
+ * are returned, unrun (none when there is nothing to append). The object goes first:
+ * if the update then loses a race, the winner wrote the same key. A chunk past the caps
+ * stages the truncation marker instead, and its result is `capped`.
  */
-export async function stageLogChunk(db: Db, bucket: R2Bucket, jobId: string, chunk: LogChunk, job: LogPosition) {
-  if (chunk.seq < job.seq) return { result: { kind: 'duplicate' } as AppendResult, statement: null };
-  if (chunk.seq > job.seq || chunk.offset !== job.bytes) return { result: { kind: 'out-of-order', expectedSeq: job.seq, expectedOffset: job.bytes } as AppendResult, statement: null };
-  const bytes = new TextEncoder().encode(chunk.text);
-  await bucket.put(artifactKey.jobLogChunk(jobId, chunk.seq), bytes, { httpMetadata: { contentType: 'text/plain; charset=utf-8' } });
-  const statement = db
-    .update(jobs)
-    .set({ log_seq: chunk.seq + 1, log_bytes: sql`${jobs.log_bytes} + ${bytes.byteLength}` })
-    .where(and(eq(jobs.id, jobId), eq(jobs.log_seq, chunk.seq)))
-    .returning({ id: jobs.id });
-  return { result: { kind: 'appended' } as AppendResult, statement };
-}
-
-/** Appends a line written by the service itself (e.g. why a job still waits), while no agent holds the job. */
-export async function appendServiceLog(db: Db, bucket: R2Bucket, jobId: string, line: string): Promise<void> {
-  const text = `[service ${new Date().toISOString()}] ${line}\n`;
-  for (let tries = 0; tries < 3; tries++) {
-    const job = await db.select({ seq: jobs.log_seq, bytes: jobs.log_bytes }).from(jobs).where(eq(jobs.id, jobId)).get();
-    if (!job) return;
-    const r = await appendLogChunk(db, bucket, jobId, { seq: job.seq, offset: job.bytes, text });
-    if (r.kind === 'appended') return;
+export async function stageLogChunk(db: Db, bucket: R2Bucket, jobId: string, chunk: LogChunk, job: LogPosition, caps: LogCaps, source: Source = 'host') {
+  const none = (result: AppendResult) => ({ result, statements: [] as BatchItem<'sqlite'>[] });
+  if (job.truncated) return none({ kind: 'capped', detail: capDetail(caps) });
+  if (chunk.seq < job.seq) return none({ kind: 'duplicate' });
+  if (chunk.seq > job.seq || chunk.offset !== job.bytes) return none({ kind: 'out-of-order', expectedSeq: job.seq, expectedOffset: job.bytes });
+  const bytes = new TextEncoder().encode(source === 'host' ? hostText(chunk.text) : chunk.text);
+  const put = (b: Uint8Array, s: Source) => bucket.put(artifactKey.jobLogChunk(jobId, chunk.seq, s), b, { httpMetadata: { contentType: 'text/plain; charset=utf-8' } });
+  if (job.seq >= caps.LOG_MAX_CHUNKS || job.bytes + bytes.byteLength > caps.LOG_MAX_BYTES) {
+    const marker = new TextEncoder().encode(serviceLine(`log truncated: it reached its cap (${caps.LOG_MAX_BYTES} bytes, ${caps.LOG_MAX_CHUNKS} chunks); later output was refused`));
+    await put(marker, 'service');
+    return { result: { kind: 'capped', detail: capDetail(caps) } as AppendResult, statements: [...appendStatements(db, jobId, chunk.seq, marker.byteLength, 'service', 'marker')] as BatchItem<'sqlite'>[] };
   }
-}
-
-/** The chunk objects of a job's log, in order, with their sizes. */
-async function logChunks(bucket: R2Bucket, jobId: string | undefined): Promise<{ key: string; size: number }[]> {
-  const chunks: { key: string; size: number }[] = [];
-  if (jobId) {
-    const prefix = artifactKey.jobLogPrefix(jobId);
-    let cursor: string | undefined;
-    do {
-      const page = await bucket.list({ prefix, cursor });
-      for (const o of page.objects) chunks.push({ key: o.key, size: o.size });
-      cursor = page.truncated ? page.cursor : undefined;
-    } while (cursor);
-    chunks.sort((a, b) => (a.key < b.key ? -1 : 1)); // zero-padded sequence numbers sort in order
-  }
-  return chunks;
-}
-
-/** All chunks of a job's logs as one text stream (empty when there are none). */
-export async function jobLogStream(bucket: R2Bucket, jobId: string | undefined): Promise<ReadableStream<Uint8Array>> {
-  const keys = (await logChunks(bucket, jobId)).map((c) => c.key);
-  let i = 0;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      while (i < keys.length) {
-        const obj = await bucket.get(keys[i++]!);
-        if (obj) {
-          controller.enqueue(new Uint8Array(await obj.arrayBuffer()));
-          return;
-        }
-      }
-      controller.close();
-    },
-  });
+  await put(bytes, source);
+  return { result: { kind: 'appended' } as AppendResult, statements: [...appendStatements(db, jobId, chunk.seq, bytes.byteLength, source, caps)] as BatchItem<'sqlite'>[] };
 }
 
 /**
- * At most `maxBytes` of a job's log from byte `offset` (whole chunks, so UTF-8 is never
- * cut), and the offset to ask from next: how a reader follows a running job's log.
+ * Appends one chunk at (seq, offset) if it is the next one; idempotent for a repeat.
+ * `current` is the job's log position when the caller has just read it (a lease
+ * callback has), saving a read; the statements are conditional on it either way, and
+ * when they do not apply (a repeat landed, or the caps were reached, meanwhile) the
+ * position is read again to say which.
  */
-export async function jobLogFrom(bucket: R2Bucket, jobId: string | undefined, offset: number, maxBytes: number): Promise<{ text: string; next: number }> {
+export async function appendLogChunk(db: Db, bucket: R2Bucket, jobId: string, chunk: LogChunk, caps: LogCaps, current?: LogPosition, source: Source = 'host'): Promise<AppendResult> {
+  let job = current ?? (await position(db, jobId));
+  for (let tries = 0; job && tries < 3; tries++) {
+    const staged = await stageLogChunk(db, bucket, jobId, chunk, job, caps, source);
+    if (!staged.statements.length) return staged.result;
+    const results = (await db.batch(staged.statements as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]])) as unknown[][];
+    // A marker that lost its race still means this chunk is refused.
+    if (results.at(-1)!.length || staged.result.kind === 'capped') return staged.result;
+    job = await position(db, jobId);
+  }
+  if (!job) throw new Error(`job ${jobId} not found`);
+  return { kind: 'duplicate' };
+}
+
+/** Appends a line written by the service itself (e.g. why a job still waits), while no agent holds the job. */
+export async function appendServiceLog(db: Db, bucket: R2Bucket, jobId: string, line: string, caps: LogCaps): Promise<void> {
+  const text = serviceLine(line);
+  for (let tries = 0; tries < 3; tries++) {
+    const job = await position(db, jobId);
+    if (!job || job.truncated) return;
+    const r = await appendLogChunk(db, bucket, jobId, { seq: job.seq, offset: job.bytes, text }, caps, job, 'service');
+    if (r.kind === 'appended' || r.kind === 'capped') return;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reads
+
+export type LogIndexRow = { seq: number; offset: number; bytes: number; source: Source };
+
+/**
+ * The index rows of one page of a job's log from byte `offset`: the chunk holding that
+ * byte and those after it, at most `limit`. One statement over the (job_id, offset)
+ * index, for the caller to batch with its own read; `jobId` may be SQL (a subquery).
+ */
+export function logPageQuery(db: Db, jobId: SQL | string, offset: number, limit = LOG_PAGE_CHUNKS) {
+  const start = sql`coalesce((SELECT max(${jobLogChunks.offset}) FROM ${jobLogChunks} WHERE ${jobLogChunks.job_id} = ${jobId} AND ${jobLogChunks.offset} <= ${offset}), 0)`;
+  return db
+    .select({ seq: jobLogChunks.seq, offset: jobLogChunks.offset, bytes: jobLogChunks.bytes, source: jobLogChunks.source })
+    .from(jobLogChunks)
+    .where(and(eq(jobLogChunks.job_id, jobId), gte(jobLogChunks.offset, start)))
+    .orderBy(asc(jobLogChunks.offset), asc(jobLogChunks.seq))
+    .limit(limit);
+}
+
+/** The job id of a subject as SQL, for logPageQuery() in the same batch as the job's own read (src/lib/lookups.ts jobOfSubject). */
+export const jobIdOfSubject = (kind: 'proof' | 'execute', subjectId: string) => sql<string>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`;
+
+const concat = (parts: Uint8Array[]) => {
+  const all = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let pos = 0;
+  for (const p of parts) (all.set(p, pos), (pos += p.byteLength));
+  return all;
+};
+
+/**
+ * At most `maxBytes` of a job's log from byte `offset` (whole chunks, so UTF-8 is never
+ * cut; a larger first chunk goes alone), read with the index rows of its page (one R2
+ * read per row taken, together), and the offset to ask from next. `logBytes` is the
+ * log's length when the caller knows it: a log written before the index (no rows where
+ * there are bytes) is read the old way, by listing its chunks.
+ */
+export async function readLogPage(bucket: R2Bucket, jobId: string | undefined, rows: LogIndexRow[], offset: number, maxBytes: number, logBytes?: number): Promise<{ bytes: Uint8Array; next: number }> {
+  const from = Math.max(offset, 0);
+  if (!jobId) return { bytes: new Uint8Array(0), next: from };
+  if ((rows.length === 0 || rows[0]!.offset > from) && logBytes !== undefined && from < logBytes) return legacyLogFrom(bucket, jobId, from, maxBytes);
+  const taken: LogIndexRow[] = [];
+  let size = 0;
+  for (const r of rows) {
+    if (r.offset + r.bytes <= from) continue;
+    const part = r.bytes - Math.max(0, from - r.offset);
+    if (taken.length > 0 && size + part > maxBytes) break;
+    taken.push(r);
+    size += part;
+  }
+  const parts = await Promise.all(
+    taken.map(async (r) => {
+      const skip = Math.max(0, from - r.offset);
+      const obj = await bucket.get(artifactKey.jobLogChunk(jobId, r.seq, r.source), skip > 0 ? { range: { offset: skip } } : undefined);
+      return obj ? new Uint8Array(await obj.arrayBuffer()) : null;
+    }),
+  );
+  // A missing object ends the page there (not written yet: the next read tries again).
+  const got = parts.findIndex((p) => p === null);
+  const kept = (got === -1 ? parts : parts.slice(0, got)) as Uint8Array[];
+  const bytes = concat(kept);
+  return { bytes, next: from + bytes.byteLength };
+}
+
+/**
+ * jobLogFrom() for a caller without a batch of its own (the event stream, the console):
+ * one D1 statement for the page's index rows, then its R2 reads.
+ */
+export async function jobLogFrom(db: Db, bucket: R2Bucket, jobId: string | undefined, offset: number, maxBytes: number, logBytes?: number): Promise<{ text: string; next: number }> {
+  const rows = jobId ? await logPageQuery(db, jobId, offset).all() : [];
+  const { bytes, next } = await readLogPage(bucket, jobId, rows, offset, maxBytes, logBytes);
+  return { text: new TextDecoder().decode(bytes), next };
+}
+
+/** A log written before its index: its chunk objects, listed, from `offset` (at most `maxBytes`). */
+async function legacyLogFrom(bucket: R2Bucket, jobId: string, offset: number, maxBytes: number): Promise<{ bytes: Uint8Array; next: number }> {
+  const chunks: { key: string; size: number }[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await bucket.list({ prefix: artifactKey.jobLogPrefix(jobId), cursor });
+    for (const o of page.objects) chunks.push({ key: o.key, size: o.size });
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor);
+  chunks.sort((a, b) => (a.key < b.key ? -1 : 1)); // zero-padded sequence numbers sort in order
   const parts: Uint8Array[] = [];
   let at = 0;
   let taken = 0;
-  for (const chunk of await logChunks(bucket, jobId)) {
+  for (const chunk of chunks) {
     const end = at + chunk.size;
     if (end > offset) {
       if (taken > 0 && taken + chunk.size > maxBytes) break;
@@ -113,13 +248,60 @@ export async function jobLogFrom(bucket: R2Bucket, jobId: string | undefined, of
     }
     at = end;
   }
-  const all = new Uint8Array(taken);
-  let pos = 0;
-  for (const p of parts) (all.set(p, pos), (pos += p.byteLength));
-  return { text: new TextDecoder().decode(all), next: Math.max(offset, 0) + taken };
+  return { bytes: concat(parts), next: offset + taken };
 }
 
-/** A job's logs as a plain-text response (empty for a job that has none yet, or no job). */
-export async function logResponse(bucket: R2Bucket, jobId: string | undefined): Promise<Response> {
-  return new Response(await jobLogStream(bucket, jobId), { headers: { 'content-type': 'text/plain; charset=utf-8' } });
+/**
+ * One page of a job's logs as a plain-text response (empty for a job that has none yet,
+ * or no job): `X-Log-Next-Offset` says where the next page starts, and while the log has
+ * more, `Link: <…?offset=N>; rel="next"` names it. 416 for an offset past the log's end.
+ */
+export async function logPageResponse(
+  bucket: R2Bucket,
+  url: string,
+  job: { id: string; log_bytes: number; log_truncated: boolean } | undefined,
+  rows: LogIndexRow[],
+  offset: number,
+): Promise<Response> {
+  const total = job?.log_bytes ?? 0;
+  if (offset > total)
+    return Response.json({ detail: `Offset ${offset} is past the end of this log (${total} bytes)` }, { status: 416, headers: { 'Content-Range': `bytes */${total}` } });
+  const { bytes, next } = await readLogPage(bucket, job?.id, rows, offset, LOG_PAGE_BYTES, total);
+  const headers: Record<string, string> = { 'content-type': 'text/plain; charset=utf-8', 'X-Log-Next-Offset': String(next), 'X-Log-Length': String(total) };
+  if (job?.log_truncated) headers['X-Log-Truncated'] = 'true';
+  if (next < total) {
+    const u = new URL(url);
+    u.searchParams.set('offset', String(next));
+    headers.Link = `<${u.pathname}${u.search}>; rel="next"`;
+  }
+  return new Response(bytes, { headers });
+}
+
+// ---------------------------------------------------------------------------
+// OpenAPI of the two public logs routes.
+
+export const LogPageQuerySchema = z.object({ offset: queryInt(0, undefined, 0, 'Byte offset to read from (X-Log-Next-Offset of the page before)') });
+
+/** The description and responses of a record's logs route. */
+export function logRouteDoc(record: string) {
+  return {
+    description: [
+      `Plain text: the ${record}'s log from byte \`offset\` (default 0), one page of at most ${LOG_PAGE_CHUNKS} chunks and ${LOG_PAGE_BYTES / (1024 * 1024)} MiB (whole chunks; a larger first chunk alone).`,
+      'X-Log-Next-Offset is where the next page starts and X-Log-Length the log\'s length now; while the log has more, `Link: <…?offset=N>; rel="next"` names the next page.',
+      'A log holds at most LOG_MAX_BYTES bytes and LOG_MAX_CHUNKS chunks; one that reached its cap ends with a `[service …] log truncated` line and says X-Log-Truncated: true. Lines starting `[service` are the service\'s own: a host\'s text never contains `[service`.',
+    ].join('\n\n'),
+    responses: {
+      200: {
+        description: 'Log text',
+        headers: {
+          'X-Log-Next-Offset': { schema: { type: 'integer' as const } },
+          'X-Log-Length': { schema: { type: 'integer' as const } },
+          'X-Log-Truncated': { schema: { type: 'string' as const } },
+          Link: { schema: { type: 'string' as const } },
+        },
+        content: { 'text/plain': { schema: z.string() } },
+      },
+      416: { description: 'The offset is past the end of the log', content: { 'application/json': { schema: z.object({ detail: z.string() }) } } },
+    },
+  };
 }

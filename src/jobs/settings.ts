@@ -1,5 +1,8 @@
 import type { Env } from '../env.ts';
 import type { FleetSettings } from './state.ts';
+import { TENANT_DEFAULTS } from '../lib/limits.ts';
+
+export { TENANT_DEFAULTS };
 
 /** Defaults of the fleet's tunables (README "Configuration"); each can be overridden by a var. */
 export const FLEET_DEFAULTS = {
@@ -46,4 +49,12 @@ export function fleetSettings(env: Env): FleetSettings & AgentTimings & { renoti
     renotifyAfterMs: num(env.RENOTIFY_AFTER_SECONDS, FLEET_DEFAULTS.RENOTIFY_AFTER_SECONDS) * 1000,
     agentStaleMs: num(env.AGENT_STALE_SECONDS, FLEET_DEFAULTS.AGENT_STALE_SECONDS) * 1000,
   };
+}
+
+/** What one tenant or one host may hold (src/lib/limits.ts TENANT_DEFAULTS), each overridable by a var of its name. */
+export type TenantLimits = typeof TENANT_DEFAULTS;
+
+export function tenantLimits(env: Env): TenantLimits {
+  const e = env as unknown as Record<string, string | undefined>;
+  return Object.fromEntries(Object.entries(TENANT_DEFAULTS).map(([k, v]) => [k, Math.max(1, Math.floor(num(e[k], v)))])) as TenantLimits;
 }

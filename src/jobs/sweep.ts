@@ -19,7 +19,7 @@ import type { Env } from '../env.ts';
 import { deleteExpiredKeys } from '../lib/idempotency.ts';
 import { notifyJob } from './dispatch.ts';
 import { appendServiceLog } from './logs.ts';
-import { fleetSettings } from './settings.ts';
+import { fleetSettings, tenantLimits } from './settings.ts';
 import { expireLeases, type JobRow } from './state.ts';
 import { afterExpiry } from './lease-checks.ts';
 import { sweepWebhooks } from './webhooks.ts';
@@ -96,7 +96,7 @@ export async function sweep(
           db.update(jobs).set({ waiting_reason: reason }).where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
           db.update(queueLanes).set({ waiting_reason: reason }).where(laneKey),
         ]);
-        await appendServiceLog(db, env.ARTIFACTS, lane.job_id, `Waiting: ${reason}. The job stays queued until an agent that can run it is online.`);
+        await appendServiceLog(db, env.ARTIFACTS, lane.job_id, `Waiting: ${reason}. The job stays queued until an agent that can run it is online.`, tenantLimits(env));
       }
       continue;
     }

@@ -12,7 +12,8 @@ export const artifactKey = {
   proofOutput: (proofId: string, kind: string) => `proofs/${proofId}/${kind}-proof.json`,
   executionInput: (executionId: string) => `executions/${executionId}/input.json`,
   verificationProof: (verificationId: string) => `verifications/${verificationId}/proof.json`,
-  jobLogChunk: (jobId: string, seq: number) => `logs/${jobId}/${String(seq).padStart(8, '0')}`,
+  /** A chunk of a job's log: a host's (an agent's) text, or a line the service wrote (src/jobs/logs.ts). */
+  jobLogChunk: (jobId: string, seq: number, source: 'host' | 'service' = 'host') => `logs/${jobId}/${String(seq).padStart(8, '0')}${source === 'service' ? '.service' : ''}`,
   jobLogPrefix: (jobId: string) => `logs/${jobId}/`,
   /** A published key file of a config (src/lib/config-keys.ts). */
   configKey: (configId: string, name: PublishedKeyName) => `configs/${configId}/keys/${name}`,

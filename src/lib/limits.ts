@@ -22,3 +22,19 @@ export const MAX_API_KEY_NAME_LENGTH = 100;
 /** Longest webhook endpoint URL and description. */
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 export const MAX_WEBHOOK_DESCRIPTION = 256;
+
+/**
+ * Defaults of what one tenant or one host may hold of the service (README "Limits");
+ * each can be overridden by a var of the same name (src/jobs/settings.ts tenantLimits).
+ */
+export const TENANT_DEFAULTS = {
+  /** Bytes of one job's stored log (all its attempts), the truncation marker aside. */
+  LOG_MAX_BYTES: 4 * 1024 * 1024,
+  /** Chunks of one job's stored log (an agent sends at most two a second). */
+  LOG_MAX_CHUNKS: 2048,
+  /** Open event streams of one API key, and of one organization. */
+  MAX_STREAMS_PER_KEY: 5,
+  MAX_STREAMS_PER_ORG: 50,
+  /** Live (unrevoked) API keys of one organization. */
+  ORG_MAX_API_KEYS: 50,
+};

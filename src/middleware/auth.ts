@@ -17,6 +17,7 @@ import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError } from '../lib/errors.ts';
 import { claimKey, isLostClaim, keyRow, requireClaim } from '../lib/idempotency.ts';
 import { IdempotencyHit } from './idempotency.ts';
+import { limitOrganization } from './rate-limit.ts';
 
 export const API_KEY_HEADER = 'Service-API-Key';
 /**
@@ -182,6 +183,8 @@ export async function asCaller<T extends Statements>(
   if ((!answer.key || !fresh(answer.results)) && sessions.mayBeBehind && !claiming) answer = await run(sessions.primary());
   if (!answer.key) throw invalidKey();
   accept(c, answer.key);
+  // The organization is known now: its rate-limit budget counts this request (no D1 read of its own).
+  await limitOrganization(c, answer.key.org_id);
   if (claiming) idem.state = 'claimed';
   return answer.results;
 }
@@ -198,6 +201,7 @@ async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
   const [keys, rows] = await db.batch([keyLookup(db, hash), keyRow(db, orgOfKey(hash), idem.claim.key)]);
   if (!keys[0]) return invalidKey();
   accept(c, keys[0]);
+  await limitOrganization(c, keys[0].org_id);
   idem.state = 'taken';
   idem.found = rows[0];
   return new IdempotencyHit();

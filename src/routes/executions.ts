@@ -14,7 +14,7 @@ import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuer
 import { idempotent } from '../middleware/idempotency.ts';
 import { executionQuery, jobOfSubject, one, programQuery, programRunsQuery, requireProgram, runsPage } from '../lib/lookups.ts';
 import { MAX_INPUT_BYTES } from '../lib/limits.ts';
-import { logResponse } from '../jobs/logs.ts';
+import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders, executionEvents } from '../jobs/events.ts';
 import { asCaller } from '../middleware/auth.ts';
 
@@ -121,17 +121,21 @@ executionsApi.openapi(
     path: '/{execution_id}/logs',
     tags: ['executions'],
     summary: 'The execution’s logs (plain text, possibly empty)',
-    request: { params: ExecutionParams },
-    responses: {
-      200: { description: 'Log text', content: { 'text/plain': { schema: z.string() } } },
-      ...errorResponses(404, 422),
-    },
+    ...logRouteDoc('execution'),
+    request: { params: ExecutionParams, query: LogPageQuerySchema },
+    responses: { ...logRouteDoc('execution').responses, ...errorResponses(404, 422) },
   }),
   async (c) => {
     const id = c.req.valid('param').execution_id;
-    const [execution, job] = await asCaller(c, (org) => [executionQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'execute', id)], ([e]) => e.length > 0);
+    const { offset } = c.req.valid('query');
+    // One round trip: the key, the execution, its job's log length and the index rows of the page.
+    const [execution, job, rows] = await asCaller(
+      c,
+      (org) => [executionQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'execute', id), logPageQuery(c.var.db, jobIdOfSubject('execute', id), offset)],
+      ([r]) => r.length > 0,
+    );
     one(execution, 'Execution');
-    return (await logResponse(c.env.ARTIFACTS, job[0]?.id)) as never;
+    return (await logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows as LogIndexRow[], offset)) as never;
   },
 );
 

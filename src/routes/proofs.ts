@@ -20,7 +20,7 @@ import { idempotent } from '../middleware/idempotency.ts';
 import { jobOfSubject, one, programQuery, programRunsQuery, proofQuery, requireProgram, runsPage } from '../lib/lookups.ts';
 import { cancelAnswer, proofFileResponse } from '../jobs/proof-actions.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
-import { logResponse } from '../jobs/logs.ts';
+import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders, proofEvents } from '../jobs/events.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -262,17 +262,21 @@ proofsApi.openapi(
     path: '/{proof_id}/logs',
     tags: ['proofs'],
     summary: 'The proof job’s logs (plain text, possibly empty)',
-    request: { params: ProofParams },
-    responses: {
-      200: { description: 'Log text', content: { 'text/plain': { schema: z.string() } } },
-      ...errorResponses(404, 422),
-    },
+    ...logRouteDoc('proof'),
+    request: { params: ProofParams, query: LogPageQuerySchema },
+    responses: { ...logRouteDoc('proof').responses, ...errorResponses(404, 422) },
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;
-    const [proof, job] = await asCaller(c, (org) => [proofQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'proof', id)], ([p]) => p.length > 0);
+    const { offset } = c.req.valid('query');
+    // One round trip: the key, the proof, its job's log length and the index rows of the page.
+    const [proof, job, rows] = await asCaller(
+      c,
+      (org) => [proofQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'proof', id), logPageQuery(c.var.db, jobIdOfSubject('proof', id), offset)],
+      ([r]) => r.length > 0,
+    );
     one(proof, 'Proof');
-    return (await logResponse(c.env.ARTIFACTS, job[0]?.id)) as never;
+    return (await logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows as LogIndexRow[], offset)) as never;
   },
 );
 

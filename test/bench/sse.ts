@@ -11,6 +11,7 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { createApiKey, createConfig, createOrganization, lit } from '../../src/admin/statements.ts';
 import { applyLocalMigrations, d1Execute, freePort, hasExited, ROOT, spawnWranglerDev, stopGroup, waitForHealthy } from '../../src/tools/wrangler.ts';
+import { TENANT_DEFAULTS } from '../../src/lib/limits.ts';
 import { SseReader } from '../sse.ts';
 import { benchCli } from './cli.ts';
 
@@ -49,10 +50,14 @@ async function main() {
     log(`local state in ${persistTo}: applying migrations and seeding a tenant`);
     await applyLocalMigrations(persistTo);
     const org = createOrganization('bench');
-    const key = await createApiKey(org.output.at(-1)!, 'bench@localhost');
+    // One API key per MAX_STREAMS_PER_KEY streams: a key may hold only that many open.
+    const keys = await Promise.all(Array.from({ length: Math.ceil(streams / TENANT_DEFAULTS.MAX_STREAMS_PER_KEY) }, (_, i) => createApiKey(org.output.at(-1)!, `bench${i}@localhost`)));
+    if (streams > TENANT_DEFAULTS.MAX_STREAMS_PER_ORG) throw new Error(`at most ${TENANT_DEFAULTS.MAX_STREAMS_PER_ORG} streams: an organization may hold only that many open`);
+    const [key] = keys as [(typeof keys)[number]];
     const config = createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + 'ab'.repeat(32), engine: 'dev', deferral_enabled: false });
-    await d1Execute(target, [...org.sql, ...key.sql, ...config.sql]);
+    await d1Execute(target, [...org.sql, ...keys.flatMap((k) => k.sql), ...config.sql]);
     const auth = { 'Service-API-Key': key.output.at(-1)! };
+    const authOf = (stream: number) => ({ 'Service-API-Key': keys[Math.floor(stream / TENANT_DEFAULTS.MAX_STREAMS_PER_KEY)]!.output.at(-1)! });
 
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
@@ -88,7 +93,7 @@ async function main() {
     const events = new Array<number>(streams).fill(0);
     const opened: Promise<void>[] = [];
     for (let i = 0; i < streams; i++) {
-      const res = await fetch(`${base}/v1/proofs/${proofId}/events`, { headers: auth });
+      const res = await fetch(`${base}/v1/proofs/${proofId}/events`, { headers: authOf(i) });
       if (res.status !== 200) throw new Error(`opening a stream: ${res.status} ${await res.text()}`);
       const reader = new SseReader(res.body!);
       readers.push(reader);
@@ -152,7 +157,7 @@ async function main() {
     // While the streams opened, the first ones already polled: what opening cost is the rest.
     const openingTrips = opening.roundTrips - opening.streamPolls;
     const openingStatements = opening.statements - opening.streamPolls;
-    console.log(`\nOpening a stream: ${(openingTrips / streams).toFixed(1)} D1 round trip(s), ${(openingStatements / streams).toFixed(1)} statements (the API key and the record in one batch).`);
+    console.log(`\nOpening a stream: ${(openingTrips / streams).toFixed(1)} D1 round trip(s), ${(openingStatements / streams).toFixed(1)} statements (the API key, the record and the stream's slot in one batch).`);
   } finally {
     await cleanup();
   }

@@ -3,6 +3,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { appendLogChunk } from '../../src/jobs/logs.ts';
+import { tenantLimits } from '../../src/jobs/settings.ts';
 import { openDb } from '../../src/db/client.ts';
 import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { as, seedUser, send, signIn } from './console-helpers.ts';
@@ -110,8 +111,8 @@ describe('proofs', () => {
 
     const job = (await env.DB.prepare(`SELECT id FROM jobs WHERE subject_id = ?`).bind(proof).first<{ id: string }>())!.id;
     const db = openDb(env.DB);
-    await appendLogChunk(db, env.ARTIFACTS, job, { seq: 0, offset: 0, text: 'line one\n' });
-    await appendLogChunk(db, env.ARTIFACTS, job, { seq: 1, offset: 9, text: 'line two\n' });
+    await appendLogChunk(db, env.ARTIFACTS, job, { seq: 0, offset: 0, text: 'line one\n' }, tenantLimits(env));
+    await appendLogChunk(db, env.ARTIFACTS, job, { seq: 1, offset: 9, text: 'line two\n' }, tenantLimits(env));
     const res = await fetchText(s.token, `${org}/proofs/${proof}/logs`);
     expect(res).toEqual({ text: 'line one\nline two\n', next: '18', state: 'Queued' });
     expect(await fetchText(s.token, `${org}/proofs/${proof}/logs?offset=9`)).toEqual({ text: 'line two\n', next: '18', state: 'Queued' });

@@ -5,7 +5,8 @@ import { env } from 'cloudflare:test';
 import { SSEStreamingApi } from 'hono/streaming';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiKey, revokeApiKey } from '../../src/admin/statements.ts';
-import { EVENT_HEARTBEAT_MS, EVENT_LOG_MAX_BYTES, EVENT_POLL_MS, EVENT_STREAM_MAX_MS, follow, proofEvents, type SubjectRow } from '../../src/jobs/events.ts';
+import { EVENT_HEARTBEAT_MS, EVENT_LOG_MAX_BYTES, EVENT_POLL_MS, EVENT_POLLS_PER_READ, EVENT_STREAM_MAX_MS, follow, pollBudget, proofEvents, type SubjectRow } from '../../src/jobs/events.ts';
+import { sha256Hex } from '../../src/lib/crypto.ts';
 import { SseReader, type SseEvent } from '../sse.ts';
 import { recordD1Calls } from './d1-calls.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent, upload } from './fleet-helpers.ts';
@@ -189,10 +190,11 @@ describe('GET /v1/proofs/{id}/events', () => {
     const d1 = recordD1Calls();
     const sse = await open(t, `/v1/proofs/${proofId}/events`);
     await expectEvent(sse, 'state');
-    // The first read: the key's lookup and the record, one batch.
-    expect(d1.calls[0]!.sql).toHaveLength(2);
+    // The first read: the key's lookup, the record and the stream's slot, one batch.
+    expect(d1.calls[0]!.sql).toHaveLength(5);
     expect(d1.calls[0]!.sql[0]).toMatch(/from "api_keys"/);
     expect(d1.calls[0]!.sql[1]).toMatch(/from "proofs"/);
+    expect(d1.calls[0]!.sql[4]).toMatch(/insert into "event_streams"/);
 
     // Polls go on while nothing changes (a second and a bit per poll); wait for three of them.
     const polls = () => d1.calls.slice(1).filter((c) => c.sql.some((q) => q.includes('log_job_id')));
@@ -256,7 +258,7 @@ describe('OpenAPI', () => {
 
 describe('a stream over its whole life (a virtual clock)', () => {
   /** Runs follow() on a record that never changes, with time that passes only when the stream sleeps. */
-  async function run(opts: { leaveAfterPolls?: number } = {}) {
+  async function run(opts: { leaveAfterPolls?: number; afterPoll?: (polls: number) => Promise<string | null> } = {}) {
     let now = 0;
     const pollTimes: number[] = [];
     const writeTimes: number[] = [];
@@ -280,7 +282,8 @@ describe('a stream over its whole life (a virtual clock)', () => {
         if (pollTimes.length === opts.leaveAfterPolls) void sse.cancel();
         return [row];
       },
-      bucket: env.ARTIFACTS,
+      readLog: async () => ({ text: '', next: 0 }),
+      afterPoll: opts.afterPoll,
       path: '/test',
       clock: {
         now: () => now,
@@ -312,6 +315,22 @@ describe('a stream over its whole life (a virtual clock)', () => {
     expect(comments.every((c) => c === 'keep-alive')).toBe(true);
     // Never more than the heartbeat interval without a byte on the wire.
     for (let i = 1; i < writeTimes.length; i++) expect(writeTimes[i]! - writeTimes[i - 1]!).toBeLessThanOrEqual(EVENT_HEARTBEAT_MS);
+  });
+
+  it('counts its polls against the reads budgets of its key and organization, and ends with `reconnect` past them', async () => {
+    const t = await seedTenant();
+    const hash = await sha256Hex(t.key);
+    // The key's reads budget, spent (the real binding, test/vitest.config.ts).
+    while ((await env.RATE_LIMIT_READS.limit({ key: hash })).success);
+    const { pollTimes, events } = await run({ afterPoll: pollBudget(env, hash, t.orgId) });
+    expect(pollTimes).toHaveLength(EVENT_POLLS_PER_READ); // the first poll that costs a request
+    expect(events.map((e) => e.event)).toEqual(['state', 'reconnect']);
+    expect(events[1]!.retry).toBe(60_000);
+    expect(JSON.parse(events[1]!.data).detail).toContain('used up the "reads" rate limit of this API key or its organization');
+    // A key with budget left polls on.
+    const fresh = await seedTenant();
+    const more = await run({ afterPoll: pollBudget(env, await sha256Hex(fresh.key), fresh.orgId), leaveAfterPolls: 3 * EVENT_POLLS_PER_READ });
+    expect(more.events.map((e) => e.event)).toEqual(['state']);
   });
 
   it('stops polling as soon as its client leaves', async () => {

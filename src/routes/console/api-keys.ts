@@ -2,14 +2,15 @@
 // Anyone may make their own; a key is shown once and stored only as its SHA-256.
 // Members see and revoke their own keys; owners and admins every key.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, desc, eq, isNull, type SQL } from 'drizzle-orm';
+import { and, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { apiKeys } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
 import { ApiKeyRecord, CreatedApiKey } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
-import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
+import { ApiError, isRefusedInsert, notFound, validationHook } from '../../lib/errors.ts';
+import { tenantLimits } from '../../jobs/settings.ts';
 import { newApiKeyId } from '../../lib/ids.ts';
 import { MAX_API_KEY_NAME_LENGTH } from '../../lib/limits.ts';
 import { revoke } from '../../lib/revoke.ts';
@@ -73,7 +74,7 @@ apiKeysApi.openapi(
     },
     responses: {
       201: { description: 'Created', content: { 'application/json': { schema: CreatedApiKey } } },
-      ...consoleErrors(404, 422),
+      ...consoleErrors(404, 409, 422),
     },
   }),
   async (c) => {
@@ -83,10 +84,29 @@ apiKeysApi.openapi(
     const key = randomToken('sk');
     const id = newApiKeyId();
     const owner = body.name ? `${c.var.user.email} (${body.name})` : c.var.user.email;
-    await db.batch([
-      db.insert(apiKeys).values({ id, org_id: orgId, key_hash: await sha256Hex(key), owner, prefix: key.slice(0, KEY_PREFIX_LENGTH), user_id: c.var.user.id }),
-      auditEntry(db, orgId, actorOf(c), 'api_key.create', id, { prefix: key.slice(0, KEY_PREFIX_LENGTH), name: owner }),
-    ]);
+    // At most ORG_MAX_API_KEYS live keys: the insert itself is refused (its org_id null,
+    // the whole batch with it) when the organization has as many, so concurrent creates
+    // cannot pass the cap. Each key has its own rate budget, but they share the
+    // organization's (src/middleware/rate-limit.ts).
+    const max = tenantLimits(c.env).ORG_MAX_API_KEYS;
+    const room = sql`(SELECT count(*) FROM ${apiKeys} WHERE ${apiKeys.org_id} = ${orgId} AND ${apiKeys.revoked_at} IS NULL) < ${max}`;
+    try {
+      await db.batch([
+        db.insert(apiKeys).values({
+          id,
+          org_id: sql`CASE WHEN ${room} THEN ${orgId} END`,
+          key_hash: await sha256Hex(key),
+          owner,
+          prefix: key.slice(0, KEY_PREFIX_LENGTH),
+          user_id: c.var.user.id,
+        }),
+        auditEntry(db, orgId, actorOf(c), 'api_key.create', id, { prefix: key.slice(0, KEY_PREFIX_LENGTH), name: owner }),
+      ]);
+    } catch (err) {
+      if (isRefusedInsert(err, 'api_keys'))
+        throw new ApiError(409, `Your organization has ${max} live API keys, the most it may have: revoke one it no longer uses first (keys share the organization's rate limits anyway)`);
+      throw err;
+    }
     const row = (await db.select().from(apiKeys).where(eq(apiKeys.id, id)).get())!;
     return c.json({ ...keyRecord(row), key }, 201);
   },

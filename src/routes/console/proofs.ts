@@ -6,11 +6,11 @@ import { and, desc, eq, gte, lte, sql } from 'drizzle-orm';
 import { jobs, organizations, PROOF_STATES, programs, projects, proofs } from '../../db/schema.ts';
 import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
-import { jobLogFrom } from '../../jobs/logs.ts';
+import { jobIdOfSubject, logPageQuery, readLogPage } from '../../jobs/logs.ts';
 import { CancelAnswer, ConsoleProof, ProofDetail } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import { cappedCount, findProof, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
+import { cappedCount, findProof, jobOfSubject, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
 import { cancelAnswer, proofFileResponse } from '../../jobs/proof-actions.ts';
 import { proofRecord } from '../../lib/records.ts';
 import { PaginationQuery, pageOf, queryInt, Uuid } from '../../lib/schemas.ts';
@@ -136,8 +136,11 @@ consoleProofsApi.openapi(
   async (c) => {
     const db = c.var.db;
     const proof = await findProof(db, c.var.membership.orgId, c.req.valid('param').proof_id);
-    const job = await db.select({ id: jobs.id }).from(jobs).where(and(eq(jobs.kind, 'proof'), eq(jobs.subject_id, proof.id))).get();
-    const { text, next } = await jobLogFrom(c.env.ARTIFACTS, job?.id, c.req.valid('query').offset, LOG_READ_MAX_BYTES);
+    const { offset } = c.req.valid('query');
+    // The job and its log's index rows from `offset`: one round trip, then the page's R2 reads.
+    const [[job], rows] = await db.batch([jobOfSubject(db, 'proof', proof.id), logPageQuery(db, jobIdOfSubject('proof', proof.id), offset)]);
+    const page = await readLogPage(c.env.ARTIFACTS, job?.id, rows, offset, LOG_READ_MAX_BYTES, job?.log_bytes);
+    const [text, next] = [new TextDecoder().decode(page.bytes), page.next];
     return c.text(text, 200, { 'X-Log-Next-Offset': String(next), 'X-Proof-State': proof.state, 'Cache-Control': 'no-store' }) as never;
   },
 );
