@@ -37,6 +37,7 @@ export default defineConfig({
                 RATE_LIMIT_READS: { namespace_id: '1001', simple: { limit: 250, period: 60 } },
                 RATE_LIMIT_SUBMISSIONS: { namespace_id: '1002', simple: { limit: 100, period: 60 } },
                 RATE_LIMIT_UPLOADS: { namespace_id: '1003', simple: { limit: 30, period: 60 } },
+                RATE_LIMIT_PASSWORD_RESET: { namespace_id: '1004', simple: { limit: 5, period: 60 } },
               },
             },
           })),

@@ -20,3 +20,10 @@ export const MAX_API_KEY_NAME_LENGTH = 100;
 /** Longest webhook endpoint URL and description. */
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 export const MAX_WEBHOOK_DESCRIPTION = 256;
+
+/** How long an invitation link works (it is emailed to the invitee). */
+export const INVITE_TTL_DAYS = 7;
+/** How long an operator's set-password link works. */
+export const SET_PASSWORD_LINK_TTL_HOURS = 72;
+/** How long a password-reset link works. */
+export const PASSWORD_RESET_TTL_MINUTES = 30;
