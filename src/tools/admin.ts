@@ -234,7 +234,7 @@ const commands: Record<string, Command> = {
       const consoleUrl = c.values['console-url'] === undefined ? (c.target.remote ? undefined : 'http://127.0.0.1:8787') : required(c.values, 'console-url');
       if (!consoleUrl) throw new UsageError('--console-url is required with --remote (where people open the console)');
       const email = required(c.values, 'email');
-      const [[orgs], [found]] = await Promise.all([d1Execute(c.target, [listOrganizations()]), d1Execute(c.target, [findUser(email)])]);
+      const [orgs, found] = await d1Execute(c.target, [listOrganizations(), findUser(email)]);
       if (!orgs?.some((o) => o.id === org)) throw new Error(`no organization ${org} (see list-orgs)`);
       const existing = found?.[0] ? { has_password: Number(found[0].has_password) === 1 } : undefined;
       let step: UserStep;

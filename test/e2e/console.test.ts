@@ -73,6 +73,24 @@ async function signIn(page: Page, email: string, password: string) {
   await page.waitForSelector('body[data-ready="true"]');
 }
 
+/**
+ * The link of the newest mail to `to` with `subject`, read as a developer would: on
+ * the console's Outbox page (npm start's local mail; nothing is really sent).
+ */
+async function mailedLink(page: Page, to: string, subject: string): Promise<string> {
+  let href: string | null = null;
+  await expect
+    .poll(async () => {
+      await open(page, '/console/outbox');
+      const row = page.locator('#outbox tbody tr', { hasText: to }).filter({ hasText: subject }).first();
+      href = (await row.count()) ? await row.locator('a').getAttribute('href') : null;
+      return href;
+    })
+    .not.toBeNull();
+  await shot(page, '19-outbox');
+  return href!;
+}
+
 /** Stops the agent (SIGTERM, SIGKILL after 10 s): jobs submitted now stay queued. */
 async function stopAgent() {
   if (!agent) return;
@@ -251,19 +269,23 @@ describe('the console in chromium', () => {
     expect(res.status).toBe(401);
   });
 
-  it('invites a member who signs in and is refused member management', async () => {
+  it('invites a member by email: the link reaches them through the outbox, never the inviter; they join and are refused member management', async () => {
     await open(page, '/console/members');
     await page.getByLabel('Email').fill('newbie@e2e.test');
     await page.locator('#invite-create select[name="role"]').selectOption('member');
-    await page.getByRole('button', { name: 'Create invite link' }).click();
-    await page.waitForSelector('#invite-link:not([hidden])');
-    const link = (await page.locator('#invite-link-value').textContent())!;
-    expect(link).toMatch(new RegExp(`^${stack.url}/console/invite#token=inv_[0-9a-f]{64}$`));
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    await expect.poll(() => page.locator('#status').textContent()).toBe('Invitation sent to newbie@e2e.test.');
     await expect.poll(() => page.locator('#invites tbody').textContent()).toContain('newbie@e2e.test');
+    // The inviter's page holds no link.
+    expect(await page.content()).not.toContain('#token=');
+    // Under npm start's outbox sender the Outbox is in the navigation.
+    expect(await page.locator('#nav-outbox').isVisible()).toBe(true);
     await shot(page, '12-members');
 
     const memberContext = await newContext();
     const member = await memberContext.newPage();
+    const link = await mailedLink(member, 'newbie@e2e.test', 'You are invited to e2e');
+    expect(link).toMatch(new RegExp(`^${stack.url}/console/invite#token=inv_[0-9a-f]{64}$`));
     await member.goto(link);
     await expect.poll(() => member.locator('#invite-summary').textContent()).toBe('newbie@e2e.test is invited to e2e as member.');
     expect(member.url()).toBe(`${stack.url}/console/invite`); // the token left the address bar
@@ -294,6 +316,34 @@ describe('the console in chromium', () => {
     await open(page, '/console/members');
     expect(await page.locator('#members tbody').textContent()).toContain('newbie@e2e.test');
     expect(await page.locator('#audit tbody').textContent()).toContain('invite.accept');
+  });
+
+  it('resets a forgotten password: asks on the sign-in page, opens the emailed link, signs in with the new one', async () => {
+    const context = await newContext();
+    const p = await context.newPage();
+    await p.goto(`${stack.url}/console/signin`);
+    await p.getByRole('link', { name: 'Forgot your password?' }).click();
+    await p.waitForSelector('body[data-ready="true"]');
+    await p.getByLabel('Email').fill('newbie@e2e.test');
+    await p.getByRole('button', { name: 'Email me a link' }).click();
+    await expect.poll(() => p.locator('#status').textContent()).toBe('If an account has this email, a link to reset its password is on its way.');
+    await shot(p, '18-forgot-password');
+    const link = await mailedLink(p, 'newbie@e2e.test', 'Reset your proving console password');
+    expect(link).toMatch(new RegExp(`^${stack.url}/console/reset-password#token=rst_[0-9a-f]{64}$`));
+    await p.goto(link);
+    await p.waitForSelector('body[data-ready="true"]');
+    expect(p.url()).toBe(`${stack.url}/console/reset-password`);
+    await p.getByLabel(/New password/).fill('newbie new password');
+    await p.getByRole('button', { name: 'Set password' }).click();
+    await p.waitForURL(/\/console\/signin\?email=/);
+    await signIn(p, 'newbie@e2e.test', 'newbie new password');
+    // The link worked once.
+    await p.goto(link);
+    await p.waitForSelector('body[data-ready="true"]');
+    await p.getByLabel(/New password/).fill('a third password');
+    await p.getByRole('button', { name: 'Set password' }).click();
+    await expect.poll(() => p.locator('#status').textContent()).toBe('This link is unknown, used or expired: ask for a new one');
+    await context.close();
   });
 
   it('signs out: the session cannot be refreshed any more', async () => {
