@@ -177,7 +177,7 @@ describe('npm run admin', () => {
     const remote = await adminRaw(['create-user', '--email', 'x@example.com', '--org', org, '--remote', '--env', 'staging']);
     expect(remote.code).toBe(2);
     expect(remote.stderr).toContain('--console-url is required with --remote');
-  }, 240_000);
+  }, 360_000);
 
   it('create-user emails the set-password link through the local outbox and prints no link', async () => {
     const org = (await admin('create-org', '--name', 'Mailed Co')).lastLine;
@@ -190,7 +190,7 @@ describe('npm run admin', () => {
     expect(mail).toMatchObject({ subject: 'Set your proving console password', link: expect.stringMatching(/^http:\/\/127\.0\.0\.1:8787\/console\/set-password#token=pw_[0-9a-f]{64}$/) });
     const token = String(mail!.link).split('#token=')[1]!;
     expect(await rows(`SELECT kind FROM console_links WHERE token_hash = ${lit(sha256(token))}`)).toEqual([{ kind: 'set_password' }]);
-  }, 240_000);
+  }, 360_000);
 
   it('create-user on an email that has an account adds the membership, says so, and never touches its password', async () => {
     const first = (await admin('create-org', '--name', 'First Co')).lastLine;
@@ -218,7 +218,7 @@ describe('npm run admin', () => {
         [second, 'admin'],
       ].sort(),
     );
-  }, 240_000);
+  }, 360_000);
 
   it('creates an agent token and stores only its SHA-256', async () => {
     const created = await admin('create-agent-token', '--name', 'gpu-box-1');
