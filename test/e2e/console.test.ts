@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUser } from '../../src/admin/statements.ts';
+import { createOrganization, createUser } from '../../src/admin/statements.ts';
 import { hashPassword } from '../../src/lib/password.ts';
 import { caller, registerGuest, ROOT, startStack, type AgentProcess, type Stack } from './stack.ts';
 
@@ -343,6 +343,47 @@ describe('the console in chromium', () => {
     await p.getByLabel(/New password/).fill('a third password');
     await p.getByRole('button', { name: 'Set password' }).click();
     await expect.poll(() => p.locator('#status').textContent()).toBe('This link is unknown, used or expired: ask for a new one');
+    await context.close();
+  });
+
+  it('an existing account accepts an invitation by signing in as itself, never with a password on the invitation', async () => {
+    // A second organization, owned by the e2e owner (create-user on an existing email: membership only).
+    for (const sql of createOrganization('e2e two', 'org_e2e_two').sql) await stack.sql(sql);
+    for (const sql of (await createUser({ email: OWNER, orgId: 'org_e2e_two', role: 'owner', consoleUrl: stack.url }, undefined, { has_password: true })).sql) await stack.sql(sql);
+    const signin = await fetch(`${stack.url}/console/v1/auth/signin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'X-Console-CSRF': '1', origin: stack.url },
+      body: JSON.stringify({ email: OWNER, password: PASSWORD }),
+    });
+    const { access_token } = await signin.json();
+    const invited = await fetch(`${stack.url}/console/v1/orgs/org_e2e_two/invites`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${access_token}` },
+      body: JSON.stringify({ email: 'newbie@e2e.test', role: 'admin' }),
+    });
+    expect(invited.status).toBe(201);
+    expect(await invited.json()).not.toHaveProperty('link');
+
+    const context = await newContext();
+    const p = await context.newPage();
+    await p.goto(await mailedLink(p, 'newbie@e2e.test', 'You are invited to e2e two'));
+    await p.waitForSelector('body[data-ready="true"]');
+    expect(await p.locator('#invite-form').isHidden()).toBe(true);
+    expect(await p.locator('#invite-sign-in').textContent()).toContain('newbie@e2e.test has an account: sign in as it to accept the invitation.');
+    await shot(p, '20-invite-existing');
+    await p.getByRole('button', { name: 'Sign in as newbie@e2e.test' }).click();
+    await p.waitForURL(/\/console\/signin\?email=/);
+    expect(await p.getByLabel('Email').inputValue()).toBe('newbie@e2e.test');
+    await p.getByLabel('Password').fill('newbie new password');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    // Back on the invitation (its token kept in this tab meanwhile), signed in.
+    await p.waitForURL(/\/console\/invite$/);
+    await p.waitForSelector('body[data-ready="true"]');
+    expect(await p.locator('#invite-join').textContent()).toBe('You are signed in as newbie@e2e.test.');
+    await p.getByRole('button', { name: 'Join' }).click();
+    await p.waitForURL(/\/console\/projects$/);
+    await p.waitForSelector('body[data-ready="true"]');
+    expect(await p.locator('#org-select option').allTextContents()).toEqual(expect.arrayContaining(['e2e (member)', 'e2e two (admin)']));
     await context.close();
   });
 
