@@ -33,6 +33,7 @@ import { consoleAuthApi } from './routes/console/auth.ts';
 import { consoleExecutionsApi } from './routes/console/executions.ts';
 import { fleetApi } from './routes/console/fleet.ts';
 import { membersApi } from './routes/console/members.ts';
+import { outboxApi } from './routes/console/outbox.ts';
 import { consoleProgramsApi } from './routes/console/programs.ts';
 import { consoleProjectsApi } from './routes/console/projects.ts';
 import { consoleProofsApi } from './routes/console/proofs.ts';
@@ -98,6 +99,8 @@ for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, conso
 const consoleApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 consoleApi.use(callerSession);
 consoleApi.route('/auth', consoleAuthApi);
+// The local mail outbox: open, and 404 unless MAIL_SENDER = "outbox" (never deployed).
+consoleApi.route('/outbox', outboxApi);
 consoleApi.route('/', signedIn);
 
 // The fleet's side: agent tokens and job tokens, never API keys (src/internal/auth.ts).

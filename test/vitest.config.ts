@@ -48,6 +48,7 @@ export default defineConfig({
                 RATE_LIMIT_CONSOLE: { namespace_id: '1007', simple: { limit: 600, period: 60 } },
                 RATE_LIMIT_CONSOLE_ORG: { namespace_id: '1008', simple: { limit: 1000, period: 60 } },
                 RATE_LIMIT_CONSOLE_SENDS: { namespace_id: '1009', simple: { limit: 20, period: 60 } },
+                RATE_LIMIT_PASSWORD_RESET: { namespace_id: '1010', simple: { limit: 5, period: 60 } },
               },
             },
           })),

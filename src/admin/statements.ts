@@ -5,9 +5,10 @@
 // is a type error here too), and rendered to SQL text.
 import { and, count, desc, eq, isNotNull, isNull, notExists, sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/sqlite-proxy';
-import { agents, agentTokens, apiKeys, configs, consoleLinks, memberships, nowIso, organizations, programs, users } from '../db/schema.ts';
+import { agents, agentTokens, apiKeys, configs, consoleLinks, mailOutbox, memberships, nowIso, organizations, programs, users } from '../db/schema.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
-import { newAgentTokenId, newApiKeyId, newConfigId, newLinkId, newOrganizationId, newUserId } from '../lib/ids.ts';
+import { newAgentTokenId, newApiKeyId, newConfigId, newLinkId, newMailId, newOrganizationId, newUserId } from '../lib/ids.ts';
+import { type MailMessage, SET_PASSWORD_LINK_TTL_HOURS, setPasswordMessage } from '../lib/mail.ts';
 import { revoke } from '../lib/revoke.ts';
 import { normalizeConfigId } from '../lib/schemas.ts';
 
@@ -45,8 +46,7 @@ function render(statement: Statement): string {
   return `${inlined};`;
 }
 
-/** How long a set-password link stays valid. */
-export const SET_PASSWORD_LINK_TTL_HOURS = 72;
+export { SET_PASSWORD_LINK_TTL_HOURS } from '../lib/mail.ts';
 
 export interface NewUser {
   email: string;
@@ -54,19 +54,37 @@ export interface NewUser {
   role: 'owner' | 'admin' | 'member';
   name?: string;
   operator?: boolean;
-  /** Where people open the console, for the printed link (e.g. https://proving.example.com). */
+  /** Where people open the console, for the link (e.g. https://proving.example.com). */
   consoleUrl: string;
-  /** Set this password hash at once (the `npm start` dev user) instead of printing a set-password link. */
+  /**
+   * Local seeding only (`npm start`'s dev user, the tests): set this password hash
+   * instead of making a set-password link. The operator command never passes it.
+   */
   passwordHash?: string;
 }
 
+/** A create-user step: its SQL and output, and the set-password message when it makes a link. */
+export interface UserStep extends AdminStep {
+  /** The set-password link's message, to email (or, with no mail sender, to print: the output's last line is the link). */
+  mail?: MailMessage;
+}
+
+/** Whether an account has this email, and whether it has a password (the operator command looks before it writes). */
+export const findUser = (email: string): string =>
+  render(db.select({ id: users.id, has_password: isNotNull(users.password_hash).as('has_password') }).from(users).where(eq(users.email, normalizeEmail(email))));
+
+const normalizeEmail = (email: string) => email.trim().toLowerCase();
+
 /**
- * A console user who is a member of an organization with a role (an existing user
- * keeps their account and gets the role), and a one-time link to set the password.
- * The link carries its token after `#`, so it never reaches a server log.
+ * A console user who is a member of an organization with a role. An existing account
+ * keeps its password, always: it only gains the membership (or the role). An account
+ * with no password yet (a new one) gets a one-time link to set it, which replaces any
+ * earlier one; the SQL itself makes the link only while the account has no password,
+ * so what `existing` says is only what to print. The link carries its token after
+ * `#`, so it never reaches a server log.
  */
-export async function createUser(u: NewUser, token: string = randomToken('pw', 32)): Promise<AdminStep> {
-  const email = u.email.trim().toLowerCase();
+export async function createUser(u: NewUser, token: string = randomToken('pw', 32), existing?: { has_password: boolean }): Promise<UserStep> {
+  const email = normalizeEmail(u.email);
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new Error(`not an email address: ${u.email}`);
   if (!['owner', 'admin', 'member'].includes(u.role)) throw new Error(`role must be owner, admin or member: ${u.role}`);
   const byEmail = sql<string>`${db.select({ id: users.id }).from(users).where(eq(users.email, email))}`;
@@ -81,28 +99,51 @@ export async function createUser(u: NewUser, token: string = randomToken('pw', 3
         .onConflictDoUpdate({ target: [memberships.org_id, memberships.user_id], set: { role: sql`excluded.role` } }),
     ),
   ];
+  const joined = `user ${email} (${u.role} of ${u.orgId})`;
   if (u.passwordHash !== undefined) {
     statements.push(render(db.update(users).set({ password_hash: u.passwordHash }).where(eq(users.email, email))));
-    return { sql: statements, output: [`user ${email} (${u.role} of ${u.orgId})`, email] };
+    return { sql: statements, output: [joined, email] };
   }
+  if (existing?.has_password) {
+    return { sql: statements, output: [`${joined}: ${email} has an account already; its password is unchanged (they sign in with it, or reset it from the sign-in page)`, email] };
+  }
+  const passwordless = and(eq(users.email, email), isNull(users.password_hash));
   statements.push(
+    // An earlier unused link dies: one live set-password link per account.
+    render(revoke(db, consoleLinks, and(eq(consoleLinks.kind, 'set_password'), eq(consoleLinks.email, email), isNull(consoleLinks.used_at)))),
     render(
-      db.insert(consoleLinks).values({
-        id: newLinkId(),
-        kind: 'set_password',
-        token_hash: await sha256Hex(token),
-        email,
-        user_id: byEmail,
-        expires_at: sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`+${SET_PASSWORD_LINK_TTL_HOURS} hours`})`,
-      }),
+      db.insert(consoleLinks).select(
+        db
+          .select({
+            id: sql`${newLinkId()}`.as('id'),
+            kind: sql`'set_password'`.as('kind'),
+            token_hash: sql`${await sha256Hex(token)}`.as('token_hash'),
+            email: users.email,
+            user_id: users.id,
+            org_id: sql`NULL`.as('org_id'),
+            role: sql`NULL`.as('role'),
+            created_by: sql`NULL`.as('created_by'),
+            created_at: nowIso.as('created_at'),
+            expires_at: sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`+${SET_PASSWORD_LINK_TTL_HOURS} hours`})`.as('expires_at'),
+            used_at: sql`NULL`.as('used_at'),
+            revoked_at: sql`NULL`.as('revoked_at'),
+          })
+          .from(users)
+          .where(passwordless),
+      ),
     ),
   );
-  const link = `${u.consoleUrl.replace(/\/+$/, '')}/console/set-password#token=${token}`;
+  const mail = setPasswordMessage({ consoleUrl: u.consoleUrl, token, to: email });
   return {
     sql: statements,
-    output: [`user ${email} (${u.role} of ${u.orgId}); open this link within ${SET_PASSWORD_LINK_TTL_HOURS} hours to set the password (it works once):`, link],
+    output: [`${joined}; open this link within ${SET_PASSWORD_LINK_TTL_HOURS} hours to set the password (it works once):`, mail.link!],
+    mail,
   };
 }
+
+/** A message into the local outbox (MAIL_SENDER = "outbox"), as the Worker's outbox sender stores it. */
+export const outboxInsert = (m: MailMessage): string =>
+  render(db.insert(mailOutbox).values({ id: newMailId(), to: m.to, subject: m.subject, text: m.text, link: m.link ?? null }));
 
 export function createOrganization(name: string, id: string = newOrganizationId()): AdminStep {
   return {

@@ -13,6 +13,7 @@ import type { AppEnv } from '../app-env.ts';
 import { PageFrame } from './ui/chrome.tsx';
 import { CONSOLE_PAGES, type PageName, type PageSpec, TITLE_SUFFIX } from './ui/site.ts';
 import { PAGE_VIEWS } from './ui/views/index.ts';
+import { outboxConfigured } from '../routes/console/outbox.ts';
 
 export const consolePages = new Hono<AppEnv>();
 
@@ -41,11 +42,13 @@ interface DocumentProps {
   spec: PageSpec;
   /** The request path, to mark the page's navigation link. */
   path: string;
+  /** Mail goes to the local outbox: the client shows its page in the navigation. */
+  outbox: boolean;
   children?: Child;
 }
 
 /** The HTML around a page: its head (styles and scripts, all this Worker's own) and its body. */
-function Document({ name, spec, path, children }: DocumentProps) {
+function Document({ name, spec, path, outbox, children }: DocumentProps) {
   return (
     <>
       {raw('<!DOCTYPE html>')}
@@ -62,8 +65,8 @@ function Document({ name, spec, path, children }: DocumentProps) {
           {spec.chart && <script src="/console/vendor/uplot.js" defer></script>}
           <script src="/console/static/console.js" defer></script>
         </head>
-        <body data-page={name} data-open={spec.open ? 'true' : undefined}>
-          <PageFrame header={{ open: spec.open, path }} title={spec.title}>
+        <body data-page={name} data-open={spec.open ? 'true' : undefined} data-outbox={outbox ? 'true' : undefined}>
+          <PageFrame header={{ open: spec.open, path, outbox }} title={spec.title}>
             {children}
           </PageFrame>
         </body>
@@ -76,11 +79,13 @@ consolePages.get('/', (c) => c.redirect('/console/projects'));
 
 for (const [name, spec] of Object.entries(CONSOLE_PAGES) as [PageName, PageSpec][]) {
   const View = PAGE_VIEWS[name];
-  consolePages.get(spec.path, (c) =>
-    c.html(
-      <Document name={name} spec={spec} path={c.req.path}>
+  consolePages.get(spec.path, (c) => {
+    const outbox = outboxConfigured(c.env);
+    if (spec.outbox && !outbox) return c.json({ detail: 'Not Found' }, 404);
+    return c.html(
+      <Document name={name} spec={spec} path={c.req.path} outbox={outbox}>
         <View />
       </Document>,
-    ),
-  );
+    );
+  });
 }

@@ -117,10 +117,11 @@ export const consoleLinks = sqliteTable(
   'console_links',
   {
     id: text('id').primaryKey(),
-    kind: text('kind', { enum: ['invite', 'set_password'] }).notNull(),
+    /** invite: joins an organization; set_password: from the operator tool; password_reset: asked for by its email. */
+    kind: text('kind', { enum: ['invite', 'set_password', 'password_reset'] }).notNull(),
     token_hash: text('token_hash').notNull(),
     email: text('email').notNull(),
-    /** set_password: whose password. */
+    /** set_password, password_reset: whose password. */
     user_id: text('user_id'),
     /** invite: into which organization, with which role, from whom. */
     org_id: text('org_id'),
@@ -131,7 +132,25 @@ export const consoleLinks = sqliteTable(
     used_at: text('used_at'),
     revoked_at: text('revoked_at'),
   },
-  (t) => [uniqueIndex('console_links_token').on(t.token_hash), index('console_links_org').on(t.org_id, t.kind)],
+  (t) => [uniqueIndex('console_links_token').on(t.token_hash), index('console_links_org').on(t.org_id, t.kind), index('console_links_email').on(t.email, t.kind)],
+);
+
+/**
+ * Mail the local outbox sender "sent" (MAIL_SENDER = "outbox", `npm start` and the
+ * tests; src/lib/mail.ts): read at /console/outbox. Never written in production.
+ */
+export const mailOutbox = sqliteTable(
+  'mail_outbox',
+  {
+    id: text('id').primaryKey(),
+    to: text('to').notNull(),
+    subject: text('subject').notNull(),
+    text: text('text').notNull(),
+    /** The one link the message carries, if any (what a developer or a test opens). */
+    link: text('link'),
+    created_at: createdAt(),
+  },
+  (t) => [index('mail_outbox_to').on(t.to, t.created_at)],
 );
 
 /**

@@ -85,7 +85,8 @@ export const Invite = z
   .object({ id: z.string(), email: z.string(), role: RoleSchema, created_by: z.string(), created_at: z.string(), expires_at: z.string() })
   .openapi('ConsoleInvite');
 
-export const CreatedInvite = Invite.extend({ link: z.string() });
+/** An invitation just made: its link went by email to `sent_to`, and is never in an answer. */
+export const CreatedInvite = Invite.extend({ sent_to: z.string() });
 
 export const AuditEntry = z
   .object({ id: z.string(), created_at: z.string(), actor: z.string(), action: z.string(), target: z.string(), detail: z.record(z.string(), z.unknown()) })
@@ -129,3 +130,8 @@ export const FleetResponse = z
     running: z.number().int(),
   })
   .openapi('ConsoleFleet');
+
+// ---------------------------------------------------------------------------
+// The local mail outbox (MAIL_SENDER = "outbox" only)
+
+export const OutboxMessage = z.object({ id: z.string(), to: z.string(), subject: z.string(), text: z.string(), link: z.string().nullable(), created_at: z.string() });

@@ -18,6 +18,8 @@ const ERROR_TEXT = {
   409: 'Conflict with the current state',
   422: 'Validation error',
   429: 'Too many attempts: retry after Retry-After seconds',
+  502: 'An upstream service (the mail API) refused or failed',
+  503: 'Not configured on this deployment',
 } as const;
 
 export const consoleErrors = (...statuses: (keyof typeof ERROR_TEXT)[]) =>

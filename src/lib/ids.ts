@@ -9,8 +9,10 @@ export const newOrganizationId = prefixed('org');
 export const newUserId = prefixed('usr');
 export const newApiKeyId = prefixed('key');
 export const newAgentTokenId = prefixed('agt');
-/** A one-time console link: an invitation, or a set-password link. */
+/** A one-time console link: an invitation, a set-password or a password-reset link. */
 export const newLinkId = prefixed('lnk');
 export const newSessionId = prefixed('ses');
+/** A message of the local mail outbox (src/lib/mail.ts). */
+export const newMailId = prefixed('mail');
 /** Configs keep the ULID's upper case: `cfg_{ULID}`, as the reference service spells them. */
 export const newConfigId = () => `cfg_${ulid()}`;

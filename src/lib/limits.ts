@@ -38,3 +38,9 @@ export const TENANT_DEFAULTS = {
   /** Live (unrevoked) API keys of one organization. */
   ORG_MAX_API_KEYS: 50,
 };
+/** How long an invitation link works (it is emailed to the invitee). */
+export const INVITE_TTL_DAYS = 7;
+/** How long an operator's set-password link works. */
+export const SET_PASSWORD_LINK_TTL_HOURS = 72;
+/** How long a password-reset link works. */
+export const PASSWORD_RESET_TTL_MINUTES = 30;

@@ -13,6 +13,9 @@ import {
   createConfig,
   createOrganization,
   createUser,
+  findUser,
+  outboxInsert,
+  type UserStep,
   listAgents,
   listUsers,
   listAgentTokens,
@@ -29,7 +32,8 @@ import {
 } from '../admin/statements.ts';
 import { openvmConfigProblems, PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
 import { artifactKey } from '../lib/artifact-keys.ts';
-import { artifactsBucket, d1Execute, describeTarget, r2Put, type Row, type Target, WranglerError } from './wrangler.ts';
+import { MailError, mailSender, send } from '../lib/mail.ts';
+import { artifactsBucket, d1Execute, describeTarget, mailSettings, r2Put, type Row, type Target, WranglerError } from './wrangler.ts';
 
 const ENVS = ['staging', 'production'];
 
@@ -90,6 +94,40 @@ async function runStep(target: Target, step: AdminStep, ifNothingChanged?: strin
   const changes = Number(results.at(-1)?.[0]?.changes ?? 0);
   if (ifNothingChanged !== undefined && changes === 0) throw new Error(ifNothingChanged);
   for (const line of step.output) process.stdout.write(line + '\n');
+}
+
+/**
+ * Runs a create-user step and delivers its set-password link, if it made one: by email
+ * when the target environment has a mail sender (the local outbox: in the same SQL;
+ * "http": through the mail API once the SQL ran), otherwise printed as the last line.
+ * This command is the one place such a link is ever printed.
+ */
+async function runUserStep(target: Target, step: UserStep): Promise<void> {
+  const mail = step.mail;
+  if (!mail) return runStep(target, step);
+  const settings = await mailSettings(target.env);
+  const sender = mailSender(settings);
+  const print = (why: string) => {
+    process.stderr.write(`admin: ${why}: printing the set-password link (hand it to ${mail.to} yourself)\n`);
+    for (const line of step.output) process.stdout.write(line + '\n');
+  };
+  if (sender === 'outbox') {
+    if (target.remote) throw new Error('MAIL_SENDER = "outbox" is for local development: never set it in a deployed environment');
+    await runStep(target, { sql: [...step.sql, outboxInsert(mail)], output: [`${step.output[0]!.replace(/; open this link.*$/, '')}; a set-password link was emailed to ${mail.to} (local outbox: /console/outbox)`, mail.to] });
+    return;
+  }
+  await runStep(target, { ...step, output: [] });
+  if (sender === 'http' && settings.MAIL_API_KEY) {
+    try {
+      await send(settings, mail);
+      process.stdout.write(`${step.output[0]!.replace(/; open this link.*$/, '')}; a set-password link was emailed to ${mail.to}\n${mail.to}\n`);
+      return;
+    } catch (err) {
+      if (!(err instanceof MailError)) throw err;
+      return print(`the mail API refused it (${err.message})`);
+    }
+  }
+  print(sender === 'http' ? 'MAIL_SENDER is "http" but MAIL_API_KEY is not set in your environment' : 'no mail sender is configured for this environment');
 }
 
 function printRows(rows: Row[], json: boolean): void {
@@ -187,7 +225,7 @@ const commands: Record<string, Command> = {
   'create-user': {
     synopsis: '--email EMAIL --org ORG_ID [--role owner|admin|member] [--name NAME] [--operator] [--console-url URL]',
     summary:
-      'Make a console user a member of an organization (default role owner: the first owner is made this way; owners and admins invite the rest from the console). Prints a one-time link to set the password on the last line. --operator shows them the fleet page. --console-url is where the console is served (default http://127.0.0.1:8787 with --local; required with --remote).',
+      'Make a console user a member of an organization (default role owner: the first owner is made this way; owners and admins invite the rest from the console). An existing account keeps its password and only gains the membership. A new account (or one with no password yet) gets a one-time set-password link: emailed when the environment has a mail sender (MAIL_SENDER; for "http", MAIL_API_KEY in your environment), otherwise printed on the last line. --operator shows them the fleet page. --console-url is where the console is served (default http://127.0.0.1:8787 with --local; required with --remote).',
     options: { email: str, org: str, role: str, name: str, operator: bool, 'console-url': str },
     async run(c) {
       const org = required(c.values, 'org');
@@ -195,22 +233,21 @@ const commands: Record<string, Command> = {
       if (!['owner', 'admin', 'member'].includes(role)) throw new UsageError(`--role must be owner, admin or member, not ${role}`);
       const consoleUrl = c.values['console-url'] === undefined ? (c.target.remote ? undefined : 'http://127.0.0.1:8787') : required(c.values, 'console-url');
       if (!consoleUrl) throw new UsageError('--console-url is required with --remote (where people open the console)');
-      const [orgs] = await d1Execute(c.target, [listOrganizations()]);
+      const email = required(c.values, 'email');
+      const [orgs, found] = await d1Execute(c.target, [listOrganizations(), findUser(email)]);
       if (!orgs?.some((o) => o.id === org)) throw new Error(`no organization ${org} (see list-orgs)`);
-      let step: AdminStep;
+      const existing = found?.[0] ? { has_password: Number(found[0].has_password) === 1 } : undefined;
+      let step: UserStep;
       try {
-        step = await createUser({
-          email: required(c.values, 'email'),
-          orgId: org,
-          role: role as 'owner',
-          name: typeof c.values.name === 'string' ? c.values.name : undefined,
-          operator: c.values.operator === true,
-          consoleUrl,
-        });
+        step = await createUser(
+          { email, orgId: org, role: role as 'owner', name: typeof c.values.name === 'string' ? c.values.name : undefined, operator: c.values.operator === true, consoleUrl },
+          undefined,
+          existing,
+        );
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
-      await runStep(c.target, step);
+      await runUserStep(c.target, step);
     },
   },
   'list-users': {

@@ -162,6 +162,7 @@ function banner(creds: Credentials, agent: ChildProcess): string {
     `  Config id:       ${DEV_CONFIG_ID}   (engine dev, deferral enabled)`,
     `  Console:         ${baseUrl}/console   (sign in as ${DEV_OWNER} / ${creds.console_password})`,
     `  API docs:        ${baseUrl}/docs`,
+    `  Mail (outbox):   ${baseUrl}/console/outbox   (invitations and password links are stored there, not sent; each also logs a [mail] line)`,
     `  Prover agent:    ${agentLine}`,
     '',
     '  Try it:',

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUser } from '../../src/admin/statements.ts';
+import { createOrganization, createUser } from '../../src/admin/statements.ts';
 import { hashPassword } from '../../src/lib/password.ts';
 import { caller, registerGuest, ROOT, startStack, type AgentProcess, type Stack } from './stack.ts';
 
@@ -71,6 +71,24 @@ async function signIn(page: Page, email: string, password: string) {
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL(/\/console\/projects$/);
   await page.waitForSelector('body[data-ready="true"]');
+}
+
+/**
+ * The link of the newest mail to `to` with `subject`, read as a developer would: on
+ * the console's Outbox page (npm start's local mail; nothing is really sent).
+ */
+async function mailedLink(page: Page, to: string, subject: string): Promise<string> {
+  let href: string | null = null;
+  await expect
+    .poll(async () => {
+      await open(page, '/console/outbox');
+      const row = page.locator('#outbox tbody tr', { hasText: to }).filter({ hasText: subject }).first();
+      href = (await row.count()) ? await row.locator('a').getAttribute('href') : null;
+      return href;
+    })
+    .not.toBeNull();
+  await shot(page, '19-outbox');
+  return href!;
 }
 
 /** Stops the agent (SIGTERM, SIGKILL after 10 s): jobs submitted now stay queued. */
@@ -251,19 +269,23 @@ describe('the console in chromium', () => {
     expect(res.status).toBe(401);
   });
 
-  it('invites a member who signs in and is refused member management', async () => {
+  it('invites a member by email: the link reaches them through the outbox, never the inviter; they join and are refused member management', async () => {
     await open(page, '/console/members');
     await page.getByLabel('Email').fill('newbie@e2e.test');
     await page.locator('#invite-create select[name="role"]').selectOption('member');
-    await page.getByRole('button', { name: 'Create invite link' }).click();
-    await page.waitForSelector('#invite-link:not([hidden])');
-    const link = (await page.locator('#invite-link-value').textContent())!;
-    expect(link).toMatch(new RegExp(`^${stack.url}/console/invite#token=inv_[0-9a-f]{64}$`));
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    await expect.poll(() => page.locator('#status').textContent()).toBe('Invitation sent to newbie@e2e.test.');
     await expect.poll(() => page.locator('#invites tbody').textContent()).toContain('newbie@e2e.test');
+    // The inviter's page holds no link.
+    expect(await page.content()).not.toContain('#token=');
+    // Under npm start's outbox sender the Outbox is in the navigation.
+    expect(await page.locator('#nav-outbox').isVisible()).toBe(true);
     await shot(page, '12-members');
 
     const memberContext = await newContext();
     const member = await memberContext.newPage();
+    const link = await mailedLink(member, 'newbie@e2e.test', 'You are invited to e2e');
+    expect(link).toMatch(new RegExp(`^${stack.url}/console/invite#token=inv_[0-9a-f]{64}$`));
     await member.goto(link);
     await expect.poll(() => member.locator('#invite-summary').textContent()).toBe('newbie@e2e.test is invited to e2e as member.');
     expect(member.url()).toBe(`${stack.url}/console/invite`); // the token left the address bar
@@ -294,6 +316,75 @@ describe('the console in chromium', () => {
     await open(page, '/console/members');
     expect(await page.locator('#members tbody').textContent()).toContain('newbie@e2e.test');
     expect(await page.locator('#audit tbody').textContent()).toContain('invite.accept');
+  });
+
+  it('resets a forgotten password: asks on the sign-in page, opens the emailed link, signs in with the new one', async () => {
+    const context = await newContext();
+    const p = await context.newPage();
+    await p.goto(`${stack.url}/console/signin`);
+    await p.getByRole('link', { name: 'Forgot your password?' }).click();
+    await p.waitForSelector('body[data-ready="true"]');
+    await p.getByLabel('Email').fill('newbie@e2e.test');
+    await p.getByRole('button', { name: 'Email me a link' }).click();
+    await expect.poll(() => p.locator('#status').textContent()).toBe('If an account has this email, a link to reset its password is on its way.');
+    await shot(p, '18-forgot-password');
+    const link = await mailedLink(p, 'newbie@e2e.test', 'Reset your proving console password');
+    expect(link).toMatch(new RegExp(`^${stack.url}/console/reset-password#token=rst_[0-9a-f]{64}$`));
+    await p.goto(link);
+    await p.waitForSelector('body[data-ready="true"]');
+    expect(p.url()).toBe(`${stack.url}/console/reset-password`);
+    await p.getByLabel(/New password/).fill('newbie new password');
+    await p.getByRole('button', { name: 'Set password' }).click();
+    await p.waitForURL(/\/console\/signin\?email=/);
+    await signIn(p, 'newbie@e2e.test', 'newbie new password');
+    // The link worked once.
+    await p.goto(link);
+    await p.waitForSelector('body[data-ready="true"]');
+    await p.getByLabel(/New password/).fill('a third password');
+    await p.getByRole('button', { name: 'Set password' }).click();
+    await expect.poll(() => p.locator('#status').textContent()).toBe('This link is unknown, used or expired: ask for a new one');
+    await context.close();
+  });
+
+  it('an existing account accepts an invitation by signing in as itself, never with a password on the invitation', async () => {
+    // A second organization, owned by the e2e owner (create-user on an existing email: membership only).
+    for (const sql of createOrganization('e2e two', 'org_e2e_two').sql) await stack.sql(sql);
+    for (const sql of (await createUser({ email: OWNER, orgId: 'org_e2e_two', role: 'owner', consoleUrl: stack.url }, undefined, { has_password: true })).sql) await stack.sql(sql);
+    const signin = await fetch(`${stack.url}/console/v1/auth/signin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'X-Console-CSRF': '1', origin: stack.url },
+      body: JSON.stringify({ email: OWNER, password: PASSWORD }),
+    });
+    const { access_token } = await signin.json();
+    const invited = await fetch(`${stack.url}/console/v1/orgs/org_e2e_two/invites`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${access_token}` },
+      body: JSON.stringify({ email: 'newbie@e2e.test', role: 'admin' }),
+    });
+    expect(invited.status).toBe(201);
+    expect(await invited.json()).not.toHaveProperty('link');
+
+    const context = await newContext();
+    const p = await context.newPage();
+    await p.goto(await mailedLink(p, 'newbie@e2e.test', 'You are invited to e2e two'));
+    await p.waitForSelector('body[data-ready="true"]');
+    expect(await p.locator('#invite-form').isHidden()).toBe(true);
+    expect(await p.locator('#invite-sign-in').textContent()).toContain('newbie@e2e.test has an account: sign in as it to accept the invitation.');
+    await shot(p, '20-invite-existing');
+    await p.getByRole('button', { name: 'Sign in as newbie@e2e.test' }).click();
+    await p.waitForURL(/\/console\/signin\?email=/);
+    expect(await p.getByLabel('Email').inputValue()).toBe('newbie@e2e.test');
+    await p.getByLabel('Password').fill('newbie new password');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    // Back on the invitation (its token kept in this tab meanwhile), signed in.
+    await p.waitForURL(/\/console\/invite$/);
+    await p.waitForSelector('body[data-ready="true"]');
+    expect(await p.locator('#invite-join').textContent()).toBe('You are signed in as newbie@e2e.test.');
+    await p.getByRole('button', { name: 'Join' }).click();
+    await p.waitForURL(/\/console\/projects$/);
+    await p.waitForSelector('body[data-ready="true"]');
+    expect(await p.locator('#org-select option').allTextContents()).toEqual(expect.arrayContaining(['e2e (member)', 'e2e two (admin)']));
+    await context.close();
   });
 
   it('signs out: the session cannot be refreshed any more', async () => {

@@ -20,10 +20,10 @@ interface Run {
   lastLine: string;
 }
 
-/** `npm run admin -- ...args`, without the location flags. */
-function adminRaw(args: string[]): Promise<Run> {
+/** `npm run admin -- ...args`, without the location flags; `env` adds to the operator's environment. */
+function adminRaw(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [ADMIN, ...args], { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: 'false' } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [ADMIN, ...args], { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', ...env } }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
       resolve({ code, stdout, stderr, lastLine: stdout.trimEnd().split('\n').at(-1) ?? '' });
     });
@@ -32,6 +32,8 @@ function adminRaw(args: string[]): Promise<Run> {
 
 /** `npm run admin -- ...args --local --persist-to <the test's D1>`. */
 const admin = (...args: string[]) => adminRaw([...args, '--local', '--persist-to', dir]);
+/** The same with no mail sender (`MAIL_SENDER=` overrides wrangler.toml's local "outbox"). */
+const adminNoMail = (...args: string[]) => adminRaw([...args, '--local', '--persist-to', dir], { MAIL_SENDER: '' });
 
 async function rows(sql: string): Promise<Row[]> {
   const [result] = await d1Execute({ remote: false, persistTo: dir }, [sql]);
@@ -157,9 +159,9 @@ describe('npm run admin', () => {
     expect(unknown.stderr).toContain('no organization org_nope');
   });
 
-  it('create-user makes the first owner and prints a one-time set-password link; the token is stored hashed', async () => {
+  it('create-user makes the first owner and, with no mail sender, prints a one-time set-password link; the token is stored hashed', async () => {
     const org = (await admin('create-org', '--name', 'Console Co')).lastLine;
-    const made = await admin('create-user', '--email', 'Founder@Example.com', '--org', org, '--name', 'Fay');
+    const made = await adminNoMail('create-user', '--email', 'Founder@Example.com', '--org', org, '--name', 'Fay');
     expect(made.code, made.stderr).toBe(0);
     expect(made.lastLine).toMatch(/^http:\/\/127\.0\.0\.1:8787\/console\/set-password#token=pw_[0-9a-f]{64}$/);
     const token = made.lastLine.split('#token=')[1]!;
@@ -175,7 +177,48 @@ describe('npm run admin', () => {
     const remote = await adminRaw(['create-user', '--email', 'x@example.com', '--org', org, '--remote', '--env', 'staging']);
     expect(remote.code).toBe(2);
     expect(remote.stderr).toContain('--console-url is required with --remote');
-  });
+  }, 360_000);
+
+  it('create-user emails the set-password link through the local outbox and prints no link', async () => {
+    const org = (await admin('create-org', '--name', 'Mailed Co')).lastLine;
+    const made = await admin('create-user', '--email', 'mailed@example.com', '--org', org);
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stdout).not.toContain('#token=');
+    expect(made.stdout).toContain('a set-password link was emailed to mailed@example.com');
+    expect(made.lastLine).toBe('mailed@example.com');
+    const [mail] = await rows(`SELECT "to", subject, link FROM mail_outbox WHERE "to" = 'mailed@example.com'`);
+    expect(mail).toMatchObject({ subject: 'Set your proving console password', link: expect.stringMatching(/^http:\/\/127\.0\.0\.1:8787\/console\/set-password#token=pw_[0-9a-f]{64}$/) });
+    const token = String(mail!.link).split('#token=')[1]!;
+    expect(await rows(`SELECT kind FROM console_links WHERE token_hash = ${lit(sha256(token))}`)).toEqual([{ kind: 'set_password' }]);
+  }, 360_000);
+
+  it('create-user on an email that has an account adds the membership, says so, and never touches its password', async () => {
+    const first = (await admin('create-org', '--name', 'First Co')).lastLine;
+    const second = (await admin('create-org', '--name', 'Second Co')).lastLine;
+    const made = await adminNoMail('create-user', '--email', 'taken@example.com', '--org', first);
+    expect(made.code, made.stderr).toBe(0);
+    // The person sets their password (as the set-password link would).
+    await rows(`UPDATE users SET password_hash = 'pbkdf2-sha256$1000$00$11' WHERE email = 'taken@example.com'`);
+    const links = async () => (await rows(`SELECT count(*) AS n FROM console_links WHERE email = 'taken@example.com'`))[0]!.n;
+    const before = await links();
+    for (const run of [adminNoMail, admin]) {
+      const again = await run('create-user', '--email', 'Taken@Example.com', '--org', second, '--role', 'admin');
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toContain('taken@example.com has an account already; its password is unchanged');
+      expect(again.stdout).not.toContain('#token=');
+      expect(again.lastLine).toBe('taken@example.com');
+    }
+    expect(await rows(`SELECT password_hash FROM users WHERE email = 'taken@example.com'`)).toEqual([{ password_hash: 'pbkdf2-sha256$1000$00$11' }]);
+    expect(await links()).toBe(before);
+    expect(await rows(`SELECT count(*) AS n FROM mail_outbox WHERE "to" = 'taken@example.com'`)).toEqual([{ n: 0 }]);
+    const listed = await admin('list-users', '--json');
+    expect(JSON.parse(listed.stdout).filter((u: { email: string }) => u.email === 'taken@example.com').map((u: { org_id: string; role: string }) => [u.org_id, u.role]).sort()).toEqual(
+      [
+        [first, 'owner'],
+        [second, 'admin'],
+      ].sort(),
+    );
+  }, 360_000);
 
   it('creates an agent token and stores only its SHA-256', async () => {
     const created = await admin('create-agent-token', '--name', 'gpu-box-1');

@@ -33,6 +33,10 @@ type Surface = 'api' | 'console' | 'console-auth' | 'fleet' | 'download';
 
 /** Which API a path belongs to (each has its own credential); null: not walked (public pages, documents). */
 function surfaceOf(path: string): Surface | null {
+  // The local mail outbox reads everyone's mail, as the mail it stands in for would: it
+  // exists only under MAIL_SENDER = "outbox" (npm start and the tests; a deployed
+  // environment's vars never set it) and is 404 anywhere else (console-identity.test.ts).
+  if (path === '/console/v1/outbox') return null;
   if (path.startsWith('/v1/')) return 'api';
   if (path.startsWith('/console/v1/auth/')) return 'console-auth';
   if (path.startsWith('/console/v1/')) return 'console';
@@ -252,6 +256,9 @@ const TEMPLATES: Record<string, Template[]> = {
   'POST /console/v1/auth/signout': [{ expect: 'clean' }],
   'POST /console/v1/auth/set-password': [{ body: jsonBody({ token: `pw_${'0'.repeat(64)}`, password: 'walked password 1' }), expect: 'refused' }],
   'POST /console/v1/auth/invite': [{ body: jsonBody({ token: `inv_${'0'.repeat(64)}` }), expect: 'refused' }],
+  // Same answer whoever asks; the link goes to B's owner's mail, never to the caller.
+  'POST /console/v1/auth/password-reset': [{ body: (w) => jsonBody({ email: w.b.owner.email })(), expect: 'clean', alsoAllowed: [429] }],
+  'POST /console/v1/auth/reset-password': [{ body: jsonBody({ token: `pwr_${'0'.repeat(64)}`, password: 'walked password 1' }), expect: 'refused' }],
   'POST /console/v1/auth/accept-invite': [{ body: jsonBody({ token: `inv_${'0'.repeat(64)}`, password: 'walked password 1' }), expect: 'refused' }],
   // The heartbeat resolves its token in the batch that records the beat (one round trip),
   // after its bounded body is parsed: a well-formed body reaches the token check.

@@ -1,5 +1,6 @@
 // Console test helpers: users made with the operator command's statements, signing in
 // through the real /console/v1/auth routes, and calls with the bearer access token.
+import { env } from 'cloudflare:test';
 import { exports } from 'cloudflare:workers';
 import { createUser } from '../../src/admin/statements.ts';
 import { hashPassword } from '../../src/lib/password.ts';
@@ -65,3 +66,37 @@ export async function as<T = any>(s: Pick<Session, 'token'>, path: string, statu
 
 export const send = <T = any>(s: Pick<Session, 'token'>, method: string, path: string, body: unknown, status = 200) =>
   as<T>(s, path, status, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+  link: string | null;
+  created_at: string;
+}
+
+/**
+ * The newest message the local outbox (MAIL_SENDER = "outbox") holds for `to`, made
+ * after `since` (an ISO time) if given. Password-reset mail is sent after the answer
+ * (waitUntil), so this waits a little for it to land; undefined when none comes.
+ */
+export async function latestMail(to: string, since = ''): Promise<Mail | undefined> {
+  for (let i = 0; i < 40; i++) {
+    const row = await env.DB.prepare('SELECT * FROM mail_outbox WHERE "to" = ? AND created_at > ? ORDER BY created_at DESC, id DESC LIMIT 1')
+      .bind(to.toLowerCase(), since)
+      .first<Mail>();
+    if (row) return row;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return undefined;
+}
+
+/** The token of the newest link mailed to `to` (throws if none came). */
+export async function mailedToken(to: string, since = ''): Promise<string> {
+  const mail = await latestMail(to, since);
+  if (!mail?.link) throw new Error(`no mail with a link to ${to}`);
+  return mail.link.split('#token=')[1]!;
+}
+
+/** Now as D1 stores times, to read only mail sent after it. */
+export const isoNow = () => new Date().toISOString();

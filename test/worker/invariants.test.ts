@@ -8,7 +8,7 @@ import { createOrganization, createUser } from '../../src/admin/statements.ts';
 import { LAST_OWNER_REFUSAL } from '../../src/db/schema.ts';
 import { accountKey, clientKey, MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT } from '../../src/lib/signin-throttle.ts';
 import { BASE, countRows, json, runAdmin, seedTenant } from './helpers.ts';
-import { as, consoleFetch, PASSWORD, postJson, seedUser, send, signIn, uniqueEmail, type Session } from './console-helpers.ts';
+import { as, consoleFetch, isoNow, mailedToken, PASSWORD, postJson, seedUser, send, signIn, uniqueEmail, type Session } from './console-helpers.ts';
 
 const statuses = (responses: Response[]) => responses.map((r) => r.status).sort();
 const tally = (list: number[]) => list.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
@@ -139,11 +139,12 @@ describe('one membership per person and organization', () => {
     const org = `/console/v1/orgs/${t.orgId}`;
     const tokens: string[] = [];
     for (let i = 0; i < count; i++) {
-      const { link } = await send(owner, 'POST', `${org}/invites`, { email, role: 'member' }, 201);
+      const since = isoNow();
+      await send(owner, 'POST', `${org}/invites`, { email, role: 'member' }, 201);
       // A new invitation revokes the pending one; un-revoke to have several live at once
       // (as two admins inviting at the same moment can).
       await env.DB.prepare('UPDATE console_links SET revoked_at = NULL WHERE email = ? AND org_id = ?').bind(email, t.orgId).run();
-      tokens.push(link.split('#token=')[1]);
+      tokens.push(await mailedToken(email, since));
     }
     return { t, tokens };
   }
@@ -164,7 +165,9 @@ describe('one membership per person and organization', () => {
     const elsewhere = await seedTenant();
     const email = await seedUser(elsewhere.orgId, 'owner');
     const { t, tokens } = await invitations(4, email);
-    const responses = await Promise.all(tokens.map((token, i) => postJson('/console/v1/auth/accept-invite', { token, password: PASSWORD }, { headers: { 'cf-connecting-ip': `192.0.2.${200 + i}` } })));
+    // An existing account accepts signed in as itself, never with a password.
+    const session = await signIn(email);
+    const responses = await Promise.all(tokens.map((token) => postJson('/console/v1/auth/accept-invite', { token }, { token: session.token })));
     const count = tally(statuses(responses));
     expect(count[200]).toBe(1);
     expect(count[409]).toBe(3);

@@ -5,12 +5,26 @@ import { authCall, call, callJson } from './http.ts';
 
 const seg = encodeURIComponent;
 
-/** Anyone: sign in, set a password, read and accept an invitation (`token` from the link). */
+/** Anyone: sign in, set or reset a password, read and accept an invitation (`token` from the link). */
 export const authApi = {
   signIn: (email: string, password: string) => authCall<T.Token>('signin', { email, password }),
   setPassword: (token: string, password: string) => authCall<T.PasswordSet>('set-password', { token, password }),
+  askPasswordReset: (email: string) => authCall<T.Message>('password-reset', { email }),
+  resetPassword: (token: string, password: string) => authCall<T.PasswordSet>('reset-password', { token, password }),
   readInvite: (token: string) => authCall<T.InviteSummary>('invite', { token }),
-  acceptInvite: (token: string, password: string, name?: string) => authCall<T.InviteAccepted>('accept-invite', { token, password, name }),
+  /** A new account: its password and name. */
+  acceptAsNew: (token: string, password: string, name?: string) => authCall<T.InviteAccepted>('accept-invite', { token, password, name }),
+  /** An existing account, signed in as itself (its access token). */
+  acceptSignedIn: (token: string, accessToken: string) => authCall<T.InviteAccepted>('accept-invite', { token }, accessToken),
+};
+
+/** Local development only (MAIL_SENDER = "outbox"): the mail that was not sent. */
+export const outboxApi = {
+  messages: async () => {
+    const res = await fetch('/console/v1/outbox');
+    if (!res.ok) throw new Error(`The outbox answered HTTP ${res.status}`);
+    return (await res.json()) as T.List<T.OutboxMessage>;
+  },
 };
 
 /** The signed-in user, with their organizations; the fleet (operators). */

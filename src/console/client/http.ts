@@ -66,9 +66,10 @@ export async function call(path: string, method: Method = 'GET', json?: unknown,
 /** A call whose answer is JSON of type T (the server's schema, src/console/ui/api-types.ts). */
 export const callJson = async <T>(path: string, method: Method = 'GET', json?: unknown): Promise<T> => (await call(path, method, json)).json() as Promise<T>;
 
-/** The cookie-authenticated /auth calls: sign in and out, one-time links. */
-export async function authCall<T>(path: string, json?: unknown): Promise<T> {
+/** The cookie-authenticated /auth calls: sign in and out, one-time links; `bearer`: as the signed-in user too (accepting an invitation). */
+export async function authCall<T>(path: string, json?: unknown, bearer?: string): Promise<T> {
   const headers: Record<string, string> = { ...CSRF };
+  if (bearer) headers.authorization = `Bearer ${bearer}`;
   if (json !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(`${API}/auth/${path}`, { method: 'POST', headers, body: json !== undefined ? JSON.stringify(json) : undefined });
   if (!res.ok) throw await refusal(res);

@@ -18,6 +18,7 @@ function App({ name, signedIn, children }: { name: PageName; signedIn?: SignedIn
   const header = {
     open: isOpenPage(name),
     path: location.pathname,
+    outbox: document.body.dataset.outbox === 'true',
     onThemeToggle: toggleTheme,
     ...(signedIn && {
       orgs: signedIn.user.organizations,

@@ -43,6 +43,7 @@ export type Member = z.infer<typeof consoleRecords.Member>;
 export type Invite = z.infer<typeof consoleRecords.Invite>;
 export type CreatedInvite = z.infer<typeof consoleRecords.CreatedInvite>;
 export type AuditEntry = z.infer<typeof consoleRecords.AuditEntry>;
+export type OutboxMessage = z.infer<typeof consoleRecords.OutboxMessage>;
 
 export type Usage = z.infer<typeof consoleRecords.UsageResponse>;
 export type UsageTotals = Usage['totals'];

@@ -19,12 +19,14 @@ export interface HeaderProps {
   orgs?: readonly Organization[];
   orgId?: string;
   operator?: boolean;
+  /** Mail goes to the local outbox (`npm start`): its page is in the navigation. */
+  outbox?: boolean;
   onOrgChange?: (event: Event) => void;
   onThemeToggle?: () => void;
   onSignOut?: () => void;
 }
 
-export function Header({ open, path, orgs = [], orgId, operator, onOrgChange, onThemeToggle, onSignOut }: HeaderProps) {
+export function Header({ open, path, orgs = [], orgId, operator, outbox, onOrgChange, onThemeToggle, onSignOut }: HeaderProps) {
   return (
     <header class="top">
       <a class="brand" href="/console">
@@ -36,8 +38,8 @@ export function Header({ open, path, orgs = [], orgId, operator, onOrgChange, on
             <a
               href={link.href}
               aria-current={path.startsWith(link.href) ? 'page' : undefined}
-              id={'operators' in link ? 'nav-fleet' : undefined}
-              hidden={'operators' in link && !operator}
+              id={'operators' in link ? 'nav-fleet' : 'outbox' in link ? 'nav-outbox' : undefined}
+              hidden={('operators' in link && !operator) || ('outbox' in link && !outbox)}
             >
               {link.label}
             </a>

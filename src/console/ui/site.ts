@@ -10,12 +10,17 @@ export interface PageSpec {
   open?: boolean;
   /** Loads the chart library. */
   chart?: boolean;
+  /** Served only under the local outbox mail sender (MAIL_SENDER = "outbox"); 404 otherwise. */
+  outbox?: boolean;
 }
 
 export const CONSOLE_PAGES = {
   signin: { path: '/signin', title: 'Sign in', open: true },
   'set-password': { path: '/set-password', title: 'Set your password', open: true },
   invite: { path: '/invite', title: 'Join an organization', open: true },
+  'forgot-password': { path: '/forgot-password', title: 'Reset your password', open: true },
+  'reset-password': { path: '/reset-password', title: 'Choose a new password', open: true },
+  outbox: { path: '/outbox', title: 'Outbox (local mail)', open: true, outbox: true },
   projects: { path: '/projects', title: 'Projects' },
   project: { path: '/projects/:id', title: 'Project' },
   program: { path: '/programs/:id', title: 'Program' },
@@ -39,7 +44,7 @@ export const isOpenPage = (name: PageName): name is OpenPageName => 'open' in CO
 /** What follows a page's title in the browser's. */
 export const TITLE_SUFFIX = ' · Proving console';
 
-/** The main navigation; the fleet page is for service operators only. */
+/** The main navigation; the fleet page is for service operators only, the outbox only under the local outbox sender. */
 export const NAV = [
   { href: '/console/projects', label: 'Projects' },
   { href: '/console/proofs', label: 'Proofs' },
@@ -48,12 +53,15 @@ export const NAV = [
   { href: '/console/members', label: 'Members' },
   { href: '/console/usage', label: 'Usage' },
   { href: '/console/fleet', label: 'Fleet', operators: true },
+  { href: '/console/outbox', label: 'Outbox', outbox: true },
 ] as const;
 
 const at = (base: string) => (id: string) => `/console/${base}/${encodeURIComponent(id)}`;
 export const links = {
   home: '/console/projects',
   signin: '/console/signin',
+  forgotPassword: '/console/forgot-password',
+  invite: '/console/invite',
   webhooks: '/console/webhooks',
   project: at('projects'),
   program: at('programs'),

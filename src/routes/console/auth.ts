@@ -1,14 +1,21 @@
 // /console/v1/auth: signing in and out, refreshing the access token, setting a
-// password from a one-time link, and accepting an invitation. The only console routes
-// a cookie authenticates (the refresh cookie), so the only ones that need CSRF checks.
+// password from a one-time link, asking for a password reset, and accepting an
+// invitation. The only console routes a cookie authenticates (the refresh cookie), so
+// the only ones that need CSRF checks.
+//
+// A person's credentials are set only by that person: by the holder of a link that was
+// emailed to them (set-password, password reset, an invitation for a new account), or,
+// to join an organization with an existing account, by being signed in as it. No link
+// that grants an account is ever answered to whoever caused it (src/lib/mail.ts).
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, count, eq, gt, inArray, isNull, ne, sql } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../../app-env.ts';
-import { consoleLinks, memberships, organizations, users } from '../../db/schema.ts';
+import type { Db } from '../../db/client.ts';
+import { consoleLinks, consoleSessions, memberships, nowIso, organizations, users } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
 import { InviteAccepted, InviteSummary, PasswordSet, TokenResponse, type UserRecord } from '../../lib/console-records.ts';
 import { consoleErrors, CSRF_HEADER, Email } from '../../lib/console-schemas.ts';
@@ -20,15 +27,17 @@ import {
   REFRESH_COOKIE_PATH,
   REFRESH_TTL_SECONDS,
   revokeSession,
-  revokeUserSessions,
   rotateSession,
 } from '../../lib/console-sessions.ts';
-import { sha256Hex } from '../../lib/crypto.ts';
+import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, refusedAs, validationHook } from '../../lib/errors.ts';
-import { newUserId } from '../../lib/ids.ts';
+import { newLinkId, newUserId } from '../../lib/ids.ts';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../lib/limits.ts';
+import { passwordResetMessage, PASSWORD_RESET_TTL_MINUTES, send } from '../../lib/mail.ts';
 import { hashPassword, verifyPassword } from '../../lib/password.ts';
+import { revoke } from '../../lib/revoke.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
+import { requireConsoleUser, type ConsoleEnv, type ConsoleUser } from '../../middleware/console-auth.ts';
 import { MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT, passwordAccepted, reservePasswordAttempt } from '../../lib/signin-throttle.ts';
 
 export const consoleAuthApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -123,38 +132,56 @@ consoleAuthApi.openapi(
   },
 );
 
-const LINK_GONE = 'This link is unknown, used or expired: ask for a new one';
+type LinkKind = (typeof consoleLinks.$inferSelect)['kind'];
+
+const DEAD_LINK = 'This link is unknown, used or expired: ask for a new one';
+
+/** The condition of a link that still works: unused, unrevoked, unexpired. */
+const liveLink = (where: ReturnType<typeof eq>) =>
+  and(where, isNull(consoleLinks.used_at), isNull(consoleLinks.revoked_at), gt(consoleLinks.expires_at, nowIso));
 
 /** A live one-time link of a kind, by its token. */
-async function findLink(c: Context<AppEnv>, token: string, kind: 'invite' | 'set_password') {
+async function findLink(c: Context<AppEnv>, token: string, kind: LinkKind) {
   const link = await c.var.db
     .select()
     .from(consoleLinks)
-    .where(
-      and(
-        eq(consoleLinks.token_hash, await sha256Hex(token)),
-        eq(consoleLinks.kind, kind),
-        isNull(consoleLinks.used_at),
-        isNull(consoleLinks.revoked_at),
-        gt(consoleLinks.expires_at, new Date().toISOString()),
-      ),
-    )
+    .where(and(liveLink(eq(consoleLinks.token_hash, await sha256Hex(token))), eq(consoleLinks.kind, kind)))
     .get();
-  if (!link) throw new ApiError(404, LINK_GONE);
+  if (!link) throw new ApiError(404, DEAD_LINK);
   return link;
 }
 
-/** Marks a link used; false when another request used it first. */
-async function useLink(c: Context<AppEnv>, id: string) {
-  const used = await c.var.db
-    .update(consoleLinks)
-    .set({ used_at: new Date().toISOString() })
-    .where(and(eq(consoleLinks.id, id), isNull(consoleLinks.used_at)))
-    .returning({ id: consoleLinks.id });
-  if (!used.length) throw new ApiError(404, LINK_GONE);
-}
+/** Marks a link used, conditional on it still being live: of two requests with it, one wins. */
+const useLink = (c: Context<AppEnv>, id: string) =>
+  c.var.db.update(consoleLinks).set({ used_at: nowIso }).where(liveLink(eq(consoleLinks.id, id))).returning({ id: consoleLinks.id });
 
 const Token = z.string().min(1).max(200);
+const PasswordWithLink = z.object({ token: Token, password: Password });
+
+/**
+ * Sets a password with a link of `kind` (set-password from the operator tool, or a
+ * password reset), in one transaction: the password, the end of every session of the
+ * user and of their other live password links, and the link's use all happen only
+ * while the link is live, so a used, revoked or expired link changes nothing.
+ */
+async function setPasswordWithLink(c: Context<AppEnv>, kind: 'set_password' | 'password_reset', token: string, password: string) {
+  const db = c.var.db;
+  const link = await findLink(c, token, kind);
+  const hash = await hashPassword(password);
+  const owner = db.select({ id: consoleLinks.user_id }).from(consoleLinks).where(liveLink(eq(consoleLinks.id, link.id)));
+  const results = await db.batch([
+    db.update(users).set({ password_hash: hash }).where(inArray(users.id, owner)),
+    revoke(db, consoleSessions, inArray(consoleSessions.user_id, owner)),
+    revoke(
+      db,
+      consoleLinks,
+      and(eq(consoleLinks.user_id, link.user_id!), inArray(consoleLinks.kind, ['set_password', 'password_reset']), isNull(consoleLinks.used_at), ne(consoleLinks.id, link.id), inArray(consoleLinks.user_id, owner)),
+    ),
+    useLink(c, link.id),
+  ]);
+  if (!results[3].length) throw new ApiError(404, DEAD_LINK);
+  return link.email;
+}
 
 consoleAuthApi.openapi(
   createRoute({
@@ -162,8 +189,8 @@ consoleAuthApi.openapi(
     path: '/set-password',
     tags: ['console auth'],
     summary: 'Set a password with a one-time link (from `npm run admin -- create-user`)',
-    description: 'Ends the user’s other sessions. The token travels in the body, never in a URL the server sees (the link carries it after #).',
-    request: { body: { required: true, content: { 'application/json': { schema: z.object({ token: Token, password: Password }) } } } },
+    description: 'Ends the user’s sessions. The token travels in the body, never in a URL the server sees (the link carries it after #).',
+    request: { body: { required: true, content: { 'application/json': { schema: PasswordWithLink } } } },
     responses: {
       200: { description: 'Password set', content: { 'application/json': { schema: PasswordSet } } },
       ...consoleErrors(403, 404, 422),
@@ -171,12 +198,100 @@ consoleAuthApi.openapi(
   }),
   async (c) => {
     const { token, password } = c.req.valid('json');
-    const link = await findLink(c, token, 'set_password');
-    const hash = await hashPassword(password);
-    await useLink(c, link.id);
-    await c.var.db.update(users).set({ password_hash: hash }).where(eq(users.id, link.user_id!));
-    await revokeUserSessions(c.var.db, link.user_id!);
-    return c.json({ email: link.email }, 200);
+    return c.json({ email: await setPasswordWithLink(c, 'set_password', token, password) }, 200);
+  },
+);
+
+/** Reset links one email may be sent per window, whoever asks (more are silently not made). */
+export const RESET_LINKS_PER_EMAIL = 3;
+const RESET_WINDOW_MINUTES = 15;
+const RESET_ANSWER = 'If an account has this email, a link to reset its password is on its way.';
+
+consoleAuthApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/password-reset',
+    tags: ['console auth'],
+    summary: 'Ask for a password-reset link by email',
+    description: `Always answers 202 the same way, whether or not an account has the email. An account gets a one-time link, valid ${PASSWORD_RESET_TTL_MINUTES} minutes, by email (at most ${RESET_LINKS_PER_EMAIL} per ${RESET_WINDOW_MINUTES} minutes); a new link revokes the older ones. Requests are limited per client address (429). Send ${CSRF_HEADER}: 1.`,
+    request: { body: { required: true, content: { 'application/json': { schema: z.object({ email: Email }).openapi('PasswordResetRequest') } } } },
+    responses: { 202: { description: 'Asked', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 422, 429) },
+  }),
+  async (c) => {
+    const { email } = c.req.valid('json');
+    // Per client: a Rate Limiting binding (approximate is enough; per account, D1 below counts exactly).
+    const { success } = await c.env.RATE_LIMIT_PASSWORD_RESET.limit({ key: `reset:${c.req.header('cf-connecting-ip') ?? ''}` });
+    if (!success) throw new ApiError(429, 'Too many password-reset requests: try again in a minute', { 'Retry-After': '60' });
+    const db = c.var.db;
+    const token = randomToken('rst', 32);
+    const id = newLinkId();
+    const recent = db
+      .select({ n: count() })
+      .from(consoleLinks)
+      .where(and(eq(consoleLinks.email, email), eq(consoleLinks.kind, 'password_reset'), gt(consoleLinks.created_at, sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`-${RESET_WINDOW_MINUTES} minutes`})`)));
+    // The same two statements run for any email, known or not; the throttle is part of
+    // the insert (a count and a write in one statement), so concurrent requests cannot pass it together.
+    const [made] = await db.batch([
+      db
+        .insert(consoleLinks)
+        .select(
+          db
+            .select({
+              id: sql`${id}`.as('id'),
+              kind: sql`'password_reset'`.as('kind'),
+              token_hash: sql`${await sha256Hex(token)}`.as('token_hash'),
+              email: users.email,
+              user_id: users.id,
+              org_id: sql`NULL`.as('org_id'),
+              role: sql`NULL`.as('role'),
+              created_by: sql`NULL`.as('created_by'),
+              created_at: nowIso.as('created_at'),
+              expires_at: sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`+${PASSWORD_RESET_TTL_MINUTES} minutes`})`.as('expires_at'),
+              used_at: sql`NULL`.as('used_at'),
+              revoked_at: sql`NULL`.as('revoked_at'),
+            })
+            .from(users)
+            .where(and(eq(users.email, email), sql`(${recent}) < ${RESET_LINKS_PER_EMAIL}`)),
+        )
+        .returning({ id: consoleLinks.id }),
+      // A new link revokes the older unused ones (only when one was made).
+      revoke(
+        db,
+        consoleLinks,
+        and(
+          eq(consoleLinks.email, email),
+          eq(consoleLinks.kind, 'password_reset'),
+          isNull(consoleLinks.used_at),
+          ne(consoleLinks.id, id),
+          sql`exists (select 1 from ${consoleLinks} as made where made.id = ${id})`,
+        ),
+      ),
+    ]);
+    if (made.length) {
+      // After the answer: how long a mail API takes must not tell whether the email has an account.
+      const message = passwordResetMessage({ consoleUrl: new URL(c.req.url).origin, token, to: email });
+      c.executionCtx.waitUntil(send(c.env, message).catch((err) => console.error(`password reset mail to ${email} failed: ${(err as Error).message}`)));
+    }
+    return c.json({ message: RESET_ANSWER }, 202);
+  },
+);
+
+consoleAuthApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/reset-password',
+    tags: ['console auth'],
+    summary: 'Set a new password with a password-reset link',
+    description: 'Ends every session of the user and revokes their other password links. The token travels in the body (the link carries it after #).',
+    request: { body: { required: true, content: { 'application/json': { schema: PasswordWithLink } } } },
+    responses: {
+      200: { description: 'Password set', content: { 'application/json': { schema: PasswordSet } } },
+      ...consoleErrors(403, 404, 422),
+    },
+  }),
+  async (c) => {
+    const { token, password } = c.req.valid('json');
+    return c.json({ email: await setPasswordWithLink(c, 'password_reset', token, password) }, 200);
   },
 );
 
@@ -186,6 +301,7 @@ consoleAuthApi.openapi(
     path: '/invite',
     tags: ['console auth'],
     summary: 'Read an invitation (who invited whom into what)',
+    description: '`has_account`: an account has the invited email already; it joins by accepting while signed in as that account.',
     request: { body: { required: true, content: { 'application/json': { schema: z.object({ token: Token }) } } } },
     responses: {
       200: { description: 'The invitation', content: { 'application/json': { schema: InviteSummary } } },
@@ -196,11 +312,18 @@ consoleAuthApi.openapi(
     const link = await findLink(c, c.req.valid('json').token, 'invite');
     const [org, user] = await Promise.all([
       c.var.db.select({ name: organizations.name }).from(organizations).where(eq(organizations.id, link.org_id!)).get(),
-      c.var.db.select({ hash: users.password_hash }).from(users).where(eq(users.email, link.email)).get(),
+      c.var.db.select({ id: users.id }).from(users).where(eq(users.email, link.email)).get(),
     ]);
-    return c.json({ email: link.email, org_name: org?.name ?? '', role: link.role!, has_account: Boolean(user?.hash) }, 200);
+    return c.json({ email: link.email, org_name: org?.name ?? '', role: link.role!, has_account: Boolean(user) }, 200);
   },
 );
+
+/** A new account, made by the holder of an invitation emailed to its address. */
+const insertUser = (db: Db, id: string, email: string, name: string, passwordHash: string) => db.insert(users).values({ id, email, name, password_hash: passwordHash });
+
+// Accepting with a bearer token: the signed-in user is checked as on every signed-in
+// route (a live session), then must be the invited email's account.
+consoleAuthApi.use('/accept-invite', createMiddleware<AppEnv>(async (c, next) => (c.req.header('authorization') ? requireConsoleUser(c as unknown as Context<ConsoleEnv>, next) : next())));
 
 consoleAuthApi.openapi(
   createRoute({
@@ -208,59 +331,58 @@ consoleAuthApi.openapi(
     path: '/accept-invite',
     tags: ['console auth'],
     summary: 'Accept an invitation: join the organization, creating the account if needed',
-    description: 'A new account sets its password here; an existing account proves it with its current password.',
+    description:
+      'An existing account accepts while signed in as it (`Authorization: Bearer <access token>` of the invited email’s account; no password). With no account for the email yet, the link’s holder (the link was emailed to that address) creates it with a password.',
     request: {
       body: {
         required: true,
-        content: { 'application/json': { schema: z.object({ token: Token, password: z.string().min(1).max(MAX_PASSWORD_LENGTH), name: z.string().trim().max(100).optional() }) } },
+        content: { 'application/json': { schema: z.object({ token: Token, password: Password.optional(), name: z.string().trim().max(100).optional() }).openapi('AcceptInviteRequest') } },
       },
     },
     responses: {
       200: { description: 'Joined', content: { 'application/json': { schema: InviteAccepted } } },
-      ...consoleErrors(403, 404, 409, 422, 429),
+      ...consoleErrors(401, 403, 404, 409, 422),
     },
   }),
   async (c) => {
     const { token, password, name } = c.req.valid('json');
     const db = c.var.db;
+    const signedIn = (c as unknown as Context<ConsoleEnv>).get('user') as ConsoleUser | undefined;
     const link = await findLink(c, token, 'invite');
-    const existing = await db.select().from(users).where(eq(users.email, link.email)).get();
+    const existing = await db.select({ id: users.id }).from(users).where(eq(users.email, link.email)).get();
     let userId: string;
-    let newHash: string | undefined;
-    if (existing?.password_hash) {
-      // Proving an existing account's password is a sign-in attempt: throttled alike.
-      const keys = await reservePasswordAttempt(db, existing.email, c.req.header('cf-connecting-ip'));
-      if (!(await verifyPassword(password, existing.password_hash))) throw new ApiError(401, GENERIC_SIGNIN_ERROR);
-      await passwordAccepted(db, keys);
-      userId = existing.id;
+    let create: ReturnType<typeof insertUser>[] = [];
+    if (signedIn) {
+      // Never someone else's invitation, whoever holds its link.
+      if (signedIn.email !== link.email) throw new ApiError(403, `This invitation is for ${link.email}: sign in as that account to accept it`);
+      if (password !== undefined) throw new ApiError(422, 'An existing account keeps its password: accept without one');
+      userId = signedIn.id;
     } else {
-      const parsed = Password.safeParse(password);
-      if (!parsed.success) throw new ApiError(422, `The password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`);
-      newHash = await hashPassword(password);
-      userId = existing?.id ?? newUserId();
+      // An invitation never sets or changes an existing account's password.
+      if (existing) throw new ApiError(401, `An account exists for ${link.email}: sign in as it, then accept the invitation`, { 'WWW-Authenticate': 'Bearer' });
+      if (password === undefined) throw new ApiError(422, `Choose a password of ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`);
+      userId = newUserId();
+      create = [insertUser(db, userId, link.email, name ?? '', await hashPassword(password))];
     }
-    // One batch, one transaction: the link used, the account written and the membership
+    // One batch, one transaction: the link used, the account created and the membership
     // inserted, or none of it. The membership takes its organization from the link only if
     // this batch used it (else NULL, refusing the insert and the batch); the unique index
     // memberships_org_user refuses a second membership of the person, whichever invitation
-    // made the first; users_email a second account made by a simultaneous acceptance.
+    // made the first; users_email an account made meanwhile for the email (a conflict,
+    // never taken over). (A link revoked in the very instant it is accepted counts as
+    // accepted first.)
     const usedAt = new Date().toISOString();
     const usedHere = db.select({ org_id: consoleLinks.org_id }).from(consoleLinks).where(and(eq(consoleLinks.id, link.id), eq(consoleLinks.used_at, usedAt)));
-    const writes = [
-      db.update(consoleLinks).set({ used_at: usedAt }).where(and(eq(consoleLinks.id, link.id), isNull(consoleLinks.used_at), isNull(consoleLinks.revoked_at))),
-      ...(existing
-        ? newHash
-          ? [db.update(users).set({ password_hash: newHash, ...(name ? { name } : {}) }).where(eq(users.id, userId))]
-          : []
-        : [db.insert(users).values({ id: userId, email: link.email, name: name ?? '', password_hash: newHash! })]),
-      db.insert(memberships).values({ org_id: sql`${usedHere}`, user_id: userId, role: link.role! }),
-      auditEntry(db, link.org_id!, { userId, email: link.email }, 'invite.accept', link.email, { role: link.role, invite_id: link.id }),
-    ];
     await db
-      .batch(writes as [any, ...any[]])
-      .catch(refusedAs('NOT NULL constraint failed: memberships.org_id', 404, LINK_GONE))
+      .batch([
+        db.update(consoleLinks).set({ used_at: usedAt }).where(liveLink(eq(consoleLinks.id, link.id))),
+        ...create,
+        db.insert(memberships).values({ org_id: sql`${usedHere}`, user_id: userId, role: link.role! }),
+        auditEntry(db, link.org_id!, { userId, email: link.email }, 'invite.accept', link.email, { role: link.role, invite_id: link.id }),
+      ])
+      .catch(refusedAs('NOT NULL constraint failed: memberships.org_id', 404, DEAD_LINK))
       .catch(refusedAs('UNIQUE constraint failed: memberships.org_id, memberships.user_id', 409, 'You are already a member of this organization'))
-      .catch(refusedAs('UNIQUE constraint failed: users.email', 409, 'Your account was created a moment ago: accept the invitation again with its password'));
+      .catch(refusedAs('UNIQUE constraint failed: users.email', 409, 'The account exists already: sign in as it, then open the invitation again'));
     return c.json({ email: link.email, org_id: link.org_id! }, 200);
   },
 );

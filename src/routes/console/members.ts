@@ -1,6 +1,7 @@
 // /console/v1/orgs/{org_id}/members and /invites: who belongs to an organization, with
 // which role, and invitations to join. Owners and admins only; only owners make,
-// change or remove owners, and an organization always keeps one owner.
+// change or remove owners, and an organization always keeps one owner. An invitation's
+// link is emailed to the invitee and never answered to the inviter (src/lib/mail.ts).
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, asc, count, desc, eq, gt, isNull } from 'drizzle-orm';
 import type { Context } from 'hono';
@@ -12,13 +13,13 @@ import { revokeUserSessions } from '../../lib/console-sessions.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, notFound, refusedAs, validationHook } from '../../lib/errors.ts';
 import { newLinkId } from '../../lib/ids.ts';
+import { INVITE_TTL_DAYS, inviteMessage, MailError, mailSender, send } from '../../lib/mail.ts';
 import { revoke } from '../../lib/revoke.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { actorOf, requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
 
 export const membersApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
-export const INVITE_TTL_DAYS = 7;
 
 const MemberParams = OrgParams.extend({ user_id: z.string().min(1).max(64).openapi({ param: { name: 'user_id', in: 'path' } }) });
 const InviteParams = OrgParams.extend({ invite_id: z.string().min(1).max(64).openapi({ param: { name: 'invite_id', in: 'path' } }) });
@@ -168,18 +169,26 @@ membersApi.openapi(
     path: '/orgs/{org_id}/invites',
     tags: ['console members'],
     security: CONSOLE_SECURITY,
-    summary: 'Invite someone by email (owners and admins); returns the link to send them, shown once',
-    description: `The link works once, for ${INVITE_TTL_DAYS} days; a new invitation for the same email replaces the pending one.`,
+    summary: 'Invite someone by email (owners and admins): the link is emailed to them',
+    description: `The link goes to the invited address only (never in this answer); it works once, for ${INVITE_TTL_DAYS} days; a new invitation for the same email replaces the pending one. 503 when no mail sender is configured (operators add people with \`npm run admin -- create-user\`), 502 when the mail could not be sent (nothing is left pending).`,
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: z.object({ email: Email, role: RoleSchema.default('member') }) } } } },
     responses: {
-      201: { description: 'Invited', content: { 'application/json': { schema: CreatedInvite } } },
-      ...consoleErrors(403, 404, 409, 422),
+      201: { description: 'Invited: the link was emailed to `sent_to`', content: { 'application/json': { schema: CreatedInvite } } },
+      ...consoleErrors(403, 404, 409, 422, 502, 503),
     },
   }),
   async (c) => {
     requireRole(c, 'admin');
     const { email, role } = c.req.valid('json');
     checkOwnerRule(c, role);
+    const sender = (() => {
+      try {
+        return mailSender(c.env);
+      } catch (err) {
+        throw new ApiError(503, `Invitations are emailed and the mail sender is misconfigured: ${(err as Error).message}`);
+      }
+    })();
+    if (!sender) throw new ApiError(503, 'Invitations are emailed and no mail sender is configured (MAIL_SENDER): an operator adds people with `npm run admin -- create-user`');
     const db = c.var.db;
     const orgId = c.var.membership.orgId;
     const already = await db
@@ -193,15 +202,23 @@ membersApi.openapi(
     const id = newLinkId();
     const expires = new Date(Date.now() + INVITE_TTL_DAYS * 86400_000).toISOString();
     const now = new Date().toISOString();
-    await db.batch([
+    const [, [row]] = await db.batch([
       revoke(db, consoleLinks, and(liveInvites(orgId), eq(consoleLinks.email, email)), now),
-      db.insert(consoleLinks).values({ id, kind: 'invite', token_hash: await sha256Hex(token), email, org_id: orgId, role, created_by: c.var.user.email, expires_at: expires }),
+      db
+        .insert(consoleLinks)
+        .values({ id, kind: 'invite', token_hash: await sha256Hex(token), email, org_id: orgId, role, created_by: c.var.user.email, expires_at: expires })
+        .returning({ created_at: consoleLinks.created_at }),
       auditEntry(db, orgId, actorOf(c), 'invite.create', email, { role, invite_id: id }),
     ]);
-    const row = (await db.select().from(consoleLinks).where(eq(consoleLinks.id, id)).get())!;
-    // The token rides after '#': browsers never send it, so no server logs it.
-    const link = `${new URL(c.req.url).origin}/console/invite#token=${token}`;
-    return c.json({ id, email, role, created_by: c.var.user.email, created_at: row.created_at, expires_at: expires, link }, 201);
+    try {
+      await send(c.env, inviteMessage({ consoleUrl: new URL(c.req.url).origin, token, to: email, orgName: c.var.membership.orgName, role, invitedBy: c.var.user.email }));
+    } catch (err) {
+      if (!(err instanceof MailError)) throw err;
+      // Not delivered: the link dies with the request (no one holds it), and the inviter is told.
+      await revoke(db, consoleLinks, eq(consoleLinks.id, id), new Date().toISOString());
+      throw new ApiError(502, `The invitation could not be emailed (${err.message}); nothing is pending: try again`);
+    }
+    return c.json({ id, email, role, created_by: c.var.user.email, created_at: row!.created_at, expires_at: expires, sent_to: email }, 201);
   },
 );
 

@@ -1,10 +1,13 @@
-// Sign in, set a password from a one-time link, join from an invitation.
+// Sign in, set a password from a one-time link, ask for and use a password reset, join
+// from an invitation, read the local outbox.
 import { useState } from 'hono/jsx/dom';
+import type { InviteSummary } from '../../ui/api-types.ts';
 import { links } from '../../ui/site.ts';
-import { InviteView, SetPasswordView, SigninView } from '../../ui/views/auth.tsx';
-import { attempt, fail } from '../chrome.ts';
+import { ForgotPasswordView, InviteView, OutboxView, SetPasswordView, SigninView, type InviteMode } from '../../ui/views/auth.tsx';
+import { attempt, fail, say } from '../chrome.ts';
 import { field, formOf, hashParam } from '../dom.ts';
-import { authApi } from '../endpoints.ts';
+import { authApi, outboxApi } from '../endpoints.ts';
+import { refresh, session } from '../http.ts';
 import type { OpenPage } from '../signed-in.ts';
 
 /** Where to go after signing in: only a path of this console, never an absolute URL from the query string. */
@@ -13,7 +16,8 @@ function afterSignIn(next: string | null): string {
 }
 
 /** Sign-in, where a one-time link was just used, starts with its email. */
-const toSignIn = (email: string) => location.assign(`${links.signin}?email=${encodeURIComponent(email)}`);
+const toSignIn = (email: string, next?: string) =>
+  location.assign(`${links.signin}?email=${encodeURIComponent(email)}${next ? `&next=${encodeURIComponent(next)}` : ''}`);
 
 /** A one-time link's token, taken out of the address bar (and the history) at once. */
 function takeToken(): string | null {
@@ -21,6 +25,12 @@ function takeToken(): string | null {
   history.replaceState(null, '', location.pathname);
   return token;
 }
+
+/**
+ * An invitation's token kept in this tab while its invitee signs in (sessionStorage:
+ * this tab only, never sent to a server, gone when the tab closes).
+ */
+const PENDING_INVITE = 'console-pending-invite';
 
 function SigninPage({ email }: { email?: string }) {
   const [busy, setBusy] = useState(false);
@@ -41,31 +51,75 @@ function SigninPage({ email }: { email?: string }) {
 
 export const signin: OpenPage = async () => <SigninPage email={new URLSearchParams(location.search).get('email') ?? undefined} />;
 
-export const setPassword: OpenPage = async () => {
-  const token = takeToken();
-  if (!token) {
-    fail('This link has no token: ask your operator for a new one.');
-    return <SetPasswordView hidden />;
-  }
+/** A page that sets a password with its link's token. */
+const passwordPage =
+  (use: (token: string, password: string) => Promise<{ email: string }>): OpenPage =>
+  async () => {
+    const token = takeToken();
+    if (!token) {
+      fail('This link has no token: ask for a new one.');
+      return <SetPasswordView hidden />;
+    }
+    const submit = (event: Event) => {
+      event.preventDefault();
+      const form = formOf(event);
+      void attempt(async () => toSignIn((await use(token, field(form, 'password'))).email));
+    };
+    return <SetPasswordView onSubmit={submit} />;
+  };
+
+export const setPassword: OpenPage = passwordPage(authApi.setPassword);
+export const resetPassword: OpenPage = passwordPage(authApi.resetPassword);
+
+function ForgotPasswordPage({ email }: { email?: string }) {
+  const [sent, setSent] = useState(false);
   const submit = (event: Event) => {
     event.preventDefault();
     const form = formOf(event);
-    void attempt(async () => toSignIn((await authApi.setPassword(token, field(form, 'password'))).email));
+    void attempt(async () => {
+      say((await authApi.askPasswordReset(field(form, 'email'))).message);
+      setSent(true);
+    });
   };
-  return <SetPasswordView onSubmit={submit} />;
-};
+  return <ForgotPasswordView email={email} sent={sent} onSubmit={submit} />;
+}
+
+export const forgotPassword: OpenPage = async () => <ForgotPasswordPage email={new URLSearchParams(location.search).get('email') ?? undefined} />;
+
+/** How this browser can accept: it tries the refresh cookie to learn who is signed in. */
+async function inviteMode(invite: InviteSummary): Promise<{ mode: InviteMode; signedInAs?: string }> {
+  if (!invite.has_account) return { mode: 'new' };
+  if (!(await refresh())) return { mode: 'sign-in' };
+  const signedInAs = session.user?.email;
+  return { mode: signedInAs === invite.email ? 'join' : 'other-user', signedInAs };
+}
 
 export const invite: OpenPage = async () => {
-  const token = takeToken();
+  const token = takeToken() ?? sessionStorage.getItem(PENDING_INVITE);
+  sessionStorage.removeItem(PENDING_INVITE);
   if (!token) {
     fail('This link has no token: ask for a new invitation.');
     return <InviteView />;
   }
   const summary = await authApi.readInvite(token);
+  const { mode, signedInAs } = await inviteMode(summary);
   const submit = (event: Event) => {
     event.preventDefault();
     const form = formOf(event);
-    void attempt(async () => toSignIn((await authApi.acceptInvite(token, field(form, 'password'), field(form, 'name') || undefined)).email));
+    void attempt(async () => {
+      if (mode === 'join') {
+        await authApi.acceptSignedIn(token, session.token!);
+        location.assign(links.home);
+      } else {
+        toSignIn((await authApi.acceptAsNew(token, field(form, 'password'), field(form, 'name') || undefined)).email);
+      }
+    });
   };
-  return <InviteView invite={summary} onSubmit={submit} />;
+  const signIn = () => {
+    sessionStorage.setItem(PENDING_INVITE, token);
+    toSignIn(summary.email, links.invite);
+  };
+  return <InviteView invite={summary} mode={mode} signedInAs={signedInAs} onSubmit={submit} onSignIn={signIn} />;
 };
+
+export const outbox: OpenPage = async () => <OutboxView messages={(await outboxApi.messages()).items} />;

@@ -1,7 +1,7 @@
 // Each page of the client by name (the names of src/console/ui/site.ts).
 import type { OpenPageName, SignedInPageName } from '../../ui/site.ts';
 import type { OpenPage, SignedInPage } from '../signed-in.ts';
-import { invite, setPassword, signin } from './auth.tsx';
+import { forgotPassword, invite, outbox, resetPassword, setPassword, signin } from './auth.tsx';
 import { fleet } from './fleet.tsx';
 import { keys } from './keys.tsx';
 import { members } from './members.tsx';
@@ -9,6 +9,6 @@ import { program, project, projects, proof, proofs } from './records.tsx';
 import { usage } from './usage.tsx';
 import { webhook, webhooks } from './webhooks.tsx';
 
-export const OPEN_PAGES: Record<OpenPageName, OpenPage> = { signin, 'set-password': setPassword, invite };
+export const OPEN_PAGES: Record<OpenPageName, OpenPage> = { signin, 'set-password': setPassword, invite, 'forgot-password': forgotPassword, 'reset-password': resetPassword, outbox };
 
 export const SIGNED_IN_PAGES: Record<SignedInPageName, SignedInPage> = { projects, project, program, proofs, proof, keys, webhooks, webhook, members, usage, fleet };

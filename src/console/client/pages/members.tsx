@@ -4,7 +4,7 @@ import type { AuditEntry, Invite, Member, Organization, Page, Role } from '../..
 import { grantableRoles, isManager, ROLES } from '../../ui/states.ts';
 import { MembersView, type MemberActions } from '../../ui/views/members.tsx';
 import { attempt, fail, say } from '../chrome.ts';
-import { copyText, field, formOf } from '../dom.ts';
+import { field, formOf } from '../dom.ts';
 import type { OrgApi } from '../endpoints.ts';
 import { firstPage, usePaged } from '../hooks.ts';
 import type { SignedInPage } from '../signed-in.ts';
@@ -23,7 +23,6 @@ interface MembersPageProps {
 function MembersPage({ api, org, ...initial }: MembersPageProps) {
   const [members, setMembers] = useState(initial.members);
   const [invites, setInvites] = useState(initial.invites);
-  const [inviteLink, setInviteLink] = useState<string | undefined>(undefined);
   const audit = usePaged(initial.audit, api.audit);
   const reloadMembers = async () => setMembers((await api.members()).items);
   const reloadInvites = async () => setInvites((await api.invites()).items);
@@ -52,9 +51,9 @@ function MembersPage({ api, org, ...initial }: MembersPageProps) {
     const role = roleOf(field(form, 'role'));
     if (!role) return;
     void attempt(async () => {
+      // The link goes to the invitee by email, never to this page.
       const created = await api.createInvite(field(form, 'email'), role);
-      setInviteLink(created.link);
-      say(`Invitation created for ${created.email}.`);
+      say(`Invitation sent to ${created.sent_to}.`);
       form.reset();
       await Promise.all([reloadInvites(), audit.go(1)]);
     });
@@ -71,10 +70,8 @@ function MembersPage({ api, org, ...initial }: MembersPageProps) {
       invites={invites}
       audit={audit.list}
       invitable={grantable}
-      inviteLink={inviteLink}
       memberActions={memberActions}
       onInvite={invite}
-      onCopy={() => void copyText(inviteLink)}
       onRevokeInvite={revokeInvite}
       onAuditPage={audit.onPage}
     />

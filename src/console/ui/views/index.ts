@@ -2,7 +2,7 @@
 // the client renders them with data, and without when a page cannot be loaded.
 import type { Child } from 'hono/jsx';
 import type { PageName } from '../site.ts';
-import { InviteView, SetPasswordView, SigninView } from './auth.tsx';
+import { ForgotPasswordView, InviteView, OutboxView, SetPasswordView, SigninView } from './auth.tsx';
 import { FleetView } from './fleet.tsx';
 import { KeysView } from './keys.tsx';
 import { MembersView } from './members.tsx';
@@ -15,6 +15,9 @@ export const PAGE_VIEWS: Record<PageName, (props: Record<string, never>) => Chil
   signin: SigninView,
   'set-password': SetPasswordView,
   invite: InviteView,
+  'forgot-password': ForgotPasswordView,
+  'reset-password': SetPasswordView,
+  outbox: OutboxView,
   projects: ProjectsView,
   project: ProjectView,
   program: ProgramView,

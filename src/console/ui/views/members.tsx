@@ -1,8 +1,8 @@
 // Members, invitations and the audit log (owners and admins only).
 import type { AuditEntry, Invite, Member, Page, Role } from '../api-types.ts';
+import { INVITE_TTL_DAYS } from '../../../lib/limits.ts';
 import { formatDate, NONE } from '../format.ts';
 import { type Column, DataTable, Pager } from '../table.tsx';
-import { ShownOnce } from '../widgets.tsx';
 
 /** What the signed-in manager may do to one member. */
 export interface MemberActions {
@@ -78,11 +78,8 @@ export interface MembersViewProps {
   audit?: Page<AuditEntry>;
   /** The roles the signed-in manager may invite with (all of them until known). */
   invitable?: readonly Role[];
-  /** The link of the invitation just created, shown this once. */
-  inviteLink?: string;
   memberActions?: MemberActions;
   onInvite?: (event: Event) => void;
-  onCopy?: () => void;
   onRevokeInvite?: (invite: Invite) => void;
   onAuditPage?: (page: number) => void;
 }
@@ -104,9 +101,9 @@ export const MembersView = (props: MembersViewProps) => (
           ))}
         </select>
       </label>
-      <button type="submit">Create invite link</button>
+      <button type="submit">Send invitation</button>
     </form>
-    <ShownOnce id="invite-link" lead="Send this link to the person you invite (it works once, for 7 days):" value={props.inviteLink} onCopy={props.onCopy} />
+    <p>{`The invitation link is emailed to that address (it works once, for ${INVITE_TTL_DAYS} days); it is never shown here.`}</p>
     <h2>Pending invitations</h2>
     <DataTable id="invites" caption="Pending invitations" columns={inviteColumns(props.onRevokeInvite)} rows={props.invites} empty="No pending invitations." />
     <h2>Audit log</h2>
