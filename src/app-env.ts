@@ -1,3 +1,4 @@
+import type { Action } from './auth/permissions.ts';
 import type { Db } from './db/client.ts';
 import type { RequestSessions } from './db/sessions.ts';
 import type { Env } from './env.ts';
@@ -28,6 +29,8 @@ export interface AppEnv {
      * answer a caller whose key is no good (401 comes first, as in the reference).
      */
     authGate: () => Promise<void>;
+    /** The action the route declared (src/middleware/permit.ts); an API key's lookup checks it. */
+    action?: Action;
     /** The request's Idempotency-Key and its claim, on routes that take one (src/middleware/idempotency.ts). */
     idempotency?: IdempotentRequest;
   };

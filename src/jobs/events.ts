@@ -29,7 +29,7 @@ import { executions, jobs, proofs } from '../db/schema.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError, notFound } from '../lib/errors.ts';
 import { executionRecord, proofRecord } from '../lib/records.ts';
-import { asCaller, orgOfKey } from '../middleware/auth.ts';
+import { asCaller, declaredAction, orgOfKey } from '../middleware/auth.ts';
 import { PROOF_TERMINAL_STATES } from './kinds/proof.ts';
 import { jobLogFrom } from './logs.ts';
 
@@ -128,9 +128,10 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
   const { json, terminal } = subject.record(first);
   if (resume && terminal && resume.stateHash === (await stateHashOf(json)) && resume.offset >= (first.log_bytes ?? 0)) return c.body(null, 204);
   // Later polls: the record alone, in the request's session. Scoped to the key's
-  // organization by a subquery, it is also the key's check: revoked, it finds nothing.
+  // organization by a subquery, it is also the key's check: revoked, or its creator
+  // demoted below the route's action, it finds nothing.
   const pollDb = c.var.db;
-  const org = orgOfKey(c.var.apiKeyHash);
+  const org = orgOfKey(c.var.apiKeyHash, declaredAction(c));
   return streamSSE(c, (stream) =>
     follow(stream, {
       subject,

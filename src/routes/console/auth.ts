@@ -2,13 +2,14 @@
 // password from a one-time link, and accepting an invitation. The only console routes
 // a cookie authenticates (the refresh cookie), so the only ones that need CSRF checks.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, eq, gt, isNull } from 'drizzle-orm';
+import { and, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../../app-env.ts';
-import { consoleLinks, memberships, organizations, users } from '../../db/schema.ts';
+import { grantersOf } from '../../auth/permissions.ts';
+import { consoleLinks, memberships, organizations, users, type Role } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
 import { InviteAccepted, InviteSummary, PasswordSet, TokenResponse, type UserRecord } from '../../lib/console-records.ts';
 import { consoleErrors, CSRF_HEADER, Email } from '../../lib/console-schemas.ts';
@@ -156,6 +157,14 @@ async function useLink(c: Context<AppEnv>, id: string) {
 
 const Token = z.string().min(1).max(200);
 
+/** An invitation's role, as SQL, while its inviter (created_by, a user id) holds a role that may grant it; else NULL. */
+const inviterGrants = (link: typeof consoleLinks.$inferSelect) =>
+  sql<Role>`(SELECT ${link.role} WHERE EXISTS (SELECT 1 FROM ${memberships} WHERE ${memberships.org_id} = ${link.org_id} AND ${memberships.user_id} = ${link.created_by} AND ${inArray(memberships.role, grantersOf(link.role!))}))`;
+const isRefusedGrant = (err: unknown): boolean => {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) if (e.message.includes('NOT NULL constraint failed: memberships.role')) return true;
+  return false;
+};
+
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
@@ -254,10 +263,17 @@ consoleAuthApi.openapi(
           ? [db.update(users).set({ password_hash: newHash, ...(name ? { name } : {}) }).where(eq(users.id, userId))]
           : []
         : [db.insert(users).values({ id: userId, email: link.email, name: name ?? '', password_hash: newHash! })]),
-      db.insert(memberships).values({ org_id: link.org_id!, user_id: userId, role: link.role! }),
+      // The role only while the inviter may still grant it (src/auth/permissions.ts), in
+      // this statement: a removal or demotion racing it fails the batch (NOT NULL).
+      db.insert(memberships).values({ org_id: link.org_id!, user_id: userId, role: inviterGrants(link) }),
       auditEntry(db, link.org_id!, { userId, email: link.email }, 'invite.accept', link.email, { role: link.role, invite_id: link.id }),
     ];
-    await db.batch(writes as [any, ...any[]]);
+    try {
+      await db.batch(writes as [any, ...any[]]);
+    } catch (err) {
+      if (isRefusedGrant(err)) throw new ApiError(403, 'Whoever invited you may no longer grant this role: ask for a new invitation');
+      throw err;
+    }
     return c.json({ email: link.email, org_id: link.org_id! }, 200);
   },
 );
