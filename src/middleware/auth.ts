@@ -10,7 +10,8 @@
 // longer a member being dead; the route's declared action (permit()) is checked against
 // it, and the organization the route's statements read is null unless the key may take
 // that action, so a write refused here writes nothing.
-import { and, eq, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, eq, getTableName, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
@@ -62,18 +63,25 @@ const rankSql = (role: SQL): SQL<number | null> =>
     sql` `,
   )} END)`;
 
+/**
+ * A column named with its table, always: drizzle leaves columns unqualified in a
+ * single-table select's fields, where inside the subquery below `org_id = org_id`
+ * would compare memberships with itself.
+ */
+const col = (column: SQLiteColumn) => sql`${sql.identifier(getTableName(column.table))}.${sql.identifier(column.name)}`;
+
 /** The key's creator's role in the key's organization now: null for an operator-made key, or a creator who left. */
-const creatorRole = sql<Role | null>`(SELECT ${memberships.role} FROM ${memberships} WHERE ${memberships.org_id} = ${apiKeys.org_id} AND ${memberships.user_id} = ${apiKeys.user_id})`;
+const creatorRole = sql<Role | null>`(SELECT ${col(memberships.role)} FROM ${memberships} WHERE ${col(memberships.org_id)} = ${col(apiKeys.org_id)} AND ${col(memberships.user_id)} = ${col(apiKeys.user_id)})`;
 
 /**
  * What the key (the api_keys row in scope) may do, as a role's rank: min(its scope's
  * cap, its creator's current role); null, a dead key, when its creator is no longer a
  * member. An operator-made key (no creator) is bounded by its scope alone.
  */
-const keyRights = sql<number | null>`min(${sql`(CASE ${apiKeys.scope} ${sql.join(
+const keyRights = sql<number | null>`min(${sql`(CASE ${col(apiKeys.scope)} ${sql.join(
   Object.entries(KEY_SCOPES).map(([s, { cap }]) => sql`WHEN ${s} THEN ${rankOf(cap)}`),
   sql` `,
-)} END)`}, CASE WHEN ${apiKeys.user_id} IS NULL THEN ${rankOf('owner')} ELSE ${rankSql(creatorRole)} END)`;
+)} END)`}, CASE WHEN ${col(apiKeys.user_id)} IS NULL THEN ${rankOf('owner')} ELSE ${rankSql(creatorRole)} END)`;
 
 /** The api_keys row of a live key: not revoked, its creator (if any) still a member. */
 const liveKey = (hash: string) => sql`${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL AND ${keyRights} IS NOT NULL`;
