@@ -76,6 +76,10 @@ describe('API keys do no more than their creator may', () => {
     expect(await webhookStatuses(k, id)).toEqual(REFUSED);
     const refusal = await json(await call(k, 'POST', '/v1/webhooks', { url: HOOK }), 403);
     expect(refusal.detail).toMatch(/^This API key may not create, change, rotate, test, redeliver and delete webhook endpoints: its scope is full and its creator is now member/);
+    // With an Idempotency-Key too: the claim is refused with the write, nothing is stored.
+    const idem = { 'content-type': 'application/json', 'Idempotency-Key': crypto.randomUUID() };
+    for (let i = 0; i < 2; i++) await json(await api(k, '/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: HOOK }), headers: idem }), 403);
+    expect((await json(await call(t, 'GET', '/v1/webhooks'), 200)).items).toHaveLength(1);
     await json(await call(k, 'GET', '/v1/webhooks'), 200);
     await json(await call(k, 'GET', `/v1/webhooks/${id}`), 200);
     await json(await call(k, 'POST', '/v1/projects', 'by a member'), 201);
