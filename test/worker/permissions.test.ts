@@ -10,6 +10,7 @@ import { app } from '../../src/app.ts';
 import { ACTIONS, actionsOf, KEY_SCOPE_NAMES, ROLE_ORDER } from '../../src/auth/permissions.ts';
 import { declaredBy } from '../../src/middleware/permit.ts';
 import { as, postJson, seedUser, send, signIn, uniqueEmail, type Session } from './console-helpers.ts';
+import { recordD1Calls } from './d1-calls.ts';
 import { api, json, runAdmin, seedTenant, type Tenant } from './helpers.ts';
 
 const HOOK = 'http://127.0.0.1:9/hook';
@@ -99,6 +100,18 @@ describe('API keys do no more than their creator may', () => {
     await json(await call(k, 'GET', '/v1/projects'), 200);
     await send(owner, 'PATCH', `${org}/members/${admin.userId}`, { role: 'admin' }, 200);
     expect((await call(k, 'DELETE', `/v1/webhooks/${id}`)).status).toBe(200);
+  });
+
+  it("checks the key's rights in the read's one round trip, and the refusal in the same one", async () => {
+    const { t, member } = await team();
+    const k = await keyOf(t, member, 'read');
+    await json(await call(k, 'GET', '/v1/projects'), 200); // last_used_at written: not counted below
+    const calls = recordD1Calls();
+    await json(await call(k, 'GET', '/v1/projects'), 200);
+    expect(calls.calls).toHaveLength(1);
+    calls.clear();
+    await json(await call(k, 'POST', `/v1/proofs/${crypto.randomUUID()}/cancel`), 403);
+    expect(calls.calls).toHaveLength(1);
   });
 
   it('a key whose creator is no longer a member is dead, revoked or not', async () => {
