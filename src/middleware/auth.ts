@@ -115,7 +115,6 @@ export function orgOfKey(hash: string, action: Action): SQL<string> {
   return sql<string>`(SELECT ${apiKeys.org_id} FROM ${apiKeys} WHERE ${liveKey(hash)} AND ${keyAllows(action)})`;
 }
 
-
 /** The action the route declared (permit()); a route that declares none is refused, never served. */
 export function declaredAction(c: Context<AppEnv>): Action {
   const action = c.var.action;
@@ -124,6 +123,9 @@ export function declaredAction(c: Context<AppEnv>): Action {
 }
 
 type KeyRow = Awaited<ReturnType<ReturnType<typeof keyLookup>['all']>>[number];
+
+/** Whether the key's row may take `action`. */
+const allows = (row: KeyRow, action: Action) => row.rights !== null && row.rights >= rankOf(PERMISSIONS[action].least);
 
 /** 403: the key is good but may not take the route's action (README "API keys and scopes"). */
 function refused(row: KeyRow, action: Action): ApiError {
@@ -135,7 +137,7 @@ function refused(row: KeyRow, action: Action): ApiError {
 /** Accepts the key's row: the caller, and "last used" for the console, refreshed at most once a minute and off the response path. */
 function accept(c: Context<AppEnv>, row: KeyRow): Caller {
   const action = declaredAction(c);
-  if (row.rights === null || row.rights < rankOf(PERMISSIONS[action].least)) throw refused(row, action);
+  if (!allows(row, action)) throw refused(row, action);
   const caller: Caller = { orgId: row.org_id, owner: row.owner, keyId: row.key_id, keyHash: c.var.apiKeyHash };
   c.set('caller', caller);
   const now = Date.now();
@@ -177,7 +179,8 @@ export async function asCaller<T extends Statements>(
   // the primary, and all of it stands only if the claim is this request's.
   const idem = c.var.idempotency;
   const claiming = idem?.state === 'pending';
-  const org = orgOfKey(hash, declaredAction(c));
+  const action = declaredAction(c);
+  const org = orgOfKey(hash, action);
   const run = async (db: Db) => {
     const claim = claiming ? [claimKey(db, org, idem.claim), requireClaim(db, org, idem.claim)] : [];
     const [keys, ...rest] = (await db.batch([keyLookup(db, hash), ...claim, ...build(org)])) as unknown as [KeyRow[], ...unknown[]];
@@ -198,8 +201,9 @@ export async function asCaller<T extends Statements>(
       throw retryErr;
     }
   }
-  // A claiming batch ran on the primary: its refusals are final already.
-  if ((!answer.key || !fresh(answer.results)) && sessions.mayBeBehind && !claiming) answer = await run(sessions.primary());
+  // A claiming batch ran on the primary: its refusals are final already. A key a
+  // replica says may not take the action is asked again too (a promotion a moment ago).
+  if ((!answer.key || !allows(answer.key, action) || !fresh(answer.results)) && sessions.mayBeBehind && !claiming) answer = await run(sessions.primary());
   if (!answer.key) throw invalidKey();
   accept(c, answer.key);
   if (claiming) idem.state = 'claimed';
@@ -224,14 +228,14 @@ async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
 }
 
 /**
- * Why a write re-checked with keyMay() was refused, read on the primary: 401 for a
- * dead key, 403 when its rights no longer allow the route's action; null when neither.
+ * Why a write scoped by orgOfKey() was refused, read on the primary: 401 for a dead
+ * key, 403 when its rights no longer allow the route's action; null when neither.
  */
 export async function keyRefusal(c: Context<AppEnv>): Promise<ApiError | null> {
   const [row] = await keyLookup(c.var.sessions.primary(), c.var.apiKeyHash);
   if (!row) return invalidKey();
   const action = declaredAction(c);
-  return row.rights === null || row.rights < rankOf(PERMISSIONS[action].least) ? refused(row, action) : null;
+  return allows(row, action) ? null : refused(row, action);
 }
 
 /** The caller, checking the key now if no read has yet (routes whose first statement is a write or has none). */
