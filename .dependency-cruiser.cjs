@@ -13,6 +13,7 @@
 //   middleware  src/middleware                    request plumbing: API keys, idempotency, rate limits
 //   lib         src/lib, src/admin, src/app-env.ts  shared helpers, the operator's statements,
 //                                                 the Hono context's type
+//   auth        src/auth                          the permissions table (roles, actions, key scopes)
 //   base        src/db, src/env.ts,               the schema and D1 sessions, the bindings
 //               src/lib/errors.ts                 and queue messages, the error vocabulary
 //
@@ -30,6 +31,7 @@ const WORKER_LAYERS = [
   ['jobs', '^src/jobs/'],
   ['middleware', '^src/middleware/'],
   ['lib', '^src/(lib/(?!errors\\.ts$)|admin/|app-env\\.ts$)'],
+  ['auth', '^src/auth/'],
   ['base', '^src/(db/|env\\.ts$|lib/errors\\.ts$)'],
 ];
 

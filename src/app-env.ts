@@ -1,3 +1,4 @@
+import type { Action } from './auth/permissions.ts';
 import type { Db } from './db/client.ts';
 import type { RequestSessions } from './db/sessions.ts';
 import type { Env } from './env.ts';
@@ -30,6 +31,8 @@ export interface AppEnv {
     authGate: () => Promise<void>;
     /** Why the request's body was not handed to its reader (its key was refused first: keyBeforeBody, src/middleware/auth.ts). */
     bodyRefusal?: Error;
+    /** The action the route declared (src/middleware/permit.ts); an API key's lookup checks it. */
+    action?: Action;
     /** The request's Idempotency-Key and its claim, on routes that take one (src/middleware/idempotency.ts). */
     idempotency?: IdempotentRequest;
   };

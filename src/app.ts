@@ -9,6 +9,7 @@ import type { AppEnv } from './app-env.ts';
 import { BOOKMARK_HEADER, RequestSessions, sentBookmark } from './db/sessions.ts';
 import { onError, validationHook } from './lib/errors.ts';
 import { API_KEY_HEADER, authenticate, DEFAULT_API_KEY_HEADERS, keyBeforeBody, requireApiKey } from './middleware/auth.ts';
+import { permit } from './middleware/permit.ts';
 import { consoleRateLimit, rateLimit } from './middleware/rate-limit.ts';
 import { configsApi } from './routes/configs.ts';
 import { downloadsApi } from './routes/downloads.ts';
@@ -76,6 +77,7 @@ v1.openapi(
     path: '/validate_api_key',
     tags: ['auth'],
     summary: 'Check an API key',
+    middleware: [permit('records.read')],
     responses: { 200: { description: 'The key is valid', content: { 'application/json': { schema: MessageResponse } } }, ...errorResponses() },
   }),
   async (c) => {
@@ -98,6 +100,8 @@ for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, conso
   signedIn.route('/', api);
 const consoleApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 consoleApi.use(callerSession);
+// Signing in, invitations and password links: their credentials are in the body.
+consoleApi.use('/auth/*', permit('public'));
 consoleApi.route('/auth', consoleAuthApi);
 // The local mail outbox: open, and 404 unless MAIL_SENDER = "outbox" (never deployed).
 consoleApi.route('/outbox', outboxApi);

@@ -5,6 +5,7 @@
 // is a type error here too), and rendered to SQL text.
 import { and, count, desc, eq, isNotNull, isNull, notExists, sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/sqlite-proxy';
+import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES, type KeyScope, type Role } from '../auth/permissions.ts';
 import { agents, agentTokens, apiKeys, configs, consoleLinks, mailOutbox, memberships, nowIso, organizations, programs, users } from '../db/schema.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { newAgentTokenId, newApiKeyId, newConfigId, newLinkId, newMailId, newOrganizationId, newUserId } from '../lib/ids.ts';
@@ -51,7 +52,7 @@ export { SET_PASSWORD_LINK_TTL_HOURS } from '../lib/mail.ts';
 export interface NewUser {
   email: string;
   orgId: string;
-  role: 'owner' | 'admin' | 'member';
+  role: Role;
   name?: string;
   operator?: boolean;
   /** Where people open the console, for the link (e.g. https://proving.example.com). */
@@ -86,7 +87,7 @@ const normalizeEmail = (email: string) => email.trim().toLowerCase();
 export async function createUser(u: NewUser, token: string = randomToken('pw', 32), existing?: { has_password: boolean }): Promise<UserStep> {
   const email = normalizeEmail(u.email);
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new Error(`not an email address: ${u.email}`);
-  if (!['owner', 'admin', 'member'].includes(u.role)) throw new Error(`role must be owner, admin or member: ${u.role}`);
+  if (!ROLES.includes(u.role)) throw new Error(`role must be ${ROLES.join(', ')}: ${u.role}`);
   const byEmail = sql<string>`${db.select({ id: users.id }).from(users).where(eq(users.email, email))}`;
   const user = db.insert(users).values({ id: newUserId(), email, name: u.name ?? '', is_operator: u.operator ?? false });
   const statements = [
@@ -181,7 +182,12 @@ export function setOrganizationLimits(orgId: string, limits: OrganizationLimits)
 }
 
 /** A new API key for an organization. The key itself is printed once and stored only as its SHA-256. */
-export async function createApiKey(orgId: string, owner: string, key: string = randomToken('sk')): Promise<AdminStep> {
+/**
+ * An operator-made API key: no creator user, so its scope alone bounds it
+ * (src/auth/permissions.ts KEY_SCOPES; `full` is an owner's rights).
+ */
+export async function createApiKey(orgId: string, owner: string, key: string = randomToken('sk'), scope: KeyScope = DEFAULT_KEY_SCOPE): Promise<AdminStep> {
+  if (!KEY_SCOPE_NAMES.includes(scope)) throw new Error(`scope must be ${KEY_SCOPE_NAMES.join(', ')}: ${scope}`);
   const row = {
     id: sql`${newApiKeyId()}`.as('id'),
     org_id: organizations.id,
@@ -192,18 +198,19 @@ export async function createApiKey(orgId: string, owner: string, key: string = r
     prefix: sql`${key.slice(0, 11)}`.as('prefix'),
     user_id: sql`NULL`.as('user_id'),
     last_used_at: sql`NULL`.as('last_used_at'),
+    scope: sql`${scope}`.as('scope'),
   };
   return {
     sql: [
-      // Nothing for an organization that does not exist; a key imported again is live again.
+      // Nothing for an organization that does not exist; a key imported again is live again, with the scope given now.
       render(
         db
           .insert(apiKeys)
           .select(db.select(row).from(organizations).where(eq(organizations.id, orgId)))
-          .onConflictDoUpdate({ target: apiKeys.key_hash, set: { revoked_at: null } }),
+          .onConflictDoUpdate({ target: apiKeys.key_hash, set: { revoked_at: null, scope } }),
       ),
     ],
-    output: [`api key for ${owner} in ${orgId} (store it now: it is not shown again)`, key],
+    output: [`${scope} api key for ${owner} in ${orgId} (store it now: it is not shown again)`, key],
   };
 }
 
@@ -390,7 +397,7 @@ export const listUsers = (orgId?: string): string =>
 export const listApiKeys = (orgId?: string): string =>
   render(
     db
-      .select({ id: apiKeys.id, org_id: apiKeys.org_id, owner: apiKeys.owner, created_at: apiKeys.created_at, revoked_at: apiKeys.revoked_at })
+      .select({ id: apiKeys.id, org_id: apiKeys.org_id, owner: apiKeys.owner, scope: apiKeys.scope, created_at: apiKeys.created_at, revoked_at: apiKeys.revoked_at })
       .from(apiKeys)
       .where(orgId === undefined ? undefined : eq(apiKeys.org_id, orgId))
       .orderBy(apiKeys.created_at, apiKeys.id),

@@ -4,8 +4,13 @@
 // that both name the same states, roles and events.
 import { PROVE_PHASES } from 'prover-agent/protocol';
 
-export const ROLES = ['owner', 'admin', 'member'] as const;
+/** Console roles, most first; their rights: src/auth/permissions.ts. viewer reads only. */
+export const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];
+
+/** API key scopes; what each allows: src/auth/permissions.ts KEY_SCOPES. */
+export const KEY_SCOPE_NAMES = ['full', 'prove', 'read'] as const;
+export type KeyScope = (typeof KEY_SCOPE_NAMES)[number];
 
 /** Queued, then the proving phases the agent reports (protocol PROVE_PHASES), then how it ends (src/jobs/kinds/proof.ts). */
 export const PROOF_STATES = ['Queued', ...PROVE_PHASES, 'Failed', 'Succeeded', 'Canceling', 'Canceled'] as const;

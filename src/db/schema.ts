@@ -3,9 +3,9 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { JOB_KINDS, PROOF_TYPES } from 'prover-agent/protocol';
-import { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, type WebhookEvent } from './enums.ts';
+import { KEY_SCOPE_NAMES, PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, type WebhookEvent } from './enums.ts';
 
-export { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, type ProofState, type Role, type WebhookEvent } from './enums.ts';
+export { KEY_SCOPE_NAMES, PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, type KeyScope, type ProofState, type Role, type WebhookEvent } from './enums.ts';
 
 /** Now, in SQL, as timestamp columns store it: ISO 8601 UTC with milliseconds. */
 export const nowIso = sql<string>`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`;
@@ -63,6 +63,8 @@ export const apiKeys = sqliteTable(
     user_id: text('user_id'),
     /** Updated at most once a minute (src/middleware/auth.ts). */
     last_used_at: text('last_used_at'),
+    /** What it may do at most (src/auth/permissions.ts KEY_SCOPES), bounded further by its creator's current role. */
+    scope: text('scope', { enum: KEY_SCOPE_NAMES }).notNull().default('full'),
   },
   (t) => [uniqueIndex('api_keys_key_hash').on(t.key_hash), index('api_keys_org').on(t.org_id, t.created_at)],
 );
@@ -123,7 +125,7 @@ export const consoleLinks = sqliteTable(
     email: text('email').notNull(),
     /** set_password, password_reset: whose password. */
     user_id: text('user_id'),
-    /** invite: into which organization, with which role, from whom. */
+    /** invite: into which organization, with which role, from whom (their user id: an invitation dies with its inviter's right to grant the role). */
     org_id: text('org_id'),
     role: text('role', { enum: ROLES }),
     created_by: text('created_by'),
@@ -132,7 +134,7 @@ export const consoleLinks = sqliteTable(
     used_at: text('used_at'),
     revoked_at: text('revoked_at'),
   },
-  (t) => [uniqueIndex('console_links_token').on(t.token_hash), index('console_links_org').on(t.org_id, t.kind), index('console_links_email').on(t.email, t.kind)],
+  (t) => [uniqueIndex('console_links_token').on(t.token_hash), index('console_links_org').on(t.org_id, t.kind), index('console_links_email').on(t.email, t.kind), index('console_links_created_by').on(t.org_id, t.created_by)],
 );
 
 /**

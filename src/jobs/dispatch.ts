@@ -5,15 +5,16 @@
 // (src/jobs/sweep.ts), so nothing is stranded. Every job counts against its
 // organization's quotas (src/jobs/quotas.ts).
 import type { BatchItem } from 'drizzle-orm/batch';
-import { and, eq, isNull, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { AppEnv, Caller } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
 import { gpusUsed, type JobKind } from 'prover-agent/protocol';
-import { apiKeys, jobs } from '../db/schema.ts';
+import { jobs } from '../db/schema.ts';
 import { ArtifactBatch } from '../lib/artifacts.ts';
 import { ApiError } from '../lib/errors.ts';
 import { isLostClaim } from '../lib/idempotency.ts';
+import { keyRefusal, orgOfKey } from '../middleware/auth.ts';
 import { answerStatements, claimLost } from '../middleware/idempotency.ts';
 import { isRefusedJobInsert, orgIdIfAllowed, orgUsageQuery, quotaDefaults, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
 import type { Env, JobNotice } from '../env.ts';
@@ -33,11 +34,12 @@ export interface NewJob {
   numGpus: number;
 }
 
-/** SQL true while the caller's credentials still stand: an API key not revoked meanwhile (console callers were checked already). */
+/**
+ * SQL true while the caller's credentials still stand: an API key not revoked, nor its
+ * creator demoted below submitting jobs, meanwhile (console callers were checked already).
+ */
 function callerStillAllowed(caller: Caller): ReturnType<typeof sql> {
-  return caller.keyHash
-    ? sql`EXISTS (SELECT 1 FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${caller.keyHash} AND ${apiKeys.revoked_at} IS NULL AND ${apiKeys.org_id} = ${caller.orgId})`
-    : sql`1`;
+  return caller.keyHash ? sql`(${orgOfKey(caller.keyHash, 'jobs.submit')} = ${caller.orgId})` : sql`1`;
 }
 
 /**
@@ -92,21 +94,16 @@ export function refuseOverQuota(usage: OrgUsage | undefined): void {
 
 /**
  * Why a job-creating batch was refused, read on the primary: 401 when the caller's key
- * was revoked while the request was on its way, the 429 of the quota it would exceed,
- * or null when neither holds any more (a job ended meanwhile: try again).
+ * was revoked while the request was on its way, 403 when its creator was demoted below
+ * submitting, the 429 of the quota it would exceed, or null when none holds any more
+ * (a job ended meanwhile: try again).
  */
 async function explainRefusal(c: Context<AppEnv>, gpus: number): Promise<ApiError | null> {
-  const db = c.var.sessions.primary();
   const caller = c.var.caller;
-  const [keys, usage] = await db.batch([
-    db
-      .select({ id: apiKeys.id })
-      .from(apiKeys)
-      .where(caller.keyHash ? and(eq(apiKeys.key_hash, caller.keyHash), isNull(apiKeys.revoked_at)) : sql`1`),
-    orgUsageQuery(db, caller.orgId, quotaDefaults(c.env)),
-  ]);
-  if (keys.length === 0) return new ApiError(401, 'Invalid or revoked API key');
-  return usage[0] ? quotaExceeded(usage[0], gpus) : null;
+  const refusal = caller.keyHash ? await keyRefusal(c) : null;
+  if (refusal) return refusal;
+  const [usage] = await orgUsageQuery(c.var.sessions.primary(), caller.orgId, quotaDefaults(c.env));
+  return usage ? quotaExceeded(usage, gpus) : null;
 }
 
 /** What a job-creating request answers once its rows are committed (stored under its Idempotency-Key, if it sent one). */

@@ -39,7 +39,7 @@ import { eventStreams, executions, jobs, organizations, proofs } from '../db/sch
 import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError, notFound } from '../lib/errors.ts';
 import { executionRecord, proofRecord } from '../lib/records.ts';
-import { asCaller, orgOfKey } from '../middleware/auth.ts';
+import { asCaller, declaredAction, orgOfKey } from '../middleware/auth.ts';
 import { countStreamReads, RATE_LIMIT_PERIOD_SECONDS } from '../middleware/rate-limit.ts';
 import { tenantLimits, type TenantLimits } from './settings.ts';
 import { PROOF_TERMINAL_STATES } from './kinds/proof.ts';
@@ -223,9 +223,10 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
     );
   }
   // Later polls: the record alone, in the request's session. Scoped to the key's
-  // organization by a subquery, it is also the key's check: revoked, it finds nothing.
+  // organization by a subquery, it is also the key's check: revoked, or its creator
+  // demoted below the route's action, it finds nothing.
   const pollDb = c.var.db;
-  const org = orgOfKey(hash);
+  const org = orgOfKey(hash, declaredAction(c));
   const orgId = c.var.caller.orgId;
   let refreshed = Date.now();
   const budget = pollBudget(c.env, hash, orgId);

@@ -4,6 +4,7 @@
 // takes its types from here (src/console/ui/api-types.ts). Free of Worker APIs for that
 // reason: schemas only, no statements.
 import { z } from '@hono/zod-openapi';
+import { KEY_SCOPE_NAMES } from '../db/enums.ts';
 import { RoleSchema } from './console-schemas.ts';
 import { ProgramRecord, ProofRecord } from './records.ts';
 import { MessageResponse } from './schemas.ts';
@@ -69,6 +70,7 @@ export const ApiKeyRecord = z
     name: z.string().openapi({ description: 'The owner label, shown as created_by on what the key makes' }),
     prefix: z.string().nullable(),
     owner_user_id: z.string().nullable(),
+    scope: z.enum(KEY_SCOPE_NAMES).openapi({ description: 'What the key may do at most: full, prove or read; never more than its creator’s current role' }),
     created_at: z.string(),
     last_used_at: z.string().nullable(),
     revoked_at: z.string().nullable(),

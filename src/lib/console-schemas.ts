@@ -32,7 +32,7 @@ export const consoleErrors = (...statuses: (keyof typeof ERROR_TEXT)[]) =>
 
 export const OrgParams = z.object({ org_id: z.string().min(1).max(64).openapi({ param: { name: 'org_id', in: 'path' }, example: 'org_01jd…' }) });
 
-export const RoleSchema = z.enum(ROLES).openapi({ description: 'owner: everything, including owners; admin: members, invites and every key; member: projects, proofs and their own keys' });
+export const RoleSchema = z.enum(ROLES).openapi({ description: 'owner: everything, including owners; admin: members, invitations, webhooks and every key; member: projects, proofs and their own keys; viewer: reads only (README "Roles")' });
 
 export const Email = z
   .string()

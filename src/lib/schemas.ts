@@ -133,13 +133,15 @@ export const errorResponses = (...statuses: (400 | 401 | 404 | 409 | 413 | 422)[
   const text: Record<number, string> = {
     400: 'Invalid files or parameters',
     401: 'Missing, unknown or revoked API key',
+    403: 'The API key’s scope, or its creator’s current role, does not allow this (README "API keys and scopes")',
     404: 'Not found (or not visible to this organization)',
     409: 'Conflict with the record’s current state',
     413: 'Upload too large',
     422: 'Validation error',
     429: 'Rate limit of the API key exceeded for this endpoint class (see Retry-After)',
   };
-  for (const s of [401, ...statuses, 429]) {
+  // Every /v1 route declares an action (src/middleware/permit.ts): any key may be refused it.
+  for (const s of [401, 403, ...statuses, 429]) {
     out[s] = {
       description: text[s],
       content: { 'application/json': { schema: s === 422 ? ValidationErrorResponse : ErrorResponse } },

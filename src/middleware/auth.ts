@@ -5,13 +5,20 @@
 // trip to the nearest replica. A refusal a replica gives (unknown key, missing record)
 // is checked again on the primary before the caller is told no: a key or record made a
 // moment ago may not have reached the replica yet (src/db/sessions.ts).
-import { and, eq, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+// The same lookup says what the key may do (src/auth/permissions.ts): its scope bounded
+// by its creator's role in the organization as it is now, a key whose creator is no
+// longer a member being dead; the route's declared action (permit()) is checked against
+// it, and the organization the route's statements read is null unless the key may take
+// that action, so a write refused here writes nothing.
+import { and, eq, getTableName, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv, Caller } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
-import { apiKeys } from '../db/schema.ts';
+import { KEY_SCOPES, PERMISSIONS, rankOf, ROLE_ORDER, type Action, type Role } from '../auth/permissions.ts';
+import { apiKeys, memberships } from '../db/schema.ts';
 import { isBookmarkError } from '../db/sessions.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError } from '../lib/errors.ts';
@@ -95,28 +102,89 @@ export const keyBeforeBody = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
-/** The key's row, when it is live: the statement every first read of a /v1 request starts with. */
+
+/** A role's rank (src/auth/permissions.ts rankOf) in SQL; null for no role. */
+const rankSql = (role: SQL): SQL<number | null> =>
+  sql<number | null>`(CASE ${role} ${sql.join(
+    ROLE_ORDER.map((r) => sql`WHEN ${r} THEN ${rankOf(r)}`),
+    sql` `,
+  )} END)`;
+
+/**
+ * A column named with its table, always: drizzle leaves columns unqualified in a
+ * single-table select's fields, where inside the subquery below `org_id = org_id`
+ * would compare memberships with itself.
+ */
+const col = (column: SQLiteColumn) => sql`${sql.identifier(getTableName(column.table))}.${sql.identifier(column.name)}`;
+
+/** The key's creator's role in the key's organization now: null for an operator-made key, or a creator who left. */
+const creatorRole = sql<Role | null>`(SELECT ${col(memberships.role)} FROM ${memberships} WHERE ${col(memberships.org_id)} = ${col(apiKeys.org_id)} AND ${col(memberships.user_id)} = ${col(apiKeys.user_id)})`;
+
+/**
+ * What the key (the api_keys row in scope) may do, as a role's rank: min(its scope's
+ * cap, its creator's current role); null, a dead key, when its creator is no longer a
+ * member. An operator-made key (no creator) is bounded by its scope alone.
+ */
+const keyRights = sql<number | null>`min(${sql`(CASE ${col(apiKeys.scope)} ${sql.join(
+  Object.entries(KEY_SCOPES).map(([s, { cap }]) => sql`WHEN ${s} THEN ${rankOf(cap)}`),
+  sql` `,
+)} END)`}, CASE WHEN ${col(apiKeys.user_id)} IS NULL THEN ${rankOf('owner')} ELSE ${rankSql(creatorRole)} END)`;
+
+/** The api_keys row of a live key: not revoked, its creator (if any) still a member. */
+const liveKey = (hash: string) => sql`${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL AND ${keyRights} IS NOT NULL`;
+
+/** SQL true when the key's rights allow `action`. */
+const keyAllows = (action: Action) => sql`${keyRights} >= ${rankOf(PERMISSIONS[action].least)}`;
+
+/** The key's row, when it is live, with what it may do: the statement every first read of a /v1 request starts with. */
 function keyLookup(db: Db, hash: string) {
   return db
-    .select({ key_id: apiKeys.id, org_id: apiKeys.org_id, owner: apiKeys.owner, last_used_at: apiKeys.last_used_at })
+    .select({
+      key_id: apiKeys.id,
+      org_id: apiKeys.org_id,
+      owner: apiKeys.owner,
+      last_used_at: apiKeys.last_used_at,
+      scope: apiKeys.scope,
+      creator_role: creatorRole.as('creator_role'),
+      rights: keyRights.as('rights'),
+    })
     .from(apiKeys)
-    .where(and(eq(apiKeys.key_hash, hash), isNull(apiKeys.revoked_at)));
+    .where(liveKey(hash));
 }
 
-/** The caller's organization id as SQL (null for a dead key), for statements batched with the key's lookup. */
-export function orgOfKey(hash: string): SQL<string> {
-  return sql<string>`(SELECT ${apiKeys.org_id} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
+/**
+ * The caller's organization id as SQL, for statements batched with the key's lookup:
+ * null for a dead key, or one whose rights do not allow `action` (the route's). Writes
+ * scoped by it re-check the key's right inside their own batch: a revoke or a demotion
+ * landing in between leaves them nothing to write.
+ */
+export function orgOfKey(hash: string, action: Action): SQL<string> {
+  return sql<string>`(SELECT ${apiKeys.org_id} FROM ${apiKeys} WHERE ${liveKey(hash)} AND ${keyAllows(action)})`;
 }
 
-/** SQL true while the key is live: writes re-check it inside their own batch (a revoke may land in between). */
-export function keyIsLive(hash: string): SQL<boolean> {
-  return sql<boolean>`EXISTS (SELECT 1 FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
+/** The action the route declared (permit()); a route that declares none is refused, never served. */
+export function declaredAction(c: Context<AppEnv>): Action {
+  const action = c.var.action;
+  if (!action) throw new Error(`${c.req.method} ${c.req.path} declares no action (permit())`);
+  return action;
 }
 
 type KeyRow = Awaited<ReturnType<ReturnType<typeof keyLookup>['all']>>[number];
 
+/** Whether the key's row may take `action`. */
+const allows = (row: KeyRow, action: Action) => row.rights !== null && row.rights >= rankOf(PERMISSIONS[action].least);
+
+/** 403: the key is good but may not take the route's action (README "API keys and scopes"). */
+function refused(row: KeyRow, action: Action): ApiError {
+  const rights = ROLE_ORDER[(row.rights ?? 1) - 1];
+  const why = row.creator_role ? `its scope is ${row.scope} and its creator is now ${row.creator_role} of the organization` : `its scope is ${row.scope}`;
+  return new ApiError(403, `This API key may not ${PERMISSIONS[action].covers.toLowerCase()}: ${why}, which allows what a ${rights} may do`);
+}
+
 /** Accepts the key's row: the caller, and "last used" for the console, refreshed at most once a minute and off the response path. */
 function accept(c: Context<AppEnv>, row: KeyRow): Caller {
+  const action = declaredAction(c);
+  if (!allows(row, action)) throw refused(row, action);
   const caller: Caller = { orgId: row.org_id, owner: row.owner, keyId: row.key_id, keyHash: c.var.apiKeyHash };
   c.set('caller', caller);
   const now = Date.now();
@@ -159,9 +227,11 @@ export async function asCaller<T extends Statements>(
   // the primary, and all of it stands only if the claim is this request's.
   const idem = c.var.idempotency;
   const claiming = claim && idem?.state === 'pending';
+  const action = declaredAction(c);
+  const org = orgOfKey(hash, action);
   const run = async (db: Db) => {
-    const claim = claiming ? [claimKey(db, orgOfKey(hash), idem.claim), requireClaim(db, orgOfKey(hash), idem.claim)] : [];
-    const [keys, ...rest] = (await db.batch([keyLookup(db, hash), ...claim, ...build(orgOfKey(hash))])) as unknown as [KeyRow[], ...unknown[]];
+    const claim = claiming ? [claimKey(db, org, idem.claim), requireClaim(db, org, idem.claim)] : [];
+    const [keys, ...rest] = (await db.batch([keyLookup(db, hash), ...claim, ...build(org)])) as unknown as [KeyRow[], ...unknown[]];
     return { key: keys[0], results: rest.slice(claim.length) as unknown as BatchResponse<T> };
   };
   let answer: Awaited<ReturnType<typeof run>>;
@@ -179,8 +249,9 @@ export async function asCaller<T extends Statements>(
       throw retryErr;
     }
   }
-  // A claiming batch ran on the primary: its refusals are final already.
-  if ((!answer.key || !fresh(answer.results)) && sessions.mayBeBehind && !claiming) answer = await run(sessions.primary());
+  // A claiming batch ran on the primary: its refusals are final already. A key a
+  // replica says may not take the action is asked again too (a promotion a moment ago).
+  if ((!answer.key || !allows(answer.key, action) || !fresh(answer.results)) && sessions.mayBeBehind && !claiming) answer = await run(sessions.primary());
   if (!answer.key) throw invalidKey();
   accept(c, answer.key);
   // The organization is known now: its rate-limit budget counts this request (no D1 read of its own).
@@ -198,13 +269,24 @@ async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
   const db = c.var.sessions.primary();
   const idem = c.var.idempotency!;
   const hash = c.var.apiKeyHash;
-  const [keys, rows] = await db.batch([keyLookup(db, hash), keyRow(db, orgOfKey(hash), idem.claim.key)]);
+  const [keys, rows] = await db.batch([keyLookup(db, hash), keyRow(db, orgOfKey(hash, declaredAction(c)), idem.claim.key)]);
   if (!keys[0]) return invalidKey();
   accept(c, keys[0]);
   await limitOrganization(c, keys[0].org_id);
   idem.state = 'taken';
   idem.found = rows[0];
   return new IdempotencyHit();
+}
+
+/**
+ * Why a write scoped by orgOfKey() was refused, read on the primary: 401 for a dead
+ * key, 403 when its rights no longer allow the route's action; null when neither.
+ */
+export async function keyRefusal(c: Context<AppEnv>): Promise<ApiError | null> {
+  const [row] = await keyLookup(c.var.sessions.primary(), c.var.apiKeyHash);
+  if (!row) return invalidKey();
+  const action = declaredAction(c);
+  return allows(row, action) ? null : refused(row, action);
 }
 
 /** The caller, checking the key now if no read has yet (routes whose first statement is a write or has none). */

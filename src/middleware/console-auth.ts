@@ -1,6 +1,7 @@
-// Authentication and roles of /console/v1: a bearer access token (never an API key),
-// whose session must still be live, and, under /orgs/{org_id}, a membership of that
-// organization with a role at least the route's.
+// Authentication of /console/v1: a bearer access token (never an API key), whose
+// session must still be live, and, under /orgs/{org_id}, a membership of that
+// organization, whose role the route's permit() gate checks against its declared
+// action (src/middleware/permit.ts, src/auth/permissions.ts).
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { createMiddleware } from 'hono/factory';
 import type { Context } from 'hono';
@@ -26,9 +27,6 @@ export interface ConsoleEnv extends AppEnv {
     membership: { orgId: string; orgName: string; role: Role };
   };
 }
-
-const RANK: Record<Role, number> = { member: 1, admin: 2, owner: 3 };
-export const atLeast = (role: Role, needed: Role) => RANK[role] >= RANK[needed];
 
 const unauthorized = (msg: string) => new ApiError(401, msg, { 'WWW-Authenticate': 'Bearer' });
 
@@ -84,16 +82,6 @@ export const requireConsoleUser = createMiddleware<ConsoleEnv>(async (c, next) =
   }
   await next();
 });
-
-/** Throws 403 unless the caller's role in the organization is at least `needed`. */
-export function requireRole(c: Context<ConsoleEnv>, needed: Role): void {
-  if (!atLeast(c.var.membership.role, needed)) throw new ApiError(403, `This needs the ${needed} role or higher in ${c.var.membership.orgName}`);
-}
-
-/** Throws 403 unless the user is a service operator. */
-export function requireOperator(c: Context<ConsoleEnv>): void {
-  if (!c.var.user.is_operator) throw new ApiError(403, 'Operators only');
-}
 
 /** The signed-in user as the audit log records them. */
 export const actorOf = (c: Context<ConsoleEnv>): Actor => ({ userId: c.var.user.id, email: c.var.user.email });

@@ -11,6 +11,7 @@ import { asCaller } from '../middleware/auth.ts';
 import type { Context } from 'hono';
 import { ConfigRecord, configRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses } from '../lib/schemas.ts';
+import { permit } from '../middleware/permit.ts';
 
 export const configsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -29,6 +30,7 @@ configsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{config_id}',
+    middleware: [permit('records.read')],
     tags: ['configs'],
     summary: 'Get a configuration',
     request: { params: ConfigParams },
@@ -50,6 +52,7 @@ configsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{config_id}/{artifact}',
+    middleware: [permit('records.read')],
     tags: ['configs'],
     summary: 'Download a config artifact: its openvm.toml (`config`), `app_vm_commit` (hex text) or the `evm_verifier` an operator published',
     request: {
@@ -89,6 +92,7 @@ for (const [which, kinds] of [
     createRoute({
       method: 'get',
       path: `/{config_id}/${which}/{kind}`,
+      middleware: [permit('records.read')],
       tags: ['configs'],
       summary: `A time-limited download URL for the config's ${which === 'pk' ? 'proving' : 'verifying'} key`,
       description:

@@ -17,6 +17,7 @@ import { MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders, executionEvents } from '../jobs/events.ts';
 import { asCaller } from '../middleware/auth.ts';
+import { permit } from '../middleware/permit.ts';
 
 export const executionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -49,7 +50,7 @@ const submitRoute = createRoute({
 // Document only: the input is checked entry by entry as it is scanned (readProofInputBody).
 executionsApi.openAPIRegistry.registerPath(submitRoute);
 
-executionsApi.post('/', idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
+executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
   const [programRows, projectRows, configRows, [usage]] = await asCaller(
@@ -83,6 +84,7 @@ executionsApi.openapi(
   createRoute({
     method: 'get',
     path: '/',
+    middleware: [permit('records.read')],
     tags: ['executions'],
     summary: 'List the executions of a program',
     request: { query: PaginationQuery.extend({ program_id: z.uuid() }) },
@@ -104,6 +106,7 @@ executionsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{execution_id}',
+    middleware: [permit('records.read')],
     tags: ['executions'],
     summary: 'Get an execution',
     request: { params: ExecutionParams },
@@ -119,6 +122,7 @@ executionsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{execution_id}/logs',
+    middleware: [permit('records.read')],
     tags: ['executions'],
     summary: 'The execution’s logs (plain text, possibly empty)',
     ...logRouteDoc('execution'),
@@ -144,6 +148,7 @@ executionsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{execution_id}/events',
+    middleware: [permit('records.read')],
     tags: ['executions'],
     summary: 'Follow an execution live: its status and logs as Server-Sent Events',
     description: executionEventsDoc.description,

@@ -20,6 +20,7 @@ import { configQuery, one, orgCounter, programPage, programPageQuery, programQue
 import { highlightIfNone, rehighlightAfterMove } from '../lib/project-highlight.ts';
 import { jsonBody } from '../lib/body.ts';
 import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
+import { permit } from '../middleware/permit.ts';
 
 export const programsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -69,7 +70,7 @@ const registerRoute = createRoute({
 // which the generated validator (formData()) would buffer whole.
 programsApi.openAPIRegistry.registerPath(registerRoute);
 
-programsApi.post('/', idempotent, zValidator('query', RegisterQuery, validationHook), async (c) => {
+programsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', RegisterQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
   // Everything that can be refused without the body is refused before reading it, from
@@ -203,6 +204,7 @@ programsApi.openapi(
   createRoute({
     method: 'get',
     path: '/',
+    middleware: [permit('records.read')],
     tags: ['programs'],
     summary: 'List programs (deprecated: use /v1/projects and /v1/projects/{project_id}/programs)',
     deprecated: true,
@@ -241,6 +243,7 @@ programsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{program_id}',
+    middleware: [permit('records.read')],
     tags: ['programs'],
     summary: 'Get a program',
     request: { params: ProgramParams },
@@ -266,7 +269,7 @@ programsApi.openapi(
     path: '/{program_id}',
     tags: ['programs'],
     summary: 'Move a program to another project and/or rename it',
-    middleware: [jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [permit('projects.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: ProgramParams, body: { required: true, content: { 'application/json': { schema: UpdateProgramBody } } } },
     responses: {
       200: { description: 'The updated program', content: { 'application/json': { schema: ProgramRecord } } },
@@ -310,6 +313,7 @@ programsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{program_id}/download/{artifact}',
+    middleware: [permit('records.read')],
     tags: ['programs'],
     summary: 'Download the ELF, the VMEXE, or the app exe commit (bare hex text, once computed)',
     description:

@@ -3,7 +3,7 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, eq, sql } from 'drizzle-orm';
 import type { AppEnv } from '../app-env.ts';
 import { apiKeys, programs, projects } from '../db/schema.ts';
-import { asCaller } from '../middleware/auth.ts';
+import { asCaller, keyRefusal } from '../middleware/auth.ts';
 import { ApiError, isRefusedInsert, ValidationError, validationHook } from '../lib/errors.ts';
 import { readJsonBody } from '../lib/body.ts';
 import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
@@ -12,6 +12,7 @@ import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuer
 import { isLostClaim } from '../lib/idempotency.ts';
 import { answerStatements, claimLost, idempotent } from '../middleware/idempotency.ts';
 import { one, programPage, programPageQuery, projectPage, projectPageQuery, projectQuery } from '../lib/lookups.ts';
+import { permit } from '../middleware/permit.ts';
 
 export const projectsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -20,6 +21,7 @@ projectsApi.openapi(
   createRoute({
     method: 'get',
     path: '/',
+    middleware: [permit('records.read')],
     tags: ['projects'],
     summary: 'List projects (the dashboard listing: search and sort across projects)',
     request: {
@@ -56,7 +58,7 @@ const createRoute_ = createRoute({
 // The body may be a bare JSON string, which the generated validator would read as
 // text; it is parsed here instead.
 projectsApi.openAPIRegistry.registerPath(createRoute_);
-projectsApi.post('/', idempotent, async (c) => {
+projectsApi.post('/', permit('projects.manage'), idempotent, async (c) => {
   const body = await readJsonBody(c.req.raw, MAX_JSON_BODY_BYTES);
   const name = typeof body === 'string' ? body : (body as { name?: unknown } | null)?.name;
   if (typeof name !== 'string' || !name.trim())
@@ -66,18 +68,18 @@ projectsApi.post('/', idempotent, async (c) => {
   const answer = { status: 201, body: { id } } as const;
   const answerRows = await answerStatements(c, answer.status, answer.body);
   // One batch on the primary: the key's lookup and the insert, whose organization and
-  // owner are the key's own (a dead key leaves org_id NULL: the batch fails, nothing is
-  // stored); with an Idempotency-Key, also its claim and the stored answer.
+  // owner are the key's own (a dead key, or one that may not manage projects, leaves
+  // org_id NULL: the batch fails, nothing is stored); with an Idempotency-Key, also its
+  // claim and the stored answer.
   const hash = c.var.apiKeyHash;
-  const keyRow = (column: typeof apiKeys.org_id | typeof apiKeys.owner) =>
-    sql<string>`(SELECT ${column} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
+  const owner = sql<string>`(SELECT ${apiKeys.owner} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
   try {
     await asCaller(c, (org) => [
-      c.var.db.insert(projects).values({ id, org_id: keyRow(apiKeys.org_id), name: name.trim(), created_by: keyRow(apiKeys.owner) }),
+      c.var.db.insert(projects).values({ id, org_id: org, name: name.trim(), created_by: owner }),
       ...answerRows(c.var.db, org),
     ]);
   } catch (err) {
-    if (isRefusedInsert(err, 'projects')) throw new ApiError(401, 'Invalid or revoked API key');
+    if (isRefusedInsert(err, 'projects')) throw (await keyRefusal(c)) ?? new ApiError(401, 'Invalid or revoked API key');
     if (isLostClaim(err)) throw claimLost();
     throw err;
   }
@@ -90,6 +92,7 @@ projectsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{project_id}',
+    middleware: [permit('records.read')],
     tags: ['projects'],
     summary: 'Get a project',
     request: { params: ProjectParams },
@@ -109,6 +112,7 @@ projectsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{project_id}/programs',
+    middleware: [permit('records.read')],
     tags: ['projects'],
     summary: 'List the programs of a project',
     request: { params: ProjectParams, query: PaginationQuery },

@@ -22,6 +22,7 @@ import { cancelAnswer, proofFileResponse } from '../jobs/proof-actions.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders, proofEvents } from '../jobs/events.ts';
+import { permit } from '../middleware/permit.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -78,7 +79,7 @@ const submitRoute = createRoute({
 // Document only: the handler reads JSON or streams multipart itself.
 proofsApi.openAPIRegistry.registerPath(submitRoute);
 
-proofsApi.post('/', idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
+proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
   // The request's one read, before its body: the key, the program and the organization's
@@ -199,6 +200,7 @@ proofsApi.openapi(
   createRoute({
     method: 'get',
     path: '/',
+    middleware: [permit('records.read')],
     tags: ['proofs'],
     summary: 'List the proofs of a program',
     request: { query: PaginationQuery.extend({ program_id: z.uuid() }) },
@@ -221,6 +223,7 @@ proofsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{proof_id}',
+    middleware: [permit('records.read')],
     tags: ['proofs'],
     summary: 'Get a proof job',
     request: { params: ProofParams },
@@ -239,6 +242,7 @@ proofsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{proof_id}/proof/{kind}',
+    middleware: [permit('records.read')],
     tags: ['proofs'],
     summary: 'Download a proof file (404 until it exists)',
     request: {
@@ -260,6 +264,7 @@ proofsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{proof_id}/logs',
+    middleware: [permit('records.read')],
     tags: ['proofs'],
     summary: 'The proof job’s logs (plain text, possibly empty)',
     ...logRouteDoc('proof'),
@@ -288,6 +293,7 @@ proofsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{proof_id}/events',
+    middleware: [permit('records.read')],
     tags: ['proofs'],
     summary: 'Follow a proof live: its state and logs as Server-Sent Events',
     description: proofEventsDoc.description,
@@ -304,6 +310,7 @@ proofsApi.openapi(
   createRoute({
     method: 'post',
     path: '/{proof_id}/cancel',
+    middleware: [permit('jobs.cancel')],
     tags: ['proofs'],
     summary: 'Cancel a proof job',
     description:

@@ -16,6 +16,7 @@ import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, Uuid
 import { idempotent } from '../middleware/idempotency.ts';
 import { MAX_CHILD_PROOF_BYTES } from '../lib/limits.ts';
 import { configQuery, one, programOf, programQuery, verificationQuery } from '../lib/lookups.ts';
+import { permit } from '../middleware/permit.ts';
 
 export const verifyApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -58,7 +59,7 @@ verifyApi.openAPIRegistry.registerPath(
   }),
 );
 
-verifyApi.post('/', idempotent, zValidator('query', UnifiedQuery, validationHook), async (c) => {
+verifyApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', UnifiedQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const looked = await lookUp(c, q.program_id, q.config_id);
   const text = await readProofPart(c.req.raw);
@@ -72,7 +73,7 @@ verifyApi.post('/', idempotent, zValidator('query', UnifiedQuery, validationHook
   return c.json({ id: await submitVerification(c, looked, { kind, text, doc, programId: q.program_id, configId: q.config_id }) }, 200);
 });
 
-verifyApi.post('/stark', idempotent, zValidator('query', StarkQuery, validationHook), async (c) => {
+verifyApi.post('/stark', permit('jobs.submit'), idempotent, zValidator('query', StarkQuery, validationHook), async (c) => {
   const programId = c.req.valid('query').program_id;
   const looked = await lookUp(c, programId, undefined);
   const text = await readProofPart(c.req.raw);
@@ -171,6 +172,7 @@ for (const [path, summary] of [
     createRoute({
       method: 'get',
       path,
+      middleware: [permit('records.read')],
       tags: ['verify'],
       summary,
       request: { params: VerifyParams },

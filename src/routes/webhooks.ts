@@ -41,6 +41,7 @@ import {
 } from '../lib/webhook-endpoints.ts';
 import { CreateWebhookBody, DeliveryQuery, UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEndpointWithSecret } from '../lib/webhook-schemas.ts';
 import { newWebhookSecret, sealSecret } from '../lib/webhook-secrets.ts';
+import { permit } from '../middleware/permit.ts';
 
 export const webhooksApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -86,7 +87,7 @@ webhooksApi.openapi(
     tags: TAGS,
     summary: 'Register a webhook endpoint; its signing secret is in this answer only (and in its replays: Idempotency-Key)',
     description: WEBHOOKS_DESCRIPTION,
-    middleware: [idempotent, jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [permit('webhooks.manage'), idempotent, jsonBody(MAX_JSON_BODY_BYTES)],
     request: { headers: IdempotencyHeaders, body: { required: true, content: { 'application/json': { schema: CreateWebhookBody } } } },
     responses: {
       201: { description: 'Created', content: { 'application/json': { schema: WebhookEndpointWithSecret } } },
@@ -118,6 +119,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/',
+    middleware: [permit('records.read')],
     tags: TAGS,
     summary: 'List webhook endpoints, newest first (never their secrets)',
     request: { query: PaginationQuery },
@@ -136,6 +138,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/{webhook_id}',
+    middleware: [permit('records.read')],
     tags: TAGS,
     summary: 'Get a webhook endpoint (never its secret); disabled_reason says why one was disabled',
     request: { params: EndpointParams },
@@ -158,7 +161,7 @@ webhooksApi.openapi(
     path: '/{webhook_id}',
     tags: TAGS,
     summary: 'Change a webhook endpoint’s URL, events or description; enable (or disable) it',
-    middleware: [jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [permit('webhooks.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: EndpointParams, body: { required: true, content: { 'application/json': { schema: UpdateWebhookBody } } } },
     responses: {
       200: { description: 'The endpoint as it now is', content: { 'application/json': { schema: WebhookEndpointRecord } } },
@@ -184,6 +187,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'delete',
     path: '/{webhook_id}',
+    middleware: [permit('webhooks.manage')],
     tags: TAGS,
     summary: 'Delete a webhook endpoint; its pending deliveries are not sent',
     request: { params: EndpointParams },
@@ -204,6 +208,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/{webhook_id}/rotate-secret',
+    middleware: [permit('webhooks.manage')],
     tags: TAGS,
     summary: 'Replace the signing secret; the new one is in this answer only',
     description: 'For 24 hours after a rotation every delivery carries two signatures, under the new secret and the previous one (Standard Webhooks receivers accept either), so a receiver can switch without losing events.',
@@ -226,6 +231,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/{webhook_id}/deliveries',
+    middleware: [permit('records.read')],
     tags: TAGS,
     summary: 'The endpoint’s deliveries, newest first, each with its attempts (kept 30 days)',
     request: { params: EndpointParams, query: PaginationQuery.extend(DeliveryQuery.shape) },
@@ -246,6 +252,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/{webhook_id}/deliveries/{delivery_id}/redeliver',
+    middleware: [permit('webhooks.manage')],
     tags: TAGS,
     summary: 'Send a delivered or failed delivery again: the same webhook-id and body, a new round of retries',
     request: { params: DeliveryParams },
@@ -266,6 +273,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/{webhook_id}/test',
+    middleware: [permit('webhooks.manage')],
     tags: TAGS,
     summary: 'Send a webhook.test event to the endpoint now',
     description:

@@ -31,6 +31,7 @@ import {
   setConfigOpenvmToml,
 } from '../admin/statements.ts';
 import { openvmConfigProblems, PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
+import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES } from '../auth/permissions.ts';
 import { artifactKey } from '../lib/artifact-keys.ts';
 import { MailError, mailSender, send } from '../lib/mail.ts';
 import { artifactsBucket, d1Execute, describeTarget, mailSettings, r2Put, type Row, type Target, WranglerError } from './wrangler.ts';
@@ -205,14 +206,17 @@ const commands: Record<string, Command> = {
     },
   },
   'create-api-key': {
-    synopsis: '--org ORG_ID --owner LABEL [--key VALUE]',
-    summary: 'Create an API key for an organization; prints the key (shown only once) on the last line. --key imports a given value.',
-    options: { org: str, owner: str, key: str },
+    synopsis: `--org ORG_ID --owner LABEL [--scope ${KEY_SCOPE_NAMES.join('|')}] [--key VALUE]`,
+    summary:
+      'Create an API key for an organization; prints the key (shown only once) on the last line. --scope (default full: an owner’s rights; prove: submit, read, verify; read: reads only) bounds it, as no creator does. --key imports a given value.',
+    options: { org: str, owner: str, key: str, scope: str },
     async run(c) {
       const org = required(c.values, 'org');
       const key = c.values.key === undefined ? undefined : required(c.values, 'key');
       if (key !== undefined && !/^\S{16,}$/.test(key)) throw new UsageError('--key must be at least 16 characters, without spaces');
-      await runStep(c.target, await createApiKey(org, required(c.values, 'owner'), key), `no organization ${org} (see list-orgs)`);
+      const scope = KEY_SCOPE_NAMES.find((s) => s === (c.values.scope ?? DEFAULT_KEY_SCOPE));
+      if (!scope) throw new UsageError(`--scope must be ${KEY_SCOPE_NAMES.join(', ')}, not ${c.values.scope}`);
+      await runStep(c.target, await createApiKey(org, required(c.values, 'owner'), key, scope), `no organization ${org} (see list-orgs)`);
     },
   },
   'revoke-api-key': revokeCommand('API key', 'key', revokeApiKey, revokeApiKeyById, 'list-api-keys'),
@@ -223,14 +227,14 @@ const commands: Record<string, Command> = {
     run: (c) => list(c, listApiKeys(c.values.org === undefined ? undefined : required(c.values, 'org'))),
   },
   'create-user': {
-    synopsis: '--email EMAIL --org ORG_ID [--role owner|admin|member] [--name NAME] [--operator] [--console-url URL]',
+    synopsis: `--email EMAIL --org ORG_ID [--role ${ROLES.join('|')}] [--name NAME] [--operator] [--console-url URL]`,
     summary:
-      'Make a console user a member of an organization (default role owner: the first owner is made this way; owners and admins invite the rest from the console). An existing account keeps its password and only gains the membership. A new account (or one with no password yet) gets a one-time set-password link: emailed when the environment has a mail sender (MAIL_SENDER; for "http", MAIL_API_KEY in your environment), otherwise printed on the last line. --operator shows them the fleet page. --console-url is where the console is served (default http://127.0.0.1:8787 with --local; required with --remote).',
+      'Make a console user a member of an organization (default role owner; a viewer only reads: the first owner is made this way; owners and admins invite the rest from the console). An existing account keeps its password and only gains the membership. A new account (or one with no password yet) gets a one-time set-password link: emailed when the environment has a mail sender (MAIL_SENDER; for "http", MAIL_API_KEY in your environment), otherwise printed on the last line. --operator shows them the fleet page. --console-url is where the console is served (default http://127.0.0.1:8787 with --local; required with --remote).',
     options: { email: str, org: str, role: str, name: str, operator: bool, 'console-url': str },
     async run(c) {
       const org = required(c.values, 'org');
-      const role = (c.values.role ?? 'owner') as string;
-      if (!['owner', 'admin', 'member'].includes(role)) throw new UsageError(`--role must be owner, admin or member, not ${role}`);
+      const role = ROLES.find((r) => r === (c.values.role ?? 'owner'));
+      if (!role) throw new UsageError(`--role must be ${ROLES.join(', ')}, not ${c.values.role}`);
       const consoleUrl = c.values['console-url'] === undefined ? (c.target.remote ? undefined : 'http://127.0.0.1:8787') : required(c.values, 'console-url');
       if (!consoleUrl) throw new UsageError('--console-url is required with --remote (where people open the console)');
       const email = required(c.values, 'email');
@@ -240,7 +244,7 @@ const commands: Record<string, Command> = {
       let step: UserStep;
       try {
         step = await createUser(
-          { email, orgId: org, role: role as 'owner', name: typeof c.values.name === 'string' ? c.values.name : undefined, operator: c.values.operator === true, consoleUrl },
+          { email, orgId: org, role, name: typeof c.values.name === 'string' ? c.values.name : undefined, operator: c.values.operator === true, consoleUrl },
           undefined,
           existing,
         );

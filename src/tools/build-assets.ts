@@ -26,12 +26,12 @@ const CLIENT = from('src', 'console', 'client');
 
 /**
  * All the browser bundle may contain: the client, the views, the modules of constants
- * it shares with the server (src/db/enums.ts, src/lib/limits.ts and the fleet
+ * it shares with the server (src/db/enums.ts, src/auth/permissions.ts, src/lib/limits.ts and the fleet
  * protocol's, all free of runtime imports beyond each other), and Hono's JSX for the DOM. The
  * client takes the server's types by type-only imports; any server code reaching
  * the bundle (a value import by mistake) fails the build.
  */
-const BUNDLE_MAY_CONTAIN = ['src/console/client/', 'src/console/ui/', 'src/db/enums.ts', 'src/lib/limits.ts', 'prover-agent/src/protocol', 'node_modules/hono/dist/'];
+const BUNDLE_MAY_CONTAIN = ['src/console/client/', 'src/console/ui/', 'src/db/enums.ts', 'src/auth/permissions.ts', 'src/lib/limits.ts', 'prover-agent/src/protocol', 'node_modules/hono/dist/'];
 
 rmSync(OUT, { recursive: true, force: true });
 for (const [source, target] of COPIES) {

@@ -124,14 +124,18 @@ describe('the console in chromium', () => {
     expect(await page.evaluate(() => document.cookie)).toBe('');
   });
 
-  it('creates an API key, shown once, that registers and proves a program on the public API', async () => {
+  it('creates an API key with a scope, shown once, that registers and proves a program on the public API', async () => {
     await open(page, '/console/keys');
     await page.getByLabel('Name (optional)').fill('e2e key');
+    expect(await page.locator('#key-form select[name="scope"] option').allTextContents()).toEqual(['full', 'prove', 'read']);
+    await page.locator('#key-form select[name="scope"]').selectOption('prove');
     await page.getByRole('button', { name: 'Create API key' }).click();
     await page.waitForSelector('#new-key:not([hidden])');
     apiKey = (await page.locator('#new-key-value').textContent())!;
     expect(apiKey).toMatch(/^sk_[0-9a-f]{48}$/);
     await expect.poll(() => page.locator('#keys tbody').textContent()).toContain(`${OWNER} (e2e key)`);
+    const row = page.locator('#keys tbody tr', { hasText: `${OWNER} (e2e key)` });
+    expect(await row.locator('td').nth(2).textContent()).toBe('prove');
     await shot(page, '02-api-keys');
 
     agent = await stack.startAgent({ name: 'console-agent' });
@@ -280,6 +284,11 @@ describe('the console in chromium', () => {
     expect(await page.content()).not.toContain('#token=');
     // Under npm start's outbox sender the Outbox is in the navigation.
     expect(await page.locator('#nav-outbox').isVisible()).toBe(true);
+    // A viewer (reads only) is invited the same way.
+    await page.getByLabel('Email').fill('reader@e2e.test');
+    await page.locator('#invite-create select[name="role"]').selectOption('viewer');
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    await expect.poll(() => page.locator('#invites tbody tr', { hasText: 'reader@e2e.test' }).textContent()).toContain('viewer');
     await shot(page, '12-members');
 
     const memberContext = await newContext();

@@ -67,13 +67,24 @@ describe('npm run admin', () => {
 
     const stored = await rows(`SELECT k.*, o.name AS org_name FROM api_keys k JOIN organizations o ON o.id = k.org_id WHERE k.org_id = ${lit(org.lastLine)}`);
     expect(stored).toHaveLength(1);
-    expect(stored[0]).toMatchObject({ owner: 'ops@example.com', key_hash: sha256(key), org_name: "O'Brien; Labs" });
+    expect(stored[0]).toMatchObject({ owner: 'ops@example.com', key_hash: sha256(key), org_name: "O'Brien; Labs", scope: 'full' });
     expect(stored[0]!.revoked_at).toEqual(expect.any(String));
     expect(JSON.stringify(stored)).not.toContain(key);
 
     const again = await admin('revoke-api-key', '--key', key);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('no active API key has that value');
+  });
+
+  it('creates an API key with a scope, which alone bounds it (no creator); refuses an unknown scope', async () => {
+    const org = (await admin('create-org', '--name', 'Scoped')).lastLine;
+    const created = await admin('create-api-key', '--org', org, '--owner', 'dashboard', '--scope', 'read');
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toContain('read api key for dashboard');
+    expect(await rows(`SELECT scope, user_id FROM api_keys WHERE key_hash = ${lit(sha256(created.lastLine))}`)).toEqual([{ scope: 'read', user_id: null }]);
+    const bad = await admin('create-api-key', '--org', org, '--owner', 'x', '--scope', 'admin');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--scope must be full, prove, read');
   });
 
   it('rejects invalid configs with a message and exit code 2, printing nothing', async () => {

@@ -4,17 +4,19 @@
 // every kind). Every answer must refuse (401/403/404, or 400/405/422 for a shape refusal):
 // never 2xx carrying B's data, never 500; and B's rows must be unchanged afterwards.
 //
-// Extending it: expectedFor(route, credential, variant) is the one place that says what an
-// answer may be. A lesser role or an API key scope is one more Credential (with `role` or
-// `scope`) and a branch there reading the permissions table; ROLE_NEEDED below is this
-// file's stand-in for that table (console roles only).
+// Then, inside A: each lesser console role (viewer, member, admin) on every organization
+// route, and each API key scope (read, prove, and a member's full key) on every /v1 route,
+// get 403 wherever the one permissions table (src/auth/permissions.ts) says their rights
+// fall short of the action the route declares (permit(), read from app.routes), and A's
+// rows are unchanged. expectedFor(route, credential, variant) is the one place that says
+// what an answer may be.
 import { env } from 'cloudflare:test';
 import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { createApiKey, revokeApiKey } from '../../src/admin/statements.ts';
 import { app } from '../../src/app.ts';
-import type { Role } from '../../src/db/schema.ts';
-import { atLeast } from '../../src/middleware/console-auth.ts';
+import { keyRights, PERMISSIONS, rankOf, type KeyScope, type Role } from '../../src/auth/permissions.ts';
+import { declaredBy } from '../../src/middleware/permit.ts';
 import { as, CSRF, postJson, seedUser, send, signIn, uniqueEmail, type Session } from './console-helpers.ts';
 import { seedAgent } from './fleet-helpers.ts';
 import { api, BASE, guest, json, markReady, programForm, registerProgram, runAdmin, seedConfig, seedTenant, VMEXE, type Tenant } from './helpers.ts';
@@ -84,8 +86,10 @@ interface World {
   configId: string;
   a: Org;
   b: Org;
-  /** A console `member` of A (the lesser role). */
-  memberA: Session;
+  /** A's console sessions of the lesser roles. */
+  lesser: Record<'viewer' | 'member' | 'admin', Session>;
+  /** A's API keys of the lesser scopes, by name: their rights as a role. */
+  scopedKeys: { name: string; key: string; rights: Role }[];
   revokedKey: string;
   signedOut: Session;
   agentToken: string;
@@ -145,13 +149,21 @@ async function seedOrg(label: string, configId: string): Promise<Org> {
 async function seedWorld(): Promise<World> {
   const configId = await seedConfig();
   const [a, b] = await Promise.all([seedOrg('walker-a', configId), seedOrg('walker-b', configId)]);
-  const memberA = await signIn(await seedUser(a.tenant.orgId, 'member'));
+  const [viewer, member, admin] = await Promise.all((['viewer', 'member', 'admin'] as const).map(async (role) => signIn(await seedUser(a.tenant.orgId, role))));
+  const lesser = { viewer: viewer!, member: member!, admin: admin! };
+  // Keys of each scope made by A's owner, and a full key made by a member (bounded by the member's role).
+  const keyOf = async (by: Session, scope: KeyScope) => (await send(by, 'POST', `/console/v1/orgs/${a.tenant.orgId}/api-keys`, { name: `walker ${scope}`, scope }, 201)).key as string;
+  const scopedKeys = [
+    { name: 'read key of A', key: await keyOf(a.owner, 'read'), rights: keyRights('read', 'owner') },
+    { name: 'prove key of A', key: await keyOf(a.owner, 'prove'), rights: keyRights('prove', 'owner') },
+    { name: "member's full key of A", key: await keyOf(lesser.member, 'full'), rights: keyRights('full', 'member') },
+  ];
   const revokedKey = await runAdmin(createApiKey(a.tenant.orgId, 'revoked'));
   await runAdmin(revokeApiKey(revokedKey));
   const signedOut = await signIn(await seedUser(a.tenant.orgId, 'owner'));
   await json(await postJson('/console/v1/auth/signout', {}, { cookie: signedOut.cookie }), 200);
   const { token: agentToken } = await seedAgent();
-  return { configId, a, b, memberA, revokedKey, signedOut, agentToken };
+  return { configId, a, b, lesser, scopedKeys, revokedKey, signedOut, agentToken };
 }
 
 // ---------------------------------------------------------------------------
@@ -299,7 +311,7 @@ interface Credential {
   /** The API this credential is valid on; null: valid nowhere. */
   validOn: Surface | null;
   headers: (w: World) => Record<string, string>;
-  /** A console role (valid credentials on the console only). */
+  /** What it may do in A, as a role: a console session's role, or an API key's rights (scope bounded by its creator's role). */
   role?: Role;
   /** Routes it is not sent to. */
   skip?: (route: Route) => boolean;
@@ -327,41 +339,29 @@ const UNAUTHENTICATED: Record<Surface, number[]> = {
   download: [401, 403, 404],
 };
 
-/** The minimum console role per organization route (README "Roles"); the permissions table's stand-in. */
-const ROLE_NEEDED: Record<string, Role> = {
-  'GET /console/v1/orgs/:org_id/members': 'admin',
-  'PATCH /console/v1/orgs/:org_id/members/:user_id': 'admin',
-  'DELETE /console/v1/orgs/:org_id/members/:user_id': 'admin',
-  'GET /console/v1/orgs/:org_id/invites': 'admin',
-  'POST /console/v1/orgs/:org_id/invites': 'admin',
-  'DELETE /console/v1/orgs/:org_id/invites/:invite_id': 'admin',
-  // Members see their own keys and revoke only those (the walk aims at another member's key).
-  'GET /console/v1/orgs/:org_id/api-keys': 'member',
-  'POST /console/v1/orgs/:org_id/api-keys': 'member',
-  'DELETE /console/v1/orgs/:org_id/api-keys/:key_id': 'admin',
-  'GET /console/v1/orgs/:org_id/projects': 'member',
-  'GET /console/v1/orgs/:org_id/projects/:project_id': 'member',
-  'GET /console/v1/orgs/:org_id/programs': 'member',
-  'GET /console/v1/orgs/:org_id/programs/:program_id': 'member',
-  'GET /console/v1/orgs/:org_id/proofs': 'member',
-  'GET /console/v1/orgs/:org_id/proofs/:proof_id': 'member',
-  'GET /console/v1/orgs/:org_id/proofs/:proof_id/logs': 'member',
-  'GET /console/v1/orgs/:org_id/proofs/:proof_id/proof/:kind': 'member',
-  'POST /console/v1/orgs/:org_id/proofs/:proof_id/cancel': 'member',
-  'GET /console/v1/orgs/:org_id/executions': 'member',
-  'GET /console/v1/orgs/:org_id/verifications': 'member',
-  'GET /console/v1/orgs/:org_id/webhooks': 'member',
-  'POST /console/v1/orgs/:org_id/webhooks': 'admin',
-  'GET /console/v1/orgs/:org_id/webhooks/:webhook_id': 'member',
-  'PATCH /console/v1/orgs/:org_id/webhooks/:webhook_id': 'admin',
-  'DELETE /console/v1/orgs/:org_id/webhooks/:webhook_id': 'admin',
-  'POST /console/v1/orgs/:org_id/webhooks/:webhook_id/rotate-secret': 'admin',
-  'GET /console/v1/orgs/:org_id/webhooks/:webhook_id/deliveries': 'member',
-  'POST /console/v1/orgs/:org_id/webhooks/:webhook_id/deliveries/:delivery_id/redeliver': 'admin',
-  'POST /console/v1/orgs/:org_id/webhooks/:webhook_id/test': 'admin',
-  'GET /console/v1/orgs/:org_id/usage': 'member',
-  'GET /console/v1/orgs/:org_id/audit': 'admin',
-};
+/**
+ * The action or door each route declares (its permit() gate in app.routes, as
+ * test/worker/permissions.test.ts finds them): what the permissions table is asked of.
+ */
+function declaredActions(): Map<string, string> {
+  const declared = new Map<string, string>();
+  const gates = app.routes.flatMap((r) => {
+    const need = declaredBy(r.handler);
+    return need ? [{ method: r.method, path: r.path.replace(/\/$/, ''), need }] : [];
+  });
+  for (const route of walkedRoutes()) {
+    const gate = gates.find((g) => (g.method === route.method && g.path === route.path) || (g.method === 'ALL' && g.path.endsWith('/*') && route.path.startsWith(g.path.slice(0, -1))));
+    if (gate) declared.set(key(route), gate.need);
+  }
+  return declared;
+}
+const DECLARED = declaredActions();
+
+/** The least role a route's action needs (undefined: a door that needs no role in an organization). */
+function roleNeeded(route: Route): Role | undefined {
+  const need = DECLARED.get(key(route));
+  return need && need in PERMISSIONS ? PERMISSIONS[need as keyof typeof PERMISSIONS].least : undefined;
+}
 
 interface Variant {
   label: string;
@@ -385,8 +385,8 @@ function expectedFor(route: Route, credential: Credential, variant: Variant): Ex
     // One's own organization's records: only a role below the route's is refused; other
     // requests would really act, as the credential may, and are not sent. (An API key's
     // scope is the same question on the 'api' surface, asked of the permissions table.)
-    const needed = surface === 'console' ? ROLE_NEEDED[key(route)] : undefined;
-    return credential.role && needed && !atLeast(credential.role, needed) ? { statuses: [403] } : null;
+    const needed = roleNeeded(route);
+    return credential.role && needed && rankOf(credential.role) < rankOf(needed) ? { statuses: [403] } : null;
   }
   if (variant.template.expect === 'clean') return { statuses: 'below 500', clean: true };
   return { statuses: [...REFUSED, ...(variant.template.alsoAllowed ?? [])] };
@@ -453,11 +453,12 @@ describe('the attacker in the suite', () => {
     const routes = walkedRoutes();
     expect(routes.length).toBeGreaterThan(90);
     expect(routes.map((r) => untaught(r, doc.paths)).filter(Boolean)).toEqual([]);
-    // Every console organization route has a role, and no template names a route that is gone.
-    const orgRoutes = routes.filter((r) => r.path.startsWith('/console/v1/orgs/')).map(key);
-    expect(orgRoutes.filter((k) => !ROLE_NEEDED[k])).toEqual([]);
+    // Every /v1 and console organization route declares an action of the permissions
+    // table, and no template names a route that is gone.
+    const orgRoutes = routes.filter((r) => r.path.startsWith('/console/v1/orgs/') || r.path.startsWith('/v1/')).map(key);
+    expect(orgRoutes.filter((k) => !(DECLARED.get(k)! in PERMISSIONS))).toEqual([]);
     const served = new Set(routes.map(key));
-    expect([...Object.keys(TEMPLATES), ...Object.keys(ROLE_NEEDED)].filter((k) => !served.has(k))).toEqual([]);
+    expect(Object.keys(TEMPLATES).filter((k) => !served.has(k))).toEqual([]);
   });
 
   it('walks every route with every credential at the other organization: refused, nothing of B’s, B unchanged', { timeout: 60_000 }, async () => {
@@ -486,21 +487,32 @@ describe('the attacker in the suite', () => {
     expect(await fingerprint(w.b.ids)).toEqual(before);
   });
 
-  it('a console member gets 403 on every organization route that needs a higher role, in its own organization', { timeout: 30_000 }, async () => {
+  it('each lesser role and key scope gets 403 wherever the permissions table says its rights fall short, in its own organization', { timeout: 60_000 }, async () => {
     const w = await seedWorld();
-    const member: Credential = { name: 'console member of A', validOn: 'console', role: 'member', headers: (x) => ({ authorization: `Bearer ${x.memberA.token}` }) };
+    const lesser: Credential[] = [
+      ...(['viewer', 'member', 'admin'] as const).map((role): Credential => ({ name: `console ${role} of A`, validOn: 'console', role, headers: (x) => ({ authorization: `Bearer ${x.lesser[role].token}` }) })),
+      ...w.scopedKeys.map((k): Credential => ({ name: k.name, validOn: 'api', role: k.rights, headers: () => ({ 'Service-API-Key': k.key }) })),
+    ];
     const before = await fingerprint(w.a.ids);
-    const routes = walkedRoutes().filter((r) => r.path.startsWith('/console/v1/orgs/'));
+    const routes = walkedRoutes().filter((r) => r.path.startsWith('/console/v1/orgs/') || r.path.startsWith('/v1/'));
     const calls: Promise<Outcome>[] = [];
-    for (const route of routes) {
-      const template = (TEMPLATES[key(route)] ?? []).find((t) => t.params !== 'own') ?? { expect: 'refused' as const };
-      const variant: Variant = { label: "A's own records", ids: w.a.ids, template: { ...template, query: undefined }, foreign: false };
-      const expected = expectedFor(route, member, variant);
-      if (expected) calls.push(call(route, member, variant, expected, w));
-    }
+    const refusedTo = new Map<string, number>();
+    for (const route of routes)
+      for (const credential of lesser) {
+        if (credential.validOn !== surfaceOf(route.path)) continue;
+        const template = (TEMPLATES[key(route)] ?? []).find((t) => t.params !== 'own') ?? { expect: 'refused' as const };
+        const variant: Variant = { label: "A's own records", ids: w.a.ids, template: { ...template, query: undefined }, foreign: false };
+        const expected = expectedFor(route, credential, variant);
+        if (!expected) continue;
+        refusedTo.set(credential.name, (refusedTo.get(credential.name) ?? 0) + 1);
+        calls.push(call(route, credential, variant, expected, w));
+      }
     const outcomes = await Promise.all(calls);
-    console.log(`lesser role: ${outcomes.length} organization routes refused to a member`);
-    expect(outcomes.length).toBeGreaterThanOrEqual(12);
+    console.log(`lesser roles and scopes: ${routes.length} routes × ${lesser.length} credentials; refused as the table says: ${[...refusedTo].map(([n, k]) => `${n} ${k}`).join(', ')}`);
+    // The table refuses each of them something (a viewer and a read key most of all; an
+    // admin is refused only owners' business, which members.ts checks per target role).
+    for (const credential of lesser.filter((l) => l.role !== 'admin')) expect(refusedTo.get(credential.name) ?? 0, credential.name).toBeGreaterThan(0);
+    expect(refusedTo.get('console viewer of A')!).toBeGreaterThan(refusedTo.get('console member of A')!);
     expect(outcomes.filter((o) => o.problem).map((o) => `${o.what}: ${o.problem}`)).toEqual([]);
     expect(await fingerprint(w.a.ids)).toEqual(before);
     // The same routes answer the owner (the 403s were about the role, not the request).

@@ -3,6 +3,7 @@
 import { env } from 'cloudflare:test';
 import { exports } from 'cloudflare:workers';
 import { createUser } from '../../src/admin/statements.ts';
+import type { Role } from '../../src/auth/permissions.ts';
 import { hashPassword } from '../../src/lib/password.ts';
 import { BASE, json, runAdmin } from './helpers.ts';
 
@@ -17,7 +18,7 @@ export const uniqueEmail = (label = 'user') => `${label}${++users}.${Date.now()}
  * keep the suite fast (verifyPassword reads the count from the hash); the full count
  * is exercised by the set-password tests.
  */
-export async function seedUser(orgId: string, role: 'owner' | 'admin' | 'member', opts: { email?: string; operator?: boolean } = {}) {
+export async function seedUser(orgId: string, role: Role, opts: { email?: string; operator?: boolean } = {}) {
   const email = opts.email ?? uniqueEmail(role);
   await runAdmin(createUser({ email, orgId, role, operator: opts.operator, consoleUrl: BASE, passwordHash: await hashPassword(PASSWORD, 1000) }));
   return email;

@@ -26,7 +26,7 @@ describe('members', () => {
       ].sort(),
     );
     await as(admin, `${org}/members`);
-    expect(await as(member, `${org}/members`, 403)).toEqual({ detail: expect.stringMatching(/needs the admin role/) });
+    expect(await as(member, `${org}/members`, 403)).toEqual({ detail: expect.stringMatching(/does not allow this: list members and invitations.* needs admin or higher/) });
     await as(member, `${org}/invites`, 403);
     await send(member, 'POST', `${org}/invites`, { email: uniqueEmail(), role: 'member' }, 403);
     await send(member, 'PATCH', `${org}/members/${admin.userId}`, { role: 'member' }, 403);

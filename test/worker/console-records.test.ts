@@ -24,7 +24,7 @@ describe('API keys', () => {
   it('creates a key shown once that works on the public API until revoked', async () => {
     const { t, org, s } = await member('member');
     const created = await send(s, 'POST', `${org}/api-keys`, { name: 'ci' }, 201);
-    expect(created).toMatchObject({ name: `${s.email} (ci)`, prefix: created.key.slice(0, 11), owner_user_id: s.userId, last_used_at: null, revoked_at: null });
+    expect(created).toMatchObject({ name: `${s.email} (ci)`, prefix: created.key.slice(0, 11), owner_user_id: s.userId, scope: 'full', last_used_at: null, revoked_at: null });
     expect(created.key).toMatch(/^sk_[0-9a-f]{48}$/);
     const tenant = { ...t, key: created.key };
     await json(await api(tenant, '/v1/validate_api_key'), 200);
@@ -54,7 +54,7 @@ describe('API keys', () => {
     const all = (await as(admin, `${org}/api-keys`)).items.map((k: { id: string }) => k.id);
     expect(all).toEqual(expect.arrayContaining([a.id, b.id]));
     expect(all.length).toBeGreaterThanOrEqual(3); // the tenant's operator-made key too
-    expect(await send(alice, 'DELETE', `${org}/api-keys/${b.id}`, undefined, 403)).toEqual({ detail: 'Members can revoke only their own keys' });
+    expect(await send(alice, 'DELETE', `${org}/api-keys/${b.id}`, undefined, 403)).toEqual({ detail: 'You can revoke only your own keys' });
     await send(admin, 'DELETE', `${org}/api-keys/${b.id}`, undefined, 200);
     const audit = (await as(admin, `${org}/audit`)).items;
     expect(audit[0]).toMatchObject({ action: 'api_key.revoke', actor: admin.email, target: b.id });

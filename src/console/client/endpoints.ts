@@ -56,7 +56,7 @@ export function orgApi(orgId: string) {
     proofFile: async (id: string, kind: string) => (await call(proof(id) + `/proof/${seg(kind)}`)).blob(),
 
     apiKeys: () => callJson<T.List<T.ApiKey>>(at('/api-keys')),
-    createApiKey: (name?: string) => callJson<T.CreatedApiKey>(at('/api-keys'), 'POST', name ? { name } : {}),
+    createApiKey: (scope: T.ApiKey['scope'], name?: string) => callJson<T.CreatedApiKey>(at('/api-keys'), 'POST', name ? { name, scope } : { scope }),
     revokeApiKey: (id: string) => callJson<T.Message>(at(`/api-keys/${seg(id)}`), 'DELETE'),
 
     webhooks: (query: URLSearchParams) => callJson<T.Page<T.WebhookEndpoint>>(at(`/webhooks?${query}`)),

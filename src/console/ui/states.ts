@@ -1,6 +1,7 @@
 // Facts about states and roles the pages act on, from the schema's own lists
-// (src/db/enums.ts, which has no imports and so is bundled into the client).
-import { PROOF_RUNNING_STATES, PROOF_TERMINAL_STATES, type ProofState, type Role } from '../../db/enums.ts';
+// (src/db/enums.ts, which has no imports and so is bundled into the client) and the
+// one permissions table (src/auth/permissions.ts, importing only those lists).
+import { PROOF_RUNNING_STATES, PROOF_TERMINAL_STATES, type ProofState } from '../../db/enums.ts';
 
 export { PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, type ProofState, type Role } from '../../db/enums.ts';
 
@@ -12,8 +13,4 @@ export const isFinalProofState = (state: ProofState) => (PROOF_TERMINAL_STATES a
 /** Canceling is already asked for; a final proof has nothing to cancel. */
 export const isCancelable = (state: ProofState) => !isFinalProofState(state) && state !== 'Canceling';
 
-/** Owners and admins manage members, invitations and webhook endpoints (README "Roles"). */
-export const isManager = (role: Role) => role === 'owner' || role === 'admin';
-
-/** The roles someone may give: only owners make owners. */
-export const grantableRoles = (own: Role): Role[] => (own === 'owner' ? ['owner', 'admin', 'member'] : ['admin', 'member']);
+export { grantableRoles, KEY_SCOPES, may, PERMISSIONS, scopesFor, type Action, type KeyScope } from '../../auth/permissions.ts';

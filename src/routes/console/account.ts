@@ -12,6 +12,7 @@ import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../lib/limits.ts';
 import { hashPassword, verifyPassword } from '../../lib/password.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { passwordAccepted, reservePasswordAttempt } from '../../lib/signin-throttle.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const accountApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -28,6 +29,7 @@ accountApi.openapi(
   createRoute({
     method: 'get',
     path: '/me',
+    middleware: [permit('account')],
     tags: ['console'],
     security: CONSOLE_SECURITY,
     summary: 'The signed-in user and their organizations',
@@ -43,6 +45,7 @@ accountApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs',
+    middleware: [permit('account')],
     tags: ['console'],
     security: CONSOLE_SECURITY,
     summary: 'The organizations the user belongs to, with their role',
@@ -55,6 +58,7 @@ accountApi.openapi(
   createRoute({
     method: 'post',
     path: '/me/password',
+    middleware: [permit('account')],
     tags: ['console'],
     security: CONSOLE_SECURITY,
     summary: 'Change the password; ends every session of the user, this one included',

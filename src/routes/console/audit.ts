@@ -7,7 +7,8 @@ import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-sc
 import { validationHook } from '../../lib/errors.ts';
 import { cappedCount, pageAnswer, pageQuery } from '../../lib/lookups.ts';
 import { PaginationQuery, pageOf } from '../../lib/schemas.ts';
-import { requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
+import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const auditApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -15,6 +16,7 @@ auditApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/audit',
+    middleware: [permit('audit.read')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'The audit log of key, member and webhook endpoint changes (owners and admins)',
@@ -22,7 +24,6 @@ auditApi.openapi(
     responses: { 200: { description: 'A page of entries, newest first', content: { 'application/json': { schema: pageOf(AuditEntry, 'ConsoleAuditPage') } } }, ...consoleErrors(403, 404, 422) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const { page, page_size } = c.req.valid('query');
     const where = eq(auditLog.org_id, c.var.membership.orgId);
     const db = c.var.db;

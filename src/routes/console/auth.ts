@@ -15,7 +15,8 @@ import { csrf } from 'hono/csrf';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../../app-env.ts';
 import type { Db } from '../../db/client.ts';
-import { consoleLinks, consoleSessions, memberships, nowIso, organizations, users } from '../../db/schema.ts';
+import { grantersOf } from '../../auth/permissions.ts';
+import { consoleLinks, consoleSessions, memberships, nowIso, organizations, users, type Role } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
 import { InviteAccepted, InviteSummary, PasswordSet, TokenResponse, type UserRecord } from '../../lib/console-records.ts';
 import { consoleErrors, CSRF_HEADER, Email } from '../../lib/console-schemas.ts';
@@ -182,6 +183,10 @@ async function setPasswordWithLink(c: Context<AppEnv>, kind: 'set_password' | 'p
   if (!results[3].length) throw new ApiError(404, DEAD_LINK);
   return link.email;
 }
+
+/** An invitation's role, as SQL, while its inviter (created_by, a user id) holds a role that may grant it; else NULL. */
+const inviterGrants = (link: typeof consoleLinks.$inferSelect) =>
+  sql<Role>`(SELECT ${link.role} WHERE EXISTS (SELECT 1 FROM ${memberships} WHERE ${memberships.org_id} = ${link.org_id} AND ${memberships.user_id} = ${link.created_by} AND ${inArray(memberships.role, grantersOf(link.role!))}))`;
 
 consoleAuthApi.openapi(
   createRoute({
@@ -370,17 +375,20 @@ consoleAuthApi.openapi(
     // memberships_org_user refuses a second membership of the person, whichever invitation
     // made the first; users_email an account made meanwhile for the email (a conflict,
     // never taken over). (A link revoked in the very instant it is accepted counts as
-    // accepted first.)
+    // accepted first.) The role is granted only while the inviter may still grant it
+    // (src/auth/permissions.ts), in the same statement: a removal or demotion racing it
+    // leaves the role NULL and refuses the batch.
     const usedAt = new Date().toISOString();
     const usedHere = db.select({ org_id: consoleLinks.org_id }).from(consoleLinks).where(and(eq(consoleLinks.id, link.id), eq(consoleLinks.used_at, usedAt)));
     await db
       .batch([
         db.update(consoleLinks).set({ used_at: usedAt }).where(liveLink(eq(consoleLinks.id, link.id))),
         ...create,
-        db.insert(memberships).values({ org_id: sql`${usedHere}`, user_id: userId, role: link.role! }),
+        db.insert(memberships).values({ org_id: sql`${usedHere}`, user_id: userId, role: inviterGrants(link) }),
         auditEntry(db, link.org_id!, { userId, email: link.email }, 'invite.accept', link.email, { role: link.role, invite_id: link.id }),
       ])
       .catch(refusedAs('NOT NULL constraint failed: memberships.org_id', 404, DEAD_LINK))
+      .catch(refusedAs('NOT NULL constraint failed: memberships.role', 403, 'Whoever invited you may no longer grant this role: ask for a new invitation'))
       .catch(refusedAs('UNIQUE constraint failed: memberships.org_id, memberships.user_id', 409, 'You are already a member of this organization'))
       .catch(refusedAs('UNIQUE constraint failed: users.email', 409, 'The account exists already: sign in as it, then open the invitation again'));
     return c.json({ email: link.email, org_id: link.org_id! }, 200);

@@ -8,6 +8,7 @@ import { validationHook } from '../../lib/errors.ts';
 import { ExecutionRecord, executionRecord } from '../../lib/records.ts';
 import { PaginationQuery, pageOf } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const consoleExecutionsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -15,6 +16,7 @@ consoleExecutionsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/executions',
+    middleware: [permit('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'The organization’s executions, newest first',

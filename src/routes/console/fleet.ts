@@ -9,7 +9,8 @@ import { fleetSettings } from '../../jobs/settings.ts';
 import { FleetResponse } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import { requireOperator, type ConsoleEnv } from '../../middleware/console-auth.ts';
+import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const fleetApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -20,13 +21,13 @@ fleetApi.openapi(
   createRoute({
     method: 'get',
     path: '/fleet',
+    middleware: [permit('operator')],
     tags: ['console fleet'],
     security: CONSOLE_SECURITY,
     summary: 'Agents seen in the last day that have not left, queued jobs by engine and config (operators only)',
     responses: { 200: { description: 'The fleet', content: { 'application/json': { schema: FleetResponse } } }, ...consoleErrors(403) },
   }),
   async (c) => {
-    requireOperator(c);
     const db = c.var.db;
     const now = Date.now();
     const stale = fleetSettings(c.env).agentStaleMs;

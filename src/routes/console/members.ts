@@ -1,9 +1,12 @@
 // /console/v1/orgs/{org_id}/members and /invites: who belongs to an organization, with
-// which role, and invitations to join. Owners and admins only; only owners make,
-// change or remove owners, and an organization always keeps one owner. An invitation's
-// link is emailed to the invitee and never answered to the inviter (src/lib/mail.ts).
+// which role, and invitations to join. Those who may members.manage (owners, admins)
+// only; only owners make, change or remove owners (src/auth/permissions.ts), and an
+// organization always keeps one owner. An invitation's link is emailed to the invitee
+// and never answered to the inviter (src/lib/mail.ts); it lives only while its inviter
+// may grant its role: removing or demoting them revokes it in the same batch, and
+// accepting it re-checks the inviter's role in its own statement (src/routes/console/auth.ts).
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, asc, count, desc, eq, gt, isNull } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, isNull, notInArray } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { apiKeys, consoleLinks, LAST_OWNER_REFUSAL, memberships, users, type Role } from '../../db/schema.ts';
 import { auditEntry } from '../../lib/audit.ts';
@@ -16,7 +19,9 @@ import { newLinkId } from '../../lib/ids.ts';
 import { INVITE_TTL_DAYS, inviteMessage, MailError, mailSender, send } from '../../lib/mail.ts';
 import { revoke } from '../../lib/revoke.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
-import { actorOf, requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
+import { grantAction, grantableRoles, may } from '../../auth/permissions.ts';
+import { actorOf, type ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const membersApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -28,6 +33,7 @@ membersApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/members',
+    middleware: [permit('members.manage')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'List members (owners and admins)',
@@ -35,7 +41,6 @@ membersApi.openapi(
     responses: { 200: { description: 'Members', content: { 'application/json': { schema: z.object({ items: z.array(Member) }) } } }, ...consoleErrors(403, 404) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const items = await c.var.db
       .select({ user_id: users.id, email: users.email, name: users.name, role: memberships.role, joined_at: memberships.created_at })
       .from(memberships)
@@ -45,6 +50,16 @@ membersApi.openapi(
     return c.json({ items }, 200);
   },
 );
+
+/** An organization's pending invitations. */
+const liveInvites = (orgId: string) =>
+  and(
+    eq(consoleLinks.org_id, orgId),
+    eq(consoleLinks.kind, 'invite'),
+    isNull(consoleLinks.used_at),
+    isNull(consoleLinks.revoked_at),
+    gt(consoleLinks.expires_at, new Date().toISOString()),
+  );
 
 async function findMember(c: Context<ConsoleEnv>, userId: string) {
   const row = await c.var.db
@@ -59,7 +74,7 @@ async function findMember(c: Context<ConsoleEnv>, userId: string) {
 
 /** Only owners touch owners (granting, changing or removing the role). */
 function checkOwnerRule(c: Context<ConsoleEnv>, ...roles: Role[]) {
-  if (roles.includes('owner') && c.var.membership.role !== 'owner') throw new ApiError(403, 'Only owners can make, change or remove owners');
+  if (roles.some((r) => !may(c.var.membership.role, grantAction(r)))) throw new ApiError(403, 'Only owners can make, change or remove owners');
 }
 
 async function ownerCount(c: Context<ConsoleEnv>): Promise<number> {
@@ -74,6 +89,7 @@ membersApi.openapi(
   createRoute({
     method: 'patch',
     path: '/orgs/{org_id}/members/{user_id}',
+    middleware: [permit('members.manage')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'Change a member’s role',
@@ -81,7 +97,6 @@ membersApi.openapi(
     responses: { 200: { description: 'Changed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 409, 422) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const { user_id } = c.req.valid('param');
     const { role } = c.req.valid('json');
     const member = await findMember(c, user_id);
@@ -93,6 +108,8 @@ membersApi.openapi(
     await db
       .batch([
         db.update(memberships).set({ role }).where(and(eq(memberships.org_id, c.var.membership.orgId), eq(memberships.user_id, user_id))),
+        // The invitations they sent for roles they may no longer grant die with the change.
+        revoke(db, consoleLinks, and(liveInvites(c.var.membership.orgId), eq(consoleLinks.created_by, user_id), notInArray(consoleLinks.role, grantableRoles(role)))),
         auditEntry(db, c.var.membership.orgId, actorOf(c), 'member.role_change', member.email, { from: member.role, to: role }),
       ])
       .catch(refusedAs(LAST_OWNER_REFUSAL, 409, lastOwner));
@@ -104,15 +121,15 @@ membersApi.openapi(
   createRoute({
     method: 'delete',
     path: '/orgs/{org_id}/members/{user_id}',
+    middleware: [permit('members.manage')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'Remove a member',
-    description: 'Ends their console sessions at once and revokes the API keys they made in this organization.',
+    description: 'Ends their console sessions at once and revokes the API keys they made and the invitations they sent in this organization.',
     request: { params: MemberParams },
     responses: { 200: { description: 'Removed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 409) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const { user_id } = c.req.valid('param');
     const member = await findMember(c, user_id);
     checkOwnerRule(c, member.role);
@@ -126,6 +143,7 @@ membersApi.openapi(
       .batch([
         db.delete(memberships).where(and(eq(memberships.org_id, orgId), eq(memberships.user_id, user_id))),
         revoke(db, apiKeys, and(eq(apiKeys.org_id, orgId), eq(apiKeys.user_id, user_id)), now),
+        revoke(db, consoleLinks, and(liveInvites(orgId), eq(consoleLinks.created_by, user_id)), now),
         auditEntry(db, orgId, actorOf(c), 'member.remove', member.email, { role: member.role }),
       ])
       .catch(refusedAs(LAST_OWNER_REFUSAL, 409, lastOwner));
@@ -137,19 +155,11 @@ membersApi.openapi(
 // ---------------------------------------------------------------------------
 // Invites
 
-const liveInvites = (orgId: string) =>
-  and(
-    eq(consoleLinks.org_id, orgId),
-    eq(consoleLinks.kind, 'invite'),
-    isNull(consoleLinks.used_at),
-    isNull(consoleLinks.revoked_at),
-    gt(consoleLinks.expires_at, new Date().toISOString()),
-  );
-
 membersApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/invites',
+    middleware: [permit('members.manage')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'List pending invitations (owners and admins)',
@@ -157,9 +167,17 @@ membersApi.openapi(
     responses: { 200: { description: 'Pending invitations', content: { 'application/json': { schema: z.object({ items: z.array(Invite) }) } } }, ...consoleErrors(403, 404) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
-    const rows = await c.var.db.select().from(consoleLinks).where(liveInvites(c.var.membership.orgId)).orderBy(desc(consoleLinks.created_at));
-    return c.json({ items: rows.map((r) => ({ id: r.id, email: r.email, role: r.role!, created_by: r.created_by ?? '', created_at: r.created_at, expires_at: r.expires_at })) }, 200);
+    // created_by stores the inviter's user id; the list names them by email.
+    const rows = await c.var.db
+      .select({ link: consoleLinks, inviter: users.email })
+      .from(consoleLinks)
+      .leftJoin(users, eq(users.id, consoleLinks.created_by))
+      .where(liveInvites(c.var.membership.orgId))
+      .orderBy(desc(consoleLinks.created_at));
+    return c.json(
+      { items: rows.map(({ link: r, inviter }) => ({ id: r.id, email: r.email, role: r.role!, created_by: inviter ?? r.created_by ?? '', created_at: r.created_at, expires_at: r.expires_at })) },
+      200,
+    );
   },
 );
 
@@ -167,6 +185,7 @@ membersApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/invites',
+    middleware: [permit('members.manage')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'Invite someone by email (owners and admins): the link is emailed to them',
@@ -178,7 +197,6 @@ membersApi.openapi(
     },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const { email, role } = c.req.valid('json');
     checkOwnerRule(c, role);
     const sender = (() => {
@@ -206,7 +224,7 @@ membersApi.openapi(
       revoke(db, consoleLinks, and(liveInvites(orgId), eq(consoleLinks.email, email)), now),
       db
         .insert(consoleLinks)
-        .values({ id, kind: 'invite', token_hash: await sha256Hex(token), email, org_id: orgId, role, created_by: c.var.user.email, expires_at: expires })
+        .values({ id, kind: 'invite', token_hash: await sha256Hex(token), email, org_id: orgId, role, created_by: c.var.user.id, expires_at: expires })
         .returning({ created_at: consoleLinks.created_at }),
       auditEntry(db, orgId, actorOf(c), 'invite.create', email, { role, invite_id: id }),
     ]);
@@ -226,6 +244,7 @@ membersApi.openapi(
   createRoute({
     method: 'delete',
     path: '/orgs/{org_id}/invites/{invite_id}',
+    middleware: [permit('members.manage')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'Revoke a pending invitation',
@@ -233,7 +252,6 @@ membersApi.openapi(
     responses: { 200: { description: 'Revoked', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const { invite_id } = c.req.valid('param');
     const db = c.var.db;
     const orgId = c.var.membership.orgId;

@@ -9,6 +9,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { mailOutbox } from '../../db/schema.ts';
 import { mailSender } from '../../lib/mail.ts';
 import { notFound } from '../../lib/errors.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const OUTBOX_PAGE_SIZE = 50;
 
@@ -23,7 +24,7 @@ export function outboxConfigured(env: AppEnv['Bindings']): boolean {
 
 export const outboxApi = new Hono<AppEnv>();
 
-outboxApi.get('/', async (c) => {
+outboxApi.get('/', permit('public'), async (c) => {
   if (!outboxConfigured(c.env)) throw notFound('Outbox');
   const to = c.req.query('to')?.trim().toLowerCase();
   const items = await c.var.db

@@ -10,6 +10,7 @@ import { cappedCount, findProgram, orgCounter, programPage, programPageQuery, to
 import { ProgramRecord } from '../../lib/records.ts';
 import { PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const consoleProgramsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -17,6 +18,7 @@ consoleProgramsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/programs',
+    middleware: [permit('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Search the organization’s programs, newest first',
@@ -59,6 +61,7 @@ consoleProgramsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/programs/{program_id}',
+    middleware: [permit('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'A program: status, hashes, artifacts and its proofs by state',

@@ -6,6 +6,7 @@ import { one, projectPage, projectPageQuery, projectQuery } from '../../lib/look
 import { ProjectRecord, projectRecord } from '../../lib/records.ts';
 import { PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const consoleProjectsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -13,6 +14,7 @@ consoleProjectsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/projects',
+    middleware: [permit('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Search and sort the organization’s projects',
@@ -37,6 +39,7 @@ consoleProjectsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/projects/{project_id}',
+    middleware: [permit('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'A project',

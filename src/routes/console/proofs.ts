@@ -15,6 +15,7 @@ import { cancelAnswer, proofFileResponse } from '../../jobs/proof-actions.ts';
 import { proofRecord } from '../../lib/records.ts';
 import { PaginationQuery, pageOf, queryInt, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const consoleProofsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -33,6 +34,7 @@ consoleProofsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/proofs',
+    middleware: [permit('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Search the organization’s proofs, newest first',
@@ -89,6 +91,7 @@ consoleProofsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/proofs/{proof_id}',
+    middleware: [permit('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'A proof with its job’s progress and its downloadable files',
@@ -119,6 +122,7 @@ consoleProofsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/proofs/{proof_id}/logs',
+    middleware: [permit('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'The proof job’s log from a byte offset',
@@ -149,6 +153,7 @@ consoleProofsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/proofs/{proof_id}/proof/{kind}',
+    middleware: [permit('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Download a proof file (404 until it exists)',
@@ -165,6 +170,7 @@ consoleProofsApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/proofs/{proof_id}/cancel',
+    middleware: [permit('jobs.cancel')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Cancel a proof (queued: at once; running: within one heartbeat; finished: 409)',

@@ -11,6 +11,7 @@ import { UsageResponse } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { ValidationError, validationHook } from '../../lib/errors.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const usageApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -34,6 +35,7 @@ usageApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/usage',
+    middleware: [permit('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Usage per day and per project (proofs by their creation day, UTC)',

@@ -8,6 +8,7 @@ import { validationHook } from '../../lib/errors.ts';
 import { VerificationRecord, verificationRecord } from '../../lib/records.ts';
 import { PaginationQuery, pageOf } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const consoleVerificationsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -15,6 +16,7 @@ consoleVerificationsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/verifications',
+    middleware: [permit('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'The organization’s verifications, newest first',

@@ -30,9 +30,10 @@ import {
 } from '../../lib/webhook-endpoints.ts';
 import { CreateWebhookBody, DeliveryQuery, UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEndpointWithSecret } from '../../lib/webhook-schemas.ts';
 import { newWebhookSecret, sealSecret } from '../../lib/webhook-secrets.ts';
-import { requireRole, type ConsoleEnv } from '../../middleware/console-auth.ts';
+import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import type { Context } from 'hono';
 import { DeliveryParams, WEBHOOKS_DESCRIPTION } from '../webhooks.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const consoleWebhooksApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -48,6 +49,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/webhooks',
+    middleware: [permit('records.read')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'List webhook endpoints, newest first (never their secrets)',
@@ -69,12 +71,11 @@ consoleWebhooksApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Register a webhook endpoint (owners and admins); its signing secret is in this answer only',
     description: WEBHOOKS_DESCRIPTION,
-    middleware: [jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [permit('webhooks.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: CreateWebhookBody } } } },
     responses: { 201: { description: 'Created', content: { 'application/json': { schema: WebhookEndpointWithSecret } } }, ...consoleErrors(403, 404, 409, 422) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const body = c.req.valid('json');
     checkWebhookUrl(c.env, body.url);
     const id = crypto.randomUUID();
@@ -97,6 +98,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/webhooks/{webhook_id}',
+    middleware: [permit('records.read')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Get a webhook endpoint (never its secret)',
@@ -117,12 +119,11 @@ consoleWebhooksApi.openapi(
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Change a webhook endpoint; enable or disable it (owners and admins)',
-    middleware: [jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [permit('webhooks.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: EndpointParams, body: { required: true, content: { 'application/json': { schema: UpdateWebhookBody } } } },
     responses: { 200: { description: 'The endpoint as it now is', content: { 'application/json': { schema: WebhookEndpointRecord } } }, ...consoleErrors(403, 404, 422) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const patch = c.req.valid('json');
     if (patch.url !== undefined) checkWebhookUrl(c.env, patch.url);
     const db = c.var.db;
@@ -137,6 +138,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'delete',
     path: '/orgs/{org_id}/webhooks/{webhook_id}',
+    middleware: [permit('webhooks.manage')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Delete a webhook endpoint (owners and admins)',
@@ -144,7 +146,6 @@ consoleWebhooksApi.openapi(
     responses: { 200: { description: 'Deleted', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 422) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const db = c.var.db;
     const [, , deleted] = await db.batch(deleteStatements(db, c.var.membership.orgId, actor(c), c.req.valid('param').webhook_id));
     if (!deleted[0]) throw endpointNotFound();
@@ -156,6 +157,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/rotate-secret',
+    middleware: [permit('webhooks.manage')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Replace the signing secret (owners and admins); the previous one signs too for 24 hours',
@@ -163,7 +165,6 @@ consoleWebhooksApi.openapi(
     responses: { 200: { description: 'The endpoint with its new secret', content: { 'application/json': { schema: WebhookEndpointWithSecret } } }, ...consoleErrors(403, 404, 422) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const id = c.req.valid('param').webhook_id;
     const secret = newWebhookSecret();
     const sealed = await sealSecret(c.env.WEBHOOK_ENCRYPTION_KEY, id, secret);
@@ -178,6 +179,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/deliveries',
+    middleware: [permit('records.read')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'The endpoint’s deliveries, newest first, with their attempts',
@@ -195,6 +197,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
+    middleware: [permit('webhooks.manage')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Send a delivered or failed delivery again (owners and admins)',
@@ -202,7 +205,6 @@ consoleWebhooksApi.openapi(
     responses: { 202: { description: 'Pending again', content: { 'application/json': { schema: WebhookDeliveryRecord } } }, ...consoleErrors(403, 404, 409, 422) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const { webhook_id, delivery_id } = c.req.valid('param');
     const db = c.var.db;
     const delivery = redelivered(await db.batch(redeliverStatements(db, c.var.membership.orgId, webhook_id, delivery_id)));
@@ -215,6 +217,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/test',
+    middleware: [permit('webhooks.manage')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Send a webhook.test event to the endpoint now (owners and admins)',
@@ -222,7 +225,6 @@ consoleWebhooksApi.openapi(
     responses: { 202: { description: 'Queued', content: { 'application/json': { schema: WebhookDeliveryRecord } } }, ...consoleErrors(403, 404, 409, 422) },
   }),
   async (c) => {
-    requireRole(c, 'admin');
     const db = c.var.db;
     const delivery = tested(await db.batch(testStatements(db, c.var.membership.orgId, c.req.valid('param').webhook_id)));
     enqueueAfterResponse(c, [refOf(delivery)]);

@@ -1,7 +1,7 @@
 // Members, invitations and the audit log (owners and admins).
 import { useState } from 'hono/jsx/dom';
 import type { AuditEntry, Invite, Member, Organization, Page, Role } from '../../ui/api-types.ts';
-import { grantableRoles, isManager, ROLES } from '../../ui/states.ts';
+import { grantableRoles, may, ROLES } from '../../ui/states.ts';
 import { MembersView, type MemberActions } from '../../ui/views/members.tsx';
 import { attempt, fail, say } from '../chrome.ts';
 import { field, formOf } from '../dom.ts';
@@ -29,8 +29,8 @@ function MembersPage({ api, org, ...initial }: MembersPageProps) {
   const grantable = grantableRoles(org.role);
 
   const memberActions: MemberActions = {
-    // Only owners change owners.
-    rolesFor: (m) => (org.role === 'owner' || m.role !== 'owner' ? grantable : []),
+    // Only those who may grant a member's role change it (only owners change owners).
+    rolesFor: (m) => (grantable.includes(m.role) ? grantable : []),
     onRole: (m, event) => {
       const role = roleOf((event.currentTarget as HTMLSelectElement).value);
       if (!role) return;
@@ -79,7 +79,7 @@ function MembersPage({ api, org, ...initial }: MembersPageProps) {
 }
 
 export const members: SignedInPage = async ({ api, org }) => {
-  if (!isManager(org.role)) {
+  if (!may(org.role, 'members.manage')) {
     fail(`Only owners and admins manage members; you are a ${org.role} of ${org.name}.`);
     return <MembersView refused />;
   }

@@ -3,7 +3,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'hono/jsx/dom';
 import type { ConsoleProof, ExecutionRecord, Page, ProgramDetail, ProgramRecord, ProjectRecord, ProofDetail } from '../../ui/api-types.ts';
 import { shortId } from '../../ui/format.ts';
-import { isFinalProofState } from '../../ui/states.ts';
+import { isFinalProofState, may } from '../../ui/states.ts';
 import { ProgramView, ProjectView, ProjectsView, ProofView, ProofsView } from '../../ui/views/records.tsx';
 import { attempt, fail, say, setHeading } from '../chrome.ts';
 import { formOf, formQuery, pathId, saveFile, sleep, withParams } from '../dom.ts';
@@ -87,9 +87,10 @@ interface ProofPageProps {
   api: OrgApi;
   initial: ProofDetail;
   log: { text: string; next: number };
+  canCancel: boolean;
 }
 
-function ProofPage({ api, initial, log }: ProofPageProps) {
+function ProofPage({ api, initial, log, canCancel }: ProofPageProps) {
   const id = initial.id;
   const [proof, setProof] = useState(initial);
   const [logs, setLogs] = useState(log.text);
@@ -166,16 +167,17 @@ function ProofPage({ api, initial, log }: ProofPageProps) {
       logsRef={logsBox}
       onDownload={download}
       onCancel={cancel}
+      canCancel={canCancel}
       onFollow={(event) => setFollow((event.currentTarget as HTMLInputElement).checked)}
     />
   );
 }
 
-export const proof: SignedInPage = async ({ api }) => {
+export const proof: SignedInPage = async ({ api, org }) => {
   const id = pathId();
   const record = await api.proof(id);
   setHeading(`Proof ${shortId(record.id)}`);
   let text = '';
   const next = await readLog(api, id, 0, (part) => (text += part));
-  return <ProofPage api={api} initial={record} log={{ text, next }} />;
+  return <ProofPage api={api} initial={record} log={{ text, next }} canCancel={may(org.role, 'jobs.cancel')} />;
 };

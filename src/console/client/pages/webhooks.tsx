@@ -2,7 +2,7 @@
 // actions and deliveries, followed while any is pending.
 import { useState } from 'hono/jsx/dom';
 import type { Organization, Page, WebhookDelivery, WebhookEndpoint } from '../../ui/api-types.ts';
-import { isManager, WEBHOOK_EVENTS } from '../../ui/states.ts';
+import { may, WEBHOOK_EVENTS } from '../../ui/states.ts';
 import { links } from '../../ui/site.ts';
 import { WebhooksView, WebhookView } from '../../ui/views/webhooks.tsx';
 import { attempt, say, setHeading } from '../chrome.ts';
@@ -41,7 +41,7 @@ function WebhooksPage({ api, org, initial }: { api: OrgApi; org: Organization; i
   return (
     <WebhooksView
       endpoints={endpoints.list}
-      canManage={isManager(org.role)}
+      canManage={may(org.role, 'webhooks.manage')}
       secret={secret}
       onCreate={create}
       onCopy={() => void copyText(secret)}
@@ -51,7 +51,7 @@ function WebhooksPage({ api, org, initial }: { api: OrgApi; org: Organization; i
 }
 
 export const webhooks: SignedInPage = async ({ api, org }) => {
-  if (!isManager(org.role)) say(`Only owners and admins add and change webhook endpoints; you are a ${org.role} of ${org.name}.`);
+  if (!may(org.role, 'webhooks.manage')) say(`Only owners and admins add and change webhook endpoints; you are a ${org.role} of ${org.name}.`);
   return <WebhooksPage api={api} org={org} initial={await api.webhooks(firstPage())} />;
 };
 
@@ -107,7 +107,7 @@ function WebhookPage({ api, org, initial, deliveries }: WebhookPageProps) {
     <WebhookView
       endpoint={endpoint}
       deliveries={list.list}
-      canManage={isManager(org.role)}
+      canManage={may(org.role, 'webhooks.manage')}
       secret={secret}
       onCopy={() => void copyText(secret)}
       onSendTest={() =>

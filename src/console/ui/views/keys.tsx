@@ -1,5 +1,6 @@
-// API keys: create one (shown once), list and revoke.
+// API keys: create one with a scope (shown once), list them with their scopes, revoke.
 import { MAX_API_KEY_NAME_LENGTH } from '../../../lib/limits.ts';
+import { KEY_SCOPES, type KeyScope } from '../states.ts';
 import type { ApiKey } from '../api-types.ts';
 import { formatDate, NONE } from '../format.ts';
 import { type Column, DataTable } from '../table.tsx';
@@ -8,6 +9,7 @@ import { ShownOnce } from '../widgets.tsx';
 const keyColumns = (onRevoke?: (key: ApiKey) => void): Column<ApiKey>[] => [
   { header: 'Name', cell: (k) => k.name },
   { header: 'Prefix', cell: (k) => <code>{k.prefix ? `${k.prefix}…` : NONE}</code> },
+  { header: 'Scope', cell: (k) => <span title={KEY_SCOPES[k.scope].covers}>{k.scope}</span> },
   { header: 'Created', cell: (k) => formatDate(k.created_at) },
   { header: 'Last used', cell: (k) => formatDate(k.last_used_at) },
   {
@@ -24,17 +26,31 @@ export interface KeysViewProps {
   keys?: ApiKey[];
   /** The key just created, shown this once. */
   created?: string;
+  /** The scopes the signed-in role may give a key (all of them until known), the first the default. */
+  scopes?: readonly KeyScope[];
   onCreate?: (event: Event) => void;
   onCopy?: () => void;
   onRevoke?: (key: ApiKey) => void;
 }
 
-export const KeysView = ({ keys, created, onCreate, onCopy, onRevoke }: KeysViewProps) => (
+const SCOPE_ORDER = Object.keys(KEY_SCOPES) as KeyScope[];
+
+export const KeysView = ({ keys, created, scopes = SCOPE_ORDER, onCreate, onCopy, onRevoke }: KeysViewProps) => (
   <>
     <form id="key-form" class="filters card" onSubmit={onCreate}>
       <label>
         Name (optional)
         <input type="text" name="name" maxlength={MAX_API_KEY_NAME_LENGTH} placeholder="e.g. CI" />
+      </label>
+      <label>
+        Scope
+        <select name="scope">
+          {scopes.map((s) => (
+            <option value={s} title={KEY_SCOPES[s].covers}>
+              {s}
+            </option>
+          ))}
+        </select>
       </label>
       <button type="submit">Create API key</button>
     </form>

@@ -67,8 +67,8 @@ const auditColumns: Column<AuditEntry>[] = [
   { header: 'Target', cell: (a) => <code>{a.target}</code> },
 ];
 
-/** The roles an invitation may name, in the form's order. */
-const INVITE_ROLES: readonly Role[] = ['member', 'admin', 'owner'];
+/** The roles an invitation may name, in the form's order (member first: the usual one). */
+const INVITE_ROLES: readonly Role[] = ['member', 'viewer', 'admin', 'owner'];
 
 export interface MembersViewProps {
   /** Members may not manage members: the whole section stays hidden. */

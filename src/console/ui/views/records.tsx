@@ -215,10 +215,12 @@ export interface ProofViewProps {
   logsRef?: RefObject<unknown>;
   onDownload?: (kind: string) => void;
   onCancel?: () => void;
+  /** Whether the signed-in role may cancel proofs (a viewer may not): else no Cancel button. */
+  canCancel?: boolean;
   onFollow?: (event: Event) => void;
 }
 
-export const ProofView = ({ proof, logs, follow = true, logsRef, onDownload, onCancel, onFollow }: ProofViewProps) => (
+export const ProofView = ({ proof, logs, follow = true, logsRef, onDownload, onCancel, canCancel = true, onFollow }: ProofViewProps) => (
   <>
     <Timeline state={proof?.state} />
     <Facts id="proof-facts" facts={proof && proofFacts(proof)} />
@@ -230,7 +232,7 @@ export const ProofView = ({ proof, logs, follow = true, logsRef, onDownload, onC
           </button>
         ))}
       </span>
-      <button type="button" id="cancel" class="danger" hidden={!proof || !isCancelable(proof.state)} onClick={onCancel}>
+      <button type="button" id="cancel" class="danger" hidden={!proof || !canCancel || !isCancelable(proof.state)} onClick={onCancel}>
         Cancel proof
       </button>
     </div>
