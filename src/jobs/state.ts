@@ -70,36 +70,60 @@ export interface AgentCapabilities {
 }
 
 /**
- * The next job the fleet should run for an agent with `caps`, as SQL (its id, or null):
- * fair share first (the organization with the fewest running jobs for its
- * share_weight; among equals, the one served least recently), then priority and age
- * within the organization. Each queue lane (queue_lanes) keeps its own next job and
- * its organization's standing, so this is one seek of a lane index per config the
- * agent names (or per engine, when it serves every config of its engines) and the
- * best of those few lanes: the same cost at a thousand queued jobs or a million.
+ * The next job the fleet should run for an agent with `caps` holding the agent token
+ * `tokenHash`, as SQL (its id, or null): fair share first (the organization with the
+ * fewest running jobs for its share_weight; among equals, the one served least
+ * recently), then priority and age within the organization. Each queue lane
+ * (queue_lanes) keeps its own next job and its organization's standing, so this is one
+ * seek of a lane index per config the agent may serve (or per engine, when it serves
+ * every config of its engines) and the best of those few lanes: the same cost at a
+ * thousand queued jobs or a million.
+ *
+ * What the agent may serve is what it declares intersected with its token's scope
+ * (agent_tokens.engines/configs, null configs = every config of its engines), worked
+ * out here, inside the claim's statement: a host cannot widen its token by declaring
+ * more, and the token is read by its unique hash in the same round trip.
  */
-function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>): SQL<string | null> {
-  const byConfig = caps.configs.length > 0;
-  const keys = byConfig ? caps.configs : caps.engines;
+function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>, tokenHash: string): SQL<string | null> {
   const list = (values: string[]) => sql.join(values.map((v) => sql`${v}`), sql`, `);
+  const rows = (values: string[]) => sql.join(values.map((v) => sql`(${v})`), sql`, `);
   // Written out rather than built: the correlated LIMIT 1 per key is what makes it a seek
   // (queue_lanes_by_config / queue_lanes_by_engine, whose WHERE this repeats).
   const order = (t: string) => sql.raw(`${t}.share_key, ${t}.last_claimed_at, ${t}.head_priority DESC, ${t}.head_queued_at, ${t}.head_job_id`);
-  const keyColumn = sql.raw(byConfig ? 'x.config_id' : 'x.engine');
-  return sql<string | null>`(SELECT l.head_job_id FROM (VALUES ${sql.join(
-    keys.map((k) => sql`(${k})`),
-    sql`, `,
-  )}) AS caps JOIN ${queueLanes} l ON l.rowid = (
+  const seek = (keyColumn: 'config_id' | 'engine', keys: SQL) => sql`SELECT (
       SELECT x.rowid FROM ${queueLanes} x
-      WHERE ${keyColumn} = caps.column1 AND x.head_job_id IS NOT NULL
-        AND x.engine IN (${list(caps.engines)}) AND x.gpus_used <= ${caps.gpus}
-      ORDER BY ${order('x')} LIMIT 1)
+      WHERE ${sql.raw(`x.${keyColumn}`)} = k.key AND x.head_job_id IS NOT NULL
+        AND x.engine IN (SELECT e FROM eng) AND x.gpus_used <= ${caps.gpus}
+      ORDER BY ${order('x')} LIMIT 1) AS lane FROM (${keys}) AS k`;
+  const tokenConfigs = sql`(SELECT configs FROM scope)`;
+  // Configs named by the agent that its token allows; or, naming none, the token's own
+  // configs; or, when neither names any, every config of the allowed engines (by engine).
+  const lanes =
+    caps.configs.length > 0
+      ? seek('config_id', sql`SELECT column1 AS key FROM (VALUES ${rows(caps.configs)}) WHERE ${tokenConfigs} IS NULL OR column1 IN (SELECT value FROM json_each(${tokenConfigs}))`)
+      : sql`${seek('config_id', sql`SELECT value AS key FROM json_each(${tokenConfigs})`)} UNION ALL ${seek('engine', sql`SELECT e AS key FROM eng WHERE ${tokenConfigs} IS NULL`)}`;
+  return sql<string | null>`(WITH
+      scope AS (SELECT ${agentTokens.engines} AS engines, ${agentTokens.configs} AS configs FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${tokenHash} AND ${agentTokens.revoked_at} IS NULL),
+      eng AS (SELECT value AS e FROM json_each((SELECT engines FROM scope)) WHERE value IN (${list(caps.engines)})),
+      lanes AS (${lanes})
+    SELECT l.head_job_id FROM lanes c JOIN ${queueLanes} l ON l.rowid = c.lane
     ORDER BY ${order('l')} LIMIT 1)`;
 }
 
+/** What an agent token allows its agents to serve (agent_tokens.engines/configs). */
+export interface TokenScope {
+  engines: string[];
+  /** Null: every config of its engines. */
+  configs: string[] | null;
+}
+
+/** Whether a token with `scope` lets its agents run a job of `engine` under `config`. */
+export const scopeAllows = (scope: TokenScope, job: { engine: string; config_id: string }) =>
+  scope.engines.includes(job.engine) && (scope.configs === null || scope.configs.includes(job.config_id));
+
 export interface ClaimOutcome {
-  /** False when the agent token is unknown or revoked (nothing was claimed). */
-  agentKnown: boolean;
+  /** Null when the agent token is unknown or revoked (nothing was claimed); else what it allows. */
+  scope: TokenScope | null;
   job: JobRow | null;
   lease: LeaseRow | null;
   config: typeof configs.$inferSelect | null;
@@ -138,7 +162,10 @@ export async function claimJob(
     return table ? [db.select().from(table).where(inArray(table.id, subjectOf(k.kind)))] : [];
   });
   const results = await db.batch([
-    db.select({ id: agentTokens.id }).from(agentTokens).where(and(eq(agentTokens.token_hash, agent.tokenHash), isNull(agentTokens.revoked_at))),
+    db
+      .select({ engines: agentTokens.engines, configs: agentTokens.configs })
+      .from(agentTokens)
+      .where(and(eq(agentTokens.token_hash, agent.tokenHash), isNull(agentTokens.revoked_at))),
     db
       .update(jobs)
       .set({
@@ -150,10 +177,11 @@ export async function claimJob(
         attempt: sql`${jobs.attempt} + 1`,
         waiting_reason: null,
       })
-      .where(and(eq(jobs.id, nextJobFor(caps)), eq(jobs.status, 'queued'), tokenLive))
+      .where(and(eq(jobs.id, nextJobFor(caps, agent.tokenHash)), eq(jobs.status, 'queued'), tokenLive))
       .returning(),
     // Every column of leases, in order (an insert from a select names them all).
-    db.insert(leases).select(sql`SELECT ${lease.id}, ${j.id}, ${j.attempt}, ${caps.agentId}, ${lease.tokenHash}, ${j.gpus_used}, ${caps.machineType}, ${now}, NULL, NULL, NULL, ${claimedInputs()}
+    db.insert(leases).select(sql`SELECT ${lease.id}, ${j.id}, ${j.attempt}, ${caps.agentId}, ${lease.tokenHash}, ${j.gpus_used}, ${caps.machineType}, ${now}, NULL, NULL, NULL, ${claimedInputs()},
+        (SELECT ${agentTokens.id} FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash})
       FROM ${jobs} j
       ${claimJoins()}
       LEFT JOIN ${programs} g ON ${g.id} = ${claimedProgramId()}
@@ -172,13 +200,13 @@ export async function claimJob(
       .where(eq(jobs.id, agent.hintJobId ?? '')),
   ] as unknown as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]]);
   // Read back by position: the three statements before the running updates, then what follows them.
-  const [token, leased] = results as unknown as [{ id: string }[], JobRow[]];
+  const [token, leased] = results as unknown as [TokenScope[], JobRow[]];
   const reads = results.slice(3 + running.length + 1 + alsoOnClaim.length) as unknown[][];
   const [leaseRows, configRows, programRows] = reads as [LeaseRow[], (typeof configs.$inferSelect)[], (typeof programs.$inferSelect)[]];
   const subjectRows = reads.slice(3, 3 + subjectReads.length);
   const hinted = reads[3 + subjectReads.length] as ClaimOutcome['hinted'][];
   return {
-    agentKnown: token.length > 0,
+    scope: token[0] ?? null,
     job: leased[0] ?? null,
     lease: leaseRows[0] ?? null,
     config: configRows[0] ?? null,

@@ -178,7 +178,7 @@ describe('npm run admin', () => {
   });
 
   it('creates an agent token and stores only its SHA-256', async () => {
-    const created = await admin('create-agent-token', '--name', 'gpu-box-1');
+    const created = await admin('create-agent-token', '--name', 'gpu-box-1', '--engines', 'dev', '--configs', 'all');
     expect(created.code, created.stderr).toBe(0);
     const token = created.lastLine;
     expect(token).toMatch(/^at_[0-9a-f]{48}$/);

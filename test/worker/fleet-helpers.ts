@@ -1,7 +1,7 @@
 // Helpers for tests of the fleet's internal API: an agent is just HTTP calls here.
 import { env } from 'cloudflare:test';
-import type { ClaimRequest, ClaimResponse, ClaimedJob, PresenceResponse } from 'prover-agent/protocol';
-import { createAgentToken } from '../../src/admin/statements.ts';
+import { ENGINE_NAMES, type ClaimRequest, type ClaimResponse, type ClaimedJob, type PresenceResponse } from 'prover-agent/protocol';
+import { createAgentToken, type AgentTokenScope } from '../../src/admin/statements.ts';
 import { checkLease } from '../../src/jobs/lease-checks.ts';
 import { api, json, runAdmin } from './helpers.ts';
 
@@ -10,9 +10,12 @@ export interface TestAgent {
   caps: ClaimRequest;
 }
 
-/** An agent token and an agent that reported its presence (it is online, as a running agent is). */
-export async function seedAgent(caps: Partial<ClaimRequest> = {}, opts: { online?: boolean } = {}): Promise<TestAgent> {
-  const token = await runAdmin(createAgentToken(`agent-${crypto.randomUUID().slice(0, 8)}`));
+/**
+ * An agent token and an agent that reported its presence (it is online, as a running
+ * agent is). The token's scope is `opts.scope`, by default every engine under every config.
+ */
+export async function seedAgent(caps: Partial<ClaimRequest> = {}, opts: { online?: boolean; scope?: AgentTokenScope } = {}): Promise<TestAgent> {
+  const token = await runAdmin(createAgentToken(`agent-${crypto.randomUUID().slice(0, 8)}`, opts.scope ?? { engines: ENGINE_NAMES, configs: null }));
   const agent = {
     token,
     caps: { agent_id: crypto.randomUUID(), name: 'test-agent', machine_type: 'test-machine', gpus: 8, engines: ['dev'], configs: [], ...caps },
