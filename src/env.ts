@@ -37,6 +37,8 @@ export interface Env {
   ORG_MAX_ACTIVE_JOBS?: string;
   ORG_MAX_GPUS?: string;
   MAX_ATTEMPTS?: string;
+  /** Longest a lease can be renewed for, from its claim (src/jobs/settings.ts). */
+  MAX_LEASE_SECONDS?: string;
   MAX_RETRIES?: string;
   RENOTIFY_AFTER_SECONDS?: string;
   AGENT_STALE_SECONDS?: string;

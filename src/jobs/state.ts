@@ -43,6 +43,8 @@ import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
 export interface FleetSettings {
   /** A lease not renewed by a heartbeat within this many ms expires. */
   leaseTtlMs: number;
+  /** Longest a lease can be renewed for, counted from its claim (FLEET_DEFAULTS.MAX_LEASE_SECONDS). */
+  maxLeaseMs: number;
   /** Claims per job (including ones lost with their agent) before it fails for good. */
   maxAttempts: number;
   /** Retryable engine failures the job may have before it fails for good. */
@@ -235,13 +237,16 @@ export type HeartbeatOutcome =
   | { standing: 'unknown' }
   | { standing: 'ended'; outcome: string }
   | { standing: 'superseded' }
+  | { standing: 'over'; jobId: string; leaseId: string }
   | { standing: 'current'; cancel: boolean; leaseExpiresAt: number };
 
 /**
  * Renews the lease of the job token `tokenHash` and moves its proof forward (never
- * back) to `phase`, in one batch: the token is resolved inside it, and a read of the
- * lease says why nothing was renewed when nothing was (unknown token, lease ended or
- * superseded).
+ * back) to `phase`, in one batch: the token is resolved inside it (a job token whose
+ * agent token was revoked resolves to nothing), and a read of the lease says why
+ * nothing was renewed when nothing was (unknown token, lease ended or superseded, or
+ * over: it reached settings.maxLeaseMs from its claim, which no renewal passes; the
+ * caller then expires it, src/internal/lease.ts).
  */
 export async function heartbeat(
   db: Db,
@@ -251,7 +256,9 @@ export async function heartbeat(
   now = Date.now(),
 ): Promise<HeartbeatOutcome> {
   const expires = now + settings.leaseTtlMs;
-  const leaseOfToken = sql`(SELECT ${leases.id} FROM ${leases} WHERE ${leases.token_hash} = ${tokenHash} AND ${leases.outcome} IS NULL)`;
+  const tokenLive = sql`EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.id} = ${leases.agent_token_id} AND ${agentTokens.revoked_at} IS NULL)`;
+  const bound = sql`${leases.claimed_at} + ${settings.maxLeaseMs}`;
+  const leaseOfToken = sql`(SELECT ${leases.id} FROM ${leases} WHERE ${leases.token_hash} = ${tokenHash} AND ${leases.outcome} IS NULL AND ${tokenLive} AND ${bound} > ${now})`;
   const mine = and(eq(jobs.lease_id, leaseOfToken), eq(jobs.status, 'leased'));
   const proofSet: Record<string, unknown> = {};
   if (update.num_instructions !== undefined) proofSet.num_instructions = update.num_instructions;
@@ -265,19 +272,26 @@ export async function heartbeat(
   if (Object.keys(proofSet).length) proofUpdates.push(updateSubjects(db, proofJob, mine, proofSet));
   const [standing, renewed] = await db.batch([
     db
-      .select({ lease_id: leases.id, outcome: leases.outcome, job_status: jobs.status, job_lease: jobs.lease_id })
+      .select({ lease_id: leases.id, job_id: leases.job_id, outcome: leases.outcome, job_status: jobs.status, job_lease: jobs.lease_id, over: sql<number>`${bound} <= ${now}` })
       .from(leases)
       .leftJoin(jobs, eq(jobs.id, leases.job_id))
-      .where(eq(leases.token_hash, tokenHash)),
+      .where(and(eq(leases.token_hash, tokenHash), tokenLive)),
     // Renewed before the subject updates, which match the same lease: their order does not matter.
-    db.update(jobs).set({ lease_expires_at: expires }).where(mine).returning({ cancel: jobs.cancel_requested }),
+    // Never past the lease's bound, so the last renewal expires it there.
+    db
+      .update(jobs)
+      .set({ lease_expires_at: sql`min(${expires}, (SELECT ${bound} FROM ${leases} WHERE ${leases.id} = ${jobs.lease_id}))` })
+      .where(mine)
+      .returning({ cancel: jobs.cancel_requested, lease_expires_at: jobs.lease_expires_at }),
     ...proofUpdates,
   ]);
   const row = renewed[0];
-  if (row) return { standing: 'current', cancel: !!row.cancel, leaseExpiresAt: expires };
+  if (row) return { standing: 'current', cancel: !!row.cancel, leaseExpiresAt: row.lease_expires_at! };
   const lease = standing[0];
   if (!lease) return { standing: 'unknown' };
   if (lease.outcome) return { standing: 'ended', outcome: lease.outcome };
+  if (lease.job_status !== 'leased' || lease.job_lease !== lease.lease_id) return { standing: 'superseded' };
+  if (lease.over) return { standing: 'over', jobId: lease.job_id, leaseId: lease.lease_id };
   return { standing: 'superseded' };
 }
 

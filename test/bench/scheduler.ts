@@ -233,7 +233,7 @@ async function measure(tree: Tree, jobs: number, orgs: number): Promise<Figures>
     const dispatch = await tree.mod('src/jobs/dispatch.ts');
     const quotas = await tree.mod('src/jobs/quotas.ts');
     const { sweep } = await tree.mod('src/jobs/sweep.ts');
-    const settings = { leaseTtlMs: 12_000, maxAttempts: 5, maxRetries: 2, machineRates: { '*': 0 } };
+    const settings = { leaseTtlMs: 12_000, maxLeaseMs: 6 * 3_600_000, maxAttempts: 5, maxRetries: 2, machineRates: { '*': 0 } };
     const limits = { maxActiveJobs: 10_000_000, maxGpus: 10_000_000 };
     const caps = { agentId: 'agent-live', machineType: 'm', gpus: 0, engines: ['dev'], configs: [] as string[] };
     let n = 0;
