@@ -73,7 +73,7 @@ async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timin
       app_vm_commit: config.app_vm_commit,
       deferral_enabled: config.deferral_enabled,
       public_values_bytes: config.public_values_bytes,
-      ...(config.engine === 'dev' && env.DEV_PROOF_SECRET ? { dev_proof_secret: env.DEV_PROOF_SECRET } : {}),
+      // No secret of the deployment's: dev proofs are sealed by the Worker (src/jobs/dev-proofs.ts).
     },
     program: program && { id: program.id, app_exe_commit: program.app_exe_commit },
     proof: null,

@@ -157,7 +157,7 @@ leaseInternalApi.post('/complete', requireJobToken, jsonBody(MAX_INTERNAL_JSON_B
     if (sent !== undefined) return new TextEncoder().encode(sent).byteLength;
     return (await c.env.ARTIFACTS.head(key))?.size ?? null;
   };
-  const checked = await contractOf(job.kind).completion({ db, job, resultSize }, body);
+  const checked = await contractOf(job.kind).completion({ db, job, resultSize, artifacts: c.env.ARTIFACTS, devProofSecret: c.env.DEV_PROOF_SECRET }, body);
   if ('fail' in checked) {
     // A well-formed report that cannot stand (a commit whose keys are not its config's): the job fails for good.
     const failed = { status: 'failed', detail: checked.fail };

@@ -8,12 +8,12 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { revokeAgentToken } from '../../src/admin/statements.ts';
 import { FLEET_DEFAULTS } from '../../src/jobs/settings.ts';
 import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
-import { claim, claimJob, drainQueuedJobs, jobRow, lease, presence, seedAgent, upload } from './fleet-helpers.ts';
+import { claim, claimJob, devProofOf, drainQueuedJobs, expectSealed, jobRow, lease, presence, sealedDevProof, seedAgent, upload } from './fleet-helpers.ts';
 
 beforeEach(drainQueuedJobs);
 
-const STARK = JSON.stringify({ version: 'v1.0-dev', proof: 'aa', user_pvs_proof: 'bb', deferral_merkle_proofs: null });
-const COMPLETE = { kind: 'proof', proofs: ['stark'], public_values: '0x' + 'ff'.repeat(32), metrics: {} };
+const FORGED_PVS = '0x' + 'ff'.repeat(32);
+const COMPLETE = { kind: 'proof', proofs: ['stark'], public_values: FORGED_PVS, metrics: {} };
 
 async function readyProgram(t: Tenant, configId: string): Promise<string> {
   const program = await registerProgram(t, configId);
@@ -76,7 +76,8 @@ describe('revoking an agent token', () => {
     const host = await seedAgent();
     const job = await claimJob(host);
     await json(await lease(job, '/heartbeat', { phase: 'AppProving' }), 200);
-    await json(await upload(job, 'stark', STARK), 200);
+    const forged = await devProofOf(job, FORGED_PVS);
+    await json(await upload(job, 'stark', forged), 200);
     const running = await env.DB.prepare(`SELECT running_jobs FROM organizations WHERE id = ?`).bind(t.orgId).first<{ running_jobs: number }>();
     expect(running!.running_jobs).toBe(1);
 
@@ -95,7 +96,7 @@ describe('revoking an agent token', () => {
     expect([401, 409]).toContain((await lease(job, '/heartbeat', { phase: 'PostProcessing' })).status);
     expect((await lease(job, '/artifacts/input')).status).toBe(401);
     expect((await lease(job, '/status')).status).toBe(401);
-    expect((await upload(job, 'stark', STARK)).status).toBe(401);
+    expect((await upload(job, 'stark', forged)).status).toBe(401);
     expect((await lease(job, '/complete', COMPLETE)).status).toBe(401);
     expect((await lease(job, '/fail', { error: 'x', retryable: true })).status).toBe(401);
     expect(await proofState(t, proofId)).toBe('Queued');
@@ -103,9 +104,10 @@ describe('revoking an agent token', () => {
     // Another host takes it, as the same attempt: the revoked one is not counted.
     const next = await claimJob(await seedAgent());
     expect(next).toMatchObject({ id: job.id, attempt: job.attempt });
-    await json(await upload(next, 'stark', STARK), 200);
-    await json(await lease(next, '/complete', { ...COMPLETE, public_values: null }), 200);
+    await json(await upload(next, 'stark', await devProofOf(next)), 200);
+    await json(await lease(next, '/complete', { ...COMPLETE, public_values: '0x00' }), 200);
     expect(await proofState(t, proofId)).toBe('Succeeded');
+    expectSealed(await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text(), '0x00');
   });
 
   it('stops the queue token it minted before the revocation', async () => {
@@ -125,6 +127,48 @@ describe('revoking an agent token', () => {
     expect((await pull()).status).toBe(401);
     expect((await ack()).status).toBe(401);
     expect((await api(null, '/internal/v1/agents/presence', { method: 'POST', body: JSON.stringify(host.caps), headers: { authorization: `Bearer ${host.token}`, 'content-type': 'application/json' } })).status).toBe(401);
+  });
+});
+
+describe('dev proofs: the host holds no secret', () => {
+  it('a claim carries no dev proof secret; a proof sealed with a guessed secret is refused by /v1/verify/stark, whatever the host reports', async () => {
+    const t = await seedTenant();
+    const config = await seedConfig();
+    const program = await readyProgram(t, config);
+    await submitProof(t, program);
+    const job = await claimJob(await seedAgent());
+    expect(job.config).not.toHaveProperty('dev_proof_secret');
+    expect(JSON.stringify(job)).not.toContain(env.DEV_PROOF_SECRET!);
+    await json(await lease(job, '/release', {}), 200);
+    await drainQueuedJobs();
+
+    const verifyAs = async (proof: string, reported: boolean) => {
+      const form = new FormData();
+      form.append('proof', new File([proof], 'proof.json', { type: 'application/json' }));
+      const { id } = await json(await api(t, `/v1/verify/stark?program_id=${program}`, { method: 'POST', body: form }), 200);
+      const verify = await claimJob(await seedAgent());
+      await json(await lease(verify, '/complete', { kind: 'verify', verified: reported, reason: null }), 200);
+      return json(await api(t, `/v1/verify/${id}`), 200);
+    };
+    // The forger's secret: a guess, or the one an old claim used to carry.
+    const forged = await sealedDevProof('0x' + 'cd'.repeat(32), job.config, FORGED_PVS, 'local-dev-proof-secret-guess');
+    expect(await verifyAs(forged, true)).toMatchObject({ result: 'failed', error_message: expect.stringMatching(/^MAC mismatch/) });
+    // An unsealed proof (what a host's engine writes) is no proof either.
+    expect(await verifyAs(await devProofOf(job, FORGED_PVS), true)).toMatchObject({ result: 'failed' });
+    // One the deployment sealed is verified.
+    const genuine = await sealedDevProof('0x' + 'cd'.repeat(32), job.config, '0x00', env.DEV_PROOF_SECRET!);
+    expect(await verifyAs(genuine, true)).toMatchObject({ result: 'verified' });
+  });
+
+  it('the Worker seals only what the engine reported: a proof file with other public values, program or config fails the job', async () => {
+    const t = await seedTenant();
+    const config = await seedConfig();
+    const proofId = await submitProof(t, await readyProgram(t, config));
+    const job = await claimJob(await seedAgent());
+    await json(await upload(job, 'stark', await devProofOf(job, FORGED_PVS)), 200);
+    expect(await json(await lease(job, '/complete', { ...COMPLETE, public_values: '0x00' }), 200)).toMatchObject({ status: 'failed' });
+    const proof = await json(await api(t, `/v1/proofs/${proofId}`), 200);
+    expect(proof).toMatchObject({ state: 'Failed', error_message: expect.stringMatching(/public values are not the ones the engine reported/) });
   });
 });
 
