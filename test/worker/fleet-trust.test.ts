@@ -8,7 +8,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { revokeAgentToken } from '../../src/admin/statements.ts';
 import { FLEET_DEFAULTS } from '../../src/jobs/settings.ts';
 import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
-import { claim, claimJob, devProofOf, drainQueuedJobs, expectSealed, jobRow, lease, presence, sealedDevProof, seedAgent, upload } from './fleet-helpers.ts';
+import { claim, claimJob, devProofOf, drainQueuedJobs, expectSealed, expireLease, jobRow, lease, presence, sealedDevProof, seedAgent, upload } from './fleet-helpers.ts';
 
 beforeEach(drainQueuedJobs);
 
@@ -108,6 +108,21 @@ describe('revoking an agent token', () => {
     await json(await lease(next, '/complete', { ...COMPLETE, public_values: '0x00' }), 200);
     expect(await proofState(t, proofId)).toBe('Succeeded');
     expectSealed(await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text(), '0x00');
+  });
+
+  it('a job whose cancel was recorded is not requeued: its lease is made overdue, and the expiry ends it Canceled', async () => {
+    const t = await seedTenant();
+    const proofId = await queuedProof(t, await seedConfig());
+    const host = await seedAgent();
+    const job = await claimJob(host);
+    await json(await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' }), 200);
+    await runAdmin(revokeAgentToken(host.token));
+    expect(await jobRow(job.id)).toMatchObject({ status: 'leased', lease_expires_at: 0 });
+    expect(await env.DB.prepare(`SELECT outcome FROM leases WHERE id = ?`).bind(job.lease_id).first()).toEqual({ outcome: 'revoked' });
+    expect((await lease(job, '/canceled', {})).status).toBe(401);
+    expect(await expireLease(job)).toBe('expired');
+    expect(await proofState(t, proofId)).toBe('Canceled');
+    expect((await jobRow(job.id)).status).toBe('done');
   });
 
   it('stops the queue token it minted before the revocation', async () => {
