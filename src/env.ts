@@ -53,6 +53,8 @@ export interface Env {
   MAX_STREAMS_PER_ORG?: string;
   ORG_MAX_API_KEYS?: string;
   MAX_ATTEMPTS?: string;
+  /** Longest a lease can be renewed for, from its claim (src/jobs/settings.ts). */
+  MAX_LEASE_SECONDS?: string;
   MAX_RETRIES?: string;
   RENOTIFY_AFTER_SECONDS?: string;
   AGENT_STALE_SECONDS?: string;

@@ -251,3 +251,4 @@ export interface PublishKeyResponse {
   name: PublishedKeyName;
   size: number;
 }
+export * from './protocol/dev-proofs.ts';

@@ -12,6 +12,7 @@ import { newAgentTokenId, newApiKeyId, newConfigId, newLinkId, newMailId, newOrg
 import { type MailMessage, SET_PASSWORD_LINK_TTL_HOURS, setPasswordMessage } from '../lib/mail.ts';
 import { revoke } from '../lib/revoke.ts';
 import { normalizeConfigId } from '../lib/schemas.ts';
+import { ENGINE_NAMES, engineTraits } from 'prover-agent/protocol';
 
 export interface AdminStep {
   /** SQL to run, in order, in one `wrangler d1 execute`. */
@@ -333,19 +334,39 @@ export function setConfigActive(id: string, active: boolean): AdminStep {
   };
 }
 
-/** A new agent token. Printed once; stored only as its SHA-256. */
-export async function createAgentToken(name: string, token: string = randomToken('at')): Promise<AdminStep> {
+/**
+ * What an agent token lets its agents run: jobs of these engines, under these configs
+ * (null: every config of the engines). A claim takes only jobs inside it, whatever the
+ * agent declares (src/jobs/state.ts nextJobFor).
+ */
+export interface AgentTokenScope {
+  engines: string[];
+  configs: string[] | null;
+}
+
+/** A new agent token with its scope. Printed once; stored only as its SHA-256. */
+export async function createAgentToken(name: string, scope: AgentTokenScope, token: string = randomToken('at')): Promise<AdminStep> {
+  const unknown = scope.engines.filter((e) => !engineTraits(e));
+  if (unknown.length || scope.engines.length === 0) throw new Error(`an agent token needs engines among ${ENGINE_NAMES.join(', ')}${unknown.length ? ` (not ${unknown.join(', ')})` : ''}`);
+  if (scope.configs?.length === 0) throw new Error('an agent token needs at least one config, or every config of its engines');
+  const badIds = scope.configs?.filter((id) => !/^cfg_[0-9A-HJKMNP-TV-Z]{26}$/i.test(id)) ?? [];
+  if (badIds.length) throw new Error(`not config ids (cfg_{ulid}): ${badIds.join(', ')}`);
+  const configIds = scope.configs?.map(normalizeConfigId) ?? null;
+  const engines = [...new Set(scope.engines)];
   return {
     sql: [
-      // A token imported again is live again, under the new name.
+      // A token imported again is live again, under the new name and scope.
       render(
         db
           .insert(agentTokens)
-          .values({ id: newAgentTokenId(), name, token_hash: await sha256Hex(token) })
-          .onConflictDoUpdate({ target: agentTokens.token_hash, set: { revoked_at: null, name: sql`excluded.name` } }),
+          .values({ id: newAgentTokenId(), name, token_hash: await sha256Hex(token), engines, configs: configIds })
+          .onConflictDoUpdate({
+            target: agentTokens.token_hash,
+            set: { revoked_at: null, name: sql`excluded.name`, engines: sql`excluded.engines`, configs: sql`excluded.configs` },
+          }),
       ),
     ],
-    output: [`agent token ${name} (store it now: it is not shown again)`, token],
+    output: [`agent token ${name} for ${engines.join(', ')} under ${configIds ? configIds.join(', ') : 'every config of them'} (store it now: it is not shown again)`, token],
   };
 }
 
@@ -427,7 +448,7 @@ export const listConfigs = (id?: string): string =>
 export const listAgentTokens = (): string =>
   render(
     db
-      .select({ id: agentTokens.id, name: agentTokens.name, created_at: agentTokens.created_at, revoked_at: agentTokens.revoked_at })
+      .select({ id: agentTokens.id, name: agentTokens.name, engines: agentTokens.engines, configs: agentTokens.configs, created_at: agentTokens.created_at, revoked_at: agentTokens.revoked_at })
       .from(agentTokens)
       .orderBy(agentTokens.created_at, agentTokens.id),
   );

@@ -471,6 +471,14 @@ export const agentTokens = sqliteTable(
     token_hash: text('token_hash').notNull(),
     created_at: createdAt(),
     revoked_at: text('revoked_at'),
+    /**
+     * The engines its agents may run jobs of, whatever they declare (a claim takes the
+     * intersection: src/jobs/state.ts claimJob). Revoking the token ends its leases
+     * (a trigger, migrations/0010_fleet_scope.sql).
+     */
+    engines: text('engines', { mode: 'json' }).$type<string[]>().notNull().default([]),
+    /** The configs its agents may run jobs under; null = every config of its engines. */
+    configs: text('configs', { mode: 'json' }).$type<string[] | null>(),
   },
   (t) => [uniqueIndex('agent_tokens_hash').on(t.token_hash)],
 );
@@ -507,14 +515,23 @@ export const leases = sqliteTable(
     machine_type: text('machine_type').notNull(),
     claimed_at: integer('claimed_at').notNull(),
     ended_at: integer('ended_at'),
-    /** How it ended: completed, failed, canceled, released, expired. */
+    /** How it ended: completed, failed, canceled, released, expired, revoked (its agent token was). */
     outcome: text('outcome'),
     /** The answer given to the callback that ended it, repeated to retries of that callback. */
     response: text('response', { mode: 'json' }).$type<Record<string, unknown>>(),
     /** The job's input files as {name: R2 key}, worked out once at claim (GET /internal/v1/lease/artifacts/{name}). */
     artifacts: text('artifacts', { mode: 'json' }).$type<Record<string, string>>().notNull().default({}),
+    /**
+     * The agent token that claimed it: every job-token check requires it live, and its
+     * revocation ends the lease (outcome `revoked`). Null only for leases older than it.
+     */
+    agent_token_id: text('agent_token_id'),
   },
-  (t) => [uniqueIndex('leases_token').on(t.token_hash), index('leases_job').on(t.job_id)],
+  (t) => [
+    uniqueIndex('leases_token').on(t.token_hash),
+    index('leases_job').on(t.job_id),
+    index('leases_live_by_agent_token').on(t.agent_token_id).where(sql`${t.outcome} IS NULL`),
+  ],
 );
 
 /**

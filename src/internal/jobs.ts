@@ -9,7 +9,7 @@ import type { Env } from '../env.ts';
 import { scheduleLeaseCheck } from '../jobs/lease-checks.ts';
 import { fleetSettings, type AgentTimings } from '../jobs/settings.ts';
 import { contractOf } from '../jobs/kinds/index.ts';
-import { claimJob, type AgentCapabilities, type ClaimOutcome } from '../jobs/state.ts';
+import { claimJob, scopeAllows, type AgentCapabilities, type ClaimOutcome } from '../jobs/state.ts';
 import { whyUnservable } from '../jobs/sweep.ts';
 import { randomToken, sha256Hex, toBase64 } from '../lib/crypto.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
@@ -29,7 +29,7 @@ jobsInternalApi.post('/claim', agentTokenInBatch, jsonBody(MAX_INTERNAL_JSON_BYT
   const token = randomToken('jt', 32);
   const leaseId = crypto.randomUUID();
   const claim = await claimJob(c.var.db, caps, { id: leaseId, tokenHash: await sha256Hex(token) }, { tokenHash: agentTokenHash, hintJobId: req.hint_job_id }, settings, now);
-  if (!claim.agentKnown) throw new ApiError(401, 'Invalid or revoked agent token');
+  if (!claim.scope) throw new ApiError(401, 'Invalid or revoked agent token');
   const job = claim.job ? await describeClaim(c.env, claim, token, settings) : null;
   // Whatever becomes of the agent, its lease is looked at again once it should have expired.
   if (claim.job) c.executionCtx.waitUntil(scheduleLeaseCheck(c.env, { job_id: claim.job.id, lease_id: leaseId }, claim.job.lease_expires_at!, now));
@@ -43,6 +43,8 @@ function hintOutcome(hintId: string | null | undefined, claim: ClaimOutcome, cap
   if (claim.job?.id === hintId) return 'claimed';
   const hinted = claim.hinted;
   if (!hinted || hinted.status !== 'queued') return 'not-queued';
+  // Outside the agent token's scope: never this agent's, whatever it declares.
+  if (claim.scope && !scopeAllows(claim.scope, hinted)) return 'not-servable';
   return whyUnservable(hinted, [caps]) === null ? 'still-queued' : 'not-servable';
 }
 
@@ -71,7 +73,7 @@ async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timin
       app_vm_commit: config.app_vm_commit,
       deferral_enabled: config.deferral_enabled,
       public_values_bytes: config.public_values_bytes,
-      ...(config.engine === 'dev' && env.DEV_PROOF_SECRET ? { dev_proof_secret: env.DEV_PROOF_SECRET } : {}),
+      // No secret of the deployment's: dev proofs are sealed by the Worker (src/jobs/dev-proofs.ts).
     },
     program: program && { id: program.id, app_exe_commit: program.app_exe_commit },
     proof: null,

@@ -4,7 +4,6 @@
 // and the job moved on) is refused with 409 and changes nothing.
 import { zValidator } from '@hono/zod-validator';
 import { Hono, type Context } from 'hono';
-import { createMiddleware } from 'hono/factory';
 import type { BatchItem } from 'drizzle-orm/batch';
 import type { HeartbeatResponse, LeaseStatusResponse, LogChunk, ResultName } from 'prover-agent/protocol';
 import { notifyJob } from '../jobs/dispatch.ts';
@@ -12,20 +11,21 @@ import { appendLogChunk, stageLogChunk } from '../jobs/logs.ts';
 import { fleetSettings, tenantLimits } from '../jobs/settings.ts';
 import { enqueueAfterResponse } from '../jobs/webhooks.ts';
 import { contractOf, type Completion } from '../jobs/kinds/index.ts';
-import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob } from '../jobs/state.ts';
+import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, expireLeases, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob } from '../jobs/state.ts';
+import { afterExpiry } from '../jobs/lease-checks.ts';
 import { streamObject } from '../lib/artifacts.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
 import { jsonBody } from '../lib/body.ts';
 import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
 import { tooLarge } from '../lib/multipart.ts';
-import { bearer, requireJobToken, type InternalEnv } from './auth.ts';
+import { bearer, jobTokenInBatch, requireJobToken, type InternalEnv } from './auth.ts';
 import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LeaseEndingSchema, LogChunkSchema } from './schemas.ts';
 
+// Each route names its own authentication, before anything else it does: the heartbeat
+// resolves its token inside its own batch (one round trip); every other callback reads
+// the lease and its job first (requireJobToken). A path no route matches is a 404.
 export const leaseInternalApi = new Hono<InternalEnv>();
-// The heartbeat resolves its token inside its own batch (one round trip); every other
-// callback reads the lease and its job first.
-leaseInternalApi.use(createMiddleware<InternalEnv>(async (c, next) => (c.req.path.endsWith('/heartbeat') ? next() : requireJobToken(c, next))));
 
 /** Largest result file an agent may upload (a proof or a baseline). */
 export const MAX_RESULT_BYTES = 1024 * 1024 * 1024;
@@ -53,10 +53,11 @@ function repeatOf(c: Context<InternalEnv>, ...outcomes: string[]): Response | nu
 
 // ---------------------------------------------------------------------------
 
-leaseInternalApi.post('/heartbeat', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', HeartbeatRequestSchema, validationHook), async (c) => {
+leaseInternalApi.post('/heartbeat', jobTokenInBatch, jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', HeartbeatRequestSchema, validationHook), async (c) => {
   const tokenHash = await sha256Hex(bearer(c.req.header('authorization')));
   const body = c.req.valid('json');
-  const beat = await heartbeat(c.var.db, tokenHash, { phase: body.phase, num_instructions: body.metrics?.num_instructions, cells_used: body.metrics?.cells_used }, fleetSettings(c.env));
+  const settings = fleetSettings(c.env);
+  const beat = await heartbeat(c.var.db, tokenHash, { phase: body.phase, num_instructions: body.metrics?.num_instructions, cells_used: body.metrics?.cells_used }, settings);
   switch (beat.standing) {
     case 'unknown':
       throw new ApiError(401, 'Invalid job token');
@@ -64,6 +65,13 @@ leaseInternalApi.post('/heartbeat', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidato
       throw ended(beat.outcome);
     case 'superseded':
       throw superseded();
+    case 'over': {
+      // Renewed to its bound and no further: the lease ends as a lost one does (requeued
+      // with attempt + 1, or failed after MAX_ATTEMPTS), now rather than at the next look.
+      const expired = await expireLeases(c.var.db, settings, Date.now(), { jobId: beat.jobId, leaseId: beat.leaseId });
+      c.executionCtx.waitUntil(afterExpiry(c.env, c.var.db, expired));
+      throw new ApiError(409, `This lease is over: it reached its maximum lifetime (${Math.round(settings.maxLeaseMs / 1000)} s from its claim) and the job went back to the queue`);
+    }
     case 'current':
       return c.json({ cancel: beat.cancel, lease_expires_at: beat.leaseExpiresAt } satisfies HeartbeatResponse, 200);
   }
@@ -71,12 +79,12 @@ leaseInternalApi.post('/heartbeat', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidato
 
 // A read-only look at the lease between heartbeats: cancel requests reach the agent
 // within a second or so without a D1 write (README "How jobs run").
-leaseInternalApi.get('/status', (c) => {
+leaseInternalApi.get('/status', requireJobToken, (c) => {
   requireCurrent(c);
   return c.json({ cancel: c.var.job.cancel_requested } satisfies LeaseStatusResponse, 200);
 });
 
-leaseInternalApi.get('/artifacts/:name', async (c) => {
+leaseInternalApi.get('/artifacts/:name', requireJobToken, async (c) => {
   requireCurrent(c);
   // The keys were worked out at claim and kept with the lease (src/jobs/state.ts claimJob).
   const key = c.var.lease.artifacts[c.req.param('name')];
@@ -105,7 +113,7 @@ async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined
   return staged.statements;
 }
 
-leaseInternalApi.put('/results/:name', async (c) => {
+leaseInternalApi.put('/results/:name', requireJobToken, async (c) => {
   requireCurrent(c);
   const key = resultKey(c, c.req.param('name'));
   if (!key) throw noSuchResult(c, c.req.param('name'), 404);
@@ -116,7 +124,7 @@ leaseInternalApi.put('/results/:name', async (c) => {
   return c.json({ stored: c.req.param('name'), size: length }, 200);
 });
 
-leaseInternalApi.post('/logs', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', LogChunkSchema, validationHook), async (c) => {
+leaseInternalApi.post('/logs', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', LogChunkSchema, validationHook), async (c) => {
   requireCurrent(c);
   const chunk = c.req.valid('json');
   const { job } = c.var;
@@ -127,7 +135,7 @@ leaseInternalApi.post('/logs', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('js
   return c.json({ accepted: r.kind }, 200);
 });
 
-leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', CompleteRequestSchema, validationHook), async (c) => {
+leaseInternalApi.post('/complete', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', CompleteRequestSchema, validationHook), async (c) => {
   // A completion can end as `failed` (a commit whose keys do not match its config).
   const repeat = repeatOf(c, 'completed', 'failed', 'canceled');
   if (repeat) return repeat;
@@ -152,7 +160,7 @@ leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator
     if (sent !== undefined) return new TextEncoder().encode(sent).byteLength;
     return (await c.env.ARTIFACTS.head(key))?.size ?? null;
   };
-  const checked = await contractOf(job.kind).completion({ db, job, resultSize }, body);
+  const checked = await contractOf(job.kind).completion({ db, job, resultSize, artifacts: c.env.ARTIFACTS, devProofSecret: c.env.DEV_PROOF_SECRET }, body);
   if ('fail' in checked) {
     // A well-formed report that cannot stand (a commit whose keys are not its config's): the job fails for good.
     const failed = { status: 'failed', detail: checked.fail };
@@ -168,7 +176,7 @@ leaseInternalApi.post('/complete', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator
   return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
 });
 
-leaseInternalApi.post('/fail', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', FailRequestSchema, validationHook), async (c) => {
+leaseInternalApi.post('/fail', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', FailRequestSchema, validationHook), async (c) => {
   const repeat = repeatOf(c, 'failed', 'canceled');
   if (repeat) return repeat;
   const body = c.req.valid('json');
@@ -185,7 +193,7 @@ leaseInternalApi.post('/fail', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('js
 });
 
 // The body (the last log chunk) is optional: an empty one is `{}`.
-leaseInternalApi.post('/canceled', jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }), zValidator('json', LeaseEndingSchema, validationHook), async (c) => {
+leaseInternalApi.post('/canceled', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }), zValidator('json', LeaseEndingSchema, validationHook), async (c) => {
   const repeat = repeatOf(c, 'canceled');
   if (repeat) return repeat;
   if (!c.var.job.cancel_requested) throw new ApiError(409, 'This job was not canceled');
@@ -196,7 +204,7 @@ leaseInternalApi.post('/canceled', jsonBody(MAX_INTERNAL_JSON_BYTES, { optional:
   return c.json(CANCELED_RESPONSE, 200);
 });
 
-leaseInternalApi.post('/release', jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }), zValidator('json', LeaseEndingSchema, validationHook), async (c) => {
+leaseInternalApi.post('/release', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }), zValidator('json', LeaseEndingSchema, validationHook), async (c) => {
   const repeat = repeatOf(c, 'released', 'canceled');
   if (repeat) return repeat;
   const { db, job, lease } = c.var;

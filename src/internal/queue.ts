@@ -2,8 +2,9 @@
 // credentials (QUEUES_API_TOKEN, a secret) and pulls and acks job notices for the
 // agent over Cloudflare Queues' HTTP pull API; a GPU host holds only its agent token,
 // revocable per agent, and the short-lived queue token its presence report gets
-// (src/internal/queue-token.ts). Checking that token needs no database, so an idle
-// agent's pulls cost the service's D1 nothing. Locally the queue is emulated
+// (src/internal/queue-token.ts). Checking that token costs one primary-key read of its
+// agent token, run alongside the pull (no round trip added), so a revocation stops the
+// host's pulls at once. Locally the queue is emulated
 // (DEV_QUEUE_EMULATION, src/internal/queue-emulation.ts).
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
@@ -15,7 +16,7 @@ import { ApiError, validationHook } from '../lib/errors.ts';
 import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
 import { bearer, type InternalEnv } from './auth.ts';
 import { emulatedJobsQueue, emulationEnabled, type JobsQueue } from './queue-emulation.ts';
-import { verifyQueueToken } from './queue-token.ts';
+import { queueTokenRevoked, verifyQueueToken } from './queue-token.ts';
 import { QueueAckSchema, QueuePullSchema } from './schemas.ts';
 
 const CLOUDFLARE_API = 'https://api.cloudflare.com/client/v4';
@@ -57,21 +58,36 @@ export const jobsQueue = (env: Env): JobsQueue => (emulationEnabled(env) ? emula
 
 export const queueInternalApi = new Hono<InternalEnv>();
 
+// The token's signature and lifetime are checked here, without a database; whether the
+// agent token it names is still live is one primary-key read that each route runs
+// alongside its own work (src/internal/queue-token.ts queueTokenRevoked), so a
+// revocation stops the pulls within a request and adds no round trip to them.
 queueInternalApi.use(
   createMiddleware<InternalEnv>(async (c, next) => {
-    await verifyQueueToken(c.env, bearer(c.req.header('authorization')));
+    const claims = await verifyQueueToken(c.env, bearer(c.req.header('authorization')));
+    c.set('queueTokenRevoked', queueTokenRevoked(c.var.db, claims));
     await next();
   }),
 );
 
+const revokedQueueToken = () => new ApiError(401, 'This queue token’s agent token was revoked');
+
 queueInternalApi.post('/pull', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', QueuePullSchema, validationHook), async (c) => {
   const req: QueuePullRequest = c.req.valid('json');
-  const messages = await jobsQueue(c.env).pull(req.batch_size, req.visibility_timeout_ms);
+  const queue = jobsQueue(c.env);
+  const [revoked, messages] = await Promise.all([c.var.queueTokenRevoked, queue.pull(req.batch_size, req.visibility_timeout_ms)]);
+  if (revoked) {
+    // Handed back at once for the live agents: nothing pulled for a revoked token stays hidden.
+    if (messages.length) await queue.ack([], messages.map((m) => ({ lease_id: m.lease_id, delay_seconds: 0 })));
+    throw revokedQueueToken();
+  }
   return c.json({ messages } satisfies QueuePullResponse, 200);
 });
 
 queueInternalApi.post('/ack', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', QueueAckSchema, validationHook), async (c) => {
   const req: QueueAckRequest = c.req.valid('json');
+  // An ack changes the queue: the token is checked before it, not alongside.
+  if (await c.var.queueTokenRevoked) throw revokedQueueToken();
   const r = await jobsQueue(c.env).ack(req.acks, req.retries);
   return c.json({ ack_count: r.ackCount, retry_count: r.retryCount } satisfies QueueAckResponse, 200);
 });

@@ -13,6 +13,13 @@ export const FLEET_DEFAULTS = {
   HEARTBEAT_SECONDS: 5,
   /** Read-only cancel checks between renewals: a cancel reaches the agent within about this long. */
   CANCEL_CHECK_SECONDS: 1,
+  /**
+   * The longest a lease may be renewed for, from its claim: a host (a stuck one, or a
+   * compromised one keeping a tenant's job and input) cannot hold a job forever by
+   * heartbeats. Past it the heartbeat answers 409 and the lease expires as a lost one
+   * would (src/jobs/state.ts heartbeat). Six hours: longer than any proof the fleet runs.
+   */
+  MAX_LEASE_SECONDS: 6 * 3600,
   MAX_ATTEMPTS: 5,
   MAX_RETRIES: 2,
   RENOTIFY_AFTER_SECONDS: 60,
@@ -43,6 +50,8 @@ export function fleetSettings(env: Env): FleetSettings & AgentTimings & { renoti
     // Never so rare that one lost beat loses the lease: at most TTL / 2.4 (5 s of 12).
     heartbeatIntervalMs: Math.max(500, Math.min(num(env.HEARTBEAT_SECONDS, FLEET_DEFAULTS.HEARTBEAT_SECONDS) * 1000, Math.floor(leaseTtlMs / 2.4))),
     cancelCheckIntervalMs: Math.max(100, num(env.CANCEL_CHECK_SECONDS, FLEET_DEFAULTS.CANCEL_CHECK_SECONDS) * 1000),
+    // Never shorter than one lease.
+    maxLeaseMs: Math.max(leaseTtlMs, num(env.MAX_LEASE_SECONDS, FLEET_DEFAULTS.MAX_LEASE_SECONDS) * 1000),
     maxAttempts: num(env.MAX_ATTEMPTS, FLEET_DEFAULTS.MAX_ATTEMPTS),
     maxRetries: num(env.MAX_RETRIES, FLEET_DEFAULTS.MAX_RETRIES),
     machineRates,

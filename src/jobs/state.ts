@@ -43,6 +43,8 @@ import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
 export interface FleetSettings {
   /** A lease not renewed by a heartbeat within this many ms expires. */
   leaseTtlMs: number;
+  /** Longest a lease can be renewed for, counted from its claim (FLEET_DEFAULTS.MAX_LEASE_SECONDS). */
+  maxLeaseMs: number;
   /** Claims per job (including ones lost with their agent) before it fails for good. */
   maxAttempts: number;
   /** Retryable engine failures the job may have before it fails for good. */
@@ -70,36 +72,60 @@ export interface AgentCapabilities {
 }
 
 /**
- * The next job the fleet should run for an agent with `caps`, as SQL (its id, or null):
- * fair share first (the organization with the fewest running jobs for its
- * share_weight; among equals, the one served least recently), then priority and age
- * within the organization. Each queue lane (queue_lanes) keeps its own next job and
- * its organization's standing, so this is one seek of a lane index per config the
- * agent names (or per engine, when it serves every config of its engines) and the
- * best of those few lanes: the same cost at a thousand queued jobs or a million.
+ * The next job the fleet should run for an agent with `caps` holding the agent token
+ * `tokenHash`, as SQL (its id, or null): fair share first (the organization with the
+ * fewest running jobs for its share_weight; among equals, the one served least
+ * recently), then priority and age within the organization. Each queue lane
+ * (queue_lanes) keeps its own next job and its organization's standing, so this is one
+ * seek of a lane index per config the agent may serve (or per engine, when it serves
+ * every config of its engines) and the best of those few lanes: the same cost at a
+ * thousand queued jobs or a million.
+ *
+ * What the agent may serve is what it declares intersected with its token's scope
+ * (agent_tokens.engines/configs, null configs = every config of its engines), worked
+ * out here, inside the claim's statement: a host cannot widen its token by declaring
+ * more, and the token is read by its unique hash in the same round trip.
  */
-function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>): SQL<string | null> {
-  const byConfig = caps.configs.length > 0;
-  const keys = byConfig ? caps.configs : caps.engines;
+function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>, tokenHash: string): SQL<string | null> {
   const list = (values: string[]) => sql.join(values.map((v) => sql`${v}`), sql`, `);
+  const rows = (values: string[]) => sql.join(values.map((v) => sql`(${v})`), sql`, `);
   // Written out rather than built: the correlated LIMIT 1 per key is what makes it a seek
   // (queue_lanes_by_config / queue_lanes_by_engine, whose WHERE this repeats).
   const order = (t: string) => sql.raw(`${t}.share_key, ${t}.last_claimed_at, ${t}.head_priority DESC, ${t}.head_queued_at, ${t}.head_job_id`);
-  const keyColumn = sql.raw(byConfig ? 'x.config_id' : 'x.engine');
-  return sql<string | null>`(SELECT l.head_job_id FROM (VALUES ${sql.join(
-    keys.map((k) => sql`(${k})`),
-    sql`, `,
-  )}) AS caps JOIN ${queueLanes} l ON l.rowid = (
+  const seek = (keyColumn: 'config_id' | 'engine', keys: SQL) => sql`SELECT (
       SELECT x.rowid FROM ${queueLanes} x
-      WHERE ${keyColumn} = caps.column1 AND x.head_job_id IS NOT NULL
-        AND x.engine IN (${list(caps.engines)}) AND x.gpus_used <= ${caps.gpus}
-      ORDER BY ${order('x')} LIMIT 1)
+      WHERE ${sql.raw(`x.${keyColumn}`)} = k.key AND x.head_job_id IS NOT NULL
+        AND x.engine IN (SELECT e FROM eng) AND x.gpus_used <= ${caps.gpus}
+      ORDER BY ${order('x')} LIMIT 1) AS lane FROM (${keys}) AS k`;
+  const tokenConfigs = sql`(SELECT configs FROM scope)`;
+  // Configs named by the agent that its token allows; or, naming none, the token's own
+  // configs; or, when neither names any, every config of the allowed engines (by engine).
+  const lanes =
+    caps.configs.length > 0
+      ? seek('config_id', sql`SELECT column1 AS key FROM (VALUES ${rows(caps.configs)}) WHERE ${tokenConfigs} IS NULL OR column1 IN (SELECT value FROM json_each(${tokenConfigs}))`)
+      : sql`${seek('config_id', sql`SELECT value AS key FROM json_each(${tokenConfigs})`)} UNION ALL ${seek('engine', sql`SELECT e AS key FROM eng WHERE ${tokenConfigs} IS NULL`)}`;
+  return sql<string | null>`(WITH
+      scope AS (SELECT ${agentTokens.engines} AS engines, ${agentTokens.configs} AS configs FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${tokenHash} AND ${agentTokens.revoked_at} IS NULL),
+      eng AS (SELECT value AS e FROM json_each((SELECT engines FROM scope)) WHERE value IN (${list(caps.engines)})),
+      lanes AS (${lanes})
+    SELECT l.head_job_id FROM lanes c JOIN ${queueLanes} l ON l.rowid = c.lane
     ORDER BY ${order('l')} LIMIT 1)`;
 }
 
+/** What an agent token allows its agents to serve (agent_tokens.engines/configs). */
+export interface TokenScope {
+  engines: string[];
+  /** Null: every config of its engines. */
+  configs: string[] | null;
+}
+
+/** Whether a token with `scope` lets its agents run a job of `engine` under `config`. */
+export const scopeAllows = (scope: TokenScope, job: { engine: string; config_id: string }) =>
+  scope.engines.includes(job.engine) && (scope.configs === null || scope.configs.includes(job.config_id));
+
 export interface ClaimOutcome {
-  /** False when the agent token is unknown or revoked (nothing was claimed). */
-  agentKnown: boolean;
+  /** Null when the agent token is unknown or revoked (nothing was claimed); else what it allows. */
+  scope: TokenScope | null;
   job: JobRow | null;
   lease: LeaseRow | null;
   config: typeof configs.$inferSelect | null;
@@ -138,7 +164,10 @@ export async function claimJob(
     return table ? [db.select().from(table).where(inArray(table.id, subjectOf(k.kind)))] : [];
   });
   const results = await db.batch([
-    db.select({ id: agentTokens.id }).from(agentTokens).where(and(eq(agentTokens.token_hash, agent.tokenHash), isNull(agentTokens.revoked_at))),
+    db
+      .select({ engines: agentTokens.engines, configs: agentTokens.configs })
+      .from(agentTokens)
+      .where(and(eq(agentTokens.token_hash, agent.tokenHash), isNull(agentTokens.revoked_at))),
     db
       .update(jobs)
       .set({
@@ -150,10 +179,11 @@ export async function claimJob(
         attempt: sql`${jobs.attempt} + 1`,
         waiting_reason: null,
       })
-      .where(and(eq(jobs.id, nextJobFor(caps)), eq(jobs.status, 'queued'), tokenLive))
+      .where(and(eq(jobs.id, nextJobFor(caps, agent.tokenHash)), eq(jobs.status, 'queued'), tokenLive))
       .returning(),
     // Every column of leases, in order (an insert from a select names them all).
-    db.insert(leases).select(sql`SELECT ${lease.id}, ${j.id}, ${j.attempt}, ${caps.agentId}, ${lease.tokenHash}, ${j.gpus_used}, ${caps.machineType}, ${now}, NULL, NULL, NULL, ${claimedInputs()}
+    db.insert(leases).select(sql`SELECT ${lease.id}, ${j.id}, ${j.attempt}, ${caps.agentId}, ${lease.tokenHash}, ${j.gpus_used}, ${caps.machineType}, ${now}, NULL, NULL, NULL, ${claimedInputs()},
+        (SELECT ${agentTokens.id} FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash})
       FROM ${jobs} j
       ${claimJoins()}
       LEFT JOIN ${programs} g ON ${g.id} = ${claimedProgramId()}
@@ -172,13 +202,13 @@ export async function claimJob(
       .where(eq(jobs.id, agent.hintJobId ?? '')),
   ] as unknown as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]]);
   // Read back by position: the three statements before the running updates, then what follows them.
-  const [token, leased] = results as unknown as [{ id: string }[], JobRow[]];
+  const [token, leased] = results as unknown as [TokenScope[], JobRow[]];
   const reads = results.slice(3 + running.length + 1 + alsoOnClaim.length) as unknown[][];
   const [leaseRows, configRows, programRows] = reads as [LeaseRow[], (typeof configs.$inferSelect)[], (typeof programs.$inferSelect)[]];
   const subjectRows = reads.slice(3, 3 + subjectReads.length);
   const hinted = reads[3 + subjectReads.length] as ClaimOutcome['hinted'][];
   return {
-    agentKnown: token.length > 0,
+    scope: token[0] ?? null,
     job: leased[0] ?? null,
     lease: leaseRows[0] ?? null,
     config: configRows[0] ?? null,
@@ -207,13 +237,16 @@ export type HeartbeatOutcome =
   | { standing: 'unknown' }
   | { standing: 'ended'; outcome: string }
   | { standing: 'superseded' }
+  | { standing: 'over'; jobId: string; leaseId: string }
   | { standing: 'current'; cancel: boolean; leaseExpiresAt: number };
 
 /**
  * Renews the lease of the job token `tokenHash` and moves its proof forward (never
- * back) to `phase`, in one batch: the token is resolved inside it, and a read of the
- * lease says why nothing was renewed when nothing was (unknown token, lease ended or
- * superseded).
+ * back) to `phase`, in one batch: the token is resolved inside it (a job token whose
+ * agent token was revoked resolves to nothing), and a read of the lease says why
+ * nothing was renewed when nothing was (unknown token, lease ended or superseded, or
+ * over: it reached settings.maxLeaseMs from its claim, which no renewal passes; the
+ * caller then expires it, src/internal/lease.ts).
  */
 export async function heartbeat(
   db: Db,
@@ -223,7 +256,9 @@ export async function heartbeat(
   now = Date.now(),
 ): Promise<HeartbeatOutcome> {
   const expires = now + settings.leaseTtlMs;
-  const leaseOfToken = sql`(SELECT ${leases.id} FROM ${leases} WHERE ${leases.token_hash} = ${tokenHash} AND ${leases.outcome} IS NULL)`;
+  const tokenLive = sql`EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.id} = ${leases.agent_token_id} AND ${agentTokens.revoked_at} IS NULL)`;
+  const bound = sql`${leases.claimed_at} + ${settings.maxLeaseMs}`;
+  const leaseOfToken = sql`(SELECT ${leases.id} FROM ${leases} WHERE ${leases.token_hash} = ${tokenHash} AND ${leases.outcome} IS NULL AND ${tokenLive} AND ${bound} > ${now})`;
   const mine = and(eq(jobs.lease_id, leaseOfToken), eq(jobs.status, 'leased'));
   const proofSet: Record<string, unknown> = {};
   if (update.num_instructions !== undefined) proofSet.num_instructions = update.num_instructions;
@@ -237,19 +272,26 @@ export async function heartbeat(
   if (Object.keys(proofSet).length) proofUpdates.push(updateSubjects(db, proofJob, mine, proofSet));
   const [standing, renewed] = await db.batch([
     db
-      .select({ lease_id: leases.id, outcome: leases.outcome, job_status: jobs.status, job_lease: jobs.lease_id })
+      .select({ lease_id: leases.id, job_id: leases.job_id, outcome: leases.outcome, job_status: jobs.status, job_lease: jobs.lease_id, over: sql<number>`${bound} <= ${now}` })
       .from(leases)
       .leftJoin(jobs, eq(jobs.id, leases.job_id))
-      .where(eq(leases.token_hash, tokenHash)),
+      .where(and(eq(leases.token_hash, tokenHash), tokenLive)),
     // Renewed before the subject updates, which match the same lease: their order does not matter.
-    db.update(jobs).set({ lease_expires_at: expires }).where(mine).returning({ cancel: jobs.cancel_requested }),
+    // Never past the lease's bound, so the last renewal expires it there.
+    db
+      .update(jobs)
+      .set({ lease_expires_at: sql`min(${expires}, (SELECT ${bound} FROM ${leases} WHERE ${leases.id} = ${jobs.lease_id}))` })
+      .where(mine)
+      .returning({ cancel: jobs.cancel_requested, lease_expires_at: jobs.lease_expires_at }),
     ...proofUpdates,
   ]);
   const row = renewed[0];
-  if (row) return { standing: 'current', cancel: !!row.cancel, leaseExpiresAt: expires };
+  if (row) return { standing: 'current', cancel: !!row.cancel, leaseExpiresAt: row.lease_expires_at! };
   const lease = standing[0];
   if (!lease) return { standing: 'unknown' };
   if (lease.outcome) return { standing: 'ended', outcome: lease.outcome };
+  if (lease.job_status !== 'leased' || lease.job_lease !== lease.lease_id) return { standing: 'superseded' };
+  if (lease.over) return { standing: 'over', jobId: lease.job_id, leaseId: lease.lease_id };
   return { standing: 'superseded' };
 }
 

@@ -129,6 +129,8 @@ export const FleetResponse = z
       }),
     ),
     queued: z.array(z.object({ engine: z.string(), config_id: z.string(), jobs: z.number().int(), oldest_queued_at: z.string(), oldest_age_seconds: z.number().int() })),
+    /** Live agent tokens and what each lets its agents claim (configs null: every config of its engines). */
+    tokens: z.array(z.object({ id: z.string(), name: z.string(), engines: z.array(z.string()), configs: z.array(z.string()).nullable(), created_at: z.string() })),
     running: z.number().int(),
   })
   .openapi('ConsoleFleet');

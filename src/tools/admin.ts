@@ -374,10 +374,21 @@ const commands: Record<string, Command> = {
     },
   },
   'create-agent-token': {
-    synopsis: '--name NAME',
-    summary: 'Create a token for prover-agents; prints the token (shown only once) on the last line.',
-    options: { name: str },
-    run: async (c) => runStep(c.target, await createAgentToken(required(c.values, 'name'))),
+    synopsis: '--name NAME --engines ENGINE[,ENGINE...] --configs CONFIG_ID[,CONFIG_ID...]|all',
+    summary:
+      'Create a token for prover-agents, for jobs of these engines under these configs (`all`: every config of the engines): its agents claim nothing else, whatever they declare. Prints the token (shown only once) on the last line.',
+    options: { name: str, engines: str, configs: str },
+    async run(c) {
+      const csv = (name: string) => required(c.values, name).split(',').map((v) => v.trim()).filter(Boolean);
+      const configs = required(c.values, 'configs').trim() === 'all' ? null : csv('configs');
+      let step: AdminStep;
+      try {
+        step = await createAgentToken(required(c.values, 'name'), { engines: csv('engines'), configs });
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+      await runStep(c.target, step);
+    },
   },
   'revoke-agent-token': revokeCommand('agent token', 'token', revokeAgentToken, revokeAgentTokenById, 'list-agent-tokens'),
   'list-agent-tokens': {

@@ -116,7 +116,8 @@ async function seed(creds: Credentials): Promise<void> {
     setConfigOpenvmToml(DEV_CONFIG_ID, DEV_ENGINE_OPENVM_TOML),
     // ...and one seeded with the old placeholder versions gets the release's.
     upgradeDevConfig(DEV_CONFIG_ID, { openvm_version: '1.4.0', app_vm_commit: OLD_DEV_APP_VM_COMMIT }, appVmCommit),
-    await createAgentToken(DEV_AGENT_NAME, creds.agent_token),
+    // The local agent serves the dev engine, under the dev config only.
+    await createAgentToken(DEV_AGENT_NAME, { engines: ['dev'], configs: [DEV_CONFIG_ID] }, creds.agent_token),
     // The console's dev user: owner of the dev organization and an operator (the fleet page).
     await createUser({
       email: DEV_OWNER,

@@ -34,7 +34,7 @@ const kills = cli.number('kills', 10, 0);
 
 const GUESTS = fileURLToPath(new URL('../guests/build/', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'bench-engine-'));
-const config = devEngineConfig({ id: 'cfg_01BENCHENGINE', dev_proof_secret: 'bench-engine-secret' });
+const config = devEngineConfig({ id: 'cfg_01BENCHENGINE' });
 
 let dirs = 0;
 /** A job's work directory with its artifacts, as the runner prepares it. */

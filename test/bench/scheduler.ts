@@ -181,7 +181,12 @@ function loadDatabase(tree: Tree, file: string, jobs: number, orgs: number, now:
     SELECT printf('job-%08d', i), 'proof', printf('job-%08d', i), printf('org-%05d', i % ${orgs}), 'cfg_bench', 'dev', 1 + (i * 7) % 10, 1, 'queued', ${now - 120_000} + i, ${now - 120_000} FROM n`);
   db.exec('COMMIT');
   if (current) runSql(db, last!); // the upgrade: counters and queue lanes built from the rows found
-  db.exec(`INSERT INTO agent_tokens (id, name, token_hash) VALUES ('at_bench', 'bench', 'agent-token-hash')`);
+  // The current tree's tokens carry their scope (migrations/0010_fleet_scope.sql).
+  db.exec(
+    current
+      ? `INSERT INTO agent_tokens (id, name, token_hash, engines) VALUES ('at_bench', 'bench', 'agent-token-hash', '["dev"]')`
+      : `INSERT INTO agent_tokens (id, name, token_hash) VALUES ('at_bench', 'bench', 'agent-token-hash')`,
+  );
   db.exec(`INSERT INTO api_keys (id, org_id, key_hash, owner) VALUES ('key_bench', 'org-00000', 'api-key-hash', 'bench')`);
   db.exec(`INSERT INTO agents (id, token_id, name, machine_type, gpus, engines, configs, last_seen_at) VALUES ('agent-live', 'at_bench', 'live', 'm', 0, '["dev"]', '[]', ${now})`);
   return db;
@@ -228,7 +233,7 @@ async function measure(tree: Tree, jobs: number, orgs: number): Promise<Figures>
     const dispatch = await tree.mod('src/jobs/dispatch.ts');
     const quotas = await tree.mod('src/jobs/quotas.ts');
     const { sweep } = await tree.mod('src/jobs/sweep.ts');
-    const settings = { leaseTtlMs: 12_000, maxAttempts: 5, maxRetries: 2, machineRates: { '*': 0 } };
+    const settings = { leaseTtlMs: 12_000, maxLeaseMs: 6 * 3_600_000, maxAttempts: 5, maxRetries: 2, machineRates: { '*': 0 } };
     const limits = { maxActiveJobs: 10_000_000, maxGpus: 10_000_000 };
     const caps = { agentId: 'agent-live', machineType: 'm', gpus: 0, engines: ['dev'], configs: [] as string[] };
     let n = 0;

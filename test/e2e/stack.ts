@@ -91,7 +91,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const steps: AdminStep[] = [
     createOrganization('e2e', orgId),
     await createApiKey(orgId, 'e2e@localhost'),
-    await createAgentToken('e2e-agents'),
+    // The e2e agents: dev, and openvm for test/e2e/openvm-fleet.test.ts; the tests make more configs.
+    await createAgentToken('e2e-agents', { engines: ['dev', 'openvm'], configs: null }),
     createConfig({ ...TARGET_RELEASE, app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML), engine: 'dev', deferral_enabled: true, openvm_toml: DEV_ENGINE_OPENVM_TOML }),
   ];
   await d1Execute(target, steps.flatMap((s) => s.sql));

@@ -232,13 +232,15 @@ describe('npm run admin', () => {
   }, 360_000);
 
   it('creates an agent token and stores only its SHA-256', async () => {
-    const created = await admin('create-agent-token', '--name', 'gpu-box-1');
+    const created = await admin('create-agent-token', '--name', 'gpu-box-1', '--engines', 'dev', '--configs', 'all');
     expect(created.code, created.stderr).toBe(0);
     const token = created.lastLine;
     expect(token).toMatch(/^at_[0-9a-f]{48}$/);
 
     const stored = await rows(`SELECT * FROM agent_tokens WHERE name = 'gpu-box-1'`);
-    expect(stored).toEqual([expect.objectContaining({ token_hash: sha256(token), revoked_at: null })]);
+    expect(stored).toEqual([expect.objectContaining({ token_hash: sha256(token), revoked_at: null, engines: '["dev"]', configs: null })]);
+    // A token names what it may claim: no engines, or an engine this build does not know, is refused.
+    expect((await admin('create-agent-token', '--name', 'gpu-box-2', '--engines', 'gpu9000', '--configs', 'all')).code).toBe(2);
     expect(JSON.stringify(stored)).not.toContain(token);
   });
 

@@ -9,7 +9,7 @@ import { EVENT_HEARTBEAT_MS, EVENT_LOG_MAX_BYTES, EVENT_POLL_MS, EVENT_POLLS_PER
 import { sha256Hex } from '../../src/lib/crypto.ts';
 import { SseReader, type SseEvent } from '../sse.ts';
 import { recordD1Calls } from './d1-calls.ts';
-import { claimJob, drainQueuedJobs, lease, seedAgent, upload } from './fleet-helpers.ts';
+import { claimJob, drainQueuedJobs, lease, seedAgent, upload, devProofOf } from './fleet-helpers.ts';
 import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 
 beforeEach(drainQueuedJobs);
@@ -53,9 +53,9 @@ async function expectEvent(sse: SseReader, event: string) {
   return e!;
 }
 
-const completeProof = async (job: Parameters<typeof lease>[0]) => {
-  await json(await upload(job, 'stark', '{"version":"v1.0-dev","proof":"aa","user_pvs_proof":"bb","deferral_merkle_proofs":null}'), 200);
-  await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: null, metrics: { num_instructions: 42 } }), 200);
+const completeProof = async (job: Awaited<ReturnType<typeof claimJob>>) => {
+  await json(await upload(job, 'stark', await devProofOf(job)), 200);
+  await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 42 } }), 200);
 };
 
 describe('GET /v1/proofs/{id}/events', () => {

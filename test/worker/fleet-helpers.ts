@@ -1,7 +1,22 @@
 // Helpers for tests of the fleet's internal API: an agent is just HTTP calls here.
 import { env } from 'cloudflare:test';
-import type { ClaimRequest, ClaimResponse, ClaimedJob, PresenceResponse } from 'prover-agent/protocol';
-import { createAgentToken } from '../../src/admin/statements.ts';
+import {
+  devConfigDigestMessage,
+  devHex,
+  devParseHex,
+  devProofText,
+  ENGINE_NAMES,
+  readDevProof,
+  unsealedDevProof,
+  type ClaimRequest,
+  type ClaimResponse,
+  type ClaimedJob,
+  type DevProof,
+  type PresenceResponse,
+  type ProofType,
+} from 'prover-agent/protocol';
+import { sealDevProof } from '../../src/jobs/dev-proofs.ts';
+import { createAgentToken, type AgentTokenScope } from '../../src/admin/statements.ts';
 import { checkLease } from '../../src/jobs/lease-checks.ts';
 import { api, json, runAdmin } from './helpers.ts';
 
@@ -10,9 +25,12 @@ export interface TestAgent {
   caps: ClaimRequest;
 }
 
-/** An agent token and an agent that reported its presence (it is online, as a running agent is). */
-export async function seedAgent(caps: Partial<ClaimRequest> = {}, opts: { online?: boolean } = {}): Promise<TestAgent> {
-  const token = await runAdmin(createAgentToken(`agent-${crypto.randomUUID().slice(0, 8)}`));
+/**
+ * An agent token and an agent that reported its presence (it is online, as a running
+ * agent is). The token's scope is `opts.scope`, by default every engine under every config.
+ */
+export async function seedAgent(caps: Partial<ClaimRequest> = {}, opts: { online?: boolean; scope?: AgentTokenScope } = {}): Promise<TestAgent> {
+  const token = await runAdmin(createAgentToken(`agent-${crypto.randomUUID().slice(0, 8)}`, opts.scope ?? { engines: ENGINE_NAMES, configs: null }));
   const agent = {
     token,
     caps: { agent_id: crypto.randomUUID(), name: 'test-agent', machine_type: 'test-machine', gpus: 8, engines: ['dev'], configs: [], ...caps },
@@ -69,4 +87,41 @@ export async function jobRow(jobId: string) {
 /** Takes every queued job out of the way (other test files leave some behind in the shared D1). */
 export async function drainQueuedJobs() {
   await env.DB.prepare(`UPDATE jobs SET status = 'done' WHERE status IN ('queued', 'leased')`).run();
+}
+
+const sha256 = async (bytes: Uint8Array) => new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+
+/**
+ * A proof of the claimed dev job as the host's dev engine writes it: unsealed (the Worker
+ * seals it at completion), stating the job's program and config and `publicValues`,
+ * which the completion must report too.
+ */
+export async function devProofOf(job: Pick<ClaimedJob, 'config' | 'program'>, publicValues = '0x00', type: ProofType = 'stark'): Promise<string> {
+  return devProofText(await devProofStatement(job.program!.app_exe_commit!, job.config, publicValues, type));
+}
+
+async function devProofStatement(appExeCommit: string, config: ClaimedJob['config'], publicValues: string, type: ProofType): Promise<DevProof> {
+  return unsealedDevProof(
+    {
+      kind: type,
+      appExeCommit: devParseHex(appExeCommit)!,
+      appVmCommit: devParseHex(config.app_vm_commit)!,
+      configDigest: await sha256(devConfigDigestMessage(config)),
+      inputDigest: new Uint8Array(32),
+      childDigests: [],
+    },
+    devParseHex(publicValues)!,
+  );
+}
+
+/** A dev proof sealed with `secret` (the deployment's, or a guessed one), for a verification. */
+export async function sealedDevProof(appExeCommit: string, config: ClaimedJob['config'], publicValues: string, secret: string, type: ProofType = 'stark'): Promise<string> {
+  return devProofText(await sealDevProof(await devProofStatement(appExeCommit, config, publicValues, type), secret));
+}
+
+/** The stored proof file read back: a sealed dev proof with these public values. */
+export function expectSealed(text: string, publicValues = '0x00') {
+  const proof = readDevProof(JSON.parse(text));
+  if (proof.mac.every((b) => b === 0)) throw new Error('the stored proof is not sealed');
+  if (devHex(proof.publicValues) !== publicValues.toLowerCase()) throw new Error('the stored proof states other public values');
 }

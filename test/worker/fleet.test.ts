@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { api, guest, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
-import { claim, claimJob, drainQueuedJobs, expireLease, jobRow, lease, seedAgent, upload } from './fleet-helpers.ts';
+import { claim, claimJob, devProofOf, drainQueuedJobs, expectSealed, expireLease, jobRow, lease, seedAgent, upload } from './fleet-helpers.ts';
 import { createApiKey, revokeAgentToken, setOrganizationLimits } from '../../src/admin/statements.ts';
 import { gpusUsed } from 'prover-agent/protocol';
 import { leaseCost, type LeaseRow } from '../../src/jobs/state.ts';
@@ -60,7 +60,10 @@ describe('program commit through the internal API', () => {
     const agent = await seedAgent();
     const job = await claimJob(agent);
     expect(job).toMatchObject({ kind: 'commit', subject_id: program, attempt: 1, artifacts: ['elf', 'vmexe'], log: { seq: 0, offset: 0 } });
-    expect(job.config).toMatchObject({ id: cfg, engine: 'dev', dev_proof_secret: env.DEV_PROOF_SECRET });
+    expect(job.config).toMatchObject({ id: cfg, engine: 'dev' });
+    // The deployment's secret stays in the Worker: dev proofs are sealed at completion.
+    expect(JSON.stringify(job)).not.toContain(env.DEV_PROOF_SECRET!);
+    expect(job.config).not.toHaveProperty('dev_proof_secret');
     expect((await json(await api(t, `/v1/programs/${program}`), 200)).status).toBe('processing');
 
     const elf = await lease(job, '/artifacts/elf');
@@ -123,15 +126,18 @@ describe('proof lifecycle through the internal API', () => {
     expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe('first\nsecond\n');
 
     await json(await lease(job, '/heartbeat', { phase: 'PostProcessing' }), 200);
-    await json(await upload(job, 'stark', STARK), 200);
+    await json(await upload(job, 'stark', await devProofOf(job)), 200);
     expect((await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: null, error: null, metrics: {} })).status).toBe(422);
     await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 1234, cells_used: 99 } }), 200);
 
     const proof = await json(await api(t, `/v1/proofs/${proofId}`), 200);
-    expect(proof).toMatchObject({ state: 'Succeeded', num_instructions: 1234, cells_used: 99, proof_size: STARK.length, machine_type: 'm-test' });
+    expect(proof).toMatchObject({ state: 'Succeeded', num_instructions: 1234, cells_used: 99, machine_type: 'm-test' });
     expect(proof.terminated_at).toEqual(expect.any(String));
     expect(proof.cost).toBeGreaterThanOrEqual(0);
-    expect(await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text()).toBe(STARK);
+    // Stored sealed by the Worker (the host's engine wrote it unsealed).
+    const stored = await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text();
+    expectSealed(stored);
+    expect(proof.proof_size).toBe(stored.length);
     expect((await api(t, `/v1/proofs/${proofId}/proof/evm`)).status).toBe(404);
     const prog = await json(await api(t, `/v1/programs/${program}`), 200);
     expect(prog).toMatchObject({ proofs_run: 1, cells_used: 99 });
@@ -209,13 +215,14 @@ describe('a lease ends in one request', () => {
       proofs: ['stark'],
       public_values: '0x00',
       metrics: { cells_used: 7 },
-      results: { stark: STARK },
+      results: { stark: await devProofOf(job) },
       log: { seq: 1, offset: 6, text: 'last\n' },
     };
     expect(await json(await lease(job, '/complete', complete), 200)).toEqual({ status: 'completed' });
     expect(await json(await lease(job, '/complete', complete), 200)).toEqual({ status: 'completed' }); // a retry: same answer, nothing twice
-    expect(await json(await api(t, `/v1/proofs/${proofId}`), 200)).toMatchObject({ state: 'Succeeded', proof_size: STARK.length, cells_used: 7 });
-    expect(await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text()).toBe(STARK);
+    const stored = await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text();
+    expectSealed(stored);
+    expect(await json(await api(t, `/v1/proofs/${proofId}`), 200)).toMatchObject({ state: 'Succeeded', proof_size: stored.length, cells_used: 7 });
     expect(await logsOf(t, proofId)).toBe('first\nlast\n');
     expect(await jobRow(job.id)).toMatchObject({ log_seq: 2, log_bytes: 11 });
   });
@@ -440,7 +447,7 @@ describe('dispatch', () => {
     const held = await env.DB.prepare('SELECT * FROM leases WHERE id = ?').bind(job.lease_id).first<LeaseRow>();
     expect(held!.gpus).toBe(1);
     // One GPU-hour at the machine's rate, not eight.
-    const settings = { leaseTtlMs: 60_000, maxAttempts: 3, maxRetries: 2, machineRates: { '*': 2 } };
+    const settings = { leaseTtlMs: 60_000, maxLeaseMs: 3_600_000, maxAttempts: 3, maxRetries: 2, machineRates: { '*': 2 } };
     expect(leaseCost(held!, settings, held!.claimed_at + 3_600_000)).toBe(2_000_000);
     expect(gpusUsed('openvm', 8)).toBe(1);
     expect(gpusUsed('dev', 8)).toBe(0);
@@ -459,7 +466,7 @@ describe('leases', () => {
     const second = await claimJob(b);
     expect(second).toMatchObject({ id: first.id, attempt: 2 });
     expect((await jobRow(first.id)).retries).toBe(0); // infrastructure loss is not charged
-    await upload(second, 'stark', STARK);
+    await upload(second, 'stark', await devProofOf(second));
     for (const [path, body] of [
       ['/heartbeat', {}],
       ['/complete', { kind: 'proof', proofs: ['stark'], public_values: null, metrics: {} }],
@@ -470,9 +477,9 @@ describe('leases', () => {
     }
     expect((await upload(first, 'stark', 'stale')).status).toBe(409);
     expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Executing');
-    await json(await lease(second, '/complete', { kind: 'proof', proofs: ['stark'], public_values: null, metrics: {} }), 200);
+    await json(await lease(second, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: {} }), 200);
     expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Succeeded');
-    expect(await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text()).toBe(STARK);
+    expectSealed(await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text());
   });
 
   it('after MAX_ATTEMPTS lost leases the job fails saying why', async () => {

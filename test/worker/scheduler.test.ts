@@ -9,12 +9,11 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin, api, json, markReady, registerProgram, seedConfig, seedTenant, seededRandom, type Tenant } from './helpers.ts';
-import { claim, drainQueuedJobs, expireLease, lease, seedAgent, upload, type TestAgent } from './fleet-helpers.ts';
+import { claim, drainQueuedJobs, expireLease, lease, seedAgent, upload, type TestAgent, devProofOf } from './fleet-helpers.ts';
 import { setOrganizationLimits } from '../../src/admin/statements.ts';
 import type { ClaimedJob } from 'prover-agent/protocol';
 import { COUNTER_CHECKS } from '../counter-checks.ts';
 
-const STARK = JSON.stringify({ version: 'v1.0-dev', proof: 'aa', user_pvs_proof: 'bb', deferral_merkle_proofs: null });
 
 /** The specified order, computed over every queued job (what claims did before queue lanes). */
 async function expectedNext(caps: TestAgent['caps']): Promise<string | null> {
@@ -92,8 +91,8 @@ describe('scheduler: one seek per lane, the same order as counting every job', {
         const job = running.splice(Math.floor(random() * running.length), 1)[0]!;
         const end = random();
         if (end < 0.35) {
-          await json(await upload(job, 'stark', STARK), 200);
-          await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: null, metrics: { num_instructions: 10 } }), 200);
+          await json(await upload(job, 'stark', await devProofOf(job)), 200);
+          await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 10 } }), 200);
         } else if (end < 0.55) await json(await lease(job, '/fail', { error: 'x', retryable: random() < 0.5 }), 200);
         else if (end < 0.7) await json(await lease(job, '/release', {}), 200);
         else if (end < 0.85) await expireLease(job);

@@ -23,12 +23,11 @@ import { webhookUrlProblem } from '../../src/lib/webhook-url.ts';
 import { WEBHOOK_EVENTS } from '../../src/db/schema.ts';
 import { as, consoleFetch, postJson, seedUser, signIn } from './console-helpers.ts';
 import { recordD1Calls } from './d1-calls.ts';
-import { claimJob, drainQueuedJobs, jobRow, lease, makeOverdue, seedAgent, upload } from './fleet-helpers.ts';
+import { claimJob, drainQueuedJobs, jobRow, lease, makeOverdue, seedAgent, upload, devProofOf, sealedDevProof } from './fleet-helpers.ts';
 import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { checkLease } from '../../src/jobs/lease-checks.ts';
 
 const HOOK = 'http://127.0.0.1:9/hook';
-const STARK = JSON.stringify({ version: 'v1.0-dev', proof: 'aa', user_pvs_proof: 'bb', deferral_merkle_proofs: null });
 const BASELINE = JSON.stringify({ app_exe_commit: '0x' + '11'.repeat(32), memory_dimensions: {}, num_user_pvs: 32 });
 
 // ---------------------------------------------------------------------------
@@ -110,8 +109,8 @@ async function runningProof(t: Tenant) {
 }
 
 const completeProof = async (job: Awaited<ReturnType<typeof claimJob>>) => {
-  await upload(job, 'stark', STARK);
-  return lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: null, metrics: { num_instructions: 7 } });
+  await upload(job, 'stark', await devProofOf(job));
+  return lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 7 } });
 };
 
 const deliveriesOf = async (subjectId: string) =>
@@ -407,7 +406,10 @@ describe('events: written with the change that causes them', () => {
 
     const verify = async (verified: boolean) => {
       const form = new FormData();
-      form.append('proof', new File([STARK], 'proof.json', { type: 'application/json' }));
+      // A dev proof sealed with the deployment's secret: the Worker checks its seal.
+      const config = (await env.DB.prepare('SELECT c.*, p.app_exe_commit AS program_commit FROM configs c JOIN programs p ON p.config_id = c.id WHERE p.id = ?').bind(ready).first<any>())!;
+      const proof = await sealedDevProof(config.program_commit, config, '0x00', env.DEV_PROOF_SECRET!);
+      form.append('proof', new File([proof], 'proof.json', { type: 'application/json' }));
       const { id } = await json(await api(t, `/v1/verify/stark?program_id=${ready}`, { method: 'POST', body: form }), 200);
       const job = await claimJob(agent);
       await json(await lease(job, '/complete', { kind: 'verify', verified, reason: verified ? null : 'bad proof' }), 200);

@@ -34,8 +34,6 @@ export interface EngineConfig {
   deferral_enabled: boolean;
   /** Size of the public-values space in bytes (8 x a power of two); default 32. */
   public_values_bytes: number;
-  /** Dev engine only: the deployment's secret that dev proofs are MACed under. */
-  dev_proof_secret?: string;
 }
 
 /** Metrics an engine reports; every field optional, the runner forwards what it gets. */

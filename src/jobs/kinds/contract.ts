@@ -68,6 +68,9 @@ export interface CompletionContext {
   job: JobRow;
   /** The size of a result, sent inline or uploaded before (null: neither). */
   resultSize(name: ResultName, key: string): Promise<number | null>;
+  /** Where results are stored, and the deployment's DEV_PROOF_SECRET: dev proofs are sealed and checked at completion (src/jobs/dev-proofs.ts). */
+  artifacts: R2Bucket;
+  devProofSecret: string | undefined;
 }
 
 export interface JobKindContract<K extends JobKind = JobKind, Done = unknown, Row = unknown> {

@@ -8,7 +8,8 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { CHILD_PROOF_PREFIX, GPU_LESS_ENGINE_NAMES, isChildProofArtifact, PROVE_PHASES } from 'prover-agent/protocol';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
-import { jobs, programs, proofs, type ProofState } from '../../db/schema.ts';
+import { configs, jobs, programs, proofs, type ProofState } from '../../db/schema.ts';
+import { sealDevProofs } from '../dev-proofs.ts';
 import { artifactKey } from '../../lib/artifact-keys.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { isProgramFile } from './commit.ts';
@@ -58,7 +59,7 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
     },
   },
   resultKey: (proofId, name) => (name === 'app' || name === 'stark' || name === 'evm' ? artifactKey.proofOutput(proofId, name) : null),
-  async completion({ db, job, resultSize }, report) {
+  async completion({ db, job, resultSize, artifacts, devProofSecret }, report) {
     const proof = (await db.select().from(proofs).where(eq(proofs.id, job.subject_id)).get())!;
     const keys: Record<string, string> = {};
     let size = 0;
@@ -70,6 +71,23 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
       if (type === proof.proof_type) size = stored;
     }
     if (!keys[proof.proof_type]) throw new ApiError(400, `The job asked for a ${proof.proof_type} proof`);
+    if (job.engine === 'dev') {
+      // The host's dev engine wrote them unsealed: sealed here, with the secret only the Worker holds.
+      if (!devProofSecret) return { fail: 'This deployment has no DEV_PROOF_SECRET: dev proofs cannot be sealed' };
+      const [[program], [config]] = await db.batch([
+        db.select({ app_exe_commit: programs.app_exe_commit }).from(programs).where(eq(programs.id, proof.program_id)),
+        db.select().from(configs).where(eq(configs.id, job.config_id)),
+      ]);
+      if (!program?.app_exe_commit || !config) return { fail: 'The proof’s program or config is gone' };
+      const sealed = await sealDevProofs(
+        artifacts,
+        keys,
+        { appExeCommit: program.app_exe_commit, config, publicValues: report.public_values, childKeys: proof.child_proof_keys },
+        devProofSecret,
+      );
+      if ('fail' in sealed) return sealed;
+      size = sealed.sizes[proof.proof_type]!;
+    }
     return {
       done: {
         proofKeys: keys,

@@ -4,7 +4,8 @@
 //   queued       leased (running)   done
 //   processing   processing         verified | failed
 import { eq, sql } from 'drizzle-orm';
-import { verifications } from '../../db/schema.ts';
+import { configs, programs, verifications } from '../../db/schema.ts';
+import { devProofSealProblem } from '../dev-proofs.ts';
 import { claimedProgram as g, claimedSubject, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
 
 export interface VerifyDone {
@@ -40,6 +41,22 @@ export const verifyJob: JobKindContract<'verify', VerifyDone, typeof verificatio
     },
   },
   resultKey: () => null,
-  completion: async (_ctx, report) => ({ done: { verified: report.verified, reason: report.reason } }),
+  async completion({ db, job, artifacts, devProofSecret }, report) {
+    if (job.engine !== 'dev' || !report.verified) return { done: { verified: report.verified, reason: report.reason } };
+    // A dev proof's seal is checked here, with the secret only the Worker holds (the host checked the rest).
+    if (!devProofSecret) return { done: { verified: false, reason: 'This deployment has no DEV_PROOF_SECRET: dev proofs cannot be checked' } };
+    const [[verification], [config]] = await db.batch([
+      db
+        .select({ proof_key: verifications.proof_key, proof_type: verifications.proof_type, app_exe_commit: programs.app_exe_commit })
+        .from(verifications)
+        .leftJoin(programs, eq(programs.id, verifications.program_id))
+        .where(eq(verifications.id, job.subject_id)),
+      db.select().from(configs).where(eq(configs.id, job.config_id)),
+    ]);
+    if (!verification || !config) return { fail: 'The verification or its config is gone' };
+    const kind = verification.proof_type === 'evm' ? 'evm' : 'stark';
+    const problem = await devProofSealProblem(artifacts, verification.proof_key, { kind, appExeCommit: verification.app_exe_commit, config }, devProofSecret);
+    return { done: problem ? { verified: false, reason: problem } : { verified: true, reason: null } };
+  },
   complete: (db, mine, done) => [updateSubjects(db, verifyJob, mine, { result: done.verified ? 'verified' : 'failed', error_message: done.reason ?? '' })],
 };

@@ -20,7 +20,7 @@ export function currentAdapter(): TreeAdapter {
           org,
           setOrganizationLimits(orgId, BENCH_ORG_LIMITS),
           await createApiKey(orgId, 'bench-geo@localhost'),
-          await createAgentToken('bench-geo-agents'),
+          await createAgentToken('bench-geo-agents', { engines: ['dev'], configs: null }),
           createConfig({ ...TARGET_RELEASE, app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML), engine: 'dev', deferral_enabled: true, openvm_toml: DEV_ENGINE_OPENVM_TOML }),
         ];
         const [, , apiKey, agentToken, config] = steps.map((s) => s.output.at(-1)!);

@@ -7,7 +7,7 @@ import { parseInputJson } from '../../../prover-agent/src/engine/dev/input.ts';
 import type { EngineConfig } from '../../../prover-agent/src/protocol.ts';
 
 /** A dev-engine config as the service hands it over in a claim; each test names what differs. */
-export function devEngineConfig(overrides: Partial<EngineConfig> & Pick<EngineConfig, 'id' | 'dev_proof_secret'>): EngineConfig {
+export function devEngineConfig(overrides: Partial<EngineConfig> & Pick<EngineConfig, 'id'>): EngineConfig {
   return {
     engine: 'dev',
     openvm_version: '2.0.0',

@@ -28,10 +28,9 @@ import {
   devConfigDigest,
   devInputDigest,
   devProofDigest,
-  devProofJson,
+  devProofText,
   makeDevProof,
   readDevProof,
-  requireSecret,
   type DevProof,
 } from './proofs.ts';
 
@@ -131,12 +130,12 @@ async function readBaselineCommit(path: string): Promise<string | null> {
 }
 
 /**
- * Deferred child proofs: each must be a valid dev STARK proof made under this same
- * config and for this same program. The dev engine cannot run the zkVM's deferral
+ * Deferred child proofs: each must be a dev STARK proof made under this same config and
+ * for this same program (their seals are the Worker's to check: it holds the secret). The dev engine cannot run the zkVM's deferral
  * circuits, so it binds children to the parent's program rather than to a verifying key
  * the guest names; a child for anything else fails the job, naming the child's index.
  */
-async function checkChildren(ctx: EngineContext, req: ProveRequest, secret: string): Promise<DevProof[]> {
+async function checkChildren(ctx: EngineContext, req: ProveRequest): Promise<DevProof[]> {
   if (req.childProofPaths.length > 0 && !ctx.config.deferral_enabled) {
     throw new JobError(`config ${ctx.config.id} does not enable deferral, but the job has ${req.childProofPaths.length} child proofs`);
   }
@@ -148,7 +147,7 @@ async function checkChildren(ctx: EngineContext, req: ProveRequest, secret: stri
     } catch (err) {
       throw new JobError(`child proof ${i}: not a dev STARK proof: ${(err as Error).message}`);
     }
-    const reason = checkDevProof(proof, { kind: 'stark', appExeCommit: req.app_exe_commit, config: ctx.config, secret });
+    const reason = checkDevProof(proof, { kind: 'stark', appExeCommit: req.app_exe_commit, config: ctx.config });
     if (reason) throw new JobError(`child proof ${i}: ${reason}`);
     children.push(proof);
   }
@@ -241,7 +240,6 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
 
     async prove(ctx: EngineContext, req: ProveRequest): Promise<ProveResult> {
       const config = ctx.config;
-      const secret = requireSecret(config);
       if (config.engine !== 'dev') {
         throw new Error(`the dev engine only proves under dev configs; config ${config.id} uses engine '${config.engine}'`);
       }
@@ -251,7 +249,7 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
       if (toHex(appExeCommit) !== toHex(commitBytes(req.app_exe_commit, 'the program\'s app_exe_commit'))) {
         throw new JobError(`the program's ELF does not match its registered app_exe_commit (${req.app_exe_commit}; the ELF gives ${toHex(appExeCommit)})`);
       }
-      const children = await checkChildren(ctx, req, secret);
+      const children = await checkChildren(ctx, req);
       if (children.length) ctx.log(`dev engine: ${children.length} deferred child proofs verified`);
 
       ctx.signal.throwIfAborted();
@@ -270,14 +268,14 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
 
       ctx.signal.throwIfAborted();
       ctx.progress({ phase: 'AppProving' });
+      // Unsealed: the Worker seals it with the deployment's secret when the completion stores it.
       const proof = makeDevProof(
-        secret,
         {
           kind: req.proof_type,
           appExeCommit,
           appVmCommit,
           configDigest: devConfigDigest(config),
-          inputDigest: devInputDigest(secret, input),
+          inputDigest: devInputDigest(input),
           childDigests: children.map(devProofDigest),
         },
         out.publicValues,
@@ -286,7 +284,7 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
 
       ctx.signal.throwIfAborted();
       ctx.progress({ phase: 'PostProcessing' });
-      const proofText = `${JSON.stringify(devProofJson(proof), null, 2)}\n`;
+      const proofText = devProofText(proof);
       await writeFile(req.outputPath, proofText);
       // No host path in the job's logs: callers read them.
       ctx.log(`dev engine: wrote a dev ${req.proof_type} proof (not a zero-knowledge proof), ${proofText.length} bytes`);
@@ -298,7 +296,6 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
       if (config.engine !== 'dev') {
         return { verified: false, reason: `config ${config.id} is not a dev config (engine '${config.engine}'); dev proofs are only accepted under dev configs` };
       }
-      const secret = requireSecret(config);
       const baselineCommit = req.baselinePath === null ? null : await readBaselineCommit(req.baselinePath);
       if (baselineCommit !== null && req.app_exe_commit !== null && baselineCommit.toLowerCase() !== req.app_exe_commit.toLowerCase()) {
         return { verified: false, reason: `the verification baseline is for another program (${baselineCommit})` };
@@ -315,7 +312,8 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
       } catch (err) {
         return { verified: false, reason: (err as Error).message };
       }
-      const reason = checkDevProof(proof, { kind: req.proof_type, appExeCommit: req.app_exe_commit, config, secret });
+      // The MAC is not checked here (no secret on the host): the Worker checks it when the result comes back.
+      const reason = checkDevProof(proof, { kind: req.proof_type, appExeCommit: req.app_exe_commit, config });
       return reason ? { verified: false, reason } : { verified: true, reason: null };
     },
   };

@@ -6,6 +6,7 @@ import { type Fact, Facts } from '../widgets.tsx';
 
 type Agent = Fleet['agents'][number];
 type QueueLane = Fleet['queued'][number];
+type AgentToken = Fleet['tokens'][number];
 
 const agentColumns: Column<Agent>[] = [
   { header: 'Name', cell: (a) => a.name + (a.stale ? ' (stale)' : '') },
@@ -24,6 +25,13 @@ const queueColumns: Column<QueueLane>[] = [
   { header: 'Age', cell: (q) => `${q.oldest_age_seconds} s`, numeric: true },
 ];
 
+const tokenColumns: Column<AgentToken>[] = [
+  { header: 'Name', cell: (t) => t.name },
+  { header: 'Engines', cell: (t) => t.engines.join(', ') || 'none' },
+  { header: 'Configs', cell: (t) => (t.configs ? t.configs.map((id) => <code key={id}>{id} </code>) : 'every config of its engines') },
+  { header: 'Created', cell: (t) => formatDate(t.created_at) },
+];
+
 function fleetFacts(f: Fleet): Fact[] {
   const live = f.agents.filter((a) => !a.stale);
   return [
@@ -39,6 +47,8 @@ export const FleetView = ({ fleet }: { fleet?: Fleet }) => (
     <Facts id="fleet-facts" facts={fleet && fleetFacts(fleet)} />
     <h2>Agents seen in the last day</h2>
     <DataTable id="agents" caption="Agents" columns={agentColumns} rows={fleet?.agents} empty="No agent has asked for work in the last day." />
+    <h2>Agent tokens and what they may claim</h2>
+    <DataTable id="agent-tokens" caption="Live agent tokens" columns={tokenColumns} rows={fleet?.tokens} empty="No live agent token." />
     <h2>Queued jobs</h2>
     <DataTable id="queue" caption="Queued jobs by engine and config" columns={queueColumns} rows={fleet?.queued} empty="Nothing queued." />
   </>
