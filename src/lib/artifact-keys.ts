@@ -14,6 +14,10 @@ export const artifactKey = {
   verificationProof: (verificationId: string) => `verifications/${verificationId}/proof.json`,
   jobLogChunk: (jobId: string, seq: number) => `logs/${jobId}/${String(seq).padStart(8, '0')}`,
   jobLogPrefix: (jobId: string) => `logs/${jobId}/`,
-  /** A published key file of a config (src/lib/config-keys.ts). */
-  configKey: (configId: string, name: PublishedKeyName) => `configs/${configId}/keys/${name}`,
+  /**
+   * One upload of a key file of a config: its own object, never overwritten. It is
+   * served only once D1 records it as a published version (src/lib/config-keys.ts);
+   * until then (or when refused) it is a staging object nothing reads.
+   */
+  configKeyUpload: (configId: string, name: PublishedKeyName, uploadId: string) => `configs/${configId}/keys/${name}/${uploadId}`,
 };
