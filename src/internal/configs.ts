@@ -221,8 +221,11 @@ configsInternalApi.post(
       ]);
       return c.json(published(rows[0]!, supersedes));
     } catch (err) {
-      // Another version landed since this upload started (the primary key or the next-version trigger refused this one).
+      // Another version landed since this upload started (the primary key or the next-version trigger refused this one),
+      // or this very upload was completed by a concurrent retry: then its version stands and is the answer.
       if (!/UNIQUE constraint failed: config_keys|config_keys: a version must follow/.test(`${String(err)} ${String((err as Error)?.cause)}`)) throw err;
+      const [mine] = await db.select().from(configKeys).where(eq(configKeys.upload_id, id));
+      if (mine) return c.json(published(mine, supersedes));
       return refuse(409, 'upload.refused_conflict', `The ${name} of ${config_id} changed while this upload ran (it started from ${supersedes === null ? 'no version' : `version ${supersedes}`}): nothing was published`, {});
     }
   },

@@ -211,7 +211,7 @@ describe('npm run admin', () => {
     expect((await rows(`SELECT revoked_at FROM publisher_tokens WHERE name = 'release-2026-11'`))[0]!.revoked_at).not.toBeNull();
   });
 
-  it('put-config-key publishes a version with its digest, replaces it only with --supersedes, and key-history shows both', { timeout: 180_000 }, async () => {
+  it('put-config-key publishes a version with its digest, replaces it only with --supersedes, and key-history shows both', { timeout: 300_000 }, async () => {
     const cfg = (await admin('create-config', '--openvm-version', '1.4.0', '--stark-backend-version', '1.2.0', '--engine', 'dev', '--app-vm-commit', COMMIT)).lastLine;
     const file = path.join(dir, 'app.vk');
     await writeFile(file, 'verifying key v1');
