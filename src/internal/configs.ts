@@ -187,7 +187,11 @@ configsInternalApi.post(
     try {
       obj = await c.env.ARTIFACTS.resumeMultipartUpload(objectKey, r2).complete(parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })));
     } catch (err) {
-      throw new ApiError(409, `The upload of ${name} for ${config_id} cannot be completed: ${(err as Error).message}`);
+      // A retry after R2 completed the upload but before D1 recorded it: the object is this
+      // upload's own (nothing else writes its key), so it goes on to be checked and recorded.
+      const completed = await c.env.ARTIFACTS.head(objectKey);
+      if (!completed) throw new ApiError(409, `The upload of ${name} for ${config_id} cannot be completed: ${(err as Error).message}`);
+      obj = completed;
     }
     const refuse = async (status: 409 | 413 | 422, action: string, message: string, detail: Record<string, unknown>): Promise<never> => {
       await c.env.ARTIFACTS.delete(objectKey);

@@ -155,6 +155,18 @@ describe('published versions', () => {
     expect(await countRows('config_keys', 'config_id = ?', cfg)).toBe(1);
   });
 
+  it('a completion retried after R2 completed the upload but before D1 recorded it still publishes it, checked', async () => {
+    const cfg = await seedConfig();
+    const publisher = await seedPublisher([cfg]);
+    const key = bytes('app pk, first try cut short');
+    const started = await json(await startUpload(publisher, cfg, 'app_pk', { sha256: await sha256Hex(key) }), 201);
+    const part = await json(await putPart(publisher, cfg, 'app_pk', started.upload_id, 1, key), 200);
+    // The first attempt's R2 step, as if the Worker died before its D1 batch.
+    const [id, r2] = [started.upload_id.slice(0, 26), started.upload_id.slice(27)];
+    await env.ARTIFACTS.resumeMultipartUpload(`configs/${cfg}/keys/app_pk/${id}`, r2).complete([{ partNumber: 1, etag: part.etag }]);
+    expect(await json(await completeUpload(publisher, cfg, 'app_pk', started.upload_id, [part]), 200)).toMatchObject({ version: 1, sha256: await sha256Hex(key), verified: true });
+  });
+
   it('published versions and their audit are append-only, whatever the statement', async () => {
     const cfg = await seedConfig();
     await json(await publishKey(await seedPublisher([cfg]), cfg, 'app_pk', bytes('pk')), 200);
