@@ -5,9 +5,11 @@
 // on no engine, no Node API and no Worker API. The Worker validates requests against
 // these with zod (src/internal/schemas.ts) and the agent's API client sends them.
 import type { EngineConfig, EngineMetrics, JobKind, ProofType, ProvePhase, ResultName, VerifiableProofType } from './protocol/jobs.ts';
+import type { PublishedKey, PublishedKeyName, PublishedKeys } from './protocol/keys.ts';
 
 export * from './protocol/engines.ts';
 export * from './protocol/jobs.ts';
+export * from './protocol/keys.ts';
 export * from './protocol/openvm-config.ts';
 
 /** Who an agent is and what it can serve: what presence reports and every claim carry. */
@@ -209,33 +211,48 @@ export interface FailRequest extends LeaseEnding {
 }
 
 /**
- * GET /internal/v1/configs/{id} (agent token): a config as the fleet needs it to
- * prepare a host (`prover-agent setup-config`). The service is the one source of
- * a config's openvm.toml; null when the config has none (dev engine configs).
+ * GET /internal/v1/configs/{id} (agent token, or a publisher token scoped to the
+ * config): a config as the fleet needs it to prepare a host (`prover-agent
+ * setup-config`). The service is the one source of a config's openvm.toml; null
+ * when the config has none (dev engine configs). `keys`: the current published
+ * version of each key, whose digest an agent checks its own key files against
+ * before proving with them (engine/openvm/key-digests.ts).
  */
 export interface FleetConfig extends EngineConfig {
   active: boolean;
   openvm_toml: string | null;
+  keys: PublishedKeys;
 }
 
 /**
  * Key files an operator publishes for a config, served to API callers as
- * GET /v1/configs/{id}/pk/{app|agg|halo2} and /vk/{app|agg} (`{download_url}`), and
- * `evm_verifier` as GET /v1/configs/{id}/evm_verifier. Which file of the zkVM tool
- * each name is belongs to the engine's mapping.
+ * GET /v1/configs/{id}/pk/{app|agg|halo2} and /vk/{app|agg} (`{download_url,
+ * sha256, version, size}`), and `evm_verifier` as GET /v1/configs/{id}/evm_verifier,
+ * each with its digest. Which file of the zkVM tool each name is belongs to the
+ * engine's mapping.
  *
  * Keys are gigabytes and a Worker request body is capped (100 MB on most plans), so
  * a key is uploaded in parts over several requests (an R2 multipart upload), all
- * with the agent token:
- *   POST   /internal/v1/configs/{id}/keys/{name}/uploads                  → KeyUploadStarted
+ * with a publisher token (never an agent token: 401):
+ *   POST   /internal/v1/configs/{id}/keys/{name}/uploads  KeyUploadStart        → KeyUploadStarted
+ *          409 when the key is published and `supersedes` does not name its current version
  *   PUT    /internal/v1/configs/{id}/keys/{name}/uploads/{upload_id}/{n}  body: part n (1-based) → KeyUploadPart
  *          every part but the last exactly `part_size` bytes; Content-Length required
  *   POST   /internal/v1/configs/{id}/keys/{name}/uploads/{upload_id}/complete  KeyUploadComplete → PublishKeyResponse
+ *          422 when the bytes' SHA-256 is not the declared one (nothing is published)
  *   DELETE /internal/v1/configs/{id}/keys/{name}/uploads/{upload_id}      aborts
- * The key replaces any earlier one only at `complete`.
+ * A key becomes a new version only at `complete`; no version is ever overwritten.
  */
-export const PUBLISHED_KEY_NAMES = ['app_pk', 'app_vk', 'agg_pk', 'agg_vk', 'halo2_pk', 'evm_verifier'] as const;
-export type PublishedKeyName = (typeof PUBLISHED_KEY_NAMES)[number];
+// PUBLISHED_KEY_NAMES, PublishedKey: ./protocol/keys.ts.
+export interface KeyUploadStart {
+  /** SHA-256 (hex) of the whole file, checked at `complete`. */
+  sha256: string;
+  /**
+   * The version this upload replaces, when the key is published already: an explicit,
+   * audited supersede. Without it publishing an already published key is refused.
+   */
+  supersedes?: number;
+}
 export interface KeyUploadStarted {
   upload_id: string;
   part_size: number;
@@ -247,8 +264,11 @@ export interface KeyUploadPart {
 export interface KeyUploadComplete {
   parts: KeyUploadPart[];
 }
-export interface PublishKeyResponse {
+export interface PublishKeyResponse extends PublishedKey {
   name: PublishedKeyName;
-  size: number;
+  /** Whether the service hashed the stored bytes itself (keys over its limit are the publisher's word, and each agent's check). */
+  verified: boolean;
+  /** The version it replaced; null for a first publication. */
+  supersedes: number | null;
 }
 export * from './protocol/dev-proofs.ts';

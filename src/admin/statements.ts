@@ -6,9 +6,9 @@
 import { and, count, desc, eq, isNotNull, isNull, notExists, sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/sqlite-proxy';
 import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES, type KeyScope, type Role } from '../auth/permissions.ts';
-import { agents, agentTokens, apiKeys, configs, consoleLinks, mailOutbox, memberships, nowIso, organizations, programs, users } from '../db/schema.ts';
+import { agents, agentTokens, apiKeys, configKeys, configs, consoleLinks, keyAudit, mailOutbox, memberships, nowIso, organizations, programs, publisherTokens, users } from '../db/schema.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
-import { newAgentTokenId, newApiKeyId, newConfigId, newLinkId, newMailId, newOrganizationId, newUserId } from '../lib/ids.ts';
+import { newAgentTokenId, newApiKeyId, newConfigId, newLinkId, newMailId, newOrganizationId, newPublisherTokenId, newUserId } from '../lib/ids.ts';
 import { type MailMessage, SET_PASSWORD_LINK_TTL_HOURS, setPasswordMessage } from '../lib/mail.ts';
 import { revoke } from '../lib/revoke.ts';
 import { normalizeConfigId } from '../lib/schemas.ts';
@@ -374,6 +374,74 @@ export const revokeAgentToken = async (token: string): Promise<AdminStep> => rev
 
 export const revokeAgentTokenById = (id: string): AdminStep => revoked(revoke(db, agentTokens, eq(agentTokens.id, id)));
 
+/** Longest life of a publisher token, and its default: it is made for one publication round. */
+export const MAX_PUBLISHER_TOKEN_TTL_DAYS = 90;
+export const DEFAULT_PUBLISHER_TOKEN_TTL_DAYS = 7;
+
+export interface NewPublisherToken {
+  name: string;
+  /** Configs it may publish keys of; null: every config (say so on purpose: --all-configs). */
+  configIds: string[] | null;
+  ttlDays?: number;
+}
+
+/**
+ * A token that publishes config keys (src/internal/publisher-auth.ts): the operator's,
+ * not an agent's. Stored hashed, scoped, expiring.
+ */
+export async function createPublisherToken(t: NewPublisherToken, token: string = randomToken('pt'), now = Date.now()): Promise<AdminStep> {
+  const ttl = t.ttlDays ?? DEFAULT_PUBLISHER_TOKEN_TTL_DAYS;
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_PUBLISHER_TOKEN_TTL_DAYS) throw new Error(`a publisher token lives 1 to ${MAX_PUBLISHER_TOKEN_TTL_DAYS} days: ${ttl}`);
+  if (!token.startsWith('pt_')) throw new Error('a publisher token starts with pt_');
+  const scope = t.configIds === null ? null : [...new Set(t.configIds.map((id) => normalizeConfigId(id.trim())))];
+  if (scope !== null && scope.length === 0) throw new Error('name the configs the token may publish (or --all-configs)');
+  const expiresAt = now + ttl * 24 * 3600 * 1000;
+  return {
+    sql: [render(db.insert(publisherTokens).values({ id: newPublisherTokenId(), name: t.name, token_hash: await sha256Hex(token), config_ids: scope, expires_at: expiresAt }))],
+    output: [
+      `publisher token ${t.name} for ${scope === null ? 'every config' : scope.join(', ')}, expires ${new Date(expiresAt).toISOString()} (store it now: it is not shown again)`,
+      token,
+    ],
+  };
+}
+
+export const revokePublisherToken = async (token: string): Promise<AdminStep> => revoked(revoke(db, publisherTokens, eq(publisherTokens.token_hash, await sha256Hex(token))));
+
+export const revokePublisherTokenById = (id: string): AdminStep => revoked(revoke(db, publisherTokens, eq(publisherTokens.id, id)));
+
+/**
+ * The operator command's own publication (`put-config-key`): the object is uploaded
+ * first to its own R2 key, then this records it as the key's next version, with the
+ * digest computed on the operator's machine, in one `wrangler d1 execute` (a
+ * transaction): refused by config_keys' triggers unless `supersedes` is the current
+ * version (null: none published).
+ */
+export function publishConfigKey(k: { configId: string; name: string; uploadId: string; r2Key: string; sha256: string; size: number; supersedes: number | null }): AdminStep {
+  const version = (k.supersedes ?? 0) + 1;
+  const configId = normalizeConfigId(k.configId);
+  return {
+    sql: [
+      render(
+        db.insert(configKeys).values({ config_id: configId, name: k.name, version, sha256: k.sha256, size: k.size, r2_key: k.r2Key, verified: true, published_by: 'admin', upload_id: k.uploadId }),
+      ),
+      render(
+        db.insert(keyAudit).values({
+          id: k.uploadId.toUpperCase(),
+          config_id: configId,
+          name: k.name,
+          action: k.supersedes === null ? 'key.publish' : 'key.supersede',
+          upload_id: k.uploadId,
+          actor: 'admin',
+          sha256: k.sha256,
+          version,
+          detail: { size: k.size, verified: true, supersedes: k.supersedes },
+        }),
+      ),
+    ],
+    output: [`published ${k.name} of ${configId} as version ${version} (sha256 ${k.sha256}, ${k.size} bytes)`, k.r2Key],
+  };
+}
+
 // Read-only queries for the operator's list commands: one SELECT each, printed as rows
 // named as the keys below. Secrets never appear: keys and tokens are stored only as
 // hashes, and those are left out.
@@ -469,4 +537,60 @@ export const listAgents = (): string =>
       })
       .from(agents)
       .orderBy(desc(agents.last_seen_at)),
+  );
+
+/** Publisher tokens: ids, names, scope, expiry and revocation; never the tokens. */
+export const listPublisherTokens = (): string =>
+  render(
+    db
+      .select({
+        id: publisherTokens.id,
+        name: publisherTokens.name,
+        config_ids: publisherTokens.config_ids,
+        expires_at: sql<string>`strftime('%Y-%m-%dT%H:%M:%fZ', ${publisherTokens.expires_at} / 1000.0, 'unixepoch')`.as('expires_at'),
+        created_at: publisherTokens.created_at,
+        revoked_at: publisherTokens.revoked_at,
+      })
+      .from(publisherTokens)
+      .orderBy(publisherTokens.created_at, publisherTokens.id),
+  );
+
+/** The published versions of a config's keys (all configs when none is named), newest first. */
+export const listConfigKeys = (configId?: string): string =>
+  render(
+    db
+      .select({
+        config_id: configKeys.config_id,
+        name: configKeys.name,
+        version: configKeys.version,
+        sha256: configKeys.sha256,
+        size: configKeys.size,
+        verified: configKeys.verified,
+        published_at: configKeys.published_at,
+        published_by: configKeys.published_by,
+      })
+      .from(configKeys)
+      .where(configId === undefined ? undefined : eq(configKeys.config_id, normalizeConfigId(configId)))
+      .orderBy(configKeys.config_id, configKeys.name, desc(configKeys.version)),
+  );
+
+/** Every step of key publication (key_audit), newest first; at most `limit` rows. */
+export const keyHistory = (configId?: string, limit = 200): string =>
+  render(
+    db
+      .select({
+        at: keyAudit.created_at,
+        config_id: keyAudit.config_id,
+        name: keyAudit.name,
+        action: keyAudit.action,
+        version: keyAudit.version,
+        sha256: keyAudit.sha256,
+        actor: keyAudit.actor,
+        upload_id: keyAudit.upload_id,
+        detail: keyAudit.detail,
+      })
+      .from(keyAudit)
+      .where(configId === undefined ? undefined : eq(keyAudit.config_id, normalizeConfigId(configId)))
+      .orderBy(desc(keyAudit.id))
+      .limit(limit),
   );

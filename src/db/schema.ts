@@ -749,3 +749,77 @@ export const idempotencyKeys = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.org_id, t.key] }), index('idempotency_keys_expiry').on(t.expires_at)],
 );
+
+/**
+ * The operator's credential for publishing config keys (`npm run admin --
+ * create-publisher-token`; prover-agent setup-config --publish). Not an agent token:
+ * a GPU host's agent token proves jobs, it never decides what callers verify
+ * against. Stored hashed; scoped to the configs it names (null: every config);
+ * dies at expires_at (epoch ms) or when revoked.
+ */
+export const publisherTokens = sqliteTable(
+  'publisher_tokens',
+  {
+    id: text('id').primaryKey(), // pub_{ulid}
+    name: text('name').notNull(),
+    token_hash: text('token_hash').notNull(),
+    config_ids: text('config_ids', { mode: 'json' }).$type<string[] | null>(),
+    expires_at: integer('expires_at').notNull(),
+    created_at: createdAt(),
+    revoked_at: text('revoked_at'),
+  },
+  (t) => [uniqueIndex('publisher_tokens_hash').on(t.token_hash)],
+);
+
+/**
+ * Every published version of a config's key files (src/lib/config-keys.ts). Append-only
+ * (triggers in migrations/0011_key_publication.sql refuse UPDATE and DELETE): a
+ * version's object in R2 (r2_key, one object per upload) is never overwritten, and the
+ * config's current version of a key is its highest. Downloads read the row they were
+ * issued for.
+ */
+export const configKeys = sqliteTable(
+  'config_keys',
+  {
+    config_id: text('config_id')
+      .notNull()
+      .references(() => configs.id),
+    name: text('name').notNull(),
+    version: integer('version').notNull(),
+    /** Lowercase hex SHA-256 of the bytes, declared by the publisher at the upload's start. */
+    sha256: text('sha256').notNull(),
+    size: integer('size').notNull(),
+    r2_key: text('r2_key').notNull(),
+    /** Whether the Worker hashed the stored bytes and found the declared digest (too big keys are not: README "Key downloads"). */
+    verified: integer('verified', { mode: 'boolean' }).notNull(),
+    published_at: text('published_at').notNull().default(nowIso),
+    /** `publisher:{token id}` or `admin` (the operator command). */
+    published_by: text('published_by').notNull(),
+    upload_id: text('upload_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.config_id, t.name, t.version] }), uniqueIndex('config_keys_upload').on(t.upload_id)],
+);
+
+/**
+ * The service's record of key publication, for operators (`npm run admin -- key-history`):
+ * every upload started, completed, superseding, refused or aborted. Service-level, so not
+ * audit_log (whose rows belong to one organization and are shown to its members).
+ * Append-only, like config_keys. An `upload.start` row also holds what the upload
+ * promised (its digest, the version it supersedes) for `/complete` to hold it to.
+ */
+export const keyAudit = sqliteTable(
+  'key_audit',
+  {
+    id: text('id').primaryKey(), // ulid: sorts by time
+    config_id: text('config_id').notNull(),
+    name: text('name').notNull(),
+    action: text('action').notNull(),
+    upload_id: text('upload_id'),
+    actor: text('actor').notNull(),
+    sha256: text('sha256'),
+    version: integer('version'),
+    detail: text('detail', { mode: 'json' }).$type<Record<string, unknown>>().notNull().default({}),
+    created_at: createdAt(),
+  },
+  (t) => [index('key_audit_config').on(t.config_id, t.id), index('key_audit_upload').on(t.upload_id)],
+);

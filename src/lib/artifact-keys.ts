@@ -15,6 +15,10 @@ export const artifactKey = {
   /** A chunk of a job's log: a host's (an agent's) text, or a line the service wrote (src/jobs/logs.ts). */
   jobLogChunk: (jobId: string, seq: number, source: 'host' | 'service' = 'host') => `logs/${jobId}/${String(seq).padStart(8, '0')}${source === 'service' ? '.service' : ''}`,
   jobLogPrefix: (jobId: string) => `logs/${jobId}/`,
-  /** A published key file of a config (src/lib/config-keys.ts). */
-  configKey: (configId: string, name: PublishedKeyName) => `configs/${configId}/keys/${name}`,
+  /**
+   * One upload of a key file of a config: its own object, never overwritten. It is
+   * served only once D1 records it as a published version (src/lib/config-keys.ts);
+   * until then (or when refused) it is a staging object nothing reads.
+   */
+  configKeyUpload: (configId: string, name: PublishedKeyName, uploadId: string) => `configs/${configId}/keys/${name}/${uploadId}`,
 };

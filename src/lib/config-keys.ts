@@ -10,14 +10,74 @@
 //   - a URL of this Worker signed with HMAC-SHA256 under DOWNLOAD_URL_SECRET
 //     (`/downloads/...`, src/routes/downloads.ts), which streams from R2 with Range
 //     support. This is what `npm start` uses.
+//
+// What is served is a version (src/db/schema.ts configKeys): each publication is its
+// own R2 object, recorded in D1 with its SHA-256, and a link names the version it was
+// issued for, so a link handed out before a new version still serves the bytes it was
+// issued for. Every answer carries the digest: `sha256` in the JSON next to
+// `download_url` (the published client reads only `download_url` and ignores other
+// fields: axiom-api-cli v2.0.0 crates/sdk/src/config.rs:30-33, a serde struct without
+// deny_unknown_fields), and `Repr-Digest` (RFC 9530) on the bytes the Worker serves.
 import { AwsClient } from 'aws4fetch';
+import { and, desc, eq } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { configKeys } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import { PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
-import { artifactKey } from './artifact-keys.ts';
-import { toHex } from './crypto.ts';
+import { toBase64, toHex } from './crypto.ts';
 import { ApiError } from './errors.ts';
 
 export { PUBLISHED_KEY_NAMES, type PublishedKeyName };
+
+export type KeyVersion = typeof configKeys.$inferSelect;
+
+/**
+ * Keys the Worker always hashes at publication (a verifying key or verifier is what a
+ * caller checks proofs against, and is kilobytes to megabytes): one bigger than
+ * MAX_VERIFIED_KEY_BYTES is refused. Any other key is hashed when it is at most that
+ * big; a bigger proving key (hundreds of MB to gigabytes) is recorded with the digest
+ * its publisher declared, unverified by the Worker (README "Key downloads" says why),
+ * and every agent checks its own copy against that digest before proving.
+ */
+export const ALWAYS_VERIFIED_KEY_NAMES: readonly PublishedKeyName[] = ['app_vk', 'agg_vk', 'evm_verifier'];
+export const MAX_VERIFIED_KEY_BYTES = 512 * 1024 * 1024;
+
+/** The current (highest) version of a config's key: empty when none is published. */
+export const currentKeyQuery = (db: Db, configId: string, name: PublishedKeyName) =>
+  db
+    .select()
+    .from(configKeys)
+    .where(and(eq(configKeys.config_id, configId), eq(configKeys.name, name)))
+    .orderBy(desc(configKeys.version))
+    .limit(1);
+
+/** One version of a config's key, current or superseded. */
+export const keyVersionQuery = (db: Db, configId: string, name: PublishedKeyName, version: number) =>
+  db
+    .select()
+    .from(configKeys)
+    .where(and(eq(configKeys.config_id, configId), eq(configKeys.name, name), eq(configKeys.version, version)));
+
+/** The RFC 9530 Repr-Digest field of a lowercase hex SHA-256. */
+export function reprDigest(sha256: string): string {
+  const bytes = new Uint8Array(sha256.length / 2);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(sha256.slice(2 * i, 2 * i + 2), 16);
+  return `sha-256=:${toBase64(bytes)}:`;
+}
+
+/** The SHA-256 (lowercase hex) of an R2 object, streamed through: memory stays bounded whatever its size. */
+export async function sha256OfObject(bucket: R2Bucket, key: string): Promise<string | null> {
+  const obj = await bucket.get(key);
+  if (!obj) return null;
+  const digest = new crypto.DigestStream('SHA-256');
+  await obj.body.pipeTo(digest);
+  return toHex(await digest.digest);
+}
+
+/** What GET /v1/configs/{id}/pk|vk/{kind} answers: the link and what it will serve. */
+export async function keyDownload(env: Env, origin: string, key: KeyVersion, now = Date.now()) {
+  return { download_url: await keyDownloadUrl(env, origin, key, now), sha256: key.sha256, version: key.version, size: key.size };
+}
 
 /** The key names behind the client's `pk/{kind}` and `vk/{kind}` paths. */
 export const PROVING_KEY_KINDS = ['app', 'agg', 'halo2'] as const;
@@ -32,10 +92,10 @@ function ttlSeconds(env: Env): number {
   return Number.isInteger(n) && n > 0 ? n : DEFAULT_KEY_URL_TTL_SECONDS;
 }
 
-/** A download URL for a published key, valid for the configured time. */
-export async function keyDownloadUrl(env: Env, origin: string, configId: string, name: PublishedKeyName, now = Date.now()): Promise<string> {
+/** A download URL for one version of a published key, valid for the configured time. */
+export async function keyDownloadUrl(env: Env, origin: string, key: KeyVersion, now = Date.now()): Promise<string> {
   const ttl = ttlSeconds(env);
-  const object = artifactKey.configKey(configId, name);
+  const object = key.r2_key;
   if (env.R2_S3_ENDPOINT && env.R2_S3_BUCKET && env.R2_S3_ACCESS_KEY_ID && env.R2_S3_SECRET_ACCESS_KEY) {
     const client = new AwsClient({ accessKeyId: env.R2_S3_ACCESS_KEY_ID, secretAccessKey: env.R2_S3_SECRET_ACCESS_KEY, service: 's3', region: 'auto' });
     const url = new URL(`${env.R2_S3_ENDPOINT.replace(/\/+$/, '')}/${env.R2_S3_BUCKET}/${object}`);
@@ -45,13 +105,13 @@ export async function keyDownloadUrl(env: Env, origin: string, configId: string,
   }
   const secret = requireSecret(env);
   const expires = Math.floor(now / 1000) + ttl;
-  const signature = await sign(secret, configId, name, expires);
-  return `${origin}/downloads/configs/${configId}/${name}?expires=${expires}&signature=${signature}`;
+  const signature = await sign(secret, key.config_id, key.name, key.version, expires);
+  return `${origin}/downloads/configs/${key.config_id}/${key.name}/${key.version}?expires=${expires}&signature=${signature}`;
 }
 
 /** Checks a Worker-signed download URL's parameters; throws 403 (expired or forged) otherwise. */
-export async function checkDownloadSignature(env: Env, configId: string, name: PublishedKeyName, expires: number, signature: string, now = Date.now()) {
-  const expected = await sign(requireSecret(env), configId, name, expires);
+export async function checkDownloadSignature(env: Env, configId: string, name: PublishedKeyName, version: number, expires: number, signature: string, now = Date.now()) {
+  const expected = await sign(requireSecret(env), configId, name, version, expires);
   if (!timingSafeEqual(expected, signature.toLowerCase())) throw new ApiError(403, 'This download link is not valid');
   if (expires * 1000 < now) throw new ApiError(403, 'This download link has expired: ask the API for a new one');
 }
@@ -63,9 +123,10 @@ function requireSecret(env: Env): string {
   return env.DOWNLOAD_URL_SECRET;
 }
 
-async function sign(secret: string, configId: string, name: string, expires: number): Promise<string> {
+async function sign(secret: string, configId: string, name: string, version: number, expires: number): Promise<string> {
   const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  return toHex(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`config-key\n${configId}\n${name}\n${expires}`)));
+  // `config-key-version`: a link of the unversioned form signed before cannot pass for one of this form.
+  return toHex(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`config-key-version\n${configId}\n${name}\n${version}\n${expires}`)));
 }
 
 function timingSafeEqual(a: string, b: string): boolean {

@@ -9,6 +9,8 @@ export const newOrganizationId = prefixed('org');
 export const newUserId = prefixed('usr');
 export const newApiKeyId = prefixed('key');
 export const newAgentTokenId = prefixed('agt');
+/** A publisher token (src/internal/publisher-auth.ts). */
+export const newPublisherTokenId = prefixed('pub');
 /** A one-time console link: an invitation, a set-password or a password-reset link. */
 export const newLinkId = prefixed('lnk');
 export const newSessionId = prefixed('ses');

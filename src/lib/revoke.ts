@@ -1,10 +1,10 @@
-// Revoking a credential (an API key, an agent token, a console session or link): it
+// Revoking a credential (an API key, an agent or publisher token, a console session or link): it
 // is never deleted, so the row stays to say whose it was and when it stopped working.
 import { and, isNull, type SQL } from 'drizzle-orm';
 import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
-import { agentTokens, apiKeys, consoleLinks, consoleSessions, nowIso } from '../db/schema.ts';
+import { agentTokens, apiKeys, consoleLinks, consoleSessions, nowIso, publisherTokens } from '../db/schema.ts';
 
-type Revocable = typeof apiKeys | typeof agentTokens | typeof consoleSessions | typeof consoleLinks;
+type Revocable = typeof apiKeys | typeof agentTokens | typeof publisherTokens | typeof consoleSessions | typeof consoleLinks;
 
 /**
  * Revokes the rows of `table` that `where` matches, at `at` (the database's clock

@@ -1,10 +1,11 @@
 // /v1/configs: proving-system configurations (service-wide, created by operators),
-// their artifacts and download URLs of their published keys.
-import { artifactKey } from '../lib/artifact-keys.ts';
+// their artifacts and download URLs of their published keys. A key is served as
+// the config's current version recorded in D1 (src/lib/config-keys.ts), read in the
+// request's one batch with the config, and always with its SHA-256.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from '../app-env.ts';
 import { streamObject } from '../lib/artifacts.ts';
-import { keyDownloadUrl, PROVING_KEY_KINDS, VERIFYING_KEY_KINDS, type PublishedKeyName } from '../lib/config-keys.ts';
+import { currentKeyQuery, keyDownload, PROVING_KEY_KINDS, reprDigest, VERIFYING_KEY_KINDS, type PublishedKeyName } from '../lib/config-keys.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
 import { configQuery, one } from '../lib/lookups.ts';
 import { asCaller } from '../middleware/auth.ts';
@@ -21,7 +22,26 @@ async function readConfig(c: Context<AppEnv>, id: string) {
   return one(rows, 'Config');
 }
 
-const DownloadUrlResponse = z.object({ download_url: z.string().url() }).openapi('DownloadUrl');
+/** A config and the current version of one of its keys, in the request's one read (a replica missing either asks the primary). */
+async function readConfigKey(c: Context<AppEnv>, id: string, name: PublishedKeyName) {
+  const [rows, key] = await asCaller(
+    c,
+    () => [configQuery(c.var.db, id), currentKeyQuery(c.var.db, id, name)],
+    ([cfg, k]) => cfg.length > 0 && k.length > 0,
+  );
+  const config = one(rows, 'Config');
+  if (!key[0]) throw unpublished(config.id, name);
+  return key[0];
+}
+
+const DownloadUrlResponse = z
+  .object({
+    download_url: z.string().url(),
+    sha256: z.string().openapi({ description: 'SHA-256 (hex) of the key file the link serves' }),
+    version: z.number().int().openapi({ description: 'The published version the link serves, whatever is published later' }),
+    size: z.number().int(),
+  })
+  .openapi('DownloadUrl');
 
 const ConfigParams = z.object({ config_id: ConfigId.openapi({ param: { name: 'config_id', in: 'path' } }) });
 
@@ -68,6 +88,14 @@ configsApi.openapi(
   }),
   async (c) => {
     const { config_id, artifact } = c.req.valid('param');
+    if (artifact === 'evm_verifier') {
+      const key = await readConfigKey(c, config_id, 'evm_verifier');
+      const obj = await c.env.ARTIFACTS.get(key.r2_key);
+      if (!obj) throw unpublished(key.config_id, 'evm_verifier');
+      const res = streamObject(obj, 'application/octet-stream', 'evm_verifier') as Response;
+      res.headers.set('repr-digest', reprDigest(key.sha256));
+      return res as never;
+    }
     const config = await readConfig(c, config_id);
     switch (artifact) {
       case 'config':
@@ -75,11 +103,6 @@ configsApi.openapi(
         return c.body(config.openvm_toml, 200, { 'content-type': 'text/plain; charset=utf-8', 'content-disposition': 'attachment; filename="openvm.toml"' }) as never;
       case 'app_vm_commit':
         return c.text(config.app_vm_commit, 200);
-      case 'evm_verifier': {
-        const obj = await c.env.ARTIFACTS.get(artifactKey.configKey(config.id, 'evm_verifier'));
-        if (!obj) throw unpublished(config.id, 'evm_verifier');
-        return streamObject(obj, 'application/octet-stream', 'evm_verifier');
-      }
     }
   },
 );
@@ -96,7 +119,7 @@ for (const [which, kinds] of [
       tags: ['configs'],
       summary: `A time-limited download URL for the config's ${which === 'pk' ? 'proving' : 'verifying'} key`,
       description:
-        'Keys are published by an operator (`prover-agent setup-config --publish`). The URL needs no API key, supports HTTP Range requests and expires (KEY_URL_TTL_SECONDS, default one hour).',
+        'Keys are published by an operator (`prover-agent setup-config --publish`). The URL needs no API key, supports HTTP Range requests, expires (KEY_URL_TTL_SECONDS, default one hour) and serves the version it was issued for, whose SHA-256 is `sha256` (and its Repr-Digest header).',
       request: { params: ConfigParams.extend({ kind: z.enum(kinds as unknown as [string, ...string[]]).openapi({ param: { name: 'kind', in: 'path' } }) }) },
       responses: {
         200: { description: 'Where to download the key', content: { 'application/json': { schema: DownloadUrlResponse } } },
@@ -105,10 +128,8 @@ for (const [which, kinds] of [
     }),
     async (c) => {
       const { config_id, kind } = c.req.valid('param');
-      const config = await readConfig(c, config_id);
-      const name = `${kind}_${which}` as PublishedKeyName;
-      if (!(await c.env.ARTIFACTS.head(artifactKey.configKey(config.id, name)))) throw unpublished(config.id, name);
-      return c.json({ download_url: await keyDownloadUrl(c.env, new URL(c.req.url).origin, config.id, name) }, 200);
+      const key = await readConfigKey(c, config_id, `${kind}_${which}` as PublishedKeyName);
+      return c.json(await keyDownload(c.env, new URL(c.req.url).origin, key), 200);
     },
   );
 }

@@ -1,12 +1,14 @@
 // /downloads: the Worker-signed, time-limited links that GET /v1/configs/{id}/pk/…
 // and /vk/… hand out (src/lib/config-keys.ts). No API key: the signature is the
 // credential, as with an R2 presigned URL. Streams from R2 and honours a Range
-// header, so a multi-gigabyte key download can resume.
-import { artifactKey } from '../lib/artifact-keys.ts';
+// header, so a multi-gigabyte key download can resume. A link names the published
+// version it was issued for (signed with it): it serves that version's object, never
+// a later one, with that version's SHA-256 as Repr-Digest (RFC 9530).
 import { parseByteRange, rangeNotSatisfiable, satisfiedRange } from '../lib/artifacts.ts';
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from '../app-env.ts';
-import { checkDownloadSignature, PUBLISHED_KEY_NAMES } from '../lib/config-keys.ts';
+import { openDb } from '../db/client.ts';
+import { checkDownloadSignature, keyVersionQuery, PUBLISHED_KEY_NAMES, reprDigest } from '../lib/config-keys.ts';
 import { ApiError, validationHook } from '../lib/errors.ts';
 import { ConfigId, errorResponses } from '../lib/schemas.ts';
 
@@ -15,7 +17,7 @@ export const downloadsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHoo
 downloadsApi.openapi(
   createRoute({
     method: 'get',
-    path: '/configs/{config_id}/{name}',
+    path: '/configs/{config_id}/{name}/{version}',
     tags: ['configs'],
     summary: 'Download a published config key through a signed link (no API key; Range supported)',
     security: [],
@@ -23,6 +25,7 @@ downloadsApi.openapi(
       params: z.object({
         config_id: ConfigId.openapi({ param: { name: 'config_id', in: 'path' } }),
         name: z.enum(PUBLISHED_KEY_NAMES).openapi({ param: { name: 'name', in: 'path' } }),
+        version: z.coerce.number().int().min(1).openapi({ param: { name: 'version', in: 'path' } }),
       }),
       query: z.object({ expires: z.coerce.number().int(), signature: z.string().regex(/^[0-9a-fA-F]{64}$/) }),
     },
@@ -35,10 +38,14 @@ downloadsApi.openapi(
     },
   }),
   async (c) => {
-    const { config_id, name } = c.req.valid('param');
+    const { config_id, name, version } = c.req.valid('param');
     const { expires, signature } = c.req.valid('query');
-    await checkDownloadSignature(c.env, config_id, name, expires, signature);
-    const key = artifactKey.configKey(config_id, name);
+    await checkDownloadSignature(c.env, config_id, name, version, expires, signature);
+    // A version row never changes once written (config_keys is append-only); these links
+    // carry no session bookmark, so the primary answers (one read per download).
+    const [published] = await keyVersionQuery(openDb(c.env.DB), config_id, name, version);
+    if (!published) throw new ApiError(404, `Version ${version} of the ${name} of config ${config_id} is not published`);
+    const key = published.r2_key;
     const range = parseByteRange(c.req.header('range'));
     let obj: R2ObjectBody | R2Object | null;
     try {
@@ -55,6 +62,8 @@ downloadsApi.openapi(
       'content-disposition': `attachment; filename="${name}.bin"`,
       'accept-ranges': 'bytes',
       etag: obj.httpEtag,
+      // The digest of the whole file (a range's bytes are part of it): RFC 9530 section 3.
+      'repr-digest': reprDigest(published.sha256),
     });
     if (!range) {
       headers.set('content-length', String(obj.size));

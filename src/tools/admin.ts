@@ -1,9 +1,13 @@
 // `npm run admin -- <command> --local|--remote [--env staging|production] [flags]`: the
 // operator command. It runs the SQL of src/admin/statements.ts (the statements the
 // Worker tests run too) through `wrangler d1 execute`, and uploads config keys with
-// `wrangler r2 object put`. Results go to stdout (the value a script captures on
+// `wrangler r2 object put` (each to an object of its own, then recorded as the key's
+// next version with its SHA-256: src/lib/config-keys.ts). Results go to stdout (the value a script captures on
 // the last line), progress and errors to stderr. Exit codes: 0 done, 1 failed, 2 usage.
-import { readFileSync, statSync } from 'node:fs';
+import { createReadStream, readFileSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import { ulid } from 'ulid';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -11,6 +15,13 @@ import {
   createApiKey,
   createAgentToken,
   createConfig,
+  createPublisherToken,
+  keyHistory,
+  listConfigKeys,
+  listPublisherTokens,
+  publishConfigKey,
+  revokePublisherToken,
+  revokePublisherTokenById,
   createOrganization,
   createUser,
   findUser,
@@ -354,24 +365,76 @@ const commands: Record<string, Command> = {
     },
   },
   'put-config-key': {
-    synopsis: `CONFIG_ID ${PUBLISHED_KEY_NAMES.join('|')} FILE`,
+    synopsis: `CONFIG_ID ${PUBLISHED_KEY_NAMES.join('|')} FILE [--supersedes VERSION]`,
     summary:
-      'Publish a key file of a config from this machine (GPU hosts use `prover-agent setup-config --publish`); callers get it through GET /v1/configs/CONFIG_ID/pk|vk/... or /evm_verifier. Prints the R2 key on the last line.',
+      'Publish a key file of a config from this machine as its next version, with its SHA-256 (GPU hosts use `prover-agent setup-config --publish` with a publisher token); callers get it through GET /v1/configs/CONFIG_ID/pk|vk/... or /evm_verifier. A published key is replaced only with --supersedes its current version (see list-config-keys). Prints the R2 key on the last line.',
     positionals: ['CONFIG_ID', 'NAME', 'FILE'],
+    options: { supersedes: str },
     async run(c) {
       const [configId, name, fileArg] = c.positionals as [string, string, string];
       if (!(PUBLISHED_KEY_NAMES as readonly string[]).includes(name)) throw new UsageError(`NAME must be one of ${PUBLISHED_KEY_NAMES.join(', ')}: ${name}`);
+      const supersedes = c.values.supersedes === undefined ? null : Number(c.values.supersedes);
+      if (supersedes !== null && !(Number.isInteger(supersedes) && supersedes >= 1)) throw new UsageError(`--supersedes takes a version number: ${String(c.values.supersedes)}`);
       const file = userPath(fileArg);
       const stat = statSync(file, { throwIfNoEntry: false });
       if (!stat?.isFile()) throw new UsageError(`no such file: ${file}`);
-      const [found] = await d1Execute(c.target, [listConfigs(configId)]);
+      const [found, versions] = await d1Execute(c.target, [listConfigs(configId), listConfigKeys(configId)]);
       if (!found?.length) throw new Error(`no config ${configId} (see list-configs)`);
+      const id = found[0]!.id as string;
+      const current = versions?.find((r) => r.name === name)?.version ?? null;
+      if ((current === null ? null : Number(current)) !== supersedes) {
+        throw new Error(
+          current === null
+            ? `${name} of ${id} is not published: drop --supersedes`
+            : `${name} of ${id} is published (version ${String(current)}): replacing it takes --supersedes ${String(current)}`,
+        );
+      }
+      const hash = createHash('sha256');
+      await pipeline(createReadStream(file), hash);
+      const sha256 = hash.digest('hex');
       const bucket = await artifactsBucket(c.target.env);
-      const key = artifactKey.configKey(found[0]!.id as string, name as PublishedKeyName);
-      process.stderr.write(`admin: uploading ${stat.size} bytes to ${bucket}/${key}\n`);
+      const uploadId = ulid().toLowerCase();
+      const key = artifactKey.configKeyUpload(id, name as PublishedKeyName, uploadId);
+      process.stderr.write(`admin: uploading ${stat.size} bytes (sha256 ${sha256}) to ${bucket}/${key}\n`);
       await r2Put(c.target, bucket, key, file);
-      process.stdout.write(`uploaded ${file} (${stat.size} bytes) to bucket ${bucket}\n${key}\n`);
+      await runStep(c.target, publishConfigKey({ configId: id, name, uploadId, r2Key: key, sha256, size: stat.size, supersedes }));
     },
+  },
+  'create-publisher-token': {
+    synopsis: '--name NAME (--configs CFG_ID[,CFG_ID...] | --all-configs) [--ttl-days N]',
+    summary:
+      'Create the credential that publishes config keys (prover-agent setup-config --publish --publisher-token): scoped to the configs named, expiring after --ttl-days (default 7, at most 90). Agent tokens cannot publish. Prints the token (shown only once) on the last line.',
+    options: { name: str, configs: str, 'all-configs': bool, 'ttl-days': str },
+    async run(c) {
+      const all = c.values['all-configs'] === true;
+      if (all === (c.values.configs !== undefined)) throw new UsageError('give exactly one of --configs and --all-configs');
+      const ttl = c.values['ttl-days'] === undefined ? undefined : Number(c.values['ttl-days']);
+      let step: AdminStep;
+      try {
+        step = await createPublisherToken({ name: required(c.values, 'name'), configIds: all ? null : required(c.values, 'configs').split(','), ttlDays: ttl });
+      } catch (err) {
+        throw err instanceof UsageError ? err : new UsageError((err as Error).message);
+      }
+      await runStep(c.target, step);
+    },
+  },
+  'revoke-publisher-token': revokeCommand('publisher token', 'token', revokePublisherToken, revokePublisherTokenById, 'list-publisher-tokens'),
+  'list-publisher-tokens': {
+    synopsis: '[--json]',
+    summary: 'List publisher tokens (ids, names, configs, expiry, revocation; never the tokens).',
+    run: (c) => list(c, listPublisherTokens()),
+  },
+  'list-config-keys': {
+    synopsis: '[--config CONFIG_ID] [--json]',
+    summary: 'List the published versions of config keys (digest, size, who published), newest first.',
+    options: { config: str },
+    run: (c) => list(c, listConfigKeys(c.values.config as string | undefined)),
+  },
+  'key-history': {
+    synopsis: '[--config CONFIG_ID] [--json]',
+    summary: 'The audit of key publication: uploads started, published, superseded, refused (digest, size, conflict) and aborted, newest first (200 rows).',
+    options: { config: str },
+    run: (c) => list(c, keyHistory(c.values.config as string | undefined)),
   },
   'create-agent-token': {
     synopsis: '--name NAME --engines ENGINE[,ENGINE...] --configs CONFIG_ID[,CONFIG_ID...]|all',

@@ -149,6 +149,43 @@ const served = { elf: 'ELF bytes', vmexe: 'VMEXE bytes', baseline: '{"baseline":
 
 const run = (service: ServiceClient, job: ClaimedJob, opts: RunnerOptions) => new JobRunner(service, job, [], opts, quiet, new Metrics()).run();
 
+describe('published key digests', () => {
+  it('an openvm proof runs with the digests the service publishes for its config; a dev proof asks for none', async () => {
+    const { requests, service } = fakeLease(served);
+    const digests = { app_pk: { version: 2, sha256: 'a'.repeat(64), size: 10 } };
+    const asked: string[] = [];
+    (service as unknown as { publishedKeys: (id: string) => Promise<unknown> }).publishedKeys = async (id: string) => {
+      asked.push(id);
+      return digests;
+    };
+    const { started, launcher } = fakeEngines(async (req) => {
+      await writeFile(req.operation.outputPath, '{"proof":"stark"}');
+      return { kind: 'result', result: { public_values: '0x' } };
+    });
+    const opts = await options(launcher);
+    const openvm = { ...proofClaim('k1'), config: { ...config, id: 'cfg_gpu', engine: 'openvm' } };
+    expect(await run(service, openvm, opts)).toBe('completed');
+    expect(asked).toEqual(['cfg_gpu']);
+    expect(started[0].publishedKeys).toEqual(digests);
+
+    expect(await run(service, proofClaim('k2'), opts)).toBe('completed');
+    expect(asked).toEqual(['cfg_gpu']);
+    expect(started[1].publishedKeys).toBeUndefined();
+    expect(requests.filter((r) => r.call === 'complete')).toHaveLength(2);
+  });
+
+  it('a failure to read the digests fails the attempt as the agent’s (retryable), before the engine starts', async () => {
+    const { requests, service } = fakeLease(served);
+    (service as unknown as { publishedKeys: () => Promise<unknown> }).publishedKeys = async () => {
+      throw new Error('service unreachable');
+    };
+    const { started, launcher } = fakeEngines(async () => ({ kind: 'result', result: {} }));
+    expect(await run(service, { ...proofClaim('k3'), config: { ...config, engine: 'openvm' } }, await options(launcher))).toBe('requeued');
+    expect(started).toHaveLength(0);
+    expect(requests.at(-1)).toMatchObject({ call: 'fail', body: { retryable: true, error: expect.stringContaining('service unreachable') } });
+  });
+});
+
 describe('a job that completes', () => {
   it('gets its inputs inline, downloaded, then from the cache; runs the engine on them; completes with its last log and its result inline', async () => {
     const { requests, service } = fakeLease(served);

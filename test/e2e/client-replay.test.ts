@@ -10,6 +10,7 @@
 // per command. `cargo axiom init`, `version` and `completions` make no API call
 // (v2.0.0:crates/cli/src/commands/init.rs:90-255 runs `cargo openvm init` and fetches a
 // template from GitHub; version.rs and main.rs:157-160 print locally), so they have no test.
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,17 +97,18 @@ const keyFile = (name: string) => new Uint8Array(Buffer.concat([Buffer.from(`${n
 
 /**
  * The operator's publishing step for the dev config, as `prover-agent setup-config
- * --publish` does it: an upload in parts with the agent token
- * (prover-agent/src/protocol.ts, PUBLISHED_KEY_NAMES).
+ * --publish` does it: an upload in parts with the publisher token, declaring the
+ * file's SHA-256 (prover-agent/src/protocol.ts, PUBLISHED_KEY_NAMES).
  */
 const publishDevKeys = once(async () => {
   const agent = (path: string, init: RequestInit) =>
     fetch(`${stack.url}/internal/v1/configs/${stack.devConfig}/keys/${path}`, {
       ...init,
-      headers: { authorization: `Bearer ${stack.agentToken}`, ...(init.headers as Record<string, string>) },
+      headers: { authorization: `Bearer ${stack.publisherToken}`, ...(init.headers as Record<string, string>) },
     });
   for (const name of [...KEY_TYPES, 'evm_verifier']) {
-    const started = await agent(`${name}/uploads`, { method: 'POST' });
+    const sha256 = createHash('sha256').update(keyFile(name)).digest('hex');
+    const started = await agent(`${name}/uploads`, { method: 'POST', body: JSON.stringify({ sha256 }), headers: { 'content-type': 'application/json' } });
     expect(started.status, `publishing ${name}: ${await started.clone().text()}`).toBe(201);
     const { upload_id } = (await started.json()) as { upload_id: string };
     const body = keyFile(name);

@@ -3,6 +3,7 @@
 // each job runs on one GPU (the CLI's only mode) and is recorded and billed so, a
 // 2-GPU agent runs two at once, and a cancel while proving kills the tool's whole
 // process group.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -123,7 +124,10 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
 
   it('an operator prepares a host from the service’s config and publishes its keys; callers download them through the signed URLs', async () => {
     await stack.sql(`UPDATE configs SET openvm_toml = '${OPENVM_TOML}' WHERE id = '${configId}'`);
-    const env = { ...host.env, PROVER_API_URL: stack.url, PROVER_AGENT_TOKEN: stack.agentToken };
+    // The agent token alone cannot publish: the operator's publisher token does.
+    const agentOnly = await runCli(['setup-config', configId, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--publish'], { ...host.env, PROVER_API_URL: stack.url, PROVER_AGENT_TOKEN: stack.agentToken });
+    expect(agentOnly.code).toBe(2);
+    const env = { ...host.env, PROVER_API_URL: stack.url, PROVER_AGENT_TOKEN: stack.agentToken, PROVER_PUBLISHER_TOKEN: stack.publisherToken };
     const res = await runCli(['setup-config', configId, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--run', '--publish'], env);
     expect(res.code, res.stderr).toBe(0);
     expect(readFileSync(join(host.configDir, 'openvm.toml'), 'utf8')).toBe(OPENVM_TOML);
@@ -135,10 +139,14 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
     };
     for (const [path, file] of Object.entries(files)) {
       // As `cargo axiom config download-keys` does: ask for the URL, then GET it with no API key.
-      const { download_url } = await api.json('GET', `/v1/configs/${configId}/${path}`);
+      const { download_url, sha256 } = await api.json('GET', `/v1/configs/${configId}/${path}`);
       const got = await fetch(download_url);
       expect(got.status).toBe(200);
-      expect(Buffer.from(await got.arrayBuffer()).equals(readFileSync(file))).toBe(true);
+      const bytes = readFileSync(file);
+      expect(Buffer.from(await got.arrayBuffer()).equals(bytes)).toBe(true);
+      const digest = createHash('sha256').update(bytes);
+      expect(sha256).toBe(digest.copy().digest('hex'));
+      expect(got.headers.get('repr-digest')).toBe(`sha-256=:${digest.digest('base64')}:`);
     }
     // Without --evm no EVM keys were published, and the API says how to publish them.
     expect((await api.call('GET', `/v1/configs/${configId}/pk/halo2`)).status).toBe(404);

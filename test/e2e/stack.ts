@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { createAgentToken, createApiKey, createConfig, createOrganization, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, TARGET_RELEASE, type AdminStep } from '../../src/admin/statements.ts';
+import { createAgentToken, createApiKey, createConfig, createOrganization, createPublisherToken, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, TARGET_RELEASE, type AdminStep } from '../../src/admin/statements.ts';
 import { applyLocalMigrations, childEnv, d1Execute, freePort, ROOT, spawnWranglerDev, stopGroup, waitForHealthy } from '../../src/tools/wrangler.ts';
 
 export { freePort, ROOT };
@@ -24,6 +24,8 @@ export interface Stack {
   url: string;
   apiKey: string;
   agentToken: string;
+  /** The operator's publisher token, for every config (key publication: prover-agent setup-config --publish). */
+  publisherToken: string;
   devConfig: string;
   persistDir: string;
   /** Runs SQL against the stack's local D1 and returns the rows of the last statement. */
@@ -94,9 +96,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     // The e2e agents: dev, and openvm for test/e2e/openvm-fleet.test.ts; the tests make more configs.
     await createAgentToken('e2e-agents', { engines: ['dev', 'openvm'], configs: null }),
     createConfig({ ...TARGET_RELEASE, app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML), engine: 'dev', deferral_enabled: true, openvm_toml: DEV_ENGINE_OPENVM_TOML }),
+    await createPublisherToken({ name: 'e2e-publisher', configIds: null }),
   ];
   await d1Execute(target, steps.flatMap((s) => s.sql));
-  const [, apiKey, agentToken, devConfig] = steps.map((s) => s.output[s.output.length - 1]!);
+  const [, apiKey, agentToken, devConfig, publisherToken] = steps.map((s) => s.output[s.output.length - 1]!);
 
   const varArgs = Object.entries(opts.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
   const workerLines: string[] = [];
@@ -118,6 +121,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     url,
     apiKey,
     agentToken,
+    publisherToken,
     devConfig,
     persistDir,
     async sweep() {

@@ -244,6 +244,54 @@ describe('npm run admin', () => {
     expect(JSON.stringify(stored)).not.toContain(token);
   });
 
+  // Several `wrangler` runs each (seconds apiece on a busy host).
+  it('creates a scoped, expiring publisher token stored only as its SHA-256, and revokes it', { timeout: 180_000 }, async () => {
+    const cfg = (await admin('create-config', '--openvm-version', '1.4.0', '--stark-backend-version', '1.2.0', '--engine', 'dev', '--app-vm-commit', COMMIT)).lastLine;
+    const unscoped = await admin('create-publisher-token', '--name', 'release-2026-11');
+    expect(unscoped.code).toBe(2);
+    expect(unscoped.stderr).toContain('--configs and --all-configs');
+    expect((await admin('create-publisher-token', '--name', 'x', '--all-configs', '--ttl-days', '365')).code).toBe(2);
+
+    const created = await admin('create-publisher-token', '--name', 'release-2026-11', '--configs', 'cfg_' + cfg.slice(4).toLowerCase(), '--ttl-days', '2');
+    expect(created.code, created.stderr).toBe(0);
+    const token = created.lastLine;
+    expect(token).toMatch(/^pt_[0-9a-f]{48}$/);
+    const [stored] = await rows(`SELECT * FROM publisher_tokens WHERE name = 'release-2026-11'`);
+    expect(stored).toMatchObject({ token_hash: sha256(token), config_ids: JSON.stringify([cfg]), revoked_at: null });
+    expect(Number(stored!.expires_at) - Date.now()).toBeGreaterThan(47 * 3600 * 1000);
+    expect(Number(stored!.expires_at) - Date.now()).toBeLessThanOrEqual(48 * 3600 * 1000);
+    expect(JSON.stringify(stored)).not.toContain(token);
+    expect((await admin('list-publisher-tokens')).stdout).toContain('release-2026-11');
+
+    expect((await admin('revoke-publisher-token', '--token', token)).code).toBe(0);
+    expect((await rows(`SELECT revoked_at FROM publisher_tokens WHERE name = 'release-2026-11'`))[0]!.revoked_at).not.toBeNull();
+  });
+
+  it('put-config-key publishes a version with its digest, replaces it only with --supersedes, and key-history shows both', { timeout: 300_000 }, async () => {
+    const cfg = (await admin('create-config', '--openvm-version', '1.4.0', '--stark-backend-version', '1.2.0', '--engine', 'dev', '--app-vm-commit', COMMIT)).lastLine;
+    const file = path.join(dir, 'app.vk');
+    await writeFile(file, 'verifying key v1');
+    const first = await admin('put-config-key', cfg, 'app_vk', file);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain(`as version 1 (sha256 ${sha256('verifying key v1')}`);
+
+    await writeFile(file, 'verifying key v2');
+    const refused = await admin('put-config-key', cfg, 'app_vk', file);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('--supersedes 1');
+    const second = await admin('put-config-key', cfg, 'app_vk', file, '--supersedes', '1');
+    expect(second.code, second.stderr).toBe(0);
+    expect(await rows(`SELECT version, sha256, published_by FROM config_keys WHERE config_id = ${lit(cfg)} ORDER BY version`)).toEqual([
+      { version: 1, sha256: sha256('verifying key v1'), published_by: 'admin' },
+      { version: 2, sha256: sha256('verifying key v2'), published_by: 'admin' },
+    ]);
+    const history = await admin('key-history', '--config', cfg, '--json');
+    expect((JSON.parse(history.stdout) as Row[]).map((r) => [r.action, r.version])).toEqual([
+      ['key.supersede', 2],
+      ['key.publish', 1],
+    ]);
+  });
+
   it('requires the operator to say which database, and rejects --remote without --env', async () => {
     const neither = await adminRaw(['list-orgs']);
     expect(neither.code).toBe(2);
@@ -266,7 +314,7 @@ describe('npm run admin', () => {
   it('lists every command in --help', async () => {
     const help = await adminRaw(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['create-org', 'create-api-key', 'revoke-api-key', 'create-config', 'activate-config', 'deactivate-config', 'create-agent-token', 'revoke-agent-token', 'set-config-toml', 'put-config-key', 'list-orgs', 'set-org-limits', 'list-configs', 'list-agent-tokens', 'create-user', 'list-users'])
+    for (const command of ['create-org', 'create-api-key', 'revoke-api-key', 'create-config', 'activate-config', 'deactivate-config', 'create-agent-token', 'revoke-agent-token', 'set-config-toml', 'put-config-key', 'list-orgs', 'set-org-limits', 'list-configs', 'list-agent-tokens', 'create-user', 'list-users', 'create-publisher-token', 'revoke-publisher-token', 'list-publisher-tokens', 'list-config-keys', 'key-history'])
       expect(help.stdout).toContain(`  ${command} `);
   });
 });

@@ -11,6 +11,7 @@ import { MAX_CHILD_PROOF_BYTES, MAX_FILENAME_LENGTH } from '../../src/lib/limits
 import { webhookUrlProblem } from '../../src/lib/webhook-url.ts';
 import { as, seedUser, signIn } from './console-helpers.ts';
 import { api, BASE, countRows, guest, json, markReady, registerProgram, seededRandom, seedConfig, seedTenant, VMEXE, type Tenant } from './helpers.ts';
+import { publishKey, seedPublisher } from './key-helpers.ts';
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -221,7 +222,7 @@ describe('strict edges', () => {
 
   it('an unsatisfiable Range on a signed download is 416 with Content-Range: bytes */size', async () => {
     const cfg = await seedConfig();
-    await env.ARTIFACTS.put(artifactKey.configKey(cfg, 'agg_pk'), new Uint8Array(1000).map((_, i) => i % 251));
+    await json(await publishKey(await seedPublisher([cfg]), cfg, 'agg_pk', new Uint8Array(1000).map((_, i) => i % 251)), 200);
     const { download_url } = await json<{ download_url: string }>(await api(tenant, `/v1/configs/${cfg}/pk/agg`), 200);
     for (const range of ['bytes=999999-', 'bytes=1000-', 'bytes=1000-2000', 'bytes=-0']) {
       const res = await exports.default.fetch(new Request(download_url, { headers: { range } }));

@@ -7,8 +7,9 @@ import { createApiKey } from '../../src/admin/statements.ts';
 import { MAX_INPUT_BYTES, MAX_INTERNAL_JSON_BYTES, MAX_JSON_BODY_BYTES } from '../../src/lib/limits.ts';
 import { api, markReady, registerProgram, runAdmin, seedConfig, seedTenant, seededRandom, type Tenant } from './helpers.ts';
 import { seedAgent } from './fleet-helpers.ts';
+import { seedPublisher } from './key-helpers.ts';
 
-type Auth = 'key' | 'agent' | 'job' | 'queue' | 'signed' | 'none';
+type Auth = 'key' | 'agent' | 'publisher' | 'job' | 'queue' | 'signed' | 'none';
 type BodyKind = 'json' | 'multipart' | 'json-or-multipart' | 'stream' | 'none';
 interface Endpoint {
   method: string;
@@ -59,6 +60,7 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
   const proofId = ((await proof.json()) as { id: string }).id;
   const projectId = (await (await api(owner, `/v1/programs/${programId}`)).json<{ project_id: string }>()).project_id;
   const agent = await seedAgent();
+  const publisher = await seedPublisher([configId]);
   const webhook = await (
     await api(owner, '/v1/webhooks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'http://127.0.0.1:9/fuzz' }) })
   ).json<{ id: string }>();
@@ -123,14 +125,14 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
     { method: 'GET', path: '/internal/v1/lease/artifacts/input', auth: 'job', body: 'none' },
     { method: 'PUT', path: '/internal/v1/lease/results/stark', auth: 'job', body: 'stream' },
     { method: 'GET', path: `/internal/v1/configs/${configId}`, auth: 'agent', body: 'none' },
-    { method: 'POST', path: `/internal/v1/configs/${configId}/keys/app_pk/uploads`, auth: 'agent', body: 'none' },
-    { method: 'PUT', path: `/internal/v1/configs/${configId}/keys/app_pk/uploads/u1/1`, auth: 'agent', body: 'stream' },
-    { method: 'POST', path: `/internal/v1/configs/${configId}/keys/app_pk/uploads/u1/complete`, auth: 'agent', body: 'json' },
+    { method: 'POST', path: `/internal/v1/configs/${configId}/keys/app_pk/uploads`, auth: 'publisher', body: 'json', cap: MAX_INTERNAL_JSON_BYTES },
+    { method: 'PUT', path: `/internal/v1/configs/${configId}/keys/app_pk/uploads/u1/1`, auth: 'publisher', body: 'stream' },
+    { method: 'POST', path: `/internal/v1/configs/${configId}/keys/app_pk/uploads/u1/complete`, auth: 'publisher', body: 'json' },
     { method: 'POST', path: '/internal/v1/agents/presence', auth: 'agent', body: 'json' },
     { method: 'POST', path: '/internal/v1/agents/leave', auth: 'agent', body: 'json' },
     { method: 'POST', path: '/internal/v1/queue/pull', auth: 'queue', body: 'json' },
     { method: 'POST', path: '/internal/v1/queue/ack', auth: 'queue', body: 'json' },
-    { method: 'GET', path: `/downloads/configs/${configId}/app_pk`, auth: 'signed', body: 'none' },
+    { method: 'GET', path: `/downloads/configs/${configId}/app_pk/1`, auth: 'signed', body: 'none' },
     { method: 'GET', path: '/healthz', auth: 'none', body: 'none' },
     { method: 'GET', path: '/openapi.json', auth: 'none', body: 'none' },
   ];
@@ -184,13 +186,13 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
     const body = e.body === 'none' ? null : e.body === 'stream' ? bytes(512) : '{}';
     // Credentials first: whatever the body, no credential is 401.
     if (e.auth === 'key') for (let i = 0; i < 3; i++) cases.push({ name: 'a bad API key', init: { method: e.method, body, headers: badKey() }, expect: [401] });
-    if (e.auth === 'agent' || e.auth === 'job' || e.auth === 'queue')
+    if (e.auth === 'agent' || e.auth === 'publisher' || e.auth === 'job' || e.auth === 'queue')
       for (let i = 0; i < 3; i++) cases.push({ name: 'a bad token', init: { method: e.method, body, headers: { 'content-type': 'application/json', ...badCredentials() } }, expect: [401] });
     if (e.auth === 'signed') {
       const q = () => `?expires=${junkInt()}&signature=${junkSegment()}`;
       for (let i = 0; i < 4; i++) cases.push({ name: 'a forged or junk signature', path: e.path + q(), init: { method: 'GET', headers: {} }, expect: [403, 422] });
     }
-    if (e.auth === 'key' || (e.auth === 'agent' && e.path.endsWith('/claim'))) {
+    if (e.auth === 'key' || (e.auth === 'agent' && e.path.endsWith('/claim')) || (e.auth === 'publisher' && e.path.endsWith('/uploads'))) {
       // With a good credential (added when sent): bad bodies, path segments, integers.
       cases.push(...bodyCases(e));
       if (e.junkPath) for (let i = 0; i < 3; i++) cases.push({ name: 'a junk id in the path', path: e.junkPath.replace('{id}', junkSegment()), init: { method: e.method, body: e.body === 'none' ? null : '{}', headers: { 'content-type': 'application/json' } }, expect: [422] });
@@ -220,6 +222,7 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
         const headers = { ...c.init.headers };
         if (e.auth === 'key' && !c.expect.includes(401)) headers['Service-API-Key'] = (await key()).key;
         if (e.auth === 'agent' && !c.expect.includes(401)) headers.authorization = `Bearer ${agent.token}`;
+        if (e.auth === 'publisher' && !c.expect.includes(401)) headers.authorization = `Bearer ${publisher}`;
         const res = await api(null, c.path ?? e.path, { ...c.init, headers });
         const text = await res.text();
         const what = `${c.name} → ${res.status} ${text.slice(0, 300)}`;

@@ -87,6 +87,7 @@ async function serve(engineName: string, options: EngineOptions): Promise<void> 
     const ctx: EngineContext = {
       workDir: req.workDir,
       config: req.config,
+      publishedKeys: req.publishedKeys,
       signal: running.signal,
       gpus: req.gpus,
       log: (line) => emit({ id, type: 'log', line }),

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EngineOptions, ExecuteRequest, ProgramFiles, ProveRequest, VerifyRequest } from '../engine/types.ts';
 import { spawnChild } from '../lib/child-process.ts';
-import type { EngineConfig, EngineMetrics, ProvePhase } from '../protocol.ts';
+import type { EngineConfig, EngineMetrics, ProvePhase, PublishedKeys } from '../protocol.ts';
 
 const CHILD = fileURLToPath(new URL('./engine-child.ts', import.meta.url));
 
@@ -26,6 +26,8 @@ export interface EngineRunRequest {
   engine: string;
   engineOptions: EngineOptions;
   config: EngineConfig;
+  /** EngineContext.publishedKeys. */
+  publishedKeys?: PublishedKeys;
   workDir: string;
   gpus: number[];
   operation: EngineOp;

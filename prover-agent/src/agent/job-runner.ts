@@ -16,7 +16,7 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EngineOptions } from '../engine/types.ts';
-import { MAX_INLINE_RESULT_BYTES, type ClaimedJob, type CompleteRequest, type EngineMetrics, type FailRequest, type LogChunk, type ProvePhase, type ResultName } from '../protocol.ts';
+import { engineTraits, MAX_INLINE_RESULT_BYTES, type ClaimedJob, type CompleteRequest, type EngineMetrics, type FailRequest, type LogChunk, type ProvePhase, type ResultName } from '../protocol.ts';
 import type { ArtifactCache } from './artifact-cache.ts';
 import { HttpError } from './http.ts';
 import { errorText, type Logger } from './log.ts';
@@ -62,12 +62,14 @@ export class JobRunner {
   private stopReason: 'cancel' | 'release' | 'lost' | null = null;
   private readonly stopped = new AbortController();
   private readonly opts: RunnerOptions;
+  private readonly service: ServiceClient;
   private readonly gpus: number[];
   private readonly metricsSink: Metrics;
   /** Milliseconds spent waiting on each step, reported with the job's end (where a job's time goes). */
   private readonly spent: Record<Step, number> = { download: 0, engine: 0, logs: 0, upload: 0, report: 0 };
 
   constructor(service: ServiceClient, job: ClaimedJob, gpus: number[], opts: RunnerOptions, log: Logger, metrics: Metrics) {
+    this.service = service;
     this.job = job;
     this.gpus = gpus;
     this.opts = opts;
@@ -120,9 +122,13 @@ export class JobRunner {
     if (this.stopReason) return this.endEarly();
 
     const op = handlerOf(this.job.kind).operation(this.job, files, this.dir);
+    // An engine that proves with the config's published keys checks its copies against what the service publishes now.
+    const publishedKeys =
+      op.op === 'prove' && engineTraits(this.job.config.engine)?.usesPublishedKeys ? await this.timed('download', () => this.service.publishedKeys(this.job.config.id)) : undefined;
+    if (this.stopReason) return this.endEarly();
     const opStarted = Date.now();
     this.engine = await this.opts.engines.start(
-      { engine: this.job.config.engine, engineOptions: this.opts.engineOptions, config: this.job.config, workDir: this.dir, gpus: this.gpus, operation: op },
+      { engine: this.job.config.engine, engineOptions: this.opts.engineOptions, config: this.job.config, publishedKeys, workDir: this.dir, gpus: this.gpus, operation: op },
       (e) => {
         if (e.type === 'log') this.logs.line(e.line);
         else if (e.type === 'progress') this.progress(e.phase, e.metrics);

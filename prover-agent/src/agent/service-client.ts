@@ -15,6 +15,7 @@ import type {
   HeartbeatResponse,
   KeyUploadComplete,
   KeyUploadPart,
+  KeyUploadStart,
   KeyUploadStarted,
   LeaseEnding,
   LeaseStatusResponse,
@@ -28,14 +29,19 @@ import type {
   QueuePullResponse,
   PublishedKeyName,
   PublishKeyResponse,
+  PublishedKeys,
   ResultName,
 } from '../protocol.ts';
 import { DEFAULT_RETRY, fetchWithRetry, type RetryPolicy } from './http.ts';
+
+/** How long the agent keeps a config's published key digests before asking again. */
+export const PUBLISHED_KEYS_TTL_MS = 60_000;
 
 export class ServiceClient {
   readonly baseUrl: string;
   private readonly agentToken: string;
   private readonly retry: RetryPolicy;
+  private readonly keysCache = new Map<string, { at: number; keys: PublishedKeys }>();
 
   constructor(baseUrl: string, agentToken: string, retry: Partial<RetryPolicy> = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
@@ -89,18 +95,43 @@ export class ServiceClient {
   }
 
   /**
-   * Publishes a key file of a config: an upload in parts (protocol.ts), each part
-   * streamed from its byte range of the file and retried on its own, so a
-   * gigabyte key is never whole in memory and a dropped connection costs one part.
-   * A failed publish aborts the upload; the previously published key stays.
+   * The digests the service publishes for a config's keys, which an engine's copies
+   * must match before it proves (engine/openvm/key-digests.ts). Kept for
+   * PUBLISHED_KEYS_TTL_MS per config: a job does not cost a request, and a newly
+   * published version is seen within that time.
    */
-  async publishKey(id: string, name: PublishedKeyName, path: string, policy?: Partial<RetryPolicy>): Promise<PublishKeyResponse> {
+  async publishedKeys(id: string, now = Date.now()): Promise<PublishedKeys> {
+    const cached = this.keysCache.get(id);
+    if (cached && now - cached.at < PUBLISHED_KEYS_TTL_MS) return cached.keys;
+    const keys = (await this.fleetConfig(id)).keys ?? {}; // an older service reports none
+    this.keysCache.set(id, { at: now, keys });
+    return keys;
+  }
+
+  /**
+   * Publishes a key file of a config with the operator's publisher token (never the
+   * agent token): its SHA-256 declared first (the service checks it at completion),
+   * then an upload in parts (protocol.ts), each part streamed from its byte range of
+   * the file and retried on its own, so a gigabyte key is never whole in memory and
+   * a dropped connection costs one part. A failed publish aborts the upload; the
+   * published version stays. `supersedes`: the version this one replaces.
+   */
+  async publishKey(
+    id: string,
+    name: PublishedKeyName,
+    path: string,
+    publish: { publisherToken: string; sha256: string; supersedes?: number },
+    policy?: Partial<RetryPolicy>,
+  ): Promise<PublishKeyResponse> {
     const retry = { ...this.retry, ...policy };
     const base = `${this.baseUrl}/internal/v1/configs/${encodeURIComponent(id)}/keys/${name}/uploads`;
-    const auth = { authorization: `Bearer ${this.agentToken}` };
+    const auth = { authorization: `Bearer ${publish.publisherToken}` };
     const { size } = await stat(path);
     if (size === 0) throw new Error(`${path} is empty: nothing to publish as ${name}`);
-    const started = (await (await fetchWithRetry(base, () => ({ method: 'POST', headers: auth }), `publish ${name}: start`, retry)).json()) as KeyUploadStarted;
+    const start: KeyUploadStart = { sha256: publish.sha256, ...(publish.supersedes !== undefined ? { supersedes: publish.supersedes } : {}) };
+    const started = (await (
+      await fetchWithRetry(base, () => ({ method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(start) }), `publish ${name}: start`, retry)
+    ).json()) as KeyUploadStarted;
     const uploadUrl = `${base}/${encodeURIComponent(started.upload_id)}`;
     try {
       const parts: KeyUploadPart[] = [];

@@ -2,14 +2,19 @@
 // openvm engine needs for one config on this host, and publishes its keys.
 //
 // Where the config comes from: with the service's URL and an agent token (the
-// flags and environment of `prover-agent run`), its record, openvm.toml
-// included, is fetched from GET /internal/v1/configs/{id}; --openvm-toml
+// flags and environment of `prover-agent run`) or a publisher token, its record,
+// openvm.toml and published key digests included, is fetched from
+// GET /internal/v1/configs/{id}; --openvm-toml
 // overrides the toml (offline, or to test another one). Without the service,
 // --openvm-toml and --openvm-version say it all.
 //
 // Without --run or --check it prints the steps as shell commands; --run
 // performs them and then checks; --check only checks; --publish (after --run,
-// or alone on a prepared host) uploads the key files to the service. Exit
+// or alone on a prepared host) uploads the key files to the service with the
+// operator's publisher token (--publisher-token; an agent token cannot publish),
+// each with its SHA-256, which the service checks. A key published already with the
+// same digest is left alone; one published with another digest is replaced only
+// with --supersede (a new version; links issued before it keep the old one). Exit
 // status: 0 complete (or commands printed), 1 incomplete or a step failed, 2
 // usage error or a config the tool cannot serve.
 import { spawn } from 'node:child_process';
@@ -17,6 +22,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ServiceClient } from '../agent/service-client.ts';
+import { sha256File } from '../lib/file-digest.ts';
 import { CLI_MAPPINGS, selectCliMapping, shellJoin, type CliMapping } from '../engine/openvm/commands.ts';
 import {
   aggregationPaths,
@@ -29,7 +35,7 @@ import {
   STUB_MANIFEST,
   type Needs,
 } from '../engine/openvm/config-dir.ts';
-import { openvmConfigProblems, PUBLISHED_KEY_NAMES, versionProblem, type FleetConfig } from '../protocol.ts';
+import { openvmConfigProblems, PUBLISHED_KEY_NAMES, versionProblem, type FleetConfig, type PublishedKeys } from '../protocol.ts';
 
 const newest = CLI_MAPPINGS[0]!;
 
@@ -42,6 +48,8 @@ running the agent, aggregation keys (cargo openvm setup [--evm]).
   --api-url URL          the service; with --agent-token the config (and its openvm.toml)
                          comes from it (env PROVER_API_URL)
   --agent-token TOKEN    agent token (env PROVER_AGENT_TOKEN)
+  --publisher-token TOKEN  the operator's publisher token, which --publish needs (env
+                         PROVER_PUBLISHER_TOKEN; npm run admin -- create-publisher-token)
   --configs-dir DIR      configs directory (default: $PROVER_AGENT_CONFIGS_DIR or ${defaultConfigsDir({})})
   --openvm-toml FILE     the config's openvm.toml (overrides the service's; needed offline
                          unless the directory has one)
@@ -53,7 +61,9 @@ running the agent, aggregation keys (cargo openvm setup [--evm]).
   --cargo PATH           cargo executable (default: $PROVER_AGENT_CARGO or cargo)
   --run                  run the steps, then check
   --check                only check; exit 1 listing what is missing
-  --publish              upload the key files to the service (${PUBLISHED_KEY_NAMES.join(', ')})
+  --publish              upload the key files to the service (${PUBLISHED_KEY_NAMES.join(', ')}),
+                         each with its SHA-256; keys published already with the same digest are skipped
+  --supersede            with --publish: replace a published key that differs (a new version)
   -h, --help             this text
 
 Without --run, --check or --publish the steps are printed as shell commands.`;
@@ -68,6 +78,8 @@ interface Plan {
   evm: boolean;
   download: boolean;
   cargo: string;
+  /** What the service publishes now (null: not asked). */
+  published: PublishedKeys | null;
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -79,6 +91,8 @@ export async function main(argv: string[]): Promise<number> {
       options: {
         'api-url': { type: 'string' },
         'agent-token': { type: 'string' },
+        'publisher-token': { type: 'string' },
+        supersede: { type: 'boolean', default: false },
         'configs-dir': { type: 'string' },
         'openvm-toml': { type: 'string' },
         'openvm-version': { type: 'string' },
@@ -107,9 +121,18 @@ export async function main(argv: string[]): Promise<number> {
   const configId = positionals[0]!;
   const apiUrl = values['api-url'] ?? process.env.PROVER_API_URL ?? '';
   const agentToken = values['agent-token'] ?? process.env.PROVER_AGENT_TOKEN ?? '';
-  const service = apiUrl && agentToken ? new ServiceClient(apiUrl, agentToken, { attempts: 3 }) : null;
-  if (values.publish && !service) {
-    console.error('prover-agent setup-config: --publish needs the service: --api-url and --agent-token (or PROVER_API_URL, PROVER_AGENT_TOKEN)');
+  const publisherToken = values['publisher-token'] ?? process.env.PROVER_PUBLISHER_TOKEN ?? '';
+  // Reading the config takes either token (the service accepts a publisher token scoped to it).
+  const readToken = agentToken || publisherToken;
+  const service = apiUrl && readToken ? new ServiceClient(apiUrl, readToken, { attempts: 3 }) : null;
+  if (values.publish && !(apiUrl && publisherToken)) {
+    console.error(
+      'prover-agent setup-config: --publish needs the service and the operator’s publisher token: --api-url and --publisher-token (or PROVER_API_URL, PROVER_PUBLISHER_TOKEN); an agent token cannot publish',
+    );
+    return 2;
+  }
+  if (values.supersede && !values.publish) {
+    console.error('prover-agent setup-config: --supersede goes with --publish');
     return 2;
   }
 
@@ -142,6 +165,7 @@ export async function main(argv: string[]): Promise<number> {
       evm: values.evm,
       download: values.download,
       cargo: values.cargo ?? process.env.PROVER_AGENT_CARGO ?? 'cargo',
+      published: record ? (record.keys ?? {}) : null,
     };
   } catch (err) {
     console.error(`prover-agent setup-config: ${(err as Error).message}`);
@@ -159,7 +183,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const checked = await check(plan);
   if (checked !== 0 || !values.publish) return checked;
-  return publish(plan, service!);
+  return publish(plan, service!, publisherToken, values.supersede);
 }
 
 const needsOf = (p: Plan): Needs => ({ evmProve: p.evm, evmVerify: p.evm });
@@ -248,15 +272,34 @@ async function check(p: Plan): Promise<number> {
   return 1;
 }
 
-/** Uploads each key file (the EVM ones with --evm) to the service, streaming. */
-async function publish(p: Plan, service: ServiceClient): Promise<number> {
+/**
+ * Uploads each key file (the EVM ones with --evm) to the service, streaming, with its
+ * SHA-256 and the publisher token. A key the service publishes already with the same
+ * digest is skipped (a re-run publishes nothing twice); one with another digest is
+ * refused here unless --supersede, which names the version it replaces.
+ */
+async function publish(p: Plan, service: ServiceClient, publisherToken: string, supersede: boolean): Promise<number> {
   const files = publishedKeyFiles(p.cfg, p.agg);
+  const published: PublishedKeys = p.published ?? (await service.fleetConfig(p.configId)).keys ?? {};
   for (const name of PUBLISHED_KEY_NAMES) {
     const { path, evm } = files[name];
     if (evm && !p.evm) continue;
     try {
-      const res = await service.publishKey(p.configId, name, path);
-      console.log(`published ${name} (${res.size} bytes) from ${path}`);
+      const sha256 = await sha256File(path);
+      const current = published[name];
+      if (current?.sha256 === sha256) {
+        console.log(`${name} is published already with this digest (version ${current.version}, sha256 ${sha256}); skipped`);
+        continue;
+      }
+      if (current && !supersede) {
+        console.error(
+          `prover-agent setup-config: ${name} of ${p.configId} is published (version ${current.version}, sha256 ${current.sha256}) and ${path} differs (sha256 ${sha256}); ` +
+            'pass --supersede to publish it as a new version',
+        );
+        return 1;
+      }
+      const res = await service.publishKey(p.configId, name, path, { publisherToken, sha256, ...(current ? { supersedes: current.version } : {}) });
+      console.log(`published ${name} version ${res.version} (${res.size} bytes, sha256 ${res.sha256}) from ${path}`);
     } catch (err) {
       console.error(`prover-agent setup-config: publishing ${name} from ${path} failed: ${(err as Error).message}`);
       return 1;

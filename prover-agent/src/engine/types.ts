@@ -9,7 +9,7 @@
 // for different jobs, so such an engine keeps no job's state between operations (a
 // killed or failed operation's worker is discarded, never reused).
 
-import type { EngineConfig, EngineMetrics, ProofType, ProvePhase, VerifiableProofType } from '../protocol.ts';
+import type { EngineConfig, EngineMetrics, ProofType, ProvePhase, PublishedKeys, VerifiableProofType } from '../protocol.ts';
 
 /** An engine's operations: what a job of each kind asks of it (prover-agent/src/agent/kinds/). */
 export const ENGINE_OPERATIONS = ['commit', 'execute', 'prove', 'verify'] as const;
@@ -33,6 +33,12 @@ export interface EngineContext {
   signal: AbortSignal;
   /** GPU device ordinals assigned to this run (empty for engines that use none). */
   gpus: number[];
+  /**
+   * For an engine that proves with published keys (EngineTraits.usesPublishedKeys), on a
+   * prove: the digests the service reports for the config's keys, which the host's
+   * copies must match. Absent otherwise.
+   */
+  publishedKeys?: PublishedKeys;
   /** Appends one line of text to the job's logs (no trailing newline needed). */
   log(line: string): void;
   /** Announces a phase change and/or metrics seen so far. */

@@ -7,13 +7,19 @@ export interface EngineTraits {
   usesGpus: boolean;
   /** The most GPUs one job uses, whatever it asked for; absent: what it asked for. */
   maxGpus?: number;
+  /**
+   * Whether it proves with a config's published key files: the agent then gives it the
+   * digests the service reports (GET /internal/v1/configs/{id} `keys`) to check the
+   * host's copies against before proving.
+   */
+  usesPublishedKeys?: boolean;
 }
 
 export const ENGINES = {
   dev: { usesGpus: false },
   // `cargo openvm` proves on one GPU (openvm v2.0.1 docs install.mdx: "Currently
   // only single GPU support is available through the CLI").
-  openvm: { usesGpus: true, maxGpus: 1 },
+  openvm: { usesGpus: true, maxGpus: 1, usesPublishedKeys: true },
 } as const satisfies Record<string, EngineTraits>;
 
 export type EngineName = keyof typeof ENGINES;

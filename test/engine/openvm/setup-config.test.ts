@@ -120,21 +120,27 @@ describe('setup-config', () => {
  * part size is tiny so that every key crosses several parts.
  */
 async function fakeService(record: FleetConfig, partSize = 16) {
-  const uploads: { name: string; auth: string | undefined; parts: number; size: number; sha256: string }[] = [];
+  const uploads: { name: string; auth: string | undefined; parts: number; size: number; sha256: string; declared: string; supersedes: number | null }[] = [];
   const requests: string[] = [];
-  const open = new Map<string, { name: string; parts: Map<number, Buffer> }>();
+  const open = new Map<string, { name: string; parts: Map<number, Buffer>; declared: string; supersedes: number | null }>();
   let nextUpload = 0;
   const reply = (res: import('node:http').ServerResponse, status: number, body: unknown) => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   const server: Server = createServer(async (req: IncomingMessage, res) => {
     requests.push(`${req.method} ${req.url} ${req.headers.authorization}`);
-    if (req.headers.authorization !== 'Bearer at_test') return reply(res, 401, {});
+    // As the service: the record for an agent or a publisher token, key uploads for a publisher token only.
+    if (req.headers.authorization !== 'Bearer at_test' && req.headers.authorization !== 'Bearer pt_test') return reply(res, 401, {});
     if (req.method === 'GET' && req.url === `/internal/v1/configs/${record.id}`) return reply(res, 200, record);
     const m = new RegExp(`^/internal/v1/configs/${record.id}/keys/(\\w+)/uploads(?:/(\\w+)(?:/(\\d+|complete))?)?$`).exec(req.url ?? '');
     if (!m) return reply(res, 404, {});
+    if (req.headers.authorization !== 'Bearer pt_test') return reply(res, 401, { detail: 'agent tokens cannot publish' });
     const [, name, uploadId, step] = m as unknown as [string, string, string | undefined, string | undefined];
     if (req.method === 'POST' && !uploadId) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const start = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { sha256?: string; supersedes?: number };
+      if (!/^[0-9a-f]{64}$/.test(start.sha256 ?? '')) return reply(res, 422, {});
       const id = `u${++nextUpload}`;
-      open.set(id, { name, parts: new Map() });
+      open.set(id, { name, parts: new Map(), declared: start.sha256!, supersedes: start.supersedes ?? null });
       return reply(res, 201, { upload_id: id, part_size: partSize });
     }
     const upload = uploadId ? open.get(uploadId) : undefined;
@@ -149,9 +155,12 @@ async function fakeService(record: FleetConfig, partSize = 16) {
     }
     if (req.method === 'POST' && step === 'complete') {
       const whole = Buffer.concat([...upload.parts.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b));
-      uploads.push({ name, auth: req.headers.authorization, parts: upload.parts.size, size: whole.length, sha256: createHash('sha256').update(whole).digest('hex') });
+      const sha256 = createHash('sha256').update(whole).digest('hex');
+      uploads.push({ name, auth: req.headers.authorization, parts: upload.parts.size, size: whole.length, sha256, declared: upload.declared, supersedes: upload.supersedes });
       open.delete(uploadId!);
-      return reply(res, 200, { name, size: whole.length });
+      if (sha256 !== upload.declared) return reply(res, 422, { detail: 'digest mismatch' });
+      const version = (upload.supersedes ?? 0) + 1;
+      return reply(res, 200, { name, size: whole.length, version, sha256, verified: true, supersedes: upload.supersedes });
     }
     if (req.method === 'DELETE') {
       open.delete(uploadId!);
@@ -180,16 +189,17 @@ const fleetRecord = (over: Partial<FleetConfig> = {}): FleetConfig => ({
   public_values_bytes: 32,
   active: true,
   openvm_toml: OPENVM_TOML,
+  keys: {},
   ...over,
 });
 
 const sha256 = async (path: string) => createHash('sha256').update(await readFile(path)).digest('hex');
 
 describe('setup-config with the service', () => {
-  it('takes the config and its openvm.toml from the service, and --publish streams each key file to its name', async () => {
+  it('takes the config and its openvm.toml from the service, and --publish streams each key file to its name with the publisher token and its digest', async () => {
     const service = await fakeService(fleetRecord());
     try {
-      const env = { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test' };
+      const env = { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test', PROVER_PUBLISHER_TOKEN: 'pt_test' };
       const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--evm', '--download', '--run', '--publish'], env);
       expect(res.stderr).toBe('');
       expect(res.code).toBe(0);
@@ -209,8 +219,9 @@ describe('setup-config with the service', () => {
       for (const u of service.uploads) {
         // Every key crosses several parts (16 bytes each here), reassembled byte for byte.
         expect(u.parts).toBeGreaterThan(1);
-        expect(u).toMatchObject({ auth: 'Bearer at_test', parts: Math.ceil(u.size / 16), sha256: await sha256(files[u.name]!) });
-        expect(res.stdout).toContain(`published ${u.name} (${u.size} bytes) from ${files[u.name]}`);
+        const digest = await sha256(files[u.name]!);
+        expect(u).toMatchObject({ auth: 'Bearer pt_test', parts: Math.ceil(u.size / 16), sha256: digest, declared: digest, supersedes: null });
+        expect(res.stdout).toContain(`published ${u.name} version 1 (${u.size} bytes, sha256 ${digest}) from ${files[u.name]}`);
       }
     } finally {
       await service.close();
@@ -220,7 +231,7 @@ describe('setup-config with the service', () => {
   it('publishes no EVM keys without --evm, and --openvm-toml overrides the service’s toml', async () => {
     const service = await fakeService(fleetRecord({ openvm_toml: '[app_vm_config.rv32i]\n' }));
     try {
-      const env = { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test' };
+      const env = { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test', PROVER_PUBLISHER_TOKEN: 'pt_test' };
       const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--openvm-toml', toml, '--run', '--publish'], env);
       expect(res.code).toBe(0);
       expect(await readFile(join(host.configDir, 'openvm.toml'), 'utf8')).toBe(OPENVM_TOML);
@@ -260,5 +271,47 @@ describe('setup-config with the service', () => {
     const offline = await setupConfig('--publish');
     expect(offline.code).toBe(2);
     expect(offline.stderr).toMatch(/--publish needs the service/);
+  });
+
+  it('--publish needs the publisher token: an agent token alone publishes nothing', async () => {
+    const service = await fakeService(fleetRecord());
+    try {
+      await setupConfig('--openvm-toml', toml, '--run');
+      const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--publish'], { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test' });
+      expect(res.code).toBe(2);
+      expect(res.stderr).toMatch(/--publisher-token .* an agent token cannot publish/);
+      expect(service.requests).toEqual([]);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('with only the publisher token: reads the record with it, skips keys published with the same digest, and replaces a different one only with --supersede', async () => {
+    expect((await setupConfig('--openvm-toml', toml, '--run')).code).toBe(0);
+    const appPk = join(host.configDir, 'openvm', 'app.pk');
+    const appVk = join(host.configDir, 'openvm', 'app.vk');
+    const published = { app_vk: { version: 1, sha256: await sha256(appVk), size: 1 }, app_pk: { version: 3, sha256: '0'.repeat(64), size: 1 } };
+    const service = await fakeService(fleetRecord({ keys: published }));
+    try {
+      const publish = (...flags: string[]) =>
+        runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--publish', ...flags], { ...host.env, PROVER_API_URL: service.url, PROVER_PUBLISHER_TOKEN: 'pt_test' });
+      const refused = await publish();
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`app_pk of ${CONFIG_ID} is published (version 3, sha256 ${'0'.repeat(64)}) and ${appPk} differs (sha256 ${await sha256(appPk)}); pass --supersede`);
+      expect(service.uploads).toEqual([]);
+      expect(service.requests[0]).toBe(`GET /internal/v1/configs/${CONFIG_ID} Bearer pt_test`);
+
+      const res = await publish('--supersede');
+      expect(res.code).toBe(0);
+      expect(res.stdout).toContain(`app_vk is published already with this digest (version 1, sha256 ${published.app_vk.sha256}); skipped`);
+      expect(service.uploads.map((u) => [u.name, u.supersedes])).toEqual([
+        ['app_pk', 3],
+        ['agg_pk', null],
+        ['agg_vk', null],
+      ]);
+      expect(res.stdout).toContain(`published app_pk version 4 (`);
+    } finally {
+      await service.close();
+    }
   });
 });

@@ -40,7 +40,8 @@ import {
   type VerifyResult,
 } from '../types.ts';
 import { selectCliMapping, shellJoin, type AggregationPaths, type CliMapping, type ConfigPaths } from './commands.ts';
-import { aggregationPaths, configPaths, defaultConfigsDir, describeMissing, missingRequirements, requirements, type Needs } from './config-dir.ts';
+import { aggregationPaths, configPaths, defaultConfigsDir, describeMissing, missingRequirements, publishedKeyFiles, requirements, type Needs } from './config-dir.ts';
+import { checkKeyDigests } from './key-digests.ts';
 import { gpuEnv } from './gpus.ts';
 import { canonicalStarkProof, checkEvmProof, checkInputFile, checkWrittenProof, isHex32, readToolJson } from './job-files.ts';
 import { classifyFailure, errorTail, guestStdout, parseMetrics, parsePublicValues, proveOutputReader } from './output.ts';
@@ -256,6 +257,15 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
       }
       return session(ctx, 'prove', { evmProve: req.proof_type === 'evm', evmVerify: false }, async (s) => {
         await checkInputFile(req.inputPath);
+        // The keys it proves with must be the published ones (key-digests.ts); hashed once per file, not per job.
+        const keys = publishedKeyFiles(s.cfg, s.agg);
+        await checkKeyDigests(ctx.config.id, ctx.publishedKeys, {
+          app_pk: keys.app_pk.path,
+          app_vk: keys.app_vk.path,
+          agg_pk: keys.agg_pk.path,
+          agg_vk: keys.agg_vk.path,
+          ...(req.proof_type === 'evm' ? { halo2_pk: keys.halo2_pk.path } : {}),
+        });
         // Reported once checked against the cost cap: progress reports cannot be taken back.
         const seen = metricsCollector(ctx, { live: false });
 
