@@ -72,6 +72,7 @@ const SHAPE_PARAMS: Record<string, (w: World) => string> = {
   name: () => 'app_pk',
   upload_id: () => 'upl_walked',
   part_number: () => '1',
+  version: () => '1',
 };
 
 interface Org {
@@ -276,7 +277,7 @@ const TEMPLATES: Record<string, Template[]> = {
   // after its bounded body is parsed: a well-formed body reaches the token check.
   'POST /internal/v1/lease/heartbeat': [{ body: jsonBody({}), expect: 'refused' }],
   // The signature is the credential: a well-formed made-up one reaches its check.
-  'GET /downloads/configs/:config_id/:name': [{ query: () => `?expires=${Math.floor(Date.now() / 1000) + 3600}&signature=${'0'.repeat(64)}`, expect: 'refused' }],
+  'GET /downloads/configs/:config_id/:name/:version': [{ query: () => `?expires=${Math.floor(Date.now() / 1000) + 3600}&signature=${'0'.repeat(64)}`, expect: 'refused' }],
 };
 
 /** Fleet and download routes: no credential an organization holds is valid there, so the body rarely matters. */
