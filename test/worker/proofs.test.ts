@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MAX_INPUT_BYTES } from '../../src/lib/limits.ts';
 import { api, countRows, json, markReady, r2Keys, registerProgram, seedConfig, seedTenant, watchQueue, type Tenant } from './helpers.ts';
 
 afterEach(() => vi.restoreAllMocks());
@@ -281,7 +282,7 @@ describe('POST /v1/proofs', () => {
       expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ num_deferred_proofs: 1 });
     }, 30_000);
 
-    it('a form refused after its input was stored (a bad child, a later bad input, too large, not ready) leaves nothing stored', async () => {
+    it('a form refused after its input was stored (a bad child, a later bad or oversized input, too large, not ready) leaves nothing stored', async () => {
       const t = await seedTenant();
       const program = await readyProgram(t, await seedConfig({ deferral_enabled: true }));
       const before = await r2Keys('proofs/');
@@ -292,6 +293,8 @@ describe('POST /v1/proofs', () => {
         [childPart('not a proof') + '--BOUNDARY--\r\n', 422],
         [inputPart({ input: ['0x05'] }) + '--BOUNDARY--\r\n', 422],
         [childPart(JSON.stringify({ ...STARK, proof: '00'.repeat(8 * 1024 * 1024 + 1) })) + '--BOUNDARY--\r\n', 413],
+        // A later input past MAX_INPUT_BYTES, refused with its R2 multipart upload under way.
+        [inputPart({ input: ['0x01' + 'ab'.repeat(MAX_INPUT_BYTES / 2)] }) + '--BOUNDARY--\r\n', 413],
       ];
       for (const [rest, status] of cases) {
         const { seen, res } = await sendInHalves(t, program, first, rest, stored);
