@@ -54,6 +54,18 @@ class EntryTracker {
     if (this.length >= 2 && !isHexCode(c)) this.hexFrom2 = false;
     this.length++;
   }
+  /** push() of each of bytes[from..to), each one unit. */
+  pushRun(bytes: Uint8Array, from: number, to: number) {
+    let k = from;
+    while (k < to && this.length < 4) this.push(bytes[k++]!);
+    if (this.hexFrom2)
+      for (let m = k; m < to; m++)
+        if (!isHexCode(bytes[m]!)) {
+          this.hexFrom2 = false;
+          break;
+        }
+    this.length += to - k;
+  }
   summary(): EntrySummary {
     const [c0, c1] = this.head;
     const has0x = c0 === 0x30 && (c1 === 0x78 || c1 === 0x58);
@@ -254,6 +266,13 @@ export class ProofInputScan {
         case STRING: {
           const kind = this.stringKind;
           for (;;) {
+            if (kind !== KEY) {
+              // The common case, a run of plain bytes, in one tight loop.
+              let j = i;
+              for (let c = data[j]; j < n && c !== 0x22 && c !== 0x5c && c! >= 0x20; c = data[++j]);
+              if (kind === ENTRY && j > i) this.tracker.pushRun(data, i, j);
+              i = j;
+            }
             if (i >= n) {
               if (!final) return more();
               fault('Unterminated string');
