@@ -10,7 +10,7 @@ import { enqueueAfterResponse } from '../jobs/webhooks.ts';
 import { asCaller } from '../middleware/auth.ts';
 import { artifactKey, type ArtifactBatch } from '../lib/artifacts.ts';
 import { ApiError, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
-import { checkProofInputBytes } from '../lib/input-scan.ts';
+import { ProofInputScan } from '../lib/input-scan.ts';
 import { readProofInputBody } from '../lib/body.ts';
 import { MemorySink, multipartForm, tooLarge, type MultipartForm, type PartSink } from '../lib/multipart.ts';
 import { starkProofFile } from '../lib/proof-format.ts';
@@ -98,8 +98,9 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
     async (artifacts) => {
       // The request is validated whole before the program is looked at, as the
       // reference (FastAPI) does: a bad input is 422 even for a program not ready yet.
-      // Child proofs go to storage as each one ends (rolled back on any refusal), so a
-      // request holds at most one of them.
+      // A form's input streams to storage as it is scanned, and its child proofs as each
+      // one ends (all rolled back on any refusal), so a request holds at most one child
+      // proof and a part's worth of its input.
       const body = form ? await readMultipartSubmission(form, proofId, artifacts) : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), childKeys: [] };
 
       const { program, config } = requireProgram([programRows, projectRows, configRows]);
@@ -115,8 +116,9 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
           },
         ]);
       refuseOverQuota(usage);
-      // The checked bytes as sent: engines read `input` as the zkVM's tool does.
-      await artifacts.put(artifactKey.proofInput(proofId), body.input);
+      // The checked bytes as sent: engines read `input` as the zkVM's tool does (a
+      // form's input is stored already).
+      if (body.input) await artifacts.put(artifactKey.proofInput(proofId), body.input);
       return { program, config, childKeys: body.childKeys };
     },
     ({ program, config, childKeys }) => {
@@ -174,12 +176,39 @@ class ChildProofSink implements PartSink {
   }
 }
 
+/**
+ * An `input` form field: scanned as it arrives (src/lib/input-scan.ts) and streamed to
+ * storage at once, never held whole. A field has no length of its own (the request's
+ * Content-Length counts the whole form), so a FixedLengthStream cannot carry it; it
+ * goes through the R2StreamSink every upload uses: one PUT under R2_PART_SIZE, else an
+ * R2 multipart upload of R2_PART_SIZE parts, at most one part buffered. Its verdict
+ * waits for the form's end, where the last `input` counts: every one is written to the
+ * same key, in order, so the last written is the last sent.
+ */
+class InputSink implements PartSink {
+  private readonly scan = new ProofInputScan(['body', 'input']);
+  private size = 0;
+  /** The input's 422, or null, once the part ended. */
+  refusal: ValidationError | null = null;
+  constructor(private readonly store: PartSink) {}
+  async write(chunk: Uint8Array) {
+    this.size += chunk.byteLength;
+    if (this.size > MAX_INPUT_BYTES) throw tooLarge(MAX_INPUT_BYTES);
+    this.scan.push(chunk);
+    await this.store.write(chunk);
+  }
+  async end() {
+    this.refusal = this.scan.end();
+    await this.store.end();
+  }
+}
+
 async function readMultipartSubmission(form: MultipartForm, proofId: string, artifacts: ArtifactBatch) {
   const issues: ValidationIssue[] = [];
   const parts = await form.read(
     {
       // Given more than once, the last one counts.
-      input: { required: true, sink: () => new MemorySink(MAX_INPUT_BYTES, () => tooLarge(MAX_INPUT_BYTES)) },
+      input: { required: true, sink: () => new InputSink(artifacts.stream(artifactKey.proofInput(proofId), 'application/json')) },
       child_proofs: {
         max: MAX_CHILD_PROOFS,
         sink: (_, i) => new ChildProofSink(i, () => artifacts.stream(artifactKey.proofChild(proofId, i), 'application/json'), issues),
@@ -187,10 +216,10 @@ async function readMultipartSubmission(form: MultipartForm, proofId: string, art
     },
     MAX_CHILD_PROOFS + 8,
   );
-  const input = parts.input.at(-1)!.take();
-  checkProofInputBytes(input, ['body', 'input']);
+  const refusal = parts.input.at(-1)!.refusal;
+  if (refusal) throw refusal;
   if (issues.length) throw new ValidationError(issues);
-  return { input, childKeys: parts.child_proofs.map((_, i) => artifactKey.proofChild(proofId, i)) };
+  return { input: null, childKeys: parts.child_proofs.map((_, i) => artifactKey.proofChild(proofId, i)) };
 }
 
 // ---------------------------------------------------------------------------

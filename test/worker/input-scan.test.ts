@@ -1,10 +1,11 @@
 // The proof input scan (src/lib/input-scan.ts) answers exactly what parsing the
 // document with JSON.parse and checking its entries answers, on documents built to
 // cover the grammar and its faults: a seeded property test against that reference.
+// Fed in chunks, however split, it answers what it answers of the whole document.
 import { describe, expect, it } from 'vitest';
 import { ValidationError, type ValidationIssue } from '../../src/lib/errors.ts';
 import { inputEntryError } from '../../src/lib/input.ts';
-import { checkProofInputBytes } from '../../src/lib/input-scan.ts';
+import { checkProofInputBytes, ProofInputScan } from '../../src/lib/input-scan.ts';
 
 type Outcome = { ok: true } | { ok: false; issues: Pick<ValidationIssue, 'loc' | 'type' | 'msg'>[] };
 
@@ -17,6 +18,19 @@ function scan(text: string): Outcome {
     if (!(e instanceof ValidationError)) throw e;
     return { ok: false, issues: e.issues.map(({ loc, type, msg }) => ({ loc, type, msg })) };
   }
+}
+
+/** What the scan answers of `bytes` pushed in the given pieces (lengths, the last taking the rest). */
+function scanInPieces(bytes: Uint8Array, lengths: number[]): Outcome {
+  const s = new ProofInputScan();
+  let at = 0;
+  for (const n of lengths) {
+    s.push(bytes.subarray(at, at + n));
+    at += n;
+  }
+  s.push(bytes.subarray(at));
+  const refusal = s.end();
+  return refusal ? { ok: false, issues: refusal.issues.map(({ loc, type, msg }) => ({ loc, type, msg })) } : { ok: true };
 }
 
 /** The reference: JSON.parse, then the checks the API has always made of the parsed body. */
@@ -112,6 +126,21 @@ describe('the proof input scan', () => {
     // The generator does reach both sides.
     expect(faults).toBeGreaterThan(100);
     expect(faults).toBeLessThan(2900);
+  });
+
+  it('answers the same of a document pushed in pieces, split anywhere (escapes, literals, numbers, keys cut in two)', () => {
+    const r = rng(7);
+    for (const doc of documents(20261125, 1500)) {
+      const bytes = new TextEncoder().encode(doc);
+      const whole = scan(doc);
+      expect(scanInPieces(bytes, Array(bytes.length).fill(1)), doc).toEqual(whole);
+      const random: number[] = [];
+      for (let n = 0; n < bytes.length; n += random.at(-1)!) random.push(Math.floor(r() * 7));
+      expect(scanInPieces(bytes, random), doc).toEqual(whole);
+    }
+    // The faults at a chunk's edge: reported where they are, not where the chunk ends.
+    const edge = new TextEncoder().encode('{"input": ["01", "\\u00zz"]}');
+    expect(scanInPieces(edge, [19, 2, 3])).toMatchObject({ ok: false, issues: [{ loc: ['body', 18], type: 'json_invalid', msg: expect.stringMatching(/Bad Unicode escape/) }] });
   });
 
   it('reads millions of entries without building them, and reports the first 100 plus a count', () => {

@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MAX_INPUT_BYTES } from '../../src/lib/limits.ts';
 import { api, countRows, json, markReady, r2Keys, registerProgram, seedConfig, seedTenant, watchQueue, type Tenant } from './helpers.ts';
 
 afterEach(() => vi.restoreAllMocks());
@@ -236,6 +237,78 @@ describe('POST /v1/proofs', () => {
       expect(await r2Keys('proofs/')).toEqual(before);
       expect(await countRows('proofs', 'program_id = ?', program)).toBe(0);
     });
+
+    /**
+     * A multipart body sent in two halves: the second only once `ready()` holds (the
+     * first is seen through the Worker's own storage), so what the Worker does with a
+     * part before the form ends is observable.
+     */
+    async function sendInHalves(t: Tenant, program: string, first: string, second: string, ready: () => Promise<boolean>) {
+      const boundary = 'halves-7c1d';
+      const enc = new TextEncoder();
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(enc.encode(first.replaceAll('BOUNDARY', boundary)));
+          await released;
+          controller.enqueue(enc.encode(second.replaceAll('BOUNDARY', boundary)));
+          controller.close();
+        },
+      });
+      const res = api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, duplex: 'half' } as RequestInit);
+      let seen = false;
+      for (let tries = 0; tries < 400 && !seen; tries++) {
+        seen = await ready();
+        if (!seen) await new Promise((r) => setTimeout(r, 25));
+      }
+      release();
+      return { seen, res: await res };
+    }
+    const inputPart = (input: unknown) => `--BOUNDARY\r\ncontent-disposition: form-data; name="input"\r\n\r\n${JSON.stringify(input)}\r\n`;
+    const childPart = (proof: string) => `--BOUNDARY\r\ncontent-disposition: form-data; name="child_proofs"; filename="c.json"\r\n\r\n${proof}\r\n`;
+    const newInputKeys = async (before: string[]) => (await r2Keys('proofs/')).filter((k) => k.endsWith('/input.json') && !before.includes(k));
+
+    it('streams a form’s input to storage as it arrives, before the form ends; the last input counts', async () => {
+      const t = await seedTenant();
+      const program = await readyProgram(t, await seedConfig({ deferral_enabled: true }));
+      const before = await r2Keys('proofs/');
+      // Past one R2 upload part (R2_PART_SIZE), so the input goes up in parts.
+      const big = { input: ['0x01' + 'ab'.repeat(9 * 1024 * 1024)] };
+      const { seen, res } = await sendInHalves(t, program, inputPart({ input: ['0x0107'] }) + childPart(JSON.stringify(STARK)), inputPart(big) + '--BOUNDARY--\r\n', async () => (await newInputKeys(before)).length > 0);
+      expect(seen).toBe(true);
+      const { id } = await json(res, 200);
+      expect(await (await env.ARTIFACTS.get(`proofs/${id}/input.json`))!.text()).toBe(JSON.stringify(big));
+      expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ num_deferred_proofs: 1 });
+    }, 30_000);
+
+    it('a form refused after its input was stored (a bad child, a later bad or oversized input, too large, not ready) leaves nothing stored', async () => {
+      const t = await seedTenant();
+      const program = await readyProgram(t, await seedConfig({ deferral_enabled: true }));
+      const before = await r2Keys('proofs/');
+      const stored = async () => (await newInputKeys(before)).length > 0;
+      // A part ends at the next part's boundary: the first half holds one after the input.
+      const first = inputPart({ input: ['0x0107'] }) + childPart(JSON.stringify(STARK));
+      const cases: [string, number][] = [
+        [childPart('not a proof') + '--BOUNDARY--\r\n', 422],
+        [inputPart({ input: ['0x05'] }) + '--BOUNDARY--\r\n', 422],
+        [childPart(JSON.stringify({ ...STARK, proof: '00'.repeat(8 * 1024 * 1024 + 1) })) + '--BOUNDARY--\r\n', 413],
+        // A later input past MAX_INPUT_BYTES, refused with its R2 multipart upload under way.
+        [inputPart({ input: ['0x01' + 'ab'.repeat(MAX_INPUT_BYTES / 2)] }) + '--BOUNDARY--\r\n', 413],
+      ];
+      for (const [rest, status] of cases) {
+        const { seen, res } = await sendInHalves(t, program, first, rest, stored);
+        expect(seen).toBe(true);
+        await json(res, status);
+        expect(await r2Keys('proofs/')).toEqual(before);
+      }
+      await env.DB.prepare("UPDATE programs SET status = 'processing' WHERE id = ?").bind(program).run();
+      const { seen, res } = await sendInHalves(t, program, first, '--BOUNDARY--\r\n', stored);
+      expect(seen).toBe(true);
+      await json(res, 409);
+      expect(await r2Keys('proofs/')).toEqual(before);
+      expect(await countRows('proofs', 'program_id = ?', program)).toBe(0);
+    }, 30_000);
 
     it('422s a multipart submission without an input field or with bad input', async () => {
       const t = await seedTenant();
