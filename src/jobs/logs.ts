@@ -233,8 +233,8 @@ export async function readLogPage(
   // object holds those bytes (a log only grows, so any compacted object is its prefix).
   const got = parts.findIndex((p) => p === null);
   if (got !== -1) {
-    const compacted = await compactedLogFrom(bucket, jobId, from, size);
-    if (compacted.bytes.byteLength > 0) return compacted;
+    const compacted = await compactedLogFrom(bucket, jobId, from, size).catch(() => null);
+    if (compacted && compacted.bytes.byteLength > 0) return compacted;
   }
   const kept = (got === -1 ? parts : parts.slice(0, got)) as Uint8Array[];
   const bytes = concat(kept);
@@ -271,7 +271,7 @@ async function compactedLogFrom(bucket: R2Bucket, jobId: string, offset: number,
   const length = logBytes === undefined ? maxBytes : Math.min(maxBytes, logBytes - offset);
   if (length <= 0) return { bytes: new Uint8Array(0), next: offset };
   const whole = offset === 0 && logBytes !== undefined && length === logBytes;
-  const obj = await bucket.get(artifactKey.jobLogCompacted(jobId), whole ? undefined : { range: { offset, length } }).catch(() => null);
+  const obj = await bucket.get(artifactKey.jobLogCompacted(jobId), whole ? undefined : { range: { offset, length } });
   if (!obj) return { bytes: new Uint8Array(0), next: offset };
   let bytes = new Uint8Array(await obj.arrayBuffer());
   if (!whole && logBytes !== undefined && offset + bytes.byteLength < logBytes) bytes = bytes.subarray(0, wholeCharsEnd(bytes));
@@ -459,7 +459,7 @@ export const LogPageQuerySchema = z.object({ offset: queryInt(0, undefined, 0, '
 export function logRouteDoc(record: string) {
   return {
     description: [
-      `Plain text: the ${record}'s log from byte \`offset\` (default 0), one page of at most ${LOG_PAGE_CHUNKS} chunks and ${LOG_PAGE_BYTES / (1024 * 1024)} MiB (whole chunks; a larger first chunk alone).`,
+      `Plain text: the ${record}'s log from byte \`offset\` (default 0), one page of at most ${LOG_PAGE_CHUNKS} chunks and ${LOG_PAGE_BYTES / (1024 * 1024)} MiB (whole chunks; a larger first chunk alone) while the log can grow; once the job has finished and its log is compacted, all of the log from \`offset\` in one answer.`,
       'X-Log-Next-Offset is where the next page starts and X-Log-Length the log\'s length now; while the log has more, `Link: <…?offset=N>; rel="next"` names the next page.',
       'A log holds at most LOG_MAX_BYTES bytes and LOG_MAX_CHUNKS chunks; one that reached its cap ends with a `[service …] log truncated` line and says X-Log-Truncated: true. Lines starting `[service` are the service\'s own: a host\'s text never contains `[service`.',
     ].join('\n\n'),
