@@ -7,7 +7,7 @@
 import { env } from 'cloudflare:test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
-import { appendServiceLog, compactJobLog, LOG_PAGE_CHUNKS } from '../../src/jobs/logs.ts';
+import { appendServiceLog, compactJobLog, jobLogFrom, LOG_PAGE_CHUNKS } from '../../src/jobs/logs.ts';
 import { tenantLimits } from '../../src/jobs/settings.ts';
 import { sweep } from '../../src/jobs/sweep.ts';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
@@ -100,6 +100,10 @@ describe('a finished log is compacted and served whole', () => {
     expect(tail.res.headers.get('x-log-next-offset')).toBe('20000');
     expect((await countedRead(t, `/v1/proofs/${proofId}/logs?offset=20000`)).text).toBe('');
     await json(await api(t, `/v1/proofs/${proofId}/logs?offset=20001`), 416);
+    // The event stream's and the console's bounded reads of it never cut a character: 5
+    // bytes from the last chunk (`üüüü\n\n`, two bytes each) are two whole `ü`.
+    expect(await jobLogFrom(db, env.ARTIFACTS, jobId, 19990, 5, 20000)).toEqual({ text: 'üü', next: 19994 });
+    expect(await jobLogFrom(db, env.ARTIFACTS, jobId, 19994, 100, 20000)).toEqual({ text: 'üü\n\n', next: 20000 });
   });
 
   it('a log still being written is not compacted and keeps the paged read', { timeout: 60_000 }, async () => {
