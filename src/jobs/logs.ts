@@ -242,8 +242,9 @@ export async function readLogPage(
 }
 
 /**
- * jobLogFrom() for a caller without a batch of its own (the event stream, the console):
- * one D1 statement for the page's index rows, then its R2 reads.
+ * A piece of a job's log for a caller without a batch of its own (the event stream): one
+ * D1 round trip (the page's index rows and where the log is stored), then its R2 reads
+ * (one ranged read of a compacted log).
  */
 export async function jobLogFrom(db: Db, bucket: R2Bucket, jobId: string | undefined, offset: number, maxBytes: number, logBytes?: number): Promise<{ text: string; next: number }> {
   const [rows, job] = jobId ? await db.batch([logPageQuery(db, jobId, offset), db.select({ store: jobs.log_store }).from(jobs).where(eq(jobs.id, jobId))]) : [[], []];
