@@ -11,6 +11,7 @@ import { appendServiceLog, compactJobLog, jobLogFrom, LOG_PAGE_CHUNKS } from '..
 import { tenantLimits } from '../../src/jobs/settings.ts';
 import { sweep } from '../../src/jobs/sweep.ts';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
+import { consoleFetch, seedUser, signIn } from './console-helpers.ts';
 import { recordD1Calls } from './d1-calls.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
 import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
@@ -104,6 +105,10 @@ describe('a finished log is compacted and served whole', () => {
     // bytes from the last chunk (`üüüü\n\n`, two bytes each) are two whole `ü`.
     expect(await jobLogFrom(db, env.ARTIFACTS, jobId, 19990, 5, 20000)).toEqual({ text: 'üü', next: 19994 });
     expect(await jobLogFrom(db, env.ARTIFACTS, jobId, 19994, 100, 20000)).toEqual({ text: 'üü\n\n', next: 20000 });
+    const member = await signIn(await seedUser(t.orgId, 'member'));
+    const consoleRead = await consoleFetch(`/console/v1/orgs/${t.orgId}/proofs/${proofId}/logs?offset=10000`, { token: member.token });
+    expect(await consoleRead.text()).toBe(whole.slice(10000));
+    expect(consoleRead.headers.get('x-log-next-offset')).toBe('20000');
   });
 
   it('a log still being written is not compacted and keeps the paged read', { timeout: 60_000 }, async () => {
