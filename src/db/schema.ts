@@ -408,6 +408,14 @@ export const jobs = sqliteTable(
     log_bytes: integer('log_bytes').notNull().default(0),
     /** The log reached its cap (LOG_MAX_BYTES / LOG_MAX_CHUNKS) and ends with the service's truncation marker: no more chunks. */
     log_truncated: integer('log_truncated', { mode: 'boolean' }).notNull().default(false),
+    /**
+     * Where the log's bytes are read from (src/jobs/logs.ts compactJobLog): `chunks` (its
+     * indexed chunk objects; always while it can grow), `compacted` (one object holding the
+     * whole finished log; the chunk objects are still to delete), `clean` (that object
+     * alone), `kept` (finished, but left in chunks for good: written before the index, or
+     * past the compaction's bound).
+     */
+    log_store: text('log_store', { enum: ['chunks', 'compacted', 'clean', 'kept'] }).notNull().default('chunks'),
   },
   (t) => [
     uniqueIndex('jobs_subject').on(t.kind, t.subject_id),
@@ -423,6 +431,8 @@ export const jobs = sqliteTable(
     // The sweep's stale notices, and the fleet view's oldest queued job per engine and config.
     index('jobs_stale_notice').on(t.notified_at).where(sql`${t.status} = 'queued'`),
     index('jobs_queued_age').on(t.engine, t.config_id, t.queued_at).where(sql`${t.status} = 'queued'`),
+    // Finished jobs whose log compaction is pending (the sweep's retries, src/jobs/logs.ts).
+    index('jobs_log_pending').on(t.id).where(sql`${t.status} = 'done' AND ${t.log_store} IN ('chunks', 'compacted')`),
   ],
 );
 

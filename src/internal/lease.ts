@@ -7,7 +7,7 @@ import { Hono, type Context } from 'hono';
 import type { BatchItem } from 'drizzle-orm/batch';
 import type { HeartbeatResponse, LeaseStatusResponse, LogChunk, ResultName } from 'prover-agent/protocol';
 import { notifyJob } from '../jobs/dispatch.ts';
-import { appendLogChunk, stageLogChunk } from '../jobs/logs.ts';
+import { appendLogChunk, compactAfterEnding, stageLogChunk } from '../jobs/logs.ts';
 import { fleetSettings, tenantLimits } from '../jobs/settings.ts';
 import { enqueueAfterResponse } from '../jobs/webhooks.ts';
 import { contractOf, type Completion } from '../jobs/kinds/index.ts';
@@ -113,6 +113,15 @@ async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined
   return staged.statements;
 }
 
+/**
+ * After an ending that finished the job (not one that requeued it): its log can no
+ * longer grow, so it is compacted into one object, after the response (a failure is
+ * left to the sweep).
+ */
+function compactLogWhen(c: Context<InternalEnv>, finished: boolean): void {
+  if (finished) c.executionCtx.waitUntil(compactAfterEnding(c.var.db, c.env.ARTIFACTS, [c.var.job.id], tenantLimits(c.env)));
+}
+
 leaseInternalApi.put('/results/:name', requireJobToken, async (c) => {
   requireCurrent(c);
   const key = resultKey(c, c.req.param('name'));
@@ -167,11 +176,13 @@ leaseInternalApi.post('/complete', requireJobToken, jsonBody(MAX_INTERNAL_JSON_B
     const r = await failJob(db, lease, job, { message: checked.fail, retryable: false }, failed, settings, { before });
     if (!r.applied) throw superseded();
     enqueueAfterResponse(c, r.deliveries);
+    compactLogWhen(c, true);
     return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed, 200);
   }
   const { outcome, deliveries } = await completeJob(db, lease, { kind: job.kind, done: checked.done } as Completion, response, settings, { before });
   if (!outcome) throw superseded();
   enqueueAfterResponse(c, deliveries);
+  compactLogWhen(c, true);
   // Canceled meanwhile: the result is dropped, as the cancel's answer promised.
   return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
 });
@@ -189,6 +200,7 @@ leaseInternalApi.post('/fail', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES
   if (!r.applied) throw superseded();
   enqueueAfterResponse(c, r.deliveries);
   if (r.outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
+  compactLogWhen(c, r.outcome !== 'requeued');
   return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
 });
 
@@ -201,6 +213,7 @@ leaseInternalApi.post('/canceled', requireJobToken, jsonBody(MAX_INTERNAL_JSON_B
   const { applied, deliveries } = await acknowledgeCancel(c.var.db, c.var.lease, CANCELED_RESPONSE, fleetSettings(c.env), { before });
   if (!applied) throw superseded();
   enqueueAfterResponse(c, deliveries);
+  compactLogWhen(c, true);
   return c.json(CANCELED_RESPONSE, 200);
 });
 
@@ -214,5 +227,6 @@ leaseInternalApi.post('/release', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BY
   if (!outcome) throw superseded();
   if (outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
   enqueueAfterResponse(c, deliveries);
+  compactLogWhen(c, outcome === 'canceled');
   return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
 });

@@ -274,7 +274,7 @@ export interface Follow {
   from: Position;
   /** One D1 statement: the record and its log position now. */
   poll: () => Promise<SubjectRow[]>;
-  /** A piece of the job's log from `offset` (src/jobs/logs.ts jobLogFrom: one D1 statement for the index, then R2). */
+  /** A piece of the job's log from `offset` (src/jobs/logs.ts jobLogFrom: one D1 round trip for the index and the log's store, then R2). */
   readLog: (jobId: string | undefined, offset: number, maxBytes: number, logBytes: number) => Promise<{ text: string; next: number }>;
   /**
    * After each poll (`polls` so far): keeps the stream's slot and counts its reads. A

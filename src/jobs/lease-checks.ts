@@ -13,7 +13,7 @@ import { RequestSessions } from '../db/sessions.ts';
 import { jobs } from '../db/schema.ts';
 import type { Db } from '../db/client.ts';
 import type { Env, LeaseCheck } from '../env.ts';
-import { appendServiceLog } from './logs.ts';
+import { appendServiceLog, compactAfterEnding, COMPACT_SWEEP_BATCH } from './logs.ts';
 import { notifyJob } from './dispatch.ts';
 import { fleetSettings, tenantLimits } from './settings.ts';
 import { expireLeases } from './state.ts';
@@ -65,6 +65,9 @@ export async function afterExpiry(env: Env, db: Db, expired: Awaited<ReturnType<
     ...expired.requeued.map((j) => appendServiceLog(db, env.ARTIFACTS, j.id, `${why}: queued again for another prover.`, tenantLimits(env))),
     ...expired.failed.map((id) => appendServiceLog(db, env.ARTIFACTS, id, `${why}.`, tenantLimits(env))),
   ]);
+  // Their logs end with that line: the failed jobs' logs can be compacted now, a bounded
+  // few here (the sweep expires up to 90 at once); the sweep compacts the rest.
+  await compactAfterEnding(db, env.ARTIFACTS, expired.failed.slice(0, COMPACT_SWEEP_BATCH), tenantLimits(env));
 }
 
 /** The queue() handler's part for LEASE_CHECKS: each look, retried by the queue if it fails. */

@@ -17,6 +17,16 @@
 //   each chunk's source as well.
 // - A read is one D1 query for the index rows of its page (batched with the route's
 //   own read where it has one) and at most LOG_PAGE_CHUNKS R2 reads, however long the log.
+//
+// Compaction: once the job is `done` its log can no longer grow, and compactJobLog()
+// writes it as ONE object (at most the byte cap), records that on the job row
+// (`log_store`), and only then deletes the chunk objects and their index rows. Every
+// step is conditional on the state it starts from, so a retry, a concurrent run or a
+// crash between steps leaves a correct log: until the record lands, reads use the
+// chunks; after it, the object. The lease endings start it after their response
+// (src/internal/lease.ts); the sweep retries what is pending (compactPendingLogs). A
+// compacted log is served whole by the public route in one R2 read; appends to it are
+// refused by the appending statement itself (log_store = 'chunks').
 import { z } from '@hono/zod-openapi';
 import { and, asc, eq, gte, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
@@ -35,6 +45,9 @@ export type AppendResult =
 type LogPosition = { seq: number; bytes: number; truncated: boolean };
 export type LogCaps = Pick<TenantLimits, 'LOG_MAX_BYTES' | 'LOG_MAX_CHUNKS'>;
 type Source = 'host' | 'service';
+export type LogStore = (typeof jobs.$inferSelect)['log_store'];
+/** Whether reads of a log with this store use its compacted object. */
+const isCompacted = (store: LogStore | undefined) => store === 'compacted' || store === 'clean';
 
 /** Most chunks (and so R2 reads) one read of a log serves. */
 export const LOG_PAGE_CHUNKS = 128;
@@ -76,6 +89,7 @@ function appendStatements(db: Db, jobId: string, seq: number, bytes: number, sou
     eq(jobs.id, jobId),
     eq(jobs.log_seq, seq),
     eq(jobs.log_truncated, false),
+    eq(jobs.log_store, 'chunks'),
     caps === 'marker' ? undefined : and(lt(jobs.log_seq, caps.LOG_MAX_CHUNKS), lte(sql`${jobs.log_bytes} + ${bytes}`, caps.LOG_MAX_BYTES)),
   );
   const row = db
@@ -185,9 +199,18 @@ const concat = (parts: Uint8Array[]) => {
  * log's length when the caller knows it: a log written before the index (no rows where
  * there are bytes) is read the old way, by listing its chunks.
  */
-export async function readLogPage(bucket: R2Bucket, jobId: string | undefined, rows: LogIndexRow[], offset: number, maxBytes: number, logBytes?: number): Promise<{ bytes: Uint8Array; next: number }> {
+export async function readLogPage(
+  bucket: R2Bucket,
+  jobId: string | undefined,
+  rows: LogIndexRow[],
+  offset: number,
+  maxBytes: number,
+  logBytes?: number,
+  store?: LogStore,
+): Promise<{ bytes: Uint8Array; next: number }> {
   const from = Math.max(offset, 0);
   if (!jobId) return { bytes: new Uint8Array(0), next: from };
+  if (isCompacted(store)) return compactedLogFrom(bucket, jobId, from, maxBytes, logBytes);
   if ((rows.length === 0 || rows[0]!.offset > from) && logBytes !== undefined && from < logBytes) return legacyLogFrom(bucket, jobId, from, maxBytes);
   const taken: LogIndexRow[] = [];
   let size = 0;
@@ -205,21 +228,55 @@ export async function readLogPage(bucket: R2Bucket, jobId: string | undefined, r
       return obj ? new Uint8Array(await obj.arrayBuffer()) : null;
     }),
   );
-  // A missing object ends the page there (not written yet: the next read tries again).
+  // A missing object ends the page there (not written yet: the next read tries again),
+  // unless a compaction deleted it after this read's index rows: then the compacted
+  // object holds those bytes (a log only grows, so any compacted object is its prefix).
   const got = parts.findIndex((p) => p === null);
+  if (got !== -1) {
+    const compacted = await compactedLogFrom(bucket, jobId, from, size).catch(() => null);
+    if (compacted && compacted.bytes.byteLength > 0) return compacted;
+  }
   const kept = (got === -1 ? parts : parts.slice(0, got)) as Uint8Array[];
   const bytes = concat(kept);
   return { bytes, next: from + bytes.byteLength };
 }
 
 /**
- * jobLogFrom() for a caller without a batch of its own (the event stream, the console):
- * one D1 statement for the page's index rows, then its R2 reads.
+ * A piece of a job's log for a caller without a batch of its own (the event stream): one
+ * D1 round trip (the page's index rows and where the log is stored), then its R2 reads
+ * (one ranged read of a compacted log).
  */
 export async function jobLogFrom(db: Db, bucket: R2Bucket, jobId: string | undefined, offset: number, maxBytes: number, logBytes?: number): Promise<{ text: string; next: number }> {
-  const rows = jobId ? await logPageQuery(db, jobId, offset).all() : [];
-  const { bytes, next } = await readLogPage(bucket, jobId, rows, offset, maxBytes, logBytes);
+  const [rows, job] = jobId ? await db.batch([logPageQuery(db, jobId, offset), db.select({ store: jobs.log_store }).from(jobs).where(eq(jobs.id, jobId))]) : [[], []];
+  const { bytes, next } = await readLogPage(bucket, jobId, rows, offset, maxBytes, logBytes, job[0]?.store);
   return { text: new TextDecoder().decode(bytes), next };
+}
+
+/** The end of the longest prefix of `bytes` that does not cut a UTF-8 character. */
+function wholeCharsEnd(bytes: Uint8Array): number {
+  for (let back = 1; back <= Math.min(4, bytes.byteLength); back++) {
+    const b = bytes[bytes.byteLength - back]!;
+    if ((b & 0xc0) === 0x80) continue; // a continuation byte: its lead is further back
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return need > back ? bytes.byteLength - back : bytes.byteLength;
+  }
+  return bytes.byteLength;
+}
+
+/**
+ * At most `maxBytes` of a compacted log from byte `offset`: one ranged R2 read (none
+ * when there is nothing to read), cut back to a whole UTF-8 character when the range
+ * ends inside the log. Empty when there is no compacted object.
+ */
+async function compactedLogFrom(bucket: R2Bucket, jobId: string, offset: number, maxBytes: number, logBytes?: number): Promise<{ bytes: Uint8Array; next: number }> {
+  const length = logBytes === undefined ? maxBytes : Math.min(maxBytes, logBytes - offset);
+  if (length <= 0) return { bytes: new Uint8Array(0), next: offset };
+  const whole = offset === 0 && logBytes !== undefined && length === logBytes;
+  const obj = await bucket.get(artifactKey.jobLogCompacted(jobId), whole ? undefined : { range: { offset, length } });
+  if (!obj) return { bytes: new Uint8Array(0), next: offset };
+  let bytes = new Uint8Array(await obj.arrayBuffer());
+  if (!whole && logBytes !== undefined && offset + bytes.byteLength < logBytes) bytes = bytes.subarray(0, wholeCharsEnd(bytes));
+  return { bytes, next: offset + bytes.byteLength };
 }
 
 /** A log written before its index: its chunk objects, listed, from `offset` (at most `maxBytes`). */
@@ -259,14 +316,17 @@ async function legacyLogFrom(bucket: R2Bucket, jobId: string, offset: number, ma
 export async function logPageResponse(
   bucket: R2Bucket,
   url: string,
-  job: { id: string; log_bytes: number; log_truncated: boolean } | undefined,
+  job: { id: string; log_bytes: number; log_truncated: boolean; log_store: LogStore } | undefined,
   rows: LogIndexRow[],
   offset: number,
 ): Promise<Response> {
   const total = job?.log_bytes ?? 0;
   if (offset > total)
     return Response.json({ detail: `Offset ${offset} is past the end of this log (${total} bytes)` }, { status: 416, headers: { 'Content-Range': `bytes */${total}` } });
-  const { bytes, next } = await readLogPage(bucket, job?.id, rows, offset, LOG_PAGE_BYTES, total);
+  // A compacted log is whole from `offset` in one R2 read: the published client, which
+  // reads once without `offset` (see the route's doc), gets all of it.
+  const maxBytes = isCompacted(job?.log_store) ? total : LOG_PAGE_BYTES;
+  const { bytes, next } = await readLogPage(bucket, job?.id, rows, offset, maxBytes, total, job?.log_store);
   const headers: Record<string, string> = { 'content-type': 'text/plain; charset=utf-8', 'X-Log-Next-Offset': String(next), 'X-Log-Length': String(total) };
   if (job?.log_truncated) headers['X-Log-Truncated'] = 'true';
   if (next < total) {
@@ -278,6 +338,120 @@ export async function logPageResponse(
 }
 
 // ---------------------------------------------------------------------------
+// Compaction
+
+/** Chunk objects read at once while compacting. */
+const COMPACT_CONCURRENCY = 16;
+/** Most chunks a compaction reads (a capped log has LOG_MAX_CHUNKS and its marker; older or odder logs are kept in chunks). */
+const COMPACT_MAX_CHUNKS = 4096;
+/** Room for the truncation marker past LOG_MAX_BYTES. */
+const MARKER_ROOM = 1024;
+/** Pending compactions the sweep finishes per run. */
+export const COMPACT_SWEEP_BATCH = 4;
+
+export type CompactOutcome = 'compacted' | 'kept' | 'not-final' | 'changed';
+
+/**
+ * Compacts the log of a finished job into one object, then deletes its chunks; safe to
+ * run again at any point and alongside another run (each step is conditional on the
+ * state it starts from):
+ * 1. `chunks`: the index rows are read (all of them: the log is final), checked to cover
+ *    the log end to end, and their objects read in order, COMPACT_CONCURRENCY at once,
+ *    into one buffer of the log's length (at most the byte cap and its marker). The
+ *    object is written, then recorded (`compacted`) only if the log is still what was
+ *    read. A crash before the record leaves an unrecorded object nobody reads; the next
+ *    run writes it again, the same bytes.
+ * 2. `compacted`: the chunk objects are deleted, then their index rows, and the job is
+ *    `clean`. A crash between leaves objects or rows a rerun deletes again.
+ * A log that cannot be compacted (no index: written before it; past the bounds; a chunk
+ * object gone) is `kept` in chunks, and read as before.
+ */
+export async function compactJobLog(db: Db, bucket: R2Bucket, jobId: string, caps: LogCaps): Promise<CompactOutcome> {
+  const job = await db.select({ status: jobs.status, seq: jobs.log_seq, bytes: jobs.log_bytes, store: jobs.log_store }).from(jobs).where(eq(jobs.id, jobId)).get();
+  if (!job || job.status !== 'done') return 'not-final';
+  if (job.store === 'kept' || job.store === 'clean') return job.store === 'clean' ? 'compacted' : 'kept';
+  // The record, conditional on the log being exactly what was read (finished, not grown).
+  const asRead = and(eq(jobs.id, jobId), eq(jobs.status, 'done'), eq(jobs.log_store, 'chunks'), eq(jobs.log_seq, job.seq), eq(jobs.log_bytes, job.bytes));
+  const mark = async (store: LogStore) => (await db.update(jobs).set({ log_store: store }).where(asRead).returning({ id: jobs.id })).length === 1;
+  if (job.store === 'chunks') {
+    if (job.bytes === 0) return (await mark('clean')) ? 'compacted' : 'changed';
+    const rows =
+      job.seq <= COMPACT_MAX_CHUNKS && job.bytes <= caps.LOG_MAX_BYTES + MARKER_ROOM
+        ? await db
+            .select({ seq: jobLogChunks.seq, offset: jobLogChunks.offset, bytes: jobLogChunks.bytes, source: jobLogChunks.source })
+            .from(jobLogChunks)
+            .where(eq(jobLogChunks.job_id, jobId))
+            .orderBy(asc(jobLogChunks.seq))
+            .limit(COMPACT_MAX_CHUNKS + 1)
+        : [];
+    // The rows must tile the log: seq 0.. in order, each starting where the one before ended.
+    let end = 0;
+    let covers = rows.length === job.seq;
+    for (const [i, r] of rows.entries()) {
+      covers &&= r.seq === i && r.offset === end;
+      end += r.bytes;
+    }
+    covers &&= end === job.bytes;
+    if (!covers) return (await mark('kept')) ? 'kept' : 'changed';
+    const all = new Uint8Array(job.bytes);
+    let next = 0;
+    let missing = false;
+    const worker = async () => {
+      while (!missing && next < rows.length) {
+        const r = rows[next++]!;
+        const obj = await bucket.get(artifactKey.jobLogChunk(jobId, r.seq, r.source));
+        if (!obj) return void (missing = true);
+        const bytes = new Uint8Array(await obj.arrayBuffer());
+        if (bytes.byteLength !== r.bytes) return void (missing = true);
+        all.set(bytes, r.offset);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(COMPACT_CONCURRENCY, rows.length) }, worker));
+    // A chunk gone (or not as indexed) while the log is still `chunks`: nothing to compact it from.
+    if (missing) return (await mark('kept')) ? 'kept' : 'changed';
+    await bucket.put(artifactKey.jobLogCompacted(jobId), all, { httpMetadata: { contentType: 'text/plain; charset=utf-8' }, customMetadata: { log_seq: String(job.seq) } });
+    if (!(await mark('compacted'))) return 'changed';
+  }
+  // The chunks, now that the compacted object serves reads: objects first, then their rows.
+  const chunks = await db.select({ seq: jobLogChunks.seq, source: jobLogChunks.source }).from(jobLogChunks).where(eq(jobLogChunks.job_id, jobId)).limit(COMPACT_MAX_CHUNKS + 1);
+  const keys = chunks.map((r) => artifactKey.jobLogChunk(jobId, r.seq, r.source));
+  for (let i = 0; i < keys.length; i += 1000) await bucket.delete(keys.slice(i, i + 1000)); // R2 deletes at most 1,000 keys per call
+  await db.batch([
+    db.delete(jobLogChunks).where(eq(jobLogChunks.job_id, jobId)),
+    db.update(jobs).set({ log_store: 'clean' }).where(and(eq(jobs.id, jobId), eq(jobs.log_store, 'compacted'))),
+  ]);
+  return 'compacted';
+}
+
+/**
+ * compactJobLog() for a job just ended, off the response path: a failure is logged and
+ * left pending for the sweep.
+ */
+export async function compactAfterEnding(db: Db, bucket: R2Bucket, jobIds: readonly string[], caps: LogCaps): Promise<void> {
+  for (const id of jobIds)
+    await compactJobLog(db, bucket, id, caps).catch((err) => console.error(JSON.stringify({ level: 'error', msg: 'log compaction failed; the sweep retries it', job_id: id, error: String(err) })));
+}
+
+/** The sweep's part: up to COMPACT_SWEEP_BATCH finished jobs whose compaction is pending (jobs_log_pending), compacted. */
+export async function compactPendingLogs(db: Db, bucket: R2Bucket, caps: LogCaps): Promise<number> {
+  const pending = await db
+    .select({ id: jobs.id })
+    .from(jobs)
+    // Literally jobs_log_pending's condition, so the planner can use it.
+    .where(sql`${jobs.status} = 'done' AND ${jobs.log_store} IN ('chunks', 'compacted')`)
+    .limit(COMPACT_SWEEP_BATCH);
+  let done = 0;
+  for (const { id } of pending) {
+    try {
+      if ((await compactJobLog(db, bucket, id, caps)) !== 'changed') done++;
+    } catch (err) {
+      console.error(JSON.stringify({ level: 'error', msg: 'log compaction failed; the next sweep retries it', job_id: id, error: String(err) }));
+    }
+  }
+  return done;
+}
+
+// ---------------------------------------------------------------------------
 // OpenAPI of the two public logs routes.
 
 export const LogPageQuerySchema = z.object({ offset: queryInt(0, undefined, 0, 'Byte offset to read from (X-Log-Next-Offset of the page before)') });
@@ -286,7 +460,7 @@ export const LogPageQuerySchema = z.object({ offset: queryInt(0, undefined, 0, '
 export function logRouteDoc(record: string) {
   return {
     description: [
-      `Plain text: the ${record}'s log from byte \`offset\` (default 0), one page of at most ${LOG_PAGE_CHUNKS} chunks and ${LOG_PAGE_BYTES / (1024 * 1024)} MiB (whole chunks; a larger first chunk alone).`,
+      `Plain text: the ${record}'s log from byte \`offset\` (default 0), one page of at most ${LOG_PAGE_CHUNKS} chunks and ${LOG_PAGE_BYTES / (1024 * 1024)} MiB (whole chunks; a larger first chunk alone) while the log can grow; once the job has finished and its log is compacted, all of the log from \`offset\` in one answer.`,
       'X-Log-Next-Offset is where the next page starts and X-Log-Length the log\'s length now; while the log has more, `Link: <…?offset=N>; rel="next"` names the next page.',
       'A log holds at most LOG_MAX_BYTES bytes and LOG_MAX_CHUNKS chunks; one that reached its cap ends with a `[service …] log truncated` line and says X-Log-Truncated: true. Lines starting `[service` are the service\'s own: a host\'s text never contains `[service`.',
     ].join('\n\n'),

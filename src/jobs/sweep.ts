@@ -11,6 +11,8 @@
 // - Webhook deliveries whose attempt is overdue get a fresh queue message, and old
 //   finished ones are deleted (src/jobs/webhooks.ts sweepWebhooks).
 // - Idempotency keys older than 24 h are deleted, in bounded batches (src/lib/idempotency.ts).
+// - Finished jobs' logs whose compaction is pending (it failed, or its Worker died) are
+//   compacted, a few per run (src/jobs/logs.ts compactPendingLogs).
 import { and, eq, gte, isNotNull, isNull, lt } from 'drizzle-orm';
 import { gpusUsed } from 'prover-agent/protocol';
 import type { Db } from '../db/client.ts';
@@ -18,7 +20,7 @@ import { agents, jobs, queueLanes } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import { deleteExpiredKeys } from '../lib/idempotency.ts';
 import { notifyJob } from './dispatch.ts';
-import { appendServiceLog } from './logs.ts';
+import { appendServiceLog, compactPendingLogs } from './logs.ts';
 import { fleetSettings, tenantLimits } from './settings.ts';
 import { expireLeases, type JobRow } from './state.ts';
 import { afterExpiry } from './lease-checks.ts';
@@ -54,7 +56,7 @@ export async function sweep(
   db: Db,
   env: Env,
   now = Date.now(),
-): Promise<{ requeued: number; renotified: number; waiting: number; webhooksRequeued: number; webhooksDeleted: number; idempotencyKeysDeleted: number }> {
+): Promise<{ requeued: number; renotified: number; waiting: number; webhooksRequeued: number; webhooksDeleted: number; idempotencyKeysDeleted: number; logsCompacted: number }> {
   const settings = fleetSettings(env);
   const requeued: { id: string; kind: string }[] = [];
   for (let round = 0; round < 20; round++) {
@@ -108,5 +110,6 @@ export async function sweep(
     renotified++;
   }
   const idempotencyKeysDeleted = await deleteExpiredKeys(db, now);
-  return { requeued: requeued.length, renotified, waiting, ...webhooks, idempotencyKeysDeleted };
+  const logsCompacted = await compactPendingLogs(db, env.ARTIFACTS, tenantLimits(env));
+  return { requeued: requeued.length, renotified, waiting, ...webhooks, idempotencyKeysDeleted, logsCompacted };
 }

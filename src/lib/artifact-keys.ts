@@ -15,6 +15,8 @@ export const artifactKey = {
   /** A chunk of a job's log: a host's (an agent's) text, or a line the service wrote (src/jobs/logs.ts). */
   jobLogChunk: (jobId: string, seq: number, source: 'host' | 'service' = 'host') => `logs/${jobId}/${String(seq).padStart(8, '0')}${source === 'service' ? '.service' : ''}`,
   jobLogPrefix: (jobId: string) => `logs/${jobId}/`,
+  /** A finished job's whole log in one object (src/jobs/logs.ts compactJobLog); outside jobLogPrefix, so a listing of chunks never meets it. */
+  jobLogCompacted: (jobId: string) => `logs/${jobId}.log`,
   /**
    * One upload of a key file of a config: its own object, never overwritten. It is
    * served only once D1 records it as a published version (src/lib/config-keys.ts);

@@ -177,7 +177,7 @@ export const configQuery = (db: Db, id: string) => db.select().from(configs).whe
 /** The id of the job working for a subject (its logs are the job's). */
 export const jobOfSubject = (db: Db, kind: 'proof' | 'execute', subject: SQL | string) =>
   db
-    .select({ id: jobs.id, log_bytes: jobs.log_bytes, log_truncated: jobs.log_truncated })
+    .select({ id: jobs.id, log_bytes: jobs.log_bytes, log_truncated: jobs.log_truncated, log_store: jobs.log_store })
     .from(jobs)
     .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subject)));
 

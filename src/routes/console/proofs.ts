@@ -143,7 +143,7 @@ consoleProofsApi.openapi(
     const { offset } = c.req.valid('query');
     // The job and its log's index rows from `offset`: one round trip, then the page's R2 reads.
     const [[job], rows] = await db.batch([jobOfSubject(db, 'proof', proof.id), logPageQuery(db, jobIdOfSubject('proof', proof.id), offset)]);
-    const page = await readLogPage(c.env.ARTIFACTS, job?.id, rows, offset, LOG_READ_MAX_BYTES, job?.log_bytes);
+    const page = await readLogPage(c.env.ARTIFACTS, job?.id, rows, offset, LOG_READ_MAX_BYTES, job?.log_bytes, job?.log_store);
     const [text, next] = [new TextDecoder().decode(page.bytes), page.next];
     return c.text(text, 200, { 'X-Log-Next-Offset': String(next), 'X-Proof-State': proof.state, 'Cache-Control': 'no-store' }) as never;
   },
