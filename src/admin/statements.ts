@@ -7,6 +7,7 @@ import { and, count, desc, eq, isNotNull, isNull, notExists, sql } from 'drizzle
 import { drizzle } from 'drizzle-orm/sqlite-proxy';
 import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES, type KeyScope, type Role } from '../auth/permissions.ts';
 import { agents, agentTokens, apiKeys, configKeys, configs, consoleLinks, keyAudit, mailOutbox, memberships, nowIso, organizations, programs, publisherTokens, users } from '../db/schema.ts';
+import { passwordLinkFor } from '../lib/console-sessions.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { newAgentTokenId, newApiKeyId, newConfigId, newLinkId, newMailId, newOrganizationId, newPublisherTokenId, newUserId } from '../lib/ids.ts';
 import { type MailMessage, SET_PASSWORD_LINK_TTL_HOURS, setPasswordMessage } from '../lib/mail.ts';
@@ -113,27 +114,7 @@ export async function createUser(u: NewUser, token: string = randomToken('pw', 3
   statements.push(
     // An earlier unused link dies: one live set-password link per account.
     render(revoke(db, consoleLinks, and(eq(consoleLinks.kind, 'set_password'), eq(consoleLinks.email, email), isNull(consoleLinks.used_at)))),
-    render(
-      db.insert(consoleLinks).select(
-        db
-          .select({
-            id: sql`${newLinkId()}`.as('id'),
-            kind: sql`'set_password'`.as('kind'),
-            token_hash: sql`${await sha256Hex(token)}`.as('token_hash'),
-            email: users.email,
-            user_id: users.id,
-            org_id: sql`NULL`.as('org_id'),
-            role: sql`NULL`.as('role'),
-            created_by: sql`NULL`.as('created_by'),
-            created_at: nowIso.as('created_at'),
-            expires_at: sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`+${SET_PASSWORD_LINK_TTL_HOURS} hours`})`.as('expires_at'),
-            used_at: sql`NULL`.as('used_at'),
-            revoked_at: sql`NULL`.as('revoked_at'),
-          })
-          .from(users)
-          .where(passwordless),
-      ),
-    ),
+    render(passwordLinkFor(db, { id: newLinkId(), kind: 'set_password', tokenHash: await sha256Hex(token), lifetime: `+${SET_PASSWORD_LINK_TTL_HOURS} hours` }, passwordless)),
   );
   const mail = setPasswordMessage({ consoleUrl: u.consoleUrl, token, to: email });
   return {

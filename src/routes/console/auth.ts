@@ -24,6 +24,7 @@ import {
   accessToken,
   accessTtlSeconds,
   openSession,
+  passwordLinkFor,
   REFRESH_COOKIE,
   REFRESH_COOKIE_PATH,
   REFRESH_TTL_SECONDS,
@@ -188,24 +189,39 @@ async function setPasswordWithLink(c: Context<AppEnv>, kind: 'set_password' | 'p
 const inviterGrants = (link: typeof consoleLinks.$inferSelect) =>
   sql<Role>`(SELECT ${link.role} WHERE EXISTS (SELECT 1 FROM ${memberships} WHERE ${memberships.org_id} = ${link.org_id} AND ${memberships.user_id} = ${link.created_by} AND ${inArray(memberships.role, grantersOf(link.role!))}))`;
 
-consoleAuthApi.openapi(
-  createRoute({
-    method: 'post',
+// Setting a password with a link: the operator's set-password link, or a password reset.
+for (const route of [
+  {
     path: '/set-password',
-    tags: ['console auth'],
+    kind: 'set_password',
     summary: 'Set a password with a one-time link (from `npm run admin -- create-user`)',
     description: 'Ends the user’s sessions. The token travels in the body, never in a URL the server sees (the link carries it after #).',
-    request: { body: { required: true, content: { 'application/json': { schema: PasswordWithLink } } } },
-    responses: {
-      200: { description: 'Password set', content: { 'application/json': { schema: PasswordSet } } },
-      ...consoleErrors(403, 404, 422),
-    },
-  }),
-  async (c) => {
-    const { token, password } = c.req.valid('json');
-    return c.json({ email: await setPasswordWithLink(c, 'set_password', token, password) }, 200);
   },
-);
+  {
+    path: '/reset-password',
+    kind: 'password_reset',
+    summary: 'Set a new password with a password-reset link',
+    description: 'Ends every session of the user and revokes their other password links. The token travels in the body (the link carries it after #).',
+  },
+] as const)
+  consoleAuthApi.openapi(
+    createRoute({
+      method: 'post',
+      path: route.path,
+      tags: ['console auth'],
+      summary: route.summary,
+      description: route.description,
+      request: { body: { required: true, content: { 'application/json': { schema: PasswordWithLink } } } },
+      responses: {
+        200: { description: 'Password set', content: { 'application/json': { schema: PasswordSet } } },
+        ...consoleErrors(403, 404, 422),
+      },
+    }),
+    async (c) => {
+      const { token, password } = c.req.valid('json');
+      return c.json({ email: await setPasswordWithLink(c, route.kind, token, password) }, 200);
+    },
+  );
 
 /** Reset links one email may be sent per window, whoever asks (more are silently not made). */
 export const RESET_LINKS_PER_EMAIL = 3;
@@ -237,27 +253,11 @@ consoleAuthApi.openapi(
     // The same two statements run for any email, known or not; the throttle is part of
     // the insert (a count and a write in one statement), so concurrent requests cannot pass it together.
     const [made] = await db.batch([
-      db
-        .insert(consoleLinks)
-        .select(
-          db
-            .select({
-              id: sql`${id}`.as('id'),
-              kind: sql`'password_reset'`.as('kind'),
-              token_hash: sql`${await sha256Hex(token)}`.as('token_hash'),
-              email: users.email,
-              user_id: users.id,
-              org_id: sql`NULL`.as('org_id'),
-              role: sql`NULL`.as('role'),
-              created_by: sql`NULL`.as('created_by'),
-              created_at: nowIso.as('created_at'),
-              expires_at: sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`+${PASSWORD_RESET_TTL_MINUTES} minutes`})`.as('expires_at'),
-              used_at: sql`NULL`.as('used_at'),
-              revoked_at: sql`NULL`.as('revoked_at'),
-            })
-            .from(users)
-            .where(and(eq(users.email, email), sql`(${recent}) < ${RESET_LINKS_PER_EMAIL}`)),
-        )
+      passwordLinkFor(
+        db,
+        { id, kind: 'password_reset', tokenHash: await sha256Hex(token), lifetime: `+${PASSWORD_RESET_TTL_MINUTES} minutes` },
+        and(eq(users.email, email), sql`(${recent}) < ${RESET_LINKS_PER_EMAIL}`),
+      )
         .returning({ id: consoleLinks.id }),
       // A new link revokes the older unused ones (only when one was made).
       revoke(
@@ -281,24 +281,6 @@ consoleAuthApi.openapi(
   },
 );
 
-consoleAuthApi.openapi(
-  createRoute({
-    method: 'post',
-    path: '/reset-password',
-    tags: ['console auth'],
-    summary: 'Set a new password with a password-reset link',
-    description: 'Ends every session of the user and revokes their other password links. The token travels in the body (the link carries it after #).',
-    request: { body: { required: true, content: { 'application/json': { schema: PasswordWithLink } } } },
-    responses: {
-      200: { description: 'Password set', content: { 'application/json': { schema: PasswordSet } } },
-      ...consoleErrors(403, 404, 422),
-    },
-  }),
-  async (c) => {
-    const { token, password } = c.req.valid('json');
-    return c.json({ email: await setPasswordWithLink(c, 'password_reset', token, password) }, 200);
-  },
-);
 
 consoleAuthApi.openapi(
   createRoute({
