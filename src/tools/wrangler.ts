@@ -78,8 +78,28 @@ interface D1StatementResult {
   success: boolean;
 }
 
-/** Runs SQL statements in order in one `wrangler d1 execute` and returns each statement's rows. */
+/** Tries of a local `wrangler d1 execute` that found the database locked (SQLITE_BUSY). */
+const LOCAL_BUSY_TRIES = 5;
+
+/**
+ * Runs SQL statements in order in one `wrangler d1 execute` and returns each statement's
+ * rows. Locally the database is a SQLite file that a running `wrangler dev` (npm start,
+ * the e2e stacks) writes too; a statement that finds it locked failed as a whole (D1 runs
+ * the statements of one execute as one batch), so it is tried again after a pause.
+ */
 export async function d1Execute(t: Target, statements: string[]): Promise<Row[][]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await d1ExecuteOnce(t, statements);
+    } catch (err) {
+      const busy = err instanceof WranglerError && /SQLITE_BUSY|database is locked/.test(err.message);
+      if (!busy || t.remote || attempt >= LOCAL_BUSY_TRIES) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    }
+  }
+}
+
+async function d1ExecuteOnce(t: Target, statements: string[]): Promise<Row[][]> {
   const run = await runWrangler(['d1', 'execute', 'DB', ...targetFlags(t), '--json', '--yes', '--command', statements.join('\n')]);
   // With --json, stdout is one JSON document: the results, or {"error": {"text": ...}}.
   let parsed: unknown;
