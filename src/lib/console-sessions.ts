@@ -4,11 +4,10 @@
 // removal, a replayed refresh token) ends its access tokens at once, not at expiry:
 // for changes at once (checked on the primary), for reads as soon as the replica that
 // serves them has caught up (src/middleware/console-auth.ts).
-import { and, eq, isNull, or, sql, type SQL } from 'drizzle-orm';
+import { and, eq, isNull, or } from 'drizzle-orm';
 import { sign, verify } from 'hono/jwt';
-import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../db/client.ts';
-import { consoleLinks, consoleSessions, nowIso, users } from '../db/schema.ts';
+import { consoleSessions } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import { randomToken, sha256Hex, signingSecret } from './crypto.ts';
 import { newSessionId } from './ids.ts';
@@ -98,35 +97,3 @@ export async function revokeUserSessions(db: Db, userId: string) {
 }
 
 
-/**
- * The row of a password link (set-password or password reset) for the account `where`
- * picks, as an INSERT … SELECT from users: no row when no account matches, so the
- * statement itself decides whether a link is made (the operator's create-user, the
- * console's password reset). Its token is stored only as `tokenHash`.
- */
-export function passwordLinkFor<TRunResult, TSchema extends Record<string, unknown>>(
-  db: BaseSQLiteDatabase<'async', TRunResult, TSchema>,
-  link: { id: string; kind: 'set_password' | 'password_reset'; tokenHash: string; lifetime: string },
-  where: SQL | undefined,
-) {
-  return db.insert(consoleLinks).select(
-    db
-      .select({
-        id: sql`${link.id}`.as('id'),
-        kind: sql`${link.kind}`.as('kind'),
-        token_hash: sql`${link.tokenHash}`.as('token_hash'),
-        email: users.email,
-        user_id: users.id,
-        org_id: sql`NULL`.as('org_id'),
-        role: sql`NULL`.as('role'),
-        created_by: sql`NULL`.as('created_by'),
-        created_at: nowIso.as('created_at'),
-        // `lifetime` is an SQLite date modifier such as '+72 hours'.
-        expires_at: sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${link.lifetime})`.as('expires_at'),
-        used_at: sql`NULL`.as('used_at'),
-        revoked_at: sql`NULL`.as('revoked_at'),
-      })
-      .from(users)
-      .where(where),
-  );
-}

@@ -24,13 +24,13 @@ import {
   accessToken,
   accessTtlSeconds,
   openSession,
-  passwordLinkFor,
   REFRESH_COOKIE,
   REFRESH_COOKIE_PATH,
   REFRESH_TTL_SECONDS,
   revokeSession,
   rotateSession,
 } from '../../lib/console-sessions.ts';
+import { passwordLinkFor } from '../../lib/console-links.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, refusedAs, validationHook } from '../../lib/errors.ts';
 import { newLinkId, newUserId } from '../../lib/ids.ts';
