@@ -12,7 +12,7 @@ import { tenantLimits } from '../../src/jobs/settings.ts';
 import { sweep } from '../../src/jobs/sweep.ts';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { consoleFetch, seedUser, signIn } from './console-helpers.ts';
-import { recordD1Calls } from './d1-calls.ts';
+import { countedLogRead, writeLongLog } from './log-helpers.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
 import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 
@@ -48,30 +48,9 @@ const indexRows = async (jobId: string) => (await env.DB.prepare('SELECT count(*
 async function proofWithLog(n: number, finished = true) {
   const { t, proofId, jobId } = await queuedProof();
   const line = (i: number) => (i === n - 1 ? 'üüüü\n\n' : `${String(i).padStart(9, '0')}\n`);
-  for (let i = 0; i < n; i += 100)
-    await Promise.all(Array.from({ length: Math.min(100, n - i) }, (_, k) => env.ARTIFACTS.put(artifactKey.jobLogChunk(jobId, i + k), line(i + k))));
-  await env.DB.batch([
-    env.DB.prepare(
-      `WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n < ? - 1) INSERT INTO job_log_chunks (job_id, seq, "offset", bytes, source) SELECT ?, n, n * 10, 10, 'host' FROM s`,
-    ).bind(n, jobId),
-    env.DB.prepare(`UPDATE jobs SET log_seq = ?, log_bytes = ?, status = CASE WHEN ? THEN 'done' ELSE status END WHERE id = ?`).bind(n, n * 10, finished ? 1 : 0, jobId),
-  ]);
-  return { t, proofId, jobId, whole: Array.from({ length: n }, (_, i) => line(i)).join('') };
+  return { t, proofId, jobId, whole: await writeLongLog(jobId, n, line, finished) };
 }
 
-/** One GET of the logs route, with the D1 round trips and R2 calls it made. */
-async function countedRead(t: Tenant, path: string) {
-  const gets = vi.spyOn(env.ARTIFACTS, 'get');
-  const lists = vi.spyOn(env.ARTIFACTS, 'list');
-  const d1 = recordD1Calls();
-  const res = await api(t, path);
-  const text = await res.text();
-  const counts = { d1: d1.calls.filter((c) => c.via !== 'binding').length, gets: gets.mock.calls.length, lists: lists.mock.calls.length };
-  d1.stop();
-  gets.mockRestore();
-  lists.mockRestore();
-  return { res, text, counts };
-}
 
 describe('a finished log is compacted and served whole', () => {
   it('2,000 chunks, finished: paged until compacted, then whole with no offset in one R2 read and one D1 round trip; ranged from an offset', { timeout: 90_000 }, async () => {
@@ -79,7 +58,7 @@ describe('a finished log is compacted and served whole', () => {
     const bytes = new TextEncoder().encode(whole).byteLength;
     expect(bytes).toBe(20000);
     // Finished but not compacted yet (pending): the paged read, as before.
-    const before = await countedRead(t, `/v1/proofs/${proofId}/logs`);
+    const before = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
     expect(before.counts).toEqual({ d1: 1, gets: LOG_PAGE_CHUNKS, lists: 0 });
     expect(before.res.headers.get('link')).not.toBeNull();
 
@@ -88,18 +67,18 @@ describe('a finished log is compacted and served whole', () => {
     expect(await chunkObjects(jobId)).toBe(0);
     expect(await indexRows(jobId)).toBe(0);
 
-    const all = await countedRead(t, `/v1/proofs/${proofId}/logs`);
+    const all = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
     expect(all.counts).toEqual({ d1: 1, gets: 1, lists: 0 });
     expect(all.text).toBe(whole);
     expect(all.res.headers.get('x-log-next-offset')).toBe('20000');
     expect(all.res.headers.get('x-log-length')).toBe('20000');
     expect(all.res.headers.get('link')).toBeNull();
     // From an offset (inside a character of the last chunk is the caller's choice): one ranged read to the end.
-    const tail = await countedRead(t, `/v1/proofs/${proofId}/logs?offset=15000`);
+    const tail = await countedLogRead(t, `/v1/proofs/${proofId}/logs?offset=15000`);
     expect(tail.counts).toEqual({ d1: 1, gets: 1, lists: 0 });
     expect(tail.text).toBe(new TextDecoder().decode(new TextEncoder().encode(whole).subarray(15000)));
     expect(tail.res.headers.get('x-log-next-offset')).toBe('20000');
-    expect((await countedRead(t, `/v1/proofs/${proofId}/logs?offset=20000`)).text).toBe('');
+    expect((await countedLogRead(t, `/v1/proofs/${proofId}/logs?offset=20000`)).text).toBe('');
     await json(await api(t, `/v1/proofs/${proofId}/logs?offset=20001`), 416);
     // The event stream's and the console's bounded reads of it never cut a character: 5
     // bytes from the last chunk (`üüüü\n\n`, two bytes each) are two whole `ü`.
@@ -116,7 +95,7 @@ describe('a finished log is compacted and served whole', () => {
     expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('not-final');
     expect((await jobRow(jobId))!.log_store).toBe('chunks');
     expect(await chunkObjects(jobId)).toBe(300);
-    const page = await countedRead(t, `/v1/proofs/${proofId}/logs`);
+    const page = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
     expect(page.counts.gets).toBe(LOG_PAGE_CHUNKS);
     expect(page.res.headers.get('x-log-next-offset')).toBe(String(LOG_PAGE_CHUNKS * 10));
   });
@@ -185,7 +164,7 @@ describe('compaction is idempotent and crash-safe', () => {
     vi.restoreAllMocks();
     expect((await jobRow(jobId))!.log_store).toBe('compacted');
     expect(await chunkObjects(jobId)).toBe(200);
-    const read = await countedRead(t, `/v1/proofs/${proofId}/logs`);
+    const read = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
     expect(read.text).toBe(whole);
     expect(read.counts.gets).toBe(1);
     expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');

@@ -11,7 +11,7 @@ import { appendLogChunk, appendServiceLog, LOG_PAGE_CHUNKS } from '../../src/job
 import { TENANT_DEFAULTS, tenantLimits } from '../../src/jobs/settings.ts';
 import { SseReader } from '../sse.ts';
 import { as, consoleFetch, postJson, seedUser, send, signIn } from './console-helpers.ts';
-import { recordD1Calls } from './d1-calls.ts';
+import { countedLogRead, writeLongLog } from './log-helpers.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
 import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 
@@ -114,39 +114,19 @@ describe('a job’s log is capped', () => {
 });
 
 describe('a log read is bounded, however long the log', () => {
-  /** A proof whose job's log has `n` chunks of 10 bytes, written straight to R2 and the index (past the test caps). */
+  /** A proof whose job's log has `n` chunks of 10 bytes (test/worker/log-helpers.ts). */
   async function proofWithLog(n: number) {
     const { t, proofId } = await queuedProof();
     const { id } = await jobOf(proofId);
-    const line = (i: number) => `${String(i).padStart(9, '0')}\n`;
-    for (let i = 0; i < n; i += 100)
-      await Promise.all(Array.from({ length: Math.min(100, n - i) }, (_, k) => env.ARTIFACTS.put(`logs/${id}/${String(i + k).padStart(8, '0')}`, line(i + k))));
-    await env.DB.batch([
-      env.DB.prepare(
-        `WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n < ? - 1) INSERT INTO job_log_chunks (job_id, seq, "offset", bytes, source) SELECT ?, n, n * 10, 10, 'host' FROM s`,
-      ).bind(n, id),
-      env.DB.prepare(`UPDATE jobs SET log_seq = ?, log_bytes = ? WHERE id = ?`).bind(n, n * 10, id),
-    ]);
-    return { t, proofId, whole: Array.from({ length: n }, (_, i) => line(i)).join('') };
+    return { t, proofId, whole: await writeLongLog(id, n, (i) => `${String(i).padStart(9, '0')}\n`) };
   }
 
-  /** One GET of the logs route, with the D1 round trips and R2 calls it made. */
-  async function countedRead(t: Tenant, path: string) {
-    const gets = vi.spyOn(env.ARTIFACTS, 'get');
-    const lists = vi.spyOn(env.ARTIFACTS, 'list');
-    const d1 = recordD1Calls();
-    const res = await api(t, path);
-    const text = await res.text();
-    const counts = { d1: d1.calls.filter((c) => c.via !== 'binding').length, gets: gets.mock.calls.length, lists: lists.mock.calls.length };
-    d1.stop();
-    return { res, text, counts };
-  }
 
   it('2,000 chunks cost a read what 2 do: one D1 round trip and at most LOG_PAGE_CHUNKS R2 reads, no listing; pages follow X-Log-Next-Offset', { timeout: 90_000 }, async () => {
     const long = await proofWithLog(2000);
     const short = await proofWithLog(2);
-    const a = await countedRead(long.t, `/v1/proofs/${long.proofId}/logs`);
-    const b = await countedRead(short.t, `/v1/proofs/${short.proofId}/logs`);
+    const a = await countedLogRead(long.t, `/v1/proofs/${long.proofId}/logs`);
+    const b = await countedLogRead(short.t, `/v1/proofs/${short.proofId}/logs`);
     expect(b.text).toBe(short.whole);
     expect(b.counts).toEqual({ d1: 1, gets: 2, lists: 0 });
     expect(a.counts).toEqual({ d1: 1, gets: LOG_PAGE_CHUNKS, lists: 0 });
@@ -155,7 +135,7 @@ describe('a log read is bounded, however long the log', () => {
     expect(a.res.headers.get('x-log-length')).toBe('20000');
     expect(a.res.headers.get('link')).toBe(`</v1/proofs/${long.proofId}/logs?offset=${LOG_PAGE_CHUNKS * 10}>; rel="next"`);
     // The last page, from the middle of a chunk, costs the same.
-    const tail = await countedRead(long.t, `/v1/proofs/${long.proofId}/logs?offset=19995`);
+    const tail = await countedLogRead(long.t, `/v1/proofs/${long.proofId}/logs?offset=19995`);
     expect(tail.text).toBe(long.whole.slice(19995));
     expect(tail.counts).toEqual({ d1: 1, gets: 1, lists: 0 });
     expect(tail.res.headers.get('link')).toBeNull();
