@@ -157,6 +157,19 @@ describe('password reset', () => {
     await signIn(email);
   });
 
+  it('a reset link mailed before the password is changed dies with the change, with every session', async () => {
+    const t = await seedTenant();
+    const email = await seedUser(t.orgId, 'member');
+    await json(await ask(email, '192.0.2.150'), 202);
+    const token = await mailedToken(email);
+    const session = await signIn(email);
+    const other = await signIn(email);
+    await json(await postJson('/console/v1/me/password', { current_password: PASSWORD, new_password: 'changed while signed in' }, { token: session.token }), 200);
+    await as(other, '/console/v1/me', 401);
+    await json(await reset(token, 'the old link wins'), 404);
+    await signIn(email, 'changed while signed in');
+  });
+
   it('makes a few links per email per window, silently; then limits the client', async () => {
     const t = await seedTenant();
     const email = await seedUser(t.orgId, 'member');

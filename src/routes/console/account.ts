@@ -1,15 +1,15 @@
 // /console/v1/me and /console/v1/orgs: the signed-in user, their password, and the
 // organizations they belong to.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { asc, eq } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { memberships, organizations, users } from '../../db/schema.ts';
+import { consoleLinks, consoleSessions, memberships, organizations, users } from '../../db/schema.ts';
 import { MeResponse, OrgMembership } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors } from '../../lib/console-schemas.ts';
-import { revokeUserSessions } from '../../lib/console-sessions.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../lib/limits.ts';
 import { hashPassword, verifyPassword } from '../../lib/password.ts';
+import { revoke } from '../../lib/revoke.ts';
 import { MessageResponse } from '../../lib/schemas.ts';
 import { passwordAccepted, reservePasswordAttempt } from '../../lib/signin-throttle.ts';
 import { permit } from '../../middleware/permit.ts';
@@ -81,8 +81,14 @@ accountApi.openapi(
     const keys = await reservePasswordAttempt(db, c.var.user.email, c.req.header('cf-connecting-ip'));
     if (!(await verifyPassword(current_password, row?.hash ?? null))) throw new ApiError(403, 'The current password is wrong');
     await passwordAccepted(db, keys);
-    await db.update(users).set({ password_hash: await hashPassword(new_password) }).where(eq(users.id, c.var.user.id));
-    await revokeUserSessions(db, c.var.user.id);
+    // One transaction: the new password, the end of every session, and the end of any
+    // live set-password or reset link (a link mailed before the change must not undo it).
+    const userId = c.var.user.id;
+    await db.batch([
+      db.update(users).set({ password_hash: await hashPassword(new_password) }).where(eq(users.id, userId)),
+      revoke(db, consoleSessions, eq(consoleSessions.user_id, userId)),
+      revoke(db, consoleLinks, and(eq(consoleLinks.user_id, userId), inArray(consoleLinks.kind, ['set_password', 'password_reset']), isNull(consoleLinks.used_at))),
+    ]);
     return c.json({ message: 'Password changed: sign in again' }, 200);
   },
 );
