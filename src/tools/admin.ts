@@ -83,7 +83,7 @@ function required(values: Values, name: string): string {
 function oneOf(values: Values, a: string, b: string): [string, string] {
   const given = [a, b].filter((n) => values[n] !== undefined);
   if (given.length !== 1) throw new UsageError(`give exactly one of --${a} and --${b}`);
-  return [given[0]!, required(values, given[0]!)];
+  return [given[0], required(values, given[0])];
 }
 
 function readText(file: string): string {
@@ -125,14 +125,14 @@ async function runUserStep(target: Target, step: UserStep): Promise<void> {
   };
   if (sender === 'outbox') {
     if (target.remote) throw new Error('MAIL_SENDER = "outbox" is for local development: never set it in a deployed environment');
-    await runStep(target, { sql: [...step.sql, outboxInsert(mail)], output: [`${step.output[0]!.replace(/; open this link.*$/, '')}; a set-password link was emailed to ${mail.to} (local outbox: /console/outbox)`, mail.to] });
+    await runStep(target, { sql: [...step.sql, outboxInsert(mail)], output: [`${step.output[0].replace(/; open this link.*$/, '')}; a set-password link was emailed to ${mail.to} (local outbox: /console/outbox)`, mail.to] });
     return;
   }
   await runStep(target, { ...step, output: [] });
   if (sender === 'http' && settings.MAIL_API_KEY) {
     try {
       await send(settings, mail);
-      process.stdout.write(`${step.output[0]!.replace(/; open this link.*$/, '')}; a set-password link was emailed to ${mail.to}\n${mail.to}\n`);
+      process.stdout.write(`${step.output[0].replace(/; open this link.*$/, '')}; a set-password link was emailed to ${mail.to}\n${mail.to}\n`);
       return;
     } catch (err) {
       if (!(err instanceof MailError)) throw err;
@@ -151,10 +151,10 @@ function printRows(rows: Row[], json: boolean): void {
     process.stderr.write('(no rows)\n');
     return;
   }
-  const columns = Object.keys(rows[0]!);
+  const columns = Object.keys(rows[0]);
   const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))));
-  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd() + '\n';
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
+  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd() + '\n';
   process.stdout.write(line(columns));
   for (const row of cells) process.stdout.write(line(row));
 }
@@ -209,7 +209,7 @@ const commands: Record<string, Command> = {
       if (weight === null || weight === 0) throw new UsageError('--weight must be a whole number ≥ 1');
       let step: AdminStep;
       try {
-        step = setOrganizationLimits(c.positionals[0]!, { maxActiveJobs: quota('max-jobs'), maxGpus: quota('max-gpus'), shareWeight: weight });
+        step = setOrganizationLimits(c.positionals[0], { maxActiveJobs: quota('max-jobs'), maxGpus: quota('max-gpus'), shareWeight: weight });
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
@@ -328,13 +328,13 @@ const commands: Record<string, Command> = {
     synopsis: 'CONFIG_ID',
     summary: 'Let new programs register against a config.',
     positionals: ['CONFIG_ID'],
-    run: (c) => runStep(c.target, setConfigActive(c.positionals[0]!, true), `no config ${c.positionals[0]} (see list-configs)`),
+    run: (c) => runStep(c.target, setConfigActive(c.positionals[0], true), `no config ${c.positionals[0]} (see list-configs)`),
   },
   'deactivate-config': {
     synopsis: 'CONFIG_ID',
     summary: 'Refuse new program registrations against a config (existing programs keep it).',
     positionals: ['CONFIG_ID'],
-    run: (c) => runStep(c.target, setConfigActive(c.positionals[0]!, false), `no config ${c.positionals[0]} (see list-configs)`),
+    run: (c) => runStep(c.target, setConfigActive(c.positionals[0], false), `no config ${c.positionals[0]} (see list-configs)`),
   },
   'list-configs': {
     synopsis: '[--json]',
@@ -380,7 +380,7 @@ const commands: Record<string, Command> = {
       if (!stat?.isFile()) throw new UsageError(`no such file: ${file}`);
       const [found, versions] = await d1Execute(c.target, [listConfigs(configId), listConfigKeys(configId)]);
       if (!found?.length) throw new Error(`no config ${configId} (see list-configs)`);
-      const id = found[0]!.id as string;
+      const id = found[0].id as string;
       const current = versions?.find((r) => r.name === name)?.version ?? null;
       if ((current === null ? null : Number(current)) !== supersedes) {
         throw new Error(
@@ -476,7 +476,7 @@ Other flags:
   -h, --help              this help, or a command's with \`<command> --help\``;
 
 function commandUsage(name: string): string {
-  return `npm run admin -- ${name} ${commands[name]!.synopsis} --local|--remote [--env staging|production]`;
+  return `npm run admin -- ${name} ${commands[name].synopsis} --local|--remote [--env staging|production]`;
 }
 
 function usage(): string {
@@ -518,9 +518,9 @@ async function main(argv: string[]): Promise<number> {
     const expected = command.positionals ?? [];
     if (positionals.length !== expected.length)
       throw new UsageError(expected.length ? `expected ${expected.join(' ')}` : `unexpected argument ${positionals[0]}`);
-    const target = parseTarget(values as Values);
+    const target = parseTarget(values);
     process.stderr.write(`admin: ${name} on ${describeTarget(target)}\n`);
-    await command.run({ target, values: values as Values, positionals });
+    await command.run({ target, values: values, positionals });
     return 0;
   } catch (err) {
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {

@@ -84,7 +84,7 @@ function groupAlive(pgid: number): boolean {
     .split('\n')
     .some((l) => {
       const [group, stat] = l.trim().split(/\s+/);
-      return Number(group) === pgid && !stat!.startsWith('Z');
+      return Number(group) === pgid && !stat.startsWith('Z');
     });
 }
 
@@ -209,7 +209,7 @@ describe('warm engine pool', () => {
     for (const req of reqs) runs.push(await run(p, req));
     expect(new Set(runs.map((r) => r.pid))).toEqual(new Set([committed.pid]));
     runs.forEach((r, k) => {
-      const dir = reqs[k]!.workDir;
+      const dir = reqs[k].workDir;
       expect(r.outcome.kind).toBe('result');
       expect(r.logs).toContain(`noise: reading ${dir}/elf`);
       expect(r.logs).toContain(`noise: wrote ${dir}/proof`);
@@ -259,7 +259,7 @@ describe('warm engine pool', () => {
     p.warm('dev', {});
     await until('a warm worker', () => p.stats().idle === 1);
     const [pid] = p.stats().pids;
-    process.kill(pid!, 'SIGKILL');
+    process.kill(pid, 'SIGKILL');
     await until('a replacement', () => p.stats().idle === 1 && p.stats().pids[0] !== pid);
     const next = await run(p, helloJob('on the replacement'));
     expect(next.outcome.kind).toBe('result');
@@ -348,7 +348,7 @@ describe('warm engine pool', () => {
        setInterval(() => {}, 1000);`,
     );
     const agent = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const [line] = (await once(createInterface({ input: agent.stdout! }), 'line')) as [string];
+    const [line] = (await once(createInterface({ input: agent.stdout }), 'line')) as [string];
     const pids = JSON.parse(line) as number[];
     expect(pids.every(groupAlive)).toBe(true);
     agent.kill('SIGKILL');

@@ -253,7 +253,7 @@ describe('a job that completes', () => {
     expect(await run(service, job, await options(launcher))).toBe('completed');
     expect(started[0].operation).toMatchObject({ op: 'execute', mode: 'meter' });
     expect(requests.map((r) => r.call)).toEqual(['complete']);
-    const body = requests[0]!.body as any;
+    const body = requests[0].body as any;
     expect(body).toMatchObject({ kind: 'execute', exit_code: 0, public_values: '0x01', error: null, metrics: { num_instructions: 9, total_cycle: 9 } });
     expect(body.log.text).toContain('printed\n');
   });
@@ -265,8 +265,8 @@ describe('a job that completes', () => {
     expect(await run(service, job, await options(launcher))).toBe('completed');
     expect(started[0].operation).toMatchObject({ op: 'verify', proof_type: 'evm', baselinePath: null, app_exe_commit: null });
     expect(requests.map((r) => r.call)).toEqual(['download', 'complete']);
-    expect(requests[1]!.body).toMatchObject({ kind: 'verify', verified: false, reason: 'bad proof' });
-    expect((requests[1]!.body as any).log.text).toContain('proof rejected: bad proof');
+    expect(requests[1].body).toMatchObject({ kind: 'verify', verified: false, reason: 'bad proof' });
+    expect((requests[1].body as any).log.text).toContain('proof rejected: bad proof');
   });
 });
 
@@ -276,7 +276,7 @@ describe('a job that fails', () => {
     const { launcher } = fakeEngines(async () => ({ kind: 'job-error', message: 'guest panicked' }));
     expect(await run(service, claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' } }), await options(launcher))).toBe('failed');
     expect(requests.map((r) => r.call)).toEqual(['fail']);
-    const body = requests[0]!.body as any;
+    const body = requests[0].body as any;
     expect(body).toMatchObject({ error: 'guest panicked', retryable: false, log: { seq: 3, offset: 100 } });
     expect(body.log.text).toContain('error: guest panicked');
   });
@@ -286,8 +286,8 @@ describe('a job that fails', () => {
     const { launcher } = fakeEngines(async () => ({ kind: 'crash', message: 'engine process exited with code 134' }));
     expect(await run(service, claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' } }), await options(launcher))).toBe('requeued');
     expect(requests.map((r) => r.call)).toEqual(['fail']);
-    expect(requests[0]!.body).toMatchObject({ error: 'engine process exited with code 134', retryable: true });
-    expect((requests[0]!.body as any).log.text).toContain('engine failure: engine process exited with code 134');
+    expect(requests[0].body).toMatchObject({ error: 'engine process exited with code 134', retryable: true });
+    expect((requests[0].body as any).log.text).toContain('engine failure: engine process exited with code 134');
   });
 });
 
@@ -298,7 +298,7 @@ describe('a job stopped while it runs', () => {
     const { requests, service } = fakeLease(served, { status: () => ({ cancel: engineRunning }) });
     const { kills, launcher } = fakeEngines((_req, _emit, killed) => {
       engineRunning = true;
-      return killed.then(() => ({ kind: 'killed', signal: 'SIGTERM' }) as Outcome);
+      return killed.then(() => ({ kind: 'killed', signal: 'SIGTERM' }));
     });
     const job = claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' }, cancel_check_interval_ms: 20 });
     expect(await run(service, job, await options(launcher))).toBe('canceled');
@@ -323,7 +323,7 @@ describe('a job stopped while it runs', () => {
     });
     const { kills, launcher } = fakeEngines((_req, _emit, killed) => {
       engineRunning = true;
-      return killed.then(() => ({ kind: 'killed', signal: 'SIGTERM' }) as Outcome);
+      return killed.then(() => ({ kind: 'killed', signal: 'SIGTERM' }));
     });
     const job = claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' }, heartbeat_interval_ms: 20, cancel_check_interval_ms: 20 });
     expect(await run(service, job, await options(launcher))).toBe('lost');

@@ -58,7 +58,7 @@ interface Result {
 
 function percentile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
 /** `concurrency` loops sending the route's request until the request count or the duration is reached. */
@@ -106,13 +106,13 @@ async function load(baseUrl: string, route: Route, worker: ChildProcess, budget:
 }
 
 function table(results: Result[]): string {
-  const floor = results[0]!.p50;
+  const floor = results[0].p50;
   const rows = [
     ['route', 'p50 ms', 'p99 ms', 'req/s', 'p50 / floor', 'ok', 'errors'],
     ...results.map((r) => [r.label, r.p50.toFixed(2), r.p99.toFixed(2), r.rps.toFixed(0), (r.p50 / floor).toFixed(2) + '×', String(r.ok), String(r.errors)]),
   ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('   ')).join('\n');
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((r) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('   ')).join('\n');
 }
 
 async function json<T>(res: Response, what: string): Promise<T> {

@@ -116,7 +116,7 @@ async function main() {
   if (runs.some((r) => r.failed)) process.exitCode = 1;
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 /** One run on the working tree's stack; true when a job was lost, doubled or not Succeeded. */
 async function measure(print: (line: string) => void): Promise<boolean> {

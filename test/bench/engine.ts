@@ -72,7 +72,7 @@ async function timed(start: () => Promise<EngineRun>, what: string): Promise<num
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
 };
 const ms = (x: number) => `${x.toFixed(1)} ms`.padStart(10);
 

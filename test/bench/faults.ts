@@ -35,7 +35,7 @@ const AS_DEPLOYED = ['--poll-interval', '1'];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
 };
 const loopInput = (n: number) => {
   const b = Buffer.alloc(4);
@@ -141,7 +141,7 @@ async function main() {
     // --- fair share under a burst
     const orgB = [createOrganization('bench org B', 'org_bench_b'), await createApiKey('org_bench_b', 'b@bench')];
     await d1Execute({ remote: false, persistTo: stack.persistDir }, orgB.flatMap((s) => s.sql));
-    const apiB = caller({ url: stack.url, apiKey: orgB[1]!.output.at(-1)! });
+    const apiB = caller({ url: stack.url, apiKey: orgB[1].output.at(-1)! });
     for (let i = 0; i < agentCount; i++) await agent(`fleet-${i}`);
     const programB = await registerGuest(apiB, stack.devConfig, 'loop.elf');
     console.error(`org A queues ${burst} proofs of ~0.5 s...`);

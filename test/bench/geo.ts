@@ -102,7 +102,7 @@ async function main(): Promise<void> {
 
   const columns: Column[] = [];
   for (const tree of trees) {
-    const name = tree.title.split(' ')[0]!;
+    const name = tree.title.split(' ')[0];
     const treeLog = (msg: string) => log(`${name}: ${msg}`);
     const adapter = await tree.adapter();
     treeLog('building assets');

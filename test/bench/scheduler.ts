@@ -42,8 +42,8 @@ const ints = (name: string, fallback: string) =>
   });
 const sizes = ints('sizes', '1000,100000,1000000');
 const orgCounts = ints('orgs', '10,10000');
-const maxOps = ints('claims', '200')[0]!;
-const budgetMs = ints('budget', '10')[0]! * 1000;
+const maxOps = ints('claims', '200')[0];
+const budgetMs = ints('budget', '10')[0] * 1000;
 const only = cli.string('only');
 if (only !== undefined && only !== 'baseline' && only !== 'current') cli.fail('--only is baseline or current');
 const sides = only ? [only as 'baseline' | 'current'] : (['baseline', 'current'] as const);
@@ -73,7 +73,7 @@ class Statement {
     return this.params.map((p) => (typeof p === 'boolean' ? Number(p) : p)) as (string | number | null)[];
   }
   rows(): Record<string, unknown>[] {
-    return this.stmt(false).all(...this.args()) as Record<string, unknown>[];
+    return this.stmt(false).all(...this.args());
   }
   async all() {
     return { results: this.rows(), success: true, meta: {} };
@@ -170,7 +170,7 @@ function loadDatabase(tree: Tree, file: string, jobs: number, orgs: number, now:
   const [last, ...earlier] = [...tree.migrations].reverse();
   for (const m of earlier.reverse()) runSql(db, m);
   const current = tree.side === 'current';
-  if (!current) runSql(db, last!);
+  if (!current) runSql(db, last);
   db.exec('BEGIN');
   db.exec(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${orgs - 1})
     INSERT INTO organizations (id, name) SELECT printf('org-%05d', i), 'bench' FROM n`);
@@ -180,7 +180,7 @@ function loadDatabase(tree: Tree, file: string, jobs: number, orgs: number, now:
     INSERT INTO jobs (id, kind, subject_id, org_id, config_id, engine, priority, num_gpus, status, queued_at, notified_at)
     SELECT printf('job-%08d', i), 'proof', printf('job-%08d', i), printf('org-%05d', i % ${orgs}), 'cfg_bench', 'dev', 1 + (i * 7) % 10, 1, 'queued', ${now - 120_000} + i, ${now - 120_000} FROM n`);
   db.exec('COMMIT');
-  if (current) runSql(db, last!); // the upgrade: counters and queue lanes built from the rows found
+  if (current) runSql(db, last); // the upgrade: counters and queue lanes built from the rows found
   // The current tree's tokens carry their scope (migrations/0010_fleet_scope.sql).
   db.exec(
     current
@@ -314,11 +314,11 @@ async function main() {
     console.log('');
     for (const orgs of orgCounts) {
       const mine = results.filter((r) => r.orgs === orgs && r.current);
-      const first = mine[0]!.current!;
-      const last = mine[mine.length - 1]!.current!;
+      const first = mine[0].current!;
+      const last = mine[mine.length - 1].current!;
       const worst = Math.max(...mine.map((r) => r.current!.claimP50));
       console.log(
-        `now, ${orgs} orgs: claim p50 at most ${ms(worst)} ms (target ≤ 5); ${mine[mine.length - 1]!.jobs.toLocaleString('en')} vs ${mine[0]!.jobs.toLocaleString('en')} queued: ×${(last.claimP50 / first.claimP50).toFixed(2)} (target ≤ 1.5)`,
+        `now, ${orgs} orgs: claim p50 at most ${ms(worst)} ms (target ≤ 5); ${mine[mine.length - 1].jobs.toLocaleString('en')} vs ${mine[0].jobs.toLocaleString('en')} queued: ×${(last.claimP50 / first.claimP50).toFixed(2)} (target ≤ 1.5)`,
       );
     }
   }

@@ -1,7 +1,7 @@
 // `npm run bench:sse [-- --streams 10 --seconds 60]`: what an open event stream
 // (GET /v1/proofs/{id}/events) costs D1. Opens N streams on a running proof against a
 // local Worker (wrangler dev, its own state directory and port) whose D1 calls are
-// counted inside the Worker (test/bench/d1-counting-worker.ts), changes the proof
+// counted inside the Worker (test/bench/workers/d1-counting.ts), changes the proof
 // every 10 s so events keep flowing, and prints D1 round trips and statements per open
 // stream per minute. Nothing else talks to the Worker during the measured window.
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -57,12 +57,12 @@ async function main() {
     const config = createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + 'ab'.repeat(32), engine: 'dev', deferral_enabled: false });
     await d1Execute(target, [...org.sql, ...keys.flatMap((k) => k.sql), ...config.sql]);
     const auth = { 'Service-API-Key': key.output.at(-1)! };
-    const authOf = (stream: number) => ({ 'Service-API-Key': keys[Math.floor(stream / TENANT_DEFAULTS.MAX_STREAMS_PER_KEY)]!.output.at(-1)! });
+    const authOf = (stream: number) => ({ 'Service-API-Key': keys[Math.floor(stream / TENANT_DEFAULTS.MAX_STREAMS_PER_KEY)].output.at(-1)! });
 
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    log(`starting wrangler dev on ${base} with the D1-counting entry (test/bench/d1-counting-worker.ts)`);
-    worker = await spawnWranglerDev({ port, persistTo, extraArgs: ['test/bench/d1-counting-worker.ts', '--log-level', 'warn'] });
+    log(`starting wrangler dev on ${base} with the D1-counting entry (test/bench/workers/d1-counting.ts)`);
+    worker = await spawnWranglerDev({ port, persistTo, extraArgs: ['test/bench/workers/d1-counting.ts', '--log-level', 'warn'] });
     let output = '';
     worker.stdout!.setEncoding('utf8').on('data', (s: string) => (output = (output + s).slice(-20_000)));
     worker.stderr!.setEncoding('utf8').on('data', (s: string) => (output = (output + s).slice(-20_000)));
@@ -101,7 +101,7 @@ async function main() {
       opened.push(new Promise((r) => (first = r)));
       void (async () => {
         for (let e = await reader.next(); e; e = await reader.next()) {
-          events[i]!++;
+          events[i]++;
           if (events[i] === 1) first();
         }
       })().catch(() => {});

@@ -30,8 +30,8 @@ const repeats = cli.number('repeats', 3, 1);
 const MiB = 1024 * 1024;
 const enc = new TextEncoder();
 const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const mb = (kb: number) => `${(kb / 1024).toFixed(1)} MB`;
 
 /**
@@ -45,7 +45,7 @@ function workerdPid(): { pid: number; others: number[] } {
     .split('\n')
     .map((l) => l.trim().split(/\s+/))
     .filter((r) => r.length >= 3)
-    .map(([pid, ppid, comm]) => ({ pid: Number(pid), ppid: Number(ppid), comm: comm! }));
+    .map(([pid, ppid, comm]) => ({ pid: Number(pid), ppid: Number(ppid), comm: comm }));
   const mine = new Set([process.pid]);
   for (let grew = true; grew; ) {
     grew = false;
@@ -54,7 +54,7 @@ function workerdPid(): { pid: number; others: number[] } {
   const found = rows.filter((r) => mine.has(r.pid) && r.comm.startsWith('workerd')).map((r) => r.pid);
   if (found.length === 0) throw new Error('no workerd under this bench');
   found.sort((a, b) => status(b, 'VmRSS') - status(a, 'VmRSS'));
-  return { pid: found[0]!, others: found.slice(1) };
+  return { pid: found[0], others: found.slice(1) };
 }
 
 const status = (pid: number, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);

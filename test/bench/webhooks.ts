@@ -30,7 +30,7 @@ const agents = cli.number('agents', 2, 1);
 const proofs = cli.number('proofs', 50, 1);
 const rate = cli.number('rate', 2, 0.01, false);
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 async function main() {
   const arrived = new Map<string, { at: number; headers: Record<string, string>; body: string }>();
@@ -109,7 +109,7 @@ async function main() {
     console.log(
       `D1 per event   1 statement in the transition's batch + ${(consumerStatements / events).toFixed(1)} statements in ${(consumerTrips / events).toFixed(1)} round trips in the consumer (${attempts.length} attempts logged for ${events} events)`,
     );
-    console.log(`D1 rows        ${rows!.deliveries} deliveries, ${rows!.attempts} attempts recorded`);
+    console.log(`D1 rows        ${rows.deliveries} deliveries, ${rows.attempts} attempts recorded`);
     console.log(`outcome        ${events}/${proofs} delivered, ${unverified} failed verification, ${duplicates} duplicates`);
     if (events !== proofs || unverified > 0) process.exitCode = 1;
   } finally {

@@ -82,14 +82,14 @@ const pureExecution = once(async () => {
 const bareConfig = once(async () => {
   const step = createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '3c'.repeat(32), engine: 'dev', deferral_enabled: false });
   await stack.sql(step.sql.join('\n'));
-  return step.output[step.output.length - 1]!;
+  return step.output[step.output.length - 1];
 });
 
 /** A config whose engine no agent of the stack runs: its programs stay `not_ready`. */
 const unservedConfig = once(async () => {
   const step = createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '4d'.repeat(32), engine: 'openvm', deferral_enabled: false });
   await stack.sql(step.sql.join('\n'));
-  return step.output[step.output.length - 1]!;
+  return step.output[step.output.length - 1];
 });
 
 const KEY_TYPES = ['app_pk', 'agg_pk', 'halo2_pk', 'app_vk', 'agg_vk'] as const; // v2.0.0:crates/cli/src/commands/config.rs:40-46

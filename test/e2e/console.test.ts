@@ -163,7 +163,7 @@ describe('the console in chromium', () => {
     await expect.poll(() => page.getByRole('button', { name: 'Download stark proof' }).count()).toBe(1);
     const [file] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download stark proof' }).click()]);
     expect(file.suggestedFilename()).toBe(`stark-proof-${proof}.json`);
-    const saved = JSON.parse(await readFile((await file.path())!, 'utf8'));
+    const saved = JSON.parse(await readFile((await file.path()), 'utf8'));
     expect(saved).toEqual(await (await fetch(`${stack.url}/v1/proofs/${proof}/proof/stark`, { headers: { 'Service-API-Key': apiKey } })).json());
     await shot(page, '04-proof-succeeded');
 
@@ -242,7 +242,7 @@ describe('the console in chromium', () => {
       const api = caller({ url: stack.url, apiKey });
       const { id: proof } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0148656c6c6f'] });
       await expect.poll(() => received.length, { timeout: 60_000 }).toBe(1);
-      const event = new Webhook(secret).verify(received[0]!.body, received[0]!.headers) as { type: string; data: { id: string; state: string } };
+      const event = new Webhook(secret).verify(received[0].body, received[0].headers) as { type: string; data: { id: string; state: string } };
       expect(event).toMatchObject({ type: 'proof.succeeded', data: { id: proof, state: 'Succeeded' } });
 
       // The endpoint's page shows the delivery and its attempt; a test event follows it in.

@@ -38,7 +38,7 @@ async function stopAgent(a: AgentProcess) {
 
 async function jobOf(proofId: string): Promise<string> {
   const [job] = await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${proofId}'`);
-  return job!.id as string;
+  return job.id as string;
 }
 
 /** Engine processes (groups) that ran a proof's job on agent `a` and are still alive. */
@@ -95,7 +95,7 @@ describe('cancel', () => {
     expect(done.state).toBe('Canceled');
     // Charged for the attempt up to the cancel, not until the engine stopped (MACHINE_RATES "*": 1.0, one unit).
     const [lease] = await stack.sql(`SELECT l.claimed_at, j.cancel_requested_at FROM leases l JOIN jobs j ON j.id = l.job_id WHERE j.subject_id = '${id}'`);
-    expect(done.cost).toBe(Math.round(((Number(lease!.cancel_requested_at) - Number(lease!.claimed_at)) / 3_600_000) * 1_000_000));
+    expect(done.cost).toBe(Math.round(((Number(lease.cancel_requested_at) - Number(lease.claimed_at)) / 3_600_000) * 1_000_000));
     expect(await leases(id)).toMatchObject([{ attempt: 1, outcome: 'canceled' }]);
     await a.waitForLog(/"outcome":"canceled"/);
     const killed = a.enginePids(await jobOf(id));
@@ -127,12 +127,12 @@ describe('lost agents', () => {
     expect(proof.state).toBe('Succeeded');
     const rows = await leases(id);
     expect(rows.map((r) => r.outcome)).toEqual(['expired', 'completed']);
-    expect(rows[1]!.attempt).toBe(2);
+    expect(rows[1].attempt).toBe(2);
     const logs = await (await api.call('GET', `/v1/proofs/${id}/logs`)).text();
     expect(logs).toMatch(/\[agent doomed\] attempt 1[^]*\[service [^\]]+\] The prover running this attempt stopped answering and its lease expired: queued again for another prover\.\n[^]*\[agent rescuer\] attempt 2/);
     expect(logs.match(/loop: \d+ iterations/g)).toHaveLength(1); // the orphaned engine died with its agent
     const [job] = await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${id}'`);
-    expect(second.logs().filter((l) => l.includes('"job finished"') && l.includes(job!.id as string))).toHaveLength(1);
+    expect(second.logs().filter((l) => l.includes('"job finished"') && l.includes(job.id as string))).toHaveLength(1);
   });
 
   it('duplicate and stale queue notices lead to one run', async () => {
@@ -145,14 +145,14 @@ describe('lost agents', () => {
       return `('dup-${jobId}-${n}', '${body}', 'json', ${Date.now()}, 0, 0)`;
     };
     await stack.sql(
-      `INSERT INTO emulated_queue_messages (id, body, content_type, timestamp_ms, attempts, visible_at) VALUES ${[1, 2, 3].map((n) => notice(job!.id as string, n)).join(', ')}, ${notice(old!.id as string, 9)}`,
+      `INSERT INTO emulated_queue_messages (id, body, content_type, timestamp_ms, attempts, visible_at) VALUES ${[1, 2, 3].map((n) => notice(job.id as string, n)).join(', ')}, ${notice(old.id as string, 9)}`,
     );
     await Promise.all([agent({ name: 'a1' }), agent({ name: 'a2' })]);
     expect((await api.waitFor(`/v1/proofs/${id}`, terminal)).state).toBe('Succeeded');
     expect(await leases(id)).toMatchObject([{ attempt: 1, outcome: 'completed' }]);
     // Every notice was settled: acked, not left to bounce.
     const deadline = Date.now() + 10_000;
-    while ((await stack.sql(`SELECT count(*) AS n FROM emulated_queue_messages WHERE id LIKE 'dup-%' AND dead_lettered_at IS NULL`))[0]!.n !== 0) {
+    while ((await stack.sql(`SELECT count(*) AS n FROM emulated_queue_messages WHERE id LIKE 'dup-%' AND dead_lettered_at IS NULL`))[0].n !== 0) {
       if (Date.now() > deadline) throw new Error('notices were not acked');
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -174,7 +174,7 @@ describe('dispatch order', () => {
       .filter((l) => l.includes('"claimed job"'))
       .map((l) => JSON.parse(l).job_id as string);
     const jobIds = Object.fromEntries(
-      await Promise.all([low, high, mid].map(async (p) => [(await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${p}'`))[0]!.id, p] as const)),
+      await Promise.all([low, high, mid].map(async (p) => [(await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${p}'`))[0].id, p] as const)),
     );
     expect(order.filter((j) => jobIds[j]).map((j) => jobIds[j])).toEqual([high, mid, low]);
   });

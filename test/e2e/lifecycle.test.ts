@@ -49,7 +49,7 @@ describe('end to end with the dev engine', () => {
     // Logs name the proof id the caller holds, never the internal job id.
     expect(logs).toContain(`attempt 1 of proof ${id} on`);
     const [{ id: jobId }] = (await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${id}'`)) as { id: string }[];
-    expect(logs).not.toContain(jobId!);
+    expect(logs).not.toContain(jobId);
     expect(logs).toMatch(/hello from the dev zkVM: read 11 bytes/);
 
     // Verification: the genuine proof verifies; a tampered one does not.
@@ -86,7 +86,7 @@ describe('end to end with the dev engine', () => {
       const file = await api.json('GET', `/v1/proofs/${id}/proof/stark`);
       expect(file.user_pvs_proof.replace(/^0x/, '')).toContain(createHash('sha256').update(text).digest('hex'));
       const after = await artifacts();
-      return Object.fromEntries(outcomes.map((o) => [o, after[o]! - before[o]!]));
+      return Object.fromEntries(outcomes.map((o) => [o, after[o] - before[o]]));
     };
     expect(await prove('first')).toEqual({ hit: 2, miss: 1, off: 0, inline: 1 }); // ELF and VMEXE kept from the commit; the baseline is new
     expect(await prove('second')).toEqual({ hit: 3, miss: 0, off: 0, inline: 1 }); // nothing downloaded at all
@@ -173,7 +173,7 @@ describe('end to end with the dev engine', () => {
     form.append('vmexe', new Blob(['vmexe']), 'program.vmexe');
     const { id: program } = await api.json('POST', `/v1/programs?config_id=${step.output[1]}`, form);
     const [job] = await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${program}'`);
-    const reason = async () => (await stack.sql(`SELECT waiting_reason FROM jobs WHERE id = '${job!.id}'`))[0]!.waiting_reason;
+    const reason = async () => (await stack.sql(`SELECT waiting_reason FROM jobs WHERE id = '${job.id}'`))[0].waiting_reason;
     const deadline = Date.now() + 20_000;
     await stack.sweep();
     while (!(await reason())) {

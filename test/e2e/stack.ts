@@ -99,7 +99,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     await createPublisherToken({ name: 'e2e-publisher', configIds: null }),
   ];
   await d1Execute(target, steps.flatMap((s) => s.sql));
-  const [, apiKey, agentToken, devConfig, publisherToken] = steps.map((s) => s.output[s.output.length - 1]!);
+  const [, apiKey, agentToken, devConfig, publisherToken] = steps.map((s) => s.output[s.output.length - 1]);
 
   const varArgs = Object.entries(opts.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
   const workerLines: string[] = [];
@@ -167,8 +167,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           for (const w of [...waiters]) if (w.re.test(line)) (waiters.splice(waiters.indexOf(w), 1), w.resolve(line));
         }
       };
-      proc.stdout!.on('data', onLine);
-      proc.stderr!.on('data', onLine);
+      proc.stdout.on('data', onLine);
+      proc.stderr.on('data', onLine);
       const exited = once(proc, 'exit').then(([code]) => code as number | null);
       const agent: AgentProcess = {
         proc,

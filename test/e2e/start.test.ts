@@ -22,8 +22,8 @@ describe('npm start', () => {
     const env = { ...process.env, PORT: String(port), PERSIST_DIR: persist, AGENT_METRICS_PORT: String(await freePort()), DEV_API_KEY: 'sk_quickstart_test_key_0001' };
     const start = spawn(process.execPath, [join(ROOT, 'src/tools/start.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    start.stdout!.on('data', (d) => (out += d));
-    start.stderr!.on('data', (d) => (out += d));
+    start.stdout.on('data', (d) => (out += d));
+    start.stderr.on('data', (d) => (out += d));
     const exited = once(start, 'exit');
     try {
       const deadline = Date.now() + 90_000;
@@ -31,7 +31,7 @@ describe('npm start', () => {
         if (start.exitCode !== null || Date.now() > deadline) throw new Error(`npm start did not come up:\n${out}`);
         await new Promise((r) => setTimeout(r, 200));
       }
-      const config = /Config id:\s+(cfg_\S+)/.exec(out)![1]!;
+      const config = /Config id:\s+(cfg_\S+)/.exec(out)![1];
       expect(out).toContain(`http://127.0.0.1:${port}`);
       expect(out).toContain('sk_quickstart_test_key_0001');
       const api = caller({ url: `http://127.0.0.1:${port}`, apiKey: 'sk_quickstart_test_key_0001' });

@@ -101,11 +101,11 @@ describe('webhooks end to end', () => {
     const proof = await prove();
     await until('the retry', () => hitsAt('/flaky').length >= 2, 90_000);
     const [first, retry] = hitsAt('/flaky');
-    expect([first!.status, retry!.status]).toEqual([500, 200]);
-    expect(retry!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
-    expect(retry!.body).toBe(first!.body);
-    expect(bodyOf(retry!).data.id).toBe(proof);
-    for (const h of [first!, retry!]) expect(new Webhook(endpoint.secret).verify(h.body, h.headers)).toBeTruthy();
+    expect([first.status, retry.status]).toEqual([500, 200]);
+    expect(retry.headers['webhook-id']).toBe(first.headers['webhook-id']);
+    expect(retry.body).toBe(first.body);
+    expect(bodyOf(retry).data.id).toBe(proof);
+    for (const h of [first, retry]) expect(new Webhook(endpoint.secret).verify(h.body, h.headers)).toBeTruthy();
     const page = await until('both attempts recorded', async () => {
       const p = await api.json('GET', `/v1/webhooks/${endpoint.id}/deliveries`);
       return p.items[0]?.status === 'delivered' ? p : undefined;

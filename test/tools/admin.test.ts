@@ -68,7 +68,7 @@ describe('npm run admin', () => {
     const stored = await rows(`SELECT k.*, o.name AS org_name FROM api_keys k JOIN organizations o ON o.id = k.org_id WHERE k.org_id = ${lit(org.lastLine)}`);
     expect(stored).toHaveLength(1);
     expect(stored[0]).toMatchObject({ owner: 'ops@example.com', key_hash: sha256(key), org_name: "O'Brien; Labs", scope: 'full' });
-    expect(stored[0]!.revoked_at).toEqual(expect.any(String));
+    expect(stored[0].revoked_at).toEqual(expect.any(String));
     expect(JSON.stringify(stored)).not.toContain(key);
 
     const again = await admin('revoke-api-key', '--key', key);
@@ -175,7 +175,7 @@ describe('npm run admin', () => {
     const made = await adminNoMail('create-user', '--email', 'Founder@Example.com', '--org', org, '--name', 'Fay');
     expect(made.code, made.stderr).toBe(0);
     expect(made.lastLine).toMatch(/^http:\/\/127\.0\.0\.1:8787\/console\/set-password#token=pw_[0-9a-f]{64}$/);
-    const token = made.lastLine.split('#token=')[1]!;
+    const token = made.lastLine.split('#token=')[1];
     const [link] = await rows(`SELECT token_hash, email, kind FROM console_links WHERE email = 'founder@example.com'`);
     expect(link).toEqual({ token_hash: createHash('sha256').update(token).digest('hex'), email: 'founder@example.com', kind: 'set_password' });
     const listed = await admin('list-users', '--org', org, '--json');
@@ -199,7 +199,7 @@ describe('npm run admin', () => {
     expect(made.lastLine).toBe('mailed@example.com');
     const [mail] = await rows(`SELECT "to", subject, link FROM mail_outbox WHERE "to" = 'mailed@example.com'`);
     expect(mail).toMatchObject({ subject: 'Set your proving console password', link: expect.stringMatching(/^http:\/\/127\.0\.0\.1:8787\/console\/set-password#token=pw_[0-9a-f]{64}$/) });
-    const token = String(mail!.link).split('#token=')[1]!;
+    const token = String(mail.link).split('#token=')[1];
     expect(await rows(`SELECT kind FROM console_links WHERE token_hash = ${lit(sha256(token))}`)).toEqual([{ kind: 'set_password' }]);
   }, 360_000);
 
@@ -210,7 +210,7 @@ describe('npm run admin', () => {
     expect(made.code, made.stderr).toBe(0);
     // The person sets their password (as the set-password link would).
     await rows(`UPDATE users SET password_hash = 'pbkdf2-sha256$1000$00$11' WHERE email = 'taken@example.com'`);
-    const links = async () => (await rows(`SELECT count(*) AS n FROM console_links WHERE email = 'taken@example.com'`))[0]!.n;
+    const links = async () => (await rows(`SELECT count(*) AS n FROM console_links WHERE email = 'taken@example.com'`))[0].n;
     const before = await links();
     for (const run of [adminNoMail, admin]) {
       const again = await run('create-user', '--email', 'Taken@Example.com', '--org', second, '--role', 'admin');
@@ -258,13 +258,13 @@ describe('npm run admin', () => {
     expect(token).toMatch(/^pt_[0-9a-f]{48}$/);
     const [stored] = await rows(`SELECT * FROM publisher_tokens WHERE name = 'release-2026-11'`);
     expect(stored).toMatchObject({ token_hash: sha256(token), config_ids: JSON.stringify([cfg]), revoked_at: null });
-    expect(Number(stored!.expires_at) - Date.now()).toBeGreaterThan(47 * 3600 * 1000);
-    expect(Number(stored!.expires_at) - Date.now()).toBeLessThanOrEqual(48 * 3600 * 1000);
+    expect(Number(stored.expires_at) - Date.now()).toBeGreaterThan(47 * 3600 * 1000);
+    expect(Number(stored.expires_at) - Date.now()).toBeLessThanOrEqual(48 * 3600 * 1000);
     expect(JSON.stringify(stored)).not.toContain(token);
     expect((await admin('list-publisher-tokens')).stdout).toContain('release-2026-11');
 
     expect((await admin('revoke-publisher-token', '--token', token)).code).toBe(0);
-    expect((await rows(`SELECT revoked_at FROM publisher_tokens WHERE name = 'release-2026-11'`))[0]!.revoked_at).not.toBeNull();
+    expect((await rows(`SELECT revoked_at FROM publisher_tokens WHERE name = 'release-2026-11'`))[0].revoked_at).not.toBeNull();
   });
 
   it('put-config-key publishes a version with its digest, replaces it only with --supersedes, and key-history shows both', { timeout: 300_000 }, async () => {

@@ -15,7 +15,7 @@ const migration = async (name: string) => readFile(path.join(ROOT, 'migrations',
 /** Every check in one `wrangler d1 execute` (a process each would cost seconds). */
 async function counterMismatches() {
   const results = await d1Execute(target, COUNTER_CHECKS.map((c) => `${c.sql};`));
-  return COUNTER_CHECKS.flatMap((c, i) => results[i]!.filter(c.wrong));
+  return COUNTER_CHECKS.flatMap((c, i) => results[i].filter(c.wrong));
 }
 
 beforeAll(async () => {
@@ -113,6 +113,6 @@ describe('migration 0006: webhook events', () => {
       { id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), org_id: 'org_a', endpoint_id: 'we_a', event_type: 'execution.failed', subject_kind: 'execution', subject_id: 'e1', status: 'pending', attempts: 0, next_attempt_at: expect.any(Number) },
       { id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), org_id: 'org_b', endpoint_id: 'we_all', event_type: 'proof.succeeded', subject_kind: 'proof', subject_id: 'p5', status: 'pending', attempts: 0, next_attempt_at: expect.any(Number) },
     ]);
-    for (const r of rows!) expect(Math.abs((r.next_attempt_at as number) - before)).toBeLessThan(120_000);
+    for (const r of rows) expect(Math.abs((r.next_attempt_at as number) - before)).toBeLessThan(120_000);
   });
 });

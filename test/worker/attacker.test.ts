@@ -151,7 +151,7 @@ async function seedWorld(): Promise<World> {
   const configId = await seedConfig();
   const [a, b] = await Promise.all([seedOrg('walker-a', configId), seedOrg('walker-b', configId)]);
   const [viewer, member, admin] = await Promise.all((['viewer', 'member', 'admin'] as const).map(async (role) => signIn(await seedUser(a.tenant.orgId, role))));
-  const lesser = { viewer: viewer!, member: member!, admin: admin! };
+  const lesser = { viewer: viewer, member: member, admin: admin };
   // Keys of each scope made by A's owner, and a full key made by a member (bounded by the member's role).
   const keyOf = async (by: Session, scope: KeyScope) => (await send(by, 'POST', `/console/v1/orgs/${a.tenant.orgId}/api-keys`, { name: `walker ${scope}`, scope }, 201)).key as string;
   const scopedKeys = [
@@ -191,7 +191,7 @@ async function fingerprint(ids: Ids): Promise<Record<string, unknown[]>> {
   const prefixes = [`programs/${ids.program_id}/`, `proofs/${ids.proof_id}/`, `executions/${ids.execution_id}/`, `verifications/${ids.verify_id}/`];
   const objects = (await Promise.all(prefixes.map((prefix) => env.ARTIFACTS.list({ prefix })))).flatMap((l) => l.objects.map((o) => `${o.key} ${o.size} ${o.etag}`));
   expect(objects.length).toBeGreaterThanOrEqual(4);
-  return { ...Object.fromEntries(reads.map(([name], i) => [name, results[i]!.results])), r2: objects };
+  return { ...Object.fromEntries(reads.map(([name], i) => [name, results[i].results])), r2: objects };
 }
 
 // ---------------------------------------------------------------------------
@@ -283,7 +283,7 @@ const TEMPLATES: Record<string, Template[]> = {
 /** Fleet and download routes: no credential an organization holds is valid there, so the body rarely matters. */
 const NEEDS_NO_TEMPLATE: Surface[] = ['fleet', 'download'];
 
-const paramsOf = (path: string) => [...path.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1]!);
+const paramsOf = (path: string) => [...path.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1]);
 const isOrgParam = (p: string): p is OrgParam => (ORG_SCOPED_PARAMS as readonly string[]).includes(p);
 
 interface OpenApiOp {
@@ -411,7 +411,7 @@ function variantsOf(route: Route, w: World): Variant[] {
 }
 
 function urlOf(route: Route, variant: Variant, w: World): string {
-  const path = route.path.replace(/:([A-Za-z_]+)/g, (_, p: string) => encodeURIComponent(isOrgParam(p) ? variant.ids[p] : SHAPE_PARAMS[p]!(w)));
+  const path = route.path.replace(/:([A-Za-z_]+)/g, (_, p: string) => encodeURIComponent(isOrgParam(p) ? variant.ids[p] : SHAPE_PARAMS[p](w)));
   return path + (variant.template.query?.(w) ?? '');
 }
 

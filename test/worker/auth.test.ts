@@ -47,7 +47,7 @@ describe('API keys', () => {
     const digest = Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(t.key))), (b) =>
       b.toString(16).padStart(2, '0'),
     ).join('');
-    expect(rows.results[0]!.key_hash).toBe(digest);
+    expect(rows.results[0].key_hash).toBe(digest);
   });
 
   it('answers unknown routes with 404 Not Found', async () => {

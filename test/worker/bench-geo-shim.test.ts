@@ -55,7 +55,7 @@ describe('bench:geo D1 shim', () => {
       await touch;
       const session = shim.withSession('first-primary');
       // drizzle needs only prepare and batch, which a session has (openDb is typed for the binding).
-      const sdb = openDb(session as unknown as D1Database);
+      const sdb = openDb(session);
       expect((await sdb.select().from(organizations).where(mine).get())?.share_weight).toBe(2); // 4: first call of a first-primary session
       expect(await sdb.select({ n: organizations.name }).from(organizations).where(mine).all()).toEqual([{ n: 'renamed' }]); // 5: replica
       expect(typeof session.getBookmark()).toBe('string');

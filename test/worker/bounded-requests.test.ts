@@ -138,7 +138,7 @@ describe('hex is checked in linear time (no regex stack overflow)', () => {
   it('POST /v1/verify/stark: 8.4 M hex digits are a proof (200), and one more digit is a 422, never a 500', async () => {
     await json(await api(tenant, `/v1/verify/stark?program_id=${program}`, { method: 'POST', body: fileForm('proof', longHexProof(DIGITS)) }), 200);
     const odd = await json<{ detail: { msg: string }[] }>(await api(tenant, `/v1/verify/stark?program_id=${program}`, { method: 'POST', body: fileForm('proof', longHexProof(DIGITS + 1)) }), 422);
-    expect(odd.detail[0]!.msg).toMatch(/"proof" is not hex/);
+    expect(odd.detail[0].msg).toMatch(/"proof" is not hex/);
   });
 
   it('POST /v1/verify: the same', async () => {
@@ -152,7 +152,7 @@ describe('hex is checked in linear time (no regex stack overflow)', () => {
     const stored = await env.ARTIFACTS.get(artifactKey.proofChild(id, 0));
     expect(await stored!.text()).toBe(longHexProof(DIGITS));
     const bad = await json<{ detail: { loc: unknown[] }[] }>(await api(tenant, `/v1/proofs?program_id=${program}`, { method: 'POST', body: fileForm('child_proofs', longHexProof(DIGITS + 1), { input }) }), 422);
-    expect(bad.detail[0]!.loc).toEqual(['body', 'child_proofs', 0]);
+    expect(bad.detail[0].loc).toEqual(['body', 'child_proofs', 0]);
   });
 });
 
@@ -186,7 +186,7 @@ describe('a cap-sized binary child proof', () => {
     const hex = cycle.repeat(proofLength >> 8) + cycle.slice(0, (proofLength & 0xff) * 2);
     const expected = `{"version":"v2.0","proof":"0x${hex}","user_pvs_proof":"0x1234","deferral_merkle_proofs":"0xabcdef"}`;
     expect(stored!.size).toBe(expected.length);
-    const digest = async (bytes: ArrayBuffer | Uint8Array) => new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as ArrayBuffer));
+    const digest = async (bytes: ArrayBuffer | Uint8Array) => new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
     expect(await digest(await stored!.arrayBuffer())).toEqual(await digest(new TextEncoder().encode(expected)));
   });
 
@@ -194,7 +194,7 @@ describe('a cap-sized binary child proof', () => {
     const before = await countRows('proofs');
     const input = JSON.stringify({ input: ['0x0101'] });
     const res = await api(tenant, `/v1/proofs?program_id=${program}`, { method: 'POST', body: fileForm('child_proofs', new Uint8Array([4, 0, 0, 0, 0x76, 0x32, 0x2e, 0x30, 9, 9]), { input }) });
-    expect((await json<{ detail: { loc: unknown[]; msg: string }[] }>(res, 422)).detail[0]!.msg).toMatch(/binary codec/);
+    expect((await json<{ detail: { loc: unknown[]; msg: string }[] }>(res, 422)).detail[0].msg).toMatch(/binary codec/);
     expect(await countRows('proofs')).toBe(before);
   });
 });

@@ -22,7 +22,7 @@ describe('sign-in', () => {
     expect(me).toMatchObject({ email, organizations: [{ id: t.orgId, role: 'owner' }] });
     // Only hashes are stored.
     const row = await env.DB.prepare('SELECT refresh_hash FROM console_sessions WHERE user_id = ?').bind(body.user.id).first<{ refresh_hash: string }>();
-    expect(row!.refresh_hash).not.toContain(cookie.split(';')[0]!.split('=')[1]);
+    expect(row!.refresh_hash).not.toContain(cookie.split(';')[0].split('=')[1]);
   });
 
   it('answers a wrong password and an unknown email the same way', async () => {
@@ -152,7 +152,7 @@ describe('set-password links (npm run admin -- create-user)', () => {
     const email = uniqueEmail('first-owner');
     const link = await runAdmin(createUser({ email, orgId: t.orgId, role: 'owner', consoleUrl: BASE }));
     expect(link).toMatch(new RegExp(`^${BASE}/console/set-password#token=pw_[0-9a-f]{64}$`));
-    const token = link.split('#token=')[1]!;
+    const token = link.split('#token=')[1];
     await json(await postJson('/console/v1/auth/set-password', { token, password: 'short' }), 422);
     expect(await json(await postJson('/console/v1/auth/set-password', { token, password: 'a long enough password' }), 200)).toEqual({ email });
     const stored = await env.DB.prepare('SELECT password_hash FROM users WHERE email = ?').bind(email).first<{ password_hash: string }>();

@@ -6,7 +6,7 @@ import { api } from './helpers.ts';
 const PAGES = ['signin', 'set-password', 'invite', 'projects', 'projects/x', 'programs/x', 'proofs', 'proofs/x', 'keys', 'webhooks', 'webhooks/x', 'members', 'usage', 'fleet'];
 
 /** Every URL an HTML page would fetch by itself: src and href attributes. */
-const loads = (html: string) => [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+const loads = (html: string) => [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
 
 describe('console pages', () => {
   it.each(PAGES)('/console/%s is HTML with a strict CSP and only same-origin resources', async (page) => {

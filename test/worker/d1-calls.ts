@@ -27,7 +27,7 @@ export function recordD1Calls() {
   const wrapStatement = (stmt: Stmt, q: string, via: string): Stmt => {
     stmt.__sql = q;
     const bind = stmt.bind.bind(stmt);
-    stmt.bind = (...args: unknown[]) => wrapStatement(bind(...args) as Stmt, q, via);
+    stmt.bind = (...args: unknown[]) => wrapStatement(bind(...args), q, via);
     for (const m of ['all', 'run', 'raw', 'first'] as const) {
       const original = (stmt[m] as (...a: unknown[]) => Promise<unknown>).bind(stmt);
       (stmt as unknown as Record<string, unknown>)[m] = async (...a: unknown[]) => {
@@ -45,7 +45,7 @@ export function recordD1Calls() {
   const wrapDb = <T extends D1Database | D1DatabaseSession>(db: T, via: string): T => {
     const prepare = db.prepare.bind(db);
     const batch = db.batch.bind(db);
-    db.prepare = (q: string) => wrapStatement(prepare(q) as Stmt, q, via);
+    db.prepare = (q: string) => wrapStatement(prepare(q), q, via);
     db.batch = (async (stmts: Stmt[]) => {
       const at = Date.now();
       const r = await batch(stmts).catch((err: unknown) => {
@@ -60,7 +60,7 @@ export function recordD1Calls() {
   const realPrepare = env.DB.prepare.bind(env.DB);
   const realBatch = env.DB.batch.bind(env.DB);
   const realSession = env.DB.withSession.bind(env.DB);
-  vi.spyOn(env.DB, 'prepare').mockImplementation((q: string) => wrapStatement(realPrepare(q) as Stmt, q, 'binding'));
+  vi.spyOn(env.DB, 'prepare').mockImplementation((q: string) => wrapStatement(realPrepare(q), q, 'binding'));
   vi.spyOn(env.DB, 'batch').mockImplementation((async (stmts: Stmt[]) => {
     const at = Date.now();
     const r = await realBatch(stmts).catch((err: unknown) => {
@@ -69,7 +69,7 @@ export function recordD1Calls() {
     });
     calls.push({ via: 'binding', sql: stmts.map((s) => s.__sql ?? '?'), rowsWritten: written(r), at });
     return r;
-  }) as typeof env.DB.batch);
+  }));
   vi.spyOn(env.DB, 'withSession').mockImplementation((c?: string) => wrapDb(realSession(c), c === 'first-primary' ? 'first-primary' : c === 'first-unconstrained' || c === undefined ? 'first-unconstrained' : 'bookmark'));
   return {
     calls,

@@ -89,10 +89,10 @@ describe('GET /v1/proofs/{id}/events', () => {
     await completeProof(job);
     const rest = await sse.rest();
     expect(rest.map((e) => e.event)).toEqual(['state', 'log']);
-    expect(JSON.parse(rest[0]!.data)).toEqual(await json(await api(t, `/v1/proofs/${proofId}`), 200));
-    expect(JSON.parse(rest[0]!.data).state).toBe('Succeeded');
-    expect(rest[1]!.data).toBe('second line\n');
-    expect(offsetOf(rest[1]!)).toBe(23);
+    expect(JSON.parse(rest[0].data)).toEqual(await json(await api(t, `/v1/proofs/${proofId}`), 200));
+    expect(JSON.parse(rest[0].data).state).toBe('Succeeded');
+    expect(rest[1].data).toBe('second line\n');
+    expect(offsetOf(rest[1])).toBe(23);
   });
 
   it('resumes from Last-Event-ID without repeats, and answers 204 once everything was sent', { timeout: 30_000 }, async () => {
@@ -134,7 +134,7 @@ describe('GET /v1/proofs/{id}/events', () => {
     // Without Last-Event-ID: everything again, and the end.
     const whole = await (await open(t, `/v1/proofs/${proofId}/events`)).rest();
     expect(whole.map((e) => e.event)).toEqual(['state', 'log']);
-    expect(whole[1]!.data).toBe('one\ntwo\nthree\n');
+    expect(whole[1].data).toBe('one\ntwo\nthree\n');
   });
 
   it('sends a long log in bounded pieces of whole chunks', { timeout: 30_000 }, async () => {
@@ -181,7 +181,7 @@ describe('GET /v1/proofs/{id}/events', () => {
     await runAdmin(revokeApiKey(key));
     const rest = await sse.rest();
     expect(rest.map((e) => e.event)).toEqual(['error']);
-    expect(JSON.parse(rest[0]!.data)).toEqual({ detail: 'Invalid or revoked API key' });
+    expect(JSON.parse(rest[0].data)).toEqual({ detail: 'Invalid or revoked API key' });
   });
 
   it('reads the key with the record once, then one statement per poll, at most one poll a second, and stops when the client leaves', { timeout: 30_000 }, async () => {
@@ -191,21 +191,21 @@ describe('GET /v1/proofs/{id}/events', () => {
     const sse = await open(t, `/v1/proofs/${proofId}/events`);
     await expectEvent(sse, 'state');
     // The first read: the key's lookup, the record and the stream's slot, one batch.
-    expect(d1.calls[0]!.sql).toHaveLength(5);
-    expect(d1.calls[0]!.sql[0]).toMatch(/from "api_keys"/);
-    expect(d1.calls[0]!.sql[1]).toMatch(/from "proofs"/);
-    expect(d1.calls[0]!.sql[4]).toMatch(/insert into "event_streams"/);
+    expect(d1.calls[0].sql).toHaveLength(5);
+    expect(d1.calls[0].sql[0]).toMatch(/from "api_keys"/);
+    expect(d1.calls[0].sql[1]).toMatch(/from "proofs"/);
+    expect(d1.calls[0].sql[4]).toMatch(/insert into "event_streams"/);
 
     // Polls go on while nothing changes (a second and a bit per poll); wait for three of them.
     const polls = () => d1.calls.slice(1).filter((c) => c.sql.some((q) => q.includes('log_job_id')));
-    const opened = d1.calls[0]!.at;
+    const opened = d1.calls[0].at;
     while (polls().length < 3) await new Promise((r) => setTimeout(r, 100));
     for (const p of polls()) {
       expect(p.sql).toHaveLength(1); // the record and its log position: one statement
       expect(p.via).toBe('first-unconstrained'); // the request's session (the nearest replica)
     }
     const times = [opened, ...polls().map((p) => p.at)];
-    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(EVENT_POLL_MS);
+    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(EVENT_POLL_MS);
     // Nothing else reads or writes for the stream (the local queue's delivery of the
     // job's notice goes through the binding, not a request's session).
     expect(d1.calls.filter((c) => c.via !== 'binding')).toHaveLength(1 + polls().length);
@@ -238,8 +238,8 @@ describe('GET /v1/executions/{id}/events', () => {
     await json(await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: '0x01', error: null, metrics: { num_instructions: 7 } }), 200);
     const rest = await sse.rest();
     expect(rest.map((e) => e.event)).toEqual(['state']);
-    expect(JSON.parse(rest[0]!.data)).toEqual(await json(await api(t, `/v1/executions/${id}`), 200));
-    expect(JSON.parse(rest[0]!.data).status).toBe('Succeeded');
+    expect(JSON.parse(rest[0].data)).toEqual(await json(await api(t, `/v1/executions/${id}`), 200));
+    expect(JSON.parse(rest[0].data).status).toBe('Succeeded');
     expect((await api(t, `/v1/executions/${crypto.randomUUID()}/events`)).status).toBe(404);
   });
 });
@@ -309,12 +309,12 @@ describe('a stream over its whole life (a virtual clock)', () => {
     expect(pollTimes).toHaveLength(EVENT_STREAM_MAX_MS / EVENT_POLL_MS);
     pollTimes.forEach((t, i) => expect(t).toBe((i + 1) * EVENT_POLL_MS));
     expect(events.map((e) => e.event)).toEqual(['state', 'reconnect']);
-    expect(events[1]!.retry).toBeGreaterThan(0);
-    expect(events[1]!.id).toBe(events[0]!.id); // the position is unchanged: a resume goes on from there
+    expect(events[1].retry).toBeGreaterThan(0);
+    expect(events[1].id).toBe(events[0].id); // the position is unchanged: a resume goes on from there
     expect(comments.length).toBe(Math.floor((EVENT_STREAM_MAX_MS - 1) / EVENT_HEARTBEAT_MS));
     expect(comments.every((c) => c === 'keep-alive')).toBe(true);
     // Never more than the heartbeat interval without a byte on the wire.
-    for (let i = 1; i < writeTimes.length; i++) expect(writeTimes[i]! - writeTimes[i - 1]!).toBeLessThanOrEqual(EVENT_HEARTBEAT_MS);
+    for (let i = 1; i < writeTimes.length; i++) expect(writeTimes[i] - writeTimes[i - 1]).toBeLessThanOrEqual(EVENT_HEARTBEAT_MS);
   });
 
   it('counts its polls against the reads budgets of its key and organization, and ends with `reconnect` past them', async () => {
@@ -325,8 +325,8 @@ describe('a stream over its whole life (a virtual clock)', () => {
     const { pollTimes, events } = await run({ afterPoll: pollBudget(env, hash, t.orgId) });
     expect(pollTimes).toHaveLength(EVENT_POLLS_PER_READ); // the first poll that costs a request
     expect(events.map((e) => e.event)).toEqual(['state', 'reconnect']);
-    expect(events[1]!.retry).toBe(60_000);
-    expect(JSON.parse(events[1]!.data).detail).toContain('used up the "reads" rate limit of this API key or its organization');
+    expect(events[1].retry).toBe(60_000);
+    expect(JSON.parse(events[1].data).detail).toContain('used up the "reads" rate limit of this API key or its organization');
     // A key with budget left polls on.
     const fresh = await seedTenant();
     const more = await run({ afterPoll: pollBudget(env, await sha256Hex(fresh.key), fresh.orgId), leaveAfterPolls: 3 * EVENT_POLLS_PER_READ });

@@ -47,7 +47,7 @@ describe('/v1/executions', () => {
     const submit = async () =>
       (await json(await api(t, `/v1/executions?program_id=${program}&mode=segment`, { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } }), 200)).id as string;
     const set = (id: string, status: string, extra = '') => env.DB.prepare(`UPDATE executions SET status = ?${extra} WHERE id = ?`).bind(status, id).run();
-    const statusOf = async (id: string) => (await json(await api(t, `/v1/executions/${id}`), 200)) as { status: string; error_message: string | null };
+    const statusOf = async (id: string) => await json<{ status: string; error_message: string | null }>(await api(t, `/v1/executions/${id}`), 200);
     const id = await submit();
     for (const [stored, shown] of [['queued', 'Queued'], ['running', 'InProgress'], ['succeeded', 'Succeeded'], ['failed', 'Failed']] as const) {
       await set(id, stored);

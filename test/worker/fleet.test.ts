@@ -194,7 +194,7 @@ describe('a lease ends in one request', () => {
     const job = await claimJob(await seedAgent());
     const stored = new Uint8Array(await (await env.ARTIFACTS.get(artifactKey.proofInput(small)))!.arrayBuffer());
     expect(Object.keys(job.inline_artifacts!)).toEqual(['input']);
-    expect(Uint8Array.from(atob(job.inline_artifacts!.input!), (ch) => ch.charCodeAt(0))).toEqual(stored);
+    expect(Uint8Array.from(atob(job.inline_artifacts!.input), (ch) => ch.charCodeAt(0))).toEqual(stored);
     const bigInput = JSON.stringify({ input: ['0x01' + 'ab'.repeat(MAX_INLINE_ARTIFACT_BYTES / 2)] });
     const res = await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: bigInput, headers: { 'content-type': 'application/json' } });
     const big = (await json<{ id: string }>(res, 200)).id;
@@ -308,7 +308,7 @@ describe('cancel of a running proof', () => {
     expect((await api(t, `/v1/proofs/${proofId}/proof/stark`)).status).not.toBe(200);
     expect(await json(await api(t, `/v1/programs/${program}`), 200)).toMatchObject({ proofs_run: 0, cells_used: 0 });
     expect((await jobRow(job.id)).status).toBe('done');
-    expect(await (await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' })).status).toBe(409); // finished: nothing to cancel
+    expect((await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' })).status).toBe(409); // finished: nothing to cancel
   });
 
   it('the agent’s acknowledgement, a failure or a release after the cancel all end Canceled, charged until the cancel, never requeued', async () => {

@@ -27,7 +27,7 @@ interface Endpoint {
 }
 
 const random = seededRandom(0x5eed);
-const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
 const bytes = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(random() * 256));
 const enc = new TextEncoder();
 /** Past every upload cap (MAX_UPLOAD_BYTES is 100 MB): one buffer, sent to each multipart endpoint. */
@@ -57,7 +57,7 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
   const programId = await registerProgram(owner, configId);
   await markReady(programId);
   const proof = await api(owner, `/v1/proofs?program_id=${programId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: ['0x0101'] }) });
-  const proofId = ((await proof.json()) as { id: string }).id;
+  const proofId = (await proof.json<{ id: string }>()).id;
   const projectId = (await (await api(owner, `/v1/programs/${programId}`)).json<{ project_id: string }>()).project_id;
   const agent = await seedAgent();
   const publisher = await seedPublisher([configId]);

@@ -95,7 +95,7 @@ describe('one D1 round trip per request', () => {
       await json(await api(t, path), 200);
       expect(calls.calls, path).toHaveLength(1);
       expect(calls.writes(), path).toEqual([]);
-      expect(calls.calls[0]!.sql[0], path).toMatch(/from "api_keys"/);
+      expect(calls.calls[0].sql[0], path).toMatch(/from "api_keys"/);
     }
   });
 
@@ -151,7 +151,7 @@ describe('lease checks: recovery without idle claims', () => {
     const send = vi.spyOn(env.LEASE_CHECKS, 'send');
     const job = await claimJob(await seedAgent());
     await vi.waitFor(() => expect(send).toHaveBeenCalled());
-    const [body, opts] = send.mock.calls[0]!;
+    const [body, opts] = send.mock.calls[0];
     expect(body).toEqual({ type: 'lease-check', job_id: job.id, lease_id: job.lease_id });
     // The lease is 12 s: the look comes as it runs out, rounded up to a whole second.
     expect(opts?.delaySeconds).toBeGreaterThanOrEqual(12);

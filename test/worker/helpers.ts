@@ -10,7 +10,7 @@ export const BASE = 'https://api.test';
 export async function runAdmin(step: AdminStep | Promise<AdminStep>): Promise<string> {
   const s = await step;
   for (const sql of s.sql) await env.DB.prepare(sql).run();
-  return s.output[s.output.length - 1]!;
+  return s.output[s.output.length - 1];
 }
 
 export interface Tenant {

@@ -269,14 +269,14 @@ describe('concurrent requests with one key', () => {
       const before = await countRows(kind, 'org_id = ?', t.orgId);
       const answers = await Promise.all(Array.from({ length: 10 }, async () => {
         const res = await send();
-        return { status: res.status, replayed: res.headers.get('Idempotent-Replayed'), body: (await res.json()) as { id?: string } };
+        return { status: res.status, replayed: res.headers.get('Idempotent-Replayed'), body: await res.json<{ id?: string }>() };
       }));
       const created = answers.filter((a) => a.status < 300 && !a.replayed);
       expect(created, kind).toHaveLength(1);
       for (const a of answers) {
         if (a.status === 409) continue;
-        expect(a.status, kind).toBe(created[0]!.status);
-        expect(a.body, kind).toEqual(created[0]!.body);
+        expect(a.status, kind).toBe(created[0].status);
+        expect(a.body, kind).toEqual(created[0].body);
       }
       expect(await countRows(kind, 'org_id = ?', t.orgId), kind).toBe(before + 1);
     }
@@ -441,7 +441,7 @@ describe('cost', () => {
     expect((await send({ 'Idempotency-Key': 'cost-1' })).status).toBe(200);
     expect(d1.calls.length).toBe(plain);
     // The claim rides in the first batch; the answer in the batch that creates the proof.
-    expect(d1.calls[0]!.sql.some((q) => /insert into "idempotency_keys".*on conflict/is.test(q))).toBe(true);
+    expect(d1.calls[0].sql.some((q) => /insert into "idempotency_keys".*on conflict/is.test(q))).toBe(true);
     expect(d1.calls.at(-1)!.sql.some((q) => /insert into "proofs"/i.test(q))).toBe(true);
     expect(d1.calls.at(-1)!.sql.some((q) => /update "idempotency_keys"/i.test(q))).toBe(true);
     d1.clear();
@@ -454,8 +454,8 @@ describe('cost', () => {
     d1.clear();
     expect((await api(t, '/v1/projects', { method: 'POST', body: '"p"', headers: { ...JSON_TYPE, 'Idempotency-Key': 'cost-2' } })).status).toBe(201);
     expect(d1.calls).toHaveLength(2);
-    expect(d1.calls[0]!.sql.some((q) => /idempotency_keys/i.test(q))).toBe(false);
-    expect(d1.calls[1]!.sql.some((q) => /insert into "idempotency_keys".*on conflict/is.test(q))).toBe(true);
+    expect(d1.calls[0].sql.some((q) => /idempotency_keys/i.test(q))).toBe(false);
+    expect(d1.calls[1].sql.some((q) => /insert into "idempotency_keys".*on conflict/is.test(q))).toBe(true);
   });
 });
 

@@ -14,7 +14,7 @@ import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { consoleFetch, seedUser, signIn } from './console-helpers.ts';
 import { countedLogRead, writeLongLog } from './log-helpers.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
-import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { api, json, markReady, registerProgram, seedConfig, seedTenant } from './helpers.ts';
 
 beforeEach(drainQueuedJobs);
 afterEach(() => vi.restoreAllMocks());

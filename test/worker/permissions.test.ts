@@ -20,7 +20,7 @@ async function team() {
   const [owner, admin, member, viewer] = await Promise.all(
     (['owner', 'admin', 'member', 'viewer'] as const).map((role) => seedUser(t.orgId, role).then(signIn)),
   );
-  return { t, org: `/console/v1/orgs/${t.orgId}`, owner: owner!, admin: admin!, member: member!, viewer: viewer! };
+  return { t, org: `/console/v1/orgs/${t.orgId}`, owner: owner, admin: admin, member: member, viewer: viewer };
 }
 
 /** An API key `who` makes in the console, as a tenant the /v1 helpers call with. */
@@ -67,7 +67,7 @@ describe('every route declares its action', () => {
   });
 
   it('declares roles nested: each may do what the ones below may, and viewer only reads', () => {
-    for (let i = 1; i < ROLE_ORDER.length; i++) expect(actionsOf(ROLE_ORDER[i]!)).toEqual(expect.arrayContaining(actionsOf(ROLE_ORDER[i - 1]!)));
+    for (let i = 1; i < ROLE_ORDER.length; i++) expect(actionsOf(ROLE_ORDER[i])).toEqual(expect.arrayContaining(actionsOf(ROLE_ORDER[i - 1])));
     expect(actionsOf('viewer')).toEqual(['records.read', 'keys.own']);
     expect(actionsOf('owner')).toEqual(ACTIONS);
   });

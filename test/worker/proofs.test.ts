@@ -160,8 +160,8 @@ describe('POST /v1/proofs', () => {
       expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ num_deferred_proofs: 2 });
       const keys = await r2Keys(`proofs/${id}/children/`);
       expect(keys).toHaveLength(2);
-      expect(await (await env.ARTIFACTS.get(keys[0]!))!.text()).toBe(a);
-      expect(await (await env.ARTIFACTS.get(keys[1]!))!.text()).toBe(b);
+      expect(await (await env.ARTIFACTS.get(keys[0]))!.text()).toBe(a);
+      expect(await (await env.ARTIFACTS.get(keys[1]))!.text()).toBe(b);
     });
 
     it('accepts children in the zkVM binary codec (what the published client sends) and stores them as JSON', async () => {

@@ -148,7 +148,7 @@ describe('the agents’ queue gateway', () => {
     const deployed = { ...env, DEV_QUEUE_EMULATION: undefined, QUEUES_ACCOUNT_ID: 'acct-1', JOBS_QUEUE_ID: 'queue-9', QUEUES_API_TOKEN: 'cf-secret' };
     const seen: { url: string; auth: string | null; body: unknown }[] = [];
     vi.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
-      const req = new Request(input as RequestInfo, init);
+      const req = new Request(input, init);
       seen.push({ url: req.url, auth: req.headers.get('authorization'), body: await req.json() });
       const result = req.url.endsWith('/pull')
         ? { messages: [{ id: 'm1', body: btoa('{"job_id":"j"}'), attempts: 1, lease_id: 'l1', timestamp_ms: 1, metadata: { 'CF-Content-Type': 'json' } }] }

@@ -55,7 +55,7 @@ describe('per-organization quotas', () => {
 
     // A finished job makes room; other organizations were never limited by this one.
     const [first] = (await env.DB.prepare(`SELECT subject_id FROM jobs WHERE org_id = ? AND kind = 'proof'`).bind(t.orgId).all<{ subject_id: string }>()).results;
-    await json(await api(t, `/v1/proofs/${first!.subject_id}/cancel`, { method: 'POST' }), 200);
+    await json(await api(t, `/v1/proofs/${first.subject_id}/cancel`, { method: 'POST' }), 200);
     await json(await submit(t, program), 200);
     const other = await seedTenant();
     await json(await submit(other, await readyProgram(other)), 200);

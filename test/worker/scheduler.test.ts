@@ -44,7 +44,7 @@ describe('scheduler: one seek per lane, the same order as counting every job', {
 
   it('takes the specified next job at every claim of a long random run, and every counter stays exact', async () => {
     const random = seededRandom(0x14);
-    const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+    const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
     const devA = await seedConfig();
     const devB = await seedConfig();
     const gpu = await seedConfig({ engine: 'openvm' });
@@ -88,7 +88,7 @@ describe('scheduler: one seek per lane, the same order as counting every job', {
         expect(got?.id ?? null, `claim ${claims} by ${agent.caps.engines}/${agent.caps.configs}`).toBe(expected);
         if (got) (running.push(got), taken++);
       } else if (running.length) {
-        const job = running.splice(Math.floor(random() * running.length), 1)[0]!;
+        const job = running.splice(Math.floor(random() * running.length), 1)[0];
         const end = random();
         if (end < 0.35) {
           await json(await upload(job, 'stark', await devProofOf(job)), 200);

@@ -167,7 +167,7 @@ describe('rate limits per organization', () => {
     const minted = Array.from({ length: 11 }, (_, i) => i + 1);
     const keys = [t, ...(await Promise.all(minted.map(async (i) => ({ ...t, key: await runAdmin(createApiKey(t.orgId, `minted ${i}`)) }))))];
     // 12 keys × 250 (the key budget) would be 3,000 reads; the organization has 2,000 (test/vitest.config.ts).
-    const { res, passed } = await untilLimited((i) => api(keys[i % keys.length]!, '/v1/validate_api_key'), 3000);
+    const { res, passed } = await untilLimited((i) => api(keys[i % keys.length], '/v1/validate_api_key'), 3000);
     expect(passed).toBeLessThan(keys.length * 250);
     expect(res.headers.get('retry-after')).toBe('60');
     expect((await res.json<{ detail: string }>()).detail).toContain(`this API key's organization has used its "reads" limit`);
@@ -217,7 +217,7 @@ describe('live API keys per organization', () => {
     const live = await env.DB.prepare('SELECT count(*) AS n FROM api_keys WHERE org_id = ? AND revoked_at IS NULL').bind(t.orgId).first<{ n: number }>();
     expect(live!.n).toBe(limits.ORG_MAX_API_KEYS);
     const created = await Promise.all(results.filter((r) => r.status === 201).map((r) => r.json<{ id: string }>()));
-    await send(s, 'DELETE', `${org}/api-keys/${created[0]!.id}`, undefined, 200);
+    await send(s, 'DELETE', `${org}/api-keys/${created[0].id}`, undefined, 200);
     await send(s, 'POST', `${org}/api-keys`, {}, 201);
     await send(s, 'POST', `${org}/api-keys`, {}, 409);
   });

@@ -65,8 +65,8 @@ beforeEach(async () => {
   sent = [];
   // Captured, not sent: each test makes the attempts itself.
   vi.spyOn(env.WEBHOOKS, 'sendBatch').mockImplementation(async (msgs) => {
-    for (const m of msgs) sent.push({ body: m.body as WebhookMessage, delaySeconds: m.delaySeconds ?? 0 });
-    return { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } } as unknown as QueueSendBatchResponse;
+    for (const m of msgs) sent.push({ body: m.body, delaySeconds: m.delaySeconds ?? 0 });
+    return { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } };
   });
 });
 afterEach(() => vi.restoreAllMocks());
@@ -303,7 +303,7 @@ describe('which URLs', () => {
     const e = await createEndpoint(t);
     await json(await post(t, `/v1/webhooks/${e.id}/test`), 202);
     await env.DB.prepare('UPDATE webhook_endpoints SET url = ? WHERE id = ?').bind('https://10.0.0.7/hook', e.id).run();
-    expect((await deliverAll())[0]!.outcome).toBe('retrying');
+    expect((await deliverAll())[0].outcome).toBe('retrying');
     expect(received).toEqual([]);
     const [d] = (await json(await api(t, `/v1/webhooks/${e.id}/deliveries`), 200)).items;
     expect(d.attempts[0]).toMatchObject({ status_code: null, error: expect.stringMatching(/^not sent: 10\.0\.0\.7 is a private address/), latency_ms: 0 });
@@ -319,13 +319,13 @@ describe('events: written with the change that causes them', () => {
     await json(await completeProof(job), 200);
     const [d] = await deliveriesOf(id);
     expect(d).toMatchObject({ endpoint_id: e.id, event_type: 'proof.succeeded', subject_kind: 'proof', status: 'pending', attempts: 0, payload: null });
-    await vi.waitFor(() => expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d!.id, attempt: 0, render: 'proof' }]));
-    expect(sent[0]!.delaySeconds).toBe(0);
+    await vi.waitFor(() => expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d.id, attempt: 0, render: 'proof' }]));
+    expect(sent[0].delaySeconds).toBe(0);
     const received = receiver();
     await deliverAll();
     expect(received).toHaveLength(1);
-    const body = JSON.parse(received[0]!.body);
-    expect(body).toEqual({ type: 'proof.succeeded', timestamp: d!.created_at, data: await json(await api(t, `/v1/proofs/${id}`), 200) });
+    const body = JSON.parse(received[0].body);
+    expect(body).toEqual({ type: 'proof.succeeded', timestamp: d.created_at, data: await json(await api(t, `/v1/proofs/${id}`), 200) });
     expect(body.data.state).toBe('Succeeded');
   });
 
@@ -343,8 +343,8 @@ describe('events: written with the change that causes them', () => {
     const queued = await submitProof(t, program);
     await json(await post(t, `/v1/proofs/${queued}/cancel`), 200);
     const [canceled] = await deliveriesOf(queued);
-    expect(canceled!.event_type).toBe('proof.canceled');
-    await vi.waitFor(() => expect(sent.map((s) => s.body.delivery_id)).toContain(canceled!.id));
+    expect(canceled.event_type).toBe('proof.canceled');
+    await vi.waitFor(() => expect(sent.map((s) => s.body.delivery_id)).toContain(canceled.id));
   });
 
   it('a result that crossed a cancel emits proof.canceled, not proof.succeeded; a superseded lease emits nothing', async () => {
@@ -371,8 +371,8 @@ describe('events: written with the change that causes them', () => {
     await makeOverdue(job.id);
     expect(await checkLease(env, { type: 'lease-check', job_id: job.id, lease_id: job.lease_id })).toBe('expired');
     const [d] = await deliveriesOf(id);
-    expect(d!.event_type).toBe('proof.failed');
-    expect(sent.map((s) => s.body.delivery_id)).toEqual([d!.id]);
+    expect(d.event_type).toBe('proof.failed');
+    expect(sent.map((s) => s.body.delivery_id)).toEqual([d.id]);
     expect((await jobRow(job.id)).status).toBe('done');
   });
 
@@ -469,7 +469,7 @@ describe('attempts', () => {
     await json(await completeProof(job), 200);
     await vi.waitFor(() => expect(sent).toHaveLength(1));
     const [d] = await deliveriesOf(id);
-    return { e, proofId: id, deliveryId: d!.id as string };
+    return { e, proofId: id, deliveryId: d.id as string };
   }
 
   it('are signed per Standard Webhooks: the library verifies them, and so does the HMAC computed from the spec', async () => {
@@ -478,20 +478,20 @@ describe('attempts', () => {
     const received = receiver();
     await deliverAll();
     const [r] = received;
-    expect(r!.headers).toMatchObject({
+    expect(r.headers).toMatchObject({
       'content-type': 'application/json',
       'webhook-id': deliveryId,
       'webhook-timestamp': expect.stringMatching(/^\d{10}$/),
       'webhook-signature': expect.stringMatching(/^v1,[A-Za-z0-9+/]{43}=$/),
     });
-    expect(Math.abs(Number(r!.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(300);
-    expect(r!.headers['webhook-signature']).toBe(await expectedSignature(e.secret, deliveryId, r!.headers['webhook-timestamp']!, r!.body));
-    expect(new Webhook(e.secret).verify(r!.body, r!.headers)).toMatchObject({ type: 'proof.succeeded' });
+    expect(Math.abs(Number(r.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(300);
+    expect(r.headers['webhook-signature']).toBe(await expectedSignature(e.secret, deliveryId, r.headers['webhook-timestamp'], r.body));
+    expect(new Webhook(e.secret).verify(r.body, r.headers)).toMatchObject({ type: 'proof.succeeded' });
     // Not with another secret, nor with the body changed.
     const other = await createEndpoint(t);
-    expect(() => new Webhook(other.secret).verify(r!.body, r!.headers)).toThrow(/No matching signature/);
-    expect(() => new Webhook(e.secret).verify(r!.body.replace('Succeeded', 'Failed'), r!.headers)).toThrow(/No matching signature/);
-    expect(r!.redirect).toBe('manual');
+    expect(() => new Webhook(other.secret).verify(r.body, r.headers)).toThrow(/No matching signature/);
+    expect(() => new Webhook(e.secret).verify(r.body.replace('Succeeded', 'Failed'), r.headers)).toThrow(/No matching signature/);
+    expect(r.redirect).toBe('manual');
   });
 
   it('are retried on the schedule with the same webhook-id and the same bytes, then the delivery fails', async () => {
@@ -615,7 +615,7 @@ describe('attempts', () => {
     const { e, deliveryId } = await oneDelivery(t);
     const received = receiver();
     await json(await api(t, `/v1/webhooks/${e.id}`, { method: 'DELETE' }), 200);
-    expect((await deliverAll())[0]!.outcome).toBe('stale'); // ended by the delete itself
+    expect((await deliverAll())[0].outcome).toBe('stale'); // ended by the delete itself
     expect(await env.DB.prepare('SELECT status, last_error FROM webhook_deliveries WHERE id = ?').bind(deliveryId).first()).toEqual({ status: 'failed', last_error: 'Not sent: the endpoint was deleted' });
     expect(received).toEqual([]);
   });
@@ -631,14 +631,14 @@ describe('attempts', () => {
     const received = receiver();
     await deliverAll();
     const [r] = received;
-    expect(r!.headers['webhook-signature']!.split(' ')).toHaveLength(2);
-    expect(new Webhook(rotated.secret).verify(r!.body, r!.headers)).toBeTruthy();
-    expect(new Webhook(e.secret).verify(r!.body, r!.headers)).toBeTruthy();
+    expect(r.headers['webhook-signature'].split(' ')).toHaveLength(2);
+    expect(new Webhook(rotated.secret).verify(r.body, r.headers)).toBeTruthy();
+    expect(new Webhook(e.secret).verify(r.body, r.headers)).toBeTruthy();
     // Past the grace, only the new one.
     await json(await post(t, `/v1/webhooks/${e.id}/test`), 202);
     await deliverAll(Date.now() + 25 * 3600_000);
-    expect(received[1]!.headers['webhook-signature']!.split(' ')).toHaveLength(1);
-    expect(() => new Webhook(e.secret).verify(received[1]!.body, received[1]!.headers)).toThrow();
+    expect(received[1].headers['webhook-signature'].split(' ')).toHaveLength(1);
+    expect(() => new Webhook(e.secret).verify(received[1].body, received[1].headers)).toThrow();
   });
 
   it('a secret this deployment cannot decrypt (its WEBHOOK_ENCRYPTION_KEY changed) fails the attempt saying so; a rotation mends it', async () => {
@@ -653,8 +653,8 @@ describe('attempts', () => {
     // Rotated under the key in use, it signs again (the previous secret, unreadable, adds no second signature).
     const rotated = await json(await app.request(`https://api.test/v1/webhooks/${e.id}/rotate-secret`, { method: 'POST', headers: { 'Service-API-Key': t.key } }, otherKey, createExecutionContext()), 200);
     expect((await deliverWebhook(otherKey, sent.shift()!.body)).outcome).toBe('delivered');
-    expect(received[0]!.headers['webhook-signature']!.split(' ')).toHaveLength(1);
-    expect(new Webhook(rotated.secret).verify(received[0]!.body, received[0]!.headers)).toBeTruthy();
+    expect(received[0].headers['webhook-signature'].split(' ')).toHaveLength(1);
+    expect(new Webhook(rotated.secret).verify(received[0].body, received[0].headers)).toBeTruthy();
   });
 
   it('the Worker’s queue handler makes the attempts and acks them', async () => {
@@ -664,7 +664,7 @@ describe('attempts', () => {
     const worker = (await import('../../src/index.ts')).default;
     const batch = createMessageBatch('zk-proving-webhooks-local', [{ id: 'w-1', timestamp: new Date(), attempts: 1, body: sent.shift()!.body }]);
     const ctx = createExecutionContext();
-    await worker.queue(batch as never, env);
+    await worker.queue(batch, env);
     expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(['w-1']);
     expect(received.map((r) => r.headers['webhook-id'])).toEqual([deliveryId]);
   });
@@ -676,7 +676,7 @@ describe('attempts', () => {
     const e = await createEndpoint(t);
     await json(await post(t, `/v1/webhooks/${e.id}/test`), 202);
     await vi.waitFor(() => expect(received).toHaveLength(1), { timeout: 10_000 });
-    expect(new Webhook(e.secret).verify(received[0]!.body, received[0]!.headers)).toMatchObject({ type: 'webhook.test' });
+    expect(new Webhook(e.secret).verify(received[0].body, received[0].headers)).toMatchObject({ type: 'webhook.test' });
     await vi.waitFor(async () => expect((await json(await api(t, `/v1/webhooks/${e.id}/deliveries`), 200)).items[0].status).toBe('delivered'));
   });
 });
@@ -691,8 +691,8 @@ describe('redeliver and test', () => {
     expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d.id, attempt: 0 }]);
     const received = receiver();
     await deliverAll();
-    expect(JSON.parse(received[0]!.body)).toEqual(d.payload);
-    expect(new Webhook(e.secret).verify(received[0]!.body, received[0]!.headers)).toEqual(d.payload);
+    expect(JSON.parse(received[0].body)).toEqual(d.payload);
+    expect(new Webhook(e.secret).verify(received[0].body, received[0].headers)).toEqual(d.payload);
     await json(await patch(t, `/v1/webhooks/${e.id}`, { disabled: true }), 200);
     expect((await json(await post(t, `/v1/webhooks/${e.id}/test`), 409)).detail).toMatch(/disabled/);
   });
@@ -709,7 +709,7 @@ describe('redeliver and test', () => {
     expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d.id, attempt: 1 }]);
     await deliverAll();
     expect(received.map((r) => r.headers['webhook-id'])).toEqual([d.id, d.id]);
-    expect(received[1]!.body).toBe(received[0]!.body);
+    expect(received[1].body).toBe(received[0].body);
     const [after] = (await json(await api(t, `/v1/webhooks/${e.id}/deliveries`), 200)).items;
     expect(after.attempts.map((a: { attempt: number }) => a.attempt)).toEqual([1, 2]);
     await json(await patch(t, `/v1/webhooks/${e.id}`, { disabled: true }), 200);
@@ -749,7 +749,7 @@ describe('the sweep', () => {
     const job = await claimJob(await seedAgent());
     await json(await completeProof(job), 200);
     const [d] = await deliveriesOf(id);
-    expect(d!.status).toBe('pending');
+    expect(d.status).toBe('pending');
     await vi.waitFor(() => expect(env.WEBHOOKS.sendBatch).toHaveBeenCalled());
     expect(sent).toEqual([]);
     const db = openDb(env.DB);
@@ -757,13 +757,13 @@ describe('the sweep', () => {
     expect((await sweepWebhooks(db, env)).webhooksRequeued).toBe(0);
     const later = Date.now() + 61_000;
     expect(await sweepWebhooks(db, env, later)).toMatchObject({ webhooksRequeued: 1 });
-    expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d!.id, attempt: 0, render: 'proof' }]);
+    expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d.id, attempt: 0, render: 'proof' }]);
     // The message it sent is now the one in flight.
     expect((await sweepWebhooks(db, env, later + 1000)).webhooksRequeued).toBe(0);
     const received = receiver();
     await deliverAll();
-    expect(received.map((r) => r.headers['webhook-id'])).toEqual([d!.id]);
-    expect(new Webhook(e.secret).verify(received[0]!.body, received[0]!.headers)).toMatchObject({ type: 'proof.succeeded' });
+    expect(received.map((r) => r.headers['webhook-id'])).toEqual([d.id]);
+    expect(new Webhook(e.secret).verify(received[0].body, received[0].headers)).toMatchObject({ type: 'proof.succeeded' });
   });
 
   it('deletes finished deliveries past their retention, with their attempts', async () => {
@@ -803,8 +803,8 @@ describe('what it costs in D1', () => {
     const [first, retry] = await deliverAll();
     expect(first).toEqual({ outcome: 'retrying', statements: 6, roundTrips: 2 });
     expect(retry).toEqual({ outcome: 'delivered', statements: 5, roundTrips: 2 });
-    expect(calls.calls).toHaveLength(first!.roundTrips + retry!.roundTrips);
-    expect(calls.calls.reduce((n, c) => n + c.sql.length, 0)).toBe(first!.statements + retry!.statements);
+    expect(calls.calls).toHaveLength(first.roundTrips + retry.roundTrips);
+    expect(calls.calls.reduce((n, c) => n + c.sql.length, 0)).toBe(first.statements + retry.statements);
     const parse = (line: unknown) => {
       try {
         return JSON.parse(String(line)) as Record<string, unknown>;

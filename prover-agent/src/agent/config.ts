@@ -81,7 +81,7 @@ function timeouts(v: string): NonNullable<EngineOptions['timeouts']> {
   const out: NonNullable<EngineOptions['timeouts']> = {};
   for (const item of list(v)) {
     const [op, seconds] = item.split('=').map((x) => x.trim());
-    if (!(ENGINE_OPERATIONS as readonly string[]).includes(op!) || seconds === undefined)
+    if (!(ENGINE_OPERATIONS as readonly string[]).includes(op) || seconds === undefined)
       throw new ConfigError(`--timeouts takes op=seconds pairs with op one of ${ENGINE_OPERATIONS.join(', ')} (got '${item}')`);
     out[op as (typeof ENGINE_OPERATIONS)[number]] = number('timeouts', seconds, 1);
   }
@@ -99,7 +99,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   if (values.engine !== undefined) values.engines ??= values.engine;
   const get = (flag: (typeof FLAGS)[number][0]): string => {
     const [, envName, def] = FLAGS.find((f) => f[0] === flag)!;
-    return (values[flag] as string | undefined) ?? env[envName] ?? def ?? '';
+    return (values[flag]) ?? env[envName] ?? def ?? '';
   };
   const required = (flag: (typeof FLAGS)[number][0]) => {
     const v = get(flag);

@@ -107,13 +107,13 @@ async function serve(engineName: string, options: EngineOptions): Promise<void> 
 }
 
 if (process.argv[2] === '--worker') {
-  serve(process.argv[3]!, JSON.parse(process.argv[4] ?? '{}') as EngineOptions).catch((err: unknown) => {
+  serve(process.argv[3], JSON.parse(process.argv[4] ?? '{}') as EngineOptions).catch((err: unknown) => {
     // The engine did not load: the worker ends before taking any operation.
     emit(failure(err));
     process.exit(1);
   });
 } else {
-  runOnce(process.argv[2]!).then(
+  runOnce(process.argv[2]).then(
     (result) => {
       emit({ type: 'result', result });
       process.exitCode = 0;

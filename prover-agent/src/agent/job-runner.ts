@@ -118,7 +118,7 @@ export class JobRunner {
 
   private async execute(): Promise<RunOutcome> {
     const files = Object.fromEntries(this.job.artifacts.map((name) => [name, join(this.dir, name)]));
-    await this.timed('download', () => Promise.all(this.job.artifacts.map((name) => this.fetchArtifact(name, files[name]!))));
+    await this.timed('download', () => Promise.all(this.job.artifacts.map((name) => this.fetchArtifact(name, files[name]))));
     if (this.stopReason) return this.endEarly();
 
     const op = handlerOf(this.job.kind).operation(this.job, files, this.dir);

@@ -1,7 +1,7 @@
 // The agent's own health and Prometheus metrics, served on a local port:
 //   GET /healthz  → 200 while the agent is running or draining, 503 otherwise
 //   GET /metrics  → Prometheus text format
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export class Metrics {
@@ -68,7 +68,7 @@ export class Metrics {
 }
 
 export function serveHealth(port: number, host: string, metrics: Metrics, health: () => { ok: boolean; [k: string]: unknown }): Promise<Server> {
-  const server = createServer(async (req, res) => {
+  const answer = async (req: IncomingMessage, res: ServerResponse) => {
     if (req.url === '/healthz') {
       const h = health();
       res.writeHead(h.ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(h));
@@ -77,6 +77,14 @@ export function serveHealth(port: number, host: string, metrics: Metrics, health
     } else {
       res.writeHead(404).end();
     }
+  };
+  // A scrape that fails answers 500; it must never become an unhandled rejection that
+  // takes the agent (and the jobs it runs) down with it.
+  const server = createServer((req, res) => {
+    answer(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    });
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);

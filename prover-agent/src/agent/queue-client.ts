@@ -71,7 +71,7 @@ export function decodeNotice(m: PulledMessage): { job_id?: string; kind?: string
   try {
     const text = type === 'text' ? m.body : Buffer.from(m.body, 'base64').toString('utf8');
     const v = JSON.parse(text) as unknown;
-    return v && typeof v === 'object' ? (v as { job_id?: string; kind?: string }) : {};
+    return v && typeof v === 'object' ? (v) : {};
   } catch {
     return {};
   }

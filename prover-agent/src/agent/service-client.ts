@@ -145,7 +145,7 @@ export class ServiceClient {
               headers: { ...auth, 'content-type': 'application/octet-stream', 'content-length': String(end - start) },
               body: Readable.toWeb(createReadStream(path, { start, end: end - 1 })) as ReadableStream,
               duplex: 'half',
-            }) as RequestInit,
+            }),
           `publish ${name}: part ${n}`,
           retry,
         );
@@ -241,7 +241,7 @@ async function putFile(url: string, token: string, path: string, contentType: st
         headers: { authorization: `Bearer ${token}`, 'content-type': contentType, 'content-length': String(size) },
         body: Readable.toWeb(createReadStream(path)) as ReadableStream,
         duplex: 'half',
-      }) as RequestInit,
+      }),
     what,
     retry,
   );

@@ -37,7 +37,7 @@ import {
 } from '../engine/openvm/config-dir.ts';
 import { openvmConfigProblems, PUBLISHED_KEY_NAMES, versionProblem, type FleetConfig, type PublishedKeys } from '../protocol.ts';
 
-const newest = CLI_MAPPINGS[0]!;
+const newest = CLI_MAPPINGS[0];
 
 const usage = `usage: prover-agent setup-config <cfg_id> [flags]
 
@@ -118,7 +118,7 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`prover-agent setup-config: give one config id, and at most one of --run and --check\n\n${usage}`);
     return 2;
   }
-  const configId = positionals[0]!;
+  const configId = positionals[0];
   const apiUrl = values['api-url'] ?? process.env.PROVER_API_URL ?? '';
   const agentToken = values['agent-token'] ?? process.env.PROVER_AGENT_TOKEN ?? '';
   const publisherToken = values['publisher-token'] ?? process.env.PROVER_PUBLISHER_TOKEN ?? '';

@@ -72,7 +72,7 @@ export function versionProblem(openvmVersion: string): string | null {
 export function releaseOf(openvmVersion: string): OpenvmRelease | null {
   if (versionProblem(openvmVersion)) return null;
   const v = parseVersion(openvmVersion)!;
-  return OPENVM_RELEASES.filter((m) => m.major === v.major && m.sinceMinor <= v.minor).sort((a, b) => b.sinceMinor - a.sinceMinor)[0]!;
+  return OPENVM_RELEASES.filter((m) => m.major === v.major && m.sinceMinor <= v.minor).sort((a, b) => b.sinceMinor - a.sinceMinor)[0];
 }
 
 /** Integer settings of an openvm.toml's [app_vm_config.system.config] tables (a line scan, not a TOML parser). */
@@ -83,13 +83,13 @@ function systemSettings(toml: string): Record<string, number> {
     const line = raw.replace(/#.*$/, '').trim();
     const header = /^\[\s*([^\]]+?)\s*\]$/.exec(line);
     if (header) {
-      table = header[1]!.replace(/\s+/g, '');
+      table = header[1].replace(/\s+/g, '');
       continue;
     }
     const kv = /^([A-Za-z_]+)\s*=\s*(\d+)$/.exec(line);
     if (!kv) continue;
-    if (table === 'app_vm_config.system.config') found[kv[1]!] = Number(kv[2]);
-    if (table === 'app_vm_config.system.config.memory_config') found[`memory_config.${kv[1]!}`] = Number(kv[2]);
+    if (table === 'app_vm_config.system.config') found[kv[1]] = Number(kv[2]);
+    if (table === 'app_vm_config.system.config.memory_config') found[`memory_config.${kv[1]}`] = Number(kv[2]);
   }
   return found;
 }

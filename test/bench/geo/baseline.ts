@@ -72,7 +72,7 @@ export async function baselineAdapter(root: string): Promise<TreeAdapter> {
           st.createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '5a'.repeat(32), engine: 'dev', deferral_enabled: true, openvm_toml: st.DEV_ENGINE_OPENVM_TOML }),
         ];
         const [, , apiKey, agentToken, config] = steps.map((s) => s.output.at(-1)!);
-        const seed: Seed = { orgId, apiKey: apiKey!, agentToken: agentToken!, configId: config! };
+        const seed: Seed = { orgId, apiKey: apiKey, agentToken: agentToken, configId: config };
         return { sql: steps.flatMap((s) => s.sql), seed };
       },
       (programId) => [

@@ -24,7 +24,7 @@ export function currentAdapter(): TreeAdapter {
           createConfig({ ...TARGET_RELEASE, app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML), engine: 'dev', deferral_enabled: true, openvm_toml: DEV_ENGINE_OPENVM_TOML }),
         ];
         const [, , apiKey, agentToken, config] = steps.map((s) => s.output.at(-1)!);
-        return { sql: steps.flatMap((s) => s.sql), seed: { orgId, apiKey: apiKey!, agentToken: agentToken!, configId: config! } };
+        return { sql: steps.flatMap((s) => s.sql), seed: { orgId, apiKey: apiKey, agentToken: agentToken, configId: config } };
       },
       (programId) => [
         `UPDATE programs SET status = 'ready', app_exe_commit = ${lit('0x' + 'cd'.repeat(32))}, baseline_key = ${lit(`programs/${programId}/baseline.json`)} WHERE id = ${lit(programId)};`,

@@ -178,8 +178,8 @@ async function startAgent(adapter: TreeAdapter, url: string, agentToken: string,
     for (const line of chunk.split('\n').filter(Boolean)) agent.lines.push(line);
     if (agent.lines.length > 200) agent.lines.splice(0, agent.lines.length - 200);
   };
-  proc.stdout!.setEncoding('utf8').on('data', onData);
-  proc.stderr!.setEncoding('utf8').on('data', onData);
+  proc.stdout.setEncoding('utf8').on('data', onData);
+  proc.stderr.setEncoding('utf8').on('data', onData);
   return agent;
 }
 

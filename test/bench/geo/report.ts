@@ -25,7 +25,7 @@ export const IDLE_WRITE_TARGET = '≤ 1';
 
 export function percentile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
 /** "2" when every request said 2, "1–2" when they differed. */
@@ -52,11 +52,11 @@ function routeCells(r: RouteResult | undefined): string[] {
 
 /** Lays out rows of cells: the first column left-aligned, the others right-aligned; '|' cells stay as separators. */
 function layout(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
   return rows
     .map((r) =>
       r
-        .map((cell, i) => (i === 0 || i === r.length - 1 ? cell.padEnd(widths[i]!) : cell === '|' ? '|' : cell.padStart(widths[i]!)))
+        .map((cell, i) => (i === 0 || i === r.length - 1 ? cell.padEnd(widths[i]) : cell === '|' ? '|' : cell.padStart(widths[i])))
         .join('  ')
         .trimEnd(),
     )
@@ -64,16 +64,16 @@ function layout(rows: string[][]): string {
 }
 
 export function routeTable(columns: Column[]): string {
-  const names = columns[0]!.result.routes.map((r) => r.route);
+  const names = columns[0].result.routes.map((r) => r.route);
   const sub = ['P seq', 'R seq', 'calls', 'after', 'p50 ms', 'p99 ms'];
   const head = ['route', ...columns.flatMap(() => ['|', ...sub]), '|', 'target'];
   const body = names.map((name) => [name, ...columns.flatMap((c) => ['|', ...routeCells(c.result.routes.find((r) => r.route === name))]), '|', ROUTE_TARGETS[name] ?? '']);
   const table = layout([head, ...body]).split('\n');
   // Each tree's title over its group of columns.
-  const bars = [...table[0]!.matchAll(/\|/g)].map((m) => m.index!);
+  const bars = [...table[0].matchAll(/\|/g)].map((m) => m.index);
   let title = '';
-  columns.forEach((c, i) => (title = title.padEnd(bars[i]!) + `| ${c.title}`));
-  title = title.padEnd(bars[columns.length]!) + '|';
+  columns.forEach((c, i) => (title = title.padEnd(bars[i]) + `| ${c.title}`));
+  title = title.padEnd(bars[columns.length]) + '|';
   return [title, ...table].join('\n');
 }
 

@@ -100,7 +100,7 @@ export function stackParts(
       const { spawn } = await import('node:child_process');
       const child = spawn(process.execPath, ['src/tools/build-assets.ts'], { cwd: root, env: tools.childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
       let err = '';
-      child.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
+      child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
       const code = await new Promise<number | null>((resolve, reject) => child.on('error', reject).on('close', resolve));
       if (code !== 0) throw new Error(`building the assets of ${root} failed (exit code ${code}):\n${err}`);
     },

@@ -57,7 +57,7 @@ function checkKind(v: unknown, kind: Kind, at: string, out: string[]): void {
       if (typeof v !== 'boolean') out.push(`${at}: expected a boolean, got ${JSON.stringify(v)}`);
       return;
     default:
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX[base]!) {
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX[base]) {
         out.push(`${at}: expected an unsigned integer fitting ${base}, got ${JSON.stringify(v)}`);
       }
   }

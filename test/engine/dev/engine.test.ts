@@ -47,7 +47,7 @@ function context(config: Partial<EngineConfig> = {}, signal = new AbortControlle
     log: (line) => logs.push(line),
     progress: (update) => {
       if (update.phase) phases.push(update.phase);
-      if (update.metrics) metrics.push({ ...update.metrics } as Record<string, number>);
+      if (update.metrics) metrics.push({ ...update.metrics });
     },
   };
   return { ctx, logs, phases, metrics };

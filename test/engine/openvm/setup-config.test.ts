@@ -219,7 +219,7 @@ describe('setup-config with the service', () => {
       for (const u of service.uploads) {
         // Every key crosses several parts (16 bytes each here), reassembled byte for byte.
         expect(u.parts).toBeGreaterThan(1);
-        const digest = await sha256(files[u.name]!);
+        const digest = await sha256(files[u.name]);
         expect(u).toMatchObject({ auth: 'Bearer pt_test', parts: Math.ceil(u.size / 16), sha256: digest, declared: digest, supersedes: null });
         expect(res.stdout).toContain(`published ${u.name} version 1 (${u.size} bytes, sha256 ${digest}) from ${files[u.name]}`);
       }

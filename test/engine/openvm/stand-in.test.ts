@@ -33,7 +33,7 @@ function fake(args: string[], extraEnv: Record<string, string> = {}, cwd = host.
   });
 }
 
-const v2 = CLI_MAPPINGS[0]!;
+const v2 = CLI_MAPPINGS[0];
 const cfg = () => configPaths(host.configsDir, CONFIG_ID, v2);
 const agg = () => aggregationPaths(v2, host.env);
 

@@ -8,7 +8,7 @@ import { withResults, type JobKindHandler } from './contract.ts';
 export const commitJob: JobKindHandler<'commit', Extract<EngineOp, { op: 'commit' }>> = {
   kind: 'commit',
   subjectNoun: 'program',
-  operation: (_job, f) => ({ op: 'commit', elfPath: f.elf!, vmexePath: f.vmexe! }),
+  operation: (_job, f) => ({ op: 'commit', elfPath: f.elf, vmexePath: f.vmexe }),
   async report(_op, result, ctx) {
     const r = result as CommitResult;
     const baseline = join(ctx.dir, 'baseline.json');

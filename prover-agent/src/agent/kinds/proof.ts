@@ -11,14 +11,14 @@ export const proofJob: JobKindHandler<'proof', Extract<EngineOp, { op: 'prove' }
   operation: (job, f, dir) => ({
     op: 'prove',
     proof_type: job.proof!.proof_type,
-    elfPath: f.elf!,
-    vmexePath: f.vmexe!,
-    inputPath: f.input!,
+    elfPath: f.elf,
+    vmexePath: f.vmexe,
+    inputPath: f.input,
     // In packing order: the claim lists them last, child-0 first.
-    childProofPaths: job.artifacts.filter(isChildProofArtifact).map((n) => f[n]!),
+    childProofPaths: job.artifacts.filter(isChildProofArtifact).map((n) => f[n]),
     outputPath: join(dir, `${job.proof!.proof_type}-proof.json`),
     app_exe_commit: job.program?.app_exe_commit ?? '',
-    baselinePath: f.baseline!,
+    baselinePath: f.baseline,
   }),
   async report(op, result, ctx) {
     const r = result as ProveResult;

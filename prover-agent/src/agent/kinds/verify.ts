@@ -9,7 +9,7 @@ export const verifyJob: JobKindHandler<'verify', Extract<EngineOp, { op: 'verify
   operation: (job, f) => ({
     op: 'verify',
     proof_type: job.verification?.proof_type ?? 'stark',
-    proofPath: f.proof!,
+    proofPath: f.proof,
     baselinePath: f.baseline ?? null,
     app_exe_commit: job.program?.app_exe_commit ?? null,
   }),

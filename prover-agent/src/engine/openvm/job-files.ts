@@ -127,7 +127,7 @@ export async function checkEvmProof(path: string): Promise<{ proof: { app_exe_co
   const accumulator = bareHex(data?.accumulator);
   if (accumulator === null || bareHex(data?.proof) === null) return { reason: 'proof field "proof_data" must hold hex "accumulator" and "proof"' };
   for (const field of ['app_exe_commit', 'app_vm_commit'] as const) {
-    if (hex[field]!.length !== 64) return { reason: `proof field "${field}" must be 32 bytes` };
+    if (hex[field].length !== 64) return { reason: `proof field "${field}" must be 32 bytes` };
     if (BigInt('0x' + hex[field]) >= COMMIT_BOUND) return { reason: `proof field "${field}" is not a canonical commit` };
   }
   if (accumulator.length % 64 !== 0) return { reason: 'proof_data.accumulator must be whole 32-byte words' };

@@ -27,9 +27,9 @@ export function parseMetrics(line: string): EngineMetrics | null {
 export function parsePublicValues(line: string): string | null {
   const m = PRINTED.executionOutput.exec(line);
   if (!m) return null;
-  const list = /\[([^\]]*)\]/.exec(m[1]!);
+  const list = /\[([^\]]*)\]/.exec(m[1]);
   if (!list) return '0x';
-  const bytes = list[1]!
+  const bytes = list[1]
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)

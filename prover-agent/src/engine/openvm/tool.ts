@@ -43,7 +43,7 @@ const STDERR_TAIL_LINES = 40;
 const MAX_STDOUT_CHARS = 4 * 1024 * 1024;
 
 // Colour codes would otherwise end up in logs and error messages.
-// eslint-disable-next-line no-control-regex
+ 
 const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]/g;
 export const stripAnsi = (s: string): string => s.replace(ANSI, '');
 

@@ -168,7 +168,7 @@ export class RequestTally {
     let best: Chain = { ms: 0, primary: 0, replica: 0 };
     onPath.forEach((c, i) => {
       let before: Chain = { ms: 0, primary: 0, replica: 0 };
-      for (let j = 0; j < i; j++) if (onPath[j]!.endEvent < c.startEvent && chains[j]!.ms > before.ms) before = chains[j]!;
+      for (let j = 0; j < i; j++) if (onPath[j].endEvent < c.startEvent && chains[j].ms > before.ms) before = chains[j]!;
       const chain = { ms: before.ms + cost(c.place), primary: before.primary + (c.place === 'primary' ? 1 : 0), replica: before.replica + (c.place === 'replica' ? 1 : 0) };
       chains.push(chain);
       if (chain.ms > best.ms) best = chain;

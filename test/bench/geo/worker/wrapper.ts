@@ -67,7 +67,7 @@ export function benchWorker(app: AppHandler): ExportedHandler<BenchVars> {
       counts.handlers.fetch++;
       const tally = new RequestTally();
       const scope: Scope = { tally, emulation: url.pathname.startsWith('/client/v4/'), latency: latencyOf(env) };
-      const res = await app.fetch!(request as never, appEnv(env, scope), appContext(ctx, tally));
+      const res = await app.fetch!(request, appEnv(env, scope), appContext(ctx, tally));
       const f = tally.close(scope.latency);
       const out = new Response(res.body, res);
       out.headers.set('x-bench-d1-primary-seq', String(f.primarySeq));

@@ -1,9 +1,9 @@
 // A bench-only Worker entry: the service's own Worker (src/index.ts), unchanged, with
 // every D1 call it makes counted (round trips, statements, and the event streams' polls
 // among them), and GET /__bench/d1 to read (and `?reset=1` to zero) the counts. Benches
-// run it with `wrangler dev test/bench/d1-counting-worker.ts`; it is never deployed.
-import worker from '../../src/index.ts';
-import type { Env } from '../../src/env.ts';
+// run it with `wrangler dev test/bench/workers/d1-counting.ts`; it is never deployed.
+import worker from '../../../src/index.ts';
+import type { Env } from '../../../src/env.ts';
 
 /** `streamPolls`: event streams' polls, each one statement alone (their first read is a batch with the API key's lookup). */
 const counts = { roundTrips: 0, statements: 0, streamPolls: 0 };
