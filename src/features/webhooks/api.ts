@@ -7,7 +7,8 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { sql, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
-import type { BatchResults, Statement, Step } from '../../db/batch.ts';
+import type { BatchResults, Statement } from '../../db/batch.ts';
+import type { Db } from '../../db/client.ts';
 import { apiKeys } from '../../db/schema.ts';
 import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
 import { asCaller, authenticate } from '../../middleware/auth.ts';
@@ -55,13 +56,12 @@ export const webhooksApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
  */
 const inKeyBatch =
   (c: Context<AppEnv>): InOrg =>
-  async <T extends Record<string, Step>>(build: (db: AppEnv['Variables']['db'], org: SQL<string>) => T, fresh?: (results: BatchResults<T>) => boolean) => {
+  async <T extends Record<string, Statement | undefined>>(build: (db: Db, org: SQL<string>) => T, fresh?: (results: BatchResults<T>) => boolean) => {
     let names: string[] = [];
     const byName = (results: readonly unknown[]) => Object.fromEntries(names.map((name, at) => [name, results[at]])) as BatchResults<T>;
     const results = await asCaller(
       c,
       (org) => {
-        // Only single statements here: a step left undefined reads as undefined.
         const steps = Object.entries(build(c.var.db, org)).filter((step): step is [string, Statement] => step[1] !== undefined);
         names = steps.map(([name]) => name);
         return steps.map(([, statement]) => statement);

@@ -12,7 +12,7 @@ import type { z } from '@hono/zod-openapi';
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteUpdateSetSource } from 'drizzle-orm/sqlite-core';
 import { ulid } from 'ulid';
-import type { BatchResults, Step } from '../../db/batch.ts';
+import type { BatchResults, Statement } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';
 import { auditLog, nowIso, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../../db/schema.ts';
 import type { Env } from '../../env.ts';
@@ -263,8 +263,10 @@ function testStatements(db: Db, org: Org, id: string, now = Date.now()) {
  * answering by name: /v1 in the API key's first batch (api.ts), the console as the
  * member's batch (console.ts). `fresh` says whether an answer read from a replica will
  * do (else it is read again on the primary); a runner that reads the primary ignores it.
+ * A statement left undefined (a step the request does not need) is not run and reads
+ * as undefined.
  */
-export type InOrg = <T extends Record<string, Step>>(build: (db: Db, org: Org) => T, fresh?: (results: BatchResults<T>) => boolean) => Promise<BatchResults<T>>;
+export type InOrg = <T extends Record<string, Statement | undefined>>(build: (db: Db, org: Org) => T, fresh?: (results: BatchResults<T>) => boolean) => Promise<BatchResults<T>>;
 
 const endpointNotFound = () => notFound('Webhook endpoint');
 const disabledEndpoint = (e: EndpointRow) => new ApiError(409, `The endpoint is disabled (${e.disabled_reason ?? 'no reason recorded'}): enable it with PATCH {"disabled": false} first`);
