@@ -18,7 +18,8 @@ import { programsApi } from './routes/programs.ts';
 import { projectsApi } from './routes/projects.ts';
 import { proofsApi } from './routes/proofs.ts';
 import { verifyApi } from './routes/verify.ts';
-import { documentWebhookEvents, webhooksApi } from './routes/webhooks.ts';
+import { webhooksApi } from './features/webhooks/api.ts';
+import { documentWebhookEvents } from './features/webhooks/docs.ts';
 import { errorResponses, MessageResponse } from './lib/schemas.ts';
 import { configsInternalApi } from './internal/configs.ts';
 import { jobsInternalApi } from './internal/jobs.ts';
@@ -40,7 +41,7 @@ import { consoleProjectsApi } from './routes/console/projects.ts';
 import { consoleProofsApi } from './routes/console/proofs.ts';
 import { usageApi } from './routes/console/usage.ts';
 import { consoleVerificationsApi } from './routes/console/verifications.ts';
-import { consoleWebhooksApi } from './routes/console/webhooks.ts';
+import { consoleWebhooksApi } from './features/webhooks/console.ts';
 
 /** The interface's published version label (interface.md section 9). */
 export const API_VERSION = '2.0.0';

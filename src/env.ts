@@ -9,9 +9,9 @@ export interface Env {
   JOBS: Queue<JobNotice>;
   /** The Worker's own queue of looks at leases when they would expire (src/jobs/lease-checks.ts). */
   LEASE_CHECKS: Queue<LeaseCheck>;
-  /** The Worker's own queue of webhook attempts (src/jobs/webhooks.ts). */
+  /** The Worker's own queue of webhook attempts (sent: src/jobs/webhooks.ts; consumed: src/features/webhooks/delivery.ts). */
   WEBHOOKS: Queue<WebhookMessage>;
-  /** Key (at least 32 characters) the webhook signing secrets are encrypted under at rest (src/lib/webhook-secrets.ts). A secret in deployments. */
+  /** Key (at least 32 characters) the webhook signing secrets are encrypted under at rest (src/lib/sealing.ts). A secret in deployments. */
   WEBHOOK_ENCRYPTION_KEY?: string;
   /** "true": webhooks may also go to http(s)://127.0.0.1, [::1] and localhost. Local development only. */
   WEBHOOKS_ALLOW_LOOPBACK?: string;
@@ -105,7 +105,7 @@ export interface LeaseCheck {
   lease_id: string;
 }
 
-/** A message on the WEBHOOKS queue: make attempt `attempt` + 1 of a delivery (src/jobs/webhooks.ts). */
+/** A message on the WEBHOOKS queue: make attempt `attempt` + 1 of a delivery (src/features/webhooks/delivery.ts). */
 export interface WebhookMessage {
   type: 'webhook';
   delivery_id: string;

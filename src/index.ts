@@ -6,7 +6,8 @@ import type { Env, JobNotice, LeaseCheck, WebhookMessage } from './env.ts';
 import { acceptIntoEmulation, emulationEnabled } from './internal/queue-emulation.ts';
 import { isLeaseCheck, runLeaseChecks } from './jobs/lease-checks.ts';
 import { sweep } from './jobs/sweep.ts';
-import { isWebhookMessage, runWebhookDeliveries } from './jobs/webhooks.ts';
+import { runWebhookDeliveries } from './features/webhooks/delivery.ts';
+import { isWebhookMessage } from './jobs/webhooks.ts';
 
 
 export default {

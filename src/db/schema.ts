@@ -628,7 +628,7 @@ export const emulatedQueueMessages = sqliteTable(
 // Webhooks (README "Webhooks"): endpoints an organization registers, one delivery per
 // event and endpoint, and each attempt to send it. Deliveries are inserted by triggers
 // on the records' state columns (migrations/0006_webhooks.sql), in the same
-// transaction as the change that causes them; src/jobs/webhooks.ts sends them.
+// transaction as the change that causes them; src/features/webhooks/delivery.ts sends them.
 
 export const webhookEndpoints = sqliteTable(
   'webhook_endpoints',
@@ -639,7 +639,7 @@ export const webhookEndpoints = sqliteTable(
     description: text('description').notNull().default(''),
     /** Some of WEBHOOK_EVENTS; null = every event, including ones added later. */
     events: text('events', { mode: 'json' }).$type<WebhookEvent[]>(),
-    /** The signing secret (`whsec_…`), AES-GCM encrypted under WEBHOOK_ENCRYPTION_KEY (src/lib/webhook-secrets.ts). */
+    /** The signing secret (`whsec_…`), AES-GCM encrypted under WEBHOOK_ENCRYPTION_KEY (src/lib/sealing.ts). */
     secret: text('secret').notNull(),
     /** The secret before the last rotation, encrypted; it signs too until previous_secret_expires_at (epoch ms). */
     previous_secret: text('previous_secret'),
@@ -708,7 +708,7 @@ export const webhookDeliveries = sqliteTable(
 export const webhookAttempts = sqliteTable(
   'webhook_attempts',
   {
-    /** Random: the batch that records an attempt recognises its own row by it (src/jobs/webhooks.ts). */
+    /** Random: the batch that records an attempt recognises its own row by it (src/features/webhooks/delivery.ts). */
     id: text('id').primaryKey(),
     delivery_id: text('delivery_id').notNull(),
     /** 1, 2, ... over the delivery's life. */

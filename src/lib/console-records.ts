@@ -1,5 +1,5 @@
 // The records /console/v1 answers with, beside the public API's (records.ts) and the
-// webhooks' (webhook-schemas.ts): zod schemas for the OpenAPI document, one place for
+// webhooks' (src/features/webhooks/schemas.ts): zod schemas for the OpenAPI document, one place for
 // the route modules (src/routes/console) and for the console's browser client, which
 // takes its types from here (src/console/ui/api-types.ts). Free of Worker APIs for that
 // reason: schemas only, no statements.

@@ -24,7 +24,7 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
 import { ApiError } from '../lib/errors.ts';
-import { openSecret, SEALED_PREFIX, sealSecret } from '../lib/webhook-secrets.ts';
+import { openSecret, SEALED_PREFIX, sealSecret } from '../lib/sealing.ts';
 import {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,

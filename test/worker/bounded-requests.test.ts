@@ -8,7 +8,7 @@ import { exports } from 'cloudflare:workers';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { StreamSearch } from '../../src/lib/bytes.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_FILENAME_LENGTH } from '../../src/lib/limits.ts';
-import { webhookUrlProblem } from '../../src/lib/webhook-url.ts';
+import { webhookUrlProblem } from '../../src/features/webhooks/url-policy.ts';
 import { as, seedUser, signIn } from './console-helpers.ts';
 import { api, BASE, countRows, guest, json, markReady, registerProgram, seededRandom, seedConfig, seedTenant, VMEXE, type Tenant } from './helpers.ts';
 import { publishKey, seedPublisher } from './key-helpers.ts';

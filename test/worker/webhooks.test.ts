@@ -8,18 +8,13 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiKey, revokeApiKey } from '../../src/admin/statements.ts';
 import { app } from '../../src/app.ts';
-import {
-  deliverWebhook,
-  DISABLE_AFTER_FAILED_DELIVERIES,
-  RETRY_DELAYS_SECONDS,
-  sendAttempt,
-  sweepWebhooks,
-} from '../../src/jobs/webhooks.ts';
+import { deliverWebhook, DISABLE_AFTER_FAILED_DELIVERIES, RETRY_DELAYS_SECONDS, sendAttempt } from '../../src/features/webhooks/delivery.ts';
+import { sweepWebhooks } from '../../src/jobs/webhooks.ts';
 import { openDb } from '../../src/db/client.ts';
 import type { WebhookMessage } from '../../src/env.ts';
 import { MAX_JSON_BODY_BYTES } from '../../src/lib/limits.ts';
-import { MAX_WEBHOOK_ENDPOINTS } from '../../src/lib/webhook-endpoints.ts';
-import { webhookUrlProblem } from '../../src/lib/webhook-url.ts';
+import { MAX_WEBHOOK_ENDPOINTS } from '../../src/features/webhooks/data.ts';
+import { webhookUrlProblem } from '../../src/features/webhooks/url-policy.ts';
 import { WEBHOOK_EVENTS } from '../../src/db/schema.ts';
 import { as, consoleFetch, postJson, seedUser, signIn } from './console-helpers.ts';
 import { recordD1Calls } from './d1-calls.ts';

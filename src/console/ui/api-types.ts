@@ -4,7 +4,7 @@ import type { z } from '@hono/zod-openapi';
 import type * as consoleRecords from '../../lib/console-records.ts';
 import type * as records from '../../lib/records.ts';
 import type * as schemas from '../../lib/schemas.ts';
-import type * as webhooks from '../../lib/webhook-schemas.ts';
+import type * as webhooks from '../../features/webhooks/schemas.ts';
 
 export type Pagination = z.infer<typeof schemas.Pagination>;
 /** A paged list (`pageOf` on the server). */

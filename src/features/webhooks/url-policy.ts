@@ -11,8 +11,8 @@
 // resolves to. Outbound fetches from Cloudflare's edge reach only the public
 // Internet, so a public name pointing at a private address reaches nothing private of
 // this service.
-import type { Env } from '../env.ts';
-import { MAX_WEBHOOK_URL_LENGTH } from './limits.ts';
+import type { Env } from '../../env.ts';
+import { MAX_WEBHOOK_URL_LENGTH } from '../../lib/limits.ts';
 
 export interface UrlPolicy {
   /** Local development: http(s) to 127.0.0.0/8, ::1 and localhost too. */

@@ -1,11 +1,12 @@
 // Webhook endpoints, deliveries and attempts as callers read them, and the request
-// bodies that change endpoints: zod schemas for validation and the OpenAPI document,
-// shared by /v1/webhooks and the console's webhook routes (src/lib/webhook-endpoints.ts
+// bodies and path parameters that name and change them: zod schemas for validation and
+// the OpenAPI document, shared by /v1/webhooks and the console's webhook routes (data.ts
 // builds the records). Free of Worker APIs, so the console's browser client
 // (src/console/client) can take its types from here.
 import { z } from '@hono/zod-openapi';
-import { WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS } from '../db/enums.ts';
-import { MAX_WEBHOOK_DESCRIPTION, MAX_WEBHOOK_URL_LENGTH } from './limits.ts';
+import { WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS } from '../../db/enums.ts';
+import { MAX_WEBHOOK_DESCRIPTION, MAX_WEBHOOK_URL_LENGTH } from '../../lib/limits.ts';
+import { Uuid } from '../../lib/schemas.ts';
 
 const ts = z.string().openapi({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
 
@@ -75,3 +76,14 @@ export const UpdateWebhookBody = z
   .openapi('UpdateWebhook');
 
 export const DeliveryQuery = z.object({ status: z.enum(WEBHOOK_DELIVERY_STATUSES).optional().openapi({ description: 'Only deliveries in this status' }) });
+
+/** A delivery's id, also its `webhook-id` header. */
+export const DELIVERY_ID = /^msg_[0-9a-f]{32}$/;
+
+export const EndpointParams = z.object({ webhook_id: Uuid('webhook_id') });
+export const DeliveryParams = EndpointParams.extend({
+  delivery_id: z
+    .string()
+    .regex(DELIVERY_ID, 'a delivery id is msg_ and 32 hex digits')
+    .openapi({ param: { name: 'delivery_id', in: 'path' }, example: 'msg_2f1c9b7e0d4a4e6f8a1b2c3d4e5f6a7b' }),
+});

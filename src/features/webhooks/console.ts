@@ -1,49 +1,58 @@
 // /console/v1/orgs/{org_id}/webhooks: the organization's webhook endpoints and their
-// deliveries, as /v1/webhooks has them (the same statements, src/lib/webhook-endpoints.ts).
-// Members read; owners and admins change, test and redeliver. Changes go to the audit log.
+// deliveries, as /v1/webhooks has them (the same operations, data.ts, run here as the
+// member's batch). Members read; owners and admins change, test and redeliver. Changes
+// go to the audit log.
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { batchByName } from '../../db/batch.ts';
 import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
-import { isRefusedInsert, notFound, validationHook } from '../../lib/errors.ts';
+import { validationHook } from '../../lib/errors.ts';
 import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
+import { sealSecret } from '../../lib/sealing.ts';
 import { MessageResponse, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
+import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
 import {
   checkWebhookUrl,
-  createStatements,
-  deliveryPage,
-  deliveryPageStatements,
+  createEndpoint,
+  deleteEndpoint,
   deliveryRecord,
-  deleteStatements,
-  endpointPage,
-  endpointPageStatements,
-  endpointQuery,
-  endpointRecord,
-  redelivered,
-  redeliverStatements,
-  rotateStatements,
-  tested,
-  testStatements,
-  tooManyEndpoints,
-  updateStatements,
+  getEndpoint,
+  listDeliveries,
+  listEndpoints,
+  recordTestEvent,
+  redeliver,
+  rotateSecret,
+  updateEndpoint,
   type Actor,
-} from '../../lib/webhook-endpoints.ts';
-import { CreateWebhookBody, DeliveryQuery, UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEndpointWithSecret } from '../../lib/webhook-schemas.ts';
-import { newWebhookSecret, sealSecret } from '../../lib/webhook-secrets.ts';
-import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import type { Context } from 'hono';
-import { DeliveryParams, WEBHOOKS_DESCRIPTION } from '../webhooks.ts';
-import { permit } from '../../middleware/permit.ts';
+  type InOrg,
+} from './data.ts';
+import { WEBHOOKS_DESCRIPTION } from './docs.ts';
+import { CreateWebhookBody, DeliveryParams, DeliveryQuery, UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEndpointWithSecret } from './schemas.ts';
+import { newWebhookSecret } from './secrets.ts';
 
 export const consoleWebhooksApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
 const TAGS = ['console webhooks'];
 const EndpointParams = OrgParams.extend({ webhook_id: Uuid('webhook_id') });
 const ConsoleDeliveryParams = OrgParams.extend(DeliveryParams.shape);
-const endpointNotFound = () => notFound('Webhook endpoint');
 
 /** The signed-in user, as the audit log and disabled_reason name them. */
 const actor = (c: Context<ConsoleEnv>): Actor => ({ userId: c.var.user.id, name: c.var.user.email });
+
+/** Runs an operation's statements as one batch in the member's organization (its session is checked already). */
+const inMemberBatch =
+  (c: Context<ConsoleEnv>): InOrg =>
+  (build) =>
+    batchByName(c.var.db, build(c.var.db, c.var.membership.orgId));
+
+/** A new signing secret for endpoint `id`, and its sealed form. */
+const newSecret = async (c: Context<ConsoleEnv>, id: string) => {
+  const secret = newWebhookSecret();
+  return { secret, sealed: await sealSecret(c.env.WEBHOOK_ENCRYPTION_KEY, id, secret) };
+};
 
 consoleWebhooksApi.openapi(
   createRoute({
@@ -58,8 +67,7 @@ consoleWebhooksApi.openapi(
   }),
   async (c) => {
     const { page, page_size } = c.req.valid('query');
-    const db = c.var.db;
-    return c.json(endpointPage(await db.batch(endpointPageStatements(db, c.var.membership.orgId, page, page_size)), page, page_size), 200);
+    return c.json(await listEndpoints(inMemberBatch(c), page, page_size), 200);
   },
 );
 
@@ -79,18 +87,9 @@ consoleWebhooksApi.openapi(
     const body = c.req.valid('json');
     checkWebhookUrl(c.env, body.url);
     const id = crypto.randomUUID();
-    const secret = newWebhookSecret();
-    const sealed = await sealSecret(c.env.WEBHOOK_ENCRYPTION_KEY, id, secret);
-    const db = c.var.db;
-    try {
-      const [, , rows] = await db.batch(
-        createStatements(db, c.var.membership.orgId, actor(c), c.var.user.email, { id, url: body.url, events: body.events, description: body.description, sealedSecret: sealed }),
-      );
-      return c.json({ ...endpointRecord(rows[0]!), secret }, 201);
-    } catch (err) {
-      if (isRefusedInsert(err, 'webhook_endpoints')) throw tooManyEndpoints();
-      throw err;
-    }
+    const { secret, sealed } = await newSecret(c, id);
+    const endpoint = await createEndpoint(inMemberBatch(c), actor(c), c.var.user.email, { id, url: body.url, events: body.events, description: body.description, sealedSecret: sealed });
+    return c.json({ ...endpoint, secret }, 201);
   },
 );
 
@@ -106,9 +105,7 @@ consoleWebhooksApi.openapi(
     responses: { 200: { description: 'The endpoint', content: { 'application/json': { schema: WebhookEndpointRecord } } }, ...consoleErrors(404, 422) },
   }),
   async (c) => {
-    const [row] = await endpointQuery(c.var.db, c.var.membership.orgId, c.req.valid('param').webhook_id);
-    if (!row) throw endpointNotFound();
-    return c.json(endpointRecord(row), 200);
+    return c.json(await getEndpoint(inMemberBatch(c), c.req.valid('param').webhook_id), 200);
   },
 );
 
@@ -126,11 +123,7 @@ consoleWebhooksApi.openapi(
   async (c) => {
     const patch = c.req.valid('json');
     if (patch.url !== undefined) checkWebhookUrl(c.env, patch.url);
-    const db = c.var.db;
-    const results = (await db.batch(updateStatements(db, c.var.membership.orgId, actor(c), c.req.valid('param').webhook_id, patch) as never)) as unknown[][];
-    const row = (results[results.length - 1] as Parameters<typeof endpointRecord>[0][])[0];
-    if (!row) throw endpointNotFound();
-    return c.json(endpointRecord(row), 200);
+    return c.json(await updateEndpoint(inMemberBatch(c), actor(c), c.req.valid('param').webhook_id, patch), 200);
   },
 );
 
@@ -146,9 +139,7 @@ consoleWebhooksApi.openapi(
     responses: { 200: { description: 'Deleted', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 422) },
   }),
   async (c) => {
-    const db = c.var.db;
-    const [, , deleted] = await db.batch(deleteStatements(db, c.var.membership.orgId, actor(c), c.req.valid('param').webhook_id));
-    if (!deleted[0]) throw endpointNotFound();
+    await deleteEndpoint(inMemberBatch(c), actor(c), c.req.valid('param').webhook_id);
     return c.json({ message: 'Webhook endpoint deleted' }, 200);
   },
 );
@@ -166,12 +157,8 @@ consoleWebhooksApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').webhook_id;
-    const secret = newWebhookSecret();
-    const sealed = await sealSecret(c.env.WEBHOOK_ENCRYPTION_KEY, id, secret);
-    const db = c.var.db;
-    const [, , rows] = await db.batch(rotateStatements(db, c.var.membership.orgId, actor(c), id, sealed));
-    if (!rows[0]) throw endpointNotFound();
-    return c.json({ ...endpointRecord(rows[0]), secret }, 200);
+    const { secret, sealed } = await newSecret(c, id);
+    return c.json({ ...(await rotateSecret(inMemberBatch(c), actor(c), id, sealed)), secret }, 200);
   },
 );
 
@@ -188,8 +175,7 @@ consoleWebhooksApi.openapi(
   }),
   async (c) => {
     const { page, page_size, status } = c.req.valid('query');
-    const db = c.var.db;
-    return c.json(deliveryPage(await db.batch(deliveryPageStatements(db, c.var.membership.orgId, c.req.valid('param').webhook_id, status, page, page_size)), page, page_size), 200);
+    return c.json(await listDeliveries(inMemberBatch(c), c.req.valid('param').webhook_id, status, page, page_size), 200);
   },
 );
 
@@ -206,8 +192,7 @@ consoleWebhooksApi.openapi(
   }),
   async (c) => {
     const { webhook_id, delivery_id } = c.req.valid('param');
-    const db = c.var.db;
-    const delivery = redelivered(await db.batch(redeliverStatements(db, c.var.membership.orgId, webhook_id, delivery_id)));
+    const delivery = await redeliver(inMemberBatch(c), webhook_id, delivery_id);
     enqueueAfterResponse(c, [refOf(delivery)]);
     return c.json(delivery.record, 202);
   },
@@ -225,8 +210,7 @@ consoleWebhooksApi.openapi(
     responses: { 202: { description: 'Queued', content: { 'application/json': { schema: WebhookDeliveryRecord } } }, ...consoleErrors(403, 404, 409, 422) },
   }),
   async (c) => {
-    const db = c.var.db;
-    const delivery = tested(await db.batch(testStatements(db, c.var.membership.orgId, c.req.valid('param').webhook_id)));
+    const delivery = await recordTestEvent(inMemberBatch(c), c.req.valid('param').webhook_id);
     enqueueAfterResponse(c, [refOf(delivery)]);
     return c.json(deliveryRecord(delivery, []), 202);
   },
