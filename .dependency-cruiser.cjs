@@ -5,18 +5,24 @@
 //
 // The Worker, top to bottom; a module may import its own layer and the ones below:
 //
-//   entry       src/index.ts, src/app.ts          the Worker's handlers and the Hono app
-//   http        src/routes, src/internal,         the public API, the fleet's internal API,
-//               src/console                        the console's pages
+//   entry       src/index.ts, src/app.ts          the Worker's handlers; the Hono app, which
+//                                                 mounts each feature's routes
+//   features    src/features/<resource>/,         one folder per resource: its routes (api.ts,
+//               src/console/, src/admin/          console.ts), data, schemas; the console's
+//                                                 pages; the operator's statements
 //   jobs        src/jobs                          the job state machine, the job kinds
-//                                                 (src/jobs/kinds), dispatch, webhooks, events
+//                                                 (src/jobs/kinds), dispatch, logs, the sweep:
+//                                                 no HTTP (it never imports hono)
 //   middleware  src/middleware                    request plumbing: API keys, idempotency, rate limits
-//   lib         src/lib, src/admin, src/app-env.ts  shared helpers, the operator's statements,
-//                                                 the Hono context's type
+//   lib         src/lib, src/app-env.ts           utilities (bytes, crypto, ids, errors, bodies,
+//                                                 multipart, input scanning, ELF, paging), the
+//                                                 Hono context's type
 //   auth        src/auth                          the permissions table (roles, actions, key scopes)
-//   base        src/db, src/env.ts,               the schema and D1 sessions, the bindings
-//               src/lib/errors.ts                 and queue messages, the error vocabulary
+//   base        src/db, src/env.ts                the schema, D1 sessions and batches, the
+//                                                 bindings and queue messages
 //
+// Within features: a feature may use another's data and schemas, never its routes; only
+// the app mounts routes.
 // src/tools (the operator's commands, Node) may import any of them; nothing imports it.
 // The agent, top to bottom: cli → commands → agent → engine → protocol, with lib
 // (the child-process runner) at the bottom.
@@ -27,13 +33,16 @@
 /** The Worker's layers, top first: [name, path pattern]. */
 const WORKER_LAYERS = [
   ['entry', '^src/(index|app)\\.ts$'],
-  ['http', '^src/(routes|internal|console)/'],
+  ['features', '^src/(features|console|admin)/'],
   ['jobs', '^src/jobs/'],
   ['middleware', '^src/middleware/'],
-  ['lib', '^src/(lib/(?!errors\\.ts$)|admin/|app-env\\.ts$)'],
+  ['lib', '^src/(lib/|app-env\\.ts$)'],
   ['auth', '^src/auth/'],
-  ['base', '^src/(db/|env\\.ts$|lib/errors\\.ts$)'],
+  ['base', '^src/(db/|env\\.ts$)'],
 ];
+
+/** A feature's route modules: what only the app mounts. */
+const ROUTES = '^src/features/[^/]+/(api|console)\\.ts$';
 
 const PROTOCOL = '^prover-agent/src/protocol(\\.ts$|/)';
 
@@ -72,6 +81,27 @@ module.exports = {
     },
     ...layerRules(WORKER_LAYERS),
     ...layerRules(AGENT_LAYERS),
+    {
+      name: 'routes-mounted-by-the-app',
+      comment: "A feature's routes (api.ts, console.ts) are mounted by src/app.ts; nothing else below it imports them.",
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/(app|index)\\.ts$', '^src/features/'] },
+      to: { path: ROUTES },
+    },
+    {
+      name: 'feature-routes-are-its-own',
+      comment: "A feature may use another feature's data and schemas, never its routes.",
+      severity: 'error',
+      from: { path: '^src/features/([^/]+)/' },
+      to: { path: ROUTES, pathNot: '^src/features/$1/' },
+    },
+    {
+      name: 'jobs-speak-no-http',
+      comment: 'The job state machine and its kinds answer no request: nothing in src/jobs imports hono.',
+      severity: 'error',
+      from: { path: '^src/jobs/' },
+      to: { path: '(^|/)node_modules/(hono|@hono)/' },
+    },
     {
       name: 'nothing-imports-tools',
       comment: "src/tools are the operator's commands (Node): the Worker never imports them.",
