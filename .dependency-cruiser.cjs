@@ -7,6 +7,7 @@
 //
 //   entry       src/index.ts, src/app.ts          the Worker's handlers and the Hono app
 //   http        src/routes, src/internal,         the public API, the fleet's internal API,
+//               src/features                       the feature folders (routes with their data),
 //               src/console                        the console's pages
 //   jobs        src/jobs                          the job state machine, the job kinds
 //                                                 (src/jobs/kinds), dispatch, webhooks, events
@@ -27,7 +28,7 @@
 /** The Worker's layers, top first: [name, path pattern]. */
 const WORKER_LAYERS = [
   ['entry', '^src/(index|app)\\.ts$'],
-  ['http', '^src/(routes|internal|console)/'],
+  ['http', '^src/(routes|internal|console|features)/'],
   ['jobs', '^src/jobs/'],
   ['middleware', '^src/middleware/'],
   ['lib', '^src/(lib/(?!errors\\.ts$)|admin/|app-env\\.ts$)'],

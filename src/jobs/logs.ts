@@ -24,7 +24,7 @@
 // step is conditional on the state it starts from, so a retry, a concurrent run or a
 // crash between steps leaves a correct log: until the record lands, reads use the
 // chunks; after it, the object. The lease endings start it after their response
-// (src/internal/lease.ts); the sweep retries what is pending (compactPendingLogs). A
+// (src/features/fleet/lease.ts); the sweep retries what is pending (compactPendingLogs). A
 // compacted log is served whole by the public route in one R2 read; appends to it are
 // refused by the appending statement itself (log_store = 'chunks').
 import { z } from '@hono/zod-openapi';

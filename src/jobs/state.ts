@@ -246,7 +246,7 @@ export type HeartbeatOutcome =
  * agent token was revoked resolves to nothing), and a read of the lease says why
  * nothing was renewed when nothing was (unknown token, lease ended or superseded, or
  * over: it reached settings.maxLeaseMs from its claim, which no renewal passes; the
- * caller then expires it, src/internal/lease.ts).
+ * caller then expires it, src/features/fleet/lease.ts).
  */
 export async function heartbeat(
   db: Db,

@@ -1,7 +1,7 @@
 // What every job kind's module says about its kind (src/jobs/kinds/{commit,proof,
 // verify,execute}.ts), and the few pieces they share. The state machine
-// (src/jobs/state.ts), the claim (src/internal/jobs.ts) and the lease callbacks
-// (src/internal/lease.ts) ask the registry (./index.ts) and never switch on a kind.
+// (src/jobs/state.ts), the claim (src/features/fleet/claim.ts) and the lease callbacks
+// (src/features/fleet/lease.ts) ask the registry (./index.ts) and never switch on a kind.
 import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
 import { alias, type AnySQLiteTable, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';

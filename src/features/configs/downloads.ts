@@ -1,16 +1,16 @@
 // /downloads: the Worker-signed, time-limited links that GET /v1/configs/{id}/pk/…
-// and /vk/… hand out (src/lib/config-keys.ts). No API key: the signature is the
+// and /vk/… hand out (src/features/configs/keys.ts). No API key: the signature is the
 // credential, as with an R2 presigned URL. Streams from R2 and honours a Range
 // header, so a multi-gigabyte key download can resume. A link names the published
 // version it was issued for (signed with it): it serves that version's object, never
 // a later one, with that version's SHA-256 as Repr-Digest (RFC 9530).
-import { parseByteRange, rangeNotSatisfiable, satisfiedRange } from '../lib/artifacts.ts';
+import { parseByteRange, rangeNotSatisfiable, satisfiedRange } from '../../lib/artifacts.ts';
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import type { AppEnv } from '../app-env.ts';
-import { openDb } from '../db/client.ts';
-import { checkDownloadSignature, keyVersionQuery, PUBLISHED_KEY_NAMES, reprDigest } from '../lib/config-keys.ts';
-import { ApiError, validationHook } from '../lib/errors.ts';
-import { ConfigId, errorResponses } from '../lib/schemas.ts';
+import type { AppEnv } from '../../app-env.ts';
+import { openDb } from '../../db/client.ts';
+import { checkDownloadSignature, keyVersionQuery, PUBLISHED_KEY_NAMES, reprDigest } from './keys.ts';
+import { ApiError, validationHook } from '../../lib/errors.ts';
+import { ConfigId, errorResponses } from '../../lib/schemas.ts';
 
 export const downloadsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 

@@ -1,16 +1,16 @@
 // /internal/v1/agents: an agent's presence (what the fleet view and the sweep know of
 // it) and its graceful leave. Presence is reported at start and then once a minute,
 // the only D1 write an idle agent makes; it also renews the agent's queue token, the
-// credential of its queue pulls (src/internal/queue.ts), which are checked without D1.
+// credential of its queue pulls (src/features/fleet/queue.ts), which are checked without D1.
 import { zValidator } from '@hono/zod-validator';
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { Hono } from 'hono';
 import type { LeaveRequest, PresenceResponse } from 'prover-agent/protocol';
-import { agents, agentTokens } from '../db/schema.ts';
-import { sha256Hex } from '../lib/crypto.ts';
-import { ApiError, validationHook } from '../lib/errors.ts';
-import { jsonBody } from '../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
+import { agents, agentTokens } from '../../db/schema.ts';
+import { sha256Hex } from '../../lib/crypto.ts';
+import { ApiError, validationHook } from '../../lib/errors.ts';
+import { jsonBody } from '../../lib/body.ts';
+import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { agentTokenInBatch, bearer, type InternalEnv } from './auth.ts';
 import { issueQueueToken } from './queue-token.ts';
 import { LeaveRequestSchema, PresenceRequestSchema } from './schemas.ts';

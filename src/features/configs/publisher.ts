@@ -8,26 +8,26 @@
 //     key, the version it supersedes (else 409). The upload goes to an object of its
 //     own (artifactKey.configKeyUpload), a staging object nothing serves;
 //   - complete: the Worker hashes the stored bytes (within MAX_VERIFIED_KEY_BYTES,
-//     src/lib/config-keys.ts) and refuses a mismatch (422: the object is deleted,
+//     src/features/configs/keys.ts) and refuses a mismatch (422: the object is deleted,
 //     nothing changes); then one D1 batch records the new version (append-only
 //     config_keys: its primary key and triggers refuse a version that does not follow
 //     the one the upload saw, so two racing publications cannot both land) and its
 //     audit row.
 // Every step is a row of key_audit (start, publish, supersede, refusal, abort).
-import { artifactKey } from '../lib/artifact-keys.ts';
+import { artifactKey } from '../../lib/artifact-keys.ts';
 import { zValidator } from '@hono/zod-validator';
 import { Hono, type Context } from 'hono';
 import { ulid } from 'ulid';
 import { z } from 'zod';
 import { and, asc, eq } from 'drizzle-orm';
 import type { FleetConfig, KeyUploadPart, KeyUploadStarted, PublishedKeys, PublishKeyResponse } from 'prover-agent/protocol';
-import { configKeys, configs, keyAudit } from '../db/schema.ts';
-import type { Db } from '../db/client.ts';
-import { ALWAYS_VERIFIED_KEY_NAMES, currentKeyQuery, MAX_VERIFIED_KEY_BYTES, PUBLISHED_KEY_NAMES, sha256OfObject, type PublishedKeyName } from '../lib/config-keys.ts';
-import { ApiError, notFound, validationHook } from '../lib/errors.ts';
-import { jsonBody } from '../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
-import { ConfigId } from '../lib/schemas.ts';
+import { configKeys, configs, keyAudit } from '../../db/schema.ts';
+import type { Db } from '../../db/client.ts';
+import { ALWAYS_VERIFIED_KEY_NAMES, currentKeyQuery, MAX_VERIFIED_KEY_BYTES, PUBLISHED_KEY_NAMES, sha256OfObject, type PublishedKeyName } from './keys.ts';
+import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
+import { jsonBody } from '../../lib/body.ts';
+import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { ConfigId } from '../../lib/schemas.ts';
 import { requireAgentOrPublisherToken, requirePublisherToken, type PublisherEnv } from './publisher-auth.ts';
 
 export const configsInternalApi = new Hono<PublisherEnv>();

@@ -1,18 +1,19 @@
 // /v1/configs: proving-system configurations (service-wide, created by operators),
 // their artifacts and download URLs of their published keys. A key is served as
-// the config's current version recorded in D1 (src/lib/config-keys.ts), read in the
+// the config's current version recorded in D1 (src/features/configs/keys.ts), read in the
 // request's one batch with the config, and always with its SHA-256.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import type { AppEnv } from '../app-env.ts';
-import { streamObject } from '../lib/artifacts.ts';
-import { currentKeyQuery, keyDownload, PROVING_KEY_KINDS, reprDigest, VERIFYING_KEY_KINDS, type PublishedKeyName } from '../lib/config-keys.ts';
-import { ApiError, validationHook } from '../lib/errors.ts';
-import { configQuery, one } from '../lib/lookups.ts';
-import { asCaller } from '../middleware/auth.ts';
+import type { AppEnv } from '../../app-env.ts';
+import { streamObject } from '../../lib/artifacts.ts';
+import { currentKeyQuery, keyDownload, PROVING_KEY_KINDS, reprDigest, VERIFYING_KEY_KINDS, type PublishedKeyName } from './keys.ts';
+import { ApiError, validationHook } from '../../lib/errors.ts';
+import { one } from '../../lib/lookups.ts';
+import { configQuery } from './data.ts';
+import { asCaller } from '../../middleware/auth.ts';
 import type { Context } from 'hono';
-import { ConfigRecord, configRecord } from '../lib/records.ts';
-import { ConfigId, errorResponses } from '../lib/schemas.ts';
-import { permit } from '../middleware/permit.ts';
+import { ConfigRecord, configRecord } from './schemas.ts';
+import { ConfigId, errorResponses } from '../../lib/schemas.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const configsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
