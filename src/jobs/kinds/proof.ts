@@ -13,7 +13,7 @@ import { sealDevProofs } from '../dev-proofs.ts';
 import { artifactKey } from '../../lib/artifact-keys.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { isProgramFile } from './commit.ts';
-import { claimedProgram as g, claimedSubject, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
+import { updateSubjects, type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
 
 /** How a proof ends (declared with the schema's states, which the console bundles too). */
 export { PROOF_TERMINAL_STATES };
@@ -25,8 +25,6 @@ export interface ProofDone {
   cells_used: number;
   public_values: string | null;
 }
-
-const { subject: p, join } = claimedSubject('proof', proofs, 'p');
 
 const subject: SubjectStates = {
   table: proofs,
@@ -42,10 +40,10 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
   subjectNoun: 'proof',
   subject,
   claim: {
-    join,
-    programId: sql`${p.program_id}`,
+    programId: ({ subject: proof }: Claimed<ColumnsOf<typeof proofs>>) => sql`${proof.program_id}`,
     // The deferred children come last, as child-0, child-1, ... (protocol childProofArtifact).
-    inputs: sql`json_patch(json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key}, 'input', ${p.input_key}, 'baseline', ${g.baseline_key}), coalesce((SELECT json_group_object(${sql.raw(`'${CHILD_PROOF_PREFIX}'`)} || c.key, c.value) FROM json_each(${p.child_proof_keys}) c), '{}'))`,
+    inputs: ({ program, subject: proof }: Claimed<ColumnsOf<typeof proofs>>) =>
+      sql`json_patch(json_object('elf', ${program.elf_key}, 'vmexe', ${program.vmexe_key}, 'input', ${proof.input_key}, 'baseline', ${program.baseline_key}), coalesce((SELECT json_group_object(${sql.raw(`'${CHILD_PROOF_PREFIX}'`)} || child.key, child.value) FROM json_each(${proof.child_proof_keys}) child), '{}'))`,
     isShared: (name) => isProgramFile(name) || isChildProofArtifact(name),
     // Once it runs, a proof's num_gpus says the GPUs it uses (GPU-less engines keep what was asked).
     alsoOnClaim: (db, mine) => [

@@ -6,14 +6,12 @@
 import { eq, sql } from 'drizzle-orm';
 import { configs, programs, verifications } from '../../db/schema.ts';
 import { devProofSealProblem } from '../dev-proofs.ts';
-import { claimedProgram as g, claimedSubject, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
+import { updateSubjects, type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
 
 export interface VerifyDone {
   verified: boolean;
   reason: string | null;
 }
-
-const { subject: v, join } = claimedSubject('verify', verifications, 'v');
 
 const subject: SubjectStates = {
   table: verifications,
@@ -30,10 +28,10 @@ export const verifyJob: JobKindContract<'verify', VerifyDone, typeof verificatio
   subjectNoun: 'verification',
   subject,
   claim: {
-    join,
-    programId: sql`${v.program_id}`,
+    programId: ({ subject: verification }: Claimed<ColumnsOf<typeof verifications>>) => sql`${verification.program_id}`,
     // No program files but its baseline; none at all for an EVM proof checked against a config alone.
-    inputs: sql`CASE WHEN ${g.baseline_key} IS NULL THEN json_object('proof', ${v.proof_key}) ELSE json_object('proof', ${v.proof_key}, 'baseline', ${g.baseline_key}) END`,
+    inputs: ({ program, subject: verification }: Claimed<ColumnsOf<typeof verifications>>) =>
+      sql`CASE WHEN ${program.baseline_key} IS NULL THEN json_object('proof', ${verification.proof_key}) ELSE json_object('proof', ${verification.proof_key}, 'baseline', ${program.baseline_key}) END`,
     isShared: (name) => name === 'baseline',
     subject: {
       table: verifications,
