@@ -30,7 +30,6 @@
 // ending carries both outcomes, guarded by the flag, so the one that applies is
 // decided inside the same transaction as the cancel it races with.
 import { and, eq, getTableColumns, getTableName, inArray, isNull, lt, sql, type SQL } from 'drizzle-orm';
-import type { BatchItem } from 'drizzle-orm/batch';
 import { PROVE_PHASES, type JobKind, type ProvePhase } from 'prover-agent/protocol';
 import { alias, type SelectedFields, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 import { batchByName, type Statement } from '../db/batch.ts';

@@ -59,6 +59,8 @@ export async function verifyQueueToken(env: Env, token: string): Promise<QueueTo
   } catch {
     throw new ApiError(401, 'Invalid or expired queue token: report presence (POST /internal/v1/agents/presence) for a new one');
   }
-  if (claims.typ !== 'queue' || typeof claims.sub !== 'string' || typeof claims.aid !== 'string') throw new ApiError(401, 'Not a queue token');
-  return claims as unknown as QueueTokenClaims;
+  const { typ, sub, aid, exp } = claims;
+  // Every queue token is issued with an expiry (issueQueueToken), which verify() checked.
+  if (typ !== 'queue' || typeof sub !== 'string' || typeof aid !== 'string' || typeof exp !== 'number') throw new ApiError(401, 'Not a queue token');
+  return { sub, aid, exp };
 }

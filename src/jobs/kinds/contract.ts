@@ -103,6 +103,6 @@ export function updateSubjects(db: Db, contract: Pick<JobKindContract, 'kind' | 
     .where(and(eq(jobs.kind, contract.kind), jobWhere));
   return db
     .update(s.table)
-    .set(set as never)
+    .set(set)
     .where(and(inArray(s.table.id, subjectIds), s.active, subjectWhere));
 }

@@ -8,6 +8,7 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { CHILD_PROOF_PREFIX, GPU_LESS_ENGINE_NAMES, isChildProofArtifact, PROVE_PHASES } from 'prover-agent/protocol';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
+import { batchByName } from '../../db/batch.ts';
 import { configs, jobs, programs, proofs, type ProofState } from '../../db/schema.ts';
 import { sealDevProofs } from '../dev-proofs.ts';
 import { artifactKey } from '../../lib/artifact-keys.ts';
@@ -72,10 +73,11 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
     if (job.engine === 'dev') {
       // The host's dev engine wrote them unsealed: sealed here, with the secret only the Worker holds.
       if (!devProofSecret) return { fail: 'This deployment has no DEV_PROOF_SECRET: dev proofs cannot be sealed' };
-      const [[program], [config]] = await db.batch([
-        db.select({ app_exe_commit: programs.app_exe_commit }).from(programs).where(eq(programs.id, proof.program_id)),
-        db.select().from(configs).where(eq(configs.id, job.config_id)),
-      ]);
+      const read = await batchByName(db, {
+        program: db.select({ app_exe_commit: programs.app_exe_commit }).from(programs).where(eq(programs.id, proof.program_id)),
+        config: db.select().from(configs).where(eq(configs.id, job.config_id)),
+      });
+      const [program, config] = [read.program[0], read.config[0]];
       if (!program?.app_exe_commit || !config) return { fail: 'The proof’s program or config is gone' };
       const sealed = await sealDevProofs(
         artifacts,

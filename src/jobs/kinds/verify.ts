@@ -4,6 +4,7 @@
 //   queued       leased (running)   done
 //   processing   processing         verified | failed
 import { eq, sql } from 'drizzle-orm';
+import { batchByName } from '../../db/batch.ts';
 import { configs, programs, verifications } from '../../db/schema.ts';
 import { devProofSealProblem } from '../dev-proofs.ts';
 import { updateSubjects, type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
@@ -43,14 +44,15 @@ export const verifyJob: JobKindContract<'verify', VerifyDone, typeof verificatio
     if (job.engine !== 'dev' || !report.verified) return { done: { verified: report.verified, reason: report.reason } };
     // A dev proof's seal is checked here, with the secret only the Worker holds (the host checked the rest).
     if (!devProofSecret) return { done: { verified: false, reason: 'This deployment has no DEV_PROOF_SECRET: dev proofs cannot be checked' } };
-    const [[verification], [config]] = await db.batch([
-      db
+    const read = await batchByName(db, {
+      verification: db
         .select({ proof_key: verifications.proof_key, proof_type: verifications.proof_type, app_exe_commit: programs.app_exe_commit })
         .from(verifications)
         .leftJoin(programs, eq(programs.id, verifications.program_id))
         .where(eq(verifications.id, job.subject_id)),
-      db.select().from(configs).where(eq(configs.id, job.config_id)),
-    ]);
+      config: db.select().from(configs).where(eq(configs.id, job.config_id)),
+    });
+    const [verification, config] = [read.verification[0], read.config[0]];
     if (!verification || !config) return { fail: 'The verification or its config is gone' };
     const kind = verification.proof_type === 'evm' ? 'evm' : 'stark';
     const problem = await devProofSealProblem(artifacts, verification.proof_key, { kind, appExeCommit: verification.app_exe_commit, config }, devProofSecret);
