@@ -95,13 +95,13 @@ configsApi.openapi(
       if (!obj) throw unpublished(key.config_id, 'evm_verifier');
       const res = streamObject(obj, 'application/octet-stream', 'evm_verifier') as Response;
       res.headers.set('repr-digest', reprDigest(key.sha256));
-      return res as never;
+      return res;
     }
     const config = await readConfig(c, config_id);
     switch (artifact) {
       case 'config':
         if (config.openvm_toml === null) throw new ApiError(404, `Config ${config.id} has no openvm.toml (it was created without one)`);
-        return c.body(config.openvm_toml, 200, { 'content-type': 'text/plain; charset=utf-8', 'content-disposition': 'attachment; filename="openvm.toml"' }) as never;
+        return c.body(config.openvm_toml, 200, { 'content-type': 'text/plain; charset=utf-8', 'content-disposition': 'attachment; filename="openvm.toml"' });
       case 'app_vm_commit':
         return c.text(config.app_vm_commit, 200);
     }
@@ -121,7 +121,7 @@ for (const [which, kinds] of [
       summary: `A time-limited download URL for the config's ${which === 'pk' ? 'proving' : 'verifying'} key`,
       description:
         'Keys are published by an operator (`prover-agent setup-config --publish`). The URL needs no API key, supports HTTP Range requests, expires (KEY_URL_TTL_SECONDS, default one hour) and serves the version it was issued for, whose SHA-256 is `sha256` (and its Repr-Digest header).',
-      request: { params: ConfigParams.extend({ kind: z.enum(kinds as unknown as [string, ...string[]]).openapi({ param: { name: 'kind', in: 'path' } }) }) },
+      request: { params: ConfigParams.extend({ kind: z.enum(kinds).openapi({ param: { name: 'kind', in: 'path' } }) }) },
       responses: {
         200: { description: 'Where to download the key', content: { 'application/json': { schema: DownloadUrlResponse } } },
         ...errorResponses(404, 422),
