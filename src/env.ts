@@ -60,7 +60,7 @@ export interface Env {
   AGENT_STALE_SECONDS?: string;
   /** JSON: USD per GPU-hour by machine type, "*" as the fallback. */
   MACHINE_RATES?: string;
-  /** HMAC key of the Worker-signed key download URLs (src/lib/config-keys.ts). */
+  /** HMAC key of the Worker-signed key download URLs (src/features/configs/keys.ts). */
   DOWNLOAD_URL_SECRET?: string;
   /** Lifetime of a key download URL, seconds (default 3600). */
   KEY_URL_TTL_SECONDS?: string;
@@ -69,9 +69,9 @@ export interface Env {
   R2_S3_BUCKET?: string;
   R2_S3_ACCESS_KEY_ID?: string;
   R2_S3_SECRET_ACCESS_KEY?: string;
-  /** HS256 key of the agents' queue tokens (src/internal/queue-token.ts), at least 32 characters. A secret in deployments. */
+  /** HS256 key of the agents' queue tokens (src/features/fleet/queue-token.ts), at least 32 characters. A secret in deployments. */
   FLEET_TOKEN_SECRET?: string;
-  /** The jobs queue's HTTP pull consumer, used by the agents' queue gateway (src/internal/queue.ts). */
+  /** The jobs queue's HTTP pull consumer, used by the agents' queue gateway (src/features/fleet/queue.ts). */
   QUEUES_ACCOUNT_ID?: string;
   JOBS_QUEUE_ID?: string;
   /** An API token with Account › Queues › Edit (a secret). */

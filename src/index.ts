@@ -3,7 +3,7 @@
 import { app } from './app.ts';
 import { openDb } from './db/client.ts';
 import type { Env, JobNotice, LeaseCheck, WebhookMessage } from './env.ts';
-import { acceptIntoEmulation, emulationEnabled } from './internal/queue-emulation.ts';
+import { acceptIntoEmulation, emulationEnabled } from './features/fleet/queue-emulation.ts';
 import { isLeaseCheck, runLeaseChecks } from './jobs/lease-checks.ts';
 import { sweep } from './jobs/sweep.ts';
 import { runWebhookDeliveries } from './features/webhooks/delivery.ts';

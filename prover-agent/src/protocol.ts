@@ -3,7 +3,7 @@
 // by that name, never a path into this package. Types, constants and a few pure
 // functions; it imports nothing but its own modules (./protocol/*.ts), so it depends
 // on no engine, no Node API and no Worker API. The Worker validates requests against
-// these with zod (src/internal/schemas.ts) and the agent's API client sends them.
+// these with zod (src/features/fleet/schemas.ts) and the agent's API client sends them.
 import type { EngineConfig, EngineMetrics, JobKind, ProofType, ProvePhase, ResultName, VerifiableProofType } from './protocol/jobs.ts';
 import type { PublishedKey, PublishedKeyName, PublishedKeys } from './protocol/keys.ts';
 

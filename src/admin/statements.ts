@@ -367,7 +367,7 @@ export interface NewPublisherToken {
 }
 
 /**
- * A token that publishes config keys (src/internal/publisher-auth.ts): the operator's,
+ * A token that publishes config keys (src/features/configs/publisher-auth.ts): the operator's,
  * not an agent's. Stored hashed, scoped, expiring.
  */
 export async function createPublisherToken(t: NewPublisherToken, token: string = randomToken('pt'), now = Date.now()): Promise<AdminStep> {

@@ -782,7 +782,7 @@ export const publisherTokens = sqliteTable(
 );
 
 /**
- * Every published version of a config's key files (src/lib/config-keys.ts). Append-only
+ * Every published version of a config's key files (src/features/configs/keys.ts). Append-only
  * (triggers in migrations/0011_key_publication.sql refuse UPDATE and DELETE): a
  * version's object in R2 (r2_key, one object per upload) is never overwritten, and the
  * config's current version of a key is its highest. Downloads read the row they were

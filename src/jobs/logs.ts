@@ -24,12 +24,12 @@
 // step is conditional on the state it starts from, so a retry, a concurrent run or a
 // crash between steps leaves a correct log: until the record lands, reads use the
 // chunks; after it, the object. The lease endings start it after their response
-// (src/internal/lease.ts); the sweep retries what is pending (compactPendingLogs). A
+// (src/features/fleet/lease.ts); the sweep retries what is pending (compactPendingLogs). A
 // compacted log is served whole by the public route in one R2 read; appends to it are
 // refused by the appending statement itself (log_store = 'chunks').
 import { z } from '@hono/zod-openapi';
 import { and, asc, eq, gte, lt, lte, sql, type SQL } from 'drizzle-orm';
-import type { BatchItem } from 'drizzle-orm/batch';
+import { batchByName } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { jobLogChunks, jobs } from '../db/schema.ts';
 import { artifactKey } from '../lib/artifacts.ts';
@@ -82,7 +82,7 @@ const position = (db: Db, jobId: string) =>
  * The statements that append a chunk of `bytes` at `seq`: its index row and the job's
  * new position, both under one condition (the position is still `seq`, the log is not
  * truncated, and, unless this is the marker, the caps hold after it), so in their batch
- * both apply or neither. The update returns the job's id when it applied.
+ * both apply or neither. The update (`position`) returns the job's id when it applied.
  */
 function appendStatements(db: Db, jobId: string, seq: number, bytes: number, source: Source, caps: LogCaps | 'marker') {
   const where = and(
@@ -96,26 +96,37 @@ function appendStatements(db: Db, jobId: string, seq: number, bytes: number, sou
     .select({ job_id: jobs.id, seq: jobs.log_seq, offset: jobs.log_bytes, bytes: sql<number>`${bytes}`.as('bytes'), source: sql<Source>`${source}`.as('source') })
     .from(jobs)
     .where(where);
-  return [
-    db.insert(jobLogChunks).select(row).onConflictDoNothing(),
-    db
+  return {
+    chunk: db.insert(jobLogChunks).select(row).onConflictDoNothing(),
+    position: db
       .update(jobs)
       .set({ log_seq: seq + 1, log_bytes: sql`${jobs.log_bytes} + ${bytes}`, ...(caps === 'marker' ? { log_truncated: true } : {}) })
       .where(where)
       .returning({ id: jobs.id }),
-  ] as const;
+  };
 }
+
+/** The statements that append one chunk (appendStatements), for a batch of the caller's. */
+export type LogAppend = ReturnType<typeof appendStatements>;
 
 /**
  * appendLogChunk() in two halves, for a caller that runs the row update in a batch of
  * its own (a lease's last chunk goes with the call that ends it): the chunk's object
  * is written now, and the statements that index it and move the job's log position
- * are returned, unrun (none when there is nothing to append). The object goes first:
+ * are returned, unrun (`append`; null when there is nothing to append). The object goes first:
  * if the update then loses a race, the winner wrote the same key. A chunk past the caps
  * stages the truncation marker instead, and its result is `capped`.
  */
-export async function stageLogChunk(db: Db, bucket: R2Bucket, jobId: string, chunk: LogChunk, job: LogPosition, caps: LogCaps, source: Source = 'host') {
-  const none = (result: AppendResult) => ({ result, statements: [] as BatchItem<'sqlite'>[] });
+export async function stageLogChunk(
+  db: Db,
+  bucket: R2Bucket,
+  jobId: string,
+  chunk: LogChunk,
+  job: LogPosition,
+  caps: LogCaps,
+  source: Source = 'host',
+): Promise<{ result: AppendResult; append: LogAppend | null }> {
+  const none = (result: AppendResult) => ({ result, append: null });
   if (job.truncated) return none({ kind: 'capped', detail: capDetail(caps) });
   if (chunk.seq < job.seq) return none({ kind: 'duplicate' });
   if (chunk.seq > job.seq || chunk.offset !== job.bytes) return none({ kind: 'out-of-order', expectedSeq: job.seq, expectedOffset: job.bytes });
@@ -124,10 +135,10 @@ export async function stageLogChunk(db: Db, bucket: R2Bucket, jobId: string, chu
   if (job.seq >= caps.LOG_MAX_CHUNKS || job.bytes + bytes.byteLength > caps.LOG_MAX_BYTES) {
     const marker = new TextEncoder().encode(serviceLine(`log truncated: it reached its cap (${caps.LOG_MAX_BYTES} bytes, ${caps.LOG_MAX_CHUNKS} chunks); later output was refused`));
     await put(marker, 'service');
-    return { result: { kind: 'capped', detail: capDetail(caps) } as AppendResult, statements: [...appendStatements(db, jobId, chunk.seq, marker.byteLength, 'service', 'marker')] as BatchItem<'sqlite'>[] };
+    return { result: { kind: 'capped', detail: capDetail(caps) }, append: appendStatements(db, jobId, chunk.seq, marker.byteLength, 'service', 'marker') };
   }
   await put(bytes, source);
-  return { result: { kind: 'appended' } as AppendResult, statements: [...appendStatements(db, jobId, chunk.seq, bytes.byteLength, source, caps)] as BatchItem<'sqlite'>[] };
+  return { result: { kind: 'appended' }, append: appendStatements(db, jobId, chunk.seq, bytes.byteLength, source, caps) };
 }
 
 /**
@@ -141,10 +152,10 @@ export async function appendLogChunk(db: Db, bucket: R2Bucket, jobId: string, ch
   let job = current ?? (await position(db, jobId));
   for (let tries = 0; job && tries < 3; tries++) {
     const staged = await stageLogChunk(db, bucket, jobId, chunk, job, caps, source);
-    if (!staged.statements.length) return staged.result;
-    const results = (await db.batch(staged.statements as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]])) as unknown[][];
+    if (!staged.append) return staged.result;
+    const { position: moved } = await batchByName(db, staged.append);
     // A marker that lost its race still means this chunk is refused.
-    if (results.at(-1)!.length || staged.result.kind === 'capped') return staged.result;
+    if (moved.length || staged.result.kind === 'capped') return staged.result;
     job = await position(db, jobId);
   }
   if (!job) throw new Error(`job ${jobId} not found`);
@@ -247,7 +258,7 @@ export async function readLogPage(
  * (one ranged read of a compacted log).
  */
 export async function jobLogFrom(db: Db, bucket: R2Bucket, jobId: string | undefined, offset: number, maxBytes: number, logBytes?: number): Promise<{ text: string; next: number }> {
-  const [rows, job] = jobId ? await db.batch([logPageQuery(db, jobId, offset), db.select({ store: jobs.log_store }).from(jobs).where(eq(jobs.id, jobId))]) : [[], []];
+  const { rows, job } = jobId ? await batchByName(db, { rows: logPageQuery(db, jobId, offset), job: db.select({ store: jobs.log_store }).from(jobs).where(eq(jobs.id, jobId)) }) : { rows: [], job: [] };
   const { bytes, next } = await readLogPage(bucket, jobId, rows, offset, maxBytes, logBytes, job[0]?.store);
   return { text: new TextDecoder().decode(bytes), next };
 }
@@ -416,10 +427,10 @@ export async function compactJobLog(db: Db, bucket: R2Bucket, jobId: string, cap
   const chunks = await db.select({ seq: jobLogChunks.seq, source: jobLogChunks.source }).from(jobLogChunks).where(eq(jobLogChunks.job_id, jobId)).limit(COMPACT_MAX_CHUNKS + 1);
   const keys = chunks.map((r) => artifactKey.jobLogChunk(jobId, r.seq, r.source));
   for (let i = 0; i < keys.length; i += 1000) await bucket.delete(keys.slice(i, i + 1000)); // R2 deletes at most 1,000 keys per call
-  await db.batch([
-    db.delete(jobLogChunks).where(eq(jobLogChunks.job_id, jobId)),
-    db.update(jobs).set({ log_store: 'clean' }).where(and(eq(jobs.id, jobId), eq(jobs.log_store, 'compacted'))),
-  ]);
+  await batchByName(db, {
+    chunks: db.delete(jobLogChunks).where(eq(jobLogChunks.job_id, jobId)),
+    job: db.update(jobs).set({ log_store: 'clean' }).where(and(eq(jobs.id, jobId), eq(jobs.log_store, 'compacted'))),
+  });
   return 'compacted';
 }
 

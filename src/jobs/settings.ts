@@ -64,6 +64,10 @@ export function fleetSettings(env: Env): FleetSettings & AgentTimings & { renoti
 export type TenantLimits = typeof TENANT_DEFAULTS;
 
 export function tenantLimits(env: Env): TenantLimits {
-  const e = env as unknown as Record<string, string | undefined>;
-  return Object.fromEntries(Object.entries(TENANT_DEFAULTS).map(([k, v]) => [k, Math.max(1, Math.floor(num(e[k], v)))])) as TenantLimits;
+  // A var named for each limit, if the deployment sets one (Env declares only some of them).
+  const set = (name: string) => {
+    const value: unknown = Reflect.get(env, name);
+    return value === undefined ? undefined : String(value);
+  };
+  return Object.fromEntries(Object.entries(TENANT_DEFAULTS).map(([k, v]) => [k, Math.max(1, Math.floor(num(set(k), v)))])) as TenantLimits;
 }

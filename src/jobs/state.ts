@@ -29,13 +29,14 @@
 // expiry) ends the subject Canceled, charged only up to `cancel_requested_at`. Each
 // ending carries both outcomes, guarded by the flag, so the one that applies is
 // decided inside the same transaction as the cancel it races with.
-import { and, eq, inArray, isNull, lt, sql, type SQL } from 'drizzle-orm';
-import type { BatchItem } from 'drizzle-orm/batch';
+import { and, eq, getTableColumns, getTableName, inArray, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { PROVE_PHASES, type JobKind, type ProvePhase } from 'prover-agent/protocol';
+import { alias, type SelectedFields, type SQLiteTable } from 'drizzle-orm/sqlite-core';
+import { batchByName, type Statement } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { agentTokens, configs, jobs, leases, organizations, programs, proofs, queueLanes, type ProofState } from '../db/schema.ts';
-import { ALL_JOB_KINDS, claimedInputs, claimedProgramId, claimJoins, contractOf, type Completion } from './kinds/index.ts';
-import { claimedJob as j, claimedProgram as g, updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
+import { ALL_JOB_KINDS, contractOf, type Completion } from './kinds/index.ts';
+import { updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
 import { proofJob } from './kinds/proof.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
 
@@ -93,23 +94,23 @@ function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'
   // (queue_lanes_by_config / queue_lanes_by_engine, whose WHERE this repeats).
   const order = (t: string) => sql.raw(`${t}.share_key, ${t}.last_claimed_at, ${t}.head_priority DESC, ${t}.head_queued_at, ${t}.head_job_id`);
   const seek = (keyColumn: 'config_id' | 'engine', keys: SQL) => sql`SELECT (
-      SELECT x.rowid FROM ${queueLanes} x
-      WHERE ${sql.raw(`x.${keyColumn}`)} = k.key AND x.head_job_id IS NOT NULL
-        AND x.engine IN (SELECT e FROM eng) AND x.gpus_used <= ${caps.gpus}
-      ORDER BY ${order('x')} LIMIT 1) AS lane FROM (${keys}) AS k`;
+      SELECT lane.rowid FROM ${queueLanes} lane
+      WHERE ${sql.raw(`lane.${keyColumn}`)} = wanted.key AND lane.head_job_id IS NOT NULL
+        AND lane.engine IN (SELECT engine FROM allowed_engines) AND lane.gpus_used <= ${caps.gpus}
+      ORDER BY ${order('lane')} LIMIT 1) AS lane_rowid FROM (${keys}) AS wanted`;
   const tokenConfigs = sql`(SELECT configs FROM scope)`;
   // Configs named by the agent that its token allows; or, naming none, the token's own
   // configs; or, when neither names any, every config of the allowed engines (by engine).
   const lanes =
     caps.configs.length > 0
       ? seek('config_id', sql`SELECT column1 AS key FROM (VALUES ${rows(caps.configs)}) WHERE ${tokenConfigs} IS NULL OR column1 IN (SELECT value FROM json_each(${tokenConfigs}))`)
-      : sql`${seek('config_id', sql`SELECT value AS key FROM json_each(${tokenConfigs})`)} UNION ALL ${seek('engine', sql`SELECT e AS key FROM eng WHERE ${tokenConfigs} IS NULL`)}`;
+      : sql`${seek('config_id', sql`SELECT value AS key FROM json_each(${tokenConfigs})`)} UNION ALL ${seek('engine', sql`SELECT engine AS key FROM allowed_engines WHERE ${tokenConfigs} IS NULL`)}`;
   return sql<string | null>`(WITH
       scope AS (SELECT ${agentTokens.engines} AS engines, ${agentTokens.configs} AS configs FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${tokenHash} AND ${agentTokens.revoked_at} IS NULL),
-      eng AS (SELECT value AS e FROM json_each((SELECT engines FROM scope)) WHERE value IN (${list(caps.engines)})),
-      lanes AS (${lanes})
-    SELECT l.head_job_id FROM lanes c JOIN ${queueLanes} l ON l.rowid = c.lane
-    ORDER BY ${order('l')} LIMIT 1)`;
+      allowed_engines AS (SELECT value AS engine FROM json_each((SELECT engines FROM scope)) WHERE value IN (${list(caps.engines)})),
+      best_lanes AS (${lanes})
+    SELECT lane.head_job_id FROM best_lanes JOIN ${queueLanes} lane ON lane.rowid = best_lanes.lane_rowid
+    ORDER BY ${order('lane')} LIMIT 1)`;
 }
 
 /** What an agent token allows its agents to serve (agent_tokens.engines/configs). */
@@ -136,6 +137,42 @@ export interface ClaimOutcome {
   hinted: Pick<JobRow, 'id' | 'status' | 'engine' | 'config_id' | 'num_gpus' | 'gpus_used'> | null;
 }
 
+// The claim's tables, named for what they are: the claimed job, the program it works
+// on and each kind's subject. A kind's subject is joined only onto a job of its kind; a
+// kind whose subject is the program (a commit) reads it as the claimed program.
+const claimedJob = alias(jobs, 'claimed_job');
+const claimedProgram = alias(programs, 'claimed_program');
+const claimedKinds = ALL_JOB_KINDS.map((kind) => {
+  const subject = kind.subject.table === programs ? null : alias(kind.subject.table, `claimed_${kind.subjectNoun}`);
+  const tables = { job: getTableColumns(claimedJob), program: getTableColumns(claimedProgram), subject: getTableColumns(subject ?? claimedProgram) };
+  return { kind, subject, tables };
+});
+const isClaimedKind = (kind: JobKind) => sql`${claimedJob.kind} = ${sql.raw(`'${kind}'`)}`;
+/** What each kind's claim says (`part`), chosen by the claimed job's kind. */
+const byClaimedKind = (part: (c: (typeof claimedKinds)[number]) => SQL, otherwise = sql``) =>
+  sql`CASE ${claimedJob.kind} ${sql.join(
+    claimedKinds.map((c) => sql`WHEN ${sql.raw(`'${c.kind.kind}'`)} THEN ${part(c)}`),
+    sql` `,
+  )} ${otherwise}END`;
+/** The program the claimed job works on, whatever its kind (null: an EVM proof checked against a config alone). */
+const claimedProgramId = byClaimedKind((c) => c.kind.claim.programId(c.tables));
+/** The claimed job's input files as a JSON object {name: R2 key} (leases.artifacts). */
+const claimedInputs = byClaimedKind((c) => c.kind.claim.inputs(c.tables), sql`ELSE '{}' `);
+
+/** `table AS name`, where `named` (alias(table, name)) reads its columns. */
+const as = (table: SQLiteTable, named: SQLiteTable) => sql`${table} AS ${sql.identifier(getTableName(named))}`;
+
+/** The claimed job and its subject: each kind's subject joins only a job of its kind. */
+const claimedJobAndSubject = sql`${as(jobs, claimedJob)} ${sql.join(
+  claimedKinds.flatMap(({ kind, subject }) =>
+    subject ? [sql`LEFT JOIN ${as(kind.subject.table, subject)} ON ${isClaimedKind(kind.kind)} AND ${subject.id} = ${claimedJob.subject_id}`] : [],
+  ),
+  sql` `,
+)}`;
+
+/** The program the claimed job works on, joined onto claimedJobAndSubject. */
+const programOfClaimed = eq(claimedProgram.id, claimedProgramId);
+
 /**
  * Claims the next job for the agent (nextJobFor) in one batch, one D1 round trip: the
  * agent token is checked inside it, the job leased and its subject moved to running,
@@ -152,23 +189,14 @@ export async function claimJob(
 ): Promise<ClaimOutcome> {
   const mine = eq(jobs.lease_id, lease.id);
   const tokenLive = sql`EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash} AND ${agentTokens.revoked_at} IS NULL)`;
+  const claimedUnder = eq(claimedJob.lease_id, lease.id);
   const subjectOf = (kind: JobKind) => db.select({ id: jobs.subject_id }).from(jobs).where(and(mine, eq(jobs.kind, kind)));
-  const programOfClaim = sql`(SELECT ${claimedProgramId()} FROM ${jobs} j
-    ${claimJoins()}
-    WHERE ${j.lease_id} = ${lease.id})`;
-  const running = ALL_JOB_KINDS.map((k) => updateSubjects(db, k, mine, k.subject.running(isoNow(now), caps.machineType)));
-  const alsoOnClaim = ALL_JOB_KINDS.flatMap((k) => k.claim.alsoOnClaim?.(db, mine) ?? []);
-  // The subject records the kinds' claims hand some of over (the one of the claimed job's kind answers).
-  const subjectReads = ALL_JOB_KINDS.flatMap((k) => {
-    const table = k.claim.subject?.table;
-    return table ? [db.select().from(table).where(inArray(table.id, subjectOf(k.kind)))] : [];
-  });
-  const results = await db.batch([
-    db
+  const claimed = await batchByName(db, {
+    scope: db
       .select({ engines: agentTokens.engines, configs: agentTokens.configs })
       .from(agentTokens)
       .where(and(eq(agentTokens.token_hash, agent.tokenHash), isNull(agentTokens.revoked_at))),
-    db
+    job: db
       .update(jobs)
       .set({
         status: 'leased',
@@ -181,40 +209,50 @@ export async function claimJob(
       })
       .where(and(eq(jobs.id, nextJobFor(caps, agent.tokenHash)), eq(jobs.status, 'queued'), tokenLive))
       .returning(),
-    // Every column of leases, in order (an insert from a select names them all).
-    db.insert(leases).select(sql`SELECT ${lease.id}, ${j.id}, ${j.attempt}, ${caps.agentId}, ${lease.tokenHash}, ${j.gpus_used}, ${caps.machineType}, ${now}, NULL, NULL, NULL, ${claimedInputs()},
-        (SELECT ${agentTokens.id} FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash})
-      FROM ${jobs} j
-      ${claimJoins()}
-      LEFT JOIN ${programs} g ON ${g.id} = ${claimedProgramId()}
-      WHERE ${j.lease_id} = ${lease.id}`),
-    ...running,
+    // The job and its subject are a FROM clause drizzle does not see into: their columns are read as SQL.
+    newLease: db.insert(leases).select(
+      db
+        .select({
+          id: sql`${lease.id}`.as('id'),
+          job_id: sql`${claimedJob.id}`.as('job_id'),
+          attempt: sql`${claimedJob.attempt}`.as('attempt'),
+          agent_id: sql`${caps.agentId}`.as('agent_id'),
+          token_hash: sql`${lease.tokenHash}`.as('token_hash'),
+          gpus: sql`${claimedJob.gpus_used}`.as('gpus'),
+          machine_type: sql`${caps.machineType}`.as('machine_type'),
+          claimed_at: sql`${now}`.as('claimed_at'),
+          ended_at: sql`NULL`.as('ended_at'),
+          outcome: sql`NULL`.as('outcome'),
+          response: sql`NULL`.as('response'),
+          artifacts: claimedInputs.as('artifacts'),
+          agent_token_id: sql`(SELECT ${agentTokens.id} FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash})`.as('agent_token_id'),
+        })
+        .from(claimedJobAndSubject)
+        .leftJoin(claimedProgram, programOfClaimed)
+        .where(claimedUnder),
+    ),
+    subjectsRunning: ALL_JOB_KINDS.map((k) => updateSubjects(db, k, mine, k.subject.running(isoNow(now), caps.machineType))),
     // Fair share's tie-break: the organization served least recently goes first next time.
-    db.update(organizations).set({ last_claimed_at: now }).where(inArray(organizations.id, db.select({ id: jobs.org_id }).from(jobs).where(mine))),
-    ...alsoOnClaim,
-    db.select().from(leases).where(eq(leases.id, lease.id)),
-    db.select().from(configs).where(eq(configs.id, sql`(SELECT ${jobs.config_id} FROM ${jobs} WHERE ${mine})`)),
-    db.select().from(programs).where(eq(programs.id, programOfClaim)),
-    ...subjectReads,
-    db
+    orgServed: db.update(organizations).set({ last_claimed_at: now }).where(inArray(organizations.id, db.select({ id: jobs.org_id }).from(jobs).where(mine))),
+    kindsOwn: ALL_JOB_KINDS.flatMap((k) => k.claim.alsoOnClaim?.(db, mine) ?? []),
+    lease: db.select().from(leases).where(eq(leases.id, lease.id)),
+    config: db.select().from(configs).where(eq(configs.id, sql`(SELECT ${jobs.config_id} FROM ${jobs} WHERE ${mine})`)),
+    program: db.select(getTableColumns(claimedProgram)).from(claimedJobAndSubject).innerJoin(claimedProgram, programOfClaimed).where(claimedUnder),
+    // The subject records the kinds' claims hand some of over (the one of the claimed job's kind answers).
+    subjects: ALL_JOB_KINDS.flatMap((k) => (k.claim.subject ? [db.select().from(k.subject.table).where(inArray(k.subject.table.id, subjectOf(k.kind)))] : [])),
+    hinted: db
       .select({ id: jobs.id, status: jobs.status, engine: jobs.engine, config_id: jobs.config_id, num_gpus: jobs.num_gpus, gpus_used: jobs.gpus_used })
       .from(jobs)
       .where(eq(jobs.id, agent.hintJobId ?? '')),
-  ] as unknown as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]]);
-  // Read back by position: the three statements before the running updates, then what follows them.
-  const [token, leased] = results as unknown as [TokenScope[], JobRow[]];
-  const reads = results.slice(3 + running.length + 1 + alsoOnClaim.length) as unknown[][];
-  const [leaseRows, configRows, programRows] = reads as [LeaseRow[], (typeof configs.$inferSelect)[], (typeof programs.$inferSelect)[]];
-  const subjectRows = reads.slice(3, 3 + subjectReads.length);
-  const hinted = reads[3 + subjectReads.length] as ClaimOutcome['hinted'][];
+  });
   return {
-    scope: token[0] ?? null,
-    job: leased[0] ?? null,
-    lease: leaseRows[0] ?? null,
-    config: configRows[0] ?? null,
-    program: programRows[0] ?? null,
-    subject: subjectRows.find((rows) => rows.length > 0)?.[0] ?? null,
-    hinted: agent.hintJobId ? (hinted[0] ?? null) : null,
+    scope: claimed.scope[0] ?? null,
+    job: claimed.job[0] ?? null,
+    lease: claimed.lease[0] ?? null,
+    config: claimed.config[0] ?? null,
+    program: claimed.program[0] ?? null,
+    subject: claimed.subjects.find((rows) => rows.length > 0)?.[0] ?? null,
+    hinted: agent.hintJobId ? (claimed.hinted[0] ?? null) : null,
   };
 }
 
@@ -246,7 +284,7 @@ export type HeartbeatOutcome =
  * agent token was revoked resolves to nothing), and a read of the lease says why
  * nothing was renewed when nothing was (unknown token, lease ended or superseded, or
  * over: it reached settings.maxLeaseMs from its claim, which no renewal passes; the
- * caller then expires it, src/internal/lease.ts).
+ * caller then expires it, src/features/fleet/lease.ts).
  */
 export async function heartbeat(
   db: Db,
@@ -270,21 +308,21 @@ export async function heartbeat(
     if (earlier.length) proofUpdates.push(updateSubjects(db, proofJob, mine, { state: update.phase }, inArray(proofs.state, earlier)));
   }
   if (Object.keys(proofSet).length) proofUpdates.push(updateSubjects(db, proofJob, mine, proofSet));
-  const [standing, renewed] = await db.batch([
-    db
+  const { standing, renewed } = await batchByName(db, {
+    standing: db
       .select({ lease_id: leases.id, job_id: leases.job_id, outcome: leases.outcome, job_status: jobs.status, job_lease: jobs.lease_id, over: sql<number>`${bound} <= ${now}` })
       .from(leases)
       .leftJoin(jobs, eq(jobs.id, leases.job_id))
       .where(and(eq(leases.token_hash, tokenHash), tokenLive)),
     // Renewed before the subject updates, which match the same lease: their order does not matter.
     // Never past the lease's bound, so the last renewal expires it there.
-    db
+    renewed: db
       .update(jobs)
       .set({ lease_expires_at: sql`min(${expires}, (SELECT ${bound} FROM ${leases} WHERE ${leases.id} = ${jobs.lease_id}))` })
       .where(mine)
       .returning({ cancel: jobs.cancel_requested, lease_expires_at: jobs.lease_expires_at }),
-    ...proofUpdates,
-  ]);
+    proof: proofUpdates,
+  });
   const row = renewed[0];
   if (row) return { standing: 'current', cancel: !!row.cancel, leaseExpiresAt: row.lease_expires_at! };
   const lease = standing[0];
@@ -362,7 +400,7 @@ function cancelSubjects(db: Db, jobWhere: SQL, settings: FleetSettings, now: num
  */
 export interface EndingOptions {
   now?: number;
-  before?: BatchItem<'sqlite'>[];
+  before?: Statement[];
 }
 
 /**
@@ -387,16 +425,16 @@ export async function completeJob(
   const subject = contractOf(done.kind).complete(db, mine, done.done, { now: at, cost });
   // The subject updates are guarded by the lease, so they must run before the job
   // row stops being `leased`.
-  const results = await db.batch([
-    ...(before as [BatchItem<'sqlite'>]),
-    ...(subject as [BatchItem<'sqlite'>]),
-    ...cancelSubjects(db, canceled, settings, now),
-    endLeaseUnlessCanceled(db, lease, 'completed', response, now),
-    deliveriesOf(db, current),
-    db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(current).returning({ canceled: jobs.cancel_requested }),
-  ]);
-  const row = (results[results.length - 1] as { canceled: boolean }[])[0];
-  return { outcome: row ? (row.canceled ? 'canceled' : 'completed') : null, deliveries: results[results.length - 2] as DeliveryRef[] };
+  const { deliveries, job } = await batchByName(db, {
+    before,
+    subject,
+    canceled: cancelSubjects(db, canceled, settings, now),
+    lease: endLeaseUnlessCanceled(db, lease, 'completed', response, now),
+    deliveries: deliveriesOf(db, current),
+    job: db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(current).returning({ canceled: jobs.cancel_requested }),
+  });
+  const row = job[0];
+  return { outcome: row ? (row.canceled ? 'canceled' : 'completed') : null, deliveries };
 }
 
 /** Whether failJob() will put the job back in the queue rather than fail it. */
@@ -425,13 +463,13 @@ export async function failJob(
   const requeue = failureRequeues(job, failure, settings);
   const kind = contractOf(job.kind);
   const message = failure.retryable && !requeue ? `${failure.message} (gave up after ${job.retries + 1} failed attempts)` : failure.message;
-  const results = await db.batch([
-    ...(before as [BatchItem<'sqlite'>]),
-    updateSubjects(db, kind, mine, requeue ? kind.subject.queued : kind.subject.failed(isoNow(now), message)),
-    ...cancelSubjects(db, canceled, settings, now),
-    endLeaseUnlessCanceled(db, lease, 'failed', response, now),
-    deliveriesOf(db, current),
-    db
+  const { deliveries, job: ended } = await batchByName(db, {
+    before,
+    subject: updateSubjects(db, kind, mine, requeue ? kind.subject.queued : kind.subject.failed(isoNow(now), message)),
+    canceled: cancelSubjects(db, canceled, settings, now),
+    lease: endLeaseUnlessCanceled(db, lease, 'failed', response, now),
+    deliveries: deliveriesOf(db, current),
+    job: db
       .update(jobs)
       .set(
         requeue
@@ -447,22 +485,22 @@ export async function failJob(
       )
       .where(current)
       .returning({ canceled: jobs.cancel_requested }),
-  ]);
-  const row = (results[results.length - 1] as { canceled: boolean }[])[0];
-  return { outcome: row?.canceled ? 'canceled' : requeue ? 'requeued' : 'failed', applied: !!row, deliveries: results[results.length - 2] as DeliveryRef[] };
+  });
+  const row = ended[0];
+  return { outcome: row?.canceled ? 'canceled' : requeue ? 'requeued' : 'failed', applied: !!row, deliveries };
 }
 
 /** The agent stopped the job on a cancel request: Canceling → Canceled, charged until the cancel. */
 export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: Record<string, unknown>, settings: FleetSettings, { now = Date.now(), before = [] }: EndingOptions = {}) {
   const mine = and(currentLease(lease.id), eq(jobs.cancel_requested, true))!;
-  const results = await db.batch([
-    ...(before as [BatchItem<'sqlite'>]),
-    ...cancelSubjects(db, mine, settings, now),
-    endLease(db, lease, 'canceled', response, now),
-    deliveriesOf(db, mine),
-    db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(mine).returning({ id: jobs.id }),
-  ]);
-  return { applied: (results[results.length - 1] as unknown[]).length === 1, deliveries: results[results.length - 2] as DeliveryRef[] };
+  const { deliveries, job } = await batchByName(db, {
+    before,
+    canceled: cancelSubjects(db, mine, settings, now),
+    lease: endLease(db, lease, 'canceled', response, now),
+    deliveries: deliveriesOf(db, mine),
+    job: db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(mine).returning({ id: jobs.id }),
+  });
+  return { applied: job.length === 1, deliveries };
 }
 
 /**
@@ -472,13 +510,13 @@ export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: Recor
 export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response: Record<string, unknown>, settings: FleetSettings, { now = Date.now(), before = [] }: EndingOptions = {}) {
   const current = currentLease(lease.id);
   const canceled = and(current, eq(jobs.cancel_requested, true))!;
-  const results = await db.batch([
-    ...(before as [BatchItem<'sqlite'>]),
-    updateSubjects(db, contractOf(job.kind), and(current, eq(jobs.cancel_requested, false)), contractOf(job.kind).subject.queued),
-    ...cancelSubjects(db, canceled, settings, now),
-    endLeaseUnlessCanceled(db, lease, 'released', response, now),
-    deliveriesOf(db, current),
-    db
+  const { deliveries, job: ended } = await batchByName(db, {
+    before,
+    subject: updateSubjects(db, contractOf(job.kind), and(current, eq(jobs.cancel_requested, false)), contractOf(job.kind).subject.queued),
+    canceled: cancelSubjects(db, canceled, settings, now),
+    lease: endLeaseUnlessCanceled(db, lease, 'released', response, now),
+    deliveries: deliveriesOf(db, current),
+    job: db
       .update(jobs)
       .set({
         status: sql`CASE WHEN ${jobs.cancel_requested} THEN 'done' ELSE 'queued' END`,
@@ -489,9 +527,9 @@ export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response:
       })
       .where(current)
       .returning({ canceled: jobs.cancel_requested }),
-  ]);
-  const row = (results[results.length - 1] as { canceled: boolean }[])[0];
-  return { outcome: row ? (row.canceled ? ('canceled' as const) : ('requeued' as const)) : null, deliveries: results[results.length - 2] as DeliveryRef[] };
+  });
+  const row = ended[0];
+  return { outcome: row ? (row.canceled ? ('canceled' as const) : ('requeued' as const)) : null, deliveries };
 }
 
 // ---------------------------------------------------------------------------
@@ -526,16 +564,16 @@ export async function expireLeases(
   const canceled = and(expired, eq(jobs.cancel_requested, true));
   const at = isoNow(now);
   const giveUp = `Gave up after ${settings.maxAttempts} attempts: each time the prover running the job stopped answering before it finished`;
-  const results = await db.batch([
-    db
+  const { deliveries, jobs: rows } = await batchByName(db, {
+    leases: db
       .update(leases)
       .set({ outcome: 'expired', ended_at: now })
       .where(and(isNull(leases.outcome), inArray(leases.id, db.select({ id: sql<string>`${jobs.lease_id}` }).from(jobs).where(expired)))),
-    ...ALL_JOB_KINDS.map((k) => updateSubjects(db, k, exhausted, k.subject.failed(at, giveUp))),
-    ...ALL_JOB_KINDS.map((k) => updateSubjects(db, k, retry, k.subject.queued)),
-    ...cancelSubjects(db, canceled!, settings, now),
-    deliveriesOf(db, expired),
-    db
+    exhausted: ALL_JOB_KINDS.map((k) => updateSubjects(db, k, exhausted, k.subject.failed(at, giveUp))),
+    retried: ALL_JOB_KINDS.map((k) => updateSubjects(db, k, retry, k.subject.queued)),
+    canceled: cancelSubjects(db, canceled!, settings, now),
+    deliveries: deliveriesOf(db, expired),
+    jobs: db
       .update(jobs)
       .set({
         status: sql`CASE WHEN ${jobs.cancel_requested} OR ${jobs.attempt} >= ${settings.maxAttempts} THEN 'done' ELSE 'queued' END`,
@@ -546,12 +584,11 @@ export async function expireLeases(
       })
       .where(expired)
       .returning({ id: jobs.id, kind: jobs.kind, status: jobs.status }),
-  ]);
-  const rows = results[results.length - 1] as { id: string; kind: JobKind; status: string }[];
+  });
   return {
     requeued: rows.filter((r) => r.status === 'queued').map(({ id, kind }) => ({ id, kind })),
     failed: rows.filter((r) => r.status === 'done').map((r) => r.id),
-    deliveries: results[results.length - 2] as DeliveryRef[],
+    deliveries,
   };
 }
 

@@ -15,6 +15,7 @@
 //   compacted, a few per run (src/jobs/logs.ts compactPendingLogs).
 import { and, eq, gte, isNotNull, isNull, lt } from 'drizzle-orm';
 import { gpusUsed } from 'prover-agent/protocol';
+import { batchByName } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { agents, jobs, queueLanes } from '../db/schema.ts';
 import type { Env } from '../env.ts';
@@ -94,18 +95,18 @@ export async function sweep(
     if (reason) {
       waiting++;
       if (reason !== lane.job_reason) {
-        await db.batch([
-          db.update(jobs).set({ waiting_reason: reason }).where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
-          db.update(queueLanes).set({ waiting_reason: reason }).where(laneKey),
-        ]);
+        await batchByName(db, {
+          job: db.update(jobs).set({ waiting_reason: reason }).where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
+          lane: db.update(queueLanes).set({ waiting_reason: reason }).where(laneKey),
+        });
         await appendServiceLog(db, env.ARTIFACTS, lane.job_id, `Waiting: ${reason}. The job stays queued until an agent that can run it is online.`, tenantLimits(env));
       }
       continue;
     }
-    await db.batch([
-      db.update(jobs).set({ notified_at: now }).where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
-      db.update(queueLanes).set({ waiting_reason: null }).where(laneKey),
-    ]);
+    await batchByName(db, {
+      job: db.update(jobs).set({ notified_at: now }).where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
+      lane: db.update(queueLanes).set({ waiting_reason: null }).where(laneKey),
+    });
     await notifyJob(env, { job_id: lane.job_id, kind: lane.kind });
     renotified++;
   }

@@ -19,7 +19,7 @@ export const artifactKey = {
   jobLogCompacted: (jobId: string) => `logs/${jobId}.log`,
   /**
    * One upload of a key file of a config: its own object, never overwritten. It is
-   * served only once D1 records it as a published version (src/lib/config-keys.ts);
+   * served only once D1 records it as a published version (src/features/configs/keys.ts);
    * until then (or when refused) it is a staging object nothing reads.
    */
   configKeyUpload: (configId: string, name: PublishedKeyName, uploadId: string) => `configs/${configId}/keys/${name}/${uploadId}`,

@@ -9,7 +9,7 @@ export const newOrganizationId = prefixed('org');
 export const newUserId = prefixed('usr');
 export const newApiKeyId = prefixed('key');
 export const newAgentTokenId = prefixed('agt');
-/** A publisher token (src/internal/publisher-auth.ts). */
+/** A publisher token (src/features/configs/publisher-auth.ts). */
 export const newPublisherTokenId = prefixed('pub');
 /** A one-time console link: an invitation, a set-password or a password-reset link. */
 export const newLinkId = prefixed('lnk');

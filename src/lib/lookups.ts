@@ -151,7 +151,7 @@ export function projectPageQuery(db: Db, org: Org, q: ProjectQuery) {
 export const projectPage = (read: readonly [ProjectRow[], { total: number }[]], q: Pick<ProjectQuery, 'page' | 'pageSize'>) => pageAnswer(read, projectRecord, q.page, q.pageSize);
 
 // ---------------------------------------------------------------------------
-// Proofs, executions, verifications, configs.
+// Proofs, executions, verifications.
 
 export const proofQuery = (db: Db, org: Org, id: string) =>
   db
@@ -170,9 +170,6 @@ export const verificationQuery = (db: Db, org: Org, id: string) =>
     .select()
     .from(verifications)
     .where(and(eq(verifications.id, id), eq(verifications.org_id, org)));
-
-/** A config by id (configs are service-wide). */
-export const configQuery = (db: Db, id: string) => db.select().from(configs).where(eq(configs.id, id));
 
 /** The id of the job working for a subject (its logs are the job's). */
 export const jobOfSubject = (db: Db, kind: 'proof' | 'execute', subject: SQL | string) =>

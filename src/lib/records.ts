@@ -106,30 +106,6 @@ export function proofRecord(p: Row<typeof proofs>): z.infer<typeof ProofRecord> 
   };
 }
 
-export const ConfigRecord = z
-  .object({
-    id: z.string(),
-    created_at: ts,
-    openvm_version: z.string(),
-    stark_backend_version: z.string(),
-    status: z.string(),
-    active: z.boolean(),
-    app_vm_commit: z.string(),
-  })
-  .openapi('Configuration');
-
-export function configRecord(c: Row<typeof configs>): z.infer<typeof ConfigRecord> {
-  return {
-    id: c.id,
-    created_at: c.created_at,
-    openvm_version: c.openvm_version,
-    stark_backend_version: c.stark_backend_version,
-    status: c.status,
-    active: c.active,
-    app_vm_commit: c.app_vm_commit,
-  };
-}
-
 export const VerificationRecord = z
   .object({
     id: z.string(),

@@ -100,6 +100,9 @@ export function normalizeConfigId(id: string): string {
 export const IdResponse = z.object({ id: z.string() }).openapi('IdResponse');
 export const MessageResponse = z.object({ message: z.string() }).openapi('MessageResponse');
 
+/** A point in time as callers read it (ISO 8601, UTC). */
+export const Timestamp = z.string().openapi({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
+
 export const ErrorResponse = z
   .object({ detail: z.string() })
   .openapi('ErrorResponse', { description: 'A refused request, with a human-readable reason.' });

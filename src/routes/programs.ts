@@ -16,7 +16,8 @@ import { MemorySink, multipartForm, type MultipartForm } from '../lib/multipart.
 import { ProgramRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
 import { idempotent } from '../middleware/idempotency.ts';
-import { configQuery, one, orgCounter, programPage, programPageQuery, programQuery, projectQuery, requireProgram, toRecord } from '../lib/lookups.ts';
+import { configQuery } from '../features/configs/data.ts';
+import { one, orgCounter, programPage, programPageQuery, programQuery, projectQuery, requireProgram, toRecord } from '../lib/lookups.ts';
 import { highlightIfNone, rehighlightAfterMove } from '../lib/project-highlight.ts';
 import { jsonBody } from '../lib/body.ts';
 import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';

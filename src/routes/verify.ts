@@ -15,7 +15,8 @@ import { VerificationRecord, verificationRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, Uuid } from '../lib/schemas.ts';
 import { idempotent } from '../middleware/idempotency.ts';
 import { MAX_CHILD_PROOF_BYTES } from '../lib/limits.ts';
-import { configQuery, one, programOf, programQuery, verificationQuery } from '../lib/lookups.ts';
+import { configQuery } from '../features/configs/data.ts';
+import { one, programOf, programQuery, verificationQuery } from '../lib/lookups.ts';
 import { permit } from '../middleware/permit.ts';
 
 export const verifyApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });

@@ -2,7 +2,7 @@
 // operator command. It runs the SQL of src/admin/statements.ts (the statements the
 // Worker tests run too) through `wrangler d1 execute`, and uploads config keys with
 // `wrangler r2 object put` (each to an object of its own, then recorded as the key's
-// next version with its SHA-256: src/lib/config-keys.ts). Results go to stdout (the value a script captures on
+// next version with its SHA-256: src/features/configs/keys.ts). Results go to stdout (the value a script captures on
 // the last line), progress and errors to stderr. Exit codes: 0 done, 1 failed, 2 usage.
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';

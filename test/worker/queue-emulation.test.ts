@@ -5,7 +5,7 @@ import { createExecutionContext, createMessageBatch, env, getQueueResult } from 
 import worker from '../../src/index.ts';
 import { app } from '../../src/app.ts';
 import type { JobNotice } from '../../src/env.ts';
-import { issueQueueToken, QUEUE_TOKEN_TTL_MS } from '../../src/internal/queue-token.ts';
+import { issueQueueToken, QUEUE_TOKEN_TTL_MS } from '../../src/features/fleet/queue-token.ts';
 import { revokeAgentToken } from '../../src/admin/statements.ts';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { api, json, runAdmin } from './helpers.ts';

@@ -7,7 +7,7 @@ import { eq, inArray, sql } from 'drizzle-orm';
 import { configs, programs } from '../../db/schema.ts';
 import { artifactKey } from '../../lib/artifact-keys.ts';
 import { ApiError } from '../../lib/errors.ts';
-import { claimedJob as j, claimedProgram as g, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
+import { updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
 
 /** A program's own files: written at registration (ELF, VMEXE) or by its commit (baseline), never rewritten; every job of the program reads them. */
 export const isProgramFile = (name: string) => name === 'elf' || name === 'vmexe' || name === 'baseline';
@@ -32,9 +32,9 @@ export const commitJob: JobKindContract<'commit', CommitDone> = {
   subjectNoun: 'program',
   subject,
   claim: {
-    // The subject is the program itself: no join of its own.
-    programId: sql`${j.subject_id}`,
-    inputs: sql`json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key})`,
+    // The subject is the program itself: the claim reads it as the claimed program.
+    programId: ({ job }) => sql`${job.subject_id}`,
+    inputs: ({ program }) => sql`json_object('elf', ${program.elf_key}, 'vmexe', ${program.vmexe_key})`,
     isShared: isProgramFile,
   },
   resultKey: (programId, name) => (name === 'baseline' ? artifactKey.programBaseline(programId) : null),

@@ -1,26 +1,31 @@
 // What every job kind's module says about its kind (src/jobs/kinds/{commit,proof,
 // verify,execute}.ts), and the few pieces they share. The state machine
-// (src/jobs/state.ts), the claim (src/internal/jobs.ts) and the lease callbacks
-// (src/internal/lease.ts) ask the registry (./index.ts) and never switch on a kind.
-import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
+// (src/jobs/state.ts), the claim (src/features/fleet/claim.ts) and the lease callbacks
+// (src/features/fleet/lease.ts) ask the registry (./index.ts) and never switch on a kind.
+import { and, eq, inArray, type AnyColumn, type SQL } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
-import { alias, type AnySQLiteTable, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
+import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { ClaimedJob, CompleteRequest, JobKind, ResultName } from 'prover-agent/protocol';
 import type { Db } from '../../db/client.ts';
 import { jobs, programs } from '../../db/schema.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 
-/** The claimed job and its program, under the names the claim's statements join them by (src/jobs/state.ts claimJob). */
-export const claimedJob = alias(jobs, 'j');
-export const claimedProgram = alias(programs, 'g');
-
-/** A kind's subject table under the name `as` in the claim's statements, and its LEFT JOIN onto the claimed job `j`. */
-export function claimedSubject<T extends AnySQLiteTable & { id: SQLiteColumn }, A extends string>(kind: JobKind, table: T, as: A) {
-  const subject = alias(table, as);
-  const id = (subject as unknown as { id: SQLiteColumn }).id;
-  return { subject, join: sql`LEFT JOIN ${table} ${sql.raw(as)} ON ${claimedJob.kind} = ${sql.raw(`'${kind}'`)} AND ${id} = ${claimedJob.subject_id}` };
+/**
+ * The tables a claim reads, as its one query names them (src/jobs/state.ts claimJob):
+ * the claimed job, the program it works on, and the kind's subject (for a kind whose
+ * subject is the program, the claimed program itself).
+ */
+export interface Claimed<Subject extends Columns = Columns> {
+  job: ColumnsOf<typeof jobs>;
+  program: ColumnsOf<typeof programs>;
+  subject: Subject;
 }
+
+type Columns = Record<string, AnyColumn>;
+
+/** A table's columns, under whatever name a query gives the table (a kind's claim names its subject's: `Claimed<ColumnsOf<typeof proofs>>`). */
+export type ColumnsOf<T extends SQLiteTable> = { [K in keyof T['_']['columns']]: AnyColumn };
 
 /** How the kind's subject record (what callers read) looks in each state of its job. */
 export interface SubjectStates {
@@ -39,16 +44,14 @@ export interface SubjectStates {
 
 /** What a claim of the kind hands over: worked out in the claim's own batch (one D1 round trip). */
 export interface ClaimHandover<Row> {
-  /** A LEFT JOIN of the subject onto the claimed job `j` (none when the subject is the program `g`). */
-  join?: SQL;
-  /** The program the job works on, given the join (SQL; null: an EVM proof checked against a config alone). */
-  programId: SQL;
+  /** The program the job works on (SQL; null: an EVM proof checked against a config alone). */
+  programId(claimed: Claimed): SQL;
   /**
    * The job's input files as a JSON object {name: R2 key} (SQL), in the order the agent
    * fetches them: kept with the lease (leases.artifacts), so a download looks up
    * nothing but its lease.
    */
-  inputs: SQL;
+  inputs(claimed: Claimed): SQL;
   /**
    * Whether an input file is one other jobs use too (a program's ELF, VMEXE and
    * baseline, a deferred child proof). Each is written once before any job that reads
@@ -75,7 +78,7 @@ export interface CompletionContext {
 
 export interface JobKindContract<K extends JobKind = JobKind, Done = unknown, Row = unknown> {
   kind: K;
-  /** What callers call the subject (logs, messages). */
+  /** What callers call the subject (logs, messages, the claim's name for its table). */
   subjectNoun: string;
   subject: SubjectStates;
   claim: ClaimHandover<Row>;
@@ -100,6 +103,6 @@ export function updateSubjects(db: Db, contract: Pick<JobKindContract, 'kind' | 
     .where(and(eq(jobs.kind, contract.kind), jobWhere));
   return db
     .update(s.table)
-    .set(set as never)
+    .set(set)
     .where(and(inArray(s.table.id, subjectIds), s.active, subjectWhere));
 }

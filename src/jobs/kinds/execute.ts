@@ -6,7 +6,7 @@
 import { inArray, sql } from 'drizzle-orm';
 import { executions } from '../../db/schema.ts';
 import { isProgramFile } from './commit.ts';
-import { claimedProgram as g, claimedSubject, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
+import { updateSubjects, type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
 
 export interface ExecuteDone {
   succeeded: boolean;
@@ -17,8 +17,6 @@ export interface ExecuteDone {
   num_segments: number | null;
   total_tick: number | null;
 }
-
-const { subject: e, join } = claimedSubject('execute', executions, 'e');
 
 const subject: SubjectStates = {
   table: executions,
@@ -34,9 +32,8 @@ export const executeJob: JobKindContract<'execute', ExecuteDone, typeof executio
   subjectNoun: 'execution',
   subject,
   claim: {
-    join,
-    programId: sql`${e.program_id}`,
-    inputs: sql`json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key}, 'input', ${e.input_key})`,
+    programId: ({ subject: execution }: Claimed<ColumnsOf<typeof executions>>) => sql`${execution.program_id}`,
+    inputs: ({ program, subject: execution }: Claimed<ColumnsOf<typeof executions>>) => sql`json_object('elf', ${program.elf_key}, 'vmexe', ${program.vmexe_key}, 'input', ${execution.input_key})`,
     isShared: isProgramFile,
     subject: { table: executions, describe: (execution) => ({ execution: { mode: execution.mode } }) },
   },

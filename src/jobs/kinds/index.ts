@@ -1,12 +1,11 @@
 // The registry of job kinds: one contract module per kind (./commit.ts, ./proof.ts,
-// ./verify.ts, ./execute.ts; the agent's side: prover-agent/src/agent/kinds/), and the
-// claim's SQL assembled from their parts. Adding a kind: its protocol variant
+// ./verify.ts, ./execute.ts; the agent's side: prover-agent/src/agent/kinds/). Adding a kind: its protocol variant
 // (prover-agent/src/protocol/jobs.ts JOB_KINDS, CompleteRequest), its module here and
-// on the agent, and a line in each registry.
-import { sql, type SQL } from 'drizzle-orm';
+// on the agent, and a line in each registry. The claim's query, which joins what each
+// kind's claim names, is src/jobs/state.ts claimJob.
 import { JOB_KINDS, type JobKind } from 'prover-agent/protocol';
 import { commitJob, type CommitDone } from './commit.ts';
-import { claimedJob as j, type JobKindContract } from './contract.ts';
+import type { JobKindContract } from './contract.ts';
 import { executeJob, type ExecuteDone } from './execute.ts';
 import { proofJob, type ProofDone } from './proof.ts';
 import { verifyJob, type VerifyDone } from './verify.ts';
@@ -28,14 +27,3 @@ export type Completion =
   | { kind: 'proof'; done: ProofDone }
   | { kind: 'verify'; done: VerifyDone }
   | { kind: 'execute'; done: ExecuteDone };
-
-const when = (part: (k: JobKindContract) => SQL) => sql.join(ALL_JOB_KINDS.map((k) => sql`WHEN ${sql.raw(`'${k.kind}'`)} THEN ${part(k)}`), sql` `);
-
-/** The subjects of the claimed job `j`, joined by their kinds' aliases (a kind whose subject is the program joins nothing). */
-export const claimJoins = (): SQL => sql.join(ALL_JOB_KINDS.flatMap((k) => (k.claim.join ? [k.claim.join] : [])), sql` `);
-
-/** The program the claimed job `j` works on, whatever its kind (null: an EVM proof checked against a config alone). */
-export const claimedProgramId = (): SQL<string | null> => sql`CASE ${j.kind} ${when((k) => k.claim.programId)} END`;
-
-/** The claimed job's input files as a JSON object {name: R2 key} (leases.artifacts). */
-export const claimedInputs = (): SQL<string> => sql`CASE ${j.kind} ${when((k) => k.claim.inputs)} ELSE '{}' END`;

@@ -8,12 +8,13 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { CHILD_PROOF_PREFIX, GPU_LESS_ENGINE_NAMES, isChildProofArtifact, PROVE_PHASES } from 'prover-agent/protocol';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
+import { batchByName } from '../../db/batch.ts';
 import { configs, jobs, programs, proofs, type ProofState } from '../../db/schema.ts';
 import { sealDevProofs } from '../dev-proofs.ts';
 import { artifactKey } from '../../lib/artifact-keys.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { isProgramFile } from './commit.ts';
-import { claimedProgram as g, claimedSubject, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
+import { updateSubjects, type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
 
 /** How a proof ends (declared with the schema's states, which the console bundles too). */
 export { PROOF_TERMINAL_STATES };
@@ -25,8 +26,6 @@ export interface ProofDone {
   cells_used: number;
   public_values: string | null;
 }
-
-const { subject: p, join } = claimedSubject('proof', proofs, 'p');
 
 const subject: SubjectStates = {
   table: proofs,
@@ -42,10 +41,10 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
   subjectNoun: 'proof',
   subject,
   claim: {
-    join,
-    programId: sql`${p.program_id}`,
+    programId: ({ subject: proof }: Claimed<ColumnsOf<typeof proofs>>) => sql`${proof.program_id}`,
     // The deferred children come last, as child-0, child-1, ... (protocol childProofArtifact).
-    inputs: sql`json_patch(json_object('elf', ${g.elf_key}, 'vmexe', ${g.vmexe_key}, 'input', ${p.input_key}, 'baseline', ${g.baseline_key}), coalesce((SELECT json_group_object(${sql.raw(`'${CHILD_PROOF_PREFIX}'`)} || c.key, c.value) FROM json_each(${p.child_proof_keys}) c), '{}'))`,
+    inputs: ({ program, subject: proof }: Claimed<ColumnsOf<typeof proofs>>) =>
+      sql`json_patch(json_object('elf', ${program.elf_key}, 'vmexe', ${program.vmexe_key}, 'input', ${proof.input_key}, 'baseline', ${program.baseline_key}), coalesce((SELECT json_group_object(${sql.raw(`'${CHILD_PROOF_PREFIX}'`)} || child.key, child.value) FROM json_each(${proof.child_proof_keys}) child), '{}'))`,
     isShared: (name) => isProgramFile(name) || isChildProofArtifact(name),
     // Once it runs, a proof's num_gpus says the GPUs it uses (GPU-less engines keep what was asked).
     alsoOnClaim: (db, mine) => [
@@ -74,10 +73,11 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
     if (job.engine === 'dev') {
       // The host's dev engine wrote them unsealed: sealed here, with the secret only the Worker holds.
       if (!devProofSecret) return { fail: 'This deployment has no DEV_PROOF_SECRET: dev proofs cannot be sealed' };
-      const [[program], [config]] = await db.batch([
-        db.select({ app_exe_commit: programs.app_exe_commit }).from(programs).where(eq(programs.id, proof.program_id)),
-        db.select().from(configs).where(eq(configs.id, job.config_id)),
-      ]);
+      const read = await batchByName(db, {
+        program: db.select({ app_exe_commit: programs.app_exe_commit }).from(programs).where(eq(programs.id, proof.program_id)),
+        config: db.select().from(configs).where(eq(configs.id, job.config_id)),
+      });
+      const [program, config] = [read.program[0], read.config[0]];
       if (!program?.app_exe_commit || !config) return { fail: 'The proof’s program or config is gone' };
       const sealed = await sealDevProofs(
         artifacts,

@@ -4,16 +4,15 @@
 //   queued       leased (running)   done
 //   processing   processing         verified | failed
 import { eq, sql } from 'drizzle-orm';
+import { batchByName } from '../../db/batch.ts';
 import { configs, programs, verifications } from '../../db/schema.ts';
 import { devProofSealProblem } from '../dev-proofs.ts';
-import { claimedProgram as g, claimedSubject, updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
+import { updateSubjects, type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
 
 export interface VerifyDone {
   verified: boolean;
   reason: string | null;
 }
-
-const { subject: v, join } = claimedSubject('verify', verifications, 'v');
 
 const subject: SubjectStates = {
   table: verifications,
@@ -30,10 +29,10 @@ export const verifyJob: JobKindContract<'verify', VerifyDone, typeof verificatio
   subjectNoun: 'verification',
   subject,
   claim: {
-    join,
-    programId: sql`${v.program_id}`,
+    programId: ({ subject: verification }: Claimed<ColumnsOf<typeof verifications>>) => sql`${verification.program_id}`,
     // No program files but its baseline; none at all for an EVM proof checked against a config alone.
-    inputs: sql`CASE WHEN ${g.baseline_key} IS NULL THEN json_object('proof', ${v.proof_key}) ELSE json_object('proof', ${v.proof_key}, 'baseline', ${g.baseline_key}) END`,
+    inputs: ({ program, subject: verification }: Claimed<ColumnsOf<typeof verifications>>) =>
+      sql`CASE WHEN ${program.baseline_key} IS NULL THEN json_object('proof', ${verification.proof_key}) ELSE json_object('proof', ${verification.proof_key}, 'baseline', ${program.baseline_key}) END`,
     isShared: (name) => name === 'baseline',
     subject: {
       table: verifications,
@@ -45,14 +44,15 @@ export const verifyJob: JobKindContract<'verify', VerifyDone, typeof verificatio
     if (job.engine !== 'dev' || !report.verified) return { done: { verified: report.verified, reason: report.reason } };
     // A dev proof's seal is checked here, with the secret only the Worker holds (the host checked the rest).
     if (!devProofSecret) return { done: { verified: false, reason: 'This deployment has no DEV_PROOF_SECRET: dev proofs cannot be checked' } };
-    const [[verification], [config]] = await db.batch([
-      db
+    const read = await batchByName(db, {
+      verification: db
         .select({ proof_key: verifications.proof_key, proof_type: verifications.proof_type, app_exe_commit: programs.app_exe_commit })
         .from(verifications)
         .leftJoin(programs, eq(programs.id, verifications.program_id))
         .where(eq(verifications.id, job.subject_id)),
-      db.select().from(configs).where(eq(configs.id, job.config_id)),
-    ]);
+      config: db.select().from(configs).where(eq(configs.id, job.config_id)),
+    });
+    const [verification, config] = [read.verification[0], read.config[0]];
     if (!verification || !config) return { fail: 'The verification or its config is gone' };
     const kind = verification.proof_type === 'evm' ? 'evm' : 'stark';
     const problem = await devProofSealProblem(artifacts, verification.proof_key, { kind, appExeCommit: verification.app_exe_commit, config }, devProofSecret);

@@ -8,7 +8,7 @@
 //   - an R2 S3-compatible presigned URL when the deployment has S3 credentials
 //     (R2_S3_* vars/secrets; signed with aws4fetch), served by R2 itself, or
 //   - a URL of this Worker signed with HMAC-SHA256 under DOWNLOAD_URL_SECRET
-//     (`/downloads/...`, src/routes/downloads.ts), which streams from R2 with Range
+//     (`/downloads/...`, src/features/configs/downloads.ts), which streams from R2 with Range
 //     support. This is what `npm start` uses.
 //
 // What is served is a version (src/db/schema.ts configKeys): each publication is its
@@ -20,12 +20,12 @@
 // deny_unknown_fields), and `Repr-Digest` (RFC 9530) on the bytes the Worker serves.
 import { AwsClient } from 'aws4fetch';
 import { and, desc, eq } from 'drizzle-orm';
-import type { Db } from '../db/client.ts';
-import { configKeys } from '../db/schema.ts';
-import type { Env } from '../env.ts';
+import type { Db } from '../../db/client.ts';
+import { configKeys } from '../../db/schema.ts';
+import type { Env } from '../../env.ts';
 import { PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
-import { toBase64, toHex } from './crypto.ts';
-import { ApiError } from './errors.ts';
+import { toBase64, toHex } from '../../lib/crypto.ts';
+import { ApiError } from '../../lib/errors.ts';
 
 export { PUBLISHED_KEY_NAMES, type PublishedKeyName };
 

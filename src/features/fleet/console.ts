@@ -1,24 +1,16 @@
 // /console/v1/fleet: for service operators, the agents in the fleet and the queue by
 // engine and config, and the live agent tokens with their scopes. Not organization-scoped: operators see the whole service. Read
-// from counters and indexes (queue lanes, organizations' running counts, the oldest
-// queued job per engine and config by jobs_queued_age), never by counting the backlog.
+// in one batch (./data.ts fleetOverview), never by counting the backlog.
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import { and, desc, gt, isNull, sql, sum } from 'drizzle-orm';
-import { agents, agentTokens, jobs, organizations, queueLanes } from '../../db/schema.ts';
 import { fleetSettings } from '../../jobs/settings.ts';
 import { FleetResponse } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
+import { fleetOverview } from './data.ts';
 
 export const fleetApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
-
-/** Most live agent tokens listed (an operator makes a handful). */
-const MAX_TOKENS = 500;
-
-/** Agents seen within this long are listed. */
-const AGENTS_WINDOW_MS = 24 * 3600_000;
 
 fleetApi.openapi(
   createRoute({
@@ -34,25 +26,7 @@ fleetApi.openapi(
     const db = c.var.db;
     const now = Date.now();
     const stale = fleetSettings(c.env).agentStaleMs;
-    const oldest = sql<number | null>`(SELECT min(${jobs.queued_at}) FROM ${jobs} WHERE ${jobs.status} = 'queued' AND ${jobs.engine} = ${queueLanes.engine} AND ${jobs.config_id} = ${queueLanes.config_id})`;
-    const [agentRows, queued, [total], tokens] = await db.batch([
-      // An agent that stopped gracefully left the fleet at once (left_at).
-      db.select().from(agents).where(and(gt(agents.last_seen_at, now - AGENTS_WINDOW_MS), isNull(agents.left_at))).orderBy(desc(agents.last_seen_at)),
-      db
-        .select({ engine: queueLanes.engine, config_id: queueLanes.config_id, jobs: sum(queueLanes.queued).mapWith(Number), oldest: oldest.as('oldest') })
-        .from(queueLanes)
-        .where(gt(queueLanes.queued, 0))
-        .groupBy(queueLanes.engine, queueLanes.config_id)
-        .orderBy(sql`oldest`),
-      db.select({ running: sum(organizations.running_jobs).mapWith(Number) }).from(organizations),
-      // Each live token's scope: what its agents can claim, whatever they declare.
-      db
-        .select({ id: agentTokens.id, name: agentTokens.name, engines: agentTokens.engines, configs: agentTokens.configs, created_at: agentTokens.created_at })
-        .from(agentTokens)
-        .where(isNull(agentTokens.revoked_at))
-        .orderBy(agentTokens.created_at, agentTokens.id)
-        .limit(MAX_TOKENS),
-    ]);
+    const { agents: agentRows, queued, running: [total], tokens } = await fleetOverview(db, now);
     const running = total?.running ?? 0;
     return c.json(
       {

@@ -1,4 +1,4 @@
-// The publisher credential: what publishes a config's keys (src/internal/configs.ts).
+// The publisher credential: what publishes a config's keys (src/features/configs/publisher.ts).
 // An operator makes it for a purpose (`npm run admin -- create-publisher-token`):
 // stored hashed, scoped to the configs it names (or all), dead at its expiry or its
 // revocation. It is deliberately not an agent token: agent tokens live on every GPU
@@ -6,12 +6,12 @@
 // Kept apart from the agent-token middleware of ./auth.ts, which it does not change.
 import { and, eq, gt, isNull } from 'drizzle-orm';
 import { createMiddleware } from 'hono/factory';
-import { publisherTokens } from '../db/schema.ts';
-import { bearer } from '../lib/bearer.ts';
-import { sha256Hex } from '../lib/crypto.ts';
-import { ApiError } from '../lib/errors.ts';
-import { normalizeConfigId } from '../lib/schemas.ts';
-import { requireAgentToken, type InternalEnv } from './auth.ts';
+import { publisherTokens } from '../../db/schema.ts';
+import { bearer } from '../../lib/bearer.ts';
+import { sha256Hex } from '../../lib/crypto.ts';
+import { ApiError } from '../../lib/errors.ts';
+import { normalizeConfigId } from '../../lib/schemas.ts';
+import { requireAgentToken, type InternalEnv } from '../fleet/auth.ts';
 
 /** Publisher tokens start so (src/admin/statements.ts createPublisherToken). */
 export const PUBLISHER_TOKEN_PREFIX = 'pt_';

@@ -1,7 +1,7 @@
 // A local stand-in for Cloudflare Queues' HTTP pull consumer, for `wrangler dev` and
 // the tests (neither has pull consumers). The local jobs queue delivers its notices to
 // this Worker's queue() handler, which keeps them in D1 (acceptIntoEmulation); the
-// queue gateway (src/internal/queue.ts) then pulls and acks them here exactly as it
+// queue gateway (src/features/fleet/queue.ts) then pulls and acks them here exactly as it
 // does against api.cloudflare.com in production. Faithful where an agent can tell:
 // lease ids, attempts, timestamp_ms, metadata["CF-Content-Type"], base64 bodies for
 // `json` content, redelivery after the visibility timeout, delayed retries, and
@@ -10,12 +10,12 @@
 // pull costs it one read, and the product's own tables none.
 import { and, asc, eq, inArray, isNull, lte, sql } from 'drizzle-orm';
 import type { QueueAckRequest, QueueMessage } from 'prover-agent/protocol';
-import { openDb } from '../db/client.ts';
-import { emulatedQueueMessages } from '../db/schema.ts';
-import type { Env, JobNotice } from '../env.ts';
+import { openDb } from '../../db/client.ts';
+import { emulatedQueueMessages } from '../../db/schema.ts';
+import type { Env, JobNotice } from '../../env.ts';
 
 /**
- * The jobs queue as the gateway (src/internal/queue.ts) uses it: Cloudflare's pull
+ * The jobs queue as the gateway (src/features/fleet/queue.ts) uses it: Cloudflare's pull
  * consumer, or this emulation of it. Declared here, below the gateway, which picks one.
  */
 export interface JobsQueue {

@@ -8,26 +8,27 @@
 //     key, the version it supersedes (else 409). The upload goes to an object of its
 //     own (artifactKey.configKeyUpload), a staging object nothing serves;
 //   - complete: the Worker hashes the stored bytes (within MAX_VERIFIED_KEY_BYTES,
-//     src/lib/config-keys.ts) and refuses a mismatch (422: the object is deleted,
+//     src/features/configs/keys.ts) and refuses a mismatch (422: the object is deleted,
 //     nothing changes); then one D1 batch records the new version (append-only
 //     config_keys: its primary key and triggers refuse a version that does not follow
 //     the one the upload saw, so two racing publications cannot both land) and its
 //     audit row.
 // Every step is a row of key_audit (start, publish, supersede, refusal, abort).
-import { artifactKey } from '../lib/artifact-keys.ts';
+import { artifactKey } from '../../lib/artifact-keys.ts';
 import { zValidator } from '@hono/zod-validator';
 import { Hono, type Context } from 'hono';
 import { ulid } from 'ulid';
 import { z } from 'zod';
 import { and, asc, eq } from 'drizzle-orm';
 import type { FleetConfig, KeyUploadPart, KeyUploadStarted, PublishedKeys, PublishKeyResponse } from 'prover-agent/protocol';
-import { configKeys, configs, keyAudit } from '../db/schema.ts';
-import type { Db } from '../db/client.ts';
-import { ALWAYS_VERIFIED_KEY_NAMES, currentKeyQuery, MAX_VERIFIED_KEY_BYTES, PUBLISHED_KEY_NAMES, sha256OfObject, type PublishedKeyName } from '../lib/config-keys.ts';
-import { ApiError, notFound, validationHook } from '../lib/errors.ts';
-import { jsonBody } from '../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
-import { ConfigId } from '../lib/schemas.ts';
+import { configKeys, configs, keyAudit } from '../../db/schema.ts';
+import { batchByName } from '../../db/batch.ts';
+import type { Db } from '../../db/client.ts';
+import { ALWAYS_VERIFIED_KEY_NAMES, currentKeyQuery, MAX_VERIFIED_KEY_BYTES, PUBLISHED_KEY_NAMES, sha256OfObject, type PublishedKeyName } from './keys.ts';
+import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
+import { jsonBody } from '../../lib/body.ts';
+import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { ConfigId } from '../../lib/schemas.ts';
 import { requireAgentOrPublisherToken, requirePublisherToken, type PublisherEnv } from './publisher-auth.ts';
 
 export const configsInternalApi = new Hono<PublisherEnv>();
@@ -76,11 +77,11 @@ function audit(db: Db, row: Omit<typeof keyAudit.$inferInsert, 'id' | 'created_a
 configsInternalApi.get('/:config_id', requireAgentOrPublisherToken, zValidator('param', ConfigParam, validationHook), async (c) => {
   const id = c.req.valid('param').config_id;
   const db = c.var.db;
-  const [found, versions] = await db.batch([
-    db.select().from(configs).where(eq(configs.id, id)),
-    db.select().from(configKeys).where(eq(configKeys.config_id, id)).orderBy(asc(configKeys.version)),
-  ]);
-  const cfg = found[0];
+  const { config, versions } = await batchByName(db, {
+    config: db.select().from(configs).where(eq(configs.id, id)),
+    versions: db.select().from(configKeys).where(eq(configKeys.config_id, id)).orderBy(asc(configKeys.version)),
+  });
+  const cfg = config[0];
   if (!cfg) throw notFound('Config');
   const keys: PublishedKeys = {};
   for (const k of versions) keys[k.name as PublishedKeyName] = { version: k.version, sha256: k.sha256, size: k.size }; // ascending: the last is current
@@ -118,8 +119,8 @@ configsInternalApi.post(
     const { config_id, name } = c.req.valid('param');
     const { sha256, supersedes = null } = c.req.valid('json');
     const db = c.var.db;
-    const [found, current] = await db.batch([db.select({ id: configs.id }).from(configs).where(eq(configs.id, config_id)), currentKeyQuery(db, config_id, name)]);
-    if (!found[0]) throw notFound('Config');
+    const { config, current } = await batchByName(db, { config: db.select({ id: configs.id }).from(configs).where(eq(configs.id, config_id)), current: currentKeyQuery(db, config_id, name) });
+    if (!config[0]) throw notFound('Config');
     const id = ulid().toLowerCase();
     const refused = conflict(name, config_id, current[0]?.version ?? null, supersedes);
     if (refused) {
@@ -169,13 +170,13 @@ configsInternalApi.post(
     const parts = [...c.req.valid('json').parts].sort((a, b) => a.part_number - b.part_number);
     if (parts.some((p, i) => p.part_number !== i + 1)) throw new ApiError(422, 'Parts must be numbered 1, 2, … with none missing or repeated');
     const db = c.var.db;
-    const [started, done] = await db.batch([
-      db
+    const { started, done } = await batchByName(db, {
+      started: db
         .select()
         .from(keyAudit)
         .where(and(eq(keyAudit.upload_id, id), eq(keyAudit.action, 'upload.start'), eq(keyAudit.config_id, config_id), eq(keyAudit.name, name))),
-      db.select().from(configKeys).where(eq(configKeys.upload_id, id)),
-    ]);
+      done: db.select().from(configKeys).where(eq(configKeys.upload_id, id)),
+    });
     const start = started[0];
     if (!start?.sha256) throw new ApiError(404, `No such upload in progress for ${name} of ${config_id}`);
     const supersedes = start.version;
@@ -216,14 +217,14 @@ configsInternalApi.post(
     try {
       // One transaction: the version (refused by config_keys' primary key and triggers unless it
       // follows the one the upload started from) and its audit row.
-      const [rows] = await db.batch([
-        db
+      const { key } = await batchByName(db, {
+        key: db
           .insert(configKeys)
           .values({ config_id, name, version, sha256: start.sha256, size: obj.size, r2_key: objectKey, verified, published_by: actor, upload_id: id })
           .returning(),
-        audit(db, { config_id, name, action: supersedes === null ? 'key.publish' : 'key.supersede', upload_id: id, actor, sha256: start.sha256, version, detail: { size: obj.size, verified, supersedes } }),
-      ]);
-      return c.json(published(rows[0]!, supersedes));
+        audit: audit(db, { config_id, name, action: supersedes === null ? 'key.publish' : 'key.supersede', upload_id: id, actor, sha256: start.sha256, version, detail: { size: obj.size, verified, supersedes } }),
+      });
+      return c.json(published(key[0]!, supersedes));
     } catch (err) {
       // Another version landed since this upload started (the primary key or the next-version trigger refused this one),
       // or this very upload was completed by a concurrent retry: then its version stands and is the answer.

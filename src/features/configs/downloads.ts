@@ -1,16 +1,16 @@
 // /downloads: the Worker-signed, time-limited links that GET /v1/configs/{id}/pk/…
-// and /vk/… hand out (src/lib/config-keys.ts). No API key: the signature is the
+// and /vk/… hand out (src/features/configs/keys.ts). No API key: the signature is the
 // credential, as with an R2 presigned URL. Streams from R2 and honours a Range
 // header, so a multi-gigabyte key download can resume. A link names the published
 // version it was issued for (signed with it): it serves that version's object, never
 // a later one, with that version's SHA-256 as Repr-Digest (RFC 9530).
-import { parseByteRange, rangeNotSatisfiable, satisfiedRange } from '../lib/artifacts.ts';
+import { parseByteRange, rangeNotSatisfiable, satisfiedRange } from '../../lib/artifacts.ts';
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import type { AppEnv } from '../app-env.ts';
-import { openDb } from '../db/client.ts';
-import { checkDownloadSignature, keyVersionQuery, PUBLISHED_KEY_NAMES, reprDigest } from '../lib/config-keys.ts';
-import { ApiError, validationHook } from '../lib/errors.ts';
-import { ConfigId, errorResponses } from '../lib/schemas.ts';
+import type { AppEnv } from '../../app-env.ts';
+import { openDb } from '../../db/client.ts';
+import { checkDownloadSignature, keyVersionQuery, PUBLISHED_KEY_NAMES, reprDigest } from './keys.ts';
+import { ApiError, validationHook } from '../../lib/errors.ts';
+import { ConfigId, errorResponses } from '../../lib/schemas.ts';
 
 export const downloadsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -54,7 +54,7 @@ downloadsApi.openapi(
       // R2 refuses a range it cannot satisfy.
       const head = await c.env.ARTIFACTS.head(key);
       if (!head) throw new ApiError(404, `The ${name} of config ${config_id} is no longer published`);
-      return rangeNotSatisfiable(head.size) as never;
+      return rangeNotSatisfiable(head.size);
     }
     if (!obj || !('body' in obj)) throw new ApiError(404, `The ${name} of config ${config_id} is no longer published`);
     const headers = new Headers({
@@ -67,16 +67,16 @@ downloadsApi.openapi(
     });
     if (!range) {
       headers.set('content-length', String(obj.size));
-      return new Response(obj.body, { status: 200, headers }) as never;
+      return new Response(obj.body, { status: 200, headers });
     }
     // The span is judged against the object's size here, whatever R2 made of the range.
     const r = satisfiedRange(range, obj.size);
     if (!r) {
       await obj.body.cancel();
-      return rangeNotSatisfiable(obj.size) as never;
+      return rangeNotSatisfiable(obj.size);
     }
     headers.set('content-length', String(r.end - r.start + 1));
     headers.set('content-range', `bytes ${r.start}-${r.end}/${obj.size}`);
-    return new Response(obj.body, { status: 206, headers }) as never;
+    return new Response(obj.body, { status: 206, headers });
   },
 );

@@ -1,18 +1,18 @@
-// The queue token: what an agent pulls and acks job notices with (src/internal/queue.ts).
+// The queue token: what an agent pulls and acks job notices with (src/features/fleet/queue.ts).
 // An HS256 JWT naming the agent token and the agent, signed with FLEET_TOKEN_SECRET and
 // valid for QUEUE_TOKEN_TTL_MS. Each presence report (once a minute) renews it; a
 // revoked agent token gets no new one. Its signature is checked without a database,
 // and the agent token it names must still be live: one primary-key read of
 // agent_tokens that the queue routes run alongside the pull (queueTokenRevoked), so a
 // revocation stops a host's pulls and acks at its next request (its claims and job
-// tokens stop at once too: src/jobs/state.ts claimJob, src/internal/auth.ts).
+// tokens stop at once too: src/jobs/state.ts claimJob, src/features/fleet/auth.ts).
 import { and, eq, isNull } from 'drizzle-orm';
 import { sign, verify } from 'hono/jwt';
-import type { Db } from '../db/client.ts';
-import { agentTokens } from '../db/schema.ts';
-import type { Env } from '../env.ts';
-import { signingSecret } from '../lib/crypto.ts';
-import { ApiError } from '../lib/errors.ts';
+import type { Db } from '../../db/client.ts';
+import { agentTokens } from '../../db/schema.ts';
+import type { Env } from '../../env.ts';
+import { signingSecret } from '../../lib/crypto.ts';
+import { ApiError } from '../../lib/errors.ts';
 
 /** Lifetime of a queue token: five presence intervals, so a late report or two costs nothing. */
 export const QUEUE_TOKEN_TTL_MS = 5 * 60_000;
@@ -59,6 +59,8 @@ export async function verifyQueueToken(env: Env, token: string): Promise<QueueTo
   } catch {
     throw new ApiError(401, 'Invalid or expired queue token: report presence (POST /internal/v1/agents/presence) for a new one');
   }
-  if (claims.typ !== 'queue' || typeof claims.sub !== 'string' || typeof claims.aid !== 'string') throw new ApiError(401, 'Not a queue token');
-  return claims as unknown as QueueTokenClaims;
+  const { typ, sub, aid, exp } = claims;
+  // Every queue token is issued with an expiry (issueQueueToken), which verify() checked.
+  if (typ !== 'queue' || typeof sub !== 'string' || typeof aid !== 'string' || typeof exp !== 'number') throw new ApiError(401, 'Not a queue token');
+  return { sub, aid, exp };
 }

@@ -1,20 +1,20 @@
 // POST /internal/v1/jobs/claim: an agent asks for the best job it can serve. One D1
 // batch (claimJob, src/jobs/state.ts): the agent token, the claim and everything the
 // agent needs to run the job. Claims write nothing about the agent itself: its
-// presence is reported at most once a minute (src/internal/agents.ts).
+// presence is reported at most once a minute (src/features/fleet/agents.ts).
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
 import { gpusUsed, MAX_INLINE_ARTIFACT_BYTES, type ClaimedJob, type ClaimResponse } from 'prover-agent/protocol';
-import type { Env } from '../env.ts';
-import { scheduleLeaseCheck } from '../jobs/lease-checks.ts';
-import { fleetSettings, type AgentTimings } from '../jobs/settings.ts';
-import { contractOf } from '../jobs/kinds/index.ts';
-import { claimJob, scopeAllows, type AgentCapabilities, type ClaimOutcome } from '../jobs/state.ts';
-import { whyUnservable } from '../jobs/sweep.ts';
-import { randomToken, sha256Hex, toBase64 } from '../lib/crypto.ts';
-import { ApiError, validationHook } from '../lib/errors.ts';
-import { jsonBody } from '../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
+import type { Env } from '../../env.ts';
+import { scheduleLeaseCheck } from '../../jobs/lease-checks.ts';
+import { fleetSettings, type AgentTimings } from '../../jobs/settings.ts';
+import { contractOf } from '../../jobs/kinds/index.ts';
+import { claimJob, scopeAllows, type AgentCapabilities, type ClaimOutcome } from '../../jobs/state.ts';
+import { whyUnservable } from '../../jobs/sweep.ts';
+import { randomToken, sha256Hex, toBase64 } from '../../lib/crypto.ts';
+import { ApiError, validationHook } from '../../lib/errors.ts';
+import { jsonBody } from '../../lib/body.ts';
+import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { agentTokenInBatch, bearer, type InternalEnv } from './auth.ts';
 import { ClaimRequestSchema } from './schemas.ts';
 

@@ -4,21 +4,21 @@
 // and the job moved on) is refused with 409 and changes nothing.
 import { zValidator } from '@hono/zod-validator';
 import { Hono, type Context } from 'hono';
-import type { BatchItem } from 'drizzle-orm/batch';
+import type { Statement } from '../../db/batch.ts';
 import type { HeartbeatResponse, LeaseStatusResponse, LogChunk, ResultName } from 'prover-agent/protocol';
-import { notifyJob } from '../jobs/dispatch.ts';
-import { appendLogChunk, compactAfterEnding, stageLogChunk } from '../jobs/logs.ts';
-import { fleetSettings, tenantLimits } from '../jobs/settings.ts';
-import { enqueueAfterResponse } from '../jobs/webhooks.ts';
-import { contractOf, type Completion } from '../jobs/kinds/index.ts';
-import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, expireLeases, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob } from '../jobs/state.ts';
-import { afterExpiry } from '../jobs/lease-checks.ts';
-import { streamObject } from '../lib/artifacts.ts';
-import { sha256Hex } from '../lib/crypto.ts';
-import { ApiError, validationHook } from '../lib/errors.ts';
-import { jsonBody } from '../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
-import { tooLarge } from '../lib/multipart.ts';
+import { notifyJob } from '../../jobs/dispatch.ts';
+import { appendLogChunk, compactAfterEnding, stageLogChunk } from '../../jobs/logs.ts';
+import { fleetSettings, tenantLimits } from '../../jobs/settings.ts';
+import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
+import { contractOf, type Completion } from '../../jobs/kinds/index.ts';
+import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, expireLeases, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob } from '../../jobs/state.ts';
+import { afterExpiry } from '../../jobs/lease-checks.ts';
+import { streamObject } from '../../lib/artifacts.ts';
+import { sha256Hex } from '../../lib/crypto.ts';
+import { ApiError, validationHook } from '../../lib/errors.ts';
+import { jsonBody } from '../../lib/body.ts';
+import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { tooLarge } from '../../lib/multipart.ts';
 import { bearer, jobTokenInBatch, requireJobToken, type InternalEnv } from './auth.ts';
 import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LeaseEndingSchema, LogChunkSchema } from './schemas.ts';
 
@@ -103,14 +103,14 @@ const noSuchResult = (c: Context<InternalEnv>, name: string, status: 404 | 422) 
  * written now and its row update goes into the ending's batch, so the log and the
  * ending land together. A chunk that is not the next one is dropped.
  */
-async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined): Promise<BatchItem<'sqlite'>[]> {
+async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined): Promise<Statement[]> {
   if (!chunk) return [];
   const { job } = c.var;
   const staged = await stageLogChunk(c.var.db, c.env.ARTIFACTS, job.id, chunk, { seq: job.log_seq, bytes: job.log_bytes, truncated: job.log_truncated }, tenantLimits(c.env));
   if (staged.result.kind === 'out-of-order')
     console.warn(JSON.stringify({ level: 'warn', msg: 'last log chunk out of order; dropped', job_id: job.id, seq: chunk.seq, expected_seq: staged.result.expectedSeq }));
   // Past the log's cap the chunk is dropped and the ending writes the truncation marker.
-  return staged.statements;
+  return staged.append ? [staged.append.chunk, staged.append.position] : [];
 }
 
 /**

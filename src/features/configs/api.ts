@@ -1,18 +1,19 @@
 // /v1/configs: proving-system configurations (service-wide, created by operators),
 // their artifacts and download URLs of their published keys. A key is served as
-// the config's current version recorded in D1 (src/lib/config-keys.ts), read in the
+// the config's current version recorded in D1 (src/features/configs/keys.ts), read in the
 // request's one batch with the config, and always with its SHA-256.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import type { AppEnv } from '../app-env.ts';
-import { streamObject } from '../lib/artifacts.ts';
-import { currentKeyQuery, keyDownload, PROVING_KEY_KINDS, reprDigest, VERIFYING_KEY_KINDS, type PublishedKeyName } from '../lib/config-keys.ts';
-import { ApiError, validationHook } from '../lib/errors.ts';
-import { configQuery, one } from '../lib/lookups.ts';
-import { asCaller } from '../middleware/auth.ts';
+import type { AppEnv } from '../../app-env.ts';
+import { streamObject } from '../../lib/artifacts.ts';
+import { currentKeyQuery, keyDownload, PROVING_KEY_KINDS, reprDigest, VERIFYING_KEY_KINDS, type PublishedKeyName } from './keys.ts';
+import { ApiError, validationHook } from '../../lib/errors.ts';
+import { one } from '../../lib/lookups.ts';
+import { configQuery } from './data.ts';
+import { asCaller } from '../../middleware/auth.ts';
 import type { Context } from 'hono';
-import { ConfigRecord, configRecord } from '../lib/records.ts';
-import { ConfigId, errorResponses } from '../lib/schemas.ts';
-import { permit } from '../middleware/permit.ts';
+import { ConfigRecord, configRecord } from './schemas.ts';
+import { ConfigId, errorResponses } from '../../lib/schemas.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const configsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -94,13 +95,13 @@ configsApi.openapi(
       if (!obj) throw unpublished(key.config_id, 'evm_verifier');
       const res = streamObject(obj, 'application/octet-stream', 'evm_verifier') as Response;
       res.headers.set('repr-digest', reprDigest(key.sha256));
-      return res as never;
+      return res;
     }
     const config = await readConfig(c, config_id);
     switch (artifact) {
       case 'config':
         if (config.openvm_toml === null) throw new ApiError(404, `Config ${config.id} has no openvm.toml (it was created without one)`);
-        return c.body(config.openvm_toml, 200, { 'content-type': 'text/plain; charset=utf-8', 'content-disposition': 'attachment; filename="openvm.toml"' }) as never;
+        return c.body(config.openvm_toml, 200, { 'content-type': 'text/plain; charset=utf-8', 'content-disposition': 'attachment; filename="openvm.toml"' });
       case 'app_vm_commit':
         return c.text(config.app_vm_commit, 200);
     }
@@ -120,7 +121,7 @@ for (const [which, kinds] of [
       summary: `A time-limited download URL for the config's ${which === 'pk' ? 'proving' : 'verifying'} key`,
       description:
         'Keys are published by an operator (`prover-agent setup-config --publish`). The URL needs no API key, supports HTTP Range requests, expires (KEY_URL_TTL_SECONDS, default one hour) and serves the version it was issued for, whose SHA-256 is `sha256` (and its Repr-Digest header).',
-      request: { params: ConfigParams.extend({ kind: z.enum(kinds as unknown as [string, ...string[]]).openapi({ param: { name: 'kind', in: 'path' } }) }) },
+      request: { params: ConfigParams.extend({ kind: z.enum(kinds).openapi({ param: { name: 'kind', in: 'path' } }) }) },
       responses: {
         200: { description: 'Where to download the key', content: { 'application/json': { schema: DownloadUrlResponse } } },
         ...errorResponses(404, 422),

@@ -2,18 +2,18 @@
 // credentials (QUEUES_API_TOKEN, a secret) and pulls and acks job notices for the
 // agent over Cloudflare Queues' HTTP pull API; a GPU host holds only its agent token,
 // revocable per agent, and the short-lived queue token its presence report gets
-// (src/internal/queue-token.ts). Checking that token costs one primary-key read of its
+// (src/features/fleet/queue-token.ts). Checking that token costs one primary-key read of its
 // agent token, run alongside the pull (no round trip added), so a revocation stops the
 // host's pulls at once. Locally the queue is emulated
-// (DEV_QUEUE_EMULATION, src/internal/queue-emulation.ts).
+// (DEV_QUEUE_EMULATION, src/features/fleet/queue-emulation.ts).
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { QueueAckRequest, QueueAckResponse, QueueMessage, QueuePullRequest, QueuePullResponse } from 'prover-agent/protocol';
-import type { Env } from '../env.ts';
-import { jsonBody } from '../lib/body.ts';
-import { ApiError, validationHook } from '../lib/errors.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../lib/limits.ts';
+import type { Env } from '../../env.ts';
+import { jsonBody } from '../../lib/body.ts';
+import { ApiError, validationHook } from '../../lib/errors.ts';
+import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { bearer, type InternalEnv } from './auth.ts';
 import { emulatedJobsQueue, emulationEnabled, type JobsQueue } from './queue-emulation.ts';
 import { queueTokenRevoked, verifyQueueToken } from './queue-token.ts';
@@ -60,7 +60,7 @@ export const queueInternalApi = new Hono<InternalEnv>();
 
 // The token's signature and lifetime are checked here, without a database; whether the
 // agent token it names is still live is one primary-key read that each route runs
-// alongside its own work (src/internal/queue-token.ts queueTokenRevoked), so a
+// alongside its own work (src/features/fleet/queue-token.ts queueTokenRevoked), so a
 // revocation stops the pulls within a request and adds no round trip to them.
 queueInternalApi.use(
   createMiddleware<InternalEnv>(async (c, next) => {

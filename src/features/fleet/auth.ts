@@ -3,12 +3,12 @@
 // Neither is an API key: a caller's key opens nothing here.
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { createMiddleware } from 'hono/factory';
-import type { AppEnv } from '../app-env.ts';
-import { agentTokens, jobs, leases } from '../db/schema.ts';
-import { bearer } from '../lib/bearer.ts';
-import { sha256Hex } from '../lib/crypto.ts';
-import { ApiError } from '../lib/errors.ts';
-import type { JobRow, LeaseRow } from '../jobs/state.ts';
+import type { AppEnv } from '../../app-env.ts';
+import { agentTokens, jobs, leases } from '../../db/schema.ts';
+import { bearer } from '../../lib/bearer.ts';
+import { sha256Hex } from '../../lib/crypto.ts';
+import { ApiError } from '../../lib/errors.ts';
+import type { JobRow, LeaseRow } from '../../jobs/state.ts';
 
 // The fleet's routes read their tokens with it from here.
 export { bearer };
@@ -18,7 +18,7 @@ export interface InternalEnv extends AppEnv {
     agentTokenId: string;
     lease: LeaseRow;
     job: JobRow;
-    /** Whether the queue token's agent token was revoked: a read started by the queue routes' middleware (src/internal/queue.ts). */
+    /** Whether the queue token's agent token was revoked: a read started by the queue routes' middleware (src/features/fleet/queue.ts). */
     queueTokenRevoked: Promise<boolean>;
   };
 }

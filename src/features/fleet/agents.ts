@@ -1,0 +1,38 @@
+// /internal/v1/agents: an agent's presence (what the fleet view and the sweep know of
+// it) and its graceful leave. Presence is reported at start and then once a minute,
+// the only D1 write an idle agent makes; it also renews the agent's queue token, the
+// credential of its queue pulls (src/features/fleet/queue.ts), which are checked without D1.
+import { zValidator } from '@hono/zod-validator';
+import { Hono } from 'hono';
+import type { LeaveRequest, PresenceResponse } from 'prover-agent/protocol';
+import { sha256Hex } from '../../lib/crypto.ts';
+import { ApiError, validationHook } from '../../lib/errors.ts';
+import { jsonBody } from '../../lib/body.ts';
+import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { agentTokenInBatch, bearer, type InternalEnv } from './auth.ts';
+import { recordLeave, recordPresence } from './data.ts';
+import { issueQueueToken } from './queue-token.ts';
+import { LeaveRequestSchema, PresenceRequestSchema } from './schemas.ts';
+
+export const agentsInternalApi = new Hono<InternalEnv>();
+agentsInternalApi.use(agentTokenInBatch);
+
+/** How often agents report their presence: the fleet view's resolution, and an idle agent's D1 write budget. */
+export const PRESENCE_INTERVAL_MS = 60_000;
+
+agentsInternalApi.post('/presence', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', PresenceRequestSchema, validationHook), async (c) => {
+  const hash = await sha256Hex(bearer(c.req.header('authorization')));
+  const req = c.req.valid('json');
+  const now = Date.now();
+  const tokenId = await recordPresence(c.var.db, hash, req, now);
+  if (!tokenId) throw new ApiError(401, 'Invalid or revoked agent token');
+  const queue = await issueQueueToken(c.env, { tokenId, agentId: req.agent_id }, now);
+  return c.json({ presence_interval_ms: PRESENCE_INTERVAL_MS, queue_token: queue.token, queue_token_expires_at: queue.expiresAt } satisfies PresenceResponse, 200);
+});
+
+agentsInternalApi.post('/leave', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', LeaveRequestSchema, validationHook), async (c) => {
+  const hash = await sha256Hex(bearer(c.req.header('authorization')));
+  const { agent_id } = c.req.valid('json') satisfies LeaveRequest;
+  if (!(await recordLeave(c.var.db, hash, agent_id, Date.now()))) throw new ApiError(401, 'Invalid or revoked agent token');
+  return c.json({ left: true }, 200);
+});
