@@ -13,9 +13,9 @@ import { gpusUsed, type JobKind } from 'prover-agent/protocol';
 import { jobs } from '../db/schema.ts';
 import { ArtifactBatch } from '../lib/artifacts.ts';
 import { ApiError } from '../lib/errors.ts';
-import { isLostClaim } from '../lib/idempotency.ts';
 import { keyRefusal, orgOfKey } from '../middleware/auth.ts';
-import { answerStatements, claimLost } from '../middleware/idempotency.ts';
+import { answerStatements, claimLost } from '../middleware/idempotency/index.ts';
+import { isLostClaim } from '../middleware/idempotency/store.ts';
 import { isRefusedJobInsert, orgIdIfAllowed, orgUsageQuery, quotaDefaults, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
 import type { Env, JobNotice } from '../env.ts';
 
@@ -121,7 +121,7 @@ export interface CreatedAnswer {
  * batch commits, every object written is deleted: no row without its objects, no
  * object without its row, no notice for a job that was not recorded. A request with an
  * Idempotency-Key stores `answer` in the same batch, which commits only while the
- * request holds its key (src/middleware/idempotency.ts): no record without its stored
+ * request holds its key (src/middleware/idempotency/): no record without its stored
  * answer, no stored answer without its record.
  */
 export async function submitJob<T>(

@@ -22,8 +22,8 @@ import { apiKeys, memberships } from '../db/schema.ts';
 import { isBookmarkError } from '../db/sessions.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { ApiError } from '../lib/errors.ts';
-import { claimKey, isLostClaim, keyRow, requireClaim } from '../lib/idempotency.ts';
-import { IdempotencyHit } from './idempotency.ts';
+import { IdempotencyHit } from './idempotency/index.ts';
+import { claimKey, isLostClaim, keyRow, requireClaim } from './idempotency/store.ts';
 import { limitOrganization } from './rate-limit.ts';
 
 export const API_KEY_HEADER = 'Service-API-Key';
@@ -223,7 +223,7 @@ export async function asCaller<T extends Statements>(
   const hash = c.var.apiKeyHash;
   const sessions = c.var.sessions;
   // A request with an Idempotency-Key claims it in its first batch, before the route's
-  // statements (src/middleware/idempotency.ts): the batch then writes, so it runs on
+  // statements (src/middleware/idempotency/): the batch then writes, so it runs on
   // the primary, and all of it stands only if the claim is this request's.
   const idem = c.var.idempotency;
   const claiming = claim && idem?.state === 'pending';

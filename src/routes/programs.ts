@@ -15,7 +15,7 @@ import { ELF_HEAD_BYTES, validateElf } from '../lib/elf.ts';
 import { MemorySink, multipartForm, type MultipartForm } from '../lib/multipart.ts';
 import { ProgramRecord } from '../lib/records.ts';
 import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
-import { idempotent } from '../middleware/idempotency.ts';
+import { idempotent } from '../middleware/idempotency/index.ts';
 import { configQuery, one, orgCounter, programPage, programPageQuery, programQuery, projectQuery, requireProgram, toRecord } from '../lib/lookups.ts';
 import { highlightIfNone, rehighlightAfterMove } from '../lib/project-highlight.ts';
 import { jsonBody } from '../lib/body.ts';

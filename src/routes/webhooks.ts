@@ -10,11 +10,14 @@ import type { AppEnv } from '../app-env.ts';
 import { apiKeys, WEBHOOK_EVENTS } from '../db/schema.ts';
 import { enqueueAfterResponse, refOf, RETRY_DELAYS_SECONDS } from '../jobs/webhooks.ts';
 import { asCaller, authenticate } from '../middleware/auth.ts';
-import { idempotent, sealAnswer } from '../middleware/idempotency.ts';
+import { idempotent, sealAnswer } from '../middleware/idempotency/index.ts';
 import { jsonBody } from '../lib/body.ts';
 import { ApiError, isRefusedInsert, notFound, validationHook } from '../lib/errors.ts';
 import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
-import { ExecutionRecord, ProgramRecord, ProofRecord, VerificationRecord } from '../lib/records.ts';
+import { ProgramRecord } from '../lib/records.ts';
+import { ExecutionRecord } from '../features/executions/schemas.ts';
+import { ProofRecord } from '../features/proofs/schemas.ts';
+import { VerificationRecord } from '../features/verifications/schemas.ts';
 import { errorResponses, IdempotencyHeaders, MessageResponse, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
 import {
   checkWebhookUrl,

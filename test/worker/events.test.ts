@@ -5,7 +5,7 @@ import { env } from 'cloudflare:test';
 import { SSEStreamingApi } from 'hono/streaming';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiKey, revokeApiKey } from '../../src/admin/statements.ts';
-import { EVENT_HEARTBEAT_MS, EVENT_LOG_MAX_BYTES, EVENT_POLL_MS, EVENT_POLLS_PER_READ, EVENT_STREAM_MAX_MS, follow, pollBudget, proofEvents, type SubjectRow } from '../../src/jobs/events.ts';
+import { EVENT_HEARTBEAT_MS, EVENT_LOG_MAX_BYTES, EVENT_POLL_MS, EVENT_POLLS_PER_READ, EVENT_STREAM_MAX_MS, follow, pollBudget, proofEvents, type SubjectRow } from '../../src/features/runs/events.ts';
 import { sha256Hex } from '../../src/lib/crypto.ts';
 import { SseReader, type SseEvent } from '../sse.ts';
 import { recordD1Calls } from './d1-calls.ts';

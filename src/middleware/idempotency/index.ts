@@ -4,7 +4,7 @@
 // its own when it succeeds:
 //
 // 1. Here, before the route: the key is checked (400 when malformed) and the body is
-//    wrapped so it is fingerprinted as the route reads it (src/lib/idempotency.ts).
+//    wrapped so it is fingerprinted as the route reads it (src/middleware/idempotency/store.ts).
 // 2. The request's first D1 batch (asCaller, src/middleware/auth.ts) claims the key
 //    with a conditional insert, beside the API key's lookup: it goes to the primary
 //    (it writes) instead of a replica, and costs no extra round trip. If the key is
@@ -21,10 +21,10 @@ import type { BatchItem } from 'drizzle-orm/batch';
 import type { SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import type { AppEnv } from '../app-env.ts';
-import type { Db } from '../db/client.ts';
-import { ApiError } from '../lib/errors.ts';
-import { openSecret, SEALED_PREFIX, sealSecret } from '../lib/webhook-secrets.ts';
+import type { AppEnv } from '../../app-env.ts';
+import type { Db } from '../../db/client.ts';
+import { ApiError } from '../../lib/errors.ts';
+import { openSecret, SEALED_PREFIX, sealSecret } from '../../lib/webhook-secrets.ts';
 import {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,
@@ -34,7 +34,7 @@ import {
   requireClaim,
   storeAnswer,
   IdempotentRequest,
-} from '../lib/idempotency.ts';
+} from './store.ts';
 
 /**
  * Thrown by the first D1 batch of a request whose key another request holds: the

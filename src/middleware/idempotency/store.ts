@@ -2,13 +2,13 @@
 // syntax, the request fingerprint (hashed while the body streams through, never
 // buffered), and the D1 statements that claim a key, store its answer and release it.
 // The request's side of it, a middleware creating routes opt into, is
-// src/middleware/idempotency.ts; README "Idempotent submissions" says what callers get.
+// src/middleware/idempotency/; README "Idempotent submissions" says what callers get.
 import { and, eq, lte, sql, type SQL } from 'drizzle-orm';
-import type { Db } from '../db/client.ts';
-import { idempotencyKeys } from '../db/schema.ts';
-import { sha256Hex, toHex } from './crypto.ts';
-import { ApiError } from './errors.ts';
-import { StreamSearch } from './bytes.ts';
+import type { Db } from '../../db/client.ts';
+import { idempotencyKeys } from '../../db/schema.ts';
+import { sha256Hex, toHex } from '../../lib/crypto.ts';
+import { ApiError } from '../../lib/errors.ts';
+import { StreamSearch } from '../../lib/bytes.ts';
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';

@@ -7,12 +7,13 @@ import { jobs, organizations, PROOF_STATES, programs, projects, proofs } from '.
 import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { jobIdOfSubject, logPageQuery, readLogPage } from '../../jobs/logs.ts';
-import { CancelAnswer, ConsoleProof, ProofDetail } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import { cappedCount, findProof, jobOfSubject, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
-import { cancelAnswer, proofFileResponse } from '../../jobs/proof-actions.ts';
-import { proofRecord } from '../../lib/records.ts';
+import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/pages.ts';
+import { findProof } from './data.ts';
+import { jobOfSubject } from '../runs/data.ts';
+import { cancelAnswer, proofFileResponse } from './actions.ts';
+import { CancelAnswer, ConsoleProof, ProofDetail, proofRecord } from './schemas.ts';
 import { PaginationQuery, pageOf, queryInt, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
@@ -81,7 +82,9 @@ consoleProofsApi.openapi(
       .orderBy(desc(proofs.created_at), desc(proofs.id))
       .$dynamic();
     // Not one batch: D1 returns a batch's rows keyed by column name, and the joined tables share names.
-    return c.json(pageAnswer(await Promise.all(pageQuery(db, rows, total, q.page, q.page_size)), withNames, q.page, q.page_size), 200);
+    const read = pageQuery(db, rows, total, q.page, q.page_size);
+    const [pageRows, counted] = await Promise.all([read.rows, read.total]);
+    return c.json(pageAnswer({ rows: pageRows, total: counted }, withNames, q.page, q.page_size), 200);
   },
 );
 
