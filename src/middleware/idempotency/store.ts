@@ -1,17 +1,12 @@
-// Idempotency keys (IETF draft-ietf-httpapi-idempotency-key-header): the header's
-// syntax, the request fingerprint (hashed while the body streams through, never
-// buffered), and the D1 statements that claim a key, store its answer and release it.
-// The request's side of it, a middleware creating routes opt into, is
-// src/middleware/idempotency/; README "Idempotent submissions" says what callers get.
+// Idempotency keys' storage: the D1 statements that claim a key, store its answer and
+// release it, and the sweep of expired keys. The header's syntax is header.ts, the
+// request fingerprint fingerprint.ts, the request's side of it (a middleware creating
+// routes opt into) index.ts; README "Idempotent submissions" says what callers get.
 import { and, eq, lte, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { idempotencyKeys } from '../../db/schema.ts';
-import { sha256Hex, toHex } from '../../lib/crypto.ts';
-import { ApiError } from '../../lib/errors.ts';
-import { StreamSearch } from '../../lib/bytes.ts';
+import { RequestFingerprint } from './fingerprint.ts';
 
-export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
-export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 /** How long a key holds its answer (from its first request); then it is free again. */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 /**
@@ -22,178 +17,17 @@ export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
  * that it still holds the key.
  */
 export const IDEMPOTENCY_LOCK_MS = 5 * 60 * 1000;
-/** Longest key accepted (the header's value, unquoted). */
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 /** Largest answer stored; creating routes answer a few hundred bytes, error lists a few KB. */
 export const MAX_STORED_ANSWER_BYTES = 64 * 1024;
 /** Expired keys deleted per statement, and statements per sweep (README "Idempotent submissions"). */
 export const IDEMPOTENCY_SWEEP_BATCH = 500;
 export const IDEMPOTENCY_SWEEP_BATCHES = 20;
 
-/**
- * The key an `Idempotency-Key` header names, or 400 saying what is wrong with it. The
- * draft makes the value a Structured Field string (`"..."`); the bare form most
- * clients send (Stripe's) is accepted too and names the same key, and a value that
- * starts with a quote is read as the quoted form. Keys are 1-255 printable ASCII
- * characters.
- */
-export function parseIdempotencyKey(header: string): string {
-  let key = header.trim();
-  if (key.startsWith('"')) {
-    if (key.length < 2 || !key.endsWith('"')) throw malformed('a quoted key must end with a quote');
-    key = unquote(key.slice(1, -1));
-  }
-  if (key.length === 0) throw malformed('it is empty');
-  if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) throw malformed(`it is longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
-  if (!/^[\x20-\x7e]+$/.test(key)) throw malformed('only printable ASCII characters (space to ~) are allowed');
-  return key;
-}
-
-/** The content of a Structured Field string (RFC 8941 3.3.3): backslash-quote and backslash-backslash are its only escapes; a bare quote cannot occur. */
-function unquote(inner: string): string {
-  let out = '';
-  for (let i = 0; i < inner.length; i++) {
-    const ch = inner[i]!;
-    if (ch === '"') throw malformed('a quoted key may hold " only escaped as \\"');
-    if (ch === '\\') {
-      const next = inner[++i];
-      if (next !== '"' && next !== '\\') throw malformed('a quoted key may escape only " and \\');
-      out += next;
-    } else out += ch;
-  }
-  return out;
-}
-
-const malformed = (why: string) =>
-  new ApiError(400, `Malformed ${IDEMPOTENCY_KEY_HEADER} header: ${why}. Send 1-${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters, such as a UUID.`);
-
 /** What a stored answer replays: the first request's status and JSON body. */
 export interface StoredAnswer {
   status: number;
   body: string;
 }
-
-// ---------------------------------------------------------------------------
-// The fingerprint: what makes "the same request".
-
-/** Stands in for a multipart body's boundary in the fingerprint. */
-const FINGERPRINT_BOUNDARY = new TextEncoder().encode('--idempotency-fingerprint-boundary');
-
-/**
- * A request's fingerprint, computed while its body streams to the route: SHA-256 over
- * the method, path, query (sorted), media type and body bytes. A multipart body is
- * hashed with its boundary replaced by a fixed one: clients pick a new random boundary
- * for every attempt (curl -F, fetch's FormData, reqwest), so the raw bytes of two tries
- * of one upload differ only there. The body is never held: each chunk is hashed and
- * passed on.
- */
-export class RequestFingerprint {
-  /** Body bytes hashed so far (after boundary normalization). */
-  bytes = 0;
-  /** Whether the body was read to its end (a fingerprint of a part of it means nothing). */
-  complete = false;
-  private readonly target: string;
-  private readonly mediaType: string;
-  private readonly digest = new crypto.DigestStream('SHA-256');
-  private readonly writer = this.digest.getWriter();
-  /** The boundary's search (linear in the body, whatever the boundary: a KMP matcher). */
-  private readonly delimiter: StreamSearch | null;
-  private stream: ReadableStream<Uint8Array> | null = null;
-
-  constructor(req: Request) {
-    const url = new URL(req.url);
-    const query = [...url.searchParams].sort(([a, x], [b, y]) => (a < b ? -1 : a > b ? 1 : x < y ? -1 : x > y ? 1 : 0));
-    this.target = `${req.method} ${url.pathname}?${new URLSearchParams(query).toString()}`;
-    const contentType = req.headers.get('content-type') ?? '';
-    this.mediaType = contentType.split(';')[0]!.trim().toLowerCase();
-    const boundary = /^multipart\//i.test(this.mediaType) ? /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType) : null;
-    this.delimiter = boundary ? new StreamSearch(new TextEncoder().encode(`--${boundary[1] ?? boundary[2]}`)) : null;
-  }
-
-  /** The request with its body passing through the hash (the route reads it as before). */
-  wrap(req: Request): Request {
-    if (!req.body) {
-      this.finish();
-      return req;
-    }
-    const reader = req.body.getReader();
-    this.stream = new ReadableStream<Uint8Array>(
-      {
-        pull: async (controller) => {
-          const { done, value } = await reader.read();
-          if (done) {
-            this.finish();
-            controller.close();
-          } else {
-            this.write(value);
-            controller.enqueue(value);
-          }
-        },
-        cancel: (reason) => reader.cancel(reason),
-      },
-      // Pull-driven: a chunk is read from the client only when the route asks for one.
-      { highWaterMark: 0 },
-    );
-    return new Request(req, { body: this.stream, duplex: 'half' } as RequestInit);
-  }
-
-  /**
-   * Reads what the route left of the body, hashing it, as long as it stays within
-   * `maxBytes` (counted over the whole body); false when it is longer, or when the
-   * body cannot be read (a route still holds it).
-   */
-  async readRest(maxBytes: number): Promise<boolean> {
-    if (this.complete) return this.bytes <= maxBytes;
-    if (!this.stream || this.stream.locked) return false;
-    const reader = this.stream.getReader();
-    try {
-      while (!this.complete) {
-        if (this.bytes > maxBytes) {
-          await reader.cancel().catch(() => {});
-          return false;
-        }
-        await reader.read();
-      }
-    } catch {
-      return false;
-    } finally {
-      reader.releaseLock();
-    }
-    return this.bytes <= maxBytes;
-  }
-
-  /** The fingerprint, once the body was read whole. */
-  async value(): Promise<string> {
-    if (!this.complete) throw new Error('fingerprint of a body not read to its end');
-    await this.writer.close().catch(() => {});
-    const body = toHex(await this.digest.digest);
-    return sha256Hex(`${this.target}\n${this.mediaType}\n${body}`);
-  }
-
-  private write(chunk: Uint8Array) {
-    if (!this.delimiter) return this.hash(chunk);
-    this.delimiter.write(
-      chunk,
-      (bytes) => this.hash(bytes),
-      () => this.hash(FINGERPRINT_BOUNDARY),
-    );
-  }
-
-  private finish() {
-    if (this.complete) return;
-    this.delimiter?.end((bytes) => this.hash(bytes));
-    this.complete = true;
-  }
-
-  private hash(bytes: Uint8Array) {
-    if (bytes.length === 0) return;
-    this.bytes += bytes.length;
-    // Copied: the route may hold (and its sinks reuse) the chunk it was handed.
-    void this.writer.write(bytes.slice()).catch(() => {});
-  }
-}
-
-
 
 // ---------------------------------------------------------------------------
 // Statements. `org` is the caller's organization: its id, or SQL naming the API key's
