@@ -2,7 +2,6 @@
 // dispatched like proofs.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
-import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { executions } from '../../db/schema.ts';
 import { DEFAULT_PRIORITY, refuseOverQuota } from '../../jobs/dispatch.ts';
@@ -11,16 +10,12 @@ import { artifactKey } from '../../lib/artifacts.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { readProofInputBody } from '../../lib/body.ts';
 import { ExecutionRecord, executionRecord } from './schemas.ts';
-import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
+import { IdempotencyHeaders, idempotentResponses } from '../../lib/schemas.ts';
 import { idempotent } from '../../middleware/idempotency/index.ts';
 import { programQuery, requireProgram } from '../../lib/lookups.ts';
-import { one } from '../../lib/pages.ts';
-import { executionQuery } from './data.ts';
-import { jobOfSubject, programRunsQuery, runsPage } from '../runs/data.ts';
+import { executionEvents, executionQuery, programExecutions } from './data.ts';
+import { runRoutes } from '../runs/routes.ts';
 import { MAX_INPUT_BYTES } from '../../lib/limits.ts';
-import { jobIdOfSubject, logPageQuery, type LogIndexRow } from '../../jobs/logs.ts';
-import { logPageResponse, logRouteDoc, LogPageQuerySchema } from '../runs/logs.ts';
-import { eventStream, eventStreamDoc, EventStreamHeaders, executionEvents } from '../runs/events.ts';
 import { asCaller } from '../../middleware/auth.ts';
 import { permit } from '../../middleware/permit.ts';
 
@@ -28,12 +23,6 @@ export const executionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
 
 /** The zkVM tool's execution modes (`cargo openvm run --mode`). */
 export const EXECUTION_MODES = ['pure', 'meter', 'segment'] as const;
-
-/** The caller's execution, in the request's one read (404, confirmed on the primary, when there is none). */
-async function readExecution(c: Context<AppEnv>, id: string) {
-  const [rows] = await asCaller(c, (org) => [executionQuery(c.var.db, org, id)], ([e]) => e.length > 0);
-  return one(rows, 'Execution');
-}
 
 const SubmitQuery = z.object({ program_id: z.uuid(), mode: z.enum(EXECUTION_MODES).default('pure') });
 
@@ -85,80 +74,29 @@ executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', S
   return c.json(answer.body, answer.status);
 });
 
-executionsApi.openapi(
-  createRoute({
-    method: 'get',
-    path: '/',
-    middleware: [permit('records.read')],
-    tags: ['executions'],
-    summary: 'List the executions of a program',
-    request: { query: PaginationQuery.extend({ program_id: z.uuid() }) },
-    responses: {
-      200: { description: 'A page of executions, newest first', content: { 'application/json': { schema: pageOf(ExecutionRecord, 'ExecutionPage') } } },
-      ...errorResponses(404, 422),
-    },
-  }),
-  async (c) => {
-    const { program_id, page, page_size } = c.req.valid('query');
-    const read = await asCaller(c, (org) => programRunsQuery(c.var.db, org, program_id, executions, page, page_size), ([p]) => p.length > 0);
-    return c.json(runsPage(read, executionRecord, page, page_size), 200);
+// GET /v1/executions, /{execution_id}, /{execution_id}/logs, /{execution_id}/events:
+// the routes executions share with proofs (src/features/runs/routes.ts).
+const executionRuns = runRoutes(executionsApi, {
+  tag: 'executions',
+  noun: 'execution',
+  name: 'Execution',
+  param: 'execution_id',
+  job: 'execute',
+  schema: ExecutionRecord,
+  pageName: 'ExecutionPage',
+  toRecord: executionRecord,
+  query: executionQuery,
+  ofProgram: programExecutions,
+  events: executionEvents,
+  summaries: {
+    get: 'Get an execution',
+    got: 'The execution',
+    logs: 'The execution’s logs (plain text, possibly empty)',
+    events: 'Follow an execution live: its status and logs as Server-Sent Events',
   },
-);
-
-const ExecutionParams = z.object({ execution_id: Uuid('execution_id') });
-
-executionsApi.openapi(
-  createRoute({
-    method: 'get',
-    path: '/{execution_id}',
-    middleware: [permit('records.read')],
-    tags: ['executions'],
-    summary: 'Get an execution',
-    request: { params: ExecutionParams },
-    responses: {
-      200: { description: 'The execution', content: { 'application/json': { schema: ExecutionRecord } } },
-      ...errorResponses(404, 422),
-    },
-  }),
-  async (c) => c.json(executionRecord(await readExecution(c, c.req.valid('param').execution_id)), 200),
-);
-
-executionsApi.openapi(
-  createRoute({
-    method: 'get',
-    path: '/{execution_id}/logs',
-    middleware: [permit('records.read')],
-    tags: ['executions'],
-    summary: 'The execution’s logs (plain text, possibly empty)',
-    ...logRouteDoc('execution'),
-    request: { params: ExecutionParams, query: LogPageQuerySchema },
-    responses: { ...logRouteDoc('execution').responses, ...errorResponses(404, 422) },
-  }),
-  async (c) => {
-    const id = c.req.valid('param').execution_id;
-    const { offset } = c.req.valid('query');
-    // One round trip: the key, the execution, its job's log length and the index rows of the page.
-    const [execution, job, rows] = await asCaller(
-      c,
-      (org) => [executionQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'execute', id), logPageQuery(c.var.db, jobIdOfSubject('execute', id), offset)],
-      ([r]) => r.length > 0,
-    );
-    one(execution, 'Execution');
-    return (await logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows as LogIndexRow[], offset)) as never;
-  },
-);
-
-const executionEventsDoc = eventStreamDoc('execution', 'Succeeded or Failed');
-executionsApi.openapi(
-  createRoute({
-    method: 'get',
-    path: '/{execution_id}/events',
-    middleware: [permit('records.read')],
-    tags: ['executions'],
-    summary: 'Follow an execution live: its status and logs as Server-Sent Events',
-    description: executionEventsDoc.description,
-    request: { params: ExecutionParams, headers: EventStreamHeaders },
-    responses: { ...executionEventsDoc.responses, ...errorResponses(400, 404, 422) },
-  }),
-  async (c) => (await eventStream(c, executionEvents, c.req.valid('param').execution_id)) as never,
-);
+  terminal: 'Succeeded or Failed',
+});
+executionRuns.list();
+executionRuns.get();
+executionRuns.logs();
+executionRuns.events();

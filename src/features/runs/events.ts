@@ -28,23 +28,20 @@
 //   reconnect; a comment goes out every EVENT_HEARTBEAT_MS of silence so proxies keep
 //   it open; polling stops as soon as the client goes away.
 import { z } from '@hono/zod-openapi';
-import { and, eq, getTableColumns, lt, lte, sql, type SQL } from 'drizzle-orm';
-import type { BatchItem } from 'drizzle-orm/batch';
+import { and, eq, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { AppEnv } from '../../app-env.ts';
 import type { Db } from '../../db/client.ts';
 import type { Env } from '../../env.ts';
-import { eventStreams, executions, jobs, organizations, proofs } from '../../db/schema.ts';
+import { eventStreams, organizations } from '../../db/schema.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, notFound } from '../../lib/errors.ts';
-import { executionRecord } from '../executions/schemas.ts';
-import { proofRecord } from '../proofs/schemas.ts';
 import { asCaller, declaredAction, orgOfKey } from '../../middleware/auth.ts';
 import { countStreamReads, RATE_LIMIT_PERIOD_SECONDS } from '../../middleware/rate-limit.ts';
 import { tenantLimits, type TenantLimits } from '../../jobs/settings.ts';
-import { PROOF_TERMINAL_STATES } from '../../jobs/kinds/proof.ts';
 import { jobLogFrom } from '../../jobs/logs.ts';
+import type { EventSubject, SubjectRow } from './data.ts';
 
 /** Least time between two polls of one stream's record (one D1 statement each). */
 export const EVENT_POLL_MS = 1000;
@@ -62,61 +59,6 @@ export const STREAM_SLOT_REFRESH_MS = 60_000;
 export const EVENT_POLLS_PER_READ = 10;
 /** What a reconnecting EventSource waits, in ms (the SSE `retry` field of the closing event). */
 const RECONNECT_RETRY_MS = 1000;
-
-const TERMINAL_PROOF_STATES = new Set<string>(PROOF_TERMINAL_STATES);
-const TERMINAL_EXECUTION_STATUSES = new Set(['Succeeded', 'Failed']);
-
-/** A kind of record that has an event stream. */
-export interface EventSubject {
-  /** As errors name it ("Proof not found"). */
-  name: string;
-  /** One statement: the record and its job's log position, scoped to `org`. */
-  query(db: Db, org: SQL<string>, id: string): SubjectQuery;
-  /** The record as its GET returns it, and whether it is final. */
-  record(row: SubjectRow): { json: string; terminal: boolean };
-}
-
-export type SubjectRow = Record<string, unknown> & { log_job_id: string | null; log_bytes: number | null };
-type SubjectQuery = BatchItem<'sqlite'> & { all(): Promise<SubjectRow[]> };
-
-/**
- * The job's log position as columns of the record's row (names no record column has).
- * The record's id is named with its table: drizzle writes columns of a one-table
- * select unqualified, which inside the subquery would name the job's own id.
- */
-const logPosition = (kind: 'proof' | 'execute', table: 'proofs' | 'executions') => {
-  const subjectId = sql`${sql.identifier(table)}.${sql.identifier('id')}`;
-  return {
-    log_job_id: sql<string | null>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_job_id'),
-    log_bytes: sql<number | null>`(SELECT ${jobs.log_bytes} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_bytes'),
-  };
-};
-
-export const proofEvents: EventSubject = {
-  name: 'Proof',
-  query: (db, org, id) =>
-    db
-      .select({ ...getTableColumns(proofs), ...logPosition('proof', 'proofs') })
-      .from(proofs)
-      .where(and(eq(proofs.id, id), eq(proofs.org_id, org))) as never,
-  record(row) {
-    const record = proofRecord(row as unknown as typeof proofs.$inferSelect);
-    return { json: JSON.stringify(record), terminal: TERMINAL_PROOF_STATES.has(record.state) };
-  },
-};
-
-export const executionEvents: EventSubject = {
-  name: 'Execution',
-  query: (db, org, id) =>
-    db
-      .select({ ...getTableColumns(executions), ...logPosition('execute', 'executions') })
-      .from(executions)
-      .where(and(eq(executions.id, id), eq(executions.org_id, org))) as never,
-  record(row) {
-    const record = executionRecord(row as unknown as typeof executions.$inferSelect);
-    return { json: JSON.stringify(record), terminal: TERMINAL_EXECUTION_STATUSES.has(record.status) };
-  },
-};
 
 /** Where a client is: log bytes it has and the hash of the last record it got. */
 export interface Position {
@@ -183,11 +125,11 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
   const slotId = crypto.randomUUID();
   // The first read: the key, the record and the stream's slot in one batch (on the
   // primary, as it writes; 404 confirmed there).
-  const [rows, , counts, slot] = (await asCaller(
+  const [rows, , counts, slot] = await asCaller(
     c,
     (org) => [subject.query(c.var.db, org, id), ...takeSlot(c.var.db, org, hash, slotId, Date.now(), limits)],
-    ([r]) => (r as SubjectRow[]).length > 0,
-  )) as unknown as [SubjectRow[], unknown, { key: number; org: number }[], { id: string }[]];
+    ([r]) => r.length > 0,
+  );
   const primary = c.var.sessions.primary();
   const release = () =>
     primary
