@@ -12,7 +12,7 @@ import { zValidator } from '@hono/zod-validator';
 import type { RouteConfig } from '@hono/zod-openapi';
 import type { SQL } from 'drizzle-orm';
 import type { RunnableQuery } from 'drizzle-orm/runnable-query';
-import type { Context } from 'hono';
+import type { Context, Env } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import type { Db } from '../../db/client.ts';
 import { jobIdOfSubject, logPageQuery } from '../../jobs/logs.ts';
@@ -62,7 +62,7 @@ export interface RunKind<Row> {
  * path in Hono's spelling. The caller mounts the handler with the route's middleware
  * and its validators in openapi()'s order (query, then params, then headers).
  */
-export function documented(api: OpenAPIHono<AppEnv>, route: RouteConfig): string {
+export function documented<E extends Env>(api: OpenAPIHono<E>, route: RouteConfig): string {
   api.openAPIRegistry.registerPath(route);
   return route.path.replaceAll(/\/{(.+?)}/g, '/:$1');
 }
@@ -135,13 +135,13 @@ export function runRoutes<Row>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
     logs() {
       const doc = logRouteDoc(kind.noun);
       const path = documented(api, {
-          method: 'get',
-          path: `/{${kind.param}}/logs`,
-          tags: [kind.tag],
-          summary: kind.summaries.logs,
-          ...doc,
-          request: { params: Params, query: LogPageQuerySchema },
-          responses: { ...doc.responses, ...errorResponses(404, 422) },
+        method: 'get',
+        path: `/{${kind.param}}/logs`,
+        tags: [kind.tag],
+        summary: kind.summaries.logs,
+        ...doc,
+        request: { params: Params, query: LogPageQuerySchema },
+        responses: { ...doc.responses, ...errorResponses(404, 422) },
       });
       api.get(path, permit('records.read'), zValidator('query', LogPageQuerySchema, validationHook), zValidator('param', Params, validationHook), async (c) => {
         const id = c.req.valid('param')[kind.param];
@@ -161,13 +161,13 @@ export function runRoutes<Row>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
     events() {
       const doc = eventStreamDoc(kind.noun, kind.terminal);
       const path = documented(api, {
-          method: 'get',
-          path: `/{${kind.param}}/events`,
-          tags: [kind.tag],
-          summary: kind.summaries.events,
-          description: doc.description,
-          request: { params: Params, headers: EventStreamHeaders },
-          responses: { ...doc.responses, ...errorResponses(400, 404, 422) },
+        method: 'get',
+        path: `/{${kind.param}}/events`,
+        tags: [kind.tag],
+        summary: kind.summaries.events,
+        description: doc.description,
+        request: { params: Params, headers: EventStreamHeaders },
+        responses: { ...doc.responses, ...errorResponses(400, 404, 422) },
       });
       api.get(path, permit('records.read'), zValidator('param', Params, validationHook), zValidator('header', EventStreamHeaders, validationHook), (c) =>
         eventStream(c, kind.events, c.req.valid('param')[kind.param]),
