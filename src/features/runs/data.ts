@@ -51,8 +51,8 @@ export interface LogPosition {
 /** The least a streamed record's row has: the stream reads its log by it. */
 export type SubjectRow = LogPosition;
 
-/** One statement answering rows of `R`. */
-export type SubjectQuery<R> = RunnableQuery<R[], 'sqlite'> & { all(): Promise<R[]> };
+/** One statement answering rows of `R` (a drizzle builder: awaited, in a batch, or `.all()`). */
+export type SubjectQuery<R> = RunnableQuery<R[], 'sqlite'> & PromiseLike<R[]> & { all(): Promise<R[]> };
 
 /** A kind of record that has an event stream. */
 export interface EventSubject<R extends SubjectRow = SubjectRow> {

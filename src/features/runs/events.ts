@@ -81,19 +81,19 @@ const stateHashOf = async (json: string) => (await sha256Hex(json)).slice(0, 16)
 
 /**
  * The statements that take an event stream slot for API key `keyHash`, batched with the
- * stream's first read: lapsed rows of the key go, then the open counts (for the 429's
- * words), then the row, inserted only while the key and its organization are under their
- * caps: one conditional statement, so concurrent opens cannot pass them. The insert
- * returns the row's id when it took the slot.
+ * stream's first read, by name: `lapsed`, the key's lapsed rows go; `counts`, the open
+ * counts (for the 429's words); `slot`, the row, inserted only while the key and its
+ * organization are under their caps: one conditional statement, so concurrent opens
+ * cannot pass them. The insert returns the row's id when it took the slot.
  */
 function takeSlot(db: Db, org: SQL<string>, keyHash: string, id: string, now: number, limits: TenantLimits) {
   const open = (where: SQL) => sql<number>`(SELECT count(*) FROM ${eventStreams} WHERE ${where} AND ${eventStreams.expires_at} > ${now})`;
   const ofKey = open(sql`${eventStreams.key_hash} = ${keyHash}`);
   const ofOrg = open(sql`${eventStreams.org_id} = ${org}`);
-  return [
-    db.delete(eventStreams).where(and(eq(eventStreams.key_hash, keyHash), lte(eventStreams.expires_at, now))),
-    db.select({ key: ofKey.as('key_streams'), org: ofOrg.as('org_streams') }).from(organizations).where(eq(organizations.id, org)),
-    db
+  return {
+    lapsed: db.delete(eventStreams).where(and(eq(eventStreams.key_hash, keyHash), lte(eventStreams.expires_at, now))),
+    counts: db.select({ key: ofKey.as('key_streams'), org: ofOrg.as('org_streams') }).from(organizations).where(eq(organizations.id, org)),
+    slot: db
       .insert(eventStreams)
       .select(
         db
@@ -103,7 +103,7 @@ function takeSlot(db: Db, org: SQL<string>, keyHash: string, id: string, now: nu
       )
       .onConflictDoNothing()
       .returning({ id: eventStreams.id }),
-  ] as const;
+  };
 }
 
 /**
@@ -125,10 +125,10 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
   const slotId = crypto.randomUUID();
   // The first read: the key, the record and the stream's slot in one batch (on the
   // primary, as it writes; 404 confirmed there).
-  const [rows, , counts, slot] = await asCaller(
+  const { record: rows, counts, slot } = await asCaller(
     c,
-    (org) => [subject.query(c.var.db, org, id), ...takeSlot(c.var.db, org, hash, slotId, Date.now(), limits)],
-    ([r]) => r.length > 0,
+    (org) => ({ record: subject.query(c.var.db, org, id), ...takeSlot(c.var.db, org, hash, slotId, Date.now(), limits) }),
+    ({ record }) => record.length > 0,
   );
   const primary = c.var.sessions.primary();
   const release = () =>

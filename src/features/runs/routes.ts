@@ -25,8 +25,8 @@ import { jobOfSubject, runsPage, type EventSubject, type RunJobKind } from './da
 import { eventStream, eventStreamDoc, EventStreamHeaders } from './events.ts';
 import { logPageResponse, logRouteDoc, LogPageQuerySchema } from './logs.ts';
 
-/** One statement answering rows of `R`. */
-type Rows<R> = RunnableQuery<R[], 'sqlite'>;
+/** One statement answering rows of `R` (a drizzle builder: awaited, or in a batch). */
+type Rows<R> = RunnableQuery<R[], 'sqlite'> & PromiseLike<R[]>;
 
 /** What a kind of run (a proof, an execution) tells the shared routes. */
 export interface RunKind<Row> {
@@ -73,8 +73,8 @@ export function runRoutes<Row>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
 
   /** The caller's run, in the request's one read (404, confirmed on the primary, when there is none). */
   async function read(c: Context<AppEnv>, id: string): Promise<Row> {
-    const [rows] = await asCaller(c, (org) => [kind.query(c.var.db, org, id)], ([r]) => r.length > 0);
-    return one(rows, kind.name);
+    const { run } = await asCaller(c, (org) => ({ run: kind.query(c.var.db, org, id) }), ({ run }) => run.length > 0);
+    return one(run, kind.name);
   }
 
   return {
@@ -99,15 +99,8 @@ export function runRoutes<Row>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
         async (c) => {
           const { program_id, page, page_size } = c.req.valid('query');
           // The total is the program's counter (kept by a trigger), not a count of its runs.
-          const [program, rows] = await asCaller(
-            c,
-            (org) => {
-              const read = kind.ofProgram(c.var.db, org, program_id, page, page_size);
-              return [read.program, read.rows] as const;
-            },
-            ([p]) => p.length > 0,
-          );
-          return c.json(runsPage({ program, rows }, kind.toRecord, page, page_size), 200);
+          const read = await asCaller(c, (org) => kind.ofProgram(c.var.db, org, program_id, page, page_size), ({ program }) => program.length > 0);
+          return c.json(runsPage(read, kind.toRecord, page, page_size), 200);
         },
       );
     },
@@ -147,10 +140,10 @@ export function runRoutes<Row>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
         const id = c.req.valid('param')[kind.param];
         const { offset } = c.req.valid('query');
         // One round trip: the key, the run, its job's log length and the index rows of the page.
-        const [run, job, rows] = await asCaller(
+        const { run, job, rows } = await asCaller(
           c,
-          (org) => [kind.query(c.var.db, org, id), jobOfSubject(c.var.db, kind.job, id), logPageQuery(c.var.db, jobIdOfSubject(kind.job, id), offset)],
-          ([r]) => r.length > 0,
+          (org) => ({ run: kind.query(c.var.db, org, id), job: jobOfSubject(c.var.db, kind.job, id), rows: logPageQuery(c.var.db, jobIdOfSubject(kind.job, id), offset) }),
+          ({ run }) => run.length > 0,
         );
         one(run, kind.name);
         return logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows, offset);

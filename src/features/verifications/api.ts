@@ -186,8 +186,8 @@ for (const [path, summary] of [
     }),
     async (c) => {
       const id = c.req.valid('param').verify_id;
-      const [rows] = await asCaller(c, (org) => [verificationQuery(c.var.db, org, id)], ([v]) => v.length > 0);
-      return c.json(verificationRecord(one(rows, 'Verification')), 200);
+      const { verification } = await asCaller(c, (org) => ({ verification: verificationQuery(c.var.db, org, id) }), ({ verification }) => verification.length > 0);
+      return c.json(verificationRecord(one(verification, 'Verification')), 200);
     },
   );
 }
