@@ -13,10 +13,10 @@
 //   jobs        src/jobs                          the job state machine, the job kinds
 //                                                 (src/jobs/kinds), dispatch, logs, the sweep:
 //                                                 no HTTP (it never imports hono)
-//   middleware  src/middleware                    request plumbing: API keys, idempotency, rate limits
-//   lib         src/lib, src/app-env.ts           utilities (bytes, crypto, ids, errors, bodies,
-//                                                 multipart, input scanning, ELF, paging), the
-//                                                 Hono context's type
+//   middleware  src/middleware, src/app-env.ts    request plumbing: API keys, idempotency, rate limits;
+//                                                 the Hono context's type (it names what they set)
+//   lib         src/lib                           utilities (bytes, crypto, ids, errors, bodies,
+//                                                 multipart, input scanning, ELF, paging)
 //   auth        src/auth                          the permissions table (roles, actions, key scopes)
 //   base        src/db, src/env.ts                the schema, D1 sessions and batches, the
 //                                                 bindings and queue messages
@@ -35,8 +35,8 @@ const WORKER_LAYERS = [
   ['entry', '^src/(index|app)\\.ts$'],
   ['features', '^src/(features|console|admin|routes|internal)/'], // routes/, internal/: until the last moves land
   ['jobs', '^src/jobs/'],
-  ['middleware', '^src/middleware/'],
-  ['lib', '^src/(lib/|app-env\\.ts$)'],
+  ['middleware', '^src/(middleware/|app-env\\.ts$)'],
+  ['lib', '^src/lib/'],
   ['auth', '^src/auth/'],
   ['base', '^src/(db/|env\\.ts$)'],
 ];

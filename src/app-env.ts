@@ -2,7 +2,7 @@ import type { Action } from './auth/permissions.ts';
 import type { Db } from './db/client.ts';
 import type { RequestSessions } from './db/sessions.ts';
 import type { Env } from './env.ts';
-import type { IdempotentRequest } from './lib/idempotency.ts';
+import type { IdempotentRequest } from './middleware/idempotency/store.ts';
 
 /** Who is calling: resolved from the API key (src/middleware/auth.ts) or the console's membership. */
 export interface Caller {
@@ -33,7 +33,7 @@ export interface AppEnv {
     bodyRefusal?: Error;
     /** The action the route declared (src/middleware/permit.ts); an API key's lookup checks it. */
     action?: Action;
-    /** The request's Idempotency-Key and its claim, on routes that take one (src/middleware/idempotency.ts). */
+    /** The request's Idempotency-Key and its claim, on routes that take one (src/middleware/idempotency/). */
     idempotency?: IdempotentRequest;
   };
 }

@@ -456,7 +456,7 @@ export const jobLogChunks = sqliteTable(
 );
 
 /**
- * The open event streams (src/jobs/events.ts), counted per API key and per organization
+ * The open event streams (src/features/runs/events.ts), counted per API key and per organization
  * by the conditional insert that opens one. A row lapses at `expires_at` (epoch ms),
  * which its stream pushes forward while it runs, so a crashed Worker's rows free their
  * slots by themselves; a stream that ends deletes its row.
@@ -728,7 +728,7 @@ export const IDEMPOTENCY_STATES = ['in_flight', 'done'] as const;
 
 /**
  * Idempotency-Key claims and the answers stored under them, per organization
- * (src/middleware/idempotency.ts; README "Idempotent submissions"). A request with the
+ * (src/middleware/idempotency/; README "Idempotent submissions"). A request with the
  * header claims (org_id, key) with a conditional insert in its first D1 batch (the
  * primary key makes concurrent claims exclusive); the batch that creates its record
  * stores its answer (`done`). Rows expire 24 h after the claim and the cron sweep
@@ -747,7 +747,7 @@ export const idempotencyKeys = sqliteTable(
     fingerprint: text('fingerprint'),
     /** The body's length as fingerprinted (multipart boundaries normalized); set with the answer. */
     body_bytes: integer('body_bytes'),
-    /** The stored answer: HTTP status and JSON body (text: it may be sealed, src/middleware/idempotency.ts). */
+    /** The stored answer: HTTP status and JSON body (text: it may be sealed, src/middleware/idempotency/). */
     status: integer('status'),
     response: text('response'),
     /** Epoch ms of the claim. */

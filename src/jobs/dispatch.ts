@@ -3,20 +3,16 @@
 // commits is a notice sent on the queue. A notice that is lost (send failed, message
 // dropped) only delays the job: the cron sweep re-notifies jobs left queued
 // (src/jobs/sweep.ts), so nothing is stranded. Every job counts against its
-// organization's quotas (src/jobs/quotas.ts).
-import type { BatchItem } from 'drizzle-orm/batch';
+// organization's quotas (src/jobs/quotas.ts). A request's side of it (its Context, its
+// artifacts, its stored answer) is src/features/runs/submit.ts.
 import { sql } from 'drizzle-orm';
-import type { Context } from 'hono';
-import type { AppEnv, Caller } from '../app-env.ts';
+import type { Caller } from '../app-env.ts';
+import { batchByName, type Statement } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { gpusUsed, type JobKind } from 'prover-agent/protocol';
 import { jobs } from '../db/schema.ts';
-import { ArtifactBatch } from '../lib/artifacts.ts';
-import { ApiError } from '../lib/errors.ts';
-import { isLostClaim } from '../lib/idempotency.ts';
-import { keyRefusal, orgOfKey } from '../middleware/auth.ts';
-import { answerStatements, claimLost } from '../middleware/idempotency.ts';
-import { isRefusedJobInsert, orgIdIfAllowed, orgUsageQuery, quotaDefaults, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
+import { orgOfKey } from '../middleware/auth.ts';
+import { orgIdIfAllowed, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
 import type { Env, JobNotice } from '../env.ts';
 
 /** Priority of jobs callers wait on interactively (program commits, verifications). */
@@ -78,11 +74,6 @@ export async function notifyJob(env: Env, notice: JobNotice): Promise<void> {
   }
 }
 
-/** The caller's organization usage, for the request's first read (src/middleware/auth.ts asCaller). */
-export function usageQuery(c: Context<AppEnv>, org: ReturnType<typeof sql>) {
-  return orgUsageQuery(c.var.db, org, quotaDefaults(c.env));
-}
-
 /**
  * Refuses (429) a request that would create a job while its organization is already at
  * its job quota, before its body is read; `usage` comes from the request's first read.
@@ -93,73 +84,13 @@ export function refuseOverQuota(usage: OrgUsage | undefined): void {
 }
 
 /**
- * Why a job-creating batch was refused, read on the primary: 401 when the caller's key
- * was revoked while the request was on its way, 403 when its creator was demoted below
- * submitting, the 429 of the quota it would exceed, or null when none holds any more
- * (a job ended meanwhile: try again).
+ * Commits a job with its subject's `rows` (and whatever else must stand or fall with
+ * them, such as a stored answer) in one D1 batch, and answers the job's id. The job's
+ * insert re-checks the caller's key and the quotas inside the batch: when either no
+ * longer holds, the whole batch fails (isRefusedJobInsert) and nothing is written.
  */
-async function explainRefusal(c: Context<AppEnv>, gpus: number): Promise<ApiError | null> {
-  const caller = c.var.caller;
-  const refusal = caller.keyHash ? await keyRefusal(c) : null;
-  if (refusal) return refusal;
-  const [usage] = await orgUsageQuery(c.var.sessions.primary(), caller.orgId, quotaDefaults(c.env));
-  return usage ? quotaExceeded(usage, gpus) : null;
-}
-
-/** What a job-creating request answers once its rows are committed (stored under its Idempotency-Key, if it sent one). */
-export interface CreatedAnswer {
-  status: 200 | 201;
-  body: { id: string };
-}
-
-/**
- * The one write path of every request that creates a job, for the authenticated
- * caller (c.var.caller). `store` writes the request's objects to R2 and returns what
- * the rows need; then the rows `build` makes and the job row are committed in one D1
- * batch on the primary, which re-checks the caller's key and the quotas inside it and
- * can still refuse as a whole; then the notice is sent. If anything fails before the
- * batch commits, every object written is deleted: no row without its objects, no
- * object without its row, no notice for a job that was not recorded. A request with an
- * Idempotency-Key stores `answer` in the same batch, which commits only while the
- * request holds its key (src/middleware/idempotency.ts): no record without its stored
- * answer, no stored answer without its record.
- */
-export async function submitJob<T>(
-  c: Context<AppEnv>,
-  store: (artifacts: ArtifactBatch) => Promise<T>,
-  build: (stored: T) => { job: NewJob; rows: BatchItem<'sqlite'>[] },
-  answer: CreatedAnswer,
-): Promise<T> {
-  const { db, caller } = c.var;
-  const quotas = quotaDefaults(c.env);
-  const artifacts = new ArtifactBatch(c.env.ARTIFACTS);
-  let jobId: string;
-  let kind: JobKind;
-  let stored: T;
-  try {
-    stored = await store(artifacts);
-    const { job, rows } = build(stored);
-    const answerRows = await answerStatements(c, answer.status, answer.body);
-    const gpus = gpusUsed(job.engine, job.numGpus);
-    for (let attempt = 1; ; attempt++) {
-      const insert = insertJob(db, job, caller, quotas);
-      try {
-        await db.batch([insert.query, ...rows, ...answerRows(db, caller.orgId)]);
-        jobId = insert.id;
-        break;
-      } catch (err) {
-        if (isLostClaim(err)) throw claimLost();
-        if (!isRefusedJobInsert(err)) throw err;
-        const refusal = await explainRefusal(c, gpus);
-        if (refusal) throw refusal;
-        if (attempt === 2) throw new ApiError(429, 'Quota exceeded: your organization reached a quota while this request was stored; submit it again');
-      }
-    }
-    kind = job.kind;
-  } catch (err) {
-    await artifacts.rollback();
-    throw err;
-  }
-  await notifyJob(c.env, { job_id: jobId, kind });
-  return stored;
+export async function recordJob(db: Db, job: NewJob, caller: Caller, quotas: QuotaDefaults, rows: readonly Statement[]): Promise<string> {
+  const insert = insertJob(db, job, caller, quotas);
+  await batchByName(db, { job: insert.query, rows });
+  return insert.id;
 }

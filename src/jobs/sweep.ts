@@ -10,7 +10,7 @@
 //   lanes cost, and an agent woken by a notice claims whatever is next for it anyway.
 // - Webhook deliveries whose attempt is overdue get a fresh queue message, and old
 //   finished ones are deleted (src/jobs/webhooks.ts sweepWebhooks).
-// - Idempotency keys older than 24 h are deleted, in bounded batches (src/lib/idempotency.ts).
+// - Idempotency keys older than 24 h are deleted, in bounded batches (src/middleware/idempotency/store.ts).
 // - Finished jobs' logs whose compaction is pending (it failed, or its Worker died) are
 //   compacted, a few per run (src/jobs/logs.ts compactPendingLogs).
 import { and, eq, gte, isNotNull, isNull, lt } from 'drizzle-orm';
@@ -19,7 +19,7 @@ import { batchByName } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { agents, jobs, queueLanes } from '../db/schema.ts';
 import type { Env } from '../env.ts';
-import { deleteExpiredKeys } from '../lib/idempotency.ts';
+import { deleteExpiredKeys } from '../middleware/idempotency/store.ts';
 import { notifyJob } from './dispatch.ts';
 import { appendServiceLog, compactPendingLogs } from './logs.ts';
 import { fleetSettings, tenantLimits } from './settings.ts';

@@ -6,7 +6,7 @@
 import { z } from '@hono/zod-openapi';
 import { KEY_SCOPE_NAMES } from '../db/enums.ts';
 import { RoleSchema } from './console-schemas.ts';
-import { ProgramRecord, ProofRecord } from './records.ts';
+import { ProgramRecord } from './records.ts';
 import { MessageResponse } from './schemas.ts';
 
 // ---------------------------------------------------------------------------
@@ -31,7 +31,7 @@ export const OrgMembership = z.object({ id: z.string(), name: z.string(), role: 
 export const MeResponse = UserRecord.extend({ organizations: z.array(OrgMembership) });
 
 // ---------------------------------------------------------------------------
-// Programs and proofs (the public records with the names a page shows)
+// Programs (the public record with what a page shows; proofs': src/features/proofs/schemas.ts)
 
 export const ProgramDetail = ProgramRecord.extend({
   artifacts: z.object({
@@ -43,23 +43,6 @@ export const ProgramDetail = ProgramRecord.extend({
   }),
   proof_states: z.record(z.string(), z.number().int()).openapi({ description: 'How many of its proofs are in each state' }),
 }).openapi('ConsoleProgramDetail');
-
-export const ConsoleProof = ProofRecord.extend({ program_name: z.string(), project_id: z.string(), project_name: z.string() }).openapi('ConsoleProof');
-
-export const ProofDetail = ConsoleProof.extend({
-  job: z
-    .object({
-      status: z.enum(['queued', 'leased', 'done']),
-      attempt: z.number().int(),
-      waiting_reason: z.string().nullable(),
-      log_bytes: z.number().int(),
-      cancel_requested: z.boolean(),
-    })
-    .nullable(),
-  files: z.array(z.string()).openapi({ description: 'Proof kinds ready to download' }),
-}).openapi('ConsoleProofDetail');
-
-export const CancelAnswer = MessageResponse.extend({ state: z.string() });
 
 // ---------------------------------------------------------------------------
 // API keys, members, invitations, audit log

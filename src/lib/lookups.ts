@@ -10,7 +10,7 @@
 import { and, asc, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteSelect } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../db/client.ts';
-import { configs, executions, jobs, organizations, programs, projects, proofs, verifications } from '../db/schema.ts';
+import { configs, organizations, programs, projects } from '../db/schema.ts';
 import { notFound } from './errors.ts';
 import { programRecord, projectRecord } from './records.ts';
 import { paginate } from './schemas.ts';
@@ -151,32 +151,6 @@ export function projectPageQuery(db: Db, org: Org, q: ProjectQuery) {
 export const projectPage = (read: readonly [ProjectRow[], { total: number }[]], q: Pick<ProjectQuery, 'page' | 'pageSize'>) => pageAnswer(read, projectRecord, q.page, q.pageSize);
 
 // ---------------------------------------------------------------------------
-// Proofs, executions, verifications.
-
-export const proofQuery = (db: Db, org: Org, id: string) =>
-  db
-    .select()
-    .from(proofs)
-    .where(and(eq(proofs.id, id), eq(proofs.org_id, org)));
-
-export const executionQuery = (db: Db, org: Org, id: string) =>
-  db
-    .select()
-    .from(executions)
-    .where(and(eq(executions.id, id), eq(executions.org_id, org)));
-
-export const verificationQuery = (db: Db, org: Org, id: string) =>
-  db
-    .select()
-    .from(verifications)
-    .where(and(eq(verifications.id, id), eq(verifications.org_id, org)));
-
-/** The id of the job working for a subject (its logs are the job's). */
-export const jobOfSubject = (db: Db, kind: 'proof' | 'execute', subject: SQL | string) =>
-  db
-    .select({ id: jobs.id, log_bytes: jobs.log_bytes, log_truncated: jobs.log_truncated, log_store: jobs.log_store })
-    .from(jobs)
-    .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subject)));
 
 /** The first row, or 404 naming `what`. */
 export function one<T>(rows: T[], what: string): T {
@@ -188,44 +162,8 @@ export function one<T>(rows: T[], what: string): T {
 // ---------------------------------------------------------------------------
 // For routes whose caller is already checked (the console's): the lookups run alone.
 
-/** The organization's proof, or 404. */
-export async function findProof(db: Db, org: Org, id: string) {
-  return one(await proofQuery(db, org, id), 'Proof');
-}
-
 /** The organization's program with its project and config, or 404. */
 export async function findProgram(db: Db, org: Org, id: string) {
   return requireProgram(await db.batch(programQuery(db, org, id)));
 }
 
-/** One page of a program's proofs, as drizzle types it (the shape programRunsQuery() answers with). */
-const runsOf = (db: Db) => db.select().from(proofs).limit(1).offset(0);
-
-/**
- * The statements reading a page of a program's proofs or executions, newest first, and
- * the program's counter of them (the list's total; no row for another organization's
- * program). Read the answer with runsPage().
- */
-export function programRunsQuery<T extends typeof proofs | typeof executions>(db: Db, org: Org, programId: string, table: T, page: number, pageSize: number) {
-  const counter = table === proofs ? programs.proof_count : programs.execution_count;
-  const rows = inPage(
-    db
-      .select()
-      .from(table as typeof proofs) // the two tables share the columns used here; the row type is T's (below)
-      .where(and(eq(table.program_id, programId), eq(table.org_id, org)))
-      .orderBy(desc(table.created_at), desc(table.id))
-      .$dynamic(),
-    page,
-    pageSize,
-  );
-  return [
-    db.select({ total: counter }).from(programs).where(ownProgram(org, programId)),
-    rows as unknown as Omit<ReturnType<typeof runsOf>, 'then'> & { _: { result: T['$inferSelect'][] } },
-  ] as const;
-}
-
-/** The page programRunsQuery() read, as records: 404 when the program is not the caller's. */
-export function runsPage<R, T>([[program], rows]: readonly [{ total: number }[], R[]], toRecord: (row: R) => T, page: number, pageSize: number) {
-  if (!program) throw notFound('Program');
-  return paginate(rows.map(toRecord), program.total, page, pageSize);
-}

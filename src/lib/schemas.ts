@@ -97,11 +97,11 @@ export function normalizeConfigId(id: string): string {
   return 'cfg_' + id.slice(4).toUpperCase();
 }
 
+/** A time as records carry it: ISO 8601 in UTC. */
+export const Timestamp = z.string().openapi({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
+
 export const IdResponse = z.object({ id: z.string() }).openapi('IdResponse');
 export const MessageResponse = z.object({ message: z.string() }).openapi('MessageResponse');
-
-/** A point in time as callers read it (ISO 8601, UTC). */
-export const Timestamp = z.string().openapi({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
 
 export const ErrorResponse = z
   .object({ detail: z.string() })
@@ -154,7 +154,7 @@ export const errorResponses = (...statuses: (400 | 401 | 404 | 409 | 413 | 422)[
 };
 
 // ---------------------------------------------------------------------------
-// Idempotent submissions (src/middleware/idempotency.ts, README "Idempotent submissions").
+// Idempotent submissions (src/middleware/idempotency/, README "Idempotent submissions").
 
 /** The request header of every route that creates something. */
 export const IdempotencyHeaders = z.object({

@@ -100,7 +100,7 @@ export async function limitOrganization(c: Context<AppEnv>, orgId: string): Prom
 }
 
 /**
- * One unit of an open event stream's reads (src/jobs/events.ts): its polls count
+ * One unit of an open event stream's reads (src/features/runs/events.ts): its polls count
  * against the `reads` budgets of its key and organization as requests do. False when
  * either is spent.
  */

@@ -9,8 +9,8 @@ import { readJsonBody } from '../lib/body.ts';
 import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
 import { ProgramRecord, ProjectRecord, projectRecord } from '../lib/records.ts';
 import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
-import { isLostClaim } from '../lib/idempotency.ts';
-import { answerStatements, claimLost, idempotent } from '../middleware/idempotency.ts';
+import { answerStatements, claimLost, idempotent } from '../middleware/idempotency/index.ts';
+import { isLostClaim } from '../middleware/idempotency/store.ts';
 import { one, programPage, programPageQuery, projectPage, projectPageQuery, projectQuery } from '../lib/lookups.ts';
 import { permit } from '../middleware/permit.ts';
 

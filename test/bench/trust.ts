@@ -83,7 +83,7 @@ async function repeated(pid: number, send: () => Promise<Response>, expected: nu
   return { kb: median(runs.map((r) => r.kb)), cpu: median(runs.map((r) => r.cpu)) };
 }
 
-/** A VersionedVmStarkProof in the zkVM's binary codec (src/lib/proof-format.ts), exactly `size` bytes. */
+/** A VersionedVmStarkProof in the zkVM's binary codec (src/features/proofs/format.ts), exactly `size` bytes. */
 function codecProof(size: number): Uint8Array {
   const out = new Uint8Array(size);
   const view = new DataView(out.buffer);

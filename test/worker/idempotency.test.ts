@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createApiKey, revokeApiKey, setOrganizationLimits } from '../../src/admin/statements.ts';
 import { openDb } from '../../src/db/client.ts';
 import { sweep } from '../../src/jobs/sweep.ts';
-import { IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENCY_SWEEP_BATCH, IDEMPOTENCY_SWEEP_BATCHES } from '../../src/lib/idempotency.ts';
+import { IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENCY_SWEEP_BATCH, IDEMPOTENCY_SWEEP_BATCHES } from '../../src/middleware/idempotency/store.ts';
 import { recordD1Calls } from './d1-calls.ts';
 import { drainQueuedJobs } from './fleet-helpers.ts';
 import { api, BASE, countRows, guest, json, markReady, programForm, registerProgram, runAdmin, seedConfig, seedTenant, VMEXE, watchQueue, type Tenant } from './helpers.ts';

@@ -3,6 +3,8 @@
 import type { z } from '@hono/zod-openapi';
 import type * as consoleRecords from '../../lib/console-records.ts';
 import type * as records from '../../lib/records.ts';
+import type * as executions from '../../features/executions/schemas.ts';
+import type * as proofs from '../../features/proofs/schemas.ts';
 import type * as schemas from '../../lib/schemas.ts';
 import type * as webhooks from '../../features/webhooks/schemas.ts';
 
@@ -32,10 +34,10 @@ export type Role = Organization['role'];
 export type ProjectRecord = z.infer<typeof records.ProjectRecord>;
 export type ProgramRecord = z.infer<typeof records.ProgramRecord>;
 export type ProgramDetail = z.infer<typeof consoleRecords.ProgramDetail>;
-export type ExecutionRecord = z.infer<typeof records.ExecutionRecord>;
-export type ConsoleProof = z.infer<typeof consoleRecords.ConsoleProof>;
-export type ProofDetail = z.infer<typeof consoleRecords.ProofDetail>;
-export type CancelAnswer = z.infer<typeof consoleRecords.CancelAnswer>;
+export type ExecutionRecord = z.infer<typeof executions.ExecutionRecord>;
+export type ConsoleProof = z.infer<typeof proofs.ConsoleProof>;
+export type ProofDetail = z.infer<typeof proofs.ProofDetail>;
+export type CancelAnswer = z.infer<typeof proofs.CancelAnswer>;
 
 export type ApiKey = z.infer<typeof consoleRecords.ApiKeyRecord>;
 export type CreatedApiKey = z.infer<typeof consoleRecords.CreatedApiKey>;

@@ -12,7 +12,7 @@ import type { Db } from '../../db/client.ts';
 import { apiKeys } from '../../db/schema.ts';
 import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
 import { asCaller, authenticate } from '../../middleware/auth.ts';
-import { idempotent, sealAnswer } from '../../middleware/idempotency.ts';
+import { idempotent, sealAnswer } from '../../middleware/idempotency/index.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';

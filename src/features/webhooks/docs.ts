@@ -4,7 +4,10 @@
 import { z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { AppEnv } from '../../app-env.ts';
 import { WEBHOOK_EVENTS } from '../../db/schema.ts';
-import { ExecutionRecord, ProgramRecord, ProofRecord, VerificationRecord } from '../../lib/records.ts';
+import { ProgramRecord } from '../../lib/records.ts';
+import { ExecutionRecord } from '../executions/schemas.ts';
+import { ProofRecord } from '../proofs/schemas.ts';
+import { VerificationRecord } from '../verifications/schemas.ts';
 import { MAX_WEBHOOK_ENDPOINTS, TEST_EVENT } from './data.ts';
 import { RETRY_DELAYS_SECONDS } from './delivery.ts';
 

@@ -10,7 +10,7 @@ const counts = { roundTrips: 0, statements: 0, streamPolls: 0 };
 const sqlOf = new WeakMap<object, string>();
 const counted = new WeakSet<object>();
 
-/** An event stream's poll: the record with its job's log position (src/jobs/events.ts). */
+/** An event stream's poll: the record with its job's log position (src/features/runs/events.ts). */
 const isStreamPoll = (sql: string) => sql.includes('log_job_id');
 
 function countStatement(stmt: D1PreparedStatement, sql: string): D1PreparedStatement {

@@ -3,21 +3,24 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
 import type { Context } from 'hono';
-import type { AppEnv } from '../app-env.ts';
-import { verifications } from '../db/schema.ts';
-import { INTERACTIVE_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
-import { asCaller } from '../middleware/auth.ts';
-import { artifactKey } from '../lib/artifacts.ts';
-import { ApiError, notFound, ValidationError, validationHook } from '../lib/errors.ts';
-import { MemorySink, multipartForm, tooLarge } from '../lib/multipart.ts';
-import { evmProofShapeError, starkProofValueError } from '../lib/proof-format.ts';
-import { VerificationRecord, verificationRecord } from '../lib/records.ts';
-import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, Uuid } from '../lib/schemas.ts';
-import { idempotent } from '../middleware/idempotency.ts';
-import { MAX_CHILD_PROOF_BYTES } from '../lib/limits.ts';
-import { configQuery } from '../features/configs/data.ts';
-import { one, programOf, programQuery, verificationQuery } from '../lib/lookups.ts';
-import { permit } from '../middleware/permit.ts';
+import type { AppEnv } from '../../app-env.ts';
+import { verifications } from '../../db/schema.ts';
+import { INTERACTIVE_PRIORITY, refuseOverQuota } from '../../jobs/dispatch.ts';
+import { submitJob, usageQuery } from '../runs/submit.ts';
+import { asCaller } from '../../middleware/auth.ts';
+import { artifactKey } from '../../lib/artifacts.ts';
+import { ApiError, notFound, ValidationError, validationHook } from '../../lib/errors.ts';
+import { MemorySink, multipartForm, tooLarge } from '../../lib/multipart.ts';
+import { evmProofShapeError, starkProofValueError } from '../proofs/format.ts';
+import { VerificationRecord, verificationRecord } from './schemas.ts';
+import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, Uuid } from '../../lib/schemas.ts';
+import { idempotent } from '../../middleware/idempotency/index.ts';
+import { MAX_CHILD_PROOF_BYTES } from '../../lib/limits.ts';
+import { configQuery } from '../configs/data.ts';
+import { programOf, programQuery } from '../../lib/lookups.ts';
+import { one } from '../../lib/pages.ts';
+import { verificationQuery } from './data.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const verifyApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -184,8 +187,8 @@ for (const [path, summary] of [
     }),
     async (c) => {
       const id = c.req.valid('param').verify_id;
-      const [rows] = await asCaller(c, (org) => [verificationQuery(c.var.db, org, id)], ([v]) => v.length > 0);
-      return c.json(verificationRecord(one(rows, 'Verification')), 200);
+      const { verification } = await asCaller(c, (org) => ({ verification: verificationQuery(c.var.db, org, id) }), ({ verification }) => verification.length > 0);
+      return c.json(verificationRecord(one(verification, 'Verification')), 200);
     },
   );
 }

@@ -28,22 +28,20 @@
 //   reconnect; a comment goes out every EVENT_HEARTBEAT_MS of silence so proxies keep
 //   it open; polling stops as soon as the client goes away.
 import { z } from '@hono/zod-openapi';
-import { and, eq, getTableColumns, lt, lte, sql, type SQL } from 'drizzle-orm';
-import type { BatchItem } from 'drizzle-orm/batch';
+import { and, eq, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
-import type { AppEnv } from '../app-env.ts';
-import type { Db } from '../db/client.ts';
-import type { Env } from '../env.ts';
-import { eventStreams, executions, jobs, organizations, proofs } from '../db/schema.ts';
-import { sha256Hex } from '../lib/crypto.ts';
-import { ApiError, notFound } from '../lib/errors.ts';
-import { executionRecord, proofRecord } from '../lib/records.ts';
-import { asCaller, declaredAction, orgOfKey } from '../middleware/auth.ts';
-import { countStreamReads, RATE_LIMIT_PERIOD_SECONDS } from '../middleware/rate-limit.ts';
-import { tenantLimits, type TenantLimits } from './settings.ts';
-import { PROOF_TERMINAL_STATES } from './kinds/proof.ts';
-import { jobLogFrom } from './logs.ts';
+import type { AppEnv } from '../../app-env.ts';
+import type { Db } from '../../db/client.ts';
+import type { Env } from '../../env.ts';
+import { eventStreams, organizations } from '../../db/schema.ts';
+import { sha256Hex } from '../../lib/crypto.ts';
+import { ApiError, notFound } from '../../lib/errors.ts';
+import { asCaller, declaredAction, orgOfKey } from '../../middleware/auth.ts';
+import { countStreamReads, RATE_LIMIT_PERIOD_SECONDS } from '../../middleware/rate-limit.ts';
+import { tenantLimits, type TenantLimits } from '../../jobs/settings.ts';
+import { jobLogFrom } from '../../jobs/logs.ts';
+import type { EventSubject, SubjectRow } from './data.ts';
 
 /** Least time between two polls of one stream's record (one D1 statement each). */
 export const EVENT_POLL_MS = 1000;
@@ -61,61 +59,6 @@ export const STREAM_SLOT_REFRESH_MS = 60_000;
 export const EVENT_POLLS_PER_READ = 10;
 /** What a reconnecting EventSource waits, in ms (the SSE `retry` field of the closing event). */
 const RECONNECT_RETRY_MS = 1000;
-
-const TERMINAL_PROOF_STATES = new Set<string>(PROOF_TERMINAL_STATES);
-const TERMINAL_EXECUTION_STATUSES = new Set(['Succeeded', 'Failed']);
-
-/** A kind of record that has an event stream. */
-export interface EventSubject {
-  /** As errors name it ("Proof not found"). */
-  name: string;
-  /** One statement: the record and its job's log position, scoped to `org`. */
-  query(db: Db, org: SQL<string>, id: string): SubjectQuery;
-  /** The record as its GET returns it, and whether it is final. */
-  record(row: SubjectRow): { json: string; terminal: boolean };
-}
-
-export type SubjectRow = Record<string, unknown> & { log_job_id: string | null; log_bytes: number | null };
-type SubjectQuery = BatchItem<'sqlite'> & { all(): Promise<SubjectRow[]> };
-
-/**
- * The job's log position as columns of the record's row (names no record column has).
- * The record's id is named with its table: drizzle writes columns of a one-table
- * select unqualified, which inside the subquery would name the job's own id.
- */
-const logPosition = (kind: 'proof' | 'execute', table: 'proofs' | 'executions') => {
-  const subjectId = sql`${sql.identifier(table)}.${sql.identifier('id')}`;
-  return {
-    log_job_id: sql<string | null>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_job_id'),
-    log_bytes: sql<number | null>`(SELECT ${jobs.log_bytes} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_bytes'),
-  };
-};
-
-export const proofEvents: EventSubject = {
-  name: 'Proof',
-  query: (db, org, id) =>
-    db
-      .select({ ...getTableColumns(proofs), ...logPosition('proof', 'proofs') })
-      .from(proofs)
-      .where(and(eq(proofs.id, id), eq(proofs.org_id, org))) as never,
-  record(row) {
-    const record = proofRecord(row as unknown as typeof proofs.$inferSelect);
-    return { json: JSON.stringify(record), terminal: TERMINAL_PROOF_STATES.has(record.state) };
-  },
-};
-
-export const executionEvents: EventSubject = {
-  name: 'Execution',
-  query: (db, org, id) =>
-    db
-      .select({ ...getTableColumns(executions), ...logPosition('execute', 'executions') })
-      .from(executions)
-      .where(and(eq(executions.id, id), eq(executions.org_id, org))) as never,
-  record(row) {
-    const record = executionRecord(row as unknown as typeof executions.$inferSelect);
-    return { json: JSON.stringify(record), terminal: TERMINAL_EXECUTION_STATUSES.has(record.status) };
-  },
-};
 
 /** Where a client is: log bytes it has and the hash of the last record it got. */
 export interface Position {
@@ -138,19 +81,19 @@ const stateHashOf = async (json: string) => (await sha256Hex(json)).slice(0, 16)
 
 /**
  * The statements that take an event stream slot for API key `keyHash`, batched with the
- * stream's first read: lapsed rows of the key go, then the open counts (for the 429's
- * words), then the row, inserted only while the key and its organization are under their
- * caps: one conditional statement, so concurrent opens cannot pass them. The insert
- * returns the row's id when it took the slot.
+ * stream's first read, by name: `lapsed`, the key's lapsed rows go; `counts`, the open
+ * counts (for the 429's words); `slot`, the row, inserted only while the key and its
+ * organization are under their caps: one conditional statement, so concurrent opens
+ * cannot pass them. The insert returns the row's id when it took the slot.
  */
 function takeSlot(db: Db, org: SQL<string>, keyHash: string, id: string, now: number, limits: TenantLimits) {
   const open = (where: SQL) => sql<number>`(SELECT count(*) FROM ${eventStreams} WHERE ${where} AND ${eventStreams.expires_at} > ${now})`;
   const ofKey = open(sql`${eventStreams.key_hash} = ${keyHash}`);
   const ofOrg = open(sql`${eventStreams.org_id} = ${org}`);
-  return [
-    db.delete(eventStreams).where(and(eq(eventStreams.key_hash, keyHash), lte(eventStreams.expires_at, now))),
-    db.select({ key: ofKey.as('key_streams'), org: ofOrg.as('org_streams') }).from(organizations).where(eq(organizations.id, org)),
-    db
+  return {
+    lapsed: db.delete(eventStreams).where(and(eq(eventStreams.key_hash, keyHash), lte(eventStreams.expires_at, now))),
+    counts: db.select({ key: ofKey.as('key_streams'), org: ofOrg.as('org_streams') }).from(organizations).where(eq(organizations.id, org)),
+    slot: db
       .insert(eventStreams)
       .select(
         db
@@ -160,7 +103,7 @@ function takeSlot(db: Db, org: SQL<string>, keyHash: string, id: string, now: nu
       )
       .onConflictDoNothing()
       .returning({ id: eventStreams.id }),
-  ] as const;
+  };
 }
 
 /**
@@ -182,11 +125,11 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
   const slotId = crypto.randomUUID();
   // The first read: the key, the record and the stream's slot in one batch (on the
   // primary, as it writes; 404 confirmed there).
-  const [rows, , counts, slot] = (await asCaller(
+  const { record: rows, counts, slot } = await asCaller(
     c,
-    (org) => [subject.query(c.var.db, org, id), ...takeSlot(c.var.db, org, hash, slotId, Date.now(), limits)],
-    ([r]) => (r as SubjectRow[]).length > 0,
-  )) as unknown as [SubjectRow[], unknown, { key: number; org: number }[], { id: string }[]];
+    (org) => ({ record: subject.query(c.var.db, org, id), ...takeSlot(c.var.db, org, hash, slotId, Date.now(), limits) }),
+    ({ record }) => record.length > 0,
+  );
   const primary = c.var.sessions.primary();
   const release = () =>
     primary

@@ -7,15 +7,19 @@ import { jobs, organizations, PROOF_STATES, programs, projects, proofs } from '.
 import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { jobIdOfSubject, logPageQuery, readLogPage } from '../../jobs/logs.ts';
-import { CancelAnswer, ConsoleProof, ProofDetail } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import { cappedCount, findProof, jobOfSubject, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
-import { cancelAnswer, proofFileResponse } from '../../jobs/proof-actions.ts';
-import { proofRecord } from '../../lib/records.ts';
+import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/pages.ts';
+import { findProof } from './data.ts';
+import { jobOfSubject } from '../runs/data.ts';
+import { cancelAnswer, proofFileResponse } from './actions.ts';
+import { CancelAnswer, ConsoleProof, ProofDetail, proofRecord } from './schemas.ts';
 import { PaginationQuery, pageOf, queryInt, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
+import { batchByName } from '../../db/batch.ts';
+import { zValidator } from '@hono/zod-validator';
+import { documented } from '../runs/routes.ts';
 
 export const consoleProofsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -81,7 +85,9 @@ consoleProofsApi.openapi(
       .orderBy(desc(proofs.created_at), desc(proofs.id))
       .$dynamic();
     // Not one batch: D1 returns a batch's rows keyed by column name, and the joined tables share names.
-    return c.json(pageAnswer(await Promise.all(pageQuery(db, rows, total, q.page, q.page_size)), withNames, q.page, q.page_size), 200);
+    const read = pageQuery(db, rows, total, q.page, q.page_size);
+    const [pageRows, counted] = await Promise.all([read.rows, read.total]);
+    return c.json(pageAnswer({ rows: pageRows, total: counted }, withNames, q.page, q.page_size), 200);
   },
 );
 
@@ -118,53 +124,54 @@ consoleProofsApi.openapi(
   },
 );
 
-consoleProofsApi.openapi(
-  createRoute({
-    method: 'get',
-    path: '/orgs/{org_id}/proofs/{proof_id}/logs',
-    middleware: [permit('records.read')],
-    tags: ['console records'],
-    security: CONSOLE_SECURITY,
-    summary: 'The proof job’s log from a byte offset',
-    description: `Plain text, at most ${LOG_READ_MAX_BYTES} bytes. To follow a running job, ask again from X-Log-Next-Offset while X-Proof-State is not final.`,
-    request: { params: ProofParams, query: z.object({ offset: queryInt(0, undefined, 0, 'Byte offset to read from') }) },
-    responses: {
-      200: {
-        description: 'Log text',
-        headers: { 'X-Log-Next-Offset': { schema: { type: 'integer' } }, 'X-Proof-State': { schema: { type: 'string' } } },
-        content: { 'text/plain': { schema: z.string() } },
-      },
-      ...consoleErrors(404, 422),
+const LogQuery = z.object({ offset: queryInt(0, undefined, 0, 'Byte offset to read from') });
+// Plain text with headers of its own, not a JSON body: documented, then mounted by hand
+// with openapi()'s order of middleware and validators (src/features/runs/routes.ts documented()).
+const logsPath = documented(consoleProofsApi, {
+  method: 'get',
+  path: '/orgs/{org_id}/proofs/{proof_id}/logs',
+  tags: ['console records'],
+  security: CONSOLE_SECURITY,
+  summary: 'The proof job’s log from a byte offset',
+  description: `Plain text, at most ${LOG_READ_MAX_BYTES} bytes. To follow a running job, ask again from X-Log-Next-Offset while X-Proof-State is not final.`,
+  request: { params: ProofParams, query: LogQuery },
+  responses: {
+    200: {
+      description: 'Log text',
+      headers: { 'X-Log-Next-Offset': { schema: { type: 'integer' } }, 'X-Proof-State': { schema: { type: 'string' } } },
+      content: { 'text/plain': { schema: z.string() } },
     },
-  }),
-  async (c) => {
-    const db = c.var.db;
-    const proof = await findProof(db, c.var.membership.orgId, c.req.valid('param').proof_id);
-    const { offset } = c.req.valid('query');
-    // The job and its log's index rows from `offset`: one round trip, then the page's R2 reads.
-    const [[job], rows] = await db.batch([jobOfSubject(db, 'proof', proof.id), logPageQuery(db, jobIdOfSubject('proof', proof.id), offset)]);
-    const page = await readLogPage(c.env.ARTIFACTS, job?.id, rows, offset, LOG_READ_MAX_BYTES, job?.log_bytes, job?.log_store);
-    const [text, next] = [new TextDecoder().decode(page.bytes), page.next];
-    return c.text(text, 200, { 'X-Log-Next-Offset': String(next), 'X-Proof-State': proof.state, 'Cache-Control': 'no-store' }) as never;
+    ...consoleErrors(404, 422),
   },
-);
+});
+consoleProofsApi.get(logsPath, permit('records.read'), zValidator('query', LogQuery, validationHook), zValidator('param', ProofParams, validationHook), async (c) => {
+  const db = c.var.db;
+  const proof = await findProof(db, c.var.membership.orgId, c.req.valid('param').proof_id);
+  const { offset } = c.req.valid('query');
+  // The job and its log's index rows from `offset`: one round trip, then the page's R2 reads.
+  const {
+    job: [job],
+    rows,
+  } = await batchByName(db, { job: jobOfSubject(db, 'proof', proof.id), rows: logPageQuery(db, jobIdOfSubject('proof', proof.id), offset) });
+  const page = await readLogPage(c.env.ARTIFACTS, job?.id, rows, offset, LOG_READ_MAX_BYTES, job?.log_bytes, job?.log_store);
+  return c.text(new TextDecoder().decode(page.bytes), 200, { 'X-Log-Next-Offset': String(page.next), 'X-Proof-State': proof.state, 'Cache-Control': 'no-store' });
+});
 
-consoleProofsApi.openapi(
-  createRoute({
-    method: 'get',
-    path: '/orgs/{org_id}/proofs/{proof_id}/proof/{kind}',
-    middleware: [permit('records.read')],
-    tags: ['console records'],
-    security: CONSOLE_SECURITY,
-    summary: 'Download a proof file (404 until it exists)',
-    request: { params: ProofParams.extend({ kind: z.enum(['stark', 'evm', 'app']).openapi({ param: { name: 'kind', in: 'path' } }) }) },
-    responses: { 200: { description: 'The proof JSON', content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } }, ...consoleErrors(404, 422) },
-  }),
-  async (c) => {
-    const { proof_id, kind } = c.req.valid('param');
-    return proofFileResponse(c.env.ARTIFACTS, await findProof(c.var.db, c.var.membership.orgId, proof_id), kind) as never;
-  },
-);
+const ProofFileParams = ProofParams.extend({ kind: z.enum(['stark', 'evm', 'app']).openapi({ param: { name: 'kind', in: 'path' } }) });
+// The file as stored (streamed), not a JSON body the route makes: documented, then mounted by hand.
+const proofFilePath = documented(consoleProofsApi, {
+  method: 'get',
+  path: '/orgs/{org_id}/proofs/{proof_id}/proof/{kind}',
+  tags: ['console records'],
+  security: CONSOLE_SECURITY,
+  summary: 'Download a proof file (404 until it exists)',
+  request: { params: ProofFileParams },
+  responses: { 200: { description: 'The proof JSON', content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } }, ...consoleErrors(404, 422) },
+});
+consoleProofsApi.get(proofFilePath, permit('records.read'), zValidator('param', ProofFileParams, validationHook), async (c) => {
+  const { proof_id, kind } = c.req.valid('param');
+  return proofFileResponse(c.env.ARTIFACTS, await findProof(c.var.db, c.var.membership.orgId, proof_id), kind);
+});
 
 consoleProofsApi.openapi(
   createRoute({

@@ -1,10 +1,10 @@
 // What the public API and the console both do to a caller's proof: download one of
 // its files, cancel it.
 import type { ProofType } from 'prover-agent/protocol';
-import type { proofs } from '../db/schema.ts';
-import { streamObject } from '../lib/artifacts.ts';
-import { ApiError, notFound } from '../lib/errors.ts';
-import type { CancelOutcome } from './state.ts';
+import type { proofs } from '../../db/schema.ts';
+import { streamObject } from '../../lib/artifacts.ts';
+import { ApiError, notFound } from '../../lib/errors.ts';
+import type { CancelOutcome } from '../../jobs/state.ts';
 
 type ProofRow = typeof proofs.$inferSelect;
 

@@ -2,7 +2,7 @@
 // formats"). Shallow on purpose: the cryptographic check is the prover's job. Every
 // check is linear in the file and never builds a string a byte at a time (issue 21).
 
-import { hexAscii } from './crypto.ts';
+import { hexAscii } from '../../lib/crypto.ts';
 
 /**
  * Whether `text` is hex: an optional `0x`, then an even number of hex digits. A loop, not

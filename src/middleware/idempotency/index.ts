@@ -3,10 +3,10 @@
 // with an `Idempotency-Key` header goes through these steps, without a round trip of
 // its own when it succeeds:
 //
-// 1. Here, before the route: the key is checked (400 when malformed) and the body is
-//    wrapped so it is fingerprinted as the route reads it (src/lib/idempotency.ts).
+// 1. Here, before the route: the key is checked (400 when malformed, header.ts) and the
+//    body is wrapped so it is fingerprinted as the route reads it (fingerprint.ts).
 // 2. The request's first D1 batch (asCaller, src/middleware/auth.ts) claims the key
-//    with a conditional insert, beside the API key's lookup: it goes to the primary
+//    with a conditional insert (store.ts), beside the API key's lookup: it goes to the primary
 //    (it writes) instead of a replica, and costs no extra round trip. If the key is
 //    someone else's (in flight, or answered), the route stops there (IdempotencyHit).
 // 3. The batch that creates the record also stores the answer (answerStatements(),
@@ -21,20 +21,12 @@ import type { BatchItem } from 'drizzle-orm/batch';
 import type { SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import type { AppEnv } from '../app-env.ts';
-import type { Db } from '../db/client.ts';
-import { ApiError } from '../lib/errors.ts';
-import { openSecret, SEALED_PREFIX, sealSecret } from '../lib/sealing.ts';
-import {
-  IDEMPOTENCY_KEY_HEADER,
-  IDEMPOTENT_REPLAYED_HEADER,
-  MAX_STORED_ANSWER_BYTES,
-  parseIdempotencyKey,
-  releaseKey,
-  requireClaim,
-  storeAnswer,
-  IdempotentRequest,
-} from '../lib/idempotency.ts';
+import type { AppEnv } from '../../app-env.ts';
+import type { Db } from '../../db/client.ts';
+import { ApiError } from '../../lib/errors.ts';
+import { openSecret, SEALED_PREFIX, sealSecret } from '../../lib/sealing.ts';
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from './header.ts';
+import { IdempotentRequest, MAX_STORED_ANSWER_BYTES, releaseKey, requireClaim, storeAnswer } from './store.ts';
 
 /**
  * Thrown by the first D1 batch of a request whose key another request holds: the

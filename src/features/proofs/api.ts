@@ -1,37 +1,31 @@
-// /v1/proofs: submitting proof jobs, reading their records, proofs and logs, canceling.
+// /v1/proofs: submitting proof jobs, reading their records, proofs and logs (the routes
+// proofs share with executions: src/features/runs/routes.ts), canceling.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
-import type { Context } from 'hono';
-import type { AppEnv } from '../app-env.ts';
-import { proofs } from '../db/schema.ts';
-import { DEFAULT_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
-import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../jobs/state.ts';
-import { enqueueAfterResponse } from '../jobs/webhooks.ts';
-import { asCaller } from '../middleware/auth.ts';
-import { artifactKey, type ArtifactBatch } from '../lib/artifacts.ts';
-import { ApiError, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
-import { ProofInputScan } from '../lib/input-scan.ts';
-import { readProofInputBody } from '../lib/body.ts';
-import { MemorySink, multipartForm, tooLarge, type MultipartForm, type PartSink } from '../lib/multipart.ts';
-import { starkProofFile } from '../lib/proof-format.ts';
-import { ProofRecord, proofRecord } from '../lib/records.ts';
-import { errorResponses, IdempotencyHeaders, idempotentResponses, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
-import { idempotent } from '../middleware/idempotency.ts';
-import { jobOfSubject, one, programQuery, programRunsQuery, proofQuery, requireProgram, runsPage } from '../lib/lookups.ts';
-import { cancelAnswer, proofFileResponse } from '../jobs/proof-actions.ts';
-import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
-import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
-import { eventStream, eventStreamDoc, EventStreamHeaders, proofEvents } from '../jobs/events.ts';
-import { permit } from '../middleware/permit.ts';
+import type { AppEnv } from '../../app-env.ts';
+import { proofs } from '../../db/schema.ts';
+import { DEFAULT_PRIORITY, refuseOverQuota } from '../../jobs/dispatch.ts';
+import { submitJob, usageQuery } from '../runs/submit.ts';
+import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
+import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
+import { asCaller } from '../../middleware/auth.ts';
+import { artifactKey, type ArtifactBatch } from '../../lib/artifacts.ts';
+import { ApiError, ValidationError, validationHook, type ValidationIssue } from '../../lib/errors.ts';
+import { ProofInputScan } from '../../lib/input-scan.ts';
+import { readProofInputBody } from '../../lib/body.ts';
+import { MemorySink, multipartForm, tooLarge, type MultipartForm, type PartSink } from '../../lib/multipart.ts';
+import { starkProofFile } from './format.ts';
+import { ProofRecord, proofRecord } from './schemas.ts';
+import { errorResponses, IdempotencyHeaders, idempotentResponses, MessageResponse, optionalQueryInt, queryInt, Uuid } from '../../lib/schemas.ts';
+import { idempotent } from '../../middleware/idempotency/index.ts';
+import { programQuery, requireProgram } from '../../lib/lookups.ts';
+import { programProofs, proofEvents, proofQuery } from './data.ts';
+import { documented, runRoutes } from '../runs/routes.ts';
+import { cancelAnswer, proofFileResponse } from './actions.ts';
+import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../../lib/limits.ts';
+import { permit } from '../../middleware/permit.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-
-/** The caller's proof, in the request's one read (404, confirmed on the primary, when there is none). */
-async function readProof(c: Context<AppEnv>, id: string) {
-  const [rows] = await asCaller(c, (org) => [proofQuery(c.var.db, org, id)], ([p]) => p.length > 0);
-  return one(rows, 'Proof');
-}
-
 
 // ---------------------------------------------------------------------------
 // POST /v1/proofs
@@ -223,114 +217,53 @@ async function readMultipartSubmission(form: MultipartForm, proofId: string, art
 }
 
 // ---------------------------------------------------------------------------
-// GET /v1/proofs, GET /v1/proofs/{proof_id}
+// GET /v1/proofs, /{proof_id}, /{proof_id}/proof/{kind}, /{proof_id}/logs, /{proof_id}/events
 
-proofsApi.openapi(
-  createRoute({
-    method: 'get',
-    path: '/',
-    middleware: [permit('records.read')],
-    tags: ['proofs'],
-    summary: 'List the proofs of a program',
-    request: { query: PaginationQuery.extend({ program_id: z.uuid() }) },
-    responses: {
-      200: { description: 'A page of proofs, newest first', content: { 'application/json': { schema: pageOf(ProofRecord, 'ProofPage') } } },
-      ...errorResponses(404, 422),
-    },
-  }),
-  async (c) => {
-    const { program_id, page, page_size } = c.req.valid('query');
-    // The total is the program's counter (kept by a trigger), not a count of its proofs.
-    const read = await asCaller(c, (org) => programRunsQuery(c.var.db, org, program_id, proofs, page, page_size), ([p]) => p.length > 0);
-    return c.json(runsPage(read, proofRecord, page, page_size), 200);
+const proofRuns = runRoutes(proofsApi, {
+  tag: 'proofs',
+  noun: 'proof',
+  name: 'Proof',
+  param: 'proof_id',
+  job: 'proof',
+  schema: ProofRecord,
+  pageName: 'ProofPage',
+  toRecord: proofRecord,
+  query: proofQuery,
+  ofProgram: programProofs,
+  events: proofEvents,
+  summaries: {
+    get: 'Get a proof job',
+    got: 'The proof job',
+    logs: 'The proof job’s logs (plain text, possibly empty)',
+    events: 'Follow a proof live: its state and logs as Server-Sent Events',
   },
-);
+  terminal: 'Succeeded, Failed or Canceled',
+});
+const ProofParams = proofRuns.Params;
 
-const ProofParams = z.object({ proof_id: Uuid('proof_id') });
+proofRuns.list();
+proofRuns.get();
 
-proofsApi.openapi(
-  createRoute({
-    method: 'get',
-    path: '/{proof_id}',
-    middleware: [permit('records.read')],
-    tags: ['proofs'],
-    summary: 'Get a proof job',
-    request: { params: ProofParams },
-    responses: {
-      200: { description: 'The proof job', content: { 'application/json': { schema: ProofRecord } } },
-      ...errorResponses(404, 422),
-    },
-  }),
-  async (c) => c.json(proofRecord(await readProof(c, c.req.valid('param').proof_id)), 200),
-);
-
-// ---------------------------------------------------------------------------
-// GET /v1/proofs/{proof_id}/proof/{kind}, /logs
-
-proofsApi.openapi(
-  createRoute({
-    method: 'get',
-    path: '/{proof_id}/proof/{kind}',
-    middleware: [permit('records.read')],
-    tags: ['proofs'],
-    summary: 'Download a proof file (404 until it exists)',
-    request: {
-      params: ProofParams.extend({ kind: z.enum(['stark', 'evm', 'app']).openapi({ param: { name: 'kind', in: 'path' } }) }),
-    },
-    responses: {
-      200: { description: 'The proof JSON', content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } },
-      ...errorResponses(404, 422),
-    },
-  }),
-  async (c) => {
-    const { proof_id, kind } = c.req.valid('param');
-    return proofFileResponse(c.env.ARTIFACTS, await readProof(c, proof_id), kind) as never;
+const ProofFileParams = z.object({ proof_id: Uuid('proof_id'), kind: z.enum(['stark', 'evm', 'app']).openapi({ param: { name: 'kind', in: 'path' } }) });
+const proofFilePath = documented(proofsApi, {
+  method: 'get',
+  path: '/{proof_id}/proof/{kind}',
+  tags: ['proofs'],
+  summary: 'Download a proof file (404 until it exists)',
+  request: { params: ProofFileParams },
+  responses: {
+    200: { description: 'The proof JSON', content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } },
+    ...errorResponses(404, 422),
   },
-);
+});
+// Answers the file as stored (streamed), not a JSON body the route makes: mounted by hand.
+proofsApi.get(proofFilePath, permit('records.read'), zValidator('param', ProofFileParams, validationHook), async (c) => {
+  const { proof_id, kind } = c.req.valid('param');
+  return proofFileResponse(c.env.ARTIFACTS, await proofRuns.read(c, proof_id), kind);
+});
 
-
-proofsApi.openapi(
-  createRoute({
-    method: 'get',
-    path: '/{proof_id}/logs',
-    middleware: [permit('records.read')],
-    tags: ['proofs'],
-    summary: 'The proof job’s logs (plain text, possibly empty)',
-    ...logRouteDoc('proof'),
-    request: { params: ProofParams, query: LogPageQuerySchema },
-    responses: { ...logRouteDoc('proof').responses, ...errorResponses(404, 422) },
-  }),
-  async (c) => {
-    const id = c.req.valid('param').proof_id;
-    const { offset } = c.req.valid('query');
-    // One round trip: the key, the proof, its job's log length and the index rows of the page.
-    const [proof, job, rows] = await asCaller(
-      c,
-      (org) => [proofQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'proof', id), logPageQuery(c.var.db, jobIdOfSubject('proof', id), offset)],
-      ([r]) => r.length > 0,
-    );
-    one(proof, 'Proof');
-    return (await logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows as LogIndexRow[], offset)) as never;
-  },
-);
-
-// ---------------------------------------------------------------------------
-// GET /v1/proofs/{proof_id}/events
-
-const proofEventsDoc = eventStreamDoc('proof', 'Succeeded, Failed or Canceled');
-proofsApi.openapi(
-  createRoute({
-    method: 'get',
-    path: '/{proof_id}/events',
-    middleware: [permit('records.read')],
-    tags: ['proofs'],
-    summary: 'Follow a proof live: its state and logs as Server-Sent Events',
-    description: proofEventsDoc.description,
-    request: { params: ProofParams, headers: EventStreamHeaders },
-    responses: { ...proofEventsDoc.responses, ...errorResponses(400, 404, 422) },
-  }),
-  async (c) => (await eventStream(c, proofEvents, c.req.valid('param').proof_id)) as never,
-);
+proofRuns.logs();
+proofRuns.events();
 
 // ---------------------------------------------------------------------------
 // POST /v1/proofs/{proof_id}/cancel

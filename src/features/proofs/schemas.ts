@@ -1,0 +1,69 @@
+// Proofs' records: the public API's (interface section 2) and the console's (the same
+// record with the names a page shows, its job's progress), and the answer to a cancel.
+import { z } from '@hono/zod-openapi';
+import { PROOF_TYPES } from 'prover-agent/protocol';
+import { PROOF_STATES, type proofs } from '../../db/schema.ts';
+import { MessageResponse, Timestamp } from '../../lib/schemas.ts';
+
+export type ProofRow = typeof proofs.$inferSelect;
+
+export const ProofRecord = z
+  .object({
+    id: z.string(),
+    created_at: Timestamp,
+    state: z.enum(PROOF_STATES),
+    proof_type: z.enum(PROOF_TYPES),
+    program_uuid: z.string(),
+    launched_at: Timestamp.nullable(),
+    terminated_at: Timestamp.nullable(),
+    created_by: z.string(),
+    cells_used: z.number().int(),
+    cost: z.number().int().openapi({ description: 'GPU-milliseconds × the machine type’s rate; see README “Cost”' }),
+    machine_type: z.string(),
+    num_gpus: z.number().int(),
+    priority: z.number().int(),
+    error_message: z.string(),
+    proof_size: z.number().int(),
+    num_instructions: z.number().int().nullable(),
+    num_deferred_proofs: z.number().int(),
+  })
+  .openapi('Proof');
+
+export function proofRecord(p: ProofRow): z.infer<typeof ProofRecord> {
+  return {
+    id: p.id,
+    created_at: p.created_at,
+    state: p.state,
+    proof_type: p.proof_type,
+    program_uuid: p.program_id,
+    launched_at: p.launched_at,
+    terminated_at: p.terminated_at,
+    created_by: p.created_by,
+    cells_used: p.cells_used,
+    cost: p.cost,
+    machine_type: p.machine_type,
+    num_gpus: p.num_gpus,
+    priority: p.priority,
+    error_message: p.error_message,
+    proof_size: p.proof_size,
+    num_instructions: p.num_instructions,
+    num_deferred_proofs: p.num_deferred_proofs,
+  };
+}
+
+export const ConsoleProof = ProofRecord.extend({ program_name: z.string(), project_id: z.string(), project_name: z.string() }).openapi('ConsoleProof');
+
+export const ProofDetail = ConsoleProof.extend({
+  job: z
+    .object({
+      status: z.enum(['queued', 'leased', 'done']),
+      attempt: z.number().int(),
+      waiting_reason: z.string().nullable(),
+      log_bytes: z.number().int(),
+      cancel_requested: z.boolean(),
+    })
+    .nullable(),
+  files: z.array(z.string()).openapi({ description: 'Proof kinds ready to download' }),
+}).openapi('ConsoleProofDetail');
+
+export const CancelAnswer = MessageResponse.extend({ state: z.string() });

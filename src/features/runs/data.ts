@@ -1,0 +1,78 @@
+// The statements proofs and executions share: the job working for a run (its logs are
+// the job's), a page of a program's runs with the program's counter of them, and what a
+// run's event stream reads (src/features/runs/events.ts): its record with its job's log
+// position, in one statement.
+import { and, eq, sql, type SQL } from 'drizzle-orm';
+import type { RunnableQuery } from 'drizzle-orm/runnable-query';
+import type { Db } from '../../db/client.ts';
+import { jobs, programs } from '../../db/schema.ts';
+import { notFound } from '../../lib/errors.ts';
+import type { Org } from '../../lib/pages.ts';
+import { paginate } from '../../lib/schemas.ts';
+
+/** The kinds of job that work for a run: a proof's, an execution's. */
+export type RunJobKind = 'proof' | 'execute';
+
+/** The id of the job working for a subject (its logs are the job's). */
+export const jobOfSubject = (db: Db, kind: RunJobKind, subject: SQL | string) =>
+  db
+    .select({ id: jobs.id, log_bytes: jobs.log_bytes, log_truncated: jobs.log_truncated, log_store: jobs.log_store })
+    .from(jobs)
+    .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subject)));
+
+/**
+ * The statements reading a page of a program's runs (`rows`: the run kind's own page,
+ * newest first) and the program's counter of them (`program`: the list's total; no
+ * row for another organization's program), by name for one batch. runsPage() reads them.
+ */
+export const programRuns = <Rows>(db: Db, org: Org, programId: string, counter: typeof programs.proof_count | typeof programs.execution_count, rows: Rows) => ({
+  program: db
+    .select({ total: counter })
+    .from(programs)
+    .where(and(eq(programs.id, programId), eq(programs.org_id, org))),
+  rows,
+});
+
+/** The page programRuns() read, as records: 404 when the program is not the caller's. */
+export function runsPage<R, T>({ program: [program], rows }: { program: { total: number }[]; rows: R[] }, toRecord: (row: R) => T, page: number, pageSize: number) {
+  if (!program) throw notFound('Program');
+  return paginate(rows.map(toRecord), program.total, page, pageSize);
+}
+
+// ---------------------------------------------------------------------------
+// Event streams: what a run kind tells its stream.
+
+/** The job's log position, as columns of the record's row (names no record column has). */
+export interface LogPosition {
+  log_job_id: string | null;
+  log_bytes: number | null;
+}
+
+/** The least a streamed record's row has: the stream reads its log by it. */
+export type SubjectRow = LogPosition;
+
+/** One statement answering rows of `R` (a drizzle builder: awaited, in a batch, or `.all()`). */
+export type SubjectQuery<R> = RunnableQuery<R[], 'sqlite'> & PromiseLike<R[]> & { all(): Promise<R[]> };
+
+/** A kind of record that has an event stream. */
+export interface EventSubject<R extends SubjectRow = SubjectRow> {
+  /** As errors name it ("Proof not found"). */
+  name: string;
+  /** One statement: the record and its job's log position, scoped to `org`. */
+  query(db: Db, org: SQL<string>, id: string): SubjectQuery<R>;
+  /** The record as its GET returns it, and whether it is final. */
+  record(row: R): { json: string; terminal: boolean };
+}
+
+/**
+ * The job's log position as columns of the record's row. The record's id is named with
+ * its table: drizzle writes columns of a one-table select unqualified, which inside the
+ * subquery would name the job's own id.
+ */
+export const logPosition = (kind: RunJobKind, table: 'proofs' | 'executions') => {
+  const subjectId = sql`${sql.identifier(table)}.${sql.identifier('id')}`;
+  return {
+    log_job_id: sql<string | null>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_job_id'),
+    log_bytes: sql<number | null>`(SELECT ${jobs.log_bytes} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_bytes'),
+  };
+};

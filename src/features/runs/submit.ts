@@ -1,0 +1,92 @@
+// A job-creating request's side of dispatch (src/jobs/dispatch.ts keeps the D1 part:
+// the job's insert, its quota and key checks, the notice): the caller's usage for the
+// request's first read, the request's objects in R2, its stored answer under its
+// Idempotency-Key, and why a refused batch was refused. Every route that creates a job
+// (programs, proofs, executions, verifications) submits through submitJob().
+import type { SQL } from 'drizzle-orm';
+import type { Context } from 'hono';
+import { gpusUsed, type JobKind } from 'prover-agent/protocol';
+import type { AppEnv } from '../../app-env.ts';
+import type { Statement } from '../../db/batch.ts';
+import { notifyJob, recordJob, type NewJob } from '../../jobs/dispatch.ts';
+import { isRefusedJobInsert, orgUsageQuery, quotaDefaults, quotaExceeded } from '../../jobs/quotas.ts';
+import { ArtifactBatch } from '../../lib/artifacts.ts';
+import { ApiError } from '../../lib/errors.ts';
+import { keyRefusal } from '../../middleware/auth.ts';
+import { answerStatements, claimLost } from '../../middleware/idempotency/index.ts';
+import { isLostClaim } from '../../middleware/idempotency/store.ts';
+
+/** The caller's organization usage, for the request's first read (src/middleware/auth.ts asCaller). */
+export function usageQuery(c: Context<AppEnv>, org: SQL<string>) {
+  return orgUsageQuery(c.var.db, org, quotaDefaults(c.env));
+}
+
+/**
+ * Why a job-creating batch was refused, read on the primary: 401 when the caller's key
+ * was revoked while the request was on its way, 403 when its creator was demoted below
+ * submitting, the 429 of the quota it would exceed, or null when none holds any more
+ * (a job ended meanwhile: try again).
+ */
+async function explainRefusal(c: Context<AppEnv>, gpus: number): Promise<ApiError | null> {
+  const caller = c.var.caller;
+  const refusal = caller.keyHash ? await keyRefusal(c) : null;
+  if (refusal) return refusal;
+  const [usage] = await orgUsageQuery(c.var.sessions.primary(), caller.orgId, quotaDefaults(c.env));
+  return usage ? quotaExceeded(usage, gpus) : null;
+}
+
+/** What a job-creating request answers once its rows are committed (stored under its Idempotency-Key, if it sent one). */
+export interface CreatedAnswer {
+  status: 200 | 201;
+  body: { id: string };
+}
+
+/**
+ * The one write path of every request that creates a job, for the authenticated
+ * caller (c.var.caller). `store` writes the request's objects to R2 and returns what
+ * the rows need; then the rows `build` makes and the job row are committed in one D1
+ * batch on the primary, which re-checks the caller's key and the quotas inside it and
+ * can still refuse as a whole; then the notice is sent. If anything fails before the
+ * batch commits, every object written is deleted: no row without its objects, no
+ * object without its row, no notice for a job that was not recorded. A request with an
+ * Idempotency-Key stores `answer` in the same batch, which commits only while the
+ * request holds its key (src/middleware/idempotency/): no record without its stored
+ * answer, no stored answer without its record.
+ */
+export async function submitJob<T>(
+  c: Context<AppEnv>,
+  store: (artifacts: ArtifactBatch) => Promise<T>,
+  build: (stored: T) => { job: NewJob; rows: Statement[] },
+  answer: CreatedAnswer,
+): Promise<T> {
+  const { db, caller } = c.var;
+  const quotas = quotaDefaults(c.env);
+  const artifacts = new ArtifactBatch(c.env.ARTIFACTS);
+  let jobId: string;
+  let kind: JobKind;
+  let stored: T;
+  try {
+    stored = await store(artifacts);
+    const { job, rows } = build(stored);
+    const answerRows = await answerStatements(c, answer.status, answer.body);
+    const gpus = gpusUsed(job.engine, job.numGpus);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        jobId = await recordJob(db, job, caller, quotas, [...rows, ...answerRows(db, caller.orgId)]);
+        break;
+      } catch (err) {
+        if (isLostClaim(err)) throw claimLost();
+        if (!isRefusedJobInsert(err)) throw err;
+        const refusal = await explainRefusal(c, gpus);
+        if (refusal) throw refusal;
+        if (attempt === 2) throw new ApiError(429, 'Quota exceeded: your organization reached a quota while this request was stored; submit it again');
+      }
+    }
+    kind = job.kind;
+  } catch (err) {
+    await artifacts.rollback();
+    throw err;
+  }
+  await notifyJob(c.env, { job_id: jobId, kind });
+  return stored;
+}
