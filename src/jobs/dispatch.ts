@@ -18,6 +18,7 @@ import { keyRefusal, orgOfKey } from '../middleware/auth.ts';
 import { answerStatements, claimLost } from '../middleware/idempotency.ts';
 import { isRefusedJobInsert, orgIdIfAllowed, orgUsageQuery, quotaDefaults, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
 import type { Env, JobNotice } from '../env.ts';
+import { limitColumns, type JobLimits } from './limits.ts';
 
 /** Priority of jobs callers wait on interactively (program commits, verifications). */
 export const INTERACTIVE_PRIORITY = 10;
@@ -32,6 +33,8 @@ export interface NewJob {
   engine: string;
   priority: number;
   numGpus: number;
+  /** The request's limits (src/jobs/limits.ts); absent ones take the organization's defaults. */
+  limits?: JobLimits;
 }
 
 /**
@@ -62,6 +65,7 @@ export function insertJob(db: Db, job: NewJob, caller: Caller, quotas: QuotaDefa
     gpus_used: gpus,
     queued_at: now,
     notified_at: now,
+    ...limitColumns(job.orgId, job.limits, now),
   });
   return { id, query };
 }

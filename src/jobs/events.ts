@@ -29,6 +29,7 @@
 //   it open; polling stops as soon as the client goes away.
 import { z } from '@hono/zod-openapi';
 import { and, eq, getTableColumns, lt, lte, sql, type SQL } from 'drizzle-orm';
+import { executionColumns, proofColumns } from '../lib/lookups.ts';
 import type { BatchItem } from 'drizzle-orm/batch';
 import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
@@ -95,7 +96,7 @@ export const proofEvents: EventSubject = {
   name: 'Proof',
   query: (db, org, id) =>
     db
-      .select({ ...getTableColumns(proofs), ...logPosition('proof', 'proofs') })
+      .select({ ...proofColumns(), ...logPosition('proof', 'proofs') })
       .from(proofs)
       .where(and(eq(proofs.id, id), eq(proofs.org_id, org))) as never,
   record(row) {
@@ -108,7 +109,7 @@ export const executionEvents: EventSubject = {
   name: 'Execution',
   query: (db, org, id) =>
     db
-      .select({ ...getTableColumns(executions), ...logPosition('execute', 'executions') })
+      .select({ ...executionColumns(), ...logPosition('execute', 'executions') })
       .from(executions)
       .where(and(eq(executions.id, id), eq(executions.org_id, org))) as never,
   record(row) {

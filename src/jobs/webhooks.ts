@@ -22,6 +22,7 @@
 // batch that recognises its own attempt row, so two copies of one message racing each
 // other record one attempt, move the endpoint's failure count once and schedule one retry.
 import { and, asc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import { executionColumns, proofColumns } from '../lib/lookups.ts';
 import { Webhook } from 'standardwebhooks';
 import type { Db } from '../db/client.ts';
 import { RequestSessions } from '../db/sessions.ts';
@@ -152,9 +153,9 @@ function subjectStatements(db: Db, deliveryId: string, kind: SubjectKind | undef
   const subject = sql`(SELECT ${webhookDeliveries.subject_id} FROM ${webhookDeliveries} WHERE ${webhookDeliveries.id} = ${deliveryId} AND ${webhookDeliveries.payload} IS NULL)`;
   switch (kind) {
     case 'proof':
-      return [db.select().from(proofs).where(eq(proofs.id, subject))] as const;
+      return [db.select(proofColumns()).from(proofs).where(eq(proofs.id, subject))] as const;
     case 'execution':
-      return [db.select().from(executions).where(eq(executions.id, subject))] as const;
+      return [db.select(executionColumns()).from(executions).where(eq(executions.id, subject))] as const;
     case 'verification':
       return [db.select().from(verifications).where(eq(verifications.id, subject))] as const;
     case 'program': {

@@ -7,10 +7,10 @@
 // Statements batched together never join tables whose columns share names: D1 returns
 // a batch's rows as objects keyed by column name, so such a join would lose columns.
 // A program's project and config are read by statements of their own instead.
-import { and, asc, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteSelect } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../db/client.ts';
-import { configs, executions, jobs, organizations, programs, projects, proofs, verifications } from '../db/schema.ts';
+import { configs, executions, jobs, organizations, programs, projects, proofs, queueLanes, verifications } from '../db/schema.ts';
 import { notFound } from './errors.ts';
 import { programRecord, projectRecord } from './records.ts';
 import { paginate } from './schemas.ts';
@@ -153,15 +153,48 @@ export const projectPage = (read: readonly [ProjectRow[], { total: number }[]], 
 // ---------------------------------------------------------------------------
 // Proofs, executions, verifications, configs.
 
+/** Other organizations' lanes looked at for a queued job's jobs_ahead, at most. */
+const AHEAD_LANES = 100;
+/** Jobs of its own lane counted ahead of a queued job, at most (per range below). */
+const AHEAD_CAP = 1000;
+
+/**
+ * A proof's or execution's limits and, while it is queued, why it waits (README "Why a
+ * job waits"), as JSON text for runFields() (src/lib/records.ts): one correlated
+ * subquery of the record's read, so still one D1 read. Its job by its unique
+ * (kind, subject_id), its lane by primary key (what the sweep found, src/jobs/waiting.ts),
+ * its own organization's jobs ahead of it by three bounded ranges of the jobs_lane index
+ * (higher priority; same priority and older; same instant, lower id: each at most
+ * AHEAD_CAP rows), and the queued counts of up to AHEAD_LANES other organizations' lanes
+ * on its config (queue_lanes_by_config). Nothing grows with the backlog past those caps.
+ */
+export function runStateSql(kind: 'proof' | 'execute', subjectId: SQL | { getSQL(): SQL }) {
+  const lane = `x.status = 'queued' AND x.org_id = j.org_id AND x.engine = j.engine AND x.config_id = j.config_id AND x.gpus_used = j.gpus_used`;
+  const count = (range: string) => sql.raw(`(SELECT count(*) FROM (SELECT 1 FROM jobs x WHERE ${lane} AND ${range} LIMIT ${AHEAD_CAP}))`);
+  return sql<string | null>`(SELECT json_object(
+      'cycle_limit', j.cycle_limit, 'cost_limit', j.cost_limit, 'deadline_at', j.deadline_at,
+      'queued', j.status = 'queued', 'code', l.waiting_code, 'detail', l.waiting_reason,
+      'ahead', CASE WHEN j.status = 'queued' THEN ${count('x.priority > j.priority')} + ${count('x.priority = j.priority AND x.queued_at < j.queued_at')} + ${count('x.priority = j.priority AND x.queued_at = j.queued_at AND x.id < j.id')} END,
+      'others', CASE WHEN j.status = 'queued' THEN (SELECT json_group_array(o.queued) FROM (SELECT o.queued FROM ${queueLanes} o
+        WHERE o.config_id = j.config_id AND o.head_job_id IS NOT NULL AND o.engine = j.engine AND o.org_id <> j.org_id LIMIT ${sql.raw(String(AHEAD_LANES))}) o) END)
+    FROM ${jobs} j LEFT JOIN ${queueLanes} l ON l.org_id = j.org_id AND l.engine = j.engine AND l.config_id = j.config_id AND l.gpus_used = j.gpus_used
+    WHERE j.kind = ${kind} AND j.subject_id = ${subjectId})`;
+}
+
+/** A proof's columns and its run state (runStateSql), as every read of proof records selects them. */
+export const proofColumns = () => ({ ...getTableColumns(proofs), run_state: runStateSql('proof', proofs.id).as('run_state') });
+/** An execution's columns and its run state (runStateSql). */
+export const executionColumns = () => ({ ...getTableColumns(executions), run_state: runStateSql('execute', executions.id).as('run_state') });
+
 export const proofQuery = (db: Db, org: Org, id: string) =>
   db
-    .select()
+    .select(proofColumns())
     .from(proofs)
     .where(and(eq(proofs.id, id), eq(proofs.org_id, org)));
 
 export const executionQuery = (db: Db, org: Org, id: string) =>
   db
-    .select()
+    .select(executionColumns())
     .from(executions)
     .where(and(eq(executions.id, id), eq(executions.org_id, org)));
 
@@ -202,7 +235,7 @@ export async function findProgram(db: Db, org: Org, id: string) {
 }
 
 /** One page of a program's proofs, as drizzle types it (the shape programRunsQuery() answers with). */
-const runsOf = (db: Db) => db.select().from(proofs).limit(1).offset(0);
+const runsOf = (db: Db) => db.select(proofColumns()).from(proofs).limit(1).offset(0);
 
 /**
  * The statements reading a page of a program's proofs or executions, newest first, and
@@ -213,7 +246,7 @@ export function programRunsQuery<T extends typeof proofs | typeof executions>(db
   const counter = table === proofs ? programs.proof_count : programs.execution_count;
   const rows = inPage(
     db
-      .select()
+      .select(table === proofs ? proofColumns() : (executionColumns() as unknown as ReturnType<typeof proofColumns>))
       .from(table as typeof proofs) // the two tables share the columns used here; the row type is T's (below)
       .where(and(eq(table.program_id, programId), eq(table.org_id, org)))
       .orderBy(desc(table.created_at), desc(table.id))

@@ -5,6 +5,34 @@ import { z } from '@hono/zod-openapi';
 import type { configs, executions, programs, projects, proofs, verifications } from '../db/schema.ts';
 import { PROOF_TYPES } from 'prover-agent/protocol';
 import { PROOF_STATES } from '../db/schema.ts';
+import { RunLimitFields } from '../features/limits/schemas.ts';
+
+/** A record's run state as its read selects it (src/lib/lookups.ts runStateSql): JSON text, or absent/null when no job row answers. */
+type RunState = { run_state?: string | null };
+
+/**
+ * The limits and waiting fields of a proof or execution record (features/limits/schemas.ts
+ * RunLimitFields) from its run state. jobs_ahead adds, to its own organization's jobs ahead
+ * in its lane, about one turn per job ahead of it (and its own) for each other
+ * organization queued on its config: fair share serves organizations in turn.
+ */
+export function runFields(row: RunState): { [K in keyof typeof RunLimitFields]: z.infer<(typeof RunLimitFields)[K]> } {
+  const r = row.run_state ? (JSON.parse(row.run_state) as { cycle_limit: number | null; cost_limit: number | null; deadline_at: number | null; queued: number; code: string | null; detail: string | null; ahead: number | null; others: string | null }) : null;
+  const queued = !!r?.queued;
+  const own = r?.ahead ?? 0;
+  const others = queued && r?.others ? (JSON.parse(r.others) as number[]).reduce((sum, q) => sum + Math.min(q, own + 1), 0) : 0;
+  const ahead = own + others;
+  const code = (r?.code ?? null) as z.infer<typeof RunLimitFields.waiting_reason>;
+  return {
+    cycle_limit: r?.cycle_limit ?? null,
+    cost_limit: r?.cost_limit ?? null,
+    deadline_at: r?.deadline_at != null ? new Date(r.deadline_at).toISOString() : null,
+    waiting_reason: queued ? (code ?? (ahead > 0 ? 'jobs_ahead' : 'starting')) : null,
+    waiting_detail: queued ? (r?.detail ?? null) : null,
+    jobs_ahead: queued ? ahead : null,
+    estimated_start_at: null,
+  };
+}
 
 type Row<T extends { $inferSelect: unknown }> = T['$inferSelect'];
 
@@ -81,10 +109,11 @@ export const ProofRecord = z
     proof_size: z.number().int(),
     num_instructions: z.number().int().nullable(),
     num_deferred_proofs: z.number().int(),
+    ...RunLimitFields,
   })
   .openapi('Proof');
 
-export function proofRecord(p: Row<typeof proofs>): z.infer<typeof ProofRecord> {
+export function proofRecord(p: Row<typeof proofs> & RunState): z.infer<typeof ProofRecord> {
   return {
     id: p.id,
     created_at: p.created_at,
@@ -103,6 +132,7 @@ export function proofRecord(p: Row<typeof proofs>): z.infer<typeof ProofRecord> 
     proof_size: p.proof_size,
     num_instructions: p.num_instructions,
     num_deferred_proofs: p.num_deferred_proofs,
+    ...runFields(p),
   };
 }
 
@@ -213,10 +243,11 @@ export const ExecutionRecord = z
     total_cycle: z.number().int().nullable(),
     total_tick: z.number().int().nullable(),
     num_instructions: z.number().int().nullable(),
+    ...RunLimitFields,
   })
   .openapi('Execution');
 
-export function executionRecord(e: Row<typeof executions>): z.infer<typeof ExecutionRecord> {
+export function executionRecord(e: Row<typeof executions> & RunState): z.infer<typeof ExecutionRecord> {
   return {
     id: e.id,
     created_at: e.created_at,
@@ -233,5 +264,6 @@ export function executionRecord(e: Row<typeof executions>): z.infer<typeof Execu
     total_cycle: e.total_cycle,
     total_tick: e.total_tick,
     num_instructions: e.num_instructions,
+    ...runFields(e),
   };
 }

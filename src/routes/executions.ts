@@ -18,6 +18,7 @@ import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuer
 import { eventStream, eventStreamDoc, EventStreamHeaders, executionEvents } from '../jobs/events.ts';
 import { asCaller } from '../middleware/auth.ts';
 import { permit } from '../middleware/permit.ts';
+import { LimitsQuery, limitsOf } from '../features/limits/schemas.ts';
 
 export const executionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -30,7 +31,7 @@ async function readExecution(c: Context<AppEnv>, id: string) {
   return one(rows, 'Execution');
 }
 
-const SubmitQuery = z.object({ program_id: z.uuid(), mode: z.enum(EXECUTION_MODES).default('pure') });
+const SubmitQuery = z.object({ program_id: z.uuid(), mode: z.enum(EXECUTION_MODES).default('pure') }).extend(LimitsQuery.shape);
 
 const submitRoute = createRoute({
   method: 'post',
@@ -73,7 +74,7 @@ executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', S
       rows: [
         db.insert(executions).values({ id, org_id: caller.orgId, program_id: program.id, mode: q.mode, created_by: caller.owner, input_key: artifactKey.executionInput(id) }),
       ],
-      job: { kind: 'execute', subjectId: id, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: DEFAULT_PRIORITY, numGpus: 1 },
+      job: { kind: 'execute', subjectId: id, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: DEFAULT_PRIORITY, numGpus: 1, limits: limitsOf(q) },
     }),
     answer,
   );

@@ -23,6 +23,7 @@ import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib
 import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders, proofEvents } from '../jobs/events.ts';
 import { permit } from '../middleware/permit.ts';
+import { LimitsQuery, limitsOf } from '../features/limits/schemas.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -41,7 +42,7 @@ const SubmitQuery = z.object({
   proof_type: z.enum(['stark', 'evm']).default('stark'),
   num_gpus: optionalQueryInt(1, 10000, 'GPUs to prove with; default: the program’s default_num_gpus'),
   priority: queryInt(1, 10, DEFAULT_PRIORITY, `1..10, 10 highest; default ${DEFAULT_PRIORITY}`),
-});
+}).extend(LimitsQuery.shape);
 
 const InputBody = z
   .object({
@@ -138,7 +139,7 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
             child_proof_keys: childKeys,
           }),
         ],
-        job: { kind: 'proof', subjectId: proofId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: q.priority, numGpus },
+        job: { kind: 'proof', subjectId: proofId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: q.priority, numGpus, limits: limitsOf(q) },
       };
     },
     answer,
