@@ -61,7 +61,7 @@ const submittedMs = sql`CAST(round((julianday(${jobs.created_at}) - 2440587.5) *
 
 /** The deadline's message for a job still `doing` (queued, running) at its deadline, in SQL. */
 const deadlineMessageSql = (doing: string) =>
-  sql<string>`printf('Deadline passed: the job was still ${sql.raw(doing)} at its deadline, %d s after its submission (deadline_at %s)', (${jobs.deadline_at} - ${submittedMs}) / 1000, strftime('%Y-%m-%dT%H:%M:%SZ', ${jobs.deadline_at} / 1000, 'unixepoch'))`;
+  sql<string>`printf('Deadline passed: the job was still ${sql.raw(doing)} at its deadline, %d s after its submission (deadline_at %s)', CAST(round((${jobs.deadline_at} - ${submittedMs}) / 1000.0) AS INTEGER), strftime('%Y-%m-%dT%H:%M:%SZ', ${jobs.deadline_at} / 1000, 'unixepoch'))`;
 
 /** The rate (USD per GPU-hour) of the machine type `machineType` (SQL), as leaseCost() reads settings.machineRates. */
 function rateSql(settings: FleetSettings, machineType: SQL): SQL {

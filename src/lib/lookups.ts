@@ -168,7 +168,9 @@ const AHEAD_CAP = 1000;
  * AHEAD_CAP rows), and the queued counts of up to AHEAD_LANES other organizations' lanes
  * on its config (queue_lanes_by_config). Nothing grows with the backlog past those caps.
  */
-export function runStateSql(kind: 'proof' | 'execute', subjectId: SQL | { getSQL(): SQL }) {
+export function runStateSql(kind: 'proof' | 'execute', table: 'proofs' | 'executions') {
+  // Named in full: drizzle writes a column of the selected table unqualified, which inside this subquery would be the job's.
+  const subjectId = sql`${sql.identifier(table)}.${sql.identifier('id')}`;
   const lane = `x.status = 'queued' AND x.org_id = j.org_id AND x.engine = j.engine AND x.config_id = j.config_id AND x.gpus_used = j.gpus_used`;
   const count = (range: string) => sql.raw(`(SELECT count(*) FROM (SELECT 1 FROM jobs x WHERE ${lane} AND ${range} LIMIT ${AHEAD_CAP}))`);
   return sql<string | null>`(SELECT json_object(
@@ -182,9 +184,9 @@ export function runStateSql(kind: 'proof' | 'execute', subjectId: SQL | { getSQL
 }
 
 /** A proof's columns and its run state (runStateSql), as every read of proof records selects them. */
-export const proofColumns = () => ({ ...getTableColumns(proofs), run_state: runStateSql('proof', proofs.id).as('run_state') });
+export const proofColumns = () => ({ ...getTableColumns(proofs), run_state: runStateSql('proof', 'proofs').as('run_state') });
 /** An execution's columns and its run state (runStateSql). */
-export const executionColumns = () => ({ ...getTableColumns(executions), run_state: runStateSql('execute', executions.id).as('run_state') });
+export const executionColumns = () => ({ ...getTableColumns(executions), run_state: runStateSql('execute', 'executions').as('run_state') });
 
 export const proofQuery = (db: Db, org: Org, id: string) =>
   db

@@ -17,10 +17,10 @@ type RunState = { run_state?: string | null };
  * organization queued on its config: fair share serves organizations in turn.
  */
 export function runFields(row: RunState): { [K in keyof typeof RunLimitFields]: z.infer<(typeof RunLimitFields)[K]> } {
-  const r = row.run_state ? (JSON.parse(row.run_state) as { cycle_limit: number | null; cost_limit: number | null; deadline_at: number | null; queued: number; code: string | null; detail: string | null; ahead: number | null; others: string | null }) : null;
+  const r = row.run_state ? (JSON.parse(row.run_state) as { cycle_limit: number | null; cost_limit: number | null; deadline_at: number | null; queued: number; code: string | null; detail: string | null; ahead: number | null; others: number[] | null }) : null;
   const queued = !!r?.queued;
   const own = r?.ahead ?? 0;
-  const others = queued && r?.others ? (JSON.parse(r.others) as number[]).reduce((sum, q) => sum + Math.min(q, own + 1), 0) : 0;
+  const others = queued && r?.others ? r.others.reduce((sum, q) => sum + Math.min(q, own + 1), 0) : 0;
   const ahead = own + others;
   const code = (r?.code ?? null) as z.infer<typeof RunLimitFields.waiting_reason>;
   return {
