@@ -25,8 +25,11 @@ import type { Db } from '../db/client.ts';
 import { jobs, leases, organizations } from '../db/schema.ts';
 import { ALL_JOB_KINDS } from './kinds/index.ts';
 import { updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
-import type { FleetSettings, LeaseRow } from './state.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
+
+/** What cost needs of the fleet's settings (./state.ts FleetSettings; not imported: state.ts imports this module). */
+type FleetSettings = { machineRates: Record<string, number> };
+type LeaseRow = typeof leases.$inferSelect;
 
 /** A request's limits (absent: the organization's default, if any). */
 export interface JobLimits {
