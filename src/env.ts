@@ -57,6 +57,8 @@ export interface Env {
   MAX_LEASE_SECONDS?: string;
   MAX_RETRIES?: string;
   RENOTIFY_AFTER_SECONDS?: string;
+  /** Seconds a queued job no online agent can take waits before its `*.unservable` webhook event (src/jobs/waiting.ts). */
+  UNSERVABLE_EVENT_SECONDS?: string;
   AGENT_STALE_SECONDS?: string;
   /** JSON: USD per GPU-hour by machine type, "*" as the fallback. */
   MACHINE_RATES?: string;

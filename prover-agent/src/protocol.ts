@@ -139,6 +139,12 @@ export interface ClaimedJob {
   inline_artifacts?: Record<string, string>;
   /** Where this attempt's logs continue. */
   log: { seq: number; offset: number };
+  /**
+   * The job's cycle limit (README "Job limits"): an engine stops the guest when it
+   * reaches it and the agent reports /fail with `limit` (an engine that cannot stop
+   * mid-run meters first and refuses before proving). Null or absent: none.
+   */
+  cycle_limit?: number | null;
 }
 
 /** POST /internal/v1/lease/heartbeat (job token). */
@@ -208,6 +214,14 @@ export interface FailRequest extends LeaseEnding {
   error: string;
   /** True for the agent's own trouble (disk, tool crash): the job may run again elsewhere. */
   retryable: boolean;
+  /** The job reached its cycle limit (ClaimedJob.cycle_limit): the figure it reached; the service words the error and charges the run so far. */
+  limit?: LimitReached;
+}
+
+/** A limit a job reached, as the engine measured it. */
+export interface LimitReached {
+  name: 'cycle_limit';
+  reached: number;
 }
 
 /**

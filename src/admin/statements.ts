@@ -142,11 +142,15 @@ export interface OrganizationLimits {
   maxGpus?: number | null;
   /** Its weight in the fair share of the fleet (1 = as any other). */
   shareWeight?: number;
+  /** Defaults of its jobs' limits (README "Job limits"; a request's own wins); null = none. */
+  defaultCycleLimit?: number | null;
+  defaultCostLimit?: number | null;
+  defaultDeadlineSeconds?: number | null;
 }
 
 /** Sets an organization's quotas and fair-share weight (src/jobs/quotas.ts, claims in src/jobs/state.ts); unnamed ones stay. */
 export function setOrganizationLimits(orgId: string, limits: OrganizationLimits): AdminStep {
-  const set: Partial<Pick<typeof organizations.$inferInsert, 'max_active_jobs' | 'max_gpus' | 'share_weight'>> = {};
+  const set: Partial<Pick<typeof organizations.$inferInsert, 'max_active_jobs' | 'max_gpus' | 'share_weight' | 'default_cycle_limit' | 'default_cost_limit' | 'default_deadline_seconds'>> = {};
   const count = <K extends keyof typeof set>(name: K, v: number | null | undefined, min: number) => {
     if (v === undefined) return;
     if (v !== null && (!Number.isSafeInteger(v) || v < min)) throw new Error(`${name} must be an integer ≥ ${min}, not ${v}`);
@@ -155,6 +159,9 @@ export function setOrganizationLimits(orgId: string, limits: OrganizationLimits)
   count('max_active_jobs', limits.maxActiveJobs, 0);
   count('max_gpus', limits.maxGpus, 0);
   count('share_weight', limits.shareWeight, 1);
+  count('default_cycle_limit', limits.defaultCycleLimit, 1);
+  count('default_cost_limit', limits.defaultCostLimit, 1);
+  count('default_deadline_seconds', limits.defaultDeadlineSeconds, 1);
   const changes = Object.entries(set).map(([name, v]) => `${name} = ${v ?? 'default'}`);
   if (changes.length === 0) throw new Error('name at least one limit to set');
   return {

@@ -32,7 +32,23 @@ export const WEBHOOK_EVENTS = [
   'execution.failed',
   'verification.verified',
   'verification.failed',
+  // No online agent could take the queued job for UNSERVABLE_EVENT_SECONDS (src/jobs/waiting.ts); once per job.
+  'proof.unservable',
+  'execution.unservable',
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/**
+ * Why a queued proof or execution waits, as its record's `waiting_reason` says it
+ * (src/jobs/waiting.ts, README "Why a job waits"):
+ * - no_agent: no online agent runs its engine or serves its config;
+ * - not_enough_gpus: agents serve its config, none has the GPUs it needs;
+ * - org_quota / org_budget: its organization is at a quota or budget that holds it
+ *   (reserved: quotas refuse submissions rather than hold jobs; budgets come with issue 23 item 2);
+ * - jobs_ahead: servable, behind `jobs_ahead` others;
+ * - starting: servable and next: an agent should take it within its poll interval.
+ */
+export const WAITING_REASONS = ['no_agent', 'not_enough_gpus', 'org_quota', 'org_budget', 'jobs_ahead', 'starting'] as const;
+export type WaitingReason = (typeof WAITING_REASONS)[number];
 
 export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;

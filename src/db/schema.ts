@@ -44,6 +44,10 @@ export const organizations = sqliteTable('organizations', {
   proof_count: integer('proof_count').notNull().default(0),
   execution_count: integer('execution_count').notNull().default(0),
   verification_count: integer('verification_count').notNull().default(0),
+  /** Defaults of its jobs' limits (README "Job limits"; a request's own wins); null: none. */
+  default_cycle_limit: integer('default_cycle_limit'),
+  default_cost_limit: integer('default_cost_limit'),
+  default_deadline_seconds: integer('default_deadline_seconds'),
 });
 
 /** API keys are stored only as SHA-256 hashes (hex) of the key. */
@@ -416,6 +420,12 @@ export const jobs = sqliteTable(
      * past the compaction's bound).
      */
     log_store: text('log_store', { enum: ['chunks', 'compacted', 'clean', 'kept'] }).notNull().default('chunks'),
+    /** Its limits (src/jobs/limits.ts; migrations/0015_job_limits.sql): cycles, cost (micro-USD), deadline (epoch ms). Null: none. */
+    cycle_limit: integer('cycle_limit'),
+    cost_limit: integer('cost_limit'),
+    deadline_at: integer('deadline_at'),
+    /** Why the service stopped it (a limit reached): set with cancel_requested, it ends Failed with this message instead of Canceled. */
+    stop_reason: text('stop_reason'),
   },
   (t) => [
     uniqueIndex('jobs_subject').on(t.kind, t.subject_id),
@@ -433,6 +443,8 @@ export const jobs = sqliteTable(
     index('jobs_queued_age').on(t.engine, t.config_id, t.queued_at).where(sql`${t.status} = 'queued'`),
     // Finished jobs whose log compaction is pending (the sweep's retries, src/jobs/logs.ts).
     index('jobs_log_pending').on(t.id).where(sql`${t.status} = 'done' AND ${t.log_store} IN ('chunks', 'compacted')`),
+    // Queued jobs past their deadline (the sweep, src/jobs/limits.ts).
+    index('jobs_deadline').on(t.deadline_at).where(sql`${t.status} = 'queued' AND ${t.deadline_at} IS NOT NULL`),
   ],
 );
 
@@ -570,6 +582,12 @@ export const queueLanes = sqliteTable(
     head_queued_at: integer('head_queued_at'),
     /** Why no online agent can serve this lane, as the sweep last found (null: servable). */
     waiting_reason: text('waiting_reason'),
+    /** The same as a code (src/jobs/waiting.ts WAITING_REASONS), null: servable. */
+    waiting_code: text('waiting_code'),
+    /** Epoch ms since when the sweep found no online agent able to take it (null: one can). */
+    unservable_since: integer('unservable_since'),
+    /** Its jobs queued up to this epoch ms were announced unservable (the job.unservable event, once per job). */
+    unservable_announced_to: integer('unservable_announced_to'),
   },
   (t) => [
     primaryKey({ columns: [t.org_id, t.engine, t.config_id, t.gpus_used] }),

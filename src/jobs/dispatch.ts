@@ -14,6 +14,7 @@ import { jobs } from '../db/schema.ts';
 import { orgOfKey } from '../middleware/auth.ts';
 import { orgIdIfAllowed, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
 import type { Env, JobNotice } from '../env.ts';
+import { limitColumns, type JobLimits } from './limits.ts';
 
 /** Priority of jobs callers wait on interactively (program commits, verifications). */
 export const INTERACTIVE_PRIORITY = 10;
@@ -28,6 +29,8 @@ export interface NewJob {
   engine: string;
   priority: number;
   numGpus: number;
+  /** The request's limits (src/jobs/limits.ts); absent ones take the organization's defaults. */
+  limits?: JobLimits;
 }
 
 /**
@@ -58,6 +61,7 @@ export function insertJob(db: Db, job: NewJob, caller: Caller, quotas: QuotaDefa
     gpus_used: gpus,
     queued_at: now,
     notified_at: now,
+    ...limitColumns(job.orgId, job.limits, now),
   });
   return { id, query };
 }

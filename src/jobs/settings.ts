@@ -24,6 +24,8 @@ export const FLEET_DEFAULTS = {
   MAX_RETRIES: 2,
   RENOTIFY_AFTER_SECONDS: 60,
   AGENT_STALE_SECONDS: 300,
+  /** A queued proof or execution no online agent could take for this long raises its `*.unservable` webhook event, once (src/jobs/waiting.ts). */
+  UNSERVABLE_EVENT_SECONDS: 600,
 };
 
 const num = (v: string | undefined, fallback: number) => (v !== undefined && v !== '' && Number.isFinite(Number(v)) ? Number(v) : fallback);
@@ -35,7 +37,7 @@ export interface AgentTimings {
   cancelCheckIntervalMs: number;
 }
 
-export function fleetSettings(env: Env): FleetSettings & AgentTimings & { renotifyAfterMs: number; agentStaleMs: number } {
+export function fleetSettings(env: Env): FleetSettings & AgentTimings & { renotifyAfterMs: number; agentStaleMs: number; unservableEventMs: number } {
   let machineRates: Record<string, number> = { '*': 0 };
   if (env.MACHINE_RATES) {
     try {
@@ -57,6 +59,7 @@ export function fleetSettings(env: Env): FleetSettings & AgentTimings & { renoti
     machineRates,
     renotifyAfterMs: num(env.RENOTIFY_AFTER_SECONDS, FLEET_DEFAULTS.RENOTIFY_AFTER_SECONDS) * 1000,
     agentStaleMs: num(env.AGENT_STALE_SECONDS, FLEET_DEFAULTS.AGENT_STALE_SECONDS) * 1000,
+    unservableEventMs: num(env.UNSERVABLE_EVENT_SECONDS, FLEET_DEFAULTS.UNSERVABLE_EVENT_SECONDS) * 1000,
   };
 }
 

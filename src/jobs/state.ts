@@ -29,7 +29,7 @@
 // expiry) ends the subject Canceled, charged only up to `cancel_requested_at`. Each
 // ending carries both outcomes, guarded by the flag, so the one that applies is
 // decided inside the same transaction as the cancel it races with.
-import { and, eq, getTableColumns, getTableName, inArray, isNull, lt, sql, type SQL } from 'drizzle-orm';
+import { and, eq, getTableColumns, getTableName, inArray, isNotNull, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { PROVE_PHASES, type JobKind, type ProvePhase } from 'prover-agent/protocol';
 import { alias, type SelectedFields, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 import { batchByName, type Statement } from '../db/batch.ts';
@@ -38,6 +38,7 @@ import { agentTokens, configs, jobs, leases, organizations, programs, proofs, qu
 import { ALL_JOB_KINDS, contractOf, type Completion } from './kinds/index.ts';
 import { updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
 import { proofJob } from './kinds/proof.ts';
+import { limitedKind, stopOnHeartbeat, stopReasonSql } from './limits.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
 
 /** Fleet tunables, from the Worker's vars (README "Configuration"). */
@@ -318,7 +319,8 @@ export async function heartbeat(
     // Never past the lease's bound, so the last renewal expires it there.
     renewed: db
       .update(jobs)
-      .set({ lease_expires_at: sql`min(${expires}, (SELECT ${bound} FROM ${leases} WHERE ${leases.id} = ${jobs.lease_id}))` })
+      // A job past its deadline or cost limit is stopped here (src/jobs/limits.ts): the answer says cancel.
+      .set({ lease_expires_at: sql`min(${expires}, (SELECT ${bound} FROM ${leases} WHERE ${leases.id} = ${jobs.lease_id}))`, ...stopOnHeartbeat(settings, now) })
       .where(mine)
       .returning({ cancel: jobs.cancel_requested, lease_expires_at: jobs.lease_expires_at }),
     proof: proofUpdates,
@@ -390,7 +392,13 @@ function canceledCostSql(kind: JobKindContract, settings: FleetSettings, now: nu
  */
 function cancelSubjects(db: Db, jobWhere: SQL, settings: FleetSettings, now: number) {
   const at = isoNow(now);
-  return ALL_JOB_KINDS.map((k) => updateSubjects(db, k, jobWhere, k.subject.canceled(at, canceledCostSql(k, settings, now))));
+  return ALL_JOB_KINDS.flatMap((k) => [
+    updateSubjects(db, k, and(jobWhere, isNull(jobs.stop_reason)), k.subject.canceled(at, canceledCostSql(k, settings, now))),
+    // Stopped by the service at a limit (src/jobs/limits.ts): Failed, saying which, charged as far as the limit allowed.
+    ...(limitedKind(k)
+      ? [updateSubjects(db, k, and(jobWhere, isNotNull(jobs.stop_reason)), { ...k.subject.failed(at, ''), error_message: stopReasonSql(k), cost: canceledCostSql(k, settings, now) })]
+      : []),
+  ]);
 }
 
 /**

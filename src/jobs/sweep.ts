@@ -10,10 +10,12 @@
 //   lanes cost, and an agent woken by a notice claims whatever is next for it anyway.
 // - Webhook deliveries whose attempt is overdue get a fresh queue message, and old
 //   finished ones are deleted (src/jobs/webhooks.ts sweepWebhooks).
+// - Queued jobs past their deadline fail (src/jobs/limits.ts); a lane no agent could take
+//   since UNSERVABLE_EVENT_SECONDS announces its jobs once (src/jobs/waiting.ts).
 // - Idempotency keys older than 24 h are deleted, in bounded batches (src/middleware/idempotency/store.ts).
 // - Finished jobs' logs whose compaction is pending (it failed, or its Worker died) are
 //   compacted, a few per run (src/jobs/logs.ts compactPendingLogs).
-import { and, eq, gte, isNotNull, isNull, lt } from 'drizzle-orm';
+import { and, eq, gte, isNotNull, isNull, lt, sql } from 'drizzle-orm';
 import { gpusUsed } from 'prover-agent/protocol';
 import { batchByName } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
@@ -25,29 +27,16 @@ import { appendServiceLog, compactPendingLogs } from './logs.ts';
 import { fleetSettings, tenantLimits } from './settings.ts';
 import { expireLeases, type JobRow } from './state.ts';
 import { afterExpiry } from './lease-checks.ts';
-import { sweepWebhooks } from './webhooks.ts';
-
-interface LiveAgent {
-  gpus: number;
-  engines: string[];
-  configs: string[];
-}
+import { enqueueDeliveries, sweepWebhooks } from './webhooks.ts';
+import { failQueuedPastDeadline } from './limits.ts';
+import { announceUnservable, unservableReason, type LiveAgent } from './waiting.ts';
 
 /**
- * Why none of `live` can run `job`, or null when one can: the rule claims apply in
- * SQL (nextJobFor, src/jobs/state.ts), told in words.
+ * Why none of `live` can run `job`, or null when one can (src/jobs/waiting.ts
+ * unservableReason, in words).
  */
 export function whyUnservable(job: Pick<JobRow, 'engine' | 'config_id' | 'num_gpus'>, live: LiveAgent[]): string | null {
-  if (live.length === 0) return 'no prover agent is online';
-  const engine = live.filter((a) => a.engines.includes(job.engine));
-  if (engine.length === 0) return `no online agent runs the '${job.engine}' engine`;
-  const config = engine.filter((a) => a.configs.length === 0 || a.configs.includes(job.config_id));
-  if (config.length === 0) return `no online agent serves config ${job.config_id}`;
-  const needed = gpusUsed(job.engine, job.num_gpus);
-  if (needed === 0) return null;
-  const most = Math.max(...config.map((a) => a.gpus));
-  if (most < needed) return `the job needs ${needed} GPU${needed === 1 ? '' : 's'} (of the ${job.num_gpus} it asked for); the largest online agent for its config has ${most}`;
-  return null;
+  return unservableReason(job, live)?.detail ?? null;
 }
 
 /** Lanes looked at per sweep, at most. */
@@ -57,7 +46,7 @@ export async function sweep(
   db: Db,
   env: Env,
   now = Date.now(),
-): Promise<{ requeued: number; renotified: number; waiting: number; webhooksRequeued: number; webhooksDeleted: number; idempotencyKeysDeleted: number; logsCompacted: number }> {
+): Promise<{ requeued: number; renotified: number; waiting: number; pastDeadline: number; unservableAnnounced: number; webhooksRequeued: number; webhooksDeleted: number; idempotencyKeysDeleted: number; logsCompacted: number }> {
   const settings = fleetSettings(env);
   const requeued: { id: string; kind: string }[] = [];
   for (let round = 0; round < 20; round++) {
@@ -82,6 +71,7 @@ export async function sweep(
       kind: jobs.kind,
       num_gpus: jobs.num_gpus,
       job_reason: jobs.waiting_reason,
+      lane_code: queueLanes.waiting_code,
     })
     .from(queueLanes)
     .innerJoin(jobs, eq(jobs.id, queueLanes.head_job_id))
@@ -90,14 +80,18 @@ export async function sweep(
   let renotified = 0;
   let waiting = 0;
   for (const lane of stale) {
-    const reason = whyUnservable({ engine: lane.engine, config_id: lane.config_id, num_gpus: lane.num_gpus }, live);
+    const why = unservableReason({ engine: lane.engine, config_id: lane.config_id, num_gpus: lane.num_gpus }, live);
+    const reason = why?.detail ?? null;
     const laneKey = and(eq(queueLanes.org_id, lane.org_id), eq(queueLanes.engine, lane.engine), eq(queueLanes.config_id, lane.config_id), eq(queueLanes.gpus_used, lane.gpus_used));
     if (reason) {
       waiting++;
-      if (reason !== lane.job_reason) {
+      if (reason !== lane.job_reason || why!.code !== lane.lane_code) {
         await batchByName(db, {
           job: db.update(jobs).set({ waiting_reason: reason }).where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
-          lane: db.update(queueLanes).set({ waiting_reason: reason }).where(laneKey),
+          lane: db
+            .update(queueLanes)
+            .set({ waiting_reason: reason, waiting_code: why!.code, unservable_since: sql`coalesce(${queueLanes.unservable_since}, ${now})` })
+            .where(laneKey),
         });
         await appendServiceLog(db, env.ARTIFACTS, lane.job_id, `Waiting: ${reason}. The job stays queued until an agent that can run it is online.`, tenantLimits(env));
       }
@@ -105,12 +99,17 @@ export async function sweep(
     }
     await batchByName(db, {
       job: db.update(jobs).set({ notified_at: now }).where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
-      lane: db.update(queueLanes).set({ waiting_reason: null }).where(laneKey),
+      lane: db.update(queueLanes).set({ waiting_reason: null, waiting_code: null, unservable_since: null }).where(laneKey),
     });
     await notifyJob(env, { job_id: lane.job_id, kind: lane.kind });
     renotified++;
   }
+  // Job limits and waiting (src/jobs/limits.ts, src/jobs/waiting.ts): queued jobs past their
+  // deadline fail; jobs no agent could take for UNSERVABLE_EVENT_SECONDS are announced once.
+  const pastDeadline = await failQueuedPastDeadline(db, now);
+  const unservable = await announceUnservable(db, now - settings.unservableEventMs, SWEEP_LANES);
+  await enqueueDeliveries(env, [...pastDeadline.deliveries, ...unservable]);
   const idempotencyKeysDeleted = await deleteExpiredKeys(db, now);
   const logsCompacted = await compactPendingLogs(db, env.ARTIFACTS, tenantLimits(env));
-  return { requeued: requeued.length, renotified, waiting, ...webhooks, idempotencyKeysDeleted, logsCompacted };
+  return { requeued: requeued.length, renotified, waiting, pastDeadline: pastDeadline.failed, unservableAnnounced: unservable.length, ...webhooks, idempotencyKeysDeleted, logsCompacted };
 }

@@ -7,7 +7,7 @@
 // Statements batched together never join tables whose columns share names: D1 returns
 // a batch's rows as objects keyed by column name, so such a join would lose columns.
 // A program's project and config are read by statements of their own instead.
-import { and, asc, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteSelect } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../db/client.ts';
 import { configs, organizations, programs, projects } from '../db/schema.ts';

@@ -192,10 +192,10 @@ const commands: Record<string, Command> = {
     run: (c) => runStep(c.target, createOrganization(required(c.values, 'name'))),
   },
   'set-org-limits': {
-    synopsis: 'ORG_ID [--max-jobs N|default] [--max-gpus N|default] [--weight W]',
+    synopsis: 'ORG_ID [--max-jobs N|default] [--max-gpus N|default] [--weight W] [--cycle-limit N|default] [--cost-limit N|default] [--deadline-seconds N|default]',
     summary:
-      'Set an organization’s quotas (queued-or-running jobs; GPUs those jobs hold) and its fair-share weight; `default` returns a quota to the Worker’s ORG_MAX_ACTIVE_JOBS / ORG_MAX_GPUS.',
-    options: { 'max-jobs': str, 'max-gpus': str, weight: str },
+      'Set an organization’s quotas (queued-or-running jobs; GPUs those jobs hold), its fair-share weight, and the defaults of its jobs’ limits (cycles, cost in micro-USD, deadline in seconds; a request’s own wins); `default` returns a quota to the Worker’s ORG_MAX_ACTIVE_JOBS / ORG_MAX_GPUS, and a job-limit default to none.',
+    options: { 'max-jobs': str, 'max-gpus': str, weight: str, 'cycle-limit': str, 'cost-limit': str, 'deadline-seconds': str },
     positionals: ['ORG_ID'],
     async run(c) {
       const quota = (flag: string): number | null | undefined => {
@@ -209,7 +209,14 @@ const commands: Record<string, Command> = {
       if (weight === null || weight === 0) throw new UsageError('--weight must be a whole number ≥ 1');
       let step: AdminStep;
       try {
-        step = setOrganizationLimits(c.positionals[0], { maxActiveJobs: quota('max-jobs'), maxGpus: quota('max-gpus'), shareWeight: weight });
+        step = setOrganizationLimits(c.positionals[0]!, {
+          maxActiveJobs: quota('max-jobs'),
+          maxGpus: quota('max-gpus'),
+          shareWeight: weight,
+          defaultCycleLimit: quota('cycle-limit'),
+          defaultCostLimit: quota('cost-limit'),
+          defaultDeadlineSeconds: quota('deadline-seconds'),
+        });
       } catch (err) {
         throw new UsageError((err as Error).message);
       }

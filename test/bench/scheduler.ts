@@ -13,6 +13,9 @@
 //            insert's conditional, both counting the organization's jobs; now: the
 //            usage read and the insert, both reading counters)
 //   sweep:   one cron sweep (expired leases, stale notices, with one live agent)
+//   wait:    (now only) reading a queued record's waiting reason: the record read's run
+//            state (src/lib/lookups.ts runStateSql: its limits, its lane's reason, the jobs
+//            ahead of it) for the last job of the backlog, the one with the most ahead
 // Numbers only; the targets it is read against: a claim ≤ 5 ms at every size, and the
 // 1M figure within 1.5× of the 1k figure.
 import { execFileSync } from 'node:child_process';
@@ -200,6 +203,8 @@ interface Figures {
   claims: number;
   submitP50: number;
   sweepMs: number;
+  /** A queued record's waiting reason (now only). */
+  waitP50?: number;
 }
 
 const pct = (xs: number[], p: number) => {
@@ -260,6 +265,19 @@ async function measure(tree: Tree, jobs: number, orgs: number): Promise<Figures>
       }
     });
 
+    let waitP50: number | undefined;
+    if (tree.side === 'current') {
+      log(`${tree.side}: waiting reads`);
+      const { runStateSql } = await tree.mod('src/lib/lookups.ts');
+      const { sql } = await import('drizzle-orm');
+      const last = `job-${String(jobs - 1).padStart(8, '0')}`;
+      const waitTimes = await timed(async () => {
+        const [row] = await db.all(sql`SELECT ${runStateSql('proof', 'proofs')} AS s FROM (SELECT ${last} AS id) AS proofs`);
+        if (!row?.s) throw new Error(`no run state for ${last}`);
+      });
+      waitP50 = pct(waitTimes, 50);
+    }
+
     log(`${tree.side}: sweeps`);
     const env = {
       DB: d1,
@@ -275,7 +293,7 @@ async function measure(tree: Tree, jobs: number, orgs: number): Promise<Figures>
       sweepTimes.push(performance.now() - t0);
     }
     sqlite.close();
-    return { claimP50: pct(claimTimes, 50), claimP99: pct(claimTimes, 99), claims: claimTimes.length, submitP50: pct(submitTimes, 50), sweepMs: pct(sweepTimes, 50) };
+    return { claimP50: pct(claimTimes, 50), claimP99: pct(claimTimes, 99), claims: claimTimes.length, submitP50: pct(submitTimes, 50), sweepMs: pct(sweepTimes, 50), waitP50 };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -311,6 +329,9 @@ async function main() {
   for (const r of results)
     console.log(`${String(r.orgs).padStart(6)} ${r.jobs.toLocaleString('en').padStart(10)}   ${cell(r.baseline).padEnd(44)}   ${cell(r.current)}`);
   if (trees.current) {
+    console.log('');
+    for (const r of results.filter((x) => x.current?.waitP50 !== undefined))
+      console.log(`now, ${r.orgs} orgs, ${r.jobs.toLocaleString('en')} queued: a queued record's waiting reason (run state read, last job of the backlog) p50 ${ms(r.current!.waitP50)} ms`);
     console.log('');
     for (const orgs of orgCounts) {
       const mine = results.filter((r) => r.orgs === orgs && r.current);

@@ -170,6 +170,17 @@ describe('npm run admin', () => {
     expect(unknown.stderr).toContain('no organization org_nope');
   });
 
+  it('set-org-limits sets the defaults of the organization’s job limits, and `default` clears one (README "Job limits")', async () => {
+    const org = (await admin('create-org', '--name', 'limits-org')).lastLine;
+    const set = await admin('set-org-limits', org, '--cycle-limit', '1000000', '--cost-limit', '5000', '--deadline-seconds', '600');
+    expect(set.code, set.stderr).toBe(0);
+    const read = () => rows(`SELECT default_cycle_limit, default_cost_limit, default_deadline_seconds FROM organizations WHERE id = ${lit(org)}`);
+    expect(await read()).toEqual([{ default_cycle_limit: 1000000, default_cost_limit: 5000, default_deadline_seconds: 600 }]);
+    expect((await admin('set-org-limits', org, '--cost-limit', 'default')).code).toBe(0);
+    expect(await read()).toEqual([{ default_cycle_limit: 1000000, default_cost_limit: null, default_deadline_seconds: 600 }]);
+    for (const bad of [['--cycle-limit', '0'], ['--deadline-seconds', 'soon']]) expect((await admin('set-org-limits', org, ...bad)).code, bad.join(' ')).toBe(2);
+  });
+
   it('create-user makes the first owner and, with no mail sender, prints a one-time set-password link; the token is stored hashed', async () => {
     const org = (await admin('create-org', '--name', 'Console Co')).lastLine;
     const made = await adminNoMail('create-user', '--email', 'Founder@Example.com', '--org', org, '--name', 'Fay');

@@ -29,6 +29,14 @@ describe('/v1/executions', () => {
       total_cycle: null,
       total_tick: null,
       num_instructions: null,
+      // limits and the wait (README "Job limits", "Why a job waits")
+      cycle_limit: null,
+      cost_limit: null,
+      deadline_at: null,
+      waiting_reason: expect.stringMatching(/^(jobs_ahead|starting)$/),
+      waiting_detail: null,
+      jobs_ahead: expect.any(Number),
+      estimated_start_at: null,
     });
     const job = await env.DB.prepare(`SELECT id FROM jobs WHERE kind = 'execute' AND subject_id = ?`).bind(id).first<{ id: string }>();
     expect(send).toHaveBeenCalledWith({ job_id: job!.id, kind: 'execute' }, { contentType: 'json' });

@@ -69,6 +69,14 @@ describe('POST /v1/proofs', () => {
       proof_size: 0,
       num_instructions: null,
       num_deferred_proofs: 0,
+      // limits and the wait (README "Job limits", "Why a job waits")
+      cycle_limit: null,
+      cost_limit: null,
+      deadline_at: null,
+      waiting_reason: expect.stringMatching(/^(jobs_ahead|starting)$/),
+      waiting_detail: null,
+      jobs_ahead: expect.any(Number),
+      estimated_start_at: null,
     });
     expect(JSON.parse(await (await env.ARTIFACTS.get(`proofs/${id}/input.json`))!.text())).toEqual({
       input: ['0x0148656c6c6f', '020100000002000000'],

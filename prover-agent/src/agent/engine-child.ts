@@ -13,7 +13,7 @@
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { loadEngine } from '../engine/index.ts';
-import { JobError, type Engine, type EngineContext, type EngineOptions } from '../engine/types.ts';
+import { CycleLimitError, JobError, type Engine, type EngineContext, type EngineOptions } from '../engine/types.ts';
 import { OP_END_MARK, type ChildEvent, type EngineOp, type EngineRunRequest, type WorkerEvent, type WorkerOperation } from './engine-process.ts';
 
 const write = process.stdout.write.bind(process.stdout);
@@ -44,7 +44,12 @@ function runOperation(engine: Engine, ctx: EngineContext, o: EngineOp) {
   }
 }
 
-const failure = (err: unknown) => ({ type: 'error' as const, message: err instanceof Error ? err.message : String(err), jobError: err instanceof JobError });
+const failure = (err: unknown) => ({
+  type: 'error' as const,
+  message: err instanceof Error ? err.message : String(err),
+  jobError: err instanceof JobError,
+  ...(err instanceof CycleLimitError ? { limit: { name: 'cycle_limit' as const, reached: err.reached } } : {}),
+});
 
 async function runOnce(requestPath: string): Promise<unknown> {
   const req = JSON.parse(await readFile(requestPath, 'utf8')) as EngineRunRequest;

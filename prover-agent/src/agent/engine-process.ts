@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EngineOptions, ExecuteRequest, ProgramFiles, ProveRequest, VerifyRequest } from '../engine/types.ts';
 import { spawnChild } from '../lib/child-process.ts';
-import type { EngineConfig, EngineMetrics, ProvePhase, PublishedKeys } from '../protocol.ts';
+import type { EngineConfig, EngineMetrics, LimitReached, ProvePhase, PublishedKeys } from '../protocol.ts';
 
 const CHILD = fileURLToPath(new URL('./engine-child.ts', import.meta.url));
 
@@ -38,11 +38,11 @@ export type ChildEvent =
   | { type: 'log'; line: string }
   | { type: 'progress'; phase?: ProvePhase; metrics?: EngineMetrics }
   | { type: 'result'; result: unknown }
-  | { type: 'error'; message: string; jobError: boolean };
+  | { type: 'error'; message: string; jobError: boolean; limit?: LimitReached };
 
 export type EngineOutcome =
   | { kind: 'result'; result: unknown }
-  | { kind: 'job-error'; message: string }
+  | { kind: 'job-error'; message: string; limit?: LimitReached }
   | { kind: 'crash'; message: string }
   | { kind: 'killed'; signal: string };
 
@@ -68,7 +68,7 @@ export async function startEngine(req: EngineRunRequest, onEvent: (e: ChildEvent
         event = { type: 'log', line };
       }
       if (event.type === 'result') outcome = { kind: 'result', result: event.result };
-      else if (event.type === 'error') outcome = event.jobError ? { kind: 'job-error', message: event.message } : { kind: 'crash', message: event.message };
+      else if (event.type === 'error') outcome = event.jobError ? { kind: 'job-error', message: event.message, limit: event.limit } : { kind: 'crash', message: event.message };
       else onEvent(event);
     },
     onStderrLine(line) {
@@ -218,7 +218,7 @@ export function spawnEngineWorker(engine: string, options: EngineOptions, onIdle
     if (!op || event.id !== op.id) return; // cannot happen: one operation at a time, each ended by its mark
     if (event.type === 'result' || event.type === 'error') {
       rssBytes = event.rss ?? rssBytes;
-      op.outcome = event.type === 'result' ? { kind: 'result', result: event.result } : event.jobError ? { kind: 'job-error', message: event.message } : { kind: 'crash', message: event.message };
+      op.outcome = event.type === 'result' ? { kind: 'result', result: event.result } : event.jobError ? { kind: 'job-error', message: event.message, limit: event.limit } : { kind: 'crash', message: event.message };
       maybeEnd();
     } else op.onEvent(event);
   };

@@ -146,7 +146,8 @@ export class JobRunner {
         return this.endEarlyOr(() => this.finish(op, result.result));
       case 'job-error':
         this.logs.line(`error: ${result.message}`);
-        return this.endEarlyOr(() => this.report('fail', { error: result.message, retryable: false }));
+        // A cycle limit reached carries the figure: the service words the error and charges the run (README "Job limits").
+        return this.endEarlyOr(() => this.report('fail', { error: result.message, retryable: false, ...(result.limit ? { limit: result.limit } : {}) }));
       case 'crash':
       case 'killed': {
         const message = result.kind === 'crash' ? result.message : `engine killed by ${result.signal}`;

@@ -66,6 +66,8 @@ export interface ExecuteRequest extends ProgramFiles {
   inputPath: string;
   /** Execution mode as given by the caller (`pure` by default). */
   mode: string;
+  /** The job's cycle limit (protocol ClaimedJob.cycle_limit): reaching it throws CycleLimitError. Null or absent: none. */
+  cycleLimit?: number | null;
 }
 
 export interface ExecuteResult extends EngineMetrics {
@@ -90,6 +92,8 @@ export interface ProveRequest extends ProgramFiles {
   app_exe_commit: string;
   /** The program's verification baseline JSON file, as produced by commit(). */
   baselinePath: string;
+  /** The job's cycle limit: an engine stops at it (or, metering first, refuses before proving) with CycleLimitError. Null or absent: none. */
+  cycleLimit?: number | null;
 }
 
 export interface ProveResult extends EngineMetrics {
@@ -124,6 +128,18 @@ export interface VerifyResult {
  */
 export class JobError extends Error {
   override name = 'JobError';
+}
+
+/** The job reached its cycle limit (ExecuteRequest/ProveRequest.cycleLimit): `reached` cycles, as the engine counted them. */
+export class CycleLimitError extends JobError {
+  override name = 'CycleLimitError';
+  readonly reached: number;
+  readonly limit: number;
+  constructor(reached: number, limit: number) {
+    super(`cycle limit reached: the guest ran ${reached} cycles; the job's cycle_limit is ${limit}`);
+    this.reached = reached;
+    this.limit = limit;
+  }
 }
 
 export interface Engine {

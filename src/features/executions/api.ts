@@ -18,13 +18,14 @@ import { runRoutes } from '../runs/routes.ts';
 import { MAX_INPUT_BYTES } from '../../lib/limits.ts';
 import { asCaller } from '../../middleware/auth.ts';
 import { permit } from '../../middleware/permit.ts';
+import { LimitsQuery, limitsOf } from '../limits/schemas.ts';
 
 export const executionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
 /** The zkVM tool's execution modes (`cargo openvm run --mode`). */
 export const EXECUTION_MODES = ['pure', 'meter', 'segment'] as const;
 
-const SubmitQuery = z.object({ program_id: z.uuid(), mode: z.enum(EXECUTION_MODES).default('pure') });
+const SubmitQuery = z.object({ program_id: z.uuid(), mode: z.enum(EXECUTION_MODES).default('pure') }).extend(LimitsQuery.shape);
 
 const submitRoute = createRoute({
   method: 'post',
@@ -67,7 +68,7 @@ executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', S
       rows: [
         db.insert(executions).values({ id, org_id: caller.orgId, program_id: program.id, mode: q.mode, created_by: caller.owner, input_key: artifactKey.executionInput(id) }),
       ],
-      job: { kind: 'execute', subjectId: id, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: DEFAULT_PRIORITY, numGpus: 1 },
+      job: { kind: 'execute', subjectId: id, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: DEFAULT_PRIORITY, numGpus: 1, limits: limitsOf(q) },
     }),
     answer,
   );

@@ -4,13 +4,16 @@ import { and, desc, eq, getTableColumns } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { executions, programs } from '../../db/schema.ts';
 import { inPage, type Org } from '../../lib/pages.ts';
-import { logPosition, programRuns, type EventSubject, type LogPosition } from '../runs/data.ts';
+import { logPosition, programRuns, runStateSql, type EventSubject, type LogPosition } from '../runs/data.ts';
 import { executionRecord, type ExecutionRow } from './schemas.ts';
+
+/** An execution's columns and its run state (limits, why it waits: runStateSql), as every read of execution records selects them. */
+export const executionColumns = () => ({ ...getTableColumns(executions), run_state: runStateSql('execute', 'executions').as('run_state') });
 
 /** The caller's execution by id (no row: 404). */
 export const executionQuery = (db: Db, org: Org, id: string) =>
   db
-    .select()
+    .select(executionColumns())
     .from(executions)
     .where(and(eq(executions.id, id), eq(executions.org_id, org)));
 
@@ -23,7 +26,7 @@ export const programExecutions = (db: Db, org: Org, programId: string, page: num
     programs.execution_count,
     inPage(
       db
-        .select()
+        .select(executionColumns())
         .from(executions)
         .where(and(eq(executions.program_id, programId), eq(executions.org_id, org)))
         .orderBy(desc(executions.created_at), desc(executions.id))
@@ -40,7 +43,7 @@ export const executionEvents: EventSubject<ExecutionRow & LogPosition> = {
   name: 'Execution',
   query: (db, org, id) =>
     db
-      .select({ ...getTableColumns(executions), ...logPosition('execute', 'executions') })
+      .select({ ...executionColumns(), ...logPosition('execute', 'executions') })
       .from(executions)
       .where(and(eq(executions.id, id), eq(executions.org_id, org))),
   record(row) {

@@ -2,8 +2,10 @@
 import { z } from '@hono/zod-openapi';
 import type { executions } from '../../db/schema.ts';
 import { Timestamp } from '../../lib/schemas.ts';
+import { RunLimitFields, runFields, type RunState } from '../limits/schemas.ts';
 
-export type ExecutionRow = typeof executions.$inferSelect;
+/** An execution's row, with its run state when the read selected it (executionColumns, ./data.ts). */
+export type ExecutionRow = typeof executions.$inferSelect & RunState;
 
 /**
  * Execution statuses as the published client spells them: its `run --wait` loop
@@ -37,6 +39,7 @@ export const ExecutionRecord = z
     total_cycle: z.number().int().nullable(),
     total_tick: z.number().int().nullable(),
     num_instructions: z.number().int().nullable(),
+    ...RunLimitFields,
   })
   .openapi('Execution');
 
@@ -57,5 +60,6 @@ export function executionRecord(e: ExecutionRow): z.infer<typeof ExecutionRecord
     total_cycle: e.total_cycle,
     total_tick: e.total_tick,
     num_instructions: e.num_instructions,
+    ...runFields(e),
   };
 }

@@ -87,6 +87,7 @@ async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timin
     shared_artifacts: Object.fromEntries(artifacts.filter(([name]) => kind.claim.isShared(name))),
     inline_artifacts: await smallInputs(env, artifacts.filter(([name]) => !kind.claim.isShared(name))),
     log: { seq: job.log_seq, offset: job.log_bytes },
+    cycle_limit: job.cycle_limit,
   };
 }
 

@@ -13,6 +13,7 @@ import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { contractOf, type Completion } from '../../jobs/kinds/index.ts';
 import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, expireLeases, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob } from '../../jobs/state.ts';
 import { afterExpiry } from '../../jobs/lease-checks.ts';
+import { cycleLimitMessage, limitStop, stopStatement } from '../../jobs/limits.ts';
 import { streamObject } from '../../lib/artifacts.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
@@ -79,10 +80,19 @@ leaseInternalApi.post('/heartbeat', jobTokenInBatch, jsonBody(MAX_INTERNAL_JSON_
 
 // A read-only look at the lease between heartbeats: cancel requests reach the agent
 // within a second or so without a D1 write (README "How jobs run").
+// A job past its deadline or cost limit reads as canceled too (src/jobs/limits.ts): the
+// agent stops it and reports /canceled, which records why.
 leaseInternalApi.get('/status', requireJobToken, (c) => {
   requireCurrent(c);
-  return c.json({ cancel: c.var.job.cancel_requested } satisfies LeaseStatusResponse, 200);
+  const { job, lease } = c.var;
+  return c.json({ cancel: job.cancel_requested || limitStop(job, lease, fleetSettings(c.env), Date.now()) !== null } satisfies LeaseStatusResponse, 200);
 });
+
+/** The statement that stops the job at a limit it reached by now (src/jobs/limits.ts), for the batch that ends its lease; none while within them. */
+function stopAtLimit(c: Context<InternalEnv>, now = Date.now()): Statement[] {
+  const stop = limitStop(c.var.job, c.var.lease, fleetSettings(c.env), now);
+  return stop ? [stopStatement(c.var.db, c.var.lease, stop.reason, stop.at)] : [];
+}
 
 leaseInternalApi.get('/artifacts/:name', requireJobToken, async (c) => {
   requireCurrent(c);
@@ -159,7 +169,7 @@ leaseInternalApi.post('/complete', requireJobToken, jsonBody(MAX_INTERNAL_JSON_B
     if (!key) throw noSuchResult(c, name, 422);
     return { key, text };
   });
-  const [before] = await Promise.all([
+  const [logChunk] = await Promise.all([
     lastLogChunk(c, body.log),
     ...inline.map(({ key, text }) => c.env.ARTIFACTS.put(key, text, { httpMetadata: { contentType: 'application/json' } })),
   ]);
@@ -169,6 +179,8 @@ leaseInternalApi.post('/complete', requireJobToken, jsonBody(MAX_INTERNAL_JSON_B
     if (sent !== undefined) return new TextEncoder().encode(sent).byteLength;
     return (await c.env.ARTIFACTS.head(key))?.size ?? null;
   };
+  // A job that crossed its deadline or cost limit since its last heartbeat ends Failed, not Succeeded.
+  const before = [...logChunk, ...stopAtLimit(c)];
   const checked = await contractOf(job.kind).completion({ db, job, resultSize, artifacts: c.env.ARTIFACTS, devProofSecret: c.env.DEV_PROOF_SECRET }, body);
   if ('fail' in checked) {
     // A well-formed report that cannot stand (a commit whose keys are not its config's): the job fails for good.
@@ -196,7 +208,11 @@ leaseInternalApi.post('/fail', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES
   // so it is computed first and stored with the lease.
   const settings = fleetSettings(c.env);
   const response = { status: failureRequeues(job, body, settings) ? 'requeued' : 'failed' };
-  const r = await failJob(db, lease, job, { message: body.error, retryable: body.retryable }, response, settings, { before: await lastLogChunk(c, body.log) });
+  // The engine stopped at the job's cycle limit: the service words the error, and the run so far is charged (src/jobs/limits.ts).
+  const now = Date.now();
+  const atCycleLimit = body.limit && job.cycle_limit !== null && body.limit.reached >= job.cycle_limit ? [stopStatement(db, lease, cycleLimitMessage(body.limit.reached, job.cycle_limit), now)] : [];
+  const before = [...(await lastLogChunk(c, body.log)), ...(atCycleLimit.length ? atCycleLimit : stopAtLimit(c, now))];
+  const r = await failJob(db, lease, job, { message: body.error, retryable: body.retryable }, response, settings, { before, now });
   if (!r.applied) throw superseded();
   enqueueAfterResponse(c, r.deliveries);
   if (r.outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
@@ -208,8 +224,10 @@ leaseInternalApi.post('/fail', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES
 leaseInternalApi.post('/canceled', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }), zValidator('json', LeaseEndingSchema, validationHook), async (c) => {
   const repeat = repeatOf(c, 'canceled');
   if (repeat) return repeat;
-  if (!c.var.job.cancel_requested) throw new ApiError(409, 'This job was not canceled');
-  const before = await lastLogChunk(c, c.req.valid('json').log);
+  // Not canceled, but past a limit (the status check said cancel): stopped now, for that reason.
+  const atLimit = c.var.job.cancel_requested ? [] : stopAtLimit(c);
+  if (!c.var.job.cancel_requested && atLimit.length === 0) throw new ApiError(409, 'This job was not canceled');
+  const before = [...(await lastLogChunk(c, c.req.valid('json').log)), ...atLimit];
   const { applied, deliveries } = await acknowledgeCancel(c.var.db, c.var.lease, CANCELED_RESPONSE, fleetSettings(c.env), { before });
   if (!applied) throw superseded();
   enqueueAfterResponse(c, deliveries);

@@ -80,4 +80,5 @@ export const CompleteRequestSchema = z.discriminatedUnion('kind', [
 export const FailRequestSchema = LeaseEndingSchema.extend({
   error: z.string().min(1).max(100_000),
   retryable: z.boolean(),
+  limit: z.object({ name: z.literal('cycle_limit'), reached: z.number().int().nonnegative() }).optional(),
 }) satisfies z.ZodType<FailRequest>;

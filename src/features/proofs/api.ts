@@ -24,6 +24,7 @@ import { documented, runRoutes } from '../runs/routes.ts';
 import { cancelAnswer, proofFileResponse } from './actions.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../../lib/limits.ts';
 import { permit } from '../../middleware/permit.ts';
+import { LimitsQuery, limitsOf } from '../limits/schemas.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -35,7 +36,7 @@ const SubmitQuery = z.object({
   proof_type: z.enum(['stark', 'evm']).default('stark'),
   num_gpus: optionalQueryInt(1, 10000, 'GPUs to prove with; default: the program’s default_num_gpus'),
   priority: queryInt(1, 10, DEFAULT_PRIORITY, `1..10, 10 highest; default ${DEFAULT_PRIORITY}`),
-});
+}).extend(LimitsQuery.shape);
 
 const InputBody = z
   .object({
@@ -132,7 +133,7 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
             child_proof_keys: childKeys,
           }),
         ],
-        job: { kind: 'proof', subjectId: proofId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: q.priority, numGpus },
+        job: { kind: 'proof', subjectId: proofId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: q.priority, numGpus, limits: limitsOf(q) },
       };
     },
     answer,

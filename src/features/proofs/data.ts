@@ -6,13 +6,16 @@ import type { Db } from '../../db/client.ts';
 import { programs, proofs } from '../../db/schema.ts';
 import { PROOF_TERMINAL_STATES } from '../../jobs/kinds/proof.ts';
 import { inPage, one, type Org } from '../../lib/pages.ts';
-import { logPosition, programRuns, type EventSubject, type LogPosition } from '../runs/data.ts';
+import { logPosition, programRuns, runStateSql, type EventSubject, type LogPosition } from '../runs/data.ts';
 import { proofRecord, type ProofRow } from './schemas.ts';
+
+/** A proof's columns and its run state (limits, why it waits: runStateSql), as every read of proof records selects them. */
+export const proofColumns = () => ({ ...getTableColumns(proofs), run_state: runStateSql('proof', 'proofs').as('run_state') });
 
 /** The caller's proof by id (no row: 404). */
 export const proofQuery = (db: Db, org: Org, id: string) =>
   db
-    .select()
+    .select(proofColumns())
     .from(proofs)
     .where(and(eq(proofs.id, id), eq(proofs.org_id, org)));
 
@@ -30,7 +33,7 @@ export const programProofs = (db: Db, org: Org, programId: string, page: number,
     programs.proof_count,
     inPage(
       db
-        .select()
+        .select(proofColumns())
         .from(proofs)
         .where(and(eq(proofs.program_id, programId), eq(proofs.org_id, org)))
         .orderBy(desc(proofs.created_at), desc(proofs.id))
@@ -47,7 +50,7 @@ export const proofEvents: EventSubject<ProofRow & LogPosition> = {
   name: 'Proof',
   query: (db, org, id) =>
     db
-      .select({ ...getTableColumns(proofs), ...logPosition('proof', 'proofs') })
+      .select({ ...proofColumns(), ...logPosition('proof', 'proofs') })
       .from(proofs)
       .where(and(eq(proofs.id, id), eq(proofs.org_id, org))),
   record(row) {

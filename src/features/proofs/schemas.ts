@@ -4,8 +4,10 @@ import { z } from '@hono/zod-openapi';
 import { PROOF_TYPES } from 'prover-agent/protocol';
 import { PROOF_STATES, type proofs } from '../../db/schema.ts';
 import { MessageResponse, Timestamp } from '../../lib/schemas.ts';
+import { RunLimitFields, runFields, type RunState } from '../limits/schemas.ts';
 
-export type ProofRow = typeof proofs.$inferSelect;
+/** A proof's row, with its run state when the read selected it (proofColumns, ./data.ts). */
+export type ProofRow = typeof proofs.$inferSelect & RunState;
 
 export const ProofRecord = z
   .object({
@@ -26,6 +28,7 @@ export const ProofRecord = z
     proof_size: z.number().int(),
     num_instructions: z.number().int().nullable(),
     num_deferred_proofs: z.number().int(),
+    ...RunLimitFields,
   })
   .openapi('Proof');
 
@@ -48,6 +51,7 @@ export function proofRecord(p: ProofRow): z.infer<typeof ProofRecord> {
     proof_size: p.proof_size,
     num_instructions: p.num_instructions,
     num_deferred_proofs: p.num_deferred_proofs,
+    ...runFields(p),
   };
 }
 

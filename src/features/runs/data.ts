@@ -5,7 +5,7 @@
 import { and, eq, sql, type SQL } from 'drizzle-orm';
 import type { RunnableQuery } from 'drizzle-orm/runnable-query';
 import type { Db } from '../../db/client.ts';
-import { jobs, programs } from '../../db/schema.ts';
+import { jobs, programs, queueLanes } from '../../db/schema.ts';
 import { notFound } from '../../lib/errors.ts';
 import type { Org } from '../../lib/pages.ts';
 import { paginate } from '../../lib/schemas.ts';
@@ -76,3 +76,33 @@ export const logPosition = (kind: RunJobKind, table: 'proofs' | 'executions') =>
     log_bytes: sql<number | null>`(SELECT ${jobs.log_bytes} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_bytes'),
   };
 };
+
+/** Other organizations' lanes looked at for a queued job's jobs_ahead, at most. */
+const AHEAD_LANES = 100;
+/** Jobs of its own lane counted ahead of a queued job, at most (per range below). */
+const AHEAD_CAP = 1000;
+
+/**
+ * A proof's or execution's limits and, while it is queued, why it waits (README "Why a
+ * job waits"), as JSON text for runFields() (src/features/limits/schemas.ts): one
+ * correlated subquery of the record's read, so still one D1 read. Its job by its unique
+ * (kind, subject_id), its lane by primary key (what the sweep found, src/jobs/waiting.ts),
+ * its own organization's jobs ahead of it by three bounded ranges of the jobs_lane index
+ * (higher priority; same priority and older; same instant, lower id: each at most
+ * AHEAD_CAP rows), and the queued counts of up to AHEAD_LANES other organizations' lanes
+ * on its config (queue_lanes_by_config). Nothing grows with the backlog past those caps.
+ */
+export function runStateSql(kind: RunJobKind, table: 'proofs' | 'executions') {
+  // Named in full: drizzle writes a column of the selected table unqualified, which inside this subquery would be the job's.
+  const subjectId = sql`${sql.identifier(table)}.${sql.identifier('id')}`;
+  const lane = `x.status = 'queued' AND x.org_id = j.org_id AND x.engine = j.engine AND x.config_id = j.config_id AND x.gpus_used = j.gpus_used`;
+  const count = (range: string) => sql.raw(`(SELECT count(*) FROM (SELECT 1 FROM jobs x WHERE ${lane} AND ${range} LIMIT ${AHEAD_CAP}))`);
+  return sql<string | null>`(SELECT json_object(
+      'cycle_limit', j.cycle_limit, 'cost_limit', j.cost_limit, 'deadline_at', j.deadline_at,
+      'queued', j.status = 'queued', 'code', l.waiting_code, 'detail', l.waiting_reason,
+      'ahead', CASE WHEN j.status = 'queued' THEN ${count('x.priority > j.priority')} + ${count('x.priority = j.priority AND x.queued_at < j.queued_at')} + ${count('x.priority = j.priority AND x.queued_at = j.queued_at AND x.id < j.id')} END,
+      'others', CASE WHEN j.status = 'queued' THEN (SELECT json_group_array(o.queued) FROM (SELECT o.queued FROM ${queueLanes} o
+        WHERE o.config_id = j.config_id AND o.head_job_id IS NOT NULL AND o.engine = j.engine AND o.org_id <> j.org_id LIMIT ${sql.raw(String(AHEAD_LANES))}) o) END)
+    FROM ${jobs} j LEFT JOIN ${queueLanes} l ON l.org_id = j.org_id AND l.engine = j.engine AND l.config_id = j.config_id AND l.gpus_used = j.gpus_used
+    WHERE j.kind = ${kind} AND j.subject_id = ${subjectId})`;
+}

@@ -28,6 +28,8 @@ import { enqueueDeliveries, type SubjectKind } from '../../jobs/webhooks.ts';
 import { programRecord } from '../../lib/records.ts';
 import { executionRecord } from '../executions/schemas.ts';
 import { proofRecord } from '../proofs/schemas.ts';
+import { proofColumns } from '../proofs/data.ts';
+import { executionColumns } from '../executions/data.ts';
 import { verificationRecord } from '../verifications/schemas.ts';
 import { renderPayload } from './data.ts';
 import { signingSecrets } from './secrets.ts';
@@ -193,8 +195,8 @@ function subjectStatements(db: Db, deliveryId: string, kind: SubjectKind | undef
   const ofProgram = (c: typeof programs.project_id | typeof programs.config_id) => sql`(SELECT ${c} FROM ${programs} WHERE ${programs.id} = ${subject})`;
   const program = kind === 'program';
   return {
-    proof: kind === 'proof' ? db.select().from(proofs).where(eq(proofs.id, subject)) : undefined,
-    execution: kind === 'execution' ? db.select().from(executions).where(eq(executions.id, subject)) : undefined,
+    proof: kind === 'proof' ? db.select(proofColumns()).from(proofs).where(eq(proofs.id, subject)) : undefined,
+    execution: kind === 'execution' ? db.select(executionColumns()).from(executions).where(eq(executions.id, subject)) : undefined,
     verification: kind === 'verification' ? db.select().from(verifications).where(eq(verifications.id, subject)) : undefined,
     program: program ? db.select().from(programs).where(eq(programs.id, subject)) : undefined,
     project: program ? db.select().from(projects).where(eq(projects.id, ofProgram(programs.project_id))) : undefined,

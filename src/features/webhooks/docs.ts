@@ -33,6 +33,8 @@ const EVENT_TEXT: Record<(typeof WEBHOOK_EVENTS)[number], string> = {
   'execution.failed': 'An execution failed, or was canceled (the record says Failed either way).',
   'verification.verified': 'A submitted proof verified.',
   'verification.failed': 'A submitted proof did not verify (error_message says why).',
+  'proof.unservable': 'A queued proof that no online prover agent could take for UNSERVABLE_EVENT_SECONDS (10 minutes by default); once per proof. Its waiting_reason says why; it stays queued (until its deadline, if it has one).',
+  'execution.unservable': 'A queued execution that no online prover agent could take for UNSERVABLE_EVENT_SECONDS (10 minutes by default); once per execution. Its waiting_reason says why; it stays queued (until its deadline, if it has one).',
 };
 
 const WebhookHeaders = z.object({

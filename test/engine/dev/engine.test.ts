@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDevEngine } from '../../../prover-agent/src/engine/dev/index.ts';
 import { DEV_PROOF_VERSION, readDevProof } from '../../../prover-agent/src/engine/dev/proofs.ts';
-import { JobError, type EngineContext } from '../../../prover-agent/src/engine/types.ts';
+import { CycleLimitError, JobError, type EngineContext } from '../../../prover-agent/src/engine/types.ts';
 import type { EngineConfig, ProofType, ProvePhase } from '../../../prover-agent/src/protocol.ts';
 import { bytesEntry, devEngineConfig, guestPath, makeElf, u32Entry } from './helpers.ts';
 import { loadElf } from '../../../prover-agent/src/engine/dev/elf.ts';
@@ -317,6 +317,23 @@ describe('proving failures', () => {
     const error = await job.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(JobError);
     expect((error as Error).message).toMatch(/^cycle limit of 1000 instructions reached at pc 0x[0-9a-f]{8} before the guest terminated$/);
+  });
+
+  it("stops at the job's cycle limit (README \"Job limits\"), saying how far it ran, in prove and execute", async () => {
+    const { ctx } = context();
+    const error = await engine
+      .prove(ctx, {
+        proof_type: 'stark', elfPath: loop.elfPath, vmexePath: '', inputPath: input(u32Entry(1_000_000)), childProofPaths: [],
+        outputPath: file('proof.json'), app_exe_commit: loop.app_exe_commit, baselinePath: loop.baselinePath, cycleLimit: 5000,
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CycleLimitError);
+    expect(error).toMatchObject({ reached: 5000, limit: 5000 });
+    const ran = await engine.execute(context().ctx, { elfPath: loop.elfPath, vmexePath: '', inputPath: input(u32Entry(1_000_000)), mode: 'pure', cycleLimit: 777 }).catch((e: unknown) => e);
+    expect(ran).toMatchObject({ reached: 777, limit: 777 });
+    // A guest that ends under its limit is not stopped.
+    const small = await engine.execute(context().ctx, { elfPath: loop.elfPath, vmexePath: '', inputPath: input(u32Entry(1)), mode: 'pure', cycleLimit: 1_000_000 });
+    expect(small.error).toBeNull();
   });
 
   it('fails the job when the ELF is not the registered program', async () => {

@@ -4,7 +4,7 @@
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobError } from '../../../prover-agent/src/engine/types.ts';
+import { CycleLimitError, JobError } from '../../../prover-agent/src/engine/types.ts';
 import { alive, makeHost, makeJob, type Host, type Job } from './harness.ts';
 
 let host: Host;
@@ -202,6 +202,24 @@ describe('prove', () => {
     expect(prove.slice(0, 4)).toEqual(['openvm', '--verbose', 'prove', 'stark']);
     expect(prove.filter((a) => a.startsWith('--'))).toEqual(['--verbose', '--exe', '--config', '--input', '--proof', '--app-pk', '--agg-prefix-pk', '--agg-pk', '--manifest-path', '--target-dir']);
     expect(prove[prove.indexOf('--proof') + 1]).toBe(req.outputPath);
+  });
+
+  it('a job with a cycle limit is metered first and refused before proving when over it (README "Job limits")', async () => {
+    const job = await makeJob(host);
+    const meterRequest = { elfPath: job.files.elf, vmexePath: job.files.vmexe, inputPath: job.files.input, mode: 'meter' };
+    const metered = await host.engine().execute(job.ctx, meterRequest);
+    const n = metered.num_instructions!;
+    const before = (await host.invocations()).length;
+    const err = await host.engine().prove(job.ctx, { ...proveRequest(job, 'stark'), cycleLimit: n - 1 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CycleLimitError);
+    expect(err).toMatchObject({ reached: n, limit: n - 1 });
+    // `run --mode meter` ran, `prove` never did
+    const calls = (await host.invocations()).slice(before).map((c) => c.argv.slice(0, 3).join(' '));
+    expect(calls).toContain('openvm run --exe');
+    expect(calls.some((c) => c.includes('prove'))).toBe(false);
+    // within the limit it proves; an execution in meter mode past it is refused the same way
+    await expect(host.engine().prove(job.ctx, { ...proveRequest(job, 'stark'), cycleLimit: n })).resolves.toMatchObject({ num_instructions: n });
+    await expect(host.engine().execute(job.ctx, { ...meterRequest, cycleLimit: n - 1 })).rejects.toBeInstanceOf(CycleLimitError);
   });
 
   it('writes an EVM proof and takes its public values from it', async () => {

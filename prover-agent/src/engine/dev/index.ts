@@ -5,6 +5,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import type { EngineConfig } from '../../protocol.ts';
 import {
+  CycleLimitError,
   JobError,
   type CommitResult,
   type Engine,
@@ -21,7 +22,7 @@ import {
 } from '../types.ts';
 import { devBaseline, exeCommit, toHex } from './commit.ts';
 import { ElfError, loadElf, type ProgramImage } from './elf.ts';
-import { DEFAULT_PUBLIC_VALUES_BYTES, executeProgram, type ExecutionOutcome } from './executor.ts';
+import { DEFAULT_MAX_CYCLES, DEFAULT_PUBLIC_VALUES_BYTES, executeProgram, type ExecutionOutcome } from './executor.ts';
 import { InputError, parseHex, parseInputJson, type InputEntry } from './input.ts';
 import {
   checkDevProof,
@@ -102,15 +103,27 @@ function guestLogger(ctx: EngineContext): { print(text: string): void; flush(): 
   };
 }
 
-async function run(ctx: EngineContext, image: ProgramImage, input: InputEntry[], maxCycles: number | undefined): Promise<ExecutionOutcome> {
+/**
+ * Runs the guest up to the engine's own instruction limit or the job's cycle limit
+ * (one instruction is one cycle), whichever is lower; stopping at the job's limit
+ * throws CycleLimitError (the agent reports it as the limit, README "Job limits").
+ */
+async function run(ctx: EngineContext, image: ProgramImage, input: InputEntry[], maxCycles: number | undefined, cycleLimit?: number | null): Promise<ExecutionOutcome> {
   const logger = guestLogger(ctx);
+  const engineMax = maxCycles ?? DEFAULT_MAX_CYCLES;
+  const byJob = cycleLimit != null && cycleLimit < engineMax;
   try {
-    return await executeProgram(image, input, {
-      maxCycles,
+    const out = await executeProgram(image, input, {
+      maxCycles: byJob ? cycleLimit : maxCycles,
       publicValuesBytes: publicValuesBytes(ctx.config),
       signal: ctx.signal,
       onPrint: logger.print,
     });
+    if (byJob && out.exitCode === null && out.numInstructions >= cycleLimit) {
+      ctx.log(`dev engine: stopped at the job's cycle limit, ${cycleLimit} cycles`);
+      throw new CycleLimitError(out.numInstructions, cycleLimit);
+    }
+    return out;
   } finally {
     logger.flush();
   }
@@ -224,7 +237,7 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
         throw err;
       }
       ctx.log(`dev engine: executing (${req.mode} mode, ${input.length} input entries)`);
-      const out = await run(ctx, image, input, options.maxCycles);
+      const out = await run(ctx, image, input, options.maxCycles, req.cycleLimit);
       ctx.log(`dev engine: ${out.error ? `failed: ${out.error}` : 'guest exited 0'} after ${out.numInstructions} instructions`);
       return {
         exit_code: out.exitCode ?? -1,
@@ -255,7 +268,7 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
       ctx.signal.throwIfAborted();
       ctx.progress({ phase: 'Executing' });
       ctx.log(`dev engine: executing ${toHex(appExeCommit)} on ${input.length} input entries`);
-      const out = await run(ctx, image, input, options.maxCycles);
+      const out = await run(ctx, image, input, options.maxCycles, req.cycleLimit);
       if (out.error) {
         // The count is worth recording for a failed job too.
         ctx.progress({ metrics: { num_instructions: out.numInstructions } });

@@ -25,6 +25,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ENGINES, parseVersion, versionProblem, type EngineMetrics, type ParsedVersion } from '../../protocol.ts';
 import {
+  CycleLimitError,
   JobError,
   type CommitResult,
   type Engine,
@@ -240,6 +241,8 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
         const seen = metricsCollector(ctx, { live: true });
         const exit = await s.tool(`run --mode ${req.mode}`, s.mapping.run(s.cfg, { exe: req.vmexePath, input: req.inputPath, mode: req.mode }), (l) => seen.line(l));
         const result = { public_values: seen.publicValues ?? '0x', stdout: guestStdout(exit.stdout), ...seen.metrics };
+        // The meter and segment modes print the instruction count (run.rs:275-288); pure mode prints none, so only those enforce a cycle limit.
+        overCycleLimit(ctx, seen.metrics.num_instructions, req.cycleLimit);
         if (exit.code === 0 && req.mode === 'meter' && seen.pastCostCap(s.mapping)) {
           // Metering suspends past the cap and the tool still exits 0: the guest did not finish.
           return { ...result, exit_code: 1, error: `metered execution stopped past the tool's cost cap of ${s.mapping.meterCostCap} cells before the program finished` };
@@ -281,6 +284,12 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
           delete metered.cells_used;
         }
         ctx.progress({ phase: 'Executed', metrics: metered });
+        // A job with a cycle limit is refused here, before proving, when the metered run went
+        // past it: `run --mode meter` prints "Number of instructions executed: {instret}" and
+        // "Total cost: {cost}" (v2.0.1:crates/cli/src/commands/run.rs:275-280; the mode is
+        // clap's ExecutionMode::Meter, run.rs:22-31, taken by `--mode`, run.rs:64-71). A count
+        // cut short by the cost cap is a lower bound: over the limit already, it is refused too.
+        overCycleLimit(ctx, seen.metrics.num_instructions, req.cycleLimit);
 
         ctx.progress({ phase: 'AppProving' });
         const reader = proveOutputReader(req.proof_type, (phase) => ctx.progress({ phase }));
@@ -374,4 +383,11 @@ function guestExitCode(stderrTail: string[]): number {
 function redactor(pairs: [string, string][]): (text: string) => string {
   const ordered = pairs.filter(([from]) => from.length > 1).sort((a, b) => b[0].length - a[0].length);
   return (text) => ordered.reduce((t, [from, to]) => t.split(from).join(to), text);
+}
+
+/** Throws CycleLimitError when the tool's instruction count (one instruction, one cycle) is past the job's cycle limit. */
+function overCycleLimit(ctx: EngineContext, instructions: number | undefined, limit: number | null | undefined): void {
+  if (limit == null || instructions === undefined || instructions <= limit) return;
+  ctx.log(`openvm engine: the metered run took ${instructions} cycles, past the job's cycle limit of ${limit}; not proving`);
+  throw new CycleLimitError(instructions, limit);
 }

@@ -112,12 +112,33 @@ const programProofColumns: Column<ConsoleProof>[] = [
   { header: 'Cost (USD)', cell: (p) => formatUsd(p.cost), numeric: true },
 ];
 
+/** A proof's or execution's limits, in words (README "Job limits"). */
+export const limitsText = (r: Pick<ExecutionRecord, 'cycle_limit' | 'cost_limit' | 'deadline_at'>): string =>
+  [
+    r.cycle_limit !== null ? `${formatCount(r.cycle_limit)} cycles` : null,
+    r.cost_limit !== null ? `${formatUsd(r.cost_limit)} USD` : null,
+    r.deadline_at !== null ? `done by ${formatDate(r.deadline_at)}` : null,
+  ]
+    .filter((x) => x !== null)
+    .join(' · ') || NONE;
+
+/** Why a queued proof or execution waits, in words (README "Why a job waits"); none once it runs. */
+export const waitingText = (r: Pick<ExecutionRecord, 'waiting_reason' | 'waiting_detail' | 'jobs_ahead' | 'estimated_start_at'>): string => {
+  if (r.waiting_reason === null) return NONE;
+  const why = r.waiting_detail ?? { no_agent: 'no online agent can take it', not_enough_gpus: 'no online agent has the GPUs it needs', org_quota: 'the organization is at its quota', org_budget: 'the organization is at its budget', jobs_ahead: 'jobs ahead of it', starting: 'next: starting' }[r.waiting_reason];
+  const ahead = r.jobs_ahead ? ` (${formatCount(r.jobs_ahead)} jobs ahead)` : '';
+  const eta = r.estimated_start_at ? `; likely to start ${formatDate(r.estimated_start_at)}` : '';
+  return `${why}${ahead}${eta}`;
+};
+
 const executionColumns: Column<ExecutionRecord>[] = [
   { header: 'Execution', cell: (e) => <code>{shortId(e.id)}</code> },
   { header: 'Status', cell: (e) => <StateBadge state={e.status} /> },
   { header: 'Mode', cell: (e) => e.mode },
   { header: 'Created', cell: (e) => formatDate(e.created_at) },
   { header: 'Instructions', cell: (e) => formatCount(e.num_instructions), numeric: true },
+  { header: 'Limits', cell: (e) => limitsText(e) },
+  { header: 'Waiting', cell: (e) => waitingText(e) },
 ];
 
 export const ProgramView = ({
@@ -202,7 +223,8 @@ const proofFacts = (p: ProofDetail): Fact[] => [
   ['Started', formatDate(p.launched_at)],
   ['Finished', formatDate(p.terminated_at)],
   ['Attempt', p.job ? String(p.job.attempt) : NONE],
-  ['Waiting because', p.job?.waiting_reason || NONE],
+  ['Limits', <span id="proof-limits">{limitsText(p)}</span>],
+  ['Waiting because', <span id="proof-waiting">{waitingText(p)}</span>],
   ['Error', p.error_message || NONE],
 ];
 

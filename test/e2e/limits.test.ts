@@ -1,0 +1,49 @@
+// Job limits end to end (README "Job limits"): a Worker under wrangler dev and a real
+// prover-agent with the dev engine. A cycle limit stops the guest mid-execution; a
+// deadline stops a running job; both end Failed naming the limit and the figure.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { caller, registerGuest, startStack, type Stack } from './stack.ts';
+
+let stack: Stack;
+let api: ReturnType<typeof caller>;
+
+beforeAll(async () => {
+  stack = await startStack({ vars: { RENOTIFY_AFTER_SECONDS: '0' } });
+  api = caller(stack);
+  await stack.startAgent({ name: 'e2e-limits' });
+});
+afterAll(async () => stack?.stop());
+
+/** loop.elf's input: its iteration count N, a 0x01 entry of one little-endian u32 (6 instructions a round: test/guests/README.md). */
+const rounds = (n: number) => {
+  const le = Buffer.alloc(4);
+  le.writeUInt32LE(n);
+  return '0x01' + le.toString('hex');
+};
+const ended = (r: any) => ['Succeeded', 'Failed'].includes(r.state ?? r.status);
+
+describe('job limits with a real agent (dev engine)', () => {
+  it('a cycle limit stops the guest mid-execution: Failed, naming the limit and the cycles reached', async () => {
+    const program = await registerGuest(api, stack.devConfig, 'loop.elf');
+    // 10^9 rounds is 6·10^9 instructions, seconds of work; the limit stops it at 2·10^6.
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&cycle_limit=2000000`, { input: [rounds(1_000_000_000)] });
+    const proof = await api.waitFor(`/v1/proofs/${id}`, ended);
+    expect(proof).toMatchObject({ state: 'Failed', cycle_limit: 2000000, error_message: 'Cycle limit reached: the job ran 2000000 cycles before it was stopped; its cycle_limit is 2000000' });
+    expect(await (await api.call('GET', `/v1/proofs/${id}/logs`)).text()).toMatch(/stopped at the job's cycle limit, 2000000 cycles/);
+
+    const { id: ex } = await api.json('POST', `/v1/executions?program_id=${program}&cycle_limit=1000`, { input: [rounds(1_000_000)] });
+    expect(await api.waitFor(`/v1/executions/${ex}`, ended)).toMatchObject({ status: 'Failed', error_message: expect.stringMatching(/^Cycle limit reached: the job ran 1000 cycles/) });
+  });
+
+  it('a deadline stops a running job: its agent stops the engine, and it ends Failed', async () => {
+    const program = await registerGuest(api, stack.devConfig, 'loop.elf');
+    // 4·10^9 rounds: far longer than the test; the deadline comes first.
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&deadline_seconds=4`, { input: [rounds(4_000_000_000)] });
+    await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
+    const proof = await api.waitFor(`/v1/proofs/${id}`, ended);
+    expect(proof.state).toBe('Failed');
+    expect(proof.error_message).toMatch(/^Deadline passed: the job was still running at its deadline, 4 s after its submission/);
+    expect(Date.parse(proof.terminated_at) - Date.parse(proof.created_at)).toBeLessThan(15_000);
+    expect(proof.cost).toBeGreaterThan(0);
+  });
+});

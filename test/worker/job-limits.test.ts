@@ -1,0 +1,140 @@
+// Job limits (README "Job limits"): cycle, cost and deadline on POST /v1/proofs and
+// /v1/executions, the organization's defaults, and how each one stops a job.
+import { env } from 'cloudflare:test';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { openDb } from '../../src/db/client.ts';
+import { sweep } from '../../src/jobs/sweep.ts';
+import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
+
+beforeEach(async () => {
+  await drainQueuedJobs();
+  await env.DB.prepare('DELETE FROM agents').run();
+});
+
+const post = (t: Tenant, path: string) => api(t, path, { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } });
+
+async function readyProgram(t?: Tenant) {
+  const tenant = t ?? (await seedTenant());
+  const program = await registerProgram(tenant, await seedConfig());
+  await markReady(program);
+  await drainQueuedJobs();
+  return { t: tenant, program };
+}
+
+const jobOf = async (subject: string) => (await env.DB.prepare('SELECT * FROM jobs WHERE subject_id = ?').bind(subject).first<Record<string, any>>())!;
+
+describe('job limits', () => {
+  it('a proof and an execution take cycle_limit, cost_limit and deadline_seconds, and their records show them', async () => {
+    const { t, program } = await readyProgram();
+    const before = Date.now();
+    const { id } = await json(await post(t, `/v1/proofs?program_id=${program}&cycle_limit=1000&cost_limit=5000&deadline_seconds=60`), 200);
+    const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
+    expect(proof).toMatchObject({ cycle_limit: 1000, cost_limit: 5000 });
+    expect(Date.parse(proof.deadline_at) - before).toBeGreaterThanOrEqual(60_000);
+    expect(Date.parse(proof.deadline_at) - before).toBeLessThan(70_000);
+    const { id: ex } = await json(await post(t, `/v1/executions?program_id=${program}&cycle_limit=7`), 200);
+    expect(await json(await api(t, `/v1/executions/${ex}`), 200)).toMatchObject({ cycle_limit: 7, cost_limit: null, deadline_at: null });
+    // and the list
+    const list = await json(await api(t, `/v1/proofs?program_id=${program}`), 200);
+    expect(list.items[0]).toMatchObject({ id, cycle_limit: 1000 });
+  });
+
+  it('refuses a limit that is not a positive integer (422), storing nothing', async () => {
+    const { t, program } = await readyProgram();
+    for (const q of ['cycle_limit=0', 'cost_limit=-1', 'deadline_seconds=abc', `deadline_seconds=${31 * 86400}`]) {
+      expect((await post(t, `/v1/proofs?program_id=${program}&${q}`)).status).toBe(422);
+    }
+    expect(await env.DB.prepare('SELECT count(*) AS n FROM proofs WHERE program_id = ?').bind(program).first('n')).toBe(0);
+  });
+
+  it("the organization's defaults apply, and a request's own limit wins", async () => {
+    const { t, program } = await readyProgram();
+    await env.DB.prepare('UPDATE organizations SET default_cycle_limit = 500, default_cost_limit = 900, default_deadline_seconds = 30 WHERE id = ?').bind(t.orgId).run();
+    const { id: a } = await json(await post(t, `/v1/proofs?program_id=${program}`), 200);
+    expect(await json(await api(t, `/v1/proofs/${a}`), 200)).toMatchObject({ cycle_limit: 500, cost_limit: 900 });
+    expect((await jobOf(a)).deadline_at).not.toBeNull();
+    const { id: b } = await json(await post(t, `/v1/proofs?program_id=${program}&cycle_limit=2000`), 200);
+    expect(await json(await api(t, `/v1/proofs/${b}`), 200)).toMatchObject({ cycle_limit: 2000, cost_limit: 900 });
+  });
+
+  it('the claim hands the cycle limit to the agent; its report of reaching it ends the job Failed, naming the limit and the figure, charged the run', async () => {
+    const { t, program } = await readyProgram();
+    const { id } = await json(await post(t, `/v1/proofs?program_id=${program}&cycle_limit=1000`), 200);
+    const job = await claimJob(await seedAgent());
+    expect(job.cycle_limit).toBe(1000);
+    await env.DB.prepare('UPDATE leases SET claimed_at = claimed_at - 3600000 WHERE id = ?').bind(job.lease_id).run();
+    const r = await lease(job, '/fail', { error: 'cycle limit of 1000 instructions reached', retryable: false, limit: { name: 'cycle_limit', reached: 1000 } });
+    expect(r.status).toBe(200);
+    const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
+    expect(proof.state).toBe('Failed');
+    expect(proof.error_message).toBe('Cycle limit reached: the job ran 1000 cycles before it was stopped; its cycle_limit is 1000');
+    // an hour on one GPU at 1 USD per GPU-hour (wrangler.toml MACHINE_RATES)
+    expect(proof.cost).toBeGreaterThanOrEqual(1_000_000);
+    expect(proof.cost).toBeLessThan(1_010_000);
+  });
+
+  it('a cost limit stops a running job at its heartbeat, Failed, charged the limit and no more', async () => {
+    const { t, program } = await readyProgram();
+    const { id } = await json(await post(t, `/v1/executions?program_id=${program}&cost_limit=5000`), 200);
+    const job = await claimJob(await seedAgent());
+    expect(await json(await lease(job, '/heartbeat', {}), 200)).toMatchObject({ cancel: false });
+    // A minute in: 1,000,000 micro-USD an hour is ~16,667 a minute, past the 5,000 limit.
+    await env.DB.prepare('UPDATE leases SET claimed_at = claimed_at - 60000 WHERE id = ?').bind(job.lease_id).run();
+    expect(await json(await lease(job, '/heartbeat', {}), 200)).toMatchObject({ cancel: true });
+    expect(await json(await lease(job, '/canceled', {}), 200)).toMatchObject({ status: 'canceled' });
+    const ex = await json(await api(t, `/v1/executions/${id}`), 200);
+    expect(ex.status).toBe('Failed');
+    expect(ex.error_message).toMatch(/^Cost limit reached: .*its cost_limit is 5000$/);
+    expect(ex.cost).toBeGreaterThanOrEqual(4990);
+    expect(ex.cost).toBeLessThanOrEqual(5000);
+  });
+
+  it('a cost limit crossed between heartbeats turns a completion into Failed', async () => {
+    const { t, program } = await readyProgram();
+    const { id } = await json(await post(t, `/v1/executions?program_id=${program}&cost_limit=5000`), 200);
+    const job = await claimJob(await seedAgent());
+    await env.DB.prepare('UPDATE leases SET claimed_at = claimed_at - 60000 WHERE id = ?').bind(job.lease_id).run();
+    expect((await lease(job, '/status')).status).toBe(200);
+    expect(await json(await lease(job, '/status'), 200)).toMatchObject({ cancel: true });
+    const done = await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: '0x00', error: null, metrics: { num_instructions: 5 } });
+    expect(await json(done, 200)).toMatchObject({ status: 'canceled' });
+    expect(await json(await api(t, `/v1/executions/${id}`), 200)).toMatchObject({ status: 'Failed', public_values: null, cost: 5000 });
+  });
+
+  it('a queued job past its deadline fails in the sweep, charged nothing', async () => {
+    const { t, program } = await readyProgram();
+    const { id } = await json(await post(t, `/v1/proofs?program_id=${program}&deadline_seconds=30`), 200);
+    const r = await sweep(openDb(env.DB), env, Date.now() + 31_000);
+    expect(r.pastDeadline).toBe(1);
+    const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
+    expect(proof).toMatchObject({ state: 'Failed', cost: 0, waiting_reason: null });
+    expect(proof.error_message).toMatch(/^Deadline passed: the job was still queued at its deadline, 30 s after its submission/);
+    expect((await jobOf(id)).status).toBe('done');
+  });
+
+  it('a running job past its deadline is stopped (status check says cancel; its acknowledgement ends it Failed)', async () => {
+    const { t, program } = await readyProgram();
+    const { id } = await json(await post(t, `/v1/proofs?program_id=${program}&deadline_seconds=30`), 200);
+    const job = await claimJob(await seedAgent());
+    expect(await json(await lease(job, '/status'), 200)).toMatchObject({ cancel: false });
+    await env.DB.prepare('UPDATE jobs SET deadline_at = ? WHERE id = ?').bind(Date.now() - 1000, job.id).run();
+    expect(await json(await lease(job, '/status'), 200)).toMatchObject({ cancel: true });
+    expect(await json(await lease(job, '/heartbeat', { phase: 'Executed' }), 200)).toMatchObject({ cancel: true });
+    expect(await json(await lease(job, '/canceled', {}), 200)).toMatchObject({ status: 'canceled' });
+    const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
+    expect(proof.state).toBe('Failed');
+    expect(proof.error_message).toMatch(/^Deadline passed: the job was still running at its deadline/);
+  });
+
+  it('a running job past its deadline whose agent died ends Failed when its lease expires', async () => {
+    const { t, program } = await readyProgram();
+    const { id } = await json(await post(t, `/v1/proofs?program_id=${program}&deadline_seconds=30`), 200);
+    const job = await claimJob(await seedAgent());
+    await env.DB.prepare('UPDATE jobs SET deadline_at = ? WHERE id = ?').bind(Date.now() - 1000, job.id).run();
+    await json(await lease(job, '/heartbeat', {}), 200); // records the stop
+    await env.DB.prepare('UPDATE jobs SET lease_expires_at = 1 WHERE id = ?').bind(job.id).run();
+    await sweep(openDb(env.DB), env);
+    expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ state: 'Failed' });
+  });
+});

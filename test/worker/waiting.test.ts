@@ -1,0 +1,111 @@
+// A queue that explains itself (README "Why a job waits"): a queued proof's or
+// execution's record says why it is not running, and a job no online agent could take
+// for UNSERVABLE_EVENT_SECONDS raises its *.unservable webhook event once.
+import { env } from 'cloudflare:test';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { openDb } from '../../src/db/client.ts';
+import { sweep } from '../../src/jobs/sweep.ts';
+import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { claim, drainQueuedJobs, seedAgent } from './fleet-helpers.ts';
+
+beforeEach(async () => {
+  await drainQueuedJobs();
+  await env.DB.prepare('DELETE FROM agents').run();
+});
+
+const post = (t: Tenant, path: string) => api(t, path, { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } });
+
+async function readyProgram(cfg = {}, t?: Tenant) {
+  const tenant = t ?? (await seedTenant());
+  const configId = await seedConfig(cfg);
+  const program = await registerProgram(tenant, configId);
+  await markReady(program);
+  await drainQueuedJobs();
+  return { t: tenant, program, configId };
+}
+
+/** Makes the sweep look at every lane now (their notices are old). */
+const staleNotices = () => env.DB.prepare(`UPDATE jobs SET notified_at = 0 WHERE status = 'queued'`).run();
+
+describe('why a job waits', () => {
+  it('no online agent: no_agent, with the sentence, on GET, the list and the event stream', async () => {
+    const { t, program } = await readyProgram();
+    const { id } = await json(await post(t, `/v1/proofs?program_id=${program}`), 200);
+    // before the sweep has looked: servable as far as the service knows, and next
+    expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ waiting_reason: 'starting', jobs_ahead: 0, estimated_start_at: null });
+    await staleNotices();
+    await sweep(openDb(env.DB), env);
+    const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
+    expect(proof).toMatchObject({ state: 'Queued', waiting_reason: 'no_agent', waiting_detail: 'no prover agent is online' });
+    expect((await json(await api(t, `/v1/proofs?program_id=${program}`), 200)).items[0]).toMatchObject({ waiting_reason: 'no_agent' });
+    const stream = await api(t, `/v1/proofs/${id}/events`, { headers: { accept: 'text/event-stream' } });
+    const reader = stream.body!.getReader();
+    let text = '';
+    while (!text.includes('event: state')) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    expect(text).toContain('"waiting_reason":"no_agent"');
+  });
+
+  it('an agent of another engine or config: no_agent naming it; too few GPUs: not_enough_gpus', async () => {
+    const a = await readyProgram({ engine: 'openvm' });
+    const b = await readyProgram({ engine: 'openvm' });
+    const { id: p1 } = await json(await post(a.t, `/v1/proofs?program_id=${a.program}`), 200);
+    const { id: p2 } = await json(await post(b.t, `/v1/proofs?program_id=${b.program}`), 200);
+    await claim(await seedAgent({ engines: ['dev'] }));
+    await claim(await seedAgent({ engines: ['openvm'], gpus: 0, configs: [b.configId] }));
+    await staleNotices();
+    await sweep(openDb(env.DB), env);
+    expect(await json(await api(a.t, `/v1/proofs/${p1}`), 200)).toMatchObject({ waiting_reason: 'no_agent', waiting_detail: `no online agent serves config ${a.configId}` });
+    expect(await json(await api(b.t, `/v1/proofs/${p2}`), 200)).toMatchObject({ waiting_reason: 'not_enough_gpus' });
+  });
+
+  it('servable: jobs_ahead counts the jobs the same agents run first, and the reason clears once it runs', async () => {
+    const { t, program } = await readyProgram();
+    const other = await seedTenant();
+    const { program: p2 } = await readyProgram({}, other);
+    await env.DB.prepare('UPDATE programs SET config_id = (SELECT config_id FROM programs WHERE id = ?) WHERE id = ?').bind(program, p2).run();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await json(await post(t, `/v1/executions?program_id=${program}`), 200)).id);
+    const { id: urgent } = await json(await post(t, `/v1/proofs?program_id=${program}&priority=10`), 200);
+    expect(await json(await api(t, `/v1/proofs/${urgent}`), 200)).toMatchObject({ waiting_reason: 'starting', jobs_ahead: 0 });
+    expect(await json(await api(t, `/v1/executions/${ids[0]}`), 200)).toMatchObject({ waiting_reason: 'jobs_ahead', jobs_ahead: 1 });
+    expect(await json(await api(t, `/v1/executions/${ids[2]}`), 200)).toMatchObject({ waiting_reason: 'jobs_ahead', jobs_ahead: 3 });
+    // Another organization on the same config: its queued jobs share the agents by turns.
+    for (let i = 0; i < 5; i++) await post(other, `/v1/executions?program_id=${p2}`);
+    expect(await json(await api(t, `/v1/executions/${ids[0]}`), 200)).toMatchObject({ jobs_ahead: 1 + 2 });
+    const agent = await seedAgent();
+    const claimed = await claim(agent);
+    const running = claimed.job!.subject_id;
+    const path = running === urgent ? `/v1/proofs/${running}` : `/v1/executions/${running}`;
+    expect(await json(await api(running === urgent ? t : other, path), 200)).toMatchObject({ waiting_reason: null, jobs_ahead: null });
+  });
+
+  it('a job no agent could take for UNSERVABLE_EVENT_SECONDS raises proof.unservable once', async () => {
+    const { t, program } = await readyProgram();
+    const hook = await json(
+      await api(t, '/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: 'https://hooks.example.com/x', events: ['proof.unservable'] }), headers: { 'content-type': 'application/json' } }),
+      201,
+    );
+    const { id } = await json(await post(t, `/v1/proofs?program_id=${program}`), 200);
+    await staleNotices();
+    const now = Date.now();
+    await sweep(openDb(env.DB), env, now);
+    expect((await sweep(openDb(env.DB), env, now + 1000)).unservableAnnounced).toBe(0); // not yet 10 minutes
+    expect((await sweep(openDb(env.DB), env, now + 601_000)).unservableAnnounced).toBe(1);
+    expect((await sweep(openDb(env.DB), env, now + 700_000)).unservableAnnounced).toBe(0); // once
+    const rows = await env.DB.prepare('SELECT event_type, subject_kind, subject_id FROM webhook_deliveries WHERE endpoint_id = ?').bind(hook.id).all();
+    expect(rows.results).toEqual([{ event_type: 'proof.unservable', subject_kind: 'proof', subject_id: id }]);
+  });
+
+  it('a lane an agent can serve again clears its reason at the next sweep', async () => {
+    const { t, program } = await readyProgram();
+    const { id } = await json(await post(t, `/v1/proofs?program_id=${program}`), 200);
+    await staleNotices();
+    await sweep(openDb(env.DB), env);
+    expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ waiting_reason: 'no_agent' });
+    await seedAgent();
+    await staleNotices();
+    await sweep(openDb(env.DB), env);
+    expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ waiting_reason: 'starting', waiting_detail: null });
+  });
+});
