@@ -10,7 +10,6 @@
 //   replica is behind: such reads are repeated on the primary before the caller is
 //   told no (RequestSessions.primary()).
 // - Every response carries the session's latest bookmark in `x-d1-bookmark`.
-import { ApiError } from '../lib/errors.ts';
 import { openDb, type Db } from './client.ts';
 
 export const BOOKMARK_HEADER = 'x-d1-bookmark';
@@ -23,12 +22,18 @@ const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
 
 export type SessionStart = 'first-unconstrained' | 'first-primary';
 
-/** The bookmark a request sent, checked: null when none, 400 when it is not one. */
+/** A bookmark header that is not one: the request's fault (the error handler answers 400 with this message). */
+export class MalformedBookmark extends Error {
+  constructor() {
+    super(`Malformed ${BOOKMARK_HEADER} header: send back exactly the value a response gave you (or no header for a fresh session)`);
+  }
+}
+
+/** The bookmark a request sent, checked: null when none, MalformedBookmark when it is not one. */
 export function sentBookmark(header: string | undefined): string | null {
   if (header === undefined || header.trim() === '') return null;
   const value = header.trim().toLowerCase();
-  if (!BOOKMARK.test(value))
-    throw new ApiError(400, `Malformed ${BOOKMARK_HEADER} header: send back exactly the value a response gave you (or no header for a fresh session)`);
+  if (!BOOKMARK.test(value)) throw new MalformedBookmark();
   return value;
 }
 

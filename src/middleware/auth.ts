@@ -12,10 +12,10 @@
 // that action, so a write refused here writes nothing.
 import { and, eq, getTableName, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
-import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv, Caller } from '../app-env.ts';
+import { batchByName, type BatchResults, type GroupResults, type ResultOf, type Statement, type Steps } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { KEY_SCOPES, PERMISSIONS, rankOf, ROLE_ORDER, type Action, type Role } from '../auth/permissions.ts';
 import { apiKeys, memberships } from '../db/schema.ts';
@@ -204,7 +204,7 @@ function accept(c: Context<AppEnv>, row: KeyRow): Caller {
   return caller;
 }
 
-type Statements = readonly BatchItem<'sqlite'>[];
+type Statements = readonly Statement[];
 
 /**
  * Runs the route's statements, built with the caller's organization as SQL, in one
@@ -213,13 +213,31 @@ type Statements = readonly BatchItem<'sqlite'>[];
  * a dead key, whatever the statements did: a write must itself be scoped to orgOfKey(). `fresh(results)` says whether what a
  * replica answered may stand; when it says no (say, the record asked for is missing),
  * the batch is repeated on the primary, whose answer is final.
+ *
+ * The route's statements are a record, answered by the same names
+ * (`const { program, usage } = await asCaller(c, (org) => ({ program: …, usage: … }))`),
+ * or a list, answered position by position: the list form stays only until every route
+ * names its statements.
  */
+// (The list form first: an arrow's array is typed by the first overload it meets, and only a list's keeps its positions.)
 export async function asCaller<T extends Statements>(
   c: Context<AppEnv>,
   build: (org: SQL<string>) => readonly [...T],
-  fresh: (results: BatchResponse<T>) => boolean = () => true,
+  fresh?: (results: GroupResults<T>) => boolean,
+  options?: { claim?: boolean },
+): Promise<GroupResults<T>>;
+export async function asCaller<T extends Steps>(
+  c: Context<AppEnv>,
+  build: (org: SQL<string>) => T,
+  fresh?: (results: BatchResults<T>) => boolean,
+  options?: { claim?: boolean },
+): Promise<BatchResults<T>>;
+export async function asCaller<T extends Steps | Statements>(
+  c: Context<AppEnv>,
+  build: (org: SQL<string>) => T,
+  fresh: (results: ResultOf<T>) => boolean = () => true,
   { claim = true }: { claim?: boolean } = {},
-): Promise<BatchResponse<T>> {
+): Promise<ResultOf<T>> {
   const hash = c.var.apiKeyHash;
   const sessions = c.var.sessions;
   // A request with an Idempotency-Key claims it in its first batch, before the route's
@@ -230,9 +248,13 @@ export async function asCaller<T extends Statements>(
   const action = declaredAction(c);
   const org = orgOfKey(hash, action);
   const run = async (db: Db) => {
-    const claim = claiming ? [claimKey(db, org, idem.claim), requireClaim(db, org, idem.claim)] : [];
-    const [keys, ...rest] = (await db.batch([keyLookup(db, hash), ...claim, ...build(org)])) as unknown as [KeyRow[], ...unknown[]];
-    return { key: keys[0], results: rest.slice(claim.length) as unknown as BatchResponse<T> };
+    const { key, route } = await batchByName(db, {
+      key: keyLookup(db, hash),
+      claim: claiming ? claimKey(db, org, idem.claim) : undefined,
+      claimed: claiming ? requireClaim(db, org, idem.claim) : undefined,
+      route: build(org),
+    });
+    return { key: key[0], results: route };
   };
   let answer: Awaited<ReturnType<typeof run>>;
   try {
@@ -269,12 +291,12 @@ async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
   const db = c.var.sessions.primary();
   const idem = c.var.idempotency!;
   const hash = c.var.apiKeyHash;
-  const [keys, rows] = await db.batch([keyLookup(db, hash), keyRow(db, orgOfKey(hash, declaredAction(c)), idem.claim.key)]);
+  const { keys, held } = await batchByName(db, { keys: keyLookup(db, hash), held: keyRow(db, orgOfKey(hash, declaredAction(c)), idem.claim.key) });
   if (!keys[0]) return invalidKey();
   accept(c, keys[0]);
   await limitOrganization(c, keys[0].org_id);
   idem.state = 'taken';
-  idem.found = rows[0];
+  idem.found = held[0];
   return new IdempotencyHit();
 }
 
