@@ -22,20 +22,8 @@ const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
 
 export type SessionStart = 'first-unconstrained' | 'first-primary';
 
-/** A bookmark header that is not one: the request's fault (the error handler answers 400 with this message). */
-export class MalformedBookmark extends Error {
-  constructor() {
-    super(`Malformed ${BOOKMARK_HEADER} header: send back exactly the value a response gave you (or no header for a fresh session)`);
-  }
-}
-
-/** The bookmark a request sent, checked: null when none, MalformedBookmark when it is not one. */
-export function sentBookmark(header: string | undefined): string | null {
-  if (header === undefined || header.trim() === '') return null;
-  const value = header.trim().toLowerCase();
-  if (!BOOKMARK.test(value)) throw new MalformedBookmark();
-  return value;
-}
+/** Whether a header's value (trimmed, lower case) is a D1 bookmark. */
+export const isBookmark = (value: string): boolean => BOOKMARK.test(value);
 
 export class RequestSessions {
   /** The request's session: replicas where it may, the primary for writes. */

@@ -5,7 +5,6 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
-import { MalformedBookmark } from '../db/sessions.ts';
 
 export interface ValidationIssue {
   loc: (string | number)[];
@@ -217,8 +216,6 @@ export async function onError(err: Error, c: Context): Promise<Response> {
   if (refusal && refusal !== err) return onError(refusal, c);
   // A malformed percent escape (decodeURIComponent's URIError, wherever it was decoded) is the request's fault.
   if (err instanceof URIError) return onError(malformedPath(), c);
-  // The D1 layer's own refusal of the request's x-d1-bookmark header (src/db/sessions.ts).
-  if (err instanceof MalformedBookmark) return onError(new ApiError(400, err.message), c);
   if ((err instanceof ValidationError || (err instanceof ApiError && [400, 413].includes(err.status))) && !c.get('caller')) {
     try {
       await credentialsFirst(c);

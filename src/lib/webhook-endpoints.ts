@@ -13,7 +13,7 @@ import { ulid } from 'ulid';
 import type { Db } from '../db/client.ts';
 import { auditLog, nowIso, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts';
 import type { Env } from '../env.ts';
-import type { AuditAction } from './audit.ts';
+import type { AuditAction } from '../features/accounts/audit.ts';
 import { ApiError, notFound, ValidationError } from './errors.ts';
 import { cappedCount, inPage, pageAnswer, pageQuery } from './lookups.ts';
 import { PREVIOUS_SECRET_GRACE_MS } from './webhook-secrets.ts';

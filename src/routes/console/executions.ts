@@ -3,10 +3,9 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, desc, eq, gte, lte, sql } from 'drizzle-orm';
 import { EXECUTION_STATUSES, executions, organizations } from '../../db/schema.ts';
 import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
-import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { ExecutionRecord, executionRecord } from '../../lib/records.ts';
-import { PaginationQuery, pageOf } from '../../lib/schemas.ts';
+import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams, pageOf, PaginationQuery } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
 

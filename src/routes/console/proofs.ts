@@ -7,13 +7,12 @@ import { jobs, organizations, PROOF_STATES, programs, projects, proofs } from '.
 import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { jobIdOfSubject, logPageQuery, readLogPage } from '../../jobs/logs.ts';
-import { CancelAnswer, ConsoleProof, ProofDetail } from '../../lib/console-records.ts';
-import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
+import { CancelAnswer, ConsoleProof, ProofDetail } from '../../features/proofs/schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { cappedCount, findProof, jobOfSubject, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
 import { cancelAnswer, proofFileResponse } from '../../jobs/proof-actions.ts';
 import { proofRecord } from '../../lib/records.ts';
-import { PaginationQuery, pageOf, queryInt, Uuid } from '../../lib/schemas.ts';
+import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams, pageOf, PaginationQuery, queryInt, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
 

@@ -4,10 +4,9 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { isRefusedInsert, notFound, validationHook } from '../../lib/errors.ts';
 import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
-import { MessageResponse, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
+import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
 import {
   checkWebhookUrl,
   createStatements,
