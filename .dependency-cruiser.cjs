@@ -42,7 +42,7 @@ const WORKER_LAYERS = [
 ];
 
 /** A feature's route modules: what only the app mounts. */
-const ROUTES = '^src/features/[^/]+/(api|console)\\.ts$';
+const ROUTES = '^src/features/[^/]+/(api|console)(\\.ts$|/)';
 
 const PROTOCOL = '^prover-agent/src/protocol(\\.ts$|/)';
 

@@ -6,8 +6,8 @@ import { Scalar } from '@scalar/hono-api-reference';
 import { Hono } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from './app-env.ts';
-import { BOOKMARK_HEADER, RequestSessions, sentBookmark } from './db/sessions.ts';
-import { onError, validationHook } from './lib/errors.ts';
+import { BOOKMARK_HEADER, isBookmark, RequestSessions } from './db/sessions.ts';
+import { ApiError, onError, validationHook } from './lib/errors.ts';
 import { API_KEY_HEADER, authenticate, DEFAULT_API_KEY_HEADERS, keyBeforeBody, requireApiKey } from './middleware/auth.ts';
 import { permit } from './middleware/permit.ts';
 import { consoleRateLimit, rateLimit } from './middleware/rate-limit.ts';
@@ -28,18 +28,18 @@ import { agentsInternalApi } from './features/fleet/agents.ts';
 import { queueInternalApi } from './features/fleet/queue.ts';
 import { consolePages } from './console/pages.tsx';
 import { requireConsoleUser, type ConsoleEnv } from './middleware/console-auth.ts';
-import { accountApi } from './routes/console/account.ts';
-import { apiKeysApi } from './routes/console/api-keys.ts';
-import { auditApi } from './routes/console/audit.ts';
-import { consoleAuthApi } from './routes/console/auth.ts';
+import { accountApi } from './features/accounts/console/account.ts';
+import { apiKeysApi } from './features/accounts/console/api-keys.ts';
+import { auditApi } from './features/accounts/console/audit.ts';
+import { consoleAuthApi } from './features/accounts/console/auth.ts';
 import { consoleExecutionsApi } from './features/executions/console.ts';
 import { fleetApi } from './features/fleet/console.ts';
-import { membersApi } from './routes/console/members.ts';
-import { outboxApi } from './routes/console/outbox.ts';
+import { membersApi } from './features/accounts/console/members.ts';
+import { outboxApi } from './features/accounts/console/outbox.ts';
 import { consoleProgramsApi } from './routes/console/programs.ts';
 import { consoleProjectsApi } from './routes/console/projects.ts';
 import { consoleProofsApi } from './features/proofs/console.ts';
-import { usageApi } from './routes/console/usage.ts';
+import { usageApi } from './features/accounts/console/usage.ts';
 import { consoleVerificationsApi } from './features/verifications/console.ts';
 import { consoleWebhooksApi } from './features/webhooks/console.ts';
 
@@ -50,6 +50,14 @@ export const API_VERSION = '2.0.0';
 // session (src/db/sessions.ts): a caller's from the bookmark it sent back, or else from
 // the nearest replica, its answer saying how far the session got (for the caller to send
 // back); the fleet's on the primary.
+
+/** The bookmark a request sent, checked: null when none, 400 when it is not one. */
+function sentBookmark(header: string | undefined): string | null {
+  if (header === undefined || header.trim() === '') return null;
+  const value = header.trim().toLowerCase();
+  if (!isBookmark(value)) throw new ApiError(400, `Malformed ${BOOKMARK_HEADER} header: send back exactly the value a response gave you (or no header for a fresh session)`);
+  return value;
+}
 
 /** The D1 session of a caller's request (the public API, the console's). */
 const callerSession = createMiddleware<AppEnv>(async (c, next) => {

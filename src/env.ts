@@ -34,7 +34,7 @@ export interface Env {
   RATE_LIMIT_CONSOLE: RateLimit;
   RATE_LIMIT_CONSOLE_ORG: RateLimit;
   RATE_LIMIT_CONSOLE_SENDS: RateLimit;
-  /** Password-reset requests per client address (src/routes/console/auth.ts). */
+  /** Password-reset requests per client address (src/features/accounts/console/auth.ts). */
   RATE_LIMIT_PASSWORD_RESET: RateLimit;
   /** "true" enables the local emulation of the Queues HTTP pull API. Dev only. */
   DEV_QUEUE_EMULATION?: string;
@@ -86,7 +86,7 @@ export interface Env {
   CONSOLE_JWT_SECRET?: string;
   /** Lifetime of a console access token, seconds (default 600). */
   CONSOLE_ACCESS_TOKEN_TTL_SECONDS?: string;
-  /** How email is sent (src/lib/mail.ts): "outbox" (local only: stored in D1), "http" (a mail API), unset (not sent). */
+  /** How email is sent (src/features/accounts/mail.ts): "outbox" (local only: stored in D1), "http" (a mail API), unset (not sent). */
   MAIL_SENDER?: string;
   /** MAIL_SENDER = "http": the mail API's endpoint, its bearer key (a secret) and the From address. */
   MAIL_API_URL?: string;

@@ -7,10 +7,10 @@ import { and, count, desc, eq, isNotNull, isNull, notExists, sql } from 'drizzle
 import { drizzle } from 'drizzle-orm/sqlite-proxy';
 import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES, type KeyScope, type Role } from '../auth/permissions.ts';
 import { agents, agentTokens, apiKeys, configKeys, configs, consoleLinks, keyAudit, mailOutbox, memberships, nowIso, organizations, programs, publisherTokens, users } from '../db/schema.ts';
-import { passwordLinkFor } from '../lib/console-links.ts';
+import { passwordLinkFor } from '../features/accounts/links.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { newAgentTokenId, newApiKeyId, newConfigId, newLinkId, newMailId, newOrganizationId, newPublisherTokenId, newUserId } from '../lib/ids.ts';
-import { type MailMessage, SET_PASSWORD_LINK_TTL_HOURS, setPasswordMessage } from '../lib/mail.ts';
+import { type MailMessage, SET_PASSWORD_LINK_TTL_HOURS, setPasswordMessage } from '../features/accounts/mail.ts';
 import { revoke } from '../lib/revoke.ts';
 import { normalizeConfigId } from '../lib/schemas.ts';
 import { ENGINE_NAMES, engineTraits } from 'prover-agent/protocol';
@@ -49,7 +49,7 @@ function render(statement: Statement): string {
   return `${inlined};`;
 }
 
-export { SET_PASSWORD_LINK_TTL_HOURS } from '../lib/mail.ts';
+export { SET_PASSWORD_LINK_TTL_HOURS } from '../features/accounts/mail.ts';
 
 export interface NewUser {
   email: string;

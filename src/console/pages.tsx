@@ -13,7 +13,7 @@ import type { AppEnv } from '../app-env.ts';
 import { PageFrame } from './ui/chrome.tsx';
 import { CONSOLE_PAGES, type PageName, type PageSpec, TITLE_SUFFIX } from './ui/site.ts';
 import { PAGE_VIEWS } from './ui/views/index.ts';
-import { outboxConfigured } from '../routes/console/outbox.ts';
+import { outboxConfigured } from '../features/accounts/mail.ts';
 
 export const consolePages = new Hono<AppEnv>();
 

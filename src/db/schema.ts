@@ -83,7 +83,7 @@ export const users = sqliteTable(
     id: text('id').primaryKey(), // usr_{ulid}
     email: text('email').notNull(),
     name: text('name').notNull().default(''),
-    /** `pbkdf2-sha256$iterations$salt$hash` (src/lib/password.ts); null until the user sets one. */
+    /** `pbkdf2-sha256$iterations$salt$hash` (src/features/accounts/password.ts); null until the user sets one. */
     password_hash: text('password_hash'),
     /** Service operators see the fleet page. */
     is_operator: integer('is_operator', { mode: 'boolean' }).notNull().default(false),
@@ -143,7 +143,7 @@ export const consoleLinks = sqliteTable(
 
 /**
  * Mail the local outbox sender "sent" (MAIL_SENDER = "outbox", `npm start` and the
- * tests; src/lib/mail.ts): read at /console/outbox. Never written in production.
+ * tests; src/features/accounts/mail.ts): read at /console/outbox. Never written in production.
  */
 export const mailOutbox = sqliteTable(
   'mail_outbox',

@@ -10,7 +10,6 @@
 //   replica is behind: such reads are repeated on the primary before the caller is
 //   told no (RequestSessions.primary()).
 // - Every response carries the session's latest bookmark in `x-d1-bookmark`.
-import { ApiError } from '../lib/errors.ts';
 import { openDb, type Db } from './client.ts';
 
 export const BOOKMARK_HEADER = 'x-d1-bookmark';
@@ -23,14 +22,8 @@ const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
 
 export type SessionStart = 'first-unconstrained' | 'first-primary';
 
-/** The bookmark a request sent, checked: null when none, 400 when it is not one. */
-export function sentBookmark(header: string | undefined): string | null {
-  if (header === undefined || header.trim() === '') return null;
-  const value = header.trim().toLowerCase();
-  if (!BOOKMARK.test(value))
-    throw new ApiError(400, `Malformed ${BOOKMARK_HEADER} header: send back exactly the value a response gave you (or no header for a fresh session)`);
-  return value;
-}
+/** Whether a header's value (trimmed, lower case) is a D1 bookmark. */
+export const isBookmark = (value: string): boolean => BOOKMARK.test(value);
 
 export class RequestSessions {
   /** The request's session: replicas where it may, the primary for writes. */

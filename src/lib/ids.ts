@@ -14,7 +14,7 @@ export const newPublisherTokenId = prefixed('pub');
 /** A one-time console link: an invitation, a set-password or a password-reset link. */
 export const newLinkId = prefixed('lnk');
 export const newSessionId = prefixed('ses');
-/** A message of the local mail outbox (src/lib/mail.ts). */
+/** A message of the local mail outbox (src/features/accounts/mail.ts). */
 export const newMailId = prefixed('mail');
 /** Configs keep the ULID's upper case: `cfg_{ULID}`, as the reference service spells them. */
 export const newConfigId = () => `cfg_${ulid()}`;

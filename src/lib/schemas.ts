@@ -193,3 +193,44 @@ export function idempotentResponses(success: 200 | 201, description: string, ...
   } as Record<200 | 201, { description: string; headers: typeof ReplayedHeader; content: { 'application/json': { schema: typeof IdResponse } } }> &
     ReturnType<typeof errorResponses>;
 }
+
+// ---------------------------------------------------------------------------
+// The console's API (/console/v1): its security scheme, error responses and the
+// parameters every one of its resources takes. Errors have the public API's shapes.
+
+/** The OpenAPI security scheme of /console/v1 (registered in src/app.ts). */
+export const CONSOLE_SECURITY = [{ ConsoleBearer: [] }];
+
+const CONSOLE_ERROR_TEXT = {
+  400: 'Invalid request',
+  401: 'Missing, invalid or expired access token, or an ended session',
+  403: 'The caller’s role does not allow this',
+  404: 'Not found (or not visible to this user)',
+  409: 'Conflict with the current state',
+  422: 'Validation error',
+  429: 'Too many attempts: retry after Retry-After seconds',
+  502: 'An upstream service (the mail API) refused or failed',
+  503: 'Not configured on this deployment',
+} as const;
+
+/** Error responses of a /console/v1 route (401 always), for route definitions. */
+export const consoleErrors = (...statuses: (keyof typeof CONSOLE_ERROR_TEXT)[]) =>
+  Object.fromEntries(
+    [...new Set([401, ...statuses] as const)].map((s) => [
+      s,
+      { description: CONSOLE_ERROR_TEXT[s], content: { 'application/json': { schema: s === 422 ? ValidationErrorResponse : ErrorResponse } } },
+    ]),
+  ) as Record<number, { description: string; content: Record<string, { schema: z.ZodTypeAny }> }>;
+
+export const OrgParams = z.object({ org_id: z.string().min(1).max(64).openapi({ param: { name: 'org_id', in: 'path' }, example: 'org_01jd…' }) });
+
+/** An ISO date (YYYY-MM-DD) or date-time, for date-range filters. */
+export const DateParam = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/, 'Value error, expected a date YYYY-MM-DD or an ISO date-time')
+  .openapi({ example: '2026-11-01' });
+
+/** Inclusive date range bounds as stored timestamps compare: `to` as a date covers that whole day. */
+export function dateRange(from?: string, to?: string): { from?: string; to?: string } {
+  return { from, to: to && to.length === 10 ? `${to}T23:59:59.999Z` : to };
+}

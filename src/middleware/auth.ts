@@ -12,11 +12,10 @@
 // that action, so a write refused here writes nothing.
 import { and, eq, getTableName, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
-import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv, Caller } from '../app-env.ts';
-import { batchByName, type BatchResults, type Step } from '../db/batch.ts';
+import { batchByName, type BatchResults, type GroupResults, type Statement, type Steps } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { KEY_SCOPES, PERMISSIONS, rankOf, ROLE_ORDER, type Action, type Role } from '../auth/permissions.ts';
 import { apiKeys, memberships } from '../db/schema.ts';
@@ -205,11 +204,9 @@ function accept(c: Context<AppEnv>, row: KeyRow): Caller {
   return caller;
 }
 
-type Statements = readonly BatchItem<'sqlite'>[];
-/** The route's statements by name (src/db/batch.ts batchByName), answered by the same names. */
-type Steps = Record<string, Step>;
+type Statements = readonly Statement[];
 /** What the route's statements read: by name for a record, in order for a list. */
-type CallerResults<T> = T extends Statements ? BatchResponse<T> : T extends Steps ? BatchResults<T> : never;
+type CallerResults<T> = T extends Statements ? GroupResults<T> : T extends Steps ? BatchResults<T> : never;
 
 /**
  * Runs the route's statements, built with the caller's organization as SQL, in one
@@ -282,12 +279,12 @@ async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
   const db = c.var.sessions.primary();
   const idem = c.var.idempotency!;
   const hash = c.var.apiKeyHash;
-  const [keys, rows] = await db.batch([keyLookup(db, hash), keyRow(db, orgOfKey(hash, declaredAction(c)), idem.claim.key)]);
+  const { keys, held } = await batchByName(db, { keys: keyLookup(db, hash), held: keyRow(db, orgOfKey(hash, declaredAction(c)), idem.claim.key) });
   if (!keys[0]) return invalidKey();
   accept(c, keys[0]);
   await limitOrganization(c, keys[0].org_id);
   idem.state = 'taken';
-  idem.found = rows[0];
+  idem.found = held[0];
   return new IdempotencyHit();
 }
 

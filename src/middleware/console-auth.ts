@@ -2,16 +2,51 @@
 // session must still be live, and, under /orgs/{org_id}, a membership of that
 // organization, whose role the route's permit() gate checks against its declared
 // action (src/middleware/permit.ts, src/auth/permissions.ts).
+//
+// The access token is a short-lived JWT naming a console session; accounts sign it when
+// they open or refresh a session (src/features/accounts/sessions.ts), every console
+// route checks it here.
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { createMiddleware } from 'hono/factory';
 import type { Context } from 'hono';
+import { sign, verify } from 'hono/jwt';
 import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';
 import { consoleSessions, memberships, organizations, users, type Role } from '../db/schema.ts';
-import type { Actor } from '../lib/audit.ts';
+import type { Env } from '../env.ts';
+import { signingSecret } from '../lib/crypto.ts';
 import { ApiError, decodePathSegment } from '../lib/errors.ts';
-import { verifyAccessToken } from '../lib/console-sessions.ts';
 import { bearer } from '../lib/bearer.ts';
+
+const DEFAULT_ACCESS_TTL_SECONDS = 600;
+
+export const accessTtlSeconds = (env: Env) => Number(env.CONSOLE_ACCESS_TOKEN_TTL_SECONDS ?? DEFAULT_ACCESS_TTL_SECONDS) || DEFAULT_ACCESS_TTL_SECONDS;
+
+const jwtSecret = (env: Env) => signingSecret(env.CONSOLE_JWT_SECRET, 'CONSOLE_JWT_SECRET', 'Console');
+
+export interface AccessClaims {
+  sub: string;
+  sid: string;
+  exp: number;
+  iat: number;
+}
+
+export async function accessToken(env: Env, userId: string, sessionId: string, now = Date.now()): Promise<string> {
+  const iat = Math.floor(now / 1000);
+  return sign({ sub: userId, sid: sessionId, iat, exp: iat + accessTtlSeconds(env) }, jwtSecret(env), 'HS256');
+}
+
+/** The user and session of a valid, unexpired access token, or null. */
+export async function verifyAccessToken(env: Env, token: string): Promise<Pick<AccessClaims, 'sub' | 'sid'> | null> {
+  try {
+    const claims = await verify(token, jwtSecret(env), 'HS256');
+    if (typeof claims.sub !== 'string' || typeof claims.sid !== 'string') return null;
+    return { sub: claims.sub, sid: claims.sid };
+  } catch (err) {
+    if ((err as Error).message.startsWith('CONSOLE_JWT_SECRET')) throw err;
+    return null;
+  }
+}
 
 export interface ConsoleUser {
   id: string;
@@ -28,6 +63,11 @@ export interface ConsoleEnv extends AppEnv {
   };
 }
 
+/** A route open to anyone that reads the signed-in user when a bearer token came (accepting an invitation). */
+export interface MaybeSignedInEnv extends AppEnv {
+  Variables: AppEnv['Variables'] & Partial<Pick<ConsoleEnv['Variables'], 'user' | 'sessionId'>>;
+}
+
 const unauthorized = (msg: string) => new ApiError(401, msg, { 'WWW-Authenticate': 'Bearer' });
 
 /**
@@ -36,7 +76,11 @@ const unauthorized = (msg: string) => new ApiError(401, msg, { 'WWW-Authenticate
  * have reached the replica): the user, whether the token's session is still live, and
  * under /orgs/{org_id} the user's membership of that organization.
  */
-export const requireConsoleUser = createMiddleware<ConsoleEnv>(async (c, next) => {
+async function signedIn(c: {
+  req: { header(name: string): string | undefined; path: string; method: string };
+  env: Env;
+  var: Pick<AppEnv['Variables'], 'db' | 'sessions'>;
+}): Promise<{ user: ConsoleUser; sessionId: string; membership?: ConsoleEnv['Variables']['membership'] }> {
   let token: string;
   try {
     token = bearer(c.req.header('authorization'));
@@ -71,17 +115,31 @@ export const requireConsoleUser = createMiddleware<ConsoleEnv>(async (c, next) =
   let row = await look(reads ? c.var.db : c.var.sessions.primary());
   if (!standing(row) && c.var.sessions.mayBeBehind) row = await look(c.var.sessions.primary());
   if (!row?.session_id) throw unauthorized('Session ended: sign in again');
-  c.set('user', { id: row.id, email: row.email, name: row.name, is_operator: row.is_operator });
-  c.set('sessionId', claims.sid);
-  if (orgId) {
-    if (!row.role) throw new ApiError(404, 'Organization not found');
-    const id = orgId;
-    c.set('membership', { orgId: id, orgName: row.org_name ?? '', role: row.role });
+  const user = { id: row.id, email: row.email, name: row.name, is_operator: row.is_operator };
+  if (!orgId) return { user, sessionId: claims.sid };
+  if (!row.role) throw new ApiError(404, 'Organization not found');
+  return { user, sessionId: claims.sid, membership: { orgId, orgName: row.org_name ?? '', role: row.role } };
+}
+
+/** The signed-in user of a /console/v1 route (401 without one), and their membership under /orgs/{org_id}. */
+export const requireConsoleUser = createMiddleware<ConsoleEnv>(async (c, next) => {
+  const { user, sessionId, membership } = await signedIn(c);
+  c.set('user', user);
+  c.set('sessionId', sessionId);
+  if (membership) {
+    c.set('membership', membership);
     // The public API's handlers and lookups read the organization from `caller`.
-    c.set('caller', { orgId: id, owner: row.email, keyId: '', keyHash: '' });
+    c.set('caller', { orgId: membership.orgId, owner: user.email, keyId: '', keyHash: '' });
   }
   await next();
 });
 
-/** The signed-in user as the audit log records them. */
-export const actorOf = (c: Context<ConsoleEnv>): Actor => ({ userId: c.var.user.id, email: c.var.user.email });
+/** The signed-in user, checked as on every signed-in route, when the request sent a bearer token; else none. */
+export const consoleUserIfBearer = createMiddleware<MaybeSignedInEnv>(async (c, next) => {
+  if (c.req.header('authorization')) {
+    const { user, sessionId } = await signedIn(c);
+    c.set('user', user);
+    c.set('sessionId', sessionId);
+  }
+  await next();
+});

@@ -44,7 +44,7 @@ import {
 import { openvmConfigProblems, PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
 import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES } from '../auth/permissions.ts';
 import { artifactKey } from '../lib/artifact-keys.ts';
-import { MailError, mailSender, send } from '../lib/mail.ts';
+import { MailError, mailSender, send } from '../features/accounts/mail.ts';
 import { artifactsBucket, d1Execute, describeTarget, mailSettings, r2Put, type Row, type Target, WranglerError } from './wrangler.ts';
 
 const ENVS = ['staging', 'production'];

@@ -12,7 +12,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createAgentToken, createApiKey, createConfig, createOrganization, createUser, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, setConfigOpenvmToml, TARGET_RELEASE, upgradeDevConfig } from '../admin/statements.ts';
-import { hashPassword } from '../lib/password.ts';
+import { hashPassword } from '../features/accounts/password.ts';
 import { randomToken } from '../lib/crypto.ts';
 import {
   applyLocalMigrations,

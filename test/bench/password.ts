@@ -1,11 +1,11 @@
 // `npm run bench:password`: CPU time of one console password hash, the work every
-// sign-in does. Compares what src/lib/password.ts uses (WebCrypto PBKDF2-HMAC-SHA-256,
+// sign-in does. Compares what src/features/accounts/password.ts uses (WebCrypto PBKDF2-HMAC-SHA-256,
 // 100,000 iterations: the most workerd allows) with a pure-JavaScript scrypt
 // (@noble/hashes) at OWASP-like parameters, the alternative that runs in a Worker
 // (argon2 libraries are WebAssembly that compile at run time, which Workers forbid).
 // Node's WebCrypto is OpenSSL and workerd's BoringSSL: both native, the same order.
 import { scrypt } from '@noble/hashes/scrypt.js';
-import { hashPassword, PASSWORD_ITERATIONS, verifyPassword } from '../../src/lib/password.ts';
+import { hashPassword, PASSWORD_ITERATIONS, verifyPassword } from '../../src/features/accounts/password.ts';
 
 const RUNS = Number(process.env.RUNS ?? 10);
 

@@ -11,7 +11,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization, createUser } from '../../src/admin/statements.ts';
-import { hashPassword } from '../../src/lib/password.ts';
+import { hashPassword } from '../../src/features/accounts/password.ts';
 import { caller, registerGuest, ROOT, startStack, type AgentProcess, type Stack } from './stack.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -1,10 +1,10 @@
-// The production mail sender (MAIL_SENDER = "http", src/lib/mail.ts) against a real
+// The production mail sender (MAIL_SENDER = "http", src/features/accounts/mail.ts) against a real
 // HTTP server on loopback: what it sends, and that a refusal is an error, never silence.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inviteMessage, MailError, send } from '../../src/lib/mail.ts';
+import { inviteMessage, MailError, send } from '../../src/features/accounts/mail.ts';
 
 const received: { headers: IncomingMessage['headers']; body: string }[] = [];
 let status = 200;

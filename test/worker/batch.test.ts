@@ -42,6 +42,25 @@ describe('batchByName', () => {
     expect(await db.select({ at: organizations.last_claimed_at }).from(organizations).where(eq(organizations.id, t.orgId))).toEqual([{ at: 42 }]);
   });
 
+  it('answers a part (a record under one name) by its own names, its statements where it stands', async () => {
+    const t = await seedTenant();
+    const db = openDb(env.DB);
+    const r = await batchByName(db, {
+      write: db.update(organizations).set({ last_claimed_at: 9 }).where(eq(organizations.id, t.orgId)),
+      part: {
+        read: db.select({ at: organizations.last_claimed_at }).from(organizations).where(eq(organizations.id, t.orgId)),
+        none: undefined,
+        pair: [db.select({ n: sql<number>`1` }).from(sql`(SELECT 1)`), db.select({ n: sql<number>`2` }).from(sql`(SELECT 1)`)],
+      },
+      after: db.update(organizations).set({ last_claimed_at: 10 }).where(eq(organizations.id, t.orgId)).returning({ at: organizations.last_claimed_at }),
+    });
+    expect(r.part.read).toEqual([{ at: 9 }]);
+    expect(r.part.none).toBeUndefined();
+    const [one, two] = r.part.pair;
+    expect([one, two]).toEqual([[{ n: 1 }], [{ n: 2 }]]);
+    expect(r.after).toEqual([{ at: 10 }]);
+  });
+
   it('makes no round trip for a record with nothing to run', async () => {
     expect(await batchByName(openDb(env.DB), { a: undefined, b: [] })).toEqual({ a: undefined, b: [] });
   });

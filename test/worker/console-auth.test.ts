@@ -133,7 +133,7 @@ describe('bearer authentication of /console/v1', () => {
   it('refuses an expired access token', async () => {
     const t = await seedTenant();
     const s = await signIn(await seedUser(t.orgId, 'member'));
-    const { accessToken } = await import('../../src/lib/console-sessions.ts');
+    const { accessToken } = await import('../../src/middleware/console-auth.ts');
     const sid = (await env.DB.prepare('SELECT id FROM console_sessions WHERE user_id = ?').bind(s.userId).first<{ id: string }>())!.id;
     const old = await accessToken(env, s.userId, sid, Date.now() - 3600_000);
     await json(await consoleFetch('/console/v1/me', { token: old }), 401);

@@ -4,7 +4,7 @@ import { env } from 'cloudflare:test';
 import { exports } from 'cloudflare:workers';
 import { createUser } from '../../src/admin/statements.ts';
 import type { Role } from '../../src/auth/permissions.ts';
-import { hashPassword } from '../../src/lib/password.ts';
+import { hashPassword } from '../../src/features/accounts/password.ts';
 import { BASE, json, runAdmin } from './helpers.ts';
 
 export const PASSWORD = 'correct horse battery';

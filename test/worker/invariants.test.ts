@@ -6,7 +6,7 @@ import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { createOrganization, createUser } from '../../src/admin/statements.ts';
 import { LAST_OWNER_REFUSAL } from '../../src/db/schema.ts';
-import { accountKey, clientKey, MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT } from '../../src/lib/signin-throttle.ts';
+import { accountKey, clientKey, MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT } from '../../src/features/accounts/signin-throttle.ts';
 import { BASE, countRows, json, runAdmin, seedTenant } from './helpers.ts';
 import { as, consoleFetch, isoNow, mailedToken, PASSWORD, postJson, seedUser, send, signIn, uniqueEmail, type Session } from './console-helpers.ts';
 

@@ -1,7 +1,7 @@
 // Calls to /console/v1. The access token lives only in this page's memory; the refresh
 // token is an HttpOnly cookie this code never sees, traded for a new access token when
 // the page loads and whenever a call answers 401.
-import type { CSRF_HEADER } from '../../lib/console-schemas.ts';
+import type { CSRF_HEADER } from '../../features/accounts/schemas.ts';
 import type { ConsoleUser, ErrorBody, Token } from '../ui/api-types.ts';
 import { links } from '../ui/site.ts';
 

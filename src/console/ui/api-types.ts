@@ -1,10 +1,12 @@
 // The /console/v1 records as TypeScript types, inferred from the server's own zod
 // schemas. Type-only imports: the browser bundle gets the types, never the schemas.
 import type { z } from '@hono/zod-openapi';
-import type * as consoleRecords from '../../lib/console-records.ts';
+import type * as accounts from '../../features/accounts/schemas.ts';
+import type * as fleet from '../../features/fleet/schemas.ts';
+import type * as programs from '../../features/programs/schemas.ts';
+import type * as proofs from '../../features/proofs/schemas.ts';
 import type * as records from '../../lib/records.ts';
 import type * as executions from '../../features/executions/schemas.ts';
-import type * as proofs from '../../features/proofs/schemas.ts';
 import type * as schemas from '../../lib/schemas.ts';
 import type * as webhooks from '../../features/webhooks/schemas.ts';
 
@@ -22,34 +24,34 @@ export type Message = z.infer<typeof schemas.MessageResponse>;
 /** A refusal: a reason, or the fields a 422 found wrong. */
 export type ErrorBody = z.infer<typeof schemas.ErrorResponse> | z.infer<typeof schemas.ValidationErrorResponse>;
 
-export type ConsoleUser = z.infer<typeof consoleRecords.UserRecord>;
-export type Token = z.infer<typeof consoleRecords.TokenResponse>;
-export type PasswordSet = z.infer<typeof consoleRecords.PasswordSet>;
-export type InviteSummary = z.infer<typeof consoleRecords.InviteSummary>;
-export type InviteAccepted = z.infer<typeof consoleRecords.InviteAccepted>;
-export type Me = z.infer<typeof consoleRecords.MeResponse>;
-export type Organization = z.infer<typeof consoleRecords.OrgMembership>;
+export type ConsoleUser = z.infer<typeof accounts.UserRecord>;
+export type Token = z.infer<typeof accounts.TokenResponse>;
+export type PasswordSet = z.infer<typeof accounts.PasswordSet>;
+export type InviteSummary = z.infer<typeof accounts.InviteSummary>;
+export type InviteAccepted = z.infer<typeof accounts.InviteAccepted>;
+export type Me = z.infer<typeof accounts.MeResponse>;
+export type Organization = z.infer<typeof accounts.OrgMembership>;
 export type Role = Organization['role'];
 
 export type ProjectRecord = z.infer<typeof records.ProjectRecord>;
 export type ProgramRecord = z.infer<typeof records.ProgramRecord>;
-export type ProgramDetail = z.infer<typeof consoleRecords.ProgramDetail>;
+export type ProgramDetail = z.infer<typeof programs.ProgramDetail>;
 export type ExecutionRecord = z.infer<typeof executions.ExecutionRecord>;
 export type ConsoleProof = z.infer<typeof proofs.ConsoleProof>;
 export type ProofDetail = z.infer<typeof proofs.ProofDetail>;
 export type CancelAnswer = z.infer<typeof proofs.CancelAnswer>;
 
-export type ApiKey = z.infer<typeof consoleRecords.ApiKeyRecord>;
-export type CreatedApiKey = z.infer<typeof consoleRecords.CreatedApiKey>;
-export type Member = z.infer<typeof consoleRecords.Member>;
-export type Invite = z.infer<typeof consoleRecords.Invite>;
-export type CreatedInvite = z.infer<typeof consoleRecords.CreatedInvite>;
-export type AuditEntry = z.infer<typeof consoleRecords.AuditEntry>;
-export type OutboxMessage = z.infer<typeof consoleRecords.OutboxMessage>;
+export type ApiKey = z.infer<typeof accounts.ApiKeyRecord>;
+export type CreatedApiKey = z.infer<typeof accounts.CreatedApiKey>;
+export type Member = z.infer<typeof accounts.Member>;
+export type Invite = z.infer<typeof accounts.Invite>;
+export type CreatedInvite = z.infer<typeof accounts.CreatedInvite>;
+export type AuditEntry = z.infer<typeof accounts.AuditEntry>;
+export type OutboxMessage = z.infer<typeof accounts.OutboxMessage>;
 
-export type Usage = z.infer<typeof consoleRecords.UsageResponse>;
+export type Usage = z.infer<typeof accounts.UsageResponse>;
 export type UsageTotals = Usage['totals'];
-export type Fleet = z.infer<typeof consoleRecords.FleetResponse>;
+export type Fleet = z.infer<typeof fleet.FleetResponse>;
 
 export type WebhookEndpoint = z.infer<typeof webhooks.WebhookEndpointRecord>;
 export type WebhookEndpointWithSecret = z.infer<typeof webhooks.WebhookEndpointWithSecret>;

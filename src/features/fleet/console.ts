@@ -3,8 +3,8 @@
 // in one batch (./data.ts fleetOverview), never by counting the backlog.
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { fleetSettings } from '../../jobs/settings.ts';
-import { FleetResponse } from '../../lib/console-records.ts';
-import { CONSOLE_SECURITY, consoleErrors } from '../../lib/console-schemas.ts';
+import { FleetResponse } from '../../features/fleet/schemas.ts';
+import { CONSOLE_SECURITY, consoleErrors } from '../../lib/schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';

@@ -1,6 +1,8 @@
-// zod schemas of the internal protocol's requests; the types they check are the
-// fleet protocol's (`prover-agent/protocol`), so the two cannot drift apart silently.
-import { z } from 'zod';
+// The fleet's schemas: the internal protocol's requests (the types they check are the
+// fleet protocol's, `prover-agent/protocol`, so the two cannot drift apart silently) and
+// the console's fleet view. The console's browser client takes the view's type from here
+// (type-only, src/console/ui/api-types.ts).
+import { z } from '@hono/zod-openapi';
 import { MAX_INLINE_RESULT_BYTES, PROOF_TYPES, PROVE_PHASES, type ClaimRequest, type CompleteRequest, type FailRequest, type HeartbeatRequest, type LeaseEnding, type LeaveRequest, type LogChunk, type PresenceRequest, type QueueAckRequest, type QueuePullRequest } from 'prover-agent/protocol';
 
 const id = z.string().min(1).max(200);
@@ -82,3 +84,27 @@ export const FailRequestSchema = LeaseEndingSchema.extend({
   retryable: z.boolean(),
   limit: z.object({ name: z.literal('cycle_limit'), reached: z.number().int().nonnegative() }).optional(),
 }) satisfies z.ZodType<FailRequest>;
+
+// ---------------------------------------------------------------------------
+// The console's fleet view (GET /console/v1/fleet)
+
+export const FleetResponse = z
+  .object({
+    agents: z.array(
+      z.object({
+        id: z.string(),
+        name: z.string(),
+        machine_type: z.string(),
+        gpus: z.number().int(),
+        engines: z.array(z.string()),
+        configs: z.array(z.string()),
+        last_seen_at: z.string(),
+        stale: z.boolean(),
+      }),
+    ),
+    queued: z.array(z.object({ engine: z.string(), config_id: z.string(), jobs: z.number().int(), oldest_queued_at: z.string(), oldest_age_seconds: z.number().int() })),
+    /** Live agent tokens and what each lets its agents claim (configs null: every config of its engines). */
+    tokens: z.array(z.object({ id: z.string(), name: z.string(), engines: z.array(z.string()), configs: z.array(z.string()).nullable(), created_at: z.string() })),
+    running: z.number().int(),
+  })
+  .openapi('ConsoleFleet');

@@ -7,14 +7,13 @@ import { jobs, organizations, PROOF_STATES, programs, projects, proofs } from '.
 import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { jobIdOfSubject, logPageQuery, readLogPage } from '../../jobs/logs.ts';
-import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/pages.ts';
 import { findProof } from './data.ts';
 import { jobOfSubject } from '../runs/data.ts';
 import { cancelAnswer, proofFileResponse } from './actions.ts';
 import { CancelAnswer, ConsoleProof, ProofDetail, proofRecord } from './schemas.ts';
-import { PaginationQuery, pageOf, queryInt, Uuid } from '../../lib/schemas.ts';
+import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams, pageOf, PaginationQuery, queryInt, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
 import { batchByName } from '../../db/batch.ts';

@@ -7,13 +7,12 @@ import type { Context } from 'hono';
 import { batchByName } from '../../db/batch.ts';
 import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
-import { validationHook } from '../../lib/errors.ts';
 import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
 import { sealSecret } from '../../lib/sealing.ts';
-import { MessageResponse, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
+import { isRefusedInsert, notFound, validationHook } from '../../lib/errors.ts';
+import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
 import {
   checkWebhookUrl,
   createEndpoint,

@@ -16,7 +16,7 @@ import type { BatchResults, Statement } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';
 import { auditLog, nowIso, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../../db/schema.ts';
 import type { Env } from '../../env.ts';
-import type { AuditAction } from '../../lib/audit.ts';
+import type { AuditAction } from '../accounts/audit.ts';
 import { ApiError, isRefusedInsert, notFound, ValidationError } from '../../lib/errors.ts';
 import { cappedCount, inPage, pageAnswer, pageQuery } from '../../lib/lookups.ts';
 import type { UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord } from './schemas.ts';

@@ -3,12 +3,11 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, count, eq, gte, lte, sql } from 'drizzle-orm';
 import { organizations, programs, projects, proofs } from '../../db/schema.ts';
-import { ProgramDetail } from '../../lib/console-records.ts';
-import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
+import { ProgramDetail } from '../../features/programs/schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { cappedCount, findProgram, orgCounter, programPage, programPageQuery, toRecord } from '../../lib/lookups.ts';
 import { ProgramRecord } from '../../lib/records.ts';
-import { PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
+import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
 

@@ -1,10 +1,9 @@
 // /console/v1/orgs/{org_id}/projects: the organization's projects with search and sort.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { one, projectPage, projectPageQuery, projectQuery } from '../../lib/lookups.ts';
 import { ProjectRecord, projectRecord } from '../../lib/records.ts';
-import { PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
+import { CONSOLE_SECURITY, consoleErrors, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
 

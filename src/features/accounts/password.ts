@@ -3,7 +3,7 @@
 // JavaScript scrypt/argon2: README "Console" → "Password hashing", numbers from
 // `npm run bench:password`. The stored string names the algorithm and iteration count,
 // so a later change of parameters can re-hash at the next sign-in.
-import { toHex } from './crypto.ts';
+import { toHex } from '../../lib/crypto.ts';
 
 export const PASSWORD_ITERATIONS = 100_000;
 const SALT_BYTES = 16;

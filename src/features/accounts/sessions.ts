@@ -1,51 +1,20 @@
-// Console sessions: a short-lived JWT access token (bearer) naming a session, and a
-// rotating refresh token in an HttpOnly cookie, stored only as its SHA-256. Every
-// request checks the session in D1, so revoking it (sign-out, password change, member
-// removal, a replayed refresh token) ends its access tokens at once, not at expiry:
-// for changes at once (checked on the primary), for reads as soon as the replica that
-// serves them has caught up (src/middleware/console-auth.ts).
+// Console sessions: a short-lived JWT access token (bearer) naming a session, signed
+// and checked by src/middleware/console-auth.ts, and a rotating refresh token in an
+// HttpOnly cookie, stored only as its SHA-256. Every request checks the session in D1,
+// so revoking it (sign-out, password change, member removal, a replayed refresh token)
+// ends its access tokens at once, not at expiry: for changes at once (checked on the
+// primary), for reads as soon as the replica that serves them has caught up.
 import { and, eq, isNull, or } from 'drizzle-orm';
-import { sign, verify } from 'hono/jwt';
-import type { Db } from '../db/client.ts';
-import { consoleSessions } from '../db/schema.ts';
-import type { Env } from '../env.ts';
-import { randomToken, sha256Hex, signingSecret } from './crypto.ts';
-import { newSessionId } from './ids.ts';
-import { revoke } from './revoke.ts';
+import type { Db } from '../../db/client.ts';
+import { consoleSessions } from '../../db/schema.ts';
+import { randomToken, sha256Hex } from '../../lib/crypto.ts';
+import { newSessionId } from '../../lib/ids.ts';
+import { revoke } from '../../lib/revoke.ts';
 
 export const REFRESH_COOKIE = 'console_refresh';
 /** The refresh cookie is sent only to the auth routes that read it. */
 export const REFRESH_COOKIE_PATH = '/console/v1/auth';
 export const REFRESH_TTL_SECONDS = 14 * 24 * 3600;
-const DEFAULT_ACCESS_TTL_SECONDS = 600;
-
-export const accessTtlSeconds = (env: Env) => Number(env.CONSOLE_ACCESS_TOKEN_TTL_SECONDS ?? DEFAULT_ACCESS_TTL_SECONDS) || DEFAULT_ACCESS_TTL_SECONDS;
-
-const jwtSecret = (env: Env) => signingSecret(env.CONSOLE_JWT_SECRET, 'CONSOLE_JWT_SECRET', 'Console');
-
-export interface AccessClaims {
-  sub: string;
-  sid: string;
-  exp: number;
-  iat: number;
-}
-
-export async function accessToken(env: Env, userId: string, sessionId: string, now = Date.now()): Promise<string> {
-  const iat = Math.floor(now / 1000);
-  return sign({ sub: userId, sid: sessionId, iat, exp: iat + accessTtlSeconds(env) }, jwtSecret(env), 'HS256');
-}
-
-/** The claims of a valid, unexpired access token, or null. */
-export async function verifyAccessToken(env: Env, token: string): Promise<AccessClaims | null> {
-  try {
-    const claims = (await verify(token, jwtSecret(env), 'HS256')) as Partial<AccessClaims>;
-    if (typeof claims.sub !== 'string' || typeof claims.sid !== 'string') return null;
-    return claims as AccessClaims;
-  } catch (err) {
-    if ((err as Error).message.startsWith('CONSOLE_JWT_SECRET')) throw err;
-    return null;
-  }
-}
 
 const isoIn = (seconds: number, now = Date.now()) => new Date(now + seconds * 1000).toISOString();
 
@@ -95,5 +64,3 @@ export async function revokeSession(db: Db, sessionId: string): Promise<void> {
 export async function revokeUserSessions(db: Db, userId: string) {
   return revoke(db, consoleSessions, eq(consoleSessions.user_id, userId), new Date().toISOString());
 }
-
-

@@ -12,10 +12,12 @@
 //   Worker, and the operator tool in Node. Chosen over Cloudflare's send_email binding,
 //   which reaches only addresses verified on the account (README "Configuration").
 // - unset: nothing is sent (`send` says so); the operator tool prints its links instead.
+import { desc, eq } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/d1';
-import { mailOutbox } from '../db/schema.ts';
-import { newMailId } from './ids.ts';
-import { INVITE_TTL_DAYS, PASSWORD_RESET_TTL_MINUTES, SET_PASSWORD_LINK_TTL_HOURS } from './limits.ts';
+import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
+import { mailOutbox } from '../../db/schema.ts';
+import { newMailId } from '../../lib/ids.ts';
+import { INVITE_TTL_DAYS, PASSWORD_RESET_TTL_MINUTES, SET_PASSWORD_LINK_TTL_HOURS } from '../../lib/limits.ts';
 
 export interface MailMessage {
   to: string;
@@ -50,6 +52,24 @@ export function mailSender(env: MailEnv): MailSender | undefined {
 }
 
 export class MailError extends Error {}
+
+/** Whether this deployment's mail goes to the local outbox (a misconfigured sender: no). */
+export function outboxConfigured(env: MailEnv): boolean {
+  try {
+    return mailSender(env) === 'outbox';
+  } catch {
+    return false;
+  }
+}
+
+/** The newest `limit` messages of the local outbox, optionally to one address. */
+export const outboxMessages = <TRunResult, TSchema extends Record<string, unknown>>(db: BaseSQLiteDatabase<'async', TRunResult, TSchema>, to: string | undefined, limit: number) =>
+  db
+    .select()
+    .from(mailOutbox)
+    .where(to ? eq(mailOutbox.to, to) : undefined)
+    .orderBy(desc(mailOutbox.created_at), desc(mailOutbox.id))
+    .limit(limit);
 
 /** Longest body a provider's error is quoted with. */
 const ERROR_EXCERPT = 200;

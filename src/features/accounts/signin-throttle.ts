@@ -7,9 +7,10 @@
 // so only failures and checks still running hold places. D1 rather than a Rate Limiting
 // binding: the count must be exact per account across every location.
 import { and, eq, gt, gte, or, sql } from 'drizzle-orm';
-import type { Db } from '../db/client.ts';
-import { signinThrottle } from '../db/schema.ts';
-import { ApiError } from './errors.ts';
+import { batchByName } from '../../db/batch.ts';
+import type { Db } from '../../db/client.ts';
+import { signinThrottle } from '../../db/schema.ts';
+import { ApiError } from '../../lib/errors.ts';
 
 export const SIGNIN_WINDOW_MS = 15 * 60 * 1000;
 export const MAX_FAILURES_PER_ACCOUNT = 5;
@@ -18,8 +19,11 @@ export const MAX_FAILURES_PER_CLIENT = 20;
 export const accountKey = (email: string) => `account:${email}`;
 export const clientKey = (client: string) => `client:${client}`;
 
-/** The keys a password check by `email` from `client` counts against: [account, client]. */
-export type AttemptKeys = [account: string, client: string];
+/** The keys a password check by `email` from `client` counts against. */
+export interface AttemptKeys {
+  account: string;
+  client: string;
+}
 
 /**
  * Reserves one password check by `email` from `client` against both its keys, or throws
@@ -29,7 +33,7 @@ export type AttemptKeys = [account: string, client: string];
  * Every route that checks a password goes through this before hashing anything.
  */
 export async function reservePasswordAttempt(db: Db, email: string, client: string | undefined, now = Date.now()): Promise<AttemptKeys> {
-  const keys: AttemptKeys = [accountKey(email), clientKey(client ?? 'local')];
+  const keys: AttemptKeys = { account: accountKey(email), client: clientKey(client ?? 'local') };
   const expired = now - SIGNIN_WINDOW_MS;
   const live = gt(signinThrottle.window_started_at, expired);
   const full = db
@@ -39,15 +43,15 @@ export async function reservePasswordAttempt(db: Db, email: string, client: stri
       and(
         live,
         or(
-          and(eq(signinThrottle.key, keys[0]), gte(signinThrottle.failures, MAX_FAILURES_PER_ACCOUNT)),
-          and(eq(signinThrottle.key, keys[1]), gte(signinThrottle.failures, MAX_FAILURES_PER_CLIENT)),
+          and(eq(signinThrottle.key, keys.account), gte(signinThrottle.failures, MAX_FAILURES_PER_ACCOUNT)),
+          and(eq(signinThrottle.key, keys.client), gte(signinThrottle.failures, MAX_FAILURES_PER_CLIENT)),
         ),
       ),
     );
-  const [reserved, rows] = await db.batch([
-    db
+  const { reserved, counts } = await batchByName(db, {
+    reserved: db
       .insert(signinThrottle)
-      .select(sql`SELECT column1, 1, ${now} FROM (VALUES (${keys[0]}), (${keys[1]})) WHERE NOT EXISTS ${full}`)
+      .select(sql`SELECT column1, 1, ${now} FROM (VALUES (${keys.account}), (${keys.client})) WHERE NOT EXISTS ${full}`)
       .onConflictDoUpdate({
         target: signinThrottle.key,
         set: {
@@ -57,11 +61,12 @@ export async function reservePasswordAttempt(db: Db, email: string, client: stri
       })
       .returning({ key: signinThrottle.key }),
     // Read in the same round trip, for Retry-After when nothing was reserved.
-    db.select().from(signinThrottle).where(and(live, or(eq(signinThrottle.key, keys[0]), eq(signinThrottle.key, keys[1])))),
-  ]);
-  if (reserved.length === keys.length) return keys;
-  const ends = rows
-    .filter((r) => r.failures >= (r.key === keys[0] ? MAX_FAILURES_PER_ACCOUNT : MAX_FAILURES_PER_CLIENT))
+    counts: db.select().from(signinThrottle).where(and(live, or(eq(signinThrottle.key, keys.account), eq(signinThrottle.key, keys.client)))),
+  });
+  // Both places taken (the statement takes both or neither).
+  if (reserved.length === 2) return keys;
+  const ends = counts
+    .filter((r) => r.failures >= (r.key === keys.account ? MAX_FAILURES_PER_ACCOUNT : MAX_FAILURES_PER_CLIENT))
     .map((r) => r.window_started_at + SIGNIN_WINDOW_MS);
   const wait = Math.max(1, Math.ceil((Math.max(now, ...ends) - now) / 1000));
   throw new ApiError(429, 'Too many failed sign-ins: try again later', { 'Retry-After': String(wait) });
@@ -73,11 +78,11 @@ export async function reservePasswordAttempt(db: Db, email: string, client: stri
  * not use up its allowance. Only a successful check does this, so failures stay bounded.
  */
 export async function passwordAccepted(db: Db, keys: AttemptKeys, now = Date.now()): Promise<void> {
-  await db.batch([
-    db.delete(signinThrottle).where(eq(signinThrottle.key, keys[0])),
-    db
+  await batchByName(db, {
+    account: db.delete(signinThrottle).where(eq(signinThrottle.key, keys.account)),
+    client: db
       .update(signinThrottle)
       .set({ failures: sql`max(${signinThrottle.failures} - 1, 0)` })
-      .where(and(eq(signinThrottle.key, keys[1]), gt(signinThrottle.window_started_at, now - SIGNIN_WINDOW_MS))),
-  ]);
+      .where(and(eq(signinThrottle.key, keys.client), gt(signinThrottle.window_started_at, now - SIGNIN_WINDOW_MS))),
+  });
 }

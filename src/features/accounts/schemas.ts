@@ -1,13 +1,26 @@
-// The records /console/v1 answers with, beside the public API's (records.ts) and the
-// webhooks' (src/features/webhooks/schemas.ts): zod schemas for the OpenAPI document, one place for
-// the route modules (src/routes/console) and for the console's browser client, which
-// takes its types from here (src/console/ui/api-types.ts). Free of Worker APIs for that
-// reason: schemas only, no statements.
+// The records the accounts' /console/v1 routes answer (the signed-in user, their
+// organizations, members, invitations, API keys, the audit log, usage, the local
+// outbox) and the bodies and parameters they take: zod schemas for the OpenAPI
+// document, one place for the route modules (./console) and for the console's browser
+// client, which takes its types from here (src/console/ui/api-types.ts). Free of Worker
+// APIs for that reason: schemas only, no statements.
 import { z } from '@hono/zod-openapi';
-import { KEY_SCOPE_NAMES } from '../db/enums.ts';
-import { RoleSchema } from './console-schemas.ts';
-import { ProgramRecord } from './records.ts';
-import { MessageResponse } from './schemas.ts';
+import { DEFAULT_KEY_SCOPE } from '../../auth/permissions.ts';
+import { KEY_SCOPE_NAMES, ROLES } from '../../db/enums.ts';
+import { MAX_API_KEY_NAME_LENGTH, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../lib/limits.ts';
+import { OrgParams } from '../../lib/schemas.ts';
+
+/** The header the console's client sends on cookie-authenticated calls (/auth); a cross-site form cannot. */
+export const CSRF_HEADER = 'X-Console-CSRF';
+
+export const RoleSchema = z.enum(ROLES).openapi({ description: 'owner: everything, including owners; admin: members, invitations, webhooks and every key; member: projects, proofs and their own keys; viewer: reads only (README "Roles")' });
+
+export const Email = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .max(254)
+  .regex(/^[^\s@]+@[^\s@]+$/, 'Value error, not an email address');
 
 // ---------------------------------------------------------------------------
 // Signing in, invitations, the signed-in user
@@ -30,19 +43,22 @@ export const OrgMembership = z.object({ id: z.string(), name: z.string(), role: 
 
 export const MeResponse = UserRecord.extend({ organizations: z.array(OrgMembership) });
 
-// ---------------------------------------------------------------------------
-// Programs (the public record with what a page shows; proofs': src/features/proofs/schemas.ts)
+const Password = z.string().min(MIN_PASSWORD_LENGTH).max(MAX_PASSWORD_LENGTH);
 
-export const ProgramDetail = ProgramRecord.extend({
-  artifacts: z.object({
-    elf_size: z.number().int(),
-    vmexe_size: z.number().int(),
-    app_exe_commit: z.string().nullable(),
-    app_vm_commit: z.string(),
-    engine: z.string(),
-  }),
-  proof_states: z.record(z.string(), z.number().int()).openapi({ description: 'How many of its proofs are in each state' }),
-}).openapi('ConsoleProgramDetail');
+export const SigninBody = z.object({ email: Email, password: z.string().min(1).max(MAX_PASSWORD_LENGTH) }).openapi('SigninRequest');
+
+/** A one-time link's token (it travels in a body, never in a URL the server sees). */
+const Token = z.string().min(1).max(200);
+
+export const PasswordWithLink = z.object({ token: Token, password: Password });
+
+export const PasswordResetRequest = z.object({ email: Email }).openapi('PasswordResetRequest');
+
+export const InviteToken = z.object({ token: Token });
+
+export const AcceptInviteRequest = z.object({ token: Token, password: Password.optional(), name: z.string().trim().max(100).optional() }).openapi('AcceptInviteRequest');
+
+export const ChangePasswordBody = z.object({ current_password: z.string().min(1).max(MAX_PASSWORD_LENGTH), new_password: Password });
 
 // ---------------------------------------------------------------------------
 // API keys, members, invitations, audit log
@@ -62,9 +78,19 @@ export const ApiKeyRecord = z
 
 export const CreatedApiKey = ApiKeyRecord.extend({ key: z.string().openapi({ description: 'Shown once' }) });
 
+export const ApiKeyListQuery = z.object({ include_revoked: z.enum(['true', 'false']).default('false') });
+
+export const NewApiKeyBody = z.object({ name: z.string().trim().min(1).max(MAX_API_KEY_NAME_LENGTH).optional(), scope: z.enum(KEY_SCOPE_NAMES).default(DEFAULT_KEY_SCOPE) });
+
+export const ApiKeyParams = OrgParams.extend({ key_id: z.string().min(1).max(64).openapi({ param: { name: 'key_id', in: 'path' } }) });
+
 export const Member = z
   .object({ user_id: z.string(), email: z.string(), name: z.string(), role: RoleSchema, joined_at: z.string() })
   .openapi('ConsoleMember');
+
+export const MemberParams = OrgParams.extend({ user_id: z.string().min(1).max(64).openapi({ param: { name: 'user_id', in: 'path' } }) });
+
+export const RoleChange = z.object({ role: RoleSchema });
 
 export const Invite = z
   .object({ id: z.string(), email: z.string(), role: RoleSchema, created_by: z.string(), created_at: z.string(), expires_at: z.string() })
@@ -73,12 +99,16 @@ export const Invite = z
 /** An invitation just made: its link went by email to `sent_to`, and is never in an answer. */
 export const CreatedInvite = Invite.extend({ sent_to: z.string() });
 
+export const InviteBody = z.object({ email: Email, role: RoleSchema.default('member') });
+
+export const InviteParams = OrgParams.extend({ invite_id: z.string().min(1).max(64).openapi({ param: { name: 'invite_id', in: 'path' } }) });
+
 export const AuditEntry = z
   .object({ id: z.string(), created_at: z.string(), actor: z.string(), action: z.string(), target: z.string(), detail: z.record(z.string(), z.unknown()) })
   .openapi('ConsoleAuditEntry');
 
 // ---------------------------------------------------------------------------
-// Usage and the fleet
+// Usage
 
 const UsageTotals = z.object({
   proofs: z.number().int(),
@@ -97,26 +127,9 @@ export const UsageResponse = z
   })
   .openapi('ConsoleUsage');
 
-export const FleetResponse = z
-  .object({
-    agents: z.array(
-      z.object({
-        id: z.string(),
-        name: z.string(),
-        machine_type: z.string(),
-        gpus: z.number().int(),
-        engines: z.array(z.string()),
-        configs: z.array(z.string()),
-        last_seen_at: z.string(),
-        stale: z.boolean(),
-      }),
-    ),
-    queued: z.array(z.object({ engine: z.string(), config_id: z.string(), jobs: z.number().int(), oldest_queued_at: z.string(), oldest_age_seconds: z.number().int() })),
-    /** Live agent tokens and what each lets its agents claim (configs null: every config of its engines). */
-    tokens: z.array(z.object({ id: z.string(), name: z.string(), engines: z.array(z.string()), configs: z.array(z.string()).nullable(), created_at: z.string() })),
-    running: z.number().int(),
-  })
-  .openapi('ConsoleFleet');
+const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'Value error, expected a date YYYY-MM-DD');
+
+export const UsageQuery = z.object({ from: Day.optional(), to: Day.optional() });
 
 // ---------------------------------------------------------------------------
 // The local mail outbox (MAIL_SENDER = "outbox" only)

@@ -1,0 +1,65 @@
+// /console/v1/me and /console/v1/orgs: the signed-in user, their password, and the
+// organizations they belong to.
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { ApiError, validationHook } from '../../../lib/errors.ts';
+import { CONSOLE_SECURITY, consoleErrors, MessageResponse } from '../../../lib/schemas.ts';
+import type { ConsoleEnv } from '../../../middleware/console-auth.ts';
+import { permit } from '../../../middleware/permit.ts';
+import { verifyPassword } from '../password.ts';
+import { ChangePasswordBody, MeResponse, OrgMembership } from '../schemas.ts';
+import { passwordAccepted, reservePasswordAttempt } from '../signin-throttle.ts';
+import { changePassword, orgsOf, passwordHashOf } from '../users.ts';
+
+export const accountApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+accountApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/me',
+    middleware: [permit('account')],
+    tags: ['console'],
+    security: CONSOLE_SECURITY,
+    summary: 'The signed-in user and their organizations',
+    responses: {
+      200: { description: 'The user', content: { 'application/json': { schema: MeResponse } } },
+      ...consoleErrors(),
+    },
+  }),
+  async (c) => c.json({ ...c.var.user, organizations: await orgsOf(c.var.db, c.var.user.id) }, 200),
+);
+
+accountApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs',
+    middleware: [permit('account')],
+    tags: ['console'],
+    security: CONSOLE_SECURITY,
+    summary: 'The organizations the user belongs to, with their role',
+    responses: { 200: { description: 'Organizations', content: { 'application/json': { schema: z.object({ items: z.array(OrgMembership) }) } } }, ...consoleErrors() },
+  }),
+  async (c) => c.json({ items: await orgsOf(c.var.db, c.var.user.id) }, 200),
+);
+
+accountApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/me/password',
+    middleware: [permit('account')],
+    tags: ['console'],
+    security: CONSOLE_SECURITY,
+    summary: 'Change the password; ends every session of the user, this one included',
+    request: { body: { required: true, content: { 'application/json': { schema: ChangePasswordBody } } } },
+    responses: { 200: { description: 'Changed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 422, 429) },
+  }),
+  async (c) => {
+    const { current_password, new_password } = c.req.valid('json');
+    const db = c.var.db;
+    const hash = await passwordHashOf(db, c.var.user.id);
+    const keys = await reservePasswordAttempt(db, c.var.user.email, c.req.header('cf-connecting-ip'));
+    if (!(await verifyPassword(current_password, hash))) throw new ApiError(403, 'The current password is wrong');
+    await passwordAccepted(db, keys);
+    await changePassword(db, c.var.user.id, new_password);
+    return c.json({ message: 'Password changed: sign in again' }, 200);
+  },
+);

@@ -1,0 +1,102 @@
+// /console/v1/orgs/{org_id}/api-keys: the organization's API keys for the public API.
+// Anyone may make their own, with a scope (src/auth/permissions.ts KEY_SCOPES) their
+// role allows; a key is shown once and stored only as its SHA-256. Everyone sees and
+// revokes their own keys; those who may keys.manage (owners, admins) every key. What a
+// key may do is bounded by its creator's role as it is at each call (src/middleware/auth.ts).
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { DEFAULT_KEY_SCOPE, may, scopesFor } from '../../../auth/permissions.ts';
+import { tenantLimits } from '../../../jobs/settings.ts';
+import { randomToken } from '../../../lib/crypto.ts';
+import { ApiError, isRefusedInsert, notFound, validationHook } from '../../../lib/errors.ts';
+import { newApiKeyId } from '../../../lib/ids.ts';
+import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams } from '../../../lib/schemas.ts';
+import type { ConsoleEnv } from '../../../middleware/console-auth.ts';
+import { permit } from '../../../middleware/permit.ts';
+import { createKey, findKey, listKeys, revokeKey, visibleKeys } from '../api-keys.ts';
+import { actorOf } from '../audit.ts';
+import { ApiKeyListQuery, ApiKeyParams, ApiKeyRecord, CreatedApiKey, NewApiKeyBody } from '../schemas.ts';
+
+export const apiKeysApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+apiKeysApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/api-keys',
+    middleware: [permit('keys.own')],
+    tags: ['console api keys'],
+    security: CONSOLE_SECURITY,
+    summary: 'List API keys with their scopes (yours; owners and admins: all), never the keys themselves',
+    request: { params: OrgParams, query: ApiKeyListQuery },
+    responses: { 200: { description: 'Keys, newest first', content: { 'application/json': { schema: z.object({ items: z.array(ApiKeyRecord) }) } } }, ...consoleErrors(404, 422) },
+  }),
+  async (c) => {
+    const { include_revoked } = c.req.valid('query');
+    const { orgId, role } = c.var.membership;
+    // All keys with keys.manage (owners, admins), else the user's own.
+    const visible = visibleKeys(orgId, c.var.user.id, may(role, 'keys.manage'));
+    return c.json({ items: await listKeys(c.var.db, visible, include_revoked === 'true') }, 200);
+  },
+);
+
+apiKeysApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/orgs/{org_id}/api-keys',
+    middleware: [permit('keys.own')],
+    tags: ['console api keys'],
+    security: CONSOLE_SECURITY,
+    summary: 'Create an API key for yourself, with a scope your role allows; the key is in this response only',
+    description:
+      'scope: full (what your role allows, as it is at each call), prove (submit, read, verify; no management) or read (reads only); viewers make read keys only. A key never does more than its creator’s current role; it dies with their membership.',
+    request: {
+      params: OrgParams,
+      body: { required: false, content: { 'application/json': { schema: NewApiKeyBody } } },
+    },
+    responses: {
+      201: { description: 'Created', content: { 'application/json': { schema: CreatedApiKey } } },
+      ...consoleErrors(403, 404, 409, 422),
+    },
+  }),
+  async (c) => {
+    const body = c.req.valid('json') ?? {};
+    const scope = body.scope ?? DEFAULT_KEY_SCOPE;
+    const { role, orgId } = c.var.membership;
+    if (!scopesFor(role).includes(scope)) throw new ApiError(403, `A ${role} may create only ${scopesFor(role).join(' or ')} keys`);
+    const key = randomToken('sk');
+    const owner = body.name ? `${c.var.user.email} (${body.name})` : c.var.user.email;
+    // At most ORG_MAX_API_KEYS live keys (../api-keys.ts createKey). Each key has its own
+    // rate budget, but they share the organization's (src/middleware/rate-limit.ts).
+    const max = tenantLimits(c.env).ORG_MAX_API_KEYS;
+    try {
+      const record = await createKey(c.var.db, orgId, actorOf(c), { id: newApiKeyId(), key, owner, userId: c.var.user.id, scope }, max);
+      return c.json({ ...record, key }, 201);
+    } catch (err) {
+      if (isRefusedInsert(err, 'api_keys'))
+        throw new ApiError(409, `Your organization has ${max} live API keys, the most it may have: revoke one it no longer uses first (keys share the organization's rate limits anyway)`);
+      throw err;
+    }
+  },
+);
+
+apiKeysApi.openapi(
+  createRoute({
+    method: 'delete',
+    path: '/orgs/{org_id}/api-keys/{key_id}',
+    middleware: [permit('keys.own')],
+    tags: ['console api keys'],
+    security: CONSOLE_SECURITY,
+    summary: 'Revoke an API key (yours; owners and admins: any); the public API refuses it at once',
+    request: { params: ApiKeyParams },
+    responses: { 200: { description: 'Revoked', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 409) },
+  }),
+  async (c) => {
+    const { key_id } = c.req.valid('param');
+    const { orgId, role } = c.var.membership;
+    const key = await findKey(c.var.db, orgId, key_id);
+    if (!key) throw notFound('API key');
+    if (!may(role, 'keys.manage') && key.user_id !== c.var.user.id) throw new ApiError(403, 'You can revoke only your own keys');
+    if (key.revoked_at) throw new ApiError(409, 'This key is already revoked');
+    await revokeKey(c.var.db, orgId, actorOf(c), key);
+    return c.json({ message: 'Key revoked' }, 200);
+  },
+);

@@ -1,0 +1,176 @@
+// /console/v1/orgs/{org_id}/members and /invites: who belongs to an organization, with
+// which role, and invitations to join. Those who may members.manage (owners, admins)
+// only; only owners make, change or remove owners (src/auth/permissions.ts), and an
+// organization always keeps one owner (../members.ts). An invitation's link is emailed
+// to the invitee and never answered to the inviter (../mail.ts); it lives only while its
+// inviter may grant its role (../invites.ts).
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { grantAction, may } from '../../../auth/permissions.ts';
+import type { Role } from '../../../db/schema.ts';
+import { randomToken, sha256Hex } from '../../../lib/crypto.ts';
+import { ApiError, notFound, validationHook } from '../../../lib/errors.ts';
+import { newLinkId } from '../../../lib/ids.ts';
+import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams } from '../../../lib/schemas.ts';
+import type { ConsoleEnv } from '../../../middleware/console-auth.ts';
+import { permit } from '../../../middleware/permit.ts';
+import { actorOf } from '../audit.ts';
+import { createInvite, dropInvite, isMember, listInvites, revokeInvite } from '../invites.ts';
+import { INVITE_TTL_DAYS, inviteMessage, MailError, mailSender, send } from '../mail.ts';
+import { changeRole, findMember, listMembers, ownerCount, removeMember } from '../members.ts';
+import { CreatedInvite, Invite, InviteBody, InviteParams, Member, MemberParams, RoleChange } from '../schemas.ts';
+
+export const membersApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+membersApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/members',
+    middleware: [permit('members.manage')],
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'List members (owners and admins)',
+    request: { params: OrgParams },
+    responses: { 200: { description: 'Members', content: { 'application/json': { schema: z.object({ items: z.array(Member) }) } } }, ...consoleErrors(403, 404) },
+  }),
+  async (c) => c.json({ items: await listMembers(c.var.db, c.var.membership.orgId) }, 200),
+);
+
+/** The member `userId` of the caller's organization (404 when not one). */
+async function memberOf(c: Context<ConsoleEnv>, userId: string) {
+  const row = await findMember(c.var.db, c.var.membership.orgId, userId);
+  if (!row) throw notFound('Member');
+  return { userId, ...row };
+}
+
+/** Only owners touch owners (granting, changing or removing the role). */
+function checkOwnerRule(c: Context<ConsoleEnv>, ...roles: Role[]) {
+  if (roles.some((r) => !may(c.var.membership.role, grantAction(r)))) throw new ApiError(403, 'Only owners can make, change or remove owners');
+}
+
+membersApi.openapi(
+  createRoute({
+    method: 'patch',
+    path: '/orgs/{org_id}/members/{user_id}',
+    middleware: [permit('members.manage')],
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'Change a member’s role',
+    request: { params: MemberParams, body: { required: true, content: { 'application/json': { schema: RoleChange } } } },
+    responses: { 200: { description: 'Changed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 409, 422) },
+  }),
+  async (c) => {
+    const { user_id } = c.req.valid('param');
+    const { role } = c.req.valid('json');
+    const member = await memberOf(c, user_id);
+    checkOwnerRule(c, member.role, role);
+    const lastOwner = 'An organization needs an owner: make someone else owner first';
+    if (member.role === 'owner' && role !== 'owner' && (await ownerCount(c.var.db, c.var.membership.orgId)) <= 1) throw new ApiError(409, lastOwner);
+    await changeRole(c.var.db, c.var.membership.orgId, actorOf(c), member, role, lastOwner);
+    return c.json({ message: `${member.email} is now ${role}` }, 200);
+  },
+);
+
+membersApi.openapi(
+  createRoute({
+    method: 'delete',
+    path: '/orgs/{org_id}/members/{user_id}',
+    middleware: [permit('members.manage')],
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'Remove a member',
+    description: 'Ends their console sessions at once and revokes the API keys they made and the invitations they sent in this organization.',
+    request: { params: MemberParams },
+    responses: { 200: { description: 'Removed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 409) },
+  }),
+  async (c) => {
+    const { user_id } = c.req.valid('param');
+    const member = await memberOf(c, user_id);
+    checkOwnerRule(c, member.role);
+    const lastOwner = 'An organization needs an owner: the last owner cannot be removed';
+    if (member.role === 'owner' && (await ownerCount(c.var.db, c.var.membership.orgId)) <= 1) throw new ApiError(409, lastOwner);
+    await removeMember(c.var.db, c.var.membership.orgId, actorOf(c), member, lastOwner);
+    return c.json({ message: `${member.email} removed` }, 200);
+  },
+);
+
+// ---------------------------------------------------------------------------
+// Invites
+
+membersApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/invites',
+    middleware: [permit('members.manage')],
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'List pending invitations (owners and admins)',
+    request: { params: OrgParams },
+    responses: { 200: { description: 'Pending invitations', content: { 'application/json': { schema: z.object({ items: z.array(Invite) }) } } }, ...consoleErrors(403, 404) },
+  }),
+  async (c) => c.json({ items: await listInvites(c.var.db, c.var.membership.orgId) }, 200),
+);
+
+membersApi.openapi(
+  createRoute({
+    method: 'post',
+    path: '/orgs/{org_id}/invites',
+    middleware: [permit('members.manage')],
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'Invite someone by email (owners and admins): the link is emailed to them',
+    description: `The link goes to the invited address only (never in this answer); it works once, for ${INVITE_TTL_DAYS} days; a new invitation for the same email replaces the pending one. 503 when no mail sender is configured (operators add people with \`npm run admin -- create-user\`), 502 when the mail could not be sent (nothing is left pending).`,
+    request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: InviteBody } } } },
+    responses: {
+      201: { description: 'Invited: the link was emailed to `sent_to`', content: { 'application/json': { schema: CreatedInvite } } },
+      ...consoleErrors(403, 404, 409, 422, 502, 503),
+    },
+  }),
+  async (c) => {
+    const { email, role } = c.req.valid('json');
+    checkOwnerRule(c, role);
+    const sender = (() => {
+      try {
+        return mailSender(c.env);
+      } catch (err) {
+        throw new ApiError(503, `Invitations are emailed and the mail sender is misconfigured: ${(err as Error).message}`);
+      }
+    })();
+    if (!sender) throw new ApiError(503, 'Invitations are emailed and no mail sender is configured (MAIL_SENDER): an operator adds people with `npm run admin -- create-user`');
+    const db = c.var.db;
+    const orgId = c.var.membership.orgId;
+    if (await isMember(db, orgId, email)) throw new ApiError(409, `${email} is already a member`);
+    const token = randomToken('inv', 32);
+    const id = newLinkId();
+    const expires = new Date(Date.now() + INVITE_TTL_DAYS * 86400_000).toISOString();
+    const createdAt = await createInvite(db, orgId, actorOf(c), { id, tokenHash: await sha256Hex(token), email, role, createdBy: c.var.user.id, expiresAt: expires });
+    try {
+      await send(c.env, inviteMessage({ consoleUrl: new URL(c.req.url).origin, token, to: email, orgName: c.var.membership.orgName, role, invitedBy: c.var.user.email }));
+    } catch (err) {
+      if (!(err instanceof MailError)) throw err;
+      // Not delivered: the link dies with the request (no one holds it), and the inviter is told.
+      await dropInvite(db, id);
+      throw new ApiError(502, `The invitation could not be emailed (${err.message}); nothing is pending: try again`);
+    }
+    return c.json({ id, email, role, created_by: c.var.user.email, created_at: createdAt, expires_at: expires, sent_to: email }, 201);
+  },
+);
+
+membersApi.openapi(
+  createRoute({
+    method: 'delete',
+    path: '/orgs/{org_id}/invites/{invite_id}',
+    middleware: [permit('members.manage')],
+    tags: ['console members'],
+    security: CONSOLE_SECURITY,
+    summary: 'Revoke a pending invitation',
+    request: { params: InviteParams },
+    responses: { 200: { description: 'Revoked', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404) },
+  }),
+  async (c) => {
+    const { invite_id } = c.req.valid('param');
+    const revoked = await revokeInvite(c.var.db, c.var.membership.orgId, actorOf(c), invite_id);
+    if (!revoked) throw notFound('Invitation');
+    return c.json({ message: `Invitation for ${revoked.email} revoked` }, 200);
+  },
+);

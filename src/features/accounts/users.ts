@@ -1,0 +1,108 @@
+// Console users: who signs in (by email), the organizations they belong to, and their
+// password: changed (which ends everything the old one opened), set with a one-time
+// link, or a reset link asked for.
+import { and, asc, count, eq, gt, inArray, isNull, ne, sql } from 'drizzle-orm';
+import { batchByName } from '../../db/batch.ts';
+import type { Db } from '../../db/client.ts';
+import { consoleLinks, consoleSessions, memberships, nowIso, organizations, users } from '../../db/schema.ts';
+import { ApiError } from '../../lib/errors.ts';
+import { revoke } from '../../lib/revoke.ts';
+import { DEAD_LINK, findLink, liveLink, passwordLinkFor } from './links.ts';
+import { hashPassword } from './password.ts';
+
+/** A user as the console shows them (never their password's hash). */
+const userFields = { id: users.id, email: users.email, name: users.name, is_operator: users.is_operator };
+
+/** The account of an email, with its password's hash (signing in). */
+export const userByEmail = (db: Db, email: string) => db.select().from(users).where(eq(users.email, email)).get();
+
+/** A user by id, as the console shows them. */
+export const userById = (db: Db, id: string) => db.select(userFields).from(users).where(eq(users.id, id)).get();
+
+/** Whether an account has this email. */
+export const accountExists = async (db: Db, email: string) => Boolean(await db.select({ id: users.id }).from(users).where(eq(users.email, email)).get());
+
+/** The organizations a user belongs to, with their role, by name. */
+export const orgsOf = (db: Db, userId: string) =>
+  db
+    .select({ id: organizations.id, name: organizations.name, role: memberships.role })
+    .from(memberships)
+    .innerJoin(organizations, eq(organizations.id, memberships.org_id))
+    .where(eq(memberships.user_id, userId))
+    .orderBy(asc(organizations.name), asc(organizations.id));
+
+/** A user's password hash (null until they set one). */
+export const passwordHashOf = async (db: Db, userId: string) => (await db.select({ hash: users.password_hash }).from(users).where(eq(users.id, userId)).get())?.hash ?? null;
+
+/**
+ * One transaction: the new password, the end of every session, and the end of any
+ * live set-password or reset link (a link mailed before the change must not undo it).
+ */
+export async function changePassword(db: Db, userId: string, newPassword: string): Promise<void> {
+  await batchByName(db, {
+    password: db.update(users).set({ password_hash: await hashPassword(newPassword) }).where(eq(users.id, userId)),
+    sessions: revoke(db, consoleSessions, eq(consoleSessions.user_id, userId)),
+    links: revoke(db, consoleLinks, and(eq(consoleLinks.user_id, userId), inArray(consoleLinks.kind, ['set_password', 'password_reset']), isNull(consoleLinks.used_at))),
+  });
+}
+
+/** Marks a link used, conditional on it still being live: of two requests with it, one wins. */
+const useLink = (db: Db, id: string) => db.update(consoleLinks).set({ used_at: nowIso }).where(liveLink(eq(consoleLinks.id, id))).returning({ id: consoleLinks.id });
+
+/**
+ * Sets a password with a link of `kind` (set-password from the operator tool, or a
+ * password reset), in one transaction: the password, the end of every session of the
+ * user and of their other live password links, and the link's use all happen only
+ * while the link is live, so a used, revoked or expired link changes nothing. Answers
+ * the account's email.
+ */
+export async function setPasswordWithLink(db: Db, kind: 'set_password' | 'password_reset', token: string, password: string): Promise<string> {
+  const link = await findLink(db, token, kind);
+  const hash = await hashPassword(password);
+  const owner = db.select({ id: consoleLinks.user_id }).from(consoleLinks).where(liveLink(eq(consoleLinks.id, link.id)));
+  const { used } = await batchByName(db, {
+    password: db.update(users).set({ password_hash: hash }).where(inArray(users.id, owner)),
+    sessions: revoke(db, consoleSessions, inArray(consoleSessions.user_id, owner)),
+    otherLinks: revoke(
+      db,
+      consoleLinks,
+      and(eq(consoleLinks.user_id, link.user_id!), inArray(consoleLinks.kind, ['set_password', 'password_reset']), isNull(consoleLinks.used_at), ne(consoleLinks.id, link.id), inArray(consoleLinks.user_id, owner)),
+    ),
+    used: useLink(db, link.id),
+  });
+  if (!used.length) throw new ApiError(404, DEAD_LINK);
+  return link.email;
+}
+
+/** Reset links one email may be sent per window, whoever asks (more are silently not made). */
+export const RESET_LINKS_PER_EMAIL = 3;
+export const RESET_WINDOW_MINUTES = 15;
+
+/**
+ * A password-reset link `id` for the account of `email`, if one has it and fewer than
+ * RESET_LINKS_PER_EMAIL were made in the window; answers whether it was made. The same
+ * two statements run for any email, known or not; the throttle is part of the insert (a
+ * count and a write in one statement), so concurrent requests cannot pass it together.
+ */
+export async function makeResetLink(db: Db, email: string, link: { id: string; tokenHash: string; lifetime: string }): Promise<boolean> {
+  const recent = db
+    .select({ n: count() })
+    .from(consoleLinks)
+    .where(and(eq(consoleLinks.email, email), eq(consoleLinks.kind, 'password_reset'), gt(consoleLinks.created_at, sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`-${RESET_WINDOW_MINUTES} minutes`})`)));
+  const { made } = await batchByName(db, {
+    made: passwordLinkFor(db, { ...link, kind: 'password_reset' }, and(eq(users.email, email), sql`(${recent}) < ${RESET_LINKS_PER_EMAIL}`)).returning({ id: consoleLinks.id }),
+    // A new link revokes the older unused ones (only when one was made).
+    older: revoke(
+      db,
+      consoleLinks,
+      and(
+        eq(consoleLinks.email, email),
+        eq(consoleLinks.kind, 'password_reset'),
+        isNull(consoleLinks.used_at),
+        ne(consoleLinks.id, link.id),
+        sql`exists (select 1 from ${consoleLinks} as made where made.id = ${link.id})`,
+      ),
+    ),
+  });
+  return made.length > 0;
+}
