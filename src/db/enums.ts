@@ -32,6 +32,7 @@ export const WEBHOOK_EVENTS = [
   'execution.failed',
   'verification.verified',
   'verification.failed',
+  'budget.threshold',
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 

@@ -3,7 +3,8 @@
 // commits is a notice sent on the queue. A notice that is lost (send failed, message
 // dropped) only delays the job: the cron sweep re-notifies jobs left queued
 // (src/jobs/sweep.ts), so nothing is stranded. Every job counts against its
-// organization's quotas (src/jobs/quotas.ts).
+// organization's quotas (src/jobs/quotas.ts); proofs and executions against its
+// monthly budget too (src/jobs/budgets.ts).
 import type { BatchItem } from 'drizzle-orm/batch';
 import { sql } from 'drizzle-orm';
 import type { Context } from 'hono';
@@ -18,6 +19,7 @@ import { keyRefusal, orgOfKey } from '../middleware/auth.ts';
 import { answerStatements, claimLost } from '../middleware/idempotency.ts';
 import { isRefusedJobInsert, orgIdIfAllowed, orgUsageQuery, quotaDefaults, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
 import type { Env, JobNotice } from '../env.ts';
+import { budgetRefusal, isBudgeted, monthOf, withinBudget } from './budgets.ts';
 
 /** Priority of jobs callers wait on interactively (program commits, verifications). */
 export const INTERACTIVE_PRIORITY = 10;
@@ -54,7 +56,11 @@ export function insertJob(db: Db, job: NewJob, caller: Caller, quotas: QuotaDefa
     id,
     kind: job.kind,
     subject_id: job.subjectId,
-    org_id: orgIdIfAllowed(job.orgId, sql`(${callerStillAllowed(caller)} AND ${withinQuota(job.orgId, gpus, quotas)})`),
+    // A proof or execution also needs its organization under its monthly budget (src/jobs/budgets.ts).
+    org_id: orgIdIfAllowed(
+      job.orgId,
+      sql`(${callerStillAllowed(caller)} AND ${withinQuota(job.orgId, gpus, quotas)}${isBudgeted(job.kind) ? sql` AND ${withinBudget(job.orgId, monthOf(now))}` : sql``})`,
+    ),
     config_id: job.configId,
     engine: job.engine,
     priority: job.priority,
@@ -85,10 +91,11 @@ export function usageQuery(c: Context<AppEnv>, org: ReturnType<typeof sql>) {
 
 /**
  * Refuses (429) a request that would create a job while its organization is already at
- * its job quota, before its body is read; `usage` comes from the request's first read.
+ * its job quota, or (403) a job of `kind` its reached monthly budget refuses
+ * (src/jobs/budgets.ts), before its body is read; `usage` comes from the request's first read.
  */
-export function refuseOverQuota(usage: OrgUsage | undefined): void {
-  const refusal = usage && quotaExceeded(usage, 0);
+export function refuseOverQuota(usage: OrgUsage | undefined, kind?: JobKind): void {
+  const refusal = usage && (quotaExceeded(usage, 0) ?? (kind ? budgetRefusal(usage.budget, kind) : null));
   if (refusal) throw refusal;
 }
 
@@ -98,12 +105,12 @@ export function refuseOverQuota(usage: OrgUsage | undefined): void {
  * submitting, the 429 of the quota it would exceed, or null when none holds any more
  * (a job ended meanwhile: try again).
  */
-async function explainRefusal(c: Context<AppEnv>, gpus: number): Promise<ApiError | null> {
+async function explainRefusal(c: Context<AppEnv>, gpus: number, kind: JobKind): Promise<ApiError | null> {
   const caller = c.var.caller;
   const refusal = caller.keyHash ? await keyRefusal(c) : null;
   if (refusal) return refusal;
   const [usage] = await orgUsageQuery(c.var.sessions.primary(), caller.orgId, quotaDefaults(c.env));
-  return usage ? quotaExceeded(usage, gpus) : null;
+  return usage ? (quotaExceeded(usage, gpus) ?? budgetRefusal(usage.budget, kind)) : null;
 }
 
 /** What a job-creating request answers once its rows are committed (stored under its Idempotency-Key, if it sent one). */
@@ -150,7 +157,7 @@ export async function submitJob<T>(
       } catch (err) {
         if (isLostClaim(err)) throw claimLost();
         if (!isRefusedJobInsert(err)) throw err;
-        const refusal = await explainRefusal(c, gpus);
+        const refusal = await explainRefusal(c, gpus, job.kind);
         if (refusal) throw refusal;
         if (attempt === 2) throw new ApiError(429, 'Quota exceeded: your organization reached a quota while this request was stored; submit it again');
       }

@@ -56,14 +56,14 @@ executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', S
   const [programRows, projectRows, configRows, [usage]] = await asCaller(
     c,
     (org) => [...programQuery(db, org, q.program_id), usageQuery(c, org)],
-    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs,
+    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
   );
   const caller = c.var.caller;
   // Validate the request before looking at the program, as the reference (FastAPI) does.
   const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
   const { program, config } = requireProgram([programRows, projectRows, configRows]);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
-  refuseOverQuota(usage);
+  refuseOverQuota(usage, 'execute');
   const id = crypto.randomUUID();
   const answer = { status: 200, body: { id } } as const;
   await submitJob(

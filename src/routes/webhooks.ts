@@ -42,6 +42,7 @@ import {
 import { CreateWebhookBody, DeliveryQuery, UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEndpointWithSecret } from '../lib/webhook-schemas.ts';
 import { newWebhookSecret, sealSecret } from '../lib/webhook-secrets.ts';
 import { permit } from '../middleware/permit.ts';
+import { BudgetThresholdData } from '../features/budgets/schemas.ts';
 
 export const webhooksApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -301,6 +302,7 @@ const EVENT_RECORDS = {
   proof: ProofRecord,
   execution: ExecutionRecord,
   verification: VerificationRecord,
+  budget: BudgetThresholdData,
 } as const;
 
 const EVENT_TEXT: Record<(typeof WEBHOOK_EVENTS)[number], string> = {
@@ -313,6 +315,8 @@ const EVENT_TEXT: Record<(typeof WEBHOOK_EVENTS)[number], string> = {
   'execution.failed': 'An execution failed, or was canceled (the record says Failed either way).',
   'verification.verified': 'A submitted proof verified.',
   'verification.failed': 'A submitted proof did not verify (error_message says why).',
+  'budget.threshold':
+    'The organization’s spend (or GPU time) this calendar month (UTC) reached 50, 80 or 100 % of its monthly budget; sent once per threshold, month and limit. At 100 % new proofs and executions are refused (README "Budgets").',
 };
 
 const WebhookHeaders = z.object({
