@@ -98,24 +98,25 @@ WHEN OLD.`ended_at` IS NULL AND NEW.`ended_at` IS NOT NULL AND NEW.`gpus` > 0 AN
 END;
 --> statement-breakpoint
 -- Thresholds: each of 50, 80 and 100 % of each limit is noticed once per organization,
--- month and limit, by the primary key of budget_notices (INSERT OR IGNORE: a second
--- crossing, or two completions at once, insert nothing), and only an inserted notice
+-- month and limit, by the primary key of budget_notices (an upsert that does nothing on
+-- conflict: a second crossing, or two completions at once, insert nothing; not INSERT OR
+-- IGNORE, which the upsert that fires this trigger would override), and only an inserted notice
 -- raises its webhook event (the AFTER INSERT trigger below). Evaluated when the usage
 -- moves and when a budget is set (a budget lowered below this month's usage notices
 -- at once). Written once, as the INSTEAD OF trigger of an empty view (see 0005's job_enqueued).
 CREATE VIEW `budget_evaluation` AS SELECT `org_id`, `month` FROM `budget_usage` WHERE 0;
 --> statement-breakpoint
 CREATE TRIGGER `budget_evaluation_notices` INSTEAD OF INSERT ON `budget_evaluation` BEGIN
-  INSERT OR IGNORE INTO `budget_notices` (`org_id`, `month`, `metric`, `threshold`, `used`, `budget`)
+  INSERT INTO `budget_notices` (`org_id`, `month`, `metric`, `threshold`, `used`, `budget`)
     SELECT u.`org_id`, u.`month`, 'cost', t.`value`, u.`cost`, b.`monthly_cost`
     FROM `budget_usage` u JOIN `budgets` b ON b.`org_id` = u.`org_id` JOIN json_each('[50,80,100]') t
     WHERE u.`org_id` = NEW.`org_id` AND u.`month` = NEW.`month` AND b.`monthly_cost` > 0 AND u.`cost` * 100 >= t.`value` * b.`monthly_cost`
-    ORDER BY t.`value`;
-  INSERT OR IGNORE INTO `budget_notices` (`org_id`, `month`, `metric`, `threshold`, `used`, `budget`)
+  ON CONFLICT DO NOTHING;
+  INSERT INTO `budget_notices` (`org_id`, `month`, `metric`, `threshold`, `used`, `budget`)
     SELECT u.`org_id`, u.`month`, 'gpu_hours', t.`value`, round(u.`gpu_ms` / 3600000.0, 6), b.`monthly_gpu_hours`
     FROM `budget_usage` u JOIN `budgets` b ON b.`org_id` = u.`org_id` JOIN json_each('[50,80,100]') t
     WHERE u.`org_id` = NEW.`org_id` AND u.`month` = NEW.`month` AND b.`monthly_gpu_hours` > 0 AND u.`gpu_ms` * 100.0 >= t.`value` * b.`monthly_gpu_hours` * 3600000.0
-    ORDER BY t.`value`;
+  ON CONFLICT DO NOTHING;
 END;
 --> statement-breakpoint
 CREATE TRIGGER `budget_usage_insert_evaluation` AFTER INSERT ON `budget_usage` BEGIN

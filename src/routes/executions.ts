@@ -2,7 +2,6 @@
 // dispatched like proofs.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
-import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import { executions } from '../db/schema.ts';
 import { DEFAULT_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
@@ -17,18 +16,14 @@ import { MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders, executionEvents } from '../jobs/events.ts';
 import { asCaller } from '../middleware/auth.ts';
+import { estimateBasisQuery, estimateOf, ratesQuery } from '../features/estimates/data.ts';
+import { EstimateQuery, ProvingEstimate } from '../features/estimates/schemas.ts';
 import { permit } from '../middleware/permit.ts';
 
 export const executionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
 /** The zkVM tool's execution modes (`cargo openvm run --mode`). */
 export const EXECUTION_MODES = ['pure', 'meter', 'segment'] as const;
-
-/** The caller's execution, in the request's one read (404, confirmed on the primary, when there is none). */
-async function readExecution(c: Context<AppEnv>, id: string) {
-  const [rows] = await asCaller(c, (org) => [executionQuery(c.var.db, org, id)], ([e]) => e.length > 0);
-  return one(rows, 'Execution');
-}
 
 const SubmitQuery = z.object({ program_id: z.uuid(), mode: z.enum(EXECUTION_MODES).default('pure') });
 
@@ -101,6 +96,7 @@ executionsApi.openapi(
 );
 
 const ExecutionParams = z.object({ execution_id: Uuid('execution_id') });
+const ExecutionWithEstimate = ExecutionRecord.extend({ estimate: ProvingEstimate }).openapi('ExecutionWithEstimate');
 
 executionsApi.openapi(
   createRoute({
@@ -108,14 +104,26 @@ executionsApi.openapi(
     path: '/{execution_id}',
     middleware: [permit('records.read')],
     tags: ['executions'],
-    summary: 'Get an execution',
-    request: { params: ExecutionParams },
+    summary: 'Get an execution, with an estimate of proving its run',
+    description: 'The record, plus `estimate`: the proving time and cost of a proof of this run (`num_gpus`, `proof_type`, `machine_type` name it), from what the fleet measured for the program’s config (README "Estimates").',
+    request: { params: ExecutionParams, query: EstimateQuery },
     responses: {
-      200: { description: 'The execution', content: { 'application/json': { schema: ExecutionRecord } } },
+      200: { description: 'The execution', content: { 'application/json': { schema: ExecutionWithEstimate } } },
       ...errorResponses(404, 422),
     },
   }),
-  async (c) => c.json(executionRecord(await readExecution(c, c.req.valid('param').execution_id)), 200),
+  async (c) => {
+    const id = c.req.valid('param').execution_id;
+    // One round trip: the key, the execution, its config and the config's proving rates.
+    const [rows, basis, rates] = await asCaller(
+      c,
+      (org) => [executionQuery(c.var.db, org, id), estimateBasisQuery(c.var.db, org, id), ratesQuery(c.var.db, org, id)],
+      ([e]) => e.length > 0,
+    );
+    const execution = one(rows, 'Execution');
+    const cycles = execution.status === 'succeeded' ? (execution.num_instructions ?? execution.total_cycle) : null;
+    return c.json({ ...executionRecord(execution), estimate: estimateOf(basis[0]!, rates, cycles, c.req.valid('query')) }, 200);
+  },
 );
 
 executionsApi.openapi(
