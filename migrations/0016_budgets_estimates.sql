@@ -137,8 +137,9 @@ END;
 --> statement-breakpoint
 -- The budget.threshold event (README "Webhooks"), one delivery per enabled endpoint of
 -- the organization subscribed to it, with its payload rendered here (the event's data
--- is the notice itself; there is no record to render later). The cron sweep sends it
--- within a minute (no request's batch reads it back: it is about no job).
+-- is the notice itself; there is no record to render later). Its subject is the
+-- organization: the completing batch reads back its organization's unsent deliveries
+-- with its subject's (src/jobs/state.ts deliveriesOf) and sends them at once.
 CREATE TRIGGER `budget_notices_webhooks` AFTER INSERT ON `budget_notices` BEGIN
   INSERT INTO `webhook_deliveries` (`id`, `org_id`, `endpoint_id`, `event_type`, `subject_kind`, `subject_id`, `created_at`, `payload`, `next_attempt_at`)
     SELECT 'msg_' || lower(hex(randomblob(16))), e.`org_id`, e.`id`, 'budget.threshold', 'budget', NEW.`org_id`, NEW.`created_at`,

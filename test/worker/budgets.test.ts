@@ -4,7 +4,7 @@
 // under concurrent completions; the 403 at 100 % while running jobs finish; who may set
 // a budget; the counters equal to what they count; estimates with and without measurements.
 import { env } from 'cloudflare:test';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { setOrganizationBudget } from '../../src/admin/statements.ts';
 import { monthOf } from '../../src/jobs/budgets.ts';
 import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, seededRandom, type Tenant } from './helpers.ts';
@@ -54,7 +54,17 @@ async function withEndpoint(t: Tenant) {
   await json(await post(t, '/v1/webhooks', { url: 'https://hooks.example.com/in', events: ['budget.threshold'] }), 201);
 }
 
-beforeEach(drainQueuedJobs);
+/** The deliveries whose queue message was sent. */
+let enqueued: string[] = [];
+beforeEach(async () => {
+  await drainQueuedJobs();
+  enqueued = [];
+  vi.spyOn(env.WEBHOOKS, 'sendBatch').mockImplementation(async (msgs) => {
+    for (const m of msgs) enqueued.push((m.body as { delivery_id: string }).delivery_id);
+    return { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } } as unknown as QueueSendBatchResponse;
+  });
+});
+afterEach(() => vi.restoreAllMocks());
 
 describe('budget thresholds', () => {
   it('50, 80 and 100 % each raise one notice and one budget.threshold event per month; at 100 % proofs and executions are refused (403) while a running proof finishes', async () => {
@@ -68,6 +78,9 @@ describe('budget thresholds', () => {
     expect(await notices(t.orgId)).toEqual([]);
     await runProof(t, program, agent, 0.25 * HOUR); // 55 %
     expect(await notices(t.orgId)).toEqual([{ metric: 'cost', threshold: 50 }]);
+    // The completion that crossed it sent the event's message at once (its batch read the delivery back).
+    const [fifty] = (await env.DB.prepare(`SELECT id FROM webhook_deliveries WHERE org_id = ? AND event_type = 'budget.threshold'`).bind(t.orgId).all<{ id: string }>()).results;
+    await vi.waitUntil(() => enqueued.includes(fifty!.id));
     await runProof(t, program, agent, 0.1 * HOUR); // 65 %: nothing new
     await runProof(t, program, agent, 0.2 * HOUR); // 85 %
     expect((await notices(t.orgId)).map((n) => n.threshold)).toEqual([50, 80]);
