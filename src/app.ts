@@ -40,6 +40,7 @@ import { consoleProjectsApi } from './routes/console/projects.ts';
 import { consoleProofsApi } from './routes/console/proofs.ts';
 import { usageApi } from './routes/console/usage.ts';
 import { budgetsConsoleApi } from './features/budgets/console.ts';
+import { estimatesConsoleApi } from './features/estimates/console.ts';
 import { consoleVerificationsApi } from './routes/console/verifications.ts';
 import { consoleWebhooksApi } from './routes/console/webhooks.ts';
 
@@ -97,7 +98,7 @@ v1.route('/webhooks', webhooksApi);
 // The console's API: bearer access tokens from /auth (which needs none), never API keys.
 const signedIn = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 signedIn.use(requireConsoleUser, consoleRateLimit);
-for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, consoleWebhooksApi, usageApi, budgetsConsoleApi, auditApi, fleetApi])
+for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, consoleWebhooksApi, usageApi, budgetsConsoleApi, estimatesConsoleApi, auditApi, fleetApi])
   signedIn.route('/', api);
 const consoleApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 consoleApi.use(callerSession);

@@ -16,7 +16,7 @@ import { MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders, executionEvents } from '../jobs/events.ts';
 import { asCaller } from '../middleware/auth.ts';
-import { estimateBasisQuery, estimateOf, ratesQuery } from '../features/estimates/data.ts';
+import { asksEstimate, estimateBasisQuery, estimateOf, ratesQuery } from '../features/estimates/data.ts';
 import { EstimateQuery, ProvingEstimate } from '../features/estimates/schemas.ts';
 import { permit } from '../middleware/permit.ts';
 
@@ -96,7 +96,7 @@ executionsApi.openapi(
 );
 
 const ExecutionParams = z.object({ execution_id: Uuid('execution_id') });
-const ExecutionWithEstimate = ExecutionRecord.extend({ estimate: ProvingEstimate }).openapi('ExecutionWithEstimate');
+const ExecutionWithEstimate = ExecutionRecord.extend({ estimate: ProvingEstimate.optional() }).openapi('ExecutionWithEstimate');
 
 executionsApi.openapi(
   createRoute({
@@ -105,7 +105,7 @@ executionsApi.openapi(
     middleware: [permit('records.read')],
     tags: ['executions'],
     summary: 'Get an execution, with an estimate of proving its run',
-    description: 'The record, plus `estimate`: the proving time and cost of a proof of this run (`num_gpus`, `proof_type`, `machine_type` name it), from what the fleet measured for the program’s config (README "Estimates").',
+    description: 'The record; with any of `num_gpus`, `proof_type`, `machine_type`, also `estimate`: the proving time and cost of such a proof of this run, from what the fleet measured for the program’s config (README "Estimates").',
     request: { params: ExecutionParams, query: EstimateQuery },
     responses: {
       200: { description: 'The execution', content: { 'application/json': { schema: ExecutionWithEstimate } } },
@@ -114,6 +114,11 @@ executionsApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').execution_id;
+    const q = c.req.valid('query');
+    if (!asksEstimate(q)) {
+      const [rows] = await asCaller(c, (org) => [executionQuery(c.var.db, org, id)], ([e]) => e.length > 0);
+      return c.json(executionRecord(one(rows, 'Execution')), 200);
+    }
     // One round trip: the key, the execution, its config and the config's proving rates.
     const [rows, basis, rates] = await asCaller(
       c,
@@ -122,7 +127,7 @@ executionsApi.openapi(
     );
     const execution = one(rows, 'Execution');
     const cycles = execution.status === 'succeeded' ? (execution.num_instructions ?? execution.total_cycle) : null;
-    return c.json({ ...executionRecord(execution), estimate: estimateOf(basis[0]!, rates, cycles, c.req.valid('query')) }, 200);
+    return c.json({ ...executionRecord(execution), estimate: estimateOf(basis[0]!, rates, cycles, q) }, 200);
   },
 );
 

@@ -244,21 +244,26 @@ describe('estimates', () => {
     const agent = await seedAgent({ machine_type: 'estimator-box' });
     const execution = await executed(t, program, agent, 2000);
 
-    const none = await json(await api(t, `/v1/executions/${execution}`), 200);
+    // Without a parameter the record is exactly as before (what the published client and the webhook events carry).
+    expect(await json(await api(t, `/v1/executions/${execution}`), 200)).not.toHaveProperty('estimate');
+    const none = await json(await api(t, `/v1/executions/${execution}?proof_type=stark`), 200);
     expect(none).toMatchObject({ status: 'Succeeded', num_instructions: 2000 });
     expect(none.estimate).toMatchObject({ proof_type: 'stark', based_on_jobs: 0, proving_seconds: null, cost: null, machine_type: null });
     expect(none.estimate.reason).toMatch(/^No estimate: no stark proof of config .* has succeeded on the fleet yet/);
 
     await runProof(t, program, agent, 1 * HOUR, 1000);
-    const one = (await json(await api(t, `/v1/executions/${execution}`), 200)).estimate;
+    const one = (await json(await api(t, `/v1/executions/${execution}?num_gpus=8`), 200)).estimate;
     expect(one).toMatchObject({ based_on_jobs: 1, machine_type: 'estimator-box' });
     expect(one.proving_seconds).toBeCloseTo(7200, -1); // 2000 cycles at an hour per 1000
     await runProof(t, program, agent, 2 * HOUR, 3000);
-    const two = (await json(await api(t, `/v1/executions/${execution}`), 200)).estimate;
+    const two = (await json(await api(t, `/v1/executions/${execution}?proof_type=stark`), 200)).estimate;
     expect(two).toMatchObject({ based_on_jobs: 2, machine_type: 'estimator-box', num_gpus: expect.any(Number) });
     expect(two.proving_seconds).toBeCloseTo(5400, -1); // on the line through (1000, 1 h) and (3000, 2 h)
     expect(Math.abs(two.cost - 1.5 * PER_HOUR)).toBeLessThan(2000);
     expect(two.reason).toMatch(/^From 2 succeeded stark proof/);
+    // The console's program page: the estimate of the latest succeeded execution.
+    const owner = await signIn(await seedUser(t.orgId, 'viewer'));
+    expect(await as(owner, `/console/v1/orgs/${t.orgId}/programs/${program}/estimate`)).toEqual({ execution_id: execution, cycles: 2000, estimate: two });
 
     // Another proof type, or a machine type nothing ran on, has no estimate.
     expect((await json(await api(t, `/v1/executions/${execution}?proof_type=evm`), 200)).estimate).toMatchObject({ proving_seconds: null, based_on_jobs: 0 });
@@ -266,6 +271,6 @@ describe('estimates', () => {
     await json(await api(t, `/v1/executions/${execution}?num_gpus=0`), 422);
     // A run not yet finished has no cycles to estimate from.
     const queued = (await json<{ id: string }>(await submitExecution(t, program), 200)).id;
-    expect((await json(await api(t, `/v1/executions/${queued}`), 200)).estimate.reason).toMatch(/has not measured its cycles/);
+    expect((await json(await api(t, `/v1/executions/${queued}?proof_type=stark`), 200)).estimate.reason).toMatch(/has not measured its cycles/);
   }, 60_000);
 });

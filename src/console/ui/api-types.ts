@@ -5,6 +5,8 @@ import type * as consoleRecords from '../../lib/console-records.ts';
 import type * as records from '../../lib/records.ts';
 import type * as schemas from '../../lib/schemas.ts';
 import type * as webhooks from '../../lib/webhook-schemas.ts';
+import type * as budgets from '../../features/budgets/schemas.ts';
+import type * as estimates from '../../features/estimates/schemas.ts';
 
 export type Pagination = z.infer<typeof schemas.Pagination>;
 /** A paged list (`pageOf` on the server). */
@@ -47,6 +49,10 @@ export type OutboxMessage = z.infer<typeof consoleRecords.OutboxMessage>;
 
 export type Usage = z.infer<typeof consoleRecords.UsageResponse>;
 export type UsageTotals = Usage['totals'];
+export type Budget = z.infer<typeof budgets.BudgetRecord>;
+export type BudgetBody = z.input<typeof budgets.BudgetBody>;
+export type ProvingEstimate = z.infer<typeof estimates.ProvingEstimate>;
+export type ProgramEstimate = z.infer<typeof estimates.ProgramEstimate>;
 export type Fleet = z.infer<typeof consoleRecords.FleetResponse>;
 
 export type WebhookEndpoint = z.infer<typeof webhooks.WebhookEndpointRecord>;

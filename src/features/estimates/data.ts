@@ -6,7 +6,7 @@
 // machine type, GPU count and proof type); the estimate is a least-squares line
 // through the measured (cycles, seconds) and (cycles, cost) points, or their ratio while
 // the cycles do not yet vary; with no measured proof it says so instead of inventing one.
-import { and, eq, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { z } from '@hono/zod-openapi';
 import { gpusUsed } from 'prover-agent/protocol';
 import type { Db } from '../../db/client.ts';
@@ -61,19 +61,20 @@ export interface EstimateBasis {
 /** The estimate of proving `cycles` (null: the run measured none) as `q` asks, from the config's rates rows. */
 export function estimateOf(basis: EstimateBasis, rows: RatesRow[], cycles: number | null, q: z.infer<typeof EstimateQuery>): z.infer<typeof ProvingEstimate> {
   const numGpus = q.num_gpus ?? basis.default_num_gpus;
+  const proofType = q.proof_type ?? 'stark';
   const gpus = gpusUsed(basis.engine, numGpus);
-  const none = (reason: string, jobs = 0) => ({ num_gpus: numGpus, gpus_used: gpus, proof_type: q.proof_type, machine_type: null, based_on_jobs: jobs, proving_seconds: null, cost: null, reason });
+  const none = (reason: string, jobs = 0) => ({ num_gpus: numGpus, gpus_used: gpus, proof_type: proofType, machine_type: null, based_on_jobs: jobs, proving_seconds: null, cost: null, reason });
   if (cycles === null) return none('No estimate: the execution has not measured its cycles (it has not succeeded yet)');
-  const candidates = rows.filter((r) => r.gpus === gpus && r.proof_type === q.proof_type && (q.machine_type === undefined || r.machine_type === q.machine_type) && r.jobs > 0);
+  const candidates = rows.filter((r) => r.gpus === gpus && r.proof_type === proofType && (q.machine_type === undefined || r.machine_type === q.machine_type) && r.jobs > 0);
   const best = candidates.sort((a, b) => b.jobs - a.jobs || a.machine_type.localeCompare(b.machine_type))[0];
-  const what = `${q.proof_type} proof of config ${basis.config_id} on ${gpus} GPU(s)${q.machine_type ? ` on machine type ${q.machine_type}` : ''}`;
+  const what = `${proofType} proof of config ${basis.config_id} on ${gpus} GPU(s)${q.machine_type ? ` on machine type ${q.machine_type}` : ''}`;
   if (!best) return none(`No estimate: no ${what} has succeeded on the fleet yet`);
   const ms = fitAt(best.jobs, best.cycles, best.proving_ms, best.cycles_sq, best.cycles_ms, cycles);
   const cost = fitAt(best.jobs, best.cycles, best.cost, best.cycles_sq, best.cycles_cost, cycles);
   return {
     num_gpus: numGpus,
     gpus_used: gpus,
-    proof_type: q.proof_type,
+    proof_type: proofType,
     machine_type: best.machine_type,
     based_on_jobs: best.jobs,
     proving_seconds: Math.round(ms) / 1000,
@@ -81,3 +82,31 @@ export function estimateOf(basis: EstimateBasis, rows: RatesRow[], cycles: numbe
     reason: `From ${best.jobs} succeeded ${what} on ${best.machine_type} (${best.jobs >= 2 ? 'a line through their cycles, time and cost' : 'its time and cost per cycle'})`,
   };
 }
+
+// ---------------------------------------------------------------------------
+// By program (the console's program page): its latest succeeded execution's cycles.
+
+export const programBasisQuery = (db: Db, org: Org, programId: string) =>
+  db
+    .select({ config_id: programs.config_id, engine: configs.engine, default_num_gpus: programs.default_num_gpus })
+    .from(programs)
+    .innerJoin(configs, eq(configs.id, programs.config_id))
+    .where(and(eq(programs.id, programId), eq(programs.org_id, org)));
+
+export const programRatesQuery = (db: Db, org: Org, programId: string) =>
+  db
+    .select()
+    .from(provingRates)
+    .where(eq(provingRates.config_id, sql`(SELECT ${programs.config_id} FROM ${programs} WHERE ${programs.id} = ${programId} AND ${programs.org_id} = ${org})`));
+
+/** The program's latest succeeded execution (one walk back along executions_program). */
+export const latestRunQuery = (db: Db, org: Org, programId: string) =>
+  db
+    .select({ id: executions.id, num_instructions: executions.num_instructions, total_cycle: executions.total_cycle })
+    .from(executions)
+    .where(and(eq(executions.program_id, programId), eq(executions.org_id, org), eq(executions.status, 'succeeded')))
+    .orderBy(desc(executions.created_at))
+    .limit(1);
+
+/** Whether a GET of an execution asks for an estimate (any of EstimateQuery's parameters). */
+export const asksEstimate = (q: z.infer<typeof EstimateQuery>) => q.num_gpus !== undefined || q.proof_type !== undefined || q.machine_type !== undefined;
