@@ -42,6 +42,8 @@ import { consoleProofsApi } from './features/proofs/console.ts';
 import { usageApi } from './features/accounts/console/usage.ts';
 import { consoleVerificationsApi } from './features/verifications/console.ts';
 import { consoleWebhooksApi } from './features/webhooks/console.ts';
+import { budgetsConsoleApi } from './features/budgets/console.ts';
+import { estimatesConsoleApi } from './features/estimates/console.ts';
 
 /** The interface's published version label (interface.md section 9). */
 export const API_VERSION = '2.0.0';
@@ -105,7 +107,7 @@ v1.route('/webhooks', webhooksApi);
 // The console's API: bearer access tokens from /auth (which needs none), never API keys.
 const signedIn = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 signedIn.use(requireConsoleUser, consoleRateLimit);
-for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, consoleWebhooksApi, usageApi, auditApi, fleetApi])
+for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, consoleWebhooksApi, usageApi, budgetsConsoleApi, estimatesConsoleApi, auditApi, fleetApi])
   signedIn.route('/', api);
 const consoleApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 consoleApi.use(callerSession);

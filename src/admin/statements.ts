@@ -6,7 +6,7 @@
 import { and, count, desc, eq, isNotNull, isNull, notExists, sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/sqlite-proxy';
 import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES, type KeyScope, type Role } from '../auth/permissions.ts';
-import { agents, agentTokens, apiKeys, configKeys, configs, consoleLinks, keyAudit, mailOutbox, memberships, nowIso, organizations, programs, publisherTokens, users } from '../db/schema.ts';
+import { agents, agentTokens, apiKeys, budgets, configKeys, configs, consoleLinks, keyAudit, mailOutbox, memberships, nowIso, organizations, programs, publisherTokens, users } from '../db/schema.ts';
 import { passwordLinkFor } from '../features/accounts/links.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { newAgentTokenId, newApiKeyId, newConfigId, newLinkId, newMailId, newOrganizationId, newPublisherTokenId, newUserId } from '../lib/ids.ts';
@@ -166,6 +166,47 @@ export function setOrganizationLimits(orgId: string, limits: OrganizationLimits)
   if (changes.length === 0) throw new Error('name at least one limit to set');
   return {
     sql: [render(db.update(organizations).set(set).where(eq(organizations.id, orgId)))],
+    output: [`${orgId}: ${changes.join(', ')}`],
+  };
+}
+
+/**
+ * Sets an organization's monthly budget (README "Budgets"; src/jobs/budgets.ts):
+ * spend in micro-USD and GPU-hours per calendar month (UTC), null for no such limit;
+ * an unnamed one stays. Nothing changes (the tool then fails) for an unknown organization.
+ */
+export function setOrganizationBudget(orgId: string, limits: { monthlyCost?: number | null; monthlyGpuHours?: number | null }): AdminStep {
+  const set: Partial<Pick<typeof budgets.$inferInsert, 'monthly_cost' | 'monthly_gpu_hours'>> = {};
+  if (limits.monthlyCost !== undefined) {
+    if (limits.monthlyCost !== null && !(Number.isSafeInteger(limits.monthlyCost) && limits.monthlyCost > 0)) throw new Error(`the spending budget must be a positive whole number of micro-USD, not ${limits.monthlyCost}`);
+    set.monthly_cost = limits.monthlyCost;
+  }
+  if (limits.monthlyGpuHours !== undefined) {
+    if (limits.monthlyGpuHours !== null && !(Number.isFinite(limits.monthlyGpuHours) && limits.monthlyGpuHours > 0)) throw new Error(`the GPU-hour budget must be a positive number, not ${limits.monthlyGpuHours}`);
+    set.monthly_gpu_hours = limits.monthlyGpuHours;
+  }
+  if (Object.keys(set).length === 0) throw new Error('name at least one budget to set');
+  const changes = Object.entries(set).map(([name, v]) => `${name} = ${v ?? 'none'}`);
+  return {
+    sql: [
+      render(
+        db
+          .insert(budgets)
+          .select(
+            db
+              .select({
+                org_id: organizations.id,
+                monthly_cost: sql`${set.monthly_cost ?? null}`.as('monthly_cost'),
+                monthly_gpu_hours: sql`${set.monthly_gpu_hours ?? null}`.as('monthly_gpu_hours'),
+                updated_at: nowIso.as('updated_at'),
+                updated_by: sql`'operator'`.as('updated_by'),
+              })
+              .from(organizations)
+              .where(eq(organizations.id, orgId)),
+          )
+          .onConflictDoUpdate({ target: budgets.org_id, set: { ...set, updated_at: nowIso, updated_by: 'operator' } }),
+      ),
+    ],
     output: [`${orgId}: ${changes.join(', ')}`],
   };
 }

@@ -35,6 +35,7 @@ export const WEBHOOK_EVENTS = [
   // No online agent could take the queued job for UNSERVABLE_EVENT_SECONDS (src/jobs/waiting.ts); once per job.
   'proof.unservable',
   'execution.unservable',
+  'budget.threshold',
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 

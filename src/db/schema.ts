@@ -691,8 +691,8 @@ export const webhookDeliveries = sqliteTable(
     org_id: text('org_id').notNull(),
     endpoint_id: text('endpoint_id').notNull(),
     event_type: text('event_type').notNull(),
-    /** What the event is about: program, proof, execution, verification; `test` for webhook.test (subject_id is then the endpoint). */
-    subject_kind: text('subject_kind', { enum: ['program', 'proof', 'execution', 'verification', 'test'] }).notNull(),
+    /** What the event is about: program, proof, execution, verification; `test` for webhook.test (subject_id is then the endpoint); `budget` for budget.threshold (subject_id: the organization; payload stored at once). */
+    subject_kind: text('subject_kind', { enum: ['program', 'proof', 'execution', 'verification', 'test', 'budget'] }).notNull(),
     subject_id: text('subject_id').notNull(),
     /** When the event happened: the payload's `timestamp`. */
     created_at: createdAt(),
@@ -850,4 +850,84 @@ export const keyAudit = sqliteTable(
     created_at: createdAt(),
   },
   (t) => [index('key_audit_config').on(t.config_id, t.id), index('key_audit_upload').on(t.upload_id)],
+);
+
+/**
+ * An organization's monthly limits (README "Budgets"): spend in micro-USD (the unit of
+ * the records' `cost`) and, optionally, GPU-hours, per calendar month (UTC). Null: no
+ * such limit. Set by owners and admins (console, `budgets.manage`) and by the operator.
+ */
+export const budgets = sqliteTable('budgets', {
+  org_id: text('org_id').primaryKey(),
+  monthly_cost: integer('monthly_cost'),
+  monthly_gpu_hours: real('monthly_gpu_hours'),
+  updated_at: text('updated_at').notNull().default(nowIso),
+  /** Who set it: a user id, or `operator`. */
+  updated_by: text('updated_by').notNull(),
+});
+
+/**
+ * What each organization spent per calendar month (UTC, `YYYY-MM`): the cost of its
+ * proofs and executions that ended in it, and the GPU time of its leases that ended in
+ * it. Counters kept by triggers in the transaction of each completion
+ * (migrations/0016_budgets_estimates.sql), never a sum over jobs.
+ */
+export const budgetUsage = sqliteTable(
+  'budget_usage',
+  {
+    org_id: text('org_id').notNull(),
+    month: text('month').notNull(),
+    cost: integer('cost').notNull().default(0),
+    gpu_ms: integer('gpu_ms').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.org_id, t.month] })],
+);
+
+/** Which metric of a budget a notice is about. */
+export const BUDGET_METRICS = ['cost', 'gpu_hours'] as const;
+/** The thresholds (% of a limit) that are noticed, once each per month and metric. */
+export const BUDGET_THRESHOLDS = [50, 80, 100] as const;
+
+/**
+ * The thresholds an organization's usage crossed, once each per month and metric (the
+ * primary key makes "once" hold under concurrent completions); each insert raises the
+ * `budget.threshold` webhook event by trigger. `used`/`budget` are in the metric's unit
+ * (micro-USD, or GPU-hours).
+ */
+export const budgetNotices = sqliteTable(
+  'budget_notices',
+  {
+    org_id: text('org_id').notNull(),
+    month: text('month').notNull(),
+    metric: text('metric', { enum: BUDGET_METRICS }).notNull(),
+    threshold: integer('threshold').notNull(),
+    used: real('used').notNull(),
+    budget: real('budget').notNull(),
+    created_at: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.org_id, t.month, t.metric, t.threshold] })],
+);
+
+/**
+ * What the fleet measured proving, per config, machine type, GPUs held and proof type
+ * (README "Estimates"): succeeded proofs, and the sums of their cycles, proving time
+ * (ms, their charged attempt), cost (micro-USD) and the cross sums a least-squares line
+ * through them needs. Kept by a trigger as each proof succeeds.
+ */
+export const provingRates = sqliteTable(
+  'proving_rates',
+  {
+    config_id: text('config_id').notNull(),
+    machine_type: text('machine_type').notNull(),
+    gpus: integer('gpus').notNull(),
+    proof_type: text('proof_type').notNull(),
+    jobs: integer('jobs').notNull().default(0),
+    cycles: real('cycles').notNull().default(0),
+    proving_ms: real('proving_ms').notNull().default(0),
+    cost: real('cost').notNull().default(0),
+    cycles_sq: real('cycles_sq').notNull().default(0),
+    cycles_ms: real('cycles_ms').notNull().default(0),
+    cycles_cost: real('cycles_cost').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.config_id, t.machine_type, t.gpus, t.proof_type] })],
 );

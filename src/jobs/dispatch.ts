@@ -3,7 +3,8 @@
 // commits is a notice sent on the queue. A notice that is lost (send failed, message
 // dropped) only delays the job: the cron sweep re-notifies jobs left queued
 // (src/jobs/sweep.ts), so nothing is stranded. Every job counts against its
-// organization's quotas (src/jobs/quotas.ts). A request's side of it (its Context, its
+// organization's quotas (src/jobs/quotas.ts); proofs and executions against its
+// monthly budget too (src/jobs/budgets.ts). A request's side of it (its Context, its
 // artifacts, its stored answer) is src/features/runs/submit.ts.
 import { sql } from 'drizzle-orm';
 import type { Caller } from '../app-env.ts';
@@ -15,6 +16,7 @@ import { orgOfKey } from '../middleware/auth.ts';
 import { orgIdIfAllowed, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
 import type { Env, JobNotice } from '../env.ts';
 import { limitColumns, type JobLimits } from './limits.ts';
+import { budgetRefusal, isBudgeted, monthOf, withinBudget } from './budgets.ts';
 
 /** Priority of jobs callers wait on interactively (program commits, verifications). */
 export const INTERACTIVE_PRIORITY = 10;
@@ -53,7 +55,11 @@ export function insertJob(db: Db, job: NewJob, caller: Caller, quotas: QuotaDefa
     id,
     kind: job.kind,
     subject_id: job.subjectId,
-    org_id: orgIdIfAllowed(job.orgId, sql`(${callerStillAllowed(caller)} AND ${withinQuota(job.orgId, gpus, quotas)})`),
+    // A proof or execution also needs its organization under its monthly budget (src/jobs/budgets.ts).
+    org_id: orgIdIfAllowed(
+      job.orgId,
+      sql`(${callerStillAllowed(caller)} AND ${withinQuota(job.orgId, gpus, quotas)}${isBudgeted(job.kind) ? sql` AND ${withinBudget(job.orgId, monthOf(now))}` : sql``})`,
+    ),
     config_id: job.configId,
     engine: job.engine,
     priority: job.priority,
@@ -80,10 +86,11 @@ export async function notifyJob(env: Env, notice: JobNotice): Promise<void> {
 
 /**
  * Refuses (429) a request that would create a job while its organization is already at
- * its job quota, before its body is read; `usage` comes from the request's first read.
+ * its job quota, or (403) a job of `kind` its reached monthly budget refuses
+ * (src/jobs/budgets.ts), before its body is read; `usage` comes from the request's first read.
  */
-export function refuseOverQuota(usage: OrgUsage | undefined): void {
-  const refusal = usage && quotaExceeded(usage, 0);
+export function refuseOverQuota(usage: OrgUsage | undefined, kind?: JobKind): void {
+  const refusal = usage && (quotaExceeded(usage, 0) ?? (kind ? budgetRefusal(usage.budget, kind) : null));
   if (refusal) throw refusal;
 }
 

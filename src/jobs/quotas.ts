@@ -12,6 +12,7 @@ import type { Db } from '../db/client.ts';
 import { organizations } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import { ApiError, isRefusedInsert } from '../lib/errors.ts';
+import { budgetReachedSql, monthOf } from './budgets.ts';
 
 export const QUOTA_DEFAULTS = { ORG_MAX_ACTIVE_JOBS: 1000, ORG_MAX_GPUS: 256 };
 
@@ -37,6 +38,8 @@ export interface OrgUsage {
   gpus: number;
   maxActiveJobs: number;
   maxGpus: number;
+  /** The monthly budget it reached, as budgetReachedSql() says (src/jobs/budgets.ts), or null. */
+  budget?: string | null;
 }
 
 /** The organization's usage and limits: one row, for a batch (`org` may be SQL, e.g. the API key's organization). */
@@ -47,6 +50,7 @@ export function orgUsageQuery(db: Db, org: string | SQL, defaults: QuotaDefaults
       gpus: organizations.held_gpus,
       maxActiveJobs: sql<number>`coalesce(${organizations.max_active_jobs}, ${defaults.maxActiveJobs})`.as('max_active_jobs_limit'),
       maxGpus: sql<number>`coalesce(${organizations.max_gpus}, ${defaults.maxGpus})`.as('max_gpus_limit'),
+      budget: budgetReachedSql(org, monthOf(Date.now())).as('budget_reached'),
     })
     .from(organizations)
     .where(eq(organizations.id, org));

@@ -57,8 +57,13 @@ export interface FleetSettings {
 
 const isoNow = (ms: number) => new Date(ms).toISOString();
 
-/** The webhook deliveries the batch's triggers made for the subjects of jobs matching `jobWhere`; run it before the jobs stop matching. */
-const deliveriesOf = (db: Db, jobWhere: SQL | undefined) => unsentDeliveries(db, db.select({ id: jobs.subject_id }).from(jobs).where(jobWhere));
+/**
+ * The webhook deliveries the batch's triggers made for the subjects of jobs matching
+ * `jobWhere`, and the budget.threshold events of their organizations (subject: the
+ * organization, migrations/0016_budgets_estimates.sql); run it before the jobs stop matching.
+ */
+const deliveriesOf = (db: Db, jobWhere: SQL | undefined) =>
+  unsentDeliveries(db, sql`(SELECT ${jobs.subject_id} FROM ${jobs} WHERE ${jobWhere} UNION ALL SELECT ${jobs.org_id} FROM ${jobs} WHERE ${jobWhere})`);
 
 // ---------------------------------------------------------------------------
 // Claim

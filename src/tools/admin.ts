@@ -39,6 +39,7 @@ import {
   revokeApiKeyById,
   setConfigActive,
   setOrganizationLimits,
+  setOrganizationBudget,
   setConfigOpenvmToml,
 } from '../admin/statements.ts';
 import { openvmConfigProblems, PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
@@ -217,6 +218,29 @@ const commands: Record<string, Command> = {
           defaultCostLimit: quota('cost-limit'),
           defaultDeadlineSeconds: quota('deadline-seconds'),
         });
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+      await runStep(c.target, step, `no organization ${c.positionals[0]} (see list-orgs)`);
+    },
+  },
+  'set-budget': {
+    synopsis: 'ORG_ID [--usd D|none] [--gpu-hours H|none]',
+    summary:
+      'Set an organization’s monthly budget (calendar month, UTC): spend in USD (stored in micro-USD, the unit of `cost`) and GPU-hours; `none` removes a limit. At 100 % new proofs and executions are refused (README "Budgets").',
+    options: { usd: str, 'gpu-hours': str },
+    positionals: ['ORG_ID'],
+    async run(c) {
+      const limit = (flag: string, scale: number): number | null | undefined => {
+        const v = c.values[flag];
+        if (v === undefined) return undefined;
+        if (v === 'none') return null;
+        if (typeof v !== 'string' || !/^\d+(\.\d+)?$/.test(v) || Number(v) <= 0) throw new UsageError(`--${flag} must be a positive number or 'none', not ${String(v)}`);
+        return scale === 1 ? Number(v) : Math.round(Number(v) * scale);
+      };
+      let step: AdminStep;
+      try {
+        step = setOrganizationBudget(c.positionals[0]!, { monthlyCost: limit('usd', 1_000_000), monthlyGpuHours: limit('gpu-hours', 1) });
       } catch (err) {
         throw new UsageError((err as Error).message);
       }

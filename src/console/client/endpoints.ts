@@ -78,6 +78,9 @@ export function orgApi(orgId: string) {
     audit: (query: URLSearchParams) => callJson<T.Page<T.AuditEntry>>(at(`/audit?${query}`)),
 
     usage: (query: URLSearchParams) => callJson<T.Usage>(at(`/usage?${query}`)),
+    budget: () => callJson<T.Budget>(at('/budget')),
+    setBudget: (body: T.BudgetBody) => callJson<T.Budget>(at('/budget'), 'PUT', body),
+    programEstimate: (id: string) => callJson<T.ProgramEstimate>(at(`/programs/${seg(id)}/estimate`)),
   };
 }
 

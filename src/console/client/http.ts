@@ -47,7 +47,7 @@ export function toSignIn(): void {
   location.assign(`${links.signin}?next=${encodeURIComponent(location.pathname + location.search)}`);
 }
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** A /console/v1 call with the bearer token; refreshes once on 401. Throws ApiError unless 2xx. */
 export async function call(path: string, method: Method = 'GET', json?: unknown, retried = false): Promise<Response> {

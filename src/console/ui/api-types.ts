@@ -9,6 +9,8 @@ import type * as records from '../../lib/records.ts';
 import type * as executions from '../../features/executions/schemas.ts';
 import type * as schemas from '../../lib/schemas.ts';
 import type * as webhooks from '../../features/webhooks/schemas.ts';
+import type * as budgets from '../../features/budgets/schemas.ts';
+import type * as estimates from '../../features/estimates/schemas.ts';
 
 export type Pagination = z.infer<typeof schemas.Pagination>;
 /** A paged list (`pageOf` on the server). */
@@ -52,6 +54,10 @@ export type OutboxMessage = z.infer<typeof accounts.OutboxMessage>;
 export type Usage = z.infer<typeof accounts.UsageResponse>;
 export type UsageTotals = Usage['totals'];
 export type Fleet = z.infer<typeof fleet.FleetResponse>;
+export type Budget = z.infer<typeof budgets.BudgetRecord>;
+export type BudgetBody = z.input<typeof budgets.BudgetBody>;
+export type ProvingEstimate = z.infer<typeof estimates.ProvingEstimate>;
+export type ProgramEstimate = z.infer<typeof estimates.ProgramEstimate>;
 
 export type WebhookEndpoint = z.infer<typeof webhooks.WebhookEndpointRecord>;
 export type WebhookEndpointWithSecret = z.infer<typeof webhooks.WebhookEndpointWithSecret>;

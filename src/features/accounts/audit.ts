@@ -28,7 +28,8 @@ export type AuditAction =
   | 'webhook.create'
   | 'webhook.update'
   | 'webhook.delete'
-  | 'webhook.rotate_secret';
+  | 'webhook.rotate_secret'
+  | 'budget.update';
 
 /** The insert for one audit entry, to batch with the change it records. */
 export function auditEntry(db: Db, orgId: string, actor: Actor, action: AuditAction, target: string, detail: Record<string, unknown> = {}) {

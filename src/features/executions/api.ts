@@ -19,6 +19,10 @@ import { MAX_INPUT_BYTES } from '../../lib/limits.ts';
 import { asCaller } from '../../middleware/auth.ts';
 import { permit } from '../../middleware/permit.ts';
 import { LimitsQuery, limitsOf } from '../limits/schemas.ts';
+import { asksEstimate, estimateBasisQuery, estimateOf, ratesQuery } from '../estimates/data.ts';
+import { EstimateQuery, ProvingEstimate } from '../estimates/schemas.ts';
+import { one } from '../../lib/pages.ts';
+import { errorResponses } from '../../lib/schemas.ts';
 
 export const executionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -51,14 +55,14 @@ executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', S
   const [programRows, projectRows, configRows, [usage]] = await asCaller(
     c,
     (org) => [...programQuery(db, org, q.program_id), usageQuery(c, org)],
-    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs,
+    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
   );
   const caller = c.var.caller;
   // Validate the request before looking at the program, as the reference (FastAPI) does.
   const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
   const { program, config } = requireProgram([programRows, projectRows, configRows]);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
-  refuseOverQuota(usage);
+  refuseOverQuota(usage, 'execute');
   const id = crypto.randomUUID();
   const answer = { status: 200, body: { id } } as const;
   await submitJob(
@@ -98,6 +102,39 @@ const executionRuns = runRoutes(executionsApi, {
   terminal: 'Succeeded or Failed',
 });
 executionRuns.list();
-executionRuns.get();
+
+// GET /v1/executions/{execution_id}: the shared route's record, and with any of
+// num_gpus, proof_type, machine_type also an estimate of proving the run (README "Estimates").
+const ExecutionWithEstimate = ExecutionRecord.extend({ estimate: ProvingEstimate.optional() }).openapi('ExecutionWithEstimate');
+executionsApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/{execution_id}',
+    middleware: [permit('records.read')],
+    tags: ['executions'],
+    summary: 'Get an execution, with an estimate of proving its run',
+    description:
+      'The record; with any of `num_gpus`, `proof_type`, `machine_type`, also `estimate`: the proving time and cost of such a proof of this run, from what the fleet measured for the program’s config (README "Estimates").',
+    request: { params: executionRuns.Params, query: EstimateQuery },
+    responses: {
+      200: { description: 'The execution', content: { 'application/json': { schema: ExecutionWithEstimate } } },
+      ...errorResponses(404, 422),
+    },
+  }),
+  async (c) => {
+    const id = c.req.valid('param').execution_id as string;
+    const q = c.req.valid('query');
+    if (!asksEstimate(q)) return c.json(executionRecord(await executionRuns.read(c, id)), 200);
+    // One round trip: the key, the execution, its config and the config's proving rates.
+    const { execution, basis, rates } = await asCaller(
+      c,
+      (org) => ({ execution: executionQuery(c.var.db, org, id), basis: estimateBasisQuery(c.var.db, org, id), rates: ratesQuery(c.var.db, org, id) }),
+      ({ execution }) => execution.length > 0,
+    );
+    const run = one(execution, 'Execution');
+    const cycles = run.status === 'succeeded' ? (run.num_instructions ?? run.total_cycle) : null;
+    return c.json({ ...executionRecord(run), estimate: estimateOf(basis[0]!, rates, cycles, q) }, 200);
+  },
+);
 executionRuns.logs();
 executionRuns.events();

@@ -82,7 +82,7 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
   const [programRows, projectRows, configRows, [usage]] = await asCaller(
     c,
     (org) => [...programQuery(db, org, q.program_id), usageQuery(c, org)],
-    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs,
+    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
   );
   const caller = c.var.caller;
   const form = multipartForm(c.req.raw, Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES));
@@ -110,7 +110,7 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
             type: 'value_error',
           },
         ]);
-      refuseOverQuota(usage);
+      refuseOverQuota(usage, 'proof');
       // The checked bytes as sent: engines read `input` as the zkVM's tool does (a
       // form's input is stored already).
       if (body.input) await artifacts.put(artifactKey.proofInput(proofId), body.input);

@@ -9,6 +9,7 @@ import { gpusUsed, type JobKind } from 'prover-agent/protocol';
 import type { AppEnv } from '../../app-env.ts';
 import type { Statement } from '../../db/batch.ts';
 import { notifyJob, recordJob, type NewJob } from '../../jobs/dispatch.ts';
+import { budgetRefusal } from '../../jobs/budgets.ts';
 import { isRefusedJobInsert, orgUsageQuery, quotaDefaults, quotaExceeded } from '../../jobs/quotas.ts';
 import { ArtifactBatch } from '../../lib/artifacts.ts';
 import { ApiError } from '../../lib/errors.ts';
@@ -27,12 +28,12 @@ export function usageQuery(c: Context<AppEnv>, org: SQL<string>) {
  * submitting, the 429 of the quota it would exceed, or null when none holds any more
  * (a job ended meanwhile: try again).
  */
-async function explainRefusal(c: Context<AppEnv>, gpus: number): Promise<ApiError | null> {
+async function explainRefusal(c: Context<AppEnv>, gpus: number, kind: JobKind): Promise<ApiError | null> {
   const caller = c.var.caller;
   const refusal = caller.keyHash ? await keyRefusal(c) : null;
   if (refusal) return refusal;
   const [usage] = await orgUsageQuery(c.var.sessions.primary(), caller.orgId, quotaDefaults(c.env));
-  return usage ? quotaExceeded(usage, gpus) : null;
+  return usage ? (quotaExceeded(usage, gpus) ?? budgetRefusal(usage.budget, kind)) : null;
 }
 
 /** What a job-creating request answers once its rows are committed (stored under its Idempotency-Key, if it sent one). */
@@ -77,7 +78,7 @@ export async function submitJob<T>(
       } catch (err) {
         if (isLostClaim(err)) throw claimLost();
         if (!isRefusedJobInsert(err)) throw err;
-        const refusal = await explainRefusal(c, gpus);
+        const refusal = await explainRefusal(c, gpus, job.kind);
         if (refusal) throw refusal;
         if (attempt === 2) throw new ApiError(429, 'Quota exceeded: your organization reached a quota while this request was stored; submit it again');
       }

@@ -220,6 +220,7 @@ function subjectRecord(kind: SubjectKind, rows: SubjectRows): unknown {
       return program && project && config ? programRecord(program, project, config) : undefined;
     }
     case 'test':
+    case 'budget': // its payload is stored when the notice is made (migrations/0016_budgets_estimates.sql)
       return undefined;
   }
 }

@@ -8,6 +8,7 @@ import { ProgramRecord } from '../../lib/records.ts';
 import { ExecutionRecord } from '../executions/schemas.ts';
 import { ProofRecord } from '../proofs/schemas.ts';
 import { VerificationRecord } from '../verifications/schemas.ts';
+import { BudgetThresholdData } from '../budgets/schemas.ts';
 import { MAX_WEBHOOK_ENDPOINTS, TEST_EVENT } from './data.ts';
 import { RETRY_DELAYS_SECONDS } from './delivery.ts';
 
@@ -21,6 +22,7 @@ const EVENT_RECORDS = {
   proof: ProofRecord,
   execution: ExecutionRecord,
   verification: VerificationRecord,
+  budget: BudgetThresholdData,
 } as const;
 
 const EVENT_TEXT: Record<(typeof WEBHOOK_EVENTS)[number], string> = {
@@ -33,6 +35,8 @@ const EVENT_TEXT: Record<(typeof WEBHOOK_EVENTS)[number], string> = {
   'execution.failed': 'An execution failed, or was canceled (the record says Failed either way).',
   'verification.verified': 'A submitted proof verified.',
   'verification.failed': 'A submitted proof did not verify (error_message says why).',
+  'budget.threshold':
+    'The organization’s spend (or GPU time) this calendar month (UTC) reached 50, 80 or 100 % of its monthly budget; sent once per threshold, month and limit. At 100 % new proofs and executions are refused (README "Budgets").',
   'proof.unservable': 'A queued proof that no online prover agent could take for UNSERVABLE_EVENT_SECONDS (10 minutes by default); once per proof. Its waiting_reason says why; it stays queued (until its deadline, if it has one).',
   'execution.unservable': 'A queued execution that no online prover agent could take for UNSERVABLE_EVENT_SECONDS (10 minutes by default); once per execution. Its waiting_reason says why; it stays queued (until its deadline, if it has one).',
 };

@@ -5,6 +5,7 @@ import type { ConsoleProof, ExecutionRecord, Page, ProgramDetail, ProgramRecord,
 import { shortId } from '../../ui/format.ts';
 import { isFinalProofState, may } from '../../ui/states.ts';
 import { ProgramView, ProjectView, ProjectsView, ProofView, ProofsView } from '../../ui/views/records.tsx';
+import { EstimateView } from '../../ui/views/estimate.tsx';
 import { attempt, fail, say, setHeading } from '../chrome.ts';
 import { formOf, formQuery, pathId, saveFile, sleep, withParams } from '../dom.ts';
 import type { OrgApi } from '../endpoints.ts';
@@ -62,9 +63,19 @@ function ProgramPage({ api, program, proofs, executions }: ProgramPageProps) {
 
 export const program: SignedInPage = async ({ api }) => {
   const id = pathId();
-  const [record, proofs, executions] = await Promise.all([api.program(id), api.proofs(firstPage({ program_id: id })), api.executions(new URLSearchParams({ program_id: id }))]);
+  const [record, proofs, executions, estimate] = await Promise.all([
+    api.program(id),
+    api.proofs(firstPage({ program_id: id })),
+    api.executions(new URLSearchParams({ program_id: id })),
+    api.programEstimate(id),
+  ]);
   setHeading(`Program ${record.name}`);
-  return <ProgramPage api={api} program={record} proofs={proofs} executions={executions.items} />;
+  return (
+    <>
+      <ProgramPage api={api} program={record} proofs={proofs} executions={executions.items} />
+      <EstimateView estimate={estimate} />
+    </>
+  );
 };
 
 // ---------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 // per day drawn by uPlot, which the page loads beside this script (/console/vendor).
 import { useEffect, useRef, useState } from 'hono/jsx/dom';
 import type uPlot from 'uplot/dist/uPlot';
-import type { Usage } from '../../ui/api-types.ts';
+import { may } from '../../ui/states.ts';
+import type { Budget, Usage } from '../../ui/api-types.ts';
+import { BudgetView } from '../../ui/views/budget.tsx';
 import { UsageView } from '../../ui/views/usage.tsx';
 import { attempt, fail } from '../chrome.ts';
 import { field, formOf, formQuery } from '../dom.ts';
@@ -70,8 +72,30 @@ function UsagePage({ api, initial, range: initialRange }: { api: OrgApi; initial
   return <UsageView usage={usage} from={range.from} to={range.to} chartRef={chartBox} onRange={changeRange} />;
 }
 
-export const usage: SignedInPage = async ({ api }) => {
+/** The monthly budget (README "Budgets"): owners and admins set it here. */
+function BudgetPanel({ api, initial, canManage }: { api: OrgApi; initial: Budget; canManage: boolean }) {
+  const [budget, setBudget] = useState(initial);
+  const save = (event: Event) => {
+    event.preventDefault();
+    const form = formOf(event);
+    const usd = field(form, 'usd').trim();
+    const gpuHours = field(form, 'gpu_hours').trim();
+    void attempt(
+      async () => setBudget(await api.setBudget({ monthly_cost: usd ? Math.round(Number(usd) * 1e6) : null, monthly_gpu_hours: gpuHours ? Number(gpuHours) : null })),
+      'Budget saved.',
+    );
+  };
+  return <BudgetView budget={budget} canManage={canManage} onSave={save} />;
+}
+
+export const usage: SignedInPage = async ({ api, org }) => {
   const now = Date.now();
   const range = { from: isoDay(now - 29 * DAY_MS), to: isoDay(now) };
-  return <UsagePage api={api} initial={await api.usage(new URLSearchParams({ ...range }))} range={range} />;
+  const [initial, budget] = await Promise.all([api.usage(new URLSearchParams({ ...range })), api.budget()]);
+  return (
+    <>
+      <BudgetPanel api={api} initial={budget} canManage={may(org.role, 'budgets.manage')} />
+      <UsagePage api={api} initial={initial} range={range} />
+    </>
+  );
 };

@@ -1,0 +1,50 @@
+// /console/v1/orgs/{org_id}/budget: the organization's monthly budget (README
+// "Budgets"): its limits, this month's usage and the threshold notices, read by any
+// member; set by owners and admins (budgets.manage). The operator sets it too
+// (`npm run admin -- set-budget`). API keys have no route here: a budget is the
+// organization's, not a tool's, to change.
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import { monthOf } from '../../jobs/budgets.ts';
+import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/schemas.ts';
+import { validationHook } from '../../lib/errors.ts';
+import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
+import { readBudget, setBudget } from './data.ts';
+import { BudgetBody, BudgetRecord } from './schemas.ts';
+
+export const budgetsConsoleApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+const ok = { description: 'The budget, this month’s usage and notices', content: { 'application/json': { schema: BudgetRecord } } };
+
+budgetsConsoleApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/budget',
+    middleware: [permit('records.read')],
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'The organization’s monthly budget, this month’s usage and the thresholds crossed',
+    request: { params: OrgParams },
+    responses: { 200: ok, ...consoleErrors(404, 422) },
+  }),
+  async (c) => c.json(await readBudget(c.var.db, c.var.membership.orgId, monthOf(Date.now())), 200),
+);
+
+budgetsConsoleApi.openapi(
+  createRoute({
+    method: 'put',
+    path: '/orgs/{org_id}/budget',
+    middleware: [permit('budgets.manage')],
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'Set the organization’s monthly budget (owners and admins)',
+    description: 'Sets both limits: an absent or null one is no limit. A limit set at or below this month’s usage takes effect at once: its threshold notices are made and new proofs and executions are refused.',
+    request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: BudgetBody } } } },
+    responses: { 200: ok, ...consoleErrors(403, 404, 422) },
+  }),
+  async (c) => {
+    const body = c.req.valid('json');
+    const limits = { monthly_cost: body.monthly_cost ?? null, monthly_gpu_hours: body.monthly_gpu_hours ?? null };
+    return c.json(await setBudget(c.var.db, c.var.membership.orgId, limits, { userId: c.var.user.id, email: c.var.user.email }, monthOf(Date.now())), 200);
+  },
+);

@@ -1,0 +1,276 @@
+// Budgets per organization and estimates before proving (README "Budgets", "Estimates";
+// src/jobs/budgets.ts, src/features/budgets/, src/features/estimates/,
+// migrations/0016_budgets_estimates.sql): threshold notices and events once each, also
+// under concurrent completions; the 403 at 100 % while running jobs finish; who may set
+// a budget; the counters equal to what they count; estimates with and without measurements.
+import { env } from 'cloudflare:test';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { setOrganizationBudget } from '../../src/admin/statements.ts';
+import { monthOf } from '../../src/jobs/budgets.ts';
+import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, seededRandom, type Tenant } from './helpers.ts';
+import { claimJob, devProofOf, drainQueuedJobs, lease, seedAgent, upload, type TestAgent } from './fleet-helpers.ts';
+import { consoleFetch, seedUser, send, signIn, as } from './console-helpers.ts';
+
+const HOUR = 3_600_000;
+/** MACHINE_RATES is {"*": 1.0} (wrangler.toml): an hour of a dev job (one billing unit) costs 1,000,000 micro-USD. */
+const PER_HOUR = 1_000_000;
+
+const post = (t: Tenant, path: string, body: unknown) => api(t, path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+const submitProof = (t: Tenant, program: string) => post(t, `/v1/proofs?program_id=${program}`, { input: ['0x0101'] });
+const submitExecution = (t: Tenant, program: string) => post(t, `/v1/executions?program_id=${program}`, { input: ['0x0101'] });
+
+async function readyProgram(t: Tenant, config?: string) {
+  const id = await registerProgram(t, config ?? (await seedConfig()));
+  await markReady(id);
+  await drainQueuedJobs(); // its commit job is not under test here
+  return id;
+}
+
+/** Submits a proof and claims it (nothing else is queued): its lease, claimed `ms` ago. */
+async function startProof(t: Tenant, program: string, agent: TestAgent, ms: number) {
+  const { id } = await json<{ id: string }>(await submitProof(t, program), 200);
+  const job = await claimJob(agent);
+  expect(job.subject_id).toBe(id);
+  await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?').bind(Date.now() - ms, job.lease_id).run();
+  await json(await upload(job, 'stark', await devProofOf(job)), 200);
+  return { id, job };
+}
+
+const finish = (job: Awaited<ReturnType<typeof startProof>>['job'], cycles = 1000) =>
+  lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: cycles, cells_used: 1 } });
+
+async function runProof(t: Tenant, program: string, agent: TestAgent, ms: number, cycles = 1000) {
+  const { id, job } = await startProof(t, program, agent, ms);
+  await json(await finish(job, cycles), 200);
+  return id;
+}
+
+const notices = async (orgId: string) =>
+  (await env.DB.prepare('SELECT metric, threshold FROM budget_notices WHERE org_id = ? ORDER BY metric, threshold').bind(orgId).all<{ metric: string; threshold: number }>()).results;
+const events = async (orgId: string) =>
+  (await env.DB.prepare(`SELECT payload FROM webhook_deliveries WHERE org_id = ? AND event_type = 'budget.threshold' ORDER BY created_at`).bind(orgId).all<{ payload: string }>()).results.map((r) => JSON.parse(r.payload));
+
+async function withEndpoint(t: Tenant) {
+  await json(await post(t, '/v1/webhooks', { url: 'https://hooks.example.com/in', events: ['budget.threshold'] }), 201);
+}
+
+/** The deliveries whose queue message was sent. */
+let enqueued: string[] = [];
+beforeEach(async () => {
+  await drainQueuedJobs();
+  enqueued = [];
+  vi.spyOn(env.WEBHOOKS, 'sendBatch').mockImplementation(async (msgs) => {
+    for (const m of msgs) enqueued.push((m.body as { delivery_id: string }).delivery_id);
+    return { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } } as unknown as QueueSendBatchResponse;
+  });
+});
+afterEach(() => vi.restoreAllMocks());
+
+describe('budget thresholds', () => {
+  it('50, 80 and 100 % each raise one notice and one budget.threshold event per month; at 100 % proofs and executions are refused (403) while a running proof finishes', async () => {
+    const t = await seedTenant();
+    await withEndpoint(t);
+    const program = await readyProgram(t);
+    const agent = await seedAgent();
+    await runAdmin(setOrganizationBudget(t.orgId, { monthlyCost: PER_HOUR }));
+
+    await runProof(t, program, agent, 0.3 * HOUR); // 30 %
+    expect(await notices(t.orgId)).toEqual([]);
+    await runProof(t, program, agent, 0.25 * HOUR); // 55 %
+    expect(await notices(t.orgId)).toEqual([{ metric: 'cost', threshold: 50 }]);
+    // The completion that crossed it sent the event's message at once (its batch read the delivery back).
+    const [fifty] = (await env.DB.prepare(`SELECT id FROM webhook_deliveries WHERE org_id = ? AND event_type = 'budget.threshold'`).bind(t.orgId).all<{ id: string }>()).results;
+    await vi.waitUntil(() => enqueued.includes(fifty!.id));
+    await runProof(t, program, agent, 0.1 * HOUR); // 65 %: nothing new
+    await runProof(t, program, agent, 0.2 * HOUR); // 85 %
+    expect((await notices(t.orgId)).map((n) => n.threshold)).toEqual([50, 80]);
+
+    // A proof claimed before the budget is reached finishes after it, and is charged.
+    const running = await startProof(t, program, agent, 0.05 * HOUR);
+    await runProof(t, program, agent, 0.2 * HOUR); // 105 %
+    expect((await notices(t.orgId)).map((n) => n.threshold)).toEqual([50, 80, 100]);
+
+    const refused = await json(await submitProof(t, program), 403);
+    expect(refused.detail).toMatch(/^Budget reached: your organization spent its \$1\.00 monthly spending budget \(used: \$1\.0\d\) for \d{4}-\d{2} \(UTC\); new proofs and executions are refused/);
+    expect((await json(await submitExecution(t, program), 403)).detail).toMatch(/^Budget reached/);
+    expect(await json(await finish(running.job), 200)).toEqual({ status: 'completed' });
+    expect(await json(await api(t, `/v1/proofs/${running.id}`), 200)).toMatchObject({ state: 'Succeeded', cost: expect.any(Number) });
+    expect((await notices(t.orgId)).map((n) => n.threshold)).toEqual([50, 80, 100]); // still once each
+
+    const sent = await events(t.orgId);
+    expect(sent.map((e) => [e.type, e.data.threshold, e.data.submissions_refused])).toEqual([
+      ['budget.threshold', 50, false],
+      ['budget.threshold', 80, false],
+      ['budget.threshold', 100, true],
+    ]);
+    expect(sent[2].data).toMatchObject({ org_id: t.orgId, month: monthOf(Date.now()), metric: 'cost', budget: PER_HOUR, used: expect.any(Number) });
+
+    // Raised: submissions are taken again; no notice is made twice.
+    await runAdmin(setOrganizationBudget(t.orgId, { monthlyCost: 10 * PER_HOUR }));
+    await json(await submitProof(t, program), 200);
+    expect(await events(t.orgId)).toHaveLength(3);
+    // Registration and verification are not refused by a budget (they charge no cost): only proofs and executions.
+    await runAdmin(setOrganizationBudget(t.orgId, { monthlyCost: 1 }));
+    await json(await submitProof(t, program), 403);
+    await readyProgram(t);
+  }, 60_000);
+
+  it('concurrent completions crossing thresholds together notice each threshold exactly once', async () => {
+    for (let round = 0; round < 3; round++) {
+      const t = await seedTenant();
+      await withEndpoint(t);
+      const program = await readyProgram(t);
+      const agent = await seedAgent();
+      await runAdmin(setOrganizationBudget(t.orgId, { monthlyCost: PER_HOUR }));
+      const started = [];
+      for (let i = 0; i < 4; i++) started.push(await startProof(t, program, agent, 0.3 * HOUR));
+      const answers = await Promise.all(started.map((s) => finish(s.job)));
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      expect(await notices(t.orgId)).toEqual([50, 80, 100].map((threshold) => ({ metric: 'cost', threshold })));
+      expect((await events(t.orgId)).map((e) => e.data.threshold).sort()).toEqual([100, 50, 80]);
+    }
+  }, 60_000);
+
+  it('a budget set below this month’s usage notices at once and refuses at once', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    await runProof(t, program, await seedAgent(), 0.5 * HOUR);
+    await runAdmin(setOrganizationBudget(t.orgId, { monthlyCost: PER_HOUR / 4 }));
+    expect((await notices(t.orgId)).map((n) => n.threshold)).toEqual([50, 80, 100]);
+    await json(await submitProof(t, program), 403);
+  }, 60_000);
+
+  it('GPU-hours: a lease’s GPUs × wall time count, and the GPU-hour budget refuses at 100 %', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t, await seedConfig({ engine: 'openvm' }));
+    const agent = await seedAgent({ engines: ['openvm'] });
+    await runAdmin(setOrganizationBudget(t.orgId, { monthlyGpuHours: 1 }));
+    const { id } = await json<{ id: string }>(await submitProof(t, program), 200);
+    const job = await claimJob(agent);
+    await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?').bind(Date.now() - 1.2 * HOUR, job.lease_id).run();
+    await json(await lease(job, '/fail', { error: 'engine crashed', retryable: false }), 200);
+    expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ state: 'Failed' });
+    expect((await notices(t.orgId)).map((n) => [n.metric, n.threshold])).toEqual([
+      ['gpu_hours', 50],
+      ['gpu_hours', 80],
+      ['gpu_hours', 100],
+    ]);
+    expect((await json(await submitProof(t, program), 403)).detail).toMatch(/1 GPU-hour monthly budget \(used: 1\.2\d*\)/);
+  }, 60_000);
+});
+
+describe('who sets a budget', () => {
+  it('owners and admins set it in the console; members and viewers read it; API keys cannot reach it', async () => {
+    const t = await seedTenant();
+    const path = `/console/v1/orgs/${t.orgId}/budget`;
+    const sessions = Object.fromEntries(
+      await Promise.all((['owner', 'admin', 'member', 'viewer'] as const).map(async (role) => [role, await signIn(await seedUser(t.orgId, role))] as const)),
+    );
+    const set = await send(sessions.owner!, 'PUT', path, { monthly_cost: 5 * PER_HOUR });
+    expect(set).toMatchObject({ monthly_cost: 5 * PER_HOUR, monthly_gpu_hours: null, used_cost: 0, submissions_refused: false, notices: [] });
+    expect(await send(sessions.admin!, 'PUT', path, { monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 })).toMatchObject({ monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 });
+    for (const role of ['member', 'viewer'] as const) {
+      await send(sessions[role]!, 'PUT', path, { monthly_cost: 1 }, 403);
+      expect(await as(sessions[role]!, path)).toMatchObject({ monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 });
+    }
+    expect((await consoleFetch(path, { method: 'PUT', token: t.key, body: '{"monthly_cost": 1}', headers: { 'content-type': 'application/json' } })).status).toBe(401);
+    await send(sessions.owner!, 'PUT', path, { monthly_cost: -1 }, 422);
+    await send(sessions.owner!, 'PUT', path, { monthly_cost: 1.5 }, 422);
+    await send(sessions.owner!, 'PUT', path, { monthly_cost: 1, surprise: true }, 422);
+    const audit = await env.DB.prepare(`SELECT count(*) AS n FROM audit_log WHERE org_id = ? AND action = 'budget.update'`).bind(t.orgId).first<{ n: number }>();
+    expect(audit!.n).toBe(2);
+    // Cleared: no limit.
+    expect(await send(sessions.owner!, 'PUT', path, {})).toMatchObject({ monthly_cost: null, monthly_gpu_hours: null });
+  }, 60_000);
+});
+
+describe('counters', () => {
+  it('after a random run, budget_usage and proving_rates equal what they count', async () => {
+    const random = seededRandom(23);
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const agent = await seedAgent({ machine_type: `m-${crypto.randomUUID().slice(0, 6)}` });
+    for (let i = 0; i < 12; i++) {
+      const ms = Math.floor(random() * HOUR);
+      const pick = random();
+      if (pick < 0.5) await runProof(t, program, agent, ms, 100 + Math.floor(random() * 10_000));
+      else if (pick < 0.7) {
+        const { id, job } = await startProof(t, program, agent, ms);
+        await json(await api(t, `/v1/proofs/${id}/cancel`, { method: 'POST' }), 200);
+        await json(await lease(job, '/canceled', {}), 200);
+      } else if (pick < 0.85) {
+        const { job } = await startProof(t, program, agent, ms);
+        await json(await lease(job, '/fail', { error: 'bad input', retryable: false }), 200);
+      } else {
+        await json(await submitExecution(t, program), 200);
+        const job = await claimJob(agent);
+        await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?').bind(Date.now() - ms, job.lease_id).run();
+        await json(await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: null, error: null, metrics: { num_instructions: 500 } }), 200);
+      }
+    }
+    const usage = await env.DB.prepare('SELECT month, cost, gpu_ms FROM budget_usage WHERE org_id = ?').bind(t.orgId).all();
+    const counted = await env.DB.prepare(
+      `SELECT month, sum(cost) AS cost FROM (
+         SELECT substr(terminated_at, 1, 7) AS month, cost FROM proofs WHERE org_id = ?1 AND state IN ('Succeeded', 'Failed', 'Canceled')
+         UNION ALL SELECT substr(terminated_at, 1, 7), coalesce(cost, 0) FROM executions WHERE org_id = ?1 AND status IN ('succeeded', 'failed', 'canceled'))
+       GROUP BY month`,
+    )
+      .bind(t.orgId)
+      .all<{ month: string; cost: number }>();
+    const gpu = await env.DB.prepare(`SELECT coalesce(sum(max(0, l.ended_at - l.claimed_at) * l.gpus), 0) AS gpu_ms FROM leases l JOIN jobs j ON j.id = l.job_id WHERE j.org_id = ?`)
+      .bind(t.orgId)
+      .first<{ gpu_ms: number }>();
+    expect(usage.results).toEqual(counted.results.map((r) => ({ month: r.month, cost: r.cost, gpu_ms: gpu!.gpu_ms })));
+    const rates = await env.DB.prepare('SELECT jobs, cycles, cost FROM proving_rates WHERE machine_type = ?').bind(agent.caps.machine_type).first();
+    const proofs = await env.DB.prepare(`SELECT count(*) AS jobs, 1.0 * sum(num_instructions) AS cycles, 1.0 * sum(cost) AS cost FROM proofs WHERE org_id = ? AND state = 'Succeeded'`)
+      .bind(t.orgId)
+      .first();
+    expect(rates).toEqual(proofs);
+  }, 60_000);
+});
+
+describe('estimates', () => {
+  async function executed(t: Tenant, program: string, agent: TestAgent, cycles: number) {
+    const { id } = await json<{ id: string }>(await submitExecution(t, program), 200);
+    const job = await claimJob(agent);
+    await json(await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: null, error: null, metrics: { num_instructions: cycles, total_cycle: cycles } }), 200);
+    return id;
+  }
+
+  it('with no proof measured for the config: no estimate, saying why; with some: the line through them, and how many it rests on', async () => {
+    const t = await seedTenant();
+    const config = await seedConfig();
+    const program = await readyProgram(t, config);
+    const agent = await seedAgent({ machine_type: 'estimator-box' });
+    const execution = await executed(t, program, agent, 2000);
+
+    // Without a parameter the record is exactly as before (what the published client and the webhook events carry).
+    expect(await json(await api(t, `/v1/executions/${execution}`), 200)).not.toHaveProperty('estimate');
+    const none = await json(await api(t, `/v1/executions/${execution}?proof_type=stark`), 200);
+    expect(none).toMatchObject({ status: 'Succeeded', num_instructions: 2000 });
+    expect(none.estimate).toMatchObject({ proof_type: 'stark', based_on_jobs: 0, proving_seconds: null, cost: null, machine_type: null });
+    expect(none.estimate.reason).toMatch(/^No estimate: no stark proof of config .* has succeeded on the fleet yet/);
+
+    await runProof(t, program, agent, 1 * HOUR, 1000);
+    const one = (await json(await api(t, `/v1/executions/${execution}?num_gpus=8`), 200)).estimate;
+    expect(one).toMatchObject({ based_on_jobs: 1, machine_type: 'estimator-box' });
+    expect(one.proving_seconds).toBeCloseTo(7200, -1); // 2000 cycles at an hour per 1000
+    await runProof(t, program, agent, 2 * HOUR, 3000);
+    const two = (await json(await api(t, `/v1/executions/${execution}?proof_type=stark`), 200)).estimate;
+    expect(two).toMatchObject({ based_on_jobs: 2, machine_type: 'estimator-box', num_gpus: expect.any(Number) });
+    expect(two.proving_seconds).toBeCloseTo(5400, -1); // on the line through (1000, 1 h) and (3000, 2 h)
+    expect(Math.abs(two.cost - 1.5 * PER_HOUR)).toBeLessThan(2000);
+    expect(two.reason).toMatch(/^From 2 succeeded stark proof/);
+    // The console's program page: the estimate of the latest succeeded execution.
+    const owner = await signIn(await seedUser(t.orgId, 'viewer'));
+    expect(await as(owner, `/console/v1/orgs/${t.orgId}/programs/${program}/estimate`)).toEqual({ execution_id: execution, cycles: 2000, estimate: two });
+
+    // Another proof type, or a machine type nothing ran on, has no estimate.
+    expect((await json(await api(t, `/v1/executions/${execution}?proof_type=evm`), 200)).estimate).toMatchObject({ proving_seconds: null, based_on_jobs: 0 });
+    expect((await json(await api(t, `/v1/executions/${execution}?machine_type=other`), 200)).estimate).toMatchObject({ cost: null });
+    await json(await api(t, `/v1/executions/${execution}?num_gpus=0`), 422);
+    // A run not yet finished has no cycles to estimate from.
+    const queued = (await json<{ id: string }>(await submitExecution(t, program), 200)).id;
+    expect((await json(await api(t, `/v1/executions/${queued}?proof_type=stark`), 200)).estimate.reason).toMatch(/has not measured its cycles/);
+  }, 60_000);
+});
