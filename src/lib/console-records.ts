@@ -6,7 +6,7 @@
 import { z } from '@hono/zod-openapi';
 import { KEY_SCOPE_NAMES } from '../db/enums.ts';
 import { RoleSchema } from './console-schemas.ts';
-import { ProgramRecord, ProofRecord } from './records.ts';
+import { ProofRecord } from './records.ts';
 import { MessageResponse } from './schemas.ts';
 
 // ---------------------------------------------------------------------------
@@ -31,18 +31,7 @@ export const OrgMembership = z.object({ id: z.string(), name: z.string(), role: 
 export const MeResponse = UserRecord.extend({ organizations: z.array(OrgMembership) });
 
 // ---------------------------------------------------------------------------
-// Programs and proofs (the public records with the names a page shows)
-
-export const ProgramDetail = ProgramRecord.extend({
-  artifacts: z.object({
-    elf_size: z.number().int(),
-    vmexe_size: z.number().int(),
-    app_exe_commit: z.string().nullable(),
-    app_vm_commit: z.string(),
-    engine: z.string(),
-  }),
-  proof_states: z.record(z.string(), z.number().int()).openapi({ description: 'How many of its proofs are in each state' }),
-}).openapi('ConsoleProgramDetail');
+// Proofs (the public record with the names a page shows)
 
 export const ConsoleProof = ProofRecord.extend({ program_name: z.string(), project_id: z.string(), project_name: z.string() }).openapi('ConsoleProof');
 

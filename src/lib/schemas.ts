@@ -97,6 +97,9 @@ export function normalizeConfigId(id: string): string {
   return 'cfg_' + id.slice(4).toUpperCase();
 }
 
+/** A time as records carry it: ISO 8601 in UTC. */
+export const Timestamp = z.string().openapi({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
+
 export const IdResponse = z.object({ id: z.string() }).openapi('IdResponse');
 export const MessageResponse = z.object({ message: z.string() }).openapi('MessageResponse');
 

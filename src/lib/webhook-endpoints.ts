@@ -15,7 +15,7 @@ import { auditLog, nowIso, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, w
 import type { Env } from '../env.ts';
 import type { AuditAction } from './audit.ts';
 import { ApiError, notFound, ValidationError } from './errors.ts';
-import { cappedCount, inPage, pageAnswer, pageQuery } from './lookups.ts';
+import { cappedCount, inPage, pageAnswer, pageQuery } from './pages.ts';
 import { PREVIOUS_SECRET_GRACE_MS } from './webhook-secrets.ts';
 import { urlPolicy, webhookUrlProblem } from './webhook-url.ts';
 import type { UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEventName } from './webhook-schemas.ts';
@@ -108,10 +108,11 @@ export const endpointQuery = (db: Db, org: Org, id: string) => db.select().from(
 export function endpointPageStatements(db: Db, org: Org, page: number, pageSize: number) {
   const where = eq(webhookEndpoints.org_id, org);
   const rows = db.select().from(webhookEndpoints).where(where).orderBy(desc(webhookEndpoints.created_at), desc(webhookEndpoints.id));
-  return pageQuery(db, rows.$dynamic(), db.$count(webhookEndpoints, where), page, pageSize);
+  const read = pageQuery(db, rows.$dynamic(), db.$count(webhookEndpoints, where), page, pageSize);
+  return [read.rows, read.total] as const;
 }
 
-export const endpointPage = (read: readonly [EndpointRow[], { total: number }[]], page: number, pageSize: number) => pageAnswer(read, (r) => endpointRecord(r), page, pageSize);
+export const endpointPage = ([rows, total]: readonly [EndpointRow[], { total: number }[]], page: number, pageSize: number) => pageAnswer({ rows, total }, (r) => endpointRecord(r), page, pageSize);
 
 export interface NewEndpoint {
   id: string;
@@ -210,14 +211,14 @@ export function deliveryPageStatements(db: Db, org: Org, id: string, status: Del
   const d = webhookDeliveries;
   const where = and(eq(d.endpoint_id, id), eq(d.org_id, org), status ? eq(d.status, status) : undefined);
   const newestFirst = [desc(d.created_at), desc(d.id)];
-  const [rows, counted] = pageQuery(db, db.select().from(d).where(where).orderBy(...newestFirst).$dynamic(), cappedCount(db.select({ one: sql`1` }).from(d).where(where)), page, pageSize);
+  const { rows, total: counted } = pageQuery(db, db.select().from(d).where(where).orderBy(...newestFirst).$dynamic(), cappedCount(db.select({ one: sql`1` }).from(d).where(where)), page, pageSize);
   const pageIds = inPage(db.select({ id: d.id }).from(d).where(where).orderBy(...newestFirst).$dynamic(), page, pageSize);
   return [endpointQuery(db, org, id), rows, db.select().from(webhookAttempts).where(inArray(webhookAttempts.delivery_id, pageIds)), counted] as const;
 }
 
 export function deliveryPage([endpoint, rows, attempts, counted]: readonly [EndpointRow[], DeliveryRow[], AttemptRow[], { total: number }[]], page: number, pageSize: number) {
   if (!endpoint[0]) throw notFound('Webhook endpoint');
-  return pageAnswer([rows, counted], (r) => deliveryRecord(r, attempts), page, pageSize);
+  return pageAnswer({ rows, total: counted }, (r) => deliveryRecord(r, attempts), page, pageSize);
 }
 
 /**

@@ -16,6 +16,7 @@ import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv, Caller } from '../app-env.ts';
+import { batchByName, type BatchResults, type Step } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { KEY_SCOPES, PERMISSIONS, rankOf, ROLE_ORDER, type Action, type Role } from '../auth/permissions.ts';
 import { apiKeys, memberships } from '../db/schema.ts';
@@ -205,6 +206,10 @@ function accept(c: Context<AppEnv>, row: KeyRow): Caller {
 }
 
 type Statements = readonly BatchItem<'sqlite'>[];
+/** The route's statements by name (src/db/batch.ts batchByName), answered by the same names. */
+type Steps = Record<string, Step>;
+/** What the route's statements read: by name for a record, in order for a list. */
+type CallerResults<T> = T extends Statements ? BatchResponse<T> : T extends Steps ? BatchResults<T> : never;
 
 /**
  * Runs the route's statements, built with the caller's organization as SQL, in one
@@ -212,14 +217,15 @@ type Statements = readonly BatchItem<'sqlite'>[];
  * request's session says otherwise (a batch that writes goes to the primary). 401 for
  * a dead key, whatever the statements did: a write must itself be scoped to orgOfKey(). `fresh(results)` says whether what a
  * replica answered may stand; when it says no (say, the record asked for is missing),
- * the batch is repeated on the primary, whose answer is final.
+ * the batch is repeated on the primary, whose answer is final. The statements are a
+ * record (answered by name) or a list (answered in order).
  */
-export async function asCaller<T extends Statements>(
+export async function asCaller<T extends readonly [] | Statements | Steps>(
   c: Context<AppEnv>,
-  build: (org: SQL<string>) => readonly [...T],
-  fresh: (results: BatchResponse<T>) => boolean = () => true,
+  build: (org: SQL<string>) => T,
+  fresh: (results: CallerResults<T>) => boolean = () => true,
   { claim = true }: { claim?: boolean } = {},
-): Promise<BatchResponse<T>> {
+): Promise<CallerResults<T>> {
   const hash = c.var.apiKeyHash;
   const sessions = c.var.sessions;
   // A request with an Idempotency-Key claims it in its first batch, before the route's
@@ -230,9 +236,16 @@ export async function asCaller<T extends Statements>(
   const action = declaredAction(c);
   const org = orgOfKey(hash, action);
   const run = async (db: Db) => {
-    const claim = claiming ? [claimKey(db, org, idem.claim), requireClaim(db, org, idem.claim)] : [];
-    const [keys, ...rest] = (await db.batch([keyLookup(db, hash), ...claim, ...build(org)])) as unknown as [KeyRow[], ...unknown[]];
-    return { key: keys[0], results: rest.slice(claim.length) as unknown as BatchResponse<T> };
+    const steps = build(org);
+    const listed = isStatementList(steps);
+    // The caller's own statements first, under names no route uses.
+    const read = await batchByName(db, {
+      'caller:key': keyLookup(db, hash),
+      'caller:claim': claiming ? [claimKey(db, org, idem.claim), requireClaim(db, org, idem.claim)] : undefined,
+      ...(listed ? { 'caller:list': steps } : steps),
+    });
+    const { 'caller:key': keys, 'caller:claim': _claim, 'caller:list': list, ...named } = read as Record<string, unknown> & { 'caller:key': KeyRow[] };
+    return { key: keys[0], results: (listed ? list : named) as CallerResults<T> };
   };
   let answer: Awaited<ReturnType<typeof run>>;
   try {
@@ -288,6 +301,8 @@ export async function keyRefusal(c: Context<AppEnv>): Promise<ApiError | null> {
   const action = declaredAction(c);
   return allows(row, action) ? null : refused(row, action);
 }
+
+const isStatementList = (steps: Statements | Steps): steps is Statements => Array.isArray(steps);
 
 /** The caller, checking the key now if no read has yet (routes whose first statement is a write or has none). */
 export async function authenticate(c: Context<AppEnv>): Promise<Caller> {

@@ -12,7 +12,9 @@ import { readProofInputBody } from '../lib/body.ts';
 import { ExecutionRecord, executionRecord } from '../lib/records.ts';
 import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
 import { idempotent } from '../middleware/idempotency.ts';
-import { executionQuery, jobOfSubject, one, programQuery, programRunsQuery, requireProgram, runsPage } from '../lib/lookups.ts';
+import { one } from '../lib/pages.ts';
+import { executionQuery, jobOfSubject } from '../lib/lookups.ts';
+import { programExecutionsQuery, programQuery, requireProgram, runsPage } from '../features/programs/data.ts';
 import { MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders, executionEvents } from '../jobs/events.ts';
@@ -53,17 +55,17 @@ executionsApi.openAPIRegistry.registerPath(submitRoute);
 executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
-  const [programRows, projectRows, configRows, [usage]] = await asCaller(
+  const read = await asCaller(
     c,
-    (org) => [...programQuery(db, org, q.program_id), usageQuery(c, org)],
-    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs,
+    (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs,
   );
   const caller = c.var.caller;
   // Validate the request before looking at the program, as the reference (FastAPI) does.
   const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
-  const { program, config } = requireProgram([programRows, projectRows, configRows]);
+  const { program, config } = requireProgram(read);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
-  refuseOverQuota(usage);
+  refuseOverQuota(read.usage[0]);
   const id = crypto.randomUUID();
   const answer = { status: 200, body: { id } } as const;
   await submitJob(
@@ -95,7 +97,7 @@ executionsApi.openapi(
   }),
   async (c) => {
     const { program_id, page, page_size } = c.req.valid('query');
-    const read = await asCaller(c, (org) => programRunsQuery(c.var.db, org, program_id, executions, page, page_size), ([p]) => p.length > 0);
+    const read = await asCaller(c, (org) => programExecutionsQuery(c.var.db, org, program_id, page, page_size), ({ program }) => program.length > 0);
     return c.json(runsPage(read, executionRecord, page, page_size), 200);
   },
 );

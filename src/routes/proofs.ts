@@ -17,7 +17,9 @@ import { starkProofFile } from '../lib/proof-format.ts';
 import { ProofRecord, proofRecord } from '../lib/records.ts';
 import { errorResponses, IdempotencyHeaders, idempotentResponses, MessageResponse, optionalQueryInt, PaginationQuery, pageOf, queryInt, Uuid } from '../lib/schemas.ts';
 import { idempotent } from '../middleware/idempotency.ts';
-import { jobOfSubject, one, programQuery, programRunsQuery, proofQuery, requireProgram, runsPage } from '../lib/lookups.ts';
+import { one } from '../lib/pages.ts';
+import { jobOfSubject, proofQuery } from '../lib/lookups.ts';
+import { programProofsQuery, programQuery, requireProgram, runsPage } from '../features/programs/data.ts';
 import { cancelAnswer, proofFileResponse } from '../jobs/proof-actions.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../lib/limits.ts';
 import { jobIdOfSubject, logPageQuery, logPageResponse, logRouteDoc, LogPageQuerySchema, type LogIndexRow } from '../jobs/logs.ts';
@@ -84,10 +86,10 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
   const { db } = c.var;
   // The request's one read, before its body: the key, the program and the organization's
   // usage (a replica's "not ready" or "over quota" is confirmed on the primary).
-  const [programRows, projectRows, configRows, [usage]] = await asCaller(
+  const read = await asCaller(
     c,
-    (org) => [...programQuery(db, org, q.program_id), usageQuery(c, org)],
-    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs,
+    (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs,
   );
   const caller = c.var.caller;
   const form = multipartForm(c.req.raw, Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES));
@@ -103,7 +105,7 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
       // proof and a part's worth of its input.
       const body = form ? await readMultipartSubmission(form, proofId, artifacts) : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), childKeys: [] };
 
-      const { program, config } = requireProgram([programRows, projectRows, configRows]);
+      const { program, config } = requireProgram(read);
       if (program.status !== 'ready')
         throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
 
@@ -115,7 +117,7 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
             type: 'value_error',
           },
         ]);
-      refuseOverQuota(usage);
+      refuseOverQuota(read.usage[0]);
       // The checked bytes as sent: engines read `input` as the zkVM's tool does (a
       // form's input is stored already).
       if (body.input) await artifacts.put(artifactKey.proofInput(proofId), body.input);
@@ -241,7 +243,7 @@ proofsApi.openapi(
   async (c) => {
     const { program_id, page, page_size } = c.req.valid('query');
     // The total is the program's counter (kept by a trigger), not a count of its proofs.
-    const read = await asCaller(c, (org) => programRunsQuery(c.var.db, org, program_id, proofs, page, page_size), ([p]) => p.length > 0);
+    const read = await asCaller(c, (org) => programProofsQuery(c.var.db, org, program_id, page, page_size), ({ program }) => program.length > 0);
     return c.json(runsPage(read, proofRecord, page, page_size), 200);
   },
 );

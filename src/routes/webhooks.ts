@@ -14,7 +14,8 @@ import { idempotent, sealAnswer } from '../middleware/idempotency.ts';
 import { jsonBody } from '../lib/body.ts';
 import { ApiError, isRefusedInsert, notFound, validationHook } from '../lib/errors.ts';
 import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
-import { ExecutionRecord, ProgramRecord, ProofRecord, VerificationRecord } from '../lib/records.ts';
+import { ExecutionRecord, ProofRecord, VerificationRecord } from '../lib/records.ts';
+import { ProgramRecord } from '../features/programs/schemas.ts';
 import { errorResponses, IdempotencyHeaders, MessageResponse, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
 import {
   checkWebhookUrl,

@@ -2,6 +2,8 @@
 // schemas. Type-only imports: the browser bundle gets the types, never the schemas.
 import type { z } from '@hono/zod-openapi';
 import type * as consoleRecords from '../../lib/console-records.ts';
+import type * as programs from '../../features/programs/schemas.ts';
+import type * as projects from '../../features/projects/schemas.ts';
 import type * as records from '../../lib/records.ts';
 import type * as schemas from '../../lib/schemas.ts';
 import type * as webhooks from '../../lib/webhook-schemas.ts';
@@ -29,9 +31,9 @@ export type Me = z.infer<typeof consoleRecords.MeResponse>;
 export type Organization = z.infer<typeof consoleRecords.OrgMembership>;
 export type Role = Organization['role'];
 
-export type ProjectRecord = z.infer<typeof records.ProjectRecord>;
-export type ProgramRecord = z.infer<typeof records.ProgramRecord>;
-export type ProgramDetail = z.infer<typeof consoleRecords.ProgramDetail>;
+export type ProjectRecord = z.infer<typeof projects.ProjectRecord>;
+export type ProgramRecord = z.infer<typeof programs.ProgramRecord>;
+export type ProgramDetail = z.infer<typeof programs.ProgramDetail>;
 export type ExecutionRecord = z.infer<typeof records.ExecutionRecord>;
 export type ConsoleProof = z.infer<typeof consoleRecords.ConsoleProof>;
 export type ProofDetail = z.infer<typeof consoleRecords.ProofDetail>;

@@ -2,10 +2,11 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { desc, eq, sql } from 'drizzle-orm';
 import { auditLog } from '../../db/schema.ts';
+import { batchByName } from '../../db/batch.ts';
 import { AuditEntry } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import { cappedCount, pageAnswer, pageQuery } from '../../lib/lookups.ts';
+import { cappedCount, pageAnswer, pageQuery } from '../../lib/pages.ts';
 import { PaginationQuery, pageOf } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
@@ -30,7 +31,7 @@ auditApi.openapi(
     const rows = db.select().from(auditLog).where(where).orderBy(desc(auditLog.id)).$dynamic();
     // An organization's audit log only grows and has no counter: its total is counted up to COUNT_CAP.
     const total = cappedCount(db.select({ one: sql`1` }).from(auditLog).where(where));
-    const read = await db.batch(pageQuery(db, rows, total, page, page_size));
+    const read = await batchByName(db, pageQuery(db, rows, total, page, page_size));
     return c.json(pageAnswer(read, (r) => ({ id: r.id, created_at: r.created_at, actor: r.actor, action: r.action, target: r.target, detail: r.detail }), page, page_size), 200);
   },
 );

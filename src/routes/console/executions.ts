@@ -2,7 +2,8 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, desc, eq, gte, lte, sql } from 'drizzle-orm';
 import { EXECUTION_STATUSES, executions, organizations } from '../../db/schema.ts';
-import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
+import { batchByName } from '../../db/batch.ts';
+import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/pages.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { ExecutionRecord, executionRecord } from '../../lib/records.ts';
@@ -42,6 +43,6 @@ consoleExecutionsApi.openapi(
       ? cappedCount(db.select({ one: sql`1` }).from(executions).where(where))
       : orgCounter(db, c.var.membership.orgId, sql`${organizations.execution_count}`);
     const rows = db.select().from(executions).where(where).orderBy(desc(executions.created_at), desc(executions.id)).$dynamic();
-    return c.json(pageAnswer(await db.batch(pageQuery(db, rows, total, q.page, q.page_size)), executionRecord, q.page, q.page_size), 200);
+    return c.json(pageAnswer(await batchByName(db, pageQuery(db, rows, total, q.page, q.page_size)), executionRecord, q.page, q.page_size), 200);
   },
 );

@@ -10,7 +10,8 @@ import { jobIdOfSubject, logPageQuery, readLogPage } from '../../jobs/logs.ts';
 import { CancelAnswer, ConsoleProof, ProofDetail } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import { cappedCount, findProof, jobOfSubject, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
+import { findProof, jobOfSubject } from '../../lib/lookups.ts';
+import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/pages.ts';
 import { cancelAnswer, proofFileResponse } from '../../jobs/proof-actions.ts';
 import { proofRecord } from '../../lib/records.ts';
 import { PaginationQuery, pageOf, queryInt, Uuid } from '../../lib/schemas.ts';
@@ -81,7 +82,8 @@ consoleProofsApi.openapi(
       .orderBy(desc(proofs.created_at), desc(proofs.id))
       .$dynamic();
     // Not one batch: D1 returns a batch's rows keyed by column name, and the joined tables share names.
-    return c.json(pageAnswer(await Promise.all(pageQuery(db, rows, total, q.page, q.page_size)), withNames, q.page, q.page_size), 200);
+    const read = pageQuery(db, rows, total, q.page, q.page_size);
+    return c.json(pageAnswer({ rows: await read.rows, total: await read.total }, withNames, q.page, q.page_size), 200);
   },
 );
 

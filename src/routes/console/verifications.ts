@@ -2,7 +2,8 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, desc, eq, gte, lte, sql } from 'drizzle-orm';
 import { organizations, verifications } from '../../db/schema.ts';
-import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
+import { batchByName } from '../../db/batch.ts';
+import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/pages.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { VerificationRecord, verificationRecord } from '../../lib/records.ts';
@@ -50,6 +51,6 @@ consoleVerificationsApi.openapi(
       ? cappedCount(db.select({ one: sql`1` }).from(verifications).where(where))
       : orgCounter(db, c.var.membership.orgId, sql`${organizations.verification_count}`);
     const rows = db.select().from(verifications).where(where).orderBy(desc(verifications.created_at), desc(verifications.id)).$dynamic();
-    return c.json(pageAnswer(await db.batch(pageQuery(db, rows, total, q.page, q.page_size)), verificationRecord, q.page, q.page_size), 200);
+    return c.json(pageAnswer(await batchByName(db, pageQuery(db, rows, total, q.page, q.page_size)), verificationRecord, q.page, q.page_size), 200);
   },
 );
