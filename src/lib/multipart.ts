@@ -28,19 +28,6 @@ export interface MultipartLimits {
 }
 
 const CRLF = new Uint8Array([13, 10]);
-/** How many bytes of a body are gathered before they are parsed (at most this much more is held). */
-const COALESCE_BYTES = 64 * 1024;
-
-/** The chunks, `size` bytes in all, as one array. */
-function joinBytes(chunks: Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
 const HEADER_END = new Uint8Array([13, 10, 13, 10]);
 
 /** The boundary of a multipart/form-data Content-Type, or null if it is not one. */
@@ -148,41 +135,20 @@ export async function parseMultipart(
     }
   };
 
-  const feed = async (value: Uint8Array) => {
-    // Bytes up to the limit are parsed before a 413, so a malformed body within the
-    // limit gets the same 400 whether it arrived in one chunk or byte by byte.
-    const room = limits.maxBytes - total;
-    total += value.byteLength;
-    if (state !== 'done') {
-      buf = concatBytes(buf, total > limits.maxBytes ? value.subarray(0, Math.max(0, room)) : value);
-      while (await step(false));
-    }
-    if (total > limits.maxBytes) throw tooLarge(limits.maxBytes);
-  };
-
-  // The runtime hands a body over in small chunks (a few KiB each); each is gathered
-  // into runs of COALESCE_BYTES before it is parsed, so the scan, the copies and every
-  // sink's write (a hash, an R2 part) are paid per run, not per chunk (bench:api's
-  // profile of a 1 MiB registration: issue 22). What is decided does not change: every
-  // step above looks only at the bytes seen, however they were split.
   const reader = body.getReader();
-  const gathered: Uint8Array[] = [];
-  let gatheredBytes = 0;
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (!done) {
-        gathered.push(value);
-        gatheredBytes += value.byteLength;
-        if (gatheredBytes < COALESCE_BYTES) continue;
-      }
-      if (gatheredBytes > 0) {
-        const run = gathered.length === 1 ? gathered[0]! : joinBytes(gathered, gatheredBytes);
-        gathered.length = 0;
-        gatheredBytes = 0;
-        await feed(run);
-      }
       if (done) break;
+      // Bytes up to the limit are parsed before a 413, so a malformed body within the
+      // limit gets the same 400 whether it arrived in one chunk or byte by byte.
+      const room = limits.maxBytes - total;
+      total += value.byteLength;
+      if (state !== 'done') {
+        buf = concatBytes(buf, total > limits.maxBytes ? value.subarray(0, Math.max(0, room)) : value);
+        while (await step(false));
+      }
+      if (total > limits.maxBytes) throw tooLarge(limits.maxBytes);
     }
   } finally {
     reader.releaseLock();
