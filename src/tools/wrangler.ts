@@ -60,10 +60,17 @@ export interface Target {
   env?: string;
   /** Local state directory; wrangler's default is .wrangler/state, the one `wrangler dev` uses. */
   persistTo?: string;
+  /** Another tree's wrangler.toml (its migrations); none = this tree's. */
+  config?: string;
 }
 
 export function targetFlags(t: Target): string[] {
-  return [t.remote ? '--remote' : '--local', ...(t.env ? ['--env', t.env] : []), ...(t.persistTo ? ['--persist-to', t.persistTo] : [])];
+  return [
+    t.remote ? '--remote' : '--local',
+    ...(t.env ? ['--env', t.env] : []),
+    ...(t.persistTo ? ['--persist-to', t.persistTo] : []),
+    ...(t.config ? ['--config', t.config] : []),
+  ];
 }
 
 export function describeTarget(t: Target): string {
@@ -116,8 +123,8 @@ async function d1ExecuteOnce(t: Target, statements: string[]): Promise<Row[][]> 
 }
 
 /** Applies the migrations in migrations/ to a local D1 (creating it on first use). */
-export async function applyLocalMigrations(persistTo?: string): Promise<void> {
-  const run = await runWrangler(['d1', 'migrations', 'apply', 'DB', ...targetFlags({ remote: false, persistTo })]);
+export async function applyLocalMigrations(persistTo?: string, config?: string): Promise<void> {
+  const run = await runWrangler(['d1', 'migrations', 'apply', 'DB', ...targetFlags({ remote: false, persistTo, config })]);
   if (run.code !== 0) throw new WranglerError(`wrangler d1 migrations apply failed (exit code ${run.code})`, run.stdout + run.stderr);
 }
 

@@ -3,6 +3,12 @@
 // local D1 and R2), next to GET /healthz, a route that touches neither auth nor D1,
 // as the floor. What a route costs above the floor is the Worker's own work.
 // It uses its own state directory and port, so it never touches `npm start`'s state.
+// `--baseline <git-ref>` measures that commit too, in one run: it is checked out into a
+// temporary git worktree (node_modules hard-linked to this tree's), served by a second
+// wrangler dev, and each route is measured on the two trees in turn, round by round,
+// so both see the same machine; the table then prints each route's ratio to the floor
+// on both trees side by side.
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,17 +18,21 @@ import { applyLocalMigrations, d1Execute, freePort, hasExited, ROOT, spawnWrangl
 import type { ChildProcess } from 'node:child_process';
 import { benchCli } from './cli.ts';
 
-const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS | --requests N] [--warmup N]
+const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS | --requests N] [--warmup N] [--baseline REF [--rounds N]]
   --concurrency N   requests in flight at once (default 16)
-  --duration S      seconds measured per route (default 10)
+  --duration S      seconds measured per route (default 10; per round and tree with --baseline)
   --requests N      instead of a duration: exactly N requests per route
-  --warmup N        unmeasured requests per route first (default 4 × concurrency)`;
+  --warmup N        unmeasured requests per route first (default 4 × concurrency)
+  --baseline REF    also measure this git commit (a temporary worktree), alternating with this tree
+  --rounds N        with --baseline: how many times each route is measured on each tree, in turn (default 3)`;
 
-const cli = benchCli('bench:api', usage, ['concurrency', 'duration', 'requests', 'warmup']);
+const cli = benchCli('bench:api', usage, ['concurrency', 'duration', 'requests', 'warmup', 'baseline', 'rounds']);
 const concurrency = cli.number('concurrency', 16, 1);
 const durationMs = cli.number('duration', 10, 1) * 1000;
 const fixedRequests = cli.string('requests') === undefined ? undefined : cli.number('requests', 1, 1);
 const warmup = cli.number('warmup', 4 * concurrency, 0);
+const baselineRef = cli.string('baseline');
+const rounds = baselineRef === undefined ? 1 : cli.number('rounds', 3, 1);
 
 const BIG_ELF = path.join(ROOT, 'test', 'guests', 'build', 'big.elf');
 const HELLO_ELF = path.join(ROOT, 'test', 'guests', 'build', 'hello.elf');
@@ -46,6 +56,13 @@ interface Route {
   ok: number[];
 }
 
+interface Samples {
+  latencies: number[];
+  errors: number;
+  firstError?: string;
+  elapsedMs: number;
+}
+
 interface Result {
   label: string;
   ok: number;
@@ -61,11 +78,8 @@ function percentile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
-/** `concurrency` loops sending the route's request until the request count or the duration is reached. */
-async function load(baseUrl: string, route: Route, worker: ChildProcess, budget: { requests?: number; ms?: number }): Promise<Result> {
-  const latencies: number[] = [];
-  let errors = 0;
-  let firstError: string | undefined;
+/** `concurrency` loops sending the route's request until the request count or the duration is reached; adds what they measured to `into`. */
+async function load(baseUrl: string, route: Route, worker: ChildProcess, budget: { requests?: number; ms?: number }, into: Samples): Promise<void> {
   let issued = 0;
   const start = performance.now();
   const more = () => {
@@ -80,39 +94,56 @@ async function load(baseUrl: string, route: Route, worker: ChildProcess, budget:
         try {
           const res = await fetch(baseUrl + route.path, route.init());
           const body = await res.text();
-          if (route.ok.includes(res.status)) latencies.push(performance.now() - t);
+          if (route.ok.includes(res.status)) into.latencies.push(performance.now() - t);
           else {
-            errors++;
-            firstError ??= `${res.status} ${body.slice(0, 300)}`;
+            into.errors++;
+            into.firstError ??= `${res.status} ${body.slice(0, 300)}`;
           }
         } catch (err) {
-          errors++;
-          firstError ??= String(err);
+          into.errors++;
+          into.firstError ??= String(err);
         }
       }
     }),
   );
-  const elapsed = performance.now() - start;
-  latencies.sort((a, b) => a - b);
+  into.elapsedMs += performance.now() - start;
+}
+
+const newSamples = (): Samples => ({ latencies: [], errors: 0, elapsedMs: 0 });
+
+function summary(label: string, s: Samples): Result {
+  const latencies = [...s.latencies].sort((a, b) => a - b);
   return {
-    label: route.label,
+    label,
     ok: latencies.length,
-    errors,
-    firstError,
+    errors: s.errors,
+    firstError: s.firstError,
     p50: percentile(latencies, 0.5),
     p99: percentile(latencies, 0.99),
-    rps: (latencies.length / elapsed) * 1000,
+    rps: (latencies.length / s.elapsedMs) * 1000,
   };
 }
 
 function table(results: Result[]): string {
-  const floor = results[0].p50;
-  const rows = [
+  const floor = results[0]!.p50;
+  return layout([
     ['route', 'p50 ms', 'p99 ms', 'req/s', 'p50 / floor', 'ok', 'errors'],
     ...results.map((r) => [r.label, r.p50.toFixed(2), r.p99.toFixed(2), r.rps.toFixed(0), (r.p50 / floor).toFixed(2) + '×', String(r.ok), String(r.errors)]),
-  ];
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return rows.map((r) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('   ')).join('\n');
+  ]);
+}
+
+/** The two trees side by side: each route's p50 and its ratio to the same tree's floor. */
+function comparison(names: [string, string], [a, b]: [Result[], Result[]]): string {
+  const ratio = (rs: Result[], i: number) => (rs[i]!.p50 / rs[0]!.p50).toFixed(2) + '×';
+  return layout([
+    ['route', `p50 ms ${names[0]}`, `p50 ms ${names[1]}`, `p50 / floor ${names[0]}`, `p50 / floor ${names[1]}`],
+    ...a.map((r, i) => [r.label, r.p50.toFixed(2), b[i]!.p50.toFixed(2), ratio(a, i), ratio(b, i)]),
+  ]);
+}
+
+function layout(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('   ')).join('\n');
 }
 
 async function json<T>(res: Response, what: string): Promise<T> {
@@ -128,95 +159,161 @@ function programForm(elf: Blob): FormData {
   return form;
 }
 
-async function main(): Promise<void> {
-  if (!existsSync(BIG_ELF)) throw new Error(`${path.relative(ROOT, BIG_ELF)} is missing: build the test guests (npm run build:guests)`);
+/** One tree served by its own wrangler dev, seeded with the bench tenant, and the routes measured on it. */
+interface Served {
+  name: string;
+  worker: ChildProcess;
+  baseUrl: string;
+  routes: Route[];
+  output: () => string;
+}
+
+/**
+ * Serves the tree at `root` (its wrangler.toml, its migrations, its code) on a local
+ * D1/R2 under `dir`, seeds the bench tenant and a ready program with a proof, and
+ * answers the routes to measure.
+ */
+async function serve(name: string, root: string, dir: string, started: ChildProcess[]): Promise<Served> {
   const bigElf = new Blob([readFileSync(BIG_ELF)]);
   const helloElf = new Blob([readFileSync(HELLO_ELF)]);
+  const config_ = path.join(root, 'wrangler.toml');
+  const persistTo = path.join(dir, 'state');
+  log(`${name}: local state in ${persistTo}: applying migrations and seeding a tenant`);
+  await applyLocalMigrations(persistTo, config_);
+  const org = createOrganization('bench');
+  const orgId = org.output.at(-1)!;
+  const key = await createApiKey(orgId, 'bench@localhost');
+  const limits = setOrganizationLimits(orgId, BENCH_ORG_LIMITS);
+  const config = createConfig({ openvm_version: '1.4.0', stark_backend_version: '1.2.0', app_vm_commit: '0x' + 'ab'.repeat(32), engine: 'dev', deferral_enabled: false });
+  const target = { remote: false, persistTo, config: config_ };
+  await d1Execute(target, [...org.sql, ...limits.sql, ...key.sql, ...config.sql]);
+  const apiKey = key.output.at(-1)!;
+  const configId = config.output.at(-1)!;
+
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  log(`${name}: starting wrangler dev on ${baseUrl}`);
+  const worker = await spawnWranglerDev({ port, persistTo, extraArgs: ['--log-level', 'warn', '--config', config_] });
+  started.push(worker);
+  let workerOutput = '';
+  worker.stdout!.setEncoding('utf8').on('data', (s: string) => (workerOutput = (workerOutput + s).slice(-20_000)));
+  worker.stderr!.setEncoding('utf8').on('data', (s: string) => (workerOutput = (workerOutput + s).slice(-20_000)));
+  try {
+    await waitForHealthy(`${baseUrl}/healthz`, worker);
+  } catch (err) {
+    process.stderr.write(workerOutput);
+    throw err;
+  }
+
+  const auth = { 'Service-API-Key': apiKey };
+  const { id: programId } = await json<{ id: string }>(
+    await fetch(`${baseUrl}/v1/programs?config_id=${configId}`, { method: 'POST', headers: auth, body: programForm(helloElf) }),
+    'registering the program',
+  );
+  // The program's commit job is the fleet's part; the bench only needs the program ready.
+  await d1Execute(target, [`UPDATE programs SET status = 'ready', app_exe_commit = ${lit('0x' + 'cd'.repeat(32))} WHERE id = ${lit(programId)};`]);
+  const proofBody = JSON.stringify({ input: ['0x0148656c6c6f'] });
+  const proofInit = (): RequestInit => ({ method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: proofBody });
+  const { id: proofId } = await json<{ id: string }>(await fetch(`${baseUrl}/v1/proofs?program_id=${programId}`, proofInit()), 'submitting a proof');
+
+  const routes: Route[] = [
+    { label: 'GET /healthz (floor)', path: '/healthz', init: () => ({}), ok: [200] },
+    { label: 'GET /v1/proofs/{id}', path: `/v1/proofs/${proofId}`, init: () => ({ headers: auth }), ok: [200] },
+    { label: 'POST /v1/proofs (JSON input)', path: `/v1/proofs?program_id=${programId}`, init: proofInit, ok: [200] },
+    {
+      label: `POST /v1/programs (${(bigElf.size / 2 ** 20).toFixed(1)} MiB ELF)`,
+      path: `/v1/programs?config_id=${configId}`,
+      init: () => ({ method: 'POST', headers: auth, body: programForm(bigElf) }),
+      ok: [200, 201],
+    },
+  ];
+  return { name, worker, baseUrl, routes, output: () => workerOutput };
+}
+
+/** Checks `ref` out into a new git worktree under `dir`, with this tree's node_modules (hard links) and its console assets built. */
+async function checkout(ref: string, dir: string): Promise<string> {
+  const tree = path.join(dir, 'tree');
+  execFileSync('git', ['-C', ROOT, 'worktree', 'add', '--quiet', '--detach', tree, ref], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // node_modules hard-linked (no copy of a byte): a symlink would resolve every package
+  // outside the tree, which the console's bundle check (src/tools/build-assets.ts) refuses.
+  execFileSync('cp', ['-al', path.join(ROOT, 'node_modules'), path.join(tree, 'node_modules')]);
+  // wrangler dev wants the console's assets built before it starts (wrangler.toml [assets]).
+  execFileSync(process.execPath, ['src/tools/build-assets.ts'], { cwd: tree, stdio: ['ignore', 'ignore', 'inherit'] });
+  return tree;
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(BIG_ELF)) throw new Error(`${path.relative(ROOT, BIG_ELF)} is missing: build the test guests (npm run build:guests)`);
 
   const dir = await mkdtemp(path.join(tmpdir(), 'zk-bench-api-'));
-  let worker: ChildProcess | undefined;
+  const started: ChildProcess[] = [];
+  let baselineTree: string | undefined;
   const cleanup = async () => {
-    if (worker) await stopGroup(worker);
+    await Promise.all(started.map((w) => stopGroup(w)));
+    if (baselineTree) {
+      try {
+        execFileSync('git', ['-C', ROOT, 'worktree', 'remove', '--force', baselineTree], { stdio: 'ignore' });
+      } catch {
+        // Removed below with the directory; `git worktree prune` forgets it.
+      }
+    }
     await rm(dir, { recursive: true, force: true });
+    if (baselineTree) execFileSync('git', ['-C', ROOT, 'worktree', 'prune'], { stdio: 'ignore' });
   };
   const onSignal = () => void cleanup().then(() => process.exit(130));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
 
   try {
-    const persistTo = path.join(dir, 'state');
-    log(`local state in ${persistTo}: applying migrations and seeding a tenant`);
-    await applyLocalMigrations(persistTo);
-    const org = createOrganization('bench');
-    const orgId = org.output.at(-1)!;
-    const key = await createApiKey(orgId, 'bench@localhost');
-    const limits = setOrganizationLimits(orgId, BENCH_ORG_LIMITS);
-    const config = createConfig({ openvm_version: '1.4.0', stark_backend_version: '1.2.0', app_vm_commit: '0x' + 'ab'.repeat(32), engine: 'dev', deferral_enabled: false });
-    await d1Execute({ remote: false, persistTo }, [...org.sql, ...limits.sql, ...key.sql, ...config.sql]);
-    const apiKey = key.output.at(-1)!;
-    const configId = config.output.at(-1)!;
-
-    const port = await freePort();
-    const baseUrl = `http://127.0.0.1:${port}`;
-    log(`starting wrangler dev on ${baseUrl}`);
-    worker = await spawnWranglerDev({ port, persistTo, extraArgs: ['--log-level', 'warn'] });
-    let workerOutput = '';
-    worker.stdout!.setEncoding('utf8').on('data', (s: string) => (workerOutput = (workerOutput + s).slice(-20_000)));
-    worker.stderr!.setEncoding('utf8').on('data', (s: string) => (workerOutput = (workerOutput + s).slice(-20_000)));
-    try {
-      await waitForHealthy(`${baseUrl}/healthz`, worker);
-    } catch (err) {
-      process.stderr.write(workerOutput);
-      throw err;
+    const trees: Served[] = [await serve('this tree', ROOT, path.join(dir, 'this'), started)];
+    if (baselineRef !== undefined) {
+      baselineTree = await checkout(baselineRef, path.join(dir, 'baseline'));
+      trees.push(await serve(baselineRef, baselineTree, path.join(dir, 'baseline'), started));
     }
-
-    const auth = { 'Service-API-Key': apiKey };
-    const { id: programId } = await json<{ id: string }>(
-      await fetch(`${baseUrl}/v1/programs?config_id=${configId}`, { method: 'POST', headers: auth, body: programForm(helloElf) }),
-      'registering the program',
-    );
-    // The program's commit job is the fleet's part; the bench only needs the program ready.
-    await d1Execute({ remote: false, persistTo }, [
-      `UPDATE programs SET status = 'ready', app_exe_commit = ${lit('0x' + 'cd'.repeat(32))} WHERE id = ${lit(programId)};`,
-    ]);
-    const proofBody = JSON.stringify({ input: ['0x0148656c6c6f'] });
-    const proofInit = (): RequestInit => ({ method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: proofBody });
-    const { id: proofId } = await json<{ id: string }>(await fetch(`${baseUrl}/v1/proofs?program_id=${programId}`, proofInit()), 'submitting a proof');
-
-    const routes: Route[] = [
-      { label: 'GET /healthz (floor)', path: '/healthz', init: () => ({}), ok: [200] },
-      { label: 'GET /v1/proofs/{id}', path: `/v1/proofs/${proofId}`, init: () => ({ headers: auth }), ok: [200] },
-      { label: 'POST /v1/proofs (JSON input)', path: `/v1/proofs?program_id=${programId}`, init: proofInit, ok: [200] },
-      {
-        label: `POST /v1/programs (${(bigElf.size / 2 ** 20).toFixed(1)} MiB ELF)`,
-        path: `/v1/programs?config_id=${configId}`,
-        init: () => ({ method: 'POST', headers: auth, body: programForm(bigElf) }),
-        ok: [200, 201],
-      },
-    ];
     const budget = fixedRequests !== undefined ? { requests: fixedRequests } : { ms: durationMs };
-    const results: Result[] = [];
-    for (const route of routes) {
-      log(`${route.label}: ${warmup} warm-up requests, then ${fixedRequests !== undefined ? `${fixedRequests} requests` : `${durationMs / 1000} s`} at concurrency ${concurrency}`);
-      await load(baseUrl, route, worker, { requests: warmup });
-      const result = await load(baseUrl, route, worker, budget);
-      if (hasExited(worker)) {
-        process.stderr.write(workerOutput);
-        throw new Error('wrangler dev exited during the run');
+    const samples = trees.map((t) => t.routes.map(() => newSamples()));
+    for (let i = 0; i < trees[0]!.routes.length; i++) {
+      for (let round = 0; round < rounds; round++) {
+        // The trees in turn (the baseline first on odd rounds), so neither always follows the other.
+        const order = round % 2 ? [...trees.keys()].reverse() : [...trees.keys()];
+        for (const t of order) {
+          const tree = trees[t]!;
+          const route = tree.routes[i]!;
+          log(`${tree.name}: ${route.label}: ${round === 0 ? `${warmup} warm-up requests, then ` : ''}${fixedRequests !== undefined ? `${fixedRequests} requests` : `${durationMs / 1000} s`} at concurrency ${concurrency}${rounds > 1 ? ` (round ${round + 1} of ${rounds})` : ''}`);
+          if (round === 0) await load(tree.baseUrl, route, tree.worker, { requests: warmup }, newSamples());
+          await load(tree.baseUrl, route, tree.worker, budget, samples[t]![i]!);
+          if (hasExited(tree.worker)) {
+            process.stderr.write(tree.output());
+            throw new Error(`${tree.name}: wrangler dev exited during the run`);
+          }
+        }
       }
-      if (result.errors) log(`${route.label}: ${result.errors} failed requests; the first: ${result.firstError}`);
-      if (result.firstError?.startsWith('429 '))
-        log(
-          result.firstError.includes('Quota exceeded')
-            ? `${route.label}: refused by the organization's job quota: this run submits more than BENCH_ORG_LIMITS allows; raise them`
-            : `${route.label}: throttled by the local rate limits ([[ratelimits]] in wrangler.toml): this run sends more than they allow; raise them to measure past them`,
-        );
-      results.push(result);
+    }
+    const results = trees.map((tree, t) => tree.routes.map((route, i) => summary(route.label, samples[t]![i]!)));
+    for (const [t, tree] of trees.entries()) {
+      for (const result of results[t]!) {
+        if (result.errors) log(`${tree.name}: ${result.label}: ${result.errors} failed requests; the first: ${result.firstError}`);
+        if (result.firstError?.startsWith('429 '))
+          log(
+            result.firstError.includes('Quota exceeded')
+              ? `${result.label}: refused by the organization's job quota: this run submits more than BENCH_ORG_LIMITS allows; raise them`
+              : `${result.label}: throttled by the local rate limits ([[ratelimits]] in wrangler.toml): this run sends more than they allow; raise them to measure past them`,
+          );
+      }
     }
 
-    console.log(`\nAPI latency on wrangler dev (local workerd, D1, R2, under the local rate limits of wrangler.toml, organization quotas raised to ${BENCH_ORG_LIMITS.maxActiveJobs} jobs), concurrency ${concurrency}, ${fixedRequests !== undefined ? `${fixedRequests} requests` : `${durationMs / 1000} s`} per route, Node ${process.version}\n`);
-    console.log(table(results));
-    if (results.some((r) => r.errors > 0)) process.exitCode = 1;
+    const per = fixedRequests !== undefined ? `${fixedRequests} requests` : `${durationMs / 1000} s`;
+    console.log(`\nAPI latency on wrangler dev (local workerd, D1, R2, under the local rate limits of wrangler.toml, organization quotas raised to ${BENCH_ORG_LIMITS.maxActiveJobs} jobs), concurrency ${concurrency}, ${per} per route${rounds > 1 ? ` per round, ${rounds} rounds` : ''}, Node ${process.version}\n`);
+    for (const [t, tree] of trees.entries()) {
+      if (trees.length > 1) console.log(`${tree.name}:`);
+      console.log(table(results[t]!) + '\n');
+    }
+    if (trees.length > 1) {
+      const head = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+      console.log(`Each route's p50 over the floor's (GET /healthz) on the same tree, measured in turn:\n`);
+      console.log(comparison([`${baselineRef}`, `this tree (${head}${execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() ? ', modified' : ''})`], [results[1]!, results[0]!]));
+    }
+    if (results.some((rs) => rs.some((r) => r.errors > 0))) process.exitCode = 1;
   } finally {
     await cleanup();
   }

@@ -7,7 +7,7 @@ import type { AppEnv } from '../../app-env.ts';
 import { streamObject } from '../../lib/artifacts.ts';
 import { currentKeyQuery, keyDownload, PROVING_KEY_KINDS, reprDigest, VERIFYING_KEY_KINDS, type PublishedKeyName } from './keys.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
-import { one } from '../../lib/lookups.ts';
+import { one } from '../../lib/pages.ts';
 import { configQuery } from './data.ts';
 import { asCaller } from '../../middleware/auth.ts';
 import type { Context } from 'hono';

@@ -12,7 +12,7 @@ import { readProofInputBody } from '../../lib/body.ts';
 import { ExecutionRecord, executionRecord } from './schemas.ts';
 import { IdempotencyHeaders, idempotentResponses } from '../../lib/schemas.ts';
 import { idempotent } from '../../middleware/idempotency/index.ts';
-import { programQuery, requireProgram } from '../../lib/lookups.ts';
+import { programQuery, requireProgram } from '../programs/data.ts';
 import { executionEvents, executionQuery, programExecutions } from './data.ts';
 import { runRoutes } from '../runs/routes.ts';
 import { MAX_INPUT_BYTES } from '../../lib/limits.ts';
@@ -52,17 +52,17 @@ executionsApi.openAPIRegistry.registerPath(submitRoute);
 executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
-  const [programRows, projectRows, configRows, [usage]] = await asCaller(
+  const read = await asCaller(
     c,
-    (org) => [...programQuery(db, org, q.program_id), usageQuery(c, org)],
-    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
+    (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
   );
   const caller = c.var.caller;
   // Validate the request before looking at the program, as the reference (FastAPI) does.
   const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
-  const { program, config } = requireProgram([programRows, projectRows, configRows]);
+  const { program, config } = requireProgram(read);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
-  refuseOverQuota(usage, 'execute');
+  refuseOverQuota(read.usage[0], 'execute');
   const id = crypto.randomUUID();
   const answer = { status: 200, body: { id } } as const;
   await submitJob(

@@ -18,7 +18,7 @@ import { starkProofFile } from './format.ts';
 import { ProofRecord, proofRecord } from './schemas.ts';
 import { errorResponses, IdempotencyHeaders, idempotentResponses, MessageResponse, optionalQueryInt, queryInt, Uuid } from '../../lib/schemas.ts';
 import { idempotent } from '../../middleware/idempotency/index.ts';
-import { programQuery, requireProgram } from '../../lib/lookups.ts';
+import { programQuery, requireProgram } from '../programs/data.ts';
 import { programProofs, proofEvents, proofQuery } from './data.ts';
 import { documented, runRoutes } from '../runs/routes.ts';
 import { cancelAnswer, proofFileResponse } from './actions.ts';
@@ -79,10 +79,10 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
   const { db } = c.var;
   // The request's one read, before its body: the key, the program and the organization's
   // usage (a replica's "not ready" or "over quota" is confirmed on the primary).
-  const [programRows, projectRows, configRows, [usage]] = await asCaller(
+  const read = await asCaller(
     c,
-    (org) => [...programQuery(db, org, q.program_id), usageQuery(c, org)],
-    ([p, , , [u]]) => p[0]?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
+    (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
   );
   const caller = c.var.caller;
   const form = multipartForm(c.req.raw, Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES));
@@ -98,7 +98,7 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
       // proof and a part's worth of its input.
       const body = form ? await readMultipartSubmission(form, proofId, artifacts) : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), childKeys: [] };
 
-      const { program, config } = requireProgram([programRows, projectRows, configRows]);
+      const { program, config } = requireProgram(read);
       if (program.status !== 'ready')
         throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
 
@@ -110,7 +110,7 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
             type: 'value_error',
           },
         ]);
-      refuseOverQuota(usage, 'proof');
+      refuseOverQuota(read.usage[0], 'proof');
       // The checked bytes as sent: engines read `input` as the zkVM's tool does (a
       // form's input is stored already).
       if (body.input) await artifacts.put(artifactKey.proofInput(proofId), body.input);

@@ -17,7 +17,7 @@ import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, Uuid
 import { idempotent } from '../../middleware/idempotency/index.ts';
 import { MAX_CHILD_PROOF_BYTES } from '../../lib/limits.ts';
 import { configQuery } from '../configs/data.ts';
-import { programOf, programQuery } from '../../lib/lookups.ts';
+import { programOf, programQuery } from '../programs/data.ts';
 import { one } from '../../lib/pages.ts';
 import { verificationQuery } from './data.ts';
 import { permit } from '../../middleware/permit.ts';
@@ -90,12 +90,12 @@ verifyApi.post('/stark', permit('jobs.submit'), idempotent, zValidator('query', 
  */
 async function lookUp(c: Context<AppEnv>, programId: string | undefined, configId: string | undefined) {
   const db = c.var.db;
-  const [programRows, projectRows, configRows, named, [usage]] = await asCaller(
+  const read = await asCaller(
     c,
-    (org) => [...programQuery(db, org, programId ?? ''), configQuery(db, configId ?? ''), usageQuery(c, org)],
-    ([p, , , cfg, [u]]) => (!programId || p[0]?.status === 'ready') && (!configId || cfg.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
+    (org) => ({ ...programQuery(db, org, programId ?? ''), named: configQuery(db, configId ?? ''), usage: usageQuery(c, org) }),
+    ({ program: [p], named, usage: [u] }) => (!programId || p?.status === 'ready') && (!configId || named.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
   );
-  return { program: programOf([programRows, projectRows, configRows]), config: named[0], usage };
+  return { program: programOf(read), config: read.named[0], usage: read.usage[0] };
 }
 
 /** The `proof` file part, read whole under its cap (proofs are small next to keys). */

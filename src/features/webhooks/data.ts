@@ -18,7 +18,7 @@ import { auditLog, nowIso, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, w
 import type { Env } from '../../env.ts';
 import type { AuditAction } from '../accounts/audit.ts';
 import { ApiError, isRefusedInsert, notFound, ValidationError } from '../../lib/errors.ts';
-import { cappedCount, inPage, pageAnswer, pageQuery } from '../../lib/lookups.ts';
+import { cappedCount, inPage, pageAnswer, pageQuery } from '../../lib/pages.ts';
 import type { UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord } from './schemas.ts';
 import { PREVIOUS_SECRET_GRACE_MS } from './secrets.ts';
 import { urlPolicy, webhookUrlProblem } from './url-policy.ts';
@@ -111,8 +111,7 @@ const endpointQuery = (db: Db, org: Org, id: string) => db.select().from(webhook
 function endpointPageStatements(db: Db, org: Org, page: number, pageSize: number) {
   const where = eq(webhookEndpoints.org_id, org);
   const rows = db.select().from(webhookEndpoints).where(where).orderBy(desc(webhookEndpoints.created_at), desc(webhookEndpoints.id));
-  const [pageRows, total] = pageQuery(db, rows.$dynamic(), db.$count(webhookEndpoints, where), page, pageSize);
-  return { rows: pageRows, total };
+  return pageQuery(db, rows.$dynamic(), db.$count(webhookEndpoints, where), page, pageSize);
 }
 
 export interface NewEndpoint {
@@ -209,7 +208,7 @@ function deliveryPageStatements(db: Db, org: Org, id: string, status: DeliveryRo
   const d = webhookDeliveries;
   const where = and(eq(d.endpoint_id, id), eq(d.org_id, org), status ? eq(d.status, status) : undefined);
   const newestFirst = [desc(d.created_at), desc(d.id)];
-  const [rows, total] = pageQuery(db, db.select().from(d).where(where).orderBy(...newestFirst).$dynamic(), cappedCount(db.select({ one: sql`1` }).from(d).where(where)), page, pageSize);
+  const { rows, total } = pageQuery(db, db.select().from(d).where(where).orderBy(...newestFirst).$dynamic(), cappedCount(db.select({ one: sql`1` }).from(d).where(where)), page, pageSize);
   const pageIds = inPage(db.select({ id: d.id }).from(d).where(where).orderBy(...newestFirst).$dynamic(), page, pageSize);
   return { endpoint: endpointQuery(db, org, id), rows, attempts: db.select().from(webhookAttempts).where(inArray(webhookAttempts.delivery_id, pageIds)), total };
 }
@@ -273,7 +272,7 @@ const disabledEndpoint = (e: EndpointRow) => new ApiError(409, `The endpoint is 
 
 export async function listEndpoints(inOrg: InOrg, page: number, pageSize: number) {
   const { rows, total } = await inOrg((db, org) => endpointPageStatements(db, org, page, pageSize));
-  return pageAnswer([rows, total], (r) => endpointRecord(r), page, pageSize);
+  return pageAnswer({ rows, total }, (r) => endpointRecord(r), page, pageSize);
 }
 
 /** A new endpoint; 409 when the organization has MAX_WEBHOOK_ENDPOINTS already. */
@@ -317,7 +316,7 @@ export async function rotateSecret(inOrg: InOrg, actor: Actor, id: string, seale
 export async function listDeliveries(inOrg: InOrg, id: string, status: DeliveryRow['status'] | undefined, page: number, pageSize: number) {
   const { endpoint, rows, attempts, total } = await inOrg((db, org) => deliveryPageStatements(db, org, id, status, page, pageSize), (read) => read.endpoint.length > 0);
   if (!endpoint[0]) throw endpointNotFound();
-  return pageAnswer([rows, total], (r) => deliveryRecord(r, attempts), page, pageSize);
+  return pageAnswer({ rows, total }, (r) => deliveryRecord(r, attempts), page, pageSize);
 }
 
 /** The delivery, pending again (to send: refOf), with its record; or why not (404, 409). */

@@ -25,7 +25,7 @@ import { RequestSessions } from '../../db/sessions.ts';
 import { configs, executions, programs, projects, proofs, verifications, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../../db/schema.ts';
 import type { Env, WebhookMessage } from '../../env.ts';
 import { enqueueDeliveries, type SubjectKind } from '../../jobs/webhooks.ts';
-import { programRecord } from '../../lib/records.ts';
+import { programRecord } from '../programs/schemas.ts';
 import { executionRecord } from '../executions/schemas.ts';
 import { proofRecord } from '../proofs/schemas.ts';
 import { proofColumns } from '../proofs/data.ts';

@@ -4,7 +4,7 @@
 import { z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { AppEnv } from '../../app-env.ts';
 import { WEBHOOK_EVENTS } from '../../db/schema.ts';
-import { ProgramRecord } from '../../lib/records.ts';
+import { ProgramRecord } from '../programs/schemas.ts';
 import { ExecutionRecord } from '../executions/schemas.ts';
 import { ProofRecord } from '../proofs/schemas.ts';
 import { VerificationRecord } from '../verifications/schemas.ts';

@@ -1,9 +1,9 @@
 // npm run bench:geo: the trees it runs. The baseline is a commit extracted with
 // `git archive` into a temporary directory (the repository's worktrees and refs are
-// left alone), sharing the working tree's node_modules through a symlink.
+// left alone), sharing the working tree's node_modules through hard links.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 function run(cmd: string, args: string[], cwd: string): Promise<string> {
@@ -44,7 +44,7 @@ export async function describeWorkingTree(root: string): Promise<{ head: string;
 
 /**
  * Writes the tree of `hash` into `dest` (git archive | tar -x) and links the working
- * tree's node_modules into it. The baseline resolves its packages there; its workspace
+ * tree's node_modules into it (hard links). The baseline resolves its packages there; its workspace
  * package (prover-agent) is run by path, never imported by name, so the workspace link
  * in node_modules (pointing at the working tree's prover-agent) is never used by it.
  */
@@ -66,7 +66,13 @@ export async function extractCommit(root: string, hash: string, dest: string): P
     tar.on('error', reject).on('close', done('tar -x'));
   });
   if (!existsSync(path.join(dest, 'src', 'index.ts'))) throw new Error(`${hash} has no src/index.ts: not a tree this bench can run`);
-  await symlink(path.join(root, 'node_modules'), path.join(dest, 'node_modules'), 'dir');
+  // Hard links, not a symlink: through a symlink every package resolves outside the tree,
+  // which the console's bundle check (src/tools/build-assets.ts) refuses.
+  await new Promise<void>((resolve, reject) =>
+    spawn('cp', ['-al', path.join(root, 'node_modules'), path.join(dest, 'node_modules')], { stdio: 'ignore' })
+      .on('error', reject)
+      .on('close', (code) => (code === 0 ? resolve() : reject(new Error(`cp -al node_modules failed (exit code ${code})`)))),
+  );
 }
 
 /**

@@ -1,11 +1,13 @@
 // /console/v1/orgs/{org_id}/projects: the organization's projects with search and sort.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { validationHook } from '../../lib/errors.ts';
-import { one, projectPage, projectPageQuery, projectQuery } from '../../lib/lookups.ts';
-import { ProjectRecord, projectRecord } from '../../lib/records.ts';
-import { CONSOLE_SECURITY, consoleErrors, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
+import { batchByName } from '../../db/batch.ts';
+import { one } from '../../lib/pages.ts';
+import { CONSOLE_SECURITY, consoleErrors, OrgParams, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
+import { projectPage, projectPageQuery, projectQuery } from './data.ts';
+import { ProjectRecord, projectRecord } from './schemas.ts';
 
 export const consoleProjectsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -30,7 +32,7 @@ consoleProjectsApi.openapi(
   async (c) => {
     const q = c.req.valid('query');
     const query = { page: q.page, pageSize: q.page_size, search: q.search, sortBy: q.sort_by, sortOrder: q.sort_order };
-    return c.json(projectPage(await c.var.db.batch(projectPageQuery(c.var.db, c.var.membership.orgId, query)), query), 200);
+    return c.json(projectPage(await batchByName(c.var.db, projectPageQuery(c.var.db, c.var.membership.orgId, query)), query), 200);
   },
 );
 

@@ -1,18 +1,21 @@
 // /v1/projects: the groups programs belong to.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { and, eq, sql } from 'drizzle-orm';
-import type { AppEnv } from '../app-env.ts';
-import { apiKeys, programs, projects } from '../db/schema.ts';
-import { asCaller, keyRefusal } from '../middleware/auth.ts';
-import { ApiError, isRefusedInsert, ValidationError, validationHook } from '../lib/errors.ts';
-import { readJsonBody } from '../lib/body.ts';
-import { MAX_JSON_BODY_BYTES } from '../lib/limits.ts';
-import { ProgramRecord, ProjectRecord, projectRecord } from '../lib/records.ts';
-import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
-import { answerStatements, claimLost, idempotent } from '../middleware/idempotency/index.ts';
-import { isLostClaim } from '../middleware/idempotency/store.ts';
-import { one, programPage, programPageQuery, projectPage, projectPageQuery, projectQuery } from '../lib/lookups.ts';
-import { permit } from '../middleware/permit.ts';
+import { eq } from 'drizzle-orm';
+import type { AppEnv } from '../../app-env.ts';
+import { programs } from '../../db/schema.ts';
+import { asCaller, keyRefusal } from '../../middleware/auth.ts';
+import { ApiError, isRefusedInsert, ValidationError, validationHook } from '../../lib/errors.ts';
+import { readJsonBody } from '../../lib/body.ts';
+import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
+import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf } from '../../lib/schemas.ts';
+import { isLostClaim } from '../../middleware/idempotency/store.ts';
+import { answerStatements, claimLost, idempotent } from '../../middleware/idempotency/index.ts';
+import { one } from '../../lib/pages.ts';
+import { permit } from '../../middleware/permit.ts';
+import { programPage, programPageQuery } from '../programs/data.ts';
+import { ProgramRecord } from '../programs/schemas.ts';
+import { insertProject, projectPage, projectPageQuery, projectProgramCount, projectQuery } from './data.ts';
+import { CreateProjectBody, ProjectParams, ProjectRecord, projectRecord } from './schemas.ts';
 
 export const projectsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -43,10 +46,6 @@ projectsApi.openapi(
   },
 );
 
-const CreateProjectBody = z
-  .union([z.string(), z.object({ name: z.string() })])
-  .openapi('CreateProject', { description: 'The project name as a JSON string (what the published client sends), or {"name": "..."}' });
-
 const createRoute_ = createRoute({
   method: 'post',
   path: '/',
@@ -71,13 +70,8 @@ projectsApi.post('/', permit('projects.manage'), idempotent, async (c) => {
   // owner are the key's own (a dead key, or one that may not manage projects, leaves
   // org_id NULL: the batch fails, nothing is stored); with an Idempotency-Key, also its
   // claim and the stored answer.
-  const hash = c.var.apiKeyHash;
-  const owner = sql<string>`(SELECT ${apiKeys.owner} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
   try {
-    await asCaller(c, (org) => [
-      c.var.db.insert(projects).values({ id, org_id: org, name: name.trim(), created_by: owner }),
-      ...answerRows(c.var.db, org),
-    ]);
+    await asCaller(c, (org) => ({ project: insertProject(c.var.db, org, c.var.apiKeyHash, id, name.trim()), answer: answerRows(c.var.db, org) }));
   } catch (err) {
     if (isRefusedInsert(err, 'projects')) throw (await keyRefusal(c)) ?? new ApiError(401, 'Invalid or revoked API key');
     if (isLostClaim(err)) throw claimLost();
@@ -85,8 +79,6 @@ projectsApi.post('/', permit('projects.manage'), idempotent, async (c) => {
   }
   return c.json(answer.body, answer.status);
 });
-
-const ProjectParams = z.object({ project_id: Uuid('project_id') });
 
 projectsApi.openapi(
   createRoute({
@@ -103,8 +95,8 @@ projectsApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').project_id;
-    const [rows] = await asCaller(c, (org) => [projectQuery(c.var.db, org, id)], ([p]) => p.length > 0);
-    return c.json(projectRecord(one(rows, 'Project')), 200);
+    const { project } = await asCaller(c, (org) => ({ project: projectQuery(c.var.db, org, id) }), ({ project }) => project.length > 0);
+    return c.json(projectRecord(one(project, 'Project')), 200);
   },
 );
 
@@ -125,15 +117,15 @@ projectsApi.openapi(
     const { project_id } = c.req.valid('param');
     const { page, page_size } = c.req.valid('query');
     const db = c.var.db;
-    const [project, ...rows] = await asCaller(
+    const read = await asCaller(
       c,
-      (org) => [
-        projectQuery(db, org, project_id),
-        ...programPageQuery(db, org, eq(programs.project_id, project_id), page, page_size, sql<number>`coalesce((${db.select({ n: projects.program_count }).from(projects).where(and(eq(projects.id, project_id), eq(projects.org_id, org)))}), 0)`),
-      ],
-      ([p]) => p.length > 0,
+      (org) => ({
+        project: projectQuery(db, org, project_id),
+        ...programPageQuery(db, org, eq(programs.project_id, project_id), page, page_size, projectProgramCount(db, org, project_id)),
+      }),
+      ({ project }) => project.length > 0,
     );
-    one(project, 'Project');
-    return c.json(programPage(rows, page, page_size), 200);
+    one(read.project, 'Project');
+    return c.json(programPage(read, page, page_size), 200);
   },
 );

@@ -2,14 +2,16 @@
 // filters, and one program with its artifacts and proof counts.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { and, count, eq, gte, lte, sql } from 'drizzle-orm';
-import { organizations, programs, projects, proofs } from '../../db/schema.ts';
-import { ProgramDetail } from '../../features/programs/schemas.ts';
+import { batchByName } from '../../db/batch.ts';
+import { organizations, programs, proofs } from '../../db/schema.ts';
 import { validationHook } from '../../lib/errors.ts';
-import { cappedCount, findProgram, orgCounter, programPage, programPageQuery, toRecord } from '../../lib/lookups.ts';
-import { ProgramRecord } from '../../lib/records.ts';
-import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
+import { cappedCount, orgCounter } from '../../lib/pages.ts';
+import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
+import { projectProgramCount } from '../projects/data.ts';
+import { findProgram, programPage, programPageQuery, toRecord } from './data.ts';
+import { ProgramDetail, ProgramRecord } from './schemas.ts';
 
 export const consoleProgramsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -50,9 +52,9 @@ consoleProgramsApi.openapi(
       q.status || range.from || range.to || q.search
         ? cappedCount(db.select({ one: sql`1` }).from(programs).where(and(eq(programs.org_id, orgId), filter)))
         : q.project_id
-          ? sql<number>`coalesce((${db.select({ n: projects.program_count }).from(projects).where(and(eq(projects.id, q.project_id), eq(projects.org_id, orgId)))}), 0)`
+          ? projectProgramCount(db, orgId, q.project_id)
           : orgCounter(db, orgId, sql`${organizations.program_count}`);
-    return c.json(programPage(await db.batch(programPageQuery(db, orgId, filter, q.page, q.page_size, total)), q.page, q.page_size), 200);
+    return c.json(programPage(await batchByName(db, programPageQuery(db, orgId, filter, q.page, q.page_size, total)), q.page, q.page_size), 200);
   },
 );
 
