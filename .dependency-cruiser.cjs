@@ -33,7 +33,7 @@
 /** The Worker's layers, top first: [name, path pattern]. */
 const WORKER_LAYERS = [
   ['entry', '^src/(index|app)\\.ts$'],
-  ['features', '^src/(features|console|admin|routes|internal)/'], // routes/, internal/: until the last moves land
+  ['features', '^src/(features|console|admin)/'],
   ['jobs', '^src/jobs/'],
   ['middleware', '^src/(middleware/|app-env\\.ts$)'],
   ['lib', '^src/lib/'],
