@@ -6,6 +6,7 @@ import type { Env, JobNotice, LeaseCheck, WebhookMessage } from './env.ts';
 import { acceptIntoEmulation, emulationEnabled } from './internal/queue-emulation.ts';
 import { isLeaseCheck, runLeaseChecks } from './jobs/lease-checks.ts';
 import { sweep } from './jobs/sweep.ts';
+import { sweepRetention } from './features/retention/sweep.ts';
 import { isWebhookMessage, runWebhookDeliveries } from './jobs/webhooks.ts';
 
 
@@ -32,6 +33,10 @@ export default {
   async scheduled(_controller, env, ctx) {
     ctx.waitUntil(
       sweep(openDb(env.DB), env).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'sweep', ...r }))),
+    );
+    // Retention and the deleted records' objects still to delete (bounded per run: src/features/retention/sweep.ts).
+    ctx.waitUntil(
+      sweepRetention(openDb(env.DB), env.ARTIFACTS).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'retention sweep', ...r }))),
     );
   },
 } satisfies ExportedHandler<Env, JobNotice | LeaseCheck | WebhookMessage>;

@@ -7,7 +7,7 @@ import type { AppEnv } from '../app-env.ts';
 import { executions } from '../db/schema.ts';
 import { DEFAULT_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
 import { artifactKey } from '../lib/artifacts.ts';
-import { ApiError, validationHook } from '../lib/errors.ts';
+import { ApiError, refuseDeleted, validationHook } from '../lib/errors.ts';
 import { readProofInputBody } from '../lib/body.ts';
 import { ExecutionRecord, executionRecord } from '../lib/records.ts';
 import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, Uuid } from '../lib/schemas.ts';
@@ -63,6 +63,7 @@ executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', S
   const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
   const { program, config } = requireProgram([programRows, projectRows, configRows]);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
+  if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
   refuseOverQuota(usage);
   const id = crypto.randomUUID();
   const answer = { status: 200, body: { id } } as const;
@@ -138,7 +139,7 @@ executionsApi.openapi(
       (org) => [executionQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'execute', id), logPageQuery(c.var.db, jobIdOfSubject('execute', id), offset)],
       ([r]) => r.length > 0,
     );
-    one(execution, 'Execution');
+    refuseDeleted(one(execution, 'Execution'), `Execution ${id}`);
     return (await logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows as LogIndexRow[], offset)) as never;
   },
 );

@@ -9,7 +9,7 @@ import { organizations, programs, projects } from '../db/schema.ts';
 import { INTERACTIVE_PRIORITY, refuseOverQuota, submitJob, usageQuery } from '../jobs/dispatch.ts';
 import { asCaller } from '../middleware/auth.ts';
 import { artifactKey, streamObject, type ArtifactBatch } from '../lib/artifacts.ts';
-import { ApiError, notFound, validationHook } from '../lib/errors.ts';
+import { ApiError, notFound, refuseDeleted, validationHook } from '../lib/errors.ts';
 import { toHex } from '../lib/crypto.ts';
 import { ELF_HEAD_BYTES, validateElf } from '../lib/elf.ts';
 import { MemorySink, multipartForm, type MultipartForm } from '../lib/multipart.ts';
@@ -337,6 +337,7 @@ programsApi.openapi(
   async (c) => {
     const { program_id, artifact } = c.req.valid('param');
     const { program } = await readProgram(c, program_id);
+    refuseDeleted(program, `Program ${program_id}`);
     if (artifact === 'source') throw new ApiError(404, 'This program was registered pre-built (ELF and VMEXE): it has no source to download');
     if (artifact === 'app_exe_commit') {
       if (!program.app_exe_commit) throw new ApiError(404, `app_exe_commit is not computed yet: the program is ${program.status}`);

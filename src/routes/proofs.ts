@@ -9,7 +9,7 @@ import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../jobs/
 import { enqueueAfterResponse } from '../jobs/webhooks.ts';
 import { asCaller } from '../middleware/auth.ts';
 import { artifactKey, type ArtifactBatch } from '../lib/artifacts.ts';
-import { ApiError, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
+import { ApiError, refuseDeleted, ValidationError, validationHook, type ValidationIssue } from '../lib/errors.ts';
 import { ProofInputScan } from '../lib/input-scan.ts';
 import { readProofInputBody } from '../lib/body.ts';
 import { MemorySink, multipartForm, tooLarge, type MultipartForm, type PartSink } from '../lib/multipart.ts';
@@ -106,6 +106,7 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
       const { program, config } = requireProgram([programRows, projectRows, configRows]);
       if (program.status !== 'ready')
         throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
+      if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
 
       if (body.childKeys.length > 0 && !config.deferral_enabled)
         throw new ValidationError([
@@ -309,7 +310,7 @@ proofsApi.openapi(
       (org) => [proofQuery(c.var.db, org, id), jobOfSubject(c.var.db, 'proof', id), logPageQuery(c.var.db, jobIdOfSubject('proof', id), offset)],
       ([r]) => r.length > 0,
     );
-    one(proof, 'Proof');
+    refuseDeleted(one(proof, 'Proof'), `Proof ${id}`);
     return (await logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows as LogIndexRow[], offset)) as never;
   },
 );

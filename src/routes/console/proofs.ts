@@ -9,7 +9,7 @@ import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { jobIdOfSubject, logPageQuery, readLogPage } from '../../jobs/logs.ts';
 import { CancelAnswer, ConsoleProof, ProofDetail } from '../../lib/console-records.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams } from '../../lib/console-schemas.ts';
-import { validationHook } from '../../lib/errors.ts';
+import { refuseDeleted, validationHook } from '../../lib/errors.ts';
 import { cappedCount, findProof, jobOfSubject, orgCounter, pageAnswer, pageQuery } from '../../lib/lookups.ts';
 import { cancelAnswer, proofFileResponse } from '../../jobs/proof-actions.ts';
 import { proofRecord } from '../../lib/records.ts';
@@ -140,6 +140,7 @@ consoleProofsApi.openapi(
   async (c) => {
     const db = c.var.db;
     const proof = await findProof(db, c.var.membership.orgId, c.req.valid('param').proof_id);
+    refuseDeleted(proof, `Proof ${proof.id}`);
     const { offset } = c.req.valid('query');
     // The job and its log's index rows from `offset`: one round trip, then the page's R2 reads.
     const [[job], rows] = await db.batch([jobOfSubject(db, 'proof', proof.id), logPageQuery(db, jobIdOfSubject('proof', proof.id), offset)]);
