@@ -49,3 +49,8 @@ BEGIN SELECT RAISE(ABORT, 'retention: the program was deleted'); END;
 CREATE TRIGGER `executions_program_deleted` BEFORE INSERT ON `executions`
 WHEN (SELECT `deleted_at` FROM `programs` WHERE `id` = NEW.`program_id`) IS NOT NULL
 BEGIN SELECT RAISE(ABORT, 'retention: the program was deleted'); END;
+--> statement-breakpoint
+-- What a finished job keeps in D1 (README "How much a finished job keeps"): its ended
+-- leases are deleted by the sweep once no retried callback can need them, through this
+-- index (only ended leases, and only until they go, are in it).
+CREATE INDEX `leases_ended` ON `leases` (`ended_at`) WHERE "leases"."ended_at" IS NOT NULL;

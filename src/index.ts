@@ -6,7 +6,7 @@ import type { Env, JobNotice, LeaseCheck, WebhookMessage } from './env.ts';
 import { acceptIntoEmulation, emulationEnabled } from './internal/queue-emulation.ts';
 import { isLeaseCheck, runLeaseChecks } from './jobs/lease-checks.ts';
 import { sweep } from './jobs/sweep.ts';
-import { sweepRetention } from './features/retention/sweep.ts';
+import { leaseKeepMs, sweepRetention } from './features/retention/sweep.ts';
 import { isWebhookMessage, runWebhookDeliveries } from './jobs/webhooks.ts';
 
 
@@ -36,7 +36,7 @@ export default {
     );
     // Retention and the deleted records' objects still to delete (bounded per run: src/features/retention/sweep.ts).
     ctx.waitUntil(
-      sweepRetention(openDb(env.DB), env.ARTIFACTS).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'retention sweep', ...r }))),
+      sweepRetention(openDb(env.DB), env.ARTIFACTS, Date.now(), undefined, leaseKeepMs(env)).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'retention sweep', ...r }))),
     );
   },
 } satisfies ExportedHandler<Env, JobNotice | LeaseCheck | WebhookMessage>;

@@ -560,6 +560,8 @@ export const leases = sqliteTable(
     uniqueIndex('leases_token').on(t.token_hash),
     index('leases_job').on(t.job_id),
     index('leases_live_by_agent_token').on(t.agent_token_id).where(sql`${t.outcome} IS NULL`),
+    // Ended leases, for the sweep to delete once no retried callback can need them (src/features/retention/sweep.ts).
+    index('leases_ended').on(t.ended_at).where(sql`${t.ended_at} IS NOT NULL`),
   ],
 );
 

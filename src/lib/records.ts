@@ -31,7 +31,7 @@ export const ProgramRecord = z
     project_name: z.string(),
     project_highlighted_program_id: z.string(),
     error_message: z.string(),
-    deleted_at: ts.nullable().openapi({ description: 'When it was deleted (DELETE, or the organization’s retention): its files are gone, the record stays with its billing figures. Null while it is not.' }),
+    deleted_at: ts.optional().openapi({ description: 'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.' }),
   })
   .openapi('Program');
 
@@ -60,7 +60,7 @@ export function programRecord(
     project_name: project.name,
     project_highlighted_program_id: project.highlighted_program_id ?? p.id,
     error_message: p.error_message,
-    deleted_at: p.deleted_at,
+    ...(p.deleted_at ? { deleted_at: p.deleted_at } : {}),
   };
 }
 
@@ -83,7 +83,7 @@ export const ProofRecord = z
     proof_size: z.number().int(),
     num_instructions: z.number().int().nullable(),
     num_deferred_proofs: z.number().int(),
-    deleted_at: ts.nullable().openapi({ description: 'When it was deleted (DELETE, or the organization’s retention): its files are gone, the record stays with its billing figures. Null while it is not.' }),
+    deleted_at: ts.optional().openapi({ description: 'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.' }),
   })
   .openapi('Proof');
 
@@ -106,7 +106,7 @@ export function proofRecord(p: Row<typeof proofs>): z.infer<typeof ProofRecord> 
     proof_size: p.proof_size,
     num_instructions: p.num_instructions,
     num_deferred_proofs: p.num_deferred_proofs,
-    deleted_at: p.deleted_at,
+    ...(p.deleted_at ? { deleted_at: p.deleted_at } : {}),
   };
 }
 
@@ -217,7 +217,7 @@ export const ExecutionRecord = z
     total_cycle: z.number().int().nullable(),
     total_tick: z.number().int().nullable(),
     num_instructions: z.number().int().nullable(),
-    deleted_at: ts.nullable().openapi({ description: 'When it was deleted (DELETE, or the organization’s retention): its files are gone, the record stays with its billing figures. Null while it is not.' }),
+    deleted_at: ts.optional().openapi({ description: 'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.' }),
   })
   .openapi('Execution');
 
@@ -238,6 +238,6 @@ export function executionRecord(e: Row<typeof executions>): z.infer<typeof Execu
     total_cycle: e.total_cycle,
     total_tick: e.total_tick,
     num_instructions: e.num_instructions,
-    deleted_at: e.deleted_at,
+    ...(e.deleted_at ? { deleted_at: e.deleted_at } : {}),
   };
 }

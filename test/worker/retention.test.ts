@@ -7,7 +7,7 @@ import { batchByName } from '../../src/db/batch.ts';
 import { openDb } from '../../src/db/client.ts';
 import { deleteProofStatements } from '../../src/features/retention/data.ts';
 import { sweepPurges } from '../../src/features/retention/purge.ts';
-import { pastRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
+import { deleteEndedLeases, LEASE_KEEP_MS, pastRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
 import { executions, proofs } from '../../src/db/schema.ts';
 import { getTableName } from 'drizzle-orm';
 import { as, seedUser, send, signIn, type Session } from './console-helpers.ts';
@@ -75,7 +75,7 @@ describe('DELETE /v1/proofs/{id}', () => {
     const { id, jobId } = await succeededProof(t, program);
     const before = await json(await api(t, `/v1/proofs/${id}`), 200);
     expect(before.state).toBe('Succeeded');
-    expect(before.deleted_at).toBeNull();
+    expect(before).not.toHaveProperty('deleted_at');
     expect((await objectsOf(`proofs/${id}/`, jobId)).length).toBeGreaterThanOrEqual(3); // input, stark proof, log
     const usage = await env.DB.prepare('SELECT sum(cost) AS cost, sum(instructions) AS instructions FROM usage_daily WHERE org_id = ?').bind(t.orgId).first();
 
@@ -111,7 +111,7 @@ describe('DELETE /v1/proofs/{id}', () => {
     const o = await owner(a);
     await as(o, `/console/v1/orgs/${a.orgId}/proofs/${id}`, 404, { method: 'DELETE' });
     await as(o, `/console/v1/orgs/${b.orgId}/proofs/${id}`, 404, { method: 'DELETE' }); // not a member there
-    expect((await json(await api(b, `/v1/proofs/${id}`), 200)).deleted_at).toBeNull();
+    expect((await json(await api(b, `/v1/proofs/${id}`), 200)).deleted_at).toBeUndefined();
     expect(await objectsOf(`proofs/${id}/`, jobId)).toEqual(objects);
     expect(await countRows('purges', 'subject_id = ?', id)).toBe(0);
   });
@@ -125,7 +125,7 @@ describe('DELETE /v1/proofs/{id}', () => {
       expect((await api({ ...t, key }, `/v1/proofs/${id}`, DELETE)).status).toBe(403);
     }
     for (const role of ['viewer', 'member'] as const) await as(await signIn(await seedUser(t.orgId, role)), `/console/v1/orgs/${t.orgId}/proofs/${id}`, 403, { method: 'DELETE' });
-    expect((await json(await api(t, `/v1/proofs/${id}`), 200)).deleted_at).toBeNull();
+    expect((await json(await api(t, `/v1/proofs/${id}`), 200)).deleted_at).toBeUndefined();
     const admin = await signIn(await seedUser(t.orgId, 'admin'));
     expect((await as(admin, `/console/v1/orgs/${t.orgId}/proofs/${id}`, 200, { method: 'DELETE' })).deleted_at).toEqual(expect.any(String));
   });
@@ -203,7 +203,7 @@ describe('DELETE /v1/programs/{id}', () => {
     expect((await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 409)).detail).toMatch(/deleted/);
     expect((await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] }))).status).toBe(409);
     // Its proofs are records of their own: still there.
-    expect((await json(await api(t, `/v1/proofs/${proof}`), 200)).deleted_at).toBeNull();
+    expect((await json(await api(t, `/v1/proofs/${proof}`), 200)).deleted_at).toBeUndefined();
     expect(await json(await api(t, `/v1/programs/${program}`, DELETE), 200)).toEqual(tombstone);
     // The database itself refuses a proof of a deleted program (a submission that read the program before its deletion).
     await expect(env.DB.prepare(`INSERT INTO proofs (id, org_id, program_id, proof_type, priority, num_gpus, created_by, input_key) VALUES (?, ?, ?, 'stark', 5, 1, 'x', 'k')`).bind(crypto.randomUUID(), t.orgId, program).run()).rejects.toThrow(/program was deleted/);
@@ -237,7 +237,7 @@ describe('retention', () => {
     await env.DB.prepare('UPDATE proofs SET terminated_at = ? WHERE id = ?').bind(daysAgo(20), kept.id).run();
     await send(await owner(t), 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 7 });
     const db = openDb(env.DB);
-    const deleted = async (id: string, path = 'proofs') => (await json(await api(t, `/v1/${path}/${id}`), 200)).deleted_at !== null;
+    const deleted = async (id: string, path = 'proofs') => (await json(await api(t, `/v1/${path}/${id}`), 200)).deleted_at !== undefined;
 
     // Two of each kind per run.
     const first = await sweepRetention(db, env.ARTIFACTS, Date.now(), 2);
@@ -255,7 +255,7 @@ describe('retention', () => {
     // Within its retention, or an organization without one: kept.
     expect(await deleted(recent.id)).toBe(false);
     expect((await r2Keys(`proofs/${recent.id}/`)).length).toBeGreaterThanOrEqual(2);
-    expect((await json(await api(keeper, `/v1/proofs/${kept.id}`), 200)).deleted_at).toBeNull();
+    expect((await json(await api(keeper, `/v1/proofs/${kept.id}`), 200)).deleted_at).toBeUndefined();
     expect((await r2Keys(`proofs/${kept.id}/`)).length).toBeGreaterThanOrEqual(2);
   });
 
@@ -267,5 +267,20 @@ describe('retention', () => {
       expect(detail).toMatch(/SCAN organizations USING (COVERING )?INDEX organizations_retention/);
       expect(detail).toMatch(new RegExp(`SEARCH ${getTableName(table)} USING INDEX ${getTableName(table)}_retention \\(org_id=\\? AND terminated_at`));
     }
+  });
+
+  it('deletes ended leases once no retried callback can need them, and never a live one', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { jobId } = await succeededProof(t, program);
+    await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
+    const running = await claimJob(await seedAgent());
+    const db = openDb(env.DB);
+    expect(await countRows('leases', 'job_id = ?', jobId)).toBe(1);
+    await deleteEndedLeases(db, Date.now());
+    expect(await countRows('leases', 'job_id = ?', jobId)).toBe(1); // within LEASE_KEEP_MS: a retried /complete still gets its answer
+    await deleteEndedLeases(db, Date.now() + LEASE_KEEP_MS + 1000);
+    expect(await countRows('leases', 'job_id = ?', jobId)).toBe(0);
+    expect(await countRows('leases', 'job_id = ?', running.id)).toBe(1);
   });
 });

@@ -13,10 +13,14 @@
 // order of their end (proofs_retention, executions_retention, partial: deleted records
 // are not in them), so a run's cost follows the organizations that set a retention and
 // the rows it takes, not the size of the tables.
-import { and, eq, isNotNull, isNull, lt, sql } from 'drizzle-orm';
+//
+// The same run deletes what only a running job needed once it cannot be needed again:
+// ended leases past LEASE_KEEP_MS (the largest rows a finished job kept: a token hash,
+// its artifacts map, the callback's answer), LEASE_SWEEP_BATCH per run.
+import { and, asc, eq, inArray, isNotNull, isNull, lt, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { batchByName } from '../../db/batch.ts';
-import { executions, organizations, proofs } from '../../db/schema.ts';
+import { executions, leases, organizations, proofs } from '../../db/schema.ts';
 import { deleteExecutionStatements, deleteProofStatements } from './data.ts';
 import { purgeSubjects, sweepPurges } from './purge.ts';
 
@@ -43,7 +47,35 @@ export function pastRetention(db: Db, table: typeof proofs | typeof executions, 
     .limit(limit);
 }
 
-export async function sweepRetention(db: Db, bucket: R2Bucket, now = Date.now(), limit = RETENTION_SWEEP_BATCH): Promise<{ retentionDeleted: number; purged: number }> {
+/**
+ * How long an ended lease is kept: its row answers a retry of the callback that ended it
+ * (leases.response) and nothing else (a running job's usage reads its live lease). The
+ * agent retries a callback 8 times, at most 15 s apart, each at most 60 s
+ * (prover-agent/src/agent/http.ts DEFAULT_RETRY): ten minutes at worst; an hour is ample.
+ */
+export const LEASE_KEEP_MS = 60 * 60_000;
+/** Ended leases deleted per run, at most. */
+export const LEASE_SWEEP_BATCH = 1000;
+
+/** Deletes up to LEASE_SWEEP_BATCH leases that ended more than LEASE_KEEP_MS ago (leases_ended, oldest first). */
+export async function deleteEndedLeases(db: Db, now = Date.now(), keepMs = LEASE_KEEP_MS): Promise<number> {
+  const old = db
+    .select({ id: leases.id })
+    .from(leases)
+    .where(and(isNotNull(leases.ended_at), lt(leases.ended_at, now - keepMs)))
+    .orderBy(asc(leases.ended_at))
+    .limit(LEASE_SWEEP_BATCH);
+  const gone = await db.delete(leases).where(inArray(leases.id, old)).returning({ id: leases.id });
+  return gone.length;
+}
+
+/** LEASE_KEEP_MS, or the LEASE_KEEP_SECONDS var (at least a minute). */
+export const leaseKeepMs = (env: { LEASE_KEEP_SECONDS?: string }) => {
+  const s = Number(env.LEASE_KEEP_SECONDS);
+  return Number.isFinite(s) && s >= 60 ? s * 1000 : LEASE_KEEP_MS;
+};
+
+export async function sweepRetention(db: Db, bucket: R2Bucket, now = Date.now(), limit = RETENTION_SWEEP_BATCH, keepMs = LEASE_KEEP_MS): Promise<{ retentionDeleted: number; purged: number; leasesDeleted: number }> {
   const { proofRows, executionRows } = await batchByName(db, {
     proofRows: pastRetention(db, proofs, now, limit),
     executionRows: pastRetention(db, executions, now, limit),
@@ -61,7 +93,8 @@ export async function sweepRetention(db: Db, bucket: R2Bucket, now = Date.now(),
   await purgeSubjects(db, bucket, 'proof', proofIds);
   await purgeSubjects(db, bucket, 'execution', executionIds);
   const purged = await sweepPurges(db, bucket);
-  return { retentionDeleted: proofIds.length + executionIds.length, purged };
+  const leasesDeleted = await deleteEndedLeases(db, now, keepMs);
+  return { retentionDeleted: proofIds.length + executionIds.length, purged, leasesDeleted };
 }
 
 /** Sets an organization's retention (days, or null: for good); false when there is no such organization. */
