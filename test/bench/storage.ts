@@ -78,10 +78,10 @@ const stack = await startStack({ vars: { LEASE_KEEP_SECONDS: '60', WEBHOOKS_ALLO
 const agents: AgentProcess[] = [];
 try {
   const api = caller(stack);
+  for (let i = 0; i < AGENTS; i++) agents.push(await stack.startAgent({ name: `storage-${i}`, extraArgs: ['--poll-interval', '0.05'] }));
   const program = await registerGuest(api, stack.devConfig, 'hello.elf');
   // Every proof's events make deliveries (to a port nothing listens on: they fail and retry, as a busy receiver's would).
   await api.json('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', description: 'bench:storage' });
-  for (let i = 0; i < AGENTS; i++) agents.push(await stack.startAgent({ name: `storage-${i}`, extraArgs: ['--poll-interval', '0.05'] }));
   const file = d1File(stack.persistDir);
   const before = measure(file);
   log(`proving ${N} proofs with ${AGENTS} agents`);
