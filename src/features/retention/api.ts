@@ -33,9 +33,9 @@ retentionApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;
-    const [, tombstone, rows] = await asCaller(c, (org) => {
+    const [, , tombstone, rows] = await asCaller(c, (org) => {
       const s = deleteProofStatements(c.var.db, org, id);
-      return [s.purge, s.tombstone, s.record] as const;
+      return [s.purge, s.logStore, s.tombstone, s.record] as const;
     });
     const row = deletedRow('proof', id, deletionOutcome(rows[0]));
     purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'proof', tombstone.map((t) => t.id));
@@ -56,9 +56,9 @@ retentionApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').execution_id;
-    const [, tombstone, rows] = await asCaller(c, (org) => {
+    const [, , tombstone, rows] = await asCaller(c, (org) => {
       const s = deleteExecutionStatements(c.var.db, org, id);
-      return [s.purge, s.tombstone, s.record] as const;
+      return [s.purge, s.logStore, s.tombstone, s.record] as const;
     });
     const row = deletedRow('execution', id, deletionOutcome(rows[0]));
     purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'execution', tombstone.map((t) => t.id));
@@ -80,9 +80,9 @@ retentionApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').program_id;
-    const [, tombstone, ...read] = await asCaller(c, (org) => {
+    const [, , tombstone, ...read] = await asCaller(c, (org) => {
       const s = deleteProgramStatements(c.var.db, org, id);
-      return [s.purge, s.tombstone, ...programQuery(c.var.db, org, id)] as const;
+      return [s.purge, s.logStore, s.tombstone, ...programQuery(c.var.db, org, id)] as const;
     });
     const found = requireProgram(read);
     deletedRow('program', id, deletionOutcome(found.program));

@@ -16,7 +16,7 @@
 // ends only when its agent acknowledges the cancel, which no batch can wait for, and a
 // deletion that raced the agent's upload would leave the proof it uploaded behind. The
 // caller cancels (POST …/cancel), then deletes.
-import { and, eq, inArray, isNull, sql, type SQL } from 'drizzle-orm';
+import { and, eq, exists, inArray, isNull, sql, type SQL } from 'drizzle-orm';
 import type { AnySQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../../db/client.ts';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
@@ -66,6 +66,18 @@ function purgeInsert(
     .onConflictDoNothing();
 }
 
+/**
+ * No compaction of the deleted record's log starts after its deletion (src/jobs/logs.ts
+ * compacts only `chunks` and `compacted` logs): one already running may still write its
+ * object, which the purge's second pass deletes (src/features/retention/purge.ts).
+ */
+function stopCompaction(db: Db, kind: 'proof' | 'execute' | 'commit', subjectId: string, deletable: SQL) {
+  return db
+    .update(jobs)
+    .set({ log_store: 'clean' })
+    .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subjectId), inArray(jobs.log_store, ['chunks', 'compacted']), deletable));
+}
+
 /** The statements deleting the caller's proof, for one batch; deletionOutcome() reads them. */
 export function deleteProofStatements(db: Db, org: Org, id: string, now = Date.now()) {
   const own = and(eq(proofs.id, id), eq(proofs.org_id, org));
@@ -80,6 +92,7 @@ export function deleteProofStatements(db: Db, org: Org, id: string, now = Date.n
       deletable,
       now,
     ),
+    logStore: stopCompaction(db, 'proof', id, exists(db.select({ one: sql`1` }).from(proofs).where(deletable))),
     tombstone: db.update(proofs).set({ deleted_at: isoAt(now), public_values: null }).where(deletable).returning({ id: proofs.id }),
     record: db.select().from(proofs).where(own),
   };
@@ -91,6 +104,7 @@ export function deleteExecutionStatements(db: Db, org: Org, id: string, now = Da
   const deletable = and(own, isNull(executions.deleted_at), inArray(executions.status, [...EXECUTION_TERMINAL_STATUSES]));
   return {
     purge: purgeInsert(db, 'execution', executions, sql`json_object('input', ${executions.input_key})`, jobOf('execute', executions.id), deletable, now),
+    logStore: stopCompaction(db, 'execute', id, exists(db.select({ one: sql`1` }).from(executions).where(deletable))),
     tombstone: db.update(executions).set({ deleted_at: isoAt(now), public_values: null }).where(deletable).returning({ id: executions.id }),
     record: db.select().from(executions).where(own),
   };
@@ -128,6 +142,7 @@ export function deleteProgramStatements(db: Db, org: Org, id: string, now = Date
       deletable,
       now,
     ),
+    logStore: stopCompaction(db, 'commit', id, exists(db.select({ one: sql`1` }).from(programs).where(deletable))),
     tombstone: db.update(programs).set({ deleted_at: isoAt(now) }).where(deletable).returning({ id: programs.id }),
   };
 }

@@ -4,7 +4,11 @@
 // is gone is a no-op, and a row is deleted only once every object it names is. A run
 // that fails counts an attempt on the row and leaves it for the sweep, which takes the
 // oldest rows first, PURGE_SWEEP_BATCH per run.
-import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+// Two passes: the first (right after the response) deletes the objects but keeps a row
+// younger than PURGE_SETTLE_MS; the sweep's pass after it deletes whatever a log
+// compaction that was already running when the record was deleted wrote since (it
+// takes seconds; none starts after: data.ts stopCompaction), then the row.
+import { and, asc, eq, inArray, lt, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { batchByName } from '../../db/batch.ts';
 import { jobLogChunks, purges } from '../../db/schema.ts';
@@ -15,6 +19,8 @@ type PurgeRow = typeof purges.$inferSelect;
 
 /** Purge rows the cron sweep finishes per run: each costs an R2 list of its log and one bulk delete per 1,000 objects. */
 export const PURGE_SWEEP_BATCH = 25;
+/** How long a purge row outlives its first pass (see above). */
+export const PURGE_SETTLE_MS = 60_000;
 /** Log chunk objects one purge lists at most (a log is capped at LOG_MAX_CHUNKS and its marker, far below). */
 const MAX_LISTED = 20_000;
 
@@ -41,11 +47,12 @@ async function objectsOf(bucket: R2Bucket, row: PurgeRow): Promise<string[]> {
 }
 
 /** Purges one row: its objects, then the row. False (and an attempt counted) when R2 failed. */
-export async function purgeRow(db: Db, bucket: R2Bucket, row: PurgeRow): Promise<boolean> {
+export async function purgeRow(db: Db, bucket: R2Bucket, row: PurgeRow, now = Date.now()): Promise<boolean> {
   const pk = and(eq(purges.subject_kind, row.subject_kind), eq(purges.subject_id, row.subject_id));
   try {
     const keys = await objectsOf(bucket, row);
     for (let i = 0; i < keys.length; i += 1000) await bucket.delete(keys.slice(i, i + 1000)); // R2 deletes at most 1,000 keys per call
+    if (now - row.created_at < PURGE_SETTLE_MS) return true; // the sweep's pass finishes it
     await batchByName(db, {
       logIndex: row.log_job_id ? db.delete(jobLogChunks).where(eq(jobLogChunks.job_id, row.log_job_id)) : undefined,
       done: db.delete(purges).where(pk),
@@ -83,9 +90,14 @@ export function purgeAfterResponse(c: { executionCtx: { waitUntil(p: Promise<unk
 }
 
 /** The sweep's part: the oldest PURGE_SWEEP_BATCH pending purges (purges_age), finished. Answers how many were. */
-export async function sweepPurges(db: Db, bucket: R2Bucket, limit = PURGE_SWEEP_BATCH): Promise<number> {
-  const rows = await db.select().from(purges).orderBy(asc(purges.created_at)).limit(limit);
+export async function sweepPurges(db: Db, bucket: R2Bucket, limit = PURGE_SWEEP_BATCH, now = Date.now()): Promise<number> {
+  const rows = await db
+    .select()
+    .from(purges)
+    .where(lt(purges.created_at, now - PURGE_SETTLE_MS))
+    .orderBy(asc(purges.created_at))
+    .limit(limit);
   let done = 0;
-  for (const row of rows) if (await purgeRow(db, bucket, row)) done++;
+  for (const row of rows) if (await purgeRow(db, bucket, row, now)) done++;
   return done;
 }

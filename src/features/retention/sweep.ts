@@ -20,7 +20,7 @@
 import { and, asc, eq, inArray, isNotNull, isNull, lt, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { batchByName } from '../../db/batch.ts';
-import { executions, leases, organizations, proofs } from '../../db/schema.ts';
+import { executions, jobs, leases, organizations, proofs } from '../../db/schema.ts';
 import { deleteExecutionStatements, deleteProofStatements } from './data.ts';
 import { purgeSubjects, sweepPurges } from './purge.ts';
 
@@ -65,7 +65,12 @@ export async function deleteEndedLeases(db: Db, now = Date.now(), keepMs = LEASE
     .where(and(isNotNull(leases.ended_at), lt(leases.ended_at, now - keepMs)))
     .orderBy(asc(leases.ended_at))
     .limit(LEASE_SWEEP_BATCH);
-  const gone = await db.delete(leases).where(inArray(leases.id, old)).returning({ id: leases.id });
+  // The finished job forgets its last lease too: jobs.lease_id (and its unique index
+  // entry) is only ever read while the job holds the lease.
+  const { gone } = await batchByName(db, {
+    unlink: db.update(jobs).set({ lease_id: null }).where(and(inArray(jobs.lease_id, old), eq(jobs.status, 'done'))),
+    gone: db.delete(leases).where(inArray(leases.id, old)).returning({ id: leases.id }),
+  });
   return gone.length;
 }
 
@@ -90,9 +95,10 @@ export async function sweepRetention(db: Db, bucket: R2Bucket, now = Date.now(),
   });
   const proofIds = proofTombs.flat().map((r) => r.id);
   const executionIds = executionTombs.flat().map((r) => r.id);
+  // Their first pass now; the second, a run later (purge.ts).
   await purgeSubjects(db, bucket, 'proof', proofIds);
   await purgeSubjects(db, bucket, 'execution', executionIds);
-  const purged = await sweepPurges(db, bucket);
+  const purged = await sweepPurges(db, bucket, undefined, now);
   const leasesDeleted = await deleteEndedLeases(db, now, keepMs);
   return { retentionDeleted: proofIds.length + executionIds.length, purged, leasesDeleted };
 }
