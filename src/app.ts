@@ -44,6 +44,8 @@ import { consoleVerificationsApi } from './features/verifications/console.ts';
 import { consoleWebhooksApi } from './features/webhooks/console.ts';
 import { budgetsConsoleApi } from './features/budgets/console.ts';
 import { estimatesConsoleApi } from './features/estimates/console.ts';
+import { retentionApi } from './features/retention/api.ts';
+import { consoleRetentionApi } from './features/retention/console.ts';
 
 /** The interface's published version label (interface.md section 9). */
 export const API_VERSION = '2.0.0';
@@ -103,11 +105,13 @@ v1.route('/configs', configsApi);
 v1.route('/verify', verifyApi);
 v1.route('/executions', executionsApi);
 v1.route('/webhooks', webhooksApi);
+// DELETE of proofs, executions and programs (their paths under /proofs, /executions, /programs).
+v1.route('/', retentionApi);
 
 // The console's API: bearer access tokens from /auth (which needs none), never API keys.
 const signedIn = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 signedIn.use(requireConsoleUser, consoleRateLimit);
-for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, consoleWebhooksApi, usageApi, budgetsConsoleApi, estimatesConsoleApi, auditApi, fleetApi])
+for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, consoleWebhooksApi, usageApi, budgetsConsoleApi, estimatesConsoleApi, auditApi, fleetApi, consoleRetentionApi])
   signedIn.route('/', api);
 const consoleApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 consoleApi.use(callerSession);

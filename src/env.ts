@@ -19,6 +19,8 @@ export interface Env {
   WEBHOOK_REQUEUE_AFTER_SECONDS?: string;
   /** Finished deliveries are kept this many days (default 30). */
   WEBHOOK_RETENTION_DAYS?: string;
+  /** Seconds an ended lease is kept for retried callbacks before the sweep deletes it (src/features/retention/sweep.ts LEASE_KEEP_MS: 3600). */
+  LEASE_KEEP_SECONDS?: string;
   MAX_UPLOAD_BYTES: string;
   /** Headers an API key is read from, comma separated, first found wins (default: Service-API-Key, Axiom-API-Key). */
   API_KEY_HEADERS?: string;

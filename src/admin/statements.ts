@@ -211,6 +211,18 @@ export function setOrganizationBudget(orgId: string, limits: { monthlyCost?: num
   };
 }
 
+/**
+ * An organization's retention (README "Deleting records and retention"): days its
+ * finished proofs' and executions' files are kept, or null for good.
+ */
+export function setOrganizationRetention(orgId: string, days: number | null): AdminStep {
+  if (days !== null && (!Number.isSafeInteger(days) || days < 1 || days > 3650)) throw new Error(`retention must be 1..3650 days or forever, not ${days}`);
+  return {
+    sql: [render(db.update(organizations).set({ retention_days: days }).where(eq(organizations.id, orgId)))],
+    output: [`${orgId}: retention = ${days === null ? 'forever' : `${days} days`}`],
+  };
+}
+
 /** A new API key for an organization. The key itself is printed once and stored only as its SHA-256. */
 /**
  * An operator-made API key: no creator user, so its scope alone bounds it

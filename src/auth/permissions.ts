@@ -26,6 +26,10 @@ export const PERMISSIONS = {
   'jobs.submit': { least: 'member', covers: 'Register programs, submit proofs and executions, verify proofs' },
   'jobs.cancel': { least: 'member', covers: 'Cancel proofs' },
   'projects.manage': { least: 'member', covers: 'Create projects; rename programs and move them between projects' },
+  // Irreversible, and it takes away what every member reads (README "Deleting records and
+  // retention"): admins, like the organization's other settings; a member's or a `prove`
+  // key's rights (an automated prover's) never reach it.
+  'records.delete': { least: 'admin', covers: 'Delete proofs, executions and programs (their files go, a tombstone stays) and set the organization’s retention' },
   'webhooks.manage': { least: 'admin', covers: 'Create, change, rotate, test, redeliver and delete webhook endpoints' },
   'members.manage': { least: 'admin', covers: 'List members and invitations; invite, change and remove admins, members and viewers' },
   'keys.manage': { least: 'admin', covers: 'List and revoke every API key of the organization' },

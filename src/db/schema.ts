@@ -48,7 +48,11 @@ export const organizations = sqliteTable('organizations', {
   default_cycle_limit: integer('default_cycle_limit'),
   default_cost_limit: integer('default_cost_limit'),
   default_deadline_seconds: integer('default_deadline_seconds'),
-});
+  /** Days its proofs' and executions' files (inputs, logs, proofs) are kept after they finish; null = for good (src/features/retention). */
+  retention_days: integer('retention_days'),
+},
+(t) => [index('organizations_retention').on(t.id).where(sql`${t.retention_days} IS NOT NULL`)],
+);
 
 /** API keys are stored only as SHA-256 hashes (hex) of the key. */
 export const apiKeys = sqliteTable(
@@ -279,6 +283,8 @@ export const programs = sqliteTable(
     /** Its proofs and executions, for list totals; kept by triggers (migrations/0005_counters.sql). */
     proof_count: integer('proof_count').notNull().default(0),
     execution_count: integer('execution_count').notNull().default(0),
+    /** Set when deleted (src/features/retention): its objects are gone, the row stays as a tombstone. */
+    deleted_at: text('deleted_at'),
   },
   (t) => [index('programs_org').on(t.org_id, t.created_at), index('programs_project').on(t.project_id, t.created_at)],
 );
@@ -312,8 +318,15 @@ export const proofs = sqliteTable(
     child_proof_keys: text('child_proof_keys', { mode: 'json' }).$type<string[]>().notNull().default([]),
     /** R2 keys of the produced proof files, by kind. */
     proof_keys: text('proof_keys', { mode: 'json' }).$type<Record<string, string>>().notNull().default({}),
+    /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
+    deleted_at: text('deleted_at'),
   },
-  (t) => [index('proofs_program').on(t.program_id, t.created_at), index('proofs_org').on(t.org_id, t.created_at)],
+  (t) => [
+    index('proofs_program').on(t.program_id, t.created_at),
+    index('proofs_org').on(t.org_id, t.created_at),
+    // The retention sweep's finished, undeleted proofs per organization (src/features/retention/sweep.ts).
+    index('proofs_retention').on(t.org_id, t.terminated_at).where(sql`${t.deleted_at} IS NULL AND ${t.terminated_at} IS NOT NULL`),
+  ],
 );
 
 export const verifications = sqliteTable(
@@ -363,8 +376,14 @@ export const executions = sqliteTable(
     total_tick: integer('total_tick'),
     num_instructions: integer('num_instructions'),
     input_key: text('input_key').notNull(),
+    /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
+    deleted_at: text('deleted_at'),
   },
-  (t) => [index('executions_program').on(t.program_id, t.created_at), index('executions_org').on(t.org_id, t.created_at)],
+  (t) => [
+    index('executions_program').on(t.program_id, t.created_at),
+    index('executions_org').on(t.org_id, t.created_at),
+    index('executions_retention').on(t.org_id, t.terminated_at).where(sql`${t.deleted_at} IS NULL AND ${t.terminated_at} IS NOT NULL`),
+  ],
 );
 
 /**
@@ -553,6 +572,8 @@ export const leases = sqliteTable(
     uniqueIndex('leases_token').on(t.token_hash),
     index('leases_job').on(t.job_id),
     index('leases_live_by_agent_token').on(t.agent_token_id).where(sql`${t.outcome} IS NULL`),
+    // Ended leases, for the sweep to delete once no retried callback can need them (src/features/retention/sweep.ts).
+    index('leases_ended').on(t.ended_at).where(sql`${t.ended_at} IS NOT NULL`),
   ],
 );
 
@@ -930,4 +951,27 @@ export const provingRates = sqliteTable(
     cycles_cost: real('cycles_cost').notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.config_id, t.machine_type, t.gpus, t.proof_type] })],
+);
+
+/**
+ * The R2 objects of deleted records still to delete (src/features/retention/purge.ts):
+ * inserted in the batch that tombstones the record, so a crash after it loses nothing;
+ * deleted once every object is gone, so a crash before that leaves the row for the
+ * sweep to finish. `keys` is JSON whose string leaves are object keys; `log_job_id`'s
+ * log goes too (its chunks listed by prefix, and its compacted object).
+ */
+export const purges = sqliteTable(
+  'purges',
+  {
+    subject_kind: text('subject_kind', { enum: ['program', 'proof', 'execution'] }).notNull(),
+    subject_id: text('subject_id').notNull(),
+    org_id: text('org_id').notNull(),
+    keys: text('keys', { mode: 'json' }).$type<unknown>().notNull(),
+    log_job_id: text('log_job_id'),
+    /** Epoch ms. */
+    created_at: integer('created_at').notNull(),
+    /** Purges tried and not finished (an R2 failure): the sweep retries, oldest first. */
+    attempts: integer('attempts').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.subject_kind, t.subject_id] }), index('purges_age').on(t.created_at)],
 );

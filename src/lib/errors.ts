@@ -76,6 +76,14 @@ export class ValidationError extends Error {
 
 export const notFound = (what: string) => new ApiError(404, `${what} not found`);
 
+/**
+ * The 404 of a file of a deleted record (README "Deleting records and retention"): the
+ * file no longer exists, as before it was made; the record's GET says when it went.
+ */
+export function refuseDeleted(record: { deleted_at: string | null }, what: string): void {
+  if (record.deleted_at) throw new ApiError(404, `${what} was deleted at ${record.deleted_at}: its files are gone`);
+}
+
 /** The 400 of a path with a malformed percent escape (`%E0%A4%A`): the request's fault, never a 500. */
 export const malformedPath = () => new ApiError(400, 'Malformed percent-encoding in the request path');
 

@@ -40,6 +40,7 @@ import {
   setConfigActive,
   setOrganizationLimits,
   setOrganizationBudget,
+  setOrganizationRetention,
   setConfigOpenvmToml,
 } from '../admin/statements.ts';
 import { openvmConfigProblems, PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
@@ -241,6 +242,24 @@ const commands: Record<string, Command> = {
       let step: AdminStep;
       try {
         step = setOrganizationBudget(c.positionals[0]!, { monthlyCost: limit('usd', 1_000_000), monthlyGpuHours: limit('gpu-hours', 1) });
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+      await runStep(c.target, step, `no organization ${c.positionals[0]} (see list-orgs)`);
+    },
+  },
+  'set-retention': {
+    synopsis: 'ORG_ID --days N|forever',
+    summary:
+      'Set how many days an organization keeps its finished proofs’ and executions’ files (inputs, logs, proofs); past it the cron sweep deletes them, the records staying as tombstones. `forever` keeps them for good.',
+    options: { days: str },
+    positionals: ['ORG_ID'],
+    async run(c) {
+      const v = required(c.values, 'days');
+      if (v !== 'forever' && !/^\d+$/.test(v)) throw new UsageError(`--days must be a whole number or 'forever', not ${v}`);
+      let step: AdminStep;
+      try {
+        step = setOrganizationRetention(c.positionals[0]!, v === 'forever' ? null : Number(v));
       } catch (err) {
         throw new UsageError((err as Error).message);
       }

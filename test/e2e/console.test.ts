@@ -189,6 +189,12 @@ describe('the console in chromium', () => {
     expect((await api.json('GET', `/v1/proofs/${proof}`)).state).toBe('Canceled');
     expect(await page.getByRole('button', { name: 'Cancel proof' }).isHidden()).toBe(true);
     await shot(page, '08-proof-canceled');
+    // Then its files are deleted from its page: the record stays, a tombstone.
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Delete proof files' }).click();
+    await page.waitForFunction(() => document.querySelector('#proof-facts')?.textContent?.includes('Files deleted'));
+    expect((await api.json('GET', `/v1/proofs/${proof}`)).deleted_at).toEqual(expect.any(String));
+    expect(await page.getByRole('button', { name: 'Delete proof files' }).isHidden()).toBe(true);
   });
 
   it('shows usage with a chart and the operators’ fleet page', async () => {

@@ -259,6 +259,8 @@ const TEMPLATES: Record<string, Template[]> = {
   'POST /console/v1/orgs/:org_id/webhooks': [{ body: jsonBody({ url: HOOK, description: 'walked' }), expect: 'refused' }],
   'PATCH /console/v1/orgs/:org_id/webhooks/:webhook_id': [{ body: jsonBody({ description: 'walked', disabled: true }), expect: 'refused' }],
   'PUT /console/v1/orgs/:org_id/budget': [{ body: jsonBody({ monthly_cost: 1 }), expect: 'refused' }],
+  // A retention of one day would have B's files deleted by the next sweep.
+  'PUT /console/v1/orgs/:org_id/retention': [{ body: jsonBody({ retention_days: 1 }), expect: 'refused' }],
   // Lists of one's own organization filtered by B's records: nothing of B's comes back.
   'GET /console/v1/orgs/:org_id/programs': [{ expect: 'refused' }, { params: 'own', query: (w) => `?project_id=${B(w).project_id}`, expect: 'clean' }],
   'GET /console/v1/orgs/:org_id/proofs': [{ expect: 'refused' }, { params: 'own', query: (w) => `?program_id=${B(w).program_id}`, expect: 'clean' }],

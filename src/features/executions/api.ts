@@ -62,6 +62,7 @@ executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', S
   const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
   const { program, config } = requireProgram(read);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
+  if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
   refuseOverQuota(read.usage[0], 'execute');
   const id = crypto.randomUUID();
   const answer = { status: 200, body: { id } } as const;

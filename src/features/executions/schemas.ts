@@ -40,6 +40,7 @@ export const ExecutionRecord = z
     total_tick: z.number().int().nullable(),
     num_instructions: z.number().int().nullable(),
     ...RunLimitFields,
+    deleted_at: Timestamp.optional().openapi({ description: 'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.' }),
   })
   .openapi('Execution');
 
@@ -61,5 +62,6 @@ export function executionRecord(e: ExecutionRow): z.infer<typeof ExecutionRecord
     total_tick: e.total_tick,
     num_instructions: e.num_instructions,
     ...runFields(e),
+    ...(e.deleted_at ? { deleted_at: e.deleted_at } : {}),
   };
 }

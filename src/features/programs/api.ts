@@ -11,7 +11,7 @@ import { refuseOverQuota } from '../../jobs/dispatch.ts';
 import { submitJob, usageQuery } from '../runs/submit.ts';
 import { asCaller } from '../../middleware/auth.ts';
 import { streamObject } from '../../lib/artifacts.ts';
-import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
+import { ApiError, notFound, refuseDeleted, validationHook } from '../../lib/errors.ts';
 import { multipartForm } from '../../lib/multipart.ts';
 import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf } from '../../lib/schemas.ts';
 import { idempotent } from '../../middleware/idempotency/index.ts';
@@ -227,6 +227,7 @@ programsApi.openapi(
   async (c) => {
     const { program_id, artifact } = c.req.valid('param');
     const { program } = await readProgram(c, program_id);
+    refuseDeleted(program, `Program ${program_id}`);
     if (artifact === 'source') throw new ApiError(404, 'This program was registered pre-built (ELF and VMEXE): it has no source to download');
     if (artifact === 'app_exe_commit') {
       if (!program.app_exe_commit) throw new ApiError(404, `app_exe_commit is not computed yet: the program is ${program.status}`);

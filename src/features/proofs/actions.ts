@@ -3,13 +3,14 @@
 import type { ProofType } from 'prover-agent/protocol';
 import type { proofs } from '../../db/schema.ts';
 import { streamObject } from '../../lib/artifacts.ts';
-import { ApiError, notFound } from '../../lib/errors.ts';
+import { ApiError, notFound, refuseDeleted } from '../../lib/errors.ts';
 import type { CancelOutcome } from '../../jobs/state.ts';
 
 type ProofRow = typeof proofs.$inferSelect;
 
 /** The proof file of a kind, streamed; 404 until it exists. */
 export async function proofFileResponse(bucket: R2Bucket, proof: ProofRow, kind: ProofType): Promise<Response> {
+  refuseDeleted(proof, `Proof ${proof.id}`);
   const key = proof.proof_keys[kind];
   const obj = key ? await bucket.get(key) : null;
   if (!obj) throw new ApiError(404, `No ${kind} proof for this job (state: ${proof.state})`);

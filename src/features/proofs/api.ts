@@ -10,7 +10,7 @@ import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jo
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { asCaller } from '../../middleware/auth.ts';
 import { artifactKey, type ArtifactBatch } from '../../lib/artifacts.ts';
-import { ApiError, ValidationError, validationHook, type ValidationIssue } from '../../lib/errors.ts';
+import { ApiError, refuseDeleted, ValidationError, validationHook, type ValidationIssue } from '../../lib/errors.ts';
 import { ProofInputScan } from '../../lib/input-scan.ts';
 import { readProofInputBody } from '../../lib/body.ts';
 import { MemorySink, multipartForm, tooLarge, type MultipartForm, type PartSink } from '../../lib/multipart.ts';
@@ -101,6 +101,7 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
       const { program, config } = requireProgram(read);
       if (program.status !== 'ready')
         throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
+      if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
 
       if (body.childKeys.length > 0 && !config.deferral_enabled)
         throw new ValidationError([

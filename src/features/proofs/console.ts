@@ -7,7 +7,7 @@ import { jobs, organizations, PROOF_STATES, programs, projects, proofs } from '.
 import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { jobIdOfSubject, logPageQuery, readLogPage } from '../../jobs/logs.ts';
-import { validationHook } from '../../lib/errors.ts';
+import { refuseDeleted, validationHook } from '../../lib/errors.ts';
 import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/pages.ts';
 import { findProof } from './data.ts';
 import { jobOfSubject } from '../runs/data.ts';
@@ -146,6 +146,7 @@ const logsPath = documented(consoleProofsApi, {
 consoleProofsApi.get(logsPath, permit('records.read'), zValidator('query', LogQuery, validationHook), zValidator('param', ProofParams, validationHook), async (c) => {
   const db = c.var.db;
   const proof = await findProof(db, c.var.membership.orgId, c.req.valid('param').proof_id);
+  refuseDeleted(proof, `Proof ${proof.id}`);
   const { offset } = c.req.valid('query');
   // The job and its log's index rows from `offset`: one round trip, then the page's R2 reads.
   const {

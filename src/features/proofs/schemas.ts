@@ -29,6 +29,7 @@ export const ProofRecord = z
     num_instructions: z.number().int().nullable(),
     num_deferred_proofs: z.number().int(),
     ...RunLimitFields,
+    deleted_at: Timestamp.optional().openapi({ description: 'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.' }),
   })
   .openapi('Proof');
 
@@ -52,6 +53,7 @@ export function proofRecord(p: ProofRow): z.infer<typeof ProofRecord> {
     num_instructions: p.num_instructions,
     num_deferred_proofs: p.num_deferred_proofs,
     ...runFields(p),
+    ...(p.deleted_at ? { deleted_at: p.deleted_at } : {}),
   };
 }
 

@@ -16,7 +16,7 @@ import type { Context, Env } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import type { Db } from '../../db/client.ts';
 import { jobIdOfSubject, logPageQuery } from '../../jobs/logs.ts';
-import { validationHook } from '../../lib/errors.ts';
+import { refuseDeleted, validationHook } from '../../lib/errors.ts';
 import { one } from '../../lib/pages.ts';
 import { errorResponses, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import { asCaller } from '../../middleware/auth.ts';
@@ -68,7 +68,7 @@ export function documented<E extends Env>(api: OpenAPIHono<E>, route: RouteConfi
 }
 
 /** The shared routes of a run kind, registered on `api` one by one, and its one read. */
-export function runRoutes<Row>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
+export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
   const Params = z.object({ [kind.param]: Uuid(kind.param) });
 
   /** The caller's run, in the request's one read (404, confirmed on the primary, when there is none). */
@@ -145,7 +145,8 @@ export function runRoutes<Row>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
           (org) => ({ run: kind.query(c.var.db, org, id), job: jobOfSubject(c.var.db, kind.job, id), rows: logPageQuery(c.var.db, jobIdOfSubject(kind.job, id), offset) }),
           ({ run }) => run.length > 0,
         );
-        one(run, kind.name);
+        // A deleted run's log is gone with its files: 404 saying so (src/features/retention).
+        refuseDeleted(one(run, kind.name), `${kind.name} ${id}`);
         return logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows, offset);
       });
     },

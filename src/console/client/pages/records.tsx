@@ -54,14 +54,24 @@ interface ProgramPageProps {
   program: ProgramDetail;
   proofs: Page<ConsoleProof>;
   executions: ExecutionRecord[];
+  canDelete: boolean;
 }
 
-function ProgramPage({ api, program, proofs, executions }: ProgramPageProps) {
+function ProgramPage({ api, program, proofs, executions, canDelete }: ProgramPageProps) {
   const list = usePaged(proofs, (query) => api.proofs(withParams(query, { program_id: program.id })));
-  return <ProgramView program={program} proofs={list.list} executions={executions} onPage={list.onPage} />;
+  const [shown, setShown] = useState(program);
+  const remove = () => {
+    if (!confirm('Delete this program’s ELF, VMEXE and logs? Its record stays; nothing more can be proved with it.')) return;
+    void attempt(async () => {
+      await api.deleteProgram(program.id);
+      say('Program files deleted');
+      setShown(await api.program(program.id));
+    });
+  };
+  return <ProgramView program={shown} proofs={list.list} executions={executions} onPage={list.onPage} onDelete={remove} canDelete={canDelete} />;
 }
 
-export const program: SignedInPage = async ({ api }) => {
+export const program: SignedInPage = async ({ api, org }) => {
   const id = pathId();
   const [record, proofs, executions, estimate] = await Promise.all([
     api.program(id),
@@ -72,7 +82,7 @@ export const program: SignedInPage = async ({ api }) => {
   setHeading(`Program ${record.name}`);
   return (
     <>
-      <ProgramPage api={api} program={record} proofs={proofs} executions={executions.items} />
+      <ProgramPage api={api} program={record} proofs={proofs} executions={executions.items} canDelete={may(org.role, 'records.delete')} />
       <EstimateView estimate={estimate} />
     </>
   );
@@ -99,9 +109,10 @@ interface ProofPageProps {
   initial: ProofDetail;
   log: { text: string; next: number };
   canCancel: boolean;
+  canDelete: boolean;
 }
 
-function ProofPage({ api, initial, log, canCancel }: ProofPageProps) {
+function ProofPage({ api, initial, log, canCancel, canDelete }: ProofPageProps) {
   const id = initial.id;
   const [proof, setProof] = useState(initial);
   const [logs, setLogs] = useState(log.text);
@@ -153,7 +164,7 @@ function ProofPage({ api, initial, log, canCancel }: ProofPageProps) {
           fail(err);
         }
       }
-      if (!left) await readMore().catch(fail);
+      if (!left && !shown.current.deleted_at) await readMore().catch(fail);
     })();
     return () => {
       left = true;
@@ -165,6 +176,15 @@ function ProofPage({ api, initial, log, canCancel }: ProofPageProps) {
     void attempt(async () => {
       say((await api.cancelProof(id)).message);
       show(await api.proof(id));
+    });
+  };
+  const remove = () => {
+    if (!confirm('Delete this proof’s input, proof files and logs? Its record stays, with its cost.')) return;
+    void attempt(async () => {
+      await api.deleteProof(id);
+      say('Proof files deleted');
+      show(await api.proof(id));
+      setLogs('');
     });
   };
   // Fetched with the bearer token (a plain link could not send it), then handed to the browser.
@@ -179,6 +199,8 @@ function ProofPage({ api, initial, log, canCancel }: ProofPageProps) {
       onDownload={download}
       onCancel={cancel}
       canCancel={canCancel}
+      onDelete={remove}
+      canDelete={canDelete}
       onFollow={(event) => setFollow((event.currentTarget as HTMLInputElement).checked)}
     />
   );
@@ -189,6 +211,7 @@ export const proof: SignedInPage = async ({ api, org }) => {
   const record = await api.proof(id);
   setHeading(`Proof ${shortId(record.id)}`);
   let text = '';
-  const next = await readLog(api, id, 0, (part) => (text += part));
-  return <ProofPage api={api} initial={record} log={{ text, next }} canCancel={may(org.role, 'jobs.cancel')} />;
+  // A deleted proof has no log left to read.
+  const next = record.deleted_at ? 0 : await readLog(api, id, 0, (part) => (text += part));
+  return <ProofPage api={api} initial={record} log={{ text, next }} canCancel={may(org.role, 'jobs.cancel')} canDelete={may(org.role, 'records.delete')} />;
 };

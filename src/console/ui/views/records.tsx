@@ -87,6 +87,7 @@ export const ProjectView = ({ project, programs, onPage }: { project?: ProjectRe
 
 const programFacts = (p: ProgramDetail): Fact[] => [
   ['Status', <StateBadge state={p.status} />],
+  ...(p.deleted_at ? [['Files deleted', formatDate(p.deleted_at)] as Fact] : []),
   ['Project', <a href={links.project(p.project_id)}>{p.project_name}</a>],
   ['Id', <code>{p.id}</code>],
   ['Program hash (ELF SHA-256)', <code>{p.program_hash}</code>],
@@ -146,9 +147,16 @@ export const ProgramView = ({
   proofs,
   executions,
   onPage,
-}: { program?: ProgramDetail; proofs?: Page<ConsoleProof>; executions?: ExecutionRecord[] } & Paging) => (
+  onDelete,
+  canDelete = false,
+}: { program?: ProgramDetail; proofs?: Page<ConsoleProof>; executions?: ExecutionRecord[]; onDelete?: () => void; canDelete?: boolean } & Paging) => (
   <>
     <Facts id="program-facts" facts={program && programFacts(program)} />
+    <div class="actions">
+      <button type="button" id="delete" class="danger" hidden={!program || !canDelete || !!program.deleted_at} onClick={onDelete}>
+        Delete program files
+      </button>
+    </div>
     <h2>Proofs</h2>
     <DataTable id="proofs" caption="Proofs of the program" columns={programProofColumns} rows={proofs?.items} />
     <Pager id="proofs-pager" pagination={proofs?.pagination} onGo={onPage} />
@@ -211,6 +219,7 @@ function Timeline({ state }: { state?: ProofDetail['state'] }) {
 
 const proofFacts = (p: ProofDetail): Fact[] => [
   ['State', <StateBadge id="proof-state" state={p.state} />],
+  ...(p.deleted_at ? [['Files deleted', formatDate(p.deleted_at)] as Fact] : []),
   ['Program', <a href={links.program(p.program_uuid)}>{p.program_name}</a>],
   ['Project', <a href={links.project(p.project_id)}>{p.project_name}</a>],
   ['Id', <code>{p.id}</code>],
@@ -239,16 +248,19 @@ export interface ProofViewProps {
   onCancel?: () => void;
   /** Whether the signed-in role may cancel proofs (a viewer may not): else no Cancel button. */
   canCancel?: boolean;
+  onDelete?: () => void;
+  /** Whether the signed-in role may delete records (admins and owners): else no Delete button. */
+  canDelete?: boolean;
   onFollow?: (event: Event) => void;
 }
 
-export const ProofView = ({ proof, logs, follow = true, logsRef, onDownload, onCancel, canCancel = true, onFollow }: ProofViewProps) => (
+export const ProofView = ({ proof, logs, follow = true, logsRef, onDownload, onCancel, canCancel = true, onDelete, canDelete = false, onFollow }: ProofViewProps) => (
   <>
     <Timeline state={proof?.state} />
     <Facts id="proof-facts" facts={proof && proofFacts(proof)} />
     <div class="actions">
       <span id="downloads">
-        {proof?.files.map((kind) => (
+        {(proof?.deleted_at ? [] : (proof?.files ?? [])).map((kind) => (
           <button type="button" class="ghost" onClick={() => onDownload?.(kind)}>
             {`Download ${kind} proof`}
           </button>
@@ -256,6 +268,9 @@ export const ProofView = ({ proof, logs, follow = true, logsRef, onDownload, onC
       </span>
       <button type="button" id="cancel" class="danger" hidden={!proof || !canCancel || !isCancelable(proof.state)} onClick={onCancel}>
         Cancel proof
+      </button>
+      <button type="button" id="delete" class="danger" hidden={!proof || !canDelete || !!proof.deleted_at || isCancelable(proof.state)} onClick={onDelete}>
+        Delete proof files
       </button>
     </div>
     <h2 id="logs-heading">Logs</h2>

@@ -1,0 +1,159 @@
+// Deleting a caller's records (README "Deleting records and retention"): the statements
+// that turn a proof, an execution or a program into a tombstone, and the record of the
+// R2 objects it owned, still to delete (`purges`).
+//
+// A deletion is one D1 batch, conditional on the record being the caller's, not deleted
+// yet and not running: it inserts the record's purge row (what it owns under R2, worked
+// out in SQL from the row itself: src/lib/artifact-keys.ts names the objects) and sets
+// `deleted_at`, in that order, so a crash after the batch has lost nothing (the purge
+// row names every object) and a crash before it has changed nothing. The objects go
+// after (src/features/retention/purge.ts), right after the response or else from the
+// cron sweep, and the purge row last. The tombstone keeps every billing figure (cost,
+// cycles, cells, GPU time in usage_daily); what the caller stored in D1 itself (public
+// values) goes with the files.
+//
+// Running work is refused (409), never cancelled on the caller's behalf: a running proof
+// ends only when its agent acknowledges the cancel, which no batch can wait for, and a
+// deletion that raced the agent's upload would leave the proof it uploaded behind. The
+// caller cancels (POST …/cancel), then deletes.
+import { and, eq, exists, inArray, isNull, sql, type SQL } from 'drizzle-orm';
+import type { AnySQLiteColumn } from 'drizzle-orm/sqlite-core';
+import type { Db } from '../../db/client.ts';
+import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
+import { executions, jobs, programs, proofs, purges, verifications } from '../../db/schema.ts';
+
+export type Org = string | SQL<string>;
+export type DeletableKind = (typeof purges.$inferSelect)['subject_kind'];
+
+/** An execution's statuses once it can run no more. */
+export const EXECUTION_TERMINAL_STATUSES = ['succeeded', 'failed', 'canceled'] as const;
+
+const isoAt = (now: number) => new Date(now).toISOString();
+
+/** The job of a subject, as SQL over the subject's own id column. */
+const jobOf = (kind: 'proof' | 'execute' | 'commit', subjectId: SQL | AnySQLiteColumn) =>
+  sql<string | null>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`;
+
+/**
+ * The purge row of the rows `where` selects from `table`: its keys as JSON (any string
+ * leaf is an object key), and the job whose log goes with it.
+ */
+function purgeInsert(
+  db: Db,
+  kind: DeletableKind,
+  table: typeof proofs | typeof executions | typeof programs,
+  keys: SQL,
+  logJob: SQL<string | null>,
+  where: SQL | undefined,
+  now: number,
+) {
+  return db
+    .insert(purges)
+    .select(
+      db
+        .select({
+          subject_kind: sql<DeletableKind>`${kind}`.as('subject_kind'),
+          subject_id: table.id,
+          org_id: table.org_id,
+          keys: sql`${keys}`.as('keys'),
+          log_job_id: sql`${logJob}`.as('log_job_id'),
+          created_at: sql<number>`${now}`.as('created_at'),
+          attempts: sql<number>`0`.as('attempts'),
+        })
+        .from(table)
+        .where(where),
+    )
+    .onConflictDoNothing();
+}
+
+/**
+ * No compaction of the deleted record's log starts after its deletion (src/jobs/logs.ts
+ * compacts only `chunks` and `compacted` logs): one already running may still write its
+ * object, which the purge's second pass deletes (src/features/retention/purge.ts).
+ */
+function stopCompaction(db: Db, kind: 'proof' | 'execute' | 'commit', subjectId: string, deletable: SQL) {
+  return db
+    .update(jobs)
+    .set({ log_store: 'clean' })
+    .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subjectId), inArray(jobs.log_store, ['chunks', 'compacted']), deletable));
+}
+
+/** The statements deleting the caller's proof, for one batch; deletionOutcome() reads them. */
+export function deleteProofStatements(db: Db, org: Org, id: string, now = Date.now()) {
+  const own = and(eq(proofs.id, id), eq(proofs.org_id, org));
+  const deletable = and(own, isNull(proofs.deleted_at), inArray(proofs.state, [...PROOF_TERMINAL_STATES]));
+  return {
+    purge: purgeInsert(
+      db,
+      'proof',
+      proofs,
+      sql`json_object('input', ${proofs.input_key}, 'children', json(${proofs.child_proof_keys}), 'proofs', json(${proofs.proof_keys}))`,
+      jobOf('proof', proofs.id),
+      deletable,
+      now,
+    ),
+    logStore: stopCompaction(db, 'proof', id, exists(db.select({ one: sql`1` }).from(proofs).where(deletable))),
+    tombstone: db.update(proofs).set({ deleted_at: isoAt(now), public_values: null }).where(deletable).returning({ id: proofs.id }),
+    record: db.select().from(proofs).where(own),
+  };
+}
+
+/** The statements deleting the caller's execution, for one batch. */
+export function deleteExecutionStatements(db: Db, org: Org, id: string, now = Date.now()) {
+  const own = and(eq(executions.id, id), eq(executions.org_id, org));
+  const deletable = and(own, isNull(executions.deleted_at), inArray(executions.status, [...EXECUTION_TERMINAL_STATUSES]));
+  return {
+    purge: purgeInsert(db, 'execution', executions, sql`json_object('input', ${executions.input_key})`, jobOf('execute', executions.id), deletable, now),
+    logStore: stopCompaction(db, 'execute', id, exists(db.select({ one: sql`1` }).from(executions).where(deletable))),
+    tombstone: db.update(executions).set({ deleted_at: isoAt(now), public_values: null }).where(deletable).returning({ id: executions.id }),
+    record: db.select().from(executions).where(own),
+  };
+}
+
+/**
+ * Whether some job of the program is queued or leased: its commit, or a proof, execution
+ * or verification of it. It walks the organization's queued jobs (jobs_lane, at most its
+ * active-jobs quota) and the fleet's leased ones (jobs_lease_expiry, at most the fleet's
+ * capacity), never the program's history.
+ */
+const programBusy = (status: 'queued' | 'leased') => sql`EXISTS (
+  SELECT 1 FROM ${jobs} WHERE ${jobs.status} = ${sql.raw(`'${status}'`)} AND ${jobs.org_id} = ${programs.org_id}
+  ${status === 'leased' ? sql`AND ${jobs.lease_expires_at} IS NOT NULL` : sql``}
+  AND (${jobs.subject_id} = ${programs.id}
+    OR EXISTS (SELECT 1 FROM ${proofs} WHERE ${proofs.id} = ${jobs.subject_id} AND ${proofs.program_id} = ${programs.id})
+    OR EXISTS (SELECT 1 FROM ${executions} WHERE ${executions.id} = ${jobs.subject_id} AND ${executions.program_id} = ${programs.id})
+    OR EXISTS (SELECT 1 FROM ${verifications} WHERE ${verifications.id} = ${jobs.subject_id} AND ${verifications.program_id} = ${programs.id})))`;
+
+/**
+ * The statements deleting the caller's program (its ELF, VMEXE, baseline and commit
+ * log), refused while any job of it is queued or running. Its proofs and executions are
+ * records of their own: they stay, each deleted on its own request or by retention.
+ */
+export function deleteProgramStatements(db: Db, org: Org, id: string, now = Date.now()) {
+  const own = and(eq(programs.id, id), eq(programs.org_id, org));
+  const deletable = and(own, isNull(programs.deleted_at), sql`NOT ${programBusy('queued')}`, sql`NOT ${programBusy('leased')}`);
+  return {
+    purge: purgeInsert(
+      db,
+      'program',
+      programs,
+      sql`json_object('elf', ${programs.elf_key}, 'vmexe', ${programs.vmexe_key}, 'baseline', ${programs.baseline_key})`,
+      jobOf('commit', programs.id),
+      deletable,
+      now,
+    ),
+    logStore: stopCompaction(db, 'commit', id, exists(db.select({ one: sql`1` }).from(programs).where(deletable))),
+    tombstone: db.update(programs).set({ deleted_at: isoAt(now) }).where(deletable).returning({ id: programs.id }),
+  };
+}
+
+export type DeletionOutcome<R> = { kind: 'missing' } | { kind: 'deleted'; row: R } | { kind: 'busy'; row: R };
+
+/**
+ * What a deletion batch did: the record is now a tombstone (just now, or by an earlier
+ * request: a second DELETE answers the same), still busy (409), or not the caller's (404).
+ */
+export function deletionOutcome<R extends { deleted_at: string | null }>(row: R | undefined): DeletionOutcome<R> {
+  if (!row) return { kind: 'missing' };
+  return row.deleted_at ? { kind: 'deleted', row } : { kind: 'busy', row };
+}

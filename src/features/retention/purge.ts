@@ -1,0 +1,103 @@
+// The second half of a deletion (src/features/retention/data.ts): the R2 objects a
+// purge row names are deleted, then (one batch) the row and its log's index rows.
+// Safe to run again at any point and alongside another run: deleting an object that
+// is gone is a no-op, and a row is deleted only once every object it names is. A run
+// that fails counts an attempt on the row and leaves it for the sweep, which takes the
+// oldest rows first, PURGE_SWEEP_BATCH per run.
+// Two passes: the first (right after the response) deletes the objects but keeps a row
+// younger than PURGE_SETTLE_MS; the sweep's pass after it deletes whatever a log
+// compaction that was already running when the record was deleted wrote since (it
+// takes seconds; none starts after: data.ts stopCompaction), then the row.
+import { and, asc, eq, inArray, lt, sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.ts';
+import { batchByName } from '../../db/batch.ts';
+import { jobLogChunks, purges } from '../../db/schema.ts';
+import { artifactKey } from '../../lib/artifact-keys.ts';
+import type { DeletableKind } from './data.ts';
+
+type PurgeRow = typeof purges.$inferSelect;
+
+/** Purge rows the cron sweep finishes per run: each costs an R2 list of its log and one bulk delete per 1,000 objects. */
+export const PURGE_SWEEP_BATCH = 25;
+/** How long a purge row outlives its first pass (see above). */
+export const PURGE_SETTLE_MS = 60_000;
+/** Log chunk objects one purge lists at most (a log is capped at LOG_MAX_CHUNKS and its marker, far below). */
+const MAX_LISTED = 20_000;
+
+/** Every string leaf of the row's `keys` JSON: the object keys it names. */
+export function keysOf(value: unknown): string[] {
+  if (typeof value === 'string') return value ? [value] : [];
+  if (Array.isArray(value)) return value.flatMap(keysOf);
+  if (value && typeof value === 'object') return Object.values(value).flatMap(keysOf);
+  return [];
+}
+
+/** Every object a purge row names now: its keys, its log's compacted object and its log's chunks (listed). */
+async function objectsOf(bucket: R2Bucket, row: PurgeRow): Promise<string[]> {
+  const keys = keysOf(row.keys);
+  if (!row.log_job_id) return keys;
+  keys.push(artifactKey.jobLogCompacted(row.log_job_id));
+  let cursor: string | undefined;
+  do {
+    const page = await bucket.list({ prefix: artifactKey.jobLogPrefix(row.log_job_id), cursor, limit: 1000 });
+    keys.push(...page.objects.map((o) => o.key));
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor && keys.length < MAX_LISTED);
+  return keys;
+}
+
+/** Purges one row: its objects, then the row. False (and an attempt counted) when R2 failed. */
+export async function purgeRow(db: Db, bucket: R2Bucket, row: PurgeRow, now = Date.now()): Promise<boolean> {
+  const pk = and(eq(purges.subject_kind, row.subject_kind), eq(purges.subject_id, row.subject_id));
+  try {
+    const keys = await objectsOf(bucket, row);
+    for (let i = 0; i < keys.length; i += 1000) await bucket.delete(keys.slice(i, i + 1000)); // R2 deletes at most 1,000 keys per call
+    if (now - row.created_at < PURGE_SETTLE_MS) return true; // the sweep's pass finishes it
+    await batchByName(db, {
+      logIndex: row.log_job_id ? db.delete(jobLogChunks).where(eq(jobLogChunks.job_id, row.log_job_id)) : undefined,
+      done: db.delete(purges).where(pk),
+    });
+    return true;
+  } catch (err) {
+    console.error(JSON.stringify({ level: 'error', msg: 'purge failed; the sweep retries it', subject_kind: row.subject_kind, subject_id: row.subject_id, error: String(err) }));
+    await db
+      .update(purges)
+      .set({ attempts: sql`${purges.attempts} + 1` })
+      .where(pk)
+      .catch(() => undefined);
+    return false;
+  }
+}
+
+/** Purges the rows of the subjects just deleted (after the response: a failure is left to the sweep). */
+export async function purgeSubjects(db: Db, bucket: R2Bucket, kind: DeletableKind, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  const rows = await db
+    .select()
+    .from(purges)
+    .where(and(eq(purges.subject_kind, kind), inArray(purges.subject_id, [...ids])));
+  for (const row of rows) await purgeRow(db, bucket, row);
+}
+
+/** Runs purgeSubjects() after the response (or at once, without an execution context). */
+export function purgeAfterResponse(c: { executionCtx: { waitUntil(p: Promise<unknown>): void } }, db: Db, bucket: R2Bucket, kind: DeletableKind, ids: readonly string[]): void {
+  const purging = purgeSubjects(db, bucket, kind, ids).catch((err) => console.error(JSON.stringify({ level: 'error', msg: 'purge failed', error: String(err) })));
+  try {
+    c.executionCtx.waitUntil(purging);
+  } catch {
+    // No execution context (a test calling app.request directly): it runs on its own.
+  }
+}
+
+/** The sweep's part: the oldest PURGE_SWEEP_BATCH pending purges (purges_age), finished. Answers how many were. */
+export async function sweepPurges(db: Db, bucket: R2Bucket, limit = PURGE_SWEEP_BATCH, now = Date.now()): Promise<number> {
+  const rows = await db
+    .select()
+    .from(purges)
+    .where(lt(purges.created_at, now - PURGE_SETTLE_MS))
+    .orderBy(asc(purges.created_at))
+    .limit(limit);
+  let done = 0;
+  for (const row of rows) if (await purgeRow(db, bucket, row, now)) done++;
+  return done;
+}

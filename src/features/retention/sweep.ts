@@ -1,0 +1,110 @@
+// Retention (README "Deleting records and retention"): an organization that sets
+// `retention_days` keeps its proofs' and executions' files (inputs, logs, proofs) that
+// many days after they finish; the cron sweep then deletes them exactly as a caller's
+// DELETE would (src/features/retention/data.ts: a tombstone that keeps the billing
+// figures, a purge row, the objects after).
+//
+// Bounded work per run: at most RETENTION_SWEEP_BATCH proofs and as many executions are
+// tombstoned (one D1 batch), then purged in the same run (a list and a bulk delete each),
+// and PURGE_SWEEP_BATCH older pending purges finished. A backlog (a retention just
+// lowered) drains over the following runs, oldest first within each organization. The
+// candidates are found by index seeks only: the organizations with a retention
+// (organizations_retention) and, per organization, its finished undeleted records in
+// order of their end (proofs_retention, executions_retention, partial: deleted records
+// are not in them), so a run's cost follows the organizations that set a retention and
+// the rows it takes, not the size of the tables.
+//
+// The same run deletes what only a running job needed once it cannot be needed again:
+// ended leases past LEASE_KEEP_MS (the largest rows a finished job kept: a token hash,
+// its artifacts map, the callback's answer), LEASE_SWEEP_BATCH per run.
+import { and, asc, eq, inArray, isNotNull, isNull, lt, sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.ts';
+import { batchByName } from '../../db/batch.ts';
+import { executions, jobs, leases, organizations, proofs } from '../../db/schema.ts';
+import { deleteExecutionStatements, deleteProofStatements } from './data.ts';
+import { purgeSubjects, sweepPurges } from './purge.ts';
+
+/** Records of each kind (proofs, executions) the sweep deletes per run, at most. */
+export const RETENTION_SWEEP_BATCH = 50;
+/** The most days a retention may be set to (ten years); past it, keep for good (null). */
+export const MAX_RETENTION_DAYS = 3650;
+
+/** `now` less the organization's retention, as an ISO timestamp in SQL (terminated_at's form). */
+const cutoff = (now: number) => sql`strftime('%Y-%m-%dT%H:%M:%fZ', ${new Date(now).toISOString()}, '-' || ${organizations.retention_days} || ' days')`;
+
+/**
+ * Up to `limit` finished, undeleted records of `table` past their organization's
+ * retention. A CROSS JOIN, which SQLite never reorders: the organizations with a
+ * retention drive the loop, each one seeking its own range of the records' index (left
+ * to itself, the planner would rather scan that whole index: every live record).
+ */
+export function pastRetention(db: Db, table: typeof proofs | typeof executions, now: number, limit: number) {
+  return db
+    .select({ id: table.id, org_id: table.org_id })
+    .from(organizations)
+    .crossJoin(table)
+    .where(and(isNotNull(organizations.retention_days), eq(table.org_id, organizations.id), isNull(table.deleted_at), isNotNull(table.terminated_at), lt(table.terminated_at, cutoff(now))))
+    .limit(limit);
+}
+
+/**
+ * How long an ended lease is kept: its row answers a retry of the callback that ended it
+ * (leases.response) and nothing else (a running job's usage reads its live lease). The
+ * agent retries a callback 8 times, at most 15 s apart, each at most 60 s
+ * (prover-agent/src/agent/http.ts DEFAULT_RETRY): ten minutes at worst; an hour is ample.
+ */
+export const LEASE_KEEP_MS = 60 * 60_000;
+/** Ended leases deleted per run, at most. */
+export const LEASE_SWEEP_BATCH = 1000;
+
+/** Deletes up to LEASE_SWEEP_BATCH leases that ended more than LEASE_KEEP_MS ago (leases_ended, oldest first). */
+export async function deleteEndedLeases(db: Db, now = Date.now(), keepMs = LEASE_KEEP_MS): Promise<number> {
+  const old = db
+    .select({ id: leases.id })
+    .from(leases)
+    .where(and(isNotNull(leases.ended_at), lt(leases.ended_at, now - keepMs)))
+    .orderBy(asc(leases.ended_at))
+    .limit(LEASE_SWEEP_BATCH);
+  // The finished job forgets its last lease too: jobs.lease_id (and its unique index
+  // entry) is only ever read while the job holds the lease.
+  const { gone } = await batchByName(db, {
+    unlink: db.update(jobs).set({ lease_id: null }).where(and(inArray(jobs.lease_id, old), eq(jobs.status, 'done'))),
+    gone: db.delete(leases).where(inArray(leases.id, old)).returning({ id: leases.id }),
+  });
+  return gone.length;
+}
+
+/** LEASE_KEEP_MS, or the LEASE_KEEP_SECONDS var (at least a minute). */
+export const leaseKeepMs = (env: { LEASE_KEEP_SECONDS?: string }) => {
+  const s = Number(env.LEASE_KEEP_SECONDS);
+  return Number.isFinite(s) && s >= 60 ? s * 1000 : LEASE_KEEP_MS;
+};
+
+export async function sweepRetention(db: Db, bucket: R2Bucket, now = Date.now(), limit = RETENTION_SWEEP_BATCH, keepMs = LEASE_KEEP_MS): Promise<{ retentionDeleted: number; purged: number; leasesDeleted: number }> {
+  const { proofRows, executionRows } = await batchByName(db, {
+    proofRows: pastRetention(db, proofs, now, limit),
+    executionRows: pastRetention(db, executions, now, limit),
+  });
+  // The same conditional statements as a caller's DELETE: a record that changed in
+  // between (deleted by its owner meanwhile) is left as it is.
+  const { proofTombs, executionTombs } = await batchByName(db, {
+    proofPurges: proofRows.map((r) => deleteProofStatements(db, r.org_id, r.id, now).purge),
+    proofTombs: proofRows.map((r) => deleteProofStatements(db, r.org_id, r.id, now).tombstone),
+    executionPurges: executionRows.map((r) => deleteExecutionStatements(db, r.org_id, r.id, now).purge),
+    executionTombs: executionRows.map((r) => deleteExecutionStatements(db, r.org_id, r.id, now).tombstone),
+  });
+  const proofIds = proofTombs.flat().map((r) => r.id);
+  const executionIds = executionTombs.flat().map((r) => r.id);
+  // Their first pass now; the second, a run later (purge.ts).
+  await purgeSubjects(db, bucket, 'proof', proofIds);
+  await purgeSubjects(db, bucket, 'execution', executionIds);
+  const purged = await sweepPurges(db, bucket, undefined, now);
+  const leasesDeleted = await deleteEndedLeases(db, now, keepMs);
+  return { retentionDeleted: proofIds.length + executionIds.length, purged, leasesDeleted };
+}
+
+/** Sets an organization's retention (days, or null: for good); false when there is no such organization. */
+export async function setRetention(db: Db, orgId: string, days: number | null): Promise<boolean> {
+  const rows = await db.update(organizations).set({ retention_days: days }).where(eq(organizations.id, orgId)).returning({ id: organizations.id });
+  return rows.length === 1;
+}

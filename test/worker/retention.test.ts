@@ -1,0 +1,294 @@
+// Their data, their call (issue 23 item 5): DELETE of proofs, executions and programs
+// (the R2 objects go, the record stays as a tombstone with its billing figures), and the
+// organization's retention, swept in bounded runs. README "Deleting records and retention".
+import { env } from 'cloudflare:test';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { batchByName } from '../../src/db/batch.ts';
+import { openDb } from '../../src/db/client.ts';
+import { deleteProofStatements } from '../../src/features/retention/data.ts';
+import { PURGE_SETTLE_MS, sweepPurges } from '../../src/features/retention/purge.ts';
+import { deleteEndedLeases, LEASE_KEEP_MS, pastRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
+import { executions, proofs } from '../../src/db/schema.ts';
+import { getTableName } from 'drizzle-orm';
+import { as, seedUser, send, signIn, type Session } from './console-helpers.ts';
+import { claimJob, devProofOf, drainQueuedJobs, lease, seedAgent, upload } from './fleet-helpers.ts';
+import { api, countRows, json, markReady, r2Keys, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+
+beforeEach(drainQueuedJobs);
+
+const jsonPost = (body: unknown): RequestInit => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+const DELETE: RequestInit = { method: 'DELETE' };
+
+async function readyProgram(t: Tenant) {
+  const id = await registerProgram(t, await seedConfig());
+  await markReady(id);
+  await env.ARTIFACTS.put(`programs/${id}/baseline.json`, '{}');
+  await drainQueuedJobs(); // its commit job is not under test
+  return id;
+}
+
+const jobIdOf = async (kind: string, subject: string) =>
+  (await env.DB.prepare('SELECT id FROM jobs WHERE kind = ? AND subject_id = ?').bind(kind, subject).first<{ id: string }>())!.id;
+
+/** A proof run to Succeeded by an agent: a log, a STARK proof, a cost. */
+async function succeededProof(t: Tenant, program: string) {
+  const { id } = await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
+  const job = await claimJob(await seedAgent());
+  await json(await lease(job, '/logs', { seq: 0, offset: 0, text: 'proving\n' }), 200);
+  await json(await upload(job, 'stark', await devProofOf(job)), 200);
+  await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 42 } }), 200);
+  await logCompacted(job.id);
+  return { id, jobId: job.id };
+}
+
+async function succeededExecution(t: Tenant, program: string) {
+  const { id } = await json<{ id: string }>(await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] })), 200);
+  const job = await claimJob(await seedAgent());
+  await json(await lease(job, '/logs', { seq: 0, offset: 0, text: 'ran\n' }), 200);
+  await json(await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: '0x01', error: null, metrics: { num_instructions: 7 } }), 200);
+  await logCompacted(job.id);
+  return { id, jobId: job.id };
+}
+
+/** Its log compacted (after the response that ended it), so its objects hold still. */
+const logCompacted = (jobId: string) =>
+  vi.waitFor(async () => expect(await env.DB.prepare('SELECT log_store FROM jobs WHERE id = ?').bind(jobId).first()).toEqual({ log_store: 'clean' }), { timeout: 5000 });
+
+/** Every object a job's subject owns: its own prefix and its log. */
+const objectsOf = async (prefix: string, jobId: string) => [...(await r2Keys(prefix)), ...(await r2Keys(`logs/${jobId}`))];
+
+/** A sweep run once purges have settled (PURGE_SETTLE_MS after their record's deletion). */
+const settledSweep = () => sweepPurges(openDb(env.DB), env.ARTIFACTS, 1000, Date.now() + PURGE_SETTLE_MS + 1000);
+
+/**
+ * The objects are gone after the response (the purge's first pass), and the purge row
+ * once the sweep's second pass ran.
+ */
+async function expectPurged(prefix: string, jobId: string | null, subjectId: string) {
+  await vi.waitFor(async () => expect([...(await r2Keys(prefix)), ...(jobId ? await r2Keys(`logs/${jobId}`) : [])]).toEqual([]), { timeout: 5000 });
+  expect(await countRows('purges', 'subject_id = ?', subjectId)).toBe(1);
+  await settledSweep();
+  expect(await countRows('purges', 'subject_id = ?', subjectId)).toBe(0);
+}
+
+async function owner(t: Tenant): Promise<Session> {
+  return signIn(await seedUser(t.orgId, 'owner'));
+}
+
+describe('DELETE /v1/proofs/{id}', () => {
+  it('deletes every object the proof owns, keeps a tombstone with its billing figures, and answers the same twice', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { id, jobId } = await succeededProof(t, program);
+    const before = await json(await api(t, `/v1/proofs/${id}`), 200);
+    expect(before.state).toBe('Succeeded');
+    expect(before).not.toHaveProperty('deleted_at');
+    expect((await objectsOf(`proofs/${id}/`, jobId)).length).toBeGreaterThanOrEqual(3); // input, stark proof, log
+    const usage = await env.DB.prepare('SELECT sum(cost) AS cost, sum(instructions) AS instructions FROM usage_daily WHERE org_id = ?').bind(t.orgId).first();
+
+    const tombstone = await json(await api(t, `/v1/proofs/${id}`, DELETE), 200);
+    expect(tombstone.deleted_at).toEqual(expect.any(String));
+    // The billing figures stand.
+    for (const field of ['state', 'cost', 'cells_used', 'num_instructions', 'machine_type', 'launched_at', 'terminated_at', 'created_by', 'num_gpus'] as const) expect(tombstone[field]).toEqual(before[field]);
+    expect(await env.DB.prepare('SELECT sum(cost) AS cost, sum(instructions) AS instructions FROM usage_daily WHERE org_id = ?').bind(t.orgId).first()).toEqual(usage);
+    await expectPurged(`proofs/${id}/`, jobId, id);
+    expect(await r2Keys(`logs/${jobId}`)).toEqual([]);
+    expect(await countRows('job_log_chunks', 'job_id = ?', jobId)).toBe(0);
+    expect(await env.DB.prepare('SELECT public_values FROM proofs WHERE id = ?').bind(id).first()).toEqual({ public_values: null });
+
+    // The record answers as a tombstone; its files are gone (404, saying so).
+    expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toEqual(tombstone);
+    expect((await json(await api(t, `/v1/proofs/${id}/proof/stark`), 404)).detail).toMatch(/deleted/);
+    expect((await json(await api(t, `/v1/proofs/${id}/logs`), 404)).detail).toMatch(/deleted/);
+    // Idempotent: the same answer again, nothing more to purge.
+    expect(await json(await api(t, `/v1/proofs/${id}`, DELETE), 200)).toEqual(tombstone);
+    expect(await countRows('purges', 'subject_id = ?', id)).toBe(0);
+    // The console's files of it too.
+    const o = await owner(t);
+    await as(o, `/console/v1/orgs/${t.orgId}/proofs/${id}/proof/stark`, 404);
+    await as(o, `/console/v1/orgs/${t.orgId}/proofs/${id}/logs`, 404);
+  });
+
+  it("answers 404 for another organization's proof and leaves it whole", { timeout: 30_000 }, async () => {
+    const [a, b] = [await seedTenant(), await seedTenant()];
+    const { id, jobId } = await succeededProof(b, await readyProgram(b));
+    const objects = await objectsOf(`proofs/${id}/`, jobId);
+    expect((await api(a, `/v1/proofs/${id}`, DELETE)).status).toBe(404);
+    expect((await api(a, `/v1/proofs/${crypto.randomUUID()}`, DELETE)).status).toBe(404);
+    const o = await owner(a);
+    await as(o, `/console/v1/orgs/${a.orgId}/proofs/${id}`, 404, { method: 'DELETE' });
+    await as(o, `/console/v1/orgs/${b.orgId}/proofs/${id}`, 404, { method: 'DELETE' }); // not a member there
+    expect((await json(await api(b, `/v1/proofs/${id}`), 200)).deleted_at).toBeUndefined();
+    expect(await objectsOf(`proofs/${id}/`, jobId)).toEqual(objects);
+    expect(await countRows('purges', 'subject_id = ?', id)).toBe(0);
+  });
+
+  it('is refused to a prove key, a read key, a member and a viewer (403); an admin may', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const { id } = await succeededProof(t, await readyProgram(t));
+    const o = await owner(t);
+    for (const scope of ['prove', 'read'] as const) {
+      const { key } = await send(o, 'POST', `/console/v1/orgs/${t.orgId}/api-keys`, { name: scope, scope }, 201);
+      expect((await api({ ...t, key }, `/v1/proofs/${id}`, DELETE)).status).toBe(403);
+    }
+    for (const role of ['viewer', 'member'] as const) await as(await signIn(await seedUser(t.orgId, role)), `/console/v1/orgs/${t.orgId}/proofs/${id}`, 403, { method: 'DELETE' });
+    expect((await json(await api(t, `/v1/proofs/${id}`), 200)).deleted_at).toBeUndefined();
+    const admin = await signIn(await seedUser(t.orgId, 'admin'));
+    expect((await as(admin, `/console/v1/orgs/${t.orgId}/proofs/${id}`, 200, { method: 'DELETE' })).deleted_at).toEqual(expect.any(String));
+  });
+
+  it('refuses a queued or running proof (409) and deletes it once canceled', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { id } = await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
+    expect((await json(await api(t, `/v1/proofs/${id}`, DELETE), 409)).detail).toMatch(/still running \(Queued\).*cancel/);
+    await claimJob(await seedAgent());
+    expect((await json(await api(t, `/v1/proofs/${id}`, DELETE), 409)).detail).toMatch(/still running/);
+    expect(await countRows('purges', 'subject_id = ?', id)).toBe(0);
+    expect(await r2Keys(`proofs/${id}/`)).toEqual([`proofs/${id}/input.json`]);
+    const { id: queued } = await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
+    await json(await api(t, `/v1/proofs/${queued}/cancel`, { method: 'POST' }), 200);
+    expect((await json(await api(t, `/v1/proofs/${queued}`, DELETE), 200)).state).toBe('Canceled');
+    await expectPurged(`proofs/${queued}/`, null, queued);
+  });
+
+  it('loses nothing to a crash between the tombstone and the purge: the sweep finishes it', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const { id, jobId } = await succeededProof(t, await readyProgram(t));
+    const db = openDb(env.DB);
+    // The request's batch, and then the Worker dies before deleting anything.
+    const { tombstone } = await batchByName(db, deleteProofStatements(db, t.orgId, id));
+    expect(tombstone.map((r) => r.id)).toEqual([id]);
+    expect((await objectsOf(`proofs/${id}/`, jobId)).length).toBeGreaterThanOrEqual(3);
+    expect(await countRows('purges', 'subject_id = ?', id)).toBe(1);
+    expect(await sweepPurges(db, env.ARTIFACTS, 1000)).toBe(0); // not settled yet: left for a later run
+    expect(await settledSweep()).toBeGreaterThanOrEqual(1);
+    expect(await objectsOf(`proofs/${id}/`, jobId)).toEqual([]);
+    expect(await countRows('purges', 'subject_id = ?', id)).toBe(0);
+  });
+});
+
+describe('DELETE /v1/executions/{id}', () => {
+  it('deletes its input and log, keeps cost and cycles, refuses a queued one, 404 elsewhere', { timeout: 30_000 }, async () => {
+    const [t, other] = [await seedTenant(), await seedTenant()];
+    const program = await readyProgram(t);
+    const { id: queued } = await json<{ id: string }>(await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] })), 200);
+    expect((await api(t, `/v1/executions/${queued}`, DELETE)).status).toBe(409);
+    await drainQueuedJobs();
+    await env.DB.prepare(`UPDATE executions SET status = 'failed', terminated_at = ? WHERE id = ?`).bind(new Date().toISOString(), queued).run();
+    const { id, jobId } = await succeededExecution(t, program);
+    const before = await json(await api(t, `/v1/executions/${id}`), 200);
+    expect((await api(other, `/v1/executions/${id}`, DELETE)).status).toBe(404);
+    const tombstone = await json(await api(t, `/v1/executions/${id}`, DELETE), 200);
+    expect(tombstone).toEqual({ ...before, public_values: null, deleted_at: expect.any(String) });
+    expect(tombstone.num_instructions).toBe(7);
+    await expectPurged(`executions/${id}/`, jobId, id);
+    expect((await api(t, `/v1/executions/${id}/logs`)).status).toBe(404);
+    expect(await json(await api(t, `/v1/executions/${id}`, DELETE), 200)).toEqual(tombstone);
+    const { key } = await send(await owner(t), 'POST', `/console/v1/orgs/${t.orgId}/api-keys`, { name: 'p', scope: 'prove' }, 201);
+    expect((await api({ ...t, key }, `/v1/executions/${queued}`, DELETE)).status).toBe(403);
+  });
+});
+
+describe('DELETE /v1/programs/{id}', () => {
+  it('is refused while a job of it is queued, then deletes its ELF, VMEXE and baseline; nothing more is submitted against it', { timeout: 30_000 }, async () => {
+    const [t, other] = [await seedTenant(), await seedTenant()];
+    const program = await readyProgram(t);
+    const { id: proof } = await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
+    expect((await json(await api(t, `/v1/programs/${program}`, DELETE), 409)).detail).toMatch(/queued or running/);
+    const job = await claimJob(await seedAgent());
+    expect((await api(t, `/v1/programs/${program}`, DELETE)).status).toBe(409);
+    await json(await upload(job, 'stark', await devProofOf(job)), 200);
+    await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 42 } }), 200);
+    expect((await api(other, `/v1/programs/${program}`, DELETE)).status).toBe(404);
+    expect((await r2Keys(`programs/${program}/`)).length).toBe(3);
+
+    const tombstone = await json(await api(t, `/v1/programs/${program}`, DELETE), 200);
+    expect(tombstone.deleted_at).toEqual(expect.any(String));
+    expect(tombstone.proofs_run).toBe((await json(await api(t, `/v1/programs/${program}`), 200)).proofs_run);
+    await expectPurged(`programs/${program}/`, null, program);
+    expect((await api(t, `/v1/programs/${program}/download/elf`)).status).toBe(404);
+    expect((await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 409)).detail).toMatch(/deleted/);
+    expect((await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] }))).status).toBe(409);
+    // Its proofs are records of their own: still there.
+    expect((await json(await api(t, `/v1/proofs/${proof}`), 200)).deleted_at).toBeUndefined();
+    expect(await json(await api(t, `/v1/programs/${program}`, DELETE), 200)).toEqual(tombstone);
+    // The database itself refuses a proof of a deleted program (a submission that read the program before its deletion).
+    await expect(env.DB.prepare(`INSERT INTO proofs (id, org_id, program_id, proof_type, priority, num_gpus, created_by, input_key) VALUES (?, ?, ?, 'stark', 5, 1, 'x', 'k')`).bind(crypto.randomUUID(), t.orgId, program).run()).rejects.toThrow(/program was deleted/);
+  });
+});
+
+describe('retention', () => {
+  it('is set by owners and admins in the console, read by members', async () => {
+    const t = await seedTenant();
+    const [o, member] = [await owner(t), await signIn(await seedUser(t.orgId, 'member'))];
+    expect(await as(member, `/console/v1/orgs/${t.orgId}/retention`)).toEqual({ retention_days: null });
+    await send(member, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 30 }, 403);
+    await send(o, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 0 }, 422);
+    expect(await send(o, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 30 })).toEqual({ retention_days: 30 });
+    expect(await as(member, `/console/v1/orgs/${t.orgId}/retention`)).toEqual({ retention_days: 30 });
+    expect(await send(o, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: null })).toEqual({ retention_days: null });
+  });
+
+  it('deletes finished records past it, a bounded number per run, oldest first, and resumes on the next run', { timeout: 30_000 }, async () => {
+    const [t, keeper] = [await seedTenant(), await seedTenant()];
+    const program = await readyProgram(t);
+    const done = [];
+    for (let i = 0; i < 3; i++) done.push(await succeededProof(t, program));
+    const recent = await succeededProof(t, program);
+    const execution = await succeededExecution(t, program);
+    const kept = await succeededProof(keeper, await readyProgram(keeper));
+    // Finished 10, 9 and 8 days ago; the recent one today.
+    const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000).toISOString();
+    for (const [i, p] of done.entries()) await env.DB.prepare('UPDATE proofs SET terminated_at = ? WHERE id = ?').bind(daysAgo(10 - i), p.id).run();
+    await env.DB.prepare('UPDATE executions SET terminated_at = ? WHERE id = ?').bind(daysAgo(10), execution.id).run();
+    await env.DB.prepare('UPDATE proofs SET terminated_at = ? WHERE id = ?').bind(daysAgo(20), kept.id).run();
+    await send(await owner(t), 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 7 });
+    const db = openDb(env.DB);
+    const deleted = async (id: string, path = 'proofs') => (await json(await api(t, `/v1/${path}/${id}`), 200)).deleted_at !== undefined;
+
+    // Two of each kind per run.
+    const first = await sweepRetention(db, env.ARTIFACTS, Date.now(), 2);
+    expect(first.retentionDeleted).toBe(3);
+    expect(await Promise.all(done.map((p) => deleted(p.id)))).toEqual([true, true, false]);
+    expect(await deleted(execution.id, 'executions')).toBe(true);
+    expect(await r2Keys(`proofs/${done[0]!.id}/`)).toEqual([]);
+    expect(await r2Keys(`logs/${done[0]!.jobId}`)).toEqual([]);
+    expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]);
+
+    const second = await sweepRetention(db, env.ARTIFACTS, Date.now(), 2);
+    expect(second.retentionDeleted).toBe(1);
+    expect(await deleted(done[2]!.id)).toBe(true);
+    expect((await sweepRetention(db, env.ARTIFACTS, Date.now(), 2)).retentionDeleted).toBe(0);
+    // Within its retention, or an organization without one: kept.
+    expect(await deleted(recent.id)).toBe(false);
+    expect((await r2Keys(`proofs/${recent.id}/`)).length).toBeGreaterThanOrEqual(2);
+    expect((await json(await api(keeper, `/v1/proofs/${kept.id}`), 200)).deleted_at).toBeUndefined();
+    expect((await r2Keys(`proofs/${kept.id}/`)).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('finds its candidates through the partial indexes, never a scan of the records', async () => {
+    const db = openDb(env.DB);
+    for (const table of [proofs, executions]) {
+      const { sql, params } = pastRetention(db, table, Date.now(), 50).toSQL();
+      const detail = (await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>()).results.map((r) => r.detail).join('\n');
+      expect(detail).toMatch(/SCAN organizations USING (COVERING )?INDEX organizations_retention/);
+      expect(detail).toMatch(new RegExp(`SEARCH ${getTableName(table)} USING INDEX ${getTableName(table)}_retention \\(org_id=\\? AND terminated_at`));
+    }
+  });
+
+  it('deletes ended leases once no retried callback can need them, and never a live one', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { jobId } = await succeededProof(t, program);
+    await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
+    const running = await claimJob(await seedAgent());
+    const db = openDb(env.DB);
+    expect(await countRows('leases', 'job_id = ?', jobId)).toBe(1);
+    await deleteEndedLeases(db, Date.now());
+    expect(await countRows('leases', 'job_id = ?', jobId)).toBe(1); // within LEASE_KEEP_MS: a retried /complete still gets its answer
+    await deleteEndedLeases(db, Date.now() + LEASE_KEEP_MS + 1000);
+    expect(await countRows('leases', 'job_id = ?', jobId)).toBe(0);
+    expect(await countRows('leases', 'job_id = ?', running.id)).toBe(1);
+  });
+});
