@@ -86,6 +86,11 @@ export default defineConfig({
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 180_000,
+          // expect.poll waits for a state the stack reaches (a list reloaded after a POST, a
+          // mail in the outbox), not for a deadline: vitest's default of 1 s made each poll a
+          // timing assertion that a loaded machine fails (a POST and a reload, or one page
+          // load inside mailedLink, past 1 s). Like the suites' other waits, it gives up late.
+          expect: { poll: { timeout: 30_000 } },
         },
       },
     ],
