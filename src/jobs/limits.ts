@@ -168,5 +168,5 @@ export async function failQueuedPastDeadline(db: Db, now: number): Promise<{ fai
     deliveries: unsentDeliveries(db, db.select({ id: jobs.subject_id }).from(jobs).where(due)),
     ended: db.update(jobs).set({ status: 'done', notified_at: now }).where(due).returning({ id: jobs.id }),
   });
-  return { failed: r.ended.length, deliveries: r.deliveries as DeliveryRef[] };
+  return { failed: r.ended.length, deliveries: r.deliveries };
 }

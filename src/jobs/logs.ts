@@ -220,7 +220,7 @@ export async function readLogPage(
   const from = Math.max(offset, 0);
   if (!jobId) return { bytes: new Uint8Array(0), next: from };
   if (isCompacted(store)) return compactedLogFrom(bucket, jobId, from, maxBytes, logBytes);
-  if ((rows.length === 0 || rows[0]!.offset > from) && logBytes !== undefined && from < logBytes) return legacyLogFrom(bucket, jobId, from, maxBytes);
+  if ((rows.length === 0 || rows[0].offset > from) && logBytes !== undefined && from < logBytes) return legacyLogFrom(bucket, jobId, from, maxBytes);
   const taken: LogIndexRow[] = [];
   let size = 0;
   for (const r of rows) {
@@ -264,7 +264,7 @@ export async function jobLogFrom(db: Db, bucket: R2Bucket, jobId: string | undef
 /** The end of the longest prefix of `bytes` that does not cut a UTF-8 character. */
 function wholeCharsEnd(bytes: Uint8Array): number {
   for (let back = 1; back <= Math.min(4, bytes.byteLength); back++) {
-    const b = bytes[bytes.byteLength - back]!;
+    const b = bytes[bytes.byteLength - back];
     if ((b & 0xc0) === 0x80) continue; // a continuation byte: its lead is further back
     const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
     return need > back ? bytes.byteLength - back : bytes.byteLength;
@@ -378,7 +378,7 @@ export async function compactJobLog(db: Db, bucket: R2Bucket, jobId: string, cap
     let missing = false;
     const worker = async () => {
       while (!missing && next < rows.length) {
-        const r = rows[next++]!;
+        const r = rows[next++];
         const obj = await bucket.get(artifactKey.jobLogChunk(jobId, r.seq, r.source));
         if (!obj) return void (missing = true);
         const bytes = new Uint8Array(await obj.arrayBuffer());

@@ -31,7 +31,7 @@
 // decided inside the same transaction as the cancel it races with.
 import { and, eq, getTableColumns, getTableName, inArray, isNotNull, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { PROVE_PHASES, type JobKind, type ProvePhase } from 'prover-agent/protocol';
-import { alias, type SelectedFields, type SQLiteTable } from 'drizzle-orm/sqlite-core';
+import { alias, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 import { batchByName, type Statement } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { agentTokens, configs, jobs, leases, organizations, programs, proofs, queueLanes, type ProofState } from '../db/schema.ts';

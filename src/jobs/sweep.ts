@@ -16,7 +16,6 @@
 // - Finished jobs' logs whose compaction is pending (it failed, or its Worker died) are
 //   compacted, a few per run (src/jobs/logs.ts compactPendingLogs).
 import { and, eq, gte, isNotNull, isNull, lt, sql } from 'drizzle-orm';
-import { gpusUsed } from 'prover-agent/protocol';
 import { batchByName } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { agents, jobs, queueLanes } from '../db/schema.ts';

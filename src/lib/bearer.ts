@@ -6,5 +6,5 @@ import { ApiError } from './errors.ts';
 export function bearer(header: string | undefined): string {
   const m = /^Bearer\s+(\S+)$/i.exec(header ?? '');
   if (!m) throw new ApiError(401, 'Missing bearer token');
-  return m[1]!;
+  return m[1];
 }

@@ -18,7 +18,7 @@ export function isJsonContentType(contentType: string | null | undefined): boole
   if (contentType === null || contentType === undefined) return true;
   const m = /^\s*([^\s/;]+)\/([^\s;]+)\s*(?:;|$)/.exec(contentType);
   if (!m) return false;
-  const [main, sub] = [m[1]!.toLowerCase(), m[2]!.toLowerCase()];
+  const [main, sub] = [m[1].toLowerCase(), m[2].toLowerCase()];
   return main === 'application' && (sub === 'json' || sub.endsWith('+json'));
 }
 

@@ -13,7 +13,7 @@ export function concatBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
 
 /** Where `needle` first occurs in `hay` at or after `from`, or -1. */
 export function indexOfBytes(hay: Uint8Array, needle: Uint8Array, from: number): number {
-  const first = needle[0]!;
+  const first = needle[0];
   const last = hay.length - needle.length;
   for (let i = hay.indexOf(first, from); i !== -1 && i <= last; i = hay.indexOf(first, i + 1)) {
     let j = 1;
@@ -74,11 +74,11 @@ export class StreamSearch {
     for (let i = 0; i < chunk.length; i++) {
       if (q === 0) {
         // Outside a partial match, skip natively to the next candidate start.
-        const next = chunk.indexOf(needle[0]!, i);
+        const next = chunk.indexOf(needle[0], i);
         if (next < 0) break;
         i = next;
       }
-      const b = chunk[i]!;
+      const b = chunk[i];
       while (q > 0 && needle[q] !== b) q = this.fail[q - 1]!;
       if (needle[q] === b) q++;
       if (q === m) {

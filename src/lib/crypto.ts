@@ -16,7 +16,7 @@ export function toHex(bytes: ArrayBuffer | Uint8Array): string {
   for (let at = 0; at < view.length; at += HEX_SLICE) {
     const n = Math.min(HEX_SLICE, view.length - at);
     pairs.length = n;
-    for (let i = 0; i < n; i++) pairs[i] = HEX_PAIRS[view[at + i]!]!;
+    for (let i = 0; i < n; i++) pairs[i] = HEX_PAIRS[view[at + i]]!;
     slices.push(pairs.join(''));
   }
   return slices.join('');
@@ -26,7 +26,7 @@ export function toHex(bytes: ArrayBuffer | Uint8Array): string {
 export function hexAscii(bytes: Uint8Array): Uint8Array {
   const out = new Uint8Array(bytes.length * 2);
   for (let i = 0, o = 0; i < bytes.length; i++, o += 2) {
-    const b = bytes[i]!;
+    const b = bytes[i];
     out[o] = HEX_DIGITS[b >> 4]!;
     out[o + 1] = HEX_DIGITS[b & 15]!;
   }

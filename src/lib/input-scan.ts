@@ -57,10 +57,10 @@ class EntryTracker {
   /** push() of each of bytes[from..to), each one unit. */
   pushRun(bytes: Uint8Array, from: number, to: number) {
     let k = from;
-    while (k < to && this.length < 4) this.push(bytes[k++]!);
+    while (k < to && this.length < 4) this.push(bytes[k++]);
     if (this.hexFrom2)
       for (let m = k; m < to; m++)
-        if (!isHexCode(bytes[m]!)) {
+        if (!isHexCode(bytes[m])) {
           this.hexFrom2 = false;
           break;
         }
@@ -182,12 +182,12 @@ export class ProofInputScan {
       grown.set(this.kinds);
       this.kinds = grown;
     }
-    if (object) this.kinds[d >> 3]! |= 1 << (d & 7);
-    else this.kinds[d >> 3]! &= ~(1 << (d & 7));
+    if (object) this.kinds[d >> 3] |= 1 << (d & 7);
+    else this.kinds[d >> 3] &= ~(1 << (d & 7));
   }
 
   private isObject(d: number) {
-    return (this.kinds[d >> 3]! & (1 << (d & 7))) !== 0;
+    return (this.kinds[d >> 3] & (1 << (d & 7))) !== 0;
   }
 
   /** After a value: the enclosing container goes on, or the document is done. */
@@ -215,12 +215,12 @@ export class ProofInputScan {
     for (;;) {
       switch (this.state) {
         case VALUE: {
-          while (i < n && isWs(data[i]!)) i++;
+          while (i < n && isWs(data[i])) i++;
           if (i >= n) {
             if (!final) return more();
             fault('Unexpected end of JSON input');
           }
-          const b = data[i]!;
+          const b = data[i];
           if (this.depth === 0) this.topKind = b === 0x7b ? 'object' : 'other';
           const isInput = this.valueIsInput;
           this.valueIsInput = false;
@@ -269,7 +269,7 @@ export class ProofInputScan {
             if (kind !== KEY) {
               // The common case, a run of plain bytes, in one tight loop.
               let j = i;
-              for (let c = data[j]; j < n && c !== 0x22 && c !== 0x5c && c! >= 0x20; c = data[++j]);
+              for (let c = data[j]; j < n && c !== 0x22 && c !== 0x5c && c >= 0x20; c = data[++j]);
               if (kind === ENTRY && j > i) this.tracker.pushRun(data, i, j);
               i = j;
             }
@@ -277,7 +277,7 @@ export class ProofInputScan {
               if (!final) return more();
               fault('Unterminated string');
             }
-            const b = data[i]!;
+            const b = data[i];
             if (b === 0x22) {
               i++;
               break;
@@ -294,12 +294,12 @@ export class ProofInputScan {
                 for (let k = 2; k < 6; k++) {
                   const h = data[i + k];
                   if (h === undefined || !isHexCode(h)) fault('Bad Unicode escape in JSON');
-                  v = v * 16 + parseInt(String.fromCharCode(h!), 16);
+                  v = v * 16 + parseInt(String.fromCharCode(h), 16);
                 }
                 unit = v;
                 i += 6;
               } else {
-                const decoded = SIMPLE_ESCAPES.get(e!);
+                const decoded = SIMPLE_ESCAPES.get(e);
                 if (decoded === undefined) fault('Bad escaped character in JSON');
                 unit = decoded!;
                 i += 2;
@@ -321,7 +321,7 @@ export class ProofInputScan {
         }
 
         case AFTER_KEY: {
-          while (i < n && isWs(data[i]!)) i++;
+          while (i < n && isWs(data[i])) i++;
           if (i >= n && !final) return more();
           if (data[i] !== 0x3a) fault("Expected ':' after property name in JSON");
           i++;
@@ -331,7 +331,7 @@ export class ProofInputScan {
         }
 
         case KEY_START: {
-          while (i < n && isWs(data[i]!)) i++;
+          while (i < n && isWs(data[i])) i++;
           if (i >= n) {
             if (!final) return more();
             fault('Unexpected end of JSON input');
@@ -346,7 +346,7 @@ export class ProofInputScan {
         }
 
         case CONTAINER: {
-          while (i < n && isWs(data[i]!)) i++;
+          while (i < n && isWs(data[i])) i++;
           if (i >= n) {
             if (!final) return more();
             fault('Unexpected end of JSON input');
@@ -422,14 +422,14 @@ export class ProofInputScan {
           const avail = n - i;
           if (!final && LITERALS.some((w) => avail < w.length && w.subarray(0, avail).every((c, k) => data[i + k] === c))) return more();
           const word = LITERALS.find((w) => w.every((c, k) => data[i + k] === c));
-          if (!word) fault(`Unexpected token '${String.fromCharCode(data[i]!)}'`);
+          if (!word) fault(`Unexpected token '${String.fromCharCode(data[i])}'`);
           i += word!.length;
           this.valueDone();
           break;
         }
 
         case DONE: {
-          while (i < n && isWs(data[i]!)) i++;
+          while (i < n && isWs(data[i])) i++;
           if (i < n) fault('Unexpected non-whitespace character after JSON');
           return final ? false : more();
         }

@@ -190,12 +190,12 @@ function dispositionParams(value: string): Record<string, string> {
   const out: Record<string, string> = {};
   const re = /;\s*([^=;\s]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;]*))/g;
   for (let m = re.exec(value); m; m = re.exec(value)) {
-    const key = m[1]!.toLowerCase();
+    const key = m[1].toLowerCase();
     let v = m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : (m[3] ?? '').trim();
     if (key.endsWith('*')) {
       const ext = /^[^']*'[^']*'(.*)$/.exec(v);
       try {
-        v = decodeURIComponent(ext ? ext[1]! : v);
+        v = decodeURIComponent(ext ? ext[1] : v);
       } catch {
         /* keep the raw value */
       }
@@ -254,9 +254,9 @@ export class MultipartForm {
     const got: Record<string, PartSink[]> = Object.fromEntries(Object.keys(rules).map((name) => [name, []]));
     const over = new Set<string>();
     await parseMultipart(this.body, this.boundary, { maxBytes: this.maxBytes, maxParts }, async (part) => {
-      const rule = Object.hasOwn(rules, part.name) ? rules[part.name]! : undefined;
+      const rule = Object.hasOwn(rules, part.name) ? rules[part.name] : undefined;
       if (!rule || (rule.fieldOnly && part.filename !== undefined)) return DISCARD;
-      const sinks = got[part.name]!;
+      const sinks = got[part.name];
       if (rule.max !== undefined && sinks.length >= rule.max) {
         if (rule.max === 1) throw new ApiError(400, `More than one "${part.name}" part`);
         over.add(part.name);
@@ -266,10 +266,10 @@ export class MultipartForm {
       sinks.push(sink);
       return sink;
     });
-    const tooLong = [...over].map((name): ValidationIssue => ({ loc: ['body', name], msg: `List should have at most ${rules[name]!.max} items`, type: 'too_long' }));
+    const tooLong = [...over].map((name): ValidationIssue => ({ loc: ['body', name], msg: `List should have at most ${rules[name].max} items`, type: 'too_long' }));
     if (tooLong.length) throw new ValidationError(tooLong);
     const missing = Object.entries(rules)
-      .filter(([name, rule]) => rule.required && got[name]!.length === 0)
+      .filter(([name, rule]) => rule.required && got[name].length === 0)
       .map(([name]): ValidationIssue => ({ loc: ['body', name], msg: 'Field required', type: 'missing' }));
     if (missing.length) throw new ValidationError(missing);
     return got as FormParts<R>;

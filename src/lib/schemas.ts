@@ -43,9 +43,9 @@ export function parseQueryInt(text: string): bigint | null {
 /** pydantic-core's `strip_leading_zeros`: keeps one zero (`000` → `0`, `00.0` → `0.0`); null if it does not start like a number. */
 function stripLeadingZeros(s: string): string | null {
   if (s.length === 0) return null;
-  if (s[0] !== '0') return /[1-9-]/.test(s[0]!) ? s : null;
+  if (s[0] !== '0') return /[1-9-]/.test(s[0]) ? s : null;
   for (let i = 1; i < s.length; i++) {
-    const c = s[i]!;
+    const c = s[i];
     if (c === '0' || c === '_') continue;
     if (/[1-9-]/.test(c)) return s.slice(i);
     if (c === '.') return s.slice(i - 1);
@@ -184,9 +184,9 @@ export const ReplayedHeader = {
  */
 export function idempotentResponses(success: 200 | 201, description: string, ...statuses: (400 | 404 | 409 | 413 | 422)[]) {
   const errors = errorResponses(...new Set([400, 409, 422, ...statuses] as const));
-  errors[400]!.description += '; a malformed Idempotency-Key';
-  errors[409]!.description += '; a request with the same Idempotency-Key is still being processed';
-  errors[422]!.description += '; the Idempotency-Key was used for a different request';
+  errors[400].description += '; a malformed Idempotency-Key';
+  errors[409].description += '; a request with the same Idempotency-Key is still being processed';
+  errors[422].description += '; the Idempotency-Key was used for a different request';
   return {
     [success]: { description, headers: ReplayedHeader, content: { 'application/json': { schema: IdResponse } } },
     ...errors,

@@ -8,7 +8,6 @@
 // route checks it here.
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { createMiddleware } from 'hono/factory';
-import type { Context } from 'hono';
 import { sign, verify } from 'hono/jwt';
 import type { AppEnv } from '../app-env.ts';
 import type { Db } from '../db/client.ts';

@@ -37,7 +37,7 @@ const limited = (detail: string) =>
     'Retry-After': String(RATE_LIMIT_PERIOD_SECONDS),
   });
 
-const take = async (env: Env, binding: Binding, key: string) => (await (env[binding] as RateLimit).limit({ key })).success;
+const take = async (env: Env, binding: Binding, key: string) => (await (env[binding]).limit({ key })).success;
 
 /**
  * The organization of each API key this isolate has seen authenticated (by key hash):

@@ -211,7 +211,7 @@ const commands: Record<string, Command> = {
       if (weight === null || weight === 0) throw new UsageError('--weight must be a whole number ≥ 1');
       let step: AdminStep;
       try {
-        step = setOrganizationLimits(c.positionals[0]!, {
+        step = setOrganizationLimits(c.positionals[0], {
           maxActiveJobs: quota('max-jobs'),
           maxGpus: quota('max-gpus'),
           shareWeight: weight,
@@ -241,7 +241,7 @@ const commands: Record<string, Command> = {
       };
       let step: AdminStep;
       try {
-        step = setOrganizationBudget(c.positionals[0]!, { monthlyCost: limit('usd', 1_000_000), monthlyGpuHours: limit('gpu-hours', 1) });
+        step = setOrganizationBudget(c.positionals[0], { monthlyCost: limit('usd', 1_000_000), monthlyGpuHours: limit('gpu-hours', 1) });
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
@@ -259,7 +259,7 @@ const commands: Record<string, Command> = {
       if (v !== 'forever' && !/^\d+$/.test(v)) throw new UsageError(`--days must be a whole number or 'forever', not ${v}`);
       let step: AdminStep;
       try {
-        step = setOrganizationRetention(c.positionals[0]!, v === 'forever' ? null : Number(v));
+        step = setOrganizationRetention(c.positionals[0], v === 'forever' ? null : Number(v));
       } catch (err) {
         throw new UsageError((err as Error).message);
       }

@@ -125,7 +125,7 @@ function summary(label: string, s: Samples): Result {
 }
 
 function table(results: Result[]): string {
-  const floor = results[0]!.p50;
+  const floor = results[0].p50;
   return layout([
     ['route', 'p50 ms', 'p99 ms', 'req/s', 'p50 / floor', 'ok', 'errors'],
     ...results.map((r) => [r.label, r.p50.toFixed(2), r.p99.toFixed(2), r.rps.toFixed(0), (r.p50 / floor).toFixed(2) + '×', String(r.ok), String(r.errors)]),
@@ -134,16 +134,16 @@ function table(results: Result[]): string {
 
 /** The two trees side by side: each route's p50 and its ratio to the same tree's floor. */
 function comparison(names: [string, string], [a, b]: [Result[], Result[]]): string {
-  const ratio = (rs: Result[], i: number) => (rs[i]!.p50 / rs[0]!.p50).toFixed(2) + '×';
+  const ratio = (rs: Result[], i: number) => (rs[i].p50 / rs[0].p50).toFixed(2) + '×';
   return layout([
     ['route', `p50 ms ${names[0]}`, `p50 ms ${names[1]}`, `p50 / floor ${names[0]}`, `p50 / floor ${names[1]}`],
-    ...a.map((r, i) => [r.label, r.p50.toFixed(2), b[i]!.p50.toFixed(2), ratio(a, i), ratio(b, i)]),
+    ...a.map((r, i) => [r.label, r.p50.toFixed(2), b[i].p50.toFixed(2), ratio(a, i), ratio(b, i)]),
   ]);
 }
 
 function layout(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('   ')).join('\n');
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((r) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('   ')).join('\n');
 }
 
 async function json<T>(res: Response, what: string): Promise<T> {
@@ -272,16 +272,16 @@ async function main(): Promise<void> {
     }
     const budget = fixedRequests !== undefined ? { requests: fixedRequests } : { ms: durationMs };
     const samples = trees.map((t) => t.routes.map(() => newSamples()));
-    for (let i = 0; i < trees[0]!.routes.length; i++) {
+    for (let i = 0; i < trees[0].routes.length; i++) {
       for (let round = 0; round < rounds; round++) {
         // The trees in turn (the baseline first on odd rounds), so neither always follows the other.
         const order = round % 2 ? [...trees.keys()].reverse() : [...trees.keys()];
         for (const t of order) {
-          const tree = trees[t]!;
-          const route = tree.routes[i]!;
+          const tree = trees[t];
+          const route = tree.routes[i];
           log(`${tree.name}: ${route.label}: ${round === 0 ? `${warmup} warm-up requests, then ` : ''}${fixedRequests !== undefined ? `${fixedRequests} requests` : `${durationMs / 1000} s`} at concurrency ${concurrency}${rounds > 1 ? ` (round ${round + 1} of ${rounds})` : ''}`);
           if (round === 0) await load(tree.baseUrl, route, tree.worker, { requests: warmup }, newSamples());
-          await load(tree.baseUrl, route, tree.worker, budget, samples[t]![i]!);
+          await load(tree.baseUrl, route, tree.worker, budget, samples[t][i]);
           if (hasExited(tree.worker)) {
             process.stderr.write(tree.output());
             throw new Error(`${tree.name}: wrangler dev exited during the run`);
@@ -289,9 +289,9 @@ async function main(): Promise<void> {
         }
       }
     }
-    const results = trees.map((tree, t) => tree.routes.map((route, i) => summary(route.label, samples[t]![i]!)));
+    const results = trees.map((tree, t) => tree.routes.map((route, i) => summary(route.label, samples[t][i])));
     for (const [t, tree] of trees.entries()) {
-      for (const result of results[t]!) {
+      for (const result of results[t]) {
         if (result.errors) log(`${tree.name}: ${result.label}: ${result.errors} failed requests; the first: ${result.firstError}`);
         if (result.firstError?.startsWith('429 '))
           log(
@@ -306,12 +306,12 @@ async function main(): Promise<void> {
     console.log(`\nAPI latency on wrangler dev (local workerd, D1, R2, under the local rate limits of wrangler.toml, organization quotas raised to ${BENCH_ORG_LIMITS.maxActiveJobs} jobs), concurrency ${concurrency}, ${per} per route${rounds > 1 ? ` per round, ${rounds} rounds` : ''}, Node ${process.version}\n`);
     for (const [t, tree] of trees.entries()) {
       if (trees.length > 1) console.log(`${tree.name}:`);
-      console.log(table(results[t]!) + '\n');
+      console.log(table(results[t]) + '\n');
     }
     if (trees.length > 1) {
       const head = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
       console.log(`Each route's p50 over the floor's (GET /healthz) on the same tree, measured in turn:\n`);
-      console.log(comparison([`${baselineRef}`, `this tree (${head}${execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() ? ', modified' : ''})`], [results[1]!, results[0]!]));
+      console.log(comparison([`${baselineRef}`, `this tree (${head}${execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() ? ', modified' : ''})`], [results[1], results[0]]));
     }
     if (results.some((rs) => rs.some((r) => r.errors > 0))) process.exitCode = 1;
   } finally {

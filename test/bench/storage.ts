@@ -35,7 +35,7 @@ function d1File(persistDir: string): string {
   };
   walk(persistDir);
   if (found.length !== 1) throw new Error(`expected one local D1 file under ${persistDir}, found ${found.join(', ') || 'none'}`);
-  return found[0]!;
+  return found[0];
 }
 
 type Sizes = Map<string, { bytes: number; payload: number; kind: string }>;
@@ -52,7 +52,7 @@ function measure(file: string): Sizes {
   const sizes: Sizes = new Map();
   for (const line of out.trim().split('\n')) {
     const [name, bytes, payload, kind] = line.split('\t');
-    sizes.set(name!, { bytes: Number(bytes), payload: Number(payload), kind: kind! });
+    sizes.set(name, { bytes: Number(bytes), payload: Number(payload), kind: kind });
   }
   return sizes;
 }

@@ -19,8 +19,8 @@ describe('estimates before proving, with real agents', () => {
     expect(before).toMatchObject({ proving_seconds: null, cost: null, based_on_jobs: 0, reason: expect.stringMatching(/^No estimate/) });
     expect(rows).toHaveLength(3);
     const cycles = rows.map((r) => r.cycles);
-    expect(cycles[0]).toBeLessThan(cycles[1]!);
-    expect(cycles[1]).toBeLessThan(cycles[2]!);
+    expect(cycles[0]).toBeLessThan(cycles[1]);
+    expect(cycles[1]).toBeLessThan(cycles[2]);
     for (const [i, r] of rows.entries()) {
       // Each estimate rests on every proof of the config measured before it (2 seeds + the rows before).
       expect(r.estimate).toMatchObject({ based_on_jobs: 2 + i, proving_seconds: expect.any(Number), cost: expect.any(Number) });

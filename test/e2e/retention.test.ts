@@ -14,7 +14,7 @@ beforeAll(async () => {
 });
 afterAll(async () => stack?.stop());
 
-const pendingPurges = async (id: string) => Number((await stack.sql(`SELECT count(*) AS n FROM purges WHERE subject_id = '${id}'`))[0]!.n);
+const pendingPurges = async (id: string) => Number((await stack.sql(`SELECT count(*) AS n FROM purges WHERE subject_id = '${id}'`))[0].n);
 
 async function purged(id: string) {
   // The purge's first pass runs after the response; its row goes at the sweep's pass a minute later.

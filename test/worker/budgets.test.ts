@@ -61,7 +61,7 @@ beforeEach(async () => {
   enqueued = [];
   vi.spyOn(env.WEBHOOKS, 'sendBatch').mockImplementation(async (msgs) => {
     for (const m of msgs) enqueued.push((m.body as { delivery_id: string }).delivery_id);
-    return { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } } as unknown as QueueSendBatchResponse;
+    return { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } };
   });
 });
 afterEach(() => vi.restoreAllMocks());
@@ -80,7 +80,7 @@ describe('budget thresholds', () => {
     expect(await notices(t.orgId)).toEqual([{ metric: 'cost', threshold: 50 }]);
     // The completion that crossed it sent the event's message at once (its batch read the delivery back).
     const [fifty] = (await env.DB.prepare(`SELECT id FROM webhook_deliveries WHERE org_id = ? AND event_type = 'budget.threshold'`).bind(t.orgId).all<{ id: string }>()).results;
-    await vi.waitUntil(() => enqueued.includes(fifty!.id));
+    await vi.waitUntil(() => enqueued.includes(fifty.id));
     await runProof(t, program, agent, 0.1 * HOUR); // 65 %: nothing new
     await runProof(t, program, agent, 0.2 * HOUR); // 85 %
     expect((await notices(t.orgId)).map((n) => n.threshold)).toEqual([50, 80]);
@@ -166,21 +166,21 @@ describe('who sets a budget', () => {
     const sessions = Object.fromEntries(
       await Promise.all((['owner', 'admin', 'member', 'viewer'] as const).map(async (role) => [role, await signIn(await seedUser(t.orgId, role))] as const)),
     );
-    const set = await send(sessions.owner!, 'PUT', path, { monthly_cost: 5 * PER_HOUR });
+    const set = await send(sessions.owner, 'PUT', path, { monthly_cost: 5 * PER_HOUR });
     expect(set).toMatchObject({ monthly_cost: 5 * PER_HOUR, monthly_gpu_hours: null, used_cost: 0, submissions_refused: false, notices: [] });
-    expect(await send(sessions.admin!, 'PUT', path, { monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 })).toMatchObject({ monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 });
+    expect(await send(sessions.admin, 'PUT', path, { monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 })).toMatchObject({ monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 });
     for (const role of ['member', 'viewer'] as const) {
-      await send(sessions[role]!, 'PUT', path, { monthly_cost: 1 }, 403);
-      expect(await as(sessions[role]!, path)).toMatchObject({ monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 });
+      await send(sessions[role], 'PUT', path, { monthly_cost: 1 }, 403);
+      expect(await as(sessions[role], path)).toMatchObject({ monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 });
     }
     expect((await consoleFetch(path, { method: 'PUT', token: t.key, body: '{"monthly_cost": 1}', headers: { 'content-type': 'application/json' } })).status).toBe(401);
-    await send(sessions.owner!, 'PUT', path, { monthly_cost: -1 }, 422);
-    await send(sessions.owner!, 'PUT', path, { monthly_cost: 1.5 }, 422);
-    await send(sessions.owner!, 'PUT', path, { monthly_cost: 1, surprise: true }, 422);
+    await send(sessions.owner, 'PUT', path, { monthly_cost: -1 }, 422);
+    await send(sessions.owner, 'PUT', path, { monthly_cost: 1.5 }, 422);
+    await send(sessions.owner, 'PUT', path, { monthly_cost: 1, surprise: true }, 422);
     const audit = await env.DB.prepare(`SELECT count(*) AS n FROM audit_log WHERE org_id = ? AND action = 'budget.update'`).bind(t.orgId).first<{ n: number }>();
     expect(audit!.n).toBe(2);
     // Cleared: no limit.
-    expect(await send(sessions.owner!, 'PUT', path, {})).toMatchObject({ monthly_cost: null, monthly_gpu_hours: null });
+    expect(await send(sessions.owner, 'PUT', path, {})).toMatchObject({ monthly_cost: null, monthly_gpu_hours: null });
   }, 60_000);
 });
 

@@ -27,8 +27,6 @@ async function readyProgram(t: Tenant) {
   return id;
 }
 
-const jobIdOf = async (kind: string, subject: string) =>
-  (await env.DB.prepare('SELECT id FROM jobs WHERE kind = ? AND subject_id = ?').bind(kind, subject).first<{ id: string }>())!.id;
 
 /** A proof run to Succeeded by an agent: a log, a STARK proof, a cost. */
 async function succeededProof(t: Tenant, program: string) {
@@ -252,13 +250,13 @@ describe('retention', () => {
     expect(first.retentionDeleted).toBe(3);
     expect(await Promise.all(done.map((p) => deleted(p.id)))).toEqual([true, true, false]);
     expect(await deleted(execution.id, 'executions')).toBe(true);
-    expect(await r2Keys(`proofs/${done[0]!.id}/`)).toEqual([]);
-    expect(await r2Keys(`logs/${done[0]!.jobId}`)).toEqual([]);
+    expect(await r2Keys(`proofs/${done[0].id}/`)).toEqual([]);
+    expect(await r2Keys(`logs/${done[0].jobId}`)).toEqual([]);
     expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]);
 
     const second = await sweepRetention(db, env.ARTIFACTS, Date.now(), 2);
     expect(second.retentionDeleted).toBe(1);
-    expect(await deleted(done[2]!.id)).toBe(true);
+    expect(await deleted(done[2].id)).toBe(true);
     expect((await sweepRetention(db, env.ARTIFACTS, Date.now(), 2)).retentionDeleted).toBe(0);
     // Within its retention, or an organization without one: kept.
     expect(await deleted(recent.id)).toBe(false);

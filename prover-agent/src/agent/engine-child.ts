@@ -71,7 +71,7 @@ async function runOnce(requestPath: string): Promise<unknown> {
 async function serve(engineName: string, options: EngineOptions): Promise<void> {
   // Anything the engine prints goes to stderr, whose lines are the running operation's
   // log lines: stdout carries nothing but the protocol, so a stray write cannot split an event.
-  process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
+  process.stdout.write = process.stderr.write.bind(process.stderr);
   let running: AbortController | null = null;
   let stopping = false;
   process.on('SIGTERM', () => {

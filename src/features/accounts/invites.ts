@@ -63,7 +63,7 @@ export async function createInvite(
       .returning({ created_at: consoleLinks.created_at }),
     audit: auditEntry(db, orgId, actor, 'invite.create', invite.email, { role: invite.role, invite_id: invite.id }),
   });
-  return made[0]!.created_at;
+  return made[0].created_at;
 }
 
 /** Ends an invitation whose mail was not delivered (no one holds its link). */

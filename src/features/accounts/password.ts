@@ -36,10 +36,10 @@ export async function verifyPassword(password: string, stored: string | null): P
   }
   const iterations = Number(parts[1]);
   if (!Number.isInteger(iterations) || iterations < 1 || iterations > PASSWORD_ITERATIONS) return false;
-  const actual = await derive(password, fromHex(parts[2]!), iterations);
-  const expected = fromHex(parts[3]!);
+  const actual = await derive(password, fromHex(parts[2]), iterations);
+  const expected = fromHex(parts[3]);
   if (actual.length !== expected.length) return false;
   let diff = 0;
-  for (let i = 0; i < actual.length; i++) diff |= actual[i]! ^ expected[i]!;
+  for (let i = 0; i < actual.length; i++) diff |= actual[i] ^ expected[i];
   return diff === 0;
 }

@@ -93,7 +93,7 @@ configsApi.openapi(
       const key = await readConfigKey(c, config_id, 'evm_verifier');
       const obj = await c.env.ARTIFACTS.get(key.r2_key);
       if (!obj) throw unpublished(key.config_id, 'evm_verifier');
-      const res = streamObject(obj, 'application/octet-stream', 'evm_verifier') as Response;
+      const res = streamObject(obj, 'application/octet-stream', 'evm_verifier');
       res.headers.set('repr-digest', reprDigest(key.sha256));
       return res;
     }

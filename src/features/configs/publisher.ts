@@ -224,7 +224,7 @@ configsInternalApi.post(
           .returning(),
         audit: audit(db, { config_id, name, action: supersedes === null ? 'key.publish' : 'key.supersede', upload_id: id, actor, sha256: start.sha256, version, detail: { size: obj.size, verified, supersedes } }),
       });
-      return c.json(published(key[0]!, supersedes));
+      return c.json(published(key[0], supersedes));
     } catch (err) {
       // Another version landed since this upload started (the primary key or the next-version trigger refused this one),
       // or this very upload was completed by a concurrent retry: then its version stands and is the answer.

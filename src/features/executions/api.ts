@@ -123,7 +123,7 @@ executionsApi.openapi(
     },
   }),
   async (c) => {
-    const id = c.req.valid('param').execution_id as string;
+    const id = c.req.valid('param').execution_id;
     const q = c.req.valid('query');
     if (!asksEstimate(q)) return c.json(executionRecord(await executionRuns.read(c, id)), 200);
     // One round trip: the key, the execution, its config and the config's proving rates.
@@ -134,7 +134,7 @@ executionsApi.openapi(
     );
     const run = one(execution, 'Execution');
     const cycles = run.status === 'succeeded' ? (run.num_instructions ?? run.total_cycle) : null;
-    return c.json({ ...executionRecord(run), estimate: estimateOf(basis[0]!, rates, cycles, q) }, 200);
+    return c.json({ ...executionRecord(run), estimate: estimateOf(basis[0], rates, cycles, q) }, 200);
   },
 );
 executionRuns.logs();

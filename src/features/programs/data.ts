@@ -12,12 +12,11 @@ import type { SQLiteSelect } from 'drizzle-orm/sqlite-core';
 import type { Caller } from '../../app-env.ts';
 import { batchByName, type Statement } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';
-import { configs, executions, programs, projects, proofs } from '../../db/schema.ts';
+import { configs, programs, projects } from '../../db/schema.ts';
 import { INTERACTIVE_PRIORITY, type NewJob } from '../../jobs/dispatch.ts';
 import { artifactKey } from '../../lib/artifact-keys.ts';
 import { notFound } from '../../lib/errors.ts';
 import { inPage, pageAnswer, pageQuery, type Org } from '../../lib/pages.ts';
-import { paginate } from '../../lib/schemas.ts';
 import { highlightIfNone, rehighlightAfterMove } from '../projects/data.ts';
 import { programRecord } from './schemas.ts';
 

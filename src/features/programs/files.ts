@@ -44,8 +44,8 @@ export async function receiveProgramFiles(form: MultipartForm, programId: string
   });
 
   await hashWriter.close();
-  const elfSize = parts.elf[0]!.size;
-  const vmexe = parts.vmexe[0]!;
+  const elfSize = parts.elf[0].size;
+  const vmexe = parts.vmexe[0];
   const problem = validateElf(head.bytes(), elfSize);
   if (problem) throw new ApiError(400, `Invalid ELF: ${problem}`);
   if (vmexe.size === 0) throw new ApiError(400, 'vmexe is empty');

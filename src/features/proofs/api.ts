@@ -10,7 +10,7 @@ import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jo
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { asCaller } from '../../middleware/auth.ts';
 import { artifactKey, type ArtifactBatch } from '../../lib/artifacts.ts';
-import { ApiError, refuseDeleted, ValidationError, validationHook, type ValidationIssue } from '../../lib/errors.ts';
+import { ApiError, ValidationError, validationHook, type ValidationIssue } from '../../lib/errors.ts';
 import { ProofInputScan } from '../../lib/input-scan.ts';
 import { readProofInputBody } from '../../lib/body.ts';
 import { MemorySink, multipartForm, tooLarge, type MultipartForm, type PartSink } from '../../lib/multipart.ts';

@@ -42,7 +42,7 @@ export function starkProofValueError(value: unknown): string | null {
   if (typeof p.version !== 'string' || !/^v?\d+\.\d+/.test(p.version)) return 'field "version" must be a string like "v1.0"';
   for (const field of ['proof', 'user_pvs_proof'] as const) {
     if (typeof p[field] !== 'string') return `field "${field}" must be a hex string`;
-    if (!isHex(p[field] as string)) return `field "${field}" is not hex (an even number of hex digits, 0x optional)`;
+    if (!isHex(p[field])) return `field "${field}" is not hex (an even number of hex digits, 0x optional)`;
   }
   const d = p.deferral_merkle_proofs;
   if (d !== undefined && d !== null && (typeof d !== 'string' || !isHex(d)))
@@ -184,7 +184,7 @@ export function evmProofShapeError(value: unknown): string | null {
   const p = value as Record<string, unknown>;
   if (typeof p.version !== 'string' || !/^v?\d+\.\d+/.test(p.version)) return 'field "version" must be a string like "v2.0"';
   for (const field of ['app_exe_commit', 'app_vm_commit'] as const) {
-    if (typeof p[field] !== 'string' || !/^(0x)?[0-9a-fA-F]{64}$/.test(p[field] as string)) return `field "${field}" must be 32 bytes of hex`;
+    if (typeof p[field] !== 'string' || !/^(0x)?[0-9a-fA-F]{64}$/.test(p[field])) return `field "${field}" must be 32 bytes of hex`;
   }
   if (typeof p.user_public_values !== 'string' || !isHex(p.user_public_values)) return 'field "user_public_values" must be a hex string';
   const d = p.proof_data;

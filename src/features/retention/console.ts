@@ -29,7 +29,7 @@ const deleteDoc = (path: string, param: string, summary: string, schema: z.ZodTy
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary,
-    request: { params: OrgParams.extend({ [param]: Uuid(param) }) as unknown as z.ZodObject<Record<string, z.ZodString>> },
+    request: { params: OrgParams.extend({ [param]: Uuid(param) }) },
     responses: { 200: { description: 'The tombstone', content: { 'application/json': { schema } } }, ...consoleErrors(403, 404, 409, 422) },
   });
 

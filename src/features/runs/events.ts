@@ -73,7 +73,7 @@ export function parseLastEventId(header: string | undefined): Position | null {
   if (header === undefined || header.trim() === '') return null;
   const m = EVENT_ID.exec(header.trim());
   if (!m) throw new ApiError(400, 'Malformed Last-Event-ID header: send back the id of the last event this stream sent you (or none to start over)');
-  return { offset: Number(m[1]), stateHash: m[2]! };
+  return { offset: Number(m[1]), stateHash: m[2] };
 }
 
 export const eventId = (p: { offset: number; stateHash: string }) => `${p.offset}.${p.stateHash}`;

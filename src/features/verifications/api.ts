@@ -103,7 +103,7 @@ async function readProofPart(req: Request): Promise<string> {
   const form = multipartForm(req, MAX_VERIFY_PROOF_BYTES + 64 * 1024);
   if (!form) throw new ApiError(400, 'Expected a multipart/form-data body with a file part "proof"');
   const { proof } = await form.read({ proof: { required: true, max: 1, sink: () => new MemorySink(MAX_VERIFY_PROOF_BYTES, () => tooLarge(MAX_VERIFY_PROOF_BYTES)) } }, 8);
-  return proof[0]!.text();
+  return proof[0].text();
 }
 
 function parseProofJson(text: string): unknown {
@@ -141,7 +141,7 @@ async function submitVerification(
     if (!config) throw notFound('Config');
   }
   refuseOverQuota(looked.usage);
-  const cfg = config!;
+  const cfg = config;
   const id = crypto.randomUUID();
   const answer = { status: 200, body: { id } } as const;
   await submitJob(

@@ -11,7 +11,7 @@ import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
 import { sealSecret } from '../../lib/sealing.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
-import { isRefusedInsert, notFound, validationHook } from '../../lib/errors.ts';
+import { validationHook } from '../../lib/errors.ts';
 import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
 import {
   checkWebhookUrl,

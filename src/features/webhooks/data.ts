@@ -279,7 +279,7 @@ export async function listEndpoints(inOrg: InOrg, page: number, pageSize: number
 export async function createEndpoint(inOrg: InOrg, actor: Actor, createdBy: string | SQL<string>, e: NewEndpoint) {
   try {
     const { endpoint } = await inOrg((db, org) => createStatements(db, org, actor, createdBy, e));
-    return endpointRecord(endpoint[0]!);
+    return endpointRecord(endpoint[0]);
   } catch (err) {
     if (!isRefusedInsert(err, 'webhook_endpoints')) throw err;
     // An insert with no organization: through an API key, the key may have died (401

@@ -111,7 +111,7 @@ const IPV4_BLOCKED: [string, number, string][] = [
   ['240.0.0.0', 4, 'a reserved address'],
 ];
 
-const ipv4Number = (parts: number[]) => ((parts[0]! << 24) | (parts[1]! << 16) | (parts[2]! << 8) | parts[3]!) >>> 0;
+const ipv4Number = (parts: number[]) => ((parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]) >>> 0;
 
 function ipv4BlockedReason(parts: number[]): string | null {
   const n = ipv4Number(parts);
@@ -135,14 +135,14 @@ function parseIpv6(text: string): number[] | null {
   // A trailing dotted IPv4 part (the URL parser prints these in hex, but be safe).
   const dotted = /^(.*:)(\d{1,3}(?:\.\d{1,3}){3})$/.exec(s);
   if (dotted) {
-    const p = dotted[2]!.split('.').map(Number);
-    s = `${dotted[1]}${((p[0]! << 8) | p[1]!).toString(16)}:${((p[2]! << 8) | p[3]!).toString(16)}`;
+    const p = dotted[2].split('.').map(Number);
+    s = `${dotted[1]}${((p[0] << 8) | p[1]).toString(16)}:${((p[2] << 8) | p[3]).toString(16)}`;
   }
   const halves = s.split('::');
   if (halves.length > 2) return null;
   const words = (h: string) => (h ? h.split(':').map((w) => (/^[0-9a-f]{1,4}$/.test(w) ? parseInt(w, 16) : NaN)) : []);
-  const head = words(halves[0]!);
-  const tail = halves.length === 2 ? words(halves[1]!) : [];
+  const head = words(halves[0]);
+  const tail = halves.length === 2 ? words(halves[1]) : [];
   const fill = 8 - head.length - tail.length;
   if (halves.length === 1 ? head.length !== 8 : fill < 1) return null;
   const all = [...head, ...Array<number>(halves.length === 2 ? fill : 0).fill(0), ...tail];
@@ -153,10 +153,10 @@ function parseIpv6(text: string): number[] | null {
 function embeddedIpv4(w: number[]): number[] | null {
   const v4 = (hi: number, lo: number) => [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff];
   const zeros = (from: number, to: number) => w.slice(from, to).every((x) => x === 0);
-  if (zeros(0, 5) && w[5] === 0xffff) return v4(w[6]!, w[7]!);
-  if (zeros(0, 6) && (w[6] !== 0 || w[7]! > 1)) return v4(w[6]!, w[7]!);
-  if (w[0] === 0x64 && w[1] === 0xff9b && zeros(2, 6)) return v4(w[6]!, w[7]!);
-  if (w[0] === 0x2002) return v4(w[1]!, w[2]!);
+  if (zeros(0, 5) && w[5] === 0xffff) return v4(w[6], w[7]);
+  if (zeros(0, 6) && (w[6] !== 0 || w[7] > 1)) return v4(w[6], w[7]);
+  if (w[0] === 0x64 && w[1] === 0xff9b && zeros(2, 6)) return v4(w[6], w[7]);
+  if (w[0] === 0x2002) return v4(w[1], w[2]);
   return null;
 }
 
@@ -170,7 +170,7 @@ function ipv6Problem(text: string): string | null {
     const what = ipv4BlockedReason(v4);
     return what ? bad(`${what} (IPv4 ${v4.join('.')} inside IPv6)`) : null;
   }
-  const first = w[0]!;
+  const first = w[0];
   if ((first & 0xfe00) === 0xfc00) return bad('a unique-local address');
   if ((first & 0xffc0) === 0xfe80) return bad('a link-local address');
   if ((first & 0xffc0) === 0xfec0) return bad('a site-local address');

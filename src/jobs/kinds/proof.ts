@@ -9,7 +9,7 @@ import { and, eq, inArray, sql } from 'drizzle-orm';
 import { CHILD_PROOF_PREFIX, GPU_LESS_ENGINE_NAMES, isChildProofArtifact, PROVE_PHASES } from 'prover-agent/protocol';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
 import { batchByName } from '../../db/batch.ts';
-import { configs, jobs, programs, proofs, type ProofState } from '../../db/schema.ts';
+import { configs, jobs, programs, proofs } from '../../db/schema.ts';
 import { sealDevProofs } from '../dev-proofs.ts';
 import { artifactKey } from '../../lib/artifact-keys.ts';
 import { ApiError } from '../../lib/errors.ts';

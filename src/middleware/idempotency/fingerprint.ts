@@ -32,7 +32,7 @@ export class RequestFingerprint {
     const query = [...url.searchParams].sort(([a, x], [b, y]) => (a < b ? -1 : a > b ? 1 : x < y ? -1 : x > y ? 1 : 0));
     this.target = `${req.method} ${url.pathname}?${new URLSearchParams(query).toString()}`;
     const contentType = req.headers.get('content-type') ?? '';
-    this.mediaType = contentType.split(';')[0]!.trim().toLowerCase();
+    this.mediaType = contentType.split(';')[0].trim().toLowerCase();
     const boundary = /^multipart\//i.test(this.mediaType) ? /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType) : null;
     this.delimiter = boundary ? new StreamSearch(new TextEncoder().encode(`--${boundary[1] ?? boundary[2]}`)) : null;
   }

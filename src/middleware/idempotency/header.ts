@@ -30,7 +30,7 @@ export function parseIdempotencyKey(header: string): string {
 function unquote(inner: string): string {
   let out = '';
   for (let i = 0; i < inner.length; i++) {
-    const ch = inner[i]!;
+    const ch = inner[i];
     if (ch === '"') throw malformed('a quoted key may hold " only escaped as \\"');
     if (ch === '\\') {
       const next = inner[++i];

@@ -18,7 +18,7 @@ export const proofJob: JobKindHandler<'proof', Extract<EngineOp, { op: 'prove' }
     childProofPaths: job.artifacts.filter(isChildProofArtifact).map((n) => f[n]),
     outputPath: join(dir, `${job.proof!.proof_type}-proof.json`),
     app_exe_commit: job.program?.app_exe_commit ?? '',
-    baselinePath: f.baseline!,
+    baselinePath: f.baseline,
     cycleLimit: job.cycle_limit ?? null,
   }),
   async report(op, result, ctx) {

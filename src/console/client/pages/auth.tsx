@@ -46,7 +46,7 @@ function SigninPage({ email }: { email?: string }) {
       setBusy(false);
     }
   };
-  return <SigninView email={email} busy={busy} onSubmit={submit} />;
+  return <SigninView email={email} busy={busy} onSubmit={(e) => void submit(e)} />;
 }
 
 export const signin: OpenPage = async () => <SigninPage email={new URLSearchParams(location.search).get('email') ?? undefined} />;
