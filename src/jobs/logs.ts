@@ -191,7 +191,7 @@ export function logPageQuery(db: Db, jobId: SQL | string, offset: number, limit 
     .limit(limit);
 }
 
-/** The job id of a subject as SQL, for logPageQuery() in the same batch as the job's own read (src/lib/lookups.ts jobOfSubject). */
+/** The job id of a subject as SQL, for logPageQuery() in the same batch as the job's own read (src/features/runs/data.ts jobOfSubject). */
 export const jobIdOfSubject = (kind: 'proof' | 'execute', subjectId: string) => sql<string>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`;
 
 const concat = (parts: Uint8Array[]) => {

@@ -6,7 +6,7 @@
 // online agent could take the lane's jobs (they share engine, config and GPU count, so
 // the answer is the lane's), and writes it on the lane (queue_lanes.waiting_code,
 // waiting_reason, unservable_since) only when it changes. A record's read joins its
-// job's lane by primary key (src/lib/lookups.ts runStateSql). A lane that no online
+// job's lane by primary key (src/features/runs/data.ts runStateSql). A lane that no online
 // agent could take for UNSERVABLE_EVENT_SECONDS raises `proof.unservable` /
 // `execution.unservable` once per job (announceUnservable), a bounded batch per run.
 import { and, eq, gt, inArray, isNotNull, lte, sql } from 'drizzle-orm';

@@ -14,7 +14,7 @@
 //            usage read and the insert, both reading counters)
 //   sweep:   one cron sweep (expired leases, stale notices, with one live agent)
 //   wait:    (now only) reading a queued record's waiting reason: the record read's run
-//            state (src/lib/lookups.ts runStateSql: its limits, its lane's reason, the jobs
+//            state (src/features/runs/data.ts runStateSql: its limits, its lane's reason, the jobs
 //            ahead of it) for the last job of the backlog, the one with the most ahead
 // Numbers only; the targets it is read against: a claim ≤ 5 ms at every size, and the
 // 1M figure within 1.5× of the 1k figure.
@@ -268,7 +268,7 @@ async function measure(tree: Tree, jobs: number, orgs: number): Promise<Figures>
     let waitP50: number | undefined;
     if (tree.side === 'current') {
       log(`${tree.side}: waiting reads`);
-      const { runStateSql } = await tree.mod('src/lib/lookups.ts');
+      const { runStateSql } = await tree.mod('src/features/runs/data.ts');
       const { sql } = await import('drizzle-orm');
       const last = `job-${String(jobs - 1).padStart(8, '0')}`;
       const waitTimes = await timed(async () => {

@@ -37,7 +37,7 @@ export interface TreeAdapter {
    */
   workerVars: Record<string, string>;
 
-  // --- The internal protocol (the tree's prover-agent/src/protocol.ts and src/internal/) ---
+  // --- The internal protocol (the tree's prover-agent/src/protocol.ts and src/features/fleet/) ---
   /** A claim as the tree's agents send it (today POST /internal/v1/jobs/claim), for an agent serving the `dev` engine. */
   claim(agentToken: string, agentId: string): ApiRequest;
   /** The job token in a claim's answer, or null when no job was handed out. */
