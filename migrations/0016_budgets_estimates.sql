@@ -159,7 +159,7 @@ END;
 -- machine type, GPUs held and proof type, with the cross sums a least-squares line needs
 -- (src/features/estimates/estimate.ts).
 CREATE TRIGGER `proofs_proving_rates` AFTER UPDATE OF `state` ON `proofs`
-WHEN NEW.`state` = 'Succeeded' AND OLD.`state` <> 'Succeeded' AND NEW.`num_instructions` IS NOT NULL BEGIN
+WHEN NEW.`state` = 'Succeeded' AND OLD.`state` <> 'Succeeded' AND NEW.`num_instructions` IS NOT NULL AND NEW.`terminated_at` IS NOT NULL BEGIN
   INSERT INTO `proving_rates` (`config_id`, `machine_type`, `gpus`, `proof_type`, `jobs`, `cycles`, `proving_ms`, `cost`, `cycles_sq`, `cycles_ms`, `cycles_cost`)
     SELECT `config_id`, `machine_type`, `gpus`, `proof_type`, 1, x, ms, c, x * x, x * ms, x * c FROM (
       SELECT j.`config_id`, NEW.`machine_type` AS `machine_type`, j.`gpus_used` AS `gpus`, NEW.`proof_type` AS `proof_type`,
