@@ -738,8 +738,11 @@ export const webhookDeliveries = sqliteTable(
     index('webhook_deliveries_due').on(t.next_attempt_at).where(sql`${t.status} = 'pending'`),
     // A state change's batch reads the deliveries its triggers just made (never attempted) to send them.
     index('webhook_deliveries_unsent').on(t.subject_id).where(sql`${t.attempts} = 0 AND ${t.status} = 'pending'`),
-    // Retention: the sweep deletes deliveries past WEBHOOK_RETENTION_DAYS, oldest first.
-    index('webhook_deliveries_age').on(t.created_at),
+    // Retention (src/jobs/webhooks.ts sweepWebhooks): ended deliveries by age, oldest first,
+    // delivered ones (kept WEBHOOK_DELIVERED_KEEP_DAYS) and failed ones (WEBHOOK_RETENTION_DAYS)
+    // apart, so neither sweep steps over the other's rows; pending ones are in neither.
+    index('webhook_deliveries_delivered_age').on(t.created_at).where(sql`${t.status} = 'delivered'`),
+    index('webhook_deliveries_failed_age').on(t.created_at).where(sql`${t.status} = 'failed'`),
   ],
 );
 
