@@ -306,4 +306,17 @@ describe('retention', () => {
     expect(await countRows('leases', 'job_id = ?', jobId)).toBe(0);
     expect(await countRows('leases', 'job_id = ?', running.id)).toBe(1);
   });
+
+  it('a finished job keeps nothing of the agent that ran it; a running one does', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { jobId } = await succeededProof(t, program);
+    await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
+    const running = await claimJob(await seedAgent());
+    const agentFields = (id: string) => env.DB.prepare('SELECT agent_id IS NOT NULL AS agent, machine_type IS NOT NULL AS machine, lease_expires_at IS NOT NULL AS expiry FROM jobs WHERE id = ?').bind(id).first();
+    expect(await agentFields(jobId)).toEqual({ agent: 0, machine: 0, expiry: 0 });
+    expect(await agentFields(running.id)).toEqual({ agent: 1, machine: 1, expiry: 1 });
+    await json(await lease(running, '/fail', { error: 'boom', retryable: false }), 200);
+    expect(await agentFields(running.id)).toEqual({ agent: 0, machine: 0, expiry: 0 });
+  });
 });
