@@ -17,8 +17,10 @@ export interface Env {
   WEBHOOKS_ALLOW_LOOPBACK?: string;
   /** A pending delivery whose attempt has been due this long without being made gets a fresh queue message from the sweep (default 60). */
   WEBHOOK_REQUEUE_AFTER_SECONDS?: string;
-  /** Finished deliveries are kept this many days (default 30). */
+  /** Failed deliveries are kept this many days (default 30). */
   WEBHOOK_RETENTION_DAYS?: string;
+  /** Delivered deliveries are kept this many days (default 3; never longer than WEBHOOK_RETENTION_DAYS). */
+  WEBHOOK_DELIVERED_KEEP_DAYS?: string;
   /** Seconds an ended lease is kept for retried callbacks before the sweep deletes it (src/features/retention/sweep.ts LEASE_KEEP_MS: 3600). */
   LEASE_KEEP_SECONDS?: string;
   MAX_UPLOAD_BYTES: string;

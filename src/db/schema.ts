@@ -738,8 +738,11 @@ export const webhookDeliveries = sqliteTable(
     index('webhook_deliveries_due').on(t.next_attempt_at).where(sql`${t.status} = 'pending'`),
     // A state change's batch reads the deliveries its triggers just made (never attempted) to send them.
     index('webhook_deliveries_unsent').on(t.subject_id).where(sql`${t.attempts} = 0 AND ${t.status} = 'pending'`),
-    // Retention: the sweep deletes deliveries past WEBHOOK_RETENTION_DAYS, oldest first.
-    index('webhook_deliveries_age').on(t.created_at),
+    // Retention (src/jobs/webhooks.ts sweepWebhooks): ended deliveries by age, oldest first,
+    // delivered ones (kept WEBHOOK_DELIVERED_KEEP_DAYS) and failed ones (WEBHOOK_RETENTION_DAYS)
+    // apart, so neither sweep steps over the other's rows; pending ones are in neither.
+    index('webhook_deliveries_delivered_age').on(t.created_at).where(sql`${t.status} = 'delivered'`),
+    index('webhook_deliveries_failed_age').on(t.created_at).where(sql`${t.status} = 'failed'`),
   ],
 );
 
@@ -747,11 +750,16 @@ export const webhookDeliveries = sqliteTable(
 export const webhookAttempts = sqliteTable(
   'webhook_attempts',
   {
-    /** Random: the batch that records an attempt recognises its own row by it (src/features/webhooks/delivery.ts). */
-    id: text('id').primaryKey(),
     delivery_id: text('delivery_id').notNull(),
     /** 1, 2, ... over the delivery's life. */
     attempt: integer('attempt').notNull(),
+    /**
+     * Random, per message: the batch that records an attempt recognises its own row by
+     * (delivery_id, attempt, claim) (src/features/webhooks/delivery.ts). An integer, not a
+     * random text id with an index of its own: an attempt is most of what a failing
+     * endpoint's deliveries keep in D1 (README "What a finished job keeps in D1").
+     */
+    claim: integer('claim').notNull(),
     attempted_at: text('attempted_at').notNull(),
     /** The HTTP status, or null when none came (timeout, connection error, refused URL). */
     status_code: integer('status_code'),
@@ -760,7 +768,7 @@ export const webhookAttempts = sqliteTable(
     /** The first bytes of the response body (at most 512 bytes of UTF-8); never the whole body. */
     response_excerpt: text('response_excerpt').notNull().default(''),
   },
-  (t) => [uniqueIndex('webhook_attempts_delivery').on(t.delivery_id, t.attempt)],
+  (t) => [primaryKey({ columns: [t.delivery_id, t.attempt] })],
 );
 
 export const IDEMPOTENCY_STATES = ['in_flight', 'done'] as const;

@@ -275,6 +275,14 @@ export function leaseStanding(lease: LeaseRow, job: JobRow | undefined): 'curren
   return 'current';
 }
 
+/**
+ * What only a running job needs, cleared whenever it stops running (ends, or goes back to
+ * the queue): its lease's expiry and the agent holding it (the lease row keeps who ran it
+ * and on what, until the sweep; README "What a finished job keeps in D1"). `lease_id`
+ * stays on an ended job until its lease is swept (src/features/retention/sweep.ts).
+ */
+const OFF_AGENT = { lease_expires_at: null, agent_id: null, machine_type: null };
+
 const currentLease = (leaseId: string) => and(eq(jobs.lease_id, leaseId), eq(jobs.status, 'leased'));
 
 export type HeartbeatOutcome =
@@ -444,7 +452,7 @@ export async function completeJob(
     canceled: cancelSubjects(db, canceled, settings, now),
     lease: endLeaseUnlessCanceled(db, lease, 'completed', response, now),
     deliveries: deliveriesOf(db, current),
-    job: db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(current).returning({ canceled: jobs.cancel_requested }),
+    job: db.update(jobs).set({ status: 'done', ...OFF_AGENT }).where(current).returning({ canceled: jobs.cancel_requested }),
   });
   const row = job[0];
   return { outcome: row ? (row.canceled ? 'canceled' : 'completed') : null, deliveries };
@@ -489,12 +497,11 @@ export async function failJob(
           ? {
               status: sql`CASE WHEN ${jobs.cancel_requested} THEN 'done' ELSE 'queued' END`,
               lease_id: sql`CASE WHEN ${jobs.cancel_requested} THEN ${jobs.lease_id} ELSE NULL END`,
-              lease_expires_at: null,
-              agent_id: sql`CASE WHEN ${jobs.cancel_requested} THEN ${jobs.agent_id} ELSE NULL END`,
+              ...OFF_AGENT,
               retries: sql`${jobs.retries} + CASE WHEN ${jobs.cancel_requested} THEN 0 ELSE 1 END`,
               notified_at: now,
             }
-          : { status: 'done', lease_expires_at: null },
+          : { status: 'done', ...OFF_AGENT },
       )
       .where(current)
       .returning({ canceled: jobs.cancel_requested }),
@@ -511,7 +518,7 @@ export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: Recor
     canceled: cancelSubjects(db, mine, settings, now),
     lease: endLease(db, lease, 'canceled', response, now),
     deliveries: deliveriesOf(db, mine),
-    job: db.update(jobs).set({ status: 'done', lease_expires_at: null }).where(mine).returning({ id: jobs.id }),
+    job: db.update(jobs).set({ status: 'done', ...OFF_AGENT }).where(mine).returning({ id: jobs.id }),
   });
   return { applied: job.length === 1, deliveries };
 }
@@ -534,8 +541,7 @@ export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response:
       .set({
         status: sql`CASE WHEN ${jobs.cancel_requested} THEN 'done' ELSE 'queued' END`,
         lease_id: sql`CASE WHEN ${jobs.cancel_requested} THEN ${jobs.lease_id} ELSE NULL END`,
-        lease_expires_at: null,
-        agent_id: sql`CASE WHEN ${jobs.cancel_requested} THEN ${jobs.agent_id} ELSE NULL END`,
+        ...OFF_AGENT,
         notified_at: now,
       })
       .where(current)
@@ -591,8 +597,7 @@ export async function expireLeases(
       .set({
         status: sql`CASE WHEN ${jobs.cancel_requested} OR ${jobs.attempt} >= ${settings.maxAttempts} THEN 'done' ELSE 'queued' END`,
         lease_id: null,
-        lease_expires_at: null,
-        agent_id: null,
+        ...OFF_AGENT,
         notified_at: now,
       })
       .where(expired)

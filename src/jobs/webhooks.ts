@@ -16,7 +16,7 @@
 // Every message names the attempt it is for (the delivery's `attempts` when it was
 // sent); a message whose attempt was already made (a duplicate, or one the sweep
 // replaced) finds the count moved on and does nothing.
-import { and, asc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, inArray, lt, or, sql, type SQL } from 'drizzle-orm';
 import { batchByName } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { webhookAttempts, webhookDeliveries } from '../db/schema.ts';
@@ -26,7 +26,7 @@ export type SubjectKind = (typeof webhookDeliveries.$inferSelect)['subject_kind'
 type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 
 /** Defaults of the vars (README "Configuration"). */
-export const WEBHOOK_DEFAULTS = { WEBHOOK_REQUEUE_AFTER_SECONDS: 60, WEBHOOK_RETENTION_DAYS: 30 };
+export const WEBHOOK_DEFAULTS = { WEBHOOK_REQUEUE_AFTER_SECONDS: 60, WEBHOOK_RETENTION_DAYS: 30, WEBHOOK_DELIVERED_KEEP_DAYS: 3 };
 
 export const isWebhookMessage = (body: unknown): body is WebhookMessage =>
   !!body && typeof body === 'object' && (body as { type?: unknown }).type === 'webhook' && typeof (body as { delivery_id?: unknown }).delivery_id === 'string';
@@ -107,7 +107,10 @@ const SWEEP_DELIVERIES = 500;
  * Sends a fresh message for every pending delivery whose attempt has been due for
  * WEBHOOK_REQUEUE_AFTER_SECONDS without being made (its message was lost, or never
  * sent), moving its due time to now so that the next sweep leaves it to this message;
- * and deletes finished deliveries (with their attempts) older than WEBHOOK_RETENTION_DAYS.
+ * and deletes ended deliveries (with their attempts): delivered ones past
+ * WEBHOOK_DELIVERED_KEEP_DAYS (their receiver has them; most of what webhooks would keep
+ * in D1), failed ones past WEBHOOK_RETENTION_DAYS (kept longer: the ones a caller looks
+ * at and redelivers). Each through its own partial index, oldest first.
  */
 export async function sweepWebhooks(db: Db, env: Env, now = Date.now()): Promise<{ webhooksRequeued: number; webhooksDeleted: number }> {
   const lostAfterMs = num(env.WEBHOOK_REQUEUE_AFTER_SECONDS, WEBHOOK_DEFAULTS.WEBHOOK_REQUEUE_AFTER_SECONDS) * 1000;
@@ -120,17 +123,23 @@ export async function sweepWebhooks(db: Db, env: Env, now = Date.now()): Promise
     .where(and(pending, lt(d.next_attempt_at, now - lostAfterMs)))
     .orderBy(asc(d.next_attempt_at))
     .limit(SWEEP_DELIVERIES);
-  const old = db
-    .select({ id: d.id })
-    .from(d)
-    .where(and(lt(d.created_at, isoNow(now - retentionMs)), sql`${d.status} <> 'pending'`))
-    .orderBy(asc(d.created_at))
-    .limit(SWEEP_DELIVERIES);
-  const { requeued, deleted } = await batchByName(db, {
+  const deliveredKeepMs = num(env.WEBHOOK_DELIVERED_KEEP_DAYS, WEBHOOK_DEFAULTS.WEBHOOK_DELIVERED_KEEP_DAYS) * 86400_000;
+  // The status as SQL text, not a bound parameter: SQLite only uses a partial index whose WHERE it can match.
+  const endedBefore = (status: 'delivered' | 'failed', keepMs: number) =>
+    db
+      .select({ id: d.id })
+      .from(d)
+      .where(and(sql.raw(`"webhook_deliveries"."status" = '${status}'`), lt(d.created_at, isoNow(now - keepMs))))
+      .orderBy(asc(d.created_at))
+      .limit(SWEEP_DELIVERIES / 2);
+  const [delivered, failed] = [endedBefore('delivered', Math.min(deliveredKeepMs, retentionMs)), endedBefore('failed', retentionMs)];
+  const { requeued, deliveredDeleted, failedDeleted } = await batchByName(db, {
     requeued: db.update(d).set({ next_attempt_at: now }).where(and(inArray(d.id, overdue), pending)).returning({ id: d.id, attempts: d.attempts, render: renderSql }),
-    attemptsDeleted: db.delete(webhookAttempts).where(inArray(webhookAttempts.delivery_id, old)),
-    deleted: db.delete(d).where(inArray(d.id, old)).returning({ id: d.id }),
+    attemptsDeleted: db.delete(webhookAttempts).where(or(inArray(webhookAttempts.delivery_id, delivered), inArray(webhookAttempts.delivery_id, failed))),
+    deliveredDeleted: db.delete(d).where(inArray(d.id, delivered)).returning({ id: d.id }),
+    failedDeleted: db.delete(d).where(inArray(d.id, failed)).returning({ id: d.id }),
   });
+  const deleted = [...deliveredDeleted, ...failedDeleted];
   await enqueueDeliveries(env, requeued);
   return { webhooksRequeued: requeued.length, webhooksDeleted: deleted.length };
 }

@@ -214,6 +214,21 @@ describe('DELETE /v1/programs/{id}', () => {
     // The database itself refuses a proof of a deleted program (a submission that read the program before its deletion).
     await expect(env.DB.prepare(`INSERT INTO proofs (id, org_id, program_id, proof_type, priority, num_gpus, created_by, input_key) VALUES (?, ?, ?, 'stark', 5, 1, 'x', 'k')`).bind(crypto.randomUUID(), t.orgId, program).run()).rejects.toThrow(/program was deleted/);
   });
+  it('answers 409, not 500, to a submission whose program read came before the deletion and whose batch after', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    // The deletion lands between the submission's read and its batch: inside the batch,
+    // right after the job's insert, so the proof's (or execution's) insert meets the trigger.
+    await env.DB.prepare(`CREATE TRIGGER test_program_deleted_midway AFTER INSERT ON jobs BEGIN UPDATE programs SET deleted_at = '2026-01-01T00:00:00.000Z' WHERE id = '${program}'; END`).run();
+    try {
+      expect((await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 409)).detail).toMatch(/deleted/);
+      expect((await json(await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] })), 409)).detail).toMatch(/deleted/);
+    } finally {
+      await env.DB.prepare('DROP TRIGGER test_program_deleted_midway').run();
+    }
+    // Nothing of either was stored: the batch failed as a whole.
+    expect(await env.DB.prepare('SELECT count(*) AS n FROM jobs WHERE kind IN (?, ?) AND org_id = ?').bind('proof', 'execution', t.orgId).first('n')).toBe(0);
+  });
 });
 
 describe('retention', () => {
@@ -288,5 +303,18 @@ describe('retention', () => {
     await deleteEndedLeases(db, Date.now() + LEASE_KEEP_MS + 1000);
     expect(await countRows('leases', 'job_id = ?', jobId)).toBe(0);
     expect(await countRows('leases', 'job_id = ?', running.id)).toBe(1);
+  });
+
+  it('a finished job keeps nothing of the agent that ran it; a running one does', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { jobId } = await succeededProof(t, program);
+    await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
+    const running = await claimJob(await seedAgent());
+    const agentFields = (id: string) => env.DB.prepare('SELECT agent_id IS NOT NULL AS agent, machine_type IS NOT NULL AS machine, lease_expires_at IS NOT NULL AS expiry FROM jobs WHERE id = ?').bind(id).first();
+    expect(await agentFields(jobId)).toEqual({ agent: 0, machine: 0, expiry: 0 });
+    expect(await agentFields(running.id)).toEqual({ agent: 1, machine: 1, expiry: 1 });
+    await json(await lease(running, '/fail', { error: 'boom', retryable: false }), 200);
+    expect(await agentFields(running.id)).toEqual({ agent: 0, machine: 0, expiry: 0 });
   });
 });

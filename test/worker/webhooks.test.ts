@@ -761,19 +761,31 @@ describe('the sweep', () => {
     expect(new Webhook(e.secret).verify(received[0].body, received[0].headers)).toMatchObject({ type: 'proof.succeeded' });
   });
 
-  it('deletes finished deliveries past their retention, with their attempts', async () => {
+  it('deletes delivered deliveries after 3 days and failed ones after 30, with their attempts', async () => {
     const t = await seedTenant();
     const e = await createEndpoint(t);
     const d = await json(await post(t, `/v1/webhooks/${e.id}/test`), 202);
+    const f = await json(await post(t, `/v1/webhooks/${e.id}/test`), 202);
     receiver();
     await deliverAll();
+    await env.DB.prepare(`UPDATE webhook_deliveries SET status = 'failed' WHERE id = ?`).bind(f.id).run();
     const db = openDb(env.DB);
     await settlePending();
+    const count = async (id: string) => ({
+      deliveries: await env.DB.prepare('SELECT count(*) AS n FROM webhook_deliveries WHERE id = ?').bind(id).first('n'),
+      attempts: await env.DB.prepare('SELECT count(*) AS n FROM webhook_attempts WHERE delivery_id = ?').bind(id).first('n'),
+    });
+    const sweepAll = async (at: number) => {
+      // At most 500 a sweep, oldest first: this test's are the newest.
+      while ((await sweepWebhooks(db, env, at)).webhooksDeleted > 0);
+    };
+    expect((await sweepWebhooks(db, env, Date.now() + 2 * 86400_000)).webhooksDeleted).toBe(0);
+    await sweepAll(Date.now() + 4 * 86400_000);
+    expect(await count(d.id)).toEqual({ deliveries: 0, attempts: 0 });
+    expect(await count(f.id)).toEqual({ deliveries: 1, attempts: 1 });
     expect((await sweepWebhooks(db, env, Date.now() + 29 * 86400_000)).webhooksDeleted).toBe(0);
-    // At most 500 a sweep, oldest first: this test's is the newest.
-    while ((await sweepWebhooks(db, env, Date.now() + 31 * 86400_000)).webhooksDeleted > 0);
-    expect(await env.DB.prepare('SELECT count(*) AS n FROM webhook_deliveries WHERE id = ?').bind(d.id).first('n')).toBe(0);
-    expect(await env.DB.prepare('SELECT count(*) AS n FROM webhook_attempts WHERE delivery_id = ?').bind(d.id).first('n')).toBe(0);
+    await sweepAll(Date.now() + 31 * 86400_000);
+    expect(await count(f.id)).toEqual({ deliveries: 0, attempts: 0 });
   });
 });
 

@@ -25,6 +25,13 @@ import { executions, jobs, programs, proofs, purges, verifications } from '../..
 export type Org = string | SQL<string>;
 export type DeletableKind = (typeof purges.$inferSelect)['subject_kind'];
 
+/**
+ * The RAISE of the triggers that refuse a proof or an execution of a deleted program
+ * (migrations/0017_retention.sql): a submission whose program read came before the
+ * deletion and whose batch after fails with it, and answers 409 as the read would.
+ */
+export const PROGRAM_DELETED_RAISE = 'retention: the program was deleted';
+
 /** An execution's statuses once it can run no more. */
 export const EXECUTION_TERMINAL_STATUSES = ['succeeded', 'failed', 'canceled'] as const;
 

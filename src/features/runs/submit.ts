@@ -12,7 +12,8 @@ import { notifyJob, recordJob, type NewJob } from '../../jobs/dispatch.ts';
 import { budgetRefusal } from '../../jobs/budgets.ts';
 import { isRefusedJobInsert, orgUsageQuery, quotaDefaults, quotaExceeded } from '../../jobs/quotas.ts';
 import { ArtifactBatch } from '../../lib/artifacts.ts';
-import { ApiError } from '../../lib/errors.ts';
+import { ApiError, failedWith } from '../../lib/errors.ts';
+import { PROGRAM_DELETED_RAISE } from '../retention/data.ts';
 import { keyRefusal } from '../../middleware/auth.ts';
 import { answerStatements, claimLost } from '../../middleware/idempotency/index.ts';
 import { isLostClaim } from '../../middleware/idempotency/store.ts';
@@ -77,6 +78,7 @@ export async function submitJob<T>(
         break;
       } catch (err) {
         if (isLostClaim(err)) throw claimLost();
+        if (failedWith(err, PROGRAM_DELETED_RAISE)) throw new ApiError(409, 'The program was deleted while this request was stored');
         if (!isRefusedJobInsert(err)) throw err;
         const refusal = await explainRefusal(c, gpus, job.kind);
         if (refusal) throw refusal;

@@ -223,7 +223,7 @@ webhooksApi.openapi(
     path: '/{webhook_id}/deliveries',
     middleware: [permit('records.read')],
     tags: TAGS,
-    summary: 'The endpoint’s deliveries, newest first, each with its attempts (kept 30 days)',
+    summary: 'The endpoint’s deliveries, newest first, each with its attempts (delivered ones kept 3 days, failed ones 30)',
     request: { params: EndpointParams, query: PaginationQuery.extend(DeliveryQuery.shape) },
     responses: {
       200: { description: 'A page of deliveries', content: { 'application/json': { schema: pageOf(WebhookDeliveryRecord, 'WebhookDeliveryPage') } } },

@@ -298,13 +298,14 @@ async function recordAttempt(db: Db, msg: WebhookMessage, sent: Sent, report: De
   const retryIn = ok ? null : (RETRY_DELAYS_SECONDS[attempt - delivery.round_start - 1] ?? null);
   const status = ok ? 'delivered' : retryIn === null ? 'failed' : 'pending';
   const endedAt = Date.now();
-  const attemptId = `att_${crypto.randomUUID()}`;
-  const mine = sql`EXISTS (SELECT 1 FROM ${webhookAttempts} WHERE ${webhookAttempts.id} = ${attemptId})`;
+  const claim = crypto.getRandomValues(new Uint32Array(2)).reduce((a, b) => a * 2 ** 21 + (b >>> 11)); // 53 random bits: a safe integer
+  const a = webhookAttempts;
+  const mine = sql`EXISTS (SELECT 1 FROM ${a} WHERE ${a.delivery_id} = ${delivery.id} AND ${a.attempt} = ${attempt} AND ${a.claim} = ${claim})`;
   const recorded = await run(db, report, {
     attempt: db
       .insert(webhookAttempts)
       .select(
-        sql`SELECT ${attemptId}, ${delivery.id}, ${attempt}, ${isoNow(sent.attemptedAt)}, ${result.status_code}, ${result.error}, ${result.latency_ms}, ${result.response_excerpt}
+        sql`SELECT ${delivery.id}, ${attempt}, ${claim}, ${isoNow(sent.attemptedAt)}, ${result.status_code}, ${result.error}, ${result.latency_ms}, ${result.response_excerpt}
           FROM ${webhookDeliveries} WHERE ${webhookDeliveries.id} = ${delivery.id} AND ${webhookDeliveries.attempts} = ${msg.attempt} AND ${webhookDeliveries.status} = 'pending'`,
       )
       .onConflictDoNothing(),
