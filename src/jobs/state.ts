@@ -624,40 +624,48 @@ export type CancelOutcome =
  * API key's): Queued → Canceled at once; running → Canceling, which always ends
  * Canceled (see the top of this module). Both transitions are tried in order, each
  * guarded by the state it starts from, so at most one applies; then the proof's state
- * is read back. Run them as one batch (with whatever the caller's check adds) and read
- * the answer with cancelOutcome().
+ * is read back. Run them as one batch by name (with whatever the caller's check adds)
+ * and read the answer with cancelOutcome() and cancelDeliveries().
  */
 export function cancelProofStatements(db: Db, proofId: string, org: string | SQL<string>, now = Date.now()) {
   const own = and(eq(proofs.id, proofId), eq(proofs.org_id, org));
   const proofJob = and(eq(jobs.kind, 'proof'), eq(jobs.subject_id, proofId), inArray(jobs.subject_id, db.select({ id: proofs.id }).from(proofs).where(own)));
-  return [
-    db.update(jobs).set({ status: 'done', cancel_requested: true, cancel_requested_at: now }).where(and(proofJob, eq(jobs.status, 'queued'))),
-    db
+  return {
+    queuedJobDone: db.update(jobs).set({ status: 'done', cancel_requested: true, cancel_requested_at: now }).where(and(proofJob, eq(jobs.status, 'queued'))),
+    canceled: db
       .update(proofs)
       .set({ state: 'Canceled', terminated_at: isoNow(now) })
       .where(and(own, eq(proofs.state, 'Queued')))
       .returning({ id: proofs.id }),
-    db.update(jobs).set({ cancel_requested: true, cancel_requested_at: now }).where(and(proofJob, eq(jobs.status, 'leased'), eq(jobs.cancel_requested, false))),
-    db
+    runningJobAsked: db.update(jobs).set({ cancel_requested: true, cancel_requested_at: now }).where(and(proofJob, eq(jobs.status, 'leased'), eq(jobs.cancel_requested, false))),
+    canceling: db
       .update(proofs)
       .set({ state: 'Canceling' })
       .where(and(own, inArray(proofs.state, [...PROVE_PHASES])))
       .returning({ id: proofs.id }),
-    db.select({ state: proofs.state }).from(proofs).where(own),
+    current: db.select({ state: proofs.state }).from(proofs).where(own),
     // What a cancel of a queued proof emits (proof.canceled), for the caller to send.
-    unsentDeliveries(db, proofId, org),
-  ] as const;
+    deliveries: unsentDeliveries(db, proofId, org),
+  };
+}
+
+/** What cancelProofStatements() read, by name. */
+interface CancelRead {
+  canceled: { id: string }[];
+  canceling: { id: string }[];
+  current: { state: ProofState }[];
+  deliveries: DeliveryRef[];
 }
 
 /** The webhook deliveries cancelProofStatements() read back, to send. */
-export const cancelDeliveries = (results: readonly unknown[]) => results[5] as DeliveryRef[];
+export const cancelDeliveries = (read: Pick<CancelRead, 'deliveries'>): DeliveryRef[] => read.deliveries;
 
 /**
  * What cancelProofStatements() did: canceled at once, canceling, already canceling, or
  * nothing (a proof that finished before the cancel was recorded is terminal: the
  * cancel changes nothing). Null when the organization has no such proof.
  */
-export function cancelOutcome([, canceled, , canceling, current]: readonly [unknown, { id: string }[], unknown, { id: string }[], { state: ProofState }[], ...unknown[]]): CancelOutcome | null {
+export function cancelOutcome({ canceled, canceling, current }: Pick<CancelRead, 'canceled' | 'canceling' | 'current'>): CancelOutcome | null {
   if (canceled.length) return { kind: 'canceled' };
   if (canceling.length) return { kind: 'canceling' };
   if (!current[0]) return null;

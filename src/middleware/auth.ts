@@ -15,7 +15,7 @@ import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv, Caller } from '../app-env.ts';
-import { batchByName, type BatchResults, type GroupResults, type Statement, type Steps } from '../db/batch.ts';
+import { batchByName, type BatchResults, type Steps } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { KEY_SCOPES, PERMISSIONS, rankOf, ROLE_ORDER, type Action, type Role } from '../auth/permissions.ts';
 import { apiKeys, memberships } from '../db/schema.ts';
@@ -80,7 +80,7 @@ export const keyBeforeBody = createMiddleware<AppEnv>(async (c, next) => {
               try {
                 // The key alone: an Idempotency-Key is still claimed by the route's first
                 // batch, after the body (whose fingerprint a replay compares) was read.
-                await asCaller(c, () => [], undefined, { claim: false });
+                await asCaller(c, () => ({}), undefined, { claim: false });
               } catch (err) {
                 c.set('bodyRefusal', err as Error);
                 throw err;
@@ -204,25 +204,21 @@ function accept(c: Context<AppEnv>, row: KeyRow): Caller {
   return caller;
 }
 
-type Statements = readonly Statement[];
-/** What the route's statements read: by name for a record, in order for a list. */
-type CallerResults<T> = T extends Statements ? GroupResults<T> : T extends Steps ? BatchResults<T> : never;
-
 /**
  * Runs the route's statements, built with the caller's organization as SQL, in one
  * batch with the key's lookup: one round trip, on a replica for reads unless the
  * request's session says otherwise (a batch that writes goes to the primary). 401 for
  * a dead key, whatever the statements did: a write must itself be scoped to orgOfKey(). `fresh(results)` says whether what a
  * replica answered may stand; when it says no (say, the record asked for is missing),
- * the batch is repeated on the primary, whose answer is final. The statements are a
- * record (answered by name) or a list (answered in order).
+ * the batch is repeated on the primary, whose answer is final. The route's statements
+ * are a record (src/db/batch.ts), answered by the same names.
  */
-export async function asCaller<T extends readonly [] | Statements | Steps>(
+export async function asCaller<T extends Steps>(
   c: Context<AppEnv>,
   build: (org: SQL<string>) => T,
-  fresh: (results: CallerResults<T>) => boolean = () => true,
+  fresh: (results: BatchResults<T>) => boolean = () => true,
   { claim = true }: { claim?: boolean } = {},
-): Promise<CallerResults<T>> {
+): Promise<BatchResults<T>> {
   const hash = c.var.apiKeyHash;
   const sessions = c.var.sessions;
   // A request with an Idempotency-Key claims it in its first batch, before the route's
@@ -233,16 +229,13 @@ export async function asCaller<T extends readonly [] | Statements | Steps>(
   const action = declaredAction(c);
   const org = orgOfKey(hash, action);
   const run = async (db: Db) => {
-    const steps = build(org);
-    const listed = isStatementList(steps);
-    // The caller's own statements first, under names no route uses.
-    const read = await batchByName(db, {
-      'caller:key': keyLookup(db, hash),
-      'caller:claim': claiming ? [claimKey(db, org, idem.claim), requireClaim(db, org, idem.claim)] : undefined,
-      ...(listed ? { 'caller:list': steps } : steps),
+    // The caller's own statements first; the route's, a part of the batch, after them.
+    const { key, route } = await batchByName(db, {
+      key: keyLookup(db, hash),
+      claim: claiming ? [claimKey(db, org, idem.claim), requireClaim(db, org, idem.claim)] : undefined,
+      route: build(org),
     });
-    const { 'caller:key': keys, 'caller:claim': _claim, 'caller:list': list, ...named } = read as Record<string, unknown> & { 'caller:key': KeyRow[] };
-    return { key: keys[0], results: (listed ? list : named) as CallerResults<T> };
+    return { key: key[0], results: route as BatchResults<T> };
   };
   let answer: Awaited<ReturnType<typeof run>>;
   try {
@@ -299,11 +292,10 @@ export async function keyRefusal(c: Context<AppEnv>): Promise<ApiError | null> {
   return allows(row, action) ? null : refused(row, action);
 }
 
-const isStatementList = (steps: Statements | Steps): steps is Statements => Array.isArray(steps);
 
 /** The caller, checking the key now if no read has yet (routes whose first statement is a write or has none). */
 export async function authenticate(c: Context<AppEnv>): Promise<Caller> {
   if (c.var.caller) return c.var.caller;
-  await asCaller(c, () => []);
+  await asCaller(c, () => ({}));
   return c.var.caller;
 }

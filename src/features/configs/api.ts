@@ -19,16 +19,16 @@ export const configsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
 
 /** A config (service-wide, but only for callers with a live key), in the request's one read. */
 async function readConfig(c: Context<AppEnv>, id: string) {
-  const [rows] = await asCaller(c, () => [configQuery(c.var.db, id)], ([cfg]) => cfg.length > 0);
-  return one(rows, 'Config');
+  const { config } = await asCaller(c, () => ({ config: configQuery(c.var.db, id) }), ({ config }) => config.length > 0);
+  return one(config, 'Config');
 }
 
 /** A config and the current version of one of its keys, in the request's one read (a replica missing either asks the primary). */
 async function readConfigKey(c: Context<AppEnv>, id: string, name: PublishedKeyName) {
-  const [rows, key] = await asCaller(
+  const { rows, key } = await asCaller(
     c,
-    () => [configQuery(c.var.db, id), currentKeyQuery(c.var.db, id, name)],
-    ([cfg, k]) => cfg.length > 0 && k.length > 0,
+    () => ({ rows: configQuery(c.var.db, id), key: currentKeyQuery(c.var.db, id, name) }),
+    ({ rows, key }) => rows.length > 0 && key.length > 0,
   );
   const config = one(rows, 'Config');
   if (!key[0]) throw unpublished(config.id, name);

@@ -288,7 +288,7 @@ proofsApi.openapi(
   async (c) => {
     const id = c.req.valid('param').proof_id;
     // One batch on the primary: the key, both transitions and the proof's state.
-    const results = await asCaller(c, (org) => [...cancelProofStatements(c.var.db, id, org)]);
+    const results = await asCaller(c, (org) => cancelProofStatements(c.var.db, id, org));
     const answer = cancelAnswer(id, cancelOutcome(results));
     enqueueAfterResponse(c, cancelDeliveries(results));
     return c.json(answer, 200);

@@ -186,7 +186,7 @@ consoleProofsApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;
-    const results = await c.var.db.batch(cancelProofStatements(c.var.db, id, c.var.membership.orgId));
+    const results = await batchByName(c.var.db, cancelProofStatements(c.var.db, id, c.var.membership.orgId));
     const answer = cancelAnswer(id, cancelOutcome(results));
     enqueueAfterResponse(c, cancelDeliveries(results));
     return c.json(answer, 200);

@@ -7,8 +7,6 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { sql, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
-import type { BatchResults, Statement } from '../../db/batch.ts';
-import type { Db } from '../../db/client.ts';
 import { apiKeys } from '../../db/schema.ts';
 import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
 import { asCaller, authenticate } from '../../middleware/auth.ts';
@@ -49,27 +47,11 @@ import { newWebhookSecret } from './secrets.ts';
 
 export const webhooksApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
-/**
- * Runs an operation's statements in the API key's first batch (asCaller), answering by
- * name: the names are this function's business, asCaller's batch goes by position.
- * (Once asCaller answers by name itself, src/middleware/auth.ts, this is that call.)
- */
+/** Runs an operation's statements in the API key's first batch (asCaller), answered by name. */
 const inKeyBatch =
   (c: Context<AppEnv>): InOrg =>
-  async <T extends Record<string, Statement | undefined>>(build: (db: Db, org: SQL<string>) => T, fresh?: (results: BatchResults<T>) => boolean) => {
-    let names: string[] = [];
-    const byName = (results: readonly unknown[]) => Object.fromEntries(names.map((name, at) => [name, results[at]])) as BatchResults<T>;
-    const results = await asCaller(
-      c,
-      (org) => {
-        const steps = Object.entries(build(c.var.db, org)).filter((step): step is [string, Statement] => step[1] !== undefined);
-        names = steps.map(([name]) => name);
-        return steps.map(([, statement]) => statement);
-      },
-      fresh && ((results) => fresh(byName(results))),
-    );
-    return byName(results);
-  };
+  (build, fresh) =>
+    asCaller(c, (org) => build(c.var.db, org), fresh);
 
 /** The API key's column, as SQL, for statements batched with its lookup. */
 const keyColumn = (hash: string, column: SQL) => sql<string>`(SELECT ${column} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
