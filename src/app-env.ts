@@ -31,6 +31,8 @@ export interface AppEnv {
     authGate: () => Promise<void>;
     /** Why the request's body was not handed to its reader (its key was refused first: keyBeforeBody, src/middleware/auth.ts). */
     bodyRefusal?: Error;
+    /** Hands the reader the client's body itself, ungated, once the key was accepted (keyBeforeBody). */
+    openBody?: () => void;
     /** The action the route declared (src/middleware/permit.ts); an API key's lookup checks it. */
     action?: Action;
     /** The request's Idempotency-Key and its claim, on routes that take one (src/middleware/idempotency/). */

@@ -115,17 +115,19 @@ export async function parseMultipart(
       case 'body': {
         const i = indexOfBytes(buf, delimiter, 0);
         if (i >= 0) {
-          if (i > 0) await sink!.write(buf.slice(0, i));
+          // Views, not copies: `buf` is never written to, so a sink may keep what it is handed.
+          if (i > 0) await sink!.write(buf.subarray(0, i));
           await sink!.end();
           sink = null;
           buf = buf.subarray(i + delimiter.length);
           state = 'after-boundary';
           return true;
         }
-        // Keep a tail that may hold the start of the next delimiter.
-        const keep = final ? 0 : delimiter.length - 1;
+        // Keep only a tail that may start the next delimiter: usually none, so the next
+        // chunk is parsed where it lies, never copied onto a tail.
+        const keep = final ? 0 : delimiterStart(buf, delimiter);
         if (buf.length > keep) {
-          await sink!.write(buf.slice(0, buf.length - keep));
+          await sink!.write(buf.subarray(0, buf.length - keep));
           buf = buf.subarray(buf.length - keep);
         }
         return false;
@@ -154,6 +156,16 @@ export async function parseMultipart(
     reader.releaseLock();
   }
   if (state !== 'done') throw malformed('the body ended before the closing boundary');
+}
+
+/** The length of the longest end of `buf` that begins `delimiter` (shorter than it), 0 for none. */
+function delimiterStart(buf: Uint8Array, delimiter: Uint8Array): number {
+  for (let p = buf.indexOf(delimiter[0]!, Math.max(0, buf.length - delimiter.length + 1)); p !== -1; p = buf.indexOf(delimiter[0]!, p + 1)) {
+    let j = 1;
+    while (p + j < buf.length && buf[p + j] === delimiter[j]) j++;
+    if (p + j === buf.length) return buf.length - p;
+  }
+  return 0;
 }
 
 function parsePartHeaders(text: string): PartInfo | null {

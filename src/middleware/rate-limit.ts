@@ -47,13 +47,17 @@ const take = async (env: Env, binding: Binding, key: string) => (await (env[bind
 const orgOfKeyHash = new Map<string, string>();
 const ORG_CACHE_MAX = 10_000;
 
-/** Requests already counted against their organization's budget. */
-const orgCounted = new WeakSet<Request>();
+/**
+ * Requests already counted against their organization's budget, by their Context: not
+ * by `c.req.raw`, which keyBeforeBody replaces after the rate-limit middleware counted
+ * it (a request with a body was counted twice, and made one more binding call).
+ */
+const orgCounted = new WeakSet<Context>();
 
 /** Counts the request against its organization's budget for its class, once; 429 past it. */
 async function countOrg(c: Context<AppEnv>, orgId: string, refuse: boolean) {
-  if (orgCounted.has(c.req.raw)) return;
-  orgCounted.add(c.req.raw);
+  if (orgCounted.has(c)) return;
+  orgCounted.add(c);
   const cls = classOf(c);
   const { orgBinding, what } = CLASSES[cls];
   if (!(await take(c.env, orgBinding, orgId)) && refuse) throw limited(`Rate limit exceeded: this API key's organization has used its "${cls}" limit, ${what}, across all its keys`);

@@ -176,6 +176,18 @@ describe('rate limits per organization', () => {
     expect((await api(fresh, '/v1/validate_api_key')).status).toBe(429);
     expect((await api(await seedTenant(), '/v1/validate_api_key')).status).toBe(200);
   });
+
+  it('a request with a body counts once against its organization’s budget, as one without', { timeout: 90_000 }, async () => {
+    const t = await seedTenant();
+    const config = await seedConfig();
+    const keys = [t, ...(await Promise.all(Array.from({ length: 9 }, async (_, i) => ({ ...t, key: await runAdmin(createApiKey(t.orgId, `uploader ${i}`)) }))))];
+    // 10 keys × 29 uploads (each under its key's 30) is 290: within the organization's 300
+    // (test/vitest.config.ts). Each is refused (400: not a form) after its first read.
+    for (let i = 0; i < keys.length * 29; i++) {
+      const res = await api(keys[i % keys.length]!, `/v1/programs?config_id=${config}`, { method: 'POST', body: 'not a form' });
+      expect(res.status, `request ${i + 1}: ${await res.text()}`).toBe(400);
+    }
+  });
 });
 
 describe('the console API is rate limited', () => {
