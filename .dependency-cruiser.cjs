@@ -56,7 +56,6 @@ const AGENT_LAYERS = [
   ['agent-lib', '^prover-agent/src/lib/'],
 ];
 
-
 /** One rule per layer but the top one: it imports nothing of the layers above it. */
 const layerRules = (layers) =>
   layers.slice(1).map(([name, path], at) => ({

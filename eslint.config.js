@@ -41,7 +41,10 @@ export default tseslint.config(
       ],
       '@typescript-eslint/no-unnecessary-type-assertion': 'error',
       // Unused code.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true },
+      ],
       'no-unused-private-class-members': 'error',
       'no-unreachable': 'error',
       'no-fallthrough': 'error',
@@ -55,6 +58,9 @@ export default tseslint.config(
     // Their stand-in HTTP services answer from async handlers: a rejection there fails
     // the test run, which is what a test wants.
     files: ['test/**'],
-    rules: { 'no-restricted-syntax': 'off', '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }] },
+    rules: {
+      'no-restricted-syntax': 'off',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
+    },
   },
 );

@@ -59,7 +59,11 @@ export const API_VERSION = '2.0.0';
 function sentBookmark(header: string | undefined): string | null {
   if (header === undefined || header.trim() === '') return null;
   const value = header.trim().toLowerCase();
-  if (!isBookmark(value)) throw new ApiError(400, `Malformed ${BOOKMARK_HEADER} header: send back exactly the value a response gave you (or no header for a fresh session)`);
+  if (!isBookmark(value))
+    throw new ApiError(
+      400,
+      `Malformed ${BOOKMARK_HEADER} header: send back exactly the value a response gave you (or no header for a fresh session)`,
+    );
   return value;
 }
 
@@ -91,7 +95,10 @@ v1.openapi(
     tags: ['auth'],
     summary: 'Check an API key',
     middleware: [permit('records.read')],
-    responses: { 200: { description: 'The key is valid', content: { 'application/json': { schema: MessageResponse } } }, ...errorResponses() },
+    responses: {
+      200: { description: 'The key is valid', content: { 'application/json': { schema: MessageResponse } } },
+      ...errorResponses(),
+    },
   }),
   async (c) => {
     await authenticate(c);
@@ -111,7 +118,23 @@ v1.route('/', retentionApi);
 // The console's API: bearer access tokens from /auth (which needs none), never API keys.
 const signedIn = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 signedIn.use(requireConsoleUser, consoleRateLimit);
-for (const api of [accountApi, membersApi, apiKeysApi, consoleProjectsApi, consoleProgramsApi, consoleProofsApi, consoleExecutionsApi, consoleVerificationsApi, consoleWebhooksApi, usageApi, budgetsConsoleApi, estimatesConsoleApi, auditApi, fleetApi, consoleRetentionApi])
+for (const api of [
+  accountApi,
+  membersApi,
+  apiKeysApi,
+  consoleProjectsApi,
+  consoleProgramsApi,
+  consoleProofsApi,
+  consoleExecutionsApi,
+  consoleVerificationsApi,
+  consoleWebhooksApi,
+  usageApi,
+  budgetsConsoleApi,
+  estimatesConsoleApi,
+  auditApi,
+  fleetApi,
+  consoleRetentionApi,
+])
   signedIn.route('/', api);
 const consoleApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 consoleApi.use(callerSession);
@@ -163,7 +186,10 @@ app.doc31('/openapi.json', (c) => ({
 }));
 // Scalar's bundle is served by this Worker (build/assets/docs/vendor), not its CDN, and
 // without its web fonts: the reference works offline.
-app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Proving service API', cdn: '/docs/vendor/scalar.js', withDefaultFonts: false }));
+app.get(
+  '/docs',
+  Scalar({ url: '/openapi.json', pageTitle: 'Proving service API', cdn: '/docs/vendor/scalar.js', withDefaultFonts: false }),
+);
 // The console people sign in to (pages; their scripts and styles are static assets).
 app.route('/console', consolePages);
 app.get('/healthz', (c) => c.json({ ok: true }));

@@ -10,7 +10,6 @@ import { runWebhookDeliveries } from './features/webhooks/delivery.ts';
 import { isWebhookMessage } from './jobs/webhooks.ts';
 import { leaseKeepMs, sweepRetention } from './features/retention/sweep.ts';
 
-
 export default {
   fetch: app.fetch,
 
@@ -32,12 +31,12 @@ export default {
   },
 
   async scheduled(_controller, env, ctx) {
-    ctx.waitUntil(
-      sweep(openDb(env.DB), env).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'sweep', ...r }))),
-    );
+    ctx.waitUntil(sweep(openDb(env.DB), env).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'sweep', ...r }))));
     // Retention and the deleted records' objects still to delete (bounded per run: src/features/retention/sweep.ts).
     ctx.waitUntil(
-      sweepRetention(openDb(env.DB), env.ARTIFACTS, Date.now(), undefined, leaseKeepMs(env)).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'retention sweep', ...r }))),
+      sweepRetention(openDb(env.DB), env.ARTIFACTS, Date.now(), undefined, leaseKeepMs(env)).then((r) =>
+        console.log(JSON.stringify({ level: 'info', msg: 'retention sweep', ...r })),
+      ),
     );
   },
 } satisfies ExportedHandler<Env, JobNotice | LeaseCheck | WebhookMessage>;

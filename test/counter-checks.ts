@@ -42,7 +42,8 @@ export const COUNTER_CHECKS: CounterCheck[] = [
         (SELECT o.running_jobs * 1.0 / max(1, o.share_weight) FROM organizations o WHERE o.id = l.org_id) AS share,
         (SELECT coalesce(o.last_claimed_at, 0) FROM organizations o WHERE o.id = l.org_id) AS served
       FROM queue_lanes l`,
-    wrong: (r) => r.queued !== r.counted || (r.head_job_id ?? null) !== (r.head ?? null) || r.share_key !== r.share || r.last_claimed_at !== r.served,
+    wrong: (r) =>
+      r.queued !== r.counted || (r.head_job_id ?? null) !== (r.head ?? null) || r.share_key !== r.share || r.last_claimed_at !== r.served,
   },
   {
     name: 'jobs without a lane',

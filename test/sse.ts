@@ -56,7 +56,7 @@ export class SseReader {
       if (value.startsWith(' ')) value = value.slice(1);
       if (field === 'data') data.push(value);
       else if (field === 'event') event = value;
-      else if (field === 'id' && !value.includes('\0')) (id = value), (this.lastEventId = value);
+      else if (field === 'id' && !value.includes('\0')) ((id = value), (this.lastEventId = value));
       else if (field === 'retry' && /^\d+$/.test(value)) retry = Number(value);
     }
   }

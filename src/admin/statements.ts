@@ -6,10 +6,35 @@
 import { and, count, desc, eq, isNotNull, isNull, notExists, sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/sqlite-proxy';
 import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES, type KeyScope, type Role } from '../auth/permissions.ts';
-import { agents, agentTokens, apiKeys, budgets, configKeys, configs, consoleLinks, keyAudit, mailOutbox, memberships, nowIso, organizations, programs, publisherTokens, users } from '../db/schema.ts';
+import {
+  agents,
+  agentTokens,
+  apiKeys,
+  budgets,
+  configKeys,
+  configs,
+  consoleLinks,
+  keyAudit,
+  mailOutbox,
+  memberships,
+  nowIso,
+  organizations,
+  programs,
+  publisherTokens,
+  users,
+} from '../db/schema.ts';
 import { passwordLinkFor } from '../features/accounts/links.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
-import { newAgentTokenId, newApiKeyId, newConfigId, newLinkId, newMailId, newOrganizationId, newPublisherTokenId, newUserId } from '../lib/ids.ts';
+import {
+  newAgentTokenId,
+  newApiKeyId,
+  newConfigId,
+  newLinkId,
+  newMailId,
+  newOrganizationId,
+  newPublisherTokenId,
+  newUserId,
+} from '../lib/ids.ts';
 import { type MailMessage, SET_PASSWORD_LINK_TTL_HOURS, setPasswordMessage } from '../features/accounts/mail.ts';
 import { revoke } from '../lib/revoke.ts';
 import { normalizeConfigId } from '../lib/schemas.ts';
@@ -23,7 +48,9 @@ export interface AdminStep {
 }
 
 /** drizzle over no database: it only builds statements, which wrangler runs. */
-const db = drizzle(() => Promise.reject(new Error('operator statements are run by `wrangler d1 execute` (src/tools/admin.ts), not by drizzle')));
+const db = drizzle(() =>
+  Promise.reject(new Error('operator statements are run by `wrangler d1 execute` (src/tools/admin.ts), not by drizzle')),
+);
 
 /** A SQL literal. */
 export function lit(v: unknown): string {
@@ -74,7 +101,12 @@ export interface UserStep extends AdminStep {
 
 /** Whether an account has this email, and whether it has a password (the operator command looks before it writes). */
 export const findUser = (email: string): string =>
-  render(db.select({ id: users.id, has_password: isNotNull(users.password_hash).as('has_password') }).from(users).where(eq(users.email, normalizeEmail(email))));
+  render(
+    db
+      .select({ id: users.id, has_password: isNotNull(users.password_hash).as('has_password') })
+      .from(users)
+      .where(eq(users.email, normalizeEmail(email))),
+  );
 
 const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
@@ -86,19 +118,37 @@ const normalizeEmail = (email: string) => email.trim().toLowerCase();
  * so what `existing` says is only what to print. The link carries its token after
  * `#`, so it never reaches a server log.
  */
-export async function createUser(u: NewUser, token: string = randomToken('pw', 32), existing?: { has_password: boolean }): Promise<UserStep> {
+export async function createUser(
+  u: NewUser,
+  token: string = randomToken('pw', 32),
+  existing?: { has_password: boolean },
+): Promise<UserStep> {
   const email = normalizeEmail(u.email);
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new Error(`not an email address: ${u.email}`);
   if (!ROLES.includes(u.role)) throw new Error(`role must be ${ROLES.join(', ')}: ${u.role}`);
   const byEmail = sql<string>`${db.select({ id: users.id }).from(users).where(eq(users.email, email))}`;
   const user = db.insert(users).values({ id: newUserId(), email, name: u.name ?? '', is_operator: u.operator ?? false });
   const statements = [
-    render(u.operator ? user.onConflictDoUpdate({ target: users.email, set: { is_operator: true } }) : user.onConflictDoNothing({ target: users.email })),
+    render(
+      u.operator
+        ? user.onConflictDoUpdate({ target: users.email, set: { is_operator: true } })
+        : user.onConflictDoNothing({ target: users.email }),
+    ),
     // Nothing for an organization that does not exist.
     render(
       db
         .insert(memberships)
-        .select(db.select({ org_id: organizations.id, user_id: byEmail.as('user_id'), role: sql`${u.role}`.as('role'), created_at: nowIso.as('created_at') }).from(organizations).where(eq(organizations.id, u.orgId)))
+        .select(
+          db
+            .select({
+              org_id: organizations.id,
+              user_id: byEmail.as('user_id'),
+              role: sql`${u.role}`.as('role'),
+              created_at: nowIso.as('created_at'),
+            })
+            .from(organizations)
+            .where(eq(organizations.id, u.orgId)),
+        )
         .onConflictDoUpdate({ target: [memberships.org_id, memberships.user_id], set: { role: sql`excluded.role` } }),
     ),
   ];
@@ -108,13 +158,27 @@ export async function createUser(u: NewUser, token: string = randomToken('pw', 3
     return { sql: statements, output: [joined, email] };
   }
   if (existing?.has_password) {
-    return { sql: statements, output: [`${joined}: ${email} has an account already; its password is unchanged (they sign in with it, or reset it from the sign-in page)`, email] };
+    return {
+      sql: statements,
+      output: [
+        `${joined}: ${email} has an account already; its password is unchanged (they sign in with it, or reset it from the sign-in page)`,
+        email,
+      ],
+    };
   }
   const passwordless = and(eq(users.email, email), isNull(users.password_hash));
   statements.push(
     // An earlier unused link dies: one live set-password link per account.
-    render(revoke(db, consoleLinks, and(eq(consoleLinks.kind, 'set_password'), eq(consoleLinks.email, email), isNull(consoleLinks.used_at)))),
-    render(passwordLinkFor(db, { id: newLinkId(), kind: 'set_password', tokenHash: await sha256Hex(token), lifetime: `+${SET_PASSWORD_LINK_TTL_HOURS} hours` }, passwordless)),
+    render(
+      revoke(db, consoleLinks, and(eq(consoleLinks.kind, 'set_password'), eq(consoleLinks.email, email), isNull(consoleLinks.used_at))),
+    ),
+    render(
+      passwordLinkFor(
+        db,
+        { id: newLinkId(), kind: 'set_password', tokenHash: await sha256Hex(token), lifetime: `+${SET_PASSWORD_LINK_TTL_HOURS} hours` },
+        passwordless,
+      ),
+    ),
   );
   const mail = setPasswordMessage({ consoleUrl: u.consoleUrl, token, to: email });
   return {
@@ -150,7 +214,12 @@ export interface OrganizationLimits {
 
 /** Sets an organization's quotas and fair-share weight (src/jobs/quotas.ts, claims in src/jobs/state.ts); unnamed ones stay. */
 export function setOrganizationLimits(orgId: string, limits: OrganizationLimits): AdminStep {
-  const set: Partial<Pick<typeof organizations.$inferInsert, 'max_active_jobs' | 'max_gpus' | 'share_weight' | 'default_cycle_limit' | 'default_cost_limit' | 'default_deadline_seconds'>> = {};
+  const set: Partial<
+    Pick<
+      typeof organizations.$inferInsert,
+      'max_active_jobs' | 'max_gpus' | 'share_weight' | 'default_cycle_limit' | 'default_cost_limit' | 'default_deadline_seconds'
+    >
+  > = {};
   const count = <K extends keyof typeof set>(name: K, v: number | null | undefined, min: number) => {
     if (v === undefined) return;
     if (v !== null && (!Number.isSafeInteger(v) || v < min)) throw new Error(`${name} must be an integer ≥ ${min}, not ${v}`);
@@ -178,11 +247,13 @@ export function setOrganizationLimits(orgId: string, limits: OrganizationLimits)
 export function setOrganizationBudget(orgId: string, limits: { monthlyCost?: number | null; monthlyGpuHours?: number | null }): AdminStep {
   const set: Partial<Pick<typeof budgets.$inferInsert, 'monthly_cost' | 'monthly_gpu_hours'>> = {};
   if (limits.monthlyCost !== undefined) {
-    if (limits.monthlyCost !== null && !(Number.isSafeInteger(limits.monthlyCost) && limits.monthlyCost > 0)) throw new Error(`the spending budget must be a positive whole number of micro-USD, not ${limits.monthlyCost}`);
+    if (limits.monthlyCost !== null && !(Number.isSafeInteger(limits.monthlyCost) && limits.monthlyCost > 0))
+      throw new Error(`the spending budget must be a positive whole number of micro-USD, not ${limits.monthlyCost}`);
     set.monthly_cost = limits.monthlyCost;
   }
   if (limits.monthlyGpuHours !== undefined) {
-    if (limits.monthlyGpuHours !== null && !(Number.isFinite(limits.monthlyGpuHours) && limits.monthlyGpuHours > 0)) throw new Error(`the GPU-hour budget must be a positive number, not ${limits.monthlyGpuHours}`);
+    if (limits.monthlyGpuHours !== null && !(Number.isFinite(limits.monthlyGpuHours) && limits.monthlyGpuHours > 0))
+      throw new Error(`the GPU-hour budget must be a positive number, not ${limits.monthlyGpuHours}`);
     set.monthly_gpu_hours = limits.monthlyGpuHours;
   }
   if (Object.keys(set).length === 0) throw new Error('name at least one budget to set');
@@ -216,7 +287,8 @@ export function setOrganizationBudget(orgId: string, limits: { monthlyCost?: num
  * finished proofs' and executions' files are kept, or null for good.
  */
 export function setOrganizationRetention(orgId: string, days: number | null): AdminStep {
-  if (days !== null && (!Number.isSafeInteger(days) || days < 1 || days > 3650)) throw new Error(`retention must be 1..3650 days or forever, not ${days}`);
+  if (days !== null && (!Number.isSafeInteger(days) || days < 1 || days > 3650))
+    throw new Error(`retention must be 1..3650 days or forever, not ${days}`);
   return {
     sql: [render(db.update(organizations).set({ retention_days: days }).where(eq(organizations.id, orgId)))],
     output: [`${orgId}: retention = ${days === null ? 'forever' : `${days} days`}`],
@@ -228,7 +300,12 @@ export function setOrganizationRetention(orgId: string, days: number | null): Ad
  * An operator-made API key: no creator user, so its scope alone bounds it
  * (src/auth/permissions.ts KEY_SCOPES; `full` is an owner's rights).
  */
-export async function createApiKey(orgId: string, owner: string, key: string = randomToken('sk'), scope: KeyScope = DEFAULT_KEY_SCOPE): Promise<AdminStep> {
+export async function createApiKey(
+  orgId: string,
+  owner: string,
+  key: string = randomToken('sk'),
+  scope: KeyScope = DEFAULT_KEY_SCOPE,
+): Promise<AdminStep> {
   if (!KEY_SCOPE_NAMES.includes(scope)) throw new Error(`scope must be ${KEY_SCOPE_NAMES.join(', ')}: ${scope}`);
   const row = {
     id: sql`${newApiKeyId()}`.as('id'),
@@ -258,7 +335,8 @@ export async function createApiKey(orgId: string, owner: string, key: string = r
 
 const revoked = (statement: Statement): AdminStep => ({ sql: [render(statement)], output: ['revoked (if it existed)'] });
 
-export const revokeApiKey = async (key: string): Promise<AdminStep> => revoked(revoke(db, apiKeys, eq(apiKeys.key_hash, await sha256Hex(key))));
+export const revokeApiKey = async (key: string): Promise<AdminStep> =>
+  revoked(revoke(db, apiKeys, eq(apiKeys.key_hash, await sha256Hex(key))));
 
 export const revokeApiKeyById = (id: string): AdminStep => revoked(revoke(db, apiKeys, eq(apiKeys.id, id)));
 
@@ -293,7 +371,12 @@ export const TARGET_RELEASE = { openvm_version: '2.0.1', stark_backend_version: 
  * openvm.toml, so that it describes what the config is (and changes when it does).
  */
 export async function devAppVmCommit(openvmToml: string): Promise<string> {
-  return '0x' + (await sha256Hex(`zkvm-dev/app-vm-commit/v1\0openvm ${TARGET_RELEASE.openvm_version}\0stark-backend ${TARGET_RELEASE.stark_backend_version}\0${openvmToml}`));
+  return (
+    '0x' +
+    (await sha256Hex(
+      `zkvm-dev/app-vm-commit/v1\0openvm ${TARGET_RELEASE.openvm_version}\0stark-backend ${TARGET_RELEASE.stark_backend_version}\0${openvmToml}`,
+    ))
+  );
 }
 
 export const DEV_ENGINE_OPENVM_TOML = `# The VM the dev engine executes (RV32IM, io, keccak, SHA-2). Dev proofs are not zero-knowledge proofs.
@@ -308,7 +391,8 @@ export const DEV_ENGINE_OPENVM_TOML = `# The VM the dev engine executes (RV32IM,
 export const MAX_OPENVM_TOML_BYTES = 64 * 1024;
 
 function checkOpenvmToml(text: string): void {
-  if (new TextEncoder().encode(text).length > MAX_OPENVM_TOML_BYTES) throw new Error(`openvm.toml is larger than ${MAX_OPENVM_TOML_BYTES} bytes`);
+  if (new TextEncoder().encode(text).length > MAX_OPENVM_TOML_BYTES)
+    throw new Error(`openvm.toml is larger than ${MAX_OPENVM_TOML_BYTES} bytes`);
   if (text.includes('\0')) throw new Error('openvm.toml is not text');
 }
 
@@ -358,11 +442,26 @@ export function setConfigOpenvmToml(id: string, openvmToml: string): AdminStep {
  * dev proofs are bound to the commit they were made under).
  */
 export function upgradeDevConfig(id: string, old: { openvm_version: string; app_vm_commit: string }, appVmCommit: string): AdminStep {
-  const unused = notExists(db.select({ one: sql`1` }).from(programs).where(eq(programs.config_id, id)));
+  const unused = notExists(
+    db
+      .select({ one: sql`1` })
+      .from(programs)
+      .where(eq(programs.config_id, id)),
+  );
   return {
     sql: [
-      render(db.update(configs).set(TARGET_RELEASE).where(and(eq(configs.id, id), eq(configs.openvm_version, old.openvm_version)))),
-      render(db.update(configs).set({ app_vm_commit: appVmCommit }).where(and(eq(configs.id, id), eq(configs.app_vm_commit, old.app_vm_commit), unused))),
+      render(
+        db
+          .update(configs)
+          .set(TARGET_RELEASE)
+          .where(and(eq(configs.id, id), eq(configs.openvm_version, old.openvm_version))),
+      ),
+      render(
+        db
+          .update(configs)
+          .set({ app_vm_commit: appVmCommit })
+          .where(and(eq(configs.id, id), eq(configs.app_vm_commit, old.app_vm_commit), unused)),
+      ),
     ],
     output: [],
   };
@@ -388,7 +487,8 @@ export interface AgentTokenScope {
 /** A new agent token with its scope. Printed once; stored only as its SHA-256. */
 export async function createAgentToken(name: string, scope: AgentTokenScope, token: string = randomToken('at')): Promise<AdminStep> {
   const unknown = scope.engines.filter((e) => !engineTraits(e));
-  if (unknown.length || scope.engines.length === 0) throw new Error(`an agent token needs engines among ${ENGINE_NAMES.join(', ')}${unknown.length ? ` (not ${unknown.join(', ')})` : ''}`);
+  if (unknown.length || scope.engines.length === 0)
+    throw new Error(`an agent token needs engines among ${ENGINE_NAMES.join(', ')}${unknown.length ? ` (not ${unknown.join(', ')})` : ''}`);
   if (scope.configs?.length === 0) throw new Error('an agent token needs at least one config, or every config of its engines');
   const badIds = scope.configs?.filter((id) => !/^cfg_[0-9A-HJKMNP-TV-Z]{26}$/i.test(id)) ?? [];
   if (badIds.length) throw new Error(`not config ids (cfg_{ulid}): ${badIds.join(', ')}`);
@@ -407,11 +507,15 @@ export async function createAgentToken(name: string, scope: AgentTokenScope, tok
           }),
       ),
     ],
-    output: [`agent token ${name} for ${engines.join(', ')} under ${configIds ? configIds.join(', ') : 'every config of them'} (store it now: it is not shown again)`, token],
+    output: [
+      `agent token ${name} for ${engines.join(', ')} under ${configIds ? configIds.join(', ') : 'every config of them'} (store it now: it is not shown again)`,
+      token,
+    ],
   };
 }
 
-export const revokeAgentToken = async (token: string): Promise<AdminStep> => revoked(revoke(db, agentTokens, eq(agentTokens.token_hash, await sha256Hex(token))));
+export const revokeAgentToken = async (token: string): Promise<AdminStep> =>
+  revoked(revoke(db, agentTokens, eq(agentTokens.token_hash, await sha256Hex(token))));
 
 export const revokeAgentTokenById = (id: string): AdminStep => revoked(revoke(db, agentTokens, eq(agentTokens.id, id)));
 
@@ -432,13 +536,24 @@ export interface NewPublisherToken {
  */
 export async function createPublisherToken(t: NewPublisherToken, token: string = randomToken('pt'), now = Date.now()): Promise<AdminStep> {
   const ttl = t.ttlDays ?? DEFAULT_PUBLISHER_TOKEN_TTL_DAYS;
-  if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_PUBLISHER_TOKEN_TTL_DAYS) throw new Error(`a publisher token lives 1 to ${MAX_PUBLISHER_TOKEN_TTL_DAYS} days: ${ttl}`);
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_PUBLISHER_TOKEN_TTL_DAYS)
+    throw new Error(`a publisher token lives 1 to ${MAX_PUBLISHER_TOKEN_TTL_DAYS} days: ${ttl}`);
   if (!token.startsWith('pt_')) throw new Error('a publisher token starts with pt_');
   const scope = t.configIds === null ? null : [...new Set(t.configIds.map((id) => normalizeConfigId(id.trim())))];
   if (scope !== null && scope.length === 0) throw new Error('name the configs the token may publish (or --all-configs)');
   const expiresAt = now + ttl * 24 * 3600 * 1000;
   return {
-    sql: [render(db.insert(publisherTokens).values({ id: newPublisherTokenId(), name: t.name, token_hash: await sha256Hex(token), config_ids: scope, expires_at: expiresAt }))],
+    sql: [
+      render(
+        db.insert(publisherTokens).values({
+          id: newPublisherTokenId(),
+          name: t.name,
+          token_hash: await sha256Hex(token),
+          config_ids: scope,
+          expires_at: expiresAt,
+        }),
+      ),
+    ],
     output: [
       `publisher token ${t.name} for ${scope === null ? 'every config' : scope.join(', ')}, expires ${new Date(expiresAt).toISOString()} (store it now: it is not shown again)`,
       token,
@@ -446,7 +561,8 @@ export async function createPublisherToken(t: NewPublisherToken, token: string =
   };
 }
 
-export const revokePublisherToken = async (token: string): Promise<AdminStep> => revoked(revoke(db, publisherTokens, eq(publisherTokens.token_hash, await sha256Hex(token))));
+export const revokePublisherToken = async (token: string): Promise<AdminStep> =>
+  revoked(revoke(db, publisherTokens, eq(publisherTokens.token_hash, await sha256Hex(token))));
 
 export const revokePublisherTokenById = (id: string): AdminStep => revoked(revoke(db, publisherTokens, eq(publisherTokens.id, id)));
 
@@ -457,13 +573,31 @@ export const revokePublisherTokenById = (id: string): AdminStep => revoked(revok
  * transaction): refused by config_keys' triggers unless `supersedes` is the current
  * version (null: none published).
  */
-export function publishConfigKey(k: { configId: string; name: string; uploadId: string; r2Key: string; sha256: string; size: number; supersedes: number | null }): AdminStep {
+export function publishConfigKey(k: {
+  configId: string;
+  name: string;
+  uploadId: string;
+  r2Key: string;
+  sha256: string;
+  size: number;
+  supersedes: number | null;
+}): AdminStep {
   const version = (k.supersedes ?? 0) + 1;
   const configId = normalizeConfigId(k.configId);
   return {
     sql: [
       render(
-        db.insert(configKeys).values({ config_id: configId, name: k.name, version, sha256: k.sha256, size: k.size, r2_key: k.r2Key, verified: true, published_by: 'admin', upload_id: k.uploadId }),
+        db.insert(configKeys).values({
+          config_id: configId,
+          name: k.name,
+          version,
+          sha256: k.sha256,
+          size: k.size,
+          r2_key: k.r2Key,
+          verified: true,
+          published_by: 'admin',
+          upload_id: k.uploadId,
+        }),
       ),
       render(
         db.insert(keyAudit).values({
@@ -495,7 +629,10 @@ export const listOrganizations = (): string =>
         id: organizations.id,
         name: organizations.name,
         created_at: organizations.created_at,
-        active_keys: sql<number>`${db.select({ n: count() }).from(apiKeys).where(and(eq(apiKeys.org_id, organizations.id), isNull(apiKeys.revoked_at)))}`.as('active_keys'),
+        active_keys: sql<number>`${db
+          .select({ n: count() })
+          .from(apiKeys)
+          .where(and(eq(apiKeys.org_id, organizations.id), isNull(apiKeys.revoked_at)))}`.as('active_keys'),
         max_active_jobs: organizations.max_active_jobs,
         max_gpus: organizations.max_gpus,
         share_weight: organizations.share_weight,
@@ -527,7 +664,14 @@ export const listUsers = (orgId?: string): string =>
 export const listApiKeys = (orgId?: string): string =>
   render(
     db
-      .select({ id: apiKeys.id, org_id: apiKeys.org_id, owner: apiKeys.owner, scope: apiKeys.scope, created_at: apiKeys.created_at, revoked_at: apiKeys.revoked_at })
+      .select({
+        id: apiKeys.id,
+        org_id: apiKeys.org_id,
+        owner: apiKeys.owner,
+        scope: apiKeys.scope,
+        created_at: apiKeys.created_at,
+        revoked_at: apiKeys.revoked_at,
+      })
       .from(apiKeys)
       .where(orgId === undefined ? undefined : eq(apiKeys.org_id, orgId))
       .orderBy(apiKeys.created_at, apiKeys.id),
@@ -557,7 +701,14 @@ export const listConfigs = (id?: string): string =>
 export const listAgentTokens = (): string =>
   render(
     db
-      .select({ id: agentTokens.id, name: agentTokens.name, engines: agentTokens.engines, configs: agentTokens.configs, created_at: agentTokens.created_at, revoked_at: agentTokens.revoked_at })
+      .select({
+        id: agentTokens.id,
+        name: agentTokens.name,
+        engines: agentTokens.engines,
+        configs: agentTokens.configs,
+        created_at: agentTokens.created_at,
+        revoked_at: agentTokens.revoked_at,
+      })
       .from(agentTokens)
       .orderBy(agentTokens.created_at, agentTokens.id),
   );

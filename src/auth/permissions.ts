@@ -21,7 +21,10 @@ export const rankOf = (role: Role): number => ROLE_ORDER.indexOf(role) + 1;
  * are nested (ROLE_ORDER), so "the least role" says the whole table.
  */
 export const PERMISSIONS = {
-  'records.read': { least: 'viewer', covers: 'Read programs, projects, proofs, executions, verifications, configs, usage and webhook endpoints' },
+  'records.read': {
+    least: 'viewer',
+    covers: 'Read programs, projects, proofs, executions, verifications, configs, usage and webhook endpoints',
+  },
   'keys.own': { least: 'viewer', covers: 'Create, list and revoke one’s own API keys (a viewer: read keys only)' },
   'jobs.submit': { least: 'member', covers: 'Register programs, submit proofs and executions, verify proofs' },
   'jobs.cancel': { least: 'member', covers: 'Cancel proofs' },
@@ -29,7 +32,10 @@ export const PERMISSIONS = {
   // Irreversible, and it takes away what every member reads (README "Deleting records and
   // retention"): admins, like the organization's other settings; a member's or a `prove`
   // key's rights (an automated prover's) never reach it.
-  'records.delete': { least: 'admin', covers: 'Delete proofs, executions and programs (their files go, a tombstone stays) and set the organization’s retention' },
+  'records.delete': {
+    least: 'admin',
+    covers: 'Delete proofs, executions and programs (their files go, a tombstone stays) and set the organization’s retention',
+  },
   'webhooks.manage': { least: 'admin', covers: 'Create, change, rotate, test, redeliver and delete webhook endpoints' },
   'members.manage': { least: 'admin', covers: 'List members and invitations; invite, change and remove admins, members and viewers' },
   'keys.manage': { least: 'admin', covers: 'List and revoke every API key of the organization' },

@@ -31,7 +31,10 @@ export const CONSOLE_CSP = {
   frameAncestors: ["'none'"],
 };
 
-consolePages.use('*', secureHeaders({ contentSecurityPolicy: CONSOLE_CSP, referrerPolicy: 'no-referrer', crossOriginEmbedderPolicy: false }));
+consolePages.use(
+  '*',
+  secureHeaders({ contentSecurityPolicy: CONSOLE_CSP, referrerPolicy: 'no-referrer', crossOriginEmbedderPolicy: false }),
+);
 consolePages.use('*', async (c, next) => {
   await next();
   c.header('Cache-Control', 'no-store');

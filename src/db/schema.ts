@@ -5,7 +5,17 @@ import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from
 import { JOB_KINDS, PROOF_TYPES } from 'prover-agent/protocol';
 import { KEY_SCOPE_NAMES, PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, type WebhookEvent } from './enums.ts';
 
-export { KEY_SCOPE_NAMES, PROOF_STATES, ROLES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS, type KeyScope, type ProofState, type Role, type WebhookEvent } from './enums.ts';
+export {
+  KEY_SCOPE_NAMES,
+  PROOF_STATES,
+  ROLES,
+  WEBHOOK_DELIVERY_STATUSES,
+  WEBHOOK_EVENTS,
+  type KeyScope,
+  type ProofState,
+  type Role,
+  type WebhookEvent,
+} from './enums.ts';
 
 /** Now, in SQL, as timestamp columns store it: ISO 8601 UTC with milliseconds. */
 export const nowIso = sql<string>`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`;
@@ -18,40 +28,46 @@ const orgId = () =>
     .notNull()
     .references(() => organizations.id);
 
-export const organizations = sqliteTable('organizations', {
-  id: text('id').primaryKey(),
-  name: text('name').notNull(),
-  created_at: createdAt(),
-  /** Quota: most queued-or-running jobs at once; null = ORG_MAX_ACTIVE_JOBS (src/jobs/quotas.ts). */
-  max_active_jobs: integer('max_active_jobs'),
-  /** Quota: most GPUs its queued-or-running jobs hold at once; null = ORG_MAX_GPUS. */
-  max_gpus: integer('max_gpus'),
-  /** Fair share: its part of the fleet relative to other organizations' (claims, src/jobs/state.ts). */
-  share_weight: integer('share_weight').notNull().default(1),
-  /** Epoch ms of its latest claim: among equally loaded organizations, the least recently served goes first. */
-  last_claimed_at: integer('last_claimed_at'),
-  // Counters kept by triggers (migrations/0005_counters.sql; README "What a claim costs") in
-  // the same transaction as every change they count, so quotas, fair share and list totals
-  // read one row instead of counting many.
-  /** Its jobs now leased by an agent: its share of the fleet. */
-  running_jobs: integer('running_jobs').notNull().default(0),
-  /** Its queued or leased jobs (the max_active_jobs quota). */
-  active_jobs: integer('active_jobs').notNull().default(0),
-  /** GPUs its queued or leased jobs hold (jobs.gpus_used; the max_gpus quota). */
-  held_gpus: integer('held_gpus').notNull().default(0),
-  project_count: integer('project_count').notNull().default(0),
-  program_count: integer('program_count').notNull().default(0),
-  proof_count: integer('proof_count').notNull().default(0),
-  execution_count: integer('execution_count').notNull().default(0),
-  verification_count: integer('verification_count').notNull().default(0),
-  /** Defaults of its jobs' limits (README "Job limits"; a request's own wins); null: none. */
-  default_cycle_limit: integer('default_cycle_limit'),
-  default_cost_limit: integer('default_cost_limit'),
-  default_deadline_seconds: integer('default_deadline_seconds'),
-  /** Days its proofs' and executions' files (inputs, logs, proofs) are kept after they finish; null = for good (src/features/retention). */
-  retention_days: integer('retention_days'),
-},
-(t) => [index('organizations_retention').on(t.id).where(sql`${t.retention_days} IS NOT NULL`)],
+export const organizations = sqliteTable(
+  'organizations',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    created_at: createdAt(),
+    /** Quota: most queued-or-running jobs at once; null = ORG_MAX_ACTIVE_JOBS (src/jobs/quotas.ts). */
+    max_active_jobs: integer('max_active_jobs'),
+    /** Quota: most GPUs its queued-or-running jobs hold at once; null = ORG_MAX_GPUS. */
+    max_gpus: integer('max_gpus'),
+    /** Fair share: its part of the fleet relative to other organizations' (claims, src/jobs/state.ts). */
+    share_weight: integer('share_weight').notNull().default(1),
+    /** Epoch ms of its latest claim: among equally loaded organizations, the least recently served goes first. */
+    last_claimed_at: integer('last_claimed_at'),
+    // Counters kept by triggers (migrations/0005_counters.sql; README "What a claim costs") in
+    // the same transaction as every change they count, so quotas, fair share and list totals
+    // read one row instead of counting many.
+    /** Its jobs now leased by an agent: its share of the fleet. */
+    running_jobs: integer('running_jobs').notNull().default(0),
+    /** Its queued or leased jobs (the max_active_jobs quota). */
+    active_jobs: integer('active_jobs').notNull().default(0),
+    /** GPUs its queued or leased jobs hold (jobs.gpus_used; the max_gpus quota). */
+    held_gpus: integer('held_gpus').notNull().default(0),
+    project_count: integer('project_count').notNull().default(0),
+    program_count: integer('program_count').notNull().default(0),
+    proof_count: integer('proof_count').notNull().default(0),
+    execution_count: integer('execution_count').notNull().default(0),
+    verification_count: integer('verification_count').notNull().default(0),
+    /** Defaults of its jobs' limits (README "Job limits"; a request's own wins); null: none. */
+    default_cycle_limit: integer('default_cycle_limit'),
+    default_cost_limit: integer('default_cost_limit'),
+    default_deadline_seconds: integer('default_deadline_seconds'),
+    /** Days its proofs' and executions' files (inputs, logs, proofs) are kept after they finish; null = for good (src/features/retention). */
+    retention_days: integer('retention_days'),
+  },
+  (t) => [
+    index('organizations_retention')
+      .on(t.id)
+      .where(sql`${t.retention_days} IS NOT NULL`),
+  ],
 );
 
 /** API keys are stored only as SHA-256 hashes (hex) of the key. */
@@ -142,7 +158,12 @@ export const consoleLinks = sqliteTable(
     used_at: text('used_at'),
     revoked_at: text('revoked_at'),
   },
-  (t) => [uniqueIndex('console_links_token').on(t.token_hash), index('console_links_org').on(t.org_id, t.kind), index('console_links_email').on(t.email, t.kind), index('console_links_created_by').on(t.org_id, t.created_by)],
+  (t) => [
+    uniqueIndex('console_links_token').on(t.token_hash),
+    index('console_links_org').on(t.org_id, t.kind),
+    index('console_links_email').on(t.email, t.kind),
+    index('console_links_created_by').on(t.org_id, t.created_by),
+  ],
 );
 
 /**
@@ -325,29 +346,31 @@ export const proofs = sqliteTable(
     index('proofs_program').on(t.program_id, t.created_at),
     index('proofs_org').on(t.org_id, t.created_at),
     // The retention sweep's finished, undeleted proofs per organization (src/features/retention/sweep.ts).
-    index('proofs_retention').on(t.org_id, t.terminated_at).where(sql`${t.deleted_at} IS NULL AND ${t.terminated_at} IS NOT NULL`),
+    index('proofs_retention')
+      .on(t.org_id, t.terminated_at)
+      .where(sql`${t.deleted_at} IS NULL AND ${t.terminated_at} IS NOT NULL`),
   ],
 );
 
 export const verifications = sqliteTable(
   'verifications',
   {
-  id: text('id').primaryKey(),
-  org_id: orgId(),
-  /** The program whose baseline a STARK proof is checked against; null for an EVM proof checked against a config alone. */
-  program_id: text('program_id').references(() => programs.id),
-  /** The config whose keys verify the proof. */
-  config_id: text('config_id')
-    .notNull()
-    .references(() => configs.id),
-  created_at: createdAt(),
-  created_by: text('created_by').notNull(),
-  result: text('result', { enum: ['processing', 'verified', 'failed'] })
-    .notNull()
-    .default('processing'),
-  proof_type: text('proof_type').notNull().default('stark'),
-  error_message: text('error_message').notNull().default(''),
-  proof_key: text('proof_key').notNull(),
+    id: text('id').primaryKey(),
+    org_id: orgId(),
+    /** The program whose baseline a STARK proof is checked against; null for an EVM proof checked against a config alone. */
+    program_id: text('program_id').references(() => programs.id),
+    /** The config whose keys verify the proof. */
+    config_id: text('config_id')
+      .notNull()
+      .references(() => configs.id),
+    created_at: createdAt(),
+    created_by: text('created_by').notNull(),
+    result: text('result', { enum: ['processing', 'verified', 'failed'] })
+      .notNull()
+      .default('processing'),
+    proof_type: text('proof_type').notNull().default('stark'),
+    error_message: text('error_message').notNull().default(''),
+    proof_key: text('proof_key').notNull(),
   },
   (t) => [index('verifications_org').on(t.org_id, t.created_at)],
 );
@@ -382,7 +405,9 @@ export const executions = sqliteTable(
   (t) => [
     index('executions_program').on(t.program_id, t.created_at),
     index('executions_org').on(t.org_id, t.created_at),
-    index('executions_retention').on(t.org_id, t.terminated_at).where(sql`${t.deleted_at} IS NULL AND ${t.terminated_at} IS NOT NULL`),
+    index('executions_retention')
+      .on(t.org_id, t.terminated_at)
+      .where(sql`${t.deleted_at} IS NULL AND ${t.terminated_at} IS NOT NULL`),
   ],
 );
 
@@ -438,7 +463,9 @@ export const jobs = sqliteTable(
      * alone), `kept` (finished, but left in chunks for good: written before the index, or
      * past the compaction's bound).
      */
-    log_store: text('log_store', { enum: ['chunks', 'compacted', 'clean', 'kept'] }).notNull().default('chunks'),
+    log_store: text('log_store', { enum: ['chunks', 'compacted', 'clean', 'kept'] })
+      .notNull()
+      .default('chunks'),
     /** Its limits (src/jobs/limits.ts; migrations/0015_job_limits.sql): cycles, cost (micro-USD), deadline (epoch ms). Null: none. */
     cycle_limit: integer('cycle_limit'),
     cost_limit: integer('cost_limit'),
@@ -455,15 +482,27 @@ export const jobs = sqliteTable(
       .on(t.org_id, t.engine, t.config_id, t.gpus_used, sql`${t.priority} DESC`, t.queued_at, t.id)
       .where(sql`${t.status} = 'queued'`),
     // Leases that expired (expireLeases) and the job holding a lease.
-    index('jobs_lease_expiry').on(t.lease_expires_at).where(sql`${t.status} = 'leased'`),
-    uniqueIndex('jobs_lease').on(t.lease_id).where(sql`${t.lease_id} IS NOT NULL`),
+    index('jobs_lease_expiry')
+      .on(t.lease_expires_at)
+      .where(sql`${t.status} = 'leased'`),
+    uniqueIndex('jobs_lease')
+      .on(t.lease_id)
+      .where(sql`${t.lease_id} IS NOT NULL`),
     // The sweep's stale notices, and the fleet view's oldest queued job per engine and config.
-    index('jobs_stale_notice').on(t.notified_at).where(sql`${t.status} = 'queued'`),
-    index('jobs_queued_age').on(t.engine, t.config_id, t.queued_at).where(sql`${t.status} = 'queued'`),
+    index('jobs_stale_notice')
+      .on(t.notified_at)
+      .where(sql`${t.status} = 'queued'`),
+    index('jobs_queued_age')
+      .on(t.engine, t.config_id, t.queued_at)
+      .where(sql`${t.status} = 'queued'`),
     // Finished jobs whose log compaction is pending (the sweep's retries, src/jobs/logs.ts).
-    index('jobs_log_pending').on(t.id).where(sql`${t.status} = 'done' AND ${t.log_store} IN ('chunks', 'compacted')`),
+    index('jobs_log_pending')
+      .on(t.id)
+      .where(sql`${t.status} = 'done' AND ${t.log_store} IN ('chunks', 'compacted')`),
     // Queued jobs past their deadline (the sweep, src/jobs/limits.ts).
-    index('jobs_deadline').on(t.deadline_at).where(sql`${t.status} = 'queued' AND ${t.deadline_at} IS NOT NULL`),
+    index('jobs_deadline')
+      .on(t.deadline_at)
+      .where(sql`${t.status} = 'queued' AND ${t.deadline_at} IS NOT NULL`),
   ],
 );
 
@@ -571,9 +610,13 @@ export const leases = sqliteTable(
   (t) => [
     uniqueIndex('leases_token').on(t.token_hash),
     index('leases_job').on(t.job_id),
-    index('leases_live_by_agent_token').on(t.agent_token_id).where(sql`${t.outcome} IS NULL`),
+    index('leases_live_by_agent_token')
+      .on(t.agent_token_id)
+      .where(sql`${t.outcome} IS NULL`),
     // Ended leases, for the sweep to delete once no retried callback can need them (src/features/retention/sweep.ts).
-    index('leases_ended').on(t.ended_at).where(sql`${t.ended_at} IS NOT NULL`),
+    index('leases_ended')
+      .on(t.ended_at)
+      .where(sql`${t.ended_at} IS NOT NULL`),
   ],
 );
 
@@ -735,14 +778,22 @@ export const webhookDeliveries = sqliteTable(
   (t) => [
     index('webhook_deliveries_endpoint').on(t.endpoint_id, t.created_at),
     // The sweep's due deliveries (src/jobs/webhooks.ts): pending ones only.
-    index('webhook_deliveries_due').on(t.next_attempt_at).where(sql`${t.status} = 'pending'`),
+    index('webhook_deliveries_due')
+      .on(t.next_attempt_at)
+      .where(sql`${t.status} = 'pending'`),
     // A state change's batch reads the deliveries its triggers just made (never attempted) to send them.
-    index('webhook_deliveries_unsent').on(t.subject_id).where(sql`${t.attempts} = 0 AND ${t.status} = 'pending'`),
+    index('webhook_deliveries_unsent')
+      .on(t.subject_id)
+      .where(sql`${t.attempts} = 0 AND ${t.status} = 'pending'`),
     // Retention (src/jobs/webhooks.ts sweepWebhooks): ended deliveries by age, oldest first,
     // delivered ones (kept WEBHOOK_DELIVERED_KEEP_DAYS) and failed ones (WEBHOOK_RETENTION_DAYS)
     // apart, so neither sweep steps over the other's rows; pending ones are in neither.
-    index('webhook_deliveries_delivered_age').on(t.created_at).where(sql`${t.status} = 'delivered'`),
-    index('webhook_deliveries_failed_age').on(t.created_at).where(sql`${t.status} = 'failed'`),
+    index('webhook_deliveries_delivered_age')
+      .on(t.created_at)
+      .where(sql`${t.status} = 'delivered'`),
+    index('webhook_deliveries_failed_age')
+      .on(t.created_at)
+      .where(sql`${t.status} = 'failed'`),
   ],
 );
 

@@ -55,7 +55,10 @@ export const usd = (micro: number) => `$${(micro / 1_000_000).toFixed(2)}`;
 export function budgetRefusal(reached: string | null | undefined, kind: JobKind): ApiError | null {
   if (!reached || !isBudgeted(kind)) return null;
   const b = JSON.parse(reached) as BudgetReached;
-  const figures = b.metric === 'cost' ? `${usd(b.budget)} monthly spending budget (used: ${usd(b.used)})` : `${b.budget} GPU-hour monthly budget (used: ${b.used})`;
+  const figures =
+    b.metric === 'cost'
+      ? `${usd(b.budget)} monthly spending budget (used: ${usd(b.used)})`
+      : `${b.budget} GPU-hour monthly budget (used: ${b.used})`;
   return new ApiError(
     403,
     `Budget reached: your organization spent its ${figures} for ${b.month} (UTC); new proofs and executions are refused until the month ends or an owner or admin raises the budget. Jobs already queued or running finish.`,

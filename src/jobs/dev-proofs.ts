@@ -73,7 +73,12 @@ async function sealProblem(proof: DevProof, expected: DevProofExpectation, secre
 }
 
 /** For a verification: why the stored proof at `key` is not a valid dev proof, or null when it is. */
-export async function devProofSealProblem(bucket: R2Bucket, key: string, expected: DevProofExpectation, secret: string): Promise<string | null> {
+export async function devProofSealProblem(
+  bucket: R2Bucket,
+  key: string,
+  expected: DevProofExpectation,
+  secret: string,
+): Promise<string | null> {
   const proof = await readStored(bucket, key);
   return typeof proof === 'string' ? proof : sealProblem(proof, expected, secret);
 }
@@ -94,7 +99,10 @@ export async function sealDevProofs(
   const childDigests: string[] = [];
   for (const [i, key] of job.childKeys.entries()) {
     const child = await readStored(bucket, key);
-    const problem = typeof child === 'string' ? child : await sealProblem(child, { kind: 'stark', appExeCommit: job.appExeCommit, config: job.config }, secret);
+    const problem =
+      typeof child === 'string'
+        ? child
+        : await sealProblem(child, { kind: 'stark', appExeCommit: job.appExeCommit, config: job.config }, secret);
     if (problem || typeof child === 'string') return { fail: `child proof ${i}: ${problem}` };
     childDigests.push(devHex(await sha256(devProofDigestMessage(child))));
   }
@@ -111,9 +119,15 @@ export async function sealDevProofs(
       sizes[type] = (await bucket.head(key))!.size;
       continue;
     }
-    const mismatch = devStatementMismatch(proof, { kind: type as ProofType, appExeCommit: job.appExeCommit, config: job.config, configDigest: await sha256(devConfigDigestMessage(job.config)) });
+    const mismatch = devStatementMismatch(proof, {
+      kind: type as ProofType,
+      appExeCommit: job.appExeCommit,
+      config: job.config,
+      configDigest: await sha256(devConfigDigestMessage(job.config)),
+    });
     if (mismatch) return { fail: `the ${type} proof was ${mismatch}` };
-    if (!reported || devHex(reported) !== devHex(proof.publicValues)) return { fail: `the ${type} proof's public values are not the ones the engine reported` };
+    if (!reported || devHex(reported) !== devHex(proof.publicValues))
+      return { fail: `the ${type} proof's public values are not the ones the engine reported` };
     if (proof.childDigests.length !== childDigests.length || proof.childDigests.some((d, i) => devHex(d) !== childDigests[i])) {
       return { fail: `the ${type} proof does not bind the job's ${childDigests.length} deferred child proofs` };
     }

@@ -19,7 +19,8 @@ import { fleetSettings, tenantLimits } from './settings.ts';
 import { expireLeases } from './state.ts';
 import { enqueueDeliveries } from './webhooks.ts';
 
-export const isLeaseCheck = (body: unknown): body is LeaseCheck => !!body && typeof body === 'object' && (body as { type?: unknown }).type === 'lease-check';
+export const isLeaseCheck = (body: unknown): body is LeaseCheck =>
+  !!body && typeof body === 'object' && (body as { type?: unknown }).type === 'lease-check';
 
 /** Seconds until a lease expiring at `expiresAt` can be seen expired (queue delays are whole seconds). */
 const delayUntil = (expiresAt: number, now: number) => Math.max(1, Math.ceil((expiresAt - now + 250) / 1000));
@@ -38,7 +39,11 @@ export async function checkLease(env: Env, check: LeaseCheck, now = Date.now()):
   // A replica may be behind: an "expired" it shows is confirmed by the conditional write on the primary.
   const sessions = new RequestSessions(env.DB, 'first-unconstrained');
   const read = (db: typeof sessions.db) =>
-    db.select({ status: jobs.status, lease_id: jobs.lease_id, lease_expires_at: jobs.lease_expires_at }).from(jobs).where(eq(jobs.id, check.job_id)).get();
+    db
+      .select({ status: jobs.status, lease_id: jobs.lease_id, lease_expires_at: jobs.lease_expires_at })
+      .from(jobs)
+      .where(eq(jobs.id, check.job_id))
+      .get();
   let job = await read(sessions.db);
   if (job?.status === 'leased' && job.lease_id === check.lease_id && (job.lease_expires_at ?? 0) < now) {
     const settings = fleetSettings(env);
@@ -62,7 +67,9 @@ export async function afterExpiry(env: Env, db: Db, expired: Awaited<ReturnType<
   await enqueueDeliveries(env, expired.deliveries);
   const why = 'The prover running this attempt stopped answering and its lease expired';
   await Promise.all([
-    ...expired.requeued.map((j) => appendServiceLog(db, env.ARTIFACTS, j.id, `${why}: queued again for another prover.`, tenantLimits(env))),
+    ...expired.requeued.map((j) =>
+      appendServiceLog(db, env.ARTIFACTS, j.id, `${why}: queued again for another prover.`, tenantLimits(env)),
+    ),
     ...expired.failed.map((id) => appendServiceLog(db, env.ARTIFACTS, id, `${why}.`, tenantLimits(env))),
   ]);
   // Their logs end with that line: the failed jobs' logs can be compacted now, a bounded

@@ -51,7 +51,9 @@ export function limitColumns(orgId: string, limits: JobLimits | undefined, now: 
   return {
     cycle_limit: sql<number | null>`coalesce(${own(limits?.cycleLimit)}, ${orgDefault(organizations.default_cycle_limit)})`,
     cost_limit: sql<number | null>`coalesce(${own(limits?.costLimit)}, ${orgDefault(organizations.default_cost_limit)})`,
-    deadline_at: sql<number | null>`${now} + 1000 * coalesce(${own(limits?.deadlineSeconds)}, ${orgDefault(organizations.default_deadline_seconds)})`,
+    deadline_at: sql<
+      number | null
+    >`${now} + 1000 * coalesce(${own(limits?.deadlineSeconds)}, ${orgDefault(organizations.default_deadline_seconds)})`,
   };
 }
 
@@ -82,7 +84,9 @@ function rateSql(settings: FleetSettings, machineType: SQL): SQL {
  */
 function costLimitReachedAtSql(settings: FleetSettings): SQL<number | null> {
   const perMs = sql`(max(1, l.gpus) * ${rateSql(settings, sql`l.machine_type`)} * 1000000.0 / 3600000.0)`;
-  return sql<number | null>`(SELECT CASE WHEN ${jobs.cost_limit} IS NULL OR ${perMs} <= 0 THEN NULL ELSE l.claimed_at + CAST(${jobs.cost_limit} / ${perMs} AS INTEGER) END
+  return sql<
+    number | null
+  >`(SELECT CASE WHEN ${jobs.cost_limit} IS NULL OR ${perMs} <= 0 THEN NULL ELSE l.claimed_at + CAST(${jobs.cost_limit} / ${perMs} AS INTEGER) END
     FROM ${leases} l WHERE l.id = ${jobs.lease_id})`;
 }
 
@@ -119,7 +123,11 @@ export function limitStop(job: JobRow, lease: LeaseRow, settings: FleetSettings,
     const perMs = (Math.max(1, lease.gpus) * rate * 1_000_000) / 3_600_000;
     if (perMs > 0) {
       const at = lease.claimed_at + Math.floor(job.cost_limit / perMs);
-      if (at <= now) return { reason: `Cost limit reached: the job had cost ${job.cost_limit} (micro-USD) when it was stopped; its cost_limit is ${job.cost_limit}`, at };
+      if (at <= now)
+        return {
+          reason: `Cost limit reached: the job had cost ${job.cost_limit} (micro-USD) when it was stopped; its cost_limit is ${job.cost_limit}`,
+          at,
+        };
     }
   }
   return null;

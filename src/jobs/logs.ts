@@ -91,7 +91,13 @@ function appendStatements(db: Db, jobId: string, seq: number, bytes: number, sou
     caps === 'marker' ? undefined : and(lt(jobs.log_seq, caps.LOG_MAX_CHUNKS), lte(sql`${jobs.log_bytes} + ${bytes}`, caps.LOG_MAX_BYTES)),
   );
   const row = db
-    .select({ job_id: jobs.id, seq: jobs.log_seq, offset: jobs.log_bytes, bytes: sql<number>`${bytes}`.as('bytes'), source: sql<Source>`${source}`.as('source') })
+    .select({
+      job_id: jobs.id,
+      seq: jobs.log_seq,
+      offset: jobs.log_bytes,
+      bytes: sql<number>`${bytes}`.as('bytes'),
+      source: sql<Source>`${source}`.as('source'),
+    })
     .from(jobs)
     .where(where);
   return {
@@ -127,13 +133,22 @@ export async function stageLogChunk(
   const none = (result: AppendResult) => ({ result, append: null });
   if (job.truncated) return none({ kind: 'capped', detail: capDetail(caps) });
   if (chunk.seq < job.seq) return none({ kind: 'duplicate' });
-  if (chunk.seq > job.seq || chunk.offset !== job.bytes) return none({ kind: 'out-of-order', expectedSeq: job.seq, expectedOffset: job.bytes });
+  if (chunk.seq > job.seq || chunk.offset !== job.bytes)
+    return none({ kind: 'out-of-order', expectedSeq: job.seq, expectedOffset: job.bytes });
   const bytes = new TextEncoder().encode(source === 'host' ? hostText(chunk.text) : chunk.text);
-  const put = (b: Uint8Array, s: Source) => bucket.put(artifactKey.jobLogChunk(jobId, chunk.seq, s), b, { httpMetadata: { contentType: 'text/plain; charset=utf-8' } });
+  const put = (b: Uint8Array, s: Source) =>
+    bucket.put(artifactKey.jobLogChunk(jobId, chunk.seq, s), b, { httpMetadata: { contentType: 'text/plain; charset=utf-8' } });
   if (job.seq >= caps.LOG_MAX_CHUNKS || job.bytes + bytes.byteLength > caps.LOG_MAX_BYTES) {
-    const marker = new TextEncoder().encode(serviceLine(`log truncated: it reached its cap (${caps.LOG_MAX_BYTES} bytes, ${caps.LOG_MAX_CHUNKS} chunks); later output was refused`));
+    const marker = new TextEncoder().encode(
+      serviceLine(
+        `log truncated: it reached its cap (${caps.LOG_MAX_BYTES} bytes, ${caps.LOG_MAX_CHUNKS} chunks); later output was refused`,
+      ),
+    );
     await put(marker, 'service');
-    return { result: { kind: 'capped', detail: capDetail(caps) }, append: appendStatements(db, jobId, chunk.seq, marker.byteLength, 'service', 'marker') };
+    return {
+      result: { kind: 'capped', detail: capDetail(caps) },
+      append: appendStatements(db, jobId, chunk.seq, marker.byteLength, 'service', 'marker'),
+    };
   }
   await put(bytes, source);
   return { result: { kind: 'appended' }, append: appendStatements(db, jobId, chunk.seq, bytes.byteLength, source, caps) };
@@ -146,7 +161,15 @@ export async function stageLogChunk(
  * when they do not apply (a repeat landed, or the caps were reached, meanwhile) the
  * position is read again to say which.
  */
-export async function appendLogChunk(db: Db, bucket: R2Bucket, jobId: string, chunk: LogChunk, caps: LogCaps, current?: LogPosition, source: Source = 'host'): Promise<AppendResult> {
+export async function appendLogChunk(
+  db: Db,
+  bucket: R2Bucket,
+  jobId: string,
+  chunk: LogChunk,
+  caps: LogCaps,
+  current?: LogPosition,
+  source: Source = 'host',
+): Promise<AppendResult> {
   let job = current ?? (await position(db, jobId));
   for (let tries = 0; job && tries < 3; tries++) {
     const staged = await stageLogChunk(db, bucket, jobId, chunk, job, caps, source);
@@ -192,7 +215,8 @@ export function logPageQuery(db: Db, jobId: SQL | string, offset: number, limit 
 }
 
 /** The job id of a subject as SQL, for logPageQuery() in the same batch as the job's own read (src/features/runs/data.ts jobOfSubject). */
-export const jobIdOfSubject = (kind: 'proof' | 'execute', subjectId: string) => sql<string>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`;
+export const jobIdOfSubject = (kind: 'proof' | 'execute', subjectId: string) =>
+  sql<string>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`;
 
 const concat = (parts: Uint8Array[]) => {
   const all = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
@@ -220,7 +244,8 @@ export async function readLogPage(
   const from = Math.max(offset, 0);
   if (!jobId) return { bytes: new Uint8Array(0), next: from };
   if (isCompacted(store)) return compactedLogFrom(bucket, jobId, from, maxBytes, logBytes);
-  if ((rows.length === 0 || rows[0].offset > from) && logBytes !== undefined && from < logBytes) return legacyLogFrom(bucket, jobId, from, maxBytes);
+  if ((rows.length === 0 || rows[0].offset > from) && logBytes !== undefined && from < logBytes)
+    return legacyLogFrom(bucket, jobId, from, maxBytes);
   const taken: LogIndexRow[] = [];
   let size = 0;
   for (const r of rows) {
@@ -255,8 +280,20 @@ export async function readLogPage(
  * D1 round trip (the page's index rows and where the log is stored), then its R2 reads
  * (one ranged read of a compacted log).
  */
-export async function jobLogFrom(db: Db, bucket: R2Bucket, jobId: string | undefined, offset: number, maxBytes: number, logBytes?: number): Promise<{ text: string; next: number }> {
-  const { rows, job } = jobId ? await batchByName(db, { rows: logPageQuery(db, jobId, offset), job: db.select({ store: jobs.log_store }).from(jobs).where(eq(jobs.id, jobId)) }) : { rows: [], job: [] };
+export async function jobLogFrom(
+  db: Db,
+  bucket: R2Bucket,
+  jobId: string | undefined,
+  offset: number,
+  maxBytes: number,
+  logBytes?: number,
+): Promise<{ text: string; next: number }> {
+  const { rows, job } = jobId
+    ? await batchByName(db, {
+        rows: logPageQuery(db, jobId, offset),
+        job: db.select({ store: jobs.log_store }).from(jobs).where(eq(jobs.id, jobId)),
+      })
+    : { rows: [], job: [] };
   const { bytes, next } = await readLogPage(bucket, jobId, rows, offset, maxBytes, logBytes, job[0]?.store);
   return { text: new TextDecoder().decode(bytes), next };
 }
@@ -277,7 +314,13 @@ function wholeCharsEnd(bytes: Uint8Array): number {
  * when there is nothing to read), cut back to a whole UTF-8 character when the range
  * ends inside the log. Empty when there is no compacted object.
  */
-async function compactedLogFrom(bucket: R2Bucket, jobId: string, offset: number, maxBytes: number, logBytes?: number): Promise<{ bytes: Uint8Array; next: number }> {
+async function compactedLogFrom(
+  bucket: R2Bucket,
+  jobId: string,
+  offset: number,
+  maxBytes: number,
+  logBytes?: number,
+): Promise<{ bytes: Uint8Array; next: number }> {
   const length = logBytes === undefined ? maxBytes : Math.min(maxBytes, logBytes - offset);
   if (length <= 0) return { bytes: new Uint8Array(0), next: offset };
   const whole = offset === 0 && logBytes !== undefined && length === logBytes;
@@ -289,7 +332,12 @@ async function compactedLogFrom(bucket: R2Bucket, jobId: string, offset: number,
 }
 
 /** A log written before its index: its chunk objects, listed, from `offset` (at most `maxBytes`). */
-async function legacyLogFrom(bucket: R2Bucket, jobId: string, offset: number, maxBytes: number): Promise<{ bytes: Uint8Array; next: number }> {
+async function legacyLogFrom(
+  bucket: R2Bucket,
+  jobId: string,
+  offset: number,
+  maxBytes: number,
+): Promise<{ bytes: Uint8Array; next: number }> {
   const chunks: { key: string; size: number }[] = [];
   let cursor: string | undefined;
   do {
@@ -347,12 +395,23 @@ export type CompactOutcome = 'compacted' | 'kept' | 'not-final' | 'changed';
  * object gone) is `kept` in chunks, and read as before.
  */
 export async function compactJobLog(db: Db, bucket: R2Bucket, jobId: string, caps: LogCaps): Promise<CompactOutcome> {
-  const job = await db.select({ status: jobs.status, seq: jobs.log_seq, bytes: jobs.log_bytes, store: jobs.log_store }).from(jobs).where(eq(jobs.id, jobId)).get();
+  const job = await db
+    .select({ status: jobs.status, seq: jobs.log_seq, bytes: jobs.log_bytes, store: jobs.log_store })
+    .from(jobs)
+    .where(eq(jobs.id, jobId))
+    .get();
   if (!job || job.status !== 'done') return 'not-final';
   if (job.store === 'kept' || job.store === 'clean') return job.store === 'clean' ? 'compacted' : 'kept';
   // The record, conditional on the log being exactly what was read (finished, not grown).
-  const asRead = and(eq(jobs.id, jobId), eq(jobs.status, 'done'), eq(jobs.log_store, 'chunks'), eq(jobs.log_seq, job.seq), eq(jobs.log_bytes, job.bytes));
-  const mark = async (store: LogStore) => (await db.update(jobs).set({ log_store: store }).where(asRead).returning({ id: jobs.id })).length === 1;
+  const asRead = and(
+    eq(jobs.id, jobId),
+    eq(jobs.status, 'done'),
+    eq(jobs.log_store, 'chunks'),
+    eq(jobs.log_seq, job.seq),
+    eq(jobs.log_bytes, job.bytes),
+  );
+  const mark = async (store: LogStore) =>
+    (await db.update(jobs).set({ log_store: store }).where(asRead).returning({ id: jobs.id })).length === 1;
   if (job.store === 'chunks') {
     if (job.bytes === 0) return (await mark('clean')) ? 'compacted' : 'changed';
     const rows =
@@ -389,16 +448,26 @@ export async function compactJobLog(db: Db, bucket: R2Bucket, jobId: string, cap
     await Promise.all(Array.from({ length: Math.min(COMPACT_CONCURRENCY, rows.length) }, worker));
     // A chunk gone (or not as indexed) while the log is still `chunks`: nothing to compact it from.
     if (missing) return (await mark('kept')) ? 'kept' : 'changed';
-    await bucket.put(artifactKey.jobLogCompacted(jobId), all, { httpMetadata: { contentType: 'text/plain; charset=utf-8' }, customMetadata: { log_seq: String(job.seq) } });
+    await bucket.put(artifactKey.jobLogCompacted(jobId), all, {
+      httpMetadata: { contentType: 'text/plain; charset=utf-8' },
+      customMetadata: { log_seq: String(job.seq) },
+    });
     if (!(await mark('compacted'))) return 'changed';
   }
   // The chunks, now that the compacted object serves reads: objects first, then their rows.
-  const chunks = await db.select({ seq: jobLogChunks.seq, source: jobLogChunks.source }).from(jobLogChunks).where(eq(jobLogChunks.job_id, jobId)).limit(COMPACT_MAX_CHUNKS + 1);
+  const chunks = await db
+    .select({ seq: jobLogChunks.seq, source: jobLogChunks.source })
+    .from(jobLogChunks)
+    .where(eq(jobLogChunks.job_id, jobId))
+    .limit(COMPACT_MAX_CHUNKS + 1);
   const keys = chunks.map((r) => artifactKey.jobLogChunk(jobId, r.seq, r.source));
   for (let i = 0; i < keys.length; i += 1000) await bucket.delete(keys.slice(i, i + 1000)); // R2 deletes at most 1,000 keys per call
   await batchByName(db, {
     chunks: db.delete(jobLogChunks).where(eq(jobLogChunks.job_id, jobId)),
-    job: db.update(jobs).set({ log_store: 'clean' }).where(and(eq(jobs.id, jobId), eq(jobs.log_store, 'compacted'))),
+    job: db
+      .update(jobs)
+      .set({ log_store: 'clean' })
+      .where(and(eq(jobs.id, jobId), eq(jobs.log_store, 'compacted'))),
   });
   return 'compacted';
 }
@@ -409,7 +478,9 @@ export async function compactJobLog(db: Db, bucket: R2Bucket, jobId: string, cap
  */
 export async function compactAfterEnding(db: Db, bucket: R2Bucket, jobIds: readonly string[], caps: LogCaps): Promise<void> {
   for (const id of jobIds)
-    await compactJobLog(db, bucket, id, caps).catch((err) => console.error(JSON.stringify({ level: 'error', msg: 'log compaction failed; the sweep retries it', job_id: id, error: String(err) })));
+    await compactJobLog(db, bucket, id, caps).catch((err) =>
+      console.error(JSON.stringify({ level: 'error', msg: 'log compaction failed; the sweep retries it', job_id: id, error: String(err) })),
+    );
 }
 
 /** The sweep's part: up to COMPACT_SWEEP_BATCH finished jobs whose compaction is pending (jobs_log_pending), compacted. */
@@ -425,7 +496,9 @@ export async function compactPendingLogs(db: Db, bucket: R2Bucket, caps: LogCaps
     try {
       if ((await compactJobLog(db, bucket, id, caps)) !== 'changed') done++;
     } catch (err) {
-      console.error(JSON.stringify({ level: 'error', msg: 'log compaction failed; the next sweep retries it', job_id: id, error: String(err) }));
+      console.error(
+        JSON.stringify({ level: 'error', msg: 'log compaction failed; the next sweep retries it', job_id: id, error: String(err) }),
+      );
     }
   }
   return done;

@@ -23,7 +23,10 @@ export interface QuotaDefaults {
 
 export function quotaDefaults(env: Env): QuotaDefaults {
   const int = (v: string | undefined, fallback: number) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v) : fallback);
-  return { maxActiveJobs: int(env.ORG_MAX_ACTIVE_JOBS, QUOTA_DEFAULTS.ORG_MAX_ACTIVE_JOBS), maxGpus: int(env.ORG_MAX_GPUS, QUOTA_DEFAULTS.ORG_MAX_GPUS) };
+  return {
+    maxActiveJobs: int(env.ORG_MAX_ACTIVE_JOBS, QUOTA_DEFAULTS.ORG_MAX_ACTIVE_JOBS),
+    maxGpus: int(env.ORG_MAX_GPUS, QUOTA_DEFAULTS.ORG_MAX_GPUS),
+  };
 }
 
 /** SQL true while one more job holding `gpus` GPUs fits both of the organization's quotas. */

@@ -37,7 +37,9 @@ export interface AgentTimings {
   cancelCheckIntervalMs: number;
 }
 
-export function fleetSettings(env: Env): FleetSettings & AgentTimings & { renotifyAfterMs: number; agentStaleMs: number; unservableEventMs: number } {
+export function fleetSettings(
+  env: Env,
+): FleetSettings & AgentTimings & { renotifyAfterMs: number; agentStaleMs: number; unservableEventMs: number } {
   let machineRates: Record<string, number> = { '*': 0 };
   if (env.MACHINE_RATES) {
     try {
@@ -50,7 +52,10 @@ export function fleetSettings(env: Env): FleetSettings & AgentTimings & { renoti
   return {
     leaseTtlMs,
     // Never so rare that one lost beat loses the lease: at most TTL / 2.4 (5 s of 12).
-    heartbeatIntervalMs: Math.max(500, Math.min(num(env.HEARTBEAT_SECONDS, FLEET_DEFAULTS.HEARTBEAT_SECONDS) * 1000, Math.floor(leaseTtlMs / 2.4))),
+    heartbeatIntervalMs: Math.max(
+      500,
+      Math.min(num(env.HEARTBEAT_SECONDS, FLEET_DEFAULTS.HEARTBEAT_SECONDS) * 1000, Math.floor(leaseTtlMs / 2.4)),
+    ),
     cancelCheckIntervalMs: Math.max(100, num(env.CANCEL_CHECK_SECONDS, FLEET_DEFAULTS.CANCEL_CHECK_SECONDS) * 1000),
     // Never shorter than one lease.
     maxLeaseMs: Math.max(leaseTtlMs, num(env.MAX_LEASE_SECONDS, FLEET_DEFAULTS.MAX_LEASE_SECONDS) * 1000),

@@ -63,7 +63,10 @@ const isoNow = (ms: number) => new Date(ms).toISOString();
  * organization, migrations/0016_budgets_estimates.sql); run it before the jobs stop matching.
  */
 const deliveriesOf = (db: Db, jobWhere: SQL | undefined) =>
-  unsentDeliveries(db, sql`(SELECT ${jobs.subject_id} FROM ${jobs} WHERE ${jobWhere} UNION ALL SELECT ${jobs.org_id} FROM ${jobs} WHERE ${jobWhere})`);
+  unsentDeliveries(
+    db,
+    sql`(SELECT ${jobs.subject_id} FROM ${jobs} WHERE ${jobWhere} UNION ALL SELECT ${jobs.org_id} FROM ${jobs} WHERE ${jobWhere})`,
+  );
 
 // ---------------------------------------------------------------------------
 // Claim
@@ -94,11 +97,20 @@ export interface AgentCapabilities {
  * more, and the token is read by its unique hash in the same round trip.
  */
 function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>, tokenHash: string): SQL<string | null> {
-  const list = (values: string[]) => sql.join(values.map((v) => sql`${v}`), sql`, `);
-  const rows = (values: string[]) => sql.join(values.map((v) => sql`(${v})`), sql`, `);
+  const list = (values: string[]) =>
+    sql.join(
+      values.map((v) => sql`${v}`),
+      sql`, `,
+    );
+  const rows = (values: string[]) =>
+    sql.join(
+      values.map((v) => sql`(${v})`),
+      sql`, `,
+    );
   // Written out rather than built: the correlated LIMIT 1 per key is what makes it a seek
   // (queue_lanes_by_config / queue_lanes_by_engine, whose WHERE this repeats).
-  const order = (t: string) => sql.raw(`${t}.share_key, ${t}.last_claimed_at, ${t}.head_priority DESC, ${t}.head_queued_at, ${t}.head_job_id`);
+  const order = (t: string) =>
+    sql.raw(`${t}.share_key, ${t}.last_claimed_at, ${t}.head_priority DESC, ${t}.head_queued_at, ${t}.head_job_id`);
   const seek = (keyColumn: 'config_id' | 'engine', keys: SQL) => sql`SELECT (
       SELECT lane.rowid FROM ${queueLanes} lane
       WHERE ${sql.raw(`lane.${keyColumn}`)} = wanted.key AND lane.head_job_id IS NOT NULL
@@ -109,7 +121,10 @@ function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'
   // configs; or, when neither names any, every config of the allowed engines (by engine).
   const lanes =
     caps.configs.length > 0
-      ? seek('config_id', sql`SELECT column1 AS key FROM (VALUES ${rows(caps.configs)}) WHERE ${tokenConfigs} IS NULL OR column1 IN (SELECT value FROM json_each(${tokenConfigs}))`)
+      ? seek(
+          'config_id',
+          sql`SELECT column1 AS key FROM (VALUES ${rows(caps.configs)}) WHERE ${tokenConfigs} IS NULL OR column1 IN (SELECT value FROM json_each(${tokenConfigs}))`,
+        )
       : sql`${seek('config_id', sql`SELECT value AS key FROM json_each(${tokenConfigs})`)} UNION ALL ${seek('engine', sql`SELECT engine AS key FROM allowed_engines WHERE ${tokenConfigs} IS NULL`)}`;
   return sql<string | null>`(WITH
       scope AS (SELECT ${agentTokens.engines} AS engines, ${agentTokens.configs} AS configs FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${tokenHash} AND ${agentTokens.revoked_at} IS NULL),
@@ -150,7 +165,11 @@ const claimedJob = alias(jobs, 'claimed_job');
 const claimedProgram = alias(programs, 'claimed_program');
 const claimedKinds = ALL_JOB_KINDS.map((kind) => {
   const subject = kind.subject.table === programs ? null : alias(kind.subject.table, `claimed_${kind.subjectNoun}`);
-  const tables = { job: getTableColumns(claimedJob), program: getTableColumns(claimedProgram), subject: getTableColumns(subject ?? claimedProgram) };
+  const tables = {
+    job: getTableColumns(claimedJob),
+    program: getTableColumns(claimedProgram),
+    subject: getTableColumns(subject ?? claimedProgram),
+  };
   return { kind, subject, tables };
 });
 const isClaimedKind = (kind: JobKind) => sql`${claimedJob.kind} = ${sql.raw(`'${kind}'`)}`;
@@ -171,7 +190,9 @@ const as = (table: SQLiteTable, named: SQLiteTable) => sql`${table} AS ${sql.ide
 /** The claimed job and its subject: each kind's subject joins only a job of its kind. */
 const claimedJobAndSubject = sql`${as(jobs, claimedJob)} ${sql.join(
   claimedKinds.flatMap(({ kind, subject }) =>
-    subject ? [sql`LEFT JOIN ${as(kind.subject.table, subject)} ON ${isClaimedKind(kind.kind)} AND ${subject.id} = ${claimedJob.subject_id}`] : [],
+    subject
+      ? [sql`LEFT JOIN ${as(kind.subject.table, subject)} ON ${isClaimedKind(kind.kind)} AND ${subject.id} = ${claimedJob.subject_id}`]
+      : [],
   ),
   sql` `,
 )}`;
@@ -196,7 +217,11 @@ export async function claimJob(
   const mine = eq(jobs.lease_id, lease.id);
   const tokenLive = sql`EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash} AND ${agentTokens.revoked_at} IS NULL)`;
   const claimedUnder = eq(claimedJob.lease_id, lease.id);
-  const subjectOf = (kind: JobKind) => db.select({ id: jobs.subject_id }).from(jobs).where(and(mine, eq(jobs.kind, kind)));
+  const subjectOf = (kind: JobKind) =>
+    db
+      .select({ id: jobs.subject_id })
+      .from(jobs)
+      .where(and(mine, eq(jobs.kind, kind)));
   const claimed = await batchByName(db, {
     scope: db
       .select({ engines: agentTokens.engines, configs: agentTokens.configs })
@@ -231,7 +256,9 @@ export async function claimJob(
           outcome: sql`NULL`.as('outcome'),
           response: sql`NULL`.as('response'),
           artifacts: claimedInputs.as('artifacts'),
-          agent_token_id: sql`(SELECT ${agentTokens.id} FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash})`.as('agent_token_id'),
+          agent_token_id: sql`(SELECT ${agentTokens.id} FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash})`.as(
+            'agent_token_id',
+          ),
         })
         .from(claimedJobAndSubject)
         .leftJoin(claimedProgram, programOfClaimed)
@@ -239,15 +266,41 @@ export async function claimJob(
     ),
     subjectsRunning: ALL_JOB_KINDS.map((k) => updateSubjects(db, k, mine, k.subject.running(isoNow(now), caps.machineType))),
     // Fair share's tie-break: the organization served least recently goes first next time.
-    orgServed: db.update(organizations).set({ last_claimed_at: now }).where(inArray(organizations.id, db.select({ id: jobs.org_id }).from(jobs).where(mine))),
+    orgServed: db
+      .update(organizations)
+      .set({ last_claimed_at: now })
+      .where(inArray(organizations.id, db.select({ id: jobs.org_id }).from(jobs).where(mine))),
     kindsOwn: ALL_JOB_KINDS.flatMap((k) => k.claim.alsoOnClaim?.(db, mine) ?? []),
     lease: db.select().from(leases).where(eq(leases.id, lease.id)),
-    config: db.select().from(configs).where(eq(configs.id, sql`(SELECT ${jobs.config_id} FROM ${jobs} WHERE ${mine})`)),
-    program: db.select(getTableColumns(claimedProgram)).from(claimedJobAndSubject).innerJoin(claimedProgram, programOfClaimed).where(claimedUnder),
+    config: db
+      .select()
+      .from(configs)
+      .where(eq(configs.id, sql`(SELECT ${jobs.config_id} FROM ${jobs} WHERE ${mine})`)),
+    program: db
+      .select(getTableColumns(claimedProgram))
+      .from(claimedJobAndSubject)
+      .innerJoin(claimedProgram, programOfClaimed)
+      .where(claimedUnder),
     // The subject records the kinds' claims hand some of over (the one of the claimed job's kind answers).
-    subjects: ALL_JOB_KINDS.flatMap((k) => (k.claim.subject ? [db.select().from(k.subject.table).where(inArray(k.subject.table.id, subjectOf(k.kind)))] : [])),
+    subjects: ALL_JOB_KINDS.flatMap((k) =>
+      k.claim.subject
+        ? [
+            db
+              .select()
+              .from(k.subject.table)
+              .where(inArray(k.subject.table.id, subjectOf(k.kind))),
+          ]
+        : [],
+    ),
     hinted: db
-      .select({ id: jobs.id, status: jobs.status, engine: jobs.engine, config_id: jobs.config_id, num_gpus: jobs.num_gpus, gpus_used: jobs.gpus_used })
+      .select({
+        id: jobs.id,
+        status: jobs.status,
+        engine: jobs.engine,
+        config_id: jobs.config_id,
+        num_gpus: jobs.num_gpus,
+        gpus_used: jobs.gpus_used,
+      })
       .from(jobs)
       .where(eq(jobs.id, agent.hintJobId ?? '')),
   });
@@ -324,7 +377,14 @@ export async function heartbeat(
   if (Object.keys(proofSet).length) proofUpdates.push(updateSubjects(db, proofJob, mine, proofSet));
   const { standing, renewed } = await batchByName(db, {
     standing: db
-      .select({ lease_id: leases.id, job_id: leases.job_id, outcome: leases.outcome, job_status: jobs.status, job_lease: jobs.lease_id, over: sql<number>`${bound} <= ${now}` })
+      .select({
+        lease_id: leases.id,
+        job_id: leases.job_id,
+        outcome: leases.outcome,
+        job_status: jobs.status,
+        job_lease: jobs.lease_id,
+        over: sql<number>`${bound} <= ${now}`,
+      })
       .from(leases)
       .leftJoin(jobs, eq(jobs.id, leases.job_id))
       .where(and(eq(leases.token_hash, tokenHash), tokenLive)),
@@ -333,7 +393,10 @@ export async function heartbeat(
     renewed: db
       .update(jobs)
       // A job past its deadline or cost limit is stopped here (src/jobs/limits.ts): the answer says cancel.
-      .set({ lease_expires_at: sql`min(${expires}, (SELECT ${bound} FROM ${leases} WHERE ${leases.id} = ${jobs.lease_id}))`, ...stopOnHeartbeat(settings, now) })
+      .set({
+        lease_expires_at: sql`min(${expires}, (SELECT ${bound} FROM ${leases} WHERE ${leases.id} = ${jobs.lease_id}))`,
+        ...stopOnHeartbeat(settings, now),
+      })
       .where(mine)
       .returning({ cancel: jobs.cancel_requested, lease_expires_at: jobs.lease_expires_at }),
     proof: proofUpdates,
@@ -409,7 +472,13 @@ function cancelSubjects(db: Db, jobWhere: SQL, settings: FleetSettings, now: num
     updateSubjects(db, k, and(jobWhere, isNull(jobs.stop_reason)), k.subject.canceled(at, canceledCostSql(k, settings, now))),
     // Stopped by the service at a limit (src/jobs/limits.ts): Failed, saying which, charged as far as the limit allowed.
     ...(limitedKind(k)
-      ? [updateSubjects(db, k, and(jobWhere, isNotNull(jobs.stop_reason)), { ...k.subject.failed(at, ''), error_message: stopReasonSql(k), cost: canceledCostSql(k, settings, now) })]
+      ? [
+          updateSubjects(db, k, and(jobWhere, isNotNull(jobs.stop_reason)), {
+            ...k.subject.failed(at, ''),
+            error_message: stopReasonSql(k),
+            cost: canceledCostSql(k, settings, now),
+          }),
+        ]
       : []),
   ]);
 }
@@ -452,7 +521,11 @@ export async function completeJob(
     canceled: cancelSubjects(db, canceled, settings, now),
     lease: endLeaseUnlessCanceled(db, lease, 'completed', response, now),
     deliveries: deliveriesOf(db, current),
-    job: db.update(jobs).set({ status: 'done', ...OFF_AGENT }).where(current).returning({ canceled: jobs.cancel_requested }),
+    job: db
+      .update(jobs)
+      .set({ status: 'done', ...OFF_AGENT })
+      .where(current)
+      .returning({ canceled: jobs.cancel_requested }),
   });
   const row = job[0];
   return { outcome: row ? (row.canceled ? 'canceled' : 'completed') : null, deliveries };
@@ -511,14 +584,24 @@ export async function failJob(
 }
 
 /** The agent stopped the job on a cancel request: Canceling → Canceled, charged until the cancel. */
-export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: Record<string, unknown>, settings: FleetSettings, { now = Date.now(), before = [] }: EndingOptions = {}) {
+export async function acknowledgeCancel(
+  db: Db,
+  lease: LeaseRow,
+  response: Record<string, unknown>,
+  settings: FleetSettings,
+  { now = Date.now(), before = [] }: EndingOptions = {},
+) {
   const mine = and(currentLease(lease.id), eq(jobs.cancel_requested, true))!;
   const { deliveries, job } = await batchByName(db, {
     before,
     canceled: cancelSubjects(db, mine, settings, now),
     lease: endLease(db, lease, 'canceled', response, now),
     deliveries: deliveriesOf(db, mine),
-    job: db.update(jobs).set({ status: 'done', ...OFF_AGENT }).where(mine).returning({ id: jobs.id }),
+    job: db
+      .update(jobs)
+      .set({ status: 'done', ...OFF_AGENT })
+      .where(mine)
+      .returning({ id: jobs.id }),
   });
   return { applied: job.length === 1, deliveries };
 }
@@ -527,7 +610,14 @@ export async function acknowledgeCancel(db: Db, lease: LeaseRow, response: Recor
  * The agent gives the job back unfinished (shutting down): it is requeued at once
  * for another agent, without touching its retry budget; a canceled job ends Canceled.
  */
-export async function releaseJob(db: Db, lease: LeaseRow, job: JobRow, response: Record<string, unknown>, settings: FleetSettings, { now = Date.now(), before = [] }: EndingOptions = {}) {
+export async function releaseJob(
+  db: Db,
+  lease: LeaseRow,
+  job: JobRow,
+  response: Record<string, unknown>,
+  settings: FleetSettings,
+  { now = Date.now(), before = [] }: EndingOptions = {},
+) {
   const current = currentLease(lease.id);
   const canceled = and(current, eq(jobs.cancel_requested, true))!;
   const { deliveries, job: ended } = await batchByName(db, {
@@ -575,9 +665,20 @@ export async function expireLeases(
   // in it is a primary-key lookup whatever else the query planner might prefer.
   const ids = only
     ? [only.jobId]
-    : (await db.select({ id: jobs.id }).from(jobs).where(and(eq(jobs.status, 'leased'), lt(jobs.lease_expires_at, now))).limit(EXPIRE_BATCH)).map((r) => r.id);
+    : (
+        await db
+          .select({ id: jobs.id })
+          .from(jobs)
+          .where(and(eq(jobs.status, 'leased'), lt(jobs.lease_expires_at, now)))
+          .limit(EXPIRE_BATCH)
+      ).map((r) => r.id);
   if (ids.length === 0) return { requeued: [], failed: [], deliveries: [] };
-  const expired = and(inArray(jobs.id, ids), eq(jobs.status, 'leased'), lt(jobs.lease_expires_at, now), only ? eq(jobs.lease_id, only.leaseId) : undefined);
+  const expired = and(
+    inArray(jobs.id, ids),
+    eq(jobs.status, 'leased'),
+    lt(jobs.lease_expires_at, now),
+    only ? eq(jobs.lease_id, only.leaseId) : undefined,
+  );
   const exhausted = and(expired, sql`${jobs.attempt} >= ${settings.maxAttempts}`, eq(jobs.cancel_requested, false));
   const retry = and(expired, sql`${jobs.attempt} < ${settings.maxAttempts}`, eq(jobs.cancel_requested, false));
   const canceled = and(expired, eq(jobs.cancel_requested, true));
@@ -587,7 +688,18 @@ export async function expireLeases(
     leases: db
       .update(leases)
       .set({ outcome: 'expired', ended_at: now })
-      .where(and(isNull(leases.outcome), inArray(leases.id, db.select({ id: sql<string>`${jobs.lease_id}` }).from(jobs).where(expired)))),
+      .where(
+        and(
+          isNull(leases.outcome),
+          inArray(
+            leases.id,
+            db
+              .select({ id: sql<string>`${jobs.lease_id}` })
+              .from(jobs)
+              .where(expired),
+          ),
+        ),
+      ),
     exhausted: ALL_JOB_KINDS.map((k) => updateSubjects(db, k, exhausted, k.subject.failed(at, giveUp))),
     retried: ALL_JOB_KINDS.map((k) => updateSubjects(db, k, retry, k.subject.queued)),
     canceled: cancelSubjects(db, canceled!, settings, now),
@@ -629,15 +741,25 @@ export type CancelOutcome =
  */
 export function cancelProofStatements(db: Db, proofId: string, org: string | SQL<string>, now = Date.now()) {
   const own = and(eq(proofs.id, proofId), eq(proofs.org_id, org));
-  const proofJob = and(eq(jobs.kind, 'proof'), eq(jobs.subject_id, proofId), inArray(jobs.subject_id, db.select({ id: proofs.id }).from(proofs).where(own)));
+  const proofJob = and(
+    eq(jobs.kind, 'proof'),
+    eq(jobs.subject_id, proofId),
+    inArray(jobs.subject_id, db.select({ id: proofs.id }).from(proofs).where(own)),
+  );
   return {
-    queuedJobDone: db.update(jobs).set({ status: 'done', cancel_requested: true, cancel_requested_at: now }).where(and(proofJob, eq(jobs.status, 'queued'))),
+    queuedJobDone: db
+      .update(jobs)
+      .set({ status: 'done', cancel_requested: true, cancel_requested_at: now })
+      .where(and(proofJob, eq(jobs.status, 'queued'))),
     canceled: db
       .update(proofs)
       .set({ state: 'Canceled', terminated_at: isoNow(now) })
       .where(and(own, eq(proofs.state, 'Queued')))
       .returning({ id: proofs.id }),
-    runningJobAsked: db.update(jobs).set({ cancel_requested: true, cancel_requested_at: now }).where(and(proofJob, eq(jobs.status, 'leased'), eq(jobs.cancel_requested, false))),
+    runningJobAsked: db
+      .update(jobs)
+      .set({ cancel_requested: true, cancel_requested_at: now })
+      .where(and(proofJob, eq(jobs.status, 'leased'), eq(jobs.cancel_requested, false))),
     canceling: db
       .update(proofs)
       .set({ state: 'Canceling' })
@@ -665,7 +787,11 @@ export const cancelDeliveries = (read: Pick<CancelRead, 'deliveries'>): Delivery
  * nothing (a proof that finished before the cancel was recorded is terminal: the
  * cancel changes nothing). Null when the organization has no such proof.
  */
-export function cancelOutcome({ canceled, canceling, current }: Pick<CancelRead, 'canceled' | 'canceling' | 'current'>): CancelOutcome | null {
+export function cancelOutcome({
+  canceled,
+  canceling,
+  current,
+}: Pick<CancelRead, 'canceled' | 'canceling' | 'current'>): CancelOutcome | null {
   if (canceled.length) return { kind: 'canceled' };
   if (canceling.length) return { kind: 'canceling' };
   if (!current[0]) return null;

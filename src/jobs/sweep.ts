@@ -45,7 +45,17 @@ export async function sweep(
   db: Db,
   env: Env,
   now = Date.now(),
-): Promise<{ requeued: number; renotified: number; waiting: number; pastDeadline: number; unservableAnnounced: number; webhooksRequeued: number; webhooksDeleted: number; idempotencyKeysDeleted: number; logsCompacted: number }> {
+): Promise<{
+  requeued: number;
+  renotified: number;
+  waiting: number;
+  pastDeadline: number;
+  unservableAnnounced: number;
+  webhooksRequeued: number;
+  webhooksDeleted: number;
+  idempotencyKeysDeleted: number;
+  logsCompacted: number;
+}> {
   const settings = fleetSettings(env);
   const requeued: { id: string; kind: string }[] = [];
   for (let round = 0; round < 20; round++) {
@@ -81,23 +91,44 @@ export async function sweep(
   for (const lane of stale) {
     const why = unservableReason({ engine: lane.engine, config_id: lane.config_id, num_gpus: lane.num_gpus }, live);
     const reason = why?.detail ?? null;
-    const laneKey = and(eq(queueLanes.org_id, lane.org_id), eq(queueLanes.engine, lane.engine), eq(queueLanes.config_id, lane.config_id), eq(queueLanes.gpus_used, lane.gpus_used));
+    const laneKey = and(
+      eq(queueLanes.org_id, lane.org_id),
+      eq(queueLanes.engine, lane.engine),
+      eq(queueLanes.config_id, lane.config_id),
+      eq(queueLanes.gpus_used, lane.gpus_used),
+    );
     if (reason) {
       waiting++;
       if (reason !== lane.job_reason || why!.code !== lane.lane_code) {
         await batchByName(db, {
-          job: db.update(jobs).set({ waiting_reason: reason }).where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
+          job: db
+            .update(jobs)
+            .set({ waiting_reason: reason })
+            .where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
           lane: db
             .update(queueLanes)
-            .set({ waiting_reason: reason, waiting_code: why!.code, unservable_since: sql`coalesce(${queueLanes.unservable_since}, ${now})` })
+            .set({
+              waiting_reason: reason,
+              waiting_code: why!.code,
+              unservable_since: sql`coalesce(${queueLanes.unservable_since}, ${now})`,
+            })
             .where(laneKey),
         });
-        await appendServiceLog(db, env.ARTIFACTS, lane.job_id, `Waiting: ${reason}. The job stays queued until an agent that can run it is online.`, tenantLimits(env));
+        await appendServiceLog(
+          db,
+          env.ARTIFACTS,
+          lane.job_id,
+          `Waiting: ${reason}. The job stays queued until an agent that can run it is online.`,
+          tenantLimits(env),
+        );
       }
       continue;
     }
     await batchByName(db, {
-      job: db.update(jobs).set({ notified_at: now }).where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
+      job: db
+        .update(jobs)
+        .set({ notified_at: now })
+        .where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
       lane: db.update(queueLanes).set({ waiting_reason: null, waiting_code: null, unservable_since: null }).where(laneKey),
     });
     await notifyJob(env, { job_id: lane.job_id, kind: lane.kind });
@@ -110,5 +141,14 @@ export async function sweep(
   await enqueueDeliveries(env, [...pastDeadline.deliveries, ...unservable]);
   const idempotencyKeysDeleted = await deleteExpiredKeys(db, now);
   const logsCompacted = await compactPendingLogs(db, env.ARTIFACTS, tenantLimits(env));
-  return { requeued: requeued.length, renotified, waiting, pastDeadline: pastDeadline.failed, unservableAnnounced: unservable.length, ...webhooks, idempotencyKeysDeleted, logsCompacted };
+  return {
+    requeued: requeued.length,
+    renotified,
+    waiting,
+    pastDeadline: pastDeadline.failed,
+    unservableAnnounced: unservable.length,
+    ...webhooks,
+    idempotencyKeysDeleted,
+    logsCompacted,
+  };
 }

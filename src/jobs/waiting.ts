@@ -30,7 +30,10 @@ export interface LiveAgent {
  * Why none of `live` can run `job`, as a code and a sentence, or null when one can: the
  * rule claims apply in SQL (nextJobFor, src/jobs/state.ts), told in words.
  */
-export function unservableReason(job: Pick<JobRow, 'engine' | 'config_id' | 'num_gpus'>, live: LiveAgent[]): { code: WaitingReason; detail: string } | null {
+export function unservableReason(
+  job: Pick<JobRow, 'engine' | 'config_id' | 'num_gpus'>,
+  live: LiveAgent[],
+): { code: WaitingReason; detail: string } | null {
   if (live.length === 0) return { code: 'no_agent', detail: 'no prover agent is online' };
   const engine = live.filter((a) => a.engines.includes(job.engine));
   if (engine.length === 0) return { code: 'no_agent', detail: `no online agent runs the '${job.engine}' engine` };
@@ -40,7 +43,10 @@ export function unservableReason(job: Pick<JobRow, 'engine' | 'config_id' | 'num
   if (needed === 0) return null;
   const most = Math.max(...config.map((a) => a.gpus));
   if (most < needed)
-    return { code: 'not_enough_gpus', detail: `the job needs ${needed} GPU${needed === 1 ? '' : 's'} (of the ${job.num_gpus} it asked for); the largest online agent for its config has ${most}` };
+    return {
+      code: 'not_enough_gpus',
+      detail: `the job needs ${needed} GPU${needed === 1 ? '' : 's'} (of the ${job.num_gpus} it asked for); the largest online agent for its config has ${most}`,
+    };
   return null;
 }
 
@@ -101,8 +107,28 @@ export async function announceUnservable(db: Db, before: number, lanes: number):
       watermark: db
         .update(queueLanes)
         .set({ unservable_announced_to: due.length < ANNOUNCE_PER_LANE ? before : last })
-        .where(and(eq(queueLanes.org_id, lane.org_id), eq(queueLanes.engine, lane.engine), eq(queueLanes.config_id, lane.config_id), eq(queueLanes.gpus_used, lane.gpus_used))),
-      deliveries: subjects.length ? unsentDeliveries(db, db.select({ id: jobs.subject_id }).from(jobs).where(inArray(jobs.id, subjects.map((j) => j.id)))) : undefined,
+        .where(
+          and(
+            eq(queueLanes.org_id, lane.org_id),
+            eq(queueLanes.engine, lane.engine),
+            eq(queueLanes.config_id, lane.config_id),
+            eq(queueLanes.gpus_used, lane.gpus_used),
+          ),
+        ),
+      deliveries: subjects.length
+        ? unsentDeliveries(
+            db,
+            db
+              .select({ id: jobs.subject_id })
+              .from(jobs)
+              .where(
+                inArray(
+                  jobs.id,
+                  subjects.map((j) => j.id),
+                ),
+              ),
+          )
+        : undefined,
     });
     deliveries.push(...((r.deliveries ?? []) as DeliveryRef[]));
   }

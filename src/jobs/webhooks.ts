@@ -29,7 +29,10 @@ type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 export const WEBHOOK_DEFAULTS = { WEBHOOK_REQUEUE_AFTER_SECONDS: 60, WEBHOOK_RETENTION_DAYS: 30, WEBHOOK_DELIVERED_KEEP_DAYS: 3 };
 
 export const isWebhookMessage = (body: unknown): body is WebhookMessage =>
-  !!body && typeof body === 'object' && (body as { type?: unknown }).type === 'webhook' && typeof (body as { delivery_id?: unknown }).delivery_id === 'string';
+  !!body &&
+  typeof body === 'object' &&
+  (body as { type?: unknown }).type === 'webhook' &&
+  typeof (body as { delivery_id?: unknown }).delivery_id === 'string';
 
 /** What a message is made from: the delivery, its attempt count, and what to render (null: its payload is stored). */
 export interface DeliveryRef {
@@ -62,14 +65,20 @@ const isoNow = (ms: number) => new Date(ms).toISOString();
 export function unsentDeliveries(db: Db, subjects: SQL | string | { getSQL(): SQL }, org?: string | SQL<string>) {
   // Literal conditions, as the partial index says them (a bound 0 would not match it).
   const unsent = sql.raw(`"webhook_deliveries"."attempts" = 0 AND "webhook_deliveries"."status" = 'pending'`);
-  const ids = typeof subjects === 'string' ? eq(webhookDeliveries.subject_id, subjects) : inArray(webhookDeliveries.subject_id, subjects as SQL);
+  const ids =
+    typeof subjects === 'string' ? eq(webhookDeliveries.subject_id, subjects) : inArray(webhookDeliveries.subject_id, subjects as SQL);
   return db
     .select({ id: webhookDeliveries.id, attempts: webhookDeliveries.attempts, render: renderSql })
     .from(webhookDeliveries)
     .where(and(ids, unsent, org === undefined ? undefined : eq(webhookDeliveries.org_id, org)));
 }
 
-const message = (d: DeliveryRef): WebhookMessage => ({ type: 'webhook', delivery_id: d.id, attempt: d.attempts, ...(d.render ? { render: d.render } : {}) });
+const message = (d: DeliveryRef): WebhookMessage => ({
+  type: 'webhook',
+  delivery_id: d.id,
+  attempt: d.attempts,
+  ...(d.render ? { render: d.render } : {}),
+});
 
 /**
  * One queue message per delivery, due now (or after `delaySeconds`). A failed send is
@@ -79,15 +88,27 @@ export async function enqueueDeliveries(env: Env, deliveries: readonly DeliveryR
   for (let i = 0; i < deliveries.length; i += 100) {
     const chunk = deliveries.slice(i, i + 100);
     try {
-      await env.WEBHOOKS.sendBatch(chunk.map((d) => ({ body: message(d), contentType: 'json', ...(delaySeconds > 0 ? { delaySeconds } : {}) })));
+      await env.WEBHOOKS.sendBatch(
+        chunk.map((d) => ({ body: message(d), contentType: 'json', ...(delaySeconds > 0 ? { delaySeconds } : {}) })),
+      );
     } catch (err) {
-      console.error(JSON.stringify({ level: 'warn', msg: 'webhook messages not sent; the sweep sends them when due', deliveries: chunk.map((d) => d.id), error: String(err) }));
+      console.error(
+        JSON.stringify({
+          level: 'warn',
+          msg: 'webhook messages not sent; the sweep sends them when due',
+          deliveries: chunk.map((d) => d.id),
+          error: String(err),
+        }),
+      );
     }
   }
 }
 
 /** Sends the deliveries a request's batch emitted once the answer is on its way (the sweep covers a lost send). */
-export function enqueueAfterResponse(c: { env: Env; executionCtx: { waitUntil(p: Promise<unknown>): void } }, deliveries: readonly DeliveryRef[]): void {
+export function enqueueAfterResponse(
+  c: { env: Env; executionCtx: { waitUntil(p: Promise<unknown>): void } },
+  deliveries: readonly DeliveryRef[],
+): void {
   if (deliveries.length === 0) return;
   const sending = enqueueDeliveries(c.env, deliveries);
   try {
@@ -134,8 +155,14 @@ export async function sweepWebhooks(db: Db, env: Env, now = Date.now()): Promise
       .limit(SWEEP_DELIVERIES / 2);
   const [delivered, failed] = [endedBefore('delivered', Math.min(deliveredKeepMs, retentionMs)), endedBefore('failed', retentionMs)];
   const { requeued, deliveredDeleted, failedDeleted } = await batchByName(db, {
-    requeued: db.update(d).set({ next_attempt_at: now }).where(and(inArray(d.id, overdue), pending)).returning({ id: d.id, attempts: d.attempts, render: renderSql }),
-    attemptsDeleted: db.delete(webhookAttempts).where(or(inArray(webhookAttempts.delivery_id, delivered), inArray(webhookAttempts.delivery_id, failed))),
+    requeued: db
+      .update(d)
+      .set({ next_attempt_at: now })
+      .where(and(inArray(d.id, overdue), pending))
+      .returning({ id: d.id, attempts: d.attempts, render: renderSql }),
+    attemptsDeleted: db
+      .delete(webhookAttempts)
+      .where(or(inArray(webhookAttempts.delivery_id, delivered), inArray(webhookAttempts.delivery_id, failed))),
     deliveredDeleted: db.delete(d).where(inArray(d.id, delivered)).returning({ id: d.id }),
     failedDeleted: db.delete(d).where(inArray(d.id, failed)).returning({ id: d.id }),
   });

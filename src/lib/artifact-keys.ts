@@ -13,7 +13,8 @@ export const artifactKey = {
   executionInput: (executionId: string) => `executions/${executionId}/input.json`,
   verificationProof: (verificationId: string) => `verifications/${verificationId}/proof.json`,
   /** A chunk of a job's log: a host's (an agent's) text, or a line the service wrote (src/jobs/logs.ts). */
-  jobLogChunk: (jobId: string, seq: number, source: 'host' | 'service' = 'host') => `logs/${jobId}/${String(seq).padStart(8, '0')}${source === 'service' ? '.service' : ''}`,
+  jobLogChunk: (jobId: string, seq: number, source: 'host' | 'service' = 'host') =>
+    `logs/${jobId}/${String(seq).padStart(8, '0')}${source === 'service' ? '.service' : ''}`,
   jobLogPrefix: (jobId: string) => `logs/${jobId}/`,
   /** A finished job's whole log in one object (src/jobs/logs.ts compactJobLog); outside jobLogPrefix, so a listing of chunks never meets it. */
   jobLogCompacted: (jobId: string) => `logs/${jobId}.log`,

@@ -31,10 +31,7 @@ export class ArtifactBatch {
   }
 
   async rollback(): Promise<void> {
-    await Promise.allSettled([
-      ...this.uploads.map((u) => u.abort()),
-      this.keys.length ? this.bucket.delete(this.keys) : Promise.resolve(),
-    ]);
+    await Promise.allSettled([...this.uploads.map((u) => u.abort()), this.keys.length ? this.bucket.delete(this.keys) : Promise.resolve()]);
   }
 }
 
@@ -109,7 +106,9 @@ export function streamObject(obj: R2ObjectBody, contentType: string, filename?: 
  * `bytes=-n`), as an R2 range and the span it asks for; null for a header that is not
  * one such range, which a download ignores (RFC 9110 14.2: the whole object, 200).
  */
-export function parseByteRange(header: string | undefined): { r2: R2Range; start: number | null; end: number | null; suffix: number | null } | null {
+export function parseByteRange(
+  header: string | undefined,
+): { r2: R2Range; start: number | null; end: number | null; suffix: number | null } | null {
   const m = /^\s*bytes\s*=\s*(\d{0,15})\s*-\s*(\d{0,15})\s*$/i.exec(header ?? '');
   if (!m || (m[1] === '' && m[2] === '')) return null;
   if (m[1] === '') {

@@ -51,7 +51,9 @@ async function readJsonBytes(req: Request, maxBytes: number, loc: (string | numb
 function checkJsonBytes(req: Request, bytes: Uint8Array, loc: (string | number)[]): void {
   if (bytes.length === 0) throw new ValidationError([{ loc, msg: 'Field required', type: 'missing' }]);
   if (!isJsonContentType(req.headers.get('content-type')))
-    throw new ValidationError([{ loc, msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type' }]);
+    throw new ValidationError([
+      { loc, msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type' },
+    ]);
   checkUtf8(bytes);
 }
 

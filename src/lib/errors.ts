@@ -145,7 +145,10 @@ function describeZodIssue(issue: z.core.$ZodIssue, root: string, input: unknown)
   const loc = [root, ...issue.path.map((p) => (typeof p === 'number' ? p : String(p)))];
   // zod does not report the offending value by default; look it up to tell
   // "missing" from "present but wrong".
-  const value = issue.path.reduce<unknown>((v, key) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[key] : undefined), input);
+  const value = issue.path.reduce<unknown>(
+    (v, key) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[key] : undefined),
+    input,
+  );
   const { msg, type } = describeIssue(issue, value);
   return { loc, msg, type };
 }
@@ -169,21 +172,22 @@ function describeIssue(issue: z.core.$ZodIssue, value: unknown): { msg: string; 
         return issue.inclusive === false
           ? { type: 'greater_than', msg: `Input should be greater than ${issue.minimum}` }
           : { type: 'greater_than_equal', msg: `Input should be greater than or equal to ${issue.minimum}` };
-      if (issue.origin === 'string')
-        return { type: 'string_too_short', msg: `String should have at least ${issue.minimum} characters` };
+      if (issue.origin === 'string') return { type: 'string_too_short', msg: `String should have at least ${issue.minimum} characters` };
       return { type: 'too_short', msg: `Should have at least ${issue.minimum} items` };
     case 'too_big':
       if (issue.origin === 'number' || issue.origin === 'int')
         return issue.inclusive === false
           ? { type: 'less_than', msg: `Input should be less than ${issue.maximum}` }
           : { type: 'less_than_equal', msg: `Input should be less than or equal to ${issue.maximum}` };
-      if (issue.origin === 'string')
-        return { type: 'string_too_long', msg: `String should have at most ${issue.maximum} characters` };
+      if (issue.origin === 'string') return { type: 'string_too_long', msg: `String should have at most ${issue.maximum} characters` };
       return { type: 'too_long', msg: `Should have at most ${issue.maximum} items` };
     case 'invalid_value':
       return {
         type: 'literal_error',
-        msg: `Input should be ${issue.values.map((v) => `'${String(v)}'`).join(' or ').replace(/ or (?=.* or )/g, ', ')}`,
+        msg: `Input should be ${issue.values
+          .map((v) => `'${String(v)}'`)
+          .join(' or ')
+          .replace(/ or (?=.* or )/g, ', ')}`,
       };
     case 'invalid_format':
       if (issue.format === 'uuid') return { type: 'uuid_parsing', msg: 'Input should be a valid UUID' };

@@ -153,11 +153,15 @@ export class ProofInputScan {
   end(): ValidationError | null {
     if (this.state !== FAULT) this.run(this.carry, true);
     const fault = this.fault;
-    if (fault) return new ValidationError([{ loc: [...this.syntaxLoc, fault.at], msg: `JSON decode error: ${fault.message} at position ${fault.at}`, type: 'json_invalid' }]);
+    if (fault)
+      return new ValidationError([
+        { loc: [...this.syntaxLoc, fault.at], msg: `JSON decode error: ${fault.message} at position ${fault.at}`, type: 'json_invalid' },
+      ]);
     const loc = this.loc;
     if (this.topKind !== 'object') return new ValidationError([{ loc, msg: 'Input should be a valid dictionary', type: 'dict_type' }]);
     if (this.inputKind === null) return new ValidationError([{ loc: [...loc, 'input'], msg: 'Field required', type: 'missing' }]);
-    if (this.inputKind !== 'list') return new ValidationError([{ loc: [...loc, 'input'], msg: 'Input should be a valid list', type: 'list_type' }]);
+    if (this.inputKind !== 'list')
+      return new ValidationError([{ loc: [...loc, 'input'], msg: 'Input should be a valid list', type: 'list_type' }]);
     return this.issues.size ? new ValidationError(this.issues) : null;
   }
 
@@ -360,7 +364,8 @@ export class ProofInputScan {
             break;
           }
           if (!this.justOpened) {
-            if (data[i] !== 0x2c) fault(`Expected ',' or '${String.fromCharCode(close)}' after ${inObject ? 'property value' : 'array element'} in JSON`);
+            if (data[i] !== 0x2c)
+              fault(`Expected ',' or '${String.fromCharCode(close)}' after ${inObject ? 'property value' : 'array element'} in JSON`);
             i++;
           }
           this.valueIsInput = false;

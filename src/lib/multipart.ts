@@ -160,7 +160,11 @@ export async function parseMultipart(
 
 /** The length of the longest end of `buf` that begins `delimiter` (shorter than it), 0 for none. */
 function delimiterStart(buf: Uint8Array, delimiter: Uint8Array): number {
-  for (let p = buf.indexOf(delimiter[0]!, Math.max(0, buf.length - delimiter.length + 1)); p !== -1; p = buf.indexOf(delimiter[0]!, p + 1)) {
+  for (
+    let p = buf.indexOf(delimiter[0]!, Math.max(0, buf.length - delimiter.length + 1));
+    p !== -1;
+    p = buf.indexOf(delimiter[0]!, p + 1)
+  ) {
     let j = 1;
     while (p + j < buf.length && buf[p + j] === delimiter[j]) j++;
     if (p + j === buf.length) return buf.length - p;
@@ -216,8 +220,6 @@ function dispositionParams(value: string): Record<string, string> {
   }
   return out;
 }
-
-
 
 // ---------------------------------------------------------------------------
 // Forms: what the routes that take multipart bodies read through.
@@ -278,7 +280,11 @@ export class MultipartForm {
       sinks.push(sink);
       return sink;
     });
-    const tooLong = [...over].map((name): ValidationIssue => ({ loc: ['body', name], msg: `List should have at most ${rules[name].max} items`, type: 'too_long' }));
+    const tooLong = [...over].map((name): ValidationIssue => ({
+      loc: ['body', name],
+      msg: `List should have at most ${rules[name].max} items`,
+      type: 'too_long',
+    }));
     if (tooLong.length) throw new ValidationError(tooLong);
     const missing = Object.entries(rules)
       .filter(([name, rule]) => rule.required && got[name].length === 0)

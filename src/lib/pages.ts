@@ -28,7 +28,8 @@ export const orgCounter = (db: Db, org: Org, column: SQL | typeof organizations.
 export const cappedCount = (query: { limit(n: number): unknown }) => sql<number>`(SELECT count(*) FROM ${query.limit(COUNT_CAP)})`;
 
 /** Page `page` (from 1) of an ordered query, `pageSize` rows. */
-export const inPage = <T extends SQLiteSelect>(query: T, page: number, pageSize: number) => query.limit(pageSize).offset((page - 1) * pageSize);
+export const inPage = <T extends SQLiteSelect>(query: T, page: number, pageSize: number) =>
+  query.limit(pageSize).offset((page - 1) * pageSize);
 
 /** The statement reading a list's `total` as one row (`{ total }`). */
 export const totalQuery = (db: Db, total: SQL<number>) => db.select({ total }).from(sql`(SELECT 1)`);

@@ -10,7 +10,12 @@ type Revocable = typeof apiKeys | typeof agentTokens | typeof publisherTokens | 
  * Revokes the rows of `table` that `where` matches, at `at` (the database's clock
  * unless given). A row revoked already keeps its time, and counts as no change.
  */
-export function revoke<TRunResult, TSchema extends Record<string, unknown>>(db: BaseSQLiteDatabase<'async', TRunResult, TSchema>, table: Revocable, where: SQL | undefined, at: string | SQL = nowIso) {
+export function revoke<TRunResult, TSchema extends Record<string, unknown>>(
+  db: BaseSQLiteDatabase<'async', TRunResult, TSchema>,
+  table: Revocable,
+  where: SQL | undefined,
+  at: string | SQL = nowIso,
+) {
   return db
     .update(table)
     .set({ revoked_at: at })

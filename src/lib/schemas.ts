@@ -3,7 +3,8 @@
 import { z } from '@hono/zod-openapi';
 
 /** What Rust's `str::trim` strips (Unicode White_Space); not JavaScript's `trim` (which also strips U+FEFF but not U+0085). */
-const RUST_TRIM = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+|[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/g;
+const RUST_TRIM =
+  /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+|[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/g;
 /** A JSON integer (what pydantic-core's number parser, jiter's NumberInt, accepts). */
 const JSON_INT = /^-?(?:0|[1-9][0-9]*)$/;
 
@@ -61,11 +62,14 @@ function stripLeadingZeros(s: string): string | null {
  */
 const boundedInt = (min: number, max: number | undefined) => {
   const n = z.number().int().min(min);
-  return z.preprocess((v) => {
-    if (typeof v !== 'string') return v;
-    const parsed = parseQueryInt(v);
-    return parsed === null ? v : Number(parsed);
-  }, max === undefined ? n : n.max(max));
+  return z.preprocess(
+    (v) => {
+      if (typeof v !== 'string') return v;
+      const parsed = parseQueryInt(v);
+      return parsed === null ? v : Number(parsed);
+    },
+    max === undefined ? n : n.max(max),
+  );
 };
 export const queryInt = (min: number, max: number | undefined, fallback: number, description: string) =>
   boundedInt(min, max).default(fallback).openapi({ type: 'integer', minimum: min, maximum: max, default: fallback, description });
@@ -77,8 +81,7 @@ export const PaginationQuery = z.object({
   page_size: queryInt(1, 100, 20, 'Items per page, 1 to 100'),
 });
 
-export const Uuid = (name: string) =>
-  z.uuid().openapi({ param: { name, in: 'path' }, example: '0199a3c2-5b1e-7c4e-9d2a-3f6b8e1c0a11' });
+export const Uuid = (name: string) => z.uuid().openapi({ param: { name, in: 'path' }, example: '0199a3c2-5b1e-7c4e-9d2a-3f6b8e1c0a11' });
 
 /**
  * A config id, `cfg_{ulid}`. ULIDs are Crockford base32, which is case-insensitive:
@@ -158,22 +161,18 @@ export const errorResponses = (...statuses: (400 | 401 | 404 | 409 | 413 | 422)[
 
 /** The request header of every route that creates something. */
 export const IdempotencyHeaders = z.object({
-  'Idempotency-Key': z
-    .string()
-    .min(1)
-    .max(255)
-    .optional()
-    .openapi({
-      description:
-        'Makes the request safe to retry (IETF httpapi Idempotency-Key draft): 1-255 printable ASCII characters, bare or as a quoted string, unique per operation within your organization. The same key with the same request within 24 hours answers the first answer again (same status and body, header `Idempotent-Replayed: true`) and creates nothing; with a different request (method, path, query or body) 422; while the first request is still running 409. 5xx, 401, 409, 413 and 429 answers, and refusals given before the whole body was read, are not kept: the key is free to retry. A malformed key is 400.',
-      example: '9f1c2a4e-5b7d-4e0a-8c3f-2d6b1e9a7c50',
-    }),
+  'Idempotency-Key': z.string().min(1).max(255).optional().openapi({
+    description:
+      'Makes the request safe to retry (IETF httpapi Idempotency-Key draft): 1-255 printable ASCII characters, bare or as a quoted string, unique per operation within your organization. The same key with the same request within 24 hours answers the first answer again (same status and body, header `Idempotent-Replayed: true`) and creates nothing; with a different request (method, path, query or body) 422; while the first request is still running 409. 5xx, 401, 409, 413 and 429 answers, and refusals given before the whole body was read, are not kept: the key is free to retry. A malformed key is 400.',
+    example: '9f1c2a4e-5b7d-4e0a-8c3f-2d6b1e9a7c50',
+  }),
 });
 
 /** The response header of a replayed answer. */
 export const ReplayedHeader = {
   'Idempotent-Replayed': {
-    description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key (nothing was created by this one)',
+    description:
+      '`true` when this is the stored answer of an earlier request with the same Idempotency-Key (nothing was created by this one)',
     schema: { type: 'string' as const, enum: ['true'] },
   },
 };
@@ -190,7 +189,10 @@ export function idempotentResponses(success: 200 | 201, description: string, ...
   return {
     [success]: { description, headers: ReplayedHeader, content: { 'application/json': { schema: IdResponse } } },
     ...errors,
-  } as Record<200 | 201, { description: string; headers: typeof ReplayedHeader; content: { 'application/json': { schema: typeof IdResponse } } }> &
+  } as Record<
+    200 | 201,
+    { description: string; headers: typeof ReplayedHeader; content: { 'application/json': { schema: typeof IdResponse } } }
+  > &
     ReturnType<typeof errorResponses>;
 }
 
@@ -218,11 +220,20 @@ export const consoleErrors = (...statuses: (keyof typeof CONSOLE_ERROR_TEXT)[]) 
   Object.fromEntries(
     [...new Set([401, ...statuses] as const)].map((s) => [
       s,
-      { description: CONSOLE_ERROR_TEXT[s], content: { 'application/json': { schema: s === 422 ? ValidationErrorResponse : ErrorResponse } } },
+      {
+        description: CONSOLE_ERROR_TEXT[s],
+        content: { 'application/json': { schema: s === 422 ? ValidationErrorResponse : ErrorResponse } },
+      },
     ]),
   ) as Record<number, { description: string; content: Record<string, { schema: z.ZodTypeAny }> }>;
 
-export const OrgParams = z.object({ org_id: z.string().min(1).max(64).openapi({ param: { name: 'org_id', in: 'path' }, example: 'org_01jd…' }) });
+export const OrgParams = z.object({
+  org_id: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'org_id', in: 'path' }, example: 'org_01jd…' }),
+});
 
 /** An ISO date (YYYY-MM-DD) or date-time, for date-range filters. */
 export const DateParam = z

@@ -20,7 +20,10 @@ const keys = new Map<string, Promise<CryptoKey>>();
 /** The AES key, derived once per isolate from the Worker secret with HKDF-SHA-256. */
 function encryptionKey(secret: string | undefined): Promise<CryptoKey> {
   if (!secret || secret.length < MIN_KEY_CHARS)
-    throw new ApiError(503, `Webhooks are not configured on this deployment: WEBHOOK_ENCRYPTION_KEY must be set to at least ${MIN_KEY_CHARS} random characters`);
+    throw new ApiError(
+      503,
+      `Webhooks are not configured on this deployment: WEBHOOK_ENCRYPTION_KEY must be set to at least ${MIN_KEY_CHARS} random characters`,
+    );
   // The HKDF info names webhook secrets, their first use: every stored text was sealed under it.
   let key = keys.get(secret);
   if (!key) {
@@ -44,7 +47,11 @@ function encryptionKey(secret: string | undefined): Promise<CryptoKey> {
 export async function sealSecret(encryptionSecret: string | undefined, endpointId: string, secret: string): Promise<string> {
   const key = await encryptionKey(encryptionSecret);
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const sealed = await crypto.subtle.encrypt({ name: 'AES-GCM', iv, additionalData: new TextEncoder().encode(endpointId) }, key, new TextEncoder().encode(secret));
+  const sealed = await crypto.subtle.encrypt(
+    { name: 'AES-GCM', iv, additionalData: new TextEncoder().encode(endpointId) },
+    key,
+    new TextEncoder().encode(secret),
+  );
   return `${FORMAT}.${toBase64(iv)}.${toBase64(new Uint8Array(sealed))}`;
 }
 
@@ -53,6 +60,10 @@ export async function openSecret(encryptionSecret: string | undefined, endpointI
   const [format, iv, sealed] = stored.split('.');
   if (format !== FORMAT || !iv || !sealed) throw new Error(`webhook secret of ${endpointId} is not in the ${FORMAT} format`);
   const key = await encryptionKey(encryptionSecret);
-  const plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv: unb64(iv), additionalData: new TextEncoder().encode(endpointId) }, key, unb64(sealed));
+  const plain = await crypto.subtle.decrypt(
+    { name: 'AES-GCM', iv: unb64(iv), additionalData: new TextEncoder().encode(endpointId) },
+    key,
+    unb64(sealed),
+  );
   return new TextDecoder().decode(plain);
 }

@@ -112,7 +112,6 @@ export const keyBeforeBody = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
-
 /** A role's rank (src/auth/permissions.ts rankOf) in SQL; null for no role. */
 const rankSql = (role: SQL): SQL<number | null> =>
   sql<number | null>`(CASE ${role} ${sql.join(
@@ -187,8 +186,13 @@ const allows = (row: KeyRow, action: Action) => row.rights !== null && row.right
 /** 403: the key is good but may not take the route's action (README "API keys and scopes"). */
 function refused(row: KeyRow, action: Action): ApiError {
   const rights = ROLE_ORDER[(row.rights ?? 1) - 1];
-  const why = row.creator_role ? `its scope is ${row.scope} and its creator is now ${row.creator_role} of the organization` : `its scope is ${row.scope}`;
-  return new ApiError(403, `This API key may not ${PERMISSIONS[action].covers.toLowerCase()}: ${why}, which allows what a ${rights} may do`);
+  const why = row.creator_role
+    ? `its scope is ${row.scope} and its creator is now ${row.creator_role} of the organization`
+    : `its scope is ${row.scope}`;
+  return new ApiError(
+    403,
+    `This API key may not ${PERMISSIONS[action].covers.toLowerCase()}: ${why}, which allows what a ${rights} may do`,
+  );
 }
 
 /** Accepts the key's row: the caller, and "last used" for the console, refreshed at most once a minute and off the response path. */
@@ -202,7 +206,12 @@ function accept(c: Context<AppEnv>, row: KeyRow): Caller {
     const touch = c.var.db
       .update(apiKeys)
       .set({ last_used_at: new Date(now).toISOString() })
-      .where(and(eq(apiKeys.id, row.key_id), or(isNull(apiKeys.last_used_at), lt(apiKeys.last_used_at, new Date(now - LAST_USED_RESOLUTION_MS).toISOString()))))
+      .where(
+        and(
+          eq(apiKeys.id, row.key_id),
+          or(isNull(apiKeys.last_used_at), lt(apiKeys.last_used_at, new Date(now - LAST_USED_RESOLUTION_MS).toISOString())),
+        ),
+      )
       .run()
       .catch((err: unknown) => console.error(JSON.stringify({ level: 'warn', msg: 'last_used_at not updated', error: String(err) })));
     try {
@@ -264,7 +273,8 @@ export async function asCaller<T extends Steps>(
   }
   // A claiming batch ran on the primary: its refusals are final already. A key a
   // replica says may not take the action is asked again too (a promotion a moment ago).
-  if ((!answer.key || !allows(answer.key, action) || !fresh(answer.results)) && sessions.mayBeBehind && !claiming) answer = await run(sessions.primary());
+  if ((!answer.key || !allows(answer.key, action) || !fresh(answer.results)) && sessions.mayBeBehind && !claiming)
+    answer = await run(sessions.primary());
   if (!answer.key) throw invalidKey();
   accept(c, answer.key);
   // The organization is known now: its rate-limit budget counts this request (no D1 read of its own).
@@ -283,7 +293,10 @@ async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
   const db = c.var.sessions.primary();
   const idem = c.var.idempotency!;
   const hash = c.var.apiKeyHash;
-  const { keys, held } = await batchByName(db, { keys: keyLookup(db, hash), held: keyRow(db, orgOfKey(hash, declaredAction(c)), idem.claim.key) });
+  const { keys, held } = await batchByName(db, {
+    keys: keyLookup(db, hash),
+    held: keyRow(db, orgOfKey(hash, declaredAction(c)), idem.claim.key),
+  });
   if (!keys[0]) return invalidKey();
   accept(c, keys[0]);
   await limitOrganization(c, keys[0].org_id);
@@ -302,7 +315,6 @@ export async function keyRefusal(c: Context<AppEnv>): Promise<ApiError | null> {
   const action = declaredAction(c);
   return allows(row, action) ? null : refused(row, action);
 }
-
 
 /** The caller, checking the key now if no read has yet (routes whose first statement is a write or has none). */
 export async function authenticate(c: Context<AppEnv>): Promise<Caller> {

@@ -19,7 +19,8 @@ import { bearer } from '../lib/bearer.ts';
 
 const DEFAULT_ACCESS_TTL_SECONDS = 600;
 
-export const accessTtlSeconds = (env: Env) => Number(env.CONSOLE_ACCESS_TOKEN_TTL_SECONDS ?? DEFAULT_ACCESS_TTL_SECONDS) || DEFAULT_ACCESS_TTL_SECONDS;
+export const accessTtlSeconds = (env: Env) =>
+  Number(env.CONSOLE_ACCESS_TOKEN_TTL_SECONDS ?? DEFAULT_ACCESS_TTL_SECONDS) || DEFAULT_ACCESS_TTL_SECONDS;
 
 const jwtSecret = (env: Env) => signingSecret(env.CONSOLE_JWT_SECRET, 'CONSOLE_JWT_SECRET', 'Console');
 
@@ -102,7 +103,10 @@ async function signedIn(c: {
         org_name: sql<string | null>`${organizations.name}`.as('org_name'),
       })
       .from(users)
-      .leftJoin(consoleSessions, and(eq(consoleSessions.id, claims.sid), eq(consoleSessions.user_id, users.id), isNull(consoleSessions.revoked_at)))
+      .leftJoin(
+        consoleSessions,
+        and(eq(consoleSessions.id, claims.sid), eq(consoleSessions.user_id, users.id), isNull(consoleSessions.revoked_at)),
+      )
       .leftJoin(memberships, and(eq(memberships.org_id, orgId ?? ''), eq(memberships.user_id, users.id)))
       .leftJoin(organizations, eq(organizations.id, memberships.org_id))
       .where(eq(users.id, claims.sub))

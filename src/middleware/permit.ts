@@ -21,7 +21,8 @@ export type Door = 'public' | 'account' | 'operator';
 const DECLARED = new WeakMap<object, Action | Door>();
 
 /** What a handler of app.routes declares, if it is a permit() gate. */
-export const declaredBy = (handler: unknown): Action | Door | undefined => (typeof handler === 'function' ? DECLARED.get(handler) : undefined);
+export const declaredBy = (handler: unknown): Action | Door | undefined =>
+  typeof handler === 'function' ? DECLARED.get(handler) : undefined;
 
 /**
  * The route's gate. A console request is checked here, before the handler: its
@@ -42,7 +43,10 @@ export function permit(need: Action | Door): MiddlewareHandler {
       const membership = c.var.membership;
       if (!membership) throw new Error(`${c.req.method} ${c.req.path}: ${need} is an organization's action, outside one`);
       if (!may(membership.role, need))
-        throw new ApiError(403, `Your role (${membership.role}) in ${membership.orgName} does not allow this: ${PERMISSIONS[need].covers.toLowerCase()} needs ${PERMISSIONS[need].least} or higher`);
+        throw new ApiError(
+          403,
+          `Your role (${membership.role}) in ${membership.orgName} does not allow this: ${PERMISSIONS[need].covers.toLowerCase()} needs ${PERMISSIONS[need].least} or higher`,
+        );
       c.set('action', need);
     }
     await next();

@@ -29,15 +29,23 @@ const CLASSES: Record<EndpointClass, { binding: Binding; orgBinding: Binding; wh
     orgBinding: 'RATE_LIMIT_ORG_SUBMISSIONS',
     what: 'submissions and changes (proofs, executions, projects, cancels, program updates)',
   },
-  uploads: { binding: 'RATE_LIMIT_UPLOADS', orgBinding: 'RATE_LIMIT_ORG_UPLOADS', what: 'uploads (program registrations and proofs sent for verification)' },
+  uploads: {
+    binding: 'RATE_LIMIT_UPLOADS',
+    orgBinding: 'RATE_LIMIT_ORG_UPLOADS',
+    what: 'uploads (program registrations and proofs sent for verification)',
+  },
 };
 
 const limited = (detail: string) =>
-  new ApiError(429, `${detail}, for the current ${RATE_LIMIT_PERIOD_SECONDS}-second window. Retry after ${RATE_LIMIT_PERIOD_SECONDS} seconds.`, {
-    'Retry-After': String(RATE_LIMIT_PERIOD_SECONDS),
-  });
+  new ApiError(
+    429,
+    `${detail}, for the current ${RATE_LIMIT_PERIOD_SECONDS}-second window. Retry after ${RATE_LIMIT_PERIOD_SECONDS} seconds.`,
+    {
+      'Retry-After': String(RATE_LIMIT_PERIOD_SECONDS),
+    },
+  );
 
-const take = async (env: Env, binding: Binding, key: string) => (await (env[binding]).limit({ key })).success;
+const take = async (env: Env, binding: Binding, key: string) => (await env[binding].limit({ key })).success;
 
 /**
  * The organization of each API key this isolate has seen authenticated (by key hash):
@@ -60,7 +68,8 @@ async function countOrg(c: Context<AppEnv>, orgId: string, refuse: boolean) {
   orgCounted.add(c);
   const cls = classOf(c);
   const { orgBinding, what } = CLASSES[cls];
-  if (!(await take(c.env, orgBinding, orgId)) && refuse) throw limited(`Rate limit exceeded: this API key's organization has used its "${cls}" limit, ${what}, across all its keys`);
+  if (!(await take(c.env, orgBinding, orgId)) && refuse)
+    throw limited(`Rate limit exceeded: this API key's organization has used its "${cls}" limit, ${what}, across all its keys`);
 }
 
 const classOf = (c: Context<AppEnv>) => endpointClass(c.req.method, c.req.path.replace(/\/+$/, '') || '/');
@@ -82,7 +91,8 @@ export function endpointClass(method: string, path: string): EndpointClass {
 export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
   const cls = classOf(c);
   const { binding, what } = CLASSES[cls];
-  if (!(await take(c.env, binding, c.var.apiKeyHash))) throw limited(`Rate limit exceeded: this API key has used its "${cls}" limit, ${what}`);
+  if (!(await take(c.env, binding, c.var.apiKeyHash)))
+    throw limited(`Rate limit exceeded: this API key has used its "${cls}" limit, ${what}`);
   const org = orgOfKeyHash.get(c.var.apiKeyHash);
   if (org) await countOrg(c, org, true);
   await next();
@@ -114,7 +124,8 @@ export async function countStreamReads(env: Env, keyHash: string, orgId: string)
 }
 
 /** Console requests that send something out of the service (a webhook test, a redelivery). */
-export const isConsoleSend = (method: string, path: string) => method === 'POST' && /\/webhooks\/[^/]+\/(test|deliveries\/[^/]+\/redeliver)\/?$/.test(path);
+export const isConsoleSend = (method: string, path: string) =>
+  method === 'POST' && /\/webhooks\/[^/]+\/(test|deliveries\/[^/]+\/redeliver)\/?$/.test(path);
 
 /**
  * The console API's limits, after its authentication: every request counts against the
@@ -122,10 +133,12 @@ export const isConsoleSend = (method: string, path: string) => method === 'POST'
  * that sends something out also against the organization's stricter sends budget.
  */
 export const consoleRateLimit = createMiddleware<ConsoleEnv>(async (c, next) => {
-  if (!(await take(c.env, 'RATE_LIMIT_CONSOLE', c.var.sessionId))) throw limited('Rate limit exceeded: this console session has used its request limit');
+  if (!(await take(c.env, 'RATE_LIMIT_CONSOLE', c.var.sessionId)))
+    throw limited('Rate limit exceeded: this console session has used its request limit');
   const org = c.var.membership?.orgId;
   if (org) {
-    if (!(await take(c.env, 'RATE_LIMIT_CONSOLE_ORG', org))) throw limited("Rate limit exceeded: this organization has used its console request limit");
+    if (!(await take(c.env, 'RATE_LIMIT_CONSOLE_ORG', org)))
+      throw limited('Rate limit exceeded: this organization has used its console request limit');
     if (isConsoleSend(c.req.method, c.req.path) && !(await take(c.env, 'RATE_LIMIT_CONSOLE_SENDS', org)))
       throw limited('Rate limit exceeded: this organization has used its limit of webhook tests and redeliveries');
   }

@@ -127,21 +127,33 @@ async function runUserStep(target: Target, step: UserStep): Promise<void> {
   };
   if (sender === 'outbox') {
     if (target.remote) throw new Error('MAIL_SENDER = "outbox" is for local development: never set it in a deployed environment');
-    await runStep(target, { sql: [...step.sql, outboxInsert(mail)], output: [`${step.output[0].replace(/; open this link.*$/, '')}; a set-password link was emailed to ${mail.to} (local outbox: /console/outbox)`, mail.to] });
+    await runStep(target, {
+      sql: [...step.sql, outboxInsert(mail)],
+      output: [
+        `${step.output[0].replace(/; open this link.*$/, '')}; a set-password link was emailed to ${mail.to} (local outbox: /console/outbox)`,
+        mail.to,
+      ],
+    });
     return;
   }
   await runStep(target, { ...step, output: [] });
   if (sender === 'http' && settings.MAIL_API_KEY) {
     try {
       await send(settings, mail);
-      process.stdout.write(`${step.output[0].replace(/; open this link.*$/, '')}; a set-password link was emailed to ${mail.to}\n${mail.to}\n`);
+      process.stdout.write(
+        `${step.output[0].replace(/; open this link.*$/, '')}; a set-password link was emailed to ${mail.to}\n${mail.to}\n`,
+      );
       return;
     } catch (err) {
       if (!(err instanceof MailError)) throw err;
       return print(`the mail API refused it (${err.message})`);
     }
   }
-  print(sender === 'http' ? 'MAIL_SENDER is "http" but MAIL_API_KEY is not set in your environment' : 'no mail sender is configured for this environment');
+  print(
+    sender === 'http'
+      ? 'MAIL_SENDER is "http" but MAIL_API_KEY is not set in your environment'
+      : 'no mail sender is configured for this environment',
+  );
 }
 
 function printRows(rows: Row[], json: boolean): void {
@@ -156,7 +168,11 @@ function printRows(rows: Row[], json: boolean): void {
   const columns = Object.keys(rows[0]);
   const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd() + '\n';
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd() + '\n';
   process.stdout.write(line(columns));
   for (const row of cells) process.stdout.write(line(row));
 }
@@ -194,7 +210,8 @@ const commands: Record<string, Command> = {
     run: (c) => runStep(c.target, createOrganization(required(c.values, 'name'))),
   },
   'set-org-limits': {
-    synopsis: 'ORG_ID [--max-jobs N|default] [--max-gpus N|default] [--weight W] [--cycle-limit N|default] [--cost-limit N|default] [--deadline-seconds N|default]',
+    synopsis:
+      'ORG_ID [--max-jobs N|default] [--max-gpus N|default] [--weight W] [--cycle-limit N|default] [--cost-limit N|default] [--deadline-seconds N|default]',
     summary:
       'Set an organization’s quotas (queued-or-running jobs; GPUs those jobs hold), its fair-share weight, and the defaults of its jobs’ limits (cycles, cost in micro-USD, deadline in seconds; a request’s own wins); `default` returns a quota to the Worker’s ORG_MAX_ACTIVE_JOBS / ORG_MAX_GPUS, and a job-limit default to none.',
     options: { 'max-jobs': str, 'max-gpus': str, weight: str, 'cycle-limit': str, 'cost-limit': str, 'deadline-seconds': str },
@@ -204,7 +221,8 @@ const commands: Record<string, Command> = {
         const v = c.values[flag];
         if (v === undefined) return undefined;
         if (v === 'default') return null;
-        if (typeof v !== 'string' || !/^\d+$/.test(v)) throw new UsageError(`--${flag} must be a whole number or 'default', not ${String(v)}`);
+        if (typeof v !== 'string' || !/^\d+$/.test(v))
+          throw new UsageError(`--${flag} must be a whole number or 'default', not ${String(v)}`);
         return Number(v);
       };
       const weight = quota('weight');
@@ -236,7 +254,8 @@ const commands: Record<string, Command> = {
         const v = c.values[flag];
         if (v === undefined) return undefined;
         if (v === 'none') return null;
-        if (typeof v !== 'string' || !/^\d+(\.\d+)?$/.test(v) || Number(v) <= 0) throw new UsageError(`--${flag} must be a positive number or 'none', not ${String(v)}`);
+        if (typeof v !== 'string' || !/^\d+(\.\d+)?$/.test(v) || Number(v) <= 0)
+          throw new UsageError(`--${flag} must be a positive number or 'none', not ${String(v)}`);
         return scale === 1 ? Number(v) : Math.round(Number(v) * scale);
       };
       let step: AdminStep;
@@ -296,7 +315,8 @@ const commands: Record<string, Command> = {
       const org = required(c.values, 'org');
       const role = ROLES.find((r) => r === (c.values.role ?? 'owner'));
       if (!role) throw new UsageError(`--role must be ${ROLES.join(', ')}, not ${c.values.role}`);
-      const consoleUrl = c.values['console-url'] === undefined ? (c.target.remote ? undefined : 'http://127.0.0.1:8787') : required(c.values, 'console-url');
+      const consoleUrl =
+        c.values['console-url'] === undefined ? (c.target.remote ? undefined : 'http://127.0.0.1:8787') : required(c.values, 'console-url');
       if (!consoleUrl) throw new UsageError('--console-url is required with --remote (where people open the console)');
       const email = required(c.values, 'email');
       const [orgs, found] = await d1Execute(c.target, [listOrganizations(), findUser(email)]);
@@ -305,7 +325,14 @@ const commands: Record<string, Command> = {
       let step: UserStep;
       try {
         step = await createUser(
-          { email, orgId: org, role, name: typeof c.values.name === 'string' ? c.values.name : undefined, operator: c.values.operator === true, consoleUrl },
+          {
+            email,
+            orgId: org,
+            role,
+            name: typeof c.values.name === 'string' ? c.values.name : undefined,
+            operator: c.values.operator === true,
+            consoleUrl,
+          },
           undefined,
           existing,
         );
@@ -349,10 +376,15 @@ const commands: Record<string, Command> = {
       const pvb = pvbText === undefined ? undefined : Number(pvbText);
       if (pvb !== undefined && !Number.isInteger(pvb)) throw new UsageError(`--public-values-bytes must be an integer, not ${pvbText}`);
       const tomlPath = c.values['openvm-toml'] === undefined ? undefined : userPath(required(c.values, 'openvm-toml'));
-      if (engine === 'openvm' && tomlPath === undefined) throw new UsageError('--openvm-toml is required for openvm configs: agents make the keys from it');
+      if (engine === 'openvm' && tomlPath === undefined)
+        throw new UsageError('--openvm-toml is required for openvm configs: agents make the keys from it');
       const openvmToml = tomlPath === undefined ? undefined : readText(tomlPath);
       if (engine === 'openvm') {
-        const problems = openvmConfigProblems({ openvm_version: required(c.values, 'openvm-version'), public_values_bytes: pvb ?? 32, openvm_toml: openvmToml });
+        const problems = openvmConfigProblems({
+          openvm_version: required(c.values, 'openvm-version'),
+          public_values_bytes: pvb ?? 32,
+          openvm_toml: openvmToml,
+        });
         if (problems.length) throw new UsageError(`cargo openvm cannot serve this config:\n  ${problems.join('\n  ')}`);
       }
       let step: AdminStep;
@@ -393,7 +425,8 @@ const commands: Record<string, Command> = {
   },
   'set-config-toml': {
     synopsis: 'CONFIG_ID FILE',
-    summary: 'Set (replace) a config’s openvm.toml, served at GET /v1/configs/CONFIG_ID/config; agents re-key with `prover-agent setup-config`.',
+    summary:
+      'Set (replace) a config’s openvm.toml, served at GET /v1/configs/CONFIG_ID/config; agents re-key with `prover-agent setup-config`.',
     positionals: ['CONFIG_ID', 'FILE'],
     async run(c) {
       const [configId, fileArg] = c.positionals as [string, string];
@@ -402,7 +435,11 @@ const commands: Record<string, Command> = {
       const row = found?.[0];
       if (!row) throw new Error(`no config ${configId} (see list-configs)`);
       if (row.engine === 'openvm') {
-        const problems = openvmConfigProblems({ openvm_version: String(row.openvm_version), public_values_bytes: Number(row.public_values_bytes), openvm_toml: text });
+        const problems = openvmConfigProblems({
+          openvm_version: String(row.openvm_version),
+          public_values_bytes: Number(row.public_values_bytes),
+          openvm_toml: text,
+        });
         if (problems.length) throw new UsageError(`cargo openvm cannot key ${configId} with this openvm.toml:\n  ${problems.join('\n  ')}`);
       }
       let step: AdminStep;
@@ -422,9 +459,11 @@ const commands: Record<string, Command> = {
     options: { supersedes: str },
     async run(c) {
       const [configId, name, fileArg] = c.positionals as [string, string, string];
-      if (!(PUBLISHED_KEY_NAMES as readonly string[]).includes(name)) throw new UsageError(`NAME must be one of ${PUBLISHED_KEY_NAMES.join(', ')}: ${name}`);
+      if (!(PUBLISHED_KEY_NAMES as readonly string[]).includes(name))
+        throw new UsageError(`NAME must be one of ${PUBLISHED_KEY_NAMES.join(', ')}: ${name}`);
       const supersedes = c.values.supersedes === undefined ? null : Number(c.values.supersedes);
-      if (supersedes !== null && !(Number.isInteger(supersedes) && supersedes >= 1)) throw new UsageError(`--supersedes takes a version number: ${String(c.values.supersedes)}`);
+      if (supersedes !== null && !(Number.isInteger(supersedes) && supersedes >= 1))
+        throw new UsageError(`--supersedes takes a version number: ${String(c.values.supersedes)}`);
       const file = userPath(fileArg);
       const stat = statSync(file, { throwIfNoEntry: false });
       if (!stat?.isFile()) throw new UsageError(`no such file: ${file}`);
@@ -461,14 +500,24 @@ const commands: Record<string, Command> = {
       const ttl = c.values['ttl-days'] === undefined ? undefined : Number(c.values['ttl-days']);
       let step: AdminStep;
       try {
-        step = await createPublisherToken({ name: required(c.values, 'name'), configIds: all ? null : required(c.values, 'configs').split(','), ttlDays: ttl });
+        step = await createPublisherToken({
+          name: required(c.values, 'name'),
+          configIds: all ? null : required(c.values, 'configs').split(','),
+          ttlDays: ttl,
+        });
       } catch (err) {
         throw err instanceof UsageError ? err : new UsageError((err as Error).message);
       }
       await runStep(c.target, step);
     },
   },
-  'revoke-publisher-token': revokeCommand('publisher token', 'token', revokePublisherToken, revokePublisherTokenById, 'list-publisher-tokens'),
+  'revoke-publisher-token': revokeCommand(
+    'publisher token',
+    'token',
+    revokePublisherToken,
+    revokePublisherTokenById,
+    'list-publisher-tokens',
+  ),
   'list-publisher-tokens': {
     synopsis: '[--json]',
     summary: 'List publisher tokens (ids, names, configs, expiry, revocation; never the tokens).',
@@ -482,7 +531,8 @@ const commands: Record<string, Command> = {
   },
   'key-history': {
     synopsis: '[--config CONFIG_ID] [--json]',
-    summary: 'The audit of key publication: uploads started, published, superseded, refused (digest, size, conflict) and aborted, newest first (200 rows).',
+    summary:
+      'The audit of key publication: uploads started, published, superseded, refused (digest, size, conflict) and aborted, newest first (200 rows).',
     options: { config: str },
     run: (c) => list(c, keyHistory(c.values.config as string | undefined)),
   },
@@ -492,7 +542,11 @@ const commands: Record<string, Command> = {
       'Create a token for prover-agents, for jobs of these engines under these configs (`all`: every config of the engines): its agents claim nothing else, whatever they declare. Prints the token (shown only once) on the last line.',
     options: { name: str, engines: str, configs: str },
     async run(c) {
-      const csv = (name: string) => required(c.values, name).split(',').map((v) => v.trim()).filter(Boolean);
+      const csv = (name: string) =>
+        required(c.values, name)
+          .split(',')
+          .map((v) => v.trim())
+          .filter(Boolean);
       const configs = required(c.values, 'configs').trim() === 'all' ? null : csv('configs');
       let step: AdminStep;
       try {
@@ -540,7 +594,8 @@ function parseTarget(values: Values): Target {
   if (values.local && values.remote) throw new UsageError('give --local or --remote, not both');
   if (!values.local && !values.remote)
     throw new UsageError('say which database: --local (the one wrangler dev and npm start use) or --remote --env staging|production');
-  if (values.remote && env === undefined) throw new UsageError('--remote needs --env staging|production (the top-level config is local only)');
+  if (values.remote && env === undefined)
+    throw new UsageError('--remote needs --env staging|production (the top-level config is local only)');
   const persistTo = values['persist-to'];
   if (persistTo !== undefined && values.remote) throw new UsageError('--persist-to only applies to --local');
   return { remote: values.remote === true, env, persistTo: typeof persistTo === 'string' ? userPath(persistTo) : undefined };
@@ -557,7 +612,15 @@ async function main(argv: string[]): Promise<number> {
     if (!command) throw new UsageError(`unknown command '${name}' (see --help)`);
     const { values, positionals } = parseArgs({
       args: rest,
-      options: { local: bool, remote: bool, env: str, 'persist-to': str, json: bool, help: { type: 'boolean', short: 'h' }, ...command.options },
+      options: {
+        local: bool,
+        remote: bool,
+        env: str,
+        'persist-to': str,
+        json: bool,
+        help: { type: 'boolean', short: 'h' },
+        ...command.options,
+      },
       allowPositionals: true,
       strict: true,
     });

@@ -31,7 +31,15 @@ const CLIENT = from('src', 'console', 'client');
  * client takes the server's types by type-only imports; any server code reaching
  * the bundle (a value import by mistake) fails the build.
  */
-const BUNDLE_MAY_CONTAIN = ['src/console/client/', 'src/console/ui/', 'src/db/enums.ts', 'src/auth/permissions.ts', 'src/lib/limits.ts', 'prover-agent/src/protocol', 'node_modules/hono/dist/'];
+const BUNDLE_MAY_CONTAIN = [
+  'src/console/client/',
+  'src/console/ui/',
+  'src/db/enums.ts',
+  'src/auth/permissions.ts',
+  'src/lib/limits.ts',
+  'prover-agent/src/protocol',
+  'node_modules/hono/dist/',
+];
 
 rmSync(OUT, { recursive: true, force: true });
 for (const [source, target] of COPIES) {

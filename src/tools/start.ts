@@ -11,7 +11,18 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createAgentToken, createApiKey, createConfig, createOrganization, createUser, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, setConfigOpenvmToml, TARGET_RELEASE, upgradeDevConfig } from '../admin/statements.ts';
+import {
+  createAgentToken,
+  createApiKey,
+  createConfig,
+  createOrganization,
+  createUser,
+  DEV_ENGINE_OPENVM_TOML,
+  devAppVmCommit,
+  setConfigOpenvmToml,
+  TARGET_RELEASE,
+  upgradeDevConfig,
+} from '../admin/statements.ts';
 import { hashPassword } from '../features/accounts/password.ts';
 import { randomToken } from '../lib/crypto.ts';
 import {
@@ -129,7 +140,10 @@ async function seed(creds: Credentials): Promise<void> {
       passwordHash: await hashPassword(creds.console_password),
     }),
   ];
-  await d1Execute({ remote: false, persistTo }, steps.flatMap((s) => s.sql));
+  await d1Execute(
+    { remote: false, persistTo },
+    steps.flatMap((s) => s.sql),
+  );
 }
 
 function agentArgs(token: string): string[] {

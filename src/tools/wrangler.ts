@@ -143,13 +143,20 @@ export async function artifactsBucket(env?: string): Promise<string> {
  * the operator's own environment (a Worker secret cannot be read back). A MAIL_*
  * variable in the operator's environment overrides the var (`MAIL_SENDER=` unsets it).
  */
-export async function mailSettings(env?: string): Promise<{ MAIL_SENDER?: string; MAIL_API_URL?: string; MAIL_FROM?: string; MAIL_API_KEY?: string }> {
+export async function mailSettings(
+  env?: string,
+): Promise<{ MAIL_SENDER?: string; MAIL_API_URL?: string; MAIL_FROM?: string; MAIL_API_KEY?: string }> {
   const { unstable_readConfig } = await import('wrangler');
   const config = unstable_readConfig({ config: path.join(ROOT, 'wrangler.toml'), env }, { hideWarnings: true });
   const vars = (config.vars ?? {}) as Record<string, unknown>;
   const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
   const setting = (name: 'MAIL_SENDER' | 'MAIL_API_URL' | 'MAIL_FROM') => process.env[name] ?? text(vars[name]);
-  return { MAIL_SENDER: setting('MAIL_SENDER'), MAIL_API_URL: setting('MAIL_API_URL'), MAIL_FROM: setting('MAIL_FROM'), MAIL_API_KEY: process.env.MAIL_API_KEY };
+  return {
+    MAIL_SENDER: setting('MAIL_SENDER'),
+    MAIL_API_URL: setting('MAIL_API_URL'),
+    MAIL_FROM: setting('MAIL_FROM'),
+    MAIL_API_KEY: process.env.MAIL_API_KEY,
+  };
 }
 
 export async function r2Put(t: Target, bucket: string, key: string, file: string): Promise<void> {

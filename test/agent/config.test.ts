@@ -25,7 +25,24 @@ describe('prover-agent configuration', () => {
   });
 
   it('takes GPU ordinals as a list, --engine as --engines, and openvm engine options', () => {
-    const cfg = loadConfig([...required, '--gpus', '2,5', '--engine', 'openvm', '--configs', 'cfg_a, cfg_b', '--configs-dir', '/srv/cfgs', '--cargo', '/opt/cargo', '--timeouts', 'prove=7200, commit=600'], {});
+    const cfg = loadConfig(
+      [
+        ...required,
+        '--gpus',
+        '2,5',
+        '--engine',
+        'openvm',
+        '--configs',
+        'cfg_a, cfg_b',
+        '--configs-dir',
+        '/srv/cfgs',
+        '--cargo',
+        '/opt/cargo',
+        '--timeouts',
+        'prove=7200, commit=600',
+      ],
+      {},
+    );
     expect(cfg).toMatchObject({
       gpus: [2, 5],
       engines: ['openvm'],
@@ -50,7 +67,8 @@ describe('prover-agent configuration', () => {
 
   it('documents every flag with its environment variable', () => {
     const text = usage();
-    for (const v of ['PROVER_API_URL', 'PROVER_AGENT_TOKEN', 'PROVER_GPUS', 'PROVER_SHUTDOWN_GRACE', 'PROVER_METRICS_PORT']) expect(text).toContain(v);
+    for (const v of ['PROVER_API_URL', 'PROVER_AGENT_TOKEN', 'PROVER_GPUS', 'PROVER_SHUTDOWN_GRACE', 'PROVER_METRICS_PORT'])
+      expect(text).toContain(v);
   });
 
   it('needs no Cloudflare credential: the agent token is the host’s only secret', () => {

@@ -49,7 +49,8 @@ function executeJob(guest: string, input: string[], engineOptions: EngineOptions
 /** loop.elf for about a minute: long enough to be interrupted. */
 const longJob = (engineOptions: EngineOptions = {}) => executeJob('loop.elf', [u32(4_000_000_000)], engineOptions);
 const helloJob = (text: string) => executeJob('hello.elf', [`0x01${Buffer.from(text).toString('hex')}`]);
-const sha256 = async (text: string) => `0x${Buffer.from(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))).toString('hex')}`;
+const sha256 = async (text: string) =>
+  `0x${Buffer.from(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))).toString('hex')}`;
 
 interface Ran {
   pid: number;
@@ -90,7 +91,8 @@ function groupAlive(pgid: number): boolean {
 
 const quiet = createLogger('error');
 let pool: EnginePool | null = null;
-const newPool = (size = 1, extra: Partial<ConstructorParameters<typeof EnginePool>[0]> = {}) => (pool = new EnginePool({ size, log: quiet, ...extra }));
+const newPool = (size = 1, extra: Partial<ConstructorParameters<typeof EnginePool>[0]> = {}) =>
+  (pool = new EnginePool({ size, log: quiet, ...extra }));
 afterEach(async () => {
   await pool?.close();
   pool = null;
@@ -118,7 +120,10 @@ describe('warm engine pool', () => {
     const first = await run(p, helloJob('first job'));
     const second = await run(p, helloJob('second job'));
     expect(second.pid).toBe(first.pid);
-    for (const [ran, text] of [[first, 'first job'], [second, 'second job']] as const) {
+    for (const [ran, text] of [
+      [first, 'first job'],
+      [second, 'second job'],
+    ] as const) {
       expect(ran.outcome.kind).toBe('result');
       const result = (ran.outcome as { result: ExecuteResult }).result;
       expect(result).toMatchObject({ exit_code: 0, error: null, public_values: await sha256(text) });
@@ -130,10 +135,23 @@ describe('warm engine pool', () => {
   it('a job that fails as the caller’s problem leaves the worker reusable; an engine error retires it', async () => {
     const p = newPool();
     const panicked = await run(p, executeJob('panic.elf', []));
-    expect(panicked.outcome).toMatchObject({ kind: 'result', result: { exit_code: 1, error: expect.stringMatching(/this guest always panics/) } });
+    expect(panicked.outcome).toMatchObject({
+      kind: 'result',
+      result: { exit_code: 1, error: expect.stringMatching(/this guest always panics/) },
+    });
     const prove = (req: EngineRunRequest, cfg: EngineConfig = config): EngineRunRequest => {
       const o = req.operation as { elfPath: string; inputPath: string };
-      const operation = { op: 'prove' as const, proof_type: 'stark' as const, elfPath: o.elfPath, vmexePath: o.elfPath, inputPath: o.inputPath, childProofPaths: [], outputPath: join(req.workDir, 'proof'), app_exe_commit: `0x${'00'.repeat(32)}`, baselinePath: join(req.workDir, 'none') };
+      const operation = {
+        op: 'prove' as const,
+        proof_type: 'stark' as const,
+        elfPath: o.elfPath,
+        vmexePath: o.elfPath,
+        inputPath: o.inputPath,
+        childProofPaths: [],
+        outputPath: join(req.workDir, 'proof'),
+        app_exe_commit: `0x${'00'.repeat(32)}`,
+        baselinePath: join(req.workDir, 'none'),
+      };
       return { ...req, config: cfg, operation };
     };
     const badInput = prove(helloJob('x'));
@@ -197,12 +215,28 @@ describe('warm engine pool', () => {
       process.env.NODE_OPTIONS = saved;
       if (saved === undefined) delete process.env.NODE_OPTIONS;
     }
-    const committed = await run(p, { ...helloJob(''), operation: { ...helloJob('').operation, op: 'commit' } as EngineRunRequest['operation'] });
+    const committed = await run(p, {
+      ...helloJob(''),
+      operation: { ...helloJob('').operation, op: 'commit' } as EngineRunRequest['operation'],
+    });
     const appExeCommit = (committed.outcome as { result: { app_exe_commit: string } }).result.app_exe_commit;
     const proveJob = (k: number): EngineRunRequest => {
       const req = helloJob(`job ${k}`);
       const o = req.operation as { elfPath: string; inputPath: string };
-      return { ...req, operation: { op: 'prove', proof_type: 'stark', elfPath: o.elfPath, vmexePath: o.elfPath, inputPath: o.inputPath, childProofPaths: [], outputPath: join(req.workDir, 'proof'), app_exe_commit: appExeCommit, baselinePath: join(req.workDir, 'none') } };
+      return {
+        ...req,
+        operation: {
+          op: 'prove',
+          proof_type: 'stark',
+          elfPath: o.elfPath,
+          vmexePath: o.elfPath,
+          inputPath: o.inputPath,
+          childProofPaths: [],
+          outputPath: join(req.workDir, 'proof'),
+          app_exe_commit: appExeCommit,
+          baselinePath: join(req.workDir, 'none'),
+        },
+      };
     };
     const reqs = Array.from({ length: 10 }, (_, k) => proveJob(k));
     const runs: Ran[] = [];

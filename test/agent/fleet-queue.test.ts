@@ -22,7 +22,9 @@ async function service(opts: { presenceDelayMs?: number } = {}) {
     if (req.url === '/internal/v1/agents/presence') {
       seen.presence++;
       await new Promise((r) => setTimeout(r, opts.presenceDelayMs ?? 0));
-      return res.end(JSON.stringify({ presence_interval_ms: 60_000, queue_token: `qt-${seen.presence}`, queue_token_expires_at: Date.now() + 300_000 }));
+      return res.end(
+        JSON.stringify({ presence_interval_ms: 60_000, queue_token: `qt-${seen.presence}`, queue_token_expires_at: Date.now() + 300_000 }),
+      );
     }
     if (req.url === '/internal/v1/queue/pull') {
       seen.pulls.push(token);

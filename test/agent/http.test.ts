@@ -41,7 +41,10 @@ describe('fetchWithRetry', () => {
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
     for (const finishInFlight of [true, false]) {
       const stop = new AbortController();
-      const pending = fetchWithRetry(url, () => ({}), 'claim', { ...fast, signal: stop.signal, finishInFlight }).then((r) => r.json(), (e: Error) => e);
+      const pending = fetchWithRetry(url, () => ({}), 'claim', { ...fast, signal: stop.signal, finishInFlight }).then(
+        (r) => r.json(),
+        (e: Error) => e,
+      );
       await new Promise((r) => setTimeout(r, 100)); // the request is at the server
       stop.abort(new Error('shutting down'));
       respond();
@@ -77,7 +80,9 @@ describe('fetchWithRetry', () => {
     const s = await serve(Array.from({ length: 50 }, () => [503] as [number]));
     const abort = new AbortController();
     setTimeout(() => abort.abort(new Error('shutting down')), 30);
-    await expect(fetchWithRetry(s.url, () => ({}), 'test', { ...fast, attempts: Infinity, signal: abort.signal })).rejects.toThrow(/shutting down/);
+    await expect(fetchWithRetry(s.url, () => ({}), 'test', { ...fast, attempts: Infinity, signal: abort.signal })).rejects.toThrow(
+      /shutting down/,
+    );
   });
 });
 

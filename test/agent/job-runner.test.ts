@@ -47,7 +47,11 @@ function fakeLease(files: Record<string, string>, on: { heartbeat?: () => unknow
   return { requests, service: { lease: () => lease } as unknown as ServiceClient };
 }
 
-type Outcome = { kind: 'result'; result: unknown } | { kind: 'job-error'; message: string } | { kind: 'crash'; message: string } | { kind: 'killed'; signal: string };
+type Outcome =
+  | { kind: 'result'; result: unknown }
+  | { kind: 'job-error'; message: string }
+  | { kind: 'crash'; message: string }
+  | { kind: 'killed'; signal: string };
 
 /**
  * An engine launcher whose operation runs `body` (given the request and the event
@@ -105,7 +109,15 @@ async function options(engines: { start: unknown }): Promise<RunnerOptions> {
   };
 }
 
-const config = { id: 'cfg_1', engine: 'dev', openvm_version: '2.0.1', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '11'.repeat(32), deferral_enabled: true, public_values_bytes: 32 };
+const config = {
+  id: 'cfg_1',
+  engine: 'dev',
+  openvm_version: '2.0.1',
+  stark_backend_version: '2.0.0',
+  app_vm_commit: '0x' + '11'.repeat(32),
+  deferral_enabled: true,
+  public_values_bytes: 32,
+};
 
 /** A claimed job of `kind`; watch intervals long enough that no heartbeat or status check happens unless a test asks. */
 function claim(kind: ClaimedJob['kind'], over: Partial<ClaimedJob> = {}): ClaimedJob {
@@ -147,7 +159,8 @@ const proofClaim = (id: string) =>
 
 const served = { elf: 'ELF bytes', vmexe: 'VMEXE bytes', baseline: '{"baseline":1}', 'child-0': '{"child":0}' };
 
-const run = (service: ServiceClient, job: ClaimedJob, opts: RunnerOptions) => new JobRunner(service, job, [], opts, quiet, new Metrics()).run();
+const run = (service: ServiceClient, job: ClaimedJob, opts: RunnerOptions) =>
+  new JobRunner(service, job, [], opts, quiet, new Metrics()).run();
 
 describe('published key digests', () => {
   it('an openvm proof runs with the digests the service publishes for its config; a dev proof asks for none', async () => {
@@ -182,7 +195,10 @@ describe('published key digests', () => {
     const { started, launcher } = fakeEngines(async () => ({ kind: 'result', result: {} }));
     expect(await run(service, { ...proofClaim('k3'), config: { ...config, engine: 'openvm' } }, await options(launcher))).toBe('requeued');
     expect(started).toHaveLength(0);
-    expect(requests.at(-1)).toMatchObject({ call: 'fail', body: { retryable: true, error: expect.stringContaining('service unreachable') } });
+    expect(requests.at(-1)).toMatchObject({
+      call: 'fail',
+      body: { retryable: true, error: expect.stringContaining('service unreachable') },
+    });
   });
 });
 
@@ -213,9 +229,20 @@ describe('a job that completes', () => {
     expect(downloads.sort()).toEqual(['baseline', 'child-0', 'elf', 'vmexe']);
     expect(requests.map((r) => r.call)).toEqual(['download', 'download', 'download', 'download', 'complete']);
     expect(started).toHaveLength(1);
-    expect(started[0]).toMatchObject({ engine: 'dev', config, gpus: [], operation: { op: 'prove', app_exe_commit: '0x' + '22'.repeat(32) } });
+    expect(started[0]).toMatchObject({
+      engine: 'dev',
+      config,
+      gpus: [],
+      operation: { op: 'prove', app_exe_commit: '0x' + '22'.repeat(32) },
+    });
     expect(started[0].operation.childProofPaths).toHaveLength(1);
-    expect(seenInputs[0]).toEqual({ elf: 'ELF bytes', vmexe: 'VMEXE bytes', input: '{"input":["0x01"]}', baseline: '{"baseline":1}', child: '{"child":0}' });
+    expect(seenInputs[0]).toEqual({
+      elf: 'ELF bytes',
+      vmexe: 'VMEXE bytes',
+      input: '{"input":["0x01"]}',
+      baseline: '{"baseline":1}',
+      child: '{"child":0}',
+    });
 
     const complete = requests.at(-1)!.body as any;
     expect(complete).toMatchObject({
@@ -238,23 +265,45 @@ describe('a job that completes', () => {
 
   it('a commit sends its baseline inline and the commits it computed', async () => {
     const { requests, service } = fakeLease(served);
-    const { started, launcher } = fakeEngines(async () => ({ kind: 'result', result: { app_exe_commit: '0xexe', app_vm_commit: '0xvm', baseline: { b: 1 } } }));
+    const { started, launcher } = fakeEngines(async () => ({
+      kind: 'result',
+      result: { app_exe_commit: '0xexe', app_vm_commit: '0xvm', baseline: { b: 1 } },
+    }));
     const job = claim('commit', { artifacts: ['elf', 'vmexe'], shared_artifacts: { elf: 'programs/p/elf', vmexe: 'programs/p/vmexe' } });
     expect(await run(service, job, await options(launcher))).toBe('completed');
     expect(started[0].operation).toMatchObject({ op: 'commit' });
     expect(requests.map((r) => r.call)).toEqual(['download', 'download', 'complete']);
-    expect(requests.at(-1)!.body).toMatchObject({ kind: 'commit', app_exe_commit: '0xexe', app_vm_commit: '0xvm', results: { baseline: '{"b":1}' }, log: { seq: 3, offset: 100 } });
+    expect(requests.at(-1)!.body).toMatchObject({
+      kind: 'commit',
+      app_exe_commit: '0xexe',
+      app_vm_commit: '0xvm',
+      results: { baseline: '{"b":1}' },
+      log: { seq: 3, offset: 100 },
+    });
   });
 
   it('an execution reports what the guest printed, its exit code and metrics', async () => {
     const { requests, service } = fakeLease(served);
-    const { started, launcher } = fakeEngines(async () => ({ kind: 'result', result: { exit_code: 0, public_values: '0x01', stdout: 'printed\n', error: null, num_instructions: 9, total_cycle: 9 } }));
-    const job = claim('execute', { execution: { mode: 'meter' }, artifacts: ['elf', 'vmexe', 'input'], inline_artifacts: { elf: '', vmexe: '', input: '' } });
+    const { started, launcher } = fakeEngines(async () => ({
+      kind: 'result',
+      result: { exit_code: 0, public_values: '0x01', stdout: 'printed\n', error: null, num_instructions: 9, total_cycle: 9 },
+    }));
+    const job = claim('execute', {
+      execution: { mode: 'meter' },
+      artifacts: ['elf', 'vmexe', 'input'],
+      inline_artifacts: { elf: '', vmexe: '', input: '' },
+    });
     expect(await run(service, job, await options(launcher))).toBe('completed');
     expect(started[0].operation).toMatchObject({ op: 'execute', mode: 'meter' });
     expect(requests.map((r) => r.call)).toEqual(['complete']);
     const body = requests[0].body as any;
-    expect(body).toMatchObject({ kind: 'execute', exit_code: 0, public_values: '0x01', error: null, metrics: { num_instructions: 9, total_cycle: 9 } });
+    expect(body).toMatchObject({
+      kind: 'execute',
+      exit_code: 0,
+      public_values: '0x01',
+      error: null,
+      metrics: { num_instructions: 9, total_cycle: 9 },
+    });
     expect(body.log.text).toContain('printed\n');
   });
 
@@ -274,7 +323,13 @@ describe('a job that fails', () => {
   it("the engine's job error fails the job for good, with the message in its last log", async () => {
     const { requests, service } = fakeLease(served);
     const { launcher } = fakeEngines(async () => ({ kind: 'job-error', message: 'guest panicked' }));
-    expect(await run(service, claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' } }), await options(launcher))).toBe('failed');
+    expect(
+      await run(
+        service,
+        claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' } }),
+        await options(launcher),
+      ),
+    ).toBe('failed');
     expect(requests.map((r) => r.call)).toEqual(['fail']);
     const body = requests[0].body as any;
     expect(body).toMatchObject({ error: 'guest panicked', retryable: false, log: { seq: 3, offset: 100 } });
@@ -284,7 +339,13 @@ describe('a job that fails', () => {
   it('an engine crash fails the attempt as retryable', async () => {
     const { requests, service } = fakeLease(served);
     const { launcher } = fakeEngines(async () => ({ kind: 'crash', message: 'engine process exited with code 134' }));
-    expect(await run(service, claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' } }), await options(launcher))).toBe('requeued');
+    expect(
+      await run(
+        service,
+        claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' } }),
+        await options(launcher),
+      ),
+    ).toBe('requeued');
     expect(requests.map((r) => r.call)).toEqual(['fail']);
     expect(requests[0].body).toMatchObject({ error: 'engine process exited with code 134', retryable: true });
     expect((requests[0].body as any).log.text).toContain('engine failure: engine process exited with code 134');
@@ -325,7 +386,12 @@ describe('a job stopped while it runs', () => {
       engineRunning = true;
       return killed.then(() => ({ kind: 'killed', signal: 'SIGTERM' }));
     });
-    const job = claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' }, heartbeat_interval_ms: 20, cancel_check_interval_ms: 20 });
+    const job = claim('commit', {
+      artifacts: ['elf', 'vmexe'],
+      inline_artifacts: { elf: '', vmexe: '' },
+      heartbeat_interval_ms: 20,
+      cancel_check_interval_ms: 20,
+    });
     expect(await run(service, job, await options(launcher))).toBe('lost');
     expect(kills.length).toBeGreaterThan(0);
     await sleep(50); // nothing more comes after the run ended

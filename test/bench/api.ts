@@ -14,7 +14,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createApiKey, createConfig, createOrganization, lit, setOrganizationLimits } from '../../src/admin/statements.ts';
-import { applyLocalMigrations, d1Execute, freePort, hasExited, ROOT, spawnWranglerDev, stopGroup, waitForHealthy } from '../../src/tools/wrangler.ts';
+import {
+  applyLocalMigrations,
+  d1Execute,
+  freePort,
+  hasExited,
+  ROOT,
+  spawnWranglerDev,
+  stopGroup,
+  waitForHealthy,
+} from '../../src/tools/wrangler.ts';
 import type { ChildProcess } from 'node:child_process';
 import { benchCli } from './cli.ts';
 
@@ -79,7 +88,13 @@ function percentile(sorted: number[], q: number): number {
 }
 
 /** `concurrency` loops sending the route's request until the request count or the duration is reached; adds what they measured to `into`. */
-async function load(baseUrl: string, route: Route, worker: ChildProcess, budget: { requests?: number; ms?: number }, into: Samples): Promise<void> {
+async function load(
+  baseUrl: string,
+  route: Route,
+  worker: ChildProcess,
+  budget: { requests?: number; ms?: number },
+  into: Samples,
+): Promise<void> {
   let issued = 0;
   const start = performance.now();
   const more = () => {
@@ -128,7 +143,15 @@ function table(results: Result[]): string {
   const floor = results[0].p50;
   return layout([
     ['route', 'p50 ms', 'p99 ms', 'req/s', 'p50 / floor', 'ok', 'errors'],
-    ...results.map((r) => [r.label, r.p50.toFixed(2), r.p99.toFixed(2), r.rps.toFixed(0), (r.p50 / floor).toFixed(2) + '×', String(r.ok), String(r.errors)]),
+    ...results.map((r) => [
+      r.label,
+      r.p50.toFixed(2),
+      r.p99.toFixed(2),
+      r.rps.toFixed(0),
+      (r.p50 / floor).toFixed(2) + '×',
+      String(r.ok),
+      String(r.errors),
+    ]),
   ]);
 }
 
@@ -184,7 +207,13 @@ async function serve(name: string, root: string, dir: string, started: ChildProc
   const orgId = org.output.at(-1)!;
   const key = await createApiKey(orgId, 'bench@localhost');
   const limits = setOrganizationLimits(orgId, BENCH_ORG_LIMITS);
-  const config = createConfig({ openvm_version: '1.4.0', stark_backend_version: '1.2.0', app_vm_commit: '0x' + 'ab'.repeat(32), engine: 'dev', deferral_enabled: false });
+  const config = createConfig({
+    openvm_version: '1.4.0',
+    stark_backend_version: '1.2.0',
+    app_vm_commit: '0x' + 'ab'.repeat(32),
+    engine: 'dev',
+    deferral_enabled: false,
+  });
   const target = { remote: false, persistTo, config: config_ };
   await d1Execute(target, [...org.sql, ...limits.sql, ...key.sql, ...config.sql]);
   const apiKey = key.output.at(-1)!;
@@ -211,10 +240,15 @@ async function serve(name: string, root: string, dir: string, started: ChildProc
     'registering the program',
   );
   // The program's commit job is the fleet's part; the bench only needs the program ready.
-  await d1Execute(target, [`UPDATE programs SET status = 'ready', app_exe_commit = ${lit('0x' + 'cd'.repeat(32))} WHERE id = ${lit(programId)};`]);
+  await d1Execute(target, [
+    `UPDATE programs SET status = 'ready', app_exe_commit = ${lit('0x' + 'cd'.repeat(32))} WHERE id = ${lit(programId)};`,
+  ]);
   const proofBody = JSON.stringify({ input: ['0x0148656c6c6f'] });
   const proofInit = (): RequestInit => ({ method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: proofBody });
-  const { id: proofId } = await json<{ id: string }>(await fetch(`${baseUrl}/v1/proofs?program_id=${programId}`, proofInit()), 'submitting a proof');
+  const { id: proofId } = await json<{ id: string }>(
+    await fetch(`${baseUrl}/v1/proofs?program_id=${programId}`, proofInit()),
+    'submitting a proof',
+  );
 
   const routes: Route[] = [
     { label: 'GET /healthz (floor)', path: '/healthz', init: () => ({}), ok: [200] },
@@ -279,7 +313,9 @@ async function main(): Promise<void> {
         for (const t of order) {
           const tree = trees[t];
           const route = tree.routes[i];
-          log(`${tree.name}: ${route.label}: ${round === 0 ? `${warmup} warm-up requests, then ` : ''}${fixedRequests !== undefined ? `${fixedRequests} requests` : `${durationMs / 1000} s`} at concurrency ${concurrency}${rounds > 1 ? ` (round ${round + 1} of ${rounds})` : ''}`);
+          log(
+            `${tree.name}: ${route.label}: ${round === 0 ? `${warmup} warm-up requests, then ` : ''}${fixedRequests !== undefined ? `${fixedRequests} requests` : `${durationMs / 1000} s`} at concurrency ${concurrency}${rounds > 1 ? ` (round ${round + 1} of ${rounds})` : ''}`,
+          );
           if (round === 0) await load(tree.baseUrl, route, tree.worker, { requests: warmup }, newSamples());
           await load(tree.baseUrl, route, tree.worker, budget, samples[t][i]);
           if (hasExited(tree.worker)) {
@@ -303,7 +339,9 @@ async function main(): Promise<void> {
     }
 
     const per = fixedRequests !== undefined ? `${fixedRequests} requests` : `${durationMs / 1000} s`;
-    console.log(`\nAPI latency on wrangler dev (local workerd, D1, R2, under the local rate limits of wrangler.toml, organization quotas raised to ${BENCH_ORG_LIMITS.maxActiveJobs} jobs), concurrency ${concurrency}, ${per} per route${rounds > 1 ? ` per round, ${rounds} rounds` : ''}, Node ${process.version}\n`);
+    console.log(
+      `\nAPI latency on wrangler dev (local workerd, D1, R2, under the local rate limits of wrangler.toml, organization quotas raised to ${BENCH_ORG_LIMITS.maxActiveJobs} jobs), concurrency ${concurrency}, ${per} per route${rounds > 1 ? ` per round, ${rounds} rounds` : ''}, Node ${process.version}\n`,
+    );
     for (const [t, tree] of trees.entries()) {
       if (trees.length > 1) console.log(`${tree.name}:`);
       console.log(table(results[t]) + '\n');
@@ -311,7 +349,15 @@ async function main(): Promise<void> {
     if (trees.length > 1) {
       const head = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
       console.log(`Each route's p50 over the floor's (GET /healthz) on the same tree, measured in turn:\n`);
-      console.log(comparison([`${baselineRef}`, `this tree (${head}${execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() ? ', modified' : ''})`], [results[1], results[0]]));
+      console.log(
+        comparison(
+          [
+            `${baselineRef}`,
+            `this tree (${head}${execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() ? ', modified' : ''})`,
+          ],
+          [results[1], results[0]],
+        ),
+      );
     }
     if (results.some((rs) => rs.some((r) => r.errors > 0))) process.exitCode = 1;
   } finally {

@@ -19,7 +19,9 @@ export function benchCli(name: string, usage: string, flags: readonly string[]):
   };
   let values: Record<string, string | boolean | undefined> = {};
   try {
-    ({ values } = parseArgs({ options: { ...Object.fromEntries(flags.map((f) => [f, { type: 'string' as const }])), help: { type: 'boolean', short: 'h' } } }));
+    ({ values } = parseArgs({
+      options: { ...Object.fromEntries(flags.map((f) => [f, { type: 'string' as const }])), help: { type: 'boolean', short: 'h' } },
+    }));
   } catch (err) {
     fail((err as Error).message);
   }
@@ -35,7 +37,8 @@ export function benchCli(name: string, usage: string, flags: readonly string[]):
       const text = string(flag);
       if (text !== undefined && text.trim() === '') fail(`--${flag} needs a value`);
       const n = text === undefined ? fallback : Number(text);
-      if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) fail(`--${flag} must be ${integer ? 'an integer' : 'a number'} of at least ${min} (got '${text}')`);
+      if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n)))
+        fail(`--${flag} must be ${integer ? 'an integer' : 'a number'} of at least ${min} (got '${text}')`);
       return n;
     },
   };

@@ -64,11 +64,15 @@ async function runBaseline(): Promise<TreeRun> {
   try {
     console.error(`today: extracting ${base.hash.slice(0, 12)} ("${base.subject}") into ${dir}`);
     await extractCommit(ROOT, base.hash, dir);
-    const child = spawn(process.execPath, ['test/bench/dispatch.ts', '--agents', String(agents), '--jobs', String(jobs), '--rate', String(rate)], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
-    });
+    const child = spawn(
+      process.execPath,
+      ['test/bench/dispatch.ts', '--agents', String(agents), '--jobs', String(jobs), '--rate', String(rate)],
+      {
+        cwd: dir,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
+      },
+    );
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
     child.stderr.setEncoding('utf8').on('data', (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, 'today: ')));
@@ -109,7 +113,9 @@ async function main() {
       ['outcome', 'outcome'],
     ];
     const width = Math.max(...runs.map((r) => Math.max(r.title.length, ...Object.values(r.figures).map((v) => v.length)))) + 2;
-    console.log(`\nbench:dispatch — ${agents} agents, ${jobs} instant jobs at ${rate}/s, side by side (target: ≥ 20 jobs/s with 4 agents on 2 cores)`);
+    console.log(
+      `\nbench:dispatch — ${agents} agents, ${jobs} instant jobs at ${rate}/s, side by side (target: ≥ 20 jobs/s with 4 agents on 2 cores)`,
+    );
     console.log(`${''.padEnd(22)}${runs.map((r) => r.title.padEnd(width)).join('')}`);
     for (const [label, key] of rows) console.log(`${label.padEnd(22)}${runs.map((r) => r.figures[key].padEnd(width)).join('')}`);
   }
@@ -137,7 +143,9 @@ async function measure(print: (line: string) => void): Promise<boolean> {
       const wait = due - Date.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       const sent = Date.now();
-      posts.push(api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0101'] }).then(({ id }) => void submittedAt.set(id, sent)));
+      posts.push(
+        api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0101'] }).then(({ id }) => void submittedAt.set(id, sent)),
+      );
     }
     await Promise.all(posts);
 
@@ -147,7 +155,8 @@ async function measure(print: (line: string) => void): Promise<boolean> {
     for (;;) {
       const page = await api.json('GET', `/v1/proofs?program_id=${program}&page_size=100&page=1`);
       const all = [];
-      for (let p = 1; p <= page.pagination.pages; p++) all.push(...(await api.json('GET', `/v1/proofs?program_id=${program}&page_size=100&page=${p}`)).items);
+      for (let p = 1; p <= page.pagination.pages; p++)
+        all.push(...(await api.json('GET', `/v1/proofs?program_id=${program}&page_size=100&page=${p}`)).items);
       done = all.filter((x: any) => ['Succeeded', 'Failed', 'Canceled'].includes(x.state));
       if (done.length === jobs || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));
@@ -164,7 +173,9 @@ async function measure(print: (line: string) => void): Promise<boolean> {
 
     print(`bench:dispatch — ${agents} agents (dev engine), ${jobs} instant proof jobs submitted at ${rate}/s`);
     print(`submit → claimed   p50 ${pct(latencies, 50)} ms   p99 ${pct(latencies, 99)} ms   max ${latencies[latencies.length - 1]} ms`);
-    print(`end to end         ${(jobs / ((lastEnd - t0) / 1000)).toFixed(1)} jobs/s (${((lastEnd - t0) / 1000).toFixed(1)} s from first submit to last Succeeded)`);
+    print(
+      `end to end         ${(jobs / ((lastEnd - t0) / 1000)).toFixed(1)} jobs/s (${((lastEnd - t0) / 1000).toFixed(1)} s from first submit to last Succeeded)`,
+    );
     print(`outcome            ${succeeded}/${jobs} Succeeded, ${lost} lost or run twice`);
     printAgentTime(fleet, new Set(rows.map((r) => r.job as string)), (lastEnd - t0) / 1000, print);
     return lost > 0 || succeeded !== jobs;
@@ -196,8 +207,12 @@ function printAgentTime(fleet: AgentProcess[], jobIds: Set<string>, windowS: num
   const other = mean(totals) - stepMeans.reduce((a, [, v]) => a + v, 0);
   const parts = [...stepMeans, ['other', other] as const].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ');
   const busy = (claims.reduce((a, b) => a + b, 0) + totals.reduce((a, b) => a + b, 0)) / 1000 / (fleet.length * windowS);
-  print(`agent time per job mean ${(mean(claims) + mean(totals)).toFixed(0)} ms: claim ${mean(claims).toFixed(0)} + run ${mean(totals).toFixed(0)} (${parts}) ms`);
-  print(`agents busy        ${(busy * 100).toFixed(0)}% of ${fleet.length} × ${windowS.toFixed(1)} s in claims and jobs; the rest is queue pulls, acks and waiting for work`);
+  print(
+    `agent time per job mean ${(mean(claims) + mean(totals)).toFixed(0)} ms: claim ${mean(claims).toFixed(0)} + run ${mean(totals).toFixed(0)} (${parts}) ms`,
+  );
+  print(
+    `agents busy        ${(busy * 100).toFixed(0)}% of ${fleet.length} × ${windowS.toFixed(1)} s in claims and jobs; the rest is queue pulls, acks and waiting for work`,
+  );
 }
 
 main().catch((err) => {

@@ -54,7 +54,17 @@ function proveRequest(appExeCommit: string): EngineRunRequest {
     config,
     workDir: dir,
     gpus: [],
-    operation: { op: 'prove', proof_type: 'stark', elfPath: join(dir, 'elf'), vmexePath: join(dir, 'elf'), inputPath: join(dir, 'input'), childProofPaths: [], outputPath: join(dir, 'proof.json'), app_exe_commit: appExeCommit, baselinePath: join(dir, 'baseline.json') },
+    operation: {
+      op: 'prove',
+      proof_type: 'stark',
+      elfPath: join(dir, 'elf'),
+      vmexePath: join(dir, 'elf'),
+      inputPath: join(dir, 'input'),
+      childProofPaths: [],
+      outputPath: join(dir, 'proof.json'),
+      app_exe_commit: appExeCommit,
+      baselinePath: join(dir, 'baseline.json'),
+    },
   };
 }
 
@@ -81,7 +91,10 @@ async function main() {
   const ignore = () => {};
   const ctx = (workDir: string) => ({ workDir, config, signal: new AbortController().signal, gpus: [], log: ignore, progress: ignore });
   const commitDir = jobDir('hello.elf', []);
-  const { app_exe_commit: appExeCommit } = await engine.commit(ctx(commitDir), { elfPath: join(commitDir, 'elf'), vmexePath: join(commitDir, 'elf') });
+  const { app_exe_commit: appExeCommit } = await engine.commit(ctx(commitDir), {
+    elfPath: join(commitDir, 'elf'),
+    vmexePath: join(commitDir, 'elf'),
+  });
 
   const pool = new EnginePool({ size: 1, log: createLogger('warn') });
   pool.warm('dev', {});
@@ -108,19 +121,34 @@ async function main() {
     for (let i = 0; i < kills; i++) {
       await timed(() => pool.start(proveRequest(appExeCommit), ignore), 'warm-up'); // a warm worker again
       const dir = jobDir('loop.elf', ['0x01' + Buffer.from(Uint32Array.of(2_000_000_000).buffer).toString('hex')]);
-      const long = await pool.start({ engine: 'dev', engineOptions: {}, config, workDir: dir, gpus: [], operation: { op: 'execute', elfPath: join(dir, 'elf'), vmexePath: join(dir, 'elf'), inputPath: join(dir, 'input'), mode: 'pure' } }, ignore);
+      const long = await pool.start(
+        {
+          engine: 'dev',
+          engineOptions: {},
+          config,
+          workDir: dir,
+          gpus: [],
+          operation: { op: 'execute', elfPath: join(dir, 'elf'), vmexePath: join(dir, 'elf'), inputPath: join(dir, 'input'), mode: 'pure' },
+        },
+        ignore,
+      );
       await new Promise((r) => setTimeout(r, 200)); // executing
       await long.kill(CANCEL_KILL_GRACE_MS);
       afterKill.push(await timed(() => pool.start(proveRequest(appExeCommit), ignore), 'after a kill'));
     }
 
-    const row = (label: string, xs: number[]) => console.log(`${label.padEnd(34)}${ms(pct(xs, 50))}${ms(pct(xs, 99))}${ms(Math.max(...xs))}`);
-    console.log(`bench:engine — an instant dev-engine job (STARK dev proof of hello.elf), start → outcome, ${jobs} jobs each way, ${cpus().length} cores`);
+    const row = (label: string, xs: number[]) =>
+      console.log(`${label.padEnd(34)}${ms(pct(xs, 50))}${ms(pct(xs, 99))}${ms(Math.max(...xs))}`);
+    console.log(
+      `bench:engine — an instant dev-engine job (STARK dev proof of hello.elf), start → outcome, ${jobs} jobs each way, ${cpus().length} cores`,
+    );
     console.log(`${''.padEnd(34)}${'p50'.padStart(10)}${'p99'.padStart(10)}${'max'.padStart(10)}`);
     row('in-process (the engine’s work)', inProcess);
     row('warm worker (engine-pool)', warm);
     row('process per job (startEngine)', cold);
-    console.log(`per-job overhead above the engine’s work, p50: warm worker ${(pct(warm, 50) - pct(inProcess, 50)).toFixed(1)} ms, process per job ${(pct(cold, 50) - pct(inProcess, 50)).toFixed(1)} ms`);
+    console.log(
+      `per-job overhead above the engine’s work, p50: warm worker ${(pct(warm, 50) - pct(inProcess, 50)).toFixed(1)} ms, process per job ${(pct(cold, 50) - pct(inProcess, 50)).toFixed(1)} ms`,
+    );
     if (kills > 0) row(`first job right after a kill (${kills})`, afterKill);
   } finally {
     await pool.close();

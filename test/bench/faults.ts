@@ -100,11 +100,19 @@ async function main() {
       await sleep(Math.random() * 5000); // anywhere in the heartbeat cycle
       const killedAt = Date.now();
       await kill(doomed);
-      const claimed = await until('the second attempt', async () => (await stack.sql(`SELECT claimed_at FROM leases WHERE job_id = '${jobId}' AND attempt = 2`))[0]?.claimed_at as number | undefined, 120_000, 100);
+      const claimed = await until(
+        'the second attempt',
+        async () =>
+          (await stack.sql(`SELECT claimed_at FROM leases WHERE job_id = '${jobId}' AND attempt = 2`))[0]?.claimed_at as number | undefined,
+        120_000,
+        100,
+      );
       recovery.push(Number(claimed) - killedAt);
       console.error(`  death → rerun ${i + 1}/${runs}: ${Number(claimed) - killedAt} ms`);
       await api.json('POST', `/v1/proofs/${id}/cancel`, {});
-      await until('the rerun to stop', async () => ['Canceled', 'Failed', 'Succeeded'].includes((await api.json('GET', `/v1/proofs/${id}`)).state));
+      await until('the rerun to stop', async () =>
+        ['Canceled', 'Failed', 'Succeeded'].includes((await api.json('GET', `/v1/proofs/${id}`)).state),
+      );
       await kill(rescuer);
     }
 
@@ -125,7 +133,9 @@ async function main() {
       await until('the engine to stop', async () => enginePids(canceler, jobId).length === 0, 60_000, 10).catch((err: Error) => {
         // What the agent saw of this job says where the cancel got stuck.
         const seen = canceler.logs().filter((l) => l.includes(jobId) || l.includes('engine worker'));
-        throw new Error(`${err.message} (job ${jobId}, engine pids ${enginePids(canceler, jobId).join(',')}); the agent's lines about it:\n${seen.slice(-30).join('\n')}`);
+        throw new Error(
+          `${err.message} (job ${jobId}, engine pids ${enginePids(canceler, jobId).join(',')}); the agent's lines about it:\n${seen.slice(-30).join('\n')}`,
+        );
       });
       const stopped = Date.now() - answeredAt;
       stops.push(stopped);
@@ -140,36 +150,56 @@ async function main() {
 
     // --- fair share under a burst
     const orgB = [createOrganization('bench org B', 'org_bench_b'), await createApiKey('org_bench_b', 'b@bench')];
-    await d1Execute({ remote: false, persistTo: stack.persistDir }, orgB.flatMap((s) => s.sql));
+    await d1Execute(
+      { remote: false, persistTo: stack.persistDir },
+      orgB.flatMap((s) => s.sql),
+    );
     const apiB = caller({ url: stack.url, apiKey: orgB[1].output.at(-1)! });
     for (let i = 0; i < agentCount; i++) await agent(`fleet-${i}`);
     const programB = await registerGuest(apiB, stack.devConfig, 'loop.elf');
     console.error(`org A queues ${burst} proofs of ~0.5 s...`);
     for (let i = 0; i < burst; i += 20)
-      await Promise.all(Array.from({ length: Math.min(20, burst - i) }, () => api.json('POST', `/v1/proofs?program_id=${program}&priority=10`, loopInput(SHORT))));
+      await Promise.all(
+        Array.from({ length: Math.min(20, burst - i) }, () =>
+          api.json('POST', `/v1/proofs?program_id=${program}&priority=10`, loopInput(SHORT)),
+        ),
+      );
     const bSubmitted = new Map<string, number>();
     for (let i = 0; i < 5; i++) {
       const sent = Date.now();
       const { id } = await apiB.json('POST', `/v1/proofs?program_id=${programB}&priority=1`, loopInput(SHORT));
       bSubmitted.set(id, sent);
     }
-    const bClaims = await until('org B’s jobs to start', async () => {
-      const rows = await stack.sql(
-        `SELECT j.subject_id AS proof, min(l.claimed_at) AS claimed FROM jobs j JOIN leases l ON l.job_id = j.id WHERE j.org_id = 'org_bench_b' AND j.kind = 'proof' GROUP BY j.id`,
-      );
-      return rows.length === 5 && rows;
-    }, 300_000, 200);
+    const bClaims = await until(
+      'org B’s jobs to start',
+      async () => {
+        const rows = await stack.sql(
+          `SELECT j.subject_id AS proof, min(l.claimed_at) AS claimed FROM jobs j JOIN leases l ON l.job_id = j.id WHERE j.org_id = 'org_bench_b' AND j.kind = 'proof' GROUP BY j.id`,
+        );
+        return rows.length === 5 && rows;
+      },
+      300_000,
+      200,
+    );
     const waits = bClaims.map((r) => Number(r.claimed) - bSubmitted.get(r.proof as string)!);
     const firstB = Math.min(...bSubmitted.values());
     const lastBClaim = Math.max(...bClaims.map((r) => Number(r.claimed)));
     const [{ n: aMeanwhile }] = (await stack.sql(
       `SELECT count(*) AS n FROM leases l JOIN jobs j ON j.id = l.job_id WHERE j.org_id = 'org_e2e' AND l.claimed_at BETWEEN ${firstB} AND ${lastBClaim}`,
     )) as [{ n: number }];
-    const [{ n: aQueued }] = (await stack.sql(`SELECT count(*) AS n FROM jobs WHERE org_id = 'org_e2e' AND status = 'queued'`)) as [{ n: number }];
+    const [{ n: aQueued }] = (await stack.sql(`SELECT count(*) AS n FROM jobs WHERE org_id = 'org_e2e' AND status = 'queued'`)) as [
+      { n: number },
+    ];
 
-    console.log(`bench:faults — local stack, dev engine, default timings (lease 12 s, heartbeat 5 s, cancel check 1 s, lease checks at expiry, idle pulls every 1 s)`);
-    console.log(`agent death → rerun          p50 ${pct(recovery, 50)} ms   max ${Math.max(...recovery)} ms   (${runs} SIGKILLs, an idle agent standing by)`);
-    console.log(`cancel answer → engine gone  p50 ${pct(stops, 50)} ms   p99 ${pct(stops, 99)} ms   max ${Math.max(...stops)} ms   (${cancels} cancels)`);
+    console.log(
+      `bench:faults — local stack, dev engine, default timings (lease 12 s, heartbeat 5 s, cancel check 1 s, lease checks at expiry, idle pulls every 1 s)`,
+    );
+    console.log(
+      `agent death → rerun          p50 ${pct(recovery, 50)} ms   max ${Math.max(...recovery)} ms   (${runs} SIGKILLs, an idle agent standing by)`,
+    );
+    console.log(
+      `cancel answer → engine gone  p50 ${pct(stops, 50)} ms   p99 ${pct(stops, 99)} ms   max ${Math.max(...stops)} ms   (${cancels} cancels)`,
+    );
     console.log(
       `org B's wait under A's burst p50 ${pct(waits, 50)} ms   max ${Math.max(...waits)} ms   (${agentCount} agents; A queued ${burst}, B 5; ${aMeanwhile} of A's claimed meanwhile, ${aQueued} of A's still queued after B's 5 started)`,
     );

@@ -107,7 +107,12 @@ async function main(): Promise<void> {
     const adapter = await tree.adapter();
     treeLog('building assets');
     await adapter.buildAssets();
-    columns.push({ title: tree.title, description: tree.description, vars: adapter.workerVars, result: await benchTree(adapter, tree.dir, opts, children, treeLog) });
+    columns.push({
+      title: tree.title,
+      description: tree.description,
+      vars: adapter.workerVars,
+      result: await benchTree(adapter, tree.dir, opts, children, treeLog),
+    });
   }
 
   console.log(`\n${header(opts, columns)}\n`);
@@ -116,7 +121,9 @@ async function main(): Promise<void> {
   for (const c of columns) for (const r of c.result.routes) for (const note of r.notes) console.log(`note (${c.title}): ${note}`);
   if (columns.some((c) => c.result.idle)) {
     const idle = columns.find((c) => c.result.idle)!.result.idle!;
-    console.log(`\nD1 statements per idle agent per minute: ${idle.agents} agent${idle.agents === 1 ? '' : 's'}, no jobs, each tree's agent CLI with its deployed polling defaults, ${opts.idleSeconds} s window\n`);
+    console.log(
+      `\nD1 statements per idle agent per minute: ${idle.agents} agent${idle.agents === 1 ? '' : 's'}, no jobs, each tree's agent CLI with its deployed polling defaults, ${opts.idleSeconds} s window\n`,
+    );
     console.log(idleTable(columns));
     console.log(`\n${IDLE_LEGEND}`);
   }

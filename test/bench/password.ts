@@ -20,7 +20,9 @@ async function measure(name: string, fn: () => Promise<unknown> | unknown): Prom
   }
   times.sort((a, b) => a - b);
   const median = times[Math.floor(times.length / 2)];
-  console.log(`${name.padEnd(52)} median ${median.toFixed(1).padStart(7)} ms CPU   min ${times[0].toFixed(1)}   max ${times.at(-1)!.toFixed(1)}`);
+  console.log(
+    `${name.padEnd(52)} median ${median.toFixed(1).padStart(7)} ms CPU   min ${times[0].toFixed(1)}   max ${times.at(-1)!.toFixed(1)}`,
+  );
 }
 
 const password = 'correct horse battery staple';

@@ -177,7 +177,9 @@ function loadDatabase(tree: Tree, file: string, jobs: number, orgs: number, now:
   db.exec('BEGIN');
   db.exec(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${orgs - 1})
     INSERT INTO organizations (id, name) SELECT printf('org-%05d', i), 'bench' FROM n`);
-  db.exec(`INSERT INTO configs (id, openvm_version, stark_backend_version, app_vm_commit, engine) VALUES ('cfg_bench', '2.0.1', '2.0.1', '0x00', 'dev')`);
+  db.exec(
+    `INSERT INTO configs (id, openvm_version, stark_backend_version, app_vm_commit, engine) VALUES ('cfg_bench', '2.0.1', '2.0.1', '0x00', 'dev')`,
+  );
   // Queued for two minutes (older than the sweep's re-notify age), priorities 1-10.
   db.exec(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${jobs - 1})
     INSERT INTO jobs (id, kind, subject_id, org_id, config_id, engine, priority, num_gpus, status, queued_at, notified_at)
@@ -191,7 +193,9 @@ function loadDatabase(tree: Tree, file: string, jobs: number, orgs: number, now:
       : `INSERT INTO agent_tokens (id, name, token_hash) VALUES ('at_bench', 'bench', 'agent-token-hash')`,
   );
   db.exec(`INSERT INTO api_keys (id, org_id, key_hash, owner) VALUES ('key_bench', 'org-00000', 'api-key-hash', 'bench')`);
-  db.exec(`INSERT INTO agents (id, token_id, name, machine_type, gpus, engines, configs, last_seen_at) VALUES ('agent-live', 'at_bench', 'live', 'm', 0, '["dev"]', '[]', ${now})`);
+  db.exec(
+    `INSERT INTO agents (id, token_id, name, machine_type, gpus, engines, configs, last_seen_at) VALUES ('agent-live', 'at_bench', 'live', 'm', 0, '["dev"]', '[]', ${now})`,
+  );
   return db;
 }
 
@@ -255,10 +259,20 @@ async function measure(tree: Tree, jobs: number, orgs: number): Promise<Figures>
 
     log(`${tree.side}: submissions`);
     const submitTimes = await timed(async () => {
-      const job = { kind: 'proof', subjectId: `sub-${n++}`, orgId: 'org-00000', configId: 'cfg_bench', engine: 'dev', priority: 5, numGpus: 1 };
+      const job = {
+        kind: 'proof',
+        subjectId: `sub-${n++}`,
+        orgId: 'org-00000',
+        configId: 'cfg_bench',
+        engine: 'dev',
+        priority: 5,
+        numGpus: 1,
+      };
       if (tree.side === 'current') {
         await quotas.orgUsageQuery(db, 'org-00000', limits);
-        await db.batch([dispatch.insertJob(db, job, { orgId: 'org-00000', owner: 'bench', keyId: 'key_bench', keyHash: 'api-key-hash' }, limits).query]);
+        await db.batch([
+          dispatch.insertJob(db, job, { orgId: 'org-00000', owner: 'bench', keyId: 'key_bench', keyHash: 'api-key-hash' }, limits).query,
+        ]);
       } else {
         await quotas.checkQuota(db, 'org-00000', 0, limits);
         await db.batch([dispatch.insertJob(db, job, limits).query]);
@@ -293,7 +307,14 @@ async function measure(tree: Tree, jobs: number, orgs: number): Promise<Figures>
       sweepTimes.push(performance.now() - t0);
     }
     sqlite.close();
-    return { claimP50: pct(claimTimes, 50), claimP99: pct(claimTimes, 99), claims: claimTimes.length, submitP50: pct(submitTimes, 50), sweepMs: pct(sweepTimes, 50), waitP50 };
+    return {
+      claimP50: pct(claimTimes, 50),
+      claimP99: pct(claimTimes, 99),
+      claims: claimTimes.length,
+      submitP50: pct(submitTimes, 50),
+      sweepMs: pct(sweepTimes, 50),
+      waitP50,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -322,16 +343,23 @@ async function main() {
   }
 
   const ms = (x: number | undefined) => (x === undefined ? '—' : x < 10 ? x.toFixed(2) : x.toFixed(0));
-  const cell = (f: Figures | undefined) => (f ? `${ms(f.claimP50)} / ${ms(f.claimP99)} (${f.claims})`.padEnd(27) + `${ms(f.submitP50)}`.padEnd(9) + `${ms(f.sweepMs)}` : '—');
+  const cell = (f: Figures | undefined) =>
+    f ? `${ms(f.claimP50)} / ${ms(f.claimP99)} (${f.claims})`.padEnd(27) + `${ms(f.submitP50)}`.padEnd(9) + `${ms(f.sweepMs)}` : '—';
   console.log('bench:scheduler — the project’s own claim, quota and sweep statements on SQLite (node:sqlite), its own schema; ms');
   console.log(`today = ${BASELINE.slice(0, 7)} (before queue lanes and counters), now = this tree\n`);
-  console.log(`${'orgs'.padStart(6)} ${'queued'.padStart(10)}   ${'today: claim p50 / p99 (n)'.padEnd(29)}${'submit'.padEnd(9)}${'sweep'.padEnd(6)}   ${'now: claim p50 / p99 (n)'.padEnd(27)}${'submit'.padEnd(9)}sweep`);
+  console.log(
+    `${'orgs'.padStart(6)} ${'queued'.padStart(10)}   ${'today: claim p50 / p99 (n)'.padEnd(29)}${'submit'.padEnd(9)}${'sweep'.padEnd(6)}   ${'now: claim p50 / p99 (n)'.padEnd(27)}${'submit'.padEnd(9)}sweep`,
+  );
   for (const r of results)
-    console.log(`${String(r.orgs).padStart(6)} ${r.jobs.toLocaleString('en').padStart(10)}   ${cell(r.baseline).padEnd(44)}   ${cell(r.current)}`);
+    console.log(
+      `${String(r.orgs).padStart(6)} ${r.jobs.toLocaleString('en').padStart(10)}   ${cell(r.baseline).padEnd(44)}   ${cell(r.current)}`,
+    );
   if (trees.current) {
     console.log('');
     for (const r of results.filter((x) => x.current?.waitP50 !== undefined))
-      console.log(`now, ${r.orgs} orgs, ${r.jobs.toLocaleString('en')} queued: a queued record's waiting reason (run state read, last job of the backlog) p50 ${ms(r.current!.waitP50)} ms`);
+      console.log(
+        `now, ${r.orgs} orgs, ${r.jobs.toLocaleString('en')} queued: a queued record's waiting reason (run state read, last job of the backlog) p50 ${ms(r.current!.waitP50)} ms`,
+      );
     console.log('');
     for (const orgs of orgCounts) {
       const mine = results.filter((r) => r.orgs === orgs && r.current);

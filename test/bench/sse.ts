@@ -10,7 +10,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { createApiKey, createConfig, createOrganization, lit } from '../../src/admin/statements.ts';
-import { applyLocalMigrations, d1Execute, freePort, hasExited, ROOT, spawnWranglerDev, stopGroup, waitForHealthy } from '../../src/tools/wrangler.ts';
+import {
+  applyLocalMigrations,
+  d1Execute,
+  freePort,
+  hasExited,
+  ROOT,
+  spawnWranglerDev,
+  stopGroup,
+  waitForHealthy,
+} from '../../src/tools/wrangler.ts';
 import { TENANT_DEFAULTS } from '../../src/lib/limits.ts';
 import { SseReader } from '../sse.ts';
 import { benchCli } from './cli.ts';
@@ -51,13 +60,26 @@ async function main() {
     await applyLocalMigrations(persistTo);
     const org = createOrganization('bench');
     // One API key per MAX_STREAMS_PER_KEY streams: a key may hold only that many open.
-    const keys = await Promise.all(Array.from({ length: Math.ceil(streams / TENANT_DEFAULTS.MAX_STREAMS_PER_KEY) }, (_, i) => createApiKey(org.output.at(-1)!, `bench${i}@localhost`)));
-    if (streams > TENANT_DEFAULTS.MAX_STREAMS_PER_ORG) throw new Error(`at most ${TENANT_DEFAULTS.MAX_STREAMS_PER_ORG} streams: an organization may hold only that many open`);
+    const keys = await Promise.all(
+      Array.from({ length: Math.ceil(streams / TENANT_DEFAULTS.MAX_STREAMS_PER_KEY) }, (_, i) =>
+        createApiKey(org.output.at(-1)!, `bench${i}@localhost`),
+      ),
+    );
+    if (streams > TENANT_DEFAULTS.MAX_STREAMS_PER_ORG)
+      throw new Error(`at most ${TENANT_DEFAULTS.MAX_STREAMS_PER_ORG} streams: an organization may hold only that many open`);
     const [key] = keys as [(typeof keys)[number]];
-    const config = createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + 'ab'.repeat(32), engine: 'dev', deferral_enabled: false });
+    const config = createConfig({
+      openvm_version: '2.0.0',
+      stark_backend_version: '2.0.0',
+      app_vm_commit: '0x' + 'ab'.repeat(32),
+      engine: 'dev',
+      deferral_enabled: false,
+    });
     await d1Execute(target, [...org.sql, ...keys.flatMap((k) => k.sql), ...config.sql]);
     const auth = { 'Service-API-Key': key.output.at(-1)! };
-    const authOf = (stream: number) => ({ 'Service-API-Key': keys[Math.floor(stream / TENANT_DEFAULTS.MAX_STREAMS_PER_KEY)].output.at(-1)! });
+    const authOf = (stream: number) => ({
+      'Service-API-Key': keys[Math.floor(stream / TENANT_DEFAULTS.MAX_STREAMS_PER_KEY)].output.at(-1)!,
+    });
 
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
@@ -70,7 +92,8 @@ async function main() {
       process.stderr.write(output);
       throw err;
     });
-    const counts = async (reset = false): Promise<Counts> => (await fetch(`${base}/__bench/d1${reset ? '?reset=1' : ''}`)).json() as Promise<Counts>;
+    const counts = async (reset = false): Promise<Counts> =>
+      (await fetch(`${base}/__bench/d1${reset ? '?reset=1' : ''}`)).json() as Promise<Counts>;
 
     // A program (made ready with SQL: the fleet is not part of this) and a proof, left
     // running: leased, mid-proof, by no agent, so its streams stay open all along.
@@ -80,8 +103,14 @@ async function main() {
     form.append('vmexe', new Blob([new TextEncoder().encode('vmexe')]), 'hello.vmexe');
     const programRes = await fetch(`${base}/v1/programs?config_id=${config.output.at(-1)}`, { method: 'POST', headers: auth, body: form });
     const programId = ((await programRes.json()) as { id: string }).id;
-    await d1Execute(target, [`UPDATE programs SET status = 'ready', app_exe_commit = ${lit('0x' + 'cd'.repeat(32))} WHERE id = ${lit(programId)};`]);
-    const proofRes = await fetch(`${base}/v1/proofs?program_id=${programId}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"input": []}' });
+    await d1Execute(target, [
+      `UPDATE programs SET status = 'ready', app_exe_commit = ${lit('0x' + 'cd'.repeat(32))} WHERE id = ${lit(programId)};`,
+    ]);
+    const proofRes = await fetch(`${base}/v1/proofs?program_id=${programId}`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '{"input": []}',
+    });
     const proofId = ((await proofRes.json()) as { id: string }).id;
     await d1Execute(target, [
       `UPDATE jobs SET status = 'leased', lease_id = 'bench', lease_expires_at = ${Date.now() + 3_600_000} WHERE subject_id = ${lit(proofId)};`,
@@ -147,7 +176,9 @@ async function main() {
     const perStream = (n: number) => (n / streams / minutes).toFixed(1);
     const eventsPerStream = (events.reduce((a, b) => a + b, 0) - received) / streams;
 
-    console.log(`\nD1 cost of open event streams (GET /v1/proofs/{id}/events) on wrangler dev, ${streams} streams on one running proof, ${(minutes * 60).toFixed(0)} s, the record changed ${changes} time${changes === 1 ? '' : 's'}\n`);
+    console.log(
+      `\nD1 cost of open event streams (GET /v1/proofs/{id}/events) on wrangler dev, ${streams} streams on one running proof, ${(minutes * 60).toFixed(0)} s, the record changed ${changes} time${changes === 1 ? '' : 's'}\n`,
+    );
     console.log('| measure | total | per open stream per minute |');
     console.log('|---|---:|---:|');
     console.log(`| D1 round trips | ${measured.roundTrips} | ${perStream(measured.roundTrips)} |`);
@@ -157,7 +188,9 @@ async function main() {
     // While the streams opened, the first ones already polled: what opening cost is the rest.
     const openingTrips = opening.roundTrips - opening.streamPolls;
     const openingStatements = opening.statements - opening.streamPolls;
-    console.log(`\nOpening a stream: ${(openingTrips / streams).toFixed(1)} D1 round trip(s), ${(openingStatements / streams).toFixed(1)} statements (the API key, the record and the stream's slot in one batch).`);
+    console.log(
+      `\nOpening a stream: ${(openingTrips / streams).toFixed(1)} D1 round trip(s), ${(openingStatements / streams).toFixed(1)} statements (the API key, the record and the stream's slot in one batch).`,
+    );
   } finally {
     await cleanup();
   }

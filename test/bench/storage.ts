@@ -59,7 +59,12 @@ function measure(file: string): Sizes {
 
 function perProof(before: Sizes, after: Sizes): { name: string; kind: string; bytes: number; payload: number }[] {
   return [...after.entries()]
-    .map(([name, a]) => ({ name, kind: a.kind, bytes: (a.bytes - (before.get(name)?.bytes ?? 0)) / N, payload: (a.payload - (before.get(name)?.payload ?? 0)) / N }))
+    .map(([name, a]) => ({
+      name,
+      kind: a.kind,
+      bytes: (a.bytes - (before.get(name)?.bytes ?? 0)) / N,
+      payload: (a.payload - (before.get(name)?.payload ?? 0)) / N,
+    }))
     .filter((r) => r.bytes !== 0 || r.payload !== 0)
     .sort((x, y) => y.bytes - x.bytes);
 }
@@ -67,12 +72,15 @@ function perProof(before: Sizes, after: Sizes): { name: string; kind: string; by
 function print(title: string, rows: ReturnType<typeof perProof>) {
   console.log(`\n${title}`);
   console.log('b-tree'.padEnd(40) + 'kind'.padEnd(8) + 'pages B/proof'.padStart(15) + 'payload B/proof'.padStart(17));
-  for (const r of rows) console.log(r.name.padEnd(40) + r.kind.padEnd(8) + r.bytes.toFixed(0).padStart(15) + r.payload.toFixed(0).padStart(17));
+  for (const r of rows)
+    console.log(r.name.padEnd(40) + r.kind.padEnd(8) + r.bytes.toFixed(0).padStart(15) + r.payload.toFixed(0).padStart(17));
   const total = rows.reduce((s, r) => s + r.bytes, 0);
   const payload = rows.reduce((s, r) => s + r.payload, 0);
   console.log('total'.padEnd(48) + total.toFixed(0).padStart(15) + payload.toFixed(0).padStart(17));
   const hooks = rows.filter((r) => r.name.startsWith('webhook_') || r.name.includes('_webhook_')).reduce((s, r) => s + r.bytes, 0);
-  console.log(`  of which webhook deliveries and attempts ${hooks.toFixed(0)} (kept WEBHOOK_RETENTION_DAYS; this receiver never answers, so each delivery has several attempts), the rest ${(total - hooks).toFixed(0)}`);
+  console.log(
+    `  of which webhook deliveries and attempts ${hooks.toFixed(0)} (kept WEBHOOK_RETENTION_DAYS; this receiver never answers, so each delivery has several attempts), the rest ${(total - hooks).toFixed(0)}`,
+  );
   return total;
 }
 
@@ -89,7 +97,8 @@ try {
   log(`proving ${N} proofs with ${AGENTS} agents`);
   const ids: string[] = [];
   for (let i = 0; i < N; i++) ids.push((await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0101'] })).id);
-  for (const id of ids) await api.waitFor(`/v1/proofs/${id}`, (p: { state: string }) => ['Succeeded', 'Failed', 'Canceled'].includes(p.state), 600_000);
+  for (const id of ids)
+    await api.waitFor(`/v1/proofs/${id}`, (p: { state: string }) => ['Succeeded', 'Failed', 'Canceled'].includes(p.state), 600_000);
   // Log compaction runs after each job's end; give the last ones a moment, then sweep what is pending.
   await new Promise((r) => setTimeout(r, 2000));
   await stack.sweep();
@@ -102,7 +111,9 @@ try {
   await new Promise((r) => setTimeout(r, 3000));
   const swept = measure(file);
   const afterSweep = print('D1 bytes per finished proof after the sweep (ended leases deleted)', perProof(before, swept));
-  console.log(`\nper proof: ${atEnd.toFixed(0)} B as it ends, ${afterSweep.toFixed(0)} B once swept; a 10 GB D1 database holds ~${((10e9 / afterSweep) / 1e6).toFixed(1)} M such proofs`);
+  console.log(
+    `\nper proof: ${atEnd.toFixed(0)} B as it ends, ${afterSweep.toFixed(0)} B once swept; a 10 GB D1 database holds ~${(10e9 / afterSweep / 1e6).toFixed(1)} M such proofs`,
+  );
 } finally {
   for (const a of agents) a.signal('SIGTERM');
   await Promise.all(agents.map((a) => a.exited));

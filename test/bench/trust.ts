@@ -47,7 +47,7 @@ function workerdPid(): { pid: number; others: number[] } {
     .filter((r) => r.length >= 3)
     .map(([pid, ppid, comm]) => ({ pid: Number(pid), ppid: Number(ppid), comm: comm }));
   const mine = new Set([process.pid]);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const r of rows) if (mine.has(r.ppid) && !mine.has(r.pid)) (mine.add(r.pid), (grew = true));
   }
@@ -57,7 +57,8 @@ function workerdPid(): { pid: number; others: number[] } {
   return { pid: found[0], others: found.slice(1) };
 }
 
-const status = (pid: number, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+const status = (pid: number, field: string) =>
+  Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -117,7 +118,11 @@ function multipart(parts: [string, string | null, Uint8Array][]): { body: Blob; 
   const boundary = 'bench-trust-boundary-7f3a';
   const pieces: (Uint8Array | string)[] = [];
   for (const [name, filename, bytes] of parts) {
-    pieces.push(`--${boundary}\r\ncontent-disposition: form-data; name="${name}"${filename ? `; filename="${filename}"` : ''}\r\n\r\n`, bytes, '\r\n');
+    pieces.push(
+      `--${boundary}\r\ncontent-disposition: form-data; name="${name}"${filename ? `; filename="${filename}"` : ''}\r\n\r\n`,
+      bytes,
+      '\r\n',
+    );
   }
   pieces.push(`--${boundary}--\r\n`);
   return { body: new Blob(pieces as BlobPart[]), type: `multipart/form-data; boundary=${boundary}` };
@@ -138,7 +143,9 @@ async function main() {
       ['vmexe', 'hello.vmexe', enc.encode('vmexe')],
     ]);
     const { id: program } = (await (await post(`/v1/programs?config_id=${stack.devConfig}`, reg.body, reg.type)).json()) as { id: string };
-    await stack.sql(`UPDATE programs SET status = 'ready', app_exe_commit = '0x${'cd'.repeat(32)}', baseline_key = 'programs/${program}/baseline.json' WHERE id = '${program}'`);
+    await stack.sql(
+      `UPDATE programs SET status = 'ready', app_exe_commit = '0x${'cd'.repeat(32)}', baseline_key = 'programs/${program}/baseline.json' WHERE id = '${program}'`,
+    );
     const webhook = await api.json<{ id: string }>('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['proof.succeeded'] });
     const { pid, others } = workerdPid();
 
@@ -151,7 +158,10 @@ async function main() {
         const t0 = performance.now();
         const res = await send();
         const text = await res.text();
-        if (res.status !== 401) throw new Error(`expected 401, got ${res.status} (request ${i}): ${text.slice(0, 500)}\n${stack.workerLogs().slice(-15).join('\n')}`);
+        if (res.status !== 401)
+          throw new Error(
+            `expected 401, got ${res.status} (request ${i}): ${text.slice(0, 500)}\n${stack.workerLogs().slice(-15).join('\n')}`,
+          );
         ms.push(performance.now() - t0);
       }
       return ms;
@@ -160,12 +170,18 @@ async function main() {
     const bare = await timed(() => post('/v1/projects', null, null, madeUp));
     const withBody = await timed(() => post('/v1/projects', json64k, 'application/json', madeUp));
     const dashes = '-'.repeat(4000);
-    const dashBody = enc.encode(`--${dashes}Z\r\ncontent-disposition: form-data; name="elf"\r\n\r\n${'-'.repeat(2 * MiB)}\r\n--${dashes}Z--\r\n`);
+    const dashBody = enc.encode(
+      `--${dashes}Z\r\ncontent-disposition: form-data; name="elf"\r\n\r\n${'-'.repeat(2 * MiB)}\r\n--${dashes}Z--\r\n`,
+    );
     const dashed = await timed(() =>
       fetch(stack.url + `/v1/programs?config_id=${stack.devConfig}`, {
         method: 'POST',
         body: dashBody,
-        headers: { 'Service-API-Key': madeUp, 'content-type': `multipart/form-data; boundary=${dashes}Z`, 'Idempotency-Key': crypto.randomUUID() },
+        headers: {
+          'Service-API-Key': madeUp,
+          'content-type': `multipart/form-data; boundary=${dashes}Z`,
+          'Idempotency-Key': crypto.randomUUID(),
+        },
       }),
     );
 
@@ -181,9 +197,13 @@ async function main() {
 
     // 3. Every route with a cap-sized body.
     const capInput = plainInput(MAX_INPUT_BYTES);
-    const starkJson = (bytes: number) => enc.encode(`{"version":"v2.0","proof":"${'ab'.repeat((bytes - 90) >> 1)}","user_pvs_proof":"00","deferral_merkle_proofs":null}`);
+    const starkJson = (bytes: number) =>
+      enc.encode(`{"version":"v2.0","proof":"${'ab'.repeat((bytes - 90) >> 1)}","user_pvs_proof":"00","deferral_merkle_proofs":null}`);
     const children = Math.floor((100 * MiB - MAX_INPUT_BYTES - 64 * 1024) / MAX_CHILD_PROOF_BYTES);
-    const proofForm = multipart([['input', null, capInput], ...Array.from({ length: children }, (): [string, string, Uint8Array] => ['child_proofs', 'c.bin', codecProof(MAX_CHILD_PROOF_BYTES)])]);
+    const proofForm = multipart([
+      ['input', null, capInput],
+      ...Array.from({ length: children }, (): [string, string, Uint8Array] => ['child_proofs', 'c.bin', codecProof(MAX_CHILD_PROOF_BYTES)]),
+    ]);
     const verifyForm = multipart([['proof', 'proof.json', starkJson(MAX_CHILD_PROOF_BYTES)]]);
     const programForm = multipart([
       ['elf', 'hello.elf', elf],
@@ -191,16 +211,48 @@ async function main() {
     ]);
     const small = (field: string) => enc.encode(JSON.stringify({ [field]: 'x'.repeat(MAX_JSON_BODY_BYTES - 40) }));
     const routes: [string, () => Promise<Response>, number][] = [
-      ['POST /v1/projects (64 KiB JSON)', () => post('/v1/projects', enc.encode(JSON.stringify('p' + ' '.repeat(MAX_JSON_BODY_BYTES - 8))), 'application/json'), 422],
+      [
+        'POST /v1/projects (64 KiB JSON)',
+        () => post('/v1/projects', enc.encode(JSON.stringify('p' + ' '.repeat(MAX_JSON_BODY_BYTES - 8))), 'application/json'),
+        422,
+      ],
       ['POST /v1/webhooks (64 KiB JSON)', () => post('/v1/webhooks', small('description'), 'application/json'), 422],
-      ['PATCH /v1/webhooks/{id} (64 KiB JSON)', () => post(`/v1/webhooks/${webhook.id}`, small('description'), 'application/json', stack.apiKey, 'PATCH'), 422],
-      ['PUT /v1/programs/{id} (64 KiB JSON)', () => post(`/v1/programs/${program}`, small('name'), 'application/json', stack.apiKey, 'PUT'), 422],
-      [`POST /v1/proofs (${MAX_INPUT_BYTES / MiB} MiB JSON input)`, () => post(`/v1/proofs?program_id=${program}`, capInput, 'application/json'), 200],
-      [`POST /v1/executions (${MAX_INPUT_BYTES / MiB} MiB JSON input)`, () => post(`/v1/executions?program_id=${program}`, capInput, 'application/json'), 200],
-      [`POST /v1/proofs (multipart: ${MAX_INPUT_BYTES / MiB} MiB input + ${children} × 16 MiB codec children)`, () => post(`/v1/proofs?program_id=${program}`, proofForm.body, proofForm.type), 200],
-      ['POST /v1/verify/stark (16 MiB proof JSON)', () => post(`/v1/verify/stark?program_id=${program}`, verifyForm.body, verifyForm.type), 200],
+      [
+        'PATCH /v1/webhooks/{id} (64 KiB JSON)',
+        () => post(`/v1/webhooks/${webhook.id}`, small('description'), 'application/json', stack.apiKey, 'PATCH'),
+        422,
+      ],
+      [
+        'PUT /v1/programs/{id} (64 KiB JSON)',
+        () => post(`/v1/programs/${program}`, small('name'), 'application/json', stack.apiKey, 'PUT'),
+        422,
+      ],
+      [
+        `POST /v1/proofs (${MAX_INPUT_BYTES / MiB} MiB JSON input)`,
+        () => post(`/v1/proofs?program_id=${program}`, capInput, 'application/json'),
+        200,
+      ],
+      [
+        `POST /v1/executions (${MAX_INPUT_BYTES / MiB} MiB JSON input)`,
+        () => post(`/v1/executions?program_id=${program}`, capInput, 'application/json'),
+        200,
+      ],
+      [
+        `POST /v1/proofs (multipart: ${MAX_INPUT_BYTES / MiB} MiB input + ${children} × 16 MiB codec children)`,
+        () => post(`/v1/proofs?program_id=${program}`, proofForm.body, proofForm.type),
+        200,
+      ],
+      [
+        'POST /v1/verify/stark (16 MiB proof JSON)',
+        () => post(`/v1/verify/stark?program_id=${program}`, verifyForm.body, verifyForm.type),
+        200,
+      ],
       ['POST /v1/verify (16 MiB proof JSON)', () => post(`/v1/verify?program_id=${program}`, verifyForm.body, verifyForm.type), 200],
-      ['POST /v1/programs (100 MiB: ELF + VMEXE)', () => post(`/v1/programs?config_id=${stack.devConfig}`, programForm.body, programForm.type), 201],
+      [
+        'POST /v1/programs (100 MiB: ELF + VMEXE)',
+        () => post(`/v1/programs?config_id=${stack.devConfig}`, programForm.body, programForm.type),
+        201,
+      ],
     ];
     const caps: [string, { kb: number; cpu: number }][] = [];
     for (const [name, send, expected] of routes) {
@@ -208,14 +260,24 @@ async function main() {
       caps.push([name, await measure(pid, send, expected)]);
     }
 
-    console.log(`bench:trust (wrangler dev, loopback; the Worker's workerd: pid ${pid}, ${mb(status(pid, 'VmRSS'))} RSS at the end${others.length ? `; wrangler's proxy workerd: ${others.join(', ')}` : ''}; ${requests} requests per side, median of ${repeats} for memory/CPU)`);
+    console.log(
+      `bench:trust (wrangler dev, loopback; the Worker's workerd: pid ${pid}, ${mb(status(pid, 'VmRSS'))} RSS at the end${others.length ? `; wrangler's proxy workerd: ${others.join(', ')}` : ''}; ${requests} requests per side, median of ${repeats} for memory/CPU)`,
+    );
     console.log('\nunauthenticated (made-up API key), wall time per request:');
     console.log(`  bare 401 (POST, no body)                        p50 ${pct(bare, 50).toFixed(1)} ms  p99 ${pct(bare, 99).toFixed(1)} ms`);
-    console.log(`  64 KiB JSON POST /v1/projects                   p50 ${pct(withBody, 50).toFixed(1)} ms  p99 ${pct(withBody, 99).toFixed(1)} ms`);
-    console.log(`  2 MiB multipart, 4,000-dash boundary, Idem-Key  p50 ${pct(dashed, 50).toFixed(1)} ms  p99 ${pct(dashed, 99).toFixed(1)} ms`);
+    console.log(
+      `  64 KiB JSON POST /v1/projects                   p50 ${pct(withBody, 50).toFixed(1)} ms  p99 ${pct(withBody, 99).toFixed(1)} ms`,
+    );
+    console.log(
+      `  2 MiB multipart, 4,000-dash boundary, Idem-Key  p50 ${pct(dashed, 50).toFixed(1)} ms  p99 ${pct(dashed, 99).toFixed(1)} ms`,
+    );
     console.log('\nworkerd per request (peak RSS growth, CPU):');
-    console.log(`  16 MiB binary child proof (POST /v1/proofs)     ${mb(childCost.kb).padStart(9)}  ${childCost.cpu.toFixed(0).padStart(5)} ms CPU`);
-    console.log(`  16 MiB plain input (POST /v1/proofs)            ${mb(plainCost.kb).padStart(9)}  ${plainCost.cpu.toFixed(0).padStart(5)} ms CPU`);
+    console.log(
+      `  16 MiB binary child proof (POST /v1/proofs)     ${mb(childCost.kb).padStart(9)}  ${childCost.cpu.toFixed(0).padStart(5)} ms CPU`,
+    );
+    console.log(
+      `  16 MiB plain input (POST /v1/proofs)            ${mb(plainCost.kb).padStart(9)}  ${plainCost.cpu.toFixed(0).padStart(5)} ms CPU`,
+    );
     console.log('\ncap-sized bodies, one request each:');
     for (const [name, r] of caps) console.log(`  ${name.padEnd(72)} ${mb(r.kb).padStart(9)}  ${r.cpu.toFixed(0).padStart(5)} ms CPU`);
     const worst = caps.reduce((a, b) => (b[1].kb > a[1].kb ? b : a));

@@ -56,7 +56,10 @@ async function main() {
     const api = caller(stack);
     for (let i = 0; i < agents; i++) await stack.startAgent({ name: `bench-${i}` });
     const program = await registerGuest(api, stack.devConfig, 'hello.elf');
-    const endpoint = await api.json('POST', '/v1/webhooks', { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, events: ['proof.succeeded'] });
+    const endpoint = await api.json('POST', '/v1/webhooks', {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+      events: ['proof.succeeded'],
+    });
     const logsBefore = stack.workerLogs().length;
 
     console.error(`submitting ${proofs} proofs at ${rate}/s...`);
@@ -67,7 +70,11 @@ async function main() {
       const wait = t0 + (i * 1000) / rate - Date.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       const sent = Date.now();
-      posts.push(api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0168656c6c6f'] }).then(({ id }) => void submittedAt.set(id, sent)));
+      posts.push(
+        api
+          .json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0168656c6c6f'] })
+          .then(({ id }) => void submittedAt.set(id, sent)),
+      );
     }
     await Promise.all(posts);
     const deadline = Date.now() + 300_000;
@@ -84,7 +91,10 @@ async function main() {
         unverified++;
       }
     const ended = new Map(
-      (await stack.sql(`SELECT id, terminated_at FROM proofs WHERE program_id = '${program}'`)).map((r) => [r.id as string, Date.parse(r.terminated_at as string)]),
+      (await stack.sql(`SELECT id, terminated_at FROM proofs WHERE program_id = '${program}'`)).map((r) => [
+        r.id as string,
+        Date.parse(r.terminated_at as string),
+      ]),
     );
     const submitToDelivered = [...arrived].map(([id, a]) => a.at - submittedAt.get(id)!).sort((x, y) => x - y);
     const endToDelivered = [...arrived].map(([id, a]) => a.at - ended.get(id)!).sort((x, y) => x - y);
@@ -103,9 +113,15 @@ async function main() {
     );
     const events = arrived.size;
 
-    console.log(`bench:webhooks — ${agents} agents (dev engine), ${proofs} proofs at ${rate}/s, one endpoint (proof.succeeded) on a loopback receiver`);
-    console.log(`submit → proof.succeeded delivered   p50 ${pct(submitToDelivered, 50)} ms   p99 ${pct(submitToDelivered, 99)} ms   max ${submitToDelivered.at(-1)} ms`);
-    console.log(`Succeeded → delivered (webhook path)  p50 ${pct(endToDelivered, 50)} ms   p99 ${pct(endToDelivered, 99)} ms   max ${endToDelivered.at(-1)} ms`);
+    console.log(
+      `bench:webhooks — ${agents} agents (dev engine), ${proofs} proofs at ${rate}/s, one endpoint (proof.succeeded) on a loopback receiver`,
+    );
+    console.log(
+      `submit → proof.succeeded delivered   p50 ${pct(submitToDelivered, 50)} ms   p99 ${pct(submitToDelivered, 99)} ms   max ${submitToDelivered.at(-1)} ms`,
+    );
+    console.log(
+      `Succeeded → delivered (webhook path)  p50 ${pct(endToDelivered, 50)} ms   p99 ${pct(endToDelivered, 99)} ms   max ${endToDelivered.at(-1)} ms`,
+    );
     console.log(
       `D1 per event   1 statement in the transition's batch + ${(consumerStatements / events).toFixed(1)} statements in ${(consumerTrips / events).toFixed(1)} round trips in the consumer (${attempts.length} attempts logged for ${events} events)`,
     );

@@ -80,20 +80,33 @@ const pureExecution = once(async () => {
 
 /** A config of this service with nothing published for it (keys, evm_verifier). */
 const bareConfig = once(async () => {
-  const step = createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '3c'.repeat(32), engine: 'dev', deferral_enabled: false });
+  const step = createConfig({
+    openvm_version: '2.0.0',
+    stark_backend_version: '2.0.0',
+    app_vm_commit: '0x' + '3c'.repeat(32),
+    engine: 'dev',
+    deferral_enabled: false,
+  });
   await stack.sql(step.sql.join('\n'));
   return step.output[step.output.length - 1];
 });
 
 /** A config whose engine no agent of the stack runs: its programs stay `not_ready`. */
 const unservedConfig = once(async () => {
-  const step = createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '4d'.repeat(32), engine: 'openvm', deferral_enabled: false });
+  const step = createConfig({
+    openvm_version: '2.0.0',
+    stark_backend_version: '2.0.0',
+    app_vm_commit: '0x' + '4d'.repeat(32),
+    engine: 'openvm',
+    deferral_enabled: false,
+  });
   await stack.sql(step.sql.join('\n'));
   return step.output[step.output.length - 1];
 });
 
 const KEY_TYPES = ['app_pk', 'agg_pk', 'halo2_pk', 'app_vk', 'agg_vk'] as const; // v2.0.0:crates/cli/src/commands/config.rs:40-46
-const keyFile = (name: string) => new Uint8Array(Buffer.concat([Buffer.from(`${name} of the dev config\n`), Buffer.alloc(4096, name.length)]));
+const keyFile = (name: string) =>
+  new Uint8Array(Buffer.concat([Buffer.from(`${name} of the dev config\n`), Buffer.alloc(4096, name.length)]));
 
 /**
  * The operator's publishing step for the dev config, as `prover-agent setup-config
@@ -108,12 +121,22 @@ const publishDevKeys = once(async () => {
     });
   for (const name of [...KEY_TYPES, 'evm_verifier']) {
     const sha256 = createHash('sha256').update(keyFile(name)).digest('hex');
-    const started = await agent(`${name}/uploads`, { method: 'POST', body: JSON.stringify({ sha256 }), headers: { 'content-type': 'application/json' } });
+    const started = await agent(`${name}/uploads`, {
+      method: 'POST',
+      body: JSON.stringify({ sha256 }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(started.status, `publishing ${name}: ${await started.clone().text()}`).toBe(201);
     const { upload_id } = (await started.json()) as { upload_id: string };
     const body = keyFile(name);
-    const part = (await (await agent(`${name}/uploads/${upload_id}/1`, { method: 'PUT', body, headers: { 'content-length': String(body.length) } })).json()) as object;
-    const done = await agent(`${name}/uploads/${upload_id}/complete`, { method: 'POST', body: JSON.stringify({ parts: [part] }), headers: { 'content-type': 'application/json' } });
+    const part = (await (
+      await agent(`${name}/uploads/${upload_id}/1`, { method: 'PUT', body, headers: { 'content-length': String(body.length) } })
+    ).json()) as object;
+    const done = await agent(`${name}/uploads/${upload_id}/complete`, {
+      method: 'POST',
+      body: JSON.stringify({ parts: [part] }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(done.status, `publishing ${name}: ${await done.clone().text()}`).toBe(200);
   }
 });
@@ -175,7 +198,10 @@ describe('upload-exe / build', () => {
   it('build (no subcommand): the same upload with the cached project id (.axiom/project-id) and no project_name', async () => {
     // v2.0.0:crates/cli/src/commands/build.rs:150-185: a cached project id is sent as project_id.
     const projectId = (await sdk.getBuildStatus(await hello())).project_id;
-    const { id } = await sdk.uploadExe(await elfOf('hello.elf'), vmexeOf('hello.elf'), { config_id: stack.devConfig, project_id: projectId });
+    const { id } = await sdk.uploadExe(await elfOf('hello.elf'), vmexeOf('hello.elf'), {
+      config_id: stack.devConfig,
+      project_id: projectId,
+    });
     expect((await sdk.getBuildStatus(id)).project_id).toBe(projectId); // build.rs:188
     expect((await sdk.waitForBuildCompletion(id)).status).toBe('ready'); // build.rs:216-217
   });
@@ -220,7 +246,12 @@ describe('upload-exe / build', () => {
 
     // `all` asks for each in turn; only `source` may fail (a warning), the rest must download.
     const all = await sdk.downloadProgramAll(id);
-    expect(Object.fromEntries(Object.entries(all).map(([k, r]) => [k, r.status]))).toEqual({ exe: 200, elf: 200, source: 404, app_exe_commit: 200 });
+    expect(Object.fromEntries(Object.entries(all).map(([k, r]) => [k, r.status]))).toEqual({
+      exe: 200,
+      elf: 200,
+      source: 404,
+      app_exe_commit: 200,
+    });
   });
 });
 
@@ -259,7 +290,10 @@ describe('projects', () => {
 
   it('projects move --program-id --to-project: PUT /programs/{id} with {"project_id"}', async () => {
     // v2.0.0:crates/cli/src/commands/projects.rs:163-167
-    const { id: program } = await sdk.uploadExe(await elfOf('hello.elf'), vmexeOf('hello.elf'), { config_id: stack.devConfig, program_name: 'to be moved' });
+    const { id: program } = await sdk.uploadExe(await elfOf('hello.elf'), vmexeOf('hello.elf'), {
+      config_id: stack.devConfig,
+      program_name: 'to be moved',
+    });
     const { id: target } = await sdk.createProject(`replay move target ${Date.now()}`);
     await sdk.moveProgramToProject(program, target);
     expect((await sdk.getBuildStatus(program)).project_id).toBe(target);
@@ -271,7 +305,12 @@ describe('config', () => {
   it('config status [--config-id]: GET /configs/{id} as VmConfigMetadata; ids are case-insensitive; unknown ids are 404', async () => {
     // v2.0.0:crates/cli/src/commands/config.rs:68-72
     const meta = await sdk.getVmConfigMetadata(stack.devConfig);
-    expect(meta).toMatchObject({ id: stack.devConfig, active: true, openvm_version: TARGET_RELEASE.openvm_version, stark_backend_version: TARGET_RELEASE.stark_backend_version });
+    expect(meta).toMatchObject({
+      id: stack.devConfig,
+      active: true,
+      openvm_version: TARGET_RELEASE.openvm_version,
+      stark_backend_version: TARGET_RELEASE.stark_backend_version,
+    });
     // The reference's ids are lowercase ULIDs (v2.0.0:crates/sdk/src/lib.rs:67): ours in lowercase find the same config.
     const lower = await sdk.getVmConfigMetadataReply(stack.devConfig.toLowerCase());
     expect.soft(lower.status, lower.text).toBe(200);
@@ -377,7 +416,11 @@ describe('prove', () => {
     expect(back.user_pvs_proof).toBe(doc.user_pvs_proof.replace(/^0x/, '').toLowerCase());
     expect(bytes[0]).not.toBe('{'.charCodeAt(0));
 
-    const { id } = await sdk.generateNewProof({ program_id: child.program, input: bytesInput('parent'), deferred: [{ filename: 'child.bin', bytes }] });
+    const { id } = await sdk.generateNewProof({
+      program_id: child.program,
+      input: bytesInput('parent'),
+      deferred: [{ filename: 'child.bin', bytes }],
+    });
     const done = await sdk.waitForProofCompletion(id, true);
     expect(done.status).toMatchObject({ id, state: 'Succeeded' });
     expect(done.status.num_deferred_proofs).toBe(1); // our field: the child was folded in
@@ -419,7 +462,10 @@ describe('prove', () => {
     const logs = (await sdk.getProofLogs(id)).text;
     expect(logs).toContain(id);
     // The finished job's log is compacted after its lease ended (src/jobs/logs.ts): the one read the client makes gets the same log whole.
-    await vi.waitFor(async () => expect((await stack.sql(`SELECT log_store FROM jobs WHERE subject_id = '${id}'`))[0]?.log_store).toBe('clean'), { timeout: 15_000, interval: 200 });
+    await vi.waitFor(
+      async () => expect((await stack.sql(`SELECT log_store FROM jobs WHERE subject_id = '${id}'`))[0]?.log_store).toBe('clean'),
+      { timeout: 15_000, interval: 200 },
+    );
     expect((await sdk.getProofLogs(id)).text).toBe(logs);
     const jobs = await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${id}'`);
     expect(jobs.length).toBeGreaterThan(0);
@@ -451,7 +497,9 @@ describe('run', () => {
       // v2.0.0:crates/cli/src/commands/run.rs:133-153, modes run.rs:64
       const program = await hello();
       const { id } = await sdk.executeProgram(program, mode, bytesInput(`run ${mode}`));
-      await expect.soft(sdk.waitForExecutionCompletion(id)).resolves.toMatchObject({ id, status: 'Succeeded', mode, program_uuid: program });
+      await expect
+        .soft(sdk.waitForExecutionCompletion(id))
+        .resolves.toMatchObject({ id, status: 'Succeeded', mode, program_uuid: program });
       // The finished record, read without the client's loop so its fields are checked even when the loop is not satisfied.
       const s = await settledExecution(id);
       expect.soft(s.public_values).not.toBeNull();

@@ -27,14 +27,28 @@ const foreign: string[] = [];
 
 beforeAll(async () => {
   stack = await startStack();
-  const step = await createUser({ email: OWNER, orgId: 'org_e2e', role: 'owner', operator: true, consoleUrl: stack.url, passwordHash: await hashPassword(PASSWORD) });
+  const step = await createUser({
+    email: OWNER,
+    orgId: 'org_e2e',
+    role: 'owner',
+    operator: true,
+    consoleUrl: stack.url,
+    passwordHash: await hashPassword(PASSWORD),
+  });
   for (const sql of step.sql) await stack.sql(sql);
   await mkdir(SHOTS, { recursive: true });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
     // Root in a container: no sandbox; no GPU; nothing that phones home.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 });
 
@@ -120,7 +134,12 @@ describe('the console in chromium', () => {
     expect(await page.locator('#org-select option:checked').textContent()).toBe('e2e (owner)');
     // The refresh token is an HttpOnly cookie the page's script cannot read.
     const cookies = await context.cookies();
-    expect(cookies.find((c) => c.name === 'console_refresh')).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/console/v1/auth' });
+    expect(cookies.find((c) => c.name === 'console_refresh')).toMatchObject({
+      httpOnly: true,
+      secure: true,
+      sameSite: 'Strict',
+      path: '/console/v1/auth',
+    });
     expect(await page.evaluate(() => document.cookie)).toBe('');
   });
 
@@ -163,8 +182,10 @@ describe('the console in chromium', () => {
     await expect.poll(() => page.getByRole('button', { name: 'Download stark proof' }).count()).toBe(1);
     const [file] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download stark proof' }).click()]);
     expect(file.suggestedFilename()).toBe(`stark-proof-${proof}.json`);
-    const saved = JSON.parse(await readFile((await file.path()), 'utf8'));
-    expect(saved).toEqual(await (await fetch(`${stack.url}/v1/proofs/${proof}/proof/stark`, { headers: { 'Service-API-Key': apiKey } })).json());
+    const saved = JSON.parse(await readFile(await file.path(), 'utf8'));
+    expect(saved).toEqual(
+      await (await fetch(`${stack.url}/v1/proofs/${proof}/proof/stark`, { headers: { 'Service-API-Key': apiKey } })).json(),
+    );
     await shot(page, '04-proof-succeeded');
 
     // The program page lists it.
@@ -248,7 +269,10 @@ describe('the console in chromium', () => {
       const api = caller({ url: stack.url, apiKey });
       const { id: proof } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0148656c6c6f'] });
       await expect.poll(() => received.length, { timeout: 60_000 }).toBe(1);
-      const event = new Webhook(secret).verify(received[0].body, received[0].headers) as { type: string; data: { id: string; state: string } };
+      const event = new Webhook(secret).verify(received[0].body, received[0].headers) as {
+        type: string;
+        data: { id: string; state: string };
+      };
       expect(event).toMatchObject({ type: 'proof.succeeded', data: { id: proof, state: 'Succeeded' } });
 
       // The endpoint's page shows the delivery and its attempt; a test event follows it in.
@@ -262,8 +286,12 @@ describe('the console in chromium', () => {
         })
         .toMatch(/proof\.succeeded.*delivered.*HTTP 200/);
       await page.getByRole('button', { name: 'Send test event' }).click();
-      await expect.poll(() => page.locator('#deliveries tbody tr').first().textContent(), { timeout: 30_000 }).toMatch(/webhook\.test.*delivered.*HTTP 200/);
-      expect(received.map((r) => r.headers['webhook-id'])).toEqual(await page.locator('#deliveries tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-delivery')).reverse()));
+      await expect
+        .poll(() => page.locator('#deliveries tbody tr').first().textContent(), { timeout: 30_000 })
+        .toMatch(/webhook\.test.*delivered.*HTTP 200/);
+      expect(received.map((r) => r.headers['webhook-id'])).toEqual(
+        await page.locator('#deliveries tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-delivery')).reverse()),
+      );
       await shot(page, '17-webhook-deliveries');
     } finally {
       server.close();
@@ -341,7 +369,9 @@ describe('the console in chromium', () => {
     await p.waitForSelector('body[data-ready="true"]');
     await p.getByLabel('Email').fill('newbie@e2e.test');
     await p.getByRole('button', { name: 'Email me a link' }).click();
-    await expect.poll(() => p.locator('#status').textContent()).toBe('If an account has this email, a link to reset its password is on its way.');
+    await expect
+      .poll(() => p.locator('#status').textContent())
+      .toBe('If an account has this email, a link to reset its password is on its way.');
     await shot(p, '18-forgot-password');
     const link = await mailedLink(p, 'newbie@e2e.test', 'Reset your proving console password');
     expect(link).toMatch(new RegExp(`^${stack.url}/console/reset-password#token=rst_[0-9a-f]{64}$`));
@@ -364,7 +394,10 @@ describe('the console in chromium', () => {
   it('an existing account accepts an invitation by signing in as itself, never with a password on the invitation', async () => {
     // A second organization, owned by the e2e owner (create-user on an existing email: membership only).
     for (const sql of createOrganization('e2e two', 'org_e2e_two').sql) await stack.sql(sql);
-    for (const sql of (await createUser({ email: OWNER, orgId: 'org_e2e_two', role: 'owner', consoleUrl: stack.url }, undefined, { has_password: true })).sql) await stack.sql(sql);
+    for (const sql of (
+      await createUser({ email: OWNER, orgId: 'org_e2e_two', role: 'owner', consoleUrl: stack.url }, undefined, { has_password: true })
+    ).sql)
+      await stack.sql(sql);
     const signin = await fetch(`${stack.url}/console/v1/auth/signin`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'X-Console-CSRF': '1', origin: stack.url },
@@ -384,7 +417,9 @@ describe('the console in chromium', () => {
     await p.goto(await mailedLink(p, 'newbie@e2e.test', 'You are invited to e2e two'));
     await p.waitForSelector('body[data-ready="true"]');
     expect(await p.locator('#invite-form').isHidden()).toBe(true);
-    expect(await p.locator('#invite-sign-in').textContent()).toContain('newbie@e2e.test has an account: sign in as it to accept the invitation.');
+    expect(await p.locator('#invite-sign-in').textContent()).toContain(
+      'newbie@e2e.test has an account: sign in as it to accept the invitation.',
+    );
     await shot(p, '20-invite-existing');
     await p.getByRole('button', { name: 'Sign in as newbie@e2e.test' }).click();
     await p.waitForURL(/\/console\/signin\?email=/);

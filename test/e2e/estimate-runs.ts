@@ -25,7 +25,10 @@ export interface EstimateRow {
 const seconds = (p: { launched_at: string; terminated_at: string }) => (Date.parse(p.terminated_at) - Date.parse(p.launched_at)) / 1000;
 
 /** What the estimate says for `program` on `input`, before any proof of it, and the proof's real figures. */
-export async function estimateVsMeasured(stack: Stack, seedSizes = [2_000_000, 30_000_000]): Promise<{ before: EstimateRow['estimate']; rows: EstimateRow[] }> {
+export async function estimateVsMeasured(
+  stack: Stack,
+  seedSizes = [2_000_000, 30_000_000],
+): Promise<{ before: EstimateRow['estimate']; rows: EstimateRow[] }> {
   const api = caller(stack);
   const hello = await registerGuest(api, stack.devConfig, 'hello.elf');
   const loop = await registerGuest(api, stack.devConfig, 'loop.elf');
@@ -48,7 +51,12 @@ export async function estimateVsMeasured(stack: Stack, seedSizes = [2_000_000, 3
   ] as const) {
     const run = await execute(program, [...input]);
     const proof = await prove(program, [...input]);
-    rows.push({ guest, cycles: run.num_instructions ?? run.total_cycle, estimate: run.estimate, measured: { seconds: seconds(proof), cost: proof.cost } });
+    rows.push({
+      guest,
+      cycles: run.num_instructions ?? run.total_cycle,
+      estimate: run.estimate,
+      measured: { seconds: seconds(proof), cost: proof.cost },
+    });
   }
   return { before, rows };
 }
@@ -56,7 +64,10 @@ export async function estimateVsMeasured(stack: Stack, seedSizes = [2_000_000, 3
 /** The rows as a table: estimated vs measured time and cost. */
 export function estimateTable(rows: EstimateRow[]): string {
   const usd = (micro: number | null) => (micro === null ? '—' : `$${(micro / 1e6).toFixed(6)}`);
-  const lines = ['| guest | cycles | estimated time | measured time | estimated cost | measured cost | based on |', '|---|---:|---:|---:|---:|---:|---:|'];
+  const lines = [
+    '| guest | cycles | estimated time | measured time | estimated cost | measured cost | based on |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ];
   for (const r of rows)
     lines.push(
       `| ${r.guest} | ${r.cycles.toLocaleString('en')} | ${r.estimate.proving_seconds === null ? '—' : `${r.estimate.proving_seconds.toFixed(2)} s`} | ${r.measured.seconds.toFixed(2)} s | ${usd(r.estimate.cost)} | ${usd(r.measured.cost)} | ${r.estimate.based_on_jobs} proofs |`,

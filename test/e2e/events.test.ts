@@ -27,8 +27,12 @@ describe('a proof’s event stream on the real stack', () => {
     const program = await registerGuest(api, stack.devConfig, 'hello.elf');
     await stopAgent(registrar); // no agent: the proof waits, Queued, until the stream is open
 
-    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x01' + Buffer.from('streamed').toString('hex')] });
-    const res = await fetch(`${stack.url}/v1/proofs/${id}/events`, { headers: { 'Service-API-Key': stack.apiKey, accept: 'text/event-stream' } });
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, {
+      input: ['0x01' + Buffer.from('streamed').toString('hex')],
+    });
+    const res = await fetch(`${stack.url}/v1/proofs/${id}/events`, {
+      headers: { 'Service-API-Key': stack.apiKey, accept: 'text/event-stream' },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const sse = new SseReader(res.body!);
@@ -52,7 +56,10 @@ describe('a proof’s event stream on the real stack', () => {
     expect(last).toEqual(await api.json('GET', `/v1/proofs/${id}`)); // the record exactly as GET returns it
 
     // The log, in pieces, is the whole log; every event has an id whose offset never goes back.
-    const logs = events.filter((e) => e.event === 'log').map((e) => e.data).join('');
+    const logs = events
+      .filter((e) => e.event === 'log')
+      .map((e) => e.data)
+      .join('');
     expect(logs).toBe(await (await api.call('GET', `/v1/proofs/${id}/logs`)).text());
     expect(logs).toContain(`attempt 1 of proof ${id}`);
     const offsets = events.map((e) => Number(/^(\d+)\.[0-9a-f]{16}$/.exec(e.id ?? '')?.[1] ?? NaN));
@@ -61,7 +68,9 @@ describe('a proof’s event stream on the real stack', () => {
     expect(offsets.at(-1)).toBe(new TextEncoder().encode(logs).length);
 
     // Reconnecting with the last id after the end: 204, the end for an EventSource too.
-    const again = await fetch(`${stack.url}/v1/proofs/${id}/events`, { headers: { 'Service-API-Key': stack.apiKey, 'Last-Event-ID': sse.lastEventId } });
+    const again = await fetch(`${stack.url}/v1/proofs/${id}/events`, {
+      headers: { 'Service-API-Key': stack.apiKey, 'Last-Event-ID': sse.lastEventId },
+    });
     expect(again.status).toBe(204);
   });
 

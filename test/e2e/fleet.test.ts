@@ -58,7 +58,9 @@ async function noEngineLeft(a: AgentProcess, timeoutMs = 10_000): Promise<void> 
 }
 
 async function leases(jobSubject: string) {
-  return stack.sql(`SELECT l.attempt, l.outcome, l.agent_id FROM leases l JOIN jobs j ON j.id = l.job_id WHERE j.subject_id = '${jobSubject}' ORDER BY l.attempt`);
+  return stack.sql(
+    `SELECT l.attempt, l.outcome, l.agent_id FROM leases l JOIN jobs j ON j.id = l.job_id WHERE j.subject_id = '${jobSubject}' ORDER BY l.attempt`,
+  );
 }
 
 beforeAll(async () => {
@@ -94,7 +96,9 @@ describe('cancel', () => {
     const done = await api.waitFor(`/v1/proofs/${id}`, terminal, 15_000);
     expect(done.state).toBe('Canceled');
     // Charged for the attempt up to the cancel, not until the engine stopped (MACHINE_RATES "*": 1.0, one unit).
-    const [lease] = await stack.sql(`SELECT l.claimed_at, j.cancel_requested_at FROM leases l JOIN jobs j ON j.id = l.job_id WHERE j.subject_id = '${id}'`);
+    const [lease] = await stack.sql(
+      `SELECT l.claimed_at, j.cancel_requested_at FROM leases l JOIN jobs j ON j.id = l.job_id WHERE j.subject_id = '${id}'`,
+    );
     expect(done.cost).toBe(Math.round(((Number(lease.cancel_requested_at) - Number(lease.claimed_at)) / 3_600_000) * 1_000_000));
     expect(await leases(id)).toMatchObject([{ attempt: 1, outcome: 'canceled' }]);
     await a.waitForLog(/"outcome":"canceled"/);
@@ -129,7 +133,9 @@ describe('lost agents', () => {
     expect(rows.map((r) => r.outcome)).toEqual(['expired', 'completed']);
     expect(rows[1].attempt).toBe(2);
     const logs = await (await api.call('GET', `/v1/proofs/${id}/logs`)).text();
-    expect(logs).toMatch(/\[agent doomed\] attempt 1[^]*\[service [^\]]+\] The prover running this attempt stopped answering and its lease expired: queued again for another prover\.\n[^]*\[agent rescuer\] attempt 2/);
+    expect(logs).toMatch(
+      /\[agent doomed\] attempt 1[^]*\[service [^\]]+\] The prover running this attempt stopped answering and its lease expired: queued again for another prover\.\n[^]*\[agent rescuer\] attempt 2/,
+    );
     expect(logs.match(/loop: \d+ iterations/g)).toHaveLength(1); // the orphaned engine died with its agent
     const [job] = await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${id}'`);
     expect(second.logs().filter((l) => l.includes('"job finished"') && l.includes(job.id as string))).toHaveLength(1);
@@ -152,7 +158,9 @@ describe('lost agents', () => {
     expect(await leases(id)).toMatchObject([{ attempt: 1, outcome: 'completed' }]);
     // Every notice was settled: acked, not left to bounce.
     const deadline = Date.now() + 10_000;
-    while ((await stack.sql(`SELECT count(*) AS n FROM emulated_queue_messages WHERE id LIKE 'dup-%' AND dead_lettered_at IS NULL`))[0].n !== 0) {
+    while (
+      (await stack.sql(`SELECT count(*) AS n FROM emulated_queue_messages WHERE id LIKE 'dup-%' AND dead_lettered_at IS NULL`))[0].n !== 0
+    ) {
       if (Date.now() > deadline) throw new Error('notices were not acked');
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -164,7 +172,8 @@ describe('dispatch order', () => {
     const a = await agent({ name: 'busy' });
     const blocker = (await api.json('POST', `/v1/proofs?program_id=${loopProgram}&priority=10`, loopInput(SHORT))).id;
     await api.waitFor(`/v1/proofs/${blocker}`, (p: any) => p.state === 'Executing');
-    const submit = async (priority: number) => (await api.json('POST', `/v1/proofs?program_id=${loopProgram}&priority=${priority}`, loopInput(10))).id as string;
+    const submit = async (priority: number) =>
+      (await api.json('POST', `/v1/proofs?program_id=${loopProgram}&priority=${priority}`, loopInput(10))).id as string;
     const low = await submit(1);
     const high = await submit(9);
     const mid = await submit(5);
@@ -174,7 +183,9 @@ describe('dispatch order', () => {
       .filter((l) => l.includes('"claimed job"'))
       .map((l) => JSON.parse(l).job_id as string);
     const jobIds = Object.fromEntries(
-      await Promise.all([low, high, mid].map(async (p) => [(await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${p}'`))[0].id, p] as const)),
+      await Promise.all(
+        [low, high, mid].map(async (p) => [(await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${p}'`))[0].id, p] as const),
+      ),
     );
     expect(order.filter((j) => jobIds[j]).map((j) => jobIds[j])).toEqual([high, mid, low]);
   });

@@ -61,7 +61,10 @@ describe('end to end with the dev engine', () => {
     };
     const text = JSON.stringify(file);
     expect((await verify(text.replaceAll('0x', ''))).result).toBe('verified'); // as the published client uploads it
-    const tampered = { ...file, user_pvs_proof: file.user_pvs_proof.replace(/[0-9a-f](?=[0-9a-f]*$)/, (c: string) => (c === '0' ? '1' : '0')) };
+    const tampered = {
+      ...file,
+      user_pvs_proof: file.user_pvs_proof.replace(/[0-9a-f](?=[0-9a-f]*$)/, (c: string) => (c === '0' ? '1' : '0')),
+    };
     const rejected = await verify(JSON.stringify(tampered));
     expect(rejected.result).toBe('failed');
     expect(rejected.error_message).not.toBe('');
@@ -74,7 +77,8 @@ describe('end to end with the dev engine', () => {
     const outcomes = ['hit', 'miss', 'off', 'inline'] as const;
     const artifacts = async () => {
       const text = await (await fetch(`http://127.0.0.1:${agent.metricsPort}/metrics`)).text();
-      const count = (outcome: string) => Number(new RegExp(`^prover_agent_artifacts_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+      const count = (outcome: string) =>
+        Number(new RegExp(`^prover_agent_artifacts_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
       return Object.fromEntries(outcomes.map((o) => [o, count(o)]));
     };
     const program = await registerGuest(api, stack.devConfig, 'hello.elf'); // its commit fetched the ELF and VMEXE
@@ -119,9 +123,16 @@ describe('end to end with the dev engine', () => {
   it('an evm proof comes out in the zkVM’s EVM proof shape', async () => {
     const program = await registerGuest(api, stack.devConfig, 'hello.elf');
     const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&proof_type=evm`, { input: [bytesInput('evm')] });
-    expect(await api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state))).toMatchObject({ state: 'Succeeded', proof_type: 'evm' });
+    expect(await api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state))).toMatchObject({
+      state: 'Succeeded',
+      proof_type: 'evm',
+    });
     const evm = await api.json('GET', `/v1/proofs/${id}/proof/evm`);
-    expect(evm).toMatchObject({ version: expect.any(String), app_exe_commit: expect.stringMatching(/^0x[0-9a-f]{64}$/), proof_data: { accumulator: expect.any(String), proof: expect.any(String) } });
+    expect(evm).toMatchObject({
+      version: expect.any(String),
+      app_exe_commit: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      proof_data: { accumulator: expect.any(String), proof: expect.any(String) },
+    });
     expect(evm.user_public_values).toContain(createHash('sha256').update('evm').digest('hex'));
     expect((await api.call('GET', `/v1/proofs/${id}/proof/stark`)).status).toBe(404);
 
@@ -133,7 +144,10 @@ describe('end to end with the dev engine', () => {
       return api.waitFor(`/v1/verify/${vid}`, (v: any) => v.result !== 'processing');
     };
     expect(await verify(evm)).toMatchObject({ result: 'verified', proof_type: 'evm', program_uuid: null, error_message: '' });
-    const tampered = await verify({ ...evm, user_public_values: evm.user_public_values.replace(/.$/, (c: string) => (c === '0' ? '1' : '0')) });
+    const tampered = await verify({
+      ...evm,
+      user_public_values: evm.user_public_values.replace(/.$/, (c: string) => (c === '0' ? '1' : '0')),
+    });
     expect(tampered).toMatchObject({ result: 'failed', proof_type: 'evm' });
     expect(tampered.error_message).toMatch(/MAC mismatch/);
   });
@@ -152,7 +166,11 @@ describe('end to end with the dev engine', () => {
     // The published client's `run --wait` loop ends on exactly these spellings.
     const ended = (e: any) => ['Succeeded', 'Failed'].includes(e.status);
     const ex = await api.waitFor(`/v1/executions/${id}`, ended);
-    expect(ex).toMatchObject({ status: 'Succeeded', num_segments: null, public_values: expect.stringContaining(createHash('sha256').update('abc').digest('hex')) });
+    expect(ex).toMatchObject({
+      status: 'Succeeded',
+      num_segments: null,
+      public_values: expect.stringContaining(createHash('sha256').update('abc').digest('hex')),
+    });
     expect(ex.total_cycle).toBeGreaterThan(0);
     expect(await (await api.call('GET', `/v1/executions/${id}/logs`)).text()).toMatch(/read 3 bytes/);
 
@@ -166,7 +184,13 @@ describe('end to end with the dev engine', () => {
   });
 
   it('a job no agent can serve stays queued and says why in its logs (cron sweep)', async () => {
-    const step = createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '77'.repeat(32), engine: 'openvm', deferral_enabled: false });
+    const step = createConfig({
+      openvm_version: '2.0.0',
+      stark_backend_version: '2.0.0',
+      app_vm_commit: '0x' + '77'.repeat(32),
+      engine: 'openvm',
+      deferral_enabled: false,
+    });
     await stack.sql(step.sql.join('\n'));
     const form = new FormData();
     form.append('elf', new Blob([await readFile(join(GUESTS, 'hello.elf'))]), 'hello.elf');

@@ -28,11 +28,18 @@ describe('job limits with a real agent (dev engine)', () => {
     // 10^9 rounds is 6·10^9 instructions, seconds of work; the limit stops it at 2·10^6.
     const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&cycle_limit=2000000`, { input: [rounds(1_000_000_000)] });
     const proof = await api.waitFor(`/v1/proofs/${id}`, ended);
-    expect(proof).toMatchObject({ state: 'Failed', cycle_limit: 2000000, error_message: 'Cycle limit reached: the job ran 2000000 cycles before it was stopped; its cycle_limit is 2000000' });
+    expect(proof).toMatchObject({
+      state: 'Failed',
+      cycle_limit: 2000000,
+      error_message: 'Cycle limit reached: the job ran 2000000 cycles before it was stopped; its cycle_limit is 2000000',
+    });
     expect(await (await api.call('GET', `/v1/proofs/${id}/logs`)).text()).toMatch(/stopped at the job's cycle limit, 2000000 cycles/);
 
     const { id: ex } = await api.json('POST', `/v1/executions?program_id=${program}&cycle_limit=1000`, { input: [rounds(1_000_000)] });
-    expect(await api.waitFor(`/v1/executions/${ex}`, ended)).toMatchObject({ status: 'Failed', error_message: expect.stringMatching(/^Cycle limit reached: the job ran 1000 cycles/) });
+    expect(await api.waitFor(`/v1/executions/${ex}`, ended)).toMatchObject({
+      status: 'Failed',
+      error_message: expect.stringMatching(/^Cycle limit reached: the job ran 1000 cycles/),
+    });
   });
 
   it('a deadline stops a running job: its agent stops the engine, and it ends Failed', async () => {

@@ -24,7 +24,14 @@ beforeAll(async () => {
   // The config's app_vm_commit is what this host's keys give (as `setup-config` reports on a real host).
   const job = await makeJob(host);
   const { app_vm_commit } = await host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe });
-  const step = createConfig({ id: config().id, openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit, engine: 'openvm', deferral_enabled: false });
+  const step = createConfig({
+    id: config().id,
+    openvm_version: '2.0.0',
+    stark_backend_version: '2.0.0',
+    app_vm_commit,
+    engine: 'openvm',
+    deferral_enabled: false,
+  });
   await stack.sql(step.sql.join('\n'));
   configId = step.output[step.output.length - 1]!;
 }, 180_000);
@@ -70,8 +77,11 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
     const agent = await openvmAgent({ FAKE_OPENVM_BARRIER: `${barrier}:2` });
     const program = await registerGuest(api, configId, 'hello.elf');
     const ids: string[] = [];
-    for (const input of ['0x0161', '0x0162']) ids.push((await api.json('POST', `/v1/proofs?program_id=${program}&num_gpus=8`, { input: [input] })).id);
-    const proofs = await Promise.all(ids.map((id) => api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state), 60_000)));
+    for (const input of ['0x0161', '0x0162'])
+      ids.push((await api.json('POST', `/v1/proofs?program_id=${program}&num_gpus=8`, { input: [input] })).id);
+    const proofs = await Promise.all(
+      ids.map((id) => api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state), 60_000)),
+    );
     for (const p of proofs) expect(p).toMatchObject({ state: 'Succeeded', num_gpus: 1 });
     const devices = (await readdir(barrier)).map((pid) => readFileSync(`${barrier}/${pid}`, 'utf8')).sort();
     expect(devices).toEqual(['0', '1']);
@@ -97,9 +107,11 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
     await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'AppProving');
     // Bounded waits that say what the agent saw: this test once hung under a loaded full run.
     const agentSaw = () => `the agent's last lines:\n${agent.logs().slice(-25).join('\n')}`;
-    const within = async <T,>(what: string, p: Promise<T>, ms: number): Promise<T> => {
+    const within = async <T>(what: string, p: Promise<T>, ms: number): Promise<T> => {
       let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms; ${agentSaw()}`)), ms)));
+      const late = new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms; ${agentSaw()}`)), ms)),
+      );
       try {
         return await Promise.race([p, late]);
       } finally {
@@ -108,7 +120,10 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
     };
     const proverStarted = async () => {
       for (;;) {
-        const pid = (await host.invocations()).slice(before).filter((c) => c.argv.includes('prove')).pop()?.pid;
+        const pid = (await host.invocations())
+          .slice(before)
+          .filter((c) => c.argv.includes('prove'))
+          .pop()?.pid;
         if (pid) return pid;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -116,7 +131,15 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
     const prover = await within('the prover’s start', proverStarted(), 20_000);
     expect(alive(prover)).toBe(true);
     await api.json('POST', `/v1/proofs/${id}/cancel`, {});
-    expect((await within('Canceled', api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Canceled', 20_000), 25_000)).state).toBe('Canceled');
+    expect(
+      (
+        await within(
+          'Canceled',
+          api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Canceled', 20_000),
+          25_000,
+        )
+      ).state,
+    ).toBe('Canceled');
     expect(alive(prover)).toBe(false);
     agent.signal('SIGTERM');
     expect(await within('the agent’s exit after SIGTERM', agent.exited, 20_000)).toBe(0);
@@ -125,10 +148,22 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
   it('an operator prepares a host from the service’s config and publishes its keys; callers download them through the signed URLs', async () => {
     await stack.sql(`UPDATE configs SET openvm_toml = '${OPENVM_TOML}' WHERE id = '${configId}'`);
     // The agent token alone cannot publish: the operator's publisher token does.
-    const agentOnly = await runCli(['setup-config', configId, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--publish'], { ...host.env, PROVER_API_URL: stack.url, PROVER_AGENT_TOKEN: stack.agentToken });
+    const agentOnly = await runCli(['setup-config', configId, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--publish'], {
+      ...host.env,
+      PROVER_API_URL: stack.url,
+      PROVER_AGENT_TOKEN: stack.agentToken,
+    });
     expect(agentOnly.code).toBe(2);
-    const env = { ...host.env, PROVER_API_URL: stack.url, PROVER_AGENT_TOKEN: stack.agentToken, PROVER_PUBLISHER_TOKEN: stack.publisherToken };
-    const res = await runCli(['setup-config', configId, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--run', '--publish'], env);
+    const env = {
+      ...host.env,
+      PROVER_API_URL: stack.url,
+      PROVER_AGENT_TOKEN: stack.agentToken,
+      PROVER_PUBLISHER_TOKEN: stack.publisherToken,
+    };
+    const res = await runCli(
+      ['setup-config', configId, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--run', '--publish'],
+      env,
+    );
     expect(res.code, res.stderr).toBe(0);
     expect(readFileSync(join(host.configDir, 'openvm.toml'), 'utf8')).toBe(OPENVM_TOML);
     const files: Record<string, string> = {

@@ -59,7 +59,10 @@ describe('service outage', () => {
     await proxy.up();
     const proof = await api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state), 60_000);
     expect(proof.state).toBe('Succeeded');
-    const retries = agent.logs().filter((l) => l.includes('backing off')).map((l) => JSON.parse(l) as { delay_ms: number; attempt: number });
+    const retries = agent
+      .logs()
+      .filter((l) => l.includes('backing off'))
+      .map((l) => JSON.parse(l) as { delay_ms: number; attempt: number });
     expect(retries.length).toBeGreaterThan(1);
     for (const r of retries) expect(r.delay_ms).toBeLessThanOrEqual(Math.min(15_000, 250 * 2 ** r.attempt));
     const metrics = await (await fetch(`http://127.0.0.1:${agent.metricsPort}/metrics`)).text();

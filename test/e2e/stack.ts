@@ -8,8 +8,27 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { createAgentToken, createApiKey, createConfig, createOrganization, createPublisherToken, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, TARGET_RELEASE, type AdminStep } from '../../src/admin/statements.ts';
-import { applyLocalMigrations, childEnv, d1Execute, freePort, ROOT, spawnWranglerDev, stopGroup, waitForHealthy } from '../../src/tools/wrangler.ts';
+import {
+  createAgentToken,
+  createApiKey,
+  createConfig,
+  createOrganization,
+  createPublisherToken,
+  DEV_ENGINE_OPENVM_TOML,
+  devAppVmCommit,
+  TARGET_RELEASE,
+  type AdminStep,
+} from '../../src/admin/statements.ts';
+import {
+  applyLocalMigrations,
+  childEnv,
+  d1Execute,
+  freePort,
+  ROOT,
+  spawnWranglerDev,
+  stopGroup,
+  waitForHealthy,
+} from '../../src/tools/wrangler.ts';
 
 export { freePort, ROOT };
 const AGENT = join(ROOT, 'prover-agent/bin/prover-agent.js');
@@ -95,10 +114,19 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     await createApiKey(orgId, 'e2e@localhost'),
     // The e2e agents: dev, and openvm for test/e2e/openvm-fleet.test.ts; the tests make more configs.
     await createAgentToken('e2e-agents', { engines: ['dev', 'openvm'], configs: null }),
-    createConfig({ ...TARGET_RELEASE, app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML), engine: 'dev', deferral_enabled: true, openvm_toml: DEV_ENGINE_OPENVM_TOML }),
+    createConfig({
+      ...TARGET_RELEASE,
+      app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML),
+      engine: 'dev',
+      deferral_enabled: true,
+      openvm_toml: DEV_ENGINE_OPENVM_TOML,
+    }),
     await createPublisherToken({ name: 'e2e-publisher', configIds: null }),
   ];
-  await d1Execute(target, steps.flatMap((s) => s.sql));
+  await d1Execute(
+    target,
+    steps.flatMap((s) => s.sql),
+  );
   const [, apiKey, agentToken, devConfig, publisherToken] = steps.map((s) => s.output[s.output.length - 1]);
 
   const varArgs = Object.entries(opts.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
@@ -108,7 +136,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     let workerOut = '';
     started.stdout!.on('data', (d) => (workerOut += d));
     started.stderr!.on('data', (d) => (workerOut += d));
-    for (const stream of [started.stdout!, started.stderr!]) createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => workerLines.push(line));
+    for (const stream of [started.stdout!, started.stderr!])
+      createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => workerLines.push(line));
     await waitForHealthy(`${url}/healthz`, started, 60_000).catch((err: Error) => {
       throw new Error(`${err.message}\n${workerOut}`);
     });
@@ -145,16 +174,26 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         [
           AGENT,
           'run',
-          '--api-url', url,
-          '--agent-token', agentToken,
-          '--name', a.name ?? `agent-${agents.length}`,
-          '--engines', a.engines ?? 'dev',
-          '--gpus', String(a.gpus ?? 0),
-          '--machine-type', a.machineType ?? 'e2e',
-          '--work-dir', workDir,
-          '--metrics-port', String(metricsPort),
-          '--poll-interval', '0.05',
-          '--kill-grace', '2',
+          '--api-url',
+          url,
+          '--agent-token',
+          agentToken,
+          '--name',
+          a.name ?? `agent-${agents.length}`,
+          '--engines',
+          a.engines ?? 'dev',
+          '--gpus',
+          String(a.gpus ?? 0),
+          '--machine-type',
+          a.machineType ?? 'e2e',
+          '--work-dir',
+          workDir,
+          '--metrics-port',
+          String(metricsPort),
+          '--poll-interval',
+          '0.05',
+          '--kill-grace',
+          '2',
           ...(a.extraArgs ?? []),
         ],
         { cwd: ROOT, env: { ...childEnv(), ...a.env }, stdio: ['ignore', 'pipe', 'pipe'] },
@@ -178,7 +217,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           const found = lines.find((l) => re.test(l));
           if (found) return Promise.resolve(found);
           return new Promise((resolve, reject) => {
-            const t = setTimeout(() => reject(new Error(`no log line matching ${re} in ${timeoutMs} ms:\n${lines.slice(-20).join('\n')}`)), timeoutMs);
+            const t = setTimeout(
+              () => reject(new Error(`no log line matching ${re} in ${timeoutMs} ms:\n${lines.slice(-20).join('\n')}`)),
+              timeoutMs,
+            );
             waiters.push({ re, resolve: (l) => (clearTimeout(t), resolve(l)) });
           });
         },
@@ -247,4 +289,3 @@ export async function registerGuest(api: ReturnType<typeof caller>, config: stri
   await api.waitFor(`/v1/programs/${id}`, (p: any) => p.status === 'ready' || p.status === 'failed');
   return id;
 }
-

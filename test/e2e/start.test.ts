@@ -19,7 +19,13 @@ describe('npm start', () => {
     const persist = await mkdtemp(join(tmpdir(), 'zk-start-'));
     dirs.push(persist);
     const port = await freePort();
-    const env = { ...process.env, PORT: String(port), PERSIST_DIR: persist, AGENT_METRICS_PORT: String(await freePort()), DEV_API_KEY: 'sk_quickstart_test_key_0001' };
+    const env = {
+      ...process.env,
+      PORT: String(port),
+      PERSIST_DIR: persist,
+      AGENT_METRICS_PORT: String(await freePort()),
+      DEV_API_KEY: 'sk_quickstart_test_key_0001',
+    };
     const start = spawn(process.execPath, [join(ROOT, 'src/tools/start.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     start.stdout.on('data', (d) => (out += d));

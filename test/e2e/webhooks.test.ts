@@ -76,14 +76,19 @@ const bodyOf = (h: Hit) => JSON.parse(h.body) as { type: string; timestamp: stri
 
 /** The signature as the Standard Webhooks spec defines it, with node:crypto. */
 const spec = (secret: string, h: Hit) =>
-  `v1,${createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(`${h.headers['webhook-id']}.${h.headers['webhook-timestamp']}.${h.body}`).digest('base64')}`;
+  `v1,${createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64'))
+    .update(`${h.headers['webhook-id']}.${h.headers['webhook-timestamp']}.${h.body}`)
+    .digest('base64')}`;
 
 describe('webhooks end to end', () => {
   it('a proof submitted through the API reaches the receiver as a signed proof.succeeded with its record', async () => {
     const endpoint = await api.json('POST', '/v1/webhooks', { url: receiver.url('/ok'), events: ['proof.succeeded'] });
     const proof = await prove();
     const hit = await until('proof.succeeded', () => hitsAt('/ok').find((h) => bodyOf(h).data.id === proof));
-    expect(new Webhook(endpoint.secret).verify(hit.body, hit.headers)).toMatchObject({ type: 'proof.succeeded', data: { id: proof, state: 'Succeeded' } });
+    expect(new Webhook(endpoint.secret).verify(hit.body, hit.headers)).toMatchObject({
+      type: 'proof.succeeded',
+      data: { id: proof, state: 'Succeeded' },
+    });
     expect(hit.headers['webhook-signature']).toBe(spec(endpoint.secret, hit));
     expect(bodyOf(hit).data).toEqual(await api.json('GET', `/v1/proofs/${proof}`));
     // Only what it subscribed to: the program's readiness came before it existed, and nothing else was sent.
@@ -92,7 +97,12 @@ describe('webhooks end to end', () => {
       const page = await api.json('GET', `/v1/webhooks/${endpoint.id}/deliveries`);
       return page.items[0]?.status === 'delivered' ? page : undefined;
     });
-    expect(deliveries.items[0]).toMatchObject({ id: hit.headers['webhook-id'], type: 'proof.succeeded', subject_id: proof, attempts: [{ attempt: 1, status_code: 200, error: null, response_excerpt: 'ok' }] });
+    expect(deliveries.items[0]).toMatchObject({
+      id: hit.headers['webhook-id'],
+      type: 'proof.succeeded',
+      subject_id: proof,
+      attempts: [{ attempt: 1, status_code: 200, error: null, response_excerpt: 'ok' }],
+    });
   });
 
   it('a receiver that fails first gets the retry, with the same webhook-id and the same body', async () => {
@@ -142,7 +152,10 @@ describe('webhooks end to end', () => {
         90_000,
       );
       expect(delivered.headers['webhook-id']).toBe(ids.get(proof));
-      expect(new Webhook(endpoint.secret).verify(delivered.body, delivered.headers)).toMatchObject({ type: 'proof.succeeded', data: { id: proof } });
+      expect(new Webhook(endpoint.secret).verify(delivered.body, delivered.headers)).toMatchObject({
+        type: 'proof.succeeded',
+        data: { id: proof },
+      });
     }
     // It was the sweep that sent them: its log says so (it may also have re-sent another
     // endpoint's delivery whose message the restart caught in flight).
@@ -152,8 +165,12 @@ describe('webhooks end to end', () => {
         .slice(logsBefore)
         .filter((l) => l.includes('"msg":"sweep"'))
         .reduce((n, l) => n + (JSON.parse(l.slice(l.indexOf('{'))) as { webhooksRequeued: number }).webhooksRequeued, 0);
-    expect(await until('the sweep’s log line', () => requeued() >= proofs.length && requeued(), 10_000)).toBeGreaterThanOrEqual(proofs.length);
-    const rows = await stack.sql(`SELECT subject_id, status FROM webhook_deliveries WHERE endpoint_id = '${endpoint.id}' ORDER BY subject_id`);
+    expect(await until('the sweep’s log line', () => requeued() >= proofs.length && requeued(), 10_000)).toBeGreaterThanOrEqual(
+      proofs.length,
+    );
+    const rows = await stack.sql(
+      `SELECT subject_id, status FROM webhook_deliveries WHERE endpoint_id = '${endpoint.id}' ORDER BY subject_id`,
+    );
     expect(rows).toEqual(proofs.sort().map((p) => ({ subject_id: p, status: 'delivered' })));
   });
 });

@@ -23,10 +23,15 @@ interface Run {
 /** `npm run admin -- ...args`, without the location flags; `env` adds to the operator's environment. */
 function adminRaw(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [ADMIN, ...args], { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', ...env } }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr, lastLine: stdout.trimEnd().split('\n').at(-1) ?? '' });
-    });
+    execFile(
+      process.execPath,
+      [ADMIN, ...args],
+      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', ...env } },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, stdout, stderr, lastLine: stdout.trimEnd().split('\n').at(-1) ?? '' });
+      },
+    );
   });
 }
 
@@ -65,7 +70,9 @@ describe('npm run admin', () => {
     const revoked = await admin('revoke-api-key', '--key', key);
     expect(revoked.code, revoked.stderr).toBe(0);
 
-    const stored = await rows(`SELECT k.*, o.name AS org_name FROM api_keys k JOIN organizations o ON o.id = k.org_id WHERE k.org_id = ${lit(org.lastLine)}`);
+    const stored = await rows(
+      `SELECT k.*, o.name AS org_name FROM api_keys k JOIN organizations o ON o.id = k.org_id WHERE k.org_id = ${lit(org.lastLine)}`,
+    );
     expect(stored).toHaveLength(1);
     expect(stored[0]).toMatchObject({ owner: 'ops@example.com', key_hash: sha256(key), org_name: "O'Brien; Labs", scope: 'full' });
     expect(stored[0].revoked_at).toEqual(expect.any(String));
@@ -81,7 +88,9 @@ describe('npm run admin', () => {
     const created = await admin('create-api-key', '--org', org, '--owner', 'dashboard', '--scope', 'read');
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout).toContain('read api key for dashboard');
-    expect(await rows(`SELECT scope, user_id FROM api_keys WHERE key_hash = ${lit(sha256(created.lastLine))}`)).toEqual([{ scope: 'read', user_id: null }]);
+    expect(await rows(`SELECT scope, user_id FROM api_keys WHERE key_hash = ${lit(sha256(created.lastLine))}`)).toEqual([
+      { scope: 'read', user_id: null },
+    ]);
     const bad = await admin('create-api-key', '--org', org, '--owner', 'x', '--scope', 'admin');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--scope must be full, prove, read');
@@ -110,7 +119,17 @@ describe('npm run admin', () => {
   it('creates a config with its openvm.toml and prints its id last; the toml can be replaced', async () => {
     const toml = path.join(dir, 'openvm.toml');
     await writeFile(toml, "[app_vm_config.rv32i]\n[app_vm_config.io]\n# it's quoted\n");
-    const base = ['create-config', '--openvm-version', '2.0.1', '--stark-backend-version', '2.0.1', '--app-vm-commit', COMMIT, '--engine', 'openvm'];
+    const base = [
+      'create-config',
+      '--openvm-version',
+      '2.0.1',
+      '--stark-backend-version',
+      '2.0.1',
+      '--app-vm-commit',
+      COMMIT,
+      '--engine',
+      'openvm',
+    ];
     const withoutToml = await admin(...base);
     expect(withoutToml.code).toBe(2);
     expect(withoutToml.stderr).toContain('--openvm-toml is required for openvm configs');
@@ -123,9 +142,19 @@ describe('npm run admin', () => {
     const listed = await admin('list-configs', '--json');
     expect(listed.code, listed.stderr).toBe(0);
     expect(JSON.parse(listed.stdout)).toContainEqual(
-      expect.objectContaining({ id, engine: 'openvm', app_vm_commit: COMMIT, deferral_enabled: 1, public_values_bytes: 32, active: 0, has_openvm_toml: 1 }),
+      expect.objectContaining({
+        id,
+        engine: 'openvm',
+        app_vm_commit: COMMIT,
+        deferral_enabled: 1,
+        public_values_bytes: 32,
+        active: 0,
+        has_openvm_toml: 1,
+      }),
     );
-    expect(await rows(`SELECT openvm_toml FROM configs WHERE id = ${lit(id)}`)).toEqual([{ openvm_toml: "[app_vm_config.rv32i]\n[app_vm_config.io]\n# it's quoted\n" }]);
+    expect(await rows(`SELECT openvm_toml FROM configs WHERE id = ${lit(id)}`)).toEqual([
+      { openvm_toml: "[app_vm_config.rv32i]\n[app_vm_config.io]\n# it's quoted\n" },
+    ]);
 
     await writeFile(toml, '[app_vm_config.rv32m]\n');
     const set = await admin('set-config-toml', id.toLowerCase(), toml);
@@ -135,7 +164,9 @@ describe('npm run admin', () => {
     await writeFile(toml, '[app_vm_config.system.config]\nnum_public_values = 64\n');
     const unkeyable = await admin('set-config-toml', id, toml);
     expect(unkeyable.code).toBe(2);
-    expect(unkeyable.stderr).toMatch(/num_public_values = 64: cargo openvm keygen only supports 32 \(v2\.0\.1:crates\/cli\/src\/commands\/keygen\.rs/);
+    expect(unkeyable.stderr).toMatch(
+      /num_public_values = 64: cargo openvm keygen only supports 32 \(v2\.0\.1:crates\/cli\/src\/commands\/keygen\.rs/,
+    );
     expect(await rows(`SELECT openvm_toml FROM configs WHERE id = ${lit(id)}`)).toEqual([{ openvm_toml: '[app_vm_config.rv32m]\n' }]);
     const created2 = await admin(...base, '--openvm-toml', toml);
     expect(created2.code).toBe(2);
@@ -155,9 +186,13 @@ describe('npm run admin', () => {
     const org = (await admin('create-org', '--name', 'quota-org')).lastLine;
     const set = await admin('set-org-limits', org, '--max-jobs', '50', '--max-gpus', '8', '--weight', '3');
     expect(set.code, set.stderr).toBe(0);
-    expect(await rows(`SELECT max_active_jobs, max_gpus, share_weight FROM organizations WHERE id = ${lit(org)}`)).toEqual([{ max_active_jobs: 50, max_gpus: 8, share_weight: 3 }]);
+    expect(await rows(`SELECT max_active_jobs, max_gpus, share_weight FROM organizations WHERE id = ${lit(org)}`)).toEqual([
+      { max_active_jobs: 50, max_gpus: 8, share_weight: 3 },
+    ]);
     expect((await admin('set-org-limits', org, '--max-gpus', 'default')).code).toBe(0);
-    expect(await rows(`SELECT max_active_jobs, max_gpus, share_weight FROM organizations WHERE id = ${lit(org)}`)).toEqual([{ max_active_jobs: 50, max_gpus: null, share_weight: 3 }]);
+    expect(await rows(`SELECT max_active_jobs, max_gpus, share_weight FROM organizations WHERE id = ${lit(org)}`)).toEqual([
+      { max_active_jobs: 50, max_gpus: null, share_weight: 3 },
+    ]);
     const listed = JSON.parse((await admin('list-orgs', '--json')).stdout) as Row[];
     expect(listed.find((r) => r.id === org)).toMatchObject({ max_active_jobs: 50, max_gpus: null, share_weight: 3, active_jobs: 0 });
 
@@ -174,11 +209,16 @@ describe('npm run admin', () => {
     const org = (await admin('create-org', '--name', 'limits-org')).lastLine;
     const set = await admin('set-org-limits', org, '--cycle-limit', '1000000', '--cost-limit', '5000', '--deadline-seconds', '600');
     expect(set.code, set.stderr).toBe(0);
-    const read = () => rows(`SELECT default_cycle_limit, default_cost_limit, default_deadline_seconds FROM organizations WHERE id = ${lit(org)}`);
+    const read = () =>
+      rows(`SELECT default_cycle_limit, default_cost_limit, default_deadline_seconds FROM organizations WHERE id = ${lit(org)}`);
     expect(await read()).toEqual([{ default_cycle_limit: 1000000, default_cost_limit: 5000, default_deadline_seconds: 600 }]);
     expect((await admin('set-org-limits', org, '--cost-limit', 'default')).code).toBe(0);
     expect(await read()).toEqual([{ default_cycle_limit: 1000000, default_cost_limit: null, default_deadline_seconds: 600 }]);
-    for (const bad of [['--cycle-limit', '0'], ['--deadline-seconds', 'soon']]) expect((await admin('set-org-limits', org, ...bad)).code, bad.join(' ')).toBe(2);
+    for (const bad of [
+      ['--cycle-limit', '0'],
+      ['--deadline-seconds', 'soon'],
+    ])
+      expect((await admin('set-org-limits', org, ...bad)).code, bad.join(' ')).toBe(2);
   });
 
   it('create-user makes the first owner and, with no mail sender, prints a one-time set-password link; the token is stored hashed', async () => {
@@ -188,9 +228,15 @@ describe('npm run admin', () => {
     expect(made.lastLine).toMatch(/^http:\/\/127\.0\.0\.1:8787\/console\/set-password#token=pw_[0-9a-f]{64}$/);
     const token = made.lastLine.split('#token=')[1];
     const [link] = await rows(`SELECT token_hash, email, kind FROM console_links WHERE email = 'founder@example.com'`);
-    expect(link).toEqual({ token_hash: createHash('sha256').update(token).digest('hex'), email: 'founder@example.com', kind: 'set_password' });
+    expect(link).toEqual({
+      token_hash: createHash('sha256').update(token).digest('hex'),
+      email: 'founder@example.com',
+      kind: 'set_password',
+    });
     const listed = await admin('list-users', '--org', org, '--json');
-    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ email: 'founder@example.com', name: 'Fay', role: 'owner', has_password: 0 })]);
+    expect(JSON.parse(listed.stdout)).toEqual([
+      expect.objectContaining({ email: 'founder@example.com', name: 'Fay', role: 'owner', has_password: 0 }),
+    ]);
     const unknown = await admin('create-user', '--email', 'x@example.com', '--org', 'org_missing');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no organization org_missing');
@@ -209,7 +255,10 @@ describe('npm run admin', () => {
     expect(made.stdout).toContain('a set-password link was emailed to mailed@example.com');
     expect(made.lastLine).toBe('mailed@example.com');
     const [mail] = await rows(`SELECT "to", subject, link FROM mail_outbox WHERE "to" = 'mailed@example.com'`);
-    expect(mail).toMatchObject({ subject: 'Set your proving console password', link: expect.stringMatching(/^http:\/\/127\.0\.0\.1:8787\/console\/set-password#token=pw_[0-9a-f]{64}$/) });
+    expect(mail).toMatchObject({
+      subject: 'Set your proving console password',
+      link: expect.stringMatching(/^http:\/\/127\.0\.0\.1:8787\/console\/set-password#token=pw_[0-9a-f]{64}$/),
+    });
     const token = String(mail.link).split('#token=')[1];
     expect(await rows(`SELECT kind FROM console_links WHERE token_hash = ${lit(sha256(token))}`)).toEqual([{ kind: 'set_password' }]);
   }, 360_000);
@@ -230,11 +279,18 @@ describe('npm run admin', () => {
       expect(again.stdout).not.toContain('#token=');
       expect(again.lastLine).toBe('taken@example.com');
     }
-    expect(await rows(`SELECT password_hash FROM users WHERE email = 'taken@example.com'`)).toEqual([{ password_hash: 'pbkdf2-sha256$1000$00$11' }]);
+    expect(await rows(`SELECT password_hash FROM users WHERE email = 'taken@example.com'`)).toEqual([
+      { password_hash: 'pbkdf2-sha256$1000$00$11' },
+    ]);
     expect(await links()).toBe(before);
     expect(await rows(`SELECT count(*) AS n FROM mail_outbox WHERE "to" = 'taken@example.com'`)).toEqual([{ n: 0 }]);
     const listed = await admin('list-users', '--json');
-    expect(JSON.parse(listed.stdout).filter((u: { email: string }) => u.email === 'taken@example.com').map((u: { org_id: string; role: string }) => [u.org_id, u.role]).sort()).toEqual(
+    expect(
+      JSON.parse(listed.stdout)
+        .filter((u: { email: string }) => u.email === 'taken@example.com')
+        .map((u: { org_id: string; role: string }) => [u.org_id, u.role])
+        .sort(),
+    ).toEqual(
       [
         [first, 'owner'],
         [second, 'admin'],
@@ -257,13 +313,33 @@ describe('npm run admin', () => {
 
   // Several `wrangler` runs each (seconds apiece on a busy host).
   it('creates a scoped, expiring publisher token stored only as its SHA-256, and revokes it', { timeout: 180_000 }, async () => {
-    const cfg = (await admin('create-config', '--openvm-version', '1.4.0', '--stark-backend-version', '1.2.0', '--engine', 'dev', '--app-vm-commit', COMMIT)).lastLine;
+    const cfg = (
+      await admin(
+        'create-config',
+        '--openvm-version',
+        '1.4.0',
+        '--stark-backend-version',
+        '1.2.0',
+        '--engine',
+        'dev',
+        '--app-vm-commit',
+        COMMIT,
+      )
+    ).lastLine;
     const unscoped = await admin('create-publisher-token', '--name', 'release-2026-11');
     expect(unscoped.code).toBe(2);
     expect(unscoped.stderr).toContain('--configs and --all-configs');
     expect((await admin('create-publisher-token', '--name', 'x', '--all-configs', '--ttl-days', '365')).code).toBe(2);
 
-    const created = await admin('create-publisher-token', '--name', 'release-2026-11', '--configs', 'cfg_' + cfg.slice(4).toLowerCase(), '--ttl-days', '2');
+    const created = await admin(
+      'create-publisher-token',
+      '--name',
+      'release-2026-11',
+      '--configs',
+      'cfg_' + cfg.slice(4).toLowerCase(),
+      '--ttl-days',
+      '2',
+    );
     expect(created.code, created.stderr).toBe(0);
     const token = created.lastLine;
     expect(token).toMatch(/^pt_[0-9a-f]{48}$/);
@@ -278,30 +354,46 @@ describe('npm run admin', () => {
     expect((await rows(`SELECT revoked_at FROM publisher_tokens WHERE name = 'release-2026-11'`))[0].revoked_at).not.toBeNull();
   });
 
-  it('put-config-key publishes a version with its digest, replaces it only with --supersedes, and key-history shows both', { timeout: 300_000 }, async () => {
-    const cfg = (await admin('create-config', '--openvm-version', '1.4.0', '--stark-backend-version', '1.2.0', '--engine', 'dev', '--app-vm-commit', COMMIT)).lastLine;
-    const file = path.join(dir, 'app.vk');
-    await writeFile(file, 'verifying key v1');
-    const first = await admin('put-config-key', cfg, 'app_vk', file);
-    expect(first.code, first.stderr).toBe(0);
-    expect(first.stdout).toContain(`as version 1 (sha256 ${sha256('verifying key v1')}`);
+  it(
+    'put-config-key publishes a version with its digest, replaces it only with --supersedes, and key-history shows both',
+    { timeout: 300_000 },
+    async () => {
+      const cfg = (
+        await admin(
+          'create-config',
+          '--openvm-version',
+          '1.4.0',
+          '--stark-backend-version',
+          '1.2.0',
+          '--engine',
+          'dev',
+          '--app-vm-commit',
+          COMMIT,
+        )
+      ).lastLine;
+      const file = path.join(dir, 'app.vk');
+      await writeFile(file, 'verifying key v1');
+      const first = await admin('put-config-key', cfg, 'app_vk', file);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stdout).toContain(`as version 1 (sha256 ${sha256('verifying key v1')}`);
 
-    await writeFile(file, 'verifying key v2');
-    const refused = await admin('put-config-key', cfg, 'app_vk', file);
-    expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('--supersedes 1');
-    const second = await admin('put-config-key', cfg, 'app_vk', file, '--supersedes', '1');
-    expect(second.code, second.stderr).toBe(0);
-    expect(await rows(`SELECT version, sha256, published_by FROM config_keys WHERE config_id = ${lit(cfg)} ORDER BY version`)).toEqual([
-      { version: 1, sha256: sha256('verifying key v1'), published_by: 'admin' },
-      { version: 2, sha256: sha256('verifying key v2'), published_by: 'admin' },
-    ]);
-    const history = await admin('key-history', '--config', cfg, '--json');
-    expect((JSON.parse(history.stdout) as Row[]).map((r) => [r.action, r.version])).toEqual([
-      ['key.supersede', 2],
-      ['key.publish', 1],
-    ]);
-  });
+      await writeFile(file, 'verifying key v2');
+      const refused = await admin('put-config-key', cfg, 'app_vk', file);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('--supersedes 1');
+      const second = await admin('put-config-key', cfg, 'app_vk', file, '--supersedes', '1');
+      expect(second.code, second.stderr).toBe(0);
+      expect(await rows(`SELECT version, sha256, published_by FROM config_keys WHERE config_id = ${lit(cfg)} ORDER BY version`)).toEqual([
+        { version: 1, sha256: sha256('verifying key v1'), published_by: 'admin' },
+        { version: 2, sha256: sha256('verifying key v2'), published_by: 'admin' },
+      ]);
+      const history = await admin('key-history', '--config', cfg, '--json');
+      expect((JSON.parse(history.stdout) as Row[]).map((r) => [r.action, r.version])).toEqual([
+        ['key.supersede', 2],
+        ['key.publish', 1],
+      ]);
+    },
+  );
 
   it('requires the operator to say which database, and rejects --remote without --env', async () => {
     const neither = await adminRaw(['list-orgs']);
@@ -325,7 +417,29 @@ describe('npm run admin', () => {
   it('lists every command in --help', async () => {
     const help = await adminRaw(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['create-org', 'create-api-key', 'revoke-api-key', 'create-config', 'activate-config', 'deactivate-config', 'create-agent-token', 'revoke-agent-token', 'set-config-toml', 'put-config-key', 'list-orgs', 'set-org-limits', 'list-configs', 'list-agent-tokens', 'create-user', 'list-users', 'create-publisher-token', 'revoke-publisher-token', 'list-publisher-tokens', 'list-config-keys', 'key-history'])
+    for (const command of [
+      'create-org',
+      'create-api-key',
+      'revoke-api-key',
+      'create-config',
+      'activate-config',
+      'deactivate-config',
+      'create-agent-token',
+      'revoke-agent-token',
+      'set-config-toml',
+      'put-config-key',
+      'list-orgs',
+      'set-org-limits',
+      'list-configs',
+      'list-agent-tokens',
+      'create-user',
+      'list-users',
+      'create-publisher-token',
+      'revoke-publisher-token',
+      'list-publisher-tokens',
+      'list-config-keys',
+      'key-history',
+    ])
       expect(help.stdout).toContain(`  ${command} `);
   });
 });

@@ -13,7 +13,9 @@ const server = createServer((req, res) => {
   req.on('data', (d) => (body += d));
   req.on('end', () => {
     received.push({ headers: req.headers, body });
-    res.writeHead(status, { 'content-type': 'application/json' }).end(status === 200 ? '{"id":"m_1"}' : '{"message":"domain not verified"}');
+    res
+      .writeHead(status, { 'content-type': 'application/json' })
+      .end(status === 200 ? '{"id":"m_1"}' : '{"message":"domain not verified"}');
   });
 });
 let url: string;
@@ -25,22 +27,41 @@ beforeAll(async () => {
 });
 afterAll(() => void server.close());
 
-const message = inviteMessage({ consoleUrl: 'https://console.example', token: 'inv_abc', to: 'ivy@example.com', orgName: 'Acme', role: 'member', invitedBy: 'alice@acme.example' });
+const message = inviteMessage({
+  consoleUrl: 'https://console.example',
+  token: 'inv_abc',
+  to: 'ivy@example.com',
+  orgName: 'Acme',
+  role: 'member',
+  invitedBy: 'alice@acme.example',
+});
 
 describe('the http mail sender', () => {
   it('POSTs the message as JSON with the bearer key', async () => {
     status = 200;
-    expect(await send({ MAIL_SENDER: 'http', MAIL_API_URL: url, MAIL_API_KEY: 'key_123', MAIL_FROM: 'Console <no-reply@acme.example>' }, message)).toBe(true);
+    expect(
+      await send(
+        { MAIL_SENDER: 'http', MAIL_API_URL: url, MAIL_API_KEY: 'key_123', MAIL_FROM: 'Console <no-reply@acme.example>' },
+        message,
+      ),
+    ).toBe(true);
     const req = received.at(-1)!;
     expect(req.headers.authorization).toBe('Bearer key_123');
     expect(req.headers['content-type']).toBe('application/json');
-    expect(JSON.parse(req.body)).toEqual({ from: 'Console <no-reply@acme.example>', to: ['ivy@example.com'], subject: 'You are invited to Acme', text: message.text });
+    expect(JSON.parse(req.body)).toEqual({
+      from: 'Console <no-reply@acme.example>',
+      to: ['ivy@example.com'],
+      subject: 'You are invited to Acme',
+      text: message.text,
+    });
     expect(message.text).toContain('https://console.example/console/invite#token=inv_abc');
   });
 
   it('throws when the API refuses, or when it is not fully configured; sends nothing when unset', async () => {
     status = 422;
-    await expect(send({ MAIL_SENDER: 'http', MAIL_API_URL: url, MAIL_API_KEY: 'k', MAIL_FROM: 'a@b.example' }, message)).rejects.toThrow(/the mail API answered 422: .*domain not verified/);
+    await expect(send({ MAIL_SENDER: 'http', MAIL_API_URL: url, MAIL_API_KEY: 'k', MAIL_FROM: 'a@b.example' }, message)).rejects.toThrow(
+      /the mail API answered 422: .*domain not verified/,
+    );
     await expect(send({ MAIL_SENDER: 'http', MAIL_API_URL: url, MAIL_FROM: 'a@b.example' }, message)).rejects.toBeInstanceOf(MailError);
     await expect(send({ MAIL_SENDER: 'smtp' }, message)).rejects.toThrow('MAIL_SENDER must be "outbox" or "http"');
     const before = received.length;

@@ -14,7 +14,10 @@ let dir: string;
 const migration = async (name: string) => readFile(path.join(ROOT, 'migrations', name), 'utf8');
 /** Every check in one `wrangler d1 execute` (a process each would cost seconds). */
 async function counterMismatches() {
-  const results = await d1Execute(target, COUNTER_CHECKS.map((c) => `${c.sql};`));
+  const results = await d1Execute(
+    target,
+    COUNTER_CHECKS.map((c) => `${c.sql};`),
+  );
   return COUNTER_CHECKS.flatMap((c, i) => results[i].filter(c.wrong));
 }
 
@@ -69,7 +72,9 @@ describe('migration 0005: counters from the rows it finds', () => {
       { id: 'org_a', running_jobs: 0, active_jobs: 3, held_gpus: 0 },
       { id: 'org_b', running_jobs: 1, active_jobs: 2, held_gpus: 2 },
     ]);
-    const [lanes] = await d1Execute(target, [`SELECT org_id, engine, queued, head_job_id, share_key FROM queue_lanes ORDER BY org_id, engine`]);
+    const [lanes] = await d1Execute(target, [
+      `SELECT org_id, engine, queued, head_job_id, share_key FROM queue_lanes ORDER BY org_id, engine`,
+    ]);
     expect(lanes).toEqual([
       { org_id: 'org_a', engine: 'dev', queued: 3, head_job_id: 'j2', share_key: 0 },
       { org_id: 'org_b', engine: 'openvm', queued: 1, head_job_id: 'j5', share_key: 1 / 3 },
@@ -108,10 +113,32 @@ describe('migration 0006: webhook events', () => {
       `UPDATE proofs SET state = 'Succeeded' WHERE id = 'p5';`, // no change: no event
       `UPDATE executions SET status = 'canceled' WHERE id = 'e1';`,
     ]);
-    const [rows] = await d1Execute(target, [`SELECT id, org_id, endpoint_id, event_type, subject_kind, subject_id, status, attempts, next_attempt_at FROM webhook_deliveries ORDER BY event_type`]);
+    const [rows] = await d1Execute(target, [
+      `SELECT id, org_id, endpoint_id, event_type, subject_kind, subject_id, status, attempts, next_attempt_at FROM webhook_deliveries ORDER BY event_type`,
+    ]);
     expect(rows).toEqual([
-      { id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), org_id: 'org_a', endpoint_id: 'we_a', event_type: 'execution.failed', subject_kind: 'execution', subject_id: 'e1', status: 'pending', attempts: 0, next_attempt_at: expect.any(Number) },
-      { id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), org_id: 'org_b', endpoint_id: 'we_all', event_type: 'proof.succeeded', subject_kind: 'proof', subject_id: 'p5', status: 'pending', attempts: 0, next_attempt_at: expect.any(Number) },
+      {
+        id: expect.stringMatching(/^msg_[0-9a-f]{32}$/),
+        org_id: 'org_a',
+        endpoint_id: 'we_a',
+        event_type: 'execution.failed',
+        subject_kind: 'execution',
+        subject_id: 'e1',
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: expect.any(Number),
+      },
+      {
+        id: expect.stringMatching(/^msg_[0-9a-f]{32}$/),
+        org_id: 'org_b',
+        endpoint_id: 'we_all',
+        event_type: 'proof.succeeded',
+        subject_kind: 'proof',
+        subject_id: 'p5',
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: expect.any(Number),
+      },
     ]);
     for (const r of rows) expect(Math.abs((r.next_attempt_at as number) - before)).toBeLessThan(120_000);
   });

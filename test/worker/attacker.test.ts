@@ -19,7 +19,20 @@ import { keyRights, PERMISSIONS, rankOf, type KeyScope, type Role } from '../../
 import { declaredBy } from '../../src/middleware/permit.ts';
 import { as, CSRF, postJson, seedUser, send, signIn, uniqueEmail, type Session } from './console-helpers.ts';
 import { seedAgent } from './fleet-helpers.ts';
-import { api, BASE, guest, json, markReady, programForm, registerProgram, runAdmin, seedConfig, seedTenant, VMEXE, type Tenant } from './helpers.ts';
+import {
+  api,
+  BASE,
+  guest,
+  json,
+  markReady,
+  programForm,
+  registerProgram,
+  runAdmin,
+  seedConfig,
+  seedTenant,
+  VMEXE,
+  type Tenant,
+} from './helpers.ts';
 
 // ---------------------------------------------------------------------------
 // The routes
@@ -52,7 +65,8 @@ function surfaceOf(path: string): Surface | null {
 /** Every method and path the app serves under the walked APIs (middleware's ALL entries left out). */
 function walkedRoutes(): Route[] {
   const seen = new Map<string, Route>();
-  for (const r of app.routes) if (r.method !== 'ALL' && surfaceOf(r.path)) seen.set(key(r), { method: r.method, path: r.path.replace(/\/$/, '') || '/' });
+  for (const r of app.routes)
+    if (r.method !== 'ALL' && surfaceOf(r.path)) seen.set(key(r), { method: r.method, path: r.path.replace(/\/$/, '') || '/' });
   return [...seen.values()];
 }
 
@@ -60,7 +74,19 @@ function walkedRoutes(): Route[] {
 // Two organizations, with a record of every kind
 
 /** The path parameters naming an organization's records, and which record of the world fills each. */
-const ORG_SCOPED_PARAMS = ['org_id', 'project_id', 'program_id', 'proof_id', 'execution_id', 'verify_id', 'webhook_id', 'delivery_id', 'user_id', 'invite_id', 'key_id'] as const;
+const ORG_SCOPED_PARAMS = [
+  'org_id',
+  'project_id',
+  'program_id',
+  'proof_id',
+  'execution_id',
+  'verify_id',
+  'webhook_id',
+  'delivery_id',
+  'user_id',
+  'invite_id',
+  'key_id',
+] as const;
 type OrgParam = (typeof ORG_SCOPED_PARAMS)[number];
 type Ids = Record<OrgParam, string>;
 
@@ -98,7 +124,11 @@ interface World {
 
 const HOOK = 'http://127.0.0.1:9/hook';
 const STARK = JSON.stringify({ version: 'v1.1', proof: 'abcd', user_pvs_proof: '0011', deferral_merkle_proofs: null });
-const jsonInit = (body: unknown, method = 'POST'): RequestInit => ({ method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+const jsonInit = (body: unknown, method = 'POST'): RequestInit => ({
+  method,
+  body: JSON.stringify(body),
+  headers: { 'content-type': 'application/json' },
+});
 
 function proofForm(text: string) {
   const form = new FormData();
@@ -129,7 +159,13 @@ async function seedOrg(label: string, configId: string): Promise<Org> {
     .run();
   const member = await signIn(await seedUser(tenant.orgId, 'member'));
   const apiKey = await send(member, 'POST', `/console/v1/orgs/${tenant.orgId}/api-keys`, { name: `${label} key` }, 201);
-  const invite = await send(owner, 'POST', `/console/v1/orgs/${tenant.orgId}/invites`, { email: uniqueEmail(`${label}-invitee`), role: 'member' }, 201);
+  const invite = await send(
+    owner,
+    'POST',
+    `/console/v1/orgs/${tenant.orgId}/invites`,
+    { email: uniqueEmail(`${label}-invitee`), role: 'member' },
+    201,
+  );
   const ids: Ids = {
     org_id: tenant.orgId,
     project_id,
@@ -143,17 +179,30 @@ async function seedOrg(label: string, configId: string): Promise<Org> {
     invite_id: invite.id,
     key_id: apiKey.id,
   };
-  const markers = [...Object.values(ids), tenant.key, apiKey.key, webhook.secret, owner.email, member.email, invite.email, `${label}-project`, `${label}-guest`];
+  const markers = [
+    ...Object.values(ids),
+    tenant.key,
+    apiKey.key,
+    webhook.secret,
+    owner.email,
+    member.email,
+    invite.email,
+    `${label}-project`,
+    `${label}-guest`,
+  ];
   return { tenant, owner, ids, markers };
 }
 
 async function seedWorld(): Promise<World> {
   const configId = await seedConfig();
   const [a, b] = await Promise.all([seedOrg('walker-a', configId), seedOrg('walker-b', configId)]);
-  const [viewer, member, admin] = await Promise.all((['viewer', 'member', 'admin'] as const).map(async (role) => signIn(await seedUser(a.tenant.orgId, role))));
+  const [viewer, member, admin] = await Promise.all(
+    (['viewer', 'member', 'admin'] as const).map(async (role) => signIn(await seedUser(a.tenant.orgId, role))),
+  );
   const lesser = { viewer: viewer, member: member, admin: admin };
   // Keys of each scope made by A's owner, and a full key made by a member (bounded by the member's role).
-  const keyOf = async (by: Session, scope: KeyScope) => (await send(by, 'POST', `/console/v1/orgs/${a.tenant.orgId}/api-keys`, { name: `walker ${scope}`, scope }, 201)).key as string;
+  const keyOf = async (by: Session, scope: KeyScope) =>
+    (await send(by, 'POST', `/console/v1/orgs/${a.tenant.orgId}/api-keys`, { name: `walker ${scope}`, scope }, 201)).key as string;
   const scopedKeys = [
     { name: 'read key of A', key: await keyOf(a.owner, 'read'), rights: keyRights('read', 'owner') },
     { name: 'prove key of A', key: await keyOf(a.owner, 'prove'), rights: keyRights('prove', 'owner') },
@@ -181,15 +230,32 @@ async function fingerprint(ids: Ids): Promise<Record<string, unknown[]>> {
     "SELECT name FROM sqlite_master WHERE type = 'table' AND (sql LIKE '%`org_id` text%' OR sql LIKE '%\"org_id\" text%') ORDER BY name",
   ).all<{ name: string }>();
   const reads = [
-    ...tables.results.map((t) => [t.name, env.DB.prepare(`SELECT * FROM "${t.name}" WHERE org_id = ? ORDER BY rowid`).bind(orgId)] as const),
+    ...tables.results.map(
+      (t) => [t.name, env.DB.prepare(`SELECT * FROM "${t.name}" WHERE org_id = ? ORDER BY rowid`).bind(orgId)] as const,
+    ),
     ['organizations', env.DB.prepare('SELECT * FROM organizations WHERE id = ?').bind(orgId)] as const,
-    ['users', env.DB.prepare('SELECT u.* FROM users u JOIN memberships m ON m.user_id = u.id WHERE m.org_id = ? ORDER BY u.id').bind(orgId)] as const,
-    ['console_sessions', env.DB.prepare('SELECT s.* FROM console_sessions s JOIN memberships m ON m.user_id = s.user_id WHERE m.org_id = ? ORDER BY s.id').bind(orgId)] as const,
+    [
+      'users',
+      env.DB.prepare('SELECT u.* FROM users u JOIN memberships m ON m.user_id = u.id WHERE m.org_id = ? ORDER BY u.id').bind(orgId),
+    ] as const,
+    [
+      'console_sessions',
+      env.DB.prepare(
+        'SELECT s.* FROM console_sessions s JOIN memberships m ON m.user_id = s.user_id WHERE m.org_id = ? ORDER BY s.id',
+      ).bind(orgId),
+    ] as const,
   ];
   expect(reads.length).toBeGreaterThan(10);
   const results = await env.DB.batch(reads.map(([, stmt]) => stmt));
-  const prefixes = [`programs/${ids.program_id}/`, `proofs/${ids.proof_id}/`, `executions/${ids.execution_id}/`, `verifications/${ids.verify_id}/`];
-  const objects = (await Promise.all(prefixes.map((prefix) => env.ARTIFACTS.list({ prefix })))).flatMap((l) => l.objects.map((o) => `${o.key} ${o.size} ${o.etag}`));
+  const prefixes = [
+    `programs/${ids.program_id}/`,
+    `proofs/${ids.proof_id}/`,
+    `executions/${ids.execution_id}/`,
+    `verifications/${ids.verify_id}/`,
+  ];
+  const objects = (await Promise.all(prefixes.map((prefix) => env.ARTIFACTS.list({ prefix })))).flatMap((l) =>
+    l.objects.map((o) => `${o.key} ${o.size} ${o.etag}`),
+  );
   expect(objects.length).toBeGreaterThanOrEqual(4);
   return { ...Object.fromEntries(reads.map(([name], i) => [name, results[i].results])), r2: objects };
 }
@@ -226,7 +292,11 @@ const B = (w: World) => w.b.ids;
 const TEMPLATES: Record<string, Template[]> = {
   'GET /v1/validate_api_key': [{ expect: 'clean' }],
   'POST /v1/programs': [
-    { query: (w) => `?config_id=${w.configId}&project_id=${B(w).project_id}&program_name=walked`, body: () => ({ body: programForm(guest('hello.elf'), VMEXE) }), expect: 'refused' },
+    {
+      query: (w) => `?config_id=${w.configId}&project_id=${B(w).project_id}&program_name=walked`,
+      body: () => ({ body: programForm(guest('hello.elf'), VMEXE) }),
+      expect: 'refused',
+    },
   ],
   'GET /v1/programs': [{ query: (w) => `?project_id=${B(w).project_id}`, expect: 'clean' }],
   'PUT /v1/programs/:program_id': [
@@ -243,15 +313,21 @@ const TEMPLATES: Record<string, Template[]> = {
   'GET /v1/configs/:config_id/pk/:kind': [{ expect: 'clean' }],
   'GET /v1/configs/:config_id/vk/:kind': [{ expect: 'clean' }],
   'POST /v1/verify': [{ query: (w) => `?program_id=${B(w).program_id}`, body: () => ({ body: proofForm(STARK) }), expect: 'refused' }],
-  'POST /v1/verify/stark': [{ query: (w) => `?program_id=${B(w).program_id}`, body: () => ({ body: proofForm(STARK) }), expect: 'refused' }],
-  'POST /v1/executions': [{ query: (w) => `?program_id=${B(w).program_id}`, body: jsonBody({ input: ['0x0148656c6c6f'] }), expect: 'refused' }],
+  'POST /v1/verify/stark': [
+    { query: (w) => `?program_id=${B(w).program_id}`, body: () => ({ body: proofForm(STARK) }), expect: 'refused' },
+  ],
+  'POST /v1/executions': [
+    { query: (w) => `?program_id=${B(w).program_id}`, body: jsonBody({ input: ['0x0148656c6c6f'] }), expect: 'refused' },
+  ],
   'GET /v1/executions': [{ query: (w) => `?program_id=${B(w).program_id}`, expect: 'clean' }],
   'POST /v1/webhooks': [{ body: jsonBody({ url: HOOK, description: 'walked' }), expect: 'clean' }],
   'GET /v1/webhooks': [{ expect: 'clean' }],
   'PATCH /v1/webhooks/:webhook_id': [{ body: jsonBody({ description: 'walked', disabled: true }), expect: 'refused' }],
   'GET /console/v1/me': [{ expect: 'clean' }],
   'GET /console/v1/orgs': [{ expect: 'clean' }],
-  'POST /console/v1/me/password': [{ body: jsonBody({ current_password: 'not the password', new_password: 'walked password 1' }), expect: 'clean' }],
+  'POST /console/v1/me/password': [
+    { body: jsonBody({ current_password: 'not the password', new_password: 'walked password 1' }), expect: 'clean' },
+  ],
   'GET /console/v1/fleet': [{ expect: 'clean' }],
   'PATCH /console/v1/orgs/:org_id/members/:user_id': [{ body: jsonBody({ role: 'owner' }), expect: 'refused' }],
   'POST /console/v1/orgs/:org_id/invites': [{ body: jsonBody({ email: 'walked@example.com', role: 'owner' }), expect: 'refused' }],
@@ -262,25 +338,47 @@ const TEMPLATES: Record<string, Template[]> = {
   // A retention of one day would have B's files deleted by the next sweep.
   'PUT /console/v1/orgs/:org_id/retention': [{ body: jsonBody({ retention_days: 1 }), expect: 'refused' }],
   // Lists of one's own organization filtered by B's records: nothing of B's comes back.
-  'GET /console/v1/orgs/:org_id/programs': [{ expect: 'refused' }, { params: 'own', query: (w) => `?project_id=${B(w).project_id}`, expect: 'clean' }],
-  'GET /console/v1/orgs/:org_id/proofs': [{ expect: 'refused' }, { params: 'own', query: (w) => `?program_id=${B(w).program_id}`, expect: 'clean' }],
-  'GET /console/v1/orgs/:org_id/executions': [{ expect: 'refused' }, { params: 'own', query: (w) => `?program_id=${B(w).program_id}`, expect: 'clean' }],
-  'GET /console/v1/orgs/:org_id/verifications': [{ expect: 'refused' }, { params: 'own', query: (w) => `?program_id=${B(w).program_id}`, expect: 'clean' }],
+  'GET /console/v1/orgs/:org_id/programs': [
+    { expect: 'refused' },
+    { params: 'own', query: (w) => `?project_id=${B(w).project_id}`, expect: 'clean' },
+  ],
+  'GET /console/v1/orgs/:org_id/proofs': [
+    { expect: 'refused' },
+    { params: 'own', query: (w) => `?program_id=${B(w).program_id}`, expect: 'clean' },
+  ],
+  'GET /console/v1/orgs/:org_id/executions': [
+    { expect: 'refused' },
+    { params: 'own', query: (w) => `?program_id=${B(w).program_id}`, expect: 'clean' },
+  ],
+  'GET /console/v1/orgs/:org_id/verifications': [
+    { expect: 'refused' },
+    { params: 'own', query: (w) => `?program_id=${B(w).program_id}`, expect: 'clean' },
+  ],
   // The auth routes take no credential; they are reached with B's account and made-up tokens.
-  'POST /console/v1/auth/signin': [{ body: (w) => jsonBody({ email: w.b.owner.email, password: 'a wrong guess' })(), expect: 'refused', alsoAllowed: [429] }], // throttled after 5 guesses
+  'POST /console/v1/auth/signin': [
+    { body: (w) => jsonBody({ email: w.b.owner.email, password: 'a wrong guess' })(), expect: 'refused', alsoAllowed: [429] },
+  ], // throttled after 5 guesses
   'POST /console/v1/auth/refresh': [{ expect: 'refused' }],
   'POST /console/v1/auth/signout': [{ expect: 'clean' }],
-  'POST /console/v1/auth/set-password': [{ body: jsonBody({ token: `pw_${'0'.repeat(64)}`, password: 'walked password 1' }), expect: 'refused' }],
+  'POST /console/v1/auth/set-password': [
+    { body: jsonBody({ token: `pw_${'0'.repeat(64)}`, password: 'walked password 1' }), expect: 'refused' },
+  ],
   'POST /console/v1/auth/invite': [{ body: jsonBody({ token: `inv_${'0'.repeat(64)}` }), expect: 'refused' }],
   // Same answer whoever asks; the link goes to B's owner's mail, never to the caller.
   'POST /console/v1/auth/password-reset': [{ body: (w) => jsonBody({ email: w.b.owner.email })(), expect: 'clean', alsoAllowed: [429] }],
-  'POST /console/v1/auth/reset-password': [{ body: jsonBody({ token: `pwr_${'0'.repeat(64)}`, password: 'walked password 1' }), expect: 'refused' }],
-  'POST /console/v1/auth/accept-invite': [{ body: jsonBody({ token: `inv_${'0'.repeat(64)}`, password: 'walked password 1' }), expect: 'refused' }],
+  'POST /console/v1/auth/reset-password': [
+    { body: jsonBody({ token: `pwr_${'0'.repeat(64)}`, password: 'walked password 1' }), expect: 'refused' },
+  ],
+  'POST /console/v1/auth/accept-invite': [
+    { body: jsonBody({ token: `inv_${'0'.repeat(64)}`, password: 'walked password 1' }), expect: 'refused' },
+  ],
   // The heartbeat resolves its token in the batch that records the beat (one round trip),
   // after its bounded body is parsed: a well-formed body reaches the token check.
   'POST /internal/v1/lease/heartbeat': [{ body: jsonBody({}), expect: 'refused' }],
   // The signature is the credential: a well-formed made-up one reaches its check.
-  'GET /downloads/configs/:config_id/:name/:version': [{ query: () => `?expires=${Math.floor(Date.now() / 1000) + 3600}&signature=${'0'.repeat(64)}`, expect: 'refused' }],
+  'GET /downloads/configs/:config_id/:name/:version': [
+    { query: () => `?expires=${Math.floor(Date.now() / 1000) + 3600}&signature=${'0'.repeat(64)}`, expect: 'refused' },
+  ],
 };
 
 /** Fleet and download routes: no credential an organization holds is valid there, so the body rarely matters. */
@@ -301,9 +399,11 @@ function untaught(route: Route, doc: Record<string, Record<string, OpenApiOp>>):
   if (unknown.length) return `${key(route)}: path parameter(s) ${unknown.join(', ')} are in neither ORG_SCOPED_PARAMS nor SHAPE_PARAMS`;
   const surface = surfaceOf(route.path)!;
   if (NEEDS_NO_TEMPLATE.includes(surface) || TEMPLATES[key(route)]) return '';
-  if (!params.some(isOrgParam)) return `${key(route)}: names no organization's record in its path: add a template (B's ids in its query or body, or declared clean)`;
+  if (!params.some(isOrgParam))
+    return `${key(route)}: names no organization's record in its path: add a template (B's ids in its query or body, or declared clean)`;
   const op = doc[route.path.replace(/:([A-Za-z_]+)/g, '{$1}')]?.[route.method.toLowerCase()];
-  if (op?.requestBody?.required || op?.parameters?.some((p) => p.in === 'query' && p.required)) return `${key(route)}: needs a body or query: add a template`;
+  if (op?.requestBody?.required || op?.parameters?.some((p) => p.in === 'query' && p.required))
+    return `${key(route)}: needs a body or query: add a template`;
   return '';
 }
 
@@ -327,7 +427,12 @@ const CREDENTIALS: Credential[] = [
   { name: 'no credentials', validOn: null, headers: () => ({}) },
   { name: 'revoked api key of A', validOn: null, headers: (w) => ({ 'Service-API-Key': w.revokedKey }) },
   { name: 'signed-out console session of A', validOn: null, headers: (w) => ({ authorization: `Bearer ${w.signedOut.token}` }) },
-  { name: 'agent token', validOn: null, headers: (w) => ({ authorization: `Bearer ${w.agentToken}` }), skip: (r) => surfaceOf(r.path) === 'fleet' },
+  {
+    name: 'agent token',
+    validOn: null,
+    headers: (w) => ({ authorization: `Bearer ${w.agentToken}` }),
+    skip: (r) => surfaceOf(r.path) === 'fleet',
+  },
   { name: 'api key of A as a bearer token', validOn: null, headers: (w) => ({ authorization: `Bearer ${w.a.tenant.key}` }) },
 ];
 
@@ -354,7 +459,11 @@ function declaredActions(): Map<string, string> {
     return need ? [{ method: r.method, path: r.path.replace(/\/$/, ''), need }] : [];
   });
   for (const route of walkedRoutes()) {
-    const gate = gates.find((g) => (g.method === route.method && g.path === route.path) || (g.method === 'ALL' && g.path.endsWith('/*') && route.path.startsWith(g.path.slice(0, -1))));
+    const gate = gates.find(
+      (g) =>
+        (g.method === route.method && g.path === route.path) ||
+        (g.method === 'ALL' && g.path.endsWith('/*') && route.path.startsWith(g.path.slice(0, -1))),
+    );
     if (gate) declared.set(key(route), gate.need);
   }
   return declared;
@@ -408,13 +517,16 @@ function variantsOf(route: Route, w: World): Variant[] {
     }
     variants.push({ label: "B's records", ids: w.b.ids, template, foreign: true });
     // B's record under A's organization (the console's paths name both).
-    if (params.includes('org_id') && params.some((p) => p !== 'org_id' && isOrgParam(p))) variants.push({ label: "B's records under A's organization", ids: { ...w.b.ids, org_id: w.a.ids.org_id }, template, foreign: true });
+    if (params.includes('org_id') && params.some((p) => p !== 'org_id' && isOrgParam(p)))
+      variants.push({ label: "B's records under A's organization", ids: { ...w.b.ids, org_id: w.a.ids.org_id }, template, foreign: true });
   }
   return variants;
 }
 
 function urlOf(route: Route, variant: Variant, w: World): string {
-  const path = route.path.replace(/:([A-Za-z_]+)/g, (_, p: string) => encodeURIComponent(isOrgParam(p) ? variant.ids[p] : SHAPE_PARAMS[p](w)));
+  const path = route.path.replace(/:([A-Za-z_]+)/g, (_, p: string) =>
+    encodeURIComponent(isOrgParam(p) ? variant.ids[p] : SHAPE_PARAMS[p](w)),
+  );
   return path + (variant.template.query?.(w) ?? '');
 }
 
@@ -440,7 +552,8 @@ async function call(route: Route, credential: Credential, variant: Variant, expe
   else if (expected.clean) {
     const leaked = res.ok ? w.b.markers.filter((m) => text.includes(m)) : [];
     if (leaked.length) problem = `${res.status} carrying B's ${leaked.join(', ')}`;
-  } else if (!expected.statuses.includes(res.status)) problem = `${res.status} (expected one of ${expected.statuses.join('/')}): ${text.slice(0, 200)}`;
+  } else if (!expected.statuses.includes(res.status))
+    problem = `${res.status} (expected one of ${expected.statuses.join('/')}): ${text.slice(0, 200)}`;
   return { what, status: res.status, problem };
 }
 
@@ -465,61 +578,82 @@ describe('the attacker in the suite', () => {
     expect(Object.keys(TEMPLATES).filter((k) => !served.has(k))).toEqual([]);
   });
 
-  it('walks every route with every credential at the other organization: refused, nothing of B’s, B unchanged', { timeout: 60_000 }, async () => {
-    const w = await seedWorld();
-    const before = await fingerprint(w.b.ids);
-    const routes = walkedRoutes();
-    const outcomes: Outcome[] = [];
-    let sent = 0;
-    // A few routes at a time, each with its credentials and variants together.
-    for (let i = 0; i < routes.length; i += ROUTES_AT_ONCE) {
-      const calls: Promise<Outcome>[] = [];
-      for (const route of routes.slice(i, i + ROUTES_AT_ONCE))
-        for (const variant of variantsOf(route, w))
-          for (const credential of CREDENTIALS) {
-            const expected = expectedFor(route, credential, variant);
-            if (expected) calls.push(call(route, credential, variant, expected, w));
-          }
-      sent += calls.length;
-      outcomes.push(...(await Promise.all(calls)));
-    }
-    console.log(`attacker walk: ${routes.length} routes × ${CREDENTIALS.length} credentials (with variants): ${sent} requests`);
-    expect(outcomes.filter((o) => o.problem).map((o) => `${o.what}: ${o.problem}`)).toEqual([]);
-    // Every valid credential met a refusal somewhere (the walk reached past authentication).
-    expect(outcomes.some((o) => o.what.endsWith('as api key of A') && o.status === 404)).toBe(true);
-    expect(outcomes.some((o) => o.what.endsWith('as console owner of A') && o.status === 404)).toBe(true);
-    expect(await fingerprint(w.b.ids)).toEqual(before);
-  });
-
-  it('each lesser role and key scope gets 403 wherever the permissions table says its rights fall short, in its own organization', { timeout: 60_000 }, async () => {
-    const w = await seedWorld();
-    const lesser: Credential[] = [
-      ...(['viewer', 'member', 'admin'] as const).map((role): Credential => ({ name: `console ${role} of A`, validOn: 'console', role, headers: (x) => ({ authorization: `Bearer ${x.lesser[role].token}` }) })),
-      ...w.scopedKeys.map((k): Credential => ({ name: k.name, validOn: 'api', role: k.rights, headers: () => ({ 'Service-API-Key': k.key }) })),
-    ];
-    const before = await fingerprint(w.a.ids);
-    const routes = walkedRoutes().filter((r) => r.path.startsWith('/console/v1/orgs/') || r.path.startsWith('/v1/'));
-    const calls: Promise<Outcome>[] = [];
-    const refusedTo = new Map<string, number>();
-    for (const route of routes)
-      for (const credential of lesser) {
-        if (credential.validOn !== surfaceOf(route.path)) continue;
-        const template = (TEMPLATES[key(route)] ?? []).find((t) => t.params !== 'own') ?? { expect: 'refused' as const };
-        const variant: Variant = { label: "A's own records", ids: w.a.ids, template: { ...template, query: undefined }, foreign: false };
-        const expected = expectedFor(route, credential, variant);
-        if (!expected) continue;
-        refusedTo.set(credential.name, (refusedTo.get(credential.name) ?? 0) + 1);
-        calls.push(call(route, credential, variant, expected, w));
+  it(
+    'walks every route with every credential at the other organization: refused, nothing of B’s, B unchanged',
+    { timeout: 60_000 },
+    async () => {
+      const w = await seedWorld();
+      const before = await fingerprint(w.b.ids);
+      const routes = walkedRoutes();
+      const outcomes: Outcome[] = [];
+      let sent = 0;
+      // A few routes at a time, each with its credentials and variants together.
+      for (let i = 0; i < routes.length; i += ROUTES_AT_ONCE) {
+        const calls: Promise<Outcome>[] = [];
+        for (const route of routes.slice(i, i + ROUTES_AT_ONCE))
+          for (const variant of variantsOf(route, w))
+            for (const credential of CREDENTIALS) {
+              const expected = expectedFor(route, credential, variant);
+              if (expected) calls.push(call(route, credential, variant, expected, w));
+            }
+        sent += calls.length;
+        outcomes.push(...(await Promise.all(calls)));
       }
-    const outcomes = await Promise.all(calls);
-    console.log(`lesser roles and scopes: ${routes.length} routes × ${lesser.length} credentials; refused as the table says: ${[...refusedTo].map(([n, k]) => `${n} ${k}`).join(', ')}`);
-    // The table refuses each of them something (a viewer and a read key most of all; an
-    // admin is refused only owners' business, which members.ts checks per target role).
-    for (const credential of lesser.filter((l) => l.role !== 'admin')) expect(refusedTo.get(credential.name) ?? 0, credential.name).toBeGreaterThan(0);
-    expect(refusedTo.get('console viewer of A')!).toBeGreaterThan(refusedTo.get('console member of A')!);
-    expect(outcomes.filter((o) => o.problem).map((o) => `${o.what}: ${o.problem}`)).toEqual([]);
-    expect(await fingerprint(w.a.ids)).toEqual(before);
-    // The same routes answer the owner (the 403s were about the role, not the request).
-    await as(w.a.owner, `/console/v1/orgs/${w.a.ids.org_id}/members`);
-  });
+      console.log(`attacker walk: ${routes.length} routes × ${CREDENTIALS.length} credentials (with variants): ${sent} requests`);
+      expect(outcomes.filter((o) => o.problem).map((o) => `${o.what}: ${o.problem}`)).toEqual([]);
+      // Every valid credential met a refusal somewhere (the walk reached past authentication).
+      expect(outcomes.some((o) => o.what.endsWith('as api key of A') && o.status === 404)).toBe(true);
+      expect(outcomes.some((o) => o.what.endsWith('as console owner of A') && o.status === 404)).toBe(true);
+      expect(await fingerprint(w.b.ids)).toEqual(before);
+    },
+  );
+
+  it(
+    'each lesser role and key scope gets 403 wherever the permissions table says its rights fall short, in its own organization',
+    { timeout: 60_000 },
+    async () => {
+      const w = await seedWorld();
+      const lesser: Credential[] = [
+        ...(['viewer', 'member', 'admin'] as const).map((role): Credential => ({
+          name: `console ${role} of A`,
+          validOn: 'console',
+          role,
+          headers: (x) => ({ authorization: `Bearer ${x.lesser[role].token}` }),
+        })),
+        ...w.scopedKeys.map((k): Credential => ({
+          name: k.name,
+          validOn: 'api',
+          role: k.rights,
+          headers: () => ({ 'Service-API-Key': k.key }),
+        })),
+      ];
+      const before = await fingerprint(w.a.ids);
+      const routes = walkedRoutes().filter((r) => r.path.startsWith('/console/v1/orgs/') || r.path.startsWith('/v1/'));
+      const calls: Promise<Outcome>[] = [];
+      const refusedTo = new Map<string, number>();
+      for (const route of routes)
+        for (const credential of lesser) {
+          if (credential.validOn !== surfaceOf(route.path)) continue;
+          const template = (TEMPLATES[key(route)] ?? []).find((t) => t.params !== 'own') ?? { expect: 'refused' as const };
+          const variant: Variant = { label: "A's own records", ids: w.a.ids, template: { ...template, query: undefined }, foreign: false };
+          const expected = expectedFor(route, credential, variant);
+          if (!expected) continue;
+          refusedTo.set(credential.name, (refusedTo.get(credential.name) ?? 0) + 1);
+          calls.push(call(route, credential, variant, expected, w));
+        }
+      const outcomes = await Promise.all(calls);
+      console.log(
+        `lesser roles and scopes: ${routes.length} routes × ${lesser.length} credentials; refused as the table says: ${[...refusedTo].map(([n, k]) => `${n} ${k}`).join(', ')}`,
+      );
+      // The table refuses each of them something (a viewer and a read key most of all; an
+      // admin is refused only owners' business, which members.ts checks per target role).
+      for (const credential of lesser.filter((l) => l.role !== 'admin'))
+        expect(refusedTo.get(credential.name) ?? 0, credential.name).toBeGreaterThan(0);
+      expect(refusedTo.get('console viewer of A')!).toBeGreaterThan(refusedTo.get('console member of A')!);
+      expect(outcomes.filter((o) => o.problem).map((o) => `${o.what}: ${o.problem}`)).toEqual([]);
+      expect(await fingerprint(w.a.ids)).toEqual(before);
+      // The same routes answer the owner (the 403s were about the role, not the request).
+      await as(w.a.owner, `/console/v1/orgs/${w.a.ids.org_id}/members`);
+    },
+  );
 });

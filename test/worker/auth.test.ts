@@ -19,11 +19,14 @@ describe('API keys', () => {
 
   it('takes the key from the published client’s own header too (Axiom-API-Key), unmodified', async () => {
     const t = await seedTenant();
-    const viaClientHeader = (key: string) => exports.default.fetch(new Request(`${BASE}/v1/validate_api_key`, { headers: { 'Axiom-API-Key': key } }));
+    const viaClientHeader = (key: string) =>
+      exports.default.fetch(new Request(`${BASE}/v1/validate_api_key`, { headers: { 'Axiom-API-Key': key } }));
     expect(await json(await viaClientHeader(t.key), 200)).toEqual({ message: 'OK' });
     expect((await viaClientHeader('sk_not_a_key')).status).toBe(401);
     // With both, the interface's header wins.
-    const both = await exports.default.fetch(new Request(`${BASE}/v1/validate_api_key`, { headers: { 'Service-API-Key': t.key, 'Axiom-API-Key': 'sk_wrong' } }));
+    const both = await exports.default.fetch(
+      new Request(`${BASE}/v1/validate_api_key`, { headers: { 'Service-API-Key': t.key, 'Axiom-API-Key': 'sk_wrong' } }),
+    );
     expect(both.status).toBe(200);
   });
 

@@ -39,7 +39,9 @@ describe('batchByName', () => {
         broken: db.run(sql`SELECT * FROM no_such_table`),
       }),
     ).rejects.toThrow();
-    expect(await db.select({ at: organizations.last_claimed_at }).from(organizations).where(eq(organizations.id, t.orgId))).toEqual([{ at: 42 }]);
+    expect(await db.select({ at: organizations.last_claimed_at }).from(organizations).where(eq(organizations.id, t.orgId))).toEqual([
+      { at: 42 },
+    ]);
   });
 
   it('answers a part (a record under one name) by its own names, its statements where it stands', async () => {
@@ -52,7 +54,11 @@ describe('batchByName', () => {
         none: undefined,
         pair: [db.select({ n: sql<number>`1` }).from(sql`(SELECT 1)`), db.select({ n: sql<number>`2` }).from(sql`(SELECT 1)`)],
       },
-      after: db.update(organizations).set({ last_claimed_at: 10 }).where(eq(organizations.id, t.orgId)).returning({ at: organizations.last_claimed_at }),
+      after: db
+        .update(organizations)
+        .set({ last_claimed_at: 10 })
+        .where(eq(organizations.id, t.orgId))
+        .returning({ at: organizations.last_claimed_at }),
     });
     expect(r.part.read).toEqual([{ at: 9 }]);
     expect(r.part.none).toBeUndefined();

@@ -77,7 +77,11 @@ describe('bodies are read against a cap before they are parsed', () => {
 });
 
 describe('Content-Type as FastAPI reads it', () => {
-  const notADict = { loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type' };
+  const notADict = {
+    loc: ['body'],
+    msg: 'Input should be a valid dictionary or object to extract fields from',
+    type: 'model_attributes_type',
+  };
   for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'json', 'application/jsonx', 'text/json']) {
     it(`refuses a JSON body sent as ${type}`, async () => {
       const input = JSON.stringify({ input: ['0x0101'] });
@@ -108,25 +112,72 @@ describe('Content-Type as FastAPI reads it', () => {
 describe('integers as pydantic v2 parses query strings', () => {
   // From pydantic-core's str_as_int / clean_int_str (src/input/shared.rs).
   const accepted: [string, number][] = [
-    ['5', 5], ['+5', 5], [' 5', 5], ['5 ', 5], ['\t5\n', 5], ['\u00a05', 5], ['5.0', 5], ['5.00', 5], ['007', 7], ['0_7', 7],
-    ['1_000', 1000], ['-5', -5], ['-0', 0], ['0.0', 0], ['00', 0], ['1_0.0', 10], [' +1_0 ', 10],
+    ['5', 5],
+    ['+5', 5],
+    [' 5', 5],
+    ['5 ', 5],
+    ['\t5\n', 5],
+    ['\u00a05', 5],
+    ['5.0', 5],
+    ['5.00', 5],
+    ['007', 7],
+    ['0_7', 7],
+    ['1_000', 1000],
+    ['-5', -5],
+    ['-0', 0],
+    ['0.0', 0],
+    ['00', 0],
+    ['1_0.0', 10],
+    [' +1_0 ', 10],
   ];
-  const refused = ['0x10', '1e3', '5.5', '5.', '.0', '', ' ', '+', '-', '+-5', '--5', '-+5', '_1', '1_', '1__0', '5.0_0', '0b1', '١', '5\ufeff', 'five', '1,000', '5 5'];
+  const refused = [
+    '0x10',
+    '1e3',
+    '5.5',
+    '5.',
+    '.0',
+    '',
+    ' ',
+    '+',
+    '-',
+    '+-5',
+    '--5',
+    '-+5',
+    '_1',
+    '1_',
+    '1__0',
+    '5.0_0',
+    '0b1',
+    '١',
+    '5\ufeff',
+    'five',
+    '1,000',
+    '5 5',
+  ];
   it('parseQueryInt matches pydantic on each case', () => {
     for (const [text, value] of accepted) expect(parseQueryInt(text), JSON.stringify(text)).toBe(BigInt(value));
     for (const text of refused) expect(parseQueryInt(text), JSON.stringify(text)).toBeNull();
   });
 
-  const intParsing = (param: string) => ({ loc: ['query', param], msg: 'Input should be a valid integer, unable to parse string as an integer', type: 'int_parsing' });
+  const intParsing = (param: string) => ({
+    loc: ['query', param],
+    msg: 'Input should be a valid integer, unable to parse string as an integer',
+    type: 'int_parsing',
+  });
   for (const bad of ['0x10', '1e3', '5.5', 'abc', '']) {
     it(`page, page_size, num_gpus, priority and default_num_gpus refuse ${JSON.stringify(bad)} with int_parsing`, async () => {
       const v = encodeURIComponent(bad);
       expect((await json(await api(tenant, `/v1/projects?page=${v}`), 422)).detail).toEqual([intParsing('page')]);
-      expect((await json(await api(tenant, `/v1/proofs?program_id=${program}&page_size=${v}`), 422)).detail).toEqual([intParsing('page_size')]);
+      expect((await json(await api(tenant, `/v1/proofs?program_id=${program}&page_size=${v}`), 422)).detail).toEqual([
+        intParsing('page_size'),
+      ]);
       const submit = (q: string) => post(`/v1/proofs?program_id=${program}&${q}`, JSON.stringify({ input: [] }), 'application/json');
       expect((await json(await submit(`num_gpus=${v}`), 422)).detail).toEqual([intParsing('num_gpus')]);
       expect((await json(await submit(`priority=${v}`), 422)).detail).toEqual([intParsing('priority')]);
-      const register = await api(tenant, `/v1/programs?config_id=cfg_01JD0000000000000000000000&default_num_gpus=${v}`, { method: 'POST', body: new FormData() });
+      const register = await api(tenant, `/v1/programs?config_id=cfg_01JD0000000000000000000000&default_num_gpus=${v}`, {
+        method: 'POST',
+        body: new FormData(),
+      });
       expect((await json(register, 422)).detail).toEqual([intParsing('default_num_gpus')]);
     });
   }
@@ -136,14 +187,24 @@ describe('integers as pydantic v2 parses query strings', () => {
       const res = await api(tenant, `/v1/projects?page_size=${encodeURIComponent(good)}`);
       expect((await json<{ pagination: { page_size: number } }>(res, 200)).pagination.page_size).toBe(5);
     }
-    const res = await post(`/v1/proofs?program_id=${program}&priority=1_0&num_gpus=%2B2`, JSON.stringify({ input: [] }), 'application/json');
+    const res = await post(
+      `/v1/proofs?program_id=${program}&priority=1_0&num_gpus=%2B2`,
+      JSON.stringify({ input: [] }),
+      'application/json',
+    );
     const { id } = await json<{ id: string }>(res, 200);
     const proof = await json<{ priority: number; num_gpus: number }>(await api(tenant, `/v1/proofs/${id}`), 200);
     expect([proof.priority, proof.num_gpus]).toEqual([10, 2]);
   });
 
   it('bounds still apply after parsing', async () => {
-    expect((await json(await api(tenant, '/v1/projects?page_size=1_000'), 422)).detail[0]).toMatchObject({ loc: ['query', 'page_size'], type: 'less_than_equal' });
-    expect((await json(await api(tenant, '/v1/projects?page=99999999999999999999'), 422)).detail[0]).toMatchObject({ loc: ['query', 'page'], type: 'less_than_equal' });
+    expect((await json(await api(tenant, '/v1/projects?page_size=1_000'), 422)).detail[0]).toMatchObject({
+      loc: ['query', 'page_size'],
+      type: 'less_than_equal',
+    });
+    expect((await json(await api(tenant, '/v1/projects?page=99999999999999999999'), 422)).detail[0]).toMatchObject({
+      loc: ['query', 'page'],
+      type: 'less_than_equal',
+    });
   });
 });

@@ -10,7 +10,20 @@ import { StreamSearch } from '../../src/lib/bytes.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_FILENAME_LENGTH } from '../../src/lib/limits.ts';
 import { webhookUrlProblem } from '../../src/features/webhooks/url-policy.ts';
 import { as, seedUser, signIn } from './console-helpers.ts';
-import { api, BASE, countRows, guest, json, markReady, registerProgram, seededRandom, seedConfig, seedTenant, VMEXE, type Tenant } from './helpers.ts';
+import {
+  api,
+  BASE,
+  countRows,
+  guest,
+  json,
+  markReady,
+  registerProgram,
+  seededRandom,
+  seedConfig,
+  seedTenant,
+  VMEXE,
+  type Tenant,
+} from './helpers.ts';
 import { publishKey, seedPublisher } from './key-helpers.ts';
 
 afterEach(() => vi.restoreAllMocks());
@@ -26,13 +39,16 @@ beforeAll(async () => {
 /** A body that records whether anything asked it for a byte. */
 function watchedBody(bytes: Uint8Array) {
   const seen = { pulled: false };
-  const stream = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      seen.pulled = true;
-      controller.enqueue(bytes);
-      controller.close();
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        seen.pulled = true;
+        controller.enqueue(bytes);
+        controller.close();
+      },
     },
-  }, { highWaterMark: 0 }); // nothing is pulled until a reader asks
+    { highWaterMark: 0 },
+  ); // nothing is pulled until a reader asks
   return { stream, seen };
 }
 
@@ -44,7 +60,11 @@ const MADE_UP_KEY = 'sk_made_up_' + 'x'.repeat(40);
  */
 async function inIsolate(path: string, init: RequestInit & { headers: Record<string, string> }): Promise<Response> {
   const ctx = createExecutionContext();
-  const res = await app.fetch(new Request(BASE + path, { ...init, headers: { 'Service-API-Key': MADE_UP_KEY, ...init.headers } }), env, ctx);
+  const res = await app.fetch(
+    new Request(BASE + path, { ...init, headers: { 'Service-API-Key': MADE_UP_KEY, ...init.headers } }),
+    env,
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
   return res;
 }
@@ -52,7 +72,9 @@ async function inIsolate(path: string, init: RequestInit & { headers: Record<str
 describe('a request is refused before its body is read', () => {
   const json64k = new TextEncoder().encode(JSON.stringify({ name: 'x'.repeat(64 * 1024 - 20) }));
   const dashes = '-'.repeat(4000);
-  const multipart = new TextEncoder().encode(`--${dashes}\r\ncontent-disposition: form-data; name="elf"; filename="a.elf"\r\n\r\n${'-'.repeat(60_000)}\r\n--${dashes}--\r\n`);
+  const multipart = new TextEncoder().encode(
+    `--${dashes}\r\ncontent-disposition: form-data; name="elf"; filename="a.elf"\r\n\r\n${'-'.repeat(60_000)}\r\n--${dashes}--\r\n`,
+  );
   const routes: [string, string, Uint8Array, string][] = [
     ['POST', '/v1/projects', json64k, 'application/json'],
     ['POST', '/v1/webhooks', json64k, 'application/json'],
@@ -71,13 +93,19 @@ describe('a request is refused before its body is read', () => {
         const { stream, seen } = watchedBody(bytes);
         const headers: Record<string, string> = { 'content-type': type };
         if (idem) headers['Idempotency-Key'] = crypto.randomUUID();
-        const res = await inIsolate(path, { method, body: stream, headers, duplex: 'half' } as RequestInit & { headers: Record<string, string> });
+        const res = await inIsolate(path, { method, body: stream, headers, duplex: 'half' } as RequestInit & {
+          headers: Record<string, string>;
+        });
         expect((await json<{ detail: string }>(res, 401)).detail).toBe('Invalid or revoked API key');
         expect(seen.pulled).toBe(false);
       });
 
   it('a live key still gets its body read (and a dead one is refused even when the route reads first)', async () => {
-    const res = await api(tenant, '/v1/projects', { method: 'POST', body: JSON.stringify({ name: 'after the gate' }), headers: { 'content-type': 'application/json' } });
+    const res = await api(tenant, '/v1/projects', {
+      method: 'POST',
+      body: JSON.stringify({ name: 'after the gate' }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect((await json<{ id: string }>(res, 201)).id).toMatch(/-/);
   });
 });
@@ -95,9 +123,13 @@ describe('the fingerprint finds a multipart boundary in linear time, as before',
       const bytes = new TextEncoder().encode(hay);
       let out = '';
       const search = new StreamSearch(new TextEncoder().encode(needle));
-      for (let at = 0; at < bytes.length; ) {
+      for (let at = 0; at < bytes.length;) {
         const n = 1 + Math.floor(rand() * 10);
-        search.write(bytes.subarray(at, at + n), (b) => (out += dec.decode(b)), () => (out += '|'));
+        search.write(
+          bytes.subarray(at, at + n),
+          (b) => (out += dec.decode(b)),
+          () => (out += '|'),
+        );
         at += n;
       }
       search.end((b) => (out += dec.decode(b)));
@@ -109,12 +141,22 @@ describe('the fingerprint finds a multipart boundary in linear time, as before',
     const config = await seedConfig();
     const send = (boundary: string) => {
       const part = (name: string, filename: string, bytes: Uint8Array) => [
-        new TextEncoder().encode(`--${boundary}\r\ncontent-disposition: form-data; name="${name}"; filename="${filename}"\r\ncontent-type: application/octet-stream\r\n\r\n`),
+        new TextEncoder().encode(
+          `--${boundary}\r\ncontent-disposition: form-data; name="${name}"; filename="${filename}"\r\ncontent-type: application/octet-stream\r\n\r\n`,
+        ),
         bytes,
         new TextEncoder().encode('\r\n'),
       ];
-      const body = new Blob([...part('elf', 'hello.elf', guest('hello.elf')), ...part('vmexe', 'v', new TextEncoder().encode('-'.repeat(200_000))), new TextEncoder().encode(`--${boundary}--\r\n`)]);
-      return api(tenant, `/v1/programs?config_id=${config}`, { method: 'POST', body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'Idempotency-Key': 'dashes' } });
+      const body = new Blob([
+        ...part('elf', 'hello.elf', guest('hello.elf')),
+        ...part('vmexe', 'v', new TextEncoder().encode('-'.repeat(200_000))),
+        new TextEncoder().encode(`--${boundary}--\r\n`),
+      ]);
+      return api(tenant, `/v1/programs?config_id=${config}`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'Idempotency-Key': 'dashes' },
+      });
     };
     // Every dash of the body starts a 4,000-byte partial match of the boundary: a naive search rescans each.
     const first = await json<{ id: string }>(await send('-'.repeat(4000) + 'Z'), 201);
@@ -125,7 +167,8 @@ describe('the fingerprint finds a multipart boundary in linear time, as before',
 });
 
 /** A STARK proof JSON whose `proof` has `digits` hex digits. */
-const longHexProof = (digits: number) => `{"version":"v2.0","proof":"${'ab'.repeat(digits >> 1)}${digits % 2 ? 'a' : ''}","user_pvs_proof":"00","deferral_merkle_proofs":null}`;
+const longHexProof = (digits: number) =>
+  `{"version":"v2.0","proof":"${'ab'.repeat(digits >> 1)}${digits % 2 ? 'a' : ''}","user_pvs_proof":"00","deferral_merkle_proofs":null}`;
 const fileForm = (field: string, text: string | Uint8Array, extra: Record<string, string> = {}) => {
   const form = new FormData();
   for (const [k, v] of Object.entries(extra)) form.append(k, v);
@@ -136,22 +179,46 @@ const fileForm = (field: string, text: string | Uint8Array, extra: Record<string
 describe('hex is checked in linear time (no regex stack overflow)', () => {
   const DIGITS = 8_400_000;
   it('POST /v1/verify/stark: 8.4 M hex digits are a proof (200), and one more digit is a 422, never a 500', async () => {
-    await json(await api(tenant, `/v1/verify/stark?program_id=${program}`, { method: 'POST', body: fileForm('proof', longHexProof(DIGITS)) }), 200);
-    const odd = await json<{ detail: { msg: string }[] }>(await api(tenant, `/v1/verify/stark?program_id=${program}`, { method: 'POST', body: fileForm('proof', longHexProof(DIGITS + 1)) }), 422);
+    await json(
+      await api(tenant, `/v1/verify/stark?program_id=${program}`, { method: 'POST', body: fileForm('proof', longHexProof(DIGITS)) }),
+      200,
+    );
+    const odd = await json<{ detail: { msg: string }[] }>(
+      await api(tenant, `/v1/verify/stark?program_id=${program}`, { method: 'POST', body: fileForm('proof', longHexProof(DIGITS + 1)) }),
+      422,
+    );
     expect(odd.detail[0].msg).toMatch(/"proof" is not hex/);
   });
 
   it('POST /v1/verify: the same', async () => {
-    await json(await api(tenant, `/v1/verify?program_id=${program}`, { method: 'POST', body: fileForm('proof', longHexProof(DIGITS)) }), 200);
-    await json(await api(tenant, `/v1/verify?program_id=${program}`, { method: 'POST', body: fileForm('proof', longHexProof(DIGITS + 1)) }), 422);
+    await json(
+      await api(tenant, `/v1/verify?program_id=${program}`, { method: 'POST', body: fileForm('proof', longHexProof(DIGITS)) }),
+      200,
+    );
+    await json(
+      await api(tenant, `/v1/verify?program_id=${program}`, { method: 'POST', body: fileForm('proof', longHexProof(DIGITS + 1)) }),
+      422,
+    );
   });
 
   it('POST /v1/proofs: a JSON child proof of 8.4 M digits is stored as sent; one more digit is a 422', async () => {
     const input = JSON.stringify({ input: ['0x0101'] });
-    const { id } = await json<{ id: string }>(await api(tenant, `/v1/proofs?program_id=${program}`, { method: 'POST', body: fileForm('child_proofs', longHexProof(DIGITS), { input }) }), 200);
+    const { id } = await json<{ id: string }>(
+      await api(tenant, `/v1/proofs?program_id=${program}`, {
+        method: 'POST',
+        body: fileForm('child_proofs', longHexProof(DIGITS), { input }),
+      }),
+      200,
+    );
     const stored = await env.ARTIFACTS.get(artifactKey.proofChild(id, 0));
     expect(await stored!.text()).toBe(longHexProof(DIGITS));
-    const bad = await json<{ detail: { loc: unknown[] }[] }>(await api(tenant, `/v1/proofs?program_id=${program}`, { method: 'POST', body: fileForm('child_proofs', longHexProof(DIGITS + 1), { input }) }), 422);
+    const bad = await json<{ detail: { loc: unknown[] }[] }>(
+      await api(tenant, `/v1/proofs?program_id=${program}`, {
+        method: 'POST',
+        body: fileForm('child_proofs', longHexProof(DIGITS + 1), { input }),
+      }),
+      422,
+    );
     expect(bad.detail[0].loc).toEqual(['body', 'child_proofs', 0]);
   });
 });
@@ -179,7 +246,10 @@ describe('a cap-sized binary child proof', () => {
     expect(at).toBe(MAX_CHILD_PROOF_BYTES);
 
     const input = JSON.stringify({ input: ['0x0101'] });
-    const { id } = await json<{ id: string }>(await api(tenant, `/v1/proofs?program_id=${program}`, { method: 'POST', body: fileForm('child_proofs', codec, { input }) }), 200);
+    const { id } = await json<{ id: string }>(
+      await api(tenant, `/v1/proofs?program_id=${program}`, { method: 'POST', body: fileForm('child_proofs', codec, { input }) }),
+      200,
+    );
     const stored = await env.ARTIFACTS.get(artifactKey.proofChild(id, 0));
     // What JSON.stringify of the decoded fields gives, built here from the byte pattern.
     const cycle = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0')).join('');
@@ -193,7 +263,10 @@ describe('a cap-sized binary child proof', () => {
   it('a malformed one is a 422 naming it, and nothing is stored', async () => {
     const before = await countRows('proofs');
     const input = JSON.stringify({ input: ['0x0101'] });
-    const res = await api(tenant, `/v1/proofs?program_id=${program}`, { method: 'POST', body: fileForm('child_proofs', new Uint8Array([4, 0, 0, 0, 0x76, 0x32, 0x2e, 0x30, 9, 9]), { input }) });
+    const res = await api(tenant, `/v1/proofs?program_id=${program}`, {
+      method: 'POST',
+      body: fileForm('child_proofs', new Uint8Array([4, 0, 0, 0, 0x76, 0x32, 0x2e, 0x30, 9, 9]), { input }),
+    });
     expect((await json<{ detail: { loc: unknown[]; msg: string }[] }>(res, 422)).detail[0].msg).toMatch(/binary codec/);
     expect(await countRows('proofs')).toBe(before);
   });
@@ -201,11 +274,22 @@ describe('a cap-sized binary child proof', () => {
 
 describe('strict edges', () => {
   it('webhook hosts ending in dots are judged without them (..: refused)', async () => {
-    for (const url of ['https://127.0.0.1.../x', 'https://LOCALHOST../', 'https://0x7f.1../']) expect(webhookUrlProblem(url, { allowLoopback: false }), url).toMatch(/loopback/);
+    for (const url of ['https://127.0.0.1.../x', 'https://LOCALHOST../', 'https://0x7f.1../'])
+      expect(webhookUrlProblem(url, { allowLoopback: false }), url).toMatch(/loopback/);
     // (The test Worker allows loopback hosts, as local development does: the API is tried on the others.)
-    for (const url of ['https://10.0.0.1../', 'https://169.254.169.254../', 'https://10.0.0.1.', 'https://a..example.com/', 'https://0xa.1../']) {
+    for (const url of [
+      'https://10.0.0.1../',
+      'https://169.254.169.254../',
+      'https://10.0.0.1.',
+      'https://a..example.com/',
+      'https://0xa.1../',
+    ]) {
       expect(webhookUrlProblem(url, { allowLoopback: false }), url).not.toBeNull();
-      const res = await api(tenant, '/v1/webhooks', { method: 'POST', body: JSON.stringify({ url, events: ['proof.succeeded'] }), headers: { 'content-type': 'application/json' } });
+      const res = await api(tenant, '/v1/webhooks', {
+        method: 'POST',
+        body: JSON.stringify({ url, events: ['proof.succeeded'] }),
+        headers: { 'content-type': 'application/json' },
+      });
       expect(res.status, url).toBe(422);
     }
     expect(webhookUrlProblem('https://hooks.example.org./in', { allowLoopback: false })).toBeNull();
@@ -222,7 +306,15 @@ describe('strict edges', () => {
 
   it('an unsatisfiable Range on a signed download is 416 with Content-Range: bytes */size', async () => {
     const cfg = await seedConfig();
-    await json(await publishKey(await seedPublisher([cfg]), cfg, 'agg_pk', new Uint8Array(1000).map((_, i) => i % 251)), 200);
+    await json(
+      await publishKey(
+        await seedPublisher([cfg]),
+        cfg,
+        'agg_pk',
+        new Uint8Array(1000).map((_, i) => i % 251),
+      ),
+      200,
+    );
     const { download_url } = await json<{ download_url: string }>(await api(tenant, `/v1/configs/${cfg}/pk/agg`), 200);
     for (const range of ['bytes=999999-', 'bytes=1000-', 'bytes=1000-2000', 'bytes=-0']) {
       const res = await exports.default.fetch(new Request(download_url, { headers: { range } }));
@@ -252,7 +344,14 @@ describe('strict edges', () => {
         VMEXE,
         enc.encode(`\r\n--${boundary}--\r\n`),
       ]);
-      const { id } = await json<{ id: string }>(await api(tenant, `/v1/programs?config_id=${config}`, { method: 'POST', body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } }), 201);
+      const { id } = await json<{ id: string }>(
+        await api(tenant, `/v1/programs?config_id=${config}`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        }),
+        201,
+      );
       return (await json<{ name: string }>(await api(tenant, `/v1/programs/${id}`), 200)).name;
     };
     const long = await register(`filename="${'n'.repeat(12_000)}"`);

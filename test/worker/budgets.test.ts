@@ -15,7 +15,8 @@ const HOUR = 3_600_000;
 /** MACHINE_RATES is {"*": 1.0} (wrangler.toml): an hour of a dev job (one billing unit) costs 1,000,000 micro-USD. */
 const PER_HOUR = 1_000_000;
 
-const post = (t: Tenant, path: string, body: unknown) => api(t, path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+const post = (t: Tenant, path: string, body: unknown) =>
+  api(t, path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 const submitProof = (t: Tenant, program: string) => post(t, `/v1/proofs?program_id=${program}`, { input: ['0x0101'] });
 const submitExecution = (t: Tenant, program: string) => post(t, `/v1/executions?program_id=${program}`, { input: ['0x0101'] });
 
@@ -31,13 +32,20 @@ async function startProof(t: Tenant, program: string, agent: TestAgent, ms: numb
   const { id } = await json<{ id: string }>(await submitProof(t, program), 200);
   const job = await claimJob(agent);
   expect(job.subject_id).toBe(id);
-  await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?').bind(Date.now() - ms, job.lease_id).run();
+  await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?')
+    .bind(Date.now() - ms, job.lease_id)
+    .run();
   await json(await upload(job, 'stark', await devProofOf(job)), 200);
   return { id, job };
 }
 
 const finish = (job: Awaited<ReturnType<typeof startProof>>['job'], cycles = 1000) =>
-  lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: cycles, cells_used: 1 } });
+  lease(job, '/complete', {
+    kind: 'proof',
+    proofs: ['stark'],
+    public_values: '0x00',
+    metrics: { num_instructions: cycles, cells_used: 1 },
+  });
 
 async function runProof(t: Tenant, program: string, agent: TestAgent, ms: number, cycles = 1000) {
   const { id, job } = await startProof(t, program, agent, ms);
@@ -46,9 +54,17 @@ async function runProof(t: Tenant, program: string, agent: TestAgent, ms: number
 }
 
 const notices = async (orgId: string) =>
-  (await env.DB.prepare('SELECT metric, threshold FROM budget_notices WHERE org_id = ? ORDER BY metric, threshold').bind(orgId).all<{ metric: string; threshold: number }>()).results;
+  (
+    await env.DB.prepare('SELECT metric, threshold FROM budget_notices WHERE org_id = ? ORDER BY metric, threshold')
+      .bind(orgId)
+      .all<{ metric: string; threshold: number }>()
+  ).results;
 const events = async (orgId: string) =>
-  (await env.DB.prepare(`SELECT payload FROM webhook_deliveries WHERE org_id = ? AND event_type = 'budget.threshold' ORDER BY created_at`).bind(orgId).all<{ payload: string }>()).results.map((r) => JSON.parse(r.payload));
+  (
+    await env.DB.prepare(`SELECT payload FROM webhook_deliveries WHERE org_id = ? AND event_type = 'budget.threshold' ORDER BY created_at`)
+      .bind(orgId)
+      .all<{ payload: string }>()
+  ).results.map((r) => JSON.parse(r.payload));
 
 async function withEndpoint(t: Tenant) {
   await json(await post(t, '/v1/webhooks', { url: 'https://hooks.example.com/in', events: ['budget.threshold'] }), 201);
@@ -79,7 +95,11 @@ describe('budget thresholds', () => {
     await runProof(t, program, agent, 0.25 * HOUR); // 55 %
     expect(await notices(t.orgId)).toEqual([{ metric: 'cost', threshold: 50 }]);
     // The completion that crossed it sent the event's message at once (its batch read the delivery back).
-    const [fifty] = (await env.DB.prepare(`SELECT id FROM webhook_deliveries WHERE org_id = ? AND event_type = 'budget.threshold'`).bind(t.orgId).all<{ id: string }>()).results;
+    const [fifty] = (
+      await env.DB.prepare(`SELECT id FROM webhook_deliveries WHERE org_id = ? AND event_type = 'budget.threshold'`)
+        .bind(t.orgId)
+        .all<{ id: string }>()
+    ).results;
     await vi.waitUntil(() => enqueued.includes(fifty.id));
     await runProof(t, program, agent, 0.1 * HOUR); // 65 %: nothing new
     await runProof(t, program, agent, 0.2 * HOUR); // 85 %
@@ -91,7 +111,9 @@ describe('budget thresholds', () => {
     expect((await notices(t.orgId)).map((n) => n.threshold)).toEqual([50, 80, 100]);
 
     const refused = await json(await submitProof(t, program), 403);
-    expect(refused.detail).toMatch(/^Budget reached: your organization spent its \$1\.00 monthly spending budget \(used: \$1\.0\d\) for \d{4}-\d{2} \(UTC\); new proofs and executions are refused/);
+    expect(refused.detail).toMatch(
+      /^Budget reached: your organization spent its \$1\.00 monthly spending budget \(used: \$1\.0\d\) for \d{4}-\d{2} \(UTC\); new proofs and executions are refused/,
+    );
     expect((await json(await submitExecution(t, program), 403)).detail).toMatch(/^Budget reached/);
     expect(await json(await finish(running.job), 200)).toEqual({ status: 'completed' });
     expect(await json(await api(t, `/v1/proofs/${running.id}`), 200)).toMatchObject({ state: 'Succeeded', cost: expect.any(Number) });
@@ -103,7 +125,13 @@ describe('budget thresholds', () => {
       ['budget.threshold', 80, false],
       ['budget.threshold', 100, true],
     ]);
-    expect(sent[2].data).toMatchObject({ org_id: t.orgId, month: monthOf(Date.now()), metric: 'cost', budget: PER_HOUR, used: expect.any(Number) });
+    expect(sent[2].data).toMatchObject({
+      org_id: t.orgId,
+      month: monthOf(Date.now()),
+      metric: 'cost',
+      budget: PER_HOUR,
+      used: expect.any(Number),
+    });
 
     // Raised: submissions are taken again; no notice is made twice.
     await runAdmin(setOrganizationBudget(t.orgId, { monthlyCost: 10 * PER_HOUR }));
@@ -147,7 +175,9 @@ describe('budget thresholds', () => {
     await runAdmin(setOrganizationBudget(t.orgId, { monthlyGpuHours: 1 }));
     const { id } = await json<{ id: string }>(await submitProof(t, program), 200);
     const job = await claimJob(agent);
-    await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?').bind(Date.now() - 1.2 * HOUR, job.lease_id).run();
+    await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?')
+      .bind(Date.now() - 1.2 * HOUR, job.lease_id)
+      .run();
     await json(await lease(job, '/fail', { error: 'engine crashed', retryable: false }), 200);
     expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ state: 'Failed' });
     expect((await notices(t.orgId)).map((n) => [n.metric, n.threshold])).toEqual([
@@ -164,20 +194,42 @@ describe('who sets a budget', () => {
     const t = await seedTenant();
     const path = `/console/v1/orgs/${t.orgId}/budget`;
     const sessions = Object.fromEntries(
-      await Promise.all((['owner', 'admin', 'member', 'viewer'] as const).map(async (role) => [role, await signIn(await seedUser(t.orgId, role))] as const)),
+      await Promise.all(
+        (['owner', 'admin', 'member', 'viewer'] as const).map(async (role) => [role, await signIn(await seedUser(t.orgId, role))] as const),
+      ),
     );
     const set = await send(sessions.owner, 'PUT', path, { monthly_cost: 5 * PER_HOUR });
-    expect(set).toMatchObject({ monthly_cost: 5 * PER_HOUR, monthly_gpu_hours: null, used_cost: 0, submissions_refused: false, notices: [] });
-    expect(await send(sessions.admin, 'PUT', path, { monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 })).toMatchObject({ monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 });
+    expect(set).toMatchObject({
+      monthly_cost: 5 * PER_HOUR,
+      monthly_gpu_hours: null,
+      used_cost: 0,
+      submissions_refused: false,
+      notices: [],
+    });
+    expect(await send(sessions.admin, 'PUT', path, { monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 })).toMatchObject({
+      monthly_cost: 2 * PER_HOUR,
+      monthly_gpu_hours: 10,
+    });
     for (const role of ['member', 'viewer'] as const) {
       await send(sessions[role], 'PUT', path, { monthly_cost: 1 }, 403);
       expect(await as(sessions[role], path)).toMatchObject({ monthly_cost: 2 * PER_HOUR, monthly_gpu_hours: 10 });
     }
-    expect((await consoleFetch(path, { method: 'PUT', token: t.key, body: '{"monthly_cost": 1}', headers: { 'content-type': 'application/json' } })).status).toBe(401);
+    expect(
+      (
+        await consoleFetch(path, {
+          method: 'PUT',
+          token: t.key,
+          body: '{"monthly_cost": 1}',
+          headers: { 'content-type': 'application/json' },
+        })
+      ).status,
+    ).toBe(401);
     await send(sessions.owner, 'PUT', path, { monthly_cost: -1 }, 422);
     await send(sessions.owner, 'PUT', path, { monthly_cost: 1.5 }, 422);
     await send(sessions.owner, 'PUT', path, { monthly_cost: 1, surprise: true }, 422);
-    const audit = await env.DB.prepare(`SELECT count(*) AS n FROM audit_log WHERE org_id = ? AND action = 'budget.update'`).bind(t.orgId).first<{ n: number }>();
+    const audit = await env.DB.prepare(`SELECT count(*) AS n FROM audit_log WHERE org_id = ? AND action = 'budget.update'`)
+      .bind(t.orgId)
+      .first<{ n: number }>();
     expect(audit!.n).toBe(2);
     // Cleared: no limit.
     expect(await send(sessions.owner, 'PUT', path, {})).toMatchObject({ monthly_cost: null, monthly_gpu_hours: null });
@@ -204,8 +256,19 @@ describe('counters', () => {
       } else {
         await json(await submitExecution(t, program), 200);
         const job = await claimJob(agent);
-        await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?').bind(Date.now() - ms, job.lease_id).run();
-        await json(await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: null, error: null, metrics: { num_instructions: 500 } }), 200);
+        await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?')
+          .bind(Date.now() - ms, job.lease_id)
+          .run();
+        await json(
+          await lease(job, '/complete', {
+            kind: 'execute',
+            exit_code: 0,
+            public_values: null,
+            error: null,
+            metrics: { num_instructions: 500 },
+          }),
+          200,
+        );
       }
     }
     const usage = await env.DB.prepare('SELECT month, cost, gpu_ms FROM budget_usage WHERE org_id = ?').bind(t.orgId).all();
@@ -217,12 +280,18 @@ describe('counters', () => {
     )
       .bind(t.orgId)
       .all<{ month: string; cost: number }>();
-    const gpu = await env.DB.prepare(`SELECT coalesce(sum(max(0, l.ended_at - l.claimed_at) * l.gpus), 0) AS gpu_ms FROM leases l JOIN jobs j ON j.id = l.job_id WHERE j.org_id = ?`)
+    const gpu = await env.DB.prepare(
+      `SELECT coalesce(sum(max(0, l.ended_at - l.claimed_at) * l.gpus), 0) AS gpu_ms FROM leases l JOIN jobs j ON j.id = l.job_id WHERE j.org_id = ?`,
+    )
       .bind(t.orgId)
       .first<{ gpu_ms: number }>();
     expect(usage.results).toEqual(counted.results.map((r) => ({ month: r.month, cost: r.cost, gpu_ms: gpu!.gpu_ms })));
-    const rates = await env.DB.prepare('SELECT jobs, cycles, cost FROM proving_rates WHERE machine_type = ?').bind(agent.caps.machine_type).first();
-    const proofs = await env.DB.prepare(`SELECT count(*) AS jobs, 1.0 * sum(num_instructions) AS cycles, 1.0 * sum(cost) AS cost FROM proofs WHERE org_id = ? AND state = 'Succeeded'`)
+    const rates = await env.DB.prepare('SELECT jobs, cycles, cost FROM proving_rates WHERE machine_type = ?')
+      .bind(agent.caps.machine_type)
+      .first();
+    const proofs = await env.DB.prepare(
+      `SELECT count(*) AS jobs, 1.0 * sum(num_instructions) AS cycles, 1.0 * sum(cost) AS cost FROM proofs WHERE org_id = ? AND state = 'Succeeded'`,
+    )
       .bind(t.orgId)
       .first();
     expect(rates).toEqual(proofs);
@@ -233,7 +302,16 @@ describe('estimates', () => {
   async function executed(t: Tenant, program: string, agent: TestAgent, cycles: number) {
     const { id } = await json<{ id: string }>(await submitExecution(t, program), 200);
     const job = await claimJob(agent);
-    await json(await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: null, error: null, metrics: { num_instructions: cycles, total_cycle: cycles } }), 200);
+    await json(
+      await lease(job, '/complete', {
+        kind: 'execute',
+        exit_code: 0,
+        public_values: null,
+        error: null,
+        metrics: { num_instructions: cycles, total_cycle: cycles },
+      }),
+      200,
+    );
     return id;
   }
 
@@ -263,14 +341,23 @@ describe('estimates', () => {
     expect(two.reason).toMatch(/^From 2 succeeded stark proof/);
     // The console's program page: the estimate of the latest succeeded execution.
     const owner = await signIn(await seedUser(t.orgId, 'viewer'));
-    expect(await as(owner, `/console/v1/orgs/${t.orgId}/programs/${program}/estimate`)).toEqual({ execution_id: execution, cycles: 2000, estimate: two });
+    expect(await as(owner, `/console/v1/orgs/${t.orgId}/programs/${program}/estimate`)).toEqual({
+      execution_id: execution,
+      cycles: 2000,
+      estimate: two,
+    });
 
     // Another proof type, or a machine type nothing ran on, has no estimate.
-    expect((await json(await api(t, `/v1/executions/${execution}?proof_type=evm`), 200)).estimate).toMatchObject({ proving_seconds: null, based_on_jobs: 0 });
+    expect((await json(await api(t, `/v1/executions/${execution}?proof_type=evm`), 200)).estimate).toMatchObject({
+      proving_seconds: null,
+      based_on_jobs: 0,
+    });
     expect((await json(await api(t, `/v1/executions/${execution}?machine_type=other`), 200)).estimate).toMatchObject({ cost: null });
     await json(await api(t, `/v1/executions/${execution}?num_gpus=0`), 422);
     // A run not yet finished has no cycles to estimate from.
     const queued = (await json<{ id: string }>(await submitExecution(t, program), 200)).id;
-    expect((await json(await api(t, `/v1/executions/${queued}?proof_type=stark`), 200)).estimate.reason).toMatch(/has not measured its cycles/);
+    expect((await json(await api(t, `/v1/executions/${queued}?proof_type=stark`), 200)).estimate.reason).toMatch(
+      /has not measured its cycles/,
+    );
   }, 60_000);
 });

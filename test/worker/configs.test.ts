@@ -81,7 +81,14 @@ describe('config keys: published by the operator, downloaded through signed URLs
     const cfg = await seedConfig();
     const key = new Uint8Array(1000).map((_, i) => i % 251);
     const sha256 = await sha256Hex(key);
-    expect(await json(await publishKey(await seedPublisher([cfg]), cfg, 'agg_pk', key), 200)).toEqual({ name: 'agg_pk', size: 1000, version: 1, sha256, verified: true, supersedes: null });
+    expect(await json(await publishKey(await seedPublisher([cfg]), cfg, 'agg_pk', key), 200)).toEqual({
+      name: 'agg_pk',
+      size: 1000,
+      version: 1,
+      sha256,
+      verified: true,
+      supersedes: null,
+    });
     const link = await json(await api(t, `/v1/configs/${cfg}/pk/agg`), 200);
     expect(link).toEqual({ download_url: expect.any(String), sha256, version: 1, size: 1000 });
     const { download_url } = link;

@@ -21,7 +21,9 @@ describe('sign-in', () => {
     const me = await as(body.access_token ? { token: body.access_token } : { token: '' }, '/console/v1/me');
     expect(me).toMatchObject({ email, organizations: [{ id: t.orgId, role: 'owner' }] });
     // Only hashes are stored.
-    const row = await env.DB.prepare('SELECT refresh_hash FROM console_sessions WHERE user_id = ?').bind(body.user.id).first<{ refresh_hash: string }>();
+    const row = await env.DB.prepare('SELECT refresh_hash FROM console_sessions WHERE user_id = ?')
+      .bind(body.user.id)
+      .first<{ refresh_hash: string }>();
     expect(row!.refresh_hash).not.toContain(cookie.split(';')[0].split('=')[1]);
   });
 
@@ -52,8 +54,13 @@ describe('sign-in', () => {
     const t = await seedTenant();
     const email = await seedUser(t.orgId, 'member');
     const headers = { 'cf-connecting-ip': '203.0.113.1' };
-    for (let i = 0; i < 5; i++) await json(await postJson('/console/v1/auth/signin', { email, password: 'bad password' }, { headers }), 401);
-    const res = await postJson('/console/v1/auth/signin', { email, password: PASSWORD }, { headers: { 'cf-connecting-ip': '203.0.113.2' } });
+    for (let i = 0; i < 5; i++)
+      await json(await postJson('/console/v1/auth/signin', { email, password: 'bad password' }, { headers }), 401);
+    const res = await postJson(
+      '/console/v1/auth/signin',
+      { email, password: PASSWORD },
+      { headers: { 'cf-connecting-ip': '203.0.113.2' } },
+    );
     await json(res, 429);
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
     // Another account from another client is unaffected.
@@ -63,7 +70,8 @@ describe('sign-in', () => {
 
   it('throttles failed attempts per client across accounts', async () => {
     const headers = { 'cf-connecting-ip': '198.51.100.7' };
-    for (let i = 0; i < 20; i++) await json(await postJson('/console/v1/auth/signin', { email: uniqueEmail('spray'), password: 'guess' }, { headers }), 401);
+    for (let i = 0; i < 20; i++)
+      await json(await postJson('/console/v1/auth/signin', { email: uniqueEmail('spray'), password: 'guess' }, { headers }), 401);
     const t = await seedTenant();
     const email = await seedUser(t.orgId, 'member');
     await json(await postJson('/console/v1/auth/signin', { email, password: PASSWORD }, { headers }), 429);
@@ -121,10 +129,16 @@ describe('refresh and sign-out', () => {
 describe('bearer authentication of /console/v1', () => {
   it('refuses no token, a garbage token, a token signed with another key and an API key', async () => {
     const t = await seedTenant();
-    expect(await json(await consoleFetch('/console/v1/me'), 401)).toEqual({ detail: 'Missing bearer access token: sign in to the console' });
+    expect(await json(await consoleFetch('/console/v1/me'), 401)).toEqual({
+      detail: 'Missing bearer access token: sign in to the console',
+    });
     await json(await consoleFetch('/console/v1/me', { token: 'garbage' }), 401);
     const { sign } = await import('hono/jwt');
-    const forged = await sign({ sub: 'usr_x', sid: 'ses_x', exp: Math.floor(Date.now() / 1000) + 60 }, 'another-secret-another-secret-another', 'HS256');
+    const forged = await sign(
+      { sub: 'usr_x', sid: 'ses_x', exp: Math.floor(Date.now() / 1000) + 60 },
+      'another-secret-another-secret-another',
+      'HS256',
+    );
     await json(await consoleFetch('/console/v1/me', { token: forged }), 401);
     await json(await consoleFetch('/console/v1/me', { token: t.key }), 401);
     await json(await consoleFetch('/console/v1/me', { headers: { 'Service-API-Key': t.key } }), 401);
@@ -154,7 +168,9 @@ describe('set-password links (npm run admin -- create-user)', () => {
     expect(link).toMatch(new RegExp(`^${BASE}/console/set-password#token=pw_[0-9a-f]{64}$`));
     const token = link.split('#token=')[1];
     await json(await postJson('/console/v1/auth/set-password', { token, password: 'short' }), 422);
-    expect(await json(await postJson('/console/v1/auth/set-password', { token, password: 'a long enough password' }), 200)).toEqual({ email });
+    expect(await json(await postJson('/console/v1/auth/set-password', { token, password: 'a long enough password' }), 200)).toEqual({
+      email,
+    });
     const stored = await env.DB.prepare('SELECT password_hash FROM users WHERE email = ?').bind(email).first<{ password_hash: string }>();
     expect(stored!.password_hash).toMatch(/^pbkdf2-sha256\$100000\$[0-9a-f]{32}\$[0-9a-f]{64}$/);
     await json(await postJson('/console/v1/auth/set-password', { token, password: 'another long password' }), 404);
@@ -168,7 +184,10 @@ describe('set-password links (npm run admin -- create-user)', () => {
     const email = uniqueEmail('late');
     const link = await runAdmin(createUser({ email, orgId: t.orgId, role: 'owner', consoleUrl: BASE }));
     await env.DB.prepare(`UPDATE console_links SET expires_at = '2000-01-01T00:00:00.000Z' WHERE email = ?`).bind(email).run();
-    await json(await postJson('/console/v1/auth/set-password', { token: link.split('#token=')[1], password: 'a long enough password' }), 404);
+    await json(
+      await postJson('/console/v1/auth/set-password', { token: link.split('#token=')[1], password: 'a long enough password' }),
+      404,
+    );
   });
 });
 
@@ -179,10 +198,23 @@ describe('password change', () => {
     const a = await signIn(email);
     const b = await signIn(email);
     const change = (current: string) =>
-      consoleFetch('/console/v1/me/password', { method: 'POST', token: a.token, body: JSON.stringify({ current_password: current, new_password: 'a brand new password' }) });
+      consoleFetch('/console/v1/me/password', {
+        method: 'POST',
+        token: a.token,
+        body: JSON.stringify({ current_password: current, new_password: 'a brand new password' }),
+      });
     await json(await change('wrong password'), 403);
-    expect(await env.DB.prepare('SELECT failures FROM signin_throttle WHERE key = ?').bind(`account:${email}`).first()).toEqual({ failures: 1 });
-    await json(await consoleFetch('/console/v1/me/password', { method: 'POST', token: a.token, body: JSON.stringify({ current_password: PASSWORD, new_password: 'short' }) }), 422);
+    expect(await env.DB.prepare('SELECT failures FROM signin_throttle WHERE key = ?').bind(`account:${email}`).first()).toEqual({
+      failures: 1,
+    });
+    await json(
+      await consoleFetch('/console/v1/me/password', {
+        method: 'POST',
+        token: a.token,
+        body: JSON.stringify({ current_password: PASSWORD, new_password: 'short' }),
+      }),
+      422,
+    );
     await json(await change(PASSWORD), 200);
     await as(a, '/console/v1/me', 401);
     await as(b, '/console/v1/me', 401);

@@ -20,7 +20,9 @@ export const uniqueEmail = (label = 'user') => `${label}${++users}.${Date.now()}
  */
 export async function seedUser(orgId: string, role: Role, opts: { email?: string; operator?: boolean } = {}) {
   const email = opts.email ?? uniqueEmail(role);
-  await runAdmin(createUser({ email, orgId, role, operator: opts.operator, consoleUrl: BASE, passwordHash: await hashPassword(PASSWORD, 1000) }));
+  await runAdmin(
+    createUser({ email, orgId, role, operator: opts.operator, consoleUrl: BASE, passwordHash: await hashPassword(PASSWORD, 1000) }),
+  );
   return email;
 }
 
@@ -35,7 +37,12 @@ export function consoleFetch(path: string, init: RequestInit & { token?: string;
 }
 
 export const postJson = (path: string, body: unknown, init: RequestInit & { token?: string; cookie?: string } = {}) =>
-  consoleFetch(path, { ...init, method: init.method ?? 'POST', body: JSON.stringify(body), headers: { ...CSRF, ...(init.headers as Record<string, string>) } });
+  consoleFetch(path, {
+    ...init,
+    method: init.method ?? 'POST',
+    body: JSON.stringify(body),
+    headers: { ...CSRF, ...(init.headers as Record<string, string>) },
+  });
 
 /** The `name=value` of the refresh cookie a response sets. */
 export function refreshCookie(res: Response): string {
@@ -66,7 +73,11 @@ export async function as<T = any>(s: Pick<Session, 'token'>, path: string, statu
 }
 
 export const send = <T = any>(s: Pick<Session, 'token'>, method: string, path: string, body: unknown, status = 200) =>
-  as<T>(s, path, status, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  as<T>(s, path, status, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
 
 export interface Mail {
   to: string;
@@ -83,7 +94,9 @@ export interface Mail {
  */
 export async function latestMail(to: string, since = ''): Promise<Mail | undefined> {
   for (let i = 0; i < 40; i++) {
-    const row = await env.DB.prepare('SELECT * FROM mail_outbox WHERE "to" = ? AND created_at > ? ORDER BY created_at DESC, id DESC LIMIT 1')
+    const row = await env.DB.prepare(
+      'SELECT * FROM mail_outbox WHERE "to" = ? AND created_at > ? ORDER BY created_at DESC, id DESC LIMIT 1',
+    )
       .bind(to.toLowerCase(), since)
       .first<Mail>();
     if (row) return row;

@@ -7,7 +7,9 @@ import { createUser } from '../../src/admin/statements.ts';
 import { BASE, json, runAdmin, seedTenant } from './helpers.ts';
 import { as, latestMail, mailedToken, PASSWORD, postJson, seedUser, send, signIn, uniqueEmail } from './console-helpers.ts';
 
-const passwordHashOf = async (email: string) => (await env.DB.prepare('SELECT password_hash FROM users WHERE email = ?').bind(email).first<{ password_hash: string | null }>())?.password_hash;
+const passwordHashOf = async (email: string) =>
+  (await env.DB.prepare('SELECT password_hash FROM users WHERE email = ?').bind(email).first<{ password_hash: string | null }>())
+    ?.password_hash;
 
 /** Org A with its first owner made by the operator (no password yet), and org B whose owner attacks. */
 async function twoOrgs() {
@@ -71,10 +73,14 @@ describe('the invitation takeover, retried as found', () => {
     // The statements alone (what runs whatever the tool believed) make no link either.
     await runAdmin(createUser({ email, orgId: a.orgId, role: 'owner', consoleUrl: BASE }));
     expect(await passwordHashOf(email)).toBe(before);
-    const links = await env.DB.prepare(`SELECT count(*) AS n FROM console_links WHERE email = ? AND kind = 'set_password'`).bind(email).first<{ n: number }>();
+    const links = await env.DB.prepare(`SELECT count(*) AS n FROM console_links WHERE email = ? AND kind = 'set_password'`)
+      .bind(email)
+      .first<{ n: number }>();
     expect(links!.n).toBe(0);
     // The membership was added: the account's own password opens it, no other.
-    expect((await as(await signIn(email), '/console/v1/orgs')).items.map((o: { id: string }) => o.id).sort()).toEqual([a.orgId, b.orgId].sort());
+    expect((await as(await signIn(email), '/console/v1/orgs')).items.map((o: { id: string }) => o.id).sort()).toEqual(
+      [a.orgId, b.orgId].sort(),
+    );
   });
 
   it('a new account is made only through the emailed link, and create-user later leaves its password alone', async () => {
@@ -105,7 +111,8 @@ describe('the invitation takeover, retried as found', () => {
 });
 
 describe('password reset', () => {
-  const ask = (email: string, ip = '198.51.100.90') => postJson('/console/v1/auth/password-reset', { email }, { headers: { 'cf-connecting-ip': ip } });
+  const ask = (email: string, ip = '198.51.100.90') =>
+    postJson('/console/v1/auth/password-reset', { email }, { headers: { 'cf-connecting-ip': ip } });
   const reset = (token: string, password: string) => postJson('/console/v1/auth/reset-password', { token, password });
 
   it('answers the same for a known and an unknown email, and mails only the known one', async () => {
@@ -117,7 +124,10 @@ describe('password reset', () => {
     expect(known.status).toBe(202);
     expect(other.status).toBe(202);
     expect(await known.json()).toEqual(await other.json());
-    expect(await latestMail(email)).toMatchObject({ subject: 'Reset your proving console password', link: expect.stringMatching(/\/console\/reset-password#token=rst_[0-9a-f]{64}$/) });
+    expect(await latestMail(email)).toMatchObject({
+      subject: 'Reset your proving console password',
+      link: expect.stringMatching(/\/console\/reset-password#token=rst_[0-9a-f]{64}$/),
+    });
     const rows = await env.DB.prepare(`SELECT count(*) AS n FROM console_links WHERE email = ?`).bind(unknown).first<{ n: number }>();
     expect(rows!.n).toBe(0);
   });
@@ -128,7 +138,11 @@ describe('password reset', () => {
     const a = await signIn(email);
     await json(await ask(email), 202);
     const token = await mailedToken(email);
-    const row = await env.DB.prepare(`SELECT token_hash, expires_at, created_at FROM console_links WHERE email = ? AND kind = 'password_reset'`).bind(email).first<{ token_hash: string; expires_at: string; created_at: string }>();
+    const row = await env.DB.prepare(
+      `SELECT token_hash, expires_at, created_at FROM console_links WHERE email = ? AND kind = 'password_reset'`,
+    )
+      .bind(email)
+      .first<{ token_hash: string; expires_at: string; created_at: string }>();
     expect(row!.token_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(Date.parse(row!.expires_at) - Date.parse(row!.created_at)).toBe(30 * 60_000);
     await json(await reset(token, 'short'), 422);
@@ -152,7 +166,9 @@ describe('password reset', () => {
     for (let i = 0; i < 40 && second === first; i++) second = await mailedToken(email);
     expect(second).not.toBe(first);
     await json(await reset(first, 'my new password'), 404);
-    await env.DB.prepare(`UPDATE console_links SET expires_at = '2000-01-01T00:00:00.000Z' WHERE email = ? AND kind = 'password_reset'`).bind(email).run();
+    await env.DB.prepare(`UPDATE console_links SET expires_at = '2000-01-01T00:00:00.000Z' WHERE email = ? AND kind = 'password_reset'`)
+      .bind(email)
+      .run();
     await json(await reset(second, 'my new password'), 404);
     await signIn(email);
   });
@@ -164,7 +180,14 @@ describe('password reset', () => {
     const token = await mailedToken(email);
     const session = await signIn(email);
     const other = await signIn(email);
-    await json(await postJson('/console/v1/me/password', { current_password: PASSWORD, new_password: 'changed while signed in' }, { token: session.token }), 200);
+    await json(
+      await postJson(
+        '/console/v1/me/password',
+        { current_password: PASSWORD, new_password: 'changed while signed in' },
+        { token: session.token },
+      ),
+      200,
+    );
     await as(other, '/console/v1/me', 401);
     await json(await reset(token, 'the old link wins'), 404);
     await signIn(email, 'changed while signed in');
@@ -174,7 +197,9 @@ describe('password reset', () => {
     const t = await seedTenant();
     const email = await seedUser(t.orgId, 'member');
     for (let i = 0; i < 4; i++) await json(await ask(email, `192.0.2.${100 + i}`), 202);
-    const n = await env.DB.prepare(`SELECT count(*) AS n FROM console_links WHERE email = ? AND kind = 'password_reset'`).bind(email).first<{ n: number }>();
+    const n = await env.DB.prepare(`SELECT count(*) AS n FROM console_links WHERE email = ? AND kind = 'password_reset'`)
+      .bind(email)
+      .first<{ n: number }>();
     expect(n!.n).toBe(3);
     // Per client address (the binding allows 5 a minute in the tests).
     const ip = '203.0.113.77';
@@ -230,7 +255,11 @@ describe('with no mail sender configured (a deployment without MAIL_SENDER)', ()
     const t = await seedTenant();
     const owner = await signIn(await seedUser(t.orgId, 'owner'));
     const email = uniqueEmail('unsent');
-    const res = await withoutMail(`/console/v1/orgs/${t.orgId}/invites`, { method: 'POST', token: owner.token, body: JSON.stringify({ email, role: 'member' }) });
+    const res = await withoutMail(`/console/v1/orgs/${t.orgId}/invites`, {
+      method: 'POST',
+      token: owner.token,
+      body: JSON.stringify({ email, role: 'member' }),
+    });
     expect(res.status).toBe(503);
     expect((await as(owner, `/console/v1/orgs/${t.orgId}/invites`)).items).toEqual([]);
     expect(await latestMail(email)).toBeUndefined();

@@ -26,7 +26,9 @@ describe('members', () => {
       ].sort(),
     );
     await as(admin, `${org}/members`);
-    expect(await as(member, `${org}/members`, 403)).toEqual({ detail: expect.stringMatching(/does not allow this: list members and invitations.* needs admin or higher/) });
+    expect(await as(member, `${org}/members`, 403)).toEqual({
+      detail: expect.stringMatching(/does not allow this: list members and invitations.* needs admin or higher/),
+    });
     await as(member, `${org}/invites`, 403);
     await send(member, 'POST', `${org}/invites`, { email: uniqueEmail(), role: 'member' }, 403);
     await send(member, 'PATCH', `${org}/members/${admin.userId}`, { role: 'member' }, 403);
@@ -83,14 +85,25 @@ describe('invites', () => {
     expect(invite).toMatchObject({ email, role: 'member', created_by: admin.email, sent_to: email });
     expect(JSON.stringify(invite)).not.toContain('token');
     const mail = (await latestMail(email))!;
-    expect(mail).toMatchObject({ to: email, subject: `You are invited to org of ${t.owner}`, link: expect.stringMatching(/\/console\/invite#token=inv_[0-9a-f]{64}$/) });
+    expect(mail).toMatchObject({
+      to: email,
+      subject: `You are invited to org of ${t.owner}`,
+      link: expect.stringMatching(/\/console\/invite#token=inv_[0-9a-f]{64}$/),
+    });
     expect(mail.text).toContain(mail.link);
     const token = await mailedToken(email);
     expect((await as(admin, `${org}/invites`)).items.map((i: { email: string }) => i.email)).toEqual([email]);
-    expect(await json(await postJson('/console/v1/auth/invite', { token }), 200)).toEqual({ email, org_name: `org of ${t.owner}`, role: 'member', has_account: false });
+    expect(await json(await postJson('/console/v1/auth/invite', { token }), 200)).toEqual({
+      email,
+      org_name: `org of ${t.owner}`,
+      role: 'member',
+      has_account: false,
+    });
     await json(await postJson('/console/v1/auth/accept-invite', { token, password: 'short' }), 422);
     await json(await postJson('/console/v1/auth/accept-invite', { token }), 422);
-    expect(await json(await postJson('/console/v1/auth/accept-invite', { token, password: 'invitee password', name: 'Ivy' }), 200)).toEqual({ email, org_id: t.orgId });
+    expect(await json(await postJson('/console/v1/auth/accept-invite', { token, password: 'invitee password', name: 'Ivy' }), 200)).toEqual(
+      { email, org_id: t.orgId },
+    );
     await json(await postJson('/console/v1/auth/accept-invite', { token, password: 'invitee password' }), 404);
     const s = await signIn(email, 'invitee password');
     expect((await as(s, '/console/v1/me')).organizations).toEqual([{ id: t.orgId, name: `org of ${t.owner}`, role: 'member' }]);
@@ -115,7 +128,10 @@ describe('invites', () => {
     });
     const me = await signIn(email);
     await json(await postJson('/console/v1/auth/accept-invite', { token, password: PASSWORD }, { token: me.token }), 422);
-    expect(await json(await postJson('/console/v1/auth/accept-invite', { token }, { token: me.token }), 200)).toEqual({ email, org_id: t.orgId });
+    expect(await json(await postJson('/console/v1/auth/accept-invite', { token }, { token: me.token }), 200)).toEqual({
+      email,
+      org_id: t.orgId,
+    });
     expect((await as(me, '/console/v1/orgs')).items).toHaveLength(2);
     await json(await postJson('/console/v1/auth/accept-invite', { token }, { token: me.token }), 404);
   });

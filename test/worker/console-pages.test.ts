@@ -3,7 +3,22 @@
 import { describe, expect, it } from 'vitest';
 import { api } from './helpers.ts';
 
-const PAGES = ['signin', 'set-password', 'invite', 'projects', 'projects/x', 'programs/x', 'proofs', 'proofs/x', 'keys', 'webhooks', 'webhooks/x', 'members', 'usage', 'fleet'];
+const PAGES = [
+  'signin',
+  'set-password',
+  'invite',
+  'projects',
+  'projects/x',
+  'programs/x',
+  'proofs',
+  'proofs/x',
+  'keys',
+  'webhooks',
+  'webhooks/x',
+  'members',
+  'usage',
+  'fleet',
+];
 
 /** Every URL an HTML page would fetch by itself: src and href attributes. */
 const loads = (html: string) => [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);

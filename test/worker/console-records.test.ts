@@ -16,7 +16,11 @@ async function member(role: 'owner' | 'admin' | 'member' = 'member', t?: Tenant)
 async function queuedProof(t: Tenant, programId?: string) {
   const program = programId ?? (await registerProgram(t, await seedConfig(), '&program_name=guest-one'));
   if (!programId) await markReady(program);
-  const res = await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: JSON.stringify({ input: ['0x0148656c6c6f'] }), headers: { 'content-type': 'application/json' } });
+  const res = await api(t, `/v1/proofs?program_id=${program}`, {
+    method: 'POST',
+    body: JSON.stringify({ input: ['0x0148656c6c6f'] }),
+    headers: { 'content-type': 'application/json' },
+  });
   return { program, proof: (await json<{ id: string }>(res, 200)).id };
 }
 
@@ -24,7 +28,14 @@ describe('API keys', () => {
   it('creates a key shown once that works on the public API until revoked', async () => {
     const { t, org, s } = await member('member');
     const created = await send(s, 'POST', `${org}/api-keys`, { name: 'ci' }, 201);
-    expect(created).toMatchObject({ name: `${s.email} (ci)`, prefix: created.key.slice(0, 11), owner_user_id: s.userId, scope: 'full', last_used_at: null, revoked_at: null });
+    expect(created).toMatchObject({
+      name: `${s.email} (ci)`,
+      prefix: created.key.slice(0, 11),
+      owner_user_id: s.userId,
+      scope: 'full',
+      last_used_at: null,
+      revoked_at: null,
+    });
     expect(created.key).toMatch(/^sk_[0-9a-f]{48}$/);
     const tenant = { ...t, key: created.key };
     await json(await api(tenant, '/v1/validate_api_key'), 200);
@@ -32,7 +43,14 @@ describe('API keys', () => {
     expect(listed).not.toHaveProperty('key');
     expect(listed.last_used_at).toEqual(expect.any(String));
     // What the key makes is created_by its name.
-    const { id } = await json(await api(tenant, '/v1/projects', { method: 'POST', body: JSON.stringify('made-with-key'), headers: { 'content-type': 'application/json' } }), 201);
+    const { id } = await json(
+      await api(tenant, '/v1/projects', {
+        method: 'POST',
+        body: JSON.stringify('made-with-key'),
+        headers: { 'content-type': 'application/json' },
+      }),
+      201,
+    );
     expect((await as(s, `${org}/projects/${id}`)).created_by).toBe(`${s.email} (ci)`);
     await send(s, 'DELETE', `${org}/api-keys/${created.id}`, undefined, 200);
     await json(await api(tenant, '/v1/validate_api_key'), 401);
@@ -82,7 +100,13 @@ describe('projects and programs', () => {
     await as(s, `${org}/programs?from=yesterday`, 422);
     await queuedProof(t, p2);
     const detail = await as(s, `${org}/programs/${p2}`);
-    expect(detail).toMatchObject({ id: p2, name: 'beta', status: 'ready', artifacts: { engine: 'dev', app_exe_commit: '0x' + 'cd'.repeat(32) }, proof_states: { Queued: 1 } });
+    expect(detail).toMatchObject({
+      id: p2,
+      name: 'beta',
+      status: 'ready',
+      artifacts: { engine: 'dev', app_exe_commit: '0x' + 'cd'.repeat(32) },
+      proof_states: { Queued: 1 },
+    });
     expect(detail.artifacts.elf_size).toBeGreaterThan(0);
     await as(s, `${org}/programs/${crypto.randomUUID()}`, 404);
     await as(s, `${org}/programs/not-a-uuid`, 422);
@@ -107,7 +131,12 @@ describe('proofs', () => {
     await as(s, `${org}/proofs?page_size=101`, 422);
 
     const detail = await as(s, `${org}/proofs/${proof}`);
-    expect(detail).toMatchObject({ id: proof, state: 'Queued', job: { status: 'queued', attempt: 0, log_bytes: 0, cancel_requested: false }, files: [] });
+    expect(detail).toMatchObject({
+      id: proof,
+      state: 'Queued',
+      job: { status: 'queued', attempt: 0, log_bytes: 0, cancel_requested: false },
+      files: [],
+    });
 
     const job = (await env.DB.prepare(`SELECT id FROM jobs WHERE subject_id = ?`).bind(proof).first<{ id: string }>())!.id;
     const db = openDb(env.DB);
@@ -121,7 +150,10 @@ describe('proofs', () => {
 
     await as(s, `${org}/proofs/${proof}/proof/stark`, 404);
     await as(s, `${org}/proofs/${proof}/proof/zip`, 422);
-    expect(await send(s, 'POST', `${org}/proofs/${proof}/cancel`, undefined, 200)).toEqual({ message: 'Proof canceled', state: 'Canceled' });
+    expect(await send(s, 'POST', `${org}/proofs/${proof}/cancel`, undefined, 200)).toEqual({
+      message: 'Proof canceled',
+      state: 'Canceled',
+    });
     await send(s, 'POST', `${org}/proofs/${proof}/cancel`, undefined, 409);
     expect((await json(await api(t, `/v1/proofs/${proof}`), 200)).state).toBe('Canceled');
 
@@ -135,7 +167,9 @@ describe('proofs', () => {
     const { t, org, s } = await member('member');
     const { proof } = await queuedProof(t);
     await env.ARTIFACTS.put(`test/${proof}.json`, '{"proof":"0xab"}');
-    await env.DB.prepare(`UPDATE proofs SET state = 'Succeeded', proof_keys = ? WHERE id = ?`).bind(JSON.stringify({ stark: `test/${proof}.json` }), proof).run();
+    await env.DB.prepare(`UPDATE proofs SET state = 'Succeeded', proof_keys = ? WHERE id = ?`)
+      .bind(JSON.stringify({ stark: `test/${proof}.json` }), proof)
+      .run();
     expect((await as(s, `${org}/proofs/${proof}`)).files).toEqual(['stark']);
     expect(await as(s, `${org}/proofs/${proof}/proof/stark`)).toEqual({ proof: '0xab' });
   });
@@ -153,7 +187,14 @@ describe('executions and verifications', () => {
     const { t, org, s } = await member('member');
     const program = await registerProgram(t, await seedConfig());
     await markReady(program);
-    const run = await json(await api(t, `/v1/executions?program_id=${program}`, { method: 'POST', body: JSON.stringify({ input: [] }), headers: { 'content-type': 'application/json' } }), 200);
+    const run = await json(
+      await api(t, `/v1/executions?program_id=${program}`, {
+        method: 'POST',
+        body: JSON.stringify({ input: [] }),
+        headers: { 'content-type': 'application/json' },
+      }),
+      200,
+    );
     expect((await as(s, `${org}/executions`)).items.map((e: { id: string }) => e.id)).toEqual([run.id]);
     expect((await as(s, `${org}/executions?status=succeeded`)).items).toEqual([]);
     expect((await as(s, `${org}/executions?program_id=${program}&status=queued`)).items).toHaveLength(1);
@@ -170,10 +211,14 @@ describe('usage', () => {
     const { proof: second } = await queuedProof(t);
     const day = new Date().toISOString().slice(0, 10);
     // Usage counts a proof's instructions and cost once it ends, and a lease's GPU time once it ends.
-    await env.DB.prepare(`UPDATE proofs SET state = 'Succeeded', num_instructions = 1000, cost = 2500000 WHERE id IN (?, ?)`).bind(proof, second).run();
+    await env.DB.prepare(`UPDATE proofs SET state = 'Succeeded', num_instructions = 1000, cost = 2500000 WHERE id IN (?, ?)`)
+      .bind(proof, second)
+      .run();
     const job = (await env.DB.prepare(`SELECT id FROM jobs WHERE subject_id = ?`).bind(proof).first<{ id: string }>())!.id;
     const leaseId = crypto.randomUUID();
-    await env.DB.prepare(`INSERT INTO leases (id, job_id, attempt, agent_id, token_hash, gpus, machine_type, claimed_at) VALUES (?, ?, 1, 'a', ?, 2, 'm', 0)`)
+    await env.DB.prepare(
+      `INSERT INTO leases (id, job_id, attempt, agent_id, token_hash, gpus, machine_type, claimed_at) VALUES (?, ?, 1, 'a', ?, 2, 'm', 0)`,
+    )
       .bind(leaseId, job, crypto.randomUUID())
       .run();
     await env.DB.prepare(`UPDATE leases SET ended_at = 1800000, outcome = 'completed' WHERE id = ?`).bind(leaseId).run();
@@ -191,7 +236,9 @@ describe('usage', () => {
     // A proof running now counts its GPU time so far.
     const { proof: third } = await queuedProof(t);
     await env.DB.prepare(`UPDATE jobs SET status = 'leased', lease_id = ? WHERE subject_id = ?`).bind(`live-${third}`, third).run();
-    await env.DB.prepare(`INSERT INTO leases (id, job_id, attempt, agent_id, token_hash, gpus, machine_type, claimed_at) SELECT ?, id, 1, 'a', ?, 1, 'm', ? FROM jobs WHERE subject_id = ?`)
+    await env.DB.prepare(
+      `INSERT INTO leases (id, job_id, attempt, agent_id, token_hash, gpus, machine_type, claimed_at) SELECT ?, id, 1, 'a', ?, 1, 'm', ? FROM jobs WHERE subject_id = ?`,
+    )
       .bind(`live-${third}`, crypto.randomUUID(), Date.now() - 3_600_000, third)
       .run();
     const live = await as(s, `${org}/usage?from=${day}&to=${day}`);
@@ -210,9 +257,15 @@ describe('fleet', () => {
     const owner = await signIn(await seedUser(t.orgId, 'owner'));
     expect(await as(owner, '/console/v1/fleet', 403)).toEqual({ detail: 'Operators only' });
     await queuedProof(t);
-    await env.DB.prepare(`INSERT OR REPLACE INTO agents (id, token_id, name, machine_type, gpus, engines, configs, last_seen_at) VALUES ('agent-x', 't', 'gpu-box', 'h100', 8, '["dev"]', '[]', ?)`).bind(Date.now()).run();
+    await env.DB.prepare(
+      `INSERT OR REPLACE INTO agents (id, token_id, name, machine_type, gpus, engines, configs, last_seen_at) VALUES ('agent-x', 't', 'gpu-box', 'h100', 8, '["dev"]', '[]', ?)`,
+    )
+      .bind(Date.now())
+      .run();
     const fleet = await as(op, '/console/v1/fleet');
-    expect(fleet.agents).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'gpu-box', gpus: 8, engines: ['dev'], stale: false })]));
+    expect(fleet.agents).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'gpu-box', gpus: 8, engines: ['dev'], stale: false })]),
+    );
     expect(fleet.queued.find((q: { engine: string }) => q.engine === 'dev').jobs).toBeGreaterThanOrEqual(1);
     expect(fleet.queued[0].oldest_age_seconds).toBeGreaterThanOrEqual(0);
   });

@@ -23,7 +23,10 @@ type Stmt = D1PreparedStatement & { __sql?: string };
 export function recordD1Calls() {
   const calls: D1Call[] = [];
   const written = (results: unknown): number =>
-    (Array.isArray(results) ? results : [results]).reduce((n: number, r) => n + Number((r as { meta?: { rows_written?: number } })?.meta?.rows_written ?? 0), 0);
+    (Array.isArray(results) ? results : [results]).reduce(
+      (n: number, r) => n + Number((r as { meta?: { rows_written?: number } })?.meta?.rows_written ?? 0),
+      0,
+    );
   const wrapStatement = (stmt: Stmt, q: string, via: string): Stmt => {
     stmt.__sql = q;
     const bind = stmt.bind.bind(stmt);
@@ -61,7 +64,7 @@ export function recordD1Calls() {
   const realBatch = env.DB.batch.bind(env.DB);
   const realSession = env.DB.withSession.bind(env.DB);
   vi.spyOn(env.DB, 'prepare').mockImplementation((q: string) => wrapStatement(realPrepare(q), q, 'binding'));
-  vi.spyOn(env.DB, 'batch').mockImplementation((async (stmts: Stmt[]) => {
+  vi.spyOn(env.DB, 'batch').mockImplementation(async (stmts: Stmt[]) => {
     const at = Date.now();
     const r = await realBatch(stmts).catch((err: unknown) => {
       calls.push({ via: 'binding', sql: stmts.map((s) => s.__sql ?? '?'), rowsWritten: 0, at, failed: true });
@@ -69,8 +72,13 @@ export function recordD1Calls() {
     });
     calls.push({ via: 'binding', sql: stmts.map((s) => s.__sql ?? '?'), rowsWritten: written(r), at });
     return r;
-  }));
-  vi.spyOn(env.DB, 'withSession').mockImplementation((c?: string) => wrapDb(realSession(c), c === 'first-primary' ? 'first-primary' : c === 'first-unconstrained' || c === undefined ? 'first-unconstrained' : 'bookmark'));
+  });
+  vi.spyOn(env.DB, 'withSession').mockImplementation((c?: string) =>
+    wrapDb(
+      realSession(c),
+      c === 'first-primary' ? 'first-primary' : c === 'first-unconstrained' || c === undefined ? 'first-unconstrained' : 'bookmark',
+    ),
+  );
   return {
     calls,
     /** Round trips whose statements all read (nothing written). */

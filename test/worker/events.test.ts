@@ -5,7 +5,15 @@ import { env } from 'cloudflare:test';
 import { SSEStreamingApi } from 'hono/streaming';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiKey, revokeApiKey } from '../../src/admin/statements.ts';
-import { EVENT_HEARTBEAT_MS, EVENT_LOG_MAX_BYTES, EVENT_POLL_MS, EVENT_POLLS_PER_READ, EVENT_STREAM_MAX_MS, follow, pollBudget } from '../../src/features/runs/events.ts';
+import {
+  EVENT_HEARTBEAT_MS,
+  EVENT_LOG_MAX_BYTES,
+  EVENT_POLL_MS,
+  EVENT_POLLS_PER_READ,
+  EVENT_STREAM_MAX_MS,
+  follow,
+  pollBudget,
+} from '../../src/features/runs/events.ts';
 import type { SubjectRow } from '../../src/features/runs/data.ts';
 import { proofEvents } from '../../src/features/proofs/data.ts';
 import { sha256Hex } from '../../src/lib/crypto.ts';
@@ -30,7 +38,11 @@ async function queuedProof() {
   const t = await seedTenant();
   const program = await readyProgram(t);
   const { id } = await json<{ id: string }>(
-    await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": ["0x0101"]}', headers: { 'content-type': 'application/json' } }),
+    await api(t, `/v1/proofs?program_id=${program}`, {
+      method: 'POST',
+      body: '{"input": ["0x0101"]}',
+      headers: { 'content-type': 'application/json' },
+    }),
     200,
   );
   return { t, program, proofId: id };
@@ -57,7 +69,10 @@ async function expectEvent(sse: SseReader, event: string) {
 
 const completeProof = async (job: Awaited<ReturnType<typeof claimJob>>) => {
   await json(await upload(job, 'stark', await devProofOf(job)), 200);
-  await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 42 } }), 200);
+  await json(
+    await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 42 } }),
+    200,
+  );
 };
 
 describe('GET /v1/proofs/{id}/events', () => {
@@ -186,41 +201,45 @@ describe('GET /v1/proofs/{id}/events', () => {
     expect(JSON.parse(rest[0].data)).toEqual({ detail: 'Invalid or revoked API key' });
   });
 
-  it('reads the key with the record once, then one statement per poll, at most one poll a second, and stops when the client leaves', { timeout: 30_000 }, async () => {
-    const { t, proofId } = await queuedProof();
-    await claimJob(await seedAgent());
-    const d1 = recordD1Calls();
-    const sse = await open(t, `/v1/proofs/${proofId}/events`);
-    await expectEvent(sse, 'state');
-    // The first read: the key's lookup, the record and the stream's slot, one batch.
-    expect(d1.calls[0].sql).toHaveLength(5);
-    expect(d1.calls[0].sql[0]).toMatch(/from "api_keys"/);
-    expect(d1.calls[0].sql[1]).toMatch(/from "proofs"/);
-    expect(d1.calls[0].sql[4]).toMatch(/insert into "event_streams"/);
+  it(
+    'reads the key with the record once, then one statement per poll, at most one poll a second, and stops when the client leaves',
+    { timeout: 30_000 },
+    async () => {
+      const { t, proofId } = await queuedProof();
+      await claimJob(await seedAgent());
+      const d1 = recordD1Calls();
+      const sse = await open(t, `/v1/proofs/${proofId}/events`);
+      await expectEvent(sse, 'state');
+      // The first read: the key's lookup, the record and the stream's slot, one batch.
+      expect(d1.calls[0].sql).toHaveLength(5);
+      expect(d1.calls[0].sql[0]).toMatch(/from "api_keys"/);
+      expect(d1.calls[0].sql[1]).toMatch(/from "proofs"/);
+      expect(d1.calls[0].sql[4]).toMatch(/insert into "event_streams"/);
 
-    // Polls go on while nothing changes (a second and a bit per poll); wait for three of them.
-    const polls = () => d1.calls.slice(1).filter((c) => c.sql.some((q) => q.includes('log_job_id')));
-    const opened = d1.calls[0].at;
-    while (polls().length < 3) await new Promise((r) => setTimeout(r, 100));
-    for (const p of polls()) {
-      expect(p.sql).toHaveLength(1); // the record and its log position: one statement
-      expect(p.via).toBe('first-unconstrained'); // the request's session (the nearest replica)
-    }
-    const times = [opened, ...polls().map((p) => p.at)];
-    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(EVENT_POLL_MS);
-    // Nothing else reads or writes for the stream (the local queue's delivery of the
-    // job's notice goes through the binding, not a request's session).
-    expect(d1.calls.filter((c) => c.via !== 'binding')).toHaveLength(1 + polls().length);
+      // Polls go on while nothing changes (a second and a bit per poll); wait for three of them.
+      const polls = () => d1.calls.slice(1).filter((c) => c.sql.some((q) => q.includes('log_job_id')));
+      const opened = d1.calls[0].at;
+      while (polls().length < 3) await new Promise((r) => setTimeout(r, 100));
+      for (const p of polls()) {
+        expect(p.sql).toHaveLength(1); // the record and its log position: one statement
+        expect(p.via).toBe('first-unconstrained'); // the request's session (the nearest replica)
+      }
+      const times = [opened, ...polls().map((p) => p.at)];
+      for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(EVENT_POLL_MS);
+      // Nothing else reads or writes for the stream (the local queue's delivery of the
+      // job's notice goes through the binding, not a request's session).
+      expect(d1.calls.filter((c) => c.via !== 'binding')).toHaveLength(1 + polls().length);
 
-    await sse.cancel();
-    const left = polls().length;
-    // Two poll intervals later, nothing more was read: the stream stopped with its client.
-    await new Promise((r) => setTimeout(r, 2 * EVENT_POLL_MS + 200));
-    expect(polls().length).toBeLessThanOrEqual(left + 1); // at most a poll already under way
-    const settled = polls().length;
-    await new Promise((r) => setTimeout(r, EVENT_POLL_MS + 200));
-    expect(polls().length).toBe(settled);
-  });
+      await sse.cancel();
+      const left = polls().length;
+      // Two poll intervals later, nothing more was read: the stream stopped with its client.
+      await new Promise((r) => setTimeout(r, 2 * EVENT_POLL_MS + 200));
+      expect(polls().length).toBeLessThanOrEqual(left + 1); // at most a poll already under way
+      const settled = polls().length;
+      await new Promise((r) => setTimeout(r, EVENT_POLL_MS + 200));
+      expect(polls().length).toBe(settled);
+    },
+  );
 });
 
 describe('GET /v1/executions/{id}/events', () => {
@@ -228,7 +247,11 @@ describe('GET /v1/executions/{id}/events', () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
     const { id } = await json<{ id: string }>(
-      await api(t, `/v1/executions?program_id=${program}`, { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } }),
+      await api(t, `/v1/executions?program_id=${program}`, {
+        method: 'POST',
+        body: '{"input": []}',
+        headers: { 'content-type': 'application/json' },
+      }),
       200,
     );
     const sse = await open(t, `/v1/executions/${id}/events`);
@@ -237,7 +260,16 @@ describe('GET /v1/executions/{id}/events', () => {
     expect(JSON.parse((await expectEvent(sse, 'state')).data).status).toBe('InProgress');
     await json(await lease(job, '/logs', { seq: 0, offset: 0, text: 'ran\n' }), 200);
     expect((await expectEvent(sse, 'log')).data).toBe('ran\n');
-    await json(await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: '0x01', error: null, metrics: { num_instructions: 7 } }), 200);
+    await json(
+      await lease(job, '/complete', {
+        kind: 'execute',
+        exit_code: 0,
+        public_values: '0x01',
+        error: null,
+        metrics: { num_instructions: 7 },
+      }),
+      200,
+    );
     const rest = await sse.rest();
     expect(rest.map((e) => e.event)).toEqual(['state']);
     expect(JSON.parse(rest[0].data)).toEqual(await json(await api(t, `/v1/executions/${id}`), 200));
@@ -253,7 +285,10 @@ describe('OpenAPI', () => {
       const op = doc.paths[path].get;
       expect(Object.keys(op.responses['200'].content), path).toEqual(['text/event-stream']);
       expect(op.responses['204'], path).toBeDefined();
-      expect(op.parameters.some((p: { in: string; name: string }) => p.in === 'header' && p.name === 'Last-Event-ID'), path).toBe(true);
+      expect(
+        op.parameters.some((p: { in: string; name: string }) => p.in === 'header' && p.name === 'Last-Event-ID'),
+        path,
+      ).toBe(true);
     }
   });
 });
@@ -331,7 +366,10 @@ describe('a stream over its whole life (a virtual clock)', () => {
     expect(JSON.parse(events[1].data).detail).toContain('used up the "reads" rate limit of this API key or its organization');
     // A key with budget left polls on.
     const fresh = await seedTenant();
-    const more = await run({ afterPoll: pollBudget(env, await sha256Hex(fresh.key), fresh.orgId), leaveAfterPolls: 3 * EVENT_POLLS_PER_READ });
+    const more = await run({
+      afterPoll: pollBudget(env, await sha256Hex(fresh.key), fresh.orgId),
+      leaveAfterPolls: 3 * EVENT_POLLS_PER_READ,
+    });
     expect(more.events.map((e) => e.event)).toEqual(['state']);
   });
 

@@ -11,7 +11,11 @@ describe('/v1/executions', () => {
     await markReady(program);
     const send = watchQueue();
     const post = (q: string, body: unknown) =>
-      api(t, `/v1/executions?program_id=${program}${q}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+      api(t, `/v1/executions?program_id=${program}${q}`, {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
     const { id } = await json(await post('&mode=pure', { input: ['0x0101'] }), 200);
     expect(await json(await api(t, `/v1/executions/${id}`), 200)).toEqual({
       id,
@@ -44,7 +48,10 @@ describe('/v1/executions', () => {
     expect(list).toEqual({ items: [expect.objectContaining({ id })], pagination: { total: 1, page: 1, page_size: 20, pages: 1 } });
     expect(await (await api(t, `/v1/executions/${id}/logs`)).text()).toBe('');
 
-    expect((await json(await post('&mode=fast', { input: [] }), 422)).detail[0]).toMatchObject({ loc: ['query', 'mode'], type: 'literal_error' });
+    expect((await json(await post('&mode=fast', { input: [] }), 422)).detail[0]).toMatchObject({
+      loc: ['query', 'mode'],
+      type: 'literal_error',
+    });
     expect((await json(await post('', { input: ['0x09'] }), 422)).detail[0].loc).toEqual(['body', 'input', 0]);
   });
 
@@ -53,11 +60,27 @@ describe('/v1/executions', () => {
     const program = await registerProgram(t, await seedConfig());
     await markReady(program);
     const submit = async () =>
-      (await json(await api(t, `/v1/executions?program_id=${program}&mode=segment`, { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } }), 200)).id as string;
-    const set = (id: string, status: string, extra = '') => env.DB.prepare(`UPDATE executions SET status = ?${extra} WHERE id = ?`).bind(status, id).run();
-    const statusOf = async (id: string) => await json<{ status: string; error_message: string | null }>(await api(t, `/v1/executions/${id}`), 200);
+      (
+        await json(
+          await api(t, `/v1/executions?program_id=${program}&mode=segment`, {
+            method: 'POST',
+            body: '{"input": []}',
+            headers: { 'content-type': 'application/json' },
+          }),
+          200,
+        )
+      ).id as string;
+    const set = (id: string, status: string, extra = '') =>
+      env.DB.prepare(`UPDATE executions SET status = ?${extra} WHERE id = ?`).bind(status, id).run();
+    const statusOf = async (id: string) =>
+      await json<{ status: string; error_message: string | null }>(await api(t, `/v1/executions/${id}`), 200);
     const id = await submit();
-    for (const [stored, shown] of [['queued', 'Queued'], ['running', 'InProgress'], ['succeeded', 'Succeeded'], ['failed', 'Failed']] as const) {
+    for (const [stored, shown] of [
+      ['queued', 'Queued'],
+      ['running', 'InProgress'],
+      ['succeeded', 'Succeeded'],
+      ['failed', 'Failed'],
+    ] as const) {
       await set(id, stored);
       expect((await statusOf(id)).status).toBe(shown);
     }
@@ -70,7 +93,8 @@ describe('/v1/executions', () => {
   it('validates the input before the program: 422 even when the program is not ready', async () => {
     const t = await seedTenant();
     const program = await registerProgram(t, await seedConfig());
-    const post = (body: string) => api(t, `/v1/executions?program_id=${program}`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    const post = (body: string) =>
+      api(t, `/v1/executions?program_id=${program}`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
     expect((await json(await post('{"input": ["0x09"]}'), 422)).detail[0].loc).toEqual(['body', 'input', 0]);
     expect((await json(await post('{"input": []}'), 409)).detail).toMatch(/not_ready/);
   });

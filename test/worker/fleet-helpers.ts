@@ -29,11 +29,24 @@ export interface TestAgent {
  * An agent token and an agent that reported its presence (it is online, as a running
  * agent is). The token's scope is `opts.scope`, by default every engine under every config.
  */
-export async function seedAgent(caps: Partial<ClaimRequest> = {}, opts: { online?: boolean; scope?: AgentTokenScope } = {}): Promise<TestAgent> {
-  const token = await runAdmin(createAgentToken(`agent-${crypto.randomUUID().slice(0, 8)}`, opts.scope ?? { engines: ENGINE_NAMES, configs: null }));
+export async function seedAgent(
+  caps: Partial<ClaimRequest> = {},
+  opts: { online?: boolean; scope?: AgentTokenScope } = {},
+): Promise<TestAgent> {
+  const token = await runAdmin(
+    createAgentToken(`agent-${crypto.randomUUID().slice(0, 8)}`, opts.scope ?? { engines: ENGINE_NAMES, configs: null }),
+  );
   const agent = {
     token,
-    caps: { agent_id: crypto.randomUUID(), name: 'test-agent', machine_type: 'test-machine', gpus: 8, engines: ['dev'], configs: [], ...caps },
+    caps: {
+      agent_id: crypto.randomUUID(),
+      name: 'test-agent',
+      machine_type: 'test-machine',
+      gpus: 8,
+      engines: ['dev'],
+      configs: [],
+      ...caps,
+    },
   };
   if (opts.online ?? true) await presence(agent);
   return agent;
@@ -51,7 +64,10 @@ const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
 });
 
 export async function claim(agent: TestAgent, extra: Partial<ClaimRequest> = {}): Promise<ClaimResponse> {
-  return json(await api(null, '/internal/v1/jobs/claim', bearer(agent.token, { method: 'POST', body: JSON.stringify({ ...agent.caps, ...extra }) })), 200);
+  return json(
+    await api(null, '/internal/v1/jobs/claim', bearer(agent.token, { method: 'POST', body: JSON.stringify({ ...agent.caps, ...extra }) })),
+    200,
+  );
 }
 
 export async function claimJob(agent: TestAgent): Promise<ClaimedJob> {
@@ -62,16 +78,30 @@ export async function claimJob(agent: TestAgent): Promise<ClaimedJob> {
 
 /** A callback on a claimed job's lease. */
 export function lease(job: Pick<ClaimedJob, 'job_token'>, path: string, body?: unknown, init: RequestInit = {}) {
-  return api(null, `/internal/v1/lease${path}`, bearer(job.job_token, { method: body === undefined ? 'GET' : 'POST', ...(body === undefined ? {} : { body: JSON.stringify(body) }), ...init }));
+  return api(
+    null,
+    `/internal/v1/lease${path}`,
+    bearer(job.job_token, {
+      method: body === undefined ? 'GET' : 'POST',
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...init,
+    }),
+  );
 }
 
 export function upload(job: Pick<ClaimedJob, 'job_token'>, name: string, content: string) {
-  return api(null, `/internal/v1/lease/results/${name}`, { method: 'PUT', body: content, headers: { authorization: `Bearer ${job.job_token}` } });
+  return api(null, `/internal/v1/lease/results/${name}`, {
+    method: 'PUT',
+    body: content,
+    headers: { authorization: `Bearer ${job.job_token}` },
+  });
 }
 
 /** Makes a job's lease overdue, as if its agent had died a while ago (nothing has looked at it yet). */
 export async function makeOverdue(jobId: string) {
-  await env.DB.prepare('UPDATE jobs SET lease_expires_at = ? WHERE id = ?').bind(Date.now() - 1000, jobId).run();
+  await env.DB.prepare('UPDATE jobs SET lease_expires_at = ? WHERE id = ?')
+    .bind(Date.now() - 1000, jobId)
+    .run();
 }
 
 /** The job's agent died a while ago, and the look at its lease that its claim scheduled arrives (src/jobs/lease-checks.ts). */
@@ -96,11 +126,20 @@ const sha256 = async (bytes: Uint8Array) => new Uint8Array(await crypto.subtle.d
  * seals it at completion), stating the job's program and config and `publicValues`,
  * which the completion must report too.
  */
-export async function devProofOf(job: Pick<ClaimedJob, 'config' | 'program'>, publicValues = '0x00', type: ProofType = 'stark'): Promise<string> {
+export async function devProofOf(
+  job: Pick<ClaimedJob, 'config' | 'program'>,
+  publicValues = '0x00',
+  type: ProofType = 'stark',
+): Promise<string> {
   return devProofText(await devProofStatement(job.program!.app_exe_commit!, job.config, publicValues, type));
 }
 
-async function devProofStatement(appExeCommit: string, config: ClaimedJob['config'], publicValues: string, type: ProofType): Promise<DevProof> {
+async function devProofStatement(
+  appExeCommit: string,
+  config: ClaimedJob['config'],
+  publicValues: string,
+  type: ProofType,
+): Promise<DevProof> {
   return unsealedDevProof(
     {
       kind: type,
@@ -115,7 +154,13 @@ async function devProofStatement(appExeCommit: string, config: ClaimedJob['confi
 }
 
 /** A dev proof sealed with `secret` (the deployment's, or a guessed one), for a verification. */
-export async function sealedDevProof(appExeCommit: string, config: ClaimedJob['config'], publicValues: string, secret: string, type: ProofType = 'stark'): Promise<string> {
+export async function sealedDevProof(
+  appExeCommit: string,
+  config: ClaimedJob['config'],
+  publicValues: string,
+  secret: string,
+  type: ProofType = 'stark',
+): Promise<string> {
   return devProofText(await sealDevProof(await devProofStatement(appExeCommit, config, publicValues, type), secret));
 }
 

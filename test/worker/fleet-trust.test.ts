@@ -8,7 +8,20 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { revokeAgentToken } from '../../src/admin/statements.ts';
 import { FLEET_DEFAULTS } from '../../src/jobs/settings.ts';
 import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
-import { claim, claimJob, devProofOf, drainQueuedJobs, expectSealed, expireLease, jobRow, lease, presence, sealedDevProof, seedAgent, upload } from './fleet-helpers.ts';
+import {
+  claim,
+  claimJob,
+  devProofOf,
+  drainQueuedJobs,
+  expectSealed,
+  expireLease,
+  jobRow,
+  lease,
+  presence,
+  sealedDevProof,
+  seedAgent,
+  upload,
+} from './fleet-helpers.ts';
 
 beforeEach(drainQueuedJobs);
 
@@ -25,7 +38,11 @@ async function readyProgram(t: Tenant, configId: string): Promise<string> {
 const queuedProof = async (t: Tenant, configId: string) => submitProof(t, await readyProgram(t, configId));
 
 async function submitProof(t: Tenant, program: string): Promise<string> {
-  const res = await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": ["0x0101"]}', headers: { 'content-type': 'application/json' } });
+  const res = await api(t, `/v1/proofs?program_id=${program}`, {
+    method: 'POST',
+    body: '{"input": ["0x0101"]}',
+    headers: { 'content-type': 'application/json' },
+  });
   return (await json<{ id: string }>(res, 200)).id;
 }
 
@@ -78,7 +95,9 @@ describe('revoking an agent token', () => {
     await json(await lease(job, '/heartbeat', { phase: 'AppProving' }), 200);
     const forged = await devProofOf(job, FORGED_PVS);
     await json(await upload(job, 'stark', forged), 200);
-    const running = await env.DB.prepare(`SELECT running_jobs FROM organizations WHERE id = ?`).bind(t.orgId).first<{ running_jobs: number }>();
+    const running = await env.DB.prepare(`SELECT running_jobs FROM organizations WHERE id = ?`)
+      .bind(t.orgId)
+      .first<{ running_jobs: number }>();
     expect(running!.running_jobs).toBe(1);
 
     await runAdmin(revokeAgentToken(host.token));
@@ -135,13 +154,25 @@ describe('revoking an agent token', () => {
         headers: { authorization: `Bearer ${queue_token}`, 'content-type': 'application/json' },
       });
     const ack = () =>
-      api(null, '/internal/v1/queue/ack', { method: 'POST', body: JSON.stringify({ acks: [], retries: [] }), headers: { authorization: `Bearer ${queue_token}`, 'content-type': 'application/json' } });
+      api(null, '/internal/v1/queue/ack', {
+        method: 'POST',
+        body: JSON.stringify({ acks: [], retries: [] }),
+        headers: { authorization: `Bearer ${queue_token}`, 'content-type': 'application/json' },
+      });
     expect((await pull()).status).toBe(200);
     expect((await ack()).status).toBe(200);
     await runAdmin(revokeAgentToken(host.token));
     expect((await pull()).status).toBe(401);
     expect((await ack()).status).toBe(401);
-    expect((await api(null, '/internal/v1/agents/presence', { method: 'POST', body: JSON.stringify(host.caps), headers: { authorization: `Bearer ${host.token}`, 'content-type': 'application/json' } })).status).toBe(401);
+    expect(
+      (
+        await api(null, '/internal/v1/agents/presence', {
+          method: 'POST',
+          body: JSON.stringify(host.caps),
+          headers: { authorization: `Bearer ${host.token}`, 'content-type': 'application/json' },
+        })
+      ).status,
+    ).toBe(401);
   });
 });
 
@@ -183,13 +214,19 @@ describe('dev proofs: the host holds no secret', () => {
     await json(await upload(job, 'stark', await devProofOf(job, FORGED_PVS)), 200);
     expect(await json(await lease(job, '/complete', { ...COMPLETE, public_values: '0x00' }), 200)).toMatchObject({ status: 'failed' });
     const proof = await json(await api(t, `/v1/proofs/${proofId}`), 200);
-    expect(proof).toMatchObject({ state: 'Failed', error_message: expect.stringMatching(/public values are not the ones the engine reported/) });
+    expect(proof).toMatchObject({
+      state: 'Failed',
+      error_message: expect.stringMatching(/public values are not the ones the engine reported/),
+    });
   });
 });
 
 describe('a lease’s lifetime', () => {
   const bound = FLEET_DEFAULTS.MAX_LEASE_SECONDS * 1000;
-  const claimedAgo = (leaseId: string, ms: number) => env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?').bind(Date.now() - ms, leaseId).run();
+  const claimedAgo = (leaseId: string, ms: number) =>
+    env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?')
+      .bind(Date.now() - ms, leaseId)
+      .run();
 
   it('is renewed up to its bound and never past it; then the heartbeat says it is over and the job is requeued', async () => {
     const t = await seedTenant();
@@ -204,7 +241,9 @@ describe('a lease’s lifetime', () => {
 
     // Past it: over, whatever the agent does.
     await claimedAgo(job.lease_id, bound + 1_000);
-    await env.DB.prepare('UPDATE jobs SET lease_expires_at = ? WHERE id = ?').bind(Date.now() - 500, job.id).run();
+    await env.DB.prepare('UPDATE jobs SET lease_expires_at = ? WHERE id = ?')
+      .bind(Date.now() - 500, job.id)
+      .run();
     const over = await json(await lease(job, '/heartbeat', { phase: 'AppProving' }), 409);
     expect(over.detail).toMatch(/maximum lifetime/);
     expect(await jobRow(job.id)).toMatchObject({ status: 'queued', lease_id: null });
@@ -220,7 +259,10 @@ describe('the lease routes’ authentication', () => {
   it('a path ending in /heartbeat is not let through without a token; unknown internal paths are 404', async () => {
     expect((await api(null, '/internal/v1/lease/artifacts/heartbeat')).status).toBe(401);
     expect((await api(null, '/internal/v1/lease/results/heartbeat', { method: 'PUT', body: 'x' })).status).toBe(401);
-    expect((await api(null, '/internal/v1/lease/heartbeat', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(401);
+    expect(
+      (await api(null, '/internal/v1/lease/heartbeat', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }))
+        .status,
+    ).toBe(401);
     expect((await api(null, '/internal/v1/lease/nothing/heartbeat')).status).toBe(404);
     expect((await api(null, '/internal/v1/lease/nothing')).status).toBe(404);
     expect((await api(null, '/internal/v1/nothing/heartbeat', { method: 'POST' })).status).toBe(404);

@@ -1,7 +1,18 @@
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { api, guest, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
-import { claim, claimJob, devProofOf, drainQueuedJobs, expectSealed, expireLease, jobRow, lease, seedAgent, upload } from './fleet-helpers.ts';
+import {
+  claim,
+  claimJob,
+  devProofOf,
+  drainQueuedJobs,
+  expectSealed,
+  expireLease,
+  jobRow,
+  lease,
+  seedAgent,
+  upload,
+} from './fleet-helpers.ts';
 import { createApiKey, revokeAgentToken, setOrganizationLimits } from '../../src/admin/statements.ts';
 import { gpusUsed } from 'prover-agent/protocol';
 import { leaseCost, type LeaseRow } from '../../src/jobs/state.ts';
@@ -14,7 +25,11 @@ const BASELINE = JSON.stringify({ app_exe_commit: '0x' + '11'.repeat(32), memory
 const STARK = JSON.stringify({ version: 'v1.0-dev', proof: 'aa', user_pvs_proof: 'bb', deferral_merkle_proofs: null });
 
 async function submitProof(t: Tenant, program: string, query = '') {
-  const res = await api(t, `/v1/proofs?program_id=${program}${query}`, { method: 'POST', body: '{"input": ["0x0101"]}', headers: { 'content-type': 'application/json' } });
+  const res = await api(t, `/v1/proofs?program_id=${program}${query}`, {
+    method: 'POST',
+    body: '{"input": ["0x0101"]}',
+    headers: { 'content-type': 'application/json' },
+  });
   return (await json<{ id: string }>(res, 200)).id;
 }
 
@@ -24,7 +39,6 @@ async function readyProgram(t: Tenant, cfgOverrides = {}) {
   await drainQueuedJobs(); // its commit job is not under test here
   return id;
 }
-
 
 /** A tenant's proof of a ready program on a fresh openvm config, queued and asking for `numGpus`. */
 async function queuedOpenvmProof(numGpus: number) {
@@ -42,7 +56,8 @@ describe('agent authentication', () => {
     const t = await seedTenant();
     const agent = await seedAgent();
     const body = JSON.stringify(agent.caps);
-    const post = (headers: Record<string, string>) => api(null, '/internal/v1/jobs/claim', { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+    const post = (headers: Record<string, string>) =>
+      api(null, '/internal/v1/jobs/claim', { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
     expect((await post({ 'Service-API-Key': t.key })).status).toBe(401);
     expect((await post({ authorization: `Bearer ${t.key}` })).status).toBe(401);
     expect((await post({ authorization: `Bearer ${agent.token}` })).status).toBe(200);
@@ -112,7 +127,9 @@ describe('proof lifecycle through the internal API', () => {
     const state = async () => (await json(await api(t, `/v1/proofs/${proofId}`), 200)).state;
     expect(await state()).toBe('Executing');
 
-    expect(await json(await lease(job, '/heartbeat', { phase: 'Executed', metrics: { num_instructions: 1234 } }), 200)).toMatchObject({ cancel: false });
+    expect(await json(await lease(job, '/heartbeat', { phase: 'Executed', metrics: { num_instructions: 1234 } }), 200)).toMatchObject({
+      cancel: false,
+    });
     expect(await state()).toBe('Executed');
     await json(await lease(job, '/heartbeat', { phase: 'AppProving' }), 200);
     await json(await lease(job, '/heartbeat', { phase: 'Executing' }), 200); // never backwards
@@ -127,8 +144,18 @@ describe('proof lifecycle through the internal API', () => {
 
     await json(await lease(job, '/heartbeat', { phase: 'PostProcessing' }), 200);
     await json(await upload(job, 'stark', await devProofOf(job)), 200);
-    expect((await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: null, error: null, metrics: {} })).status).toBe(422);
-    await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 1234, cells_used: 99 } }), 200);
+    expect((await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: null, error: null, metrics: {} })).status).toBe(
+      422,
+    );
+    await json(
+      await lease(job, '/complete', {
+        kind: 'proof',
+        proofs: ['stark'],
+        public_values: '0x00',
+        metrics: { num_instructions: 1234, cells_used: 99 },
+      }),
+      200,
+    );
 
     const proof = await json(await api(t, `/v1/proofs/${proofId}`), 200);
     expect(proof).toMatchObject({ state: 'Succeeded', num_instructions: 1234, cells_used: 99, machine_type: 'm-test' });
@@ -183,7 +210,11 @@ describe('a lease ends in one request', () => {
     const program = await readyProgram(t);
     await submitProof(t, program);
     const job = await claimJob(await seedAgent());
-    expect(job.shared_artifacts).toEqual({ elf: artifactKey.programElf(program), vmexe: artifactKey.programVmexe(program), baseline: artifactKey.programBaseline(program) });
+    expect(job.shared_artifacts).toEqual({
+      elf: artifactKey.programElf(program),
+      vmexe: artifactKey.programVmexe(program),
+      baseline: artifactKey.programBaseline(program),
+    });
     expect(job.artifacts).toContain('input');
   });
 
@@ -196,7 +227,11 @@ describe('a lease ends in one request', () => {
     expect(Object.keys(job.inline_artifacts!)).toEqual(['input']);
     expect(Uint8Array.from(atob(job.inline_artifacts!.input), (ch) => ch.charCodeAt(0))).toEqual(stored);
     const bigInput = JSON.stringify({ input: ['0x01' + 'ab'.repeat(MAX_INLINE_ARTIFACT_BYTES / 2)] });
-    const res = await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: bigInput, headers: { 'content-type': 'application/json' } });
+    const res = await api(t, `/v1/proofs?program_id=${program}`, {
+      method: 'POST',
+      body: bigInput,
+      headers: { 'content-type': 'application/json' },
+    });
     const big = (await json<{ id: string }>(res, 200)).id;
     const next = await claimJob(await seedAgent());
     expect(next.subject_id).toBe(big);
@@ -222,7 +257,11 @@ describe('a lease ends in one request', () => {
     expect(await json(await lease(job, '/complete', complete), 200)).toEqual({ status: 'completed' }); // a retry: same answer, nothing twice
     const stored = await (await api(t, `/v1/proofs/${proofId}/proof/stark`)).text();
     expectSealed(stored);
-    expect(await json(await api(t, `/v1/proofs/${proofId}`), 200)).toMatchObject({ state: 'Succeeded', proof_size: stored.length, cells_used: 7 });
+    expect(await json(await api(t, `/v1/proofs/${proofId}`), 200)).toMatchObject({
+      state: 'Succeeded',
+      proof_size: stored.length,
+      cells_used: 7,
+    });
     expect(await logsOf(t, proofId)).toBe('first\nlast\n');
     expect(await jobRow(job.id)).toMatchObject({ log_seq: 2, log_bytes: 11 });
   });
@@ -231,7 +270,12 @@ describe('a lease ends in one request', () => {
     const t = await seedTenant();
     const program = await registerProgram(t, await seedConfig());
     const job = await claimJob(await seedAgent());
-    const commit = { kind: 'commit', app_exe_commit: '0x' + '11'.repeat(32), app_vm_commit: job.config.app_vm_commit, results: { baseline: BASELINE } };
+    const commit = {
+      kind: 'commit',
+      app_exe_commit: '0x' + '11'.repeat(32),
+      app_vm_commit: job.config.app_vm_commit,
+      results: { baseline: BASELINE },
+    };
     expect(await json(await lease(job, '/complete', commit), 200)).toEqual({ status: 'completed' });
     expect((await json(await api(t, `/v1/programs/${program}`), 200)).status).toBe('ready');
     expect(await (await env.ARTIFACTS.get(`programs/${program}/baseline.json`))!.text()).toBe(BASELINE);
@@ -242,7 +286,9 @@ describe('a lease ends in one request', () => {
     const proofId = await submitProof(t, await readyProgram(t));
     const job = await claimJob(await seedAgent());
     const complete = { kind: 'proof', proofs: ['stark'], public_values: null, metrics: {} };
-    expect(await json(await lease(job, '/complete', { ...complete, results: { baseline: BASELINE } }), 422)).toMatchObject({ detail: expect.stringMatching(/no result 'baseline'/) });
+    expect(await json(await lease(job, '/complete', { ...complete, results: { baseline: BASELINE } }), 422)).toMatchObject({
+      detail: expect.stringMatching(/no result 'baseline'/),
+    });
     expect((await lease(job, '/complete', { ...complete, results: { stark: 'x'.repeat(MAX_INLINE_RESULT_BYTES + 1) } })).status).toBe(422);
     expect((await lease(job, '/complete', { ...complete, results: { stark: STARK, extra: '{}' } })).status).toBe(422);
     expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Executing');
@@ -254,21 +300,32 @@ describe('a lease ends in one request', () => {
     const program = await readyProgram(t);
     const failed = await submitProof(t, program);
     const first = await claimJob(await seedAgent());
-    expect(await json(await lease(first, '/fail', { error: 'guest panicked', retryable: false, log: { seq: 0, offset: 0, text: 'panic!\n' } }), 200)).toEqual({ status: 'failed' });
+    expect(
+      await json(
+        await lease(first, '/fail', { error: 'guest panicked', retryable: false, log: { seq: 0, offset: 0, text: 'panic!\n' } }),
+        200,
+      ),
+    ).toEqual({ status: 'failed' });
     expect(await logsOf(t, failed)).toBe('panic!\n');
 
     const released = await submitProof(t, program);
     const second = await claimJob(await seedAgent());
-    expect(await json(await lease(second, '/release', { log: { seq: 5, offset: 99, text: 'lost\n' } }), 200)).toEqual({ status: 'requeued' });
+    expect(await json(await lease(second, '/release', { log: { seq: 5, offset: 99, text: 'lost\n' } }), 200)).toEqual({
+      status: 'requeued',
+    });
     expect(await logsOf(t, released)).toBe('');
     const third = await claimJob(await seedAgent());
     expect(third.log).toEqual({ seq: 0, offset: 0 });
-    expect(await json(await lease(third, '/release', { log: { seq: 0, offset: 0, text: 'shutting down\n' } }), 200)).toEqual({ status: 'requeued' });
+    expect(await json(await lease(third, '/release', { log: { seq: 0, offset: 0, text: 'shutting down\n' } }), 200)).toEqual({
+      status: 'requeued',
+    });
     expect(await logsOf(t, released)).toBe('shutting down\n');
 
     const fourth = await claimJob(await seedAgent());
     await json(await api(t, `/v1/proofs/${released}/cancel`, { method: 'POST' }), 200);
-    expect(await json(await lease(fourth, '/canceled', { log: { ...fourth.log, text: 'canceled\n' } }), 200)).toEqual({ status: 'canceled' });
+    expect(await json(await lease(fourth, '/canceled', { log: { ...fourth.log, text: 'canceled\n' } }), 200)).toEqual({
+      status: 'canceled',
+    });
     expect(await logsOf(t, released)).toBe('shutting down\ncanceled\n');
   });
 
@@ -290,8 +347,13 @@ describe('cancel of a running proof', () => {
     const job = await claimJob(await seedAgent());
     const claimedAt = Date.now() - 3_600_000;
     await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?').bind(claimedAt, job.lease_id).run();
-    expect(await json(await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' }), 200)).toMatchObject({ state: 'Canceling', message: expect.stringMatching(/ends Canceled/) });
-    await env.DB.prepare('UPDATE jobs SET cancel_requested_at = ? WHERE id = ?').bind(claimedAt + 1_800_000, job.id).run();
+    expect(await json(await api(t, `/v1/proofs/${proofId}/cancel`, { method: 'POST' }), 200)).toMatchObject({
+      state: 'Canceling',
+      message: expect.stringMatching(/ends Canceled/),
+    });
+    await env.DB.prepare('UPDATE jobs SET cancel_requested_at = ? WHERE id = ?')
+      .bind(claimedAt + 1_800_000, job.id)
+      .run();
     return { t, program, proofId, job };
   }
   // MACHINE_RATES is {"*": 1.0} (wrangler.toml): half an hour of one billing unit.
@@ -364,7 +426,10 @@ describe('dispatch', () => {
     const t = await seedTenant();
     const cfg = await seedConfig();
     const program = await registerProgram(t, cfg);
-    const agent = await seedAgent({ engines: ['dev', ...Array.from({ length: 9 }, (_, i) => `engine-${i}`)], configs: [cfg, ...Array.from({ length: 49 }, (_, i) => `cfg_${i}`)] });
+    const agent = await seedAgent({
+      engines: ['dev', ...Array.from({ length: 9 }, (_, i) => `engine-${i}`)],
+      configs: [cfg, ...Array.from({ length: 49 }, (_, i) => `cfg_${i}`)],
+    });
     expect((await claimJob(agent)).subject_id).toBe(program);
   });
 
@@ -374,7 +439,10 @@ describe('dispatch', () => {
     const programA = await readyProgram(a);
     const programB = await readyProgram(b);
     // Ten keys of org A, 50 submissions each: under the per-key rate limit of the test pool.
-    const aKeys = [a, ...(await Promise.all(Array.from({ length: 9 }, async () => ({ ...a, key: await runAdmin(createApiKey(a.orgId, a.owner)) }))))];
+    const aKeys = [
+      a,
+      ...(await Promise.all(Array.from({ length: 9 }, async () => ({ ...a, key: await runAdmin(createApiKey(a.orgId, a.owner)) })))),
+    ];
     for (const key of aKeys) await Promise.all(Array.from({ length: 50 }, () => submitProof(key, programA, '&priority=10')));
     const bProofs = new Set<string>();
     for (let i = 0; i < 5; i++) bProofs.add(await submitProof(b, programB, '&priority=1'));

@@ -27,7 +27,7 @@ interface Endpoint {
 }
 
 const random = seededRandom(0x5eed);
-const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
 const bytes = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(random() * 256));
 const enc = new TextEncoder();
 /** Past every upload cap (MAX_UPLOAD_BYTES is 100 MB): one buffer, sent to each multipart endpoint. */
@@ -37,11 +37,29 @@ const deepArray = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
 const deepObject = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
 /** Junk path segments: no `/`, `.`, `?` or `#` (those change which route is asked). */
 function junkSegment(): string {
-  const alphabet = 'abcxyz0123456789-_~!$&\'()*+,;=:@%ZÄ€😀\u0000\u007f ';
+  const alphabet = "abcxyz0123456789-_~!$&'()*+,;=:@%ZÄ€😀\u0000\u007f ";
   const s = Array.from({ length: 1 + Math.floor(random() * 60) }, () => pick([...alphabet])).join('');
   return encodeURIComponent(s);
 }
-const junkInt = () => pick(['0x10', '1e3', '-1', '0', '', ' ', 'NaN', 'Infinity', '9'.repeat(40), '1.5', '٣', '5 5', '+-5', 'abc', '%00', '1' + '0'.repeat(400)]);
+const junkInt = () =>
+  pick([
+    '0x10',
+    '1e3',
+    '-1',
+    '0',
+    '',
+    ' ',
+    'NaN',
+    'Infinity',
+    '9'.repeat(40),
+    '1.5',
+    '٣',
+    '5 5',
+    '+-5',
+    'abc',
+    '%00',
+    '1' + '0'.repeat(400),
+  ]);
 
 interface Case {
   name: string;
@@ -56,13 +74,21 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
   const configId = await seedConfig();
   const programId = await registerProgram(owner, configId);
   await markReady(programId);
-  const proof = await api(owner, `/v1/proofs?program_id=${programId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: ['0x0101'] }) });
+  const proof = await api(owner, `/v1/proofs?program_id=${programId}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ input: ['0x0101'] }),
+  });
   const proofId = (await proof.json<{ id: string }>()).id;
   const projectId = (await (await api(owner, `/v1/programs/${programId}`)).json<{ project_id: string }>()).project_id;
   const agent = await seedAgent();
   const publisher = await seedPublisher([configId]);
   const webhook = await (
-    await api(owner, '/v1/webhooks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'http://127.0.0.1:9/fuzz' }) })
+    await api(owner, '/v1/webhooks', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'http://127.0.0.1:9/fuzz' }),
+    })
   ).json<{ id: string }>();
   const webhookId = webhook.id;
 
@@ -77,16 +103,51 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
   const uuid = '0199a3c2-5b1e-7c4e-9d2a-3f6b8e1c0a11';
   const endpoints: Endpoint[] = [
     { method: 'GET', path: '/v1/validate_api_key', auth: 'key', body: 'none' },
-    { method: 'POST', path: `/v1/programs?config_id=${configId}`, auth: 'key', body: 'multipart', intParams: ['default_num_gpus'], idempotent: true },
+    {
+      method: 'POST',
+      path: `/v1/programs?config_id=${configId}`,
+      auth: 'key',
+      body: 'multipart',
+      intParams: ['default_num_gpus'],
+      idempotent: true,
+    },
     { method: 'GET', path: '/v1/programs', auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'GET', path: `/v1/programs/${programId}`, auth: 'key', body: 'none', junkPath: '/v1/programs/{id}' },
-    { method: 'PUT', path: `/v1/programs/${programId}`, auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES, junkPath: '/v1/programs/{id}' },
-    { method: 'GET', path: `/v1/programs/${programId}/download/elf`, auth: 'key', body: 'none', junkPath: '/v1/programs/{id}/download/elf' },
+    {
+      method: 'PUT',
+      path: `/v1/programs/${programId}`,
+      auth: 'key',
+      body: 'json',
+      cap: MAX_JSON_BODY_BYTES,
+      junkPath: '/v1/programs/{id}',
+    },
+    {
+      method: 'GET',
+      path: `/v1/programs/${programId}/download/elf`,
+      auth: 'key',
+      body: 'none',
+      junkPath: '/v1/programs/{id}/download/elf',
+    },
     { method: 'GET', path: '/v1/projects', auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'POST', path: '/v1/projects', auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES, idempotent: true },
     { method: 'GET', path: `/v1/projects/${projectId}`, auth: 'key', body: 'none', junkPath: '/v1/projects/{id}' },
-    { method: 'GET', path: `/v1/projects/${projectId}/programs`, auth: 'key', body: 'none', junkPath: '/v1/projects/{id}/programs', intParams: ['page', 'page_size'] },
-    { method: 'POST', path: `/v1/proofs?program_id=${programId}`, auth: 'key', body: 'json-or-multipart', cap: MAX_INPUT_BYTES, intParams: ['num_gpus', 'priority'], idempotent: true },
+    {
+      method: 'GET',
+      path: `/v1/projects/${projectId}/programs`,
+      auth: 'key',
+      body: 'none',
+      junkPath: '/v1/projects/{id}/programs',
+      intParams: ['page', 'page_size'],
+    },
+    {
+      method: 'POST',
+      path: `/v1/proofs?program_id=${programId}`,
+      auth: 'key',
+      body: 'json-or-multipart',
+      cap: MAX_INPUT_BYTES,
+      intParams: ['num_gpus', 'priority'],
+      idempotent: true,
+    },
     { method: 'GET', path: `/v1/proofs?program_id=${programId}`, auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'GET', path: `/v1/proofs/${proofId}`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}' },
     { method: 'GET', path: `/v1/proofs/${proofId}/proof/stark`, auth: 'key', body: 'none', junkPath: '/v1/proofs/{id}/proof/stark' },
@@ -109,11 +170,31 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
     { method: 'POST', path: '/v1/webhooks', auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES },
     { method: 'GET', path: '/v1/webhooks', auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'GET', path: `/v1/webhooks/${webhookId}`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}' },
-    { method: 'PATCH', path: `/v1/webhooks/${webhookId}`, auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES, junkPath: '/v1/webhooks/{id}' },
+    {
+      method: 'PATCH',
+      path: `/v1/webhooks/${webhookId}`,
+      auth: 'key',
+      body: 'json',
+      cap: MAX_JSON_BODY_BYTES,
+      junkPath: '/v1/webhooks/{id}',
+    },
     { method: 'DELETE', path: `/v1/webhooks/${uuid}`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}' },
     { method: 'POST', path: `/v1/webhooks/${uuid}/rotate-secret`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}/rotate-secret' },
-    { method: 'GET', path: `/v1/webhooks/${webhookId}/deliveries`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}/deliveries', intParams: ['page', 'page_size'] },
-    { method: 'POST', path: `/v1/webhooks/${webhookId}/deliveries/msg_${'0'.repeat(32)}/redeliver`, auth: 'key', body: 'none', junkPath: `/v1/webhooks/${webhookId}/deliveries/{id}/redeliver` },
+    {
+      method: 'GET',
+      path: `/v1/webhooks/${webhookId}/deliveries`,
+      auth: 'key',
+      body: 'none',
+      junkPath: '/v1/webhooks/{id}/deliveries',
+      intParams: ['page', 'page_size'],
+    },
+    {
+      method: 'POST',
+      path: `/v1/webhooks/${webhookId}/deliveries/msg_${'0'.repeat(32)}/redeliver`,
+      auth: 'key',
+      body: 'none',
+      junkPath: `/v1/webhooks/${webhookId}/deliveries/{id}/redeliver`,
+    },
     { method: 'POST', path: `/v1/webhooks/${uuid}/test`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}/test' },
     { method: 'POST', path: '/internal/v1/jobs/claim', auth: 'agent', body: 'json', cap: MAX_INTERNAL_JSON_BYTES },
     { method: 'POST', path: '/internal/v1/lease/heartbeat', auth: 'job', body: 'json' },
@@ -125,7 +206,13 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
     { method: 'GET', path: '/internal/v1/lease/artifacts/input', auth: 'job', body: 'none' },
     { method: 'PUT', path: '/internal/v1/lease/results/stark', auth: 'job', body: 'stream' },
     { method: 'GET', path: `/internal/v1/configs/${configId}`, auth: 'agent', body: 'none' },
-    { method: 'POST', path: `/internal/v1/configs/${configId}/keys/app_pk/uploads`, auth: 'publisher', body: 'json', cap: MAX_INTERNAL_JSON_BYTES },
+    {
+      method: 'POST',
+      path: `/internal/v1/configs/${configId}/keys/app_pk/uploads`,
+      auth: 'publisher',
+      body: 'json',
+      cap: MAX_INTERNAL_JSON_BYTES,
+    },
     { method: 'PUT', path: `/internal/v1/configs/${configId}/keys/app_pk/uploads/u1/1`, auth: 'publisher', body: 'stream' },
     { method: 'POST', path: `/internal/v1/configs/${configId}/keys/app_pk/uploads/u1/complete`, auth: 'publisher', body: 'json' },
     { method: 'POST', path: '/internal/v1/agents/presence', auth: 'agent', body: 'json' },
@@ -137,13 +224,22 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
     { method: 'GET', path: '/openapi.json', auth: 'none', body: 'none' },
   ];
 
-  const badCredentials = (): Record<string, string> => pick<Record<string, string>>([{}, { authorization: 'Bearer' }, { authorization: `Bearer ${junkSegment()}` }, { authorization: `Basic ${btoa('a:b')}` }, { authorization: `Bearer ${'t'.repeat(10_000)}` }]);
-  const badKey = (): Record<string, string> => pick<Record<string, string>>([{}, { 'Service-API-Key': junkSegment() }, { 'Service-API-Key': 'k'.repeat(10_000) }]);
+  const badCredentials = (): Record<string, string> =>
+    pick<Record<string, string>>([
+      {},
+      { authorization: 'Bearer' },
+      { authorization: `Bearer ${junkSegment()}` },
+      { authorization: `Basic ${btoa('a:b')}` },
+      { authorization: `Bearer ${'t'.repeat(10_000)}` },
+    ]);
+  const badKey = (): Record<string, string> =>
+    pick<Record<string, string>>([{}, { 'Service-API-Key': junkSegment() }, { 'Service-API-Key': 'k'.repeat(10_000) }]);
 
   /** The bad-body cases of one endpoint, each with the one status it must get. */
   function bodyCases(e: Endpoint): Case[] {
     const cases: Case[] = [];
-    const add = (name: string, body: BodyInit | null, headers: Record<string, string>, status: number) => cases.push({ name, init: { method: e.method, body, headers }, expect: [status] });
+    const add = (name: string, body: BodyInit | null, headers: Record<string, string>, status: number) =>
+      cases.push({ name, init: { method: e.method, body, headers }, expect: [status] });
     /** A well-formed JSON body that is wrong: 422, or 413 when it is past the cap. */
     const wrong = (text: string) => (enc.encode(text).length > e.cap! ? 413 : 422);
     if (e.body === 'json' || e.body === 'json-or-multipart') {
@@ -153,7 +249,12 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
         add(`an array ${depth} deep`, deepArray(depth), json, wrong(deepArray(depth)));
         // Unknown fields are ignored (pydantic's default), so where every field is optional
         // (PUT /v1/programs/{id}, PATCH /v1/webhooks/{id}) a deep object in an unknown field is a valid no-op.
-        add(`an object ${depth} deep`, deepObject(depth), json, wrong(deepObject(depth)) === 422 && (e.method === 'PUT' || e.method === 'PATCH') ? 200 : wrong(deepObject(depth)));
+        add(
+          `an object ${depth} deep`,
+          deepObject(depth),
+          json,
+          wrong(deepObject(depth)) === 422 && (e.method === 'PUT' || e.method === 'PATCH') ? 200 : wrong(deepObject(depth)),
+        );
         const deepFields = `{"input": ${deepArray(depth)}, "name": ${deepArray(depth)}}`;
         // PATCH /v1/webhooks/{id} has neither field: a valid no-op too.
         add(`input and name ${depth} deep`, deepFields, json, wrong(deepFields) === 422 && e.method === 'PATCH' ? 200 : wrong(deepFields));
@@ -175,7 +276,12 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
       add('part headers past 16 KiB', `--${boundary}\r\nX: ${'h'.repeat(20_000)}\r\n\r\nx\r\n--${boundary}--\r\n`, mp, 400);
       add('a multipart body past the cap', PAST_UPLOAD_CAP, mp, 413);
       const field = e.path.startsWith('/v1/verify') ? 'proof' : e.path.startsWith('/v1/proofs') ? 'input' : 'elf';
-      add(`a deep JSON ${field}`, `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="f"\r\n\r\n${deepArray(50_000)}\r\n--${boundary}--\r\n`, mp, 422);
+      add(
+        `a deep JSON ${field}`,
+        `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="f"\r\n\r\n${deepArray(50_000)}\r\n--${boundary}--\r\n`,
+        mp,
+        422,
+      );
     }
     if (e.body === 'multipart') add('not multipart', bytes(1024), { 'content-type': 'application/octet-stream' }, 400);
     return cases;
@@ -185,32 +291,83 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
     const cases: Case[] = [];
     const body = e.body === 'none' ? null : e.body === 'stream' ? bytes(512) : '{}';
     // Credentials first: whatever the body, no credential is 401.
-    if (e.auth === 'key') for (let i = 0; i < 3; i++) cases.push({ name: 'a bad API key', init: { method: e.method, body, headers: badKey() }, expect: [401] });
+    if (e.auth === 'key')
+      for (let i = 0; i < 3; i++) cases.push({ name: 'a bad API key', init: { method: e.method, body, headers: badKey() }, expect: [401] });
     if (e.auth === 'agent' || e.auth === 'publisher' || e.auth === 'job' || e.auth === 'queue')
-      for (let i = 0; i < 3; i++) cases.push({ name: 'a bad token', init: { method: e.method, body, headers: { 'content-type': 'application/json', ...badCredentials() } }, expect: [401] });
+      for (let i = 0; i < 3; i++)
+        cases.push({
+          name: 'a bad token',
+          init: { method: e.method, body, headers: { 'content-type': 'application/json', ...badCredentials() } },
+          expect: [401],
+        });
     if (e.auth === 'signed') {
       const q = () => `?expires=${junkInt()}&signature=${junkSegment()}`;
-      for (let i = 0; i < 4; i++) cases.push({ name: 'a forged or junk signature', path: e.path + q(), init: { method: 'GET', headers: {} }, expect: [403, 422] });
+      for (let i = 0; i < 4; i++)
+        cases.push({ name: 'a forged or junk signature', path: e.path + q(), init: { method: 'GET', headers: {} }, expect: [403, 422] });
     }
     if (e.auth === 'key' || (e.auth === 'agent' && e.path.endsWith('/claim')) || (e.auth === 'publisher' && e.path.endsWith('/uploads'))) {
       // With a good credential (added when sent): bad bodies, path segments, integers.
       cases.push(...bodyCases(e));
-      if (e.junkPath) for (let i = 0; i < 3; i++) cases.push({ name: 'a junk id in the path', path: e.junkPath.replace('{id}', junkSegment()), init: { method: e.method, body: e.body === 'none' ? null : '{}', headers: { 'content-type': 'application/json' } }, expect: [422] });
+      if (e.junkPath)
+        for (let i = 0; i < 3; i++)
+          cases.push({
+            name: 'a junk id in the path',
+            path: e.junkPath.replace('{id}', junkSegment()),
+            init: { method: e.method, body: e.body === 'none' ? null : '{}', headers: { 'content-type': 'application/json' } },
+            expect: [422],
+          });
       for (const param of e.intParams ?? [])
         for (let i = 0; i < 2; i++) {
           const sep = e.path.includes('?') ? '&' : '?';
-          cases.push({ name: `junk ${param}`, path: `${e.path}${sep}${param}=${encodeURIComponent(junkInt())}`, init: { method: e.method, body: e.body === 'none' ? null : '{}', headers: { 'content-type': 'application/json' } }, expect: [200, 201, 400, 404, 409, 422] });
+          cases.push({
+            name: `junk ${param}`,
+            path: `${e.path}${sep}${param}=${encodeURIComponent(junkInt())}`,
+            init: { method: e.method, body: e.body === 'none' ? null : '{}', headers: { 'content-type': 'application/json' } },
+            expect: [200, 201, 400, 404, 409, 422],
+          });
         }
     }
     if (e.idempotent) {
       // Junk Idempotency-Keys: 400 before anything is looked at; with a bad API key, 401 first.
-      const junkKey = () => pick(['', ' ', '""', '"', '"open', 'k'.repeat(256 + Math.floor(random() * 1000)), 'tab\tkey', 'caf\u00e9', '"a"b"', '"bad\\escape"']);
-      for (let i = 0; i < 3; i++) cases.push({ name: 'a junk Idempotency-Key', init: { method: e.method, body: '{}', headers: { 'content-type': 'application/json', 'Idempotency-Key': junkKey() } }, expect: [400] });
-      cases.push({ name: 'a junk Idempotency-Key and a bad API key', init: { method: e.method, body: '{}', headers: { ...badKey(), 'Idempotency-Key': junkKey() } }, expect: [401] });
+      const junkKey = () =>
+        pick([
+          '',
+          ' ',
+          '""',
+          '"',
+          '"open',
+          'k'.repeat(256 + Math.floor(random() * 1000)),
+          'tab\tkey',
+          'caf\u00e9',
+          '"a"b"',
+          '"bad\\escape"',
+        ]);
+      for (let i = 0; i < 3; i++)
+        cases.push({
+          name: 'a junk Idempotency-Key',
+          init: { method: e.method, body: '{}', headers: { 'content-type': 'application/json', 'Idempotency-Key': junkKey() } },
+          expect: [400],
+        });
+      cases.push({
+        name: 'a junk Idempotency-Key and a bad API key',
+        init: { method: e.method, body: '{}', headers: { ...badKey(), 'Idempotency-Key': junkKey() } },
+        expect: [401],
+      });
     }
     // An event stream with a junk Last-Event-ID: 400 before streaming.
-    if (e.path.endsWith('/events')) cases.push({ name: 'a junk Last-Event-ID', init: { method: 'GET', headers: { 'Last-Event-ID': pick(['x', '1.', '.abc', '12.zz', '-1.0000000000000000', junkSegment()]) } }, expect: [400] });
-    if (e.auth === 'none') cases.push({ name: 'junk query and body', path: `${e.path}?${junkSegment()}=${junkSegment()}`, init: { method: e.method, headers: {} }, expect: [200] });
+    if (e.path.endsWith('/events'))
+      cases.push({
+        name: 'a junk Last-Event-ID',
+        init: { method: 'GET', headers: { 'Last-Event-ID': pick(['x', '1.', '.abc', '12.zz', '-1.0000000000000000', junkSegment()]) } },
+        expect: [400],
+      });
+    if (e.auth === 'none')
+      cases.push({
+        name: 'junk query and body',
+        path: `${e.path}?${junkSegment()}=${junkSegment()}`,
+        init: { method: e.method, headers: {} },
+        expect: [200],
+      });
     return cases;
   }
 
@@ -239,7 +396,10 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
 
   it('unknown routes answer 404, whatever comes with them', async () => {
     for (let i = 0; i < 10; i++) {
-      const res = await api(owner, `/v1/${junkSegment()}/${junkSegment()}/${junkSegment()}`, { method: pick(['GET', 'POST', 'PUT', 'DELETE', 'PATCH']), body: null });
+      const res = await api(owner, `/v1/${junkSegment()}/${junkSegment()}/${junkSegment()}`, {
+        method: pick(['GET', 'POST', 'PUT', 'DELETE', 'PATCH']),
+        body: null,
+      });
       expect(res.status).toBe(404);
       expect(await res.json()).toEqual({ detail: 'Not Found' });
     }

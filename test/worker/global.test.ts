@@ -26,7 +26,11 @@ async function readyProgram() {
 }
 
 const submit = (t: Awaited<ReturnType<typeof seedTenant>>, program: string, headers: Record<string, string> = {}) =>
-  api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": ["0x0101"]}', headers: { 'content-type': 'application/json', ...headers } });
+  api(t, `/v1/proofs?program_id=${program}`, {
+    method: 'POST',
+    body: '{"input": ["0x0101"]}',
+    headers: { 'content-type': 'application/json', ...headers },
+  });
 
 describe('D1 sessions and bookmarks', () => {
   it('every /v1 answer carries the session’s bookmark, errors included', async () => {
@@ -34,7 +38,11 @@ describe('D1 sessions and bookmarks', () => {
     const post = await submit(t, program);
     expect(post.headers.get(BOOKMARK_HEADER)).toMatch(BOOKMARK);
     const { id } = await json<{ id: string }>(post, 200);
-    for (const res of [await api(t, `/v1/proofs/${id}`), await api(t, `/v1/proofs/${crypto.randomUUID()}`), await api(t, '/v1/proofs?program_id=x')]) {
+    for (const res of [
+      await api(t, `/v1/proofs/${id}`),
+      await api(t, `/v1/proofs/${crypto.randomUUID()}`),
+      await api(t, '/v1/proofs?program_id=x'),
+    ]) {
       expect(res.headers.get(BOOKMARK_HEADER), String(res.status)).toMatch(BOOKMARK);
       await res.body?.cancel();
     }
@@ -66,7 +74,12 @@ describe('D1 sessions and bookmarks', () => {
 
   it('a malformed bookmark is a clear 400, never a 500; an empty one starts a fresh session', async () => {
     const t = await seedTenant();
-    for (const bad of ['nope', '00000000-00000001-00000000', 'x'.repeat(5000), '00000000-00000007-00000000-0000000000000000000000000000000z']) {
+    for (const bad of [
+      'nope',
+      '00000000-00000001-00000000',
+      'x'.repeat(5000),
+      '00000000-00000007-00000000-0000000000000000000000000000000z',
+    ]) {
       const res = await api(t, '/v1/validate_api_key', { headers: { [BOOKMARK_HEADER]: bad } });
       expect(res.status, bad).toBe(400);
       expect((await res.json<{ detail: string }>()).detail).toMatch(/x-d1-bookmark/);
@@ -90,7 +103,14 @@ describe('one D1 round trip per request', () => {
     const { id } = await json<{ id: string }>(await submit(t, program), 200);
     await json(await api(t, `/v1/proofs/${id}`), 200); // "last used" is fresh from here on
     const calls = recordD1Calls();
-    for (const path of [`/v1/proofs/${id}`, `/v1/programs/${program}`, `/v1/proofs?program_id=${program}`, `/v1/executions?program_id=${program}`, '/v1/projects', '/v1/validate_api_key']) {
+    for (const path of [
+      `/v1/proofs/${id}`,
+      `/v1/programs/${program}`,
+      `/v1/proofs?program_id=${program}`,
+      `/v1/executions?program_id=${program}`,
+      '/v1/projects',
+      '/v1/validate_api_key',
+    ]) {
       calls.clear();
       await json(await api(t, path), 200);
       expect(calls.calls, path).toHaveLength(1);

@@ -92,7 +92,9 @@ export function watchQueue() {
 }
 
 export async function countRows(table: string, where = '1=1', ...binds: unknown[]): Promise<number> {
-  const row = await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${where}`).bind(...binds).first<{ n: number }>();
+  const row = await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${where}`)
+    .bind(...binds)
+    .first<{ n: number }>();
   return row!.n;
 }
 

@@ -12,7 +12,22 @@ import { sweep } from '../../src/jobs/sweep.ts';
 import { IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENCY_SWEEP_BATCH, IDEMPOTENCY_SWEEP_BATCHES } from '../../src/middleware/idempotency/store.ts';
 import { recordD1Calls } from './d1-calls.ts';
 import { drainQueuedJobs } from './fleet-helpers.ts';
-import { api, BASE, countRows, guest, json, markReady, programForm, registerProgram, runAdmin, seedConfig, seedTenant, VMEXE, watchQueue, type Tenant } from './helpers.ts';
+import {
+  api,
+  BASE,
+  countRows,
+  guest,
+  json,
+  markReady,
+  programForm,
+  registerProgram,
+  runAdmin,
+  seedConfig,
+  seedTenant,
+  VMEXE,
+  watchQueue,
+  type Tenant,
+} from './helpers.ts';
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -49,31 +64,36 @@ function creatingRoutes(config: string, program: string): Creating[] {
       name: 'POST /v1/programs',
       status: 201,
       table: 'programs',
-      send: (t, key, variant) => post(t, `/v1/programs?config_id=${config}`, key, programForm(guest(variant ? 'loop.elf' : 'hello.elf'), VMEXE)),
+      send: (t, key, variant) =>
+        post(t, `/v1/programs?config_id=${config}`, key, programForm(guest(variant ? 'loop.elf' : 'hello.elf'), VMEXE)),
     },
     {
       name: 'POST /v1/proofs',
       status: 200,
       table: 'proofs',
-      send: (t, key, variant) => post(t, `/v1/proofs?program_id=${program}`, key, JSON.stringify({ input: [variant ? '0x0102' : '0x0101'] }), JSON_TYPE),
+      send: (t, key, variant) =>
+        post(t, `/v1/proofs?program_id=${program}`, key, JSON.stringify({ input: [variant ? '0x0102' : '0x0101'] }), JSON_TYPE),
     },
     {
       name: 'POST /v1/executions',
       status: 200,
       table: 'executions',
-      send: (t, key, variant) => post(t, `/v1/executions?program_id=${program}`, key, JSON.stringify({ input: [variant ? '0x0102' : '0x0101'] }), JSON_TYPE),
+      send: (t, key, variant) =>
+        post(t, `/v1/executions?program_id=${program}`, key, JSON.stringify({ input: [variant ? '0x0102' : '0x0101'] }), JSON_TYPE),
     },
     {
       name: 'POST /v1/verify',
       status: 200,
       table: 'verifications',
-      send: (t, key, variant) => post(t, `/v1/verify?program_id=${program}`, key, proofFileForm(variant ? STARK.replace('abcd', 'abce') : STARK)),
+      send: (t, key, variant) =>
+        post(t, `/v1/verify?program_id=${program}`, key, proofFileForm(variant ? STARK.replace('abcd', 'abce') : STARK)),
     },
     {
       name: 'POST /v1/verify/stark',
       status: 200,
       table: 'verifications',
-      send: (t, key, variant) => post(t, `/v1/verify/stark?program_id=${program}`, key, proofFileForm(variant ? STARK.replace('abcd', 'abce') : STARK)),
+      send: (t, key, variant) =>
+        post(t, `/v1/verify/stark?program_id=${program}`, key, proofFileForm(variant ? STARK.replace('abcd', 'abce') : STARK)),
     },
     {
       name: 'POST /v1/projects',
@@ -85,7 +105,14 @@ function creatingRoutes(config: string, program: string): Creating[] {
       name: 'POST /v1/webhooks',
       status: 201,
       table: 'webhook_endpoints',
-      send: (t, key, variant) => post(t, '/v1/webhooks', key, JSON.stringify({ url: variant ? 'https://example.com/other' : 'https://example.com/hook' }), JSON_TYPE),
+      send: (t, key, variant) =>
+        post(
+          t,
+          '/v1/webhooks',
+          key,
+          JSON.stringify({ url: variant ? 'https://example.com/other' : 'https://example.com/hook' }),
+          JSON_TYPE,
+        ),
     },
   ];
 }
@@ -94,12 +121,19 @@ describe('Idempotency-Key on POST /v1/webhooks', () => {
   it('a replay shows the same signing secret, which is stored encrypted, never in the clear', async () => {
     const t = await seedTenant();
     const key = newKey();
-    const send = () => api(t, '/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: 'https://example.com/replayed' }), headers: { 'Idempotency-Key': key, ...JSON_TYPE } });
+    const send = () =>
+      api(t, '/v1/webhooks', {
+        method: 'POST',
+        body: JSON.stringify({ url: 'https://example.com/replayed' }),
+        headers: { 'Idempotency-Key': key, ...JSON_TYPE },
+      });
     const first = await json<{ id: string; secret: string }>(await send(), 201);
     const again = await send();
     expect(again.headers.get('Idempotent-Replayed')).toBe('true');
     expect(await json(again, 201)).toEqual(first);
-    const stored = await env.DB.prepare('SELECT response FROM idempotency_keys WHERE org_id = ? AND key = ?').bind(t.orgId, key).first<{ response: string }>();
+    const stored = await env.DB.prepare('SELECT response FROM idempotency_keys WHERE org_id = ? AND key = ?')
+      .bind(t.orgId, key)
+      .first<{ response: string }>();
     expect(stored!.response).not.toContain(first.secret);
     expect(stored!.response).not.toContain('whsec_');
     expect(await countRows('webhook_endpoints', 'org_id = ?', t.orgId)).toBe(1);
@@ -141,10 +175,21 @@ describe('Idempotency-Key on every creating route', () => {
     const program = await readyProgram(t);
     const key = newKey();
     const upload = (boundary: string, path = `/v1/programs?config_id=${config}&program_name=p`) => {
-      const part = (name: string, file: string, bytes: Uint8Array) =>
-        [`--${boundary}\r\nContent-Disposition: form-data; name="${name}"; filename="${file}"\r\nContent-Type: application/octet-stream\r\n\r\n`, bytes, '\r\n'];
-      const body = new Blob([...part('elf', 'hello.elf', guest('hello.elf')), ...part('vmexe', 'hello.vmexe', VMEXE), `--${boundary}--\r\n`]);
-      return api(t, path, { method: 'POST', body, headers: { 'Idempotency-Key': key, 'content-type': `multipart/form-data; boundary=${boundary}` } });
+      const part = (name: string, file: string, bytes: Uint8Array) => [
+        `--${boundary}\r\nContent-Disposition: form-data; name="${name}"; filename="${file}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+        bytes,
+        '\r\n',
+      ];
+      const body = new Blob([
+        ...part('elf', 'hello.elf', guest('hello.elf')),
+        ...part('vmexe', 'hello.vmexe', VMEXE),
+        `--${boundary}--\r\n`,
+      ]);
+      return api(t, path, {
+        method: 'POST',
+        body,
+        headers: { 'Idempotency-Key': key, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      });
     };
     const { id } = await json(await upload('----a-short-one'), 201);
     const replay = await upload('----------------------------a-much-longer-boundary-1234567890');
@@ -154,7 +199,11 @@ describe('Idempotency-Key on every creating route', () => {
     expect((await upload('x', `/v1/programs?program_name=p&config_id=${config}`)).status).toBe(201);
     expect((await upload('x', `/v1/programs?config_id=${config}&program_name=q`)).status).toBe(422);
     // Another path, another media type: another request.
-    const asProof = await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": []}', headers: { ...JSON_TYPE, 'Idempotency-Key': key } });
+    const asProof = await api(t, `/v1/proofs?program_id=${program}`, {
+      method: 'POST',
+      body: '{"input": []}',
+      headers: { ...JSON_TYPE, 'Idempotency-Key': key },
+    });
     expect(asProof.status).toBe(422);
     expect(await countRows('programs', 'org_id = ?', t.orgId)).toBe(2); // readyProgram's and this one
   });
@@ -162,7 +211,12 @@ describe('Idempotency-Key on every creating route', () => {
   it('takes the draft’s quoted form and the bare form as the same key', async () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
-    const send = (key: string) => api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": []}', headers: { ...JSON_TYPE, 'Idempotency-Key': key } });
+    const send = (key: string) =>
+      api(t, `/v1/proofs?program_id=${program}`, {
+        method: 'POST',
+        body: '{"input": []}',
+        headers: { ...JSON_TYPE, 'Idempotency-Key': key },
+      });
     const { id } = await json(await send('"order-7 \\"b\\""'), 200);
     const bare = await send('order-7 "b"');
     expect(await json(bare, 200)).toEqual({ id });
@@ -175,8 +229,23 @@ describe('Idempotency-Key on every creating route', () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
     const send = (who: Tenant | null, key: string) =>
-      api(who, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": []}', headers: { ...JSON_TYPE, 'Idempotency-Key': key } });
-    for (const bad of ['', '   ', '""', 'k'.repeat(256), `"${'k'.repeat(256)}"`, 'caf\u00e9', 'tab\there', '"unterminated', '"a"b"', '"back\\slash"']) {
+      api(who, `/v1/proofs?program_id=${program}`, {
+        method: 'POST',
+        body: '{"input": []}',
+        headers: { ...JSON_TYPE, 'Idempotency-Key': key },
+      });
+    for (const bad of [
+      '',
+      '   ',
+      '""',
+      'k'.repeat(256),
+      `"${'k'.repeat(256)}"`,
+      'caf\u00e9',
+      'tab\there',
+      '"unterminated',
+      '"a"b"',
+      '"back\\slash"',
+    ]) {
       const res = await send(t, bad);
       const body = await json(res, 400);
       expect(body.detail, JSON.stringify(bad)).toMatch(/^Malformed Idempotency-Key header/);
@@ -193,7 +262,12 @@ describe('Idempotency-Key on every creating route', () => {
     const ids = [];
     for (const t of [a, b]) {
       const program = await readyProgram(t);
-      const send = () => api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": []}', headers: { ...JSON_TYPE, 'Idempotency-Key': key } });
+      const send = () =>
+        api(t, `/v1/proofs?program_id=${program}`, {
+          method: 'POST',
+          body: '{"input": []}',
+          headers: { ...JSON_TYPE, 'Idempotency-Key': key },
+        });
       const { id } = await json(await send(), 200);
       expect(await json(await send(), 200)).toEqual({ id });
       ids.push(id);
@@ -224,14 +298,21 @@ describe('concurrent requests with one key', () => {
       },
     });
     const res = exports.default.fetch(
-      new Request(BASE + path, { method: 'POST', body: stream, duplex: 'half', headers: { 'Service-API-Key': t.key, 'Idempotency-Key': key, 'content-type': contentType } } as RequestInit),
+      new Request(BASE + path, {
+        method: 'POST',
+        body: stream,
+        duplex: 'half',
+        headers: { 'Service-API-Key': t.key, 'Idempotency-Key': key, 'content-type': contentType },
+      } as RequestInit),
     );
     return { res, release };
   }
 
   const claimed = async (orgId: string, key: string) => {
     for (;;) {
-      const row = await env.DB.prepare('SELECT state FROM idempotency_keys WHERE org_id = ? AND key = ?').bind(orgId, key).first<{ state: string }>();
+      const row = await env.DB.prepare('SELECT state FROM idempotency_keys WHERE org_id = ? AND key = ?')
+        .bind(orgId, key)
+        .first<{ state: string }>();
       if (row) return row.state;
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -244,7 +325,11 @@ describe('concurrent requests with one key', () => {
     const path = `/v1/programs?config_id=${config}`;
     const first = heldUpload(t, path, key, programForm(guest('hello.elf'), VMEXE));
     expect(await claimed(t.orgId, key)).toBe('in_flight');
-    const during = await api(t, path, { method: 'POST', body: programForm(guest('hello.elf'), VMEXE), headers: { 'Idempotency-Key': key } });
+    const during = await api(t, path, {
+      method: 'POST',
+      body: programForm(guest('hello.elf'), VMEXE),
+      headers: { 'Idempotency-Key': key },
+    });
     const conflict = await json(during, 409);
     expect(conflict.detail).toMatch(/still being processed/);
     expect(during.headers.get('Retry-After')).toBe('1');
@@ -264,13 +349,23 @@ describe('concurrent requests with one key', () => {
       const key = newKey();
       const send = () =>
         kind === 'proofs'
-          ? api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": ["0x0101"]}', headers: { ...JSON_TYPE, 'Idempotency-Key': key } })
-          : api(t, `/v1/programs?config_id=${config}`, { method: 'POST', body: programForm(guest('hello.elf'), VMEXE), headers: { 'Idempotency-Key': key } });
+          ? api(t, `/v1/proofs?program_id=${program}`, {
+              method: 'POST',
+              body: '{"input": ["0x0101"]}',
+              headers: { ...JSON_TYPE, 'Idempotency-Key': key },
+            })
+          : api(t, `/v1/programs?config_id=${config}`, {
+              method: 'POST',
+              body: programForm(guest('hello.elf'), VMEXE),
+              headers: { 'Idempotency-Key': key },
+            });
       const before = await countRows(kind, 'org_id = ?', t.orgId);
-      const answers = await Promise.all(Array.from({ length: 10 }, async () => {
-        const res = await send();
-        return { status: res.status, replayed: res.headers.get('Idempotent-Replayed'), body: await res.json<{ id?: string }>() };
-      }));
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, async () => {
+          const res = await send();
+          return { status: res.status, replayed: res.headers.get('Idempotent-Replayed'), body: await res.json<{ id?: string }>() };
+        }),
+      );
       const created = answers.filter((a) => a.status < 300 && !a.replayed);
       expect(created, kind).toHaveLength(1);
       for (const a of answers) {
@@ -301,7 +396,12 @@ describe('concurrent requests with one key', () => {
     // Its files were deleted with the refusal: only the retry's are new.
     const added = (await env.ARTIFACTS.list({ prefix: 'programs/' })).objects.map((o) => o.key).filter((k) => !objectsBefore.has(k));
     expect(added.every((k) => k.startsWith(`programs/${id}/`))).toBe(true);
-    expect(await json(await api(t, path, { method: 'POST', body: programForm(guest('hello.elf'), VMEXE), headers: { 'Idempotency-Key': key } }), 201)).toEqual({ id });
+    expect(
+      await json(
+        await api(t, path, { method: 'POST', body: programForm(guest('hello.elf'), VMEXE), headers: { 'Idempotency-Key': key } }),
+        201,
+      ),
+    ).toEqual({ id });
   });
 });
 
@@ -325,8 +425,20 @@ describe('which answers are kept', () => {
 
     const notUtf8 = newKey();
     const bytes = Uint8Array.of(0x7b, 0xff, 0x7d);
-    expect((await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: bytes, headers: { ...JSON_TYPE, 'Idempotency-Key': notUtf8 } })).status).toBe(400);
-    const replayed = await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: bytes, headers: { ...JSON_TYPE, 'Idempotency-Key': notUtf8 } });
+    expect(
+      (
+        await api(t, `/v1/proofs?program_id=${program}`, {
+          method: 'POST',
+          body: bytes,
+          headers: { ...JSON_TYPE, 'Idempotency-Key': notUtf8 },
+        })
+      ).status,
+    ).toBe(400);
+    const replayed = await api(t, `/v1/proofs?program_id=${program}`, {
+      method: 'POST',
+      body: bytes,
+      headers: { ...JSON_TYPE, 'Idempotency-Key': notUtf8 },
+    });
     expect(replayed.status).toBe(400);
     expect(replayed.headers.get('Idempotent-Replayed')).toBe('true');
   });
@@ -390,11 +502,20 @@ describe('expiry', () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
     const key = newKey();
-    const send = (input: string) => api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: JSON.stringify({ input: [input] }), headers: { ...JSON_TYPE, 'Idempotency-Key': key } });
+    const send = (input: string) =>
+      api(t, `/v1/proofs?program_id=${program}`, {
+        method: 'POST',
+        body: JSON.stringify({ input: [input] }),
+        headers: { ...JSON_TYPE, 'Idempotency-Key': key },
+      });
     const { id } = await json(await send('0x0101'), 200);
-    const row = await env.DB.prepare('SELECT created_at, expires_at FROM idempotency_keys WHERE org_id = ? AND key = ?').bind(t.orgId, key).first<{ created_at: number; expires_at: number }>();
+    const row = await env.DB.prepare('SELECT created_at, expires_at FROM idempotency_keys WHERE org_id = ? AND key = ?')
+      .bind(t.orgId, key)
+      .first<{ created_at: number; expires_at: number }>();
     expect(row!.expires_at - row!.created_at).toBe(IDEMPOTENCY_KEY_TTL_MS);
-    await env.DB.prepare('UPDATE idempotency_keys SET expires_at = ? WHERE org_id = ? AND key = ?').bind(Date.now() - 1, t.orgId, key).run();
+    await env.DB.prepare('UPDATE idempotency_keys SET expires_at = ? WHERE org_id = ? AND key = ?')
+      .bind(Date.now() - 1, t.orgId, key)
+      .run();
     const later = await json<{ id: string }>(await send('0x0102'), 200);
     expect(later.id).not.toBe(id);
     expect(await json(await send('0x0102'), 200)).toEqual(later);
@@ -412,7 +533,9 @@ describe('expiry', () => {
     )
       .bind(expired, now - IDEMPOTENCY_KEY_TTL_MS - 10, now - IDEMPOTENCY_KEY_TTL_MS - 10, now - 10)
       .run();
-    await env.DB.prepare(`INSERT INTO idempotency_keys (org_id, key, claim_id, state, created_at, locked_until, expires_at) VALUES ('org_sweep', 'live', 'c', 'in_flight', ?, ?, ?)`)
+    await env.DB.prepare(
+      `INSERT INTO idempotency_keys (org_id, key, claim_id, state, created_at, locked_until, expires_at) VALUES ('org_sweep', 'live', 'c', 'in_flight', ?, ?, ?)`,
+    )
       .bind(now, now + 60_000, now + IDEMPOTENCY_KEY_TTL_MS)
       .run();
     const d1 = recordD1Calls();
@@ -431,7 +554,8 @@ describe('cost', () => {
   it('a request without the header reads and writes exactly as before; with it, no extra round trip', async () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
-    const send = (headers: Record<string, string>) => api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": []}', headers: { ...JSON_TYPE, ...headers } });
+    const send = (headers: Record<string, string>) =>
+      api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": []}', headers: { ...JSON_TYPE, ...headers } });
     await send({}); // the key's last_used_at is fresh: nothing below writes it
     const d1 = recordD1Calls();
     expect((await send({})).status).toBe(200);
@@ -452,7 +576,9 @@ describe('cost', () => {
     // POST /v1/projects reads its body before any batch: the key is checked first, alone
     // (issue 21: no body is read for a caller not known), then one batch: key, claim, insert and answer.
     d1.clear();
-    expect((await api(t, '/v1/projects', { method: 'POST', body: '"p"', headers: { ...JSON_TYPE, 'Idempotency-Key': 'cost-2' } })).status).toBe(201);
+    expect(
+      (await api(t, '/v1/projects', { method: 'POST', body: '"p"', headers: { ...JSON_TYPE, 'Idempotency-Key': 'cost-2' } })).status,
+    ).toBe(201);
     expect(d1.calls).toHaveLength(2);
     expect(d1.calls[0].sql.some((q) => /idempotency_keys/i.test(q))).toBe(false);
     expect(d1.calls[1].sql.some((q) => /insert into "idempotency_keys".*on conflict/is.test(q))).toBe(true);
@@ -464,7 +590,10 @@ describe('OpenAPI', () => {
     const doc = await json(await api(null, '/openapi.json'), 200);
     for (const path of ['/v1/programs', '/v1/proofs', '/v1/executions', '/v1/verify', '/v1/verify/stark', '/v1/projects']) {
       const op = doc.paths[path].post;
-      expect(op.parameters.some((p: { in: string; name: string }) => p.in === 'header' && p.name === 'Idempotency-Key'), path).toBe(true);
+      expect(
+        op.parameters.some((p: { in: string; name: string }) => p.in === 'header' && p.name === 'Idempotency-Key'),
+        path,
+      ).toBe(true);
       const success = op.responses['200'] ?? op.responses['201'];
       expect(success.headers['Idempotent-Replayed'], path).toBeDefined();
       expect(op.responses['409'].description, path).toMatch(/Idempotency-Key/);

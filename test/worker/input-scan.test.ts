@@ -42,7 +42,8 @@ function reference(text: string): Outcome | 'json_invalid' {
     return 'json_invalid';
   }
   const fail = (issues: Pick<ValidationIssue, 'loc' | 'type' | 'msg'>[]): Outcome => ({ ok: false, issues });
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return fail([{ loc: ['body'], msg: 'Input should be a valid dictionary', type: 'dict_type' }]);
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return fail([{ loc: ['body'], msg: 'Input should be a valid dictionary', type: 'dict_type' }]);
   const input = (body as { input?: unknown }).input;
   if (input === undefined) return fail([{ loc: ['body', 'input'], msg: 'Field required', type: 'missing' }]);
   if (!Array.isArray(input)) return fail([{ loc: ['body', 'input'], msg: 'Input should be a valid list', type: 'list_type' }]);
@@ -69,7 +70,7 @@ function rng(seed: number) {
 
 function documents(seed: number, count: number): string[] {
   const r = rng(seed);
-  const pick = <T,>(xs: T[]) => xs[Math.floor(r() * xs.length)];
+  const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)];
   const hex = (n: number) => Array.from({ length: n }, () => pick([...'0123456789abcdefABCDEF'])).join('');
   const entry = (): unknown =>
     pick<() => unknown>([
@@ -81,14 +82,16 @@ function documents(seed: number, count: number): string[] {
       () => pick([1, -2.5, 1e3, true, false, null, [], ['01'], {}, { a: '01' }]),
     ])();
   // Entries spelled with escapes (\u0030 is '0', \/ and \\ are not hex) the parser must decode.
-  const escaped = (s: string) => JSON.stringify(s).replace(/[0-9a-fx]/gi, (c) => (r() < 0.3 ? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}` : c));
+  const escaped = (s: string) =>
+    JSON.stringify(s).replace(/[0-9a-fx]/gi, (c) => (r() < 0.3 ? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}` : c));
   const value = (depth: number): string =>
     depth > 2 || r() < 0.5
       ? JSON.stringify(pick([1, 'x', null, true, 0.5, '\\n']))
       : r() < 0.5
         ? `[${Array.from({ length: Math.floor(r() * 3) }, () => value(depth + 1)).join(',')}]`
         : `{${Array.from({ length: Math.floor(r() * 3) }, (_, i) => `"k${i}":${value(depth + 1)}`).join(',')}}`;
-  const inputList = () => `[${Array.from({ length: Math.floor(r() * 6) }, () => (r() < 0.3 ? escaped(String(entry())) : JSON.stringify(entry()))).join(pick([',', ' , ', ',\n']))}]`;
+  const inputList = () =>
+    `[${Array.from({ length: Math.floor(r() * 6) }, () => (r() < 0.3 ? escaped(String(entry())) : JSON.stringify(entry()))).join(pick([',', ' , ', ',\n']))}]`;
   const out: string[] = [];
   for (let k = 0; k < count; k++) {
     const members: string[] = [];
@@ -140,7 +143,10 @@ describe('the proof input scan', () => {
     }
     // The faults at a chunk's edge: reported where they are, not where the chunk ends.
     const edge = new TextEncoder().encode('{"input": ["01", "\\u00zz"]}');
-    expect(scanInPieces(edge, [19, 2, 3])).toMatchObject({ ok: false, issues: [{ loc: ['body', 18], type: 'json_invalid', msg: expect.stringMatching(/Bad Unicode escape/) }] });
+    expect(scanInPieces(edge, [19, 2, 3])).toMatchObject({
+      ok: false,
+      issues: [{ loc: ['body', 18], type: 'json_invalid', msg: expect.stringMatching(/Bad Unicode escape/) }],
+    });
   });
 
   it('reads millions of entries without building them, and reports the first 100 plus a count', () => {

@@ -8,7 +8,19 @@ import { createOrganization, createUser } from '../../src/admin/statements.ts';
 import { LAST_OWNER_REFUSAL } from '../../src/db/schema.ts';
 import { accountKey, clientKey, MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT } from '../../src/features/accounts/signin-throttle.ts';
 import { BASE, countRows, json, runAdmin, seedTenant } from './helpers.ts';
-import { as, consoleFetch, isoNow, mailedToken, PASSWORD, postJson, seedUser, send, signIn, uniqueEmail, type Session } from './console-helpers.ts';
+import {
+  as,
+  consoleFetch,
+  isoNow,
+  mailedToken,
+  PASSWORD,
+  postJson,
+  seedUser,
+  send,
+  signIn,
+  uniqueEmail,
+  type Session,
+} from './console-helpers.ts';
 
 const statuses = (responses: Response[]) => responses.map((r) => r.status).sort();
 const tally = (list: number[]) => list.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
@@ -22,7 +34,9 @@ describe('sign-in throttling reserves each check before it runs', () => {
     const t = await seedTenant();
     const email = await seedUser(t.orgId, 'member');
     const responses = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => postJson('/console/v1/auth/signin', { email, password: `wrong ${i}` }, { headers: { 'cf-connecting-ip': `203.0.113.${100 + i}` } })),
+      Array.from({ length: 20 }, (_, i) =>
+        postJson('/console/v1/auth/signin', { email, password: `wrong ${i}` }, { headers: { 'cf-connecting-ip': `203.0.113.${100 + i}` } }),
+      ),
     );
     const count = tally(statuses(responses));
     expect(Object.keys(count).sort()).toEqual(['401', '429']);
@@ -30,13 +44,20 @@ describe('sign-in throttling reserves each check before it runs', () => {
     expect(count[429]).toBeGreaterThanOrEqual(20 - MAX_FAILURES_PER_ACCOUNT);
     for (const r of responses.filter((r) => r.status === 429)) expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
     // The right password is refused too, until the window ends.
-    await json(await postJson('/console/v1/auth/signin', { email, password: PASSWORD }, { headers: { 'cf-connecting-ip': '203.0.113.99' } }), 429);
+    await json(
+      await postJson('/console/v1/auth/signin', { email, password: PASSWORD }, { headers: { 'cf-connecting-ip': '203.0.113.99' } }),
+      429,
+    );
     expect((await throttleRow(accountKey(email)))!.failures).toBe(MAX_FAILURES_PER_ACCOUNT);
   });
 
   it(`40 simultaneous guesses from one client across accounts: at most ${MAX_FAILURES_PER_CLIENT} evaluated`, async () => {
     const headers = { 'cf-connecting-ip': '198.51.100.77' };
-    const responses = await Promise.all(Array.from({ length: 40 }, () => postJson('/console/v1/auth/signin', { email: uniqueEmail('spray'), password: 'guess' }, { headers })));
+    const responses = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        postJson('/console/v1/auth/signin', { email: uniqueEmail('spray'), password: 'guess' }, { headers }),
+      ),
+    );
     const count = tally(statuses(responses));
     expect(Object.keys(count).sort()).toEqual(['401', '429']);
     expect(count[401]).toBeLessThanOrEqual(MAX_FAILURES_PER_CLIENT);
@@ -47,13 +68,17 @@ describe('sign-in throttling reserves each check before it runs', () => {
     const t = await seedTenant();
     const email = await seedUser(t.orgId, 'member');
     const ip = '192.0.2.177';
-    for (let i = 0; i < MAX_FAILURES_PER_ACCOUNT; i++) await json(await postJson('/console/v1/auth/signin', { email, password: 'bad' }, { headers: { 'cf-connecting-ip': ip } }), 401);
+    for (let i = 0; i < MAX_FAILURES_PER_ACCOUNT; i++)
+      await json(await postJson('/console/v1/auth/signin', { email, password: 'bad' }, { headers: { 'cf-connecting-ip': ip } }), 401);
     expect((await throttleRow(clientKey(ip)))!.failures).toBe(MAX_FAILURES_PER_ACCOUNT);
     await json(await postJson('/console/v1/auth/signin', { email, password: 'bad' }, { headers: { 'cf-connecting-ip': ip } }), 429);
     expect((await throttleRow(clientKey(ip)))!.failures).toBe(MAX_FAILURES_PER_ACCOUNT);
     // Another account from the same client: counted, then given back on success.
     const other = await seedUser(t.orgId, 'member');
-    await json(await postJson('/console/v1/auth/signin', { email: other, password: PASSWORD }, { headers: { 'cf-connecting-ip': ip } }), 200);
+    await json(
+      await postJson('/console/v1/auth/signin', { email: other, password: PASSWORD }, { headers: { 'cf-connecting-ip': ip } }),
+      200,
+    );
     expect((await throttleRow(clientKey(ip)))!.failures).toBe(MAX_FAILURES_PER_ACCOUNT);
     expect(await throttleRow(accountKey(other))).toBeNull();
   });
@@ -110,7 +135,9 @@ describe('an organization always keeps an owner', () => {
   it('holds in the database: a direct statement and the operator command are refused with the trigger’s message', async () => {
     const t = await seedTenant();
     const email = await seedUser(t.orgId, 'owner');
-    await expect(env.DB.prepare("UPDATE memberships SET role = 'member' WHERE org_id = ?").bind(t.orgId).run()).rejects.toThrow(LAST_OWNER_REFUSAL);
+    await expect(env.DB.prepare("UPDATE memberships SET role = 'member' WHERE org_id = ?").bind(t.orgId).run()).rejects.toThrow(
+      LAST_OWNER_REFUSAL,
+    );
     await expect(env.DB.prepare('DELETE FROM memberships WHERE org_id = ?').bind(t.orgId).run()).rejects.toThrow(LAST_OWNER_REFUSAL);
     await expect(runAdmin(createUser({ email, orgId: t.orgId, role: 'member', consoleUrl: BASE }))).rejects.toThrow(LAST_OWNER_REFUSAL);
     expect(await owners(t.orgId)).toBe(1);
@@ -152,7 +179,9 @@ describe('one membership per person and organization', () => {
   it('two invitations for a new person accepted at once: one account, one membership, a 409, never a 500', async () => {
     const email = uniqueEmail('racer');
     const { t, tokens } = await invitations(2, email);
-    const responses = await Promise.all(tokens.map((token) => postJson('/console/v1/auth/accept-invite', { token, password: 'invitee password' })));
+    const responses = await Promise.all(
+      tokens.map((token) => postJson('/console/v1/auth/accept-invite', { token, password: 'invitee password' })),
+    );
     expect(statuses(responses)).toEqual([200, 409]);
     expect(await countRows('users', 'email = ?', email)).toBe(1);
     expect(await countRows('memberships m JOIN users u ON u.id = m.user_id', 'u.email = ? AND m.org_id = ?', email, t.orgId)).toBe(1);
@@ -167,7 +196,9 @@ describe('one membership per person and organization', () => {
     const { t, tokens } = await invitations(4, email);
     // An existing account accepts signed in as itself, never with a password.
     const session = await signIn(email);
-    const responses = await Promise.all(tokens.map((token) => postJson('/console/v1/auth/accept-invite', { token }, { token: session.token })));
+    const responses = await Promise.all(
+      tokens.map((token) => postJson('/console/v1/auth/accept-invite', { token }, { token: session.token })),
+    );
     const count = tally(statuses(responses));
     expect(count[200]).toBe(1);
     expect(count[409]).toBe(3);
@@ -178,7 +209,9 @@ describe('one membership per person and organization', () => {
   it('one invitation accepted twice at once: one membership, the other 404', async () => {
     const email = uniqueEmail('twice');
     const { tokens } = await invitations(1, email);
-    const responses = await Promise.all([0, 1, 2].map(() => postJson('/console/v1/auth/accept-invite', { token: tokens[0], password: 'invitee password' })));
+    const responses = await Promise.all(
+      [0, 1, 2].map(() => postJson('/console/v1/auth/accept-invite', { token: tokens[0], password: 'invitee password' })),
+    );
     const count = tally(statuses(responses));
     expect(count[200]).toBe(1);
     expect((count[404] ?? 0) + (count[409] ?? 0)).toBe(2);

@@ -12,7 +12,8 @@ beforeEach(async () => {
   await env.DB.prepare('DELETE FROM agents').run();
 });
 
-const post = (t: Tenant, path: string) => api(t, path, { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } });
+const post = (t: Tenant, path: string) =>
+  api(t, path, { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } });
 
 async function readyProgram(t?: Tenant) {
   const tenant = t ?? (await seedTenant());
@@ -22,7 +23,8 @@ async function readyProgram(t?: Tenant) {
   return { t: tenant, program };
 }
 
-const jobOf = async (subject: string) => (await env.DB.prepare('SELECT * FROM jobs WHERE subject_id = ?').bind(subject).first<Record<string, any>>())!;
+const jobOf = async (subject: string) =>
+  (await env.DB.prepare('SELECT * FROM jobs WHERE subject_id = ?').bind(subject).first<Record<string, any>>())!;
 
 describe('job limits', () => {
   it('a proof and an execution take cycle_limit, cost_limit and deadline_seconds, and their records show them', async () => {
@@ -50,7 +52,11 @@ describe('job limits', () => {
 
   it("the organization's defaults apply, and a request's own limit wins", async () => {
     const { t, program } = await readyProgram();
-    await env.DB.prepare('UPDATE organizations SET default_cycle_limit = 500, default_cost_limit = 900, default_deadline_seconds = 30 WHERE id = ?').bind(t.orgId).run();
+    await env.DB.prepare(
+      'UPDATE organizations SET default_cycle_limit = 500, default_cost_limit = 900, default_deadline_seconds = 30 WHERE id = ?',
+    )
+      .bind(t.orgId)
+      .run();
     const { id: a } = await json(await post(t, `/v1/proofs?program_id=${program}`), 200);
     expect(await json(await api(t, `/v1/proofs/${a}`), 200)).toMatchObject({ cycle_limit: 500, cost_limit: 900 });
     expect((await jobOf(a)).deadline_at).not.toBeNull();
@@ -64,7 +70,11 @@ describe('job limits', () => {
     const job = await claimJob(await seedAgent());
     expect(job.cycle_limit).toBe(1000);
     await env.DB.prepare('UPDATE leases SET claimed_at = claimed_at - 3600000 WHERE id = ?').bind(job.lease_id).run();
-    const r = await lease(job, '/fail', { error: 'cycle limit of 1000 instructions reached', retryable: false, limit: { name: 'cycle_limit', reached: 1000 } });
+    const r = await lease(job, '/fail', {
+      error: 'cycle limit of 1000 instructions reached',
+      retryable: false,
+      limit: { name: 'cycle_limit', reached: 1000 },
+    });
     expect(r.status).toBe(200);
     const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
     expect(proof.state).toBe('Failed');
@@ -97,7 +107,13 @@ describe('job limits', () => {
     await env.DB.prepare('UPDATE leases SET claimed_at = claimed_at - 60000 WHERE id = ?').bind(job.lease_id).run();
     expect((await lease(job, '/status')).status).toBe(200);
     expect(await json(await lease(job, '/status'), 200)).toMatchObject({ cancel: true });
-    const done = await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: '0x00', error: null, metrics: { num_instructions: 5 } });
+    const done = await lease(job, '/complete', {
+      kind: 'execute',
+      exit_code: 0,
+      public_values: '0x00',
+      error: null,
+      metrics: { num_instructions: 5 },
+    });
     expect(await json(done, 200)).toMatchObject({ status: 'canceled' });
     expect(await json(await api(t, `/v1/executions/${id}`), 200)).toMatchObject({ status: 'Failed', public_values: null, cost: 5000 });
   });
@@ -118,7 +134,9 @@ describe('job limits', () => {
     const { id } = await json(await post(t, `/v1/proofs?program_id=${program}&deadline_seconds=30`), 200);
     const job = await claimJob(await seedAgent());
     expect(await json(await lease(job, '/status'), 200)).toMatchObject({ cancel: false });
-    await env.DB.prepare('UPDATE jobs SET deadline_at = ? WHERE id = ?').bind(Date.now() - 1000, job.id).run();
+    await env.DB.prepare('UPDATE jobs SET deadline_at = ? WHERE id = ?')
+      .bind(Date.now() - 1000, job.id)
+      .run();
     expect(await json(await lease(job, '/status'), 200)).toMatchObject({ cancel: true });
     expect(await json(await lease(job, '/heartbeat', { phase: 'Executed' }), 200)).toMatchObject({ cancel: true });
     expect(await json(await lease(job, '/canceled', {}), 200)).toMatchObject({ status: 'canceled' });
@@ -131,7 +149,9 @@ describe('job limits', () => {
     const { t, program } = await readyProgram();
     const { id } = await json(await post(t, `/v1/proofs?program_id=${program}&deadline_seconds=30`), 200);
     const job = await claimJob(await seedAgent());
-    await env.DB.prepare('UPDATE jobs SET deadline_at = ? WHERE id = ?').bind(Date.now() - 1000, job.id).run();
+    await env.DB.prepare('UPDATE jobs SET deadline_at = ? WHERE id = ?')
+      .bind(Date.now() - 1000, job.id)
+      .run();
     await json(await lease(job, '/heartbeat', {}), 200); // records the stop
     await env.DB.prepare('UPDATE jobs SET lease_expires_at = 1 WHERE id = ?').bind(job.id).run();
     await sweep(openDb(env.DB), env);

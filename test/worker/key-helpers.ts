@@ -52,8 +52,17 @@ export function completeUpload(token: string, cfg: string, name: string, uploadI
  * Publishes `bytes` as a key in one part, declaring their digest (or `opts.sha256`);
  * the completion's Response.
  */
-export async function publishKey(token: string, cfg: string, name: string, bytes: Uint8Array, opts: { sha256?: string; supersedes?: number } = {}) {
-  const started = await json(await startUpload(token, cfg, name, { sha256: opts.sha256 ?? (await sha256Hex(bytes)), supersedes: opts.supersedes }), 201);
+export async function publishKey(
+  token: string,
+  cfg: string,
+  name: string,
+  bytes: Uint8Array,
+  opts: { sha256?: string; supersedes?: number } = {},
+) {
+  const started = await json(
+    await startUpload(token, cfg, name, { sha256: opts.sha256 ?? (await sha256Hex(bytes)), supersedes: opts.supersedes }),
+    201,
+  );
   expect(started.part_size).toBeGreaterThanOrEqual(5 * 1024 * 1024);
   const part = await json(await putPart(token, cfg, name, started.upload_id, 1, bytes), 200);
   return completeUpload(token, cfg, name, started.upload_id, [part]);

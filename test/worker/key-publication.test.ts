@@ -13,7 +13,9 @@ import { completeUpload, internalApi, publishKey, putPart, reprDigestOf, seedPub
 const bytes = (text: string) => new TextEncoder().encode(text);
 
 async function auditActions(cfg: string, name: string): Promise<string[]> {
-  const { results } = await env.DB.prepare('SELECT action FROM key_audit WHERE config_id = ? AND name = ? ORDER BY id').bind(cfg, name).all<{ action: string }>();
+  const { results } = await env.DB.prepare('SELECT action FROM key_audit WHERE config_id = ? AND name = ? ORDER BY id')
+    .bind(cfg, name)
+    .all<{ action: string }>();
   return results.map((r) => r.action);
 }
 
@@ -22,7 +24,9 @@ describe('who publishes keys', () => {
     const cfg = await seedConfig();
     const agent = await seedAgent();
     const vk = bytes('the operator verifying key');
-    expect((await json(await startUpload(agent.token, cfg, 'app_vk', { sha256: await sha256Hex(vk) }), 401)).detail).toMatch(/publisher token/);
+    expect((await json(await startUpload(agent.token, cfg, 'app_vk', { sha256: await sha256Hex(vk) }), 401)).detail).toMatch(
+      /publisher token/,
+    );
 
     // An upload the operator started: the agent token can neither feed nor finish it.
     const publisher = await seedPublisher([cfg]);
@@ -30,11 +34,18 @@ describe('who publishes keys', () => {
     await json(await putPart(agent.token, cfg, 'app_vk', started.upload_id, 1, bytes('attacker bytes')), 401);
     const part = await json(await putPart(publisher, cfg, 'app_vk', started.upload_id, 1, vk), 200);
     await json(await completeUpload(agent.token, cfg, 'app_vk', started.upload_id, [part]), 401);
-    const abort = await internalApi(agent.token, `/internal/v1/configs/${cfg}/keys/app_vk/uploads/${encodeURIComponent(started.upload_id)}`, { method: 'DELETE' });
+    const abort = await internalApi(
+      agent.token,
+      `/internal/v1/configs/${cfg}/keys/app_vk/uploads/${encodeURIComponent(started.upload_id)}`,
+      { method: 'DELETE' },
+    );
     expect(abort.status).toBe(401);
     expect(await countRows('config_keys', 'config_id = ?', cfg)).toBe(0);
 
-    expect(await json(await completeUpload(publisher, cfg, 'app_vk', started.upload_id, [part]), 200)).toMatchObject({ version: 1, verified: true });
+    expect(await json(await completeUpload(publisher, cfg, 'app_vk', started.upload_id, [part]), 200)).toMatchObject({
+      version: 1,
+      verified: true,
+    });
   });
 
   it('a publisher token is scoped to its configs, expires and can be revoked', async () => {
@@ -51,7 +62,9 @@ describe('who publishes keys', () => {
 
     const revoked = await seedPublisher(null);
     await json(await startUpload(revoked, cfg, 'agg_vk', { sha256 }), 201);
-    const { id } = (await env.DB.prepare('SELECT id FROM publisher_tokens ORDER BY created_at DESC, id DESC LIMIT 1').first<{ id: string }>())!;
+    const { id } = (await env.DB.prepare('SELECT id FROM publisher_tokens ORDER BY created_at DESC, id DESC LIMIT 1').first<{
+      id: string;
+    }>())!;
     await runAdmin(revokePublisherTokenById(id));
     await json(await startUpload(revoked, cfg, 'agg_vk', { sha256 }), 401);
   });
@@ -74,11 +87,18 @@ describe('published versions', () => {
     const publisher = await seedPublisher([cfg]);
     await json(await publishKey(publisher, cfg, 'evm_verifier', bytes('operator verifier')), 200);
     // Refused at the start, before a byte is uploaded...
-    expect((await json(await startUpload(publisher, cfg, 'evm_verifier', { sha256: await sha256Hex(bytes('other')) }), 409)).detail).toMatch(/supersedes: 1/);
+    expect(
+      (await json(await startUpload(publisher, cfg, 'evm_verifier', { sha256: await sha256Hex(bytes('other')) }), 409)).detail,
+    ).toMatch(/supersedes: 1/);
     // ...and a stale or made-up supersede too.
     await json(await startUpload(publisher, cfg, 'evm_verifier', { sha256: await sha256Hex(bytes('other')), supersedes: 2 }), 409);
     expect(await (await api(t, `/v1/configs/${cfg}/evm_verifier`)).text()).toBe('operator verifier');
-    expect(await auditActions(cfg, 'evm_verifier')).toEqual(['upload.start', 'key.publish', 'upload.refused_conflict', 'upload.refused_conflict']);
+    expect(await auditActions(cfg, 'evm_verifier')).toEqual([
+      'upload.start',
+      'key.publish',
+      'upload.refused_conflict',
+      'upload.refused_conflict',
+    ]);
   });
 
   it('two uploads racing to publish the first version: one lands, the other is refused at completion', async () => {
@@ -106,7 +126,10 @@ describe('published versions', () => {
     const before = await json(await api(t, `/v1/configs/${cfg}/vk/app`), 200);
 
     const tampered = bytes('bytes swapped in transit');
-    const refused = await json(await publishKey(publisher, cfg, 'app_vk', tampered, { sha256: await sha256Hex(bytes('what was declared')), supersedes: 1 }), 422);
+    const refused = await json(
+      await publishKey(publisher, cfg, 'app_vk', tampered, { sha256: await sha256Hex(bytes('what was declared')), supersedes: 1 }),
+      422,
+    );
     expect(refused.detail).toContain(await sha256Hex(tampered));
     expect(await countRows('config_keys', 'config_id = ?', cfg)).toBe(1);
     expect(await r2Keys(`configs/${cfg}/keys/app_vk/`)).toHaveLength(1);
@@ -114,7 +137,9 @@ describe('published versions', () => {
     expect({ ...after, download_url: null }).toEqual({ ...before, download_url: null });
     expect(new Uint8Array(await (await exports.default.fetch(new Request(after.download_url))).arrayBuffer())).toEqual(good);
     expect(await auditActions(cfg, 'app_vk')).toEqual(['upload.start', 'key.publish', 'upload.start', 'upload.refused_digest']);
-    const detail = await env.DB.prepare("SELECT detail FROM key_audit WHERE config_id = ? AND action = 'upload.refused_digest'").bind(cfg).first<{ detail: string }>();
+    const detail = await env.DB.prepare("SELECT detail FROM key_audit WHERE config_id = ? AND action = 'upload.refused_digest'")
+      .bind(cfg)
+      .first<{ detail: string }>();
     expect(JSON.parse(detail!.detail)).toMatchObject({ actual: await sha256Hex(tampered), size: tampered.length });
   });
 
@@ -125,7 +150,11 @@ describe('published versions', () => {
     const [v1, v2] = [bytes('halo2 pk, first'), bytes('halo2 pk, second and longer')];
     await json(await publishKey(publisher, cfg, 'halo2_pk', v1), 200);
     const old = await json(await api(t, `/v1/configs/${cfg}/pk/halo2`), 200);
-    expect(await json(await publishKey(publisher, cfg, 'halo2_pk', v2, { supersedes: 1 }), 200)).toMatchObject({ version: 2, supersedes: 1, sha256: await sha256Hex(v2) });
+    expect(await json(await publishKey(publisher, cfg, 'halo2_pk', v2, { supersedes: 1 }), 200)).toMatchObject({
+      version: 2,
+      supersedes: 1,
+      sha256: await sha256Hex(v2),
+    });
 
     const oldDownload = await exports.default.fetch(new Request(old.download_url));
     expect(new Uint8Array(await oldDownload.arrayBuffer())).toEqual(v1);
@@ -138,7 +167,11 @@ describe('published versions', () => {
     expect(newDownload.headers.get('repr-digest')).toBe(await reprDigestOf(v2));
 
     const agent = await seedAgent();
-    expect((await json(await internalApi(agent.token, `/internal/v1/configs/${cfg}`), 200)).keys.halo2_pk).toEqual({ version: 2, sha256: await sha256Hex(v2), size: v2.length });
+    expect((await json(await internalApi(agent.token, `/internal/v1/configs/${cfg}`), 200)).keys.halo2_pk).toEqual({
+      version: 2,
+      sha256: await sha256Hex(v2),
+      size: v2.length,
+    });
     expect(await auditActions(cfg, 'halo2_pk')).toEqual(['upload.start', 'key.publish', 'upload.start', 'key.supersede']);
     const actors = await env.DB.prepare('SELECT DISTINCT actor FROM key_audit WHERE config_id = ?').bind(cfg).all<{ actor: string }>();
     expect(actors.results.map((r) => r.actor)).toEqual([expect.stringMatching(/^publisher:pub_/)]);
@@ -164,7 +197,11 @@ describe('published versions', () => {
     // The first attempt's R2 step, as if the Worker died before its D1 batch.
     const [id, r2] = [started.upload_id.slice(0, 26), started.upload_id.slice(27)];
     await env.ARTIFACTS.resumeMultipartUpload(`configs/${cfg}/keys/app_pk/${id}`, r2).complete([{ partNumber: 1, etag: part.etag }]);
-    expect(await json(await completeUpload(publisher, cfg, 'app_pk', started.upload_id, [part]), 200)).toMatchObject({ version: 1, sha256: await sha256Hex(key), verified: true });
+    expect(await json(await completeUpload(publisher, cfg, 'app_pk', started.upload_id, [part]), 200)).toMatchObject({
+      version: 1,
+      sha256: await sha256Hex(key),
+      verified: true,
+    });
   });
 
   it('published versions and their audit are append-only, whatever the statement', async () => {

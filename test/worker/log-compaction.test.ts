@@ -28,7 +28,11 @@ async function queuedProof() {
   await markReady(program);
   await drainQueuedJobs();
   const { id } = await json<{ id: string }>(
-    await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": ["0x0101"]}', headers: { 'content-type': 'application/json' } }),
+    await api(t, `/v1/proofs?program_id=${program}`, {
+      method: 'POST',
+      body: '{"input": ["0x0101"]}',
+      headers: { 'content-type': 'application/json' },
+    }),
     200,
   );
   const job = (await env.DB.prepare('SELECT id FROM jobs WHERE subject_id = ?').bind(id).first<{ id: string }>())!;
@@ -36,9 +40,12 @@ async function queuedProof() {
 }
 
 const jobRow = (jobId: string) =>
-  env.DB.prepare('SELECT status, log_seq, log_bytes, log_store FROM jobs WHERE id = ?').bind(jobId).first<{ status: string; log_seq: number; log_bytes: number; log_store: string }>();
+  env.DB.prepare('SELECT status, log_seq, log_bytes, log_store FROM jobs WHERE id = ?')
+    .bind(jobId)
+    .first<{ status: string; log_seq: number; log_bytes: number; log_store: string }>();
 const chunkObjects = async (jobId: string) => (await env.ARTIFACTS.list({ prefix: artifactKey.jobLogPrefix(jobId) })).objects.length;
-const indexRows = async (jobId: string) => (await env.DB.prepare('SELECT count(*) AS n FROM job_log_chunks WHERE job_id = ?').bind(jobId).first<{ n: number }>())!.n;
+const indexRows = async (jobId: string) =>
+  (await env.DB.prepare('SELECT count(*) AS n FROM job_log_chunks WHERE job_id = ?').bind(jobId).first<{ n: number }>())!.n;
 
 /**
  * A proof whose job's log has `n` chunks of 10 bytes (the last one `ü…`, two bytes a
@@ -51,44 +58,47 @@ async function proofWithLog(n: number, finished = true) {
   return { t, proofId, jobId, whole: await writeLongLog(jobId, n, line, finished) };
 }
 
-
 describe('a finished log is compacted and served whole', () => {
-  it('2,000 chunks, finished: paged until compacted, then whole with no offset in one R2 read and one D1 round trip; ranged from an offset', { timeout: 90_000 }, async () => {
-    const { t, proofId, jobId, whole } = await proofWithLog(2000);
-    const bytes = new TextEncoder().encode(whole).byteLength;
-    expect(bytes).toBe(20000);
-    // Finished but not compacted yet (pending): the paged read, as before.
-    const before = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
-    expect(before.counts).toEqual({ d1: 1, gets: LOG_PAGE_CHUNKS, lists: 0 });
-    expect(before.res.headers.get('link')).not.toBeNull();
+  it(
+    '2,000 chunks, finished: paged until compacted, then whole with no offset in one R2 read and one D1 round trip; ranged from an offset',
+    { timeout: 90_000 },
+    async () => {
+      const { t, proofId, jobId, whole } = await proofWithLog(2000);
+      const bytes = new TextEncoder().encode(whole).byteLength;
+      expect(bytes).toBe(20000);
+      // Finished but not compacted yet (pending): the paged read, as before.
+      const before = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
+      expect(before.counts).toEqual({ d1: 1, gets: LOG_PAGE_CHUNKS, lists: 0 });
+      expect(before.res.headers.get('link')).not.toBeNull();
 
-    expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');
-    expect(await jobRow(jobId)).toMatchObject({ log_store: 'clean', log_bytes: 20000, log_seq: 2000 });
-    expect(await chunkObjects(jobId)).toBe(0);
-    expect(await indexRows(jobId)).toBe(0);
+      expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');
+      expect(await jobRow(jobId)).toMatchObject({ log_store: 'clean', log_bytes: 20000, log_seq: 2000 });
+      expect(await chunkObjects(jobId)).toBe(0);
+      expect(await indexRows(jobId)).toBe(0);
 
-    const all = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
-    expect(all.counts).toEqual({ d1: 1, gets: 1, lists: 0 });
-    expect(all.text).toBe(whole);
-    expect(all.res.headers.get('x-log-next-offset')).toBe('20000');
-    expect(all.res.headers.get('x-log-length')).toBe('20000');
-    expect(all.res.headers.get('link')).toBeNull();
-    // From an offset (inside a character of the last chunk is the caller's choice): one ranged read to the end.
-    const tail = await countedLogRead(t, `/v1/proofs/${proofId}/logs?offset=15000`);
-    expect(tail.counts).toEqual({ d1: 1, gets: 1, lists: 0 });
-    expect(tail.text).toBe(new TextDecoder().decode(new TextEncoder().encode(whole).subarray(15000)));
-    expect(tail.res.headers.get('x-log-next-offset')).toBe('20000');
-    expect((await countedLogRead(t, `/v1/proofs/${proofId}/logs?offset=20000`)).text).toBe('');
-    await json(await api(t, `/v1/proofs/${proofId}/logs?offset=20001`), 416);
-    // The event stream's and the console's bounded reads of it never cut a character: 5
-    // bytes from the last chunk (`üüüü\n\n`, two bytes each) are two whole `ü`.
-    expect(await jobLogFrom(db, env.ARTIFACTS, jobId, 19990, 5, 20000)).toEqual({ text: 'üü', next: 19994 });
-    expect(await jobLogFrom(db, env.ARTIFACTS, jobId, 19994, 100, 20000)).toEqual({ text: 'üü\n\n', next: 20000 });
-    const member = await signIn(await seedUser(t.orgId, 'member'));
-    const consoleRead = await consoleFetch(`/console/v1/orgs/${t.orgId}/proofs/${proofId}/logs?offset=10000`, { token: member.token });
-    expect(await consoleRead.text()).toBe(whole.slice(10000));
-    expect(consoleRead.headers.get('x-log-next-offset')).toBe('20000');
-  });
+      const all = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
+      expect(all.counts).toEqual({ d1: 1, gets: 1, lists: 0 });
+      expect(all.text).toBe(whole);
+      expect(all.res.headers.get('x-log-next-offset')).toBe('20000');
+      expect(all.res.headers.get('x-log-length')).toBe('20000');
+      expect(all.res.headers.get('link')).toBeNull();
+      // From an offset (inside a character of the last chunk is the caller's choice): one ranged read to the end.
+      const tail = await countedLogRead(t, `/v1/proofs/${proofId}/logs?offset=15000`);
+      expect(tail.counts).toEqual({ d1: 1, gets: 1, lists: 0 });
+      expect(tail.text).toBe(new TextDecoder().decode(new TextEncoder().encode(whole).subarray(15000)));
+      expect(tail.res.headers.get('x-log-next-offset')).toBe('20000');
+      expect((await countedLogRead(t, `/v1/proofs/${proofId}/logs?offset=20000`)).text).toBe('');
+      await json(await api(t, `/v1/proofs/${proofId}/logs?offset=20001`), 416);
+      // The event stream's and the console's bounded reads of it never cut a character: 5
+      // bytes from the last chunk (`üüüü\n\n`, two bytes each) are two whole `ü`.
+      expect(await jobLogFrom(db, env.ARTIFACTS, jobId, 19990, 5, 20000)).toEqual({ text: 'üü', next: 19994 });
+      expect(await jobLogFrom(db, env.ARTIFACTS, jobId, 19994, 100, 20000)).toEqual({ text: 'üü\n\n', next: 20000 });
+      const member = await signIn(await seedUser(t.orgId, 'member'));
+      const consoleRead = await consoleFetch(`/console/v1/orgs/${t.orgId}/proofs/${proofId}/logs?offset=10000`, { token: member.token });
+      expect(await consoleRead.text()).toBe(whole.slice(10000));
+      expect(consoleRead.headers.get('x-log-next-offset')).toBe('20000');
+    },
+  );
 
   it('a log still being written is not compacted and keeps the paged read', { timeout: 60_000 }, async () => {
     const { t, proofId, jobId } = await proofWithLog(300, false);
@@ -116,27 +126,31 @@ describe('compaction is idempotent and crash-safe', () => {
     expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe(whole);
   });
 
-  it('a crash between writing the compacted object and recording it: reads stay on the chunks, whole and right; the retry completes it', { timeout: 60_000 }, async () => {
-    const { t, proofId, jobId, whole } = await proofWithLog(200);
-    const put = env.ARTIFACTS.put.bind(env.ARTIFACTS);
-    vi.spyOn(env.ARTIFACTS, 'put').mockImplementationOnce(async (...args) => {
-      await put(...args);
-      throw new Error('the Worker died');
-    });
-    await expect(compactJobLog(db, env.ARTIFACTS, jobId, limits)).rejects.toThrow('the Worker died');
-    vi.restoreAllMocks();
-    expect(await env.ARTIFACTS.head(artifactKey.jobLogCompacted(jobId))).not.toBeNull();
-    expect((await jobRow(jobId))!.log_store).toBe('chunks');
-    let read = '';
-    for (let next: string | null = `/v1/proofs/${proofId}/logs`; next; ) {
-      const res: Response = await api(t, next);
-      read += await res.text();
-      next = /^<([^>]+)>; rel="next"$/.exec(res.headers.get('link') ?? '')?.[1] ?? null;
-    }
-    expect(read).toBe(whole);
-    expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');
-    expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe(whole);
-  });
+  it(
+    'a crash between writing the compacted object and recording it: reads stay on the chunks, whole and right; the retry completes it',
+    { timeout: 60_000 },
+    async () => {
+      const { t, proofId, jobId, whole } = await proofWithLog(200);
+      const put = env.ARTIFACTS.put.bind(env.ARTIFACTS);
+      vi.spyOn(env.ARTIFACTS, 'put').mockImplementationOnce(async (...args) => {
+        await put(...args);
+        throw new Error('the Worker died');
+      });
+      await expect(compactJobLog(db, env.ARTIFACTS, jobId, limits)).rejects.toThrow('the Worker died');
+      vi.restoreAllMocks();
+      expect(await env.ARTIFACTS.head(artifactKey.jobLogCompacted(jobId))).not.toBeNull();
+      expect((await jobRow(jobId))!.log_store).toBe('chunks');
+      let read = '';
+      for (let next: string | null = `/v1/proofs/${proofId}/logs`; next;) {
+        const res: Response = await api(t, next);
+        read += await res.text();
+        next = /^<([^>]+)>; rel="next"$/.exec(res.headers.get('link') ?? '')?.[1] ?? null;
+      }
+      expect(read).toBe(whole);
+      expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');
+      expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe(whole);
+    },
+  );
 
   it('a log that grew between the read and the record is not recorded from the stale object', { timeout: 60_000 }, async () => {
     const { t, proofId, jobId, whole } = await proofWithLog(50);
@@ -145,7 +159,8 @@ describe('compaction is idempotent and crash-safe', () => {
     vi.spyOn(env.ARTIFACTS, 'put').mockImplementation(async (...args) => {
       const r = await put(...args);
       // The lease's expiry line lands after the job ended (src/jobs/lease-checks.ts afterExpiry).
-      if (args[0] === artifactKey.jobLogCompacted(jobId) && !grew) ((grew = true), await appendServiceLog(db, env.ARTIFACTS, jobId, 'lease expired', limits));
+      if (args[0] === artifactKey.jobLogCompacted(jobId) && !grew)
+        ((grew = true), await appendServiceLog(db, env.ARTIFACTS, jobId, 'lease expired', limits));
       return r;
     });
     expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('changed');
@@ -157,26 +172,32 @@ describe('compaction is idempotent and crash-safe', () => {
     expect(text).toMatch(/\[service [^\]]+\] lease expired\n$/);
   });
 
-  it('a crash after the record, before the chunks are deleted: the compacted object serves reads; the retry deletes the chunks', { timeout: 60_000 }, async () => {
-    const { t, proofId, jobId, whole } = await proofWithLog(200);
-    vi.spyOn(env.ARTIFACTS, 'delete').mockRejectedValueOnce(new Error('the Worker died'));
-    await expect(compactJobLog(db, env.ARTIFACTS, jobId, limits)).rejects.toThrow('the Worker died');
-    vi.restoreAllMocks();
-    expect((await jobRow(jobId))!.log_store).toBe('compacted');
-    expect(await chunkObjects(jobId)).toBe(200);
-    const read = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
-    expect(read.text).toBe(whole);
-    expect(read.counts.gets).toBe(1);
-    expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');
-    expect(await chunkObjects(jobId)).toBe(0);
-    expect((await jobRow(jobId))!.log_store).toBe('clean');
-  });
+  it(
+    'a crash after the record, before the chunks are deleted: the compacted object serves reads; the retry deletes the chunks',
+    { timeout: 60_000 },
+    async () => {
+      const { t, proofId, jobId, whole } = await proofWithLog(200);
+      vi.spyOn(env.ARTIFACTS, 'delete').mockRejectedValueOnce(new Error('the Worker died'));
+      await expect(compactJobLog(db, env.ARTIFACTS, jobId, limits)).rejects.toThrow('the Worker died');
+      vi.restoreAllMocks();
+      expect((await jobRow(jobId))!.log_store).toBe('compacted');
+      expect(await chunkObjects(jobId)).toBe(200);
+      const read = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
+      expect(read.text).toBe(whole);
+      expect(read.counts.gets).toBe(1);
+      expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');
+      expect(await chunkObjects(jobId)).toBe(0);
+      expect((await jobRow(jobId))!.log_store).toBe('clean');
+    },
+  );
 });
 
 describe('who compacts', () => {
   it('the sweep finishes a pending compaction, in bounded batches', { timeout: 90_000 }, async () => {
     const { t, proofId, jobId, whole } = await proofWithLog(300);
-    const pending = (await env.DB.prepare(`SELECT count(*) AS n FROM jobs WHERE status = 'done' AND log_store IN ('chunks', 'compacted')`).first<{ n: number }>())!.n;
+    const pending = (await env.DB.prepare(
+      `SELECT count(*) AS n FROM jobs WHERE status = 'done' AND log_store IN ('chunks', 'compacted')`,
+    ).first<{ n: number }>())!.n;
     let runs = 0;
     while ((await jobRow(jobId))!.log_store !== 'clean' && runs++ <= pending) {
       const r = await sweep(db, env);

@@ -13,12 +13,19 @@ import { api, type Tenant } from './helpers.ts';
  */
 export async function writeLongLog(jobId: string, n: number, line: (i: number) => string, finished = false): Promise<string> {
   for (let i = 0; i < n; i += 100)
-    await Promise.all(Array.from({ length: Math.min(100, n - i) }, (_, k) => env.ARTIFACTS.put(artifactKey.jobLogChunk(jobId, i + k), line(i + k))));
+    await Promise.all(
+      Array.from({ length: Math.min(100, n - i) }, (_, k) => env.ARTIFACTS.put(artifactKey.jobLogChunk(jobId, i + k), line(i + k))),
+    );
   await env.DB.batch([
     env.DB.prepare(
       `WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n < ? - 1) INSERT INTO job_log_chunks (job_id, seq, "offset", bytes, source) SELECT ?, n, n * 10, 10, 'host' FROM s`,
     ).bind(n, jobId),
-    env.DB.prepare(`UPDATE jobs SET log_seq = ?, log_bytes = ?, status = CASE WHEN ? THEN 'done' ELSE status END WHERE id = ?`).bind(n, n * 10, finished ? 1 : 0, jobId),
+    env.DB.prepare(`UPDATE jobs SET log_seq = ?, log_bytes = ?, status = CASE WHEN ? THEN 'done' ELSE status END WHERE id = ?`).bind(
+      n,
+      n * 10,
+      finished ? 1 : 0,
+      jobId,
+    ),
   ]);
   return Array.from({ length: n }, (_, i) => line(i)).join('');
 }

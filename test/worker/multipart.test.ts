@@ -48,7 +48,10 @@ async function corpus(): Promise<Case[]> {
 
   const hand = (name: string, text: string | Uint8Array, limits: MultipartLimits = roomy) =>
     cases.push({ name, bytes: typeof text === 'string' ? raw(text) : text, boundary: B, limits });
-  hand('preamble, padding and epilogue', `preamble\n--${B}  \n${disposition('a')}\n\nA\n--${B}\n${disposition('b')}\n\nB\n--${B}--\nepilogue`);
+  hand(
+    'preamble, padding and epilogue',
+    `preamble\n--${B}  \n${disposition('a')}\n\nA\n--${B}\n${disposition('b')}\n\nB\n--${B}--\nepilogue`,
+  );
   hand('a part with no headers', `--${B}\n\nno headers here\n--${B}--\n`);
   hand('a part with no headers, body has a blank line later', `--${B}\n\nline\n\n${disposition('x')}\n\nbody\n--${B}--\n`);
   hand('headers without a name', `--${B}\nContent-Disposition: form-data\n\nx\n--${B}--\n`);
@@ -65,7 +68,10 @@ async function corpus(): Promise<Case[]> {
   }
   hand('malformed within maxBytes, longer than it', `--${B}\n\n${'z'.repeat(500)}`, { maxBytes: 100 });
   hand('malformed after maxBytes', `--${B}\n${disposition('a')}\n\n${'z'.repeat(500)}\n--${B}\n\n`, { maxBytes: 100 });
-  hand('binary junk', new Uint8Array(2048).map((_, i) => (i * 131 + 7) & 0xff));
+  hand(
+    'binary junk',
+    new Uint8Array(2048).map((_, i) => (i * 131 + 7) & 0xff),
+  );
   return cases;
 }
 
@@ -85,7 +91,12 @@ async function outcome(c: Case, chunks: Uint8Array[]): Promise<Outcome> {
     await parseMultipart(stream, c.boundary, c.limits, (info) => {
       const part = { info, bytes: [] as number[] };
       parts.push(part);
-      return { write: (chunk) => { for (const b of chunk) part.bytes.push(b); }, end() {} };
+      return {
+        write: (chunk) => {
+          for (const b of chunk) part.bytes.push(b);
+        },
+        end() {},
+      };
     });
     return { parts };
   } catch (e) {
@@ -114,9 +125,13 @@ describe('multipart parsing does not depend on chunking', async () => {
     expect(errors).toContain('400 Malformed multipart body');
     expect(errors).toContain('413 Request body too large');
     expect(errors).toContain('413 Too many multipart parts');
-    expect(whole[cases.findIndex((c) => c.name === 'a part with no headers')]).toEqual({ error: '400 Malformed multipart body: part without Content-Disposition' });
+    expect(whole[cases.findIndex((c) => c.name === 'a part with no headers')]).toEqual({
+      error: '400 Malformed multipart body: part without Content-Disposition',
+    });
     expect(whole[cases.findIndex((c) => c.name === `a ${16 * 1024}-byte header block`)]).toHaveProperty('parts');
-    expect(whole[cases.findIndex((c) => c.name === `a ${16 * 1024 + 1}-byte header block`)]).toEqual({ error: '400 Malformed multipart body: part headers too long' });
+    expect(whole[cases.findIndex((c) => c.name === `a ${16 * 1024 + 1}-byte header block`)]).toEqual({
+      error: '400 Malformed multipart body: part headers too long',
+    });
   });
 
   for (const c of cases) {
@@ -128,7 +143,8 @@ describe('multipart parsing does not depend on chunking', async () => {
         expect(await outcome(c, splitAt(c.bytes, cuts)), `cuts ${cuts.join(',')}`).toEqual(expected);
       }
       // Every single split point, and one byte at a time.
-      for (let at = 1; at < Math.min(c.bytes.length, 600); at++) expect(await outcome(c, splitAt(c.bytes, [at])), `split at ${at}`).toEqual(expected);
+      for (let at = 1; at < Math.min(c.bytes.length, 600); at++)
+        expect(await outcome(c, splitAt(c.bytes, [at])), `split at ${at}`).toEqual(expected);
       const bytewise = Array.from({ length: c.bytes.length }, (_, i) => i);
       expect(await outcome(c, splitAt(c.bytes, bytewise))).toEqual(expected);
     });

@@ -11,7 +11,8 @@ describe('OpenAPI document', () => {
     const doc = await json(await api(null, '/openapi.json'), 200);
     expect(doc.info.version).toBe('2.0.0');
     const documented = new Set<string>();
-    for (const [path, ops] of Object.entries<Record<string, unknown>>(doc.paths)) for (const method of Object.keys(ops)) documented.add(`${method.toUpperCase()} ${path}`);
+    for (const [path, ops] of Object.entries<Record<string, unknown>>(doc.paths))
+      for (const method of Object.keys(ops)) documented.add(`${method.toUpperCase()} ${path}`);
     const served = app.routes
       .filter((r) => r.path.startsWith('/v1/') && r.method !== 'ALL')
       .map((r) => `${r.method} ${toOpenApi(r.path).replace(/\/$/, '')}`);
@@ -24,7 +25,11 @@ describe('OpenAPI document', () => {
     const doc = await json(await api(null, '/openapi.json'), 200);
     expect(Object.keys(doc.webhooks)).toEqual([...WEBHOOK_EVENTS, 'webhook.test']);
     const succeeded = doc.webhooks['proof.succeeded'].post;
-    expect(succeeded.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual(['header:webhook-id', 'header:webhook-timestamp', 'header:webhook-signature']);
+    expect(succeeded.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual([
+      'header:webhook-id',
+      'header:webhook-timestamp',
+      'header:webhook-signature',
+    ]);
     const schema = doc.components.schemas[succeeded.requestBody.content['application/json'].schema.$ref.split('/').pop()];
     expect(schema.properties.data).toEqual({ $ref: '#/components/schemas/Proof' });
     expect(schema.properties.type).toMatchObject({ enum: ['proof.succeeded'] });

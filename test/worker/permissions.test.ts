@@ -30,7 +30,11 @@ async function keyOf(t: Tenant, who: Session, scope?: string): Promise<Tenant> {
 }
 
 const call = (k: Tenant, method: string, path: string, body?: unknown) =>
-  api(k, path, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: body === undefined ? {} : { 'content-type': 'application/json' } });
+  api(k, path, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+  });
 
 /** Statuses of the webhook management calls made with `k` on endpoint `id`. */
 async function webhookStatuses(k: Tenant, id: string) {
@@ -61,13 +65,17 @@ describe('every route declares its action', () => {
     expect(routes.length).toBeGreaterThan(60);
     const undeclared = [...new Set(routes.map((r) => `${r.method} ${r.path}`))].filter((route) => {
       const [method, path] = route.split(' ') as [string, string];
-      return !gates.some((g) => (g.method === method && g.path === path) || (g.method === 'ALL' && g.path.endsWith('/*') && path.startsWith(g.path.slice(0, -1))));
+      return !gates.some(
+        (g) =>
+          (g.method === method && g.path === path) || (g.method === 'ALL' && g.path.endsWith('/*') && path.startsWith(g.path.slice(0, -1))),
+      );
     });
     expect(undeclared).toEqual([]);
   });
 
   it('declares roles nested: each may do what the ones below may, and viewer only reads', () => {
-    for (let i = 1; i < ROLE_ORDER.length; i++) expect(actionsOf(ROLE_ORDER[i])).toEqual(expect.arrayContaining(actionsOf(ROLE_ORDER[i - 1])));
+    for (let i = 1; i < ROLE_ORDER.length; i++)
+      expect(actionsOf(ROLE_ORDER[i])).toEqual(expect.arrayContaining(actionsOf(ROLE_ORDER[i - 1])));
     expect(actionsOf('viewer')).toEqual(['records.read', 'keys.own']);
     expect(actionsOf('owner')).toEqual(ACTIONS);
   });
@@ -81,10 +89,13 @@ describe('API keys do no more than their creator may', () => {
     const k = await keyOf(t, member);
     expect(await webhookStatuses(k, id)).toEqual(REFUSED);
     const refusal = await json(await call(k, 'POST', '/v1/webhooks', { url: HOOK }), 403);
-    expect(refusal.detail).toMatch(/^This API key may not create, change, rotate, test, redeliver and delete webhook endpoints: its scope is full and its creator is now member/);
+    expect(refusal.detail).toMatch(
+      /^This API key may not create, change, rotate, test, redeliver and delete webhook endpoints: its scope is full and its creator is now member/,
+    );
     // With an Idempotency-Key too: the claim is refused with the write, nothing is stored.
     const idem = { 'content-type': 'application/json', 'Idempotency-Key': crypto.randomUUID() };
-    for (let i = 0; i < 2; i++) await json(await api(k, '/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: HOOK }), headers: idem }), 403);
+    for (let i = 0; i < 2; i++)
+      await json(await api(k, '/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: HOOK }), headers: idem }), 403);
     expect((await json(await call(t, 'GET', '/v1/webhooks'), 200)).items).toHaveLength(1);
     await json(await call(k, 'GET', '/v1/webhooks'), 200);
     await json(await call(k, 'GET', `/v1/webhooks/${id}`), 200);
@@ -141,7 +152,10 @@ describe('API keys do no more than their creator may', () => {
       full: { read: 200, project: 201, cancel: 404, webhook: 200 },
     };
     for (const scope of KEY_SCOPE_NAMES) {
-      for (const k of [await keyOf(t, owner, scope), { ...t, key: await runAdmin(createApiKey(t.orgId, `operator ${scope}`, undefined, scope)) }]) {
+      for (const k of [
+        await keyOf(t, owner, scope),
+        { ...t, key: await runAdmin(createApiKey(t.orgId, `operator ${scope}`, undefined, scope)) },
+      ]) {
         const statuses = {
           read: (await call(k, 'GET', '/v1/projects')).status,
           project: (await call(k, 'POST', '/v1/projects', `by ${scope}`)).status,
@@ -161,7 +175,8 @@ describe('viewer', () => {
   it('reads the console and /v1, changes nothing, and makes read keys only', async () => {
     const { t, org, viewer } = await team();
     const id = await endpointOf(t);
-    for (const path of ['proofs', 'programs', 'projects', 'executions', 'verifications', 'usage', 'webhooks']) await as(viewer, `${org}/${path}`);
+    for (const path of ['proofs', 'programs', 'projects', 'executions', 'verifications', 'usage', 'webhooks'])
+      await as(viewer, `${org}/${path}`);
     await as(viewer, `${org}/webhooks/${id}/deliveries`);
     for (const path of ['members', 'invites', 'audit']) await as(viewer, `${org}/${path}`, 403);
     await send(viewer, 'POST', `${org}/proofs/${crypto.randomUUID()}/cancel`, undefined, 403);
@@ -182,7 +197,9 @@ describe('viewer', () => {
     const email = uniqueEmail('viewer');
     const { token } = await invite(admin, org, { email, role: 'viewer' });
     await json(await postJson('/console/v1/auth/accept-invite', { token: token, password: 'viewer password' }), 200);
-    expect((await as(await signIn(email, 'viewer password'), '/console/v1/me')).organizations).toEqual([{ id: t.orgId, name: `org of ${t.owner}`, role: 'viewer' }]);
+    expect((await as(await signIn(email, 'viewer password'), '/console/v1/me')).organizations).toEqual([
+      { id: t.orgId, name: `org of ${t.owner}`, role: 'viewer' },
+    ]);
   });
 });
 
@@ -205,7 +222,8 @@ describe('invitations die with their inviter’s right to grant them', () => {
     const byOwner = await invite(owner, org, { email: uniqueEmail(), role: 'member' });
     await send(owner, 'PATCH', `${org}/members/${admin.userId}`, { role: 'member' }, 200);
     expect((await as(owner, `${org}/invites`)).items.map((i: { id: string }) => i.id)).toEqual([byOwner.id]);
-    for (const i of [asAdmin, asMember]) await json(await postJson('/console/v1/auth/accept-invite', { token: i.token, password: 'too late now' }), 404);
+    for (const i of [asAdmin, asMember])
+      await json(await postJson('/console/v1/auth/accept-invite', { token: i.token, password: 'too late now' }), 404);
     await json(await postJson('/console/v1/auth/accept-invite', { token: byOwner.token, password: 'still welcome' }), 200);
   });
 

@@ -199,7 +199,12 @@ describe('POST /v1/programs', () => {
     const cfg = await seedConfig();
     const body = await expectNothingStored(
       t.orgId,
-      () => api(t, `/v1/programs?config_id=${cfg}`, { method: 'POST', body: JSON.stringify({}), headers: { 'content-type': 'application/json' } }),
+      () =>
+        api(t, `/v1/programs?config_id=${cfg}`, {
+          method: 'POST',
+          body: JSON.stringify({}),
+          headers: { 'content-type': 'application/json' },
+        }),
       400,
     );
     expect(body.detail).toMatch(/multipart\/form-data/);
@@ -232,10 +237,19 @@ describe('POST /v1/programs', () => {
     const foreignProgram = await registerProgram(other, cfg);
     const foreignProject = (await json(await api(other, `/v1/programs/${foreignProgram}`), 200)).project_id;
 
-    await expectNothingStored(t.orgId, () => api(t, `/v1/programs?config_id=cfg_01JD00000000000000000000ZZ`, { method: 'POST', body: programForm(guest('hello.elf'), VMEXE) }), 404);
     await expectNothingStored(
       t.orgId,
-      () => api(t, `/v1/programs?config_id=${cfg}&project_id=${foreignProject}`, { method: 'POST', body: programForm(guest('hello.elf'), VMEXE) }),
+      () =>
+        api(t, `/v1/programs?config_id=cfg_01JD00000000000000000000ZZ`, { method: 'POST', body: programForm(guest('hello.elf'), VMEXE) }),
+      404,
+    );
+    await expectNothingStored(
+      t.orgId,
+      () =>
+        api(t, `/v1/programs?config_id=${cfg}&project_id=${foreignProject}`, {
+          method: 'POST',
+          body: programForm(guest('hello.elf'), VMEXE),
+        }),
       404,
     );
     const inactive = await seedConfig();
@@ -271,23 +285,46 @@ describe('reading, moving and downloading programs', () => {
     const t = await seedTenant();
     const cfg = await seedConfig();
     const id = await registerProgram(t, cfg);
-    const { id: project } = await json(await api(t, '/v1/projects', { method: 'POST', body: JSON.stringify('Target') , headers: { 'content-type': 'application/json' } }), 201);
+    const { id: project } = await json(
+      await api(t, '/v1/projects', { method: 'POST', body: JSON.stringify('Target'), headers: { 'content-type': 'application/json' } }),
+      201,
+    );
     const moved = await json(
-      await api(t, `/v1/programs/${id}`, { method: 'PUT', body: JSON.stringify({ project_id: project, name: 'renamed' }), headers: { 'content-type': 'application/json' } }),
+      await api(t, `/v1/programs/${id}`, {
+        method: 'PUT',
+        body: JSON.stringify({ project_id: project, name: 'renamed' }),
+        headers: { 'content-type': 'application/json' },
+      }),
       200,
     );
     expect(moved).toMatchObject({ id, project_id: project, project_name: 'Target', name: 'renamed' });
 
     const other = await seedTenant();
-    const { id: foreign } = await json(await api(other, '/v1/projects', { method: 'POST', body: JSON.stringify('Theirs'), headers: { 'content-type': 'application/json' } }), 201);
-    await json(await api(t, `/v1/programs/${id}`, { method: 'PUT', body: JSON.stringify({ project_id: foreign }), headers: { 'content-type': 'application/json' } }), 404);
-    const bad = await json(await api(t, `/v1/programs/${id}`, { method: 'PUT', body: '{"project_id": ', headers: { 'content-type': 'application/json' } }), 422);
+    const { id: foreign } = await json(
+      await api(other, '/v1/projects', { method: 'POST', body: JSON.stringify('Theirs'), headers: { 'content-type': 'application/json' } }),
+      201,
+    );
+    await json(
+      await api(t, `/v1/programs/${id}`, {
+        method: 'PUT',
+        body: JSON.stringify({ project_id: foreign }),
+        headers: { 'content-type': 'application/json' },
+      }),
+      404,
+    );
+    const bad = await json(
+      await api(t, `/v1/programs/${id}`, { method: 'PUT', body: '{"project_id": ', headers: { 'content-type': 'application/json' } }),
+      422,
+    );
     expect(bad.detail[0].type).toBe('json_invalid');
   });
 
   it('422s a malformed program id and 404s an unknown one', async () => {
     const t = await seedTenant();
-    expect((await json(await api(t, '/v1/programs/12'), 422)).detail[0]).toMatchObject({ loc: ['path', 'program_id'], type: 'uuid_parsing' });
+    expect((await json(await api(t, '/v1/programs/12'), 422)).detail[0]).toMatchObject({
+      loc: ['path', 'program_id'],
+      type: 'uuid_parsing',
+    });
     await json(await api(t, `/v1/programs/${crypto.randomUUID()}`), 404);
   });
 

@@ -47,7 +47,14 @@ describe('/v1/projects', () => {
     expect(rec.highlighted_program_id).toBe(a);
     // When it moves away, the oldest remaining program takes over, here and in its new project.
     const { id: other } = await json(await post(t, '"Q"'), 201);
-    await json(await api(t, `/v1/programs/${a}`, { method: 'PUT', body: JSON.stringify({ project_id: other }), headers: { 'content-type': 'application/json' } }), 200);
+    await json(
+      await api(t, `/v1/programs/${a}`, {
+        method: 'PUT',
+        body: JSON.stringify({ project_id: other }),
+        headers: { 'content-type': 'application/json' },
+      }),
+      200,
+    );
     expect((await json(await api(t, `/v1/programs/${b}`), 200)).project_highlighted_program_id).toBe(b);
     expect((await json(await api(t, `/v1/programs/${a}`), 200)).project_highlighted_program_id).toBe(a);
 
@@ -66,7 +73,10 @@ describe('/v1/projects', () => {
     expect(await names('sort_by=name&sort_order=desc')).toEqual(['zk_bridge', 'rollup', 'Roll-up v2', 'Bridge 100%']);
     const page = await json(await api(t, '/v1/projects?search=bridge&page_size=1'), 200);
     expect(page.pagination).toEqual({ total: 2, page: 1, page_size: 1, pages: 2 });
-    expect((await json(await api(t, '/v1/projects?sort_by=size'), 422)).detail[0]).toMatchObject({ loc: ['query', 'sort_by'], type: 'literal_error' });
+    expect((await json(await api(t, '/v1/projects?sort_by=size'), 422)).detail[0]).toMatchObject({
+      loc: ['query', 'sort_by'],
+      type: 'literal_error',
+    });
   });
 
   it('404s unknown and foreign projects; 422s malformed ids', async () => {

@@ -49,7 +49,10 @@ describe('POST /v1/proofs', () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
     const send = watchQueue();
-    const { id } = await json(await submit(t, `program_id=${program}`, { input: ['0x0148656c6c6f', '02010000000200000000'.slice(0, 18)] }), 200);
+    const { id } = await json(
+      await submit(t, `program_id=${program}`, { input: ['0x0148656c6c6f', '02010000000200000000'.slice(0, 18)] }),
+      200,
+    );
     const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
     expect(proof).toEqual({
       id,
@@ -119,7 +122,11 @@ describe('POST /v1/proofs', () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
     for (const body of [undefined, '']) {
-      const res = await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body, headers: { 'content-type': 'multipart/form-data; boundary=XyZ' } });
+      const res = await api(t, `/v1/proofs?program_id=${program}`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'multipart/form-data; boundary=XyZ' },
+      });
       expect([400, 422]).toContain(res.status);
       expect(await res.json()).toHaveProperty('detail');
     }
@@ -129,7 +136,11 @@ describe('POST /v1/proofs', () => {
   it('422s malformed JSON, a missing input, and out-of-range query values', async () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
-    const malformed = await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: '{"input": [', headers: { 'content-type': 'application/json' } });
+    const malformed = await api(t, `/v1/proofs?program_id=${program}`, {
+      method: 'POST',
+      body: '{"input": [',
+      headers: { 'content-type': 'application/json' },
+    });
     expect((await json(malformed, 422)).detail[0]).toMatchObject({ loc: ['body', expect.any(Number)], type: 'json_invalid' });
     expect((await json(await submit(t, `program_id=${program}`, {}), 422)).detail).toEqual([
       { loc: ['body', 'input'], msg: 'Field required', type: 'missing' },
@@ -138,7 +149,11 @@ describe('POST /v1/proofs', () => {
     expect(await q(`program_id=${program}&priority=11`)).toMatchObject({ loc: ['query', 'priority'], type: 'less_than_equal' });
     expect(await q(`program_id=${program}&priority=0`)).toMatchObject({ loc: ['query', 'priority'], type: 'greater_than_equal' });
     expect(await q(`program_id=${program}&num_gpus=abc`)).toMatchObject({ loc: ['query', 'num_gpus'], type: 'int_parsing' });
-    expect(await q(`program_id=${program}&proof_type=snark`)).toMatchObject({ loc: ['query', 'proof_type'], type: 'literal_error', msg: "Input should be 'stark' or 'evm'" });
+    expect(await q(`program_id=${program}&proof_type=snark`)).toMatchObject({
+      loc: ['query', 'proof_type'],
+      type: 'literal_error',
+      msg: "Input should be 'stark' or 'evm'",
+    });
     expect(await q(``)).toMatchObject({ loc: ['query', 'program_id'], type: 'missing' });
   });
 
@@ -164,7 +179,10 @@ describe('POST /v1/proofs', () => {
       const program = await readyProgram(t, await seedConfig({ deferral_enabled: true }));
       const a = JSON.stringify({ ...STARK, proof: '0xaa' });
       const b = JSON.stringify({ ...STARK, proof: 'bb' });
-      const { id } = await json(await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: childForm({ input: ['0x01'] }, [a, b]) }), 200);
+      const { id } = await json(
+        await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: childForm({ input: ['0x01'] }, [a, b]) }),
+        200,
+      );
       expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ num_deferred_proofs: 2 });
       const keys = await r2Keys(`proofs/${id}/children/`);
       expect(keys).toHaveLength(2);
@@ -179,7 +197,10 @@ describe('POST /v1/proofs', () => {
       form.append('input', '{"input": []}');
       const binary = codecChild({ version: 'v2.0', proof: [0xde, 0xad], user_pvs_proof: [0x01], deferral: [0xbe, 0xef] });
       form.append('child_proofs', new File([binary], 'child.bin', { type: 'application/octet-stream' }));
-      form.append('child_proofs', new File([codecChild({ version: 'v2.0', proof: [], user_pvs_proof: [0xff] })], 'child2.bin', { type: 'application/octet-stream' }));
+      form.append(
+        'child_proofs',
+        new File([codecChild({ version: 'v2.0', proof: [], user_pvs_proof: [0xff] })], 'child2.bin', { type: 'application/octet-stream' }),
+      );
       form.append('child_proofs', new File(['  \n' + JSON.stringify(STARK)], 'child3.json', { type: 'application/json' }));
       const { id } = await json(await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: form }), 200);
       const keys = await r2Keys(`proofs/${id}/children/`);
@@ -197,7 +218,11 @@ describe('POST /v1/proofs', () => {
       const good = codecChild({ version: 'v2.0', proof: [1, 2, 3], user_pvs_proof: [4] });
       const form = new FormData();
       form.append('input', '{"input": []}');
-      for (const bad of [good.slice(0, good.length - 3), new Uint8Array([...good, 0]), codecChild({ version: 'nope', proof: [], user_pvs_proof: [] })]) {
+      for (const bad of [
+        good.slice(0, good.length - 3),
+        new Uint8Array([...good, 0]),
+        codecChild({ version: 'nope', proof: [], user_pvs_proof: [] }),
+      ]) {
         form.append('child_proofs', new File([bad], 'c.bin', { type: 'application/octet-stream' }));
       }
       const body = await json(await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: form }), 422);
@@ -212,7 +237,10 @@ describe('POST /v1/proofs', () => {
     it('422s child proofs when the config is not deferral-enabled', async () => {
       const t = await seedTenant();
       const program = await readyProgram(t);
-      const body = await json(await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: childForm({ input: [] }, [JSON.stringify(STARK)]) }), 422);
+      const body = await json(
+        await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: childForm({ input: [] }, [JSON.stringify(STARK)]) }),
+        422,
+      );
       expect(body.detail[0]).toMatchObject({ loc: ['body', 'child_proofs'], type: 'value_error' });
       expect(body.detail[0].msg).toMatch(/not deferral-enabled/);
     });
@@ -238,7 +266,10 @@ describe('POST /v1/proofs', () => {
       const program = await readyProgram(t, await seedConfig({ deferral_enabled: true }));
       const before = await r2Keys('proofs/');
       const many = Array.from({ length: 17 }, () => JSON.stringify(STARK));
-      const tooMany = await json(await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: childForm({ input: [] }, many) }), 422);
+      const tooMany = await json(
+        await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: childForm({ input: [] }, many) }),
+        422,
+      );
       expect(tooMany.detail[0]).toMatchObject({ loc: ['body', 'child_proofs'], type: 'too_long' });
       const huge = JSON.stringify({ ...STARK, proof: '00'.repeat(8 * 1024 * 1024 + 1) });
       await json(await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: childForm({ input: [] }, [huge]) }), 413);
@@ -264,7 +295,12 @@ describe('POST /v1/proofs', () => {
           controller.close();
         },
       });
-      const res = api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, duplex: 'half' } as RequestInit);
+      const res = api(t, `/v1/proofs?program_id=${program}`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        duplex: 'half',
+      } as RequestInit);
       let seen = false;
       for (let tries = 0; tries < 400 && !seen; tries++) {
         seen = await ready();
@@ -274,8 +310,10 @@ describe('POST /v1/proofs', () => {
       return { seen, res: await res };
     }
     const inputPart = (input: unknown) => `--BOUNDARY\r\ncontent-disposition: form-data; name="input"\r\n\r\n${JSON.stringify(input)}\r\n`;
-    const childPart = (proof: string) => `--BOUNDARY\r\ncontent-disposition: form-data; name="child_proofs"; filename="c.json"\r\n\r\n${proof}\r\n`;
-    const newInputKeys = async (before: string[]) => (await r2Keys('proofs/')).filter((k) => k.endsWith('/input.json') && !before.includes(k));
+    const childPart = (proof: string) =>
+      `--BOUNDARY\r\ncontent-disposition: form-data; name="child_proofs"; filename="c.json"\r\n\r\n${proof}\r\n`;
+    const newInputKeys = async (before: string[]) =>
+      (await r2Keys('proofs/')).filter((k) => k.endsWith('/input.json') && !before.includes(k));
 
     it('streams a form’s input to storage as it arrives, before the form ends; the last input counts', async () => {
       const t = await seedTenant();
@@ -283,7 +321,13 @@ describe('POST /v1/proofs', () => {
       const before = await r2Keys('proofs/');
       // Past one R2 upload part (R2_PART_SIZE), so the input goes up in parts.
       const big = { input: ['0x01' + 'ab'.repeat(9 * 1024 * 1024)] };
-      const { seen, res } = await sendInHalves(t, program, inputPart({ input: ['0x0107'] }) + childPart(JSON.stringify(STARK)), inputPart(big) + '--BOUNDARY--\r\n', async () => (await newInputKeys(before)).length > 0);
+      const { seen, res } = await sendInHalves(
+        t,
+        program,
+        inputPart({ input: ['0x0107'] }) + childPart(JSON.stringify(STARK)),
+        inputPart(big) + '--BOUNDARY--\r\n',
+        async () => (await newInputKeys(before)).length > 0,
+      );
       expect(seen).toBe(true);
       const { id } = await json(res, 200);
       expect(await (await env.ARTIFACTS.get(`proofs/${id}/input.json`))!.text()).toBe(JSON.stringify(big));
@@ -323,11 +367,16 @@ describe('POST /v1/proofs', () => {
       const program = await readyProgram(t, await seedConfig({ deferral_enabled: true }));
       const noInput = new FormData();
       noInput.append('child_proofs', new File([JSON.stringify(STARK)], 'c.json'));
-      expect((await json(await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: noInput }), 422)).detail[0]).toMatchObject({
+      expect(
+        (await json(await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: noInput }), 422)).detail[0],
+      ).toMatchObject({
         loc: ['body', 'input'],
         type: 'missing',
       });
-      const bad = await json(await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: childForm({ input: ['0x05'] }, []) }), 422);
+      const bad = await json(
+        await api(t, `/v1/proofs?program_id=${program}`, { method: 'POST', body: childForm({ input: ['0x05'] }, []) }),
+        422,
+      );
       expect(bad.detail[0].loc).toEqual(['body', 'input', 0]);
     });
   });
@@ -367,7 +416,10 @@ describe('reading proofs', () => {
     expect(logs.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(await logs.text()).toBe('');
     expect((await json(await api(t, `/v1/proofs/${id}/proof/plonk`), 422)).detail[0].loc).toEqual(['path', 'kind']);
-    expect((await json(await api(t, `/v1/proofs/not-a-uuid`), 422)).detail[0]).toMatchObject({ loc: ['path', 'proof_id'], type: 'uuid_parsing' });
+    expect((await json(await api(t, `/v1/proofs/not-a-uuid`), 422)).detail[0]).toMatchObject({
+      loc: ['path', 'proof_id'],
+      type: 'uuid_parsing',
+    });
   });
 });
 
@@ -376,7 +428,10 @@ describe('POST /v1/proofs/{id}/cancel', () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
     const { id } = await json(await submit(t, `program_id=${program}`, { input: [] }), 200);
-    const res = await json(await api(t, `/v1/proofs/${id}/cancel`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }), 200);
+    const res = await json(
+      await api(t, `/v1/proofs/${id}/cancel`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }),
+      200,
+    );
     expect(res).toMatchObject({ state: 'Canceled', message: expect.any(String) });
     const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
     expect(proof.state).toBe('Canceled');

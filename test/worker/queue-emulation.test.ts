@@ -34,7 +34,11 @@ async function queueToken(): Promise<string> {
 }
 
 async function call(token: string, action: 'pull' | 'ack', body: unknown) {
-  return api(null, `/internal/v1/queue/${action}`, { method: 'POST', body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+  return api(null, `/internal/v1/queue/${action}`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+  });
 }
 
 const decode = (b64: string) => JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))));
@@ -85,7 +89,9 @@ describe('the agents’ queue gateway', () => {
       expect(m[0].attempts).toBe(i);
     }
     expect((await json(await call(token, 'pull', {}), 200)).messages).toEqual([]);
-    expect(await env.DB.prepare('SELECT dead_lettered_at FROM emulated_queue_messages').first('dead_lettered_at')).toEqual(expect.any(Number));
+    expect(await env.DB.prepare('SELECT dead_lettered_at FROM emulated_queue_messages').first('dead_lettered_at')).toEqual(
+      expect.any(Number),
+    );
   });
 
   it('acks a full batch of 100 in one call', async () => {
@@ -110,7 +116,10 @@ describe('the agents’ queue gateway', () => {
     expect((await call('nope', 'pull', {})).status).toBe(401);
     const expired = await issueQueueToken(env, { tokenId: 'x', agentId: agent.caps.agent_id }, Date.now() - QUEUE_TOKEN_TTL_MS - 60_000);
     expect((await call(expired.token, 'pull', {})).status).toBe(401);
-    const forged = await issueQueueToken({ ...env, FLEET_TOKEN_SECRET: 'another-secret-of-at-least-32-characters!!' }, { tokenId: 'x', agentId: 'y' });
+    const forged = await issueQueueToken(
+      { ...env, FLEET_TOKEN_SECRET: 'another-secret-of-at-least-32-characters!!' },
+      { tokenId: 'x', agentId: 'y' },
+    );
     expect((await call(forged.token, 'pull', {})).status).toBe(401);
   });
 
@@ -140,35 +149,70 @@ describe('the agents’ queue gateway', () => {
     expect((await json(await call(token, 'pull', { batch_size: 10 }), 200)).messages).toEqual([]);
     expect(statements.length).toBeGreaterThan(0);
     const service = statements.filter((q) => !/^select .* from "emulated_queue_messages"/i.test(q));
-    expect(service).toEqual([expect.stringMatching(/^select "id" from "agent_tokens" where \("agent_tokens"."id" = \? and "agent_tokens"."revoked_at" is null\)/i)]);
+    expect(service).toEqual([
+      expect.stringMatching(/^select "id" from "agent_tokens" where \("agent_tokens"."id" = \? and "agent_tokens"."revoked_at" is null\)/i),
+    ]);
   });
 
   it('when deployed, pulls and acks through Cloudflare’s HTTP pull API with the Worker’s own credentials', async () => {
     const token = await queueToken();
-    const deployed = { ...env, DEV_QUEUE_EMULATION: undefined, QUEUES_ACCOUNT_ID: 'acct-1', JOBS_QUEUE_ID: 'queue-9', QUEUES_API_TOKEN: 'cf-secret' };
+    const deployed = {
+      ...env,
+      DEV_QUEUE_EMULATION: undefined,
+      QUEUES_ACCOUNT_ID: 'acct-1',
+      JOBS_QUEUE_ID: 'queue-9',
+      QUEUES_API_TOKEN: 'cf-secret',
+    };
     const seen: { url: string; auth: string | null; body: unknown }[] = [];
     vi.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
       const req = new Request(input, init);
       seen.push({ url: req.url, auth: req.headers.get('authorization'), body: await req.json() });
       const result = req.url.endsWith('/pull')
-        ? { messages: [{ id: 'm1', body: btoa('{"job_id":"j"}'), attempts: 1, lease_id: 'l1', timestamp_ms: 1, metadata: { 'CF-Content-Type': 'json' } }] }
+        ? {
+            messages: [
+              {
+                id: 'm1',
+                body: btoa('{"job_id":"j"}'),
+                attempts: 1,
+                lease_id: 'l1',
+                timestamp_ms: 1,
+                metadata: { 'CF-Content-Type': 'json' },
+              },
+            ],
+          }
         : { ackCount: 1, retryCount: 0 };
       return Response.json({ success: true, errors: [], messages: [], result });
     });
     const send = (action: string, body: unknown) =>
-      app.request(`https://api.test/internal/v1/queue/${action}`, { method: 'POST', body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, deployed);
+      app.request(
+        `https://api.test/internal/v1/queue/${action}`,
+        { method: 'POST', body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
+        deployed,
+      );
     const pulled = await json(await send('pull', { batch_size: 3, visibility_timeout_ms: 1000 }), 200);
     expect(pulled.messages[0]).toMatchObject({ id: 'm1', lease_id: 'l1' });
     expect(await json(await send('ack', { acks: [{ lease_id: 'l1' }] }), 200)).toEqual({ ack_count: 1, retry_count: 0 });
     expect(seen).toEqual([
-      { url: 'https://api.cloudflare.com/client/v4/accounts/acct-1/queues/queue-9/messages/pull', auth: 'Bearer cf-secret', body: { batch_size: 3, visibility_timeout_ms: 1000 } },
-      { url: 'https://api.cloudflare.com/client/v4/accounts/acct-1/queues/queue-9/messages/ack', auth: 'Bearer cf-secret', body: { acks: [{ lease_id: 'l1' }], retries: [] } },
+      {
+        url: 'https://api.cloudflare.com/client/v4/accounts/acct-1/queues/queue-9/messages/pull',
+        auth: 'Bearer cf-secret',
+        body: { batch_size: 3, visibility_timeout_ms: 1000 },
+      },
+      {
+        url: 'https://api.cloudflare.com/client/v4/accounts/acct-1/queues/queue-9/messages/ack',
+        auth: 'Bearer cf-secret',
+        body: { acks: [{ lease_id: 'l1' }], retries: [] },
+      },
     ]);
   });
 
   it('when deployed without the queue’s credentials, says what to configure (503)', async () => {
     const token = await queueToken();
-    const res = await app.request('https://api.test/internal/v1/queue/pull', { method: 'POST', body: '{}', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, { ...env, DEV_QUEUE_EMULATION: undefined });
+    const res = await app.request(
+      'https://api.test/internal/v1/queue/pull',
+      { method: 'POST', body: '{}', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
+      { ...env, DEV_QUEUE_EMULATION: undefined },
+    );
     expect(res.status).toBe(503);
     expect((await res.json<{ detail: string }>()).detail).toMatch(/QUEUES_API_TOKEN/);
   });

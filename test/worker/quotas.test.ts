@@ -3,10 +3,28 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { setOrganizationLimits } from '../../src/admin/statements.ts';
-import { api, countRows, json, markReady, programForm, registerProgram, runAdmin, seedConfig, seedTenant, VMEXE, guest, watchQueue, type Tenant } from './helpers.ts';
+import {
+  api,
+  countRows,
+  json,
+  markReady,
+  programForm,
+  registerProgram,
+  runAdmin,
+  seedConfig,
+  seedTenant,
+  VMEXE,
+  guest,
+  watchQueue,
+  type Tenant,
+} from './helpers.ts';
 
 const submit = (t: Tenant, program: string, query = '') =>
-  api(t, `/v1/proofs?program_id=${program}${query}`, { method: 'POST', body: '{"input": ["0x0101"]}', headers: { 'content-type': 'application/json' } });
+  api(t, `/v1/proofs?program_id=${program}${query}`, {
+    method: 'POST',
+    body: '{"input": ["0x0101"]}',
+    headers: { 'content-type': 'application/json' },
+  });
 
 async function readyProgram(t: Tenant, cfg?: string) {
   const id = await registerProgram(t, cfg ?? (await seedConfig()));
@@ -48,13 +66,18 @@ describe('per-organization quotas', () => {
     const queue = watchQueue();
     const refused = await json(await submit(t, program), 429);
     expect(refused.detail).toMatch(/max_active_jobs allows 2 queued or running jobs .* yours has 2/);
-    const register = await json(await api(t, `/v1/programs?config_id=${await seedConfig()}`, { method: 'POST', body: programForm(guest('hello.elf'), VMEXE) }), 429);
+    const register = await json(
+      await api(t, `/v1/programs?config_id=${await seedConfig()}`, { method: 'POST', body: programForm(guest('hello.elf'), VMEXE) }),
+      429,
+    );
     expect(register.detail).toMatch(/max_active_jobs/);
     expect(await footprint(t)).toEqual(before);
     expect(queue).not.toHaveBeenCalled();
 
     // A finished job makes room; other organizations were never limited by this one.
-    const [first] = (await env.DB.prepare(`SELECT subject_id FROM jobs WHERE org_id = ? AND kind = 'proof'`).bind(t.orgId).all<{ subject_id: string }>()).results;
+    const [first] = (
+      await env.DB.prepare(`SELECT subject_id FROM jobs WHERE org_id = ? AND kind = 'proof'`).bind(t.orgId).all<{ subject_id: string }>()
+    ).results;
     await json(await api(t, `/v1/proofs/${first.subject_id}/cancel`, { method: 'POST' }), 200);
     await json(await submit(t, program), 200);
     const other = await seedTenant();
@@ -87,14 +110,21 @@ describe('per-organization quotas', () => {
 
   it('defaults come from ORG_MAX_ACTIVE_JOBS and ORG_MAX_GPUS (wrangler.toml)', async () => {
     const t = await seedTenant();
-    const row = await env.DB.prepare('SELECT max_active_jobs, max_gpus, share_weight FROM organizations WHERE id = ?').bind(t.orgId).first();
+    const row = await env.DB.prepare('SELECT max_active_jobs, max_gpus, share_weight FROM organizations WHERE id = ?')
+      .bind(t.orgId)
+      .first();
     expect(row).toEqual({ max_active_jobs: null, max_gpus: null, share_weight: 1 });
     expect(env.ORG_MAX_ACTIVE_JOBS).toBe('1000');
     const program = await readyProgram(t);
     // Fill to the default with rows written directly, then one more through the API.
-    const values = Array.from({ length: 1000 }, (_, i) => `('q-${t.orgId}-${i}', 'proof', 'none-${t.orgId}-${i}', '${t.orgId}', 'c', 'dev', 5, 1, 0, 0)`);
+    const values = Array.from(
+      { length: 1000 },
+      (_, i) => `('q-${t.orgId}-${i}', 'proof', 'none-${t.orgId}-${i}', '${t.orgId}', 'c', 'dev', 5, 1, 0, 0)`,
+    );
     for (let i = 0; i < values.length; i += 200)
-      await env.DB.prepare(`INSERT INTO jobs (id, kind, subject_id, org_id, config_id, engine, priority, num_gpus, queued_at, notified_at) VALUES ${values.slice(i, i + 200).join(', ')}`).run();
+      await env.DB.prepare(
+        `INSERT INTO jobs (id, kind, subject_id, org_id, config_id, engine, priority, num_gpus, queued_at, notified_at) VALUES ${values.slice(i, i + 200).join(', ')}`,
+      ).run();
     expect((await json(await submit(t, program), 429)).detail).toMatch(/allows 1000 .* yours has 1000/);
     await env.DB.prepare(`UPDATE jobs SET status = 'done' WHERE org_id = ?`).bind(t.orgId).run();
   });

@@ -30,7 +30,11 @@ describe('per-API-key rate limits', { timeout: 30_000 }, () => {
 
   const classes: { cls: string; send: (t: Tenant) => Promise<Response>; max: number }[] = [
     { cls: 'reads', send: (t) => api(t, '/v1/validate_api_key'), max: 2000 },
-    { cls: 'submissions', send: (t) => api(t, '/v1/projects', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '""' }), max: 1000 },
+    {
+      cls: 'submissions',
+      send: (t) => api(t, '/v1/projects', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '""' }),
+      max: 1000,
+    },
     { cls: 'uploads', send: (t) => api(t, '/v1/verify/stark?program_id=not-a-uuid', { method: 'POST', body: new FormData() }), max: 400 },
   ];
 
@@ -61,10 +65,17 @@ describe('per-API-key rate limits', { timeout: 30_000 }, () => {
   it('a limited submission stores nothing and reads no body', async () => {
     const tenant = await seedTenant();
     const before = await countRows('projects');
-    const { passed } = await untilLimited(() => api(tenant, '/v1/projects', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '""' }), 1000);
+    const { passed } = await untilLimited(
+      () => api(tenant, '/v1/projects', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '""' }),
+      1000,
+    );
     expect(await countRows('projects')).toBe(before);
     // A body too large to be read would be a 413 if it were read: limited first.
-    const huge = await api(tenant, '/v1/projects', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify('x'.repeat(1 << 20)) });
+    const huge = await api(tenant, '/v1/projects', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify('x'.repeat(1 << 20)),
+    });
     expect(huge.status).toBe(429);
     expect(passed).toBeGreaterThan(0);
   });

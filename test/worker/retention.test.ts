@@ -16,7 +16,11 @@ import { api, countRows, json, markReady, r2Keys, registerProgram, seedConfig, s
 
 beforeEach(drainQueuedJobs);
 
-const jsonPost = (body: unknown): RequestInit => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+const jsonPost = (body: unknown): RequestInit => ({
+  method: 'POST',
+  body: JSON.stringify(body),
+  headers: { 'content-type': 'application/json' },
+});
 const DELETE: RequestInit = { method: 'DELETE' };
 
 async function readyProgram(t: Tenant) {
@@ -27,14 +31,16 @@ async function readyProgram(t: Tenant) {
   return id;
 }
 
-
 /** A proof run to Succeeded by an agent: a log, a STARK proof, a cost. */
 async function succeededProof(t: Tenant, program: string) {
   const { id } = await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
   const job = await claimJob(await seedAgent());
   await json(await lease(job, '/logs', { seq: 0, offset: 0, text: 'proving\n' }), 200);
   await json(await upload(job, 'stark', await devProofOf(job)), 200);
-  await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 42 } }), 200);
+  await json(
+    await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 42 } }),
+    200,
+  );
   await logCompacted(job.id);
   return { id, jobId: job.id };
 }
@@ -43,14 +49,20 @@ async function succeededExecution(t: Tenant, program: string) {
   const { id } = await json<{ id: string }>(await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] })), 200);
   const job = await claimJob(await seedAgent());
   await json(await lease(job, '/logs', { seq: 0, offset: 0, text: 'ran\n' }), 200);
-  await json(await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: '0x01', error: null, metrics: { num_instructions: 7 } }), 200);
+  await json(
+    await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: '0x01', error: null, metrics: { num_instructions: 7 } }),
+    200,
+  );
   await logCompacted(job.id);
   return { id, jobId: job.id };
 }
 
 /** Its log compacted (after the response that ended it), so its objects hold still. */
 const logCompacted = (jobId: string) =>
-  vi.waitFor(async () => expect(await env.DB.prepare('SELECT log_store FROM jobs WHERE id = ?').bind(jobId).first()).toEqual({ log_store: 'clean' }), { timeout: 5000 });
+  vi.waitFor(
+    async () => expect(await env.DB.prepare('SELECT log_store FROM jobs WHERE id = ?').bind(jobId).first()).toEqual({ log_store: 'clean' }),
+    { timeout: 5000 },
+  );
 
 /** Every object a job's subject owns: its own prefix and its log. */
 const objectsOf = async (prefix: string, jobId: string) => [...(await r2Keys(prefix)), ...(await r2Keys(`logs/${jobId}`))];
@@ -63,7 +75,9 @@ const settledSweep = () => sweepPurges(openDb(env.DB), env.ARTIFACTS, 1000, Date
  * once the sweep's second pass ran.
  */
 async function expectPurged(prefix: string, jobId: string | null, subjectId: string) {
-  await vi.waitFor(async () => expect([...(await r2Keys(prefix)), ...(jobId ? await r2Keys(`logs/${jobId}`) : [])]).toEqual([]), { timeout: 5000 });
+  await vi.waitFor(async () => expect([...(await r2Keys(prefix)), ...(jobId ? await r2Keys(`logs/${jobId}`) : [])]).toEqual([]), {
+    timeout: 5000,
+  });
   expect(await countRows('purges', 'subject_id = ?', subjectId)).toBe(1);
   await settledSweep();
   expect(await countRows('purges', 'subject_id = ?', subjectId)).toBe(0);
@@ -74,38 +88,59 @@ async function owner(t: Tenant): Promise<Session> {
 }
 
 describe('DELETE /v1/proofs/{id}', () => {
-  it('deletes every object the proof owns, keeps a tombstone with its billing figures, and answers the same twice', { timeout: 30_000 }, async () => {
-    const t = await seedTenant();
-    const program = await readyProgram(t);
-    const { id, jobId } = await succeededProof(t, program);
-    const before = await json(await api(t, `/v1/proofs/${id}`), 200);
-    expect(before.state).toBe('Succeeded');
-    expect(before).not.toHaveProperty('deleted_at');
-    expect((await objectsOf(`proofs/${id}/`, jobId)).length).toBeGreaterThanOrEqual(3); // input, stark proof, log
-    const usage = await env.DB.prepare('SELECT sum(cost) AS cost, sum(instructions) AS instructions FROM usage_daily WHERE org_id = ?').bind(t.orgId).first();
+  it(
+    'deletes every object the proof owns, keeps a tombstone with its billing figures, and answers the same twice',
+    { timeout: 30_000 },
+    async () => {
+      const t = await seedTenant();
+      const program = await readyProgram(t);
+      const { id, jobId } = await succeededProof(t, program);
+      const before = await json(await api(t, `/v1/proofs/${id}`), 200);
+      expect(before.state).toBe('Succeeded');
+      expect(before).not.toHaveProperty('deleted_at');
+      expect((await objectsOf(`proofs/${id}/`, jobId)).length).toBeGreaterThanOrEqual(3); // input, stark proof, log
+      const usage = await env.DB.prepare('SELECT sum(cost) AS cost, sum(instructions) AS instructions FROM usage_daily WHERE org_id = ?')
+        .bind(t.orgId)
+        .first();
 
-    const tombstone = await json(await api(t, `/v1/proofs/${id}`, DELETE), 200);
-    expect(tombstone.deleted_at).toEqual(expect.any(String));
-    // The billing figures stand.
-    for (const field of ['state', 'cost', 'cells_used', 'num_instructions', 'machine_type', 'launched_at', 'terminated_at', 'created_by', 'num_gpus'] as const) expect(tombstone[field]).toEqual(before[field]);
-    expect(await env.DB.prepare('SELECT sum(cost) AS cost, sum(instructions) AS instructions FROM usage_daily WHERE org_id = ?').bind(t.orgId).first()).toEqual(usage);
-    await expectPurged(`proofs/${id}/`, jobId, id);
-    expect(await r2Keys(`logs/${jobId}`)).toEqual([]);
-    expect(await countRows('job_log_chunks', 'job_id = ?', jobId)).toBe(0);
-    expect(await env.DB.prepare('SELECT public_values FROM proofs WHERE id = ?').bind(id).first()).toEqual({ public_values: null });
+      const tombstone = await json(await api(t, `/v1/proofs/${id}`, DELETE), 200);
+      expect(tombstone.deleted_at).toEqual(expect.any(String));
+      // The billing figures stand.
+      for (const field of [
+        'state',
+        'cost',
+        'cells_used',
+        'num_instructions',
+        'machine_type',
+        'launched_at',
+        'terminated_at',
+        'created_by',
+        'num_gpus',
+      ] as const)
+        expect(tombstone[field]).toEqual(before[field]);
+      expect(
+        await env.DB.prepare('SELECT sum(cost) AS cost, sum(instructions) AS instructions FROM usage_daily WHERE org_id = ?')
+          .bind(t.orgId)
+          .first(),
+      ).toEqual(usage);
+      await expectPurged(`proofs/${id}/`, jobId, id);
+      expect(await r2Keys(`logs/${jobId}`)).toEqual([]);
+      expect(await countRows('job_log_chunks', 'job_id = ?', jobId)).toBe(0);
+      expect(await env.DB.prepare('SELECT public_values FROM proofs WHERE id = ?').bind(id).first()).toEqual({ public_values: null });
 
-    // The record answers as a tombstone; its files are gone (404, saying so).
-    expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toEqual(tombstone);
-    expect((await json(await api(t, `/v1/proofs/${id}/proof/stark`), 404)).detail).toMatch(/deleted/);
-    expect((await json(await api(t, `/v1/proofs/${id}/logs`), 404)).detail).toMatch(/deleted/);
-    // Idempotent: the same answer again, nothing more to purge.
-    expect(await json(await api(t, `/v1/proofs/${id}`, DELETE), 200)).toEqual(tombstone);
-    expect(await countRows('purges', 'subject_id = ?', id)).toBe(0);
-    // The console's files of it too.
-    const o = await owner(t);
-    await as(o, `/console/v1/orgs/${t.orgId}/proofs/${id}/proof/stark`, 404);
-    await as(o, `/console/v1/orgs/${t.orgId}/proofs/${id}/logs`, 404);
-  });
+      // The record answers as a tombstone; its files are gone (404, saying so).
+      expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toEqual(tombstone);
+      expect((await json(await api(t, `/v1/proofs/${id}/proof/stark`), 404)).detail).toMatch(/deleted/);
+      expect((await json(await api(t, `/v1/proofs/${id}/logs`), 404)).detail).toMatch(/deleted/);
+      // Idempotent: the same answer again, nothing more to purge.
+      expect(await json(await api(t, `/v1/proofs/${id}`, DELETE), 200)).toEqual(tombstone);
+      expect(await countRows('purges', 'subject_id = ?', id)).toBe(0);
+      // The console's files of it too.
+      const o = await owner(t);
+      await as(o, `/console/v1/orgs/${t.orgId}/proofs/${id}/proof/stark`, 404);
+      await as(o, `/console/v1/orgs/${t.orgId}/proofs/${id}/logs`, 404);
+    },
+  );
 
   it("answers 404 for another organization's proof and leaves it whole", { timeout: 30_000 }, async () => {
     const [a, b] = [await seedTenant(), await seedTenant()];
@@ -129,7 +164,8 @@ describe('DELETE /v1/proofs/{id}', () => {
       const { key } = await send(o, 'POST', `/console/v1/orgs/${t.orgId}/api-keys`, { name: scope, scope }, 201);
       expect((await api({ ...t, key }, `/v1/proofs/${id}`, DELETE)).status).toBe(403);
     }
-    for (const role of ['viewer', 'member'] as const) await as(await signIn(await seedUser(t.orgId, role)), `/console/v1/orgs/${t.orgId}/proofs/${id}`, 403, { method: 'DELETE' });
+    for (const role of ['viewer', 'member'] as const)
+      await as(await signIn(await seedUser(t.orgId, role)), `/console/v1/orgs/${t.orgId}/proofs/${id}`, 403, { method: 'DELETE' });
     expect((await json(await api(t, `/v1/proofs/${id}`), 200)).deleted_at).toBeUndefined();
     const admin = await signIn(await seedUser(t.orgId, 'admin'));
     expect((await as(admin, `/console/v1/orgs/${t.orgId}/proofs/${id}`, 200, { method: 'DELETE' })).deleted_at).toEqual(expect.any(String));
@@ -144,7 +180,10 @@ describe('DELETE /v1/proofs/{id}', () => {
     expect((await json(await api(t, `/v1/proofs/${id}`, DELETE), 409)).detail).toMatch(/still running/);
     expect(await countRows('purges', 'subject_id = ?', id)).toBe(0);
     expect(await r2Keys(`proofs/${id}/`)).toEqual([`proofs/${id}/input.json`]);
-    const { id: queued } = await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
+    const { id: queued } = await json<{ id: string }>(
+      await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })),
+      200,
+    );
     await json(await api(t, `/v1/proofs/${queued}/cancel`, { method: 'POST' }), 200);
     expect((await json(await api(t, `/v1/proofs/${queued}`, DELETE), 200)).state).toBe('Canceled');
     await expectPurged(`proofs/${queued}/`, null, queued);
@@ -173,7 +212,9 @@ describe('DELETE /v1/executions/{id}', () => {
     const { id: queued } = await json<{ id: string }>(await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] })), 200);
     expect((await api(t, `/v1/executions/${queued}`, DELETE)).status).toBe(409);
     await drainQueuedJobs();
-    await env.DB.prepare(`UPDATE executions SET status = 'failed', terminated_at = ? WHERE id = ?`).bind(new Date().toISOString(), queued).run();
+    await env.DB.prepare(`UPDATE executions SET status = 'failed', terminated_at = ? WHERE id = ?`)
+      .bind(new Date().toISOString(), queued)
+      .run();
     const { id, jobId } = await succeededExecution(t, program);
     const before = await json(await api(t, `/v1/executions/${id}`), 200);
     expect((await api(other, `/v1/executions/${id}`, DELETE)).status).toBe(404);
@@ -189,46 +230,76 @@ describe('DELETE /v1/executions/{id}', () => {
 });
 
 describe('DELETE /v1/programs/{id}', () => {
-  it('is refused while a job of it is queued, then deletes its ELF, VMEXE and baseline; nothing more is submitted against it', { timeout: 30_000 }, async () => {
-    const [t, other] = [await seedTenant(), await seedTenant()];
-    const program = await readyProgram(t);
-    const { id: proof } = await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
-    expect((await json(await api(t, `/v1/programs/${program}`, DELETE), 409)).detail).toMatch(/queued or running/);
-    const job = await claimJob(await seedAgent());
-    expect((await api(t, `/v1/programs/${program}`, DELETE)).status).toBe(409);
-    await json(await upload(job, 'stark', await devProofOf(job)), 200);
-    await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 42 } }), 200);
-    expect((await api(other, `/v1/programs/${program}`, DELETE)).status).toBe(404);
-    expect((await r2Keys(`programs/${program}/`)).length).toBe(3);
+  it(
+    'is refused while a job of it is queued, then deletes its ELF, VMEXE and baseline; nothing more is submitted against it',
+    { timeout: 30_000 },
+    async () => {
+      const [t, other] = [await seedTenant(), await seedTenant()];
+      const program = await readyProgram(t);
+      const { id: proof } = await json<{ id: string }>(
+        await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })),
+        200,
+      );
+      expect((await json(await api(t, `/v1/programs/${program}`, DELETE), 409)).detail).toMatch(/queued or running/);
+      const job = await claimJob(await seedAgent());
+      expect((await api(t, `/v1/programs/${program}`, DELETE)).status).toBe(409);
+      await json(await upload(job, 'stark', await devProofOf(job)), 200);
+      await json(
+        await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 42 } }),
+        200,
+      );
+      expect((await api(other, `/v1/programs/${program}`, DELETE)).status).toBe(404);
+      expect((await r2Keys(`programs/${program}/`)).length).toBe(3);
 
-    const tombstone = await json(await api(t, `/v1/programs/${program}`, DELETE), 200);
-    expect(tombstone.deleted_at).toEqual(expect.any(String));
-    expect(tombstone.proofs_run).toBe((await json(await api(t, `/v1/programs/${program}`), 200)).proofs_run);
-    await expectPurged(`programs/${program}/`, null, program);
-    expect((await api(t, `/v1/programs/${program}/download/elf`)).status).toBe(404);
-    expect((await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 409)).detail).toMatch(/deleted/);
-    expect((await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] }))).status).toBe(409);
-    // Its proofs are records of their own: still there.
-    expect((await json(await api(t, `/v1/proofs/${proof}`), 200)).deleted_at).toBeUndefined();
-    expect(await json(await api(t, `/v1/programs/${program}`, DELETE), 200)).toEqual(tombstone);
-    // The database itself refuses a proof of a deleted program (a submission that read the program before its deletion).
-    await expect(env.DB.prepare(`INSERT INTO proofs (id, org_id, program_id, proof_type, priority, num_gpus, created_by, input_key) VALUES (?, ?, ?, 'stark', 5, 1, 'x', 'k')`).bind(crypto.randomUUID(), t.orgId, program).run()).rejects.toThrow(/program was deleted/);
-  });
-  it('answers 409, not 500, to a submission whose program read came before the deletion and whose batch after', { timeout: 30_000 }, async () => {
-    const t = await seedTenant();
-    const program = await readyProgram(t);
-    // The deletion lands between the submission's read and its batch: inside the batch,
-    // right after the job's insert, so the proof's (or execution's) insert meets the trigger.
-    await env.DB.prepare(`CREATE TRIGGER test_program_deleted_midway AFTER INSERT ON jobs BEGIN UPDATE programs SET deleted_at = '2026-01-01T00:00:00.000Z' WHERE id = '${program}'; END`).run();
-    try {
-      expect((await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 409)).detail).toMatch(/deleted/);
-      expect((await json(await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] })), 409)).detail).toMatch(/deleted/);
-    } finally {
-      await env.DB.prepare('DROP TRIGGER test_program_deleted_midway').run();
-    }
-    // Nothing of either was stored: the batch failed as a whole.
-    expect(await env.DB.prepare('SELECT count(*) AS n FROM jobs WHERE kind IN (?, ?) AND org_id = ?').bind('proof', 'execution', t.orgId).first('n')).toBe(0);
-  });
+      const tombstone = await json(await api(t, `/v1/programs/${program}`, DELETE), 200);
+      expect(tombstone.deleted_at).toEqual(expect.any(String));
+      expect(tombstone.proofs_run).toBe((await json(await api(t, `/v1/programs/${program}`), 200)).proofs_run);
+      await expectPurged(`programs/${program}/`, null, program);
+      expect((await api(t, `/v1/programs/${program}/download/elf`)).status).toBe(404);
+      expect((await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 409)).detail).toMatch(
+        /deleted/,
+      );
+      expect((await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] }))).status).toBe(409);
+      // Its proofs are records of their own: still there.
+      expect((await json(await api(t, `/v1/proofs/${proof}`), 200)).deleted_at).toBeUndefined();
+      expect(await json(await api(t, `/v1/programs/${program}`, DELETE), 200)).toEqual(tombstone);
+      // The database itself refuses a proof of a deleted program (a submission that read the program before its deletion).
+      await expect(
+        env.DB.prepare(
+          `INSERT INTO proofs (id, org_id, program_id, proof_type, priority, num_gpus, created_by, input_key) VALUES (?, ?, ?, 'stark', 5, 1, 'x', 'k')`,
+        )
+          .bind(crypto.randomUUID(), t.orgId, program)
+          .run(),
+      ).rejects.toThrow(/program was deleted/);
+    },
+  );
+  it(
+    'answers 409, not 500, to a submission whose program read came before the deletion and whose batch after',
+    { timeout: 30_000 },
+    async () => {
+      const t = await seedTenant();
+      const program = await readyProgram(t);
+      // The deletion lands between the submission's read and its batch: inside the batch,
+      // right after the job's insert, so the proof's (or execution's) insert meets the trigger.
+      await env.DB.prepare(
+        `CREATE TRIGGER test_program_deleted_midway AFTER INSERT ON jobs BEGIN UPDATE programs SET deleted_at = '2026-01-01T00:00:00.000Z' WHERE id = '${program}'; END`,
+      ).run();
+      try {
+        expect((await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 409)).detail).toMatch(
+          /deleted/,
+        );
+        expect((await json(await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] })), 409)).detail).toMatch(/deleted/);
+      } finally {
+        await env.DB.prepare('DROP TRIGGER test_program_deleted_midway').run();
+      }
+      // Nothing of either was stored: the batch failed as a whole.
+      expect(
+        await env.DB.prepare('SELECT count(*) AS n FROM jobs WHERE kind IN (?, ?) AND org_id = ?')
+          .bind('proof', 'execution', t.orgId)
+          .first('n'),
+      ).toBe(0);
+    },
+  );
 });
 
 describe('retention', () => {
@@ -243,50 +314,65 @@ describe('retention', () => {
     expect(await send(o, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: null })).toEqual({ retention_days: null });
   });
 
-  it('deletes finished records past it, a bounded number per run, oldest first, and resumes on the next run', { timeout: 30_000 }, async () => {
-    const [t, keeper] = [await seedTenant(), await seedTenant()];
-    const program = await readyProgram(t);
-    const done = [];
-    for (let i = 0; i < 3; i++) done.push(await succeededProof(t, program));
-    const recent = await succeededProof(t, program);
-    const execution = await succeededExecution(t, program);
-    const kept = await succeededProof(keeper, await readyProgram(keeper));
-    // Finished 10, 9 and 8 days ago; the recent one today.
-    const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000).toISOString();
-    for (const [i, p] of done.entries()) await env.DB.prepare('UPDATE proofs SET terminated_at = ? WHERE id = ?').bind(daysAgo(10 - i), p.id).run();
-    await env.DB.prepare('UPDATE executions SET terminated_at = ? WHERE id = ?').bind(daysAgo(10), execution.id).run();
-    await env.DB.prepare('UPDATE proofs SET terminated_at = ? WHERE id = ?').bind(daysAgo(20), kept.id).run();
-    await send(await owner(t), 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 7 });
-    const db = openDb(env.DB);
-    const deleted = async (id: string, path = 'proofs') => (await json(await api(t, `/v1/${path}/${id}`), 200)).deleted_at !== undefined;
+  it(
+    'deletes finished records past it, a bounded number per run, oldest first, and resumes on the next run',
+    { timeout: 30_000 },
+    async () => {
+      const [t, keeper] = [await seedTenant(), await seedTenant()];
+      const program = await readyProgram(t);
+      const done = [];
+      for (let i = 0; i < 3; i++) done.push(await succeededProof(t, program));
+      const recent = await succeededProof(t, program);
+      const execution = await succeededExecution(t, program);
+      const kept = await succeededProof(keeper, await readyProgram(keeper));
+      // Finished 10, 9 and 8 days ago; the recent one today.
+      const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000).toISOString();
+      for (const [i, p] of done.entries())
+        await env.DB.prepare('UPDATE proofs SET terminated_at = ? WHERE id = ?')
+          .bind(daysAgo(10 - i), p.id)
+          .run();
+      await env.DB.prepare('UPDATE executions SET terminated_at = ? WHERE id = ?').bind(daysAgo(10), execution.id).run();
+      await env.DB.prepare('UPDATE proofs SET terminated_at = ? WHERE id = ?').bind(daysAgo(20), kept.id).run();
+      await send(await owner(t), 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 7 });
+      const db = openDb(env.DB);
+      const deleted = async (id: string, path = 'proofs') => (await json(await api(t, `/v1/${path}/${id}`), 200)).deleted_at !== undefined;
 
-    // Two of each kind per run.
-    const first = await sweepRetention(db, env.ARTIFACTS, Date.now(), 2);
-    expect(first.retentionDeleted).toBe(3);
-    expect(await Promise.all(done.map((p) => deleted(p.id)))).toEqual([true, true, false]);
-    expect(await deleted(execution.id, 'executions')).toBe(true);
-    expect(await r2Keys(`proofs/${done[0].id}/`)).toEqual([]);
-    expect(await r2Keys(`logs/${done[0].jobId}`)).toEqual([]);
-    expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]);
+      // Two of each kind per run.
+      const first = await sweepRetention(db, env.ARTIFACTS, Date.now(), 2);
+      expect(first.retentionDeleted).toBe(3);
+      expect(await Promise.all(done.map((p) => deleted(p.id)))).toEqual([true, true, false]);
+      expect(await deleted(execution.id, 'executions')).toBe(true);
+      expect(await r2Keys(`proofs/${done[0].id}/`)).toEqual([]);
+      expect(await r2Keys(`logs/${done[0].jobId}`)).toEqual([]);
+      expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]);
 
-    const second = await sweepRetention(db, env.ARTIFACTS, Date.now(), 2);
-    expect(second.retentionDeleted).toBe(1);
-    expect(await deleted(done[2].id)).toBe(true);
-    expect((await sweepRetention(db, env.ARTIFACTS, Date.now(), 2)).retentionDeleted).toBe(0);
-    // Within its retention, or an organization without one: kept.
-    expect(await deleted(recent.id)).toBe(false);
-    expect((await r2Keys(`proofs/${recent.id}/`)).length).toBeGreaterThanOrEqual(2);
-    expect((await json(await api(keeper, `/v1/proofs/${kept.id}`), 200)).deleted_at).toBeUndefined();
-    expect((await r2Keys(`proofs/${kept.id}/`)).length).toBeGreaterThanOrEqual(2);
-  });
+      const second = await sweepRetention(db, env.ARTIFACTS, Date.now(), 2);
+      expect(second.retentionDeleted).toBe(1);
+      expect(await deleted(done[2].id)).toBe(true);
+      expect((await sweepRetention(db, env.ARTIFACTS, Date.now(), 2)).retentionDeleted).toBe(0);
+      // Within its retention, or an organization without one: kept.
+      expect(await deleted(recent.id)).toBe(false);
+      expect((await r2Keys(`proofs/${recent.id}/`)).length).toBeGreaterThanOrEqual(2);
+      expect((await json(await api(keeper, `/v1/proofs/${kept.id}`), 200)).deleted_at).toBeUndefined();
+      expect((await r2Keys(`proofs/${kept.id}/`)).length).toBeGreaterThanOrEqual(2);
+    },
+  );
 
   it('finds its candidates through the partial indexes, never a scan of the records', async () => {
     const db = openDb(env.DB);
     for (const table of [proofs, executions]) {
       const { sql, params } = pastRetention(db, table, Date.now(), 50).toSQL();
-      const detail = (await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>()).results.map((r) => r.detail).join('\n');
+      const detail = (
+        await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .bind(...params)
+          .all<{ detail: string }>()
+      ).results
+        .map((r) => r.detail)
+        .join('\n');
       expect(detail).toMatch(/SCAN organizations USING (COVERING )?INDEX organizations_retention/);
-      expect(detail).toMatch(new RegExp(`SEARCH ${getTableName(table)} USING INDEX ${getTableName(table)}_retention \\(org_id=\\? AND terminated_at`));
+      expect(detail).toMatch(
+        new RegExp(`SEARCH ${getTableName(table)} USING INDEX ${getTableName(table)}_retention \\(org_id=\\? AND terminated_at`),
+      );
     }
   });
 
@@ -311,7 +397,12 @@ describe('retention', () => {
     const { jobId } = await succeededProof(t, program);
     await json(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
     const running = await claimJob(await seedAgent());
-    const agentFields = (id: string) => env.DB.prepare('SELECT agent_id IS NOT NULL AS agent, machine_type IS NOT NULL AS machine, lease_expires_at IS NOT NULL AS expiry FROM jobs WHERE id = ?').bind(id).first();
+    const agentFields = (id: string) =>
+      env.DB.prepare(
+        'SELECT agent_id IS NOT NULL AS agent, machine_type IS NOT NULL AS machine, lease_expires_at IS NOT NULL AS expiry FROM jobs WHERE id = ?',
+      )
+        .bind(id)
+        .first();
     expect(await agentFields(jobId)).toEqual({ agent: 0, machine: 0, expiry: 0 });
     expect(await agentFields(running.id)).toEqual({ agent: 1, machine: 1, expiry: 1 });
     await json(await lease(running, '/fail', { error: 'boom', retryable: false }), 200);

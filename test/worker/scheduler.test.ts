@@ -14,7 +14,6 @@ import { setOrganizationLimits } from '../../src/admin/statements.ts';
 import type { ClaimedJob } from 'prover-agent/protocol';
 import { COUNTER_CHECKS } from '../counter-checks.ts';
 
-
 /** The specified order, computed over every queued job (what claims did before queue lanes). */
 async function expectedNext(caps: TestAgent['caps']): Promise<string | null> {
   const engines = caps.engines.map(() => '?').join(', ');
@@ -44,7 +43,7 @@ describe('scheduler: one seek per lane, the same order as counting every job', {
 
   it('takes the specified next job at every claim of a long random run, and every counter stays exact', async () => {
     const random = seededRandom(0x14);
-    const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
     const devA = await seedConfig();
     const devB = await seedConfig();
     const gpu = await seedConfig({ engine: 'openvm' });
@@ -74,11 +73,15 @@ describe('scheduler: one seek per lane, the same order as counting every job', {
       const r = random();
       if (r < 0.4) {
         const { t, programs } = pick(orgs);
-        const res = await api(t, `/v1/proofs?program_id=${pick(programs)}&priority=${1 + Math.floor(random() * 10)}&num_gpus=${pick([1, 2, 8])}`, {
-          method: 'POST',
-          body: '{"input": []}',
-          headers: { 'content-type': 'application/json' },
-        });
+        const res = await api(
+          t,
+          `/v1/proofs?program_id=${pick(programs)}&priority=${1 + Math.floor(random() * 10)}&num_gpus=${pick([1, 2, 8])}`,
+          {
+            method: 'POST',
+            body: '{"input": []}',
+            headers: { 'content-type': 'application/json' },
+          },
+        );
         await json(res, 200);
       } else if (r < 0.75) {
         const agent = pick(agents);
@@ -92,13 +95,17 @@ describe('scheduler: one seek per lane, the same order as counting every job', {
         const end = random();
         if (end < 0.35) {
           await json(await upload(job, 'stark', await devProofOf(job)), 200);
-          await json(await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 10 } }), 200);
+          await json(
+            await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 10 } }),
+            200,
+          );
         } else if (end < 0.55) await json(await lease(job, '/fail', { error: 'x', retryable: random() < 0.5 }), 200);
         else if (end < 0.7) await json(await lease(job, '/release', {}), 200);
         else if (end < 0.85) await expireLease(job);
         else {
           // Canceled while it runs, through the API of the proof's own organization; the agent acknowledges.
-          const org = (await env.DB.prepare('SELECT org_id FROM proofs WHERE id = ?').bind(job.subject_id).first<{ org_id: string }>())!.org_id;
+          const org = (await env.DB.prepare('SELECT org_id FROM proofs WHERE id = ?').bind(job.subject_id).first<{ org_id: string }>())!
+            .org_id;
           const tenant = orgs.find((o) => o.t.orgId === org)!.t;
           await json(await api(tenant, `/v1/proofs/${job.subject_id}/cancel`, { method: 'POST' }), 200);
           await json(await lease(job, '/canceled', {}), 200);
@@ -106,11 +113,20 @@ describe('scheduler: one seek per lane, the same order as counting every job', {
       } else {
         // A queued proof canceled before it runs, or a program moved to another project.
         const { t, programs } = pick(orgs);
-        const queued = await env.DB.prepare(`SELECT subject_id FROM jobs WHERE status = 'queued' AND org_id = ? LIMIT 1`).bind(t.orgId).first<{ subject_id: string }>();
+        const queued = await env.DB.prepare(`SELECT subject_id FROM jobs WHERE status = 'queued' AND org_id = ? LIMIT 1`)
+          .bind(t.orgId)
+          .first<{ subject_id: string }>();
         if (queued && random() < 0.7) await json(await api(t, `/v1/proofs/${queued.subject_id}/cancel`, { method: 'POST' }), 200);
         else {
           const target = (await json(await api(t, `/v1/programs/${pick(programs)}`), 200)).project_id;
-          await json(await api(t, `/v1/programs/${pick(programs)}`, { method: 'PUT', body: JSON.stringify({ project_id: target }), headers: { 'content-type': 'application/json' } }), 200);
+          await json(
+            await api(t, `/v1/programs/${pick(programs)}`, {
+              method: 'PUT',
+              body: JSON.stringify({ project_id: target }),
+              headers: { 'content-type': 'application/json' },
+            }),
+            200,
+          );
         }
       }
     }

@@ -17,7 +17,11 @@ async function queuedProof(cfgOverrides = {}, query = '') {
   await markReady(program);
   await drainQueuedJobs();
   const { id } = await json(
-    await api(t, `/v1/proofs?program_id=${program}${query}`, { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } }),
+    await api(t, `/v1/proofs?program_id=${program}${query}`, {
+      method: 'POST',
+      body: '{"input": []}',
+      headers: { 'content-type': 'application/json' },
+    }),
     200,
   );
   const job = (await env.DB.prepare('SELECT id FROM jobs WHERE subject_id = ?').bind(id).first<{ id: string }>())!;

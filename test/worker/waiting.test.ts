@@ -13,7 +13,8 @@ beforeEach(async () => {
   await env.DB.prepare('DELETE FROM agents').run();
 });
 
-const post = (t: Tenant, path: string) => api(t, path, { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } });
+const post = (t: Tenant, path: string) =>
+  api(t, path, { method: 'POST', body: '{"input": []}', headers: { 'content-type': 'application/json' } });
 
 async function readyProgram(cfg = {}, t?: Tenant) {
   const tenant = t ?? (await seedTenant());
@@ -32,7 +33,11 @@ describe('why a job waits', () => {
     const { t, program } = await readyProgram();
     const { id } = await json(await post(t, `/v1/proofs?program_id=${program}`), 200);
     // before the sweep has looked: servable as far as the service knows, and next
-    expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ waiting_reason: 'starting', jobs_ahead: 0, estimated_start_at: null });
+    expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({
+      waiting_reason: 'starting',
+      jobs_ahead: 0,
+      estimated_start_at: null,
+    });
     await staleNotices();
     await sweep(openDb(env.DB), env);
     const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
@@ -55,7 +60,10 @@ describe('why a job waits', () => {
     await claim(await seedAgent({ engines: ['openvm'], gpus: 0, configs: [b.configId] }));
     await staleNotices();
     await sweep(openDb(env.DB), env);
-    expect(await json(await api(a.t, `/v1/proofs/${p1}`), 200)).toMatchObject({ waiting_reason: 'no_agent', waiting_detail: `no online agent serves config ${a.configId}` });
+    expect(await json(await api(a.t, `/v1/proofs/${p1}`), 200)).toMatchObject({
+      waiting_reason: 'no_agent',
+      waiting_detail: `no online agent serves config ${a.configId}`,
+    });
     expect(await json(await api(b.t, `/v1/proofs/${p2}`), 200)).toMatchObject({ waiting_reason: 'not_enough_gpus' });
   });
 
@@ -63,7 +71,9 @@ describe('why a job waits', () => {
     const { t, program } = await readyProgram();
     const other = await seedTenant();
     const { program: p2 } = await readyProgram({}, other);
-    await env.DB.prepare('UPDATE programs SET config_id = (SELECT config_id FROM programs WHERE id = ?) WHERE id = ?').bind(program, p2).run();
+    await env.DB.prepare('UPDATE programs SET config_id = (SELECT config_id FROM programs WHERE id = ?) WHERE id = ?')
+      .bind(program, p2)
+      .run();
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await json(await post(t, `/v1/executions?program_id=${program}`), 200)).id);
     const { id: urgent } = await json(await post(t, `/v1/proofs?program_id=${program}&priority=10`), 200);
@@ -83,7 +93,11 @@ describe('why a job waits', () => {
   it('a job no agent could take for UNSERVABLE_EVENT_SECONDS raises proof.unservable once', async () => {
     const { t, program } = await readyProgram();
     const hook = await json(
-      await api(t, '/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: 'https://hooks.example.com/x', events: ['proof.unservable'] }), headers: { 'content-type': 'application/json' } }),
+      await api(t, '/v1/webhooks', {
+        method: 'POST',
+        body: JSON.stringify({ url: 'https://hooks.example.com/x', events: ['proof.unservable'] }),
+        headers: { 'content-type': 'application/json' },
+      }),
       201,
     );
     const { id } = await json(await post(t, `/v1/proofs?program_id=${program}`), 200);
@@ -93,7 +107,9 @@ describe('why a job waits', () => {
     expect((await sweep(openDb(env.DB), env, now + 1000)).unservableAnnounced).toBe(0); // not yet 10 minutes
     expect((await sweep(openDb(env.DB), env, now + 601_000)).unservableAnnounced).toBe(1);
     expect((await sweep(openDb(env.DB), env, now + 700_000)).unservableAnnounced).toBe(0); // once
-    const rows = await env.DB.prepare('SELECT event_type, subject_kind, subject_id FROM webhook_deliveries WHERE endpoint_id = ?').bind(hook.id).all();
+    const rows = await env.DB.prepare('SELECT event_type, subject_kind, subject_id FROM webhook_deliveries WHERE endpoint_id = ?')
+      .bind(hook.id)
+      .all();
     expect(rows.results).toEqual([{ event_type: 'proof.unservable', subject_kind: 'proof', subject_id: id }]);
   });
 

@@ -8,7 +8,12 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiKey, revokeApiKey } from '../../src/admin/statements.ts';
 import { app } from '../../src/app.ts';
-import { deliverWebhook, DISABLE_AFTER_FAILED_DELIVERIES, RETRY_DELAYS_SECONDS, sendAttempt } from '../../src/features/webhooks/delivery.ts';
+import {
+  deliverWebhook,
+  DISABLE_AFTER_FAILED_DELIVERIES,
+  RETRY_DELAYS_SECONDS,
+  sendAttempt,
+} from '../../src/features/webhooks/delivery.ts';
 import { sweepWebhooks } from '../../src/jobs/webhooks.ts';
 import { openDb } from '../../src/db/client.ts';
 import type { WebhookMessage } from '../../src/env.ts';
@@ -77,8 +82,12 @@ async function deliverAll(now?: number) {
 // Callers and jobs
 
 const post = (t: Tenant, path: string, body?: unknown) =>
-  api(t, path, { method: 'POST', ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
-const patch = (t: Tenant, path: string, body: unknown) => api(t, path, { method: 'PATCH', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  api(t, path, {
+    method: 'POST',
+    ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+  });
+const patch = (t: Tenant, path: string, body: unknown) =>
+  api(t, path, { method: 'PATCH', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
 async function createEndpoint(t: Tenant, body: Record<string, unknown> = {}) {
   return json<{ id: string; secret: string; [k: string]: unknown }>(await post(t, '/v1/webhooks', { url: HOOK, ...body }), 201);
@@ -109,11 +118,21 @@ const completeProof = async (job: Awaited<ReturnType<typeof claimJob>>) => {
 };
 
 const deliveriesOf = async (subjectId: string) =>
-  (await env.DB.prepare('SELECT * FROM webhook_deliveries WHERE subject_id = ? ORDER BY created_at, id').bind(subjectId).all<Record<string, any>>()).results;
+  (
+    await env.DB.prepare('SELECT * FROM webhook_deliveries WHERE subject_id = ? ORDER BY created_at, id')
+      .bind(subjectId)
+      .all<Record<string, any>>()
+  ).results;
 
 /** HMAC-SHA256 as the Standard Webhooks spec defines the signature, computed here with WebCrypto (not the library the Worker signs with). */
 async function expectedSignature(secret: string, id: string, timestamp: string, body: string) {
-  const key = await crypto.subtle.importKey('raw', Uint8Array.from(atob(secret.slice('whsec_'.length)), (c) => c.charCodeAt(0)), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const key = await crypto.subtle.importKey(
+    'raw',
+    Uint8Array.from(atob(secret.slice('whsec_'.length)), (c) => c.charCodeAt(0)),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  );
   const mac = new Uint8Array(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`${id}.${timestamp}.${body}`)));
   return `v1,${btoa(String.fromCharCode(...mac))}`;
 }
@@ -156,23 +175,38 @@ describe('endpoints through /v1/webhooks', () => {
     const bad = await json(await post(t, '/v1/webhooks', { url: HOOK, events: ['proof.succeeded', 'proof.done'] }), 422);
     expect(bad.detail[0]).toMatchObject({ loc: ['body', 'events', 1], type: 'literal_error' });
     for (const name of WEBHOOK_EVENTS) expect(bad.detail[0].msg).toContain(`'${name}'`);
-    expect((await json(await post(t, '/v1/webhooks', { url: HOOK, events: [] }), 422)).detail[0]).toMatchObject({ loc: ['body', 'events'], type: 'too_short' });
+    expect((await json(await post(t, '/v1/webhooks', { url: HOOK, events: [] }), 422)).detail[0]).toMatchObject({
+      loc: ['body', 'events'],
+      type: 'too_short',
+    });
   });
 
   it('refuses bad bodies in the API’s shapes, never a 5xx', async () => {
     const t = await seedTenant();
-    const raw = (body: BodyInit, type = 'application/json') => api(t, '/v1/webhooks', { method: 'POST', body, headers: { 'content-type': type } });
+    const raw = (body: BodyInit, type = 'application/json') =>
+      api(t, '/v1/webhooks', { method: 'POST', body, headers: { 'content-type': type } });
     expect((await json(await raw('{}'), 422)).detail[0]).toMatchObject({ loc: ['body', 'url'], type: 'missing' });
     expect((await json(await raw('{"url": 5}'), 422)).detail[0]).toMatchObject({ loc: ['body', 'url'], type: 'string_type' });
-    expect((await json(await raw(JSON.stringify({ url: 'https://hooks.example.com/' + 'a'.repeat(2100) })), 422)).detail[0]).toMatchObject({ type: 'string_too_long' });
+    expect((await json(await raw(JSON.stringify({ url: 'https://hooks.example.com/' + 'a'.repeat(2100) })), 422)).detail[0]).toMatchObject({
+      type: 'string_too_long',
+    });
     expect((await json(await raw('{"url": '), 422)).detail[0].type).toBe('json_invalid');
     expect((await json(await raw('', 'application/json'), 422)).detail[0].type).toBe('missing');
     expect((await json(await raw('{"url": "x"}', 'text/plain'), 422)).detail[0].type).toBe('model_attributes_type');
     expect((await json(await raw(Uint8Array.of(0x7b, 0xff, 0x7d)), 400)).detail).toBe('There was an error parsing the body');
-    expect((await json(await raw(JSON.stringify({ url: HOOK, description: 'x'.repeat(MAX_JSON_BODY_BYTES) })), 413)).detail).toMatch(/too large/i);
-    expect((await json(await raw('{"url": "not a url"}'), 422)).detail[0]).toMatchObject({ loc: ['body', 'url'], type: 'value_error', msg: 'Value error, not an absolute URL' });
+    expect((await json(await raw(JSON.stringify({ url: HOOK, description: 'x'.repeat(MAX_JSON_BODY_BYTES) })), 413)).detail).toMatch(
+      /too large/i,
+    );
+    expect((await json(await raw('{"url": "not a url"}'), 422)).detail[0]).toMatchObject({
+      loc: ['body', 'url'],
+      type: 'value_error',
+      msg: 'Value error, not an absolute URL',
+    });
     // Credentials first: a bad body from a dead key is 401.
-    expect((await api({ ...t, key: 'sk_nope' }, '/v1/webhooks', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(401);
+    expect(
+      (await api({ ...t, key: 'sk_nope' }, '/v1/webhooks', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }))
+        .status,
+    ).toBe(401);
     await json(await api(t, '/v1/webhooks/not-a-uuid'), 422);
     await json(await api(t, `/v1/webhooks/${crypto.randomUUID()}`), 404);
     await json(await patch(t, `/v1/webhooks/${crypto.randomUUID()}`, {}), 404);
@@ -181,22 +215,44 @@ describe('endpoints through /v1/webhooks', () => {
     await json(await post(t, `/v1/webhooks/${crypto.randomUUID()}/test`), 404);
     await json(await api(t, `/v1/webhooks/${crypto.randomUUID()}/deliveries`), 404);
     const e = await createEndpoint(t);
-    expect((await json(await post(t, `/v1/webhooks/${e.id}/deliveries/nope/redeliver`), 422)).detail[0].loc).toEqual(['path', 'delivery_id']);
+    expect((await json(await post(t, `/v1/webhooks/${e.id}/deliveries/nope/redeliver`), 422)).detail[0].loc).toEqual([
+      'path',
+      'delivery_id',
+    ]);
     await json(await post(t, `/v1/webhooks/${e.id}/deliveries/msg_${'0'.repeat(32)}/redeliver`), 404);
   });
 
   it('changes URL, events and description; disables and enables; deletes', async () => {
     const t = await seedTenant();
     const e = await createEndpoint(t);
-    const changed = await json(await patch(t, `/v1/webhooks/${e.id}`, { url: 'http://localhost:9/other', events: ['program.ready'], description: 'moved' }), 200);
-    expect(changed).toMatchObject({ url: 'http://localhost:9/other', events: ['program.ready'], description: 'moved', updated_at: expect.any(String) });
+    const changed = await json(
+      await patch(t, `/v1/webhooks/${e.id}`, { url: 'http://localhost:9/other', events: ['program.ready'], description: 'moved' }),
+      200,
+    );
+    expect(changed).toMatchObject({
+      url: 'http://localhost:9/other',
+      events: ['program.ready'],
+      description: 'moved',
+      updated_at: expect.any(String),
+    });
     expect((await json(await patch(t, `/v1/webhooks/${e.id}`, { events: null }), 200)).events).toBeNull();
     expect((await json(await patch(t, `/v1/webhooks/${e.id}`, { url: 'http://10.0.0.1/' }), 422)).detail[0].loc).toEqual(['body', 'url']);
     const off = await json(await patch(t, `/v1/webhooks/${e.id}`, { disabled: true }), 200);
-    expect(off).toMatchObject({ disabled: true, disabled_at: expect.any(String), disabled_reason: expect.stringMatching(new RegExp(`^Disabled by API key sk_.*\\(${t.owner}\\) at `)) });
+    expect(off).toMatchObject({
+      disabled: true,
+      disabled_at: expect.any(String),
+      disabled_reason: expect.stringMatching(new RegExp(`^Disabled by API key sk_.*\\(${t.owner}\\) at `)),
+    });
     // Disabling again keeps why and since when.
-    expect(await json(await patch(t, `/v1/webhooks/${e.id}`, { disabled: true }), 200)).toMatchObject({ disabled_reason: off.disabled_reason, disabled_at: off.disabled_at });
-    expect(await json(await patch(t, `/v1/webhooks/${e.id}`, { disabled: false }), 200)).toMatchObject({ disabled: false, disabled_at: null, disabled_reason: null });
+    expect(await json(await patch(t, `/v1/webhooks/${e.id}`, { disabled: true }), 200)).toMatchObject({
+      disabled_reason: off.disabled_reason,
+      disabled_at: off.disabled_at,
+    });
+    expect(await json(await patch(t, `/v1/webhooks/${e.id}`, { disabled: false }), 200)).toMatchObject({
+      disabled: false,
+      disabled_at: null,
+      disabled_reason: null,
+    });
     expect(await json(await api(t, `/v1/webhooks/${e.id}`, { method: 'DELETE' }), 200)).toEqual({ message: 'Webhook endpoint deleted' });
     await json(await api(t, `/v1/webhooks/${e.id}`), 404);
   });
@@ -205,7 +261,12 @@ describe('endpoints through /v1/webhooks', () => {
     const t = await seedTenant();
     for (let i = 0; i < MAX_WEBHOOK_ENDPOINTS; i++) await createEndpoint(t);
     expect((await json(await post(t, '/v1/webhooks', { url: HOOK }), 409)).detail).toMatch(/20 webhook endpoints/);
-    expect((await json(await api(t, '/v1/webhooks?page_size=5&page=4'), 200)).pagination).toEqual({ total: 20, page: 4, page_size: 5, pages: 4 });
+    expect((await json(await api(t, '/v1/webhooks?page_size=5&page=4'), 200)).pagination).toEqual({
+      total: 20,
+      page: 4,
+      page_size: 5,
+      pages: 4,
+    });
     const u = await seedTenant();
     await runAdmin(revokeApiKey(u.key));
     expect((await post(u, '/v1/webhooks', { url: HOOK })).status).toBe(401);
@@ -274,16 +335,30 @@ describe('which URLs', () => {
 
   it('local development also takes http to loopback, and nothing else private', () => {
     const local = { allowLoopback: true };
-    for (const ok of ['http://127.0.0.1:8080/hook', 'http://localhost/x', 'http://[::1]:9/', 'https://127.0.0.1/']) expect(webhookUrlProblem(ok, local), ok).toBeNull();
-    for (const bad of ['http://10.0.0.1/', 'http://hooks.example.com/', 'http://user:pw@127.0.0.1/']) expect(webhookUrlProblem(bad, local), bad).not.toBeNull();
+    for (const ok of ['http://127.0.0.1:8080/hook', 'http://localhost/x', 'http://[::1]:9/', 'https://127.0.0.1/'])
+      expect(webhookUrlProblem(ok, local), ok).toBeNull();
+    for (const bad of ['http://10.0.0.1/', 'http://hooks.example.com/', 'http://user:pw@127.0.0.1/'])
+      expect(webhookUrlProblem(bad, local), bad).not.toBeNull();
   });
 
   it('a deployment refuses them at creation (422), and this local one takes loopback', async () => {
     const t = await seedTenant();
     const deployed = { ...env, WEBHOOKS_ALLOW_LOOPBACK: undefined };
     const create = (url: string, e: typeof env = deployed) =>
-      app.request('https://api.test/v1/webhooks', { method: 'POST', body: JSON.stringify({ url }), headers: { 'content-type': 'application/json', 'Service-API-Key': t.key } }, e, createExecutionContext());
-    for (const url of [HOOK, 'https://localhost/', 'https://169.254.169.254/', 'https://[fd00::1]/', 'https://user:pw@hooks.example.com/', 'https://db.internal/']) {
+      app.request(
+        'https://api.test/v1/webhooks',
+        { method: 'POST', body: JSON.stringify({ url }), headers: { 'content-type': 'application/json', 'Service-API-Key': t.key } },
+        e,
+        createExecutionContext(),
+      );
+    for (const url of [
+      HOOK,
+      'https://localhost/',
+      'https://169.254.169.254/',
+      'https://[fd00::1]/',
+      'https://user:pw@hooks.example.com/',
+      'https://db.internal/',
+    ]) {
       const res = await create(url);
       const body = await json(res, 422);
       expect(body.detail[0]).toMatchObject({ loc: ['body', 'url'], type: 'value_error' });
@@ -301,7 +376,11 @@ describe('which URLs', () => {
     expect((await deliverAll())[0].outcome).toBe('retrying');
     expect(received).toEqual([]);
     const [d] = (await json(await api(t, `/v1/webhooks/${e.id}/deliveries`), 200)).items;
-    expect(d.attempts[0]).toMatchObject({ status_code: null, error: expect.stringMatching(/^not sent: 10\.0\.0\.7 is a private address/), latency_ms: 0 });
+    expect(d.attempts[0]).toMatchObject({
+      status_code: null,
+      error: expect.stringMatching(/^not sent: 10\.0\.0\.7 is a private address/),
+      latency_ms: 0,
+    });
   });
 });
 
@@ -313,7 +392,14 @@ describe('events: written with the change that causes them', () => {
     expect(await deliveriesOf(id)).toEqual([]);
     await json(await completeProof(job), 200);
     const [d] = await deliveriesOf(id);
-    expect(d).toMatchObject({ endpoint_id: e.id, event_type: 'proof.succeeded', subject_kind: 'proof', status: 'pending', attempts: 0, payload: null });
+    expect(d).toMatchObject({
+      endpoint_id: e.id,
+      event_type: 'proof.succeeded',
+      subject_kind: 'proof',
+      status: 'pending',
+      attempts: 0,
+      payload: null,
+    });
     await vi.waitFor(() => expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d.id, attempt: 0, render: 'proof' }]));
     expect(sent[0].delaySeconds).toBe(0);
     const received = receiver();
@@ -381,19 +467,32 @@ describe('events: written with the change that causes them', () => {
     const ready = await registerProgram(t, cfg);
     const commit = await claimJob(agent);
     await upload(commit, 'baseline', BASELINE);
-    await json(await lease(commit, '/complete', { kind: 'commit', app_exe_commit: '0x' + '11'.repeat(32), app_vm_commit: commit.config.app_vm_commit }), 200);
+    await json(
+      await lease(commit, '/complete', {
+        kind: 'commit',
+        app_exe_commit: '0x' + '11'.repeat(32),
+        app_vm_commit: commit.config.app_vm_commit,
+      }),
+      200,
+    );
     expect(await events(ready)).toEqual(['program.ready']);
 
     const failed = await registerProgram(t, cfg);
     const bad = await claimJob(agent);
     await upload(bad, 'baseline', BASELINE);
-    await json(await lease(bad, '/complete', { kind: 'commit', app_exe_commit: '0x' + '11'.repeat(32), app_vm_commit: '0x' + '99'.repeat(32) }), 200);
+    await json(
+      await lease(bad, '/complete', { kind: 'commit', app_exe_commit: '0x' + '11'.repeat(32), app_vm_commit: '0x' + '99'.repeat(32) }),
+      200,
+    );
     expect(await events(failed)).toEqual(['program.failed']);
 
     const execute = async (exit_code: number) => {
       const { id } = await json(await post(t, `/v1/executions?program_id=${ready}`, { input: [] }), 200);
       const job = await claimJob(agent);
-      await json(await lease(job, '/complete', { kind: 'execute', exit_code, public_values: exit_code ? null : '00', error: null, metrics: {} }), 200);
+      await json(
+        await lease(job, '/complete', { kind: 'execute', exit_code, public_values: exit_code ? null : '00', error: null, metrics: {} }),
+        200,
+      );
       return id as string;
     };
     expect(await events(await execute(0))).toEqual(['execution.succeeded']);
@@ -402,7 +501,11 @@ describe('events: written with the change that causes them', () => {
     const verify = async (verified: boolean) => {
       const form = new FormData();
       // A dev proof sealed with the deployment's secret: the Worker checks its seal.
-      const config = (await env.DB.prepare('SELECT c.*, p.app_exe_commit AS program_commit FROM configs c JOIN programs p ON p.config_id = c.id WHERE p.id = ?').bind(ready).first<any>())!;
+      const config = (await env.DB.prepare(
+        'SELECT c.*, p.app_exe_commit AS program_commit FROM configs c JOIN programs p ON p.config_id = c.id WHERE p.id = ?',
+      )
+        .bind(ready)
+        .first<any>())!;
       const proof = await sealedDevProof(config.program_commit, config, '0x00', env.DEV_PROOF_SECRET!);
       form.append('proof', new File([proof], 'proof.json', { type: 'application/json' }));
       const { id } = await json(await api(t, `/v1/verify/stark?program_id=${ready}`, { method: 'POST', body: form }), 200);
@@ -418,7 +521,14 @@ describe('events: written with the change that causes them', () => {
     await vi.waitFor(() => expect(sent).toHaveLength(6));
     await deliverAll();
     const bodies = received.map((r) => JSON.parse(r.body));
-    expect(bodies.map((b) => b.type)).toEqual(['program.ready', 'program.failed', 'execution.succeeded', 'execution.failed', 'verification.verified', 'verification.failed']);
+    expect(bodies.map((b) => b.type)).toEqual([
+      'program.ready',
+      'program.failed',
+      'execution.succeeded',
+      'execution.failed',
+      'verification.verified',
+      'verification.failed',
+    ]);
     expect(bodies[0].data).toEqual(await json(await api(t, `/v1/programs/${ready}`), 200));
     expect(bodies[3].data).toEqual(await json(await api(t, `/v1/executions/${bodies[3].data.id}`), 200));
     expect(bodies[5].data).toEqual(await json(await api(t, `/v1/verify/${bodies[5].data.id}`), 200));
@@ -501,7 +611,9 @@ describe('attempts', () => {
       expect(report.outcome).toBe('retrying');
       const next = sent.at(-1)!;
       delays.push(next.delaySeconds);
-      const row = await env.DB.prepare('SELECT next_attempt_at FROM webhook_deliveries WHERE id = ?').bind(deliveryId).first<{ next_attempt_at: number }>();
+      const row = await env.DB.prepare('SELECT next_attempt_at FROM webhook_deliveries WHERE id = ?')
+        .bind(deliveryId)
+        .first<{ next_attempt_at: number }>();
       expect(row!.next_attempt_at).toBeGreaterThanOrEqual(before + next.delaySeconds * 1000);
     }
     expect(delays).toEqual(RETRY_DELAYS_SECONDS);
@@ -524,20 +636,30 @@ describe('attempts', () => {
   it('a retry that succeeds delivers it; a redirect is a failure, not followed', async () => {
     const t = await seedTenant();
     const { e, deliveryId } = await oneDelivery(t);
-    const received = receiver((_r, n) => (n === 1 ? new Response(null, { status: 302, headers: { location: 'https://elsewhere.example.com/' } }) : new Response(null, { status: 204 })));
+    const received = receiver((_r, n) =>
+      n === 1
+        ? new Response(null, { status: 302, headers: { location: 'https://elsewhere.example.com/' } })
+        : new Response(null, { status: 204 }),
+    );
     expect((await deliverAll()).map((r) => r.outcome)).toEqual(['retrying', 'delivered']);
     expect(received.map((r) => r.url)).toEqual([HOOK, HOOK]);
     const [d] = (await json(await api(t, `/v1/webhooks/${e.id}/deliveries`), 200)).items;
     expect(d.status).toBe('delivered');
     expect(d.attempts).toEqual([
-      expect.objectContaining({ attempt: 1, status_code: 302, error: "redirect to https://elsewhere.example.com/ not followed: give the endpoint's final URL" }),
+      expect.objectContaining({
+        attempt: 1,
+        status_code: 302,
+        error: "redirect to https://elsewhere.example.com/ not followed: give the endpoint's final URL",
+      }),
       expect.objectContaining({ attempt: 2, status_code: 204, error: null, response_excerpt: '' }),
     ]);
     expect(d.id).toBe(deliveryId);
   });
 
   it('a timeout is a failure; only a short excerpt of a body is read, cut at a whole character', async () => {
-    vi.spyOn(globalThis, 'fetch').mockImplementation((_input, init) => new Promise((_resolve, reject) => init!.signal!.addEventListener('abort', () => reject(init!.signal!.reason))));
+    vi.spyOn(globalThis, 'fetch').mockImplementation(
+      (_input, init) => new Promise((_resolve, reject) => init!.signal!.addEventListener('abort', () => reject(init!.signal!.reason))),
+    );
     const slow = await sendAttempt(HOOK, {}, '{}', 50);
     expect(slow).toMatchObject({ status_code: null, error: 'no answer within 0.05 s', response_excerpt: '' });
     vi.restoreAllMocks();
@@ -558,7 +680,11 @@ describe('attempts', () => {
     expect(sent).toHaveLength(1);
     expect(await env.DB.prepare('SELECT count(*) AS n FROM webhook_attempts WHERE delivery_id = ?').bind(deliveryId).first('n')).toBe(1);
     expect((await deliverWebhook(env, message)).outcome).toBe('stale');
-    expect(await env.DB.prepare('SELECT failing_since IS NOT NULL AS failing, failed_deliveries FROM webhook_endpoints WHERE id = ?').bind(e.id).first()).toEqual({ failing: 1, failed_deliveries: 0 });
+    expect(
+      await env.DB.prepare('SELECT failing_since IS NOT NULL AS failing, failed_deliveries FROM webhook_endpoints WHERE id = ?')
+        .bind(e.id)
+        .first(),
+    ).toEqual({ failing: 1, failed_deliveries: 0 });
   });
 
   it('an endpoint failing for a day is disabled, says why in GET, gets nothing more until PATCH enables it', async () => {
@@ -571,7 +697,9 @@ describe('attempts', () => {
     expect((await deliverWebhook(env, sent.shift()!.body)).outcome).toBe('retrying');
     const off = await json(await api(t, `/v1/webhooks/${e.id}`), 200);
     expect(off).toMatchObject({ disabled: true, disabled_at: expect.any(String) });
-    expect(off.disabled_reason).toMatch(/^Disabled automatically at \S+: every delivery attempt since \S+ failed \(24 hours or more\); the last attempt: HTTP 500$/);
+    expect(off.disabled_reason).toMatch(
+      /^Disabled automatically at \S+: every delivery attempt since \S+ failed \(24 hours or more\); the last attempt: HTTP 500$/,
+    );
     // Its pending delivery is not sent, and new events make no deliveries.
     expect((await deliverWebhook(env, sent.shift()!.body)).outcome).toBe('not-sent');
     expect(received).toHaveLength(2);
@@ -582,7 +710,10 @@ describe('attempts', () => {
     expect(await deliveriesOf(later.id)).toEqual([]);
     // Enabled again, it starts over.
     await json(await patch(t, `/v1/webhooks/${e.id}`, { disabled: false }), 200);
-    expect(await env.DB.prepare('SELECT failing_since, failed_deliveries FROM webhook_endpoints WHERE id = ?').bind(e.id).first()).toEqual({ failing_since: null, failed_deliveries: 0 });
+    expect(await env.DB.prepare('SELECT failing_since, failed_deliveries FROM webhook_endpoints WHERE id = ?').bind(e.id).first()).toEqual({
+      failing_since: null,
+      failed_deliveries: 0,
+    });
   });
 
   it(`an endpoint whose last ${DISABLE_AFTER_FAILED_DELIVERIES} deliveries all failed is disabled; a success in between starts the count over`, async () => {
@@ -590,19 +721,29 @@ describe('attempts', () => {
     const { e } = await oneDelivery(t);
     receiver(() => new Response('down', { status: 500 }));
     // As if 19 deliveries had failed already; this one is on its last attempt.
-    await env.DB.prepare('UPDATE webhook_endpoints SET failed_deliveries = ? WHERE id = ?').bind(DISABLE_AFTER_FAILED_DELIVERIES - 1, e.id).run();
-    await env.DB.prepare('UPDATE webhook_deliveries SET attempts = ?, round_start = 0 WHERE endpoint_id = ?').bind(RETRY_DELAYS_SECONDS.length, e.id).run();
+    await env.DB.prepare('UPDATE webhook_endpoints SET failed_deliveries = ? WHERE id = ?')
+      .bind(DISABLE_AFTER_FAILED_DELIVERIES - 1, e.id)
+      .run();
+    await env.DB.prepare('UPDATE webhook_deliveries SET attempts = ?, round_start = 0 WHERE endpoint_id = ?')
+      .bind(RETRY_DELAYS_SECONDS.length, e.id)
+      .run();
     const last = { ...sent.shift()!.body, attempt: RETRY_DELAYS_SECONDS.length };
     expect((await deliverWebhook(env, last)).outcome).toBe('failed');
     const off = await json(await api(t, `/v1/webhooks/${e.id}`), 200);
-    expect(off.disabled_reason).toMatch(/^Disabled automatically at \S+: 20 deliveries in a row failed after every retry; the last attempt: HTTP 500$/);
+    expect(off.disabled_reason).toMatch(
+      /^Disabled automatically at \S+: 20 deliveries in a row failed after every retry; the last attempt: HTTP 500$/,
+    );
 
     const u = await seedTenant();
     const fresh = await oneDelivery(u);
     await env.DB.prepare('UPDATE webhook_endpoints SET failed_deliveries = 7, failing_since = 1 WHERE id = ?').bind(fresh.e.id).run();
     receiver(() => new Response('ok'));
     expect((await deliverAll()).map((r) => r.outcome)).toEqual(['delivered']);
-    expect(await env.DB.prepare('SELECT failing_since, failed_deliveries, disabled FROM webhook_endpoints WHERE id = ?').bind(fresh.e.id).first()).toEqual({ failing_since: null, failed_deliveries: 0, disabled: 0 });
+    expect(
+      await env.DB.prepare('SELECT failing_since, failed_deliveries, disabled FROM webhook_endpoints WHERE id = ?')
+        .bind(fresh.e.id)
+        .first(),
+    ).toEqual({ failing_since: null, failed_deliveries: 0, disabled: 0 });
   });
 
   it('a deleted endpoint’s pending deliveries are not sent', async () => {
@@ -611,7 +752,10 @@ describe('attempts', () => {
     const received = receiver();
     await json(await api(t, `/v1/webhooks/${e.id}`, { method: 'DELETE' }), 200);
     expect((await deliverAll())[0].outcome).toBe('stale'); // ended by the delete itself
-    expect(await env.DB.prepare('SELECT status, last_error FROM webhook_deliveries WHERE id = ?').bind(deliveryId).first()).toEqual({ status: 'failed', last_error: 'Not sent: the endpoint was deleted' });
+    expect(await env.DB.prepare('SELECT status, last_error FROM webhook_deliveries WHERE id = ?').bind(deliveryId).first()).toEqual({
+      status: 'failed',
+      last_error: 'Not sent: the endpoint was deleted',
+    });
     expect(received).toEqual([]);
   });
 
@@ -644,9 +788,19 @@ describe('attempts', () => {
     expect((await deliverWebhook(otherKey, sent.shift()!.body)).outcome).toBe('retrying');
     expect(received).toEqual([]);
     const [d] = (await json(await api(t, `/v1/webhooks/${e.id}/deliveries`), 200)).items;
-    expect(d.attempts[0].error).toMatch(/^not sent: the endpoint's signing secret cannot be decrypted: WEBHOOK_ENCRYPTION_KEY is unset or not the key it was stored under/);
+    expect(d.attempts[0].error).toMatch(
+      /^not sent: the endpoint's signing secret cannot be decrypted: WEBHOOK_ENCRYPTION_KEY is unset or not the key it was stored under/,
+    );
     // Rotated under the key in use, it signs again (the previous secret, unreadable, adds no second signature).
-    const rotated = await json(await app.request(`https://api.test/v1/webhooks/${e.id}/rotate-secret`, { method: 'POST', headers: { 'Service-API-Key': t.key } }, otherKey, createExecutionContext()), 200);
+    const rotated = await json(
+      await app.request(
+        `https://api.test/v1/webhooks/${e.id}/rotate-secret`,
+        { method: 'POST', headers: { 'Service-API-Key': t.key } },
+        otherKey,
+        createExecutionContext(),
+      ),
+      200,
+    );
     expect((await deliverWebhook(otherKey, sent.shift()!.body)).outcome).toBe('delivered');
     expect(received[0].headers['webhook-signature'].split(' ')).toHaveLength(1);
     expect(new Webhook(rotated.secret).verify(received[0].body, received[0].headers)).toBeTruthy();
@@ -657,7 +811,9 @@ describe('attempts', () => {
     const { deliveryId } = await oneDelivery(t);
     const received = receiver();
     const worker = (await import('../../src/index.ts')).default;
-    const batch = createMessageBatch('zk-proving-webhooks-local', [{ id: 'w-1', timestamp: new Date(), attempts: 1, body: sent.shift()!.body }]);
+    const batch = createMessageBatch('zk-proving-webhooks-local', [
+      { id: 'w-1', timestamp: new Date(), attempts: 1, body: sent.shift()!.body },
+    ]);
     const ctx = createExecutionContext();
     await worker.queue(batch, env);
     expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(['w-1']);
@@ -672,7 +828,9 @@ describe('attempts', () => {
     await json(await post(t, `/v1/webhooks/${e.id}/test`), 202);
     await vi.waitFor(() => expect(received).toHaveLength(1), { timeout: 10_000 });
     expect(new Webhook(e.secret).verify(received[0].body, received[0].headers)).toMatchObject({ type: 'webhook.test' });
-    await vi.waitFor(async () => expect((await json(await api(t, `/v1/webhooks/${e.id}/deliveries`), 200)).items[0].status).toBe('delivered'));
+    await vi.waitFor(async () =>
+      expect((await json(await api(t, `/v1/webhooks/${e.id}/deliveries`), 200)).items[0].status).toBe('delivered'),
+    );
   });
 });
 
@@ -681,8 +839,18 @@ describe('redeliver and test', () => {
     const t = await seedTenant();
     const e = await createEndpoint(t);
     const d = await json(await post(t, `/v1/webhooks/${e.id}/test`), 202);
-    expect(d).toMatchObject({ id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), type: 'webhook.test', subject_id: e.id, status: 'pending', attempts: [] });
-    expect(d.payload).toEqual({ type: 'webhook.test', timestamp: d.created_at, data: { endpoint_id: e.id, message: expect.stringContaining('test event') } });
+    expect(d).toMatchObject({
+      id: expect.stringMatching(/^msg_[0-9a-f]{32}$/),
+      type: 'webhook.test',
+      subject_id: e.id,
+      status: 'pending',
+      attempts: [],
+    });
+    expect(d.payload).toEqual({
+      type: 'webhook.test',
+      timestamp: d.created_at,
+      data: { endpoint_id: e.id, message: expect.stringContaining('test event') },
+    });
     expect(sent.map((s) => s.body)).toEqual([{ type: 'webhook', delivery_id: d.id, attempt: 0 }]);
     const received = receiver();
     await deliverAll();
@@ -724,8 +892,12 @@ describe('redeliver and test', () => {
     const page = await json(await api(t, `/v1/webhooks/${e.id}/deliveries?page_size=2`), 200);
     expect(page.items.map((d: { id: string }) => d.id)).toEqual([ids[2], ids[1]]);
     expect(page.pagination).toEqual({ total: 3, page: 1, page_size: 2, pages: 2 });
-    expect((await json(await api(t, `/v1/webhooks/${e.id}/deliveries?status=delivered`), 200)).items.map((d: { id: string }) => d.id)).toEqual([ids[0]]);
-    expect((await json(await api(t, `/v1/webhooks/${e.id}/deliveries?status=pending`), 200)).items.map((d: { id: string }) => d.id)).toEqual([ids[2], ids[1]]);
+    expect(
+      (await json(await api(t, `/v1/webhooks/${e.id}/deliveries?status=delivered`), 200)).items.map((d: { id: string }) => d.id),
+    ).toEqual([ids[0]]);
+    expect(
+      (await json(await api(t, `/v1/webhooks/${e.id}/deliveries?status=pending`), 200)).items.map((d: { id: string }) => d.id),
+    ).toEqual([ids[2], ids[1]]);
     await json(await api(t, `/v1/webhooks/${e.id}/deliveries?status=lost`), 422);
   });
 });
@@ -802,7 +974,11 @@ describe('what it costs in D1', () => {
     expect(completion.sql.filter((q) => q.includes('webhook_deliveries'))).toHaveLength(1);
     await vi.waitFor(() => expect(sent).toHaveLength(1));
     // The ending also compacts the job's log after its response (src/jobs/logs.ts): let it finish, so only the attempts are counted.
-    await vi.waitFor(async () => expect((await env.DB.prepare('SELECT log_store FROM jobs WHERE id = ?').bind(job.id).first<{ log_store: string }>())?.log_store).toBe('clean'));
+    await vi.waitFor(async () =>
+      expect((await env.DB.prepare('SELECT log_store FROM jobs WHERE id = ?').bind(job.id).first<{ log_store: string }>())?.log_store).toBe(
+        'clean',
+      ),
+    );
     calls.clear();
     const log = vi.spyOn(console, 'log');
     // The first attempt fails; its retry reads no record (the payload is stored by then).
@@ -835,7 +1011,12 @@ describe('the console’s webhooks', () => {
     const member = await signIn(await seedUser(t.orgId, 'member'));
     const base = `/console/v1/orgs/${t.orgId}/webhooks`;
     const created = await json(await postJson(base, { url: HOOK, events: ['proof.succeeded'] }, { token: owner.token }), 201);
-    expect(created).toMatchObject({ url: HOOK, events: ['proof.succeeded'], created_by: owner.email, secret: expect.stringMatching(/^whsec_/) });
+    expect(created).toMatchObject({
+      url: HOOK,
+      events: ['proof.succeeded'],
+      created_by: owner.email,
+      secret: expect.stringMatching(/^whsec_/),
+    });
     expect((await as(member, base)).items.map((e: { id: string }) => e.id)).toEqual([created.id]);
     expect(await as(member, `${base}/${created.id}`)).not.toHaveProperty('secret');
     expect((await as(member, `${base}/${created.id}/deliveries`)).items).toEqual([]);
@@ -856,16 +1037,25 @@ describe('the console’s webhooks', () => {
     const test = await json(await consoleFetch(`${base}/${created.id}/test`, { method: 'POST', token: owner.token }), 202);
     receiver();
     await deliverAll();
-    expect((await as(member, `${base}/${created.id}/deliveries`)).items[0]).toMatchObject({ id: test.id, status: 'delivered', attempts: [expect.objectContaining({ status_code: 200 })] });
+    expect((await as(member, `${base}/${created.id}/deliveries`)).items[0]).toMatchObject({
+      id: test.id,
+      status: 'delivered',
+      attempts: [expect.objectContaining({ status_code: 200 })],
+    });
     await json(await consoleFetch(`${base}/${created.id}/deliveries/${test.id}/redeliver`, { method: 'POST', token: owner.token }), 202);
-    const off = await json(await consoleFetch(`${base}/${created.id}`, { method: 'PATCH', token: owner.token, body: JSON.stringify({ disabled: true }) }), 200);
+    const off = await json(
+      await consoleFetch(`${base}/${created.id}`, { method: 'PATCH', token: owner.token, body: JSON.stringify({ disabled: true }) }),
+      200,
+    );
     expect(off.disabled_reason).toMatch(new RegExp(`^Disabled by ${owner.email} at `));
     const rotated = await json(await consoleFetch(`${base}/${created.id}/rotate-secret`, { method: 'POST', token: owner.token }), 200);
     expect(rotated.secret).not.toBe(created.secret);
     await json(await consoleFetch(`${base}/${created.id}`, { method: 'DELETE', token: owner.token }), 200);
     await json(await consoleFetch(`${base}/${created.id}`, { token: owner.token }), 404);
 
-    const audit = (await as(owner, `/console/v1/orgs/${t.orgId}/audit`)).items.filter((a: { action: string }) => a.action.startsWith('webhook.'));
+    const audit = (await as(owner, `/console/v1/orgs/${t.orgId}/audit`)).items.filter((a: { action: string }) =>
+      a.action.startsWith('webhook.'),
+    );
     expect(audit.map((a: { action: string; actor: string; target: string }) => [a.action, a.actor, a.target])).toEqual([
       ['webhook.delete', owner.email, created.id],
       ['webhook.rotate_secret', owner.email, created.id],
@@ -875,7 +1065,11 @@ describe('the console’s webhooks', () => {
     // Changes made with an API key are there too, naming the key.
     const viaApi = await createEndpoint(t);
     const [entry] = (await as(owner, `/console/v1/orgs/${t.orgId}/audit`)).items;
-    expect(entry).toMatchObject({ action: 'webhook.create', target: viaApi.id, actor: expect.stringMatching(new RegExp(`^API key sk_[0-9a-f]{8}… \\(${t.owner}\\)$`)) });
+    expect(entry).toMatchObject({
+      action: 'webhook.create',
+      target: viaApi.id,
+      actor: expect.stringMatching(new RegExp(`^API key sk_[0-9a-f]{8}… \\(${t.owner}\\)$`)),
+    });
   });
 
   it('another organization’s endpoints are not found from the console either', async () => {

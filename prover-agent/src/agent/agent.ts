@@ -55,7 +55,14 @@ export class Agent {
     this.freeGpus = [...cfg.gpus];
     const retry = { attempts: Infinity, signal: this.stopping.signal };
     this.service = new ServiceClient(cfg.apiUrl, cfg.agentToken, { onRetry: (r) => this.retrying('service', r) });
-    const whoAmI = { agent_id: this.id, name: cfg.name, machine_type: cfg.machineType, gpus: cfg.gpus.length, engines: cfg.engines, configs: cfg.configs };
+    const whoAmI = {
+      agent_id: this.id,
+      name: cfg.name,
+      machine_type: cfg.machineType,
+      gpus: cfg.gpus.length,
+      engines: cfg.engines,
+      configs: cfg.configs,
+    };
     this.queue = new FleetQueue(this.service, whoAmI, { ...retry, onRetry: (r) => this.retrying('queue', r) });
     this.engines = new EnginePool({ size: cfg.concurrency, log: this.log });
     this.artifactCache = new ArtifactCache(join(cfg.workDir, ARTIFACT_CACHE_DIR), cfg.artifactCacheBytes, this.log);
@@ -74,7 +81,11 @@ export class Agent {
       }
       await this.loop();
       await this.drain();
-      await this.queue.leave().catch((err) => this.log.warn('could not tell the service this agent left; it will age out of the fleet view', { error: errorText(err) }));
+      await this.queue
+        .leave()
+        .catch((err) =>
+          this.log.warn('could not tell the service this agent left; it will age out of the fleet view', { error: errorText(err) }),
+        );
     } finally {
       await this.engines.close(); // no engine process outlives the agent
     }
@@ -86,7 +97,10 @@ export class Agent {
     this.state = 'running';
     this.log.info('agent running', { engines: this.cfg.engines, gpus: this.cfg.gpus.length, concurrency: this.cfg.concurrency });
     // Presence once a minute even while every slot is busy (pulls report it when idle).
-    const presence = setInterval(() => void this.queue.reportPresence().catch((err) => this.log.warn('presence report failed', { error: errorText(err) })), 10_000);
+    const presence = setInterval(
+      () => void this.queue.reportPresence().catch((err) => this.log.warn('presence report failed', { error: errorText(err) })),
+      10_000,
+    );
     presence.unref();
     while (this.state === 'running') {
       const slots = this.cfg.concurrency - this.running.size;
@@ -114,7 +128,9 @@ export class Agent {
         else if (hint === 'not-servable') retries.push({ lease_id: m.lease_id, delay_seconds: 5 });
         else acks.push(m.lease_id);
       }
-      await this.queue.ack(acks, retries).catch((err) => this.log.warn('ack failed; the notices will come back', { error: errorText(err) }));
+      await this.queue
+        .ack(acks, retries)
+        .catch((err) => this.log.warn('ack failed; the notices will come back', { error: errorText(err) }));
     }
     clearInterval(presence);
   }
@@ -160,7 +176,15 @@ export class Agent {
     let res: ClaimResponse;
     try {
       res = await this.service.claim(
-        { agent_id: this.id, name: this.cfg.name, machine_type: this.cfg.machineType, gpus: this.freeGpus.length, engines: this.cfg.engines, configs: this.cfg.configs, hint_job_id: hintJobId },
+        {
+          agent_id: this.id,
+          name: this.cfg.name,
+          machine_type: this.cfg.machineType,
+          gpus: this.freeGpus.length,
+          engines: this.cfg.engines,
+          configs: this.cfg.configs,
+          hint_job_id: hintJobId,
+        },
         // A claim in flight when shutdown begins is let finish: the service may have leased
         // a job to us already, and that job then runs (and drains) like the others.
         { attempts: Infinity, signal: this.stopping.signal, finishInFlight: true },
@@ -175,10 +199,32 @@ export class Agent {
     const gpus = gpusForJob(this.freeGpus, job.config.engine, job.num_gpus);
     this.freeGpus = this.freeGpus.filter((g) => !gpus.includes(g));
     if (this.cfg.heartbeatIntervalMs) job.heartbeat_interval_ms = this.cfg.heartbeatIntervalMs;
-    const runner = new JobRunner(this.service, job, gpus, { workRoot: this.cfg.workDir, engineOptions: this.cfg.engineOptions, engines: this.engines, artifacts: this.artifactCache, killGraceMs: this.cfg.killGraceMs, agentName: this.cfg.name, machineType: this.cfg.machineType }, this.log, this.metrics);
+    const runner = new JobRunner(
+      this.service,
+      job,
+      gpus,
+      {
+        workRoot: this.cfg.workDir,
+        engineOptions: this.cfg.engineOptions,
+        engines: this.engines,
+        artifacts: this.artifactCache,
+        killGraceMs: this.cfg.killGraceMs,
+        agentName: this.cfg.name,
+        machineType: this.cfg.machineType,
+      },
+      this.log,
+      this.metrics,
+    );
     this.running.set(job.id, runner);
     this.metrics.jobStarted(job.kind);
-    this.log.info('claimed job', { job_id: job.id, kind: job.kind, attempt: job.attempt, priority: job.priority, gpus, claim_ms: Math.round(performance.now() - started) });
+    this.log.info('claimed job', {
+      job_id: job.id,
+      kind: job.kind,
+      attempt: job.attempt,
+      priority: job.priority,
+      gpus,
+      claim_ms: Math.round(performance.now() - started),
+    });
     void runner
       .run()
       .catch((err) => this.log.error('job runner failed', { job_id: job.id, error: errorText(err) }))
@@ -221,6 +267,7 @@ export class Agent {
   /** Removes what jobs of an earlier run left; the artifact cache stays. */
   private async cleanWorkDir(): Promise<void> {
     await mkdir(this.cfg.workDir, { recursive: true });
-    for (const entry of await readdir(this.cfg.workDir)) if (entry !== ARTIFACT_CACHE_DIR) await rm(join(this.cfg.workDir, entry), { recursive: true, force: true });
+    for (const entry of await readdir(this.cfg.workDir))
+      if (entry !== ARTIFACT_CACHE_DIR) await rm(join(this.cfg.workDir, entry), { recursive: true, force: true });
   }
 }

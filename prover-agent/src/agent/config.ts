@@ -41,8 +41,18 @@ const FLAGS = [
   ['gpus', 'PROVER_GPUS', '0', 'GPU count (ordinals 0..N-1) or a comma list of ordinals'],
   ['engines', 'PROVER_ENGINES', 'dev', `Engines served, comma separated (${ENGINE_NAMES.join(', ')})`],
   ['configs', 'PROVER_CONFIGS', '', 'Config ids served, comma separated; empty = all configs of the engines'],
-  ['work-dir', 'PROVER_WORK_DIR', join(homedir(), '.prover-agent', 'work'), 'Job work directories (emptied at start, but for the artifact cache)'],
-  ['artifact-cache', 'PROVER_ARTIFACT_CACHE_MB', '4096', 'MB of shared job inputs (program ELF, VMEXE, baseline) kept between jobs under the work dir; 0 disables'],
+  [
+    'work-dir',
+    'PROVER_WORK_DIR',
+    join(homedir(), '.prover-agent', 'work'),
+    'Job work directories (emptied at start, but for the artifact cache)',
+  ],
+  [
+    'artifact-cache',
+    'PROVER_ARTIFACT_CACHE_MB',
+    '4096',
+    'MB of shared job inputs (program ELF, VMEXE, baseline) kept between jobs under the work dir; 0 disables',
+  ],
   ['concurrency', 'PROVER_CONCURRENCY', '', 'Jobs run at once (default: one per GPU, at least 1; openvm jobs use one GPU each)'],
   ['heartbeat-interval', 'PROVER_HEARTBEAT_INTERVAL', '', 'Seconds between heartbeats (default: the service’s suggestion)'],
   ['shutdown-grace', 'PROVER_SHUTDOWN_GRACE', '300', 'Seconds running jobs may finish after SIGTERM before they are released'],
@@ -58,7 +68,9 @@ const FLAGS = [
 ] as const;
 
 export function usage(): string {
-  const lines = FLAGS.map(([flag, env, def, help]) => `  --${flag.padEnd(20)} ${help}\n  ${''.padEnd(22)} env ${env}${def ? `, default ${def}` : ''}`);
+  const lines = FLAGS.map(
+    ([flag, env, def, help]) => `  --${flag.padEnd(20)} ${help}\n  ${''.padEnd(22)} env ${env}${def ? `, default ${def}` : ''}`,
+  );
   return `usage: prover-agent [run] [flags]\n\n${lines.join('\n')}\n  --engine             same as --engines\n`;
 }
 
@@ -89,7 +101,10 @@ function timeouts(v: string): NonNullable<EngineOptions['timeouts']> {
 }
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
-  const options: Record<string, { type: 'string' }> = { ...Object.fromEntries(FLAGS.map(([flag]) => [flag, { type: 'string' as const }])), engine: { type: 'string' } };
+  const options: Record<string, { type: 'string' }> = {
+    ...Object.fromEntries(FLAGS.map(([flag]) => [flag, { type: 'string' as const }])),
+    engine: { type: 'string' },
+  };
   const { values } = parseArgs({
     args: argv,
     // `--engine X` reads naturally for a single engine; it is --engines by another name.
@@ -99,7 +114,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   if (values.engine !== undefined) values.engines ??= values.engine;
   const get = (flag: (typeof FLAGS)[number][0]): string => {
     const [, envName, def] = FLAGS.find((f) => f[0] === flag)!;
-    return (values[flag]) ?? env[envName] ?? def ?? '';
+    return values[flag] ?? env[envName] ?? def ?? '';
   };
   const required = (flag: (typeof FLAGS)[number][0]) => {
     const v = get(flag);
@@ -107,9 +122,13 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     return v;
   };
   const gpuSpec = get('gpus');
-  const gpus = gpuSpec.includes(',') ? list(gpuSpec).map((g) => number('gpus', g, 0)) : Array.from({ length: number('gpus', gpuSpec, 0) }, (_, i) => i);
+  const gpus = gpuSpec.includes(',')
+    ? list(gpuSpec).map((g) => number('gpus', g, 0))
+    : Array.from({ length: number('gpus', gpuSpec, 0) }, (_, i) => i);
   const engines = list(get('engines'));
-  for (const e of engines) if (!(ENGINE_NAMES as readonly string[]).includes(e)) throw new ConfigError(`unknown engine '${e}' (known: ${ENGINE_NAMES.join(', ')})`);
+  for (const e of engines)
+    if (!(ENGINE_NAMES as readonly string[]).includes(e))
+      throw new ConfigError(`unknown engine '${e}' (known: ${ENGINE_NAMES.join(', ')})`);
   if (engines.length === 0) throw new ConfigError('--engines needs at least one engine');
   const level = get('log-level') as Level;
   if (!['debug', 'info', 'warn', 'error'].includes(level)) throw new ConfigError(`--log-level must be debug, info, warn or error`);

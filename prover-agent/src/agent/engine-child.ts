@@ -14,7 +14,14 @@ import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { loadEngine } from '../engine/index.ts';
 import { CycleLimitError, JobError, type Engine, type EngineContext, type EngineOptions } from '../engine/types.ts';
-import { OP_END_MARK, type ChildEvent, type EngineOp, type EngineRunRequest, type WorkerEvent, type WorkerOperation } from './engine-process.ts';
+import {
+  OP_END_MARK,
+  type ChildEvent,
+  type EngineOp,
+  type EngineRunRequest,
+  type WorkerEvent,
+  type WorkerOperation,
+} from './engine-process.ts';
 
 const write = process.stdout.write.bind(process.stdout);
 const emit = (e: ChildEvent | WorkerEvent) => write(JSON.stringify(e) + '\n');

@@ -17,7 +17,14 @@
 //              operation.
 import type { EngineOptions } from '../engine/types.ts';
 import { engineTraits } from '../protocol.ts';
-import { spawnEngineWorker, startEngine, type ChildEvent, type EngineRun, type EngineRunRequest, type EngineWorker } from './engine-process.ts';
+import {
+  spawnEngineWorker,
+  startEngine,
+  type ChildEvent,
+  type EngineRun,
+  type EngineRunRequest,
+  type EngineWorker,
+} from './engine-process.ts';
 import type { Logger } from './log.ts';
 
 /** What the job runner needs of the engine layer: an operation started, whichever way. */
@@ -128,7 +135,9 @@ export class EnginePool implements EngineLauncher {
 
   private spawn(engine: string, options: EngineOptions): Slot {
     const started = performance.now();
-    const worker = spawnEngineWorker(engine, options, (line) => this.log.warn('engine worker output outside any job', { pid: worker.pid, line }));
+    const worker = spawnEngineWorker(engine, options, (line) =>
+      this.log.warn('engine worker output outside any job', { pid: worker.pid, line }),
+    );
     const slot: Slot = { key: keyOf(engine, options), engine, options, worker, state: 'starting', warmed: false };
     this.slots.add(slot);
     this.log.info('engine worker started', { engine, pid: worker.pid });

@@ -20,7 +20,11 @@ import type { EngineConfig, EngineMetrics, LimitReached, ProvePhase, PublishedKe
 const CHILD = fileURLToPath(new URL('./engine-child.ts', import.meta.url));
 
 /** An engine operation and its request (engine/types.ts), as it travels to the engine's process. */
-export type EngineOp = ({ op: 'commit' } & ProgramFiles) | ({ op: 'execute' } & ExecuteRequest) | ({ op: 'prove' } & ProveRequest) | ({ op: 'verify' } & VerifyRequest);
+export type EngineOp =
+  | ({ op: 'commit' } & ProgramFiles)
+  | ({ op: 'execute' } & ExecuteRequest)
+  | ({ op: 'prove' } & ProveRequest)
+  | ({ op: 'verify' } & VerifyRequest);
 
 export interface EngineRunRequest {
   engine: string;
@@ -68,7 +72,10 @@ export async function startEngine(req: EngineRunRequest, onEvent: (e: ChildEvent
         event = { type: 'log', line };
       }
       if (event.type === 'result') outcome = { kind: 'result', result: event.result };
-      else if (event.type === 'error') outcome = event.jobError ? { kind: 'job-error', message: event.message, limit: event.limit } : { kind: 'crash', message: event.message };
+      else if (event.type === 'error')
+        outcome = event.jobError
+          ? { kind: 'job-error', message: event.message, limit: event.limit }
+          : { kind: 'crash', message: event.message };
       else onEvent(event);
     },
     onStderrLine(line) {
@@ -218,7 +225,12 @@ export function spawnEngineWorker(engine: string, options: EngineOptions, onIdle
     if (!op || event.id !== op.id) return; // cannot happen: one operation at a time, each ended by its mark
     if (event.type === 'result' || event.type === 'error') {
       rssBytes = event.rss ?? rssBytes;
-      op.outcome = event.type === 'result' ? { kind: 'result', result: event.result } : event.jobError ? { kind: 'job-error', message: event.message, limit: event.limit } : { kind: 'crash', message: event.message };
+      op.outcome =
+        event.type === 'result'
+          ? { kind: 'result', result: event.result }
+          : event.jobError
+            ? { kind: 'job-error', message: event.message, limit: event.limit }
+            : { kind: 'crash', message: event.message };
       maybeEnd();
     } else op.onEvent(event);
   };
@@ -232,7 +244,12 @@ export function spawnEngineWorker(engine: string, options: EngineOptions, onIdle
     }
   };
 
-  const child = spawnChild(process.execPath, [CHILD, '--worker', engine, JSON.stringify(options)], { ownGroup: true, stdin: 'pipe', onStdoutLine, onStderrLine });
+  const child = spawnChild(process.execPath, [CHILD, '--worker', engine, JSON.stringify(options)], {
+    ownGroup: true,
+    stdin: 'pipe',
+    onStdoutLine,
+    onStderrLine,
+  });
   const pid = child.pid;
   child.process.stdin!.on('error', () => {}); // the worker is gone: its exit tells the story
   const exited = child.closed.then(([code, signal]) => {

@@ -45,7 +45,12 @@ export function backoffDelay(attempt: number, p: Pick<RetryPolicy, 'baseDelayMs'
  * fetch() with the retry policy. `makeInit` is called per attempt so a body can be
  * re-created (a file stream cannot be sent twice). Resolves with a 2xx response.
  */
-export async function fetchWithRetry(url: string, makeInit: () => RequestInit, what: string, policy: RetryPolicy = DEFAULT_RETRY): Promise<Response> {
+export async function fetchWithRetry(
+  url: string,
+  makeInit: () => RequestInit,
+  what: string,
+  policy: RetryPolicy = DEFAULT_RETRY,
+): Promise<Response> {
   for (let attempt = 0; ; attempt++) {
     policy.signal?.throwIfAborted();
     let reason: string;
@@ -63,7 +68,10 @@ export async function fetchWithRetry(url: string, makeInit: () => RequestInit, w
     } catch (err) {
       if (err instanceof HttpError) throw err;
       if (policy.signal?.aborted) throw policy.signal.reason ?? err;
-      reason = err instanceof Error ? `${err.name}: ${err.message}${err.cause ? ` (${String((err.cause as Error).message ?? err.cause)})` : ''}` : String(err);
+      reason =
+        err instanceof Error
+          ? `${err.name}: ${err.message}${err.cause ? ` (${String((err.cause as Error).message ?? err.cause)})` : ''}`
+          : String(err);
     }
     if (attempt + 1 >= policy.attempts) throw new Error(`${what}: gave up after ${attempt + 1} attempts (${reason})`);
     const delayMs = Math.max(retryAfterMs ?? 0, backoffDelay(attempt, policy));

@@ -16,7 +16,17 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EngineOptions } from '../engine/types.ts';
-import { engineTraits, MAX_INLINE_RESULT_BYTES, type ClaimedJob, type CompleteRequest, type EngineMetrics, type FailRequest, type LogChunk, type ProvePhase, type ResultName } from '../protocol.ts';
+import {
+  engineTraits,
+  MAX_INLINE_RESULT_BYTES,
+  type ClaimedJob,
+  type CompleteRequest,
+  type EngineMetrics,
+  type FailRequest,
+  type LogChunk,
+  type ProvePhase,
+  type ResultName,
+} from '../protocol.ts';
 import type { ArtifactCache } from './artifact-cache.ts';
 import { HttpError } from './http.ts';
 import { errorText, type Logger } from './log.ts';
@@ -101,7 +111,9 @@ export class JobRunner {
       await mkdir(this.dir, { recursive: true });
       // Shipped within half a second, or with the report of a job that ends sooner (if the
       // agent dies first, the service's lease check writes that the attempt was lost).
-      this.logs.line(`[agent ${this.opts.agentName}] attempt ${this.job.attempt} of ${handlerOf(this.job.kind).subjectNoun} ${this.job.subject_id} on ${this.opts.machineType}${this.gpus.length ? ` (GPUs ${this.gpus.join(',')})` : ''}`);
+      this.logs.line(
+        `[agent ${this.opts.agentName}] attempt ${this.job.attempt} of ${handlerOf(this.job.kind).subjectNoun} ${this.job.subject_id} on ${this.opts.machineType}${this.gpus.length ? ` (GPUs ${this.gpus.join(',')})` : ''}`,
+      );
       outcome = await this.execute();
     } catch (err) {
       outcome = await this.endEarlyOr(() => this.report('fail', { error: `agent error: ${errorText(err)}`, retryable: true }));
@@ -124,11 +136,21 @@ export class JobRunner {
     const op = handlerOf(this.job.kind).operation(this.job, files, this.dir);
     // An engine that proves with the config's published keys checks its copies against what the service publishes now.
     const publishedKeys =
-      op.op === 'prove' && engineTraits(this.job.config.engine)?.usesPublishedKeys ? await this.timed('download', () => this.service.publishedKeys(this.job.config.id)) : undefined;
+      op.op === 'prove' && engineTraits(this.job.config.engine)?.usesPublishedKeys
+        ? await this.timed('download', () => this.service.publishedKeys(this.job.config.id))
+        : undefined;
     if (this.stopReason) return this.endEarly();
     const opStarted = Date.now();
     this.engine = await this.opts.engines.start(
-      { engine: this.job.config.engine, engineOptions: this.opts.engineOptions, config: this.job.config, publishedKeys, workDir: this.dir, gpus: this.gpus, operation: op },
+      {
+        engine: this.job.config.engine,
+        engineOptions: this.opts.engineOptions,
+        config: this.job.config,
+        publishedKeys,
+        workDir: this.dir,
+        gpus: this.gpus,
+        operation: op,
+      },
       (e) => {
         if (e.type === 'log') this.logs.line(e.line);
         else if (e.type === 'progress') this.progress(e.phase, e.metrics);
@@ -147,7 +169,9 @@ export class JobRunner {
       case 'job-error':
         this.logs.line(`error: ${result.message}`);
         // A cycle limit reached carries the figure: the service words the error and charges the run (README "Job limits").
-        return this.endEarlyOr(() => this.report('fail', { error: result.message, retryable: false, ...(result.limit ? { limit: result.limit } : {}) }));
+        return this.endEarlyOr(() =>
+          this.report('fail', { error: result.message, retryable: false, ...(result.limit ? { limit: result.limit } : {}) }),
+        );
       case 'crash':
       case 'killed': {
         const message = result.kind === 'crash' ? result.message : `engine killed by ${result.signal}`;
@@ -280,7 +304,10 @@ export class JobRunner {
   /** One heartbeat: renews the lease; a cancel answer or a lost lease stops the run. */
   private async beat(): Promise<void> {
     try {
-      const r = await this.lease.heartbeat({ phase: this.phase, metrics: pickMetrics(this.metrics) }, { attempts: 2, timeoutMs: Math.max(1000, this.job.heartbeat_interval_ms) });
+      const r = await this.lease.heartbeat(
+        { phase: this.phase, metrics: pickMetrics(this.metrics) },
+        { attempts: 2, timeoutMs: Math.max(1000, this.job.heartbeat_interval_ms) },
+      );
       if (r.cancel) this.stop('cancel');
     } catch (err) {
       if (!this.leaseLost(err)) {

@@ -11,7 +11,11 @@ export interface Logger {
 
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-export function createLogger(level: Level = 'info', base: Record<string, unknown> = {}, write = (line: string) => process.stderr.write(line + '\n')): Logger {
+export function createLogger(
+  level: Level = 'info',
+  base: Record<string, unknown> = {},
+  write = (line: string) => process.stderr.write(line + '\n'),
+): Logger {
   const emit = (l: Level, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[l] < ORDER[level]) return;
     write(JSON.stringify({ ts: new Date().toISOString(), level: l, msg, ...base, ...fields }));

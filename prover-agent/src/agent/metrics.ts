@@ -6,8 +6,18 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly jobs = new Counter({ name: 'prover_agent_jobs_total', help: 'Jobs finished, by kind and outcome', labelNames: ['kind', 'outcome'], registers: [this.registry] });
-  private readonly running = new Gauge({ name: 'prover_agent_jobs_running', help: 'Jobs running now, by kind', labelNames: ['kind'], registers: [this.registry] });
+  private readonly jobs = new Counter({
+    name: 'prover_agent_jobs_total',
+    help: 'Jobs finished, by kind and outcome',
+    labelNames: ['kind', 'outcome'],
+    registers: [this.registry],
+  });
+  private readonly running = new Gauge({
+    name: 'prover_agent_jobs_running',
+    help: 'Jobs running now, by kind',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
   private readonly jobSeconds = new Histogram({
     name: 'prover_agent_job_duration_seconds',
     help: 'Wall time of a job on this agent, claim to report',
@@ -29,14 +39,23 @@ export class Metrics {
     buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400],
     registers: [this.registry],
   });
-  private readonly heartbeatFailures = new Counter({ name: 'prover_agent_heartbeat_failures_total', help: 'Heartbeats that did not reach the service', registers: [this.registry] });
+  private readonly heartbeatFailures = new Counter({
+    name: 'prover_agent_heartbeat_failures_total',
+    help: 'Heartbeats that did not reach the service',
+    registers: [this.registry],
+  });
   private readonly artifacts = new Counter({
     name: 'prover_agent_artifacts_total',
     help: 'Job input files, by how they were had: hit (the artifact cache), miss (downloaded and kept), off (downloaded: not shared, or the cache is off), inline (came with the claim)',
     labelNames: ['outcome'],
     registers: [this.registry],
   });
-  private readonly apiRetries = new Counter({ name: 'prover_agent_http_retries_total', help: 'Retried HTTP requests to the service or the queue', labelNames: ['target'], registers: [this.registry] });
+  private readonly apiRetries = new Counter({
+    name: 'prover_agent_http_retries_total',
+    help: 'Retried HTTP requests to the service or the queue',
+    labelNames: ['target'],
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'prover_agent_' });
@@ -67,7 +86,12 @@ export class Metrics {
   }
 }
 
-export function serveHealth(port: number, host: string, metrics: Metrics, health: () => { ok: boolean; [k: string]: unknown }): Promise<Server> {
+export function serveHealth(
+  port: number,
+  host: string,
+  metrics: Metrics,
+  health: () => { ok: boolean; [k: string]: unknown },
+): Promise<Server> {
   const answer = async (req: IncomingMessage, res: ServerResponse) => {
     if (req.url === '/healthz') {
       const h = health();

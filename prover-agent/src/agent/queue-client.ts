@@ -45,7 +45,9 @@ export class FleetQueue {
   }
 
   async pull(batchSize: number, visibilityTimeoutMs: number): Promise<PulledMessage[]> {
-    return (await this.withToken((t) => this.service.pull(t, { batch_size: batchSize, visibility_timeout_ms: visibilityTimeoutMs }, this.retry))).messages;
+    return (
+      await this.withToken((t) => this.service.pull(t, { batch_size: batchSize, visibility_timeout_ms: visibilityTimeoutMs }, this.retry))
+    ).messages;
   }
 
   async ack(acks: string[], retries: { lease_id: string; delay_seconds?: number }[]): Promise<void> {
@@ -71,7 +73,7 @@ export function decodeNotice(m: PulledMessage): { job_id?: string; kind?: string
   try {
     const text = type === 'text' ? m.body : Buffer.from(m.body, 'base64').toString('utf8');
     const v = JSON.parse(text) as unknown;
-    return v && typeof v === 'object' ? (v) : {};
+    return v && typeof v === 'object' ? v : {};
   } catch {
     return {};
   }

@@ -52,7 +52,11 @@ export class ServiceClient {
   private async post<T>(path: string, token: string, body: unknown, what: string, policy?: Partial<RetryPolicy>): Promise<T> {
     const res = await fetchWithRetry(
       this.baseUrl + path,
-      () => ({ method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      () => ({
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }),
       what,
       { ...this.retry, ...policy },
     );
@@ -128,9 +132,17 @@ export class ServiceClient {
     const auth = { authorization: `Bearer ${publish.publisherToken}` };
     const { size } = await stat(path);
     if (size === 0) throw new Error(`${path} is empty: nothing to publish as ${name}`);
-    const start: KeyUploadStart = { sha256: publish.sha256, ...(publish.supersedes !== undefined ? { supersedes: publish.supersedes } : {}) };
+    const start: KeyUploadStart = {
+      sha256: publish.sha256,
+      ...(publish.supersedes !== undefined ? { supersedes: publish.supersedes } : {}),
+    };
     const started = (await (
-      await fetchWithRetry(base, () => ({ method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(start) }), `publish ${name}: start`, retry)
+      await fetchWithRetry(
+        base,
+        () => ({ method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(start) }),
+        `publish ${name}: start`,
+        retry,
+      )
     ).json()) as KeyUploadStarted;
     const uploadUrl = `${base}/${encodeURIComponent(started.upload_id)}`;
     try {
@@ -139,13 +151,12 @@ export class ServiceClient {
         const end = Math.min(size, start + started.part_size); // exclusive
         const res = await fetchWithRetry(
           `${uploadUrl}/${n}`,
-          () =>
-            ({
-              method: 'PUT',
-              headers: { ...auth, 'content-type': 'application/octet-stream', 'content-length': String(end - start) },
-              body: Readable.toWeb(createReadStream(path, { start, end: end - 1 })) as ReadableStream,
-              duplex: 'half',
-            }),
+          () => ({
+            method: 'PUT',
+            headers: { ...auth, 'content-type': 'application/octet-stream', 'content-length': String(end - start) },
+            body: Readable.toWeb(createReadStream(path, { start, end: end - 1 })) as ReadableStream,
+            duplex: 'half',
+          }),
           `publish ${name}: part ${n}`,
           retry,
         );
@@ -153,7 +164,11 @@ export class ServiceClient {
       }
       const done = await fetchWithRetry(
         `${uploadUrl}/complete`,
-        () => ({ method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ parts } satisfies KeyUploadComplete) }),
+        () => ({
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ parts } satisfies KeyUploadComplete),
+        }),
         `publish ${name}: complete`,
         retry,
       );
@@ -220,7 +235,12 @@ export class LeaseClient {
 
   /** Streams an artifact of the job to `path`. */
   async download(name: string, path: string, signal?: AbortSignal): Promise<void> {
-    const res = await fetchWithRetry(this.base + `/artifacts/${encodeURIComponent(name)}`, () => ({ headers: this.headers() }), `download ${name}`, { ...this.retry, signal });
+    const res = await fetchWithRetry(
+      this.base + `/artifacts/${encodeURIComponent(name)}`,
+      () => ({ headers: this.headers() }),
+      `download ${name}`,
+      { ...this.retry, signal },
+    );
     await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), createWriteStream(path), { signal });
   }
 
@@ -235,13 +255,12 @@ async function putFile(url: string, token: string, path: string, contentType: st
   const { size } = await stat(path);
   return fetchWithRetry(
     url,
-    () =>
-      ({
-        method: 'PUT',
-        headers: { authorization: `Bearer ${token}`, 'content-type': contentType, 'content-length': String(size) },
-        body: Readable.toWeb(createReadStream(path)) as ReadableStream,
-        duplex: 'half',
-      }),
+    () => ({
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': contentType, 'content-length': String(size) },
+      body: Readable.toWeb(createReadStream(path)) as ReadableStream,
+      duplex: 'half',
+    }),
     what,
     retry,
   );

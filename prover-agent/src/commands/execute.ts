@@ -49,7 +49,9 @@ export async function main(argv: string[]): Promise<number> {
     elfPath = values.elf;
     inputPath = values.input;
     maxCycles = positiveInteger(values['max-cycles'], '--max-cycles', DEFAULT_MAX_CYCLES);
-    publicValuesBytes = checkPublicValuesBytes(positiveInteger(values['public-values-bytes'], '--public-values-bytes', DEFAULT_PUBLIC_VALUES_BYTES));
+    publicValuesBytes = checkPublicValuesBytes(
+      positiveInteger(values['public-values-bytes'], '--public-values-bytes', DEFAULT_PUBLIC_VALUES_BYTES),
+    );
   } catch (err) {
     console.error(`prover-agent execute: ${(err as Error).message}\n${usage}`);
     return 2;
@@ -80,6 +82,12 @@ export async function main(argv: string[]): Promise<number> {
     });
   } catch (err) {
     if (!(err instanceof ElfError || err instanceof InputError)) throw err;
-    return report({ exit_code: -1, num_instructions: 0, public_values: toHex(new Uint8Array(publicValuesBytes)), stdout: '', error: err.message });
+    return report({
+      exit_code: -1,
+      num_instructions: 0,
+      public_values: toHex(new Uint8Array(publicValuesBytes)),
+      stdout: '',
+      error: err.message,
+    });
   }
 }

@@ -145,7 +145,9 @@ export async function main(argv: string[]): Promise<number> {
     }
     const version = record?.openvm_version ?? values['openvm-version'] ?? `${newest.major}.${newest.readMinor}.0`;
     if (record && values['openvm-version'] && values['openvm-version'] !== record.openvm_version) {
-      throw new Error(`--openvm-version ${values['openvm-version']} contradicts the service's openvm_version ${record.openvm_version} for ${configId}`);
+      throw new Error(
+        `--openvm-version ${values['openvm-version']} contradicts the service's openvm_version ${record.openvm_version} for ${configId}`,
+      );
     }
     const unmappable = versionProblem(version);
     if (unmappable) throw new Error(unmappable);
@@ -154,7 +156,11 @@ export async function main(argv: string[]): Promise<number> {
     const tomlFile = values['openvm-toml'] ? resolve(values['openvm-toml']) : null;
     const tomlText = tomlFile ? await readFile(tomlFile, 'utf8') : (record?.openvm_toml ?? null);
     // keygen panics on what it cannot key; say why before any hour of setup.
-    const problems = openvmConfigProblems({ openvm_version: version, public_values_bytes: record?.public_values_bytes ?? mapping.keygenLimits.numPublicValues, openvm_toml: tomlText });
+    const problems = openvmConfigProblems({
+      openvm_version: version,
+      public_values_bytes: record?.public_values_bytes ?? mapping.keygenLimits.numPublicValues,
+      openvm_toml: tomlText,
+    });
     if (problems.length) throw new Error(`cargo openvm cannot key config ${configId}:\n  ${problems.join('\n  ')}`);
     plan = {
       configId,
@@ -208,7 +214,9 @@ function script(p: Plan): string {
     ...(p.evm
       ? [
           `# --evm also fetches KZG parameters over the network into ${p.agg.paramsDir}` +
-            (p.download ? ' and downloads the Halo2 key and EVM verifier.' : ', generates the Halo2 key and (with solc 0.8.19) the EVM verifier.'),
+            (p.download
+              ? ' and downloads the Halo2 key and EVM verifier.'
+              : ', generates the Halo2 key and (with solc 0.8.19) the EVM verifier.'),
         ]
       : []),
     shellJoin([p.cargo, ...p.mapping.setup({ evm: p.evm, download: p.download })]),
@@ -222,7 +230,9 @@ function script(p: Plan): string {
 async function run(p: Plan): Promise<number> {
   const { cfg } = p;
   if (!p.toml && !(await exists(cfg.openvmToml))) {
-    console.error(`prover-agent setup-config: ${cfg.openvmToml} does not exist; pass --openvm-toml FILE or the service's --api-url and --agent-token`);
+    console.error(
+      `prover-agent setup-config: ${cfg.openvmToml} does not exist; pass --openvm-toml FILE or the service's --api-url and --agent-token`,
+    );
     return 2;
   }
   await mkdir(dirname(cfg.stubMain), { recursive: true });
@@ -268,7 +278,9 @@ async function check(p: Plan): Promise<number> {
   }
   console.error(`config directory ${p.cfg.dir} is incomplete; missing:`);
   for (const r of missing) console.error(`  ${r.path}  (${r.what})`);
-  console.error(`run \`prover-agent setup-config ${p.configId} --configs-dir ${dirname(p.cfg.dir)}${p.evm ? ' --evm' : ''}\` to see the steps`);
+  console.error(
+    `run \`prover-agent setup-config ${p.configId} --configs-dir ${dirname(p.cfg.dir)}${p.evm ? ' --evm' : ''}\` to see the steps`,
+  );
   return 1;
 }
 
@@ -298,7 +310,11 @@ async function publish(p: Plan, service: ServiceClient, publisherToken: string, 
         );
         return 1;
       }
-      const res = await service.publishKey(p.configId, name, path, { publisherToken, sha256, ...(current ? { supersedes: current.version } : {}) });
+      const res = await service.publishKey(p.configId, name, path, {
+        publisherToken,
+        sha256,
+        ...(current ? { supersedes: current.version } : {}),
+      });
       console.log(`published ${name} version ${res.version} (${res.size} bytes, sha256 ${res.sha256}) from ${path}`);
     } catch (err) {
       console.error(`prover-agent setup-config: publishing ${name} from ${path} failed: ${(err as Error).message}`);
@@ -308,4 +324,8 @@ async function publish(p: Plan, service: ServiceClient, publisherToken: string, 
   return 0;
 }
 
-const exists = (path: string) => stat(path).then(() => true, () => false);
+const exists = (path: string) =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );

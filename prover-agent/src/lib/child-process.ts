@@ -44,7 +44,9 @@ export function spawnChild(command: string, args: readonly string[], o: ChildOpt
   child.on('error', () => {}); // a failed spawn: 'close' follows, and the caller's own listener says why
   if (o.onStdoutLine) createInterface({ input: child.stdout! }).on('line', o.onStdoutLine);
   if (o.onStderrLine) createInterface({ input: child.stderr! }).on('line', o.onStderrLine);
-  const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('close', (code, signal) => resolve([code, signal])));
+  const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    child.once('close', (code, signal) => resolve([code, signal])),
+  );
   const exited = Promise.race([new Promise<void>((resolve) => child.once('exit', () => resolve())), closed.then(() => {})]);
   const pid = child.pid;
 

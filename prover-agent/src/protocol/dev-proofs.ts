@@ -86,7 +86,16 @@ export const devConfigDigestMessage = (config: Pick<EngineConfig, 'id' | 'app_vm
 export const DEV_INPUT_TAG = text('zkvm-dev/input/v1');
 
 export function devProofHeader(s: DevStatement): Uint8Array {
-  return concat(MAGIC, Uint8Array.of(KIND_CODES[s.kind]), s.appExeCommit, s.appVmCommit, s.configDigest, s.inputDigest, u32le(s.childDigests.length), ...s.childDigests);
+  return concat(
+    MAGIC,
+    Uint8Array.of(KIND_CODES[s.kind]),
+    s.appExeCommit,
+    s.appVmCommit,
+    s.configDigest,
+    s.inputDigest,
+    u32le(s.childDigests.length),
+    ...s.childDigests,
+  );
 }
 
 /** What the MAC (HMAC-SHA256 under the deployment's secret) is computed over. */
@@ -111,7 +120,12 @@ export function devProofJson(proof: DevProof): Record<string, unknown> {
   const envelope = concat(devProofHeader(proof), proof.mac);
   switch (proof.kind) {
     case 'stark':
-      return { version: DEV_PROOF_VERSION, proof: devHex(envelope, ''), user_pvs_proof: devHex(proof.publicValues, ''), deferral_merkle_proofs: null };
+      return {
+        version: DEV_PROOF_VERSION,
+        proof: devHex(envelope, ''),
+        user_pvs_proof: devHex(proof.publicValues, ''),
+        deferral_merkle_proofs: null,
+      };
     case 'evm':
       return {
         version: DEV_PROOF_VERSION,
@@ -145,13 +159,16 @@ function hexBytes(value: string, what: string): Uint8Array {
 const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((v, i) => v === b[i]);
 
 function parseEnvelope(bytes: Uint8Array, publicValues: Uint8Array): DevProof {
-  if (bytes.length < HEADER_BYTES + DEV_DIGEST_BYTES || !sameBytes(bytes.subarray(0, MAGIC.length), MAGIC)) throw new Error('proof bytes are not a dev proof envelope');
+  if (bytes.length < HEADER_BYTES + DEV_DIGEST_BYTES || !sameBytes(bytes.subarray(0, MAGIC.length), MAGIC))
+    throw new Error('proof bytes are not a dev proof envelope');
   const kind = (Object.keys(KIND_CODES) as ProofType[]).find((k) => KIND_CODES[k] === bytes[MAGIC.length]);
   if (!kind) throw new Error(`unknown dev proof kind ${bytes[MAGIC.length]}`);
   const digest = (i: number) => bytes.slice(MAGIC.length + 1 + i * DEV_DIGEST_BYTES, MAGIC.length + 1 + (i + 1) * DEV_DIGEST_BYTES);
   const children = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(HEADER_BYTES - 4, true);
   if (bytes.length !== HEADER_BYTES + (children + 1) * DEV_DIGEST_BYTES) throw new Error('dev proof envelope has the wrong length');
-  const childDigests = Array.from({ length: children }, (_, i) => bytes.slice(HEADER_BYTES + i * DEV_DIGEST_BYTES, HEADER_BYTES + (i + 1) * DEV_DIGEST_BYTES));
+  const childDigests = Array.from({ length: children }, (_, i) =>
+    bytes.slice(HEADER_BYTES + i * DEV_DIGEST_BYTES, HEADER_BYTES + (i + 1) * DEV_DIGEST_BYTES),
+  );
   return {
     kind,
     appExeCommit: digest(0),
@@ -182,10 +199,15 @@ export function readDevProof(doc: unknown): DevProof {
   if (version !== DEV_PROOF_VERSION) throw new Error(`not a dev proof (version "${version}"; dev proofs say "${DEV_PROOF_VERSION}")`);
   let proof: DevProof;
   if (isRecord(doc.proof_data)) {
-    proof = parseEnvelope(hexBytes(str(doc.proof_data, 'proof'), 'proof_data.proof'), hexBytes(str(doc, 'user_public_values'), 'user_public_values'));
+    proof = parseEnvelope(
+      hexBytes(str(doc.proof_data, 'proof'), 'proof_data.proof'),
+      hexBytes(str(doc, 'user_public_values'), 'user_public_values'),
+    );
     // The plain fields repeat the envelope; a mismatch means someone edited them.
-    if (devHex(proof.appExeCommit) !== devHex(hexBytes(str(doc, 'app_exe_commit'), 'app_exe_commit'))) throw new Error('app_exe_commit differs from the one the proof was made for');
-    if (devHex(proof.appVmCommit) !== devHex(hexBytes(str(doc, 'app_vm_commit'), 'app_vm_commit'))) throw new Error('app_vm_commit differs from the one the proof was made for');
+    if (devHex(proof.appExeCommit) !== devHex(hexBytes(str(doc, 'app_exe_commit'), 'app_exe_commit')))
+      throw new Error('app_exe_commit differs from the one the proof was made for');
+    if (devHex(proof.appVmCommit) !== devHex(hexBytes(str(doc, 'app_vm_commit'), 'app_vm_commit')))
+      throw new Error('app_vm_commit differs from the one the proof was made for');
     if (proof.kind !== 'evm') throw new Error(`an EVM-shaped file holds a ${proof.kind} proof`);
   } else if ('user_pvs_proof' in doc) {
     proof = parseEnvelope(hexBytes(str(doc, 'proof'), 'proof'), hexBytes(str(doc, 'user_pvs_proof'), 'user_pvs_proof'));

@@ -4,7 +4,6 @@
 // the Worker (its schema, claims and routes) and the agent (its job runner and
 // engines) import them through `prover-agent/protocol`.
 
-
 /** Kinds of job the fleet runs; each has a contract module on either side (src/jobs/kinds/, prover-agent/src/agent/kinds/). */
 export const JOB_KINDS = ['commit', 'proof', 'verify', 'execute'] as const;
 export type JobKind = (typeof JOB_KINDS)[number];

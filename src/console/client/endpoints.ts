@@ -59,7 +59,8 @@ export function orgApi(orgId: string) {
     proofFile: async (id: string, kind: string) => (await call(proof(id) + `/proof/${seg(kind)}`)).blob(),
 
     apiKeys: () => callJson<T.List<T.ApiKey>>(at('/api-keys')),
-    createApiKey: (scope: T.ApiKey['scope'], name?: string) => callJson<T.CreatedApiKey>(at('/api-keys'), 'POST', name ? { name, scope } : { scope }),
+    createApiKey: (scope: T.ApiKey['scope'], name?: string) =>
+      callJson<T.CreatedApiKey>(at('/api-keys'), 'POST', name ? { name, scope } : { scope }),
     revokeApiKey: (id: string) => callJson<T.Message>(at(`/api-keys/${seg(id)}`), 'DELETE'),
 
     webhooks: (query: URLSearchParams) => callJson<T.Page<T.WebhookEndpoint>>(at(`/webhooks?${query}`)),
@@ -70,7 +71,8 @@ export function orgApi(orgId: string) {
     rotateWebhookSecret: (id: string) => callJson<T.WebhookEndpointWithSecret>(webhook(id) + '/rotate-secret', 'POST'),
     testWebhook: (id: string) => callJson<T.WebhookDelivery>(webhook(id) + '/test', 'POST'),
     deliveries: (id: string, query: URLSearchParams) => callJson<T.Page<T.WebhookDelivery>>(webhook(id) + `/deliveries?${query}`),
-    redeliver: (id: string, deliveryId: string) => callJson<T.WebhookDelivery>(webhook(id) + `/deliveries/${seg(deliveryId)}/redeliver`, 'POST'),
+    redeliver: (id: string, deliveryId: string) =>
+      callJson<T.WebhookDelivery>(webhook(id) + `/deliveries/${seg(deliveryId)}/redeliver`, 'POST'),
 
     members: () => callJson<T.List<T.Member>>(at('/members')),
     setRole: (userId: string, role: T.Role) => callJson<T.Message>(at(`/members/${seg(userId)}`), 'PATCH', { role }),

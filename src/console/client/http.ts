@@ -15,7 +15,11 @@ export class ApiError extends Error {
     detail?: ErrorBody['detail'],
   ) {
     super(
-      typeof detail === 'string' ? detail : Array.isArray(detail) ? detail.map((d) => `${d.loc.slice(1).join('.')}: ${d.msg}`).join('; ') : `HTTP ${status}`,
+      typeof detail === 'string'
+        ? detail
+        : Array.isArray(detail)
+          ? detail.map((d) => `${d.loc.slice(1).join('.')}: ${d.msg}`).join('; ')
+          : `HTTP ${status}`,
     );
   }
 }
@@ -26,7 +30,11 @@ async function refusal(res: Response): Promise<ApiError> {
   return new ApiError(res.status, body.detail);
 }
 
-export const session: { token: string | null; user: ConsoleUser | null; refreshing: Promise<boolean> | null } = { token: null, user: null, refreshing: null };
+export const session: { token: string | null; user: ConsoleUser | null; refreshing: Promise<boolean> | null } = {
+  token: null,
+  user: null,
+  refreshing: null,
+};
 
 /** Trades the refresh cookie for an access token; one refresh at a time (the cookie rotates). */
 export function refresh(): Promise<boolean> {
@@ -64,7 +72,8 @@ export async function call(path: string, method: Method = 'GET', json?: unknown,
 }
 
 /** A call whose answer is JSON of type T (the server's schema, src/console/ui/api-types.ts). */
-export const callJson = async <T>(path: string, method: Method = 'GET', json?: unknown): Promise<T> => (await call(path, method, json)).json() as Promise<T>;
+export const callJson = async <T>(path: string, method: Method = 'GET', json?: unknown): Promise<T> =>
+  (await call(path, method, json)).json() as Promise<T>;
 
 /** The cookie-authenticated /auth calls: sign in and out, one-time links; `bearer`: as the signed-in user too (accepting an invitation). */
 export async function authCall<T>(path: string, json?: unknown, bearer?: string): Promise<T> {

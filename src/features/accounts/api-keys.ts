@@ -78,7 +78,12 @@ export async function createKey(
 }
 
 /** A key of the organization, or undefined. */
-export const findKey = (db: Db, orgId: string, keyId: string) => db.select().from(apiKeys).where(and(eq(apiKeys.id, keyId), eq(apiKeys.org_id, orgId))).get();
+export const findKey = (db: Db, orgId: string, keyId: string) =>
+  db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.id, keyId), eq(apiKeys.org_id, orgId)))
+    .get();
 
 /** Revokes a key and records it, in one batch. */
 export async function revokeKey(db: Db, orgId: string, actor: Actor, key: KeyRow): Promise<void> {

@@ -48,6 +48,25 @@ export function auditEntry(db: Db, orgId: string, actor: Actor, action: AuditAct
 export async function auditPage(db: Db, orgId: string, page: number, pageSize: number) {
   const where = eq(auditLog.org_id, orgId);
   // An organization's audit log only grows and has no counter: its total is counted up to COUNT_CAP.
-  const read = await batchByName(db, pageQuery(db, db.select().from(auditLog).where(where).orderBy(desc(auditLog.id)).$dynamic(), cappedCount(db.select({ one: sql`1` }).from(auditLog).where(where)), page, pageSize));
-  return pageAnswer(read, (r) => ({ id: r.id, created_at: r.created_at, actor: r.actor, action: r.action, target: r.target, detail: r.detail }), page, pageSize);
+  const read = await batchByName(
+    db,
+    pageQuery(
+      db,
+      db.select().from(auditLog).where(where).orderBy(desc(auditLog.id)).$dynamic(),
+      cappedCount(
+        db
+          .select({ one: sql`1` })
+          .from(auditLog)
+          .where(where),
+      ),
+      page,
+      pageSize,
+    ),
+  );
+  return pageAnswer(
+    read,
+    (r) => ({ id: r.id, created_at: r.created_at, actor: r.actor, action: r.action, target: r.target, detail: r.detail }),
+    page,
+    pageSize,
+  );
 }

@@ -31,7 +31,14 @@ export async function listInvites(db: Db, orgId: string) {
     .leftJoin(users, eq(users.id, consoleLinks.created_by))
     .where(liveInvites(orgId))
     .orderBy(desc(consoleLinks.created_at));
-  return rows.map(({ link: r, inviter }) => ({ id: r.id, email: r.email, role: r.role!, created_by: inviter ?? r.created_by ?? '', created_at: r.created_at, expires_at: r.expires_at }));
+  return rows.map(({ link: r, inviter }) => ({
+    id: r.id,
+    email: r.email,
+    role: r.role!,
+    created_by: inviter ?? r.created_by ?? '',
+    created_at: r.created_at,
+    expires_at: r.expires_at,
+  }));
 }
 
 /** Whether the account of `email` is a member of the organization already. */
@@ -59,7 +66,16 @@ export async function createInvite(
     replaced: revoke(db, consoleLinks, and(liveInvites(orgId), eq(consoleLinks.email, invite.email)), new Date().toISOString()),
     made: db
       .insert(consoleLinks)
-      .values({ id: invite.id, kind: 'invite', token_hash: invite.tokenHash, email: invite.email, org_id: orgId, role: invite.role, created_by: invite.createdBy, expires_at: invite.expiresAt })
+      .values({
+        id: invite.id,
+        kind: 'invite',
+        token_hash: invite.tokenHash,
+        email: invite.email,
+        org_id: orgId,
+        role: invite.role,
+        created_by: invite.createdBy,
+        expires_at: invite.expiresAt,
+      })
       .returning({ created_at: consoleLinks.created_at }),
     audit: auditEntry(db, orgId, actor, 'invite.create', invite.email, { role: invite.role, invite_id: invite.id }),
   });
@@ -73,7 +89,12 @@ export async function dropInvite(db: Db, id: string): Promise<void> {
 
 /** Revokes a pending invitation and records it; undefined when there is none. */
 export async function revokeInvite(db: Db, orgId: string, actor: Actor, inviteId: string) {
-  const [revoked] = await revoke(db, consoleLinks, and(liveInvites(orgId), eq(consoleLinks.id, inviteId)), new Date().toISOString()).returning({
+  const [revoked] = await revoke(
+    db,
+    consoleLinks,
+    and(liveInvites(orgId), eq(consoleLinks.id, inviteId)),
+    new Date().toISOString(),
+  ).returning({
     email: consoleLinks.email,
     role: consoleLinks.role,
   });
@@ -113,16 +134,35 @@ export interface Joining {
  */
 export async function acceptInvite(db: Db, link: Link, joining: Joining): Promise<void> {
   const usedAt = new Date().toISOString();
-  const usedHere = db.select({ org_id: consoleLinks.org_id }).from(consoleLinks).where(and(eq(consoleLinks.id, link.id), eq(consoleLinks.used_at, usedAt)));
+  const usedHere = db
+    .select({ org_id: consoleLinks.org_id })
+    .from(consoleLinks)
+    .where(and(eq(consoleLinks.id, link.id), eq(consoleLinks.used_at, usedAt)));
   const { userId, account } = joining;
   await batchByName(db, {
-    used: db.update(consoleLinks).set({ used_at: usedAt }).where(liveLink(eq(consoleLinks.id, link.id))),
+    used: db
+      .update(consoleLinks)
+      .set({ used_at: usedAt })
+      .where(liveLink(eq(consoleLinks.id, link.id))),
     account: account && db.insert(users).values({ id: userId, email: link.email, name: account.name, password_hash: account.passwordHash }),
     membership: db.insert(memberships).values({ org_id: sql`${usedHere}`, user_id: userId, role: inviterGrants(link) }),
-    audit: auditEntry(db, link.org_id!, { userId, email: link.email }, 'invite.accept', link.email, { role: link.role, invite_id: link.id }),
+    audit: auditEntry(db, link.org_id!, { userId, email: link.email }, 'invite.accept', link.email, {
+      role: link.role,
+      invite_id: link.id,
+    }),
   })
     .catch(refusedAs('NOT NULL constraint failed: memberships.org_id', 404, DEAD_LINK))
-    .catch(refusedAs('NOT NULL constraint failed: memberships.role', 403, 'Whoever invited you may no longer grant this role: ask for a new invitation'))
-    .catch(refusedAs('UNIQUE constraint failed: memberships.org_id, memberships.user_id', 409, 'You are already a member of this organization'))
-    .catch(refusedAs('UNIQUE constraint failed: users.email', 409, 'The account exists already: sign in as it, then open the invitation again'));
+    .catch(
+      refusedAs(
+        'NOT NULL constraint failed: memberships.role',
+        403,
+        'Whoever invited you may no longer grant this role: ask for a new invitation',
+      ),
+    )
+    .catch(
+      refusedAs('UNIQUE constraint failed: memberships.org_id, memberships.user_id', 409, 'You are already a member of this organization'),
+    )
+    .catch(
+      refusedAs('UNIQUE constraint failed: users.email', 409, 'The account exists already: sign in as it, then open the invitation again'),
+    );
 }

@@ -47,10 +47,15 @@ export type Link = typeof consoleLinks.$inferSelect;
 export const DEAD_LINK = 'This link is unknown, used or expired: ask for a new one';
 
 /** The condition of a link that still works: unused, unrevoked, unexpired. */
-export const liveLink = (where: SQL) => and(where, isNull(consoleLinks.used_at), isNull(consoleLinks.revoked_at), gt(consoleLinks.expires_at, nowIso));
+export const liveLink = (where: SQL) =>
+  and(where, isNull(consoleLinks.used_at), isNull(consoleLinks.revoked_at), gt(consoleLinks.expires_at, nowIso));
 
 /** A live one-time link of a kind, by its token (404 when there is none). */
-export async function findLink<TRunResult, TSchema extends Record<string, unknown>>(db: BaseSQLiteDatabase<'async', TRunResult, TSchema>, token: string, kind: LinkKind): Promise<Link> {
+export async function findLink<TRunResult, TSchema extends Record<string, unknown>>(
+  db: BaseSQLiteDatabase<'async', TRunResult, TSchema>,
+  token: string,
+  kind: LinkKind,
+): Promise<Link> {
   const link = await db
     .select()
     .from(consoleLinks)

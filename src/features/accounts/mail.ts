@@ -63,7 +63,11 @@ export function outboxConfigured(env: MailEnv): boolean {
 }
 
 /** The newest `limit` messages of the local outbox, optionally to one address. */
-export const outboxMessages = <TRunResult, TSchema extends Record<string, unknown>>(db: BaseSQLiteDatabase<'async', TRunResult, TSchema>, to: string | undefined, limit: number) =>
+export const outboxMessages = <TRunResult, TSchema extends Record<string, unknown>>(
+  db: BaseSQLiteDatabase<'async', TRunResult, TSchema>,
+  to: string | undefined,
+  limit: number,
+) =>
   db
     .select()
     .from(mailOutbox)
@@ -83,7 +87,9 @@ export async function send(env: MailEnv, message: MailMessage): Promise<boolean>
   if (!sender) return false;
   if (sender === 'outbox') {
     if (!env.DB) throw new MailError('the outbox sender needs the DB binding');
-    await drizzle(env.DB).insert(mailOutbox).values({ id: newMailId(), to: message.to, subject: message.subject, text: message.text, link: message.link ?? null });
+    await drizzle(env.DB)
+      .insert(mailOutbox)
+      .values({ id: newMailId(), to: message.to, subject: message.subject, text: message.text, link: message.link ?? null });
     // One line a developer reads in `npm start`'s output.
     console.log(`[mail] to ${message.to} subject ${JSON.stringify(message.subject)}${message.link ? ` link ${message.link}` : ''}`);
     return true;
@@ -117,7 +123,14 @@ export { INVITE_TTL_DAYS, PASSWORD_RESET_TTL_MINUTES, SET_PASSWORD_LINK_TTL_HOUR
 
 const consoleLink = (consoleUrl: string, page: string, token: string) => `${consoleUrl.replace(/\/+$/, '')}/console/${page}#token=${token}`;
 
-export function inviteMessage(o: { consoleUrl: string; token: string; to: string; orgName: string; role: string; invitedBy: string }): MailMessage {
+export function inviteMessage(o: {
+  consoleUrl: string;
+  token: string;
+  to: string;
+  orgName: string;
+  role: string;
+  invitedBy: string;
+}): MailMessage {
   const link = consoleLink(o.consoleUrl, 'invite', o.token);
   return {
     to: o.to,

@@ -43,11 +43,25 @@ export async function ownerCount(db: Db, orgId: string): Promise<number> {
 }
 
 /** A member's new role (409 `lastOwner` when it would leave no owner). */
-export async function changeRole(db: Db, orgId: string, actor: Actor, member: { userId: string; email: string; role: Role }, role: Role, lastOwner: string): Promise<void> {
+export async function changeRole(
+  db: Db,
+  orgId: string,
+  actor: Actor,
+  member: { userId: string; email: string; role: Role },
+  role: Role,
+  lastOwner: string,
+): Promise<void> {
   await batchByName(db, {
-    role: db.update(memberships).set({ role }).where(and(eq(memberships.org_id, orgId), eq(memberships.user_id, member.userId))),
+    role: db
+      .update(memberships)
+      .set({ role })
+      .where(and(eq(memberships.org_id, orgId), eq(memberships.user_id, member.userId))),
     // The invitations they sent for roles they may no longer grant die with the change.
-    invites: revoke(db, consoleLinks, and(liveInvites(orgId), eq(consoleLinks.created_by, member.userId), notInArray(consoleLinks.role, grantableRoles(role)))),
+    invites: revoke(
+      db,
+      consoleLinks,
+      and(liveInvites(orgId), eq(consoleLinks.created_by, member.userId), notInArray(consoleLinks.role, grantableRoles(role))),
+    ),
     audit: auditEntry(db, orgId, actor, 'member.role_change', member.email, { from: member.role, to: role }),
   }).catch(refusedAs(LAST_OWNER_REFUSAL, 409, lastOwner));
 }
@@ -57,7 +71,13 @@ export async function changeRole(db: Db, orgId: string, actor: Actor, member: { 
  * keys they made and the invitations they sent here, in the same batch (a refusal leaves
  * the keys live), then every console session of theirs.
  */
-export async function removeMember(db: Db, orgId: string, actor: Actor, member: { userId: string; email: string; role: Role }, lastOwner: string): Promise<void> {
+export async function removeMember(
+  db: Db,
+  orgId: string,
+  actor: Actor,
+  member: { userId: string; email: string; role: Role },
+  lastOwner: string,
+): Promise<void> {
   const now = new Date().toISOString();
   await batchByName(db, {
     membership: db.delete(memberships).where(and(eq(memberships.org_id, orgId), eq(memberships.user_id, member.userId))),

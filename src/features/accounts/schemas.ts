@@ -13,7 +13,10 @@ import { OrgParams } from '../../lib/schemas.ts';
 /** The header the console's client sends on cookie-authenticated calls (/auth); a cross-site form cannot. */
 export const CSRF_HEADER = 'X-Console-CSRF';
 
-export const RoleSchema = z.enum(ROLES).openapi({ description: 'owner: everything, including owners; admin: members, invitations, webhooks and every key; member: projects, proofs and their own keys; viewer: reads only (README "Roles")' });
+export const RoleSchema = z.enum(ROLES).openapi({
+  description:
+    'owner: everything, including owners; admin: members, invitations, webhooks and every key; member: projects, proofs and their own keys; viewer: reads only (README "Roles")',
+});
 
 export const Email = z
   .string()
@@ -56,7 +59,9 @@ export const PasswordResetRequest = z.object({ email: Email }).openapi('Password
 
 export const InviteToken = z.object({ token: Token });
 
-export const AcceptInviteRequest = z.object({ token: Token, password: Password.optional(), name: z.string().trim().max(100).optional() }).openapi('AcceptInviteRequest');
+export const AcceptInviteRequest = z
+  .object({ token: Token, password: Password.optional(), name: z.string().trim().max(100).optional() })
+  .openapi('AcceptInviteRequest');
 
 export const ChangePasswordBody = z.object({ current_password: z.string().min(1).max(MAX_PASSWORD_LENGTH), new_password: Password });
 
@@ -69,7 +74,9 @@ export const ApiKeyRecord = z
     name: z.string().openapi({ description: 'The owner label, shown as created_by on what the key makes' }),
     prefix: z.string().nullable(),
     owner_user_id: z.string().nullable(),
-    scope: z.enum(KEY_SCOPE_NAMES).openapi({ description: 'What the key may do at most: full, prove or read; never more than its creator’s current role' }),
+    scope: z
+      .enum(KEY_SCOPE_NAMES)
+      .openapi({ description: 'What the key may do at most: full, prove or read; never more than its creator’s current role' }),
     created_at: z.string(),
     last_used_at: z.string().nullable(),
     revoked_at: z.string().nullable(),
@@ -80,15 +87,30 @@ export const CreatedApiKey = ApiKeyRecord.extend({ key: z.string().openapi({ des
 
 export const ApiKeyListQuery = z.object({ include_revoked: z.enum(['true', 'false']).default('false') });
 
-export const NewApiKeyBody = z.object({ name: z.string().trim().min(1).max(MAX_API_KEY_NAME_LENGTH).optional(), scope: z.enum(KEY_SCOPE_NAMES).default(DEFAULT_KEY_SCOPE) });
+export const NewApiKeyBody = z.object({
+  name: z.string().trim().min(1).max(MAX_API_KEY_NAME_LENGTH).optional(),
+  scope: z.enum(KEY_SCOPE_NAMES).default(DEFAULT_KEY_SCOPE),
+});
 
-export const ApiKeyParams = OrgParams.extend({ key_id: z.string().min(1).max(64).openapi({ param: { name: 'key_id', in: 'path' } }) });
+export const ApiKeyParams = OrgParams.extend({
+  key_id: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'key_id', in: 'path' } }),
+});
 
 export const Member = z
   .object({ user_id: z.string(), email: z.string(), name: z.string(), role: RoleSchema, joined_at: z.string() })
   .openapi('ConsoleMember');
 
-export const MemberParams = OrgParams.extend({ user_id: z.string().min(1).max(64).openapi({ param: { name: 'user_id', in: 'path' } }) });
+export const MemberParams = OrgParams.extend({
+  user_id: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'user_id', in: 'path' } }),
+});
 
 export const RoleChange = z.object({ role: RoleSchema });
 
@@ -101,10 +123,23 @@ export const CreatedInvite = Invite.extend({ sent_to: z.string() });
 
 export const InviteBody = z.object({ email: Email, role: RoleSchema.default('member') });
 
-export const InviteParams = OrgParams.extend({ invite_id: z.string().min(1).max(64).openapi({ param: { name: 'invite_id', in: 'path' } }) });
+export const InviteParams = OrgParams.extend({
+  invite_id: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'invite_id', in: 'path' } }),
+});
 
 export const AuditEntry = z
-  .object({ id: z.string(), created_at: z.string(), actor: z.string(), action: z.string(), target: z.string(), detail: z.record(z.string(), z.unknown()) })
+  .object({
+    id: z.string(),
+    created_at: z.string(),
+    actor: z.string(),
+    action: z.string(),
+    target: z.string(),
+    detail: z.record(z.string(), z.unknown()),
+  })
   .openapi('ConsoleAuditEntry');
 
 // ---------------------------------------------------------------------------
@@ -134,4 +169,11 @@ export const UsageQuery = z.object({ from: Day.optional(), to: Day.optional() })
 // ---------------------------------------------------------------------------
 // The local mail outbox (MAIL_SENDER = "outbox" only)
 
-export const OutboxMessage = z.object({ id: z.string(), to: z.string(), subject: z.string(), text: z.string(), link: z.string().nullable(), created_at: z.string() });
+export const OutboxMessage = z.object({
+  id: z.string(),
+  to: z.string(),
+  subject: z.string(),
+  text: z.string(),
+  link: z.string().nullable(),
+  created_at: z.string(),
+});

@@ -22,7 +22,9 @@ const isoIn = (seconds: number, now = Date.now()) => new Date(now + seconds * 10
 export async function openSession(db: Db, userId: string): Promise<{ id: string; refresh: string }> {
   const id = newSessionId();
   const refresh = randomToken('rt', 32);
-  await db.insert(consoleSessions).values({ id, user_id: userId, refresh_hash: await sha256Hex(refresh), expires_at: isoIn(REFRESH_TTL_SECONDS) });
+  await db
+    .insert(consoleSessions)
+    .values({ id, user_id: userId, refresh_hash: await sha256Hex(refresh), expires_at: isoIn(REFRESH_TTL_SECONDS) });
   return { id, refresh };
 }
 

@@ -61,7 +61,10 @@ export async function reservePasswordAttempt(db: Db, email: string, client: stri
       })
       .returning({ key: signinThrottle.key }),
     // Read in the same round trip, for Retry-After when nothing was reserved.
-    counts: db.select().from(signinThrottle).where(and(live, or(eq(signinThrottle.key, keys.account), eq(signinThrottle.key, keys.client)))),
+    counts: db
+      .select()
+      .from(signinThrottle)
+      .where(and(live, or(eq(signinThrottle.key, keys.account), eq(signinThrottle.key, keys.client)))),
   });
   // Both places taken (the statement takes both or neither).
   if (reserved.length === 2) return keys;

@@ -21,7 +21,12 @@ interface Row {
   gpu_ms: number | null;
   cost: number | null;
 }
-const totalsOf = (r: Row) => ({ proofs: r.proofs, instructions: r.instructions ?? 0, gpu_hours: Math.round(((r.gpu_ms ?? 0) / 3_600_000) * 1000) / 1000, cost: r.cost ?? 0 });
+const totalsOf = (r: Row) => ({
+  proofs: r.proofs,
+  instructions: r.instructions ?? 0,
+  gpu_hours: Math.round(((r.gpu_ms ?? 0) / 3_600_000) * 1000) / 1000,
+  cost: r.cost ?? 0,
+});
 
 /** The usage of `orgId` from `from` to `to` (days, inclusive; `days` of them), as the console answers it. */
 export async function usageOf(db: Db, orgId: string, from: string, to: string, days: number, now = Date.now()) {
@@ -33,7 +38,11 @@ export async function usageOf(db: Db, orgId: string, from: string, to: string, d
     cost: sum(usageDaily.cost).mapWith(Number),
   };
   const { dayRows, projectRows, running } = await batchByName(db, {
-    dayRows: db.select({ key: usageDaily.day, ...totals }).from(usageDaily).where(inRange).groupBy(usageDaily.day),
+    dayRows: db
+      .select({ key: usageDaily.day, ...totals })
+      .from(usageDaily)
+      .where(inRange)
+      .groupBy(usageDaily.day),
     // By each program's project as it is now (a moved program's usage moves with it).
     projectRows: db
       .select({ key: programs.project_id, project_name: projects.name, ...totals })
@@ -55,7 +64,15 @@ export async function usageOf(db: Db, orgId: string, from: string, to: string, d
       .innerJoin(proofs, eq(proofs.id, jobs.subject_id))
       .innerJoin(programs, eq(programs.id, proofs.program_id))
       .innerJoin(projects, eq(projects.id, programs.project_id))
-      .where(and(eq(jobs.status, 'leased'), eq(jobs.kind, 'proof'), eq(jobs.org_id, orgId), gte(proofs.created_at, from), lte(proofs.created_at, to + 'T23:59:59.999Z'))),
+      .where(
+        and(
+          eq(jobs.status, 'leased'),
+          eq(jobs.kind, 'proof'),
+          eq(jobs.org_id, orgId),
+          gte(proofs.created_at, from),
+          lte(proofs.created_at, to + 'T23:59:59.999Z'),
+        ),
+      ),
   });
   const byDay = new Map<string, Row>(dayRows.map((r) => [r.key, r]));
   const byProject = new Map<string, Row>(projectRows.map((r) => [r.key, { ...r, name: r.project_name }]));
@@ -74,7 +91,12 @@ export async function usageOf(db: Db, orgId: string, from: string, to: string, d
   return {
     from,
     to,
-    totals: { proofs: add('proofs'), instructions: add('instructions'), gpu_hours: Math.round(add('gpu_hours') * 1000) / 1000, cost: add('cost') },
+    totals: {
+      proofs: add('proofs'),
+      instructions: add('instructions'),
+      gpu_hours: Math.round(add('gpu_hours') * 1000) / 1000,
+      cost: add('cost'),
+    },
     days: dayList,
     projects: [...byProject.values()]
       .sort((a, b) => (b.cost ?? 0) - (a.cost ?? 0) || b.proofs - a.proofs)

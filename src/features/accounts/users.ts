@@ -20,7 +20,8 @@ export const userByEmail = (db: Db, email: string) => db.select().from(users).wh
 export const userById = (db: Db, id: string) => db.select(userFields).from(users).where(eq(users.id, id)).get();
 
 /** Whether an account has this email. */
-export const accountExists = async (db: Db, email: string) => Boolean(await db.select({ id: users.id }).from(users).where(eq(users.email, email)).get());
+export const accountExists = async (db: Db, email: string) =>
+  Boolean(await db.select({ id: users.id }).from(users).where(eq(users.email, email)).get());
 
 /** The organizations a user belongs to, with their role, by name. */
 export const orgsOf = (db: Db, userId: string) =>
@@ -32,7 +33,8 @@ export const orgsOf = (db: Db, userId: string) =>
     .orderBy(asc(organizations.name), asc(organizations.id));
 
 /** A user's password hash (null until they set one). */
-export const passwordHashOf = async (db: Db, userId: string) => (await db.select({ hash: users.password_hash }).from(users).where(eq(users.id, userId)).get())?.hash ?? null;
+export const passwordHashOf = async (db: Db, userId: string) =>
+  (await db.select({ hash: users.password_hash }).from(users).where(eq(users.id, userId)).get())?.hash ?? null;
 
 /**
  * One transaction: the new password, the end of every session, and the end of any
@@ -40,14 +42,26 @@ export const passwordHashOf = async (db: Db, userId: string) => (await db.select
  */
 export async function changePassword(db: Db, userId: string, newPassword: string): Promise<void> {
   await batchByName(db, {
-    password: db.update(users).set({ password_hash: await hashPassword(newPassword) }).where(eq(users.id, userId)),
+    password: db
+      .update(users)
+      .set({ password_hash: await hashPassword(newPassword) })
+      .where(eq(users.id, userId)),
     sessions: revoke(db, consoleSessions, eq(consoleSessions.user_id, userId)),
-    links: revoke(db, consoleLinks, and(eq(consoleLinks.user_id, userId), inArray(consoleLinks.kind, ['set_password', 'password_reset']), isNull(consoleLinks.used_at))),
+    links: revoke(
+      db,
+      consoleLinks,
+      and(eq(consoleLinks.user_id, userId), inArray(consoleLinks.kind, ['set_password', 'password_reset']), isNull(consoleLinks.used_at)),
+    ),
   });
 }
 
 /** Marks a link used, conditional on it still being live: of two requests with it, one wins. */
-const useLink = (db: Db, id: string) => db.update(consoleLinks).set({ used_at: nowIso }).where(liveLink(eq(consoleLinks.id, id))).returning({ id: consoleLinks.id });
+const useLink = (db: Db, id: string) =>
+  db
+    .update(consoleLinks)
+    .set({ used_at: nowIso })
+    .where(liveLink(eq(consoleLinks.id, id)))
+    .returning({ id: consoleLinks.id });
 
 /**
  * Sets a password with a link of `kind` (set-password from the operator tool, or a
@@ -56,17 +70,31 @@ const useLink = (db: Db, id: string) => db.update(consoleLinks).set({ used_at: n
  * while the link is live, so a used, revoked or expired link changes nothing. Answers
  * the account's email.
  */
-export async function setPasswordWithLink(db: Db, kind: 'set_password' | 'password_reset', token: string, password: string): Promise<string> {
+export async function setPasswordWithLink(
+  db: Db,
+  kind: 'set_password' | 'password_reset',
+  token: string,
+  password: string,
+): Promise<string> {
   const link = await findLink(db, token, kind);
   const hash = await hashPassword(password);
-  const owner = db.select({ id: consoleLinks.user_id }).from(consoleLinks).where(liveLink(eq(consoleLinks.id, link.id)));
+  const owner = db
+    .select({ id: consoleLinks.user_id })
+    .from(consoleLinks)
+    .where(liveLink(eq(consoleLinks.id, link.id)));
   const { used } = await batchByName(db, {
     password: db.update(users).set({ password_hash: hash }).where(inArray(users.id, owner)),
     sessions: revoke(db, consoleSessions, inArray(consoleSessions.user_id, owner)),
     otherLinks: revoke(
       db,
       consoleLinks,
-      and(eq(consoleLinks.user_id, link.user_id!), inArray(consoleLinks.kind, ['set_password', 'password_reset']), isNull(consoleLinks.used_at), ne(consoleLinks.id, link.id), inArray(consoleLinks.user_id, owner)),
+      and(
+        eq(consoleLinks.user_id, link.user_id!),
+        inArray(consoleLinks.kind, ['set_password', 'password_reset']),
+        isNull(consoleLinks.used_at),
+        ne(consoleLinks.id, link.id),
+        inArray(consoleLinks.user_id, owner),
+      ),
     ),
     used: useLink(db, link.id),
   });
@@ -88,9 +116,19 @@ export async function makeResetLink(db: Db, email: string, link: { id: string; t
   const recent = db
     .select({ n: count() })
     .from(consoleLinks)
-    .where(and(eq(consoleLinks.email, email), eq(consoleLinks.kind, 'password_reset'), gt(consoleLinks.created_at, sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`-${RESET_WINDOW_MINUTES} minutes`})`)));
+    .where(
+      and(
+        eq(consoleLinks.email, email),
+        eq(consoleLinks.kind, 'password_reset'),
+        gt(consoleLinks.created_at, sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`-${RESET_WINDOW_MINUTES} minutes`})`),
+      ),
+    );
   const { made } = await batchByName(db, {
-    made: passwordLinkFor(db, { ...link, kind: 'password_reset' }, and(eq(users.email, email), sql`(${recent}) < ${RESET_LINKS_PER_EMAIL}`)).returning({ id: consoleLinks.id }),
+    made: passwordLinkFor(
+      db,
+      { ...link, kind: 'password_reset' },
+      and(eq(users.email, email), sql`(${recent}) < ${RESET_LINKS_PER_EMAIL}`),
+    ).returning({ id: consoleLinks.id }),
     // A new link revokes the older unused ones (only when one was made).
     older: revoke(
       db,

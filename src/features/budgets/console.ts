@@ -38,13 +38,17 @@ budgetsConsoleApi.openapi(
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Set the organization’s monthly budget (owners and admins)',
-    description: 'Sets both limits: an absent or null one is no limit. A limit set at or below this month’s usage takes effect at once: its threshold notices are made and new proofs and executions are refused.',
+    description:
+      'Sets both limits: an absent or null one is no limit. A limit set at or below this month’s usage takes effect at once: its threshold notices are made and new proofs and executions are refused.',
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: BudgetBody } } } },
     responses: { 200: ok, ...consoleErrors(403, 404, 422) },
   }),
   async (c) => {
     const body = c.req.valid('json');
     const limits = { monthly_cost: body.monthly_cost ?? null, monthly_gpu_hours: body.monthly_gpu_hours ?? null };
-    return c.json(await setBudget(c.var.db, c.var.membership.orgId, limits, { userId: c.var.user.id, email: c.var.user.email }, monthOf(Date.now())), 200);
+    return c.json(
+      await setBudget(c.var.db, c.var.membership.orgId, limits, { userId: c.var.user.id, email: c.var.user.email }, monthOf(Date.now())),
+      200,
+    );
   },
 );

@@ -19,7 +19,10 @@ export interface BudgetLimits {
 export function budgetReads(db: Db, orgId: string, month: string) {
   return {
     budget: db.select().from(budgets).where(eq(budgets.org_id, orgId)),
-    usage: db.select().from(budgetUsage).where(and(eq(budgetUsage.org_id, orgId), eq(budgetUsage.month, month))),
+    usage: db
+      .select()
+      .from(budgetUsage)
+      .where(and(eq(budgetUsage.org_id, orgId), eq(budgetUsage.month, month))),
     notices: db
       .select()
       .from(budgetNotices)
@@ -28,7 +31,11 @@ export function budgetReads(db: Db, orgId: string, month: string) {
   };
 }
 
-type Reads = { budget: (typeof budgets.$inferSelect)[]; usage: (typeof budgetUsage.$inferSelect)[]; notices: (typeof budgetNotices.$inferSelect)[] };
+type Reads = {
+  budget: (typeof budgets.$inferSelect)[];
+  usage: (typeof budgetUsage.$inferSelect)[];
+  notices: (typeof budgetNotices.$inferSelect)[];
+};
 
 /** The record budgetReads() read. */
 export function budgetRecord(month: string, { budget: [b], usage: [u], notices }: Reads): z.infer<typeof BudgetRecord> {
@@ -56,7 +63,11 @@ export async function readBudget(db: Db, orgId: string, month: string) {
 
 /** Sets the organization's limits (both: an absent one is none), audited, and reads the budget back, in one batch. */
 export async function setBudget(db: Db, orgId: string, limits: BudgetLimits, actor: Actor, month: string) {
-  const values = { monthly_cost: limits.monthly_cost, monthly_gpu_hours: limits.monthly_gpu_hours, updated_by: actor.userId ?? actor.email };
+  const values = {
+    monthly_cost: limits.monthly_cost,
+    monthly_gpu_hours: limits.monthly_gpu_hours,
+    updated_by: actor.userId ?? actor.email,
+  };
   const results = await batchByName(db, {
     set: db
       .insert(budgets)

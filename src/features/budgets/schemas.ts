@@ -3,8 +3,13 @@
 import { z } from '@hono/zod-openapi';
 import { BUDGET_METRICS, BUDGET_THRESHOLDS } from '../../db/schema.ts';
 
-const Metric = z.enum(BUDGET_METRICS).openapi({ description: '`cost`: spend in micro-USD (the unit of the records’ `cost`); `gpu_hours`: GPU time of the organization’s leases' });
-const Threshold = z.number().int().openapi({ description: `% of the limit: one of ${BUDGET_THRESHOLDS.join(', ')}` });
+const Metric = z.enum(BUDGET_METRICS).openapi({
+  description: '`cost`: spend in micro-USD (the unit of the records’ `cost`); `gpu_hours`: GPU time of the organization’s leases',
+});
+const Threshold = z
+  .number()
+  .int()
+  .openapi({ description: `% of the limit: one of ${BUDGET_THRESHOLDS.join(', ')}` });
 
 export const BudgetNotice = z
   .object({
@@ -23,18 +28,32 @@ export const BudgetRecord = z
     monthly_gpu_hours: z.number().nullable().openapi({ description: 'GPU-hour limit per month; null: none' }),
     updated_at: z.string().nullable(),
     updated_by: z.string().nullable(),
-    used_cost: z.number().int().openapi({ description: 'Spent this month, micro-USD: the cost of the proofs and executions that ended in it' }),
+    used_cost: z
+      .number()
+      .int()
+      .openapi({ description: 'Spent this month, micro-USD: the cost of the proofs and executions that ended in it' }),
     used_gpu_hours: z.number().openapi({ description: 'GPU-hours of the leases that ended this month' }),
-    submissions_refused: z.boolean().openapi({ description: 'Whether a limit is reached: new proofs and executions are then refused (403) until the month ends or the budget is raised' }),
+    submissions_refused: z.boolean().openapi({
+      description:
+        'Whether a limit is reached: new proofs and executions are then refused (403) until the month ends or the budget is raised',
+    }),
     notices: z.array(BudgetNotice).openapi({ description: 'The thresholds crossed this month, once each, oldest first' }),
   })
   .openapi('Budget');
 
-const Positive = (what: string) => z.number().positive().nullable().optional().openapi({ description: `${what}; null or absent: no such limit` });
+const Positive = (what: string) =>
+  z
+    .number()
+    .positive()
+    .nullable()
+    .optional()
+    .openapi({ description: `${what}; null or absent: no such limit` });
 
 export const BudgetBody = z
   .object({
-    monthly_cost: Positive('Spending limit per calendar month (UTC) in micro-USD, a whole number (1000000 = $1)').pipe(z.number().int().max(Number.MAX_SAFE_INTEGER).nullable().optional()),
+    monthly_cost: Positive('Spending limit per calendar month (UTC) in micro-USD, a whole number (1000000 = $1)').pipe(
+      z.number().int().max(Number.MAX_SAFE_INTEGER).nullable().optional(),
+    ),
     monthly_gpu_hours: Positive('GPU-hour limit per calendar month (UTC)').pipe(z.number().max(1e9).nullable().optional()),
   })
   .strict()

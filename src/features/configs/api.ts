@@ -19,7 +19,11 @@ export const configsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
 
 /** A config (service-wide, but only for callers with a live key), in the request's one read. */
 async function readConfig(c: Context<AppEnv>, id: string) {
-  const { config } = await asCaller(c, () => ({ config: configQuery(c.var.db, id) }), ({ config }) => config.length > 0);
+  const { config } = await asCaller(
+    c,
+    () => ({ config: configQuery(c.var.db, id) }),
+    ({ config }) => config.length > 0,
+  );
   return one(config, 'Config');
 }
 
@@ -45,7 +49,6 @@ const DownloadUrlResponse = z
   .openapi('DownloadUrl');
 
 const ConfigParams = z.object({ config_id: ConfigId.openapi({ param: { name: 'config_id', in: 'path' } }) });
-
 
 configsApi.openapi(
   createRoute({
@@ -75,7 +78,8 @@ configsApi.openapi(
     path: '/{config_id}/{artifact}',
     middleware: [permit('records.read')],
     tags: ['configs'],
-    summary: 'Download a config artifact: its openvm.toml (`config`), `app_vm_commit` (hex text) or the `evm_verifier` an operator published',
+    summary:
+      'Download a config artifact: its openvm.toml (`config`), `app_vm_commit` (hex text) or the `evm_verifier` an operator published',
     request: {
       params: ConfigParams.extend({ artifact: z.enum(ARTIFACT_NAMES).openapi({ param: { name: 'artifact', in: 'path' } }) }),
     },
@@ -101,7 +105,10 @@ configsApi.openapi(
     switch (artifact) {
       case 'config':
         if (config.openvm_toml === null) throw new ApiError(404, `Config ${config.id} has no openvm.toml (it was created without one)`);
-        return c.body(config.openvm_toml, 200, { 'content-type': 'text/plain; charset=utf-8', 'content-disposition': 'attachment; filename="openvm.toml"' });
+        return c.body(config.openvm_toml, 200, {
+          'content-type': 'text/plain; charset=utf-8',
+          'content-disposition': 'attachment; filename="openvm.toml"',
+        });
       case 'app_vm_commit':
         return c.text(config.app_vm_commit, 200);
     }

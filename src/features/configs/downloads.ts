@@ -25,13 +25,20 @@ downloadsApi.openapi(
       params: z.object({
         config_id: ConfigId.openapi({ param: { name: 'config_id', in: 'path' } }),
         name: z.enum(PUBLISHED_KEY_NAMES).openapi({ param: { name: 'name', in: 'path' } }),
-        version: z.coerce.number().int().min(1).openapi({ param: { name: 'version', in: 'path' } }),
+        version: z.coerce
+          .number()
+          .int()
+          .min(1)
+          .openapi({ param: { name: 'version', in: 'path' } }),
       }),
       query: z.object({ expires: z.coerce.number().int(), signature: z.string().regex(/^[0-9a-fA-F]{64}$/) }),
     },
     responses: {
       200: { description: 'The key file', content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } } },
-      206: { description: 'The requested byte range', content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } } },
+      206: {
+        description: 'The requested byte range',
+        content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } },
+      },
       416: { description: 'Range Not Satisfiable (`Content-Range: bytes */size`)' },
       403: { description: 'Expired or forged link', content: { 'application/json': { schema: z.object({ detail: z.string() }) } } },
       ...errorResponses(404, 422),

@@ -83,7 +83,6 @@ export async function keyDownload(env: Env, origin: string, key: KeyVersion, now
 export const PROVING_KEY_KINDS = ['app', 'agg', 'halo2'] as const;
 export const VERIFYING_KEY_KINDS = ['app', 'agg'] as const;
 
-
 /** How long a download URL stays valid, unless KEY_URL_TTL_SECONDS says otherwise. */
 export const DEFAULT_KEY_URL_TTL_SECONDS = 3600;
 
@@ -97,7 +96,12 @@ export async function keyDownloadUrl(env: Env, origin: string, key: KeyVersion, 
   const ttl = ttlSeconds(env);
   const object = key.r2_key;
   if (env.R2_S3_ENDPOINT && env.R2_S3_BUCKET && env.R2_S3_ACCESS_KEY_ID && env.R2_S3_SECRET_ACCESS_KEY) {
-    const client = new AwsClient({ accessKeyId: env.R2_S3_ACCESS_KEY_ID, secretAccessKey: env.R2_S3_SECRET_ACCESS_KEY, service: 's3', region: 'auto' });
+    const client = new AwsClient({
+      accessKeyId: env.R2_S3_ACCESS_KEY_ID,
+      secretAccessKey: env.R2_S3_SECRET_ACCESS_KEY,
+      service: 's3',
+      region: 'auto',
+    });
     const url = new URL(`${env.R2_S3_ENDPOINT.replace(/\/+$/, '')}/${env.R2_S3_BUCKET}/${object}`);
     url.searchParams.set('X-Amz-Expires', String(ttl));
     const signed = await client.sign(new Request(url, { method: 'GET' }), { aws: { signQuery: true, datetime: amzDate(now) } });
@@ -110,7 +114,15 @@ export async function keyDownloadUrl(env: Env, origin: string, key: KeyVersion, 
 }
 
 /** Checks a Worker-signed download URL's parameters; throws 403 (expired or forged) otherwise. */
-export async function checkDownloadSignature(env: Env, configId: string, name: PublishedKeyName, version: number, expires: number, signature: string, now = Date.now()) {
+export async function checkDownloadSignature(
+  env: Env,
+  configId: string,
+  name: PublishedKeyName,
+  version: number,
+  expires: number,
+  signature: string,
+  now = Date.now(),
+) {
   const expected = await sign(requireSecret(env), configId, name, version, expires);
   if (!timingSafeEqual(expected, signature.toLowerCase())) throw new ApiError(403, 'This download link is not valid');
   if (expires * 1000 < now) throw new ApiError(403, 'This download link has expired: ask the API for a new one');
@@ -118,7 +130,10 @@ export async function checkDownloadSignature(env: Env, configId: string, name: P
 
 function requireSecret(env: Env): string {
   if (!env.DOWNLOAD_URL_SECRET) {
-    throw new ApiError(503, 'Key downloads are not configured on this deployment (the operator sets DOWNLOAD_URL_SECRET or the R2_S3_* credentials)');
+    throw new ApiError(
+      503,
+      'Key downloads are not configured on this deployment (the operator sets DOWNLOAD_URL_SECRET or the R2_S3_* credentials)',
+    );
   }
   return env.DOWNLOAD_URL_SECRET;
 }
@@ -126,7 +141,9 @@ function requireSecret(env: Env): string {
 async function sign(secret: string, configId: string, name: string, version: number, expires: number): Promise<string> {
   const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   // `config-key-version`: a link of the unversioned form signed before cannot pass for one of this form.
-  return toHex(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`config-key-version\n${configId}\n${name}\n${version}\n${expires}`)));
+  return toHex(
+    await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`config-key-version\n${configId}\n${name}\n${version}\n${expires}`)),
+  );
 }
 
 function timingSafeEqual(a: string, b: string): boolean {

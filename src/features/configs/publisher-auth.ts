@@ -30,7 +30,9 @@ async function livePublisher(c: { var: InternalEnv['Variables'] }, token: string
   const row = await c.var.db
     .select({ id: publisherTokens.id, name: publisherTokens.name, config_ids: publisherTokens.config_ids })
     .from(publisherTokens)
-    .where(and(eq(publisherTokens.token_hash, await sha256Hex(token)), isNull(publisherTokens.revoked_at), gt(publisherTokens.expires_at, now)))
+    .where(
+      and(eq(publisherTokens.token_hash, await sha256Hex(token)), isNull(publisherTokens.revoked_at), gt(publisherTokens.expires_at, now)),
+    )
     .get();
   return row ?? null;
 }
@@ -45,8 +47,13 @@ function inScope(scope: string[] | null, configParam: string | undefined): boole
 /** Routes under /:config_id that publish its keys: a live publisher token whose scope covers the config. */
 export const requirePublisherToken = createMiddleware<PublisherEnv>(async (c, next) => {
   const row = await livePublisher(c, bearer(c.req.header('authorization')));
-  if (!row) throw new ApiError(401, 'Publishing keys needs a live publisher token (npm run admin -- create-publisher-token); agent tokens cannot publish');
-  if (!inScope(row.config_ids, c.req.param('config_id'))) throw new ApiError(403, `Publisher token ${row.name} is not scoped to this config`);
+  if (!row)
+    throw new ApiError(
+      401,
+      'Publishing keys needs a live publisher token (npm run admin -- create-publisher-token); agent tokens cannot publish',
+    );
+  if (!inScope(row.config_ids, c.req.param('config_id')))
+    throw new ApiError(403, `Publisher token ${row.name} is not scoped to this config`);
   c.set('publisher', { id: row.id, name: row.name });
   await next();
 });
@@ -61,7 +68,8 @@ export const requireAgentOrPublisherToken = createMiddleware<InternalEnv>(async 
   if (token.startsWith(PUBLISHER_TOKEN_PREFIX)) {
     const row = await livePublisher(c, token);
     if (row) {
-      if (!inScope(row.config_ids, c.req.param('config_id'))) throw new ApiError(403, `Publisher token ${row.name} is not scoped to this config`);
+      if (!inScope(row.config_ids, c.req.param('config_id')))
+        throw new ApiError(403, `Publisher token ${row.name} is not scoped to this config`);
       return next();
     }
   }

@@ -24,7 +24,14 @@ import type { FleetConfig, KeyUploadPart, KeyUploadStarted, PublishedKeys, Publi
 import { configKeys, configs, keyAudit } from '../../db/schema.ts';
 import { batchByName } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';
-import { ALWAYS_VERIFIED_KEY_NAMES, currentKeyQuery, MAX_VERIFIED_KEY_BYTES, PUBLISHED_KEY_NAMES, sha256OfObject, type PublishedKeyName } from './keys.ts';
+import {
+  ALWAYS_VERIFIED_KEY_NAMES,
+  currentKeyQuery,
+  MAX_VERIFIED_KEY_BYTES,
+  PUBLISHED_KEY_NAMES,
+  sha256OfObject,
+  type PublishedKeyName,
+} from './keys.ts';
 import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
@@ -119,12 +126,24 @@ configsInternalApi.post(
     const { config_id, name } = c.req.valid('param');
     const { sha256, supersedes = null } = c.req.valid('json');
     const db = c.var.db;
-    const { config, current } = await batchByName(db, { config: db.select({ id: configs.id }).from(configs).where(eq(configs.id, config_id)), current: currentKeyQuery(db, config_id, name) });
+    const { config, current } = await batchByName(db, {
+      config: db.select({ id: configs.id }).from(configs).where(eq(configs.id, config_id)),
+      current: currentKeyQuery(db, config_id, name),
+    });
     if (!config[0]) throw notFound('Config');
     const id = ulid().toLowerCase();
     const refused = conflict(name, config_id, current[0]?.version ?? null, supersedes);
     if (refused) {
-      await audit(db, { config_id, name, action: 'upload.refused_conflict', upload_id: id, actor: actorOf(c), sha256, version: supersedes, detail: { current: current[0]?.version ?? null } });
+      await audit(db, {
+        config_id,
+        name,
+        action: 'upload.refused_conflict',
+        upload_id: id,
+        actor: actorOf(c),
+        sha256,
+        version: supersedes,
+        detail: { current: current[0]?.version ?? null },
+      });
       throw new ApiError(409, refused);
     }
     const upload = await c.env.ARTIFACTS.createMultipartUpload(artifactKey.configKeyUpload(config_id, name, id), {
@@ -132,31 +151,45 @@ configsInternalApi.post(
       customMetadata: { sha256 },
     });
     // The start row is also what /complete holds the upload to: its digest and the version it supersedes.
-    await audit(db, { config_id, name, action: 'upload.start', upload_id: id, actor: actorOf(c), sha256, version: supersedes, detail: { publisher: c.var.publisher.name } });
+    await audit(db, {
+      config_id,
+      name,
+      action: 'upload.start',
+      upload_id: id,
+      actor: actorOf(c),
+      sha256,
+      version: supersedes,
+      detail: { publisher: c.var.publisher.name },
+    });
     const body: KeyUploadStarted = { upload_id: `${id}.${upload.uploadId}`, part_size: KEY_PART_SIZE };
     return c.json(body, 201);
   },
 );
 
-configsInternalApi.put('/:config_id/keys/:name/uploads/:upload_id/:part_number', requirePublisherToken, zValidator('param', PartParams, validationHook), async (c) => {
-  const { config_id, name, upload_id, part_number } = c.req.valid('param');
-  const length = Number(c.req.header('content-length'));
-  if (!Number.isInteger(length) || length < 1) throw new ApiError(411, 'Each part needs a Content-Length (and at least one byte)');
-  if (length > KEY_PART_SIZE) throw new ApiError(413, `A part is at most ${KEY_PART_SIZE} bytes`);
-  const { id, r2 } = splitUploadId(upload_id);
-  // The upload's own object: a part can only ever land in the upload it names.
-  const upload = c.env.ARTIFACTS.resumeMultipartUpload(artifactKey.configKeyUpload(config_id, name, id), r2);
-  // A fixed-length stream lets R2 take the body as it arrives, never whole in memory.
-  const body = c.req.raw.body!.pipeThrough(new FixedLengthStream(length));
-  let part: R2UploadedPart;
-  try {
-    part = await upload.uploadPart(part_number, body);
-  } catch (err) {
-    throw new ApiError(404, `No such upload in progress for ${name} of ${config_id} (${(err as Error).message})`);
-  }
-  const out: KeyUploadPart = { part_number: part.partNumber, etag: part.etag };
-  return c.json(out);
-});
+configsInternalApi.put(
+  '/:config_id/keys/:name/uploads/:upload_id/:part_number',
+  requirePublisherToken,
+  zValidator('param', PartParams, validationHook),
+  async (c) => {
+    const { config_id, name, upload_id, part_number } = c.req.valid('param');
+    const length = Number(c.req.header('content-length'));
+    if (!Number.isInteger(length) || length < 1) throw new ApiError(411, 'Each part needs a Content-Length (and at least one byte)');
+    if (length > KEY_PART_SIZE) throw new ApiError(413, `A part is at most ${KEY_PART_SIZE} bytes`);
+    const { id, r2 } = splitUploadId(upload_id);
+    // The upload's own object: a part can only ever land in the upload it names.
+    const upload = c.env.ARTIFACTS.resumeMultipartUpload(artifactKey.configKeyUpload(config_id, name, id), r2);
+    // A fixed-length stream lets R2 take the body as it arrives, never whole in memory.
+    const body = c.req.raw.body!.pipeThrough(new FixedLengthStream(length));
+    let part: R2UploadedPart;
+    try {
+      part = await upload.uploadPart(part_number, body);
+    } catch (err) {
+      throw new ApiError(404, `No such upload in progress for ${name} of ${config_id} (${(err as Error).message})`);
+    }
+    const out: KeyUploadPart = { part_number: part.partNumber, etag: part.etag };
+    return c.json(out);
+  },
+);
 
 configsInternalApi.post(
   '/:config_id/keys/:name/uploads/:upload_id/complete',
@@ -168,13 +201,16 @@ configsInternalApi.post(
     const { config_id, name, upload_id } = c.req.valid('param');
     const { id, r2 } = splitUploadId(upload_id);
     const parts = [...c.req.valid('json').parts].sort((a, b) => a.part_number - b.part_number);
-    if (parts.some((p, i) => p.part_number !== i + 1)) throw new ApiError(422, 'Parts must be numbered 1, 2, … with none missing or repeated');
+    if (parts.some((p, i) => p.part_number !== i + 1))
+      throw new ApiError(422, 'Parts must be numbered 1, 2, … with none missing or repeated');
     const db = c.var.db;
     const { started, done } = await batchByName(db, {
       started: db
         .select()
         .from(keyAudit)
-        .where(and(eq(keyAudit.upload_id, id), eq(keyAudit.action, 'upload.start'), eq(keyAudit.config_id, config_id), eq(keyAudit.name, name))),
+        .where(
+          and(eq(keyAudit.upload_id, id), eq(keyAudit.action, 'upload.start'), eq(keyAudit.config_id, config_id), eq(keyAudit.name, name)),
+        ),
       done: db.select().from(configKeys).where(eq(configKeys.upload_id, id)),
     });
     const start = started[0];
@@ -186,7 +222,9 @@ configsInternalApi.post(
     const objectKey = artifactKey.configKeyUpload(config_id, name, id);
     let obj: R2Object;
     try {
-      obj = await c.env.ARTIFACTS.resumeMultipartUpload(objectKey, r2).complete(parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })));
+      obj = await c.env.ARTIFACTS.resumeMultipartUpload(objectKey, r2).complete(
+        parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })),
+      );
     } catch (err) {
       // A retry after R2 completed the upload but before D1 recorded it: the object is this
       // upload's own (nothing else writes its key), so it goes on to be checked and recorded.
@@ -196,19 +234,38 @@ configsInternalApi.post(
     }
     const refuse = async (status: 409 | 413 | 422, action: string, message: string, detail: Record<string, unknown>): Promise<never> => {
       await c.env.ARTIFACTS.delete(objectKey);
-      await audit(db, { config_id, name, action, upload_id: id, actor: actorOf(c), sha256: start.sha256, version: supersedes, detail: { size: obj.size, ...detail } });
+      await audit(db, {
+        config_id,
+        name,
+        action,
+        upload_id: id,
+        actor: actorOf(c),
+        sha256: start.sha256,
+        version: supersedes,
+        detail: { size: obj.size, ...detail },
+      });
       throw new ApiError(status, message);
     };
 
     const mustVerify = ALWAYS_VERIFIED_KEY_NAMES.includes(name);
     const verified = obj.size <= MAX_VERIFIED_KEY_BYTES;
     if (mustVerify && !verified) {
-      await refuse(413, 'upload.refused_size', `A ${name} is at most ${MAX_VERIFIED_KEY_BYTES} bytes (the service verifies every verifying key)`, {});
+      await refuse(
+        413,
+        'upload.refused_size',
+        `A ${name} is at most ${MAX_VERIFIED_KEY_BYTES} bytes (the service verifies every verifying key)`,
+        {},
+      );
     }
     if (verified) {
       const actual = await sha256OfObject(c.env.ARTIFACTS, objectKey);
       if (actual !== start.sha256) {
-        await refuse(422, 'upload.refused_digest', `The uploaded ${name} has SHA-256 ${actual}, not the declared ${start.sha256}: nothing was published`, { actual });
+        await refuse(
+          422,
+          'upload.refused_digest',
+          `The uploaded ${name} has SHA-256 ${actual}, not the declared ${start.sha256}: nothing was published`,
+          { actual },
+        );
       }
     }
 
@@ -220,32 +277,71 @@ configsInternalApi.post(
       const { key } = await batchByName(db, {
         key: db
           .insert(configKeys)
-          .values({ config_id, name, version, sha256: start.sha256, size: obj.size, r2_key: objectKey, verified, published_by: actor, upload_id: id })
+          .values({
+            config_id,
+            name,
+            version,
+            sha256: start.sha256,
+            size: obj.size,
+            r2_key: objectKey,
+            verified,
+            published_by: actor,
+            upload_id: id,
+          })
           .returning(),
-        audit: audit(db, { config_id, name, action: supersedes === null ? 'key.publish' : 'key.supersede', upload_id: id, actor, sha256: start.sha256, version, detail: { size: obj.size, verified, supersedes } }),
+        audit: audit(db, {
+          config_id,
+          name,
+          action: supersedes === null ? 'key.publish' : 'key.supersede',
+          upload_id: id,
+          actor,
+          sha256: start.sha256,
+          version,
+          detail: { size: obj.size, verified, supersedes },
+        }),
       });
       return c.json(published(key[0], supersedes));
     } catch (err) {
       // Another version landed since this upload started (the primary key or the next-version trigger refused this one),
       // or this very upload was completed by a concurrent retry: then its version stands and is the answer.
-      if (!/UNIQUE constraint failed: config_keys|config_keys: a version must follow/.test(`${String(err)} ${String((err as Error)?.cause)}`)) throw err;
+      if (
+        !/UNIQUE constraint failed: config_keys|config_keys: a version must follow/.test(`${String(err)} ${String((err as Error)?.cause)}`)
+      )
+        throw err;
       const [mine] = await db.select().from(configKeys).where(eq(configKeys.upload_id, id));
       if (mine) return c.json(published(mine, supersedes));
-      return refuse(409, 'upload.refused_conflict', `The ${name} of ${config_id} changed while this upload ran (it started from ${supersedes === null ? 'no version' : `version ${supersedes}`}): nothing was published`, {});
+      return refuse(
+        409,
+        'upload.refused_conflict',
+        `The ${name} of ${config_id} changed while this upload ran (it started from ${supersedes === null ? 'no version' : `version ${supersedes}`}): nothing was published`,
+        {},
+      );
     }
   },
 );
 
 function published(row: typeof configKeys.$inferSelect, supersedes: number | null): PublishKeyResponse {
-  return { name: row.name as PublishedKeyName, version: row.version, sha256: row.sha256, size: row.size, verified: row.verified, supersedes };
+  return {
+    name: row.name as PublishedKeyName,
+    version: row.version,
+    sha256: row.sha256,
+    size: row.size,
+    verified: row.verified,
+    supersedes,
+  };
 }
 
-configsInternalApi.delete('/:config_id/keys/:name/uploads/:upload_id', requirePublisherToken, zValidator('param', UploadParams, validationHook), async (c) => {
-  const { config_id, name, upload_id } = c.req.valid('param');
-  const { id, r2 } = splitUploadId(upload_id);
-  await c.env.ARTIFACTS.resumeMultipartUpload(artifactKey.configKeyUpload(config_id, name, id), r2)
-    .abort()
-    .catch(() => undefined); // already gone: the same end
-  await audit(c.var.db, { config_id, name, action: 'upload.abort', upload_id: id, actor: actorOf(c) });
-  return c.body(null, 204);
-});
+configsInternalApi.delete(
+  '/:config_id/keys/:name/uploads/:upload_id',
+  requirePublisherToken,
+  zValidator('param', UploadParams, validationHook),
+  async (c) => {
+    const { config_id, name, upload_id } = c.req.valid('param');
+    const { id, r2 } = splitUploadId(upload_id);
+    await c.env.ARTIFACTS.resumeMultipartUpload(artifactKey.configKeyUpload(config_id, name, id), r2)
+      .abort()
+      .catch(() => undefined); // already gone: the same end
+    await audit(c.var.db, { config_id, name, action: 'upload.abort', upload_id: id, actor: actorOf(c) });
+    return c.body(null, 204);
+  },
+);

@@ -22,7 +22,10 @@ estimatesConsoleApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'An estimate of proving the program’s latest succeeded execution',
     request: { params: OrgParams.extend({ program_id: Uuid('program_id') }), query: EstimateQuery },
-    responses: { 200: { description: 'The estimate', content: { 'application/json': { schema: ProgramEstimate } } }, ...consoleErrors(404, 422) },
+    responses: {
+      200: { description: 'The estimate', content: { 'application/json': { schema: ProgramEstimate } } },
+      ...consoleErrors(404, 422),
+    },
   }),
   async (c) => {
     const { program_id } = c.req.valid('param');

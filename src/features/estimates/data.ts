@@ -59,13 +59,30 @@ export interface EstimateBasis {
 }
 
 /** The estimate of proving `cycles` (null: the run measured none) as `q` asks, from the config's rates rows. */
-export function estimateOf(basis: EstimateBasis, rows: RatesRow[], cycles: number | null, q: z.infer<typeof EstimateQuery>): z.infer<typeof ProvingEstimate> {
+export function estimateOf(
+  basis: EstimateBasis,
+  rows: RatesRow[],
+  cycles: number | null,
+  q: z.infer<typeof EstimateQuery>,
+): z.infer<typeof ProvingEstimate> {
   const numGpus = q.num_gpus ?? basis.default_num_gpus;
   const proofType = q.proof_type ?? 'stark';
   const gpus = gpusUsed(basis.engine, numGpus);
-  const none = (reason: string, jobs = 0) => ({ num_gpus: numGpus, gpus_used: gpus, proof_type: proofType, machine_type: null, based_on_jobs: jobs, proving_seconds: null, cost: null, reason });
+  const none = (reason: string, jobs = 0) => ({
+    num_gpus: numGpus,
+    gpus_used: gpus,
+    proof_type: proofType,
+    machine_type: null,
+    based_on_jobs: jobs,
+    proving_seconds: null,
+    cost: null,
+    reason,
+  });
   if (cycles === null) return none('No estimate: the execution has not measured its cycles (it has not succeeded yet)');
-  const candidates = rows.filter((r) => r.gpus === gpus && r.proof_type === proofType && (q.machine_type === undefined || r.machine_type === q.machine_type) && r.jobs > 0);
+  const candidates = rows.filter(
+    (r) =>
+      r.gpus === gpus && r.proof_type === proofType && (q.machine_type === undefined || r.machine_type === q.machine_type) && r.jobs > 0,
+  );
   const best = candidates.sort((a, b) => b.jobs - a.jobs || a.machine_type.localeCompare(b.machine_type))[0];
   const what = `${proofType} proof of config ${basis.config_id} on ${gpus} GPU(s)${q.machine_type ? ` on machine type ${q.machine_type}` : ''}`;
   if (!best) return none(`No estimate: no ${what} has succeeded on the fleet yet`);
@@ -97,7 +114,12 @@ export const programRatesQuery = (db: Db, org: Org, programId: string) =>
   db
     .select()
     .from(provingRates)
-    .where(eq(provingRates.config_id, sql`(SELECT ${programs.config_id} FROM ${programs} WHERE ${programs.id} = ${programId} AND ${programs.org_id} = ${org})`));
+    .where(
+      eq(
+        provingRates.config_id,
+        sql`(SELECT ${programs.config_id} FROM ${programs} WHERE ${programs.id} = ${programId} AND ${programs.org_id} = ${org})`,
+      ),
+    );
 
 /** The program's latest succeeded execution (one walk back along executions_program). */
 export const latestRunQuery = (db: Db, org: Org, programId: string) =>
@@ -109,4 +131,5 @@ export const latestRunQuery = (db: Db, org: Org, programId: string) =>
     .limit(1);
 
 /** Whether a GET of an execution asks for an estimate (any of EstimateQuery's parameters). */
-export const asksEstimate = (q: z.infer<typeof EstimateQuery>) => q.num_gpus !== undefined || q.proof_type !== undefined || q.machine_type !== undefined;
+export const asksEstimate = (q: z.infer<typeof EstimateQuery>) =>
+  q.num_gpus !== undefined || q.proof_type !== undefined || q.machine_type !== undefined;

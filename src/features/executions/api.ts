@@ -71,9 +71,25 @@ executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', S
     (artifacts) => artifacts.put(artifactKey.executionInput(id), input),
     () => ({
       rows: [
-        db.insert(executions).values({ id, org_id: caller.orgId, program_id: program.id, mode: q.mode, created_by: caller.owner, input_key: artifactKey.executionInput(id) }),
+        db.insert(executions).values({
+          id,
+          org_id: caller.orgId,
+          program_id: program.id,
+          mode: q.mode,
+          created_by: caller.owner,
+          input_key: artifactKey.executionInput(id),
+        }),
       ],
-      job: { kind: 'execute', subjectId: id, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: DEFAULT_PRIORITY, numGpus: 1, limits: limitsOf(q) },
+      job: {
+        kind: 'execute',
+        subjectId: id,
+        orgId: caller.orgId,
+        configId: config.id,
+        engine: config.engine,
+        priority: DEFAULT_PRIORITY,
+        numGpus: 1,
+        limits: limitsOf(q),
+      },
     }),
     answer,
   );
@@ -129,7 +145,11 @@ executionsApi.openapi(
     // One round trip: the key, the execution, its config and the config's proving rates.
     const { execution, basis, rates } = await asCaller(
       c,
-      (org) => ({ execution: executionQuery(c.var.db, org, id), basis: estimateBasisQuery(c.var.db, org, id), rates: ratesQuery(c.var.db, org, id) }),
+      (org) => ({
+        execution: executionQuery(c.var.db, org, id),
+        basis: estimateBasisQuery(c.var.db, org, id),
+        rates: ratesQuery(c.var.db, org, id),
+      }),
       ({ execution }) => execution.length > 0,
     );
     const run = one(execution, 'Execution');

@@ -22,9 +22,20 @@ consoleExecutionsApi.openapi(
     summary: 'The organization’s executions, newest first',
     request: {
       params: OrgParams,
-      query: PaginationQuery.extend({ program_id: z.uuid().optional(), status: z.enum(EXECUTION_STATUSES).optional(), from: DateParam.optional(), to: DateParam.optional() }),
+      query: PaginationQuery.extend({
+        program_id: z.uuid().optional(),
+        status: z.enum(EXECUTION_STATUSES).optional(),
+        from: DateParam.optional(),
+        to: DateParam.optional(),
+      }),
     },
-    responses: { 200: { description: 'A page of executions', content: { 'application/json': { schema: pageOf(ExecutionRecord, 'ConsoleExecutionPage') } } }, ...consoleErrors(404, 422) },
+    responses: {
+      200: {
+        description: 'A page of executions',
+        content: { 'application/json': { schema: pageOf(ExecutionRecord, 'ConsoleExecutionPage') } },
+      },
+      ...consoleErrors(404, 422),
+    },
   }),
   async (c) => {
     const q = c.req.valid('query');
@@ -39,9 +50,17 @@ consoleExecutionsApi.openapi(
     const db = c.var.db;
     const filtered = q.program_id || q.status || range.from || range.to;
     const total = filtered
-      ? cappedCount(db.select({ one: sql`1` }).from(executions).where(where))
+      ? cappedCount(
+          db
+            .select({ one: sql`1` })
+            .from(executions)
+            .where(where),
+        )
       : orgCounter(db, c.var.membership.orgId, sql`${organizations.execution_count}`);
     const rows = db.select().from(executions).where(where).orderBy(desc(executions.created_at), desc(executions.id)).$dynamic();
-    return c.json(pageAnswer(await batchByName(db, pageQuery(db, rows, total, q.page, q.page_size)), executionRecord, q.page, q.page_size), 200);
+    return c.json(
+      pageAnswer(await batchByName(db, pageQuery(db, rows, total, q.page, q.page_size)), executionRecord, q.page, q.page_size),
+      200,
+    );
   },
 );

@@ -40,7 +40,10 @@ export const ExecutionRecord = z
     total_tick: z.number().int().nullable(),
     num_instructions: z.number().int().nullable(),
     ...RunLimitFields,
-    deleted_at: Timestamp.optional().openapi({ description: 'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.' }),
+    deleted_at: Timestamp.optional().openapi({
+      description:
+        'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.',
+    }),
   })
   .openapi('Execution');
 

@@ -20,15 +20,27 @@ agentsInternalApi.use(agentTokenInBatch);
 /** How often agents report their presence: the fleet view's resolution, and an idle agent's D1 write budget. */
 export const PRESENCE_INTERVAL_MS = 60_000;
 
-agentsInternalApi.post('/presence', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', PresenceRequestSchema, validationHook), async (c) => {
-  const hash = await sha256Hex(bearer(c.req.header('authorization')));
-  const req = c.req.valid('json');
-  const now = Date.now();
-  const tokenId = await recordPresence(c.var.db, hash, req, now);
-  if (!tokenId) throw new ApiError(401, 'Invalid or revoked agent token');
-  const queue = await issueQueueToken(c.env, { tokenId, agentId: req.agent_id }, now);
-  return c.json({ presence_interval_ms: PRESENCE_INTERVAL_MS, queue_token: queue.token, queue_token_expires_at: queue.expiresAt } satisfies PresenceResponse, 200);
-});
+agentsInternalApi.post(
+  '/presence',
+  jsonBody(MAX_INTERNAL_JSON_BYTES),
+  zValidator('json', PresenceRequestSchema, validationHook),
+  async (c) => {
+    const hash = await sha256Hex(bearer(c.req.header('authorization')));
+    const req = c.req.valid('json');
+    const now = Date.now();
+    const tokenId = await recordPresence(c.var.db, hash, req, now);
+    if (!tokenId) throw new ApiError(401, 'Invalid or revoked agent token');
+    const queue = await issueQueueToken(c.env, { tokenId, agentId: req.agent_id }, now);
+    return c.json(
+      {
+        presence_interval_ms: PRESENCE_INTERVAL_MS,
+        queue_token: queue.token,
+        queue_token_expires_at: queue.expiresAt,
+      } satisfies PresenceResponse,
+      200,
+    );
+  },
+);
 
 agentsInternalApi.post('/leave', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', LeaveRequestSchema, validationHook), async (c) => {
   const hash = await sha256Hex(bearer(c.req.header('authorization')));

@@ -20,22 +20,42 @@ import { ClaimRequestSchema } from './schemas.ts';
 
 export const jobsInternalApi = new Hono<InternalEnv>();
 
-jobsInternalApi.post('/claim', agentTokenInBatch, jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', ClaimRequestSchema, validationHook), async (c) => {
-  const agentTokenHash = await sha256Hex(bearer(c.req.header('authorization')));
-  const req = c.req.valid('json');
-  const settings = fleetSettings(c.env);
-  const now = Date.now();
-  const caps: AgentCapabilities = { agentId: req.agent_id, machineType: req.machine_type, gpus: req.gpus, engines: req.engines, configs: req.configs };
-  const token = randomToken('jt', 32);
-  const leaseId = crypto.randomUUID();
-  const claim = await claimJob(c.var.db, caps, { id: leaseId, tokenHash: await sha256Hex(token) }, { tokenHash: agentTokenHash, hintJobId: req.hint_job_id }, settings, now);
-  if (!claim.scope) throw new ApiError(401, 'Invalid or revoked agent token');
-  const job = claim.job ? await describeClaim(c.env, claim, token, settings) : null;
-  // Whatever becomes of the agent, its lease is looked at again once it should have expired.
-  if (claim.job) c.executionCtx.waitUntil(scheduleLeaseCheck(c.env, { job_id: claim.job.id, lease_id: leaseId }, claim.job.lease_expires_at!, now));
-  const body: ClaimResponse = { job, hint: hintOutcome(req.hint_job_id, claim, caps) };
-  return c.json(body, 200);
-});
+jobsInternalApi.post(
+  '/claim',
+  agentTokenInBatch,
+  jsonBody(MAX_INTERNAL_JSON_BYTES),
+  zValidator('json', ClaimRequestSchema, validationHook),
+  async (c) => {
+    const agentTokenHash = await sha256Hex(bearer(c.req.header('authorization')));
+    const req = c.req.valid('json');
+    const settings = fleetSettings(c.env);
+    const now = Date.now();
+    const caps: AgentCapabilities = {
+      agentId: req.agent_id,
+      machineType: req.machine_type,
+      gpus: req.gpus,
+      engines: req.engines,
+      configs: req.configs,
+    };
+    const token = randomToken('jt', 32);
+    const leaseId = crypto.randomUUID();
+    const claim = await claimJob(
+      c.var.db,
+      caps,
+      { id: leaseId, tokenHash: await sha256Hex(token) },
+      { tokenHash: agentTokenHash, hintJobId: req.hint_job_id },
+      settings,
+      now,
+    );
+    if (!claim.scope) throw new ApiError(401, 'Invalid or revoked agent token');
+    const job = claim.job ? await describeClaim(c.env, claim, token, settings) : null;
+    // Whatever becomes of the agent, its lease is looked at again once it should have expired.
+    if (claim.job)
+      c.executionCtx.waitUntil(scheduleLeaseCheck(c.env, { job_id: claim.job.id, lease_id: leaseId }, claim.job.lease_expires_at!, now));
+    const body: ClaimResponse = { job, hint: hintOutcome(req.hint_job_id, claim, caps) };
+    return c.json(body, 200);
+  },
+);
 
 /** What became of the job the agent's queue notice named: whether to ack the notice or hand it back. */
 function hintOutcome(hintId: string | null | undefined, claim: ClaimOutcome, caps: AgentCapabilities): ClaimResponse['hint'] {
@@ -85,7 +105,10 @@ async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timin
     // the keys of those other jobs share are their cache ids.
     artifacts: artifacts.map(([name]) => name),
     shared_artifacts: Object.fromEntries(artifacts.filter(([name]) => kind.claim.isShared(name))),
-    inline_artifacts: await smallInputs(env, artifacts.filter(([name]) => !kind.claim.isShared(name))),
+    inline_artifacts: await smallInputs(
+      env,
+      artifacts.filter(([name]) => !kind.claim.isShared(name)),
+    ),
     log: { seq: job.log_seq, offset: job.log_bytes },
     cycle_limit: job.cycle_limit,
   };

@@ -26,7 +26,12 @@ fleetApi.openapi(
     const db = c.var.db;
     const now = Date.now();
     const stale = fleetSettings(c.env).agentStaleMs;
-    const { agents: agentRows, queued, running: [total], tokens } = await fleetOverview(db, now);
+    const {
+      agents: agentRows,
+      queued,
+      running: [total],
+      tokens,
+    } = await fleetOverview(db, now);
     const running = total?.running ?? 0;
     return c.json(
       {

@@ -58,7 +58,9 @@ export async function recordLeave(db: Db, hash: string, agentId: string, now: nu
     agent: db
       .update(agents)
       .set({ left_at: now })
-      .where(and(eq(agents.id, agentId), sql`${agents.token_id} IN (SELECT ${agentTokens.id} FROM ${agentTokens} WHERE ${liveToken(hash)})`)),
+      .where(
+        and(eq(agents.id, agentId), sql`${agents.token_id} IN (SELECT ${agentTokens.id} FROM ${agentTokens} WHERE ${liveToken(hash)})`),
+      ),
   });
   return token.length > 0;
 }
@@ -77,12 +79,23 @@ const AGENTS_WINDOW_MS = 24 * 3600_000;
  * the backlog.
  */
 export function fleetOverview(db: Db, now: number) {
-  const oldest = sql<number | null>`(SELECT min(${jobs.queued_at}) FROM ${jobs} WHERE ${jobs.status} = 'queued' AND ${jobs.engine} = ${queueLanes.engine} AND ${jobs.config_id} = ${queueLanes.config_id})`;
+  const oldest = sql<
+    number | null
+  >`(SELECT min(${jobs.queued_at}) FROM ${jobs} WHERE ${jobs.status} = 'queued' AND ${jobs.engine} = ${queueLanes.engine} AND ${jobs.config_id} = ${queueLanes.config_id})`;
   return batchByName(db, {
     // An agent that stopped gracefully left the fleet at once (left_at).
-    agents: db.select().from(agents).where(and(gt(agents.last_seen_at, now - AGENTS_WINDOW_MS), isNull(agents.left_at))).orderBy(desc(agents.last_seen_at)),
+    agents: db
+      .select()
+      .from(agents)
+      .where(and(gt(agents.last_seen_at, now - AGENTS_WINDOW_MS), isNull(agents.left_at)))
+      .orderBy(desc(agents.last_seen_at)),
     queued: db
-      .select({ engine: queueLanes.engine, config_id: queueLanes.config_id, jobs: sum(queueLanes.queued).mapWith(Number), oldest: oldest.as('oldest') })
+      .select({
+        engine: queueLanes.engine,
+        config_id: queueLanes.config_id,
+        jobs: sum(queueLanes.queued).mapWith(Number),
+        oldest: oldest.as('oldest'),
+      })
       .from(queueLanes)
       .where(gt(queueLanes.queued, 0))
       .groupBy(queueLanes.engine, queueLanes.config_id)
@@ -90,7 +103,13 @@ export function fleetOverview(db: Db, now: number) {
     running: db.select({ running: sum(organizations.running_jobs).mapWith(Number) }).from(organizations),
     // Each live token's scope: what its agents can claim, whatever they declare.
     tokens: db
-      .select({ id: agentTokens.id, name: agentTokens.name, engines: agentTokens.engines, configs: agentTokens.configs, created_at: agentTokens.created_at })
+      .select({
+        id: agentTokens.id,
+        name: agentTokens.name,
+        engines: agentTokens.engines,
+        configs: agentTokens.configs,
+        created_at: agentTokens.created_at,
+      })
       .from(agentTokens)
       .where(isNull(agentTokens.revoked_at))
       .orderBy(agentTokens.created_at, agentTokens.id)

@@ -11,7 +11,17 @@ import { appendLogChunk, compactAfterEnding, stageLogChunk } from '../../jobs/lo
 import { fleetSettings, tenantLimits } from '../../jobs/settings.ts';
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { contractOf, type Completion } from '../../jobs/kinds/index.ts';
-import { acknowledgeCancel, CANCELED_RESPONSE, completeJob, expireLeases, failJob, failureRequeues, heartbeat, leaseStanding, releaseJob } from '../../jobs/state.ts';
+import {
+  acknowledgeCancel,
+  CANCELED_RESPONSE,
+  completeJob,
+  expireLeases,
+  failJob,
+  failureRequeues,
+  heartbeat,
+  leaseStanding,
+  releaseJob,
+} from '../../jobs/state.ts';
 import { afterExpiry } from '../../jobs/lease-checks.ts';
 import { cycleLimitMessage, limitStop, stopStatement } from '../../jobs/limits.ts';
 import { streamObject } from '../../lib/artifacts.ts';
@@ -54,29 +64,43 @@ function repeatOf(c: Context<InternalEnv>, ...outcomes: string[]): Response | nu
 
 // ---------------------------------------------------------------------------
 
-leaseInternalApi.post('/heartbeat', jobTokenInBatch, jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', HeartbeatRequestSchema, validationHook), async (c) => {
-  const tokenHash = await sha256Hex(bearer(c.req.header('authorization')));
-  const body = c.req.valid('json');
-  const settings = fleetSettings(c.env);
-  const beat = await heartbeat(c.var.db, tokenHash, { phase: body.phase, num_instructions: body.metrics?.num_instructions, cells_used: body.metrics?.cells_used }, settings);
-  switch (beat.standing) {
-    case 'unknown':
-      throw new ApiError(401, 'Invalid job token');
-    case 'ended':
-      throw ended(beat.outcome);
-    case 'superseded':
-      throw superseded();
-    case 'over': {
-      // Renewed to its bound and no further: the lease ends as a lost one does (requeued
-      // with attempt + 1, or failed after MAX_ATTEMPTS), now rather than at the next look.
-      const expired = await expireLeases(c.var.db, settings, Date.now(), { jobId: beat.jobId, leaseId: beat.leaseId });
-      c.executionCtx.waitUntil(afterExpiry(c.env, c.var.db, expired));
-      throw new ApiError(409, `This lease is over: it reached its maximum lifetime (${Math.round(settings.maxLeaseMs / 1000)} s from its claim) and the job went back to the queue`);
+leaseInternalApi.post(
+  '/heartbeat',
+  jobTokenInBatch,
+  jsonBody(MAX_INTERNAL_JSON_BYTES),
+  zValidator('json', HeartbeatRequestSchema, validationHook),
+  async (c) => {
+    const tokenHash = await sha256Hex(bearer(c.req.header('authorization')));
+    const body = c.req.valid('json');
+    const settings = fleetSettings(c.env);
+    const beat = await heartbeat(
+      c.var.db,
+      tokenHash,
+      { phase: body.phase, num_instructions: body.metrics?.num_instructions, cells_used: body.metrics?.cells_used },
+      settings,
+    );
+    switch (beat.standing) {
+      case 'unknown':
+        throw new ApiError(401, 'Invalid job token');
+      case 'ended':
+        throw ended(beat.outcome);
+      case 'superseded':
+        throw superseded();
+      case 'over': {
+        // Renewed to its bound and no further: the lease ends as a lost one does (requeued
+        // with attempt + 1, or failed after MAX_ATTEMPTS), now rather than at the next look.
+        const expired = await expireLeases(c.var.db, settings, Date.now(), { jobId: beat.jobId, leaseId: beat.leaseId });
+        c.executionCtx.waitUntil(afterExpiry(c.env, c.var.db, expired));
+        throw new ApiError(
+          409,
+          `This lease is over: it reached its maximum lifetime (${Math.round(settings.maxLeaseMs / 1000)} s from its claim) and the job went back to the queue`,
+        );
+      }
+      case 'current':
+        return c.json({ cancel: beat.cancel, lease_expires_at: beat.leaseExpiresAt } satisfies HeartbeatResponse, 200);
     }
-    case 'current':
-      return c.json({ cancel: beat.cancel, lease_expires_at: beat.leaseExpiresAt } satisfies HeartbeatResponse, 200);
-  }
-});
+  },
+);
 
 // A read-only look at the lease between heartbeats: cancel requests reach the agent
 // within a second or so without a D1 write (README "How jobs run").
@@ -85,7 +109,10 @@ leaseInternalApi.post('/heartbeat', jobTokenInBatch, jsonBody(MAX_INTERNAL_JSON_
 leaseInternalApi.get('/status', requireJobToken, (c) => {
   requireCurrent(c);
   const { job, lease } = c.var;
-  return c.json({ cancel: job.cancel_requested || limitStop(job, lease, fleetSettings(c.env), Date.now()) !== null } satisfies LeaseStatusResponse, 200);
+  return c.json(
+    { cancel: job.cancel_requested || limitStop(job, lease, fleetSettings(c.env), Date.now()) !== null } satisfies LeaseStatusResponse,
+    200,
+  );
 });
 
 /** The statement that stops the job at a limit it reached by now (src/jobs/limits.ts), for the batch that ends its lease; none while within them. */
@@ -104,9 +131,11 @@ leaseInternalApi.get('/artifacts/:name', requireJobToken, async (c) => {
 });
 
 /** Where a result of this job is stored (null: the job's kind has no such result). */
-const resultKey = (c: Context<InternalEnv>, name: string): string | null => contractOf(c.var.job.kind).resultKey(c.var.job.subject_id, name);
+const resultKey = (c: Context<InternalEnv>, name: string): string | null =>
+  contractOf(c.var.job.kind).resultKey(c.var.job.subject_id, name);
 
-const noSuchResult = (c: Context<InternalEnv>, name: string, status: 404 | 422) => new ApiError(status, `A ${c.var.job.kind} job has no result '${name}'`);
+const noSuchResult = (c: Context<InternalEnv>, name: string, status: 404 | 422) =>
+  new ApiError(status, `A ${c.var.job.kind} job has no result '${name}'`);
 
 /**
  * The last log chunk an ending call carries (protocol LeaseEnding): its object is
@@ -116,9 +145,24 @@ const noSuchResult = (c: Context<InternalEnv>, name: string, status: 404 | 422) 
 async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined): Promise<Statement[]> {
   if (!chunk) return [];
   const { job } = c.var;
-  const staged = await stageLogChunk(c.var.db, c.env.ARTIFACTS, job.id, chunk, { seq: job.log_seq, bytes: job.log_bytes, truncated: job.log_truncated }, tenantLimits(c.env));
+  const staged = await stageLogChunk(
+    c.var.db,
+    c.env.ARTIFACTS,
+    job.id,
+    chunk,
+    { seq: job.log_seq, bytes: job.log_bytes, truncated: job.log_truncated },
+    tenantLimits(c.env),
+  );
   if (staged.result.kind === 'out-of-order')
-    console.warn(JSON.stringify({ level: 'warn', msg: 'last log chunk out of order; dropped', job_id: job.id, seq: chunk.seq, expected_seq: staged.result.expectedSeq }));
+    console.warn(
+      JSON.stringify({
+        level: 'warn',
+        msg: 'last log chunk out of order; dropped',
+        job_id: job.id,
+        seq: chunk.seq,
+        expected_seq: staged.result.expectedSeq,
+      }),
+    );
   // Past the log's cap the chunk is dropped and the ending writes the truncation marker.
   return staged.append ? [staged.append.chunk, staged.append.position] : [];
 }
@@ -143,108 +187,157 @@ leaseInternalApi.put('/results/:name', requireJobToken, async (c) => {
   return c.json({ stored: c.req.param('name'), size: length }, 200);
 });
 
-leaseInternalApi.post('/logs', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', LogChunkSchema, validationHook), async (c) => {
-  requireCurrent(c);
-  const chunk = c.req.valid('json');
-  const { job } = c.var;
-  const r = await appendLogChunk(c.var.db, c.env.ARTIFACTS, job.id, chunk, tenantLimits(c.env), { seq: job.log_seq, bytes: job.log_bytes, truncated: job.log_truncated });
-  if (r.kind === 'capped') throw new ApiError(413, r.detail);
-  if (r.kind === 'out-of-order')
-    return c.json({ detail: `Log chunk out of order: expected seq ${r.expectedSeq} at offset ${r.expectedOffset}`, expected_seq: r.expectedSeq, expected_offset: r.expectedOffset }, 409);
-  return c.json({ accepted: r.kind }, 200);
-});
+leaseInternalApi.post(
+  '/logs',
+  requireJobToken,
+  jsonBody(MAX_INTERNAL_JSON_BYTES),
+  zValidator('json', LogChunkSchema, validationHook),
+  async (c) => {
+    requireCurrent(c);
+    const chunk = c.req.valid('json');
+    const { job } = c.var;
+    const r = await appendLogChunk(c.var.db, c.env.ARTIFACTS, job.id, chunk, tenantLimits(c.env), {
+      seq: job.log_seq,
+      bytes: job.log_bytes,
+      truncated: job.log_truncated,
+    });
+    if (r.kind === 'capped') throw new ApiError(413, r.detail);
+    if (r.kind === 'out-of-order')
+      return c.json(
+        {
+          detail: `Log chunk out of order: expected seq ${r.expectedSeq} at offset ${r.expectedOffset}`,
+          expected_seq: r.expectedSeq,
+          expected_offset: r.expectedOffset,
+        },
+        409,
+      );
+    return c.json({ accepted: r.kind }, 200);
+  },
+);
 
-leaseInternalApi.post('/complete', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', CompleteRequestSchema, validationHook), async (c) => {
-  // A completion can end as `failed` (a commit whose keys do not match its config).
-  const repeat = repeatOf(c, 'completed', 'failed', 'canceled');
-  if (repeat) return repeat;
-  const body = c.req.valid('json');
-  const { db, job, lease } = c.var;
-  if (body.kind !== job.kind) throw new ApiError(422, `This is a ${job.kind} job, not ${body.kind}`);
-  const settings = fleetSettings(c.env);
-  const response = { status: 'completed' };
-  // Results sent inline are stored first, as a PUT to /results/{name} would have.
-  const inline = Object.entries(body.results ?? {}).map(([name, text]) => {
-    const key = resultKey(c, name);
-    if (!key) throw noSuchResult(c, name, 422);
-    return { key, text };
-  });
-  const [logChunk] = await Promise.all([
-    lastLogChunk(c, body.log),
-    ...inline.map(({ key, text }) => c.env.ARTIFACTS.put(key, text, { httpMetadata: { contentType: 'application/json' } })),
-  ]);
-  /** The size of a result, sent inline or uploaded before (null: neither). */
-  const resultSize = async (name: ResultName, key: string): Promise<number | null> => {
-    const sent = body.results?.[name];
-    if (sent !== undefined) return new TextEncoder().encode(sent).byteLength;
-    return (await c.env.ARTIFACTS.head(key))?.size ?? null;
-  };
-  // A job that crossed its deadline or cost limit since its last heartbeat ends Failed, not Succeeded.
-  const before = [...logChunk, ...stopAtLimit(c)];
-  const checked = await contractOf(job.kind).completion({ db, job, resultSize, artifacts: c.env.ARTIFACTS, devProofSecret: c.env.DEV_PROOF_SECRET }, body);
-  if ('fail' in checked) {
-    // A well-formed report that cannot stand (a commit whose keys are not its config's): the job fails for good.
-    const failed = { status: 'failed', detail: checked.fail };
-    const r = await failJob(db, lease, job, { message: checked.fail, retryable: false }, failed, settings, { before });
+leaseInternalApi.post(
+  '/complete',
+  requireJobToken,
+  jsonBody(MAX_INTERNAL_JSON_BYTES),
+  zValidator('json', CompleteRequestSchema, validationHook),
+  async (c) => {
+    // A completion can end as `failed` (a commit whose keys do not match its config).
+    const repeat = repeatOf(c, 'completed', 'failed', 'canceled');
+    if (repeat) return repeat;
+    const body = c.req.valid('json');
+    const { db, job, lease } = c.var;
+    if (body.kind !== job.kind) throw new ApiError(422, `This is a ${job.kind} job, not ${body.kind}`);
+    const settings = fleetSettings(c.env);
+    const response = { status: 'completed' };
+    // Results sent inline are stored first, as a PUT to /results/{name} would have.
+    const inline = Object.entries(body.results ?? {}).map(([name, text]) => {
+      const key = resultKey(c, name);
+      if (!key) throw noSuchResult(c, name, 422);
+      return { key, text };
+    });
+    const [logChunk] = await Promise.all([
+      lastLogChunk(c, body.log),
+      ...inline.map(({ key, text }) => c.env.ARTIFACTS.put(key, text, { httpMetadata: { contentType: 'application/json' } })),
+    ]);
+    /** The size of a result, sent inline or uploaded before (null: neither). */
+    const resultSize = async (name: ResultName, key: string): Promise<number | null> => {
+      const sent = body.results?.[name];
+      if (sent !== undefined) return new TextEncoder().encode(sent).byteLength;
+      return (await c.env.ARTIFACTS.head(key))?.size ?? null;
+    };
+    // A job that crossed its deadline or cost limit since its last heartbeat ends Failed, not Succeeded.
+    const before = [...logChunk, ...stopAtLimit(c)];
+    const checked = await contractOf(job.kind).completion(
+      { db, job, resultSize, artifacts: c.env.ARTIFACTS, devProofSecret: c.env.DEV_PROOF_SECRET },
+      body,
+    );
+    if ('fail' in checked) {
+      // A well-formed report that cannot stand (a commit whose keys are not its config's): the job fails for good.
+      const failed = { status: 'failed', detail: checked.fail };
+      const r = await failJob(db, lease, job, { message: checked.fail, retryable: false }, failed, settings, { before });
+      if (!r.applied) throw superseded();
+      enqueueAfterResponse(c, r.deliveries);
+      compactLogWhen(c, true);
+      return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed, 200);
+    }
+    const { outcome, deliveries } = await completeJob(db, lease, { kind: job.kind, done: checked.done } as Completion, response, settings, {
+      before,
+    });
+    if (!outcome) throw superseded();
+    enqueueAfterResponse(c, deliveries);
+    compactLogWhen(c, true);
+    // Canceled meanwhile: the result is dropped, as the cancel's answer promised.
+    return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
+  },
+);
+
+leaseInternalApi.post(
+  '/fail',
+  requireJobToken,
+  jsonBody(MAX_INTERNAL_JSON_BYTES),
+  zValidator('json', FailRequestSchema, validationHook),
+  async (c) => {
+    const repeat = repeatOf(c, 'failed', 'canceled');
+    if (repeat) return repeat;
+    const body = c.req.valid('json');
+    const { db, job, lease } = c.var;
+    // The answer must not depend on what it decides (a retry must get the same one),
+    // so it is computed first and stored with the lease.
+    const settings = fleetSettings(c.env);
+    const response = { status: failureRequeues(job, body, settings) ? 'requeued' : 'failed' };
+    // The engine stopped at the job's cycle limit: the service words the error, and the run so far is charged (src/jobs/limits.ts).
+    const now = Date.now();
+    const atCycleLimit =
+      body.limit && job.cycle_limit !== null && body.limit.reached >= job.cycle_limit
+        ? [stopStatement(db, lease, cycleLimitMessage(body.limit.reached, job.cycle_limit), now)]
+        : [];
+    const before = [...(await lastLogChunk(c, body.log)), ...(atCycleLimit.length ? atCycleLimit : stopAtLimit(c, now))];
+    const r = await failJob(db, lease, job, { message: body.error, retryable: body.retryable }, response, settings, { before, now });
     if (!r.applied) throw superseded();
     enqueueAfterResponse(c, r.deliveries);
-    compactLogWhen(c, true);
-    return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed, 200);
-  }
-  const { outcome, deliveries } = await completeJob(db, lease, { kind: job.kind, done: checked.done } as Completion, response, settings, { before });
-  if (!outcome) throw superseded();
-  enqueueAfterResponse(c, deliveries);
-  compactLogWhen(c, true);
-  // Canceled meanwhile: the result is dropped, as the cancel's answer promised.
-  return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
-});
-
-leaseInternalApi.post('/fail', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', FailRequestSchema, validationHook), async (c) => {
-  const repeat = repeatOf(c, 'failed', 'canceled');
-  if (repeat) return repeat;
-  const body = c.req.valid('json');
-  const { db, job, lease } = c.var;
-  // The answer must not depend on what it decides (a retry must get the same one),
-  // so it is computed first and stored with the lease.
-  const settings = fleetSettings(c.env);
-  const response = { status: failureRequeues(job, body, settings) ? 'requeued' : 'failed' };
-  // The engine stopped at the job's cycle limit: the service words the error, and the run so far is charged (src/jobs/limits.ts).
-  const now = Date.now();
-  const atCycleLimit = body.limit && job.cycle_limit !== null && body.limit.reached >= job.cycle_limit ? [stopStatement(db, lease, cycleLimitMessage(body.limit.reached, job.cycle_limit), now)] : [];
-  const before = [...(await lastLogChunk(c, body.log)), ...(atCycleLimit.length ? atCycleLimit : stopAtLimit(c, now))];
-  const r = await failJob(db, lease, job, { message: body.error, retryable: body.retryable }, response, settings, { before, now });
-  if (!r.applied) throw superseded();
-  enqueueAfterResponse(c, r.deliveries);
-  if (r.outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
-  compactLogWhen(c, r.outcome !== 'requeued');
-  return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
-});
+    if (r.outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
+    compactLogWhen(c, r.outcome !== 'requeued');
+    return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
+  },
+);
 
 // The body (the last log chunk) is optional: an empty one is `{}`.
-leaseInternalApi.post('/canceled', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }), zValidator('json', LeaseEndingSchema, validationHook), async (c) => {
-  const repeat = repeatOf(c, 'canceled');
-  if (repeat) return repeat;
-  // Not canceled, but past a limit (the status check said cancel): stopped now, for that reason.
-  const atLimit = c.var.job.cancel_requested ? [] : stopAtLimit(c);
-  if (!c.var.job.cancel_requested && atLimit.length === 0) throw new ApiError(409, 'This job was not canceled');
-  const before = [...(await lastLogChunk(c, c.req.valid('json').log)), ...atLimit];
-  const { applied, deliveries } = await acknowledgeCancel(c.var.db, c.var.lease, CANCELED_RESPONSE, fleetSettings(c.env), { before });
-  if (!applied) throw superseded();
-  enqueueAfterResponse(c, deliveries);
-  compactLogWhen(c, true);
-  return c.json(CANCELED_RESPONSE, 200);
-});
+leaseInternalApi.post(
+  '/canceled',
+  requireJobToken,
+  jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }),
+  zValidator('json', LeaseEndingSchema, validationHook),
+  async (c) => {
+    const repeat = repeatOf(c, 'canceled');
+    if (repeat) return repeat;
+    // Not canceled, but past a limit (the status check said cancel): stopped now, for that reason.
+    const atLimit = c.var.job.cancel_requested ? [] : stopAtLimit(c);
+    if (!c.var.job.cancel_requested && atLimit.length === 0) throw new ApiError(409, 'This job was not canceled');
+    const before = [...(await lastLogChunk(c, c.req.valid('json').log)), ...atLimit];
+    const { applied, deliveries } = await acknowledgeCancel(c.var.db, c.var.lease, CANCELED_RESPONSE, fleetSettings(c.env), { before });
+    if (!applied) throw superseded();
+    enqueueAfterResponse(c, deliveries);
+    compactLogWhen(c, true);
+    return c.json(CANCELED_RESPONSE, 200);
+  },
+);
 
-leaseInternalApi.post('/release', requireJobToken, jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }), zValidator('json', LeaseEndingSchema, validationHook), async (c) => {
-  const repeat = repeatOf(c, 'released', 'canceled');
-  if (repeat) return repeat;
-  const { db, job, lease } = c.var;
-  const response = { status: 'requeued' };
-  const before = await lastLogChunk(c, c.req.valid('json').log);
-  const { outcome, deliveries } = await releaseJob(db, lease, job, response, fleetSettings(c.env), { before });
-  if (!outcome) throw superseded();
-  if (outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
-  enqueueAfterResponse(c, deliveries);
-  compactLogWhen(c, outcome === 'canceled');
-  return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
-});
+leaseInternalApi.post(
+  '/release',
+  requireJobToken,
+  jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }),
+  zValidator('json', LeaseEndingSchema, validationHook),
+  async (c) => {
+    const repeat = repeatOf(c, 'released', 'canceled');
+    if (repeat) return repeat;
+    const { db, job, lease } = c.var;
+    const response = { status: 'requeued' };
+    const before = await lastLogChunk(c, c.req.valid('json').log);
+    const { outcome, deliveries } = await releaseJob(db, lease, job, response, fleetSettings(c.env), { before });
+    if (!outcome) throw superseded();
+    if (outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
+    enqueueAfterResponse(c, deliveries);
+    compactLogWhen(c, outcome === 'canceled');
+    return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
+  },
+);

@@ -39,7 +39,11 @@ export async function acceptIntoEmulation(batch: MessageBatch<JobNotice>, env: E
     visible_at: now,
   }));
   // D1 binds at most 100 parameters per statement: 6 per row.
-  for (let i = 0; i < rows.length; i += 16) await db.insert(emulatedQueueMessages).values(rows.slice(i, i + 16)).onConflictDoNothing();
+  for (let i = 0; i < rows.length; i += 16)
+    await db
+      .insert(emulatedQueueMessages)
+      .values(rows.slice(i, i + 16))
+      .onConflictDoNothing();
   batch.ackAll();
 }
 
@@ -61,7 +65,10 @@ export function emulatedJobsQueue(env: Env): JobsQueue {
       for (const { id, attempts } of candidates) {
         // A message already delivered max_retries times is dead-lettered, not delivered again.
         if (attempts >= maxRetries) {
-          await db.update(emulatedQueueMessages).set({ dead_lettered_at: now, lease_id: null }).where(and(eq(emulatedQueueMessages.id, id), deliverable));
+          await db
+            .update(emulatedQueueMessages)
+            .set({ dead_lettered_at: now, lease_id: null })
+            .where(and(eq(emulatedQueueMessages.id, id), deliverable));
           continue;
         }
         const lease = `lease_${crypto.randomUUID().replace(/-/g, '')}`;
@@ -92,7 +99,12 @@ export function emulatedJobsQueue(env: Env): JobsQueue {
       for (let i = 0; i < acks.length; i += 50) {
         const deleted = await db
           .delete(emulatedQueueMessages)
-          .where(inArray(emulatedQueueMessages.lease_id, acks.slice(i, i + 50).map((a) => a.lease_id)))
+          .where(
+            inArray(
+              emulatedQueueMessages.lease_id,
+              acks.slice(i, i + 50).map((a) => a.lease_id),
+            ),
+          )
           .returning({ id: emulatedQueueMessages.id });
         ackCount += deleted.length;
       }

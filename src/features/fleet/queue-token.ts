@@ -27,7 +27,11 @@ export interface QueueTokenClaims {
   exp: number;
 }
 
-export async function issueQueueToken(env: Env, who: { tokenId: string; agentId: string }, now = Date.now()): Promise<{ token: string; expiresAt: number }> {
+export async function issueQueueToken(
+  env: Env,
+  who: { tokenId: string; agentId: string },
+  now = Date.now(),
+): Promise<{ token: string; expiresAt: number }> {
   const expiresAt = now + QUEUE_TOKEN_TTL_MS;
   const token = await sign({ sub: who.tokenId, aid: who.agentId, typ: 'queue', exp: Math.floor(expiresAt / 1000) }, secret(env), 'HS256');
   return { token, expiresAt };
@@ -61,6 +65,7 @@ export async function verifyQueueToken(env: Env, token: string): Promise<QueueTo
   }
   const { typ, sub, aid, exp } = claims;
   // Every queue token is issued with an expiry (issueQueueToken), which verify() checked.
-  if (typ !== 'queue' || typeof sub !== 'string' || typeof aid !== 'string' || typeof exp !== 'number') throw new ApiError(401, 'Not a queue token');
+  if (typ !== 'queue' || typeof sub !== 'string' || typeof aid !== 'string' || typeof exp !== 'number')
+    throw new ApiError(401, 'Not a queue token');
   return { sub, aid, exp };
 }

@@ -28,7 +28,10 @@ const CLOUDFLARE_API = 'https://api.cloudflare.com/client/v4';
 function cloudflareJobsQueue(env: Env): JobsQueue {
   const { QUEUES_API_TOKEN: token, QUEUES_ACCOUNT_ID: account, JOBS_QUEUE_ID: queue } = env;
   if (!token || !account || !queue)
-    throw new ApiError(503, 'This service cannot reach its jobs queue: set QUEUES_ACCOUNT_ID and JOBS_QUEUE_ID (vars) and QUEUES_API_TOKEN (secret); see README "Deploying to Cloudflare"');
+    throw new ApiError(
+      503,
+      'This service cannot reach its jobs queue: set QUEUES_ACCOUNT_ID and JOBS_QUEUE_ID (vars) and QUEUES_API_TOKEN (secret); see README "Deploying to Cloudflare"',
+    );
   const base = `${env.QUEUES_API_URL ?? CLOUDFLARE_API}/accounts/${encodeURIComponent(account)}/queues/${encodeURIComponent(queue)}/messages`;
   const call = async <T>(action: 'pull' | 'ack', body: unknown): Promise<T> => {
     const res = await fetch(`${base}/${action}`, {
@@ -39,13 +42,18 @@ function cloudflareJobsQueue(env: Env): JobsQueue {
     const json = (await res.json().catch(() => null)) as { success?: boolean; errors?: { message: string }[]; result?: T } | null;
     if (!res.ok || !json?.success) {
       console.error(JSON.stringify({ level: 'error', msg: `queue ${action} failed`, status: res.status, errors: json?.errors }));
-      throw new ApiError(502, `The jobs queue answered ${res.status} to ${action}: ${json?.errors?.map((e) => e.message).join('; ') || 'no details'}`);
+      throw new ApiError(
+        502,
+        `The jobs queue answered ${res.status} to ${action}: ${json?.errors?.map((e) => e.message).join('; ') || 'no details'}`,
+      );
     }
     return json.result as T;
   };
   return {
     async pull(batchSize, visibilityMs) {
-      return (await call<{ messages?: QueueMessage[] }>('pull', { batch_size: batchSize, visibility_timeout_ms: visibilityMs })).messages ?? [];
+      return (
+        (await call<{ messages?: QueueMessage[] }>('pull', { batch_size: batchSize, visibility_timeout_ms: visibilityMs })).messages ?? []
+      );
     },
     async ack(acks, retries) {
       const r = await call<{ ackCount?: number; retryCount?: number }>('ack', { acks, retries });
@@ -78,7 +86,11 @@ queueInternalApi.post('/pull', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('js
   const [revoked, messages] = await Promise.all([c.var.queueTokenRevoked, queue.pull(req.batch_size, req.visibility_timeout_ms)]);
   if (revoked) {
     // Handed back at once for the live agents: nothing pulled for a revoked token stays hidden.
-    if (messages.length) await queue.ack([], messages.map((m) => ({ lease_id: m.lease_id, delay_seconds: 0 })));
+    if (messages.length)
+      await queue.ack(
+        [],
+        messages.map((m) => ({ lease_id: m.lease_id, delay_seconds: 0 })),
+      );
     throw revokedQueueToken();
   }
   return c.json({ messages } satisfies QueuePullResponse, 200);

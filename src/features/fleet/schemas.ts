@@ -3,7 +3,21 @@
 // the console's fleet view. The console's browser client takes the view's type from here
 // (type-only, src/console/ui/api-types.ts).
 import { z } from '@hono/zod-openapi';
-import { MAX_INLINE_RESULT_BYTES, PROOF_TYPES, PROVE_PHASES, type ClaimRequest, type CompleteRequest, type FailRequest, type HeartbeatRequest, type LeaseEnding, type LeaveRequest, type LogChunk, type PresenceRequest, type QueueAckRequest, type QueuePullRequest } from 'prover-agent/protocol';
+import {
+  MAX_INLINE_RESULT_BYTES,
+  PROOF_TYPES,
+  PROVE_PHASES,
+  type ClaimRequest,
+  type CompleteRequest,
+  type FailRequest,
+  type HeartbeatRequest,
+  type LeaseEnding,
+  type LeaveRequest,
+  type LogChunk,
+  type PresenceRequest,
+  type QueueAckRequest,
+  type QueuePullRequest,
+} from 'prover-agent/protocol';
 
 const id = z.string().min(1).max(200);
 const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/i, 'expected 0x and 64 hex digits');
@@ -16,7 +30,11 @@ const metrics = z.object({
   total_tick: count.optional(),
 });
 const proofType = z.enum(PROOF_TYPES);
-const hexOrNull = z.string().regex(/^(0x)?[0-9a-fA-F]*$/).max(1 << 20).nullable();
+const hexOrNull = z
+  .string()
+  .regex(/^(0x)?[0-9a-fA-F]*$/)
+  .max(1 << 20)
+  .nullable();
 
 const capabilities = {
   agent_id: id,
@@ -34,12 +52,20 @@ export const LeaveRequestSchema = z.object({ agent_id: id }) satisfies z.ZodType
 /** Cloudflare Queues' own bounds on a pull (batch_size 1-100, visibility up to 12 hours). */
 export const QueuePullSchema = z.object({
   batch_size: z.number().int().min(1).max(100).default(5),
-  visibility_timeout_ms: z.number().int().min(0).max(12 * 3600_000).default(30_000),
+  visibility_timeout_ms: z
+    .number()
+    .int()
+    .min(0)
+    .max(12 * 3600_000)
+    .default(30_000),
 }) satisfies z.ZodType<QueuePullRequest, unknown>;
 const leaseRef = z.object({ lease_id: z.string().min(1).max(200) });
 export const QueueAckSchema = z.object({
   acks: z.array(leaseRef).max(100).default([]),
-  retries: z.array(leaseRef.extend({ delay_seconds: z.number().int().min(0).max(43_200).optional() })).max(100).default([]),
+  retries: z
+    .array(leaseRef.extend({ delay_seconds: z.number().int().min(0).max(43_200).optional() }))
+    .max(100)
+    .default([]),
 }) satisfies z.ZodType<QueueAckRequest, unknown>;
 
 export const ClaimRequestSchema = z.object({
@@ -76,7 +102,14 @@ export const CompleteRequestSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('commit'), app_exe_commit: hex32, app_vm_commit: hex32, ...completion }),
   z.object({ kind: z.literal('proof'), proofs: z.array(proofType).min(1), public_values: hexOrNull, metrics, ...completion }),
   z.object({ kind: z.literal('verify'), verified: z.boolean(), reason: z.string().max(10_000).nullable(), ...completion }),
-  z.object({ kind: z.literal('execute'), exit_code: z.number().int(), public_values: hexOrNull, error: z.string().max(100_000).nullable(), metrics, ...completion }),
+  z.object({
+    kind: z.literal('execute'),
+    exit_code: z.number().int(),
+    public_values: hexOrNull,
+    error: z.string().max(100_000).nullable(),
+    metrics,
+    ...completion,
+  }),
 ]) satisfies z.ZodType<CompleteRequest>;
 
 export const FailRequestSchema = LeaseEndingSchema.extend({
@@ -102,9 +135,25 @@ export const FleetResponse = z
         stale: z.boolean(),
       }),
     ),
-    queued: z.array(z.object({ engine: z.string(), config_id: z.string(), jobs: z.number().int(), oldest_queued_at: z.string(), oldest_age_seconds: z.number().int() })),
+    queued: z.array(
+      z.object({
+        engine: z.string(),
+        config_id: z.string(),
+        jobs: z.number().int(),
+        oldest_queued_at: z.string(),
+        oldest_age_seconds: z.number().int(),
+      }),
+    ),
     /** Live agent tokens and what each lets its agents claim (configs null: every config of its engines). */
-    tokens: z.array(z.object({ id: z.string(), name: z.string(), engines: z.array(z.string()), configs: z.array(z.string()).nullable(), created_at: z.string() })),
+    tokens: z.array(
+      z.object({
+        id: z.string(),
+        name: z.string(),
+        engines: z.array(z.string()),
+        configs: z.array(z.string()).nullable(),
+        created_at: z.string(),
+      }),
+    ),
     running: z.number().int(),
   })
   .openapi('ConsoleFleet');

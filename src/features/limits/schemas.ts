@@ -12,18 +12,38 @@ const MAX_DEADLINE_SECONDS = 30 * 24 * 3600;
 
 /** The limit parameters, named as the routes' other optional parameters are (snake_case query integers). */
 export const LimitsQuery = z.object({
-  cycle_limit: optionalQueryInt(1, MAX_LIMIT, 'Most cycles the guest may run; past it the job stops and ends Failed. Default: the organization’s, else none'),
-  cost_limit: optionalQueryInt(1, MAX_LIMIT, 'Most the job may cost, in the unit of the record’s `cost` (micro-USD); reaching it stops the job (Failed), charged the limit. Default: the organization’s, else none'),
-  deadline_seconds: optionalQueryInt(1, MAX_DEADLINE_SECONDS, 'Seconds from submission (queue time included) by which the job must have finished; past it a queued job fails and a running one is stopped (Failed). Default: the organization’s, else none'),
+  cycle_limit: optionalQueryInt(
+    1,
+    MAX_LIMIT,
+    'Most cycles the guest may run; past it the job stops and ends Failed. Default: the organization’s, else none',
+  ),
+  cost_limit: optionalQueryInt(
+    1,
+    MAX_LIMIT,
+    'Most the job may cost, in the unit of the record’s `cost` (micro-USD); reaching it stops the job (Failed), charged the limit. Default: the organization’s, else none',
+  ),
+  deadline_seconds: optionalQueryInt(
+    1,
+    MAX_DEADLINE_SECONDS,
+    'Seconds from submission (queue time included) by which the job must have finished; past it a queued job fails and a running one is stopped (Failed). Default: the organization’s, else none',
+  ),
 });
 
-export const limitsOf = (q: z.infer<typeof LimitsQuery>) => ({ cycleLimit: q.cycle_limit, costLimit: q.cost_limit, deadlineSeconds: q.deadline_seconds });
+export const limitsOf = (q: z.infer<typeof LimitsQuery>) => ({
+  cycleLimit: q.cycle_limit,
+  costLimit: q.cost_limit,
+  deadlineSeconds: q.deadline_seconds,
+});
 
 const ts = z.string().openapi({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
 
 /** What a proof or execution record says of its limits and, while queued, of its wait. */
 export const RunLimitFields = {
-  cycle_limit: z.number().int().nullable().openapi({ description: 'Its cycle limit (the request’s, or its organization’s default); null: none' }),
+  cycle_limit: z
+    .number()
+    .int()
+    .nullable()
+    .openapi({ description: 'Its cycle limit (the request’s, or its organization’s default); null: none' }),
   cost_limit: z.number().int().nullable().openapi({ description: 'Its cost limit, in the unit of `cost`; null: none' }),
   deadline_at: ts.nullable().openapi({ description: 'When it must have finished (submission + deadline_seconds); null: no deadline' }),
   waiting_reason: z.enum(WAITING_REASONS).nullable().openapi({
@@ -31,8 +51,13 @@ export const RunLimitFields = {
       'While queued, why it is not running: `no_agent` (no online agent runs its engine or serves its config), `not_enough_gpus` (none has the GPUs it needs), `org_quota` / `org_budget` (its organization is at a quota or budget that holds it), `jobs_ahead` (servable, behind `jobs_ahead` jobs), `starting` (servable and next); null once it runs',
   }),
   waiting_detail: z.string().nullable().openapi({ description: 'The reason in words, when the service found one (as its logs say it)' }),
-  jobs_ahead: z.number().int().nullable().openapi({ description: 'While queued: about how many jobs the agents that can take it will run first (its organization’s ahead of it in its queue lane, at most 1000 counted, plus a turn each for other organizations queued on its config); null once it runs' }),
-  estimated_start_at: ts.nullable().openapi({ description: 'When it is likely to start, where the fleet’s measured rates allow an estimate; null otherwise' }),
+  jobs_ahead: z.number().int().nullable().openapi({
+    description:
+      'While queued: about how many jobs the agents that can take it will run first (its organization’s ahead of it in its queue lane, at most 1000 counted, plus a turn each for other organizations queued on its config); null once it runs',
+  }),
+  estimated_start_at: ts
+    .nullable()
+    .openapi({ description: 'When it is likely to start, where the fleet’s measured rates allow an estimate; null otherwise' }),
 };
 
 /** A record's run state as its read selects it (src/features/runs/data.ts runStateSql): JSON text, or absent/null when no job row answers. */
@@ -45,7 +70,18 @@ export type RunState = { run_state?: string | null };
  * config: fair share serves organizations in turn.
  */
 export function runFields(row: RunState): { [K in keyof typeof RunLimitFields]: z.infer<(typeof RunLimitFields)[K]> } {
-  const r = row.run_state ? (JSON.parse(row.run_state) as { cycle_limit: number | null; cost_limit: number | null; deadline_at: number | null; queued: number; code: string | null; detail: string | null; ahead: number | null; others: number[] | null }) : null;
+  const r = row.run_state
+    ? (JSON.parse(row.run_state) as {
+        cycle_limit: number | null;
+        cost_limit: number | null;
+        deadline_at: number | null;
+        queued: number;
+        code: string | null;
+        detail: string | null;
+        ahead: number | null;
+        others: number[] | null;
+      })
+    : null;
   const queued = !!r?.queued;
   const own = r?.ahead ?? 0;
   const others = queued && r?.others ? r.others.reduce((sum, q) => sum + Math.min(q, own + 1), 0) : 0;

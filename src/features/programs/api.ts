@@ -29,7 +29,13 @@ export const programsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
 
 /** The caller's program with its project and config, in the request's one read (404, confirmed on the primary, when there is none). */
 async function readProgram(c: Context<AppEnv>, id: string) {
-  return requireProgram(await asCaller(c, (org) => programQuery(c.var.db, org, id), ({ program }) => program.length > 0));
+  return requireProgram(
+    await asCaller(
+      c,
+      (org) => programQuery(c.var.db, org, id),
+      ({ program }) => program.length > 0,
+    ),
+  );
 }
 
 // ---------------------------------------------------------------------------
@@ -72,7 +78,8 @@ programsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Reg
   const read = await asCaller(
     c,
     (org) => ({ config: configQuery(db, q.config_id), project: projectQuery(db, org, q.project_id ?? ''), usage: usageQuery(c, org) }),
-    ({ config, project, usage: [u] }) => config.length > 0 && (!q.project_id || project.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
+    ({ config, project, usage: [u] }) =>
+      config.length > 0 && (!q.project_id || project.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
   );
   const form = multipartForm(c.req.raw, Number(c.env.MAX_UPLOAD_BYTES));
   if (!form) throw new ApiError(400, 'Expected a multipart/form-data body with file parts "elf" and "vmexe"');
@@ -123,7 +130,10 @@ programsApi.openapi(
     deprecated: true,
     request: { query: PaginationQuery.extend({ project_id: z.uuid().optional() }) },
     responses: {
-      200: { description: 'A page of programs, newest first', content: { 'application/json': { schema: pageOf(ProgramRecord, 'ProgramPage') } } },
+      200: {
+        description: 'A page of programs, newest first',
+        content: { 'application/json': { schema: pageOf(ProgramRecord, 'ProgramPage') } },
+      },
       ...errorResponses(422),
     },
   }),
@@ -228,7 +238,8 @@ programsApi.openapi(
     const { program_id, artifact } = c.req.valid('param');
     const { program } = await readProgram(c, program_id);
     refuseDeleted(program, `Program ${program_id}`);
-    if (artifact === 'source') throw new ApiError(404, 'This program was registered pre-built (ELF and VMEXE): it has no source to download');
+    if (artifact === 'source')
+      throw new ApiError(404, 'This program was registered pre-built (ELF and VMEXE): it has no source to download');
     if (artifact === 'app_exe_commit') {
       if (!program.app_exe_commit) throw new ApiError(404, `app_exe_commit is not computed yet: the program is ${program.status}`);
       // Bare hex: the published client hex-decodes the trimmed body (axiom-api-cli
@@ -241,4 +252,3 @@ programsApi.openapi(
     return streamObject(obj, 'application/octet-stream', artifact === 'elf' ? 'program.elf' : 'program.vmexe');
   },
 );
-

@@ -33,7 +33,10 @@ consoleProgramsApi.openapi(
         to: DateParam.optional(),
       }),
     },
-    responses: { 200: { description: 'A page of programs', content: { 'application/json': { schema: pageOf(ProgramRecord, 'ConsoleProgramPage') } } }, ...consoleErrors(404, 422) },
+    responses: {
+      200: { description: 'A page of programs', content: { 'application/json': { schema: pageOf(ProgramRecord, 'ConsoleProgramPage') } } },
+      ...consoleErrors(404, 422),
+    },
   }),
   async (c) => {
     const q = c.req.valid('query');
@@ -43,18 +46,28 @@ consoleProgramsApi.openapi(
       q.status ? eq(programs.status, q.status) : undefined,
       range.from ? gte(programs.created_at, range.from) : undefined,
       range.to ? lte(programs.created_at, range.to) : undefined,
-      q.search ? sql`(instr(lower(${programs.name}), lower(${q.search})) > 0 OR instr(${programs.program_hash}, lower(${q.search})) > 0)` : undefined,
+      q.search
+        ? sql`(instr(lower(${programs.name}), lower(${q.search})) > 0 OR instr(${programs.program_hash}, lower(${q.search})) > 0)`
+        : undefined,
     );
     const db = c.var.db;
     const orgId = c.var.membership.orgId;
     // The total: a counter (the organization's, or the project's), or a capped count of a search.
     const total =
       q.status || range.from || range.to || q.search
-        ? cappedCount(db.select({ one: sql`1` }).from(programs).where(and(eq(programs.org_id, orgId), filter)))
+        ? cappedCount(
+            db
+              .select({ one: sql`1` })
+              .from(programs)
+              .where(and(eq(programs.org_id, orgId), filter)),
+          )
         : q.project_id
           ? projectProgramCount(db, orgId, q.project_id)
           : orgCounter(db, orgId, sql`${organizations.program_count}`);
-    return c.json(programPage(await batchByName(db, programPageQuery(db, orgId, filter, q.page, q.page_size, total)), q.page, q.page_size), 200);
+    return c.json(
+      programPage(await batchByName(db, programPageQuery(db, orgId, filter, q.page, q.page_size, total)), q.page, q.page_size),
+      200,
+    );
   },
 );
 
@@ -67,13 +80,20 @@ consoleProgramsApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'A program: status, hashes, artifacts and its proofs by state',
     request: { params: OrgParams.extend({ program_id: Uuid('program_id') }) },
-    responses: { 200: { description: 'The program', content: { 'application/json': { schema: ProgramDetail } } }, ...consoleErrors(404, 422) },
+    responses: {
+      200: { description: 'The program', content: { 'application/json': { schema: ProgramDetail } } },
+      ...consoleErrors(404, 422),
+    },
   }),
   async (c) => {
     const db = c.var.db;
     const row = await findProgram(db, c.var.membership.orgId, c.req.valid('param').program_id);
     // Bounded by this program's proofs (proofs_program index), shown to a person on its page.
-    const states = await db.select({ state: proofs.state, n: count() }).from(proofs).where(eq(proofs.program_id, row.program.id)).groupBy(proofs.state);
+    const states = await db
+      .select({ state: proofs.state, n: count() })
+      .from(proofs)
+      .where(eq(proofs.program_id, row.program.id))
+      .groupBy(proofs.state);
     return c.json(
       {
         ...toRecord(row),

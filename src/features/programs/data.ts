@@ -35,8 +35,14 @@ const programColumn = (db: Db, org: Org, id: string, column: typeof programs.pro
 export function programQuery(db: Db, org: Org, id: string) {
   return {
     program: db.select().from(programs).where(ownProgram(org, id)),
-    project: db.select().from(projects).where(eq(projects.id, programColumn(db, org, id, programs.project_id))),
-    config: db.select().from(configs).where(eq(configs.id, programColumn(db, org, id, programs.config_id))),
+    project: db
+      .select()
+      .from(projects)
+      .where(eq(projects.id, programColumn(db, org, id, programs.project_id))),
+    config: db
+      .select()
+      .from(configs)
+      .where(eq(configs.id, programColumn(db, org, id, programs.config_id))),
   };
 }
 
@@ -84,11 +90,18 @@ export function programPageQuery(db: Db, org: Org, filter: SQL | undefined, page
   const where = and(eq(programs.org_id, org), filter);
   const ordered = <T extends SQLiteSelect>(query: T) => query.where(where).orderBy(desc(programs.created_at), desc(programs.id));
   // The page's projects and configs, by the same page of ids (an IN over at most a page).
-  const pageColumn = (column: typeof programs.project_id | typeof programs.config_id) => inPage(ordered(db.select({ id: column }).from(programs).$dynamic()), page, pageSize);
+  const pageColumn = (column: typeof programs.project_id | typeof programs.config_id) =>
+    inPage(ordered(db.select({ id: column }).from(programs).$dynamic()), page, pageSize);
   return {
     ...pageQuery(db, ordered(db.select().from(programs).$dynamic()), total, page, pageSize),
-    projects: db.select().from(projects).where(inArray(projects.id, pageColumn(programs.project_id))),
-    configs: db.select().from(configs).where(inArray(configs.id, pageColumn(programs.config_id))),
+    projects: db
+      .select()
+      .from(projects)
+      .where(inArray(projects.id, pageColumn(programs.project_id))),
+    configs: db
+      .select()
+      .from(configs)
+      .where(inArray(configs.id, pageColumn(programs.config_id))),
   };
 }
 
@@ -143,13 +156,31 @@ export function registration(db: Db, caller: Caller, r: Registration, stored: St
     // A new project goes in before its program (the program's foreign key needs it).
     rows: r.projectId
       ? [program, highlightIfNone(db, projectId, r.programId)]
-      : [newProject(db, caller, { id: projectId, name: r.projectName || stored.projectName || name, highlighted: r.programId, now }), program],
-    job: { kind: 'commit', subjectId: r.programId, orgId: caller.orgId, configId: r.config.id, engine: r.config.engine, priority: INTERACTIVE_PRIORITY, numGpus: 1 },
+      : [
+          newProject(db, caller, { id: projectId, name: r.projectName || stored.projectName || name, highlighted: r.programId, now }),
+          program,
+        ],
+    job: {
+      kind: 'commit',
+      subjectId: r.programId,
+      orgId: caller.orgId,
+      configId: r.config.id,
+      engine: r.config.engine,
+      priority: INTERACTIVE_PRIORITY,
+      numGpus: 1,
+    },
   };
 }
 
 function newProject(db: Db, caller: Caller, p: { id: string; name: string; highlighted: string; now: string }) {
-  return db.insert(projects).values({ id: p.id, org_id: caller.orgId, name: p.name, created_by: caller.owner, highlighted_program_id: p.highlighted, created_at: p.now });
+  return db.insert(projects).values({
+    id: p.id,
+    org_id: caller.orgId,
+    name: p.name,
+    created_by: caller.owner,
+    highlighted_program_id: p.highlighted,
+    created_at: p.now,
+  });
 }
 
 function newProgram(db: Db, caller: Caller, r: Registration, stored: StoredProgram, p: { projectId: string; name: string; now: string }) {

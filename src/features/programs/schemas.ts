@@ -29,7 +29,10 @@ export const ProgramRecord = z
     project_name: z.string(),
     project_highlighted_program_id: z.string(),
     error_message: z.string(),
-    deleted_at: Timestamp.optional().openapi({ description: 'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.' }),
+    deleted_at: Timestamp.optional().openapi({
+      description:
+        'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.',
+    }),
   })
   .openapi('Program');
 

@@ -19,7 +19,6 @@ import { CreateProjectBody, ProjectParams, ProjectRecord, projectRecord } from '
 
 export const projectsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
-
 projectsApi.openapi(
   createRoute({
     method: 'get',
@@ -61,8 +60,11 @@ projectsApi.post('/', permit('projects.manage'), idempotent, async (c) => {
   const body = await readJsonBody(c.req.raw, MAX_JSON_BODY_BYTES);
   const name = typeof body === 'string' ? body : (body as { name?: unknown } | null)?.name;
   if (typeof name !== 'string' || !name.trim())
-    throw new ValidationError([{ loc: ['body'], msg: 'Value error, the body must be the project name as a non-empty JSON string', type: 'value_error' }]);
-  if (name.length > 256) throw new ValidationError([{ loc: ['body'], msg: 'String should have at most 256 characters', type: 'string_too_long' }]);
+    throw new ValidationError([
+      { loc: ['body'], msg: 'Value error, the body must be the project name as a non-empty JSON string', type: 'value_error' },
+    ]);
+  if (name.length > 256)
+    throw new ValidationError([{ loc: ['body'], msg: 'String should have at most 256 characters', type: 'string_too_long' }]);
   const id = crypto.randomUUID();
   const answer = { status: 201, body: { id } } as const;
   const answerRows = await answerStatements(c, answer.status, answer.body);
@@ -71,7 +73,10 @@ projectsApi.post('/', permit('projects.manage'), idempotent, async (c) => {
   // org_id NULL: the batch fails, nothing is stored); with an Idempotency-Key, also its
   // claim and the stored answer.
   try {
-    await asCaller(c, (org) => ({ project: insertProject(c.var.db, org, c.var.apiKeyHash, id, name.trim()), answer: answerRows(c.var.db, org) }));
+    await asCaller(c, (org) => ({
+      project: insertProject(c.var.db, org, c.var.apiKeyHash, id, name.trim()),
+      answer: answerRows(c.var.db, org),
+    }));
   } catch (err) {
     if (isRefusedInsert(err, 'projects')) throw (await keyRefusal(c)) ?? new ApiError(401, 'Invalid or revoked API key');
     if (isLostClaim(err)) throw claimLost();
@@ -95,7 +100,11 @@ projectsApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').project_id;
-    const { project } = await asCaller(c, (org) => ({ project: projectQuery(c.var.db, org, id) }), ({ project }) => project.length > 0);
+    const { project } = await asCaller(
+      c,
+      (org) => ({ project: projectQuery(c.var.db, org, id) }),
+      ({ project }) => project.length > 0,
+    );
     return c.json(projectRecord(one(project, 'Project')), 200);
   },
 );
@@ -109,7 +118,10 @@ projectsApi.openapi(
     summary: 'List the programs of a project',
     request: { params: ProjectParams, query: PaginationQuery },
     responses: {
-      200: { description: 'A page of programs, newest first', content: { 'application/json': { schema: pageOf(ProgramRecord, 'ProjectProgramPage') } } },
+      200: {
+        description: 'A page of programs, newest first',
+        content: { 'application/json': { schema: pageOf(ProgramRecord, 'ProjectProgramPage') } },
+      },
       ...errorResponses(404, 422),
     },
   }),

@@ -27,7 +27,10 @@ consoleProjectsApi.openapi(
         sort_order: z.enum(['asc', 'desc']).default('desc'),
       }),
     },
-    responses: { 200: { description: 'A page of projects', content: { 'application/json': { schema: pageOf(ProjectRecord, 'ConsoleProjectPage') } } }, ...consoleErrors(404, 422) },
+    responses: {
+      200: { description: 'A page of projects', content: { 'application/json': { schema: pageOf(ProjectRecord, 'ConsoleProjectPage') } } },
+      ...consoleErrors(404, 422),
+    },
   }),
   async (c) => {
     const q = c.req.valid('query');
@@ -45,9 +48,15 @@ consoleProjectsApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'A project',
     request: { params: OrgParams.extend({ project_id: Uuid('project_id') }) },
-    responses: { 200: { description: 'The project', content: { 'application/json': { schema: ProjectRecord } } }, ...consoleErrors(404, 422) },
+    responses: {
+      200: { description: 'The project', content: { 'application/json': { schema: ProjectRecord } } },
+      ...consoleErrors(404, 422),
+    },
   }),
   async (c) => {
-    return c.json(projectRecord(one(await projectQuery(c.var.db, c.var.membership.orgId, c.req.valid('param').project_id), 'Project')), 200);
+    return c.json(
+      projectRecord(one(await projectQuery(c.var.db, c.var.membership.orgId, c.req.valid('param').project_id), 'Project')),
+      200,
+    );
   },
 );

@@ -20,7 +20,10 @@ export const projectQuery = (db: Db, org: Org, id: string) =>
 
 /** How many programs one of the caller's projects has (its counter; 0 when it is not theirs), as a list's total. */
 export const projectProgramCount = (db: Db, org: Org, id: string) =>
-  sql<number>`coalesce((${db.select({ n: projects.program_count }).from(projects).where(and(eq(projects.id, id), eq(projects.org_id, org)))}), 0)`;
+  sql<number>`coalesce((${db
+    .select({ n: projects.program_count })
+    .from(projects)
+    .where(and(eq(projects.id, id), eq(projects.org_id, org)))}), 0)`;
 
 export interface ProjectQuery {
   page: number;
@@ -38,16 +41,27 @@ export function projectPageQuery(db: Db, org: Org, q: ProjectQuery) {
     // instr() rather than LIKE: the caller's text is matched literally, % and _ included.
     q.search ? sql`instr(lower(${projects.name}), lower(${q.search})) > 0` : undefined,
   );
-  const key = q.sortBy === 'name' ? projects.name : q.sortBy === 'last_active_at' ? sql`coalesce(${projects.last_active_at}, '')` : projects.created_at;
+  const key =
+    q.sortBy === 'name'
+      ? projects.name
+      : q.sortBy === 'last_active_at'
+        ? sql`coalesce(${projects.last_active_at}, '')`
+        : projects.created_at;
   const dir = q.sortOrder === 'asc' ? asc : desc;
   const total = q.search
-    ? cappedCount(db.select({ one: sql`1` }).from(projects).where(where))
+    ? cappedCount(
+        db
+          .select({ one: sql`1` })
+          .from(projects)
+          .where(where),
+      )
     : orgCounter(db, org, sql`${organizations.project_count}`);
   return pageQuery(db, db.select().from(projects).where(where).orderBy(dir(key), dir(projects.id)).$dynamic(), total, q.page, q.pageSize);
 }
 
 /** The page projectPageQuery() read, as records. */
-export const projectPage = (read: PageRead<ProjectRow>, q: Pick<ProjectQuery, 'page' | 'pageSize'>) => pageAnswer(read, projectRecord, q.page, q.pageSize);
+export const projectPage = (read: PageRead<ProjectRow>, q: Pick<ProjectQuery, 'page' | 'pageSize'>) =>
+  pageAnswer(read, projectRecord, q.page, q.pageSize);
 
 /**
  * The insert of a new project for the API key `keyHash`, in the organization `org`

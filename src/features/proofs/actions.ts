@@ -24,7 +24,10 @@ export function cancelAnswer(proofId: string, outcome: CancelOutcome | null): { 
     case 'canceled':
       return { message: 'Proof canceled', state: 'Canceled' };
     case 'canceling':
-      return { message: 'Cancel requested: the proof ends Canceled and is charged only up to now; its prover stops the job within seconds', state: 'Canceling' };
+      return {
+        message: 'Cancel requested: the proof ends Canceled and is charged only up to now; its prover stops the job within seconds',
+        state: 'Canceling',
+      };
     case 'already-canceling':
       return { message: 'Cancel already requested', state: 'Canceling' };
     case 'terminal':

@@ -16,7 +16,15 @@ import { readProofInputBody } from '../../lib/body.ts';
 import { MemorySink, multipartForm, tooLarge, type MultipartForm, type PartSink } from '../../lib/multipart.ts';
 import { starkProofFile } from './format.ts';
 import { ProofRecord, proofRecord } from './schemas.ts';
-import { errorResponses, IdempotencyHeaders, idempotentResponses, MessageResponse, optionalQueryInt, queryInt, Uuid } from '../../lib/schemas.ts';
+import {
+  errorResponses,
+  IdempotencyHeaders,
+  idempotentResponses,
+  MessageResponse,
+  optionalQueryInt,
+  queryInt,
+  Uuid,
+} from '../../lib/schemas.ts';
 import { idempotent } from '../../middleware/idempotency/index.ts';
 import { programQuery, requireProgram } from '../programs/data.ts';
 import { programProofs, proofEvents, proofQuery } from './data.ts';
@@ -31,12 +39,14 @@ export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }
 // ---------------------------------------------------------------------------
 // POST /v1/proofs
 
-const SubmitQuery = z.object({
-  program_id: z.uuid(),
-  proof_type: z.enum(['stark', 'evm']).default('stark'),
-  num_gpus: optionalQueryInt(1, 10000, 'GPUs to prove with; default: the program’s default_num_gpus'),
-  priority: queryInt(1, 10, DEFAULT_PRIORITY, `1..10, 10 highest; default ${DEFAULT_PRIORITY}`),
-}).extend(LimitsQuery.shape);
+const SubmitQuery = z
+  .object({
+    program_id: z.uuid(),
+    proof_type: z.enum(['stark', 'evm']).default('stark'),
+    num_gpus: optionalQueryInt(1, 10000, 'GPUs to prove with; default: the program’s default_num_gpus'),
+    priority: queryInt(1, 10, DEFAULT_PRIORITY, `1..10, 10 highest; default ${DEFAULT_PRIORITY}`),
+  })
+  .extend(LimitsQuery.shape);
 
 const InputBody = z
   .object({
@@ -85,7 +95,10 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
     ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
   );
   const caller = c.var.caller;
-  const form = multipartForm(c.req.raw, Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES));
+  const form = multipartForm(
+    c.req.raw,
+    Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES),
+  );
   const proofId = crypto.randomUUID();
   const answer = { status: 200, body: { id: proofId } } as const;
   await submitJob(
@@ -96,11 +109,12 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
       // A form's input streams to storage as it is scanned, and its child proofs as each
       // one ends (all rolled back on any refusal), so a request holds at most one child
       // proof and a part's worth of its input.
-      const body = form ? await readMultipartSubmission(form, proofId, artifacts) : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), childKeys: [] };
+      const body = form
+        ? await readMultipartSubmission(form, proofId, artifacts)
+        : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), childKeys: [] };
 
       const { program, config } = requireProgram(read);
-      if (program.status !== 'ready')
-        throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
+      if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
       if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
 
       if (body.childKeys.length > 0 && !config.deferral_enabled)
@@ -134,7 +148,16 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
             child_proof_keys: childKeys,
           }),
         ],
-        job: { kind: 'proof', subjectId: proofId, orgId: caller.orgId, configId: config.id, engine: config.engine, priority: q.priority, numGpus, limits: limitsOf(q) },
+        job: {
+          kind: 'proof',
+          subjectId: proofId,
+          orgId: caller.orgId,
+          configId: config.id,
+          engine: config.engine,
+          priority: q.priority,
+          numGpus,
+          limits: limitsOf(q),
+        },
       };
     },
     answer,
@@ -155,7 +178,10 @@ class ChildProofSink implements PartSink {
     private readonly store: () => PartSink,
     private readonly issues: ValidationIssue[],
   ) {
-    this.held = new MemorySink(MAX_CHILD_PROOF_BYTES, () => new ApiError(413, `child proof ${index + 1} is larger than ${MAX_CHILD_PROOF_BYTES} bytes`));
+    this.held = new MemorySink(
+      MAX_CHILD_PROOF_BYTES,
+      () => new ApiError(413, `child proof ${index + 1} is larger than ${MAX_CHILD_PROOF_BYTES} bytes`),
+    );
   }
   write(chunk: Uint8Array) {
     this.held.write(chunk);
@@ -246,7 +272,10 @@ const ProofParams = proofRuns.Params;
 proofRuns.list();
 proofRuns.get();
 
-const ProofFileParams = z.object({ proof_id: Uuid('proof_id'), kind: z.enum(['stark', 'evm', 'app']).openapi({ param: { name: 'kind', in: 'path' } }) });
+const ProofFileParams = z.object({
+  proof_id: Uuid('proof_id'),
+  kind: z.enum(['stark', 'evm', 'app']).openapi({ param: { name: 'kind', in: 'path' } }),
+});
 const proofFilePath = documented(proofsApi, {
   method: 'get',
   path: '/{proof_id}/proof/{kind}',
@@ -281,7 +310,10 @@ proofsApi.openapi(
       'Queued → Canceled at once; running → Canceling, which always ends Canceled, charged only up to the cancel (a connected prover stops the job within about a second); finished jobs → 409.',
     request: { params: ProofParams },
     responses: {
-      200: { description: 'Canceled or canceling', content: { 'application/json': { schema: MessageResponse.extend({ state: z.string() }) } } },
+      200: {
+        description: 'Canceled or canceling',
+        content: { 'application/json': { schema: MessageResponse.extend({ state: z.string() }) } },
+      },
       ...errorResponses(404, 409, 422),
     },
   }),

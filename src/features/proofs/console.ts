@@ -13,7 +13,17 @@ import { findProof } from './data.ts';
 import { jobOfSubject } from '../runs/data.ts';
 import { cancelAnswer, proofFileResponse } from './actions.ts';
 import { CancelAnswer, ConsoleProof, ProofDetail, proofRecord } from './schemas.ts';
-import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams, pageOf, PaginationQuery, queryInt, Uuid } from '../../lib/schemas.ts';
+import {
+  CONSOLE_SECURITY,
+  consoleErrors,
+  DateParam,
+  dateRange,
+  OrgParams,
+  pageOf,
+  PaginationQuery,
+  queryInt,
+  Uuid,
+} from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 import { permit } from '../../middleware/permit.ts';
 import { batchByName } from '../../db/batch.ts';
@@ -52,7 +62,10 @@ consoleProofsApi.openapi(
         to: DateParam.optional(),
       }),
     },
-    responses: { 200: { description: 'A page of proofs', content: { 'application/json': { schema: pageOf(ConsoleProof, 'ConsoleProofPage') } } }, ...consoleErrors(404, 422) },
+    responses: {
+      200: { description: 'A page of proofs', content: { 'application/json': { schema: pageOf(ConsoleProof, 'ConsoleProofPage') } } },
+      ...consoleErrors(404, 422),
+    },
   }),
   async (c) => {
     const q = c.req.valid('query');
@@ -73,7 +86,13 @@ consoleProofsApi.openapi(
     const filtered = q.state || q.program_id || q.project_id || range.from || range.to || q.search;
     // Unfiltered, the total is the organization's counter; a search counts at most COUNT_CAP matches.
     const total = filtered
-      ? cappedCount(db.select({ one: sql`1` }).from(proofs).innerJoin(programs, eq(programs.id, proofs.program_id)).where(where))
+      ? cappedCount(
+          db
+            .select({ one: sql`1` })
+            .from(proofs)
+            .innerJoin(programs, eq(programs.id, proofs.program_id))
+            .where(where),
+        )
       : orgCounter(db, c.var.membership.orgId, sql`${organizations.proof_count}`);
     const rows = db
       .select(listColumns)
@@ -114,7 +133,13 @@ consoleProofsApi.openapi(
         .where(eq(programs.id, proof.program_id))
         .get(),
       db
-        .select({ status: jobs.status, attempt: jobs.attempt, waiting_reason: jobs.waiting_reason, log_bytes: jobs.log_bytes, cancel_requested: jobs.cancel_requested })
+        .select({
+          status: jobs.status,
+          attempt: jobs.attempt,
+          waiting_reason: jobs.waiting_reason,
+          log_bytes: jobs.log_bytes,
+          cancel_requested: jobs.cancel_requested,
+        })
         .from(jobs)
         .where(and(eq(jobs.kind, 'proof'), eq(jobs.subject_id, proof.id)))
         .get(),
@@ -143,19 +168,32 @@ const logsPath = documented(consoleProofsApi, {
     ...consoleErrors(404, 422),
   },
 });
-consoleProofsApi.get(logsPath, permit('records.read'), zValidator('query', LogQuery, validationHook), zValidator('param', ProofParams, validationHook), async (c) => {
-  const db = c.var.db;
-  const proof = await findProof(db, c.var.membership.orgId, c.req.valid('param').proof_id);
-  refuseDeleted(proof, `Proof ${proof.id}`);
-  const { offset } = c.req.valid('query');
-  // The job and its log's index rows from `offset`: one round trip, then the page's R2 reads.
-  const {
-    job: [job],
-    rows,
-  } = await batchByName(db, { job: jobOfSubject(db, 'proof', proof.id), rows: logPageQuery(db, jobIdOfSubject('proof', proof.id), offset) });
-  const page = await readLogPage(c.env.ARTIFACTS, job?.id, rows, offset, LOG_READ_MAX_BYTES, job?.log_bytes, job?.log_store);
-  return c.text(new TextDecoder().decode(page.bytes), 200, { 'X-Log-Next-Offset': String(page.next), 'X-Proof-State': proof.state, 'Cache-Control': 'no-store' });
-});
+consoleProofsApi.get(
+  logsPath,
+  permit('records.read'),
+  zValidator('query', LogQuery, validationHook),
+  zValidator('param', ProofParams, validationHook),
+  async (c) => {
+    const db = c.var.db;
+    const proof = await findProof(db, c.var.membership.orgId, c.req.valid('param').proof_id);
+    refuseDeleted(proof, `Proof ${proof.id}`);
+    const { offset } = c.req.valid('query');
+    // The job and its log's index rows from `offset`: one round trip, then the page's R2 reads.
+    const {
+      job: [job],
+      rows,
+    } = await batchByName(db, {
+      job: jobOfSubject(db, 'proof', proof.id),
+      rows: logPageQuery(db, jobIdOfSubject('proof', proof.id), offset),
+    });
+    const page = await readLogPage(c.env.ARTIFACTS, job?.id, rows, offset, LOG_READ_MAX_BYTES, job?.log_bytes, job?.log_store);
+    return c.text(new TextDecoder().decode(page.bytes), 200, {
+      'X-Log-Next-Offset': String(page.next),
+      'X-Proof-State': proof.state,
+      'Cache-Control': 'no-store',
+    });
+  },
+);
 
 const ProofFileParams = ProofParams.extend({ kind: z.enum(['stark', 'evm', 'app']).openapi({ param: { name: 'kind', in: 'path' } }) });
 // The file as stored (streamed), not a JSON body the route makes: documented, then mounted by hand.
@@ -166,7 +204,10 @@ const proofFilePath = documented(consoleProofsApi, {
   security: CONSOLE_SECURITY,
   summary: 'Download a proof file (404 until it exists)',
   request: { params: ProofFileParams },
-  responses: { 200: { description: 'The proof JSON', content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } }, ...consoleErrors(404, 422) },
+  responses: {
+    200: { description: 'The proof JSON', content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } },
+    ...consoleErrors(404, 422),
+  },
 });
 consoleProofsApi.get(proofFilePath, permit('records.read'), zValidator('param', ProofFileParams, validationHook), async (c) => {
   const { proof_id, kind } = c.req.valid('param');
@@ -182,7 +223,10 @@ consoleProofsApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Cancel a proof (queued: at once; running: within one heartbeat; finished: 409)',
     request: { params: ProofParams },
-    responses: { 200: { description: 'Canceled or canceling', content: { 'application/json': { schema: CancelAnswer } } }, ...consoleErrors(404, 409, 422) },
+    responses: {
+      200: { description: 'Canceled or canceling', content: { 'application/json': { schema: CancelAnswer } } },
+      ...consoleErrors(404, 409, 422),
+    },
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;

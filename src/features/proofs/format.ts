@@ -45,8 +45,7 @@ export function starkProofValueError(value: unknown): string | null {
     if (!isHex(p[field])) return `field "${field}" is not hex (an even number of hex digits, 0x optional)`;
   }
   const d = p.deferral_merkle_proofs;
-  if (d !== undefined && d !== null && (typeof d !== 'string' || !isHex(d)))
-    return 'field "deferral_merkle_proofs" must be hex or null';
+  if (d !== undefined && d !== null && (typeof d !== 'string' || !isHex(d))) return 'field "deferral_merkle_proofs" must be hex or null';
   return null;
 }
 

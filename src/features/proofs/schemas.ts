@@ -29,7 +29,10 @@ export const ProofRecord = z
     num_instructions: z.number().int().nullable(),
     num_deferred_proofs: z.number().int(),
     ...RunLimitFields,
-    deleted_at: Timestamp.optional().openapi({ description: 'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.' }),
+    deleted_at: Timestamp.optional().openapi({
+      description:
+        'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.',
+    }),
   })
   .openapi('Proof');
 
@@ -57,7 +60,9 @@ export function proofRecord(p: ProofRow): z.infer<typeof ProofRecord> {
   };
 }
 
-export const ConsoleProof = ProofRecord.extend({ program_name: z.string(), project_id: z.string(), project_name: z.string() }).openapi('ConsoleProof');
+export const ConsoleProof = ProofRecord.extend({ program_name: z.string(), project_id: z.string(), project_name: z.string() }).openapi(
+  'ConsoleProof',
+);
 
 export const ProofDetail = ConsoleProof.extend({
   job: z

@@ -14,7 +14,14 @@ export function deletedRow<R>(kind: keyof typeof WHAT, id: string, outcome: Dele
     case 'deleted':
       return outcome.row;
     case 'busy':
-      if (kind === 'program') throw new ApiError(409, `Program ${id} has queued or running jobs (its commit, or proofs, executions or verifications of it): cancel them or let them finish, then delete it`);
-      throw new ApiError(409, `${WHAT[kind]} ${id} is still running (${outcome.row.state ?? outcome.row.status}): cancel it or let it finish, then delete it`);
+      if (kind === 'program')
+        throw new ApiError(
+          409,
+          `Program ${id} has queued or running jobs (its commit, or proofs, executions or verifications of it): cancel them or let them finish, then delete it`,
+        );
+      throw new ApiError(
+        409,
+        `${WHAT[kind]} ${id} is still running (${outcome.row.state ?? outcome.row.status}): cancel it or let it finish, then delete it`,
+      );
   }
 }

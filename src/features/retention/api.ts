@@ -30,7 +30,10 @@ retentionApi.openapi(
     summary: 'Delete a proof’s files; the record stays as a tombstone',
     description: DESCRIPTION,
     request: { params: z.object({ proof_id: Uuid('proof_id') }) },
-    responses: { 200: { description: 'The tombstone', content: { 'application/json': { schema: ProofRecord } } }, ...errorResponses(404, 409, 422) },
+    responses: {
+      200: { description: 'The tombstone', content: { 'application/json': { schema: ProofRecord } } },
+      ...errorResponses(404, 409, 422),
+    },
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;
@@ -39,7 +42,13 @@ retentionApi.openapi(
       return { purge: s.purge, logStore: s.logStore, tombstone: s.tombstone, record: s.record };
     });
     const row = deletedRow('proof', id, deletionOutcome(rows[0]));
-    purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'proof', tombstone.map((t) => t.id));
+    purgeAfterResponse(
+      c,
+      c.var.sessions.primary(),
+      c.env.ARTIFACTS,
+      'proof',
+      tombstone.map((t) => t.id),
+    );
     return c.json(proofRecord(row), 200);
   },
 );
@@ -53,7 +62,10 @@ retentionApi.openapi(
     summary: 'Delete an execution’s files; the record stays as a tombstone',
     description: DESCRIPTION,
     request: { params: z.object({ execution_id: Uuid('execution_id') }) },
-    responses: { 200: { description: 'The tombstone', content: { 'application/json': { schema: ExecutionRecord } } }, ...errorResponses(404, 409, 422) },
+    responses: {
+      200: { description: 'The tombstone', content: { 'application/json': { schema: ExecutionRecord } } },
+      ...errorResponses(404, 409, 422),
+    },
   }),
   async (c) => {
     const id = c.req.valid('param').execution_id;
@@ -62,7 +74,13 @@ retentionApi.openapi(
       return { purge: s.purge, logStore: s.logStore, tombstone: s.tombstone, record: s.record };
     });
     const row = deletedRow('execution', id, deletionOutcome(rows[0]));
-    purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'execution', tombstone.map((t) => t.id));
+    purgeAfterResponse(
+      c,
+      c.var.sessions.primary(),
+      c.env.ARTIFACTS,
+      'execution',
+      tombstone.map((t) => t.id),
+    );
     return c.json(executionRecord(row), 200);
   },
 );
@@ -77,7 +95,10 @@ retentionApi.openapi(
     description:
       'Deletes the program’s files in storage and keeps its record as a tombstone (`deleted_at`); its downloads 404 and nothing more can be submitted against it (409). Refused (409) while any job of it (its commit, a proof, execution or verification of it) is queued or running. Its proofs and executions are records of their own and stay: delete them on their own. Idempotent.',
     request: { params: z.object({ program_id: Uuid('program_id') }) },
-    responses: { 200: { description: 'The tombstone', content: { 'application/json': { schema: ProgramRecord } } }, ...errorResponses(404, 409, 422) },
+    responses: {
+      200: { description: 'The tombstone', content: { 'application/json': { schema: ProgramRecord } } },
+      ...errorResponses(404, 409, 422),
+    },
   }),
   async (c) => {
     const id = c.req.valid('param').program_id;
@@ -87,7 +108,13 @@ retentionApi.openapi(
     });
     const found = requireProgram(read);
     deletedRow('program', id, deletionOutcome(found.program));
-    purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'program', tombstone.map((t) => t.id));
+    purgeAfterResponse(
+      c,
+      c.var.sessions.primary(),
+      c.env.ARTIFACTS,
+      'program',
+      tombstone.map((t) => t.id),
+    );
     return c.json(toRecord(found), 200);
   },
 );

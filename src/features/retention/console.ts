@@ -33,34 +33,71 @@ const deleteDoc = (path: string, param: string, summary: string, schema: z.ZodTy
     responses: { 200: { description: 'The tombstone', content: { 'application/json': { schema } } }, ...consoleErrors(403, 404, 409, 422) },
   });
 
-consoleRetentionApi.openapi(deleteDoc('/orgs/{org_id}/proofs/{proof_id}', 'proof_id', 'Delete a proof’s files (the record stays as a tombstone)', ProofRecord), async (c) => {
-  const id = c.req.param('proof_id')!;
-  const { db } = c.var;
-  const { tombstone, record } = await batchByName(db, deleteProofStatements(db, c.var.membership.orgId, id));
-  const row = deletedRow('proof', id, deletionOutcome(record[0]));
-  purgeAfterResponse(c, db, c.env.ARTIFACTS, 'proof', tombstone.map((t) => t.id));
-  return c.json(proofRecord(row), 200);
-});
+consoleRetentionApi.openapi(
+  deleteDoc('/orgs/{org_id}/proofs/{proof_id}', 'proof_id', 'Delete a proof’s files (the record stays as a tombstone)', ProofRecord),
+  async (c) => {
+    const id = c.req.param('proof_id')!;
+    const { db } = c.var;
+    const { tombstone, record } = await batchByName(db, deleteProofStatements(db, c.var.membership.orgId, id));
+    const row = deletedRow('proof', id, deletionOutcome(record[0]));
+    purgeAfterResponse(
+      c,
+      db,
+      c.env.ARTIFACTS,
+      'proof',
+      tombstone.map((t) => t.id),
+    );
+    return c.json(proofRecord(row), 200);
+  },
+);
 
-consoleRetentionApi.openapi(deleteDoc('/orgs/{org_id}/executions/{execution_id}', 'execution_id', 'Delete an execution’s files (the record stays as a tombstone)', ExecutionRecord), async (c) => {
-  const id = c.req.param('execution_id')!;
-  const { db } = c.var;
-  const { tombstone, record } = await batchByName(db, deleteExecutionStatements(db, c.var.membership.orgId, id));
-  const row = deletedRow('execution', id, deletionOutcome(record[0]));
-  purgeAfterResponse(c, db, c.env.ARTIFACTS, 'execution', tombstone.map((t) => t.id));
-  return c.json(executionRecord(row), 200);
-});
+consoleRetentionApi.openapi(
+  deleteDoc(
+    '/orgs/{org_id}/executions/{execution_id}',
+    'execution_id',
+    'Delete an execution’s files (the record stays as a tombstone)',
+    ExecutionRecord,
+  ),
+  async (c) => {
+    const id = c.req.param('execution_id')!;
+    const { db } = c.var;
+    const { tombstone, record } = await batchByName(db, deleteExecutionStatements(db, c.var.membership.orgId, id));
+    const row = deletedRow('execution', id, deletionOutcome(record[0]));
+    purgeAfterResponse(
+      c,
+      db,
+      c.env.ARTIFACTS,
+      'execution',
+      tombstone.map((t) => t.id),
+    );
+    return c.json(executionRecord(row), 200);
+  },
+);
 
-consoleRetentionApi.openapi(deleteDoc('/orgs/{org_id}/programs/{program_id}', 'program_id', 'Delete a program’s files (refused while any job of it is queued or running)', ProgramRecord), async (c) => {
-  const id = c.req.param('program_id')!;
-  const { db } = c.var;
-  const org = c.var.membership.orgId;
-  const read = await batchByName(db, { ...deleteProgramStatements(db, org, id), ...programQuery(db, org, id) });
-  const found = requireProgram(read);
-  deletedRow('program', id, deletionOutcome(found.program));
-  purgeAfterResponse(c, db, c.env.ARTIFACTS, 'program', read.tombstone.map((t) => t.id));
-  return c.json(toRecord(found), 200);
-});
+consoleRetentionApi.openapi(
+  deleteDoc(
+    '/orgs/{org_id}/programs/{program_id}',
+    'program_id',
+    'Delete a program’s files (refused while any job of it is queued or running)',
+    ProgramRecord,
+  ),
+  async (c) => {
+    const id = c.req.param('program_id')!;
+    const { db } = c.var;
+    const org = c.var.membership.orgId;
+    const read = await batchByName(db, { ...deleteProgramStatements(db, org, id), ...programQuery(db, org, id) });
+    const found = requireProgram(read);
+    deletedRow('program', id, deletionOutcome(found.program));
+    purgeAfterResponse(
+      c,
+      db,
+      c.env.ARTIFACTS,
+      'program',
+      read.tombstone.map((t) => t.id),
+    );
+    return c.json(toRecord(found), 200);
+  },
+);
 
 const Retention = z
   .object({
@@ -70,7 +107,9 @@ const Retention = z
       .min(1)
       .max(MAX_RETENTION_DAYS)
       .nullable()
-      .openapi({ description: `Days the files of finished proofs and executions (inputs, logs, proofs) are kept, 1..${MAX_RETENTION_DAYS}; null: for good. Past it the sweep deletes them as DELETE does (the record stays as a tombstone).` }),
+      .openapi({
+        description: `Days the files of finished proofs and executions (inputs, logs, proofs) are kept, 1..${MAX_RETENTION_DAYS}; null: for good. Past it the sweep deletes them as DELETE does (the record stays as a tombstone).`,
+      }),
   })
   .openapi('Retention');
 
@@ -83,10 +122,16 @@ consoleRetentionApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'The organization’s retention',
     request: { params: OrgParams },
-    responses: { 200: { description: 'Its retention', content: { 'application/json': { schema: Retention } } }, ...consoleErrors(403, 404) },
+    responses: {
+      200: { description: 'Its retention', content: { 'application/json': { schema: Retention } } },
+      ...consoleErrors(403, 404),
+    },
   }),
   async (c) => {
-    const [row] = await c.var.db.select({ retention_days: organizations.retention_days }).from(organizations).where(eq(organizations.id, c.var.membership.orgId));
+    const [row] = await c.var.db
+      .select({ retention_days: organizations.retention_days })
+      .from(organizations)
+      .where(eq(organizations.id, c.var.membership.orgId));
     return c.json({ retention_days: row?.retention_days ?? null }, 200);
   },
 );
@@ -100,7 +145,10 @@ consoleRetentionApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Set the organization’s retention (owners and admins)',
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: Retention } } } },
-    responses: { 200: { description: 'Its retention now', content: { 'application/json': { schema: Retention } } }, ...consoleErrors(403, 404, 422) },
+    responses: {
+      200: { description: 'Its retention now', content: { 'application/json': { schema: Retention } } },
+      ...consoleErrors(403, 404, 422),
+    },
   }),
   async (c) => {
     const { retention_days } = c.req.valid('json');

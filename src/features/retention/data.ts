@@ -99,8 +99,22 @@ export function deleteProofStatements(db: Db, org: Org, id: string, now = Date.n
       deletable,
       now,
     ),
-    logStore: stopCompaction(db, 'proof', id, exists(db.select({ one: sql`1` }).from(proofs).where(deletable))),
-    tombstone: db.update(proofs).set({ deleted_at: isoAt(now), public_values: null }).where(deletable).returning({ id: proofs.id }),
+    logStore: stopCompaction(
+      db,
+      'proof',
+      id,
+      exists(
+        db
+          .select({ one: sql`1` })
+          .from(proofs)
+          .where(deletable),
+      ),
+    ),
+    tombstone: db
+      .update(proofs)
+      .set({ deleted_at: isoAt(now), public_values: null })
+      .where(deletable)
+      .returning({ id: proofs.id }),
     record: db.select().from(proofs).where(own),
   };
 }
@@ -110,9 +124,31 @@ export function deleteExecutionStatements(db: Db, org: Org, id: string, now = Da
   const own = and(eq(executions.id, id), eq(executions.org_id, org));
   const deletable = and(own, isNull(executions.deleted_at), inArray(executions.status, [...EXECUTION_TERMINAL_STATUSES]));
   return {
-    purge: purgeInsert(db, 'execution', executions, sql`json_object('input', ${executions.input_key})`, jobOf('execute', executions.id), deletable, now),
-    logStore: stopCompaction(db, 'execute', id, exists(db.select({ one: sql`1` }).from(executions).where(deletable))),
-    tombstone: db.update(executions).set({ deleted_at: isoAt(now), public_values: null }).where(deletable).returning({ id: executions.id }),
+    purge: purgeInsert(
+      db,
+      'execution',
+      executions,
+      sql`json_object('input', ${executions.input_key})`,
+      jobOf('execute', executions.id),
+      deletable,
+      now,
+    ),
+    logStore: stopCompaction(
+      db,
+      'execute',
+      id,
+      exists(
+        db
+          .select({ one: sql`1` })
+          .from(executions)
+          .where(deletable),
+      ),
+    ),
+    tombstone: db
+      .update(executions)
+      .set({ deleted_at: isoAt(now), public_values: null })
+      .where(deletable)
+      .returning({ id: executions.id }),
     record: db.select().from(executions).where(own),
   };
 }
@@ -149,8 +185,22 @@ export function deleteProgramStatements(db: Db, org: Org, id: string, now = Date
       deletable,
       now,
     ),
-    logStore: stopCompaction(db, 'commit', id, exists(db.select({ one: sql`1` }).from(programs).where(deletable))),
-    tombstone: db.update(programs).set({ deleted_at: isoAt(now) }).where(deletable).returning({ id: programs.id }),
+    logStore: stopCompaction(
+      db,
+      'commit',
+      id,
+      exists(
+        db
+          .select({ one: sql`1` })
+          .from(programs)
+          .where(deletable),
+      ),
+    ),
+    tombstone: db
+      .update(programs)
+      .set({ deleted_at: isoAt(now) })
+      .where(deletable)
+      .returning({ id: programs.id }),
   };
 }
 

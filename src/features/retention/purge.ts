@@ -59,7 +59,15 @@ export async function purgeRow(db: Db, bucket: R2Bucket, row: PurgeRow, now = Da
     });
     return true;
   } catch (err) {
-    console.error(JSON.stringify({ level: 'error', msg: 'purge failed; the sweep retries it', subject_kind: row.subject_kind, subject_id: row.subject_id, error: String(err) }));
+    console.error(
+      JSON.stringify({
+        level: 'error',
+        msg: 'purge failed; the sweep retries it',
+        subject_kind: row.subject_kind,
+        subject_id: row.subject_id,
+        error: String(err),
+      }),
+    );
     await db
       .update(purges)
       .set({ attempts: sql`${purges.attempts} + 1` })
@@ -80,8 +88,16 @@ export async function purgeSubjects(db: Db, bucket: R2Bucket, kind: DeletableKin
 }
 
 /** Runs purgeSubjects() after the response (or at once, without an execution context). */
-export function purgeAfterResponse(c: { executionCtx: { waitUntil(p: Promise<unknown>): void } }, db: Db, bucket: R2Bucket, kind: DeletableKind, ids: readonly string[]): void {
-  const purging = purgeSubjects(db, bucket, kind, ids).catch((err) => console.error(JSON.stringify({ level: 'error', msg: 'purge failed', error: String(err) })));
+export function purgeAfterResponse(
+  c: { executionCtx: { waitUntil(p: Promise<unknown>): void } },
+  db: Db,
+  bucket: R2Bucket,
+  kind: DeletableKind,
+  ids: readonly string[],
+): void {
+  const purging = purgeSubjects(db, bucket, kind, ids).catch((err) =>
+    console.error(JSON.stringify({ level: 'error', msg: 'purge failed', error: String(err) })),
+  );
   try {
     c.executionCtx.waitUntil(purging);
   } catch {

@@ -30,7 +30,8 @@ export const RETENTION_SWEEP_BATCH = 50;
 export const MAX_RETENTION_DAYS = 3650;
 
 /** `now` less the organization's retention, as an ISO timestamp in SQL (terminated_at's form). */
-const cutoff = (now: number) => sql`strftime('%Y-%m-%dT%H:%M:%fZ', ${new Date(now).toISOString()}, '-' || ${organizations.retention_days} || ' days')`;
+const cutoff = (now: number) =>
+  sql`strftime('%Y-%m-%dT%H:%M:%fZ', ${new Date(now).toISOString()}, '-' || ${organizations.retention_days} || ' days')`;
 
 /**
  * Up to `limit` finished, undeleted records of `table` past their organization's
@@ -43,7 +44,15 @@ export function pastRetention(db: Db, table: typeof proofs | typeof executions, 
     .select({ id: table.id, org_id: table.org_id })
     .from(organizations)
     .crossJoin(table)
-    .where(and(isNotNull(organizations.retention_days), eq(table.org_id, organizations.id), isNull(table.deleted_at), isNotNull(table.terminated_at), lt(table.terminated_at, cutoff(now))))
+    .where(
+      and(
+        isNotNull(organizations.retention_days),
+        eq(table.org_id, organizations.id),
+        isNull(table.deleted_at),
+        isNotNull(table.terminated_at),
+        lt(table.terminated_at, cutoff(now)),
+      ),
+    )
     .limit(limit);
 }
 
@@ -68,7 +77,10 @@ export async function deleteEndedLeases(db: Db, now = Date.now(), keepMs = LEASE
   // The finished job forgets its last lease too: jobs.lease_id (and its unique index
   // entry) is only ever read while the job holds the lease.
   const { gone } = await batchByName(db, {
-    unlink: db.update(jobs).set({ lease_id: null }).where(and(inArray(jobs.lease_id, old), eq(jobs.status, 'done'))),
+    unlink: db
+      .update(jobs)
+      .set({ lease_id: null })
+      .where(and(inArray(jobs.lease_id, old), eq(jobs.status, 'done'))),
     gone: db.delete(leases).where(inArray(leases.id, old)).returning({ id: leases.id }),
   });
   return gone.length;
@@ -80,7 +92,13 @@ export const leaseKeepMs = (env: { LEASE_KEEP_SECONDS?: string }) => {
   return Number.isFinite(s) && s >= 60 ? s * 1000 : LEASE_KEEP_MS;
 };
 
-export async function sweepRetention(db: Db, bucket: R2Bucket, now = Date.now(), limit = RETENTION_SWEEP_BATCH, keepMs = LEASE_KEEP_MS): Promise<{ retentionDeleted: number; purged: number; leasesDeleted: number }> {
+export async function sweepRetention(
+  db: Db,
+  bucket: R2Bucket,
+  now = Date.now(),
+  limit = RETENTION_SWEEP_BATCH,
+  keepMs = LEASE_KEEP_MS,
+): Promise<{ retentionDeleted: number; purged: number; leasesDeleted: number }> {
   const { proofRows, executionRows } = await batchByName(db, {
     proofRows: pastRetention(db, proofs, now, limit),
     executionRows: pastRetention(db, executions, now, limit),
@@ -105,6 +123,10 @@ export async function sweepRetention(db: Db, bucket: R2Bucket, now = Date.now(),
 
 /** Sets an organization's retention (days, or null: for good); false when there is no such organization. */
 export async function setRetention(db: Db, orgId: string, days: number | null): Promise<boolean> {
-  const rows = await db.update(organizations).set({ retention_days: days }).where(eq(organizations.id, orgId)).returning({ id: organizations.id });
+  const rows = await db
+    .update(organizations)
+    .set({ retention_days: days })
+    .where(eq(organizations.id, orgId))
+    .returning({ id: organizations.id });
   return rows.length === 1;
 }

@@ -25,7 +25,13 @@ export const jobOfSubject = (db: Db, kind: RunJobKind, subject: SQL | string) =>
  * newest first) and the program's counter of them (`program`: the list's total; no
  * row for another organization's program), by name for one batch. runsPage() reads them.
  */
-export const programRuns = <Rows>(db: Db, org: Org, programId: string, counter: typeof programs.proof_count | typeof programs.execution_count, rows: Rows) => ({
+export const programRuns = <Rows>(
+  db: Db,
+  org: Org,
+  programId: string,
+  counter: typeof programs.proof_count | typeof programs.execution_count,
+  rows: Rows,
+) => ({
   program: db
     .select({ total: counter })
     .from(programs)
@@ -34,7 +40,12 @@ export const programRuns = <Rows>(db: Db, org: Org, programId: string, counter: 
 });
 
 /** The page programRuns() read, as records: 404 when the program is not the caller's. */
-export function runsPage<R, T>({ program: [program], rows }: { program: { total: number }[]; rows: R[] }, toRecord: (row: R) => T, page: number, pageSize: number) {
+export function runsPage<R, T>(
+  { program: [program], rows }: { program: { total: number }[]; rows: R[] },
+  toRecord: (row: R) => T,
+  page: number,
+  pageSize: number,
+) {
   if (!program) throw notFound('Program');
   return paginate(rows.map(toRecord), program.total, page, pageSize);
 }
@@ -72,8 +83,12 @@ export interface EventSubject<R extends SubjectRow = SubjectRow> {
 export const logPosition = (kind: RunJobKind, table: 'proofs' | 'executions') => {
   const subjectId = sql`${sql.identifier(table)}.${sql.identifier('id')}`;
   return {
-    log_job_id: sql<string | null>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_job_id'),
-    log_bytes: sql<number | null>`(SELECT ${jobs.log_bytes} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_bytes'),
+    log_job_id: sql<string | null>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as(
+      'log_job_id',
+    ),
+    log_bytes: sql<
+      number | null
+    >`(SELECT ${jobs.log_bytes} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_bytes'),
   };
 };
 

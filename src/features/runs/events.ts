@@ -72,7 +72,11 @@ const EVENT_ID = /^(\d{1,15})\.([0-9a-f]{16})$/;
 export function parseLastEventId(header: string | undefined): Position | null {
   if (header === undefined || header.trim() === '') return null;
   const m = EVENT_ID.exec(header.trim());
-  if (!m) throw new ApiError(400, 'Malformed Last-Event-ID header: send back the id of the last event this stream sent you (or none to start over)');
+  if (!m)
+    throw new ApiError(
+      400,
+      'Malformed Last-Event-ID header: send back the id of the last event this stream sent you (or none to start over)',
+    );
   return { offset: Number(m[1]), stateHash: m[2] };
 }
 
@@ -92,12 +96,20 @@ function takeSlot(db: Db, org: SQL<string>, keyHash: string, id: string, now: nu
   const ofOrg = open(sql`${eventStreams.org_id} = ${org}`);
   return {
     lapsed: db.delete(eventStreams).where(and(eq(eventStreams.key_hash, keyHash), lte(eventStreams.expires_at, now))),
-    counts: db.select({ key: ofKey.as('key_streams'), org: ofOrg.as('org_streams') }).from(organizations).where(eq(organizations.id, org)),
+    counts: db
+      .select({ key: ofKey.as('key_streams'), org: ofOrg.as('org_streams') })
+      .from(organizations)
+      .where(eq(organizations.id, org)),
     slot: db
       .insert(eventStreams)
       .select(
         db
-          .select({ id: sql<string>`${id}`.as('id'), org_id: organizations.id, key_hash: sql<string>`${keyHash}`.as('key_hash'), expires_at: sql<number>`${now + STREAM_SLOT_TTL_MS}`.as('expires_at') })
+          .select({
+            id: sql<string>`${id}`.as('id'),
+            org_id: organizations.id,
+            key_hash: sql<string>`${keyHash}`.as('key_hash'),
+            expires_at: sql<number>`${now + STREAM_SLOT_TTL_MS}`.as('expires_at'),
+          })
           .from(organizations)
           .where(and(eq(organizations.id, org), lt(ofKey, limits.MAX_STREAMS_PER_KEY), lt(ofOrg, limits.MAX_STREAMS_PER_ORG))),
       )
@@ -125,7 +137,11 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
   const slotId = crypto.randomUUID();
   // The first read: the key, the record and the stream's slot in one batch (on the
   // primary, as it writes; 404 confirmed there).
-  const { record: rows, counts, slot } = await asCaller(
+  const {
+    record: rows,
+    counts,
+    slot,
+  } = await asCaller(
     c,
     (org) => ({ record: subject.query(c.var.db, org, id), ...takeSlot(c.var.db, org, hash, slotId, Date.now(), limits) }),
     ({ record }) => record.length > 0,
@@ -136,7 +152,9 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
       .delete(eventStreams)
       .where(eq(eventStreams.id, slotId))
       .run()
-      .catch((err: unknown) => console.error(JSON.stringify({ level: 'warn', msg: 'event stream slot not released; it lapses', error: String(err) })));
+      .catch((err: unknown) =>
+        console.error(JSON.stringify({ level: 'warn', msg: 'event stream slot not released; it lapses', error: String(err) })),
+      );
   /** Runs `p` past the response where the Worker can (a test calling app.fetch directly has no execution context). */
   const background = (p: Promise<unknown>) => {
     try {
@@ -153,7 +171,8 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
   };
   if (!first) return refuse(notFound(subject.name));
   const { json, terminal } = subject.record(first);
-  if (resume && terminal && resume.stateHash === (await stateHashOf(json)) && resume.offset >= (first.log_bytes ?? 0)) return refuse(c.body(null, 204));
+  if (resume && terminal && resume.stateHash === (await stateHashOf(json)) && resume.offset >= (first.log_bytes ?? 0))
+    return refuse(c.body(null, 204));
   if (!slot.length) {
     const [n] = counts;
     const keyFull = !n || n.key >= limits.MAX_STREAMS_PER_KEY;
@@ -176,7 +195,11 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
   const afterPoll = async (polls: number): Promise<string | null> => {
     if (Date.now() - refreshed >= STREAM_SLOT_REFRESH_MS) {
       refreshed = Date.now();
-      await primary.update(eventStreams).set({ expires_at: refreshed + STREAM_SLOT_TTL_MS }).where(eq(eventStreams.id, slotId)).run();
+      await primary
+        .update(eventStreams)
+        .set({ expires_at: refreshed + STREAM_SLOT_TTL_MS })
+        .where(eq(eventStreams.id, slotId))
+        .run();
     }
     return budget(polls);
   };
@@ -265,7 +288,13 @@ export async function follow(stream: SSEStreamingApi, f: Follow): Promise<void> 
       if (terminal && sent.offset >= logEnd) return;
       if (gone.stopped) return;
       if (clock.now() - started >= EVENT_STREAM_MAX_MS) {
-        await send('reconnect', JSON.stringify({ detail: `This stream ends after ${EVENT_STREAM_MAX_MS / 60_000} minutes: reconnect with Last-Event-ID to go on` }), { retry: RECONNECT_RETRY_MS });
+        await send(
+          'reconnect',
+          JSON.stringify({
+            detail: `This stream ends after ${EVENT_STREAM_MAX_MS / 60_000} minutes: reconnect with Last-Event-ID to go on`,
+          }),
+          { retry: RECONNECT_RETRY_MS },
+        );
         return;
       }
       // Wait for the next poll, keeping the connection alive meanwhile.
@@ -296,8 +325,12 @@ export async function follow(stream: SSEStreamingApi, f: Follow): Promise<void> 
     }
   } catch (err) {
     if (gone.stopped) return;
-    console.error(JSON.stringify({ level: 'error', msg: 'event stream failed; asking the client to reconnect', path: f.path, error: String(err) }));
-    await send('reconnect', JSON.stringify({ detail: 'The stream was interrupted: reconnect with Last-Event-ID to go on' }), { retry: RECONNECT_RETRY_MS }).catch(() => {});
+    console.error(
+      JSON.stringify({ level: 'error', msg: 'event stream failed; asking the client to reconnect', path: f.path, error: String(err) }),
+    );
+    await send('reconnect', JSON.stringify({ detail: 'The stream was interrupted: reconnect with Last-Event-ID to go on' }), {
+      retry: RECONNECT_RETRY_MS,
+    }).catch(() => {});
   }
 }
 
@@ -334,10 +367,10 @@ function stopSignal(stream: SSEStreamingApi, signal: AbortSignal | undefined) {
 // OpenAPI of the two routes.
 
 export const EventStreamHeaders = z.object({
-  'Last-Event-ID': z
-    .string()
-    .optional()
-    .openapi({ description: 'The id of the last event received: the stream resumes after it, without repeats', example: '1536.9f86d081884c7d65' }),
+  'Last-Event-ID': z.string().optional().openapi({
+    description: 'The id of the last event received: the stream resumes after it, without repeats',
+    example: '1536.9f86d081884c7d65',
+  }),
 });
 
 /** The description and responses of a record's event stream route. */

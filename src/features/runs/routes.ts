@@ -47,7 +47,13 @@ export interface RunKind<Row> {
   /** The run by id, scoped to `org`. */
   query: (db: Db, org: SQL<string>, id: string) => Rows<Row>;
   /** A page of a program's runs with the program's counter of them (src/features/runs/data.ts programRuns). */
-  ofProgram: (db: Db, org: SQL<string>, programId: string, page: number, pageSize: number) => { program: Rows<{ total: number }>; rows: Rows<Row> };
+  ofProgram: (
+    db: Db,
+    org: SQL<string>,
+    programId: string,
+    page: number,
+    pageSize: number,
+  ) => { program: Rows<{ total: number }>; rows: Rows<Row> };
   /** What its event stream reads and sends. */
   events: EventSubject;
   /** The words that differ from kind to kind. */
@@ -73,7 +79,11 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
 
   /** The caller's run, in the request's one read (404, confirmed on the primary, when there is none). */
   async function read(c: Context<AppEnv>, id: string): Promise<Row> {
-    const { run } = await asCaller(c, (org) => ({ run: kind.query(c.var.db, org, id) }), ({ run }) => run.length > 0);
+    const { run } = await asCaller(
+      c,
+      (org) => ({ run: kind.query(c.var.db, org, id) }),
+      ({ run }) => run.length > 0,
+    );
     return one(run, kind.name);
   }
 
@@ -92,14 +102,21 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           summary: `List the ${kind.tag} of a program`,
           request: { query: PaginationQuery.extend({ program_id: z.uuid() }) },
           responses: {
-            200: { description: `A page of ${kind.tag}, newest first`, content: { 'application/json': { schema: pageOf(kind.schema, kind.pageName) } } },
+            200: {
+              description: `A page of ${kind.tag}, newest first`,
+              content: { 'application/json': { schema: pageOf(kind.schema, kind.pageName) } },
+            },
             ...errorResponses(404, 422),
           },
         }),
         async (c) => {
           const { program_id, page, page_size } = c.req.valid('query');
           // The total is the program's counter (kept by a trigger), not a count of its runs.
-          const read = await asCaller(c, (org) => kind.ofProgram(c.var.db, org, program_id, page, page_size), ({ program }) => program.length > 0);
+          const read = await asCaller(
+            c,
+            (org) => kind.ofProgram(c.var.db, org, program_id, page, page_size),
+            ({ program }) => program.length > 0,
+          );
           return c.json(runsPage(read, kind.toRecord, page, page_size), 200);
         },
       );
@@ -136,19 +153,29 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
         request: { params: Params, query: LogPageQuerySchema },
         responses: { ...doc.responses, ...errorResponses(404, 422) },
       });
-      api.get(path, permit('records.read'), zValidator('query', LogPageQuerySchema, validationHook), zValidator('param', Params, validationHook), async (c) => {
-        const id = c.req.valid('param')[kind.param];
-        const { offset } = c.req.valid('query');
-        // One round trip: the key, the run, its job's log length and the index rows of the page.
-        const { run, job, rows } = await asCaller(
-          c,
-          (org) => ({ run: kind.query(c.var.db, org, id), job: jobOfSubject(c.var.db, kind.job, id), rows: logPageQuery(c.var.db, jobIdOfSubject(kind.job, id), offset) }),
-          ({ run }) => run.length > 0,
-        );
-        // A deleted run's log is gone with its files: 404 saying so (src/features/retention).
-        refuseDeleted(one(run, kind.name), `${kind.name} ${id}`);
-        return logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows, offset);
-      });
+      api.get(
+        path,
+        permit('records.read'),
+        zValidator('query', LogPageQuerySchema, validationHook),
+        zValidator('param', Params, validationHook),
+        async (c) => {
+          const id = c.req.valid('param')[kind.param];
+          const { offset } = c.req.valid('query');
+          // One round trip: the key, the run, its job's log length and the index rows of the page.
+          const { run, job, rows } = await asCaller(
+            c,
+            (org) => ({
+              run: kind.query(c.var.db, org, id),
+              job: jobOfSubject(c.var.db, kind.job, id),
+              rows: logPageQuery(c.var.db, jobIdOfSubject(kind.job, id), offset),
+            }),
+            ({ run }) => run.length > 0,
+          );
+          // A deleted run's log is gone with its files: 404 saying so (src/features/retention).
+          refuseDeleted(one(run, kind.name), `${kind.name} ${id}`);
+          return logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows, offset);
+        },
+      );
     },
 
     /** GET /{id}/events: its state and logs as Server-Sent Events. */
@@ -163,8 +190,12 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
         request: { params: Params, headers: EventStreamHeaders },
         responses: { ...doc.responses, ...errorResponses(400, 404, 422) },
       });
-      api.get(path, permit('records.read'), zValidator('param', Params, validationHook), zValidator('header', EventStreamHeaders, validationHook), (c) =>
-        eventStream(c, kind.events, c.req.valid('param')[kind.param]),
+      api.get(
+        path,
+        permit('records.read'),
+        zValidator('param', Params, validationHook),
+        zValidator('header', EventStreamHeaders, validationHook),
+        (c) => eventStream(c, kind.events, c.req.valid('param')[kind.param]),
       );
     },
   };

@@ -82,7 +82,8 @@ export async function submitJob<T>(
         if (!isRefusedJobInsert(err)) throw err;
         const refusal = await explainRefusal(c, gpus, job.kind);
         if (refusal) throw refusal;
-        if (attempt === 2) throw new ApiError(429, 'Quota exceeded: your organization reached a quota while this request was stored; submit it again');
+        if (attempt === 2)
+          throw new ApiError(429, 'Quota exceeded: your organization reached a quota while this request was stored; submit it again');
       }
     }
     kind = job.kind;

@@ -29,8 +29,12 @@ export const MAX_VERIFY_PROOF_BYTES = MAX_CHILD_PROOF_BYTES;
 
 const StarkQuery = z.object({ program_id: z.uuid() });
 const UnifiedQuery = z.object({
-  config_id: ConfigId.optional().openapi({ description: 'The config whose keys verify an EVM proof (the published client’s `verify evm`)' }),
-  program_id: z.uuid().optional().openapi({ description: 'The program a STARK proof is checked against (its baseline); for an EVM proof, also checks its app_exe_commit' }),
+  config_id: ConfigId.optional().openapi({
+    description: 'The config whose keys verify an EVM proof (the published client’s `verify evm`)',
+  }),
+  program_id: z.uuid().optional().openapi({
+    description: 'The program a STARK proof is checked against (its baseline); for an EVM proof, also checks its app_exe_commit',
+  }),
 });
 
 const proofFileBody = (description: string) => ({
@@ -47,7 +51,11 @@ verifyApi.openAPIRegistry.registerPath(
     summary: 'Submit a proof for verification (unified: EVM or STARK, told apart by its shape)',
     description:
       'An EVM proof is checked with the keys of `config_id` (or of the program’s config); a STARK proof needs `program_id`, whose verification baseline it is checked against. Hex fields may come with or without `0x`. The result starts as `processing` and becomes `verified` or `failed`.',
-    request: { query: UnifiedQuery, headers: IdempotencyHeaders, body: proofFileBody('EVM proof JSON, or STARK proof JSON (VersionedVmStarkProof)') },
+    request: {
+      query: UnifiedQuery,
+      headers: IdempotencyHeaders,
+      body: proofFileBody('EVM proof JSON, or STARK proof JSON (VersionedVmStarkProof)'),
+    },
     responses: idempotentResponses(200, 'Verification queued', 400, 404, 409, 413, 422),
   }),
 );
@@ -71,9 +79,17 @@ verifyApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Unifi
   // The two proof files differ in shape: only the EVM proof has `proof_data`.
   const kind = doc !== null && typeof doc === 'object' && 'proof_data' in doc ? 'evm' : 'stark';
   if (kind === 'stark' && !q.program_id)
-    throw new ValidationError([{ loc: ['query', 'program_id'], msg: 'Field required: a STARK proof is checked against a program’s verification baseline', type: 'missing' }]);
+    throw new ValidationError([
+      {
+        loc: ['query', 'program_id'],
+        msg: 'Field required: a STARK proof is checked against a program’s verification baseline',
+        type: 'missing',
+      },
+    ]);
   if (kind === 'evm' && !q.config_id && !q.program_id)
-    throw new ValidationError([{ loc: ['query', 'config_id'], msg: 'Field required: the config whose keys verify the EVM proof', type: 'missing' }]);
+    throw new ValidationError([
+      { loc: ['query', 'config_id'], msg: 'Field required: the config whose keys verify the EVM proof', type: 'missing' },
+    ]);
   return c.json({ id: await submitVerification(c, looked, { kind, text, doc, programId: q.program_id, configId: q.config_id }) }, 200);
 });
 
@@ -93,7 +109,8 @@ async function lookUp(c: Context<AppEnv>, programId: string | undefined, configI
   const read = await asCaller(
     c,
     (org) => ({ ...programQuery(db, org, programId ?? ''), named: configQuery(db, configId ?? ''), usage: usageQuery(c, org) }),
-    ({ program: [p], named, usage: [u] }) => (!programId || p?.status === 'ready') && (!configId || named.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
+    ({ program: [p], named, usage: [u] }) =>
+      (!programId || p?.status === 'ready') && (!configId || named.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
   );
   return { program: programOf(read), config: read.named[0], usage: read.usage[0] };
 }
@@ -102,7 +119,10 @@ async function lookUp(c: Context<AppEnv>, programId: string | undefined, configI
 async function readProofPart(req: Request): Promise<string> {
   const form = multipartForm(req, MAX_VERIFY_PROOF_BYTES + 64 * 1024);
   if (!form) throw new ApiError(400, 'Expected a multipart/form-data body with a file part "proof"');
-  const { proof } = await form.read({ proof: { required: true, max: 1, sink: () => new MemorySink(MAX_VERIFY_PROOF_BYTES, () => tooLarge(MAX_VERIFY_PROOF_BYTES)) } }, 8);
+  const { proof } = await form.read(
+    { proof: { required: true, max: 1, sink: () => new MemorySink(MAX_VERIFY_PROOF_BYTES, () => tooLarge(MAX_VERIFY_PROOF_BYTES)) } },
+    8,
+  );
   return proof[0].text();
 }
 
@@ -110,7 +130,9 @@ function parseProofJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, not valid JSON (${(e as Error).message})`, type: 'value_error' }]);
+    throw new ValidationError([
+      { loc: ['body', 'proof'], msg: `Value error, not valid JSON (${(e as Error).message})`, type: 'value_error' },
+    ]);
   }
 }
 
@@ -133,9 +155,18 @@ async function submitVerification(
     if (!looked.program) throw notFound('Program');
     ({ program, config } = looked.program);
     if (program.status !== 'ready')
-      throw new ApiError(409, `Program ${program.id} is not ready (status: ${program.status}); its verification baseline is not computed yet`);
+      throw new ApiError(
+        409,
+        `Program ${program.id} is not ready (status: ${program.status}); its verification baseline is not computed yet`,
+      );
     if (v.configId && v.configId !== config.id)
-      throw new ValidationError([{ loc: ['query', 'config_id'], msg: `Value error, program ${program.id} uses config ${config.id}, not ${v.configId}`, type: 'value_error' }]);
+      throw new ValidationError([
+        {
+          loc: ['query', 'config_id'],
+          msg: `Value error, program ${program.id} uses config ${config.id}, not ${v.configId}`,
+          type: 'value_error',
+        },
+      ]);
   } else {
     config = looked.config;
     if (!config) throw notFound('Config');
@@ -159,7 +190,15 @@ async function submitVerification(
           proof_key: artifactKey.verificationProof(id),
         }),
       ],
-      job: { kind: 'verify', subjectId: id, orgId: caller.orgId, configId: cfg.id, engine: cfg.engine, priority: INTERACTIVE_PRIORITY, numGpus: 1 },
+      job: {
+        kind: 'verify',
+        subjectId: id,
+        orgId: caller.orgId,
+        configId: cfg.id,
+        engine: cfg.engine,
+        priority: INTERACTIVE_PRIORITY,
+        numGpus: 1,
+      },
     }),
     answer,
   );
@@ -187,7 +226,11 @@ for (const [path, summary] of [
     }),
     async (c) => {
       const id = c.req.valid('param').verify_id;
-      const { verification } = await asCaller(c, (org) => ({ verification: verificationQuery(c.var.db, org, id) }), ({ verification }) => verification.length > 0);
+      const { verification } = await asCaller(
+        c,
+        (org) => ({ verification: verificationQuery(c.var.db, org, id) }),
+        ({ verification }) => verification.length > 0,
+      );
       return c.json(verificationRecord(one(verification, 'Verification')), 200);
     },
   );

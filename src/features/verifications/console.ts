@@ -30,7 +30,10 @@ consoleVerificationsApi.openapi(
       }),
     },
     responses: {
-      200: { description: 'A page of verifications', content: { 'application/json': { schema: pageOf(VerificationRecord, 'ConsoleVerificationPage') } } },
+      200: {
+        description: 'A page of verifications',
+        content: { 'application/json': { schema: pageOf(VerificationRecord, 'ConsoleVerificationPage') } },
+      },
       ...consoleErrors(404, 422),
     },
   }),
@@ -47,9 +50,17 @@ consoleVerificationsApi.openapi(
     const db = c.var.db;
     const filtered = q.program_id || q.result || range.from || range.to;
     const total = filtered
-      ? cappedCount(db.select({ one: sql`1` }).from(verifications).where(where))
+      ? cappedCount(
+          db
+            .select({ one: sql`1` })
+            .from(verifications)
+            .where(where),
+        )
       : orgCounter(db, c.var.membership.orgId, sql`${organizations.verification_count}`);
     const rows = db.select().from(verifications).where(where).orderBy(desc(verifications.created_at), desc(verifications.id)).$dynamic();
-    return c.json(pageAnswer(await batchByName(db, pageQuery(db, rows, total, q.page, q.page_size)), verificationRecord, q.page, q.page_size), 200);
+    return c.json(
+      pageAnswer(await batchByName(db, pageQuery(db, rows, total, q.page, q.page_size)), verificationRecord, q.page, q.page_size),
+      200,
+    );
   },
 );

@@ -54,11 +54,15 @@ const inKeyBatch =
     asCaller(c, (org) => build(c.var.db, org), fresh);
 
 /** The API key's column, as SQL, for statements batched with its lookup. */
-const keyColumn = (hash: string, column: SQL) => sql<string>`(SELECT ${column} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
+const keyColumn = (hash: string, column: SQL) =>
+  sql<string>`(SELECT ${column} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
 /** Who the audit log names for a change made with the request's API key. */
 const keyActor = (c: Context<AppEnv>): Actor => ({
   userId: null,
-  name: keyColumn(c.var.apiKeyHash, sql`'API key ' || coalesce(${apiKeys.prefix} || '…', ${apiKeys.id}) || ' (' || ${apiKeys.owner} || ')'`),
+  name: keyColumn(
+    c.var.apiKeyHash,
+    sql`'API key ' || coalesce(${apiKeys.prefix} || '…', ${apiKeys.id}) || ' (' || ${apiKeys.owner} || ')'`,
+  ),
 });
 
 /**
@@ -87,7 +91,10 @@ webhooksApi.openapi(
     responses: {
       201: { description: 'Created', content: { 'application/json': { schema: WebhookEndpointWithSecret } } },
       ...errorResponses(409, 413, 422),
-      503: { description: 'Webhooks are not configured on this deployment', content: { 'application/json': { schema: z.object({ detail: z.string() }) } } },
+      503: {
+        description: 'Webhooks are not configured on this deployment',
+        content: { 'application/json': { schema: z.object({ detail: z.string() }) } },
+      },
     },
   }),
   async (c) => {
@@ -97,7 +104,13 @@ webhooksApi.openapi(
     const id = crypto.randomUUID();
     const { secret, sealed } = await sealedNewSecret(c, id);
     const createdBy = keyColumn(c.var.apiKeyHash, sql`${apiKeys.owner}`);
-    const endpoint = await createEndpoint(inKeyBatch(c), keyActor(c), createdBy, { id, url: body.url, events: body.events, description: body.description, sealedSecret: sealed });
+    const endpoint = await createEndpoint(inKeyBatch(c), keyActor(c), createdBy, {
+      id,
+      url: body.url,
+      events: body.events,
+      description: body.description,
+      sealedSecret: sealed,
+    });
     return c.json({ ...endpoint, secret }, 201);
   },
 );
@@ -111,7 +124,10 @@ webhooksApi.openapi(
     summary: 'List webhook endpoints, newest first (never their secrets)',
     request: { query: PaginationQuery },
     responses: {
-      200: { description: 'A page of endpoints', content: { 'application/json': { schema: pageOf(WebhookEndpointRecord, 'WebhookEndpointPage') } } },
+      200: {
+        description: 'A page of endpoints',
+        content: { 'application/json': { schema: pageOf(WebhookEndpointRecord, 'WebhookEndpointPage') } },
+      },
       ...errorResponses(422),
     },
   }),
@@ -185,7 +201,8 @@ webhooksApi.openapi(
     middleware: [permit('webhooks.manage')],
     tags: TAGS,
     summary: 'Replace the signing secret; the new one is in this answer only',
-    description: 'For 24 hours after a rotation every delivery carries two signatures, under the new secret and the previous one (Standard Webhooks receivers accept either), so a receiver can switch without losing events.',
+    description:
+      'For 24 hours after a rotation every delivery carries two signatures, under the new secret and the previous one (Standard Webhooks receivers accept either), so a receiver can switch without losing events.',
     request: { params: EndpointParams },
     responses: {
       200: { description: 'The endpoint with its new secret', content: { 'application/json': { schema: WebhookEndpointWithSecret } } },
@@ -208,7 +225,10 @@ webhooksApi.openapi(
     summary: 'The endpoint’s deliveries, newest first, each with its attempts (delivered ones kept 3 days, failed ones 30)',
     request: { params: EndpointParams, query: PaginationQuery.extend(DeliveryQuery.shape) },
     responses: {
-      200: { description: 'A page of deliveries', content: { 'application/json': { schema: pageOf(WebhookDeliveryRecord, 'WebhookDeliveryPage') } } },
+      200: {
+        description: 'A page of deliveries',
+        content: { 'application/json': { schema: pageOf(WebhookDeliveryRecord, 'WebhookDeliveryPage') } },
+      },
       ...errorResponses(404, 422),
     },
   }),

@@ -29,7 +29,15 @@ import {
   type InOrg,
 } from './data.ts';
 import { WEBHOOKS_DESCRIPTION } from './docs.ts';
-import { CreateWebhookBody, DeliveryParams, DeliveryQuery, UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord, WebhookEndpointWithSecret } from './schemas.ts';
+import {
+  CreateWebhookBody,
+  DeliveryParams,
+  DeliveryQuery,
+  UpdateWebhookBody,
+  WebhookDeliveryRecord,
+  WebhookEndpointRecord,
+  WebhookEndpointWithSecret,
+} from './schemas.ts';
 import { newWebhookSecret } from './secrets.ts';
 
 export const consoleWebhooksApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
@@ -62,7 +70,13 @@ consoleWebhooksApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'List webhook endpoints, newest first (never their secrets)',
     request: { params: OrgParams, query: PaginationQuery },
-    responses: { 200: { description: 'A page of endpoints', content: { 'application/json': { schema: pageOf(WebhookEndpointRecord, 'ConsoleWebhookEndpointPage') } } }, ...consoleErrors(404, 422) },
+    responses: {
+      200: {
+        description: 'A page of endpoints',
+        content: { 'application/json': { schema: pageOf(WebhookEndpointRecord, 'ConsoleWebhookEndpointPage') } },
+      },
+      ...consoleErrors(404, 422),
+    },
   }),
   async (c) => {
     const { page, page_size } = c.req.valid('query');
@@ -80,14 +94,23 @@ consoleWebhooksApi.openapi(
     description: WEBHOOKS_DESCRIPTION,
     middleware: [permit('webhooks.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: CreateWebhookBody } } } },
-    responses: { 201: { description: 'Created', content: { 'application/json': { schema: WebhookEndpointWithSecret } } }, ...consoleErrors(403, 404, 409, 422) },
+    responses: {
+      201: { description: 'Created', content: { 'application/json': { schema: WebhookEndpointWithSecret } } },
+      ...consoleErrors(403, 404, 409, 422),
+    },
   }),
   async (c) => {
     const body = c.req.valid('json');
     checkWebhookUrl(c.env, body.url);
     const id = crypto.randomUUID();
     const { secret, sealed } = await newSecret(c, id);
-    const endpoint = await createEndpoint(inMemberBatch(c), actor(c), c.var.user.email, { id, url: body.url, events: body.events, description: body.description, sealedSecret: sealed });
+    const endpoint = await createEndpoint(inMemberBatch(c), actor(c), c.var.user.email, {
+      id,
+      url: body.url,
+      events: body.events,
+      description: body.description,
+      sealedSecret: sealed,
+    });
     return c.json({ ...endpoint, secret }, 201);
   },
 );
@@ -101,7 +124,10 @@ consoleWebhooksApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Get a webhook endpoint (never its secret)',
     request: { params: EndpointParams },
-    responses: { 200: { description: 'The endpoint', content: { 'application/json': { schema: WebhookEndpointRecord } } }, ...consoleErrors(404, 422) },
+    responses: {
+      200: { description: 'The endpoint', content: { 'application/json': { schema: WebhookEndpointRecord } } },
+      ...consoleErrors(404, 422),
+    },
   }),
   async (c) => {
     return c.json(await getEndpoint(inMemberBatch(c), c.req.valid('param').webhook_id), 200);
@@ -117,7 +143,10 @@ consoleWebhooksApi.openapi(
     summary: 'Change a webhook endpoint; enable or disable it (owners and admins)',
     middleware: [permit('webhooks.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: EndpointParams, body: { required: true, content: { 'application/json': { schema: UpdateWebhookBody } } } },
-    responses: { 200: { description: 'The endpoint as it now is', content: { 'application/json': { schema: WebhookEndpointRecord } } }, ...consoleErrors(403, 404, 422) },
+    responses: {
+      200: { description: 'The endpoint as it now is', content: { 'application/json': { schema: WebhookEndpointRecord } } },
+      ...consoleErrors(403, 404, 422),
+    },
   }),
   async (c) => {
     const patch = c.req.valid('json');
@@ -135,7 +164,10 @@ consoleWebhooksApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Delete a webhook endpoint (owners and admins)',
     request: { params: EndpointParams },
-    responses: { 200: { description: 'Deleted', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 422) },
+    responses: {
+      200: { description: 'Deleted', content: { 'application/json': { schema: MessageResponse } } },
+      ...consoleErrors(403, 404, 422),
+    },
   }),
   async (c) => {
     await deleteEndpoint(inMemberBatch(c), actor(c), c.req.valid('param').webhook_id);
@@ -152,7 +184,10 @@ consoleWebhooksApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Replace the signing secret (owners and admins); the previous one signs too for 24 hours',
     request: { params: EndpointParams },
-    responses: { 200: { description: 'The endpoint with its new secret', content: { 'application/json': { schema: WebhookEndpointWithSecret } } }, ...consoleErrors(403, 404, 422) },
+    responses: {
+      200: { description: 'The endpoint with its new secret', content: { 'application/json': { schema: WebhookEndpointWithSecret } } },
+      ...consoleErrors(403, 404, 422),
+    },
   }),
   async (c) => {
     const id = c.req.valid('param').webhook_id;
@@ -170,7 +205,13 @@ consoleWebhooksApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'The endpoint’s deliveries, newest first, with their attempts',
     request: { params: EndpointParams, query: PaginationQuery.extend(DeliveryQuery.shape) },
-    responses: { 200: { description: 'A page of deliveries', content: { 'application/json': { schema: pageOf(WebhookDeliveryRecord, 'ConsoleWebhookDeliveryPage') } } }, ...consoleErrors(404, 422) },
+    responses: {
+      200: {
+        description: 'A page of deliveries',
+        content: { 'application/json': { schema: pageOf(WebhookDeliveryRecord, 'ConsoleWebhookDeliveryPage') } },
+      },
+      ...consoleErrors(404, 422),
+    },
   }),
   async (c) => {
     const { page, page_size, status } = c.req.valid('query');
@@ -187,7 +228,10 @@ consoleWebhooksApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Send a delivered or failed delivery again (owners and admins)',
     request: { params: ConsoleDeliveryParams },
-    responses: { 202: { description: 'Pending again', content: { 'application/json': { schema: WebhookDeliveryRecord } } }, ...consoleErrors(403, 404, 409, 422) },
+    responses: {
+      202: { description: 'Pending again', content: { 'application/json': { schema: WebhookDeliveryRecord } } },
+      ...consoleErrors(403, 404, 409, 422),
+    },
   }),
   async (c) => {
     const { webhook_id, delivery_id } = c.req.valid('param');
@@ -206,7 +250,10 @@ consoleWebhooksApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Send a webhook.test event to the endpoint now (owners and admins)',
     request: { params: EndpointParams },
-    responses: { 202: { description: 'Queued', content: { 'application/json': { schema: WebhookDeliveryRecord } } }, ...consoleErrors(403, 404, 409, 422) },
+    responses: {
+      202: { description: 'Queued', content: { 'application/json': { schema: WebhookDeliveryRecord } } },
+      ...consoleErrors(403, 404, 409, 422),
+    },
   }),
   async (c) => {
     const delivery = await recordTestEvent(inMemberBatch(c), c.req.valid('param').webhook_id);

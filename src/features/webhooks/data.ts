@@ -37,7 +37,8 @@ export const MAX_WEBHOOK_ENDPOINTS = 20;
 export const TEST_EVENT = 'webhook.test';
 
 /** The `webhook.test` payload's data. */
-export const TEST_EVENT_MESSAGE = 'A test event, sent because it was asked for (POST /v1/webhooks/{id}/test). Its signature verifies with the endpoint’s secret like every other event’s.';
+export const TEST_EVENT_MESSAGE =
+  'A test event, sent because it was asked for (POST /v1/webhooks/{id}/test). Its signature verifies with the endpoint’s secret like every other event’s.';
 
 export function endpointRecord(e: EndpointRow, now = Date.now()): z.infer<typeof WebhookEndpointRecord> {
   return {
@@ -51,7 +52,8 @@ export function endpointRecord(e: EndpointRow, now = Date.now()): z.infer<typeof
     disabled: e.disabled,
     disabled_at: e.disabled_at,
     disabled_reason: e.disabled_reason,
-    previous_secret_valid_until: e.previous_secret && (e.previous_secret_expires_at ?? 0) > now ? new Date(e.previous_secret_expires_at!).toISOString() : null,
+    previous_secret_valid_until:
+      e.previous_secret && (e.previous_secret_expires_at ?? 0) > now ? new Date(e.previous_secret_expires_at!).toISOString() : null,
   };
 }
 
@@ -69,7 +71,14 @@ export function deliveryRecord(d: DeliveryRow, attempts: AttemptRow[]): z.infer<
     attempts: attempts
       .filter((a) => a.delivery_id === d.id)
       .sort((a, b) => a.attempt - b.attempt)
-      .map((a) => ({ attempt: a.attempt, attempted_at: a.attempted_at, status_code: a.status_code, error: a.error, latency_ms: a.latency_ms, response_excerpt: a.response_excerpt })),
+      .map((a) => ({
+        attempt: a.attempt,
+        attempted_at: a.attempted_at,
+        status_code: a.status_code,
+        error: a.error,
+        latency_ms: a.latency_ms,
+        response_excerpt: a.response_excerpt,
+      })),
   };
 }
 
@@ -81,7 +90,6 @@ export function checkWebhookUrl(env: Env, url: string): void {
 
 /** Subscribed events as stored: null for all, else the distinct names in the canonical order. */
 const storedEvents = (events: readonly string[] | null | undefined) => (events ? WEBHOOK_EVENTS.filter((e) => events.includes(e)) : null);
-
 
 // ---------------------------------------------------------------------------
 // Statements, each operation's as a record of named statements for one batch. `Actor`
@@ -146,7 +154,10 @@ function createStatements(db: Db, org: Org, actor: Actor, createdBy: string | SQ
 }
 
 const tooManyEndpoints = () =>
-  new ApiError(409, `Your organization has ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints, the most it may have: delete one first (one endpoint can subscribe to every event)`);
+  new ApiError(
+    409,
+    `Your organization has ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints, the most it may have: delete one first (one endpoint can subscribe to every event)`,
+  );
 
 export type EndpointPatch = z.infer<typeof UpdateWebhookBody>;
 
@@ -158,7 +169,8 @@ function updateStatements(db: Db, org: Org, actor: Actor, id: string, patch: End
   if (patch.url !== undefined) set.url = patch.url;
   if (patch.events !== undefined) set.events = storedEvents(patch.events);
   if (patch.description !== undefined) set.description = patch.description;
-  if (patch.disabled === false) Object.assign(set, { disabled: false, disabled_at: null, disabled_reason: null, failed_deliveries: 0, failing_since: null });
+  if (patch.disabled === false)
+    Object.assign(set, { disabled: false, disabled_at: null, disabled_reason: null, failed_deliveries: 0, failing_since: null });
   if (patch.disabled === true)
     Object.assign(set, {
       disabled: true,
@@ -168,7 +180,12 @@ function updateStatements(db: Db, org: Org, actor: Actor, id: string, patch: End
     });
   const changes = Object.keys(set).length > 0;
   return {
-    update: changes ? db.update(e).set({ ...set, updated_at: at }).where(own(org, id)) : undefined,
+    update: changes
+      ? db
+          .update(e)
+          .set({ ...set, updated_at: at })
+          .where(own(org, id))
+      : undefined,
     audit: changes ? audit(db, org, actor, 'webhook.update', id, patch) : undefined,
     endpoint: endpointQuery(db, org, id),
   };
@@ -196,7 +213,12 @@ function rotateStatements(db: Db, org: Org, actor: Actor, id: string, sealedSecr
   return {
     rotate: db
       .update(e)
-      .set({ previous_secret: sql`${e.secret}`, previous_secret_expires_at: now + PREVIOUS_SECRET_GRACE_MS, secret: sealedSecret, updated_at: new Date(now).toISOString() })
+      .set({
+        previous_secret: sql`${e.secret}`,
+        previous_secret_expires_at: now + PREVIOUS_SECRET_GRACE_MS,
+        secret: sealedSecret,
+        updated_at: new Date(now).toISOString(),
+      })
       .where(own(org, id)),
     audit: audit(db, org, actor, 'webhook.rotate_secret', id, {}),
     endpoint: endpointQuery(db, org, id),
@@ -208,9 +230,39 @@ function deliveryPageStatements(db: Db, org: Org, id: string, status: DeliveryRo
   const d = webhookDeliveries;
   const where = and(eq(d.endpoint_id, id), eq(d.org_id, org), status ? eq(d.status, status) : undefined);
   const newestFirst = [desc(d.created_at), desc(d.id)];
-  const { rows, total } = pageQuery(db, db.select().from(d).where(where).orderBy(...newestFirst).$dynamic(), cappedCount(db.select({ one: sql`1` }).from(d).where(where)), page, pageSize);
-  const pageIds = inPage(db.select({ id: d.id }).from(d).where(where).orderBy(...newestFirst).$dynamic(), page, pageSize);
-  return { endpoint: endpointQuery(db, org, id), rows, attempts: db.select().from(webhookAttempts).where(inArray(webhookAttempts.delivery_id, pageIds)), total };
+  const { rows, total } = pageQuery(
+    db,
+    db
+      .select()
+      .from(d)
+      .where(where)
+      .orderBy(...newestFirst)
+      .$dynamic(),
+    cappedCount(
+      db
+        .select({ one: sql`1` })
+        .from(d)
+        .where(where),
+    ),
+    page,
+    pageSize,
+  );
+  const pageIds = inPage(
+    db
+      .select({ id: d.id })
+      .from(d)
+      .where(where)
+      .orderBy(...newestFirst)
+      .$dynamic(),
+    page,
+    pageSize,
+  );
+  return {
+    endpoint: endpointQuery(db, org, id),
+    rows,
+    attempts: db.select().from(webhookAttempts).where(inArray(webhookAttempts.delivery_id, pageIds)),
+    total,
+  };
 }
 
 /**
@@ -265,10 +317,17 @@ function testStatements(db: Db, org: Org, id: string, now = Date.now()) {
  * A statement left undefined (a step the request does not need) is not run and reads
  * as undefined.
  */
-export type InOrg = <T extends Record<string, Statement | undefined>>(build: (db: Db, org: Org) => T, fresh?: (results: BatchResults<T>) => boolean) => Promise<BatchResults<T>>;
+export type InOrg = <T extends Record<string, Statement | undefined>>(
+  build: (db: Db, org: Org) => T,
+  fresh?: (results: BatchResults<T>) => boolean,
+) => Promise<BatchResults<T>>;
 
 const endpointNotFound = () => notFound('Webhook endpoint');
-const disabledEndpoint = (e: EndpointRow) => new ApiError(409, `The endpoint is disabled (${e.disabled_reason ?? 'no reason recorded'}): enable it with PATCH {"disabled": false} first`);
+const disabledEndpoint = (e: EndpointRow) =>
+  new ApiError(
+    409,
+    `The endpoint is disabled (${e.disabled_reason ?? 'no reason recorded'}): enable it with PATCH {"disabled": false} first`,
+  );
 
 export async function listEndpoints(inOrg: InOrg, page: number, pageSize: number) {
   const { rows, total } = await inOrg((db, org) => endpointPageStatements(db, org, page, pageSize));
@@ -290,13 +349,19 @@ export async function createEndpoint(inOrg: InOrg, actor: Actor, createdBy: stri
 }
 
 export async function getEndpoint(inOrg: InOrg, id: string) {
-  const { endpoint } = await inOrg((db, org) => ({ endpoint: endpointQuery(db, org, id) }), (read) => read.endpoint.length > 0);
+  const { endpoint } = await inOrg(
+    (db, org) => ({ endpoint: endpointQuery(db, org, id) }),
+    (read) => read.endpoint.length > 0,
+  );
   if (!endpoint[0]) throw endpointNotFound();
   return endpointRecord(endpoint[0]);
 }
 
 export async function updateEndpoint(inOrg: InOrg, actor: Actor, id: string, patch: EndpointPatch) {
-  const { endpoint } = await inOrg((db, org) => updateStatements(db, org, actor, id, patch), (read) => read.endpoint.length > 0);
+  const { endpoint } = await inOrg(
+    (db, org) => updateStatements(db, org, actor, id, patch),
+    (read) => read.endpoint.length > 0,
+  );
   if (!endpoint[0]) throw endpointNotFound();
   return endpointRecord(endpoint[0]);
 }
@@ -314,18 +379,26 @@ export async function rotateSecret(inOrg: InOrg, actor: Actor, id: string, seale
 }
 
 export async function listDeliveries(inOrg: InOrg, id: string, status: DeliveryRow['status'] | undefined, page: number, pageSize: number) {
-  const { endpoint, rows, attempts, total } = await inOrg((db, org) => deliveryPageStatements(db, org, id, status, page, pageSize), (read) => read.endpoint.length > 0);
+  const { endpoint, rows, attempts, total } = await inOrg(
+    (db, org) => deliveryPageStatements(db, org, id, status, page, pageSize),
+    (read) => read.endpoint.length > 0,
+  );
   if (!endpoint[0]) throw endpointNotFound();
   return pageAnswer({ rows, total }, (r) => deliveryRecord(r, attempts), page, pageSize);
 }
 
 /** The delivery, pending again (to send: refOf), with its record; or why not (404, 409). */
-export async function redeliver(inOrg: InOrg, id: string, deliveryId: string): Promise<DeliveryRow & { record: z.infer<typeof WebhookDeliveryRecord> }> {
+export async function redeliver(
+  inOrg: InOrg,
+  id: string,
+  deliveryId: string,
+): Promise<DeliveryRow & { record: z.infer<typeof WebhookDeliveryRecord> }> {
   const { endpoint, before, after, attempts } = await inOrg((db, org) => redeliverStatements(db, org, id, deliveryId));
   if (!endpoint[0]) throw endpointNotFound();
   if (!before[0]) throw notFound('Delivery');
   if (endpoint[0].disabled) throw disabledEndpoint(endpoint[0]);
-  if (!after[0]) throw new ApiError(409, `Delivery ${before[0].id} is still being sent (status pending); redeliver it once it is delivered or failed`);
+  if (!after[0])
+    throw new ApiError(409, `Delivery ${before[0].id} is still being sent (status pending); redeliver it once it is delivered or failed`);
   return { ...after[0], record: deliveryRecord(after[0], attempts) };
 }
 

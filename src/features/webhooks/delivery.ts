@@ -22,7 +22,17 @@ import { Webhook } from 'standardwebhooks';
 import { batchByName, type BatchResults, type Step } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';
 import { RequestSessions } from '../../db/sessions.ts';
-import { configs, executions, programs, projects, proofs, verifications, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../../db/schema.ts';
+import {
+  configs,
+  executions,
+  programs,
+  projects,
+  proofs,
+  verifications,
+  webhookAttempts,
+  webhookDeliveries,
+  webhookEndpoints,
+} from '../../db/schema.ts';
 import type { Env, WebhookMessage } from '../../env.ts';
 import { enqueueDeliveries, type SubjectKind } from '../../jobs/webhooks.ts';
 import { programRecord } from '../programs/schemas.ts';
@@ -98,7 +108,12 @@ async function excerpt(body: ReadableStream<Uint8Array> | null, max = RESPONSE_E
 }
 
 /** Sends one attempt: POST, 10 s, redirects not followed (a redirect is a failure). */
-export async function sendAttempt(url: string, headers: Record<string, string>, body: string, timeoutMs = ATTEMPT_TIMEOUT_MS): Promise<AttemptResult> {
+export async function sendAttempt(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs = ATTEMPT_TIMEOUT_MS,
+): Promise<AttemptResult> {
   const started = Date.now();
   const signal = AbortSignal.timeout(timeoutMs);
   try {
@@ -107,18 +122,31 @@ export async function sendAttempt(url: string, headers: Record<string, string>, 
     const latency_ms = Date.now() - started;
     if (res.status >= 300 && res.status < 400) {
       const to = res.headers.get('location');
-      return { status_code: res.status, error: `redirect${to ? ` to ${to.slice(0, 200)}` : ''} not followed: give the endpoint's final URL`, latency_ms, response_excerpt: text };
+      return {
+        status_code: res.status,
+        error: `redirect${to ? ` to ${to.slice(0, 200)}` : ''} not followed: give the endpoint's final URL`,
+        latency_ms,
+        response_excerpt: text,
+      };
     }
     return { status_code: res.status, error: res.ok ? null : `HTTP ${res.status}`, latency_ms, response_excerpt: text };
   } catch (err) {
     const latency_ms = Date.now() - started;
     const timedOut = signal.aborted || (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'));
-    return { status_code: null, error: timedOut ? `no answer within ${timeoutMs / 1000} s` : `request failed: ${String(err instanceof Error ? err.message : err).slice(0, 300)}`, latency_ms, response_excerpt: '' };
+    return {
+      status_code: null,
+      error: timedOut
+        ? `no answer within ${timeoutMs / 1000} s`
+        : `request failed: ${String(err instanceof Error ? err.message : err).slice(0, 300)}`,
+      latency_ms,
+      response_excerpt: '',
+    };
   }
 }
 
 /** The short form of an attempt's result, for reasons and logs. */
-const describe = (r: AttemptResult) => (r.status_code !== null && !r.error ? `HTTP ${r.status_code}` : (r.error ?? `HTTP ${r.status_code}`));
+const describe = (r: AttemptResult) =>
+  r.status_code !== null && !r.error ? `HTTP ${r.status_code}` : (r.error ?? `HTTP ${r.status_code}`);
 
 // ---------------------------------------------------------------------------
 // A message's attempt: its states, and the steps between them
@@ -192,15 +220,26 @@ async function run<T extends Record<string, Step>>(db: Db, report: DeliveryRepor
  */
 function subjectStatements(db: Db, deliveryId: string, kind: SubjectKind | undefined) {
   const subject = sql`(SELECT ${webhookDeliveries.subject_id} FROM ${webhookDeliveries} WHERE ${webhookDeliveries.id} = ${deliveryId} AND ${webhookDeliveries.payload} IS NULL)`;
-  const ofProgram = (c: typeof programs.project_id | typeof programs.config_id) => sql`(SELECT ${c} FROM ${programs} WHERE ${programs.id} = ${subject})`;
+  const ofProgram = (c: typeof programs.project_id | typeof programs.config_id) =>
+    sql`(SELECT ${c} FROM ${programs} WHERE ${programs.id} = ${subject})`;
   const program = kind === 'program';
   return {
     proof: kind === 'proof' ? db.select(proofColumns()).from(proofs).where(eq(proofs.id, subject)) : undefined,
     execution: kind === 'execution' ? db.select(executionColumns()).from(executions).where(eq(executions.id, subject)) : undefined,
     verification: kind === 'verification' ? db.select().from(verifications).where(eq(verifications.id, subject)) : undefined,
     program: program ? db.select().from(programs).where(eq(programs.id, subject)) : undefined,
-    project: program ? db.select().from(projects).where(eq(projects.id, ofProgram(programs.project_id))) : undefined,
-    config: program ? db.select().from(configs).where(eq(configs.id, ofProgram(programs.config_id))) : undefined,
+    project: program
+      ? db
+          .select()
+          .from(projects)
+          .where(eq(projects.id, ofProgram(programs.project_id)))
+      : undefined,
+    config: program
+      ? db
+          .select()
+          .from(configs)
+          .where(eq(configs.id, ofProgram(programs.config_id)))
+      : undefined,
   };
 }
 
@@ -238,16 +277,31 @@ async function loadDelivery(sessions: RequestSessions, msg: WebhookMessage, repo
       endpoint: db
         .select()
         .from(webhookEndpoints)
-        .where(eq(webhookEndpoints.id, sql`(SELECT ${webhookDeliveries.endpoint_id} FROM ${webhookDeliveries} WHERE ${webhookDeliveries.id} = ${msg.delivery_id})`)),
+        .where(
+          eq(
+            webhookEndpoints.id,
+            sql`(SELECT ${webhookDeliveries.endpoint_id} FROM ${webhookDeliveries} WHERE ${webhookDeliveries.id} = ${msg.delivery_id})`,
+          ),
+        ),
       ...subjectStatements(db, msg.delivery_id, msg.render),
     });
   const due = (d: DeliveryRow | undefined): d is DeliveryRow => !!d && d.status === 'pending' && d.attempts === msg.attempt;
   let found = await read(sessions.db);
   if (!due(found.delivery[0])) found = await read(sessions.primary());
-  const { delivery: [delivery], endpoint: [endpoint], ...subject } = found;
+  const {
+    delivery: [delivery],
+    endpoint: [endpoint],
+    ...subject
+  } = found;
   if (!due(delivery)) return { state: 'stale' };
   if (!endpoint) return { state: 'not-sent', delivery, endpoint, why: 'Not sent: the endpoint was deleted' };
-  if (endpoint.disabled) return { state: 'not-sent', delivery, endpoint, why: `Not sent: the endpoint is disabled (${endpoint.disabled_reason ?? 'no reason recorded'})` };
+  if (endpoint.disabled)
+    return {
+      state: 'not-sent',
+      delivery,
+      endpoint,
+      why: `Not sent: the endpoint is disabled (${endpoint.disabled_reason ?? 'no reason recorded'})`,
+    };
   return { state: 'loaded', delivery, endpoint, subject };
 }
 
@@ -259,9 +313,13 @@ async function loadDelivery(sessions: RequestSessions, msg: WebhookMessage, repo
 async function renderDelivery(db: Db, msg: WebhookMessage, loaded: Loaded, report: DeliveryReport): Promise<NotSent | Rendered> {
   const { delivery, endpoint } = loaded;
   if (delivery.payload !== null) return { state: 'rendered', delivery, endpoint, payload: delivery.payload };
-  const subject = delivery.subject_kind === msg.render ? loaded.subject : await run(db, report, subjectStatements(db, delivery.id, delivery.subject_kind));
+  const subject =
+    delivery.subject_kind === msg.render
+      ? loaded.subject
+      : await run(db, report, subjectStatements(db, delivery.id, delivery.subject_kind));
   const record = subjectRecord(delivery.subject_kind, subject);
-  if (record === undefined) return { state: 'not-sent', delivery, endpoint, why: `Not sent: the ${delivery.subject_kind} ${delivery.subject_id} no longer exists` };
+  if (record === undefined)
+    return { state: 'not-sent', delivery, endpoint, why: `Not sent: the ${delivery.subject_kind} ${delivery.subject_id} no longer exists` };
   return { state: 'rendered', delivery, endpoint, payload: renderPayload(delivery.event_type, delivery.created_at, record) };
 }
 
@@ -274,7 +332,10 @@ async function sendDelivery(env: Env, rendered: Rendered, now: number): Promise<
   const problem = webhookUrlProblem(endpoint.url, urlPolicy(env));
   if (problem) return refused(problem);
   const secrets = await signingSecrets(env, endpoint, now);
-  if (!secrets) return refused("the endpoint's signing secret cannot be decrypted: WEBHOOK_ENCRYPTION_KEY is unset or not the key it was stored under; rotate the endpoint's secret");
+  if (!secrets)
+    return refused(
+      "the endpoint's signing secret cannot be decrypted: WEBHOOK_ENCRYPTION_KEY is unset or not the key it was stored under; rotate the endpoint's secret",
+    );
   const timestamp = Math.floor(attemptedAt / 1000);
   const headers = {
     'content-type': 'application/json',
@@ -366,9 +427,15 @@ export async function deliverWebhook(env: Env, msg: WebhookMessage, now = Date.n
   const recorded = await recordAttempt(db, msg, sent, report);
   if (recorded.state === 'stale') return report;
   report.outcome = recorded.outcome;
-  log(sent.delivery, sent.endpoint, { outcome: recorded.outcome, attempt: recorded.attempt, ...sent.result, endpoint_disabled: recorded.endpointDisabled }, report);
+  log(
+    sent.delivery,
+    sent.endpoint,
+    { outcome: recorded.outcome, attempt: recorded.attempt, ...sent.result, endpoint_disabled: recorded.endpointDisabled },
+    report,
+  );
   // The payload is stored now: a retry reads no record.
-  if (recorded.retryIn !== null) await enqueueDeliveries(env, [{ id: sent.delivery.id, attempts: recorded.attempt, render: null }], recorded.retryIn);
+  if (recorded.retryIn !== null)
+    await enqueueDeliveries(env, [{ id: sent.delivery.id, attempts: recorded.attempt, render: null }], recorded.retryIn);
   return report;
 }
 
@@ -377,7 +444,15 @@ export async function deliverWebhook(env: Env, msg: WebhookMessage, now = Date.n
  * (or continues) its failing period, a delivery that ran out of retries counts, and
  * past either limit the endpoint is disabled, saying why and when.
  */
-function endpointAfterAttempt(db: Db, endpointId: string, mine: SQL, ok: boolean, deliveryFailed: boolean, lastOutcome: string, now: number) {
+function endpointAfterAttempt(
+  db: Db,
+  endpointId: string,
+  mine: SQL,
+  ok: boolean,
+  deliveryFailed: boolean,
+  lastOutcome: string,
+  now: number,
+) {
   const e = webhookEndpoints;
   const where = and(eq(e.id, endpointId), mine);
   const returning = { disabled: e.disabled, disabled_reason: e.disabled_reason };
@@ -427,7 +502,9 @@ export async function runWebhookDeliveries(messages: readonly Message<unknown>[]
         await deliverWebhook(env, m.body as WebhookMessage);
         m.ack();
       } catch (err) {
-        console.error(JSON.stringify({ level: 'error', msg: 'webhook attempt not recorded; retrying the message', body: m.body, error: String(err) }));
+        console.error(
+          JSON.stringify({ level: 'error', msg: 'webhook attempt not recorded; retrying the message', body: m.body, error: String(err) }),
+        );
         m.retry({ delaySeconds: 5 });
       }
     }),

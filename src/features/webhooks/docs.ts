@@ -37,15 +37,24 @@ const EVENT_TEXT: Record<(typeof WEBHOOK_EVENTS)[number], string> = {
   'verification.failed': 'A submitted proof did not verify (error_message says why).',
   'budget.threshold':
     'The organization’s spend (or GPU time) this calendar month (UTC) reached 50, 80 or 100 % of its monthly budget; sent once per threshold, month and limit. At 100 % new proofs and executions are refused (README "Budgets").',
-  'proof.unservable': 'A queued proof that no online prover agent could take for UNSERVABLE_EVENT_SECONDS (10 minutes by default); once per proof. Its waiting_reason says why; it stays queued (until its deadline, if it has one).',
-  'execution.unservable': 'A queued execution that no online prover agent could take for UNSERVABLE_EVENT_SECONDS (10 minutes by default); once per execution. Its waiting_reason says why; it stays queued (until its deadline, if it has one).',
+  'proof.unservable':
+    'A queued proof that no online prover agent could take for UNSERVABLE_EVENT_SECONDS (10 minutes by default); once per proof. Its waiting_reason says why; it stays queued (until its deadline, if it has one).',
+  'execution.unservable':
+    'A queued execution that no online prover agent could take for UNSERVABLE_EVENT_SECONDS (10 minutes by default); once per execution. Its waiting_reason says why; it stays queued (until its deadline, if it has one).',
 };
 
 const WebhookHeaders = z.object({
-  'webhook-id': z.string().openapi({ description: 'The delivery id: the same on every attempt and redelivery. Deduplicate on it.', example: 'msg_2f1c9b7e0d4a4e6f8a1b2c3d4e5f6a7b' }),
-  'webhook-timestamp': z.string().openapi({ description: 'When this attempt was signed, in unix seconds. Reject old ones (the Standard Webhooks libraries allow 5 minutes).', example: '1795500000' }),
+  'webhook-id': z.string().openapi({
+    description: 'The delivery id: the same on every attempt and redelivery. Deduplicate on it.',
+    example: 'msg_2f1c9b7e0d4a4e6f8a1b2c3d4e5f6a7b',
+  }),
+  'webhook-timestamp': z.string().openapi({
+    description: 'When this attempt was signed, in unix seconds. Reject old ones (the Standard Webhooks libraries allow 5 minutes).',
+    example: '1795500000',
+  }),
   'webhook-signature': z.string().openapi({
-    description: '`v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` keyed by the base64-decoded part of the secret after `whsec_`; space-separated when two secrets sign (after a rotation).',
+    description:
+      '`v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` keyed by the base64-decoded part of the secret after `whsec_`; space-separated when two secrets sign (after a rotation).',
     example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
   }),
 });
@@ -53,7 +62,13 @@ const WebhookHeaders = z.object({
 /** Registers every event (and webhook.test) under the document's `webhooks`. */
 export function documentWebhookEvents(registry: OpenAPIHono<AppEnv>['openAPIRegistry']) {
   const event = (type: string, data: z.ZodTypeAny, name: string) =>
-    z.object({ type: z.literal(type), timestamp: z.string().openapi({ format: 'date-time', description: 'When the event happened' }), data }).openapi(name);
+    z
+      .object({
+        type: z.literal(type),
+        timestamp: z.string().openapi({ format: 'date-time', description: 'When the event happened' }),
+        data,
+      })
+      .openapi(name);
   const receive = (type: string, summary: string, body: z.ZodTypeAny) =>
     registry.registerWebhook({
       method: 'post',

@@ -29,6 +29,7 @@ export async function signingSecrets(env: Env, endpoint: typeof webhookEndpoints
   const open = (stored: string) => openSecret(env.WEBHOOK_ENCRYPTION_KEY, endpoint.id, stored).catch(() => null);
   const current = await open(endpoint.secret);
   if (current === null) return null;
-  const previous = endpoint.previous_secret && (endpoint.previous_secret_expires_at ?? 0) > now ? await open(endpoint.previous_secret) : null;
+  const previous =
+    endpoint.previous_secret && (endpoint.previous_secret_expires_at ?? 0) > now ? await open(endpoint.previous_secret) : null;
   return previous === null ? [current] : [current, previous];
 }

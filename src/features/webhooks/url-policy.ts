@@ -37,7 +37,8 @@ export function webhookUrlProblem(text: string, policy: UrlPolicy): string | nul
   if (host === null) return `${url.hostname} is not a valid host name (an empty label)`;
   const loopback = isLoopbackHost(host);
   if (policy.allowLoopback && loopback && (url.protocol === 'http:' || url.protocol === 'https:')) return null;
-  if (url.protocol !== 'https:') return `only https URLs are accepted${policy.allowLoopback ? ' (or http to a loopback address in local development)' : ''}`;
+  if (url.protocol !== 'https:')
+    return `only https URLs are accepted${policy.allowLoopback ? ' (or http to a loopback address in local development)' : ''}`;
   if (loopback) return `${host} is a loopback address${policy.allowLoopback ? '' : '; only public hosts are accepted'}`;
   const problem = host.startsWith('[') ? ipv6Problem(host.slice(1, -1)) : isIpv4(host) ? ipv4Problem(host) : nameProblem(host);
   return problem;
@@ -82,12 +83,28 @@ function isLoopbackHost(host: string): boolean {
 const isIpv4 = (host: string) => /^\d{1,3}(\.\d{1,3}){3}$/.test(host);
 
 /** Names that mean something only inside a network, or nothing at all. */
-const PRIVATE_SUFFIXES = ['.local', '.internal', '.localdomain', '.lan', '.home', '.corp', '.intranet', '.private', '.home.arpa', '.test', '.invalid', '.example', '.onion'];
+const PRIVATE_SUFFIXES = [
+  '.local',
+  '.internal',
+  '.localdomain',
+  '.lan',
+  '.home',
+  '.corp',
+  '.intranet',
+  '.private',
+  '.home.arpa',
+  '.test',
+  '.invalid',
+  '.example',
+  '.onion',
+];
 
 function nameProblem(host: string): string | null {
   if (!host) return 'the URL has no host';
   if (!host.includes('.')) return `${host} is not a public host name (it has no domain)`;
-  for (const suffix of PRIVATE_SUFFIXES) if (host.endsWith(suffix) || host === suffix.slice(1)) return `${host} is a private or reserved name (${suffix}); only public hosts are accepted`;
+  for (const suffix of PRIVATE_SUFFIXES)
+    if (host.endsWith(suffix) || host === suffix.slice(1))
+      return `${host} is a private or reserved name (${suffix}); only public hosts are accepted`;
   if (host.endsWith('.arpa')) return `${host} is a reverse-lookup name, not a host`;
   return null;
 }

@@ -42,13 +42,20 @@ export const commitJob: JobKindContract<'commit', CommitDone> = {
     const config = (await db.select().from(configs).where(eq(configs.id, job.config_id)).get())!;
     if (report.app_vm_commit.toLowerCase() !== config.app_vm_commit.toLowerCase()) {
       // The engine's keys are not the config's: the program cannot be proven under it.
-      return { fail: `The prover's app_vm_commit ${report.app_vm_commit} differs from the config's ${config.app_vm_commit}: the prover host's keys do not match config ${config.id}` };
+      return {
+        fail: `The prover's app_vm_commit ${report.app_vm_commit} differs from the config's ${config.app_vm_commit}: the prover host's keys do not match config ${config.id}`,
+      };
     }
     const baselineKey = artifactKey.programBaseline(job.subject_id);
     if ((await resultSize('baseline', baselineKey)) === null) throw new ApiError(400, 'Upload the baseline result before completing');
     return { done: { app_exe_commit: report.app_exe_commit.toLowerCase(), baselineKey } };
   },
   complete: (db, mine, done, at) => [
-    updateSubjects(db, commitJob, mine, { status: 'ready', app_exe_commit: done.app_exe_commit, baseline_key: done.baselineKey, terminated_at: at.now }),
+    updateSubjects(db, commitJob, mine, {
+      status: 'ready',
+      app_exe_commit: done.app_exe_commit,
+      baseline_key: done.baselineKey,
+      terminated_at: at.now,
+    }),
   ],
 };

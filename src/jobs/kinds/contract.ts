@@ -62,7 +62,10 @@ export interface ClaimHandover<Row> {
   /** Statements of the kind's own that run with the claim, for the job matching `mine`. */
   alsoOnClaim?(db: Db, mine: SQL): BatchItem<'sqlite'>[];
   /** The subject record, read back with the claim when the agent needs some of it. */
-  subject?: { table: SQLiteTable & { id: SQLiteColumn }; describe(row: Row): Partial<Pick<ClaimedJob, 'proof' | 'execution' | 'verification'>> };
+  subject?: {
+    table: SQLiteTable & { id: SQLiteColumn };
+    describe(row: Row): Partial<Pick<ClaimedJob, 'proof' | 'execution' | 'verification'>>;
+  };
 }
 
 /** What a lease callback knows while it checks a completion. */
@@ -95,7 +98,13 @@ export interface JobKindContract<K extends JobKind = JobKind, Done = unknown, Ro
 }
 
 /** Updates the subject of every job of `kind` matching `jobWhere`, if the subject is still active. */
-export function updateSubjects(db: Db, contract: Pick<JobKindContract, 'kind' | 'subject'>, jobWhere: SQL | undefined, set: Record<string, unknown>, subjectWhere?: SQL) {
+export function updateSubjects(
+  db: Db,
+  contract: Pick<JobKindContract, 'kind' | 'subject'>,
+  jobWhere: SQL | undefined,
+  set: Record<string, unknown>,
+  subjectWhere?: SQL,
+) {
   const s = contract.subject;
   const subjectIds = db
     .select({ id: jobs.subject_id })

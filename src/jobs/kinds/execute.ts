@@ -33,7 +33,8 @@ export const executeJob: JobKindContract<'execute', ExecuteDone, typeof executio
   subject,
   claim: {
     programId: ({ subject: execution }: Claimed<ColumnsOf<typeof executions>>) => sql`${execution.program_id}`,
-    inputs: ({ program, subject: execution }: Claimed<ColumnsOf<typeof executions>>) => sql`json_object('elf', ${program.elf_key}, 'vmexe', ${program.vmexe_key}, 'input', ${execution.input_key})`,
+    inputs: ({ program, subject: execution }: Claimed<ColumnsOf<typeof executions>>) =>
+      sql`json_object('elf', ${program.elf_key}, 'vmexe', ${program.vmexe_key}, 'input', ${execution.input_key})`,
     isShared: isProgramFile,
     subject: { table: executions, describe: (execution) => ({ execution: { mode: execution.mode } }) },
   },

@@ -10,7 +10,9 @@ import { executeJob, type ExecuteDone } from './execute.ts';
 import { proofJob, type ProofDone } from './proof.ts';
 import { verifyJob, type VerifyDone } from './verify.ts';
 
-export const JOB_KIND_CONTRACTS = { commit: commitJob, proof: proofJob, verify: verifyJob, execute: executeJob } as const satisfies { [K in JobKind]: JobKindContract<K> };
+export const JOB_KIND_CONTRACTS = { commit: commitJob, proof: proofJob, verify: verifyJob, execute: executeJob } as const satisfies {
+  [K in JobKind]: JobKindContract<K>;
+};
 
 /**
  * The contract of `kind`, for code that works on any kind (its report and completion

@@ -30,7 +30,11 @@ export interface ProofDone {
 const subject: SubjectStates = {
   table: proofs,
   queued: { state: 'Queued' },
-  running: (now, machineType) => ({ state: 'Executing', launched_at: sql`coalesce(${proofs.launched_at}, ${now})`, machine_type: machineType }),
+  running: (now, machineType) => ({
+    state: 'Executing',
+    launched_at: sql`coalesce(${proofs.launched_at}, ${now})`,
+    machine_type: machineType,
+  }),
   failed: (now, message) => ({ state: 'Failed', error_message: message, terminated_at: now }),
   canceled: (now, cost) => ({ state: 'Canceled', terminated_at: now, cost }),
   active: inArray(proofs.state, ['Queued', ...PROVE_PHASES, 'Canceling']),
@@ -99,7 +103,10 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
     };
   },
   complete(db, mine, done, at) {
-    const proofIds = db.select({ id: jobs.subject_id }).from(jobs).where(and(mine, eq(jobs.kind, 'proof')));
+    const proofIds = db
+      .select({ id: jobs.subject_id })
+      .from(jobs)
+      .where(and(mine, eq(jobs.kind, 'proof')));
     return [
       updateSubjects(db, proofJob, mine, {
         state: 'Succeeded',

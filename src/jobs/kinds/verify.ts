@@ -43,7 +43,8 @@ export const verifyJob: JobKindContract<'verify', VerifyDone, typeof verificatio
   async completion({ db, job, artifacts, devProofSecret }, report) {
     if (job.engine !== 'dev' || !report.verified) return { done: { verified: report.verified, reason: report.reason } };
     // A dev proof's seal is checked here, with the secret only the Worker holds (the host checked the rest).
-    if (!devProofSecret) return { done: { verified: false, reason: 'This deployment has no DEV_PROOF_SECRET: dev proofs cannot be checked' } };
+    if (!devProofSecret)
+      return { done: { verified: false, reason: 'This deployment has no DEV_PROOF_SECRET: dev proofs cannot be checked' } };
     const read = await batchByName(db, {
       verification: db
         .select({ proof_key: verifications.proof_key, proof_type: verifications.proof_type, app_exe_commit: programs.app_exe_commit })
@@ -55,8 +56,15 @@ export const verifyJob: JobKindContract<'verify', VerifyDone, typeof verificatio
     const [verification, config] = [read.verification[0], read.config[0]];
     if (!verification || !config) return { fail: 'The verification or its config is gone' };
     const kind = verification.proof_type === 'evm' ? 'evm' : 'stark';
-    const problem = await devProofSealProblem(artifacts, verification.proof_key, { kind, appExeCommit: verification.app_exe_commit, config }, devProofSecret);
+    const problem = await devProofSealProblem(
+      artifacts,
+      verification.proof_key,
+      { kind, appExeCommit: verification.app_exe_commit, config },
+      devProofSecret,
+    );
     return { done: problem ? { verified: false, reason: problem } : { verified: true, reason: null } };
   },
-  complete: (db, mine, done) => [updateSubjects(db, verifyJob, mine, { result: done.verified ? 'verified' : 'failed', error_message: done.reason ?? '' })],
+  complete: (db, mine, done) => [
+    updateSubjects(db, verifyJob, mine, { result: done.verified ? 'verified' : 'failed', error_message: done.reason ?? '' }),
+  ],
 };

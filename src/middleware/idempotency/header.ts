@@ -42,4 +42,7 @@ function unquote(inner: string): string {
 }
 
 const malformed = (why: string) =>
-  new ApiError(400, `Malformed ${IDEMPOTENCY_KEY_HEADER} header: ${why}. Send 1-${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters, such as a UUID.`);
+  new ApiError(
+    400,
+    `Malformed ${IDEMPOTENCY_KEY_HEADER} header: ${why}. Send 1-${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters, such as a UUID.`,
+  );

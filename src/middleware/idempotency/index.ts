@@ -62,7 +62,11 @@ export const idempotent = createMiddleware<AppEnv>(async (c, next) => {
  * its stored answer, nor an answer stored without its record. The body must have been
  * read by now; what is left of it (a multipart epilogue) is read here.
  */
-export async function answerStatements(c: Context<AppEnv>, status: number, body: unknown): Promise<(db: Db, org: SQL<string> | string) => BatchItem<'sqlite'>[]> {
+export async function answerStatements(
+  c: Context<AppEnv>,
+  status: number,
+  body: unknown,
+): Promise<(db: Db, org: SQL<string> | string) => BatchItem<'sqlite'>[]> {
   const idem = c.var.idempotency;
   if (!idem) return () => [];
   if (!(await idem.fingerprint.readRest(Number(c.env.MAX_UPLOAD_BYTES))))
@@ -88,7 +92,10 @@ const sealContext = (key: string, claimId: string) => `idempotency/${key}/${clai
 
 /** The refusal of a request whose creating batch failed because its claim was taken over (a retry, after its lock ran out). */
 export const claimLost = () =>
-  new ApiError(409, `This request took longer than its ${IDEMPOTENCY_KEY_HEADER} is held and a retry with the same key took it over: nothing was created by this one`);
+  new ApiError(
+    409,
+    `This request took longer than its ${IDEMPOTENCY_KEY_HEADER} is held and a retry with the same key took it over: nothing was created by this one`,
+  );
 
 // ---------------------------------------------------------------------------
 
@@ -107,7 +114,9 @@ async function answerForTakenKey(c: Context<AppEnv>, idem: IdempotentRequest): P
   if (!row || row.state === 'in_flight')
     return json(
       409,
-      { detail: `A request with this ${IDEMPOTENCY_KEY_HEADER} is still being processed: retry once it has finished, and you will get its answer` },
+      {
+        detail: `A request with this ${IDEMPOTENCY_KEY_HEADER} is still being processed: retry once it has finished, and you will get its answer`,
+      },
       { 'Retry-After': '1' },
     );
   const fp = idem.fingerprint;
@@ -129,7 +138,10 @@ async function answerForTakenKey(c: Context<AppEnv>, idem: IdempotentRequest): P
         },
       ],
     });
-  const body = row.response !== null && row.response.startsWith(SEALED_PREFIX) ? await openSecret(c.env.WEBHOOK_ENCRYPTION_KEY, sealContext(row.key, row.claim_id), row.response) : row.response;
+  const body =
+    row.response !== null && row.response.startsWith(SEALED_PREFIX)
+      ? await openSecret(c.env.WEBHOOK_ENCRYPTION_KEY, sealContext(row.key, row.claim_id), row.response)
+      : row.response;
   return new Response(body, { status: row.status!, headers: { 'content-type': 'application/json', [IDEMPOTENT_REPLAYED_HEADER]: 'true' } });
 }
 
@@ -153,7 +165,9 @@ async function settle(c: Context<AppEnv>, idem: IdempotentRequest): Promise<void
     if (replayable(res.status, whole) && /json/i.test(res.headers.get('content-type') ?? '')) {
       const text = await res.clone().text();
       if (text.length <= MAX_STORED_ANSWER_BYTES) {
-        const body = idem.sealed ? await sealSecret(c.env.WEBHOOK_ENCRYPTION_KEY, sealContext(idem.claim.key, idem.claim.claimId), text) : text;
+        const body = idem.sealed
+          ? await sealSecret(c.env.WEBHOOK_ENCRYPTION_KEY, sealContext(idem.claim.key, idem.claim.claimId), text)
+          : text;
         const answer = { status: res.status, body, fingerprint: await idem.fingerprint.value(), bodyBytes: idem.fingerprint.bytes };
         await storeAnswer(db, orgId, idem.claim, answer).run();
         return;

@@ -101,33 +101,51 @@ export function claimKey(db: Db, org: SQL<string>, claim: Claim) {
  */
 export function requireClaim(db: Db, org: SQL<string> | string, claim: Pick<Claim, 'key' | 'claimId'>) {
   const t = idempotencyKeys;
-  return db
-    .insert(t)
-    .select(
-      sql`SELECT NULL, ${claim.key}, NULL, 'in_flight', NULL, NULL, NULL, NULL, 0, 0, 0
+  return db.insert(t).select(
+    sql`SELECT NULL, ${claim.key}, NULL, 'in_flight', NULL, NULL, NULL, NULL, 0, 0, 0
           WHERE NOT EXISTS (SELECT 1 FROM ${t} WHERE ${t.org_id} = ${org} AND ${t.key} = ${claim.key} AND ${t.claim_id} = ${claim.claimId} AND ${t.state} = 'in_flight')`,
-    );
+  );
 }
 
 /** Whether a batch failed on requireClaim(): the request does not hold its key. */
 export function isLostClaim(err: unknown): boolean {
-  for (let e: unknown = err; e instanceof Error; e = e.cause) if (e.message.includes('NOT NULL constraint failed: idempotency_keys.')) return true;
+  for (let e: unknown = err; e instanceof Error; e = e.cause)
+    if (e.message.includes('NOT NULL constraint failed: idempotency_keys.')) return true;
   return false;
 }
 
 /** Stores the answer under the key (conditional on the request's in-flight claim: a later takeover is never overwritten). */
-export function storeAnswer(db: Db, org: SQL<string> | string, claim: Pick<Claim, 'key' | 'claimId'>, answer: StoredAnswer & { fingerprint: string; bodyBytes: number }) {
+export function storeAnswer(
+  db: Db,
+  org: SQL<string> | string,
+  claim: Pick<Claim, 'key' | 'claimId'>,
+  answer: StoredAnswer & { fingerprint: string; bodyBytes: number },
+) {
   return db
     .update(idempotencyKeys)
     .set({ state: 'done', status: answer.status, response: answer.body, fingerprint: answer.fingerprint, body_bytes: answer.bodyBytes })
-    .where(and(eq(idempotencyKeys.org_id, org), eq(idempotencyKeys.key, claim.key), eq(idempotencyKeys.claim_id, claim.claimId), eq(idempotencyKeys.state, 'in_flight')));
+    .where(
+      and(
+        eq(idempotencyKeys.org_id, org),
+        eq(idempotencyKeys.key, claim.key),
+        eq(idempotencyKeys.claim_id, claim.claimId),
+        eq(idempotencyKeys.state, 'in_flight'),
+      ),
+    );
 }
 
 /** Frees the key of a request whose answer is not replayed (conditional on its in-flight claim: a stored answer is never released). */
 export function releaseKey(db: Db, orgId: string, claim: Pick<Claim, 'key' | 'claimId'>) {
   return db
     .delete(idempotencyKeys)
-    .where(and(eq(idempotencyKeys.org_id, orgId), eq(idempotencyKeys.key, claim.key), eq(idempotencyKeys.claim_id, claim.claimId), eq(idempotencyKeys.state, 'in_flight')));
+    .where(
+      and(
+        eq(idempotencyKeys.org_id, orgId),
+        eq(idempotencyKeys.key, claim.key),
+        eq(idempotencyKeys.claim_id, claim.claimId),
+        eq(idempotencyKeys.state, 'in_flight'),
+      ),
+    );
 }
 
 /** The key's row as it stands (after a claim that did not take it). */
@@ -148,7 +166,11 @@ export type IdempotencyRow = typeof idempotencyKeys.$inferSelect;
 export async function deleteExpiredKeys(db: Db, now: number): Promise<number> {
   let deleted = 0;
   for (let i = 0; i < IDEMPOTENCY_SWEEP_BATCHES; i++) {
-    const batch = db.select({ rowid: sql`rowid` }).from(idempotencyKeys).where(lte(idempotencyKeys.expires_at, now)).limit(IDEMPOTENCY_SWEEP_BATCH);
+    const batch = db
+      .select({ rowid: sql`rowid` })
+      .from(idempotencyKeys)
+      .where(lte(idempotencyKeys.expires_at, now))
+      .limit(IDEMPOTENCY_SWEEP_BATCH);
     const result = await db.run(sql`DELETE FROM ${idempotencyKeys} WHERE rowid IN (${batch})`);
     const n = Number((result as { meta?: { changes?: number } }).meta?.changes ?? 0);
     deleted += n;

@@ -56,7 +56,8 @@ export async function baselineAdapter(root: string): Promise<TreeAdapter> {
   const load = <T>(rel: string) => import(pathToFileURL(path.join(root, rel)).href) as Promise<T>;
   const wrangler = await load<BaselineWrangler>('src/tools/wrangler.ts');
   const st = await load<BaselineStatements>('src/admin/statements.ts');
-  if (path.resolve(wrangler.ROOT) !== path.resolve(root)) throw new Error(`the baseline's tools think their root is ${wrangler.ROOT}, not ${root}`);
+  if (path.resolve(wrangler.ROOT) !== path.resolve(root))
+    throw new Error(`the baseline's tools think their root is ${wrangler.ROOT}, not ${root}`);
   return {
     ...stackParts(
       root,
@@ -69,7 +70,14 @@ export async function baselineAdapter(root: string): Promise<TreeAdapter> {
           st.setOrganizationLimits(orgId, BENCH_ORG_LIMITS),
           await st.createApiKey(orgId, 'bench-geo@localhost'),
           await st.createAgentToken('bench-geo-agents'),
-          st.createConfig({ openvm_version: '2.0.0', stark_backend_version: '2.0.0', app_vm_commit: '0x' + '5a'.repeat(32), engine: 'dev', deferral_enabled: true, openvm_toml: st.DEV_ENGINE_OPENVM_TOML }),
+          st.createConfig({
+            openvm_version: '2.0.0',
+            stark_backend_version: '2.0.0',
+            app_vm_commit: '0x' + '5a'.repeat(32),
+            engine: 'dev',
+            deferral_enabled: true,
+            openvm_toml: st.DEV_ENGINE_OPENVM_TOML,
+          }),
         ];
         const [, , apiKey, agentToken, config] = steps.map((s) => s.output.at(-1)!);
         const seed: Seed = { orgId, apiKey: apiKey, agentToken: agentToken, configId: config };
@@ -101,21 +109,36 @@ export async function baselineAdapter(root: string): Promise<TreeAdapter> {
     // of that commit's prover-agent/src/agent/config.ts).
     agentArgs: ({ url, agentToken, name, workDir }) => [
       'run',
-      '--api-url', url,
-      '--agent-token', agentToken,
-      '--queue-url', `${url}/client/v4`,
-      '--account-id', 'local',
-      '--queue-id', 'zk-proving-jobs-local',
-      '--queue-token', agentToken,
-      '--name', name,
-      '--engines', 'dev',
-      '--gpus', '0',
-      '--machine-type', 'bench',
-      '--work-dir', workDir,
-      '--metrics-port', '0',
-      '--poll-interval', '1',
-      '--idle-claim-interval', '2',
-      '--kill-grace', '2',
+      '--api-url',
+      url,
+      '--agent-token',
+      agentToken,
+      '--queue-url',
+      `${url}/client/v4`,
+      '--account-id',
+      'local',
+      '--queue-id',
+      'zk-proving-jobs-local',
+      '--queue-token',
+      agentToken,
+      '--name',
+      name,
+      '--engines',
+      'dev',
+      '--gpus',
+      '0',
+      '--machine-type',
+      'bench',
+      '--work-dir',
+      workDir,
+      '--metrics-port',
+      '0',
+      '--poll-interval',
+      '1',
+      '--idle-claim-interval',
+      '2',
+      '--kill-grace',
+      '2',
     ],
     agentReadyLog: /agent running/,
   };

@@ -3,7 +3,17 @@
 // internal protocol changes (prover-agent/src/protocol.ts), update claim,
 // claimedJobToken and heartbeat here; when the agent's flags change, agentArgs.
 // The baseline's adapter (./baseline.ts) stays as it is: it describes the baseline commit.
-import { createAgentToken, createApiKey, createConfig, createOrganization, DEV_ENGINE_OPENVM_TOML, devAppVmCommit, lit, setOrganizationLimits, TARGET_RELEASE } from '../../../src/admin/statements.ts';
+import {
+  createAgentToken,
+  createApiKey,
+  createConfig,
+  createOrganization,
+  DEV_ENGINE_OPENVM_TOML,
+  devAppVmCommit,
+  lit,
+  setOrganizationLimits,
+  TARGET_RELEASE,
+} from '../../../src/admin/statements.ts';
 import * as wrangler from '../../../src/tools/wrangler.ts';
 import type { ClaimRequest, ClaimResponse, HeartbeatRequest } from 'prover-agent/protocol';
 import { BENCH_ORG_LIMITS, bearerPost, stackParts, type TreeAdapter } from './tree.ts';
@@ -21,7 +31,13 @@ export function currentAdapter(): TreeAdapter {
           setOrganizationLimits(orgId, BENCH_ORG_LIMITS),
           await createApiKey(orgId, 'bench-geo@localhost'),
           await createAgentToken('bench-geo-agents', { engines: ['dev'], configs: null }),
-          createConfig({ ...TARGET_RELEASE, app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML), engine: 'dev', deferral_enabled: true, openvm_toml: DEV_ENGINE_OPENVM_TOML }),
+          createConfig({
+            ...TARGET_RELEASE,
+            app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML),
+            engine: 'dev',
+            deferral_enabled: true,
+            openvm_toml: DEV_ENGINE_OPENVM_TOML,
+          }),
         ];
         const [, , apiKey, agentToken, config] = steps.map((s) => s.output.at(-1)!);
         return { sql: steps.flatMap((s) => s.sql), seed: { orgId, apiKey: apiKey, agentToken: agentToken, configId: config } };
@@ -51,15 +67,24 @@ export function currentAdapter(): TreeAdapter {
     // default polling is what a deployed fleet runs with.
     agentArgs: ({ url, agentToken, name, workDir }) => [
       'run',
-      '--api-url', url,
-      '--agent-token', agentToken,
-      '--name', name,
-      '--engines', 'dev',
-      '--gpus', '0',
-      '--machine-type', 'bench',
-      '--work-dir', workDir,
-      '--metrics-port', '0',
-      '--kill-grace', '2',
+      '--api-url',
+      url,
+      '--agent-token',
+      agentToken,
+      '--name',
+      name,
+      '--engines',
+      'dev',
+      '--gpus',
+      '0',
+      '--machine-type',
+      'bench',
+      '--work-dir',
+      workDir,
+      '--metrics-port',
+      '0',
+      '--kill-grace',
+      '2',
     ],
     agentReadyLog: /agent running/,
   };

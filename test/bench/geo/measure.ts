@@ -80,7 +80,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function headerInt(res: Response, name: string): number {
   const v = res.headers.get(name);
-  if (v === null || !/^\d+$/.test(v)) throw new Error(`the response has no ${name} header: is the Worker running behind the bench's wrapper?`);
+  if (v === null || !/^\d+$/.test(v))
+    throw new Error(`the response has no ${name} header: is the Worker running behind the bench's wrapper?`);
   return Number(v);
 }
 
@@ -130,7 +131,12 @@ async function startStack(adapter: TreeAdapter, dir: string, opts: BenchOptions,
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   log(`starting wrangler dev on ${url}`);
-  const worker = await adapter.startWorker({ entry, port, persistTo, vars: { ...adapter.workerVars, BENCH_PRIMARY_MS: String(opts.primaryMs), BENCH_REPLICA_MS: String(opts.replicaMs) } });
+  const worker = await adapter.startWorker({
+    entry,
+    port,
+    persistTo,
+    vars: { ...adapter.workerVars, BENCH_PRIMARY_MS: String(opts.primaryMs), BENCH_REPLICA_MS: String(opts.replicaMs) },
+  });
   children.add(worker, (w) => adapter.stopWorker(w));
   let out = '';
   const keep = (s: string) => (out = (out + s).slice(-20_000));
@@ -164,14 +170,25 @@ interface Agent {
   lines: string[];
 }
 
-async function startAgent(adapter: TreeAdapter, url: string, agentToken: string, name: string, dir: string, children: Children): Promise<Agent> {
+async function startAgent(
+  adapter: TreeAdapter,
+  url: string,
+  agentToken: string,
+  name: string,
+  dir: string,
+  children: Children,
+): Promise<Agent> {
   const workDir = await mkdtemp(path.join(dir, `${name}-`));
-  const proc = spawn(process.execPath, [path.join(adapter.root, 'prover-agent', 'bin', 'prover-agent.js'), ...adapter.agentArgs({ url, agentToken, name, workDir })], {
-    cwd: adapter.root,
-    env: adapter.childEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const proc = spawn(
+    process.execPath,
+    [path.join(adapter.root, 'prover-agent', 'bin', 'prover-agent.js'), ...adapter.agentArgs({ url, agentToken, name, workDir })],
+    {
+      cwd: adapter.root,
+      env: adapter.childEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
   children.add(proc, stopAgent);
   const agent: Agent = { proc, lines: [] };
   const onData = (chunk: string) => {
@@ -202,8 +219,10 @@ async function stopAgent(proc: ChildProcess): Promise<void> {
 async function waitForLine(agent: Agent, re: RegExp, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!agent.lines.some((l) => re.test(l))) {
-    if (hasExited(agent.proc)) throw new Error(`an agent exited (code ${agent.proc.exitCode}) before it was up:\n${agent.lines.slice(-20).join('\n')}`);
-    if (Date.now() > deadline) throw new Error(`an agent logged no line matching ${re} within ${timeoutMs / 1000} s:\n${agent.lines.slice(-20).join('\n')}`);
+    if (hasExited(agent.proc))
+      throw new Error(`an agent exited (code ${agent.proc.exitCode}) before it was up:\n${agent.lines.slice(-20).join('\n')}`);
+    if (Date.now() > deadline)
+      throw new Error(`an agent logged no line matching ${re} within ${timeoutMs / 1000} s:\n${agent.lines.slice(-20).join('\n')}`);
     await sleep(100);
   }
 }
@@ -225,13 +244,22 @@ async function measureSweep(url: string): Promise<GlobalCounts | null> {
   return c.handlers.scheduled > 0 ? c : null;
 }
 
-async function idleFleet(adapter: TreeAdapter, stack: Stack, agentToken: string, dir: string, opts: BenchOptions, children: Children, log: Log): Promise<IdleResult> {
+async function idleFleet(
+  adapter: TreeAdapter,
+  stack: Stack,
+  agentToken: string,
+  dir: string,
+  opts: BenchOptions,
+  children: Children,
+  log: Log,
+): Promise<IdleResult> {
   log(`idle fleet: starting ${opts.agents} agents (the tree's own CLI, its deployed polling defaults)`);
   const agentsDir = path.join(dir, 'agents');
   await mkdir(agentsDir, { recursive: true });
   const agents: Agent[] = [];
   try {
-    for (let i = 0; i < opts.agents; i++) agents.push(await startAgent(adapter, stack.url, agentToken, `bench-agent-${i}`, agentsDir, children));
+    for (let i = 0; i < opts.agents; i++)
+      agents.push(await startAgent(adapter, stack.url, agentToken, `bench-agent-${i}`, agentsDir, children));
     await Promise.all(agents.map((a) => waitForLine(a, adapter.agentReadyLog, 60_000)));
     log(`idle fleet: agents up; ${opts.settleSeconds} s to settle, then a ${opts.idleSeconds} s window`);
     await sleep(opts.settleSeconds * 1000);
@@ -290,19 +318,37 @@ function programForm(elf: Blob): FormData {
   return form;
 }
 
-async function routes(adapter: TreeAdapter, stack: Stack, seed: Awaited<ReturnType<TreeAdapter['seedState']>>, persistTo: string, opts: BenchOptions, log: Log): Promise<RouteResult[]> {
+async function routes(
+  adapter: TreeAdapter,
+  stack: Stack,
+  seed: Awaited<ReturnType<TreeAdapter['seedState']>>,
+  persistTo: string,
+  opts: BenchOptions,
+  log: Log,
+): Promise<RouteResult[]> {
   const { url } = stack;
   const auth = { 'Service-API-Key': seed.apiKey };
   const elf = new Blob([await readFile(HELLO_ELF)]);
   log('routes: registering a program and submitting proofs to read');
   const program = await json<{ id: string }>(
-    await fetch(`${url}/v1/programs?config_id=${seed.configId}&program_name=bench-geo`, { method: 'POST', headers: auth, body: programForm(elf) }),
+    await fetch(`${url}/v1/programs?config_id=${seed.configId}&program_name=bench-geo`, {
+      method: 'POST',
+      headers: auth,
+      body: programForm(elf),
+    }),
     'registering the program',
   );
   await adapter.markProgramReady(persistTo, program.id);
-  const proofInit = (): RequestInit => ({ method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ input: ['0x0148656c6c6f'] }) });
+  const proofInit = (): RequestInit => ({
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ input: ['0x0148656c6c6f'] }),
+  });
   const proofIds: string[] = [];
-  for (let i = 0; i < 3; i++) proofIds.push((await json<{ id: string }>(await fetch(`${url}/v1/proofs?program_id=${program.id}`, proofInit()), 'submitting a proof')).id);
+  for (let i = 0; i < 3; i++)
+    proofIds.push(
+      (await json<{ id: string }>(await fetch(`${url}/v1/proofs?program_id=${program.id}`, proofInit()), 'submitting a proof')).id,
+    );
 
   const request = (r: ApiRequest) => ({ url: url + r.path, init: { method: r.method, headers: r.headers, body: r.body } });
   const agentId = crypto.randomUUID();
@@ -334,7 +380,13 @@ async function routes(adapter: TreeAdapter, stack: Stack, seed: Awaited<ReturnTy
         return request(adapter.heartbeat(token));
       },
     },
-    { route: 'POST programs', send: () => ({ url: `${url}/v1/programs?config_id=${seed.configId}&program_name=bench-geo`, init: { method: 'POST', headers: auth, body: programForm(elf) } }) },
+    {
+      route: 'POST programs',
+      send: () => ({
+        url: `${url}/v1/programs?config_id=${seed.configId}&program_name=bench-geo`,
+        init: { method: 'POST', headers: auth, body: programForm(elf) },
+      }),
+    },
   ];
   const results: RouteResult[] = [];
   for (const spec of specs) results.push(await measureRoute(spec, opts, stack, log));

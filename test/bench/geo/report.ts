@@ -67,7 +67,12 @@ export function routeTable(columns: Column[]): string {
   const names = columns[0].result.routes.map((r) => r.route);
   const sub = ['P seq', 'R seq', 'calls', 'after', 'p50 ms', 'p99 ms'];
   const head = ['route', ...columns.flatMap(() => ['|', ...sub]), '|', 'target'];
-  const body = names.map((name) => [name, ...columns.flatMap((c) => ['|', ...routeCells(c.result.routes.find((r) => r.route === name))]), '|', ROUTE_TARGETS[name] ?? '']);
+  const body = names.map((name) => [
+    name,
+    ...columns.flatMap((c) => ['|', ...routeCells(c.result.routes.find((r) => r.route === name))]),
+    '|',
+    ROUTE_TARGETS[name] ?? '',
+  ]);
   const table = layout([head, ...body]).split('\n');
   // Each tree's title over its group of columns.
   const bars = [...table[0].matchAll(/\|/g)].map((m) => m.index);
@@ -105,7 +110,10 @@ export function idleTable(columns: Column[]): string {
     ['local queue emulation writes *', (r) => idleCells(r, (c) => c.emulation, 'writes'), ''],
     ['one cron sweep, whole fleet: reads / writes', sweepCell, ''],
   ];
-  return layout([['', ...columns.map((c) => c.title), 'target'], ...rows.map(([label, cell, target]) => [label, ...columns.map((c) => cell(c.result)), target])]);
+  return layout([
+    ['', ...columns.map((c) => c.title), 'target'],
+    ...rows.map(([label, cell, target]) => [label, ...columns.map((c) => cell(c.result)), target]),
+  ]);
 }
 
 export function header(opts: BenchOptions, columns: Column[]): string {
@@ -116,7 +124,16 @@ export function header(opts: BenchOptions, columns: Column[]): string {
     `primary; reads through a D1 session go to a replica (the first call of a 'first-primary' session: the primary).`,
     `${opts.requests} measured requests per route after ${opts.warmup} warm-up, sent one at a time by one client, on wrangler dev (local workerd, D1, R2),`,
     `one tree after the other, each on its own fresh local state.`,
-    ...columns.map((c) => `  ${c.description}${Object.keys(c.vars).length ? `; Worker vars ${Object.entries(c.vars).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}`),
+    ...columns.map(
+      (c) =>
+        `  ${c.description}${
+          Object.keys(c.vars).length
+            ? `; Worker vars ${Object.entries(c.vars)
+                .map(([k, v]) => `${k}=${v}`)
+                .join(' ')}`
+            : ''
+        }`,
+    ),
   ].join('\n');
 }
 

@@ -14,7 +14,9 @@ function run(cmd: string, args: string[], cwd: string): Promise<string> {
     child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
     child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`${cmd} ${args.join(' ')}: exit code ${code}\n${err.trim()}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(out.trim()) : reject(new Error(`${cmd} ${args.join(' ')}: exit code ${code}\n${err.trim()}`)),
+    );
   });
 }
 

@@ -98,7 +98,11 @@ export function stackParts(
     root,
     async buildAssets() {
       const { spawn } = await import('node:child_process');
-      const child = spawn(process.execPath, ['src/tools/build-assets.ts'], { cwd: root, env: tools.childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, ['src/tools/build-assets.ts'], {
+        cwd: root,
+        env: tools.childEnv(),
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let err = '';
       child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
       const code = await new Promise<number | null>((resolve, reject) => child.on('error', reject).on('close', resolve));
@@ -112,7 +116,11 @@ export function stackParts(
     },
     async startWorker({ entry, port, persistTo, vars }) {
       const varArgs = Object.entries(vars).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
-      return tools.spawnWranglerDev({ port, persistTo, extraArgs: [entry, '--config', `${root}/wrangler.toml`, '--log-level', 'warn', ...varArgs] });
+      return tools.spawnWranglerDev({
+        port,
+        persistTo,
+        extraArgs: [entry, '--config', `${root}/wrangler.toml`, '--log-level', 'warn', ...varArgs],
+      });
     },
     stopWorker: (worker) => tools.stopGroup(worker, 5_000),
     async markProgramReady(persistTo, programId) {

@@ -168,7 +168,11 @@ export class ReplayClient {
     return { [CLI_VERSION_HEADER]: CLI_VERSION, [API_KEY_HEADER]: this.apiKey, ...extra };
   }
 
-  async send(method: string, url: string, init: { headers?: Record<string, string>; body?: Uint8Array | string; auth?: boolean } = {}): Promise<Reply> {
+  async send(
+    method: string,
+    url: string,
+    init: { headers?: Record<string, string>; body?: Uint8Array | string; auth?: boolean } = {},
+  ): Promise<Reply> {
     const headers = init.auth === false ? { ...init.headers } : this.authHeaders(init.headers);
     const request = `${method} ${url}`;
     this.sent.push(request);
@@ -272,7 +276,8 @@ export class ReplayClient {
     const r = await this.send('GET', `${this.api}/programs/${programId}/download/app_exe_commit`); // build.rs:250-256
     if (!r.ok) throw clientError(r);
     const t = r.text.trim(); // build.rs:258
-    if (t.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(t)) throw new Error(`Failed to decode app_exe_commit hex string: ${JSON.stringify(r.text)}`);
+    if (t.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(t))
+      throw new Error(`Failed to decode app_exe_commit hex string: ${JSON.stringify(r.text)}`);
     return Uint8Array.from(Buffer.from(t, 'hex'));
   }
 
@@ -289,7 +294,10 @@ export class ReplayClient {
    * `Content-Type: application/json` and `.json(&name)`, i.e. the name as a JSON string.
    */
   async createProject(name: string): Promise<any> {
-    const r = await this.send('POST', `${this.api}/projects`, { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(name) }); // projects.rs:94-98
+    const r = await this.send('POST', `${this.api}/projects`, {
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(name),
+    }); // projects.rs:94-98
     return json(r, ProjectCreateResponse, 'ProjectCreateResponse');
   }
 
@@ -396,7 +404,12 @@ export class ReplayClient {
       }
       const form = multipart([
         { name: 'input', data: body }, // prove.rs:263-264 (Form::text: no file name, no Content-Type)
-        ...args.deferred.map((d) => ({ name: 'child_proofs', data: d.bytes, filename: d.filename, contentType: 'application/octet-stream' })), // prove.rs:281-288
+        ...args.deferred.map((d) => ({
+          name: 'child_proofs',
+          data: d.bytes,
+          filename: d.filename,
+          contentType: 'application/octet-stream',
+        })), // prove.rs:281-288
       ]);
       r = await this.send('POST', url, { headers: { 'Content-Type': form.contentType }, body: form.body }); // prove.rs:290
     }
@@ -439,7 +452,10 @@ export class ReplayClient {
    * `Content-Type: application/json` and the body `{}`; a 2xx JSON body's `message` is shown.
    */
   async cancelProof(proofId: string): Promise<{ message: string; reply: Reply }> {
-    const r = await this.send('POST', `${this.api}/proofs/${proofId}/cancel`, { headers: { 'Content-Type': 'application/json' }, body: '{}' }); // prove.rs:176-180
+    const r = await this.send('POST', `${this.api}/proofs/${proofId}/cancel`, {
+      headers: { 'Content-Type': 'application/json' },
+      body: '{}',
+    }); // prove.rs:176-180
     if (!r.ok) throw new Error(`Failed to cancel proof (${r.status}): ${r.text}`); // prove.rs:193-199
     let message = 'Cancellation request submitted successfully'; // prove.rs:192
     try {

@@ -96,7 +96,19 @@ export function shapeErrors(value: unknown, shape: Shape, name = '$'): string[] 
 /** Program `status` values (interface 2.1); the build wait loop knows ready / error|failed / processing / not_ready, v2.0.0:crates/sdk/src/build.rs:403-473. */
 export const BUILD_STATUSES = ['ready', 'processing', 'not_ready', 'error', 'failed'] as const;
 /** Proof `state` values (interface 2.2); the wait loops match Succeeded/Failed/Canceled/Canceling/Queued/InProgress, v2.0.0:crates/sdk/src/prove.rs:318-466, 488-531, and poll on the rest. */
-export const PROOF_STATES = ['Queued', 'Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing', 'Failed', 'Succeeded', 'Canceling', 'Canceled', 'InProgress'] as const;
+export const PROOF_STATES = [
+  'Queued',
+  'Executing',
+  'Executed',
+  'AppProving',
+  'AppProvingDone',
+  'PostProcessing',
+  'Failed',
+  'Succeeded',
+  'Canceling',
+  'Canceled',
+  'InProgress',
+] as const;
 /** Execution `status`: the loop ends only on Succeeded / Failed and knows Queued / InProgress, v2.0.0:crates/sdk/src/run.rs:284-422. */
 export const EXECUTION_STATUSES = ['Queued', 'InProgress', 'Succeeded', 'Failed'] as const;
 /** Verification `result`: verified / failed end the loop, processing polls, v2.0.0:crates/sdk/src/verify.rs:274-328. */

@@ -48,7 +48,11 @@ describe('prover-agent execute', () => {
   it('applies --max-cycles and --public-values-bytes', async () => {
     const limited = await execute(['--elf', guestPath('loop'), '--input', inputFile(u32Entry(1000)), '--max-cycles', '50']);
     expect(limited.code).toBe(1);
-    expect(JSON.parse(limited.stdout)).toMatchObject({ exit_code: -1, num_instructions: 50, error: expect.stringMatching(/^cycle limit of 50 instructions/) });
+    expect(JSON.parse(limited.stdout)).toMatchObject({
+      exit_code: -1,
+      num_instructions: 50,
+      error: expect.stringMatching(/^cycle limit of 50 instructions/),
+    });
     const wide = await execute(['--elf', guestPath('loop'), '--input', inputFile(u32Entry(3)), '--public-values-bytes', '64']);
     expect(JSON.parse(wide.stdout).public_values).toHaveLength(2 + 128);
   });

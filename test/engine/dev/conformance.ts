@@ -9,7 +9,8 @@ export interface Expected {
 }
 
 export const VALUES = [
-  0, 1, 2, 0x7fffffff, 0x80000000, 0x80000001, 0xffffffff, 0xfffffffe, 31, 32, 33, 0x0000ffff, 0xffff8000, 0x12345678, 0xdeadbeef, 0x00008000,
+  0, 1, 2, 0x7fffffff, 0x80000000, 0x80000001, 0xffffffff, 0xfffffffe, 31, 32, 33, 0x0000ffff, 0xffff8000, 0x12345678, 0xdeadbeef,
+  0x00008000,
 ];
 
 const u = (x: number) => BigInt.asUintN(32, BigInt(x));
@@ -58,7 +59,11 @@ const IMMEDIATE_OPS: Record<string, (a: number, imm: number) => number> = {
   andi: (a, imm) => REGISTER_OPS.and(a, imm),
 };
 const IMMEDIATES = [-2048, -2047, -1, 0, 1, 31, 0x555, 2047];
-const SHIFT_OPS: Record<string, (a: number, sh: number) => number> = { slli: REGISTER_OPS.sll, srli: REGISTER_OPS.srl, srai: REGISTER_OPS.sra };
+const SHIFT_OPS: Record<string, (a: number, sh: number) => number> = {
+  slli: REGISTER_OPS.sll,
+  srli: REGISTER_OPS.srl,
+  srai: REGISTER_OPS.sra,
+};
 const SHIFT_AMOUNTS = [0, 1, 4, 16, 31];
 
 const PATTERN = [0x01, 0x7f, 0x80, 0xff, 0x34, 0x12, 0x00, 0x80, 0xff, 0x7f, 0x00, 0x00, 0x78, 0x56, 0x34, 0x12];
@@ -71,10 +76,14 @@ const hex = (v: number) => `0x${(v >>> 0).toString(16)}`;
 export function expectedResults(): Expected[] {
   const out: Expected[] = [];
   const push = (label: string, value: number) => out.push({ label, value: value >>> 0 });
-  for (const [op, f] of Object.entries(REGISTER_OPS)) for (const a of VALUES) for (const b of VALUES) push(`${op} ${hex(a)}, ${hex(b)}`, f(a, b));
-  for (const [op, f] of Object.entries(BRANCH_OPS)) for (const a of VALUES) for (const b of VALUES) push(`${op} ${hex(a)}, ${hex(b)} taken`, bool(f(a, b)));
-  for (const [op, f] of Object.entries(IMMEDIATE_OPS)) for (const imm of IMMEDIATES) for (const a of VALUES) push(`${op} ${hex(a)}, ${imm}`, f(a, imm));
-  for (const [op, f] of Object.entries(SHIFT_OPS)) for (const sh of SHIFT_AMOUNTS) for (const a of VALUES) push(`${op} ${hex(a)}, ${sh}`, f(a, sh));
+  for (const [op, f] of Object.entries(REGISTER_OPS))
+    for (const a of VALUES) for (const b of VALUES) push(`${op} ${hex(a)}, ${hex(b)}`, f(a, b));
+  for (const [op, f] of Object.entries(BRANCH_OPS))
+    for (const a of VALUES) for (const b of VALUES) push(`${op} ${hex(a)}, ${hex(b)} taken`, bool(f(a, b)));
+  for (const [op, f] of Object.entries(IMMEDIATE_OPS))
+    for (const imm of IMMEDIATES) for (const a of VALUES) push(`${op} ${hex(a)}, ${imm}`, f(a, imm));
+  for (const [op, f] of Object.entries(SHIFT_OPS))
+    for (const sh of SHIFT_AMOUNTS) for (const a of VALUES) push(`${op} ${hex(a)}, ${sh}`, f(a, sh));
   for (const op of ['sub', 'mulh', 'div']) for (const a of VALUES) push(`${op} x, x, x with x = ${hex(a)}`, REGISTER_OPS[op](a, a));
   // Loads relative to pattern + 8.
   const at = (off: number, n: number) => little(PATTERN.slice(8 + off, 8 + off + n));
@@ -84,7 +93,11 @@ export function expectedResults(): Expected[] {
   for (const off of range(-8, 6, 2)) push(`lhu ${off}`, at(off, 2));
   for (const off of range(-8, 4, 4)) push(`lw ${off}`, at(off, 4));
   // Stores relative to the middle of an 8-byte buffer of aa aa aa aa 55 55 55 55.
-  const stores: [string, number, number[]][] = [['sb', 1, range(-4, 3)], ['sh', 2, range(-4, 2, 2)], ['sw', 4, range(-4, 0, 4)]];
+  const stores: [string, number, number[]][] = [
+    ['sb', 1, range(-4, 3)],
+    ['sh', 2, range(-4, 2, 2)],
+    ['sw', 4, range(-4, 0, 4)],
+  ];
   for (const [op, size, offsets] of stores) {
     for (const off of offsets) {
       for (const v of VALUES) {

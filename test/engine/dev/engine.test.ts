@@ -59,7 +59,12 @@ const input = (...entries: string[]) => file('input.json', JSON.stringify({ inpu
 /** Registers a program as the service would: commit, keeping the baseline file. */
 async function register(elfPath: string, config: Partial<EngineConfig> = {}) {
   const committed = await engine.commit(context(config).ctx, { elfPath, vmexePath: elfPath });
-  return { elfPath, app_exe_commit: committed.app_exe_commit, baselinePath: file('baseline.json', JSON.stringify(committed.baseline)), committed };
+  return {
+    elfPath,
+    app_exe_commit: committed.app_exe_commit,
+    baselinePath: file('baseline.json', JSON.stringify(committed.baseline)),
+    committed,
+  };
 }
 
 async function prove(
@@ -84,7 +89,12 @@ async function prove(
 
 async function verify(program: Awaited<ReturnType<typeof register>>, proof: unknown, config: Partial<EngineConfig> = {}) {
   const proofPath = file('verify.json', typeof proof === 'string' ? proof : JSON.stringify(proof));
-  return engine.verify(context(config).ctx, { proof_type: 'stark', proofPath, baselinePath: program.baselinePath, app_exe_commit: program.app_exe_commit });
+  return engine.verify(context(config).ctx, {
+    proof_type: 'stark',
+    proofPath,
+    baselinePath: program.baselinePath,
+    app_exe_commit: program.app_exe_commit,
+  });
 }
 
 const hello = await register(guestPath('hello'));
@@ -107,7 +117,7 @@ describe('commit', () => {
     expect(loop.app_exe_commit).not.toBe(hello.app_exe_commit);
   });
 
-  it('writes a baseline with the zkVM\'s field names', () => {
+  it("writes a baseline with the zkVM's field names", () => {
     const baseline = hello.committed.baseline;
     expect(Object.keys(baseline).sort()).toEqual(
       [
@@ -123,7 +133,10 @@ describe('commit', () => {
     );
     expect(baseline.app_exe_commit).toBe(hello.app_exe_commit);
     expect(baseline.num_user_pvs).toBe(32);
-    expect(baseline.app_vk_commit).toEqual({ cached_commit: expect.stringMatching(/^0x[0-9a-f]{64}$/), vk_pre_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(baseline.app_vk_commit).toEqual({
+      cached_commit: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      vk_pre_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
     expect(baseline.expected_def_hook_commit).toMatch(/^0x[0-9a-f]{64}$/);
   });
 
@@ -164,7 +177,7 @@ describe('execute', () => {
     expect(badInput).toMatchObject({ exit_code: -1, error: expect.stringMatching(/^bad input: input\[0\]: unknown prefix 0x05/) });
   });
 
-  it('copies the guest\'s printed lines into the job logs', async () => {
+  it("copies the guest's printed lines into the job logs", async () => {
     const { ctx, logs } = context();
     await engine.execute(ctx, { elfPath: panic.elfPath, vmexePath: '', inputPath: input(), mode: 'pure' });
     expect(logs).toContain('guest: about to fail');
@@ -178,11 +191,14 @@ describe('dev proofs', () => {
     const executed = helloStark.metrics[0];
     expect(executed.num_instructions).toBeGreaterThan(1000);
     expect(executed.cells_used).toBe(executed.num_instructions * 32);
-    expect(helloStark.result).toMatchObject({ ...executed, public_values: '0xba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad' });
+    expect(helloStark.result).toMatchObject({
+      ...executed,
+      public_values: '0xba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+    });
     expect(helloStark.logs.join('\n')).toMatch(/not a zero-knowledge proof/);
   });
 
-  it('writes a STARK proof in the zkVM\'s shape, marked as a dev proof', () => {
+  it("writes a STARK proof in the zkVM's shape, marked as a dev proof", () => {
     expect(helloStark.proof).toEqual({
       version: DEV_PROOF_VERSION,
       proof: expect.stringMatching(/^[0-9a-f]+$/),
@@ -214,7 +230,7 @@ describe('dev proofs', () => {
     expect((await verify(hello, { ...helloStark.proof, proof: proofHex.slice(2) })).verified).toBe(false);
   });
 
-  it('rejects another program\'s proof', async () => {
+  it("rejects another program's proof", async () => {
     const loopProof = await prove(loop, input(u32Entry(5)));
     expect(await verify(hello, loopProof.proof)).toEqual({
       verified: false,
@@ -222,15 +238,25 @@ describe('dev proofs', () => {
     });
   });
 
-  it('rejects a proof made under another config (its seal is the Worker\'s to check: test/worker/fleet-trust.test.ts)', async () => {
-    expect(await verify(hello, helloStark.proof, { id: 'cfg_01OTHERCONFIG' })).toEqual({ verified: false, reason: 'made under another config (not cfg_01OTHERCONFIG)' });
-    expect(await verify(hello, helloStark.proof, { app_vm_commit: `0x${'cd'.repeat(32)}` })).toMatchObject({ verified: false, reason: expect.stringMatching(/another config/) });
+  it("rejects a proof made under another config (its seal is the Worker's to check: test/worker/fleet-trust.test.ts)", async () => {
+    expect(await verify(hello, helloStark.proof, { id: 'cfg_01OTHERCONFIG' })).toEqual({
+      verified: false,
+      reason: 'made under another config (not cfg_01OTHERCONFIG)',
+    });
+    expect(await verify(hello, helloStark.proof, { app_vm_commit: `0x${'cd'.repeat(32)}` })).toMatchObject({
+      verified: false,
+      reason: expect.stringMatching(/another config/),
+    });
   });
 
   it('checks the proof against a readable baseline, and against app_exe_commit without one', async () => {
     const proofPath = file('verify.json', JSON.stringify(helloStark.proof));
-    const verifyWith = (baselinePath: string) => engine.verify(context().ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: hello.app_exe_commit });
-    expect(await verifyWith(loop.baselinePath)).toEqual({ verified: false, reason: `the verification baseline is for another program (${loop.app_exe_commit})` });
+    const verifyWith = (baselinePath: string) =>
+      engine.verify(context().ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: hello.app_exe_commit });
+    expect(await verifyWith(loop.baselinePath)).toEqual({
+      verified: false,
+      reason: `the verification baseline is for another program (${loop.app_exe_commit})`,
+    });
     expect(await verifyWith(join(work, 'no-such-baseline.json'))).toEqual({ verified: true, reason: null });
   });
 
@@ -243,10 +269,15 @@ describe('dev proofs', () => {
 
   it('rejects non-dev proofs and files that are no proof at all', async () => {
     const zkvmProof = { version: 'v1.4', proof: 'ab'.repeat(100), user_pvs_proof: 'cd'.repeat(40), deferral_merkle_proofs: null };
-    expect(await verify(hello, zkvmProof)).toEqual({ verified: false, reason: 'not a dev proof (version "v1.4"; dev proofs say "v1.0-dev")' });
+    expect(await verify(hello, zkvmProof)).toEqual({
+      verified: false,
+      reason: 'not a dev proof (version "v1.4"; dev proofs say "v1.0-dev")',
+    });
     expect((await verify(hello, 'not json')).reason).toMatch(/^proof file is not JSON/);
     expect((await verify(hello, { version: DEV_PROOF_VERSION, proof: 'zz', user_pvs_proof: '' })).reason).toBe('proof is not hex');
-    expect((await verify(hello, { version: DEV_PROOF_VERSION, proof: 'abcd', user_pvs_proof: '' })).reason).toBe('proof bytes are not a dev proof envelope');
+    expect((await verify(hello, { version: DEV_PROOF_VERSION, proof: 'abcd', user_pvs_proof: '' })).reason).toBe(
+      'proof bytes are not a dev proof envelope',
+    );
   });
 
   it('binds the input: the same public values from another input give another proof', async () => {
@@ -291,18 +322,26 @@ describe('dev proofs', () => {
 });
 
 describe('proving failures', () => {
-  it('fails the job with the guest\'s panic text, after reporting the instruction count', async () => {
+  it("fails the job with the guest's panic text, after reporting the instruction count", async () => {
     const { ctx, phases, metrics } = context();
     const error = await engine
       .prove(ctx, {
-        proof_type: 'stark', elfPath: panic.elfPath, vmexePath: '', inputPath: input(), childProofPaths: [],
-        outputPath: file('proof.json'), app_exe_commit: panic.app_exe_commit, baselinePath: panic.baselinePath,
+        proof_type: 'stark',
+        elfPath: panic.elfPath,
+        vmexePath: '',
+        inputPath: input(),
+        childProofPaths: [],
+        outputPath: file('proof.json'),
+        app_exe_commit: panic.app_exe_commit,
+        baselinePath: panic.baselinePath,
       })
       .catch((e: unknown) => e);
     expect(phases).toEqual(['Executing']);
     expect(metrics).toEqual([{ num_instructions: expect.any(Number) }]);
     expect(error).toBeInstanceOf(JobError);
-    expect((error as Error).message).toBe('guest exited with code 1: about to fail\npanicked at src/panic.c:6:\nsomething went wrong: this guest always panics');
+    expect((error as Error).message).toBe(
+      'guest exited with code 1: about to fail\npanicked at src/panic.c:6:\nsomething went wrong: this guest always panics',
+    );
   });
 
   it('fails the job on bad input, traps and the cycle limit', async () => {
@@ -311,33 +350,62 @@ describe('proving failures', () => {
     const limited = createDevEngine({ maxCycles: 1000 });
     const { ctx } = context();
     const job = limited.prove(ctx, {
-      proof_type: 'stark', elfPath: loop.elfPath, vmexePath: '', inputPath: input(u32Entry(1_000_000)), childProofPaths: [],
-      outputPath: file('proof.json'), app_exe_commit: loop.app_exe_commit, baselinePath: loop.baselinePath,
+      proof_type: 'stark',
+      elfPath: loop.elfPath,
+      vmexePath: '',
+      inputPath: input(u32Entry(1_000_000)),
+      childProofPaths: [],
+      outputPath: file('proof.json'),
+      app_exe_commit: loop.app_exe_commit,
+      baselinePath: loop.baselinePath,
     });
     const error = await job.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(JobError);
     expect((error as Error).message).toMatch(/^cycle limit of 1000 instructions reached at pc 0x[0-9a-f]{8} before the guest terminated$/);
   });
 
-  it("stops at the job's cycle limit (README \"Job limits\"), saying how far it ran, in prove and execute", async () => {
+  it('stops at the job\'s cycle limit (README "Job limits"), saying how far it ran, in prove and execute', async () => {
     const { ctx } = context();
     const error = await engine
       .prove(ctx, {
-        proof_type: 'stark', elfPath: loop.elfPath, vmexePath: '', inputPath: input(u32Entry(1_000_000)), childProofPaths: [],
-        outputPath: file('proof.json'), app_exe_commit: loop.app_exe_commit, baselinePath: loop.baselinePath, cycleLimit: 5000,
+        proof_type: 'stark',
+        elfPath: loop.elfPath,
+        vmexePath: '',
+        inputPath: input(u32Entry(1_000_000)),
+        childProofPaths: [],
+        outputPath: file('proof.json'),
+        app_exe_commit: loop.app_exe_commit,
+        baselinePath: loop.baselinePath,
+        cycleLimit: 5000,
       })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CycleLimitError);
     expect(error).toMatchObject({ reached: 5000, limit: 5000 });
-    const ran = await engine.execute(context().ctx, { elfPath: loop.elfPath, vmexePath: '', inputPath: input(u32Entry(1_000_000)), mode: 'pure', cycleLimit: 777 }).catch((e: unknown) => e);
+    const ran = await engine
+      .execute(context().ctx, {
+        elfPath: loop.elfPath,
+        vmexePath: '',
+        inputPath: input(u32Entry(1_000_000)),
+        mode: 'pure',
+        cycleLimit: 777,
+      })
+      .catch((e: unknown) => e);
     expect(ran).toMatchObject({ reached: 777, limit: 777 });
     // A guest that ends under its limit is not stopped.
-    const small = await engine.execute(context().ctx, { elfPath: loop.elfPath, vmexePath: '', inputPath: input(u32Entry(1)), mode: 'pure', cycleLimit: 1_000_000 });
+    const small = await engine.execute(context().ctx, {
+      elfPath: loop.elfPath,
+      vmexePath: '',
+      inputPath: input(u32Entry(1)),
+      mode: 'pure',
+      cycleLimit: 1_000_000,
+    });
     expect(small.error).toBeNull();
   });
 
   it('fails the job when the ELF is not the registered program', async () => {
-    await expect(prove({ ...loop, app_exe_commit: hello.app_exe_commit }, input(u32Entry(1)))).rejects.toThrow(/does not match its registered app_exe_commit/);
+    await expect(prove({ ...loop, app_exe_commit: hello.app_exe_commit }, input(u32Entry(1)))).rejects.toThrow(
+      /does not match its registered app_exe_commit/,
+    );
   });
 
   it('refuses to prove under a config of another engine', async () => {
@@ -358,12 +426,21 @@ describe('proving failures', () => {
     const { ctx } = context();
     const long = input(u32Entry(4_000_000_000));
     const proving = timed.prove(ctx, {
-      proof_type: 'stark', elfPath: loop.elfPath, vmexePath: '', inputPath: long, childProofPaths: [],
-      outputPath: file('proof.json'), app_exe_commit: loop.app_exe_commit, baselinePath: loop.baselinePath,
+      proof_type: 'stark',
+      elfPath: loop.elfPath,
+      vmexePath: '',
+      inputPath: long,
+      childProofPaths: [],
+      outputPath: file('proof.json'),
+      app_exe_commit: loop.app_exe_commit,
+      baselinePath: loop.baselinePath,
     });
     const executing = timed.execute(ctx, { elfPath: loop.elfPath, vmexePath: '', inputPath: long, mode: 'pure' });
     const errors = await Promise.all([proving, executing].map((job: Promise<unknown>) => job.catch((e: unknown) => e)));
-    for (const [op, error] of [['prove', errors[0]], ['execute', errors[1]]] as const) {
+    for (const [op, error] of [
+      ['prove', errors[0]],
+      ['execute', errors[1]],
+    ] as const) {
       expect(error).toBeInstanceOf(Error);
       expect(error).not.toBeInstanceOf(JobError);
       expect((error as Error).message).toBe(`dev engine: ${op} timed out after 1 s`);
@@ -371,7 +448,12 @@ describe('proving failures', () => {
     // Within its limit an operation runs as without one; a cancel is still a cancel.
     expect((await timed.execute(ctx, { elfPath: hello.elfPath, vmexePath: '', inputPath: helloInput, mode: 'pure' })).exit_code).toBe(0);
     const controller = new AbortController();
-    const canceled = timed.execute(context({}, controller.signal).ctx, { elfPath: loop.elfPath, vmexePath: '', inputPath: long, mode: 'pure' });
+    const canceled = timed.execute(context({}, controller.signal).ctx, {
+      elfPath: loop.elfPath,
+      vmexePath: '',
+      inputPath: long,
+      mode: 'pure',
+    });
     setTimeout(() => controller.abort(new Error('canceled by the user')), 100);
     expect(((await canceled.catch((e: unknown) => e)) as Error).message).toBe('canceled by the user');
   });
@@ -392,20 +474,29 @@ describe('deferred child proofs', () => {
   it('fails the job for a child made for another program, naming the child', async () => {
     const other = (await prove(loop, input(u32Entry(3)))).outputPath;
     await expect(prove(hello, helloInput, { children: [childA, other] })).rejects.toThrow(
-      new JobError(`child proof 1: made for another program (its app_exe_commit is ${loop.app_exe_commit}, expected ${hello.app_exe_commit})`),
+      new JobError(
+        `child proof 1: made for another program (its app_exe_commit is ${loop.app_exe_commit}, expected ${hello.app_exe_commit})`,
+      ),
     );
   });
 
   it('fails the job for a child made under another config', async () => {
     const otherConfig = (await prove(hello, helloInput, { config: { id: 'cfg_01OTHERCONFIG' } })).outputPath;
-    await expect(prove(hello, helloInput, { children: [otherConfig] })).rejects.toThrow(new JobError('child proof 0: made under another config (not cfg_01DEVCONFIG)'));
+    await expect(prove(hello, helloInput, { children: [otherConfig] })).rejects.toThrow(
+      new JobError('child proof 0: made under another config (not cfg_01DEVCONFIG)'),
+    );
   });
 
-  it('fails the job for a broken child, a non-dev child and an EVM child (children\'s seals are the Worker\'s to check)', async () => {
+  it("fails the job for a broken child, a non-dev child and an EVM child (children's seals are the Worker's to check)", async () => {
     const broken = file('child.json', JSON.stringify({ ...helloStark.proof, proof: (helloStark.proof.proof as string).slice(2) }));
     await expect(prove(hello, helloInput, { children: [childA, childA, broken] })).rejects.toThrow(/^child proof 2: not a dev STARK proof/);
-    const foreign = file('child.json', JSON.stringify({ version: 'v1.4', proof: 'ab', user_pvs_proof: 'cd', deferral_merkle_proofs: null }));
-    await expect(prove(hello, helloInput, { children: [foreign] })).rejects.toThrow(/^child proof 0: not a dev STARK proof: not a dev proof/);
+    const foreign = file(
+      'child.json',
+      JSON.stringify({ version: 'v1.4', proof: 'ab', user_pvs_proof: 'cd', deferral_merkle_proofs: null }),
+    );
+    await expect(prove(hello, helloInput, { children: [foreign] })).rejects.toThrow(
+      /^child proof 0: not a dev STARK proof: not a dev proof/,
+    );
     const evm = (await prove(hello, helloInput, { kind: 'evm' })).outputPath;
     await expect(prove(hello, helloInput, { children: [evm] })).rejects.toThrow('child proof 0: expected a stark proof, got a evm proof');
   });

@@ -28,7 +28,8 @@ describe('the conformance reference model', () => {
 });
 
 describe.each(TIERS)('%s', (_tier, compileThreshold) => {
-  const run = (name: string, entries: string[] = [], options: ExecutionOptions = {}) => runGuest(name, entries, { compileThreshold, ...options });
+  const run = (name: string, entries: string[] = [], options: ExecutionOptions = {}) =>
+    runGuest(name, entries, { compileThreshold, ...options });
 
   describe('RV32IM conformance', () => {
     it('gives every instruction the RISC-V result on edge values', async () => {
@@ -37,7 +38,9 @@ describe.each(TIERS)('%s', (_tier, compileThreshold) => {
       const expected = expectedResults();
       expect(out.stdout).toBe(`conformance: ${expected.length} results\n`);
       const got = words(out.publicValues);
-      const mismatches = expected.flatMap((e, i) => (got[i] === e.value ? [] : [`${e.label}: got 0x${got[i].toString(16)}, expected 0x${e.value.toString(16)}`]));
+      const mismatches = expected.flatMap((e, i) =>
+        got[i] === e.value ? [] : [`${e.label}: got 0x${got[i].toString(16)}, expected 0x${e.value.toString(16)}`],
+      );
       expect(mismatches).toEqual([]);
     });
   });
@@ -68,7 +71,9 @@ describe.each(TIERS)('%s', (_tier, compileThreshold) => {
 
     it('reveals what the guest reveals, and nothing else', async () => {
       const out = await run('io', [u32Entry(1), bytesEntry('public!')]);
-      expect(Buffer.from(out.publicValues).toString('hex')).toBe(`01000000${'07000000'}${Buffer.from('public!').toString('hex')}${'00'.repeat(17)}`);
+      expect(Buffer.from(out.publicValues).toString('hex')).toBe(
+        `01000000${'07000000'}${Buffer.from('public!').toString('hex')}${'00'.repeat(17)}`,
+      );
     });
 
     it('hands hintrandom bytes from the random source', async () => {
@@ -132,10 +137,12 @@ describe.each(TIERS)('%s', (_tier, compileThreshold) => {
       expect(out.stdout).toBe(`hello from the dev zkVM: read 3 bytes, sha256 ${createHash('sha256').update('abc').digest('hex')}\n`);
     });
 
-    it('reports a panic with the guest\'s own message and exit code 1', async () => {
+    it("reports a panic with the guest's own message and exit code 1", async () => {
       const out = await run('panic');
       expect(out.exitCode).toBe(1);
-      expect(out.error).toBe('guest exited with code 1: about to fail\npanicked at src/panic.c:6:\nsomething went wrong: this guest always panics');
+      expect(out.error).toBe(
+        'guest exited with code 1: about to fail\npanicked at src/panic.c:6:\nsomething went wrong: this guest always panics',
+      );
     });
 
     it('passes any exit code through terminate', async () => {
@@ -148,7 +155,9 @@ describe.each(TIERS)('%s', (_tier, compileThreshold) => {
 
     it('counts instructions exactly, terminate included', async () => {
       // loop.c runs 6 instructions per iteration; 1000, 1001 and 2000 print equally many digits.
-      const [c1000, c1001, c2000] = await Promise.all([1000, 1001, 2000].map(async (n) => (await run('loop', [u32Entry(n)])).numInstructions));
+      const [c1000, c1001, c2000] = await Promise.all(
+        [1000, 1001, 2000].map(async (n) => (await run('loop', [u32Entry(n)])).numInstructions),
+      );
       expect(c1001 - c1000).toBe(6);
       expect(c2000 - c1000).toBe(6000);
       // Every instruction up to and including terminate counts: the exit path after the
@@ -160,7 +169,11 @@ describe.each(TIERS)('%s', (_tier, compileThreshold) => {
     const trapCases: [string, number, RegExp][] = [
       ['misaligned load', 0, /^misaligned load of 4 bytes at address 0x00001002 at pc 0x[0-9a-f]{8}$/],
       ['misaligned store', 1, /^misaligned store of 2 bytes at address 0x00001001 at pc 0x[0-9a-f]{8}$/],
-      ['load past the end of memory', 2, /^out-of-bounds load of 4 bytes at address 0x20000000 \(guest memory is 0x20000000 bytes\) at pc 0x/],
+      [
+        'load past the end of memory',
+        2,
+        /^out-of-bounds load of 4 bytes at address 0x20000000 \(guest memory is 0x20000000 bytes\) at pc 0x/,
+      ],
       ['store outside memory', 3, /^out-of-bounds store of 4 bytes at address 0xfffffffc .* at pc 0x/],
       ['unimp', 5, /^unsupported instruction unimp \(0xc0001073\) at pc 0x/],
       ['ecall', 6, /^unsupported instruction ecall \(0x00000073\) at pc 0x/],

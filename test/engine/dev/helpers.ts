@@ -125,7 +125,18 @@ export const asm = {
   addi: (rd: number, rs1: number, imm: number) => ((imm & 0xfff) << 20) | (rs1 << 15) | (rd << 7) | 0x13,
   terminate: (code: number) => (code << 20) | 0x0b,
   jal: (rd: number, offset: number) =>
-    (((offset >> 20) & 1) << 31) | (((offset >> 1) & 0x3ff) << 21) | (((offset >> 11) & 1) << 20) | (((offset >> 12) & 0xff) << 12) | (rd << 7) | 0x6f,
+    (((offset >> 20) & 1) << 31) |
+    (((offset >> 1) & 0x3ff) << 21) |
+    (((offset >> 11) & 1) << 20) |
+    (((offset >> 12) & 0xff) << 12) |
+    (rd << 7) |
+    0x6f,
   beq: (rs1: number, rs2: number, offset: number) =>
-    (((offset >> 12) & 1) << 31) | (((offset >> 5) & 0x3f) << 25) | (rs2 << 20) | (rs1 << 15) | (((offset >> 1) & 0xf) << 8) | (((offset >> 11) & 1) << 7) | 0x63,
+    (((offset >> 12) & 1) << 31) |
+    (((offset >> 5) & 0x3f) << 25) |
+    (rs2 << 20) |
+    (rs1 << 15) |
+    (((offset >> 1) & 0xf) << 8) |
+    (((offset >> 11) & 1) << 7) |
+    0x63,
 };

@@ -33,8 +33,16 @@ describe('input parsing', () => {
     ['an empty entry', '{"input": ["0x"]}', /input\[0\]: empty/],
     ['an unknown prefix', '{"input": ["0x03aa"]}', /input\[0\]: unknown prefix 0x03/],
     ['a non-string entry', '{"input": [1]}', /input\[0\]: not a string/],
-    ['a partial field element', '{"input": ["0x02010000"]}', /input\[0\]: field-element entry of 3 bytes is not a whole number of 32-bit words/],
-    ['a field element not below p', `{"input": ["0x0201000000${'01000078'}"]}`, /input\[0\]: field element 1 \(2013265921\) is not below the BabyBear modulus/],
+    [
+      'a partial field element',
+      '{"input": ["0x02010000"]}',
+      /input\[0\]: field-element entry of 3 bytes is not a whole number of 32-bit words/,
+    ],
+    [
+      'a field element not below p',
+      `{"input": ["0x0201000000${'01000078'}"]}`,
+      /input\[0\]: field element 1 \(2013265921\) is not below the BabyBear modulus/,
+    ],
   ];
   for (const [what, text, message] of bad) {
     it(`rejects ${what}`, () => {

@@ -25,7 +25,11 @@ describe('ELF loading', () => {
     ['another machine', makeElf([{ vaddr: TEXT_START, data: code, flags: 5 }], TEXT_START, { machine: 62 }), /machine 62 is not RISC-V/],
     ['a shared object', makeElf([{ vaddr: TEXT_START, data: code, flags: 5 }], TEXT_START, { type: 3 }), /not an executable/],
     ['a segment past the end of memory', makeElf([{ vaddr: 0x1ffffffc, data: code, memsz: 8, flags: 5 }]), /outside guest memory/],
-    ['an entry point outside the code', makeElf([{ vaddr: TEXT_START, data: code, flags: 5 }], 0x1000), /entry point 0x00001000 is not in an executable segment/],
+    [
+      'an entry point outside the code',
+      makeElf([{ vaddr: TEXT_START, data: code, flags: 5 }], 0x1000),
+      /entry point 0x00001000 is not in an executable segment/,
+    ],
     ['an entry point in data', makeElf([{ vaddr: TEXT_START, data: code, flags: 6 }]), /not in an executable segment/],
     [
       'overlapping segments',
@@ -98,7 +102,15 @@ describe.each(TIERS)('hand-assembled programs, %s', (_tier, compileThreshold) =>
     const printstr = (addr: number, len: number) => (1 << 20) | (len << 15) | (3 << 12) | (addr << 7) | 0x0b;
     const bne = (rs1: number, rs2: number, offset: number) => asm.beq(rs1, rs2, offset) | (1 << 12);
     const out = await run(
-      codeElf([asm.addi(10, 0, 0), asm.addi(11, 0, 1024), asm.addi(5, 0, 2000), printstr(10, 11), asm.addi(5, 5, -1), bne(5, 0, -8), asm.terminate(0)]),
+      codeElf([
+        asm.addi(10, 0, 0),
+        asm.addi(11, 0, 1024),
+        asm.addi(5, 0, 2000),
+        printstr(10, 11),
+        asm.addi(5, 5, -1),
+        bne(5, 0, -8),
+        asm.terminate(0),
+      ]),
     );
     expect(out.error).toBeNull();
     expect(out.stdout).toBe(`${'\0'.repeat(1 << 20)}\n[further output dropped: more than ${1 << 20} characters]\n`);
@@ -107,7 +119,16 @@ describe.each(TIERS)('hand-assembled programs, %s', (_tier, compileThreshold) =>
   it('reveals at [rd] + imm, with positive and negative immediates', async () => {
     const reveal = (rd: number, rs1: number, imm: number) => ((imm & 0xfff) << 20) | (rs1 << 15) | (2 << 12) | (rd << 7) | 0x0b;
     const out = await run(
-      codeElf([asm.addi(5, 0, 4), asm.addi(6, 0, 0x123), reveal(5, 6, 8), asm.addi(5, 0, 16), asm.addi(6, 0, -1), reveal(5, 6, -8), reveal(0, 5, 0), asm.terminate(0)]),
+      codeElf([
+        asm.addi(5, 0, 4),
+        asm.addi(6, 0, 0x123),
+        reveal(5, 6, 8),
+        asm.addi(5, 0, 16),
+        asm.addi(6, 0, -1),
+        reveal(5, 6, -8),
+        reveal(0, 5, 0),
+        asm.terminate(0),
+      ]),
     );
     expect(out.error).toBeNull();
     expect(Buffer.from(out.publicValues).toString('hex')).toBe(`10000000${'00'.repeat(4)}ffffffff23010000${'00'.repeat(16)}`);

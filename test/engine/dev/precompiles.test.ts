@@ -23,7 +23,10 @@ function sha2(message: Uint8Array, wide: boolean): string {
   const block = wide ? 128 : 64;
   // The FIPS 180-4 initial hash values; SHA-512's as (lo, hi) word pairs.
   const state = wide
-    ? Uint32Array.from([0xf3bcc908, 0x6a09e667, 0x84caa73b, 0xbb67ae85, 0xfe94f82b, 0x3c6ef372, 0x5f1d36f1, 0xa54ff53a, 0xade682d1, 0x510e527f, 0x2b3e6c1f, 0x9b05688c, 0xfb41bd6b, 0x1f83d9ab, 0x137e2179, 0x5be0cd19])
+    ? Uint32Array.from([
+        0xf3bcc908, 0x6a09e667, 0x84caa73b, 0xbb67ae85, 0xfe94f82b, 0x3c6ef372, 0x5f1d36f1, 0xa54ff53a, 0xade682d1, 0x510e527f, 0x2b3e6c1f,
+        0x9b05688c, 0xfb41bd6b, 0x1f83d9ab, 0x137e2179, 0x5be0cd19,
+      ])
     : Uint32Array.from([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
   const total = Math.ceil((message.length + 1 + (wide ? 16 : 8)) / block) * block;
   const padded = Buffer.alloc(total);
@@ -49,7 +52,9 @@ describe('keccak-f[1600]', () => {
   it('gives Keccak-256 the published test vectors', () => {
     expect(sponge256(new Uint8Array(0), 0x01)).toBe('c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470');
     expect(sponge256(Buffer.from('abc'), 0x01)).toBe('4e03657aea45a94fc7d47ba826c8d667c0d1e6e33a64a036ec44f58fa12d6c45');
-    expect(sponge256(Buffer.from('The quick brown fox jumps over the lazy dog'), 0x01)).toBe('4d741b6f1eb29cb2a9b9911c82f56fa8d73b04959d3d9d222895df6c0b28aa15');
+    expect(sponge256(Buffer.from('The quick brown fox jumps over the lazy dog'), 0x01)).toBe(
+      '4d741b6f1eb29cb2a9b9911c82f56fa8d73b04959d3d9d222895df6c0b28aa15',
+    );
   });
 
   it('gives SHA3-256 (the same sponge, padding 0x06) what Node gives, on many inputs', () => {

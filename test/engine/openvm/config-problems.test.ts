@@ -7,9 +7,16 @@ const KEYGEN = 'v2.0.1:crates/cli/src/commands/keygen.rs:130-147';
 describe('openvmConfigProblems', () => {
   it('accepts a 2.0 final release with the default 32 bytes of public values', () => {
     expect(openvmConfigProblems({ openvm_version: '2.0.0', public_values_bytes: 32 })).toEqual([]);
-    expect(openvmConfigProblems({ openvm_version: 'v2.0.1', public_values_bytes: 32, openvm_toml: '[app_vm_config.rv32i]\n[app_vm_config.io]\n' })).toEqual([]);
+    expect(
+      openvmConfigProblems({
+        openvm_version: 'v2.0.1',
+        public_values_bytes: 32,
+        openvm_toml: '[app_vm_config.rv32i]\n[app_vm_config.io]\n',
+      }),
+    ).toEqual([]);
     // Stating the defaults is fine.
-    const defaults = '[app_vm_config.system.config]\nnum_public_values = 32\n[app_vm_config.system.config.memory_config]\naddr_space_height = 3\npointer_max_bits = 29\n';
+    const defaults =
+      '[app_vm_config.system.config]\nnum_public_values = 32\n[app_vm_config.system.config.memory_config]\naddr_space_height = 3\npointer_max_bits = 29\n';
     expect(openvmConfigProblems({ openvm_version: '2.0.0', public_values_bytes: 32, openvm_toml: defaults })).toEqual([]);
   });
 
@@ -17,7 +24,9 @@ describe('openvmConfigProblems', () => {
     expect(openvmConfigProblems({ openvm_version: '2.0.0-beta.2', public_values_bytes: 64 })).toEqual([
       'openvm 2.0.0-beta.2 is a pre-release; this agent maps final releases only (2.0.0 and later 2.x releases): pre-releases have other flags and JSON',
     ]);
-    expect(openvmConfigProblems({ openvm_version: '1.4.0', public_values_bytes: 32 })).toEqual(['no command-line mapping for openvm 1.4.0 (this agent knows 2.0.0 and later 2.x releases)']);
+    expect(openvmConfigProblems({ openvm_version: '1.4.0', public_values_bytes: 32 })).toEqual([
+      'no command-line mapping for openvm 1.4.0 (this agent knows 2.0.0 and later 2.x releases)',
+    ]);
     expect(openvmConfigProblems({ openvm_version: 'latest', public_values_bytes: 32 })).toEqual(["cannot read openvm_version 'latest'"]);
   });
 

@@ -72,7 +72,15 @@ describe('commit', () => {
     ]);
     const argv = calls[1].argv;
     const flag = (name: string) => argv[argv.indexOf(name) + 1];
-    expect(argv.filter((a) => a.startsWith('--'))).toEqual(['--exe', '--app-pk', '--agg-prefix-pk', '--agg-pk', '--output-dir', '--manifest-path', '--target-dir']);
+    expect(argv.filter((a) => a.startsWith('--'))).toEqual([
+      '--exe',
+      '--app-pk',
+      '--agg-prefix-pk',
+      '--agg-pk',
+      '--output-dir',
+      '--manifest-path',
+      '--target-dir',
+    ]);
     expect(flag('--exe')).toBe(job.files.vmexe);
     expect(flag('--app-pk')).toBe(join(host.configDir, 'openvm', 'app.pk'));
     // --agg-prefix-pk is keygen's agg_prefix.pk; --agg-pk is setup's internal-recursive key.
@@ -84,7 +92,10 @@ describe('commit', () => {
 
   it('refuses keys that belong to another VM than the config names', async () => {
     const job = await makeJob(host, { config: { app_vm_commit: '0x' + 'ab'.repeat(32) } });
-    const err = await host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe }).catch((e: unknown) => e);
+    const err = await host
+      .engine()
+      .commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
     expect(err).not.toBeInstanceOf(JobError);
     expect((err as Error).message).toMatch(/app_vm_commit .* config says 0xabab/);
@@ -93,13 +104,18 @@ describe('commit', () => {
   it('accepts keys whose app_vm_commit matches the config', async () => {
     const first = await registered(await makeJob(host));
     const job = await makeJob(host, { config: { app_vm_commit: first.app_vm_commit.toUpperCase().replace('0X', '0x') } });
-    await expect(host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe })).resolves.toMatchObject({ app_vm_commit: first.app_vm_commit });
+    await expect(host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe })).resolves.toMatchObject({
+      app_vm_commit: first.app_vm_commit,
+    });
   });
 
   it('reports a program the tool cannot read as the caller’s error, with the tool’s last stderr lines', async () => {
     const job = await makeJob(host);
     await writeFile(job.files.vmexe, '');
-    const err = await host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe }).catch((e: unknown) => e);
+    const err = await host
+      .engine()
+      .commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JobError);
     expect((err as Error).message).toMatch(/^Error: reading from .*program\.vmexe failed/m);
   });
@@ -122,7 +138,9 @@ describe('execute', () => {
     const res = await host.engine({ fakeEnv: { RUST_LOG: 'info', FAKE_OPENVM_SEGMENTS: '2' } }).execute(job.ctx, request(job, 'pure'));
     expect(res.stdout).toBe('fake guest: read 2 input entries (8 bytes)\n');
     const proving = await makeJob(host);
-    const proved = await host.engine({ fakeEnv: { RUST_LOG: 'warn', FAKE_OPENVM_SEGMENTS: '2' } }).prove(proving.ctx, proveRequest(proving, 'stark'));
+    const proved = await host
+      .engine({ fakeEnv: { RUST_LOG: 'warn', FAKE_OPENVM_SEGMENTS: '2' } })
+      .prove(proving.ctx, proveRequest(proving, 'stark'));
     expect(proved.num_segments).toBe(2); // --verbose, not the host's RUST_LOG, decides
   });
 
@@ -139,7 +157,9 @@ describe('execute', () => {
 
   it('returns a guest failure as the result’s error', async () => {
     const job = await makeJob(host);
-    const engine = host.engine({ fakeEnv: { FAKE_OPENVM_FAIL: 'run', FAKE_OPENVM_FAIL_MESSAGE: 'guest panicked: attempt to divide by zero' } });
+    const engine = host.engine({
+      fakeEnv: { FAKE_OPENVM_FAIL: 'run', FAKE_OPENVM_FAIL_MESSAGE: 'guest panicked: attempt to divide by zero' },
+    });
     const res = await engine.execute(job.ctx, request(job, 'pure'));
     expect(res.exit_code).not.toBe(0);
     expect(res.error).toContain('Error: guest panicked: attempt to divide by zero');
@@ -148,7 +168,9 @@ describe('execute', () => {
   it('rejects bad input and unknown modes as the caller’s errors before running the tool', async () => {
     const job = await makeJob(host, { input: { input: ['0x03ff'] } });
     await expect(host.engine().execute(job.ctx, request(job, 'pure'))).rejects.toThrow(JobError);
-    await expect(host.engine().execute(job.ctx, request(job, 'pure'))).rejects.toThrow(/input\[0\] is invalid: must start with 01 .* or 02/);
+    await expect(host.engine().execute(job.ctx, request(job, 'pure'))).rejects.toThrow(
+      /input\[0\] is invalid: must start with 01 .* or 02/,
+    );
     const good = await makeJob(host);
     await expect(host.engine().execute(good.ctx, request(good, 'turbo'))).rejects.toThrow(/unknown execution mode 'turbo'/);
     expect((await toolCalls(job)).some((c) => c.argv[1] === 'run')).toBe(false);
@@ -162,7 +184,12 @@ describe('prove', () => {
     const res = await host.engine({ fakeEnv: { FAKE_OPENVM_SEGMENTS: '3' } }).prove(job.ctx, req);
 
     const proof = JSON.parse(await readFile(req.outputPath, 'utf8'));
-    expect(proof).toEqual({ version: 'v2.0', proof: expect.stringMatching(/^[0-9a-f]+$/), user_pvs_proof: expect.stringMatching(/^[0-9a-f]+$/), deferral_merkle_proofs: null });
+    expect(proof).toEqual({
+      version: 'v2.0',
+      proof: expect.stringMatching(/^[0-9a-f]+$/),
+      user_pvs_proof: expect.stringMatching(/^[0-9a-f]+$/),
+      deferral_merkle_proofs: null,
+    });
     expect(res.public_values).toBe('0x' + proof.user_pvs_proof);
     expect(res.num_instructions).toBeGreaterThan(0);
     expect(res.cells_used).toBe(res.num_instructions! * 41);
@@ -170,7 +197,9 @@ describe('prove', () => {
     expect(res.total_cycle).toBeUndefined(); // the tool prints no cycle count
     expect(job.phases).toEqual(['Executing', 'Executed', 'AppProving', 'AppProvingDone', 'PostProcessing']);
     // AppProvingDone comes from the app_prove span tree, printed before aggregation ends.
-    expect(job.logs.findIndex((l) => /^INFO {5}app_prove /.test(l))).toBeLessThan(job.logs.findIndex((l) => l.startsWith('STARK proof completed!')));
+    expect(job.logs.findIndex((l) => /^INFO {5}app_prove /.test(l))).toBeLessThan(
+      job.logs.findIndex((l) => l.startsWith('STARK proof completed!')),
+    );
     expect(job.logs).toContain('STARK proof completed! Writing STARK proof to $WORK_DIR/stark-proof.json');
     expect(job.logs.some((l) => l.startsWith('$ ') && l.includes('openvm --verbose prove stark'))).toBe(true);
   });
@@ -197,10 +226,36 @@ describe('prove', () => {
       ['openvm', 'run', '--exe'],
       ['openvm', '--verbose', 'prove'],
     ]);
-    expect(calls[1]).toEqual(['openvm', 'run', '--exe', req.vmexePath, '--config', join(host.configDir, 'openvm.toml'), '--input', req.inputPath, '--mode', 'meter', '--manifest-path', join(host.configDir, 'Cargo.toml'), '--target-dir', join(host.configDir, 'target')]);
+    expect(calls[1]).toEqual([
+      'openvm',
+      'run',
+      '--exe',
+      req.vmexePath,
+      '--config',
+      join(host.configDir, 'openvm.toml'),
+      '--input',
+      req.inputPath,
+      '--mode',
+      'meter',
+      '--manifest-path',
+      join(host.configDir, 'Cargo.toml'),
+      '--target-dir',
+      join(host.configDir, 'target'),
+    ]);
     const prove = calls[2];
     expect(prove.slice(0, 4)).toEqual(['openvm', '--verbose', 'prove', 'stark']);
-    expect(prove.filter((a) => a.startsWith('--'))).toEqual(['--verbose', '--exe', '--config', '--input', '--proof', '--app-pk', '--agg-prefix-pk', '--agg-pk', '--manifest-path', '--target-dir']);
+    expect(prove.filter((a) => a.startsWith('--'))).toEqual([
+      '--verbose',
+      '--exe',
+      '--config',
+      '--input',
+      '--proof',
+      '--app-pk',
+      '--agg-prefix-pk',
+      '--agg-pk',
+      '--manifest-path',
+      '--target-dir',
+    ]);
     expect(prove[prove.indexOf('--proof') + 1]).toBe(req.outputPath);
   });
 
@@ -210,7 +265,10 @@ describe('prove', () => {
     const metered = await host.engine().execute(job.ctx, meterRequest);
     const n = metered.num_instructions!;
     const before = (await host.invocations()).length;
-    const err = await host.engine().prove(job.ctx, { ...proveRequest(job, 'stark'), cycleLimit: n - 1 }).catch((e: unknown) => e);
+    const err = await host
+      .engine()
+      .prove(job.ctx, { ...proveRequest(job, 'stark'), cycleLimit: n - 1 })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CycleLimitError);
     expect(err).toMatchObject({ reached: n, limit: n - 1 });
     // `run --mode meter` ran, `prove` never did
@@ -218,7 +276,9 @@ describe('prove', () => {
     expect(calls).toContain('openvm run --exe');
     expect(calls.some((c) => c.includes('prove'))).toBe(false);
     // within the limit it proves; an execution in meter mode past it is refused the same way
-    await expect(host.engine().prove(job.ctx, { ...proveRequest(job, 'stark'), cycleLimit: n })).resolves.toMatchObject({ num_instructions: n });
+    await expect(host.engine().prove(job.ctx, { ...proveRequest(job, 'stark'), cycleLimit: n })).resolves.toMatchObject({
+      num_instructions: n,
+    });
     await expect(host.engine().execute(job.ctx, { ...meterRequest, cycleLimit: n - 1 })).rejects.toBeInstanceOf(CycleLimitError);
   });
 
@@ -241,7 +301,10 @@ describe('prove', () => {
       const saved = await readFile(missing);
       await rm(missing);
       try {
-        const err = await host.engine().prove(job.ctx, proveRequest(job, 'evm')).catch((e: unknown) => e);
+        const err = await host
+          .engine()
+          .prove(job.ctx, proveRequest(job, 'evm'))
+          .catch((e: unknown) => e);
         expect(err).not.toBeInstanceOf(JobError);
         expect((err as Error).message).toContain(missing);
         expect((err as Error).message).toMatch(/setup-config .* --evm --run/);
@@ -282,7 +345,10 @@ describe('prove', () => {
 
   it('cleans its scratch directory when the tool fails too', async () => {
     const job = await makeJob(host);
-    await host.engine({ fakeEnv: { FAKE_OPENVM_FAIL: 'prove' } }).prove(job.ctx, proveRequest(job, 'stark')).catch(() => {});
+    await host
+      .engine({ fakeEnv: { FAKE_OPENVM_FAIL: 'prove' } })
+      .prove(job.ctx, proveRequest(job, 'stark'))
+      .catch(() => {});
     expect((await filesUnder(job.workDir)).sort()).toEqual(['input.json', 'program.elf', 'program.vmexe']);
   });
 
@@ -291,12 +357,17 @@ describe('prove', () => {
     const engine = host.engine({ fakeEnv: { FAKE_OPENVM_FAIL: 'prove-stark', FAKE_OPENVM_FAIL_MESSAGE: 'guest exited with code 3' } });
     const err = await engine.prove(job.ctx, proveRequest(job, 'stark')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JobError);
-    expect((err as Error).message).toBe('[fake-openvm] prove-stark started\nError: guest exited with code 3\nLocation:\n    crates/cli/src/bin/cargo-openvm.rs:51:5');
+    expect((err as Error).message).toBe(
+      '[fake-openvm] prove-stark started\nError: guest exited with code 3\nLocation:\n    crates/cli/src/bin/cargo-openvm.rs:51:5',
+    );
   });
 
   it('stops before proving when the guest fails to execute', async () => {
     const job = await makeJob(host);
-    const err = await host.engine({ fakeEnv: { FAKE_OPENVM_FAIL: 'run' } }).prove(job.ctx, proveRequest(job, 'stark')).catch((e: unknown) => e);
+    const err = await host
+      .engine({ fakeEnv: { FAKE_OPENVM_FAIL: 'run' } })
+      .prove(job.ctx, proveRequest(job, 'stark'))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JobError);
     expect(job.phases).toEqual(['Executing']);
     expect((await toolCalls(job)).map((c) => c.argv[1])).toEqual(['--version', 'run']);
@@ -314,18 +385,27 @@ describe('prove', () => {
 
   it('treats a panic (exit 101) as the host’s problem, unless it is the guest’s cost overrun', async () => {
     const job = await makeJob(host);
-    const panicking = host.engine({ fakeEnv: { FAKE_OPENVM_PANIC: 'prove', FAKE_OPENVM_FAIL_MESSAGE: 'cargo metadata command failed for manifest path: /x/Cargo.toml' } });
+    const panicking = host.engine({
+      fakeEnv: { FAKE_OPENVM_PANIC: 'prove', FAKE_OPENVM_FAIL_MESSAGE: 'cargo metadata command failed for manifest path: /x/Cargo.toml' },
+    });
     const err = await panicking.prove(job.ctx, proveRequest(job, 'stark')).catch((e: unknown) => e);
     expect(err).not.toBeInstanceOf(JobError);
     expect((err as Error).message).toMatch(/^host problem .*\(exit status 101\)/);
 
-    const costly = host.engine({ fakeEnv: { FAKE_OPENVM_PANIC: 'prove', FAKE_OPENVM_FAIL_MESSAGE: 'Execution cost 3300000000000 exceeded maximum allowed cost of 3221225472000' } });
+    const costly = host.engine({
+      fakeEnv: {
+        FAKE_OPENVM_PANIC: 'prove',
+        FAKE_OPENVM_FAIL_MESSAGE: 'Execution cost 3300000000000 exceeded maximum allowed cost of 3221225472000',
+      },
+    });
     await expect(costly.prove(job.ctx, proveRequest(job, 'stark'))).rejects.toThrow(JobError);
   });
 
   it('does not report metering counts that stopped at the tool’s cost cap', async () => {
     const job = await makeJob(host);
-    const res = await host.engine({ fakeEnv: { FAKE_OPENVM_METER_COST: String(100 * 15 * 2 ** 30 + 1) } }).prove(job.ctx, proveRequest(job, 'stark'));
+    const res = await host
+      .engine({ fakeEnv: { FAKE_OPENVM_METER_COST: String(100 * 15 * 2 ** 30 + 1) } })
+      .prove(job.ctx, proveRequest(job, 'stark'));
     expect(res.cells_used).toBeUndefined();
     expect(res.num_instructions).toBeUndefined();
     expect(job.metrics.some((m) => m.cells_used !== undefined || m.num_instructions !== undefined)).toBe(false);
@@ -337,13 +417,17 @@ describe('prove', () => {
     const engine = host.engine({ fakeEnv: { FAKE_OPENVM_UNKNOWN_FLAGS: '--agg-pk' } });
     const err = await engine.prove(job.ctx, proveRequest(job, 'stark')).catch((e: unknown) => e);
     expect(err).not.toBeInstanceOf(JobError);
-    expect((err as Error).message).toMatch(/^host problem: the zkVM tool rejected the 'prove stark' command line \(exit status 2\); the flag mapping in .*commands\.ts/);
+    expect((err as Error).message).toMatch(
+      /^host problem: the zkVM tool rejected the 'prove stark' command line \(exit status 2\); the flag mapping in .*commands\.ts/,
+    );
     expect((err as Error).message).toContain("error: unexpected argument '--agg-pk' found");
   });
 
   it('refuses deferred child proofs as the caller’s error', async () => {
     const job = await makeJob(host);
-    await expect(host.engine().prove(job.ctx, proveRequest(job, 'stark', { childProofPaths: [join(job.workDir, 'child.json')] }))).rejects.toThrow(JobError);
+    await expect(
+      host.engine().prove(job.ctx, proveRequest(job, 'stark', { childProofPaths: [join(job.workDir, 'child.json')] })),
+    ).rejects.toThrow(JobError);
   });
 
   it('stops the tool at the operation’s deadline', async () => {
@@ -388,12 +472,16 @@ describe('verify', () => {
   it('accepts a proof of the program, with or without 0x prefixes', async () => {
     const { job, commit, proofPath, baselinePath } = await starkProof();
     const engine = host.engine();
-    await expect(engine.verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toEqual({ verified: true, reason: null });
+    await expect(
+      engine.verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit }),
+    ).resolves.toEqual({ verified: true, reason: null });
 
     const proof = JSON.parse(await readFile(proofPath, 'utf8'));
     const prefixed = join(job.workDir, 'prefixed.json');
     await writeFile(prefixed, JSON.stringify({ ...proof, proof: '0x' + proof.proof, user_pvs_proof: '0x' + proof.user_pvs_proof }));
-    await expect(engine.verify(job.ctx, { proof_type: 'stark', proofPath: prefixed, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toEqual({ verified: true, reason: null });
+    await expect(
+      engine.verify(job.ctx, { proof_type: 'stark', proofPath: prefixed, baselinePath, app_exe_commit: commit.app_exe_commit }),
+    ).resolves.toEqual({ verified: true, reason: null });
 
     const argv = (await host.invocations()).at(-1)!.argv;
     expect(argv.filter((a) => a.startsWith('--'))).toEqual(['--proof', '--app-baseline', '--agg-vk', '--manifest-path', '--target-dir']);
@@ -404,7 +492,9 @@ describe('verify', () => {
     const { job, commit, proofPath, baselinePath } = await starkProof();
     const proof = JSON.parse(await readFile(proofPath, 'utf8'));
     await writeFile(proofPath, JSON.stringify({ ...proof, user_pvs_proof: '00'.repeat(32) }));
-    const res = await host.engine().verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit });
+    const res = await host
+      .engine()
+      .verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit });
     expect(res.verified).toBe(false);
     expect(res.reason).toMatch(/STARK proof verification failed/);
   });
@@ -412,12 +502,16 @@ describe('verify', () => {
   it('rejects files that are not STARK proofs without running the tool', async () => {
     const { job, commit, proofPath, baselinePath } = await starkProof();
     await writeFile(proofPath, '{"version": "v2.0", "proof": "zz"');
-    await expect(host.engine().verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toMatchObject({ verified: false, reason: expect.stringMatching(/not a JSON document/) });
+    await expect(
+      host.engine().verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit }),
+    ).resolves.toMatchObject({ verified: false, reason: expect.stringMatching(/not a JSON document/) });
   });
 
   it('refuses a baseline of another program', async () => {
     const { job, proofPath, baselinePath } = await starkProof();
-    await expect(host.engine().verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: '0x' + '11'.repeat(32) })).rejects.toThrow(/baseline is for 0x/);
+    await expect(
+      host.engine().verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: '0x' + '11'.repeat(32) }),
+    ).rejects.toThrow(/baseline is for 0x/);
   });
 });
 
@@ -437,7 +531,9 @@ describe('verify evm', () => {
   it('verifies with `verify evm` against ~/.openvm/halo2, binding the program’s and the config’s commits, with or without 0x', async () => {
     const { job, commit, proofPath, baselinePath } = await evmProof();
     const engine = host.engine();
-    await expect(engine.verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toEqual({ verified: true, reason: null });
+    await expect(
+      engine.verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit }),
+    ).resolves.toEqual({ verified: true, reason: null });
     const argv = (await toolCalls(job)).at(-1)!.argv;
     expect(argv.slice(0, 3)).toEqual(['openvm', 'verify', 'evm']);
     expect(argv.filter((a) => a.startsWith('--'))).toEqual(['--proof', '--evm-verifier', '--app-commit']);
@@ -445,7 +541,9 @@ describe('verify evm', () => {
 
     // The client strips every 0x before uploading (client-conventions.md).
     await writeFile(proofPath, stripped(await readFile(proofPath, 'utf8')));
-    await expect(engine.verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit })).resolves.toEqual({ verified: true, reason: null });
+    await expect(
+      engine.verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit }),
+    ).resolves.toEqual({ verified: true, reason: null });
   });
 
   it('says why a tampered EVM proof does not verify', async () => {
@@ -465,11 +563,21 @@ describe('verify evm', () => {
     expect(other).toEqual({ verified: false, reason: expect.stringMatching(/the proof is for app_exe_commit 0x/) });
 
     await writeFile(proofPath, JSON.stringify({ ...proof, app_vm_commit: '0x' + 'ff'.repeat(32) }));
-    const nonCanonical = await engine.verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit });
+    const nonCanonical = await engine.verify(job.ctx, {
+      proof_type: 'evm',
+      proofPath,
+      baselinePath,
+      app_exe_commit: commit.app_exe_commit,
+    });
     expect(nonCanonical).toEqual({ verified: false, reason: 'proof field "app_vm_commit" is not a canonical commit' });
 
     await writeFile(proofPath, JSON.stringify({ ...proof, proof_data: { ...proof.proof_data, accumulator: '0x' + 'ff'.repeat(32) } }));
-    const badAccumulator = await engine.verify(job.ctx, { proof_type: 'evm', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit });
+    const badAccumulator = await engine.verify(job.ctx, {
+      proof_type: 'evm',
+      proofPath,
+      baselinePath,
+      app_exe_commit: commit.app_exe_commit,
+    });
     expect(badAccumulator.reason).toMatch(/outside the BN254 scalar field/);
     expect((await toolCalls(job)).slice(before).map((c) => c.argv[1])).toEqual(['--version']);
   });
@@ -480,7 +588,12 @@ describe('verify evm', () => {
       const job = await makeJob(starkOnly, { config: { app_vm_commit: '0x' + '00'.repeat(32) } });
       await writeFile(join(job.workDir, 'proof.json'), '{}');
       await expect(
-        starkOnly.engine().verify(job.ctx, { proof_type: 'evm', proofPath: join(job.workDir, 'proof.json'), baselinePath: join(job.workDir, 'baseline.json'), app_exe_commit: '0x' + '00'.repeat(32) }),
+        starkOnly.engine().verify(job.ctx, {
+          proof_type: 'evm',
+          proofPath: join(job.workDir, 'proof.json'),
+          baselinePath: join(job.workDir, 'baseline.json'),
+          app_exe_commit: '0x' + '00'.repeat(32),
+        }),
       ).rejects.toThrow(/missing EVM verifier \(cargo openvm setup --evm\): .*halo2\/src\/v2\.0-base\/.*setup-config .* --evm --run/);
     } finally {
       await starkOnly.cleanup();
@@ -493,9 +606,14 @@ describe('refusals', () => {
     const bare = await makeHost({ setUp: false });
     try {
       const job = await makeJob(bare);
-      const err = await bare.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe }).catch((e: unknown) => e);
+      const err = await bare
+        .engine()
+        .commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe })
+        .catch((e: unknown) => e);
       expect(err).not.toBeInstanceOf(JobError);
-      expect((err as Error).message).toMatch(/is not set up on this host \(missing openvm\.toml .*\); the operator must run `prover-agent setup-config cfg_01JTESTC0NF1G0000000000000 --run`/);
+      expect((err as Error).message).toMatch(
+        /is not set up on this host \(missing openvm\.toml .*\); the operator must run `prover-agent setup-config cfg_01JTESTC0NF1G0000000000000 --run`/,
+      );
       expect(await bare.invocations()).toEqual([]);
     } finally {
       await bare.cleanup();
@@ -507,7 +625,9 @@ describe('refusals', () => {
     try {
       const job = await makeJob(starkOnly);
       await expect(starkOnly.engine().prove(job.ctx, proveRequest(job, 'stark'))).resolves.toBeDefined();
-      await expect(starkOnly.engine().prove(job.ctx, proveRequest(job, 'evm'))).rejects.toThrow(/missing root proving key .*setup-config .* --evm --run/);
+      await expect(starkOnly.engine().prove(job.ctx, proveRequest(job, 'evm'))).rejects.toThrow(
+        /missing root proving key .*setup-config .* --evm --run/,
+      );
     } finally {
       await starkOnly.cleanup();
     }
@@ -519,7 +639,9 @@ describe('refusals', () => {
     const saved = await readFile(appPk);
     await writeFile(appPk, '');
     try {
-      await expect(host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe })).rejects.toThrow(/missing app proving key/);
+      await expect(host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe })).rejects.toThrow(
+        /missing app proving key/,
+      );
     } finally {
       await writeFile(appPk, saved);
     }
@@ -531,7 +653,10 @@ describe('refusals', () => {
       ['v2.0.0-beta.2', /openvm 2\.0\.0-beta\.2 is a pre-release; this agent maps final releases only/],
     ] as const) {
       const job = await makeJob(host, { config: { openvm_version: version } });
-      const err = await host.engine().commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe }).catch((e: unknown) => e);
+      const err = await host
+        .engine()
+        .commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(JobError);
       expect((err as Error).message).toMatch(why);
       expect((await toolCalls(job)).length).toBe(0);
@@ -539,7 +664,9 @@ describe('refusals', () => {
 
     const other = await makeJob(host);
     const engine = host.engine({ fakeEnv: { FAKE_OPENVM_VERSION: '2.1.0' } });
-    await expect(engine.commit(other.ctx, { elfPath: other.files.elf, vmexePath: other.files.vmexe })).rejects.toThrow(/installed cargo-openvm is 2\.1\.0 but config .* needs openvm 2\.0\.0/);
+    await expect(engine.commit(other.ctx, { elfPath: other.files.elf, vmexePath: other.files.vmexe })).rejects.toThrow(
+      /installed cargo-openvm is 2\.1\.0 but config .* needs openvm 2\.0\.0/,
+    );
 
     const beta = await makeJob(host);
     const preRelease = host.engine({ fakeEnv: { FAKE_OPENVM_VERSION: '2.0.0-beta.2' } });
@@ -567,7 +694,10 @@ describe('refusals', () => {
     const job = await makeJob(host);
     const notOpenvm = join(host.root, 'plain-cargo');
     await writeFile(notOpenvm, `#!/bin/sh\necho "error: no such command: \\\`openvm\\\`" >&2\nexit 101\n`, { mode: 0o755 });
-    const err = await host.engine({ cargoPath: notOpenvm }).commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe }).catch((e: unknown) => e);
+    const err = await host
+      .engine({ cargoPath: notOpenvm })
+      .commit(job.ctx, { elfPath: job.files.elf, vmexePath: job.files.vmexe })
+      .catch((e: unknown) => e);
     expect((err as Error).message).toMatch(/--version' failed, is cargo-openvm installed\? error: no such command/);
     await rm(notOpenvm);
   });

@@ -14,7 +14,10 @@ beforeEach(async () => {
 });
 afterEach(() => host.cleanup());
 
-const sha256 = async (path: string) => createHash('sha256').update(await readFile(path)).digest('hex');
+const sha256 = async (path: string) =>
+  createHash('sha256')
+    .update(await readFile(path))
+    .digest('hex');
 
 const keyPaths = (h: Host) => ({
   app_pk: join(h.configDir, 'openvm', 'app.pk'),
@@ -26,7 +29,8 @@ const keyPaths = (h: Host) => ({
 /** What the service would report for this host's keys as they are now. */
 async function publishedAsOnHost(h: Host): Promise<PublishedKeys> {
   const keys: PublishedKeys = {};
-  for (const [name, path] of Object.entries(keyPaths(h))) keys[name as keyof PublishedKeys] = { version: 1, sha256: await sha256(path), size: (await readFile(path)).length };
+  for (const [name, path] of Object.entries(keyPaths(h)))
+    keys[name as keyof PublishedKeys] = { version: 1, sha256: await sha256(path), size: (await readFile(path)).length };
   return keys;
 }
 
@@ -61,7 +65,9 @@ describe('openvm engine: published key digests', () => {
     expect(err).toBeInstanceOf(Error);
     expect(err.constructor.name).toBe('Error'); // the host's problem, retried elsewhere: not the caller's JobError
     expect(err.message).toContain('not the published ones');
-    expect(err.message).toContain(`agg_pk (${keyPaths(host).agg_pk}: sha256 ${await sha256(keyPaths(host).agg_pk)}, published version 1: ${published.agg_pk!.sha256})`);
+    expect(err.message).toContain(
+      `agg_pk (${keyPaths(host).agg_pk}: sha256 ${await sha256(keyPaths(host).agg_pk)}, published version 1: ${published.agg_pk!.sha256})`,
+    );
     expect(err.message).toMatch(/setup-config .* --run/);
     expect(await proveInvocations()).toEqual([]); // refused before the tool ran
   });

@@ -17,7 +17,8 @@ beforeEach(async () => {
 });
 afterEach(() => host.cleanup());
 
-const setupConfig = (...args: string[]) => runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, ...args], host.env);
+const setupConfig = (...args: string[]) =>
+  runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, ...args], host.env);
 
 describe('setup-config', () => {
   it('prints the steps, with the exact zkVM commands, and changes nothing', async () => {
@@ -75,10 +76,13 @@ describe('setup-config', () => {
   });
 
   it('--run stops at a failing step', async () => {
-    const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--openvm-toml', toml, '--run'], {
-      ...host.env,
-      FAKE_OPENVM_FAIL: 'keygen',
-    });
+    const res = await runCli(
+      ['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--openvm-toml', toml, '--run'],
+      {
+        ...host.env,
+        FAKE_OPENVM_FAIL: 'keygen',
+      },
+    );
     expect(res.code).toBe(1);
     expect(res.stderr).toContain('step failed (exit status 1)');
   });
@@ -98,7 +102,9 @@ describe('setup-config', () => {
     await writeFile(toml, `${OPENVM_TOML}[app_vm_config.system.config]\nnum_public_values = 64\n`);
     const wide = await setupConfig('--openvm-toml', toml, '--run');
     expect(wide.code).toBe(2);
-    expect(wide.stderr).toMatch(/cannot key config .*\n {2}openvm\.toml sets num_public_values = 64: cargo openvm keygen only supports 32 \(v2\.0\.1:crates\/cli\/src\/commands\/keygen\.rs:130-147\)/);
+    expect(wide.stderr).toMatch(
+      /cannot key config .*\n {2}openvm\.toml sets num_public_values = 64: cargo openvm keygen only supports 32 \(v2\.0\.1:crates\/cli\/src\/commands\/keygen\.rs:130-147\)/,
+    );
     const beta = await setupConfig('--openvm-version', '2.0.0-beta.2');
     expect(beta.code).toBe(2);
     expect(beta.stderr).toMatch(/openvm 2\.0\.0-beta\.2 is a pre-release/);
@@ -120,11 +126,20 @@ describe('setup-config', () => {
  * part size is tiny so that every key crosses several parts.
  */
 async function fakeService(record: FleetConfig, partSize = 16) {
-  const uploads: { name: string; auth: string | undefined; parts: number; size: number; sha256: string; declared: string; supersedes: number | null }[] = [];
+  const uploads: {
+    name: string;
+    auth: string | undefined;
+    parts: number;
+    size: number;
+    sha256: string;
+    declared: string;
+    supersedes: number | null;
+  }[] = [];
   const requests: string[] = [];
   const open = new Map<string, { name: string; parts: Map<number, Buffer>; declared: string; supersedes: number | null }>();
   let nextUpload = 0;
-  const reply = (res: import('node:http').ServerResponse, status: number, body: unknown) => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  const reply = (res: import('node:http').ServerResponse, status: number, body: unknown) =>
+    void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   const server: Server = createServer(async (req: IncomingMessage, res) => {
     requests.push(`${req.method} ${req.url} ${req.headers.authorization}`);
     // As the service: the record for an agent or a publisher token, key uploads for a publisher token only.
@@ -156,7 +171,15 @@ async function fakeService(record: FleetConfig, partSize = 16) {
     if (req.method === 'POST' && step === 'complete') {
       const whole = Buffer.concat([...upload.parts.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b));
       const sha256 = createHash('sha256').update(whole).digest('hex');
-      uploads.push({ name, auth: req.headers.authorization, parts: upload.parts.size, size: whole.length, sha256, declared: upload.declared, supersedes: upload.supersedes });
+      uploads.push({
+        name,
+        auth: req.headers.authorization,
+        parts: upload.parts.size,
+        size: whole.length,
+        sha256,
+        declared: upload.declared,
+        supersedes: upload.supersedes,
+      });
       open.delete(uploadId!);
       if (sha256 !== upload.declared) return reply(res, 422, { detail: 'digest mismatch' });
       const version = (upload.supersedes ?? 0) + 1;
@@ -193,14 +216,20 @@ const fleetRecord = (over: Partial<FleetConfig> = {}): FleetConfig => ({
   ...over,
 });
 
-const sha256 = async (path: string) => createHash('sha256').update(await readFile(path)).digest('hex');
+const sha256 = async (path: string) =>
+  createHash('sha256')
+    .update(await readFile(path))
+    .digest('hex');
 
 describe('setup-config with the service', () => {
   it('takes the config and its openvm.toml from the service, and --publish streams each key file to its name with the publisher token and its digest', async () => {
     const service = await fakeService(fleetRecord());
     try {
       const env = { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test', PROVER_PUBLISHER_TOKEN: 'pt_test' };
-      const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--evm', '--download', '--run', '--publish'], env);
+      const res = await runCli(
+        ['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--evm', '--download', '--run', '--publish'],
+        env,
+      );
       expect(res.stderr).toBe('');
       expect(res.code).toBe(0);
       expect(await readFile(join(host.configDir, 'openvm.toml'), 'utf8')).toBe(OPENVM_TOML);
@@ -220,7 +249,13 @@ describe('setup-config with the service', () => {
         // Every key crosses several parts (16 bytes each here), reassembled byte for byte.
         expect(u.parts).toBeGreaterThan(1);
         const digest = await sha256(files[u.name]);
-        expect(u).toMatchObject({ auth: 'Bearer pt_test', parts: Math.ceil(u.size / 16), sha256: digest, declared: digest, supersedes: null });
+        expect(u).toMatchObject({
+          auth: 'Bearer pt_test',
+          parts: Math.ceil(u.size / 16),
+          sha256: digest,
+          declared: digest,
+          supersedes: null,
+        });
         expect(res.stdout).toContain(`published ${u.name} version 1 (${u.size} bytes, sha256 ${digest}) from ${files[u.name]}`);
       }
     } finally {
@@ -232,7 +267,10 @@ describe('setup-config with the service', () => {
     const service = await fakeService(fleetRecord({ openvm_toml: '[app_vm_config.rv32i]\n' }));
     try {
       const env = { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test', PROVER_PUBLISHER_TOKEN: 'pt_test' };
-      const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--openvm-toml', toml, '--run', '--publish'], env);
+      const res = await runCli(
+        ['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--openvm-toml', toml, '--run', '--publish'],
+        env,
+      );
       expect(res.code).toBe(0);
       expect(await readFile(join(host.configDir, 'openvm.toml'), 'utf8')).toBe(OPENVM_TOML);
       expect(service.uploads.map((u) => u.name)).toEqual(['app_pk', 'app_vk', 'agg_pk', 'agg_vk']);
@@ -244,12 +282,19 @@ describe('setup-config with the service', () => {
   it('refuses a service config the tool cannot serve or key, before any step', async () => {
     for (const [record, why] of [
       [fleetRecord({ openvm_version: '2.0.0-rc.1' }), /openvm 2\.0\.0-rc\.1 is a pre-release/],
-      [fleetRecord({ public_values_bytes: 64 }), /public_values_bytes 64: cargo openvm keygen only supports the default num_public_values \(32\)/],
+      [
+        fleetRecord({ public_values_bytes: 64 }),
+        /public_values_bytes 64: cargo openvm keygen only supports the default num_public_values \(32\)/,
+      ],
       [fleetRecord({ engine: 'dev' }), /is for the dev engine, not openvm/],
     ] as const) {
       const service = await fakeService(record);
       try {
-        const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--run'], { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test' });
+        const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--run'], {
+          ...host.env,
+          PROVER_API_URL: service.url,
+          PROVER_AGENT_TOKEN: 'at_test',
+        });
         expect(res.code).toBe(2);
         expect(res.stderr).toMatch(why);
       } finally {
@@ -262,7 +307,11 @@ describe('setup-config with the service', () => {
   it('prints the service’s openvm.toml into the steps, and --publish needs the service', async () => {
     const service = await fakeService(fleetRecord());
     try {
-      const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO], { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test' });
+      const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO], {
+        ...host.env,
+        PROVER_API_URL: service.url,
+        PROVER_AGENT_TOKEN: 'at_test',
+      });
       expect(res.code).toBe(0);
       expect(res.stdout).toContain(`cat > ${host.configDir}/openvm.toml <<'EOF'\n${OPENVM_TOML}EOF`);
     } finally {
@@ -277,7 +326,11 @@ describe('setup-config with the service', () => {
     const service = await fakeService(fleetRecord());
     try {
       await setupConfig('--openvm-toml', toml, '--run');
-      const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--publish'], { ...host.env, PROVER_API_URL: service.url, PROVER_AGENT_TOKEN: 'at_test' });
+      const res = await runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--publish'], {
+        ...host.env,
+        PROVER_API_URL: service.url,
+        PROVER_AGENT_TOKEN: 'at_test',
+      });
       expect(res.code).toBe(2);
       expect(res.stderr).toMatch(/--publisher-token .* an agent token cannot publish/);
       expect(service.requests).toEqual([]);
@@ -290,14 +343,23 @@ describe('setup-config with the service', () => {
     expect((await setupConfig('--openvm-toml', toml, '--run')).code).toBe(0);
     const appPk = join(host.configDir, 'openvm', 'app.pk');
     const appVk = join(host.configDir, 'openvm', 'app.vk');
-    const published = { app_vk: { version: 1, sha256: await sha256(appVk), size: 1 }, app_pk: { version: 3, sha256: '0'.repeat(64), size: 1 } };
+    const published = {
+      app_vk: { version: 1, sha256: await sha256(appVk), size: 1 },
+      app_pk: { version: 3, sha256: '0'.repeat(64), size: 1 },
+    };
     const service = await fakeService(fleetRecord({ keys: published }));
     try {
       const publish = (...flags: string[]) =>
-        runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--publish', ...flags], { ...host.env, PROVER_API_URL: service.url, PROVER_PUBLISHER_TOKEN: 'pt_test' });
+        runCli(['setup-config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--publish', ...flags], {
+          ...host.env,
+          PROVER_API_URL: service.url,
+          PROVER_PUBLISHER_TOKEN: 'pt_test',
+        });
       const refused = await publish();
       expect(refused.code).toBe(1);
-      expect(refused.stderr).toContain(`app_pk of ${CONFIG_ID} is published (version 3, sha256 ${'0'.repeat(64)}) and ${appPk} differs (sha256 ${await sha256(appPk)}); pass --supersede`);
+      expect(refused.stderr).toContain(
+        `app_pk of ${CONFIG_ID} is published (version 3, sha256 ${'0'.repeat(64)}) and ${appPk} differs (sha256 ${await sha256(appPk)}); pass --supersede`,
+      );
       expect(service.uploads).toEqual([]);
       expect(service.requests[0]).toBe(`GET /internal/v1/configs/${CONFIG_ID} Bearer pt_test`);
 

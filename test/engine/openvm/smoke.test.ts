@@ -17,13 +17,28 @@ beforeAll(async () => {
   const input = join(host.root, 'input.json');
   await writeFile(vmexe, 'smoke guest');
   await writeFile(input, JSON.stringify({ input: ['0x010A00000000000000'] }));
-  args = ['--config', CONFIG_ID, '--configs-dir', host.configsDir, '--cargo', FAKE_CARGO, '--vmexe', vmexe, '--input', input, '--gpus', '0'];
+  args = [
+    '--config',
+    CONFIG_ID,
+    '--configs-dir',
+    host.configsDir,
+    '--cargo',
+    FAKE_CARGO,
+    '--vmexe',
+    vmexe,
+    '--input',
+    input,
+    '--gpus',
+    '0',
+  ];
 });
 afterAll(() => host.cleanup());
 
 function smoke(extra: string[]): Promise<{ code: number; stdout: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [SMOKE, ...args, ...extra], { env: host.env }, (err, stdout) => resolve({ code: err ? Number(err.code) : 0, stdout }));
+    execFile(process.execPath, [SMOKE, ...args, ...extra], { env: host.env }, (err, stdout) =>
+      resolve({ code: err ? Number(err.code) : 0, stdout }),
+    );
   });
 }
 
@@ -31,7 +46,14 @@ describe('smoke.ts', () => {
   it('passes every step on a set-up host', async () => {
     const res = await smoke(['--evm']);
     expect(res.code).toBe(0);
-    expect(res.stdout.match(/^(PASS|FAIL) {2}[^:]+/gm)).toEqual(['PASS  commit', 'PASS  execute (meter)', 'PASS  prove stark', 'PASS  verify stark', 'PASS  prove evm', 'PASS  verify evm']);
+    expect(res.stdout.match(/^(PASS|FAIL) {2}[^:]+/gm)).toEqual([
+      'PASS  commit',
+      'PASS  execute (meter)',
+      'PASS  prove stark',
+      'PASS  verify stark',
+      'PASS  prove evm',
+      'PASS  verify evm',
+    ]);
   });
 
   it('fails when the public values are not the expected ones', async () => {

@@ -86,15 +86,28 @@ const CONTRACT: Contract[] = [
     source: 'cli/args.rs:60-85',
     async check() {
       const s = await scratch();
-      const missingPrefix = await fake(v2.commit(cfg(), agg(), { exe: s.exe, outputDir: join(s.dir, 'out'), targetDir: s.targetDir }).map((a) => (a.endsWith('agg_prefix.pk') ? join(s.dir, 'none.pk') : a)));
+      const missingPrefix = await fake(
+        v2
+          .commit(cfg(), agg(), { exe: s.exe, outputDir: join(s.dir, 'out'), targetDir: s.targetDir })
+          .map((a) => (a.endsWith('agg_prefix.pk') ? join(s.dir, 'none.pk') : a)),
+      );
       expect(missingPrefix.code).toBe(1);
-      expect(missingPrefix.stderr).toMatch(/^Error: Failed to read aggregation prefix proving key from .*none\.pk[\s\S]*\nRun 'cargo openvm keygen' first to generate it/);
-      const missingInternal = await fake(v2.commit(cfg(), agg(), { exe: s.exe, outputDir: join(s.dir, 'out'), targetDir: s.targetDir }).map((a) => (a.endsWith('internal_recursive.pk') ? join(s.dir, 'none.pk') : a)));
-      expect(missingInternal.stderr).toMatch(/^Error: Failed to read internal-recursive proving key from .*none\.pk[\s\S]*\nRun 'cargo openvm setup' first to generate it/);
+      expect(missingPrefix.stderr).toMatch(
+        /^Error: Failed to read aggregation prefix proving key from .*none\.pk[\s\S]*\nRun 'cargo openvm keygen' first to generate it/,
+      );
+      const missingInternal = await fake(
+        v2
+          .commit(cfg(), agg(), { exe: s.exe, outputDir: join(s.dir, 'out'), targetDir: s.targetDir })
+          .map((a) => (a.endsWith('internal_recursive.pk') ? join(s.dir, 'none.pk') : a)),
+      );
+      expect(missingInternal.stderr).toMatch(
+        /^Error: Failed to read internal-recursive proving key from .*none\.pk[\s\S]*\nRun 'cargo openvm setup' first to generate it/,
+      );
     },
   },
   {
-    behaviour: 'keygen writes app.pk, app.vk and agg_prefix.pk into ${openvm_dir} = parent(--target-dir)/openvm; --app-only skips agg_prefix.pk',
+    behaviour:
+      'keygen writes app.pk, app.vk and agg_prefix.pk into ${openvm_dir} = parent(--target-dir)/openvm; --app-only skips agg_prefix.pk',
     source: 'cli/default.rs:9-11; cli/util.rs:89-103; cli/commands/keygen.rs:39-44,57-74,103-108',
     async check() {
       const s = await scratch();
@@ -128,7 +141,8 @@ const CONTRACT: Contract[] = [
     },
   },
   {
-    behaviour: 'setup --evm writes root.pk, fetches params/kzg_bn254_{10..24}.srs over the network, halo2.pk and the verifier in halo2/src/v2.0-base/',
+    behaviour:
+      'setup --evm writes root.pk, fetches params/kzg_bn254_{10..24}.srs over the network, halo2.pk and the verifier in halo2/src/v2.0-base/',
     source: 'cli/commands/setup.rs:29,81-113,188-242,277-313; cli/util.rs:24-26; sdk/fs.rs:19-22,79-113',
     async check() {
       const home = await mkdtemp(join(host.root, 'home-'));
@@ -137,7 +151,14 @@ const CONTRACT: Contract[] = [
       expect(offline.stderr).toMatch(/^Error: failed to download kzg_bn254_10\.srs from S3/);
       expect((await fake(['openvm', 'setup', '--evm', '--download'], { HOME: home })).code).toBe(0);
       const a = aggregationPaths(v2, { HOME: home });
-      for (const f of [a.rootPk, a.halo2Pk, join(a.paramsDir, 'kzg_bn254_10.srs'), join(a.paramsDir, 'kzg_bn254_24.srs'), a.evmVerifierArtifact]) expect(existsSync(f)).toBe(true);
+      for (const f of [
+        a.rootPk,
+        a.halo2Pk,
+        join(a.paramsDir, 'kzg_bn254_10.srs'),
+        join(a.paramsDir, 'kzg_bn254_24.srs'),
+        a.evmVerifierArtifact,
+      ])
+        expect(existsSync(f)).toBe(true);
       for (const f of v2.aggregationFiles.evmVerifierFiles) expect(existsSync(join(a.evmVerifierVersionDir, f))).toBe(true);
     },
   },
@@ -160,18 +181,27 @@ const CONTRACT: Contract[] = [
     },
   },
   {
-    behaviour: 'commit names its outputs after the manifest’s one binary (cargo metadata), under ${openvm_dir}/release, and copies them to --output-dir; a manifest that is no package panics',
+    behaviour:
+      'commit names its outputs after the manifest’s one binary (cargo metadata), under ${openvm_dir}/release, and copies them to --output-dir; a manifest that is no package panics',
     source: 'cli/commands/commit.rs:82-108; cli/util.rs:105-113,119-182; crates/toolchain/build/src/lib.rs:98-108',
     async check() {
       const s = await scratch();
       const res = await fake(v2.commit(cfg(), agg(), { exe: s.exe, outputDir: join(s.dir, 'out'), targetDir: s.targetDir }));
       expect(res.code).toBe(0);
-      expect(res.stdout).toMatch(/^exe commit: 0x[0-9a-f]{64}\nvm commit: 0x[0-9a-f]{64}\nWriting app commit to .*\/openvm\/release\/openvm-config\.commit\.json\n/);
+      expect(res.stdout).toMatch(
+        /^exe commit: 0x[0-9a-f]{64}\nvm commit: 0x[0-9a-f]{64}\nWriting app commit to .*\/openvm\/release\/openvm-config\.commit\.json\n/,
+      );
       expect((await readdir(join(s.dir, 'out'))).sort()).toEqual(['openvm-config.baseline.json', 'openvm-config.commit.json']);
       const bad = join(s.dir, 'bad');
       await mkdir(bad);
       await writeFile(join(bad, 'Cargo.toml'), '[workspace]\n');
-      const panicked = await fake(v2.commit({ ...cfg(), manifestPath: join(bad, 'Cargo.toml') }, agg(), { exe: s.exe, outputDir: join(s.dir, 'out2'), targetDir: join(s.dir, 't2') }));
+      const panicked = await fake(
+        v2.commit({ ...cfg(), manifestPath: join(bad, 'Cargo.toml') }, agg(), {
+          exe: s.exe,
+          outputDir: join(s.dir, 'out2'),
+          targetDir: join(s.dir, 't2'),
+        }),
+      );
       expect(panicked.code).toBe(101);
       expect(panicked.stderr).toContain('cargo metadata command failed for manifest path');
     },
@@ -184,15 +214,28 @@ const CONTRACT: Contract[] = [
       await fake(v2.commit(cfg(), agg(), { exe: s.exe, outputDir: join(s.dir, 'out'), targetDir: s.targetDir }));
       const baseline = JSON.parse(await readFile(join(s.dir, 'out', 'openvm-config.baseline.json'), 'utf8'));
       expect(Object.keys(baseline).sort()).toEqual(
-        ['app_exe_commit', 'app_vk_commit', 'expected_def_hook_commit', 'internal_for_leaf_vk_commit', 'internal_recursive_vk_commit', 'leaf_vk_commit', 'memory_dimensions', 'num_user_pvs'].sort(),
+        [
+          'app_exe_commit',
+          'app_vk_commit',
+          'expected_def_hook_commit',
+          'internal_for_leaf_vk_commit',
+          'internal_recursive_vk_commit',
+          'leaf_vk_commit',
+          'memory_dimensions',
+          'num_user_pvs',
+        ].sort(),
       );
       expect(baseline.num_user_pvs).toBe(32);
       const commit = JSON.parse(await readFile(join(s.dir, 'out', 'openvm-config.commit.json'), 'utf8'));
-      expect(commit).toEqual({ app_exe_commit: expect.stringMatching(/^0x[0-9a-f]{64}$/), app_vm_commit: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+      expect(commit).toEqual({
+        app_exe_commit: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+        app_vm_commit: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      });
     },
   },
   {
-    behaviour: 'run prints `Execution output: [bytes]`, and in meter mode the instructions and `Total cost`, in segment mode `Total segments`; --mode is checked by clap',
+    behaviour:
+      'run prints `Execution output: [bytes]`, and in meter mode the instructions and `Total cost`, in segment mode `Total segments`; --mode is checked by clap',
     source: 'cli/commands/run.rs:22-31,64-71,270-290',
     async check() {
       const s = await scratch();
@@ -210,9 +253,22 @@ const CONTRACT: Contract[] = [
     source: 'cli/commands/run.rs:241-254',
     async check() {
       const s = await scratch();
-      const res = await fake(['openvm', 'run', '--exe', s.exe, '--mode', 'meter', '--manifest-path', cfg().manifestPath, '--target-dir', s.targetDir]);
+      const res = await fake([
+        'openvm',
+        'run',
+        '--exe',
+        s.exe,
+        '--mode',
+        'meter',
+        '--manifest-path',
+        cfg().manifestPath,
+        '--target-dir',
+        s.targetDir,
+      ]);
       expect(res.code).toBe(1);
-      expect(res.stderr).toMatch(/Failed to read app proving key from .*\/openvm\/app\.pk[\s\S]*Run 'cargo openvm keygen --app-only' first/);
+      expect(res.stderr).toMatch(
+        /Failed to read app proving key from .*\/openvm\/app\.pk[\s\S]*Run 'cargo openvm keygen --app-only' first/,
+      );
     },
   },
   {
@@ -220,7 +276,9 @@ const CONTRACT: Contract[] = [
     source: 'crates/vm/src/arch/execution_mode/metered_cost.rs:12-13,65-72; cli/commands/run.rs:275-281',
     async check() {
       const s = await scratch();
-      const res = await fake(v2.run(cfg(), { exe: s.exe, input: s.input, mode: 'meter' }), { FAKE_OPENVM_METER_COST: String(v2.meterCostCap + 1) });
+      const res = await fake(v2.run(cfg(), { exe: s.exe, input: s.input, mode: 'meter' }), {
+        FAKE_OPENVM_METER_COST: String(v2.meterCostCap + 1),
+      });
       expect(res.code).toBe(0);
       expect(res.stdout).toContain(`Total cost: ${v2.meterCostCap + 1}`);
     },
@@ -234,20 +292,38 @@ const CONTRACT: Contract[] = [
       const res = await fake(v2.prove(cfg(), agg(), { kind: 'stark', exe: s.exe, input: s.input, proof, targetDir: s.targetDir }));
       expect(res.code).toBe(0);
       expect(res.stdout).toMatch(/STARK proof completed! Writing STARK proof to .*p\.stark\.proof\n$/);
-      expect(JSON.parse(await readFile(proof, 'utf8'))).toEqual({ version: 'v2.0', proof: expect.stringMatching(/^[0-9a-f]+$/), user_pvs_proof: expect.stringMatching(/^[0-9a-f]+$/), deferral_merkle_proofs: null });
+      expect(JSON.parse(await readFile(proof, 'utf8'))).toEqual({
+        version: 'v2.0',
+        proof: expect.stringMatching(/^[0-9a-f]+$/),
+        user_pvs_proof: expect.stringMatching(/^[0-9a-f]+$/),
+        deferral_merkle_proofs: null,
+      });
     },
   },
   {
-    behaviour: 'with --verbose (or RUST_LOG=info) prove prints INFO span trees: app_prove with one prove_segment per segment, then agg_layer; at WARN none',
-    source: 'cli/bin/cargo-openvm.rs:41-46; sdk/prover/app.rs:118-122; crates/vm/src/arch/vm.rs:1097; sdk/prover/agg.rs:185,202,217; stark-backend crates/stark-sdk/src/utils.rs:12-20',
+    behaviour:
+      'with --verbose (or RUST_LOG=info) prove prints INFO span trees: app_prove with one prove_segment per segment, then agg_layer; at WARN none',
+    source:
+      'cli/bin/cargo-openvm.rs:41-46; sdk/prover/app.rs:118-122; crates/vm/src/arch/vm.rs:1097; sdk/prover/agg.rs:185,202,217; stark-backend crates/stark-sdk/src/utils.rs:12-20',
     async check() {
       const s = await scratch();
-      const argv = v2.prove(cfg(), agg(), { kind: 'stark', exe: s.exe, input: s.input, proof: join(s.dir, 'p.json'), targetDir: s.targetDir });
+      const argv = v2.prove(cfg(), agg(), {
+        kind: 'stark',
+        exe: s.exe,
+        input: s.input,
+        proof: join(s.dir, 'p.json'),
+        targetDir: s.targetDir,
+      });
       const verbose = await fake(argv, { FAKE_OPENVM_SEGMENTS: '2' });
-      expect(verbose.stdout).toMatch(/^INFO {5}app_prove .*\nINFO {5}┝━ prove_segment .*segment: 0\nINFO {5}┕━ prove_segment .*segment: 1\nINFO {5}agg_layer /m);
+      expect(verbose.stdout).toMatch(
+        /^INFO {5}app_prove .*\nINFO {5}┝━ prove_segment .*segment: 0\nINFO {5}┕━ prove_segment .*segment: 1\nINFO {5}agg_layer /m,
+      );
       const quiet = await fake(argv.filter((a) => a !== '--verbose'));
       expect(quiet.stdout).not.toMatch(/^INFO/m);
-      const viaEnv = await fake(argv.filter((a) => a !== '--verbose'), { RUST_LOG: 'info' });
+      const viaEnv = await fake(
+        argv.filter((a) => a !== '--verbose'),
+        { RUST_LOG: 'info' },
+      );
       expect(viaEnv.stdout).toMatch(/^INFO {5}app_prove/m);
       // run's interpreter logs its instruction count at INFO too (crates/vm/src/arch/interpreter.rs:81,337).
       const run = await fake(['openvm', '--verbose', ...v2.run(cfg(), { exe: s.exe, input: s.input, mode: 'pure' }).slice(1)]);
@@ -260,9 +336,20 @@ const CONTRACT: Contract[] = [
     async check() {
       const s = await scratch();
       const home = await starkHome();
-      const res = await fake(v2.prove(cfg(), aggregationPaths(v2, { HOME: home }), { kind: 'evm', exe: s.exe, input: s.input, proof: join(s.dir, 'p.json'), targetDir: s.targetDir }), { HOME: home });
+      const res = await fake(
+        v2.prove(cfg(), aggregationPaths(v2, { HOME: home }), {
+          kind: 'evm',
+          exe: s.exe,
+          input: s.input,
+          proof: join(s.dir, 'p.json'),
+          targetDir: s.targetDir,
+        }),
+        { HOME: home },
+      );
       expect(res.code).toBe(1);
-      expect(res.stderr).toMatch(/^Error: Failed to read root proving key from [\s\S]*\nRun 'cargo openvm setup --evm' first to generate it/);
+      expect(res.stderr).toMatch(
+        /^Error: Failed to read root proving key from [\s\S]*\nRun 'cargo openvm setup --evm' first to generate it/,
+      );
     },
   },
   {
@@ -275,7 +362,9 @@ const CONTRACT: Contract[] = [
       const saved = await readFile(file);
       await rm(file);
       try {
-        const res = await fake(v2.prove(cfg(), a, { kind: 'evm', exe: s.exe, input: s.input, proof: join(s.dir, 'p.json'), targetDir: s.targetDir }));
+        const res = await fake(
+          v2.prove(cfg(), a, { kind: 'evm', exe: s.exe, input: s.input, proof: join(s.dir, 'p.json'), targetDir: s.targetDir }),
+        );
         expect(res.code).toBe(101);
         expect(res.stderr).toContain(`Failed to open params file ${file}`);
       } finally {
@@ -311,18 +400,30 @@ const CONTRACT: Contract[] = [
       const baseline = join(s.dir, 'out', 'openvm-config.baseline.json');
       const ok = await fake(v2.verifyStark(cfg(), agg(), { proof: proofPath, baseline, targetDir: s.targetDir }));
       expect(ok).toMatchObject({ code: 0, stdout: expect.stringContaining('Proof verified successfully!') });
-      const noHome = await fake(v2.verifyStark(cfg(), { ...agg(), internalRecursiveVk: join(s.dir, 'none.vk') }, { proof: proofPath, baseline, targetDir: s.targetDir }));
-      expect(noHome.stderr).toMatch(/^Error: Failed to read aggregation verifying key from .*none\.vk[\s\S]*\nRun 'cargo openvm setup' first to generate it/);
+      const noHome = await fake(
+        v2.verifyStark(
+          cfg(),
+          { ...agg(), internalRecursiveVk: join(s.dir, 'none.vk') },
+          { proof: proofPath, baseline, targetDir: s.targetDir },
+        ),
+      );
+      expect(noHome.stderr).toMatch(
+        /^Error: Failed to read aggregation verifying key from .*none\.vk[\s\S]*\nRun 'cargo openvm setup' first to generate it/,
+      );
       const proof = JSON.parse(await readFile(proofPath, 'utf8'));
       await writeFile(proofPath, JSON.stringify({ ...proof, proof: '0x' + proof.proof }));
       const prefixed = await fake(v2.verifyStark(cfg(), agg(), { proof: proofPath, baseline, targetDir: s.targetDir }));
       expect(prefixed.code).toBe(1);
-      expect(prefixed.stderr).toMatch(/Proof needs to be compatible with openvm v2\.0\n\nCaused by:\n {4}Invalid character 'x' at position 1/);
+      expect(prefixed.stderr).toMatch(
+        /Proof needs to be compatible with openvm v2\.0\n\nCaused by:\n {4}Invalid character 'x' at position 1/,
+      );
     },
   },
   {
-    behaviour: 'verify evm reads the verifier from --evm-verifier/src/v2.0-base and checks --app-commit; hex with or without 0x; a non-canonical commit panics',
-    source: 'cli/commands/verify.rs:88-116,233-269,276-304; sdk/fs.rs:27-62; sdk/types.rs:71-75; crates/continuations/src/commit_bytes.rs:20-26,141-150',
+    behaviour:
+      'verify evm reads the verifier from --evm-verifier/src/v2.0-base and checks --app-commit; hex with or without 0x; a non-canonical commit panics',
+    source:
+      'cli/commands/verify.rs:88-116,233-269,276-304; sdk/fs.rs:27-62; sdk/types.rs:71-75; crates/continuations/src/commit_bytes.rs:20-26,141-150',
     async check() {
       const s = await scratch();
       const proofPath = join(s.dir, 'p.evm.proof');
@@ -339,7 +440,9 @@ const CONTRACT: Contract[] = [
       expect(panicked.code).toBe(101);
       expect(panicked.stderr).toContain('non-canonical CommitBytes for BabyBear digest');
       const noVerifier = await fake(v2.verifyEvm({ ...agg(), evmVerifierDir: join(s.dir, 'none') }, { proof: proofPath, appCommit }));
-      expect(noVerifier.stderr).toMatch(/^Error: Failed to read EVM verifier from .*none: [\s\S]*\nRun 'cargo openvm setup --evm' to generate it/);
+      expect(noVerifier.stderr).toMatch(
+        /^Error: Failed to read EVM verifier from .*none: [\s\S]*\nRun 'cargo openvm setup --evm' to generate it/,
+      );
     },
   },
 ];
@@ -352,7 +455,9 @@ describe('fake-cargo models cargo-openvm v2.0.1 (contract table)', () => {
 
 describe('command-line checks (clap)', () => {
   it('rejects a flag without its value, and a repeated one', async () => {
-    expect((await fake(['openvm', 'verify', 'stark', '--proof'])).stderr).toMatch(/^error: a value is required for '--proof <PROOF>' but none was supplied/);
+    expect((await fake(['openvm', 'verify', 'stark', '--proof'])).stderr).toMatch(
+      /^error: a value is required for '--proof <PROOF>' but none was supplied/,
+    );
     const twice = await fake(['openvm', 'run', '--exe', 'a', '--exe', 'b']);
     expect(twice.code).toBe(2);
     expect(twice.stderr).toMatch(/cannot be used multiple times/);
@@ -374,7 +479,10 @@ describe('command-line checks (clap)', () => {
     const res = await fake(['openvm', 'setup', '--evm'], { FAKE_OPENVM_UNKNOWN_FLAGS: '--evm' });
     expect(res.code).toBe(2);
     const s = await scratch();
-    const older = await fake(v2.prove(cfg(), agg(), { kind: 'stark', exe: s.exe, input: s.input, proof: join(s.dir, 'p.json'), targetDir: s.targetDir }), { FAKE_OPENVM_UNKNOWN_FLAGS: '--agg-prefix-pk' });
+    const older = await fake(
+      v2.prove(cfg(), agg(), { kind: 'stark', exe: s.exe, input: s.input, proof: join(s.dir, 'p.json'), targetDir: s.targetDir }),
+      { FAKE_OPENVM_UNKNOWN_FLAGS: '--agg-prefix-pk' },
+    );
     expect(older.code).toBe(2);
     expect(older.stderr).toMatch(/^error: unexpected argument '--agg-prefix-pk' found/);
   });

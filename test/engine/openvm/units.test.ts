@@ -3,7 +3,14 @@
 import { describe, expect, it } from 'vitest';
 import { pickGpus } from '../../../prover-agent/src/agent/gpus.ts';
 import { selectCliMapping, shellJoin } from '../../../prover-agent/src/engine/openvm/commands.ts';
-import { classifyFailure, errorTail, guestStdout, parseMetrics, parsePublicValues, proveOutputReader } from '../../../prover-agent/src/engine/openvm/output.ts';
+import {
+  classifyFailure,
+  errorTail,
+  guestStdout,
+  parseMetrics,
+  parsePublicValues,
+  proveOutputReader,
+} from '../../../prover-agent/src/engine/openvm/output.ts';
 import { parseVersion, versionProblem, type ProvePhase } from '../../../prover-agent/src/protocol.ts';
 
 describe('selectCliMapping', () => {
@@ -32,14 +39,22 @@ describe('selectCliMapping', () => {
   });
 
   it('reads versions out of `--version` text', () => {
-    expect(parseVersion('cargo-openvm 2.0.0-beta.2 (abc1234 2026-01-01)')).toEqual({ major: 2, minor: 0, patch: 0, prerelease: 'beta.2', text: '2.0.0-beta.2' });
+    expect(parseVersion('cargo-openvm 2.0.0-beta.2 (abc1234 2026-01-01)')).toEqual({
+      major: 2,
+      minor: 0,
+      patch: 0,
+      prerelease: 'beta.2',
+      text: '2.0.0-beta.2',
+    });
     expect(parseVersion('cargo-openvm v2.0.1 (0123abc) [cuda]')).toEqual({ major: 2, minor: 0, patch: 1, prerelease: null, text: '2.0.1' });
   });
 });
 
 describe('shellJoin', () => {
   it('quotes only what a shell would split or expand', () => {
-    expect(shellJoin(['cargo', 'openvm', '--input', '/tmp/a b/in.json', "it's"])).toBe(`cargo openvm --input '/tmp/a b/in.json' 'it'\\''s'`);
+    expect(shellJoin(['cargo', 'openvm', '--input', '/tmp/a b/in.json', "it's"])).toBe(
+      `cargo openvm --input '/tmp/a b/in.json' 'it'\\''s'`,
+    );
   });
 });
 
@@ -93,7 +108,9 @@ describe('tool output', () => {
     expect(classifyFailure(1, null, ["Run 'cargo openvm setup' first to generate it"])).toBe('host');
     expect(classifyFailure(1, null, ['Error: reading from /c/openvm/app.pk failed with the following error:'])).toBe('host');
     expect(classifyFailure(1, null, ['Error: execution failed at pc 1234, err: program exit code 3'])).toBe('caller');
-    expect(classifyFailure(101, null, ["thread 'main' panicked at crates/sdk/src/halo2_params.rs:47:38:", 'Failed to open params file'])).toBe('host');
+    expect(
+      classifyFailure(101, null, ["thread 'main' panicked at crates/sdk/src/halo2_params.rs:47:38:", 'Failed to open params file']),
+    ).toBe('host');
     expect(classifyFailure(101, null, ['Execution cost 3300000000000 exceeded maximum allowed cost of 3221225472000'])).toBe('caller');
     expect(classifyFailure(2, null, ["error: unexpected argument '--agg-prefix-pk' found"])).toBe('command-line');
     expect(classifyFailure(null, 'SIGKILL', [])).toBe('host');

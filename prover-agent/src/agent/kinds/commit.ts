@@ -13,6 +13,11 @@ export const commitJob: JobKindHandler<'commit', Extract<EngineOp, { op: 'commit
     const r = result as CommitResult;
     const baseline = join(ctx.dir, 'baseline.json');
     await writeFile(baseline, JSON.stringify(r.baseline));
-    return { kind: 'commit', app_exe_commit: r.app_exe_commit, app_vm_commit: r.app_vm_commit, ...withResults(await ctx.sendResult('baseline', baseline)) };
+    return {
+      kind: 'commit',
+      app_exe_commit: r.app_exe_commit,
+      app_vm_commit: r.app_vm_commit,
+      ...withResults(await ctx.sendResult('baseline', baseline)),
+    };
   },
 };

@@ -6,7 +6,14 @@ import { pickMetrics, type JobKindHandler } from './contract.ts';
 export const executeJob: JobKindHandler<'execute', Extract<EngineOp, { op: 'execute' }>> = {
   kind: 'execute',
   subjectNoun: 'execution',
-  operation: (job, f) => ({ op: 'execute', elfPath: f.elf, vmexePath: f.vmexe, inputPath: f.input, mode: job.execution?.mode ?? 'pure', cycleLimit: job.cycle_limit ?? null }),
+  operation: (job, f) => ({
+    op: 'execute',
+    elfPath: f.elf,
+    vmexePath: f.vmexe,
+    inputPath: f.input,
+    mode: job.execution?.mode ?? 'pure',
+    cycleLimit: job.cycle_limit ?? null,
+  }),
   async report(_op, result, ctx) {
     const r = result as ExecuteResult;
     if (r.stdout) ctx.log(r.stdout.trimEnd());

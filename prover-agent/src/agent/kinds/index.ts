@@ -8,7 +8,9 @@ import { executeJob } from './execute.ts';
 import { proofJob } from './proof.ts';
 import { verifyJob } from './verify.ts';
 
-const HANDLERS = { commit: commitJob, proof: proofJob, verify: verifyJob, execute: executeJob } as const satisfies { [K in JobKind]: JobKindHandler<K, any> };
+const HANDLERS = { commit: commitJob, proof: proofJob, verify: verifyJob, execute: executeJob } as const satisfies {
+  [K in JobKind]: JobKindHandler<K, any>;
+};
 
 /** The handler of `kind`, for the runner, which works on any kind. */
 // Each handler's report() takes its own kind's operation and the runner hands back the very

@@ -24,6 +24,12 @@ export const proofJob: JobKindHandler<'proof', Extract<EngineOp, { op: 'prove' }
   async report(op, result, ctx) {
     const r = result as ProveResult;
     const results = await ctx.sendResult(op.proof_type, op.outputPath);
-    return { kind: 'proof', proofs: [op.proof_type], public_values: r.public_values, metrics: pickMetrics({ ...ctx.progress, ...r }), ...withResults(results) };
+    return {
+      kind: 'proof',
+      proofs: [op.proof_type],
+      public_values: r.public_values,
+      metrics: pickMetrics({ ...ctx.progress, ...r }),
+      ...withResults(results),
+    };
   },
 };

@@ -49,7 +49,10 @@ function configDigest(config: EngineConfig, label: string): string {
  * commitments are digests of the config: a dev config has no verifying keys.
  */
 export function devBaseline(appExeCommit: string, config: EngineConfig): Record<string, unknown> {
-  const vk = (name: string) => ({ cached_commit: configDigest(config, `${name}/cached_commit`), vk_pre_hash: configDigest(config, `${name}/vk_pre_hash`) });
+  const vk = (name: string) => ({
+    cached_commit: configDigest(config, `${name}/cached_commit`),
+    vk_pre_hash: configDigest(config, `${name}/vk_pre_hash`),
+  });
   return {
     app_exe_commit: appExeCommit,
     // 2^3 address spaces of 2^29 bytes in 8-byte chunks, as in the zkVM's default memory config.

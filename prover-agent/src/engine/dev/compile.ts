@@ -79,7 +79,7 @@ const REGION_MAX_BLOCKS = 48;
 const BLOCK_MAX_INSTRUCTIONS = 120;
 
 /** Upper bits and low bits that must be clear for an access of `size` bytes to be in range and aligned. */
-const accessMask = (size: number) => (~(MEM_SIZE - 1) | (size - 1)) | 0;
+const accessMask = (size: number) => ~(MEM_SIZE - 1) | (size - 1) | 0;
 
 interface Block {
   pc: number;
@@ -87,8 +87,16 @@ interface Block {
 }
 
 const isControl = (op: Instr['op']) =>
-  op === 'jal' || op === 'jalr' || op === 'beq' || op === 'bne' || op === 'blt' || op === 'bge' || op === 'bltu' || op === 'bgeu' ||
-  op === 'terminate' || op === 'unsupported';
+  op === 'jal' ||
+  op === 'jalr' ||
+  op === 'beq' ||
+  op === 'bne' ||
+  op === 'blt' ||
+  op === 'bge' ||
+  op === 'bltu' ||
+  op === 'bgeu' ||
+  op === 'terminate' ||
+  op === 'unsupported';
 
 function staticSuccessors(block: Block): number[] {
   const last = block.instrs[block.instrs.length - 1];
@@ -96,9 +104,16 @@ function staticSuccessors(block: Block): number[] {
   switch (last.op) {
     case 'jal':
       return [lastPc + last.imm];
-    case 'beq': case 'bne': case 'blt': case 'bge': case 'bltu': case 'bgeu':
+    case 'beq':
+    case 'bne':
+    case 'blt':
+    case 'bge':
+    case 'bltu':
+    case 'bgeu':
       return [lastPc + last.imm, lastPc + 4];
-    case 'jalr': case 'terminate': case 'unsupported':
+    case 'jalr':
+    case 'terminate':
+    case 'unsupported':
       return [];
     default:
       return [lastPc + 4];
@@ -186,15 +201,39 @@ function regionSource(blocks: Block[]): string {
         out.push(`if (${cond}) ${taken}`, goTo(pc + 4));
       };
       switch (ins.op) {
-        case 'add': case 'sub': case 'sll': case 'slt': case 'sltu': case 'xor': case 'srl': case 'sra': case 'or': case 'and':
-        case 'mul': case 'mulh': case 'mulhsu': case 'mulhu': case 'div': case 'divu': case 'rem': case 'remu': {
+        case 'add':
+        case 'sub':
+        case 'sll':
+        case 'slt':
+        case 'sltu':
+        case 'xor':
+        case 'srl':
+        case 'sra':
+        case 'or':
+        case 'and':
+        case 'mul':
+        case 'mulh':
+        case 'mulhsu':
+        case 'mulhu':
+        case 'div':
+        case 'divu':
+        case 'rem':
+        case 'remu': {
           if (ins.rd === 0) break;
           const a = R(ins.rs1);
           const b = R(ins.rs2);
           out.push(W(ins.rd, registerOp(ins.op, a, b)));
           break;
         }
-        case 'addi': case 'slti': case 'sltiu': case 'xori': case 'ori': case 'andi': case 'slli': case 'srli': case 'srai':
+        case 'addi':
+        case 'slti':
+        case 'sltiu':
+        case 'xori':
+        case 'ori':
+        case 'andi':
+        case 'slli':
+        case 'srli':
+        case 'srai':
           if (ins.rd === 0) break;
           out.push(W(ins.rd, immediateOp(ins.op, R(ins.rs1), ins.imm)));
           break;
@@ -217,20 +256,48 @@ function regionSource(blocks: Block[]): string {
           out.push(`if ((a & 2) !== 0) ${trap(`jumpFault(${pc}, a >>> 0)`)}`);
           out.push(`{ ret = a >>> 0; break run; }`);
           break;
-        case 'beq': branch(`${R(ins.rs1)} === ${R(ins.rs2)}`, ins.imm); break;
-        case 'bne': branch(`${R(ins.rs1)} !== ${R(ins.rs2)}`, ins.imm); break;
-        case 'blt': branch(`${R(ins.rs1)} < ${R(ins.rs2)}`, ins.imm); break;
-        case 'bge': branch(`${R(ins.rs1)} >= ${R(ins.rs2)}`, ins.imm); break;
-        case 'bltu': branch(`(${R(ins.rs1)} >>> 0) < (${R(ins.rs2)} >>> 0)`, ins.imm); break;
-        case 'bgeu': branch(`(${R(ins.rs1)} >>> 0) >= (${R(ins.rs2)} >>> 0)`, ins.imm); break;
-        case 'lb': load(ins.rd, ins.rs1, ins.imm, 1, 'm8s', 0); break;
-        case 'lbu': load(ins.rd, ins.rs1, ins.imm, 1, 'm8', 0); break;
-        case 'lh': load(ins.rd, ins.rs1, ins.imm, 2, 'm16s', 1); break;
-        case 'lhu': load(ins.rd, ins.rs1, ins.imm, 2, 'm16', 1); break;
-        case 'lw': load(ins.rd, ins.rs1, ins.imm, 4, 'm32', 2); break;
-        case 'sb': store(ins.rs1, ins.rs2, ins.imm, 1, 'm8', 0); break;
-        case 'sh': store(ins.rs1, ins.rs2, ins.imm, 2, 'm16', 1); break;
-        case 'sw': store(ins.rs1, ins.rs2, ins.imm, 4, 'm32', 2); break;
+        case 'beq':
+          branch(`${R(ins.rs1)} === ${R(ins.rs2)}`, ins.imm);
+          break;
+        case 'bne':
+          branch(`${R(ins.rs1)} !== ${R(ins.rs2)}`, ins.imm);
+          break;
+        case 'blt':
+          branch(`${R(ins.rs1)} < ${R(ins.rs2)}`, ins.imm);
+          break;
+        case 'bge':
+          branch(`${R(ins.rs1)} >= ${R(ins.rs2)}`, ins.imm);
+          break;
+        case 'bltu':
+          branch(`(${R(ins.rs1)} >>> 0) < (${R(ins.rs2)} >>> 0)`, ins.imm);
+          break;
+        case 'bgeu':
+          branch(`(${R(ins.rs1)} >>> 0) >= (${R(ins.rs2)} >>> 0)`, ins.imm);
+          break;
+        case 'lb':
+          load(ins.rd, ins.rs1, ins.imm, 1, 'm8s', 0);
+          break;
+        case 'lbu':
+          load(ins.rd, ins.rs1, ins.imm, 1, 'm8', 0);
+          break;
+        case 'lh':
+          load(ins.rd, ins.rs1, ins.imm, 2, 'm16s', 1);
+          break;
+        case 'lhu':
+          load(ins.rd, ins.rs1, ins.imm, 2, 'm16', 1);
+          break;
+        case 'lw':
+          load(ins.rd, ins.rs1, ins.imm, 4, 'm32', 2);
+          break;
+        case 'sb':
+          store(ins.rs1, ins.rs2, ins.imm, 1, 'm8', 0);
+          break;
+        case 'sh':
+          store(ins.rs1, ins.rs2, ins.imm, 2, 'm16', 1);
+          break;
+        case 'sw':
+          store(ins.rs1, ins.rs2, ins.imm, 4, 'm32', 2);
+          break;
         case 'fence':
           break;
         case 'terminate':
@@ -264,7 +331,10 @@ function regionSource(blocks: Block[]): string {
     `run: for (;;) { switch (lbl) {`,
     ...cases,
     `} }`,
-    [...written].sort((a, b) => a - b).map((i) => `r[${i}] = x${i};`).join(' '),
+    [...written]
+      .sort((a, b) => a - b)
+      .map((i) => `r[${i}] = x${i};`)
+      .join(' '),
     `st.n = n;`,
     `return ret;`,
     `};`,
@@ -273,44 +343,73 @@ function regionSource(blocks: Block[]): string {
 
 function registerOp(op: string, a: string, b: string): string {
   switch (op) {
-    case 'add': return `(${a} + ${b}) | 0`;
-    case 'sub': return `(${a} - ${b}) | 0`;
+    case 'add':
+      return `(${a} + ${b}) | 0`;
+    case 'sub':
+      return `(${a} - ${b}) | 0`;
     // JavaScript shifts use the low 5 bits of the amount, exactly like RV32.
-    case 'sll': return `${a} << ${b}`;
-    case 'srl': return `(${a} >>> ${b}) | 0`;
-    case 'sra': return `${a} >> ${b}`;
-    case 'slt': return `${a} < ${b} ? 1 : 0`;
-    case 'sltu': return `(${a} >>> 0) < (${b} >>> 0) ? 1 : 0`;
-    case 'xor': return `${a} ^ ${b}`;
-    case 'or': return `${a} | ${b}`;
-    case 'and': return `${a} & ${b}`;
-    case 'mul': return `Math.imul(${a}, ${b})`;
-    case 'mulh': return `mulh(${a}, ${b})`;
-    case 'mulhsu': return `mulhsu(${a}, ${b})`;
-    case 'mulhu': return `mulhu(${a}, ${b})`;
+    case 'sll':
+      return `${a} << ${b}`;
+    case 'srl':
+      return `(${a} >>> ${b}) | 0`;
+    case 'sra':
+      return `${a} >> ${b}`;
+    case 'slt':
+      return `${a} < ${b} ? 1 : 0`;
+    case 'sltu':
+      return `(${a} >>> 0) < (${b} >>> 0) ? 1 : 0`;
+    case 'xor':
+      return `${a} ^ ${b}`;
+    case 'or':
+      return `${a} | ${b}`;
+    case 'and':
+      return `${a} & ${b}`;
+    case 'mul':
+      return `Math.imul(${a}, ${b})`;
+    case 'mulh':
+      return `mulh(${a}, ${b})`;
+    case 'mulhsu':
+      return `mulhsu(${a}, ${b})`;
+    case 'mulhu':
+      return `mulhu(${a}, ${b})`;
     // Division by zero gives all ones (div, divu) or the dividend (rem, remu). Signed
     // overflow needs no case: -2^31 / -1 = 2^31 wraps to -2^31 under `| 0`, and
     // -2^31 % -1 is -0, which `| 0` makes 0, both as RISC-V requires.
-    case 'div': return `${b} === 0 ? -1 : (${a} / ${b}) | 0`;
-    case 'divu': return `${b} === 0 ? -1 : ((${a} >>> 0) / (${b} >>> 0)) | 0`;
-    case 'rem': return `${b} === 0 ? ${a} : (${a} % ${b}) | 0`;
-    case 'remu': return `${b} === 0 ? ${a} : ((${a} >>> 0) % (${b} >>> 0)) | 0`;
-    default: throw new Error(`no register op ${op}`);
+    case 'div':
+      return `${b} === 0 ? -1 : (${a} / ${b}) | 0`;
+    case 'divu':
+      return `${b} === 0 ? -1 : ((${a} >>> 0) / (${b} >>> 0)) | 0`;
+    case 'rem':
+      return `${b} === 0 ? ${a} : (${a} % ${b}) | 0`;
+    case 'remu':
+      return `${b} === 0 ? ${a} : ((${a} >>> 0) % (${b} >>> 0)) | 0`;
+    default:
+      throw new Error(`no register op ${op}`);
   }
 }
 
 function immediateOp(op: string, a: string, imm: number): string {
   switch (op) {
-    case 'addi': return a === '0' ? `${imm}` : `(${a} + ${imm}) | 0`;
-    case 'slti': return `${a} < ${imm} ? 1 : 0`;
-    case 'sltiu': return `(${a} >>> 0) < ${imm >>> 0} ? 1 : 0`;
-    case 'xori': return `${a} ^ ${imm}`;
-    case 'ori': return `${a} | ${imm}`;
-    case 'andi': return `${a} & ${imm}`;
-    case 'slli': return `${a} << ${imm}`;
-    case 'srli': return `(${a} >>> ${imm}) | 0`;
-    case 'srai': return `${a} >> ${imm}`;
-    default: throw new Error(`no immediate op ${op}`);
+    case 'addi':
+      return a === '0' ? `${imm}` : `(${a} + ${imm}) | 0`;
+    case 'slti':
+      return `${a} < ${imm} ? 1 : 0`;
+    case 'sltiu':
+      return `(${a} >>> 0) < ${imm >>> 0} ? 1 : 0`;
+    case 'xori':
+      return `${a} ^ ${imm}`;
+    case 'ori':
+      return `${a} | ${imm}`;
+    case 'andi':
+      return `${a} & ${imm}`;
+    case 'slli':
+      return `${a} << ${imm}`;
+    case 'srli':
+      return `(${a} >>> ${imm}) | 0`;
+    case 'srai':
+      return `${a} >> ${imm}`;
+    default:
+      throw new Error(`no immediate op ${op}`);
   }
 }
 

@@ -66,7 +66,8 @@ export function loadElf(bytes: Uint8Array): ProgramImage {
     if (memsz === 0) continue;
     if (filesz > memsz) fail(`segment ${i}: p_filesz ${filesz} exceeds p_memsz ${memsz}`);
     if (offset + filesz > bytes.length) fail(`segment ${i}: file bytes extend past the end of the file`);
-    if (vaddr + memsz > MEM_SIZE) fail(`segment ${i} at ${hex(vaddr)} (+${memsz} bytes) lies outside guest memory (${hex(MEM_SIZE)} bytes)`);
+    if (vaddr + memsz > MEM_SIZE)
+      fail(`segment ${i} at ${hex(vaddr)} (+${memsz} bytes) lies outside guest memory (${hex(MEM_SIZE)} bytes)`);
     segments.push({ vaddr, memsz, data: bytes.slice(offset, offset + filesz), executable: (flags & PF_X) !== 0 });
   }
   if (segments.length === 0) fail('no PT_LOAD segments');

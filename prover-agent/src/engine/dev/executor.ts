@@ -99,7 +99,8 @@ export async function executeProgram(image: ProgramImage, input: InputEntry[], o
   const regions: (RegionFn | undefined)[] = new Array(code.words.length);
   const entries = new Uint32Array(code.words.length);
   const threshold = options.compileThreshold ?? DEFAULT_COMPILE_THRESHOLD;
-  const hasRun = threshold === 0 ? () => true : (pc: number) => entries[(pc - code.start) >>> 2] > 0 || regions[(pc - code.start) >>> 2] !== undefined;
+  const hasRun =
+    threshold === 0 ? () => true : (pc: number) => entries[(pc - code.start) >>> 2] > 0 || regions[(pc - code.start) >>> 2] !== undefined;
 
   /** Runs until the guest halts (returns HALT) or no instruction fits under st.lim (returns the pc). */
   const run = (pc: number): number => {

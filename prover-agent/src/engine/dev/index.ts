@@ -108,7 +108,13 @@ function guestLogger(ctx: EngineContext): { print(text: string): void; flush(): 
  * (one instruction is one cycle), whichever is lower; stopping at the job's limit
  * throws CycleLimitError (the agent reports it as the limit, README "Job limits").
  */
-async function run(ctx: EngineContext, image: ProgramImage, input: InputEntry[], maxCycles: number | undefined, cycleLimit?: number | null): Promise<ExecutionOutcome> {
+async function run(
+  ctx: EngineContext,
+  image: ProgramImage,
+  input: InputEntry[],
+  maxCycles: number | undefined,
+  cycleLimit?: number | null,
+): Promise<ExecutionOutcome> {
   const logger = guestLogger(ctx);
   const engineMax = maxCycles ?? DEFAULT_MAX_CYCLES;
   const byJob = cycleLimit != null && cycleLimit < engineMax;
@@ -185,7 +191,11 @@ export function devSegments(n: number): number {
  * caller's. No limit unless configured: the cycle limit already bounds every run. The
  * executor sees the deadline at its next check of the signal.
  */
-function withTimeout<R, T>(options: EngineOptions, op: EngineOperation, run: (ctx: EngineContext, req: R) => Promise<T>): (ctx: EngineContext, req: R) => Promise<T> {
+function withTimeout<R, T>(
+  options: EngineOptions,
+  op: EngineOperation,
+  run: (ctx: EngineContext, req: R) => Promise<T>,
+): (ctx: EngineContext, req: R) => Promise<T> {
   const seconds = options.timeouts?.[op];
   if (!seconds) return run;
   return async (ctx, req) => {
@@ -259,8 +269,10 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
       const appVmCommit = commitBytes(config.app_vm_commit, `config ${config.id}: app_vm_commit`);
       const [image, input] = await Promise.all([loadProgram(req.elfPath), loadInput(req.inputPath)]);
       const appExeCommit = exeCommit(image);
-      if (toHex(appExeCommit) !== toHex(commitBytes(req.app_exe_commit, 'the program\'s app_exe_commit'))) {
-        throw new JobError(`the program's ELF does not match its registered app_exe_commit (${req.app_exe_commit}; the ELF gives ${toHex(appExeCommit)})`);
+      if (toHex(appExeCommit) !== toHex(commitBytes(req.app_exe_commit, "the program's app_exe_commit"))) {
+        throw new JobError(
+          `the program's ELF does not match its registered app_exe_commit (${req.app_exe_commit}; the ELF gives ${toHex(appExeCommit)})`,
+        );
       }
       const children = await checkChildren(ctx, req);
       if (children.length) ctx.log(`dev engine: ${children.length} deferred child proofs verified`);
@@ -307,7 +319,10 @@ function createUntimedDevEngine(options: EngineOptions & DevEngineOptions): Engi
     async verify(ctx: EngineContext, req: VerifyRequest): Promise<VerifyResult> {
       const config = ctx.config;
       if (config.engine !== 'dev') {
-        return { verified: false, reason: `config ${config.id} is not a dev config (engine '${config.engine}'); dev proofs are only accepted under dev configs` };
+        return {
+          verified: false,
+          reason: `config ${config.id} is not a dev config (engine '${config.engine}'); dev proofs are only accepted under dev configs`,
+        };
       }
       const baselineCommit = req.baselinePath === null ? null : await readBaselineCommit(req.baselinePath);
       if (baselineCommit !== null && req.app_exe_commit !== null && baselineCommit.toLowerCase() !== req.app_exe_commit.toLowerCase()) {

@@ -32,7 +32,8 @@ export function parseInputEntry(text: unknown, index: number): InputEntry {
   if (bytes.length === 0) return fail('empty (expected a 01 or 02 prefix)');
   const payload = bytes.subarray(1);
   if (bytes[0] === 0x01) return { kind: 'bytes', data: payload.slice() };
-  if (bytes[0] !== 0x02) return fail(`unknown prefix 0x${bytes[0].toString(16).padStart(2, '0')} (expected 01 for bytes or 02 for field elements)`);
+  if (bytes[0] !== 0x02)
+    return fail(`unknown prefix 0x${bytes[0].toString(16).padStart(2, '0')} (expected 01 for bytes or 02 for field elements)`);
   if (payload.length % 4 !== 0) return fail(`field-element entry of ${payload.length} bytes is not a whole number of 32-bit words`);
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   const data = new Uint32Array(payload.length / 4);

@@ -95,7 +95,8 @@ export class Machine {
 
   hintbuffer(addr: number, words: number, _rs2: number, pc: number): void {
     words >>>= 0;
-    if (words < 1 || words > MAX_HINT_BUFFER_WORDS) throw new Trap(`hintbuffer of ${words} words (must be 1..${MAX_HINT_BUFFER_WORDS})`, pc);
+    if (words < 1 || words > MAX_HINT_BUFFER_WORDS)
+      throw new Trap(`hintbuffer of ${words} words (must be 1..${MAX_HINT_BUFFER_WORDS})`, pc);
     this.storeHint(addr >>> 0, 4 * words, pc, 'hintbuffer');
   }
 
@@ -111,7 +112,10 @@ export class Machine {
   hintinput(pc: number): void {
     const entry = this.input[this.inputPos];
     if (!entry) {
-      throw new Trap(`input stream exhausted: the guest read input entry ${this.inputPos} but the input has ${this.input.length} entr${this.input.length === 1 ? 'y' : 'ies'}`, pc);
+      throw new Trap(
+        `input stream exhausted: the guest read input entry ${this.inputPos} but the input has ${this.input.length} entr${this.input.length === 1 ? 'y' : 'ies'}`,
+        pc,
+      );
     }
     this.inputPos++;
     // len as u32 LE (4 cells), the vector, zero padding to a multiple of 4 cells.
@@ -146,7 +150,8 @@ export class Machine {
 
   xorin(dst: number, src: number, len: number, pc: number): void {
     len >>>= 0;
-    if (len % 4 !== 0 || len > MAX_XORIN_BYTES) throw new Trap(`xorin of ${len} bytes (must be a multiple of 4, at most ${MAX_XORIN_BYTES})`, pc);
+    if (len % 4 !== 0 || len > MAX_XORIN_BYTES)
+      throw new Trap(`xorin of ${len} bytes (must be a multiple of 4, at most ${MAX_XORIN_BYTES})`, pc);
     const d = this.checkRange(dst, len, pc, 'xorin destination');
     const s = this.checkRange(src, len, pc, 'xorin source');
     const source = this.mem.slice(s, s + len);

@@ -6,10 +6,30 @@
 // ---- keccak-f[1600] ----
 
 const KECCAK_ROUND_CONSTANTS = [
-  0x0000000000000001n, 0x0000000000008082n, 0x800000000000808an, 0x8000000080008000n, 0x000000000000808bn, 0x0000000080000001n,
-  0x8000000080008081n, 0x8000000000008009n, 0x000000000000008an, 0x0000000000000088n, 0x0000000080008009n, 0x000000008000000an,
-  0x000000008000808bn, 0x800000000000008bn, 0x8000000000008089n, 0x8000000000008003n, 0x8000000000008002n, 0x8000000000000080n,
-  0x000000000000800an, 0x800000008000000an, 0x8000000080008081n, 0x8000000000008080n, 0x0000000080000001n, 0x8000000080008008n,
+  0x0000000000000001n,
+  0x0000000000008082n,
+  0x800000000000808an,
+  0x8000000080008000n,
+  0x000000000000808bn,
+  0x0000000080000001n,
+  0x8000000080008081n,
+  0x8000000000008009n,
+  0x000000000000008an,
+  0x0000000000000088n,
+  0x0000000080008009n,
+  0x000000008000000an,
+  0x000000008000808bn,
+  0x800000000000008bn,
+  0x8000000000008089n,
+  0x8000000000008003n,
+  0x8000000000008002n,
+  0x8000000000000080n,
+  0x000000000000800an,
+  0x800000008000000an,
+  0x8000000080008081n,
+  0x8000000000008080n,
+  0x0000000080000001n,
+  0x8000000080008008n,
 ];
 const RC_LO = Int32Array.from(KECCAK_ROUND_CONSTANTS, (c) => Number(c & 0xffffffffn));
 const RC_HI = Int32Array.from(KECCAK_ROUND_CONSTANTS, (c) => Number(c >> 32n));
@@ -116,8 +136,14 @@ export function sha256Compress(state: Uint32Array | Int32Array, block: Uint8Arra
     const s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
     w[t] = (w[t - 16] + s0 + w[t - 7] + s1) | 0;
   }
-  let a = state[0] | 0, b = state[1] | 0, c = state[2] | 0, d = state[3] | 0;
-  let e = state[4] | 0, f = state[5] | 0, g = state[6] | 0, h = state[7] | 0;
+  let a = state[0] | 0,
+    b = state[1] | 0,
+    c = state[2] | 0,
+    d = state[3] | 0;
+  let e = state[4] | 0,
+    f = state[5] | 0,
+    g = state[6] | 0,
+    h = state[7] | 0;
   for (let t = 0; t < 64; t++) {
     const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
     const t1 = (h + S1 + ((e & f) ^ (~e & g)) + K256[t] + w[t]) | 0;
@@ -132,8 +158,14 @@ export function sha256Compress(state: Uint32Array | Int32Array, block: Uint8Arra
     b = a;
     a = (t1 + t2) | 0;
   }
-  state[0] += a; state[1] += b; state[2] += c; state[3] += d;
-  state[4] += e; state[5] += f; state[6] += g; state[7] += h;
+  state[0] += a;
+  state[1] += b;
+  state[2] += c;
+  state[3] += d;
+  state[4] += e;
+  state[5] += f;
+  state[6] += g;
+  state[7] += h;
 }
 
 // ---- SHA-512 ----

@@ -87,7 +87,11 @@ export interface CliMapping extends OpenvmRelease {
   keygen(c: ConfigPaths): string[];
   commit(c: ConfigPaths, a: AggregationPaths, o: { exe: string; outputDir: string; targetDir: string }): string[];
   run(c: ConfigPaths, o: { exe: string; input: string; mode: string }): string[];
-  prove(c: ConfigPaths, a: AggregationPaths, o: { kind: ProofType; exe: string; input: string; proof: string; targetDir: string }): string[];
+  prove(
+    c: ConfigPaths,
+    a: AggregationPaths,
+    o: { kind: ProofType; exe: string; input: string; proof: string; targetDir: string },
+  ): string[];
   verifyStark(c: ConfigPaths, a: AggregationPaths, o: { proof: string; baseline: string; targetDir: string }): string[];
   verifyEvm(a: AggregationPaths, o: { proof: string; appCommit: string }): string[];
   /** Modes `run --mode` accepts (clap ValueEnum ExecutionMode). */
@@ -130,25 +134,58 @@ const V2: CliMapping = {
   // writes <bin>.commit.json, <bin>.baseline.json under ${openvm_dir}/<profile>, copies both
   // to --output-dir.  v2.0.1:crates/cli/src/commands/commit.rs:82-108
   commit: (c, a, o) => [
-    'openvm', 'commit', '--exe', o.exe,
-    '--app-pk', c.appPk, '--agg-prefix-pk', c.aggPrefixPk, '--agg-pk', a.internalRecursivePk,
-    '--output-dir', o.outputDir, ...manifest(c, o.targetDir),
+    'openvm',
+    'commit',
+    '--exe',
+    o.exe,
+    '--app-pk',
+    c.appPk,
+    '--agg-prefix-pk',
+    c.aggPrefixPk,
+    '--agg-pk',
+    a.internalRecursivePk,
+    '--output-dir',
+    o.outputDir,
+    ...manifest(c, o.targetDir),
   ],
   // run: RunArgs (--exe --config --input --mode) + RunCargoArgs.  v2.0.1:crates/cli/src/commands/run.rs:33-72
   // meter/segment read ${openvm_dir}/app.pk (no flag moves it): the config's own target dir finds it.
   //   v2.0.1:crates/cli/src/commands/run.rs:241-254
   // Its metric lines are println!, printed at any log level; without --verbose its stdout is
   // the guest's output and those lines only.
-  run: (c, o) => ['openvm', 'run', '--exe', o.exe, '--config', c.openvmToml, '--input', o.input, '--mode', o.mode, ...manifest(c, c.targetDir)],
+  run: (c, o) => [
+    'openvm',
+    'run',
+    '--exe',
+    o.exe,
+    '--config',
+    c.openvmToml,
+    '--input',
+    o.input,
+    '--mode',
+    o.mode,
+    ...manifest(c, c.targetDir),
+  ],
   // prove app: --proof --app-pk + RunArgs; prove stark: --proof + ProvingKeyArgs + RunArgs;
   // prove evm: stark's flags + --root-pk --halo2-pk (defaults ~/.openvm/root.pk, halo2.pk).
   //   v2.0.1:crates/cli/src/commands/prove.rs:40-133, 351-417; prove evm needs the evm-prove feature,
   //   on by default (v2.0.1:crates/cli/Cargo.toml:88-90: default → evm-verify → evm-prove).
   // --verbose (before the subcommand) makes the INFO span trees phases and segments are read from.
   prove: (c, a, o) => [
-    'openvm', '--verbose', 'prove', o.kind,
-    '--exe', o.exe, '--config', c.openvmToml, '--input', o.input, '--proof', o.proof,
-    '--app-pk', c.appPk,
+    'openvm',
+    '--verbose',
+    'prove',
+    o.kind,
+    '--exe',
+    o.exe,
+    '--config',
+    c.openvmToml,
+    '--input',
+    o.input,
+    '--proof',
+    o.proof,
+    '--app-pk',
+    c.appPk,
     ...(o.kind === 'app' ? [] : ['--agg-prefix-pk', c.aggPrefixPk, '--agg-pk', a.internalRecursivePk]),
     ...(o.kind === 'evm' ? ['--root-pk', a.rootPk, '--halo2-pk', a.halo2Pk] : []),
     ...manifest(c, o.targetDir),
@@ -156,7 +193,16 @@ const V2: CliMapping = {
   // verify stark: --agg-vk (default ~/.openvm/internal_recursive.vk) --app-baseline --proof.
   //   v2.0.1:crates/cli/src/commands/verify.rs:58-87,189-232
   verifyStark: (c, a, o) => [
-    'openvm', 'verify', 'stark', '--proof', o.proof, '--app-baseline', o.baseline, '--agg-vk', a.internalRecursiveVk, ...manifest(c, o.targetDir),
+    'openvm',
+    'verify',
+    'stark',
+    '--proof',
+    o.proof,
+    '--app-baseline',
+    o.baseline,
+    '--agg-vk',
+    a.internalRecursiveVk,
+    ...manifest(c, o.targetDir),
   ],
   // verify evm: --evm-verifier (default ~/.openvm/halo2/) --app-commit <commit.json> --proof;
   // reads no manifest when --app-commit names a file.  v2.0.1:crates/cli/src/commands/verify.rs:88-116,233-269,276-304

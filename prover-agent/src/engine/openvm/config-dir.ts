@@ -111,7 +111,8 @@ export function requirements(c: ConfigPaths, a: AggregationPaths, mapping: CliMa
     }
   }
   if (needs.evmVerify) {
-    for (const name of f.evmVerifierFiles) reqs.push({ path: join(a.evmVerifierVersionDir, name), what: 'EVM verifier (cargo openvm setup --evm)' });
+    for (const name of f.evmVerifierFiles)
+      reqs.push({ path: join(a.evmVerifierVersionDir, name), what: 'EVM verifier (cargo openvm setup --evm)' });
   }
   return reqs;
 }

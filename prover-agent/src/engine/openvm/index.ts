@@ -41,7 +41,16 @@ import {
   type VerifyResult,
 } from '../types.ts';
 import { selectCliMapping, shellJoin, type AggregationPaths, type CliMapping, type ConfigPaths } from './commands.ts';
-import { aggregationPaths, configPaths, defaultConfigsDir, describeMissing, missingRequirements, publishedKeyFiles, requirements, type Needs } from './config-dir.ts';
+import {
+  aggregationPaths,
+  configPaths,
+  defaultConfigsDir,
+  describeMissing,
+  missingRequirements,
+  publishedKeyFiles,
+  requirements,
+  type Needs,
+} from './config-dir.ts';
 import { checkKeyDigests } from './key-digests.ts';
 import { gpuEnv } from './gpus.ts';
 import { canonicalStarkProof, checkEvmProof, checkInputFile, checkWrittenProof, isHex32, readToolJson } from './job-files.ts';
@@ -107,7 +116,9 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
       label: 'openvm --version',
     });
     if (exit.code !== 0) {
-      throw new Error(`'${shellJoin([cargo, ...args])}' failed, is cargo-openvm installed? ${errorTail(exit.stderrTail, `exit ${exit.code ?? exit.signal}`)}`);
+      throw new Error(
+        `'${shellJoin([cargo, ...args])}' failed, is cargo-openvm installed? ${errorTail(exit.stderrTail, `exit ${exit.code ?? exit.signal}`)}`,
+      );
     }
     return parseVersion(exit.stdout.join(' '));
   }
@@ -123,9 +134,13 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
     if (!installed) {
       ctx.log('warning: could not read the version `cargo openvm --version` reports');
     } else if (installed.prerelease !== null) {
-      throw new Error(`installed cargo-openvm is the pre-release ${installed.text}; this agent maps final releases only: install ${wanted.text} on this host`);
+      throw new Error(
+        `installed cargo-openvm is the pre-release ${installed.text}; this agent maps final releases only: install ${wanted.text} on this host`,
+      );
     } else if (installed.major !== wanted.major || installed.minor !== wanted.minor) {
-      throw new Error(`installed cargo-openvm is ${installed.text} but config ${ctx.config.id} needs openvm ${wanted.text}; install that version on this host`);
+      throw new Error(
+        `installed cargo-openvm is ${installed.text} but config ${ctx.config.id} needs openvm ${wanted.text}; install that version on this host`,
+      );
     } else if (installed.text !== wanted.text) {
       ctx.log(`note: cargo-openvm ${installed.text} serves config ${ctx.config.id} (openvm ${wanted.text})`);
     }
@@ -169,7 +184,16 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
         onLine?.(line);
       };
       try {
-        return await runTool(cargo, args, { cwd: scratch, env, signal: ctx.signal, timeoutMs: Math.max(1, deadline - Date.now()), killGraceMs, label, onStdout: each, onStderr: each });
+        return await runTool(cargo, args, {
+          cwd: scratch,
+          env,
+          signal: ctx.signal,
+          timeoutMs: Math.max(1, deadline - Date.now()),
+          killGraceMs,
+          label,
+          onStdout: each,
+          onStderr: each,
+        });
       } catch (err) {
         if (err instanceof ToolTimeoutError) {
           throw new ToolTimeoutError(`openvm ${op} timed out after ${limitMs / 1000}s (during ${label}); the zkVM tool was stopped`);
@@ -213,12 +237,16 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
     async commit(ctx: EngineContext, program: ProgramFiles): Promise<CommitResult> {
       return session(ctx, 'commit', STARK_ONLY, async (s) => {
         const outputDir = join(s.scratch, 'commit');
-        const exit = await s.tool('commit', s.mapping.commit(s.cfg, s.agg, { exe: program.vmexePath, outputDir, targetDir: join(s.scratch, 'target') }));
+        const exit = await s.tool(
+          'commit',
+          s.mapping.commit(s.cfg, s.agg, { exe: program.vmexePath, outputDir, targetDir: join(s.scratch, 'target') }),
+        );
         if (exit.code !== 0) throw failure('commit', exit);
         const commit = await readToolJson(outputDir, '.commit.json');
         const baseline = await readToolJson(outputDir, '.baseline.json');
         const { app_exe_commit, app_vm_commit } = commit;
-        if (!isHex32(app_exe_commit) || !isHex32(app_vm_commit)) throw new Error('openvm engine: the commit JSON the tool wrote lacks 32-byte hex commits');
+        if (!isHex32(app_exe_commit) || !isHex32(app_vm_commit))
+          throw new Error('openvm engine: the commit JSON the tool wrote lacks 32-byte hex commits');
         if (String(baseline.app_exe_commit).toLowerCase() !== app_exe_commit.toLowerCase()) {
           throw new Error('openvm engine: the tool wrote a baseline for another executable than its commit');
         }
@@ -239,13 +267,21 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
         }
         await checkInputFile(req.inputPath);
         const seen = metricsCollector(ctx, { live: true });
-        const exit = await s.tool(`run --mode ${req.mode}`, s.mapping.run(s.cfg, { exe: req.vmexePath, input: req.inputPath, mode: req.mode }), (l) => seen.line(l));
+        const exit = await s.tool(
+          `run --mode ${req.mode}`,
+          s.mapping.run(s.cfg, { exe: req.vmexePath, input: req.inputPath, mode: req.mode }),
+          (l) => seen.line(l),
+        );
         const result = { public_values: seen.publicValues ?? '0x', stdout: guestStdout(exit.stdout), ...seen.metrics };
         // The meter and segment modes print the instruction count (run.rs:275-288); pure mode prints none, so only those enforce a cycle limit.
         overCycleLimit(ctx, seen.metrics.num_instructions, req.cycleLimit);
         if (exit.code === 0 && req.mode === 'meter' && seen.pastCostCap(s.mapping)) {
           // Metering suspends past the cap and the tool still exits 0: the guest did not finish.
-          return { ...result, exit_code: 1, error: `metered execution stopped past the tool's cost cap of ${s.mapping.meterCostCap} cells before the program finished` };
+          return {
+            ...result,
+            exit_code: 1,
+            error: `metered execution stopped past the tool's cost cap of ${s.mapping.meterCostCap} cells before the program finished`,
+          };
         }
         if (exit.code === 0) return { ...result, exit_code: 0, error: null };
         const err = failure('run', exit);
@@ -275,11 +311,17 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
         // A metered run first: it fails fast (and cheaply) on a guest that cannot
         // finish, and it is where the tool prints instruction and cell counts.
         ctx.progress({ phase: 'Executing' });
-        const exec = await s.tool('run --mode meter', s.mapping.run(s.cfg, { exe: req.vmexePath, input: req.inputPath, mode: 'meter' }), (l) => seen.line(l));
+        const exec = await s.tool(
+          'run --mode meter',
+          s.mapping.run(s.cfg, { exe: req.vmexePath, input: req.inputPath, mode: 'meter' }),
+          (l) => seen.line(l),
+        );
         if (exec.code !== 0) throw failure('run', exec);
         const metered: EngineMetrics = { ...seen.metrics };
         if (seen.pastCostCap(s.mapping)) {
-          ctx.log(`note: metering stopped past the tool's cost cap (${s.mapping.meterCostCap} cells); its counts are partial and are not reported`);
+          ctx.log(
+            `note: metering stopped past the tool's cost cap (${s.mapping.meterCostCap} cells); its counts are partial and are not reported`,
+          );
           delete metered.num_instructions;
           delete metered.cells_used;
         }
@@ -293,7 +335,13 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
 
         ctx.progress({ phase: 'AppProving' });
         const reader = proveOutputReader(req.proof_type, (phase) => ctx.progress({ phase }));
-        const args = s.mapping.prove(s.cfg, s.agg, { kind: req.proof_type, exe: req.vmexePath, input: req.inputPath, proof: req.outputPath, targetDir: join(s.scratch, 'target') });
+        const args = s.mapping.prove(s.cfg, s.agg, {
+          kind: req.proof_type,
+          exe: req.vmexePath,
+          input: req.inputPath,
+          proof: req.outputPath,
+          targetDir: join(s.scratch, 'target'),
+        });
         const exit = await s.tool(`prove ${req.proof_type}`, args, (l) => reader.line(l));
         if (exit.code !== 0) throw failure(`prove ${req.proof_type}`, exit);
         reader.done();
@@ -308,18 +356,23 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
       if (req.proof_type === 'evm') return verifyEvm(ctx, req);
       const { baselinePath, app_exe_commit } = req;
       if (baselinePath === null || app_exe_commit === null) {
-        throw new Error('openvm engine: a STARK verification needs the program\'s baseline and commit; the job carried none');
+        throw new Error("openvm engine: a STARK verification needs the program's baseline and commit; the job carried none");
       }
       return session(ctx, 'verify', STARK_ONLY, async (s) => {
         const baseline = JSON.parse(await readFile(baselinePath, 'utf8')) as { app_exe_commit?: unknown };
         if (String(baseline.app_exe_commit).toLowerCase() !== app_exe_commit.toLowerCase()) {
-          throw new Error(`openvm engine: the verification baseline is for ${String(baseline.app_exe_commit)}, not the program's ${app_exe_commit}`);
+          throw new Error(
+            `openvm engine: the verification baseline is for ${String(baseline.app_exe_commit)}, not the program's ${app_exe_commit}`,
+          );
         }
         const canonical = await canonicalStarkProof(req.proofPath);
         if ('reason' in canonical) return { verified: false, reason: canonical.reason };
         const proofPath = join(s.scratch, 'proof.stark.json');
         await writeFile(proofPath, JSON.stringify(canonical.proof));
-        const exit = await s.tool('verify stark', s.mapping.verifyStark(s.cfg, s.agg, { proof: proofPath, baseline: baselinePath, targetDir: join(s.scratch, 'target') }));
+        const exit = await s.tool(
+          'verify stark',
+          s.mapping.verifyStark(s.cfg, s.agg, { proof: proofPath, baseline: baselinePath, targetDir: join(s.scratch, 'target') }),
+        );
         return verdict('verify stark', exit);
       });
     },
@@ -334,7 +387,10 @@ export function createOpenvmEngine(options: OpenvmEngineOptions = {}): Engine {
       // proof names, which the verifier then checks together with the config's VM commit.
       const appExeCommit = (req.app_exe_commit ?? checked.proof.app_exe_commit).toLowerCase();
       if (checked.proof.app_exe_commit !== appExeCommit) {
-        return { verified: false, reason: `the proof is for app_exe_commit ${checked.proof.app_exe_commit}, not this program's ${req.app_exe_commit}` };
+        return {
+          verified: false,
+          reason: `the proof is for app_exe_commit ${checked.proof.app_exe_commit}, not this program's ${req.app_exe_commit}`,
+        };
       }
       if (!isHex32(ctx.config.app_vm_commit)) {
         throw new Error(`openvm engine: config ${ctx.config.id} records no app_vm_commit, so an EVM proof cannot be bound to its VM`);
@@ -368,7 +424,9 @@ function failure(label: string, exit: ToolExit): Error {
         `host problem: the zkVM tool rejected the '${label}' command line (${how}); the flag mapping in prover-agent/src/engine/openvm/commands.ts does not fit the installed version:\n${tail}`,
       );
     case 'host':
-      return new Error(`host problem (not the caller's; the job may run again elsewhere): the zkVM tool failed during '${label}' (${how}):\n${tail}`);
+      return new Error(
+        `host problem (not the caller's; the job may run again elsewhere): the zkVM tool failed during '${label}' (${how}):\n${tail}`,
+      );
     case 'caller':
       return new JobError(tail);
   }

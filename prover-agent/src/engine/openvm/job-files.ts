@@ -39,7 +39,8 @@ export const isHex32 = (s: unknown): s is string => typeof s === 'string' && /^0
 /** Reads the one `*<suffix>` JSON file the tool wrote into `dir`. */
 export async function readToolJson(dir: string, suffix: string): Promise<Record<string, unknown>> {
   const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith(suffix));
-  if (names.length !== 1) throw new Error(`openvm engine: expected one *${suffix} from the zkVM tool in its output directory, found ${names.length}`);
+  if (names.length !== 1)
+    throw new Error(`openvm engine: expected one *${suffix} from the zkVM tool in its output directory, found ${names.length}`);
   const doc = JSON.parse(await readFile(join(dir, names[0]), 'utf8')) as unknown;
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new Error(`openvm engine: ${names[0]} is not a JSON object`);
   return doc as Record<string, unknown>;
@@ -90,7 +91,10 @@ export async function checkWrittenProof(kind: ProofType, path: string): Promise<
   if (!s?.isFile() || s.size === 0) throw new Error(`openvm engine: the zkVM tool reported success but wrote no ${kind} proof at ${path}`);
   if (kind === 'app') return null; // a binary encoding, opaque here
   const doc = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
-  const fields = kind === 'stark' ? ['version', 'proof', 'user_pvs_proof'] : ['version', 'app_exe_commit', 'app_vm_commit', 'user_public_values', 'proof_data'];
+  const fields =
+    kind === 'stark'
+      ? ['version', 'proof', 'user_pvs_proof']
+      : ['version', 'app_exe_commit', 'app_vm_commit', 'user_public_values', 'proof_data'];
   const absent = fields.filter((f) => doc[f] === undefined);
   if (absent.length) throw new Error(`openvm engine: the ${kind} proof the tool wrote lacks ${absent.join(', ')}`);
   return kind === 'evm' && typeof doc.user_public_values === 'string' ? doc.user_public_values : null;
@@ -105,14 +109,17 @@ const COMMIT_BOUND = BABY_BEAR ** 8n;
 const BN254_SCALAR = 21888242871839275222246405745257275088548364400416034343698204186575808495617n;
 const EVM_HEX_FIELDS = ['app_exe_commit', 'app_vm_commit', 'user_public_values'] as const;
 
-const bareHex = (v: unknown): string | null => (typeof v === 'string' && /^(0x)?([0-9a-fA-F]{2})*$/.test(v) ? v.replace(/^0x/, '').toLowerCase() : null);
+const bareHex = (v: unknown): string | null =>
+  typeof v === 'string' && /^(0x)?([0-9a-fA-F]{2})*$/.test(v) ? v.replace(/^0x/, '').toLowerCase() : null;
 
 /**
  * An EVM proof in the form `verify evm` reads (client-conventions.md; hex with or
  * without `0x`, as the tool accepts: v2.0.1:crates/sdk/src/types.rs:71-75,
  * crates/continuations/src/commit_bytes.rs:141-150), or the reason it is not one.
  */
-export async function checkEvmProof(path: string): Promise<{ proof: { app_exe_commit: string; app_vm_commit: string } } | { reason: string }> {
+export async function checkEvmProof(
+  path: string,
+): Promise<{ proof: { app_exe_commit: string; app_vm_commit: string } } | { reason: string }> {
   const read = await readProofObject(path);
   if ('reason' in read) return read;
   const p = read.doc;
@@ -125,14 +132,16 @@ export async function checkEvmProof(path: string): Promise<{ proof: { app_exe_co
   }
   const data = p.proof_data as Record<string, unknown> | null | undefined;
   const accumulator = bareHex(data?.accumulator);
-  if (accumulator === null || bareHex(data?.proof) === null) return { reason: 'proof field "proof_data" must hold hex "accumulator" and "proof"' };
+  if (accumulator === null || bareHex(data?.proof) === null)
+    return { reason: 'proof field "proof_data" must hold hex "accumulator" and "proof"' };
   for (const field of ['app_exe_commit', 'app_vm_commit'] as const) {
     if (hex[field].length !== 64) return { reason: `proof field "${field}" must be 32 bytes` };
     if (BigInt('0x' + hex[field]) >= COMMIT_BOUND) return { reason: `proof field "${field}" is not a canonical commit` };
   }
   if (accumulator.length % 64 !== 0) return { reason: 'proof_data.accumulator must be whole 32-byte words' };
   for (let i = 0; i < accumulator.length; i += 64) {
-    if (BigInt('0x' + accumulator.slice(i, i + 64)) >= BN254_SCALAR) return { reason: 'proof_data.accumulator holds a value outside the BN254 scalar field' };
+    if (BigInt('0x' + accumulator.slice(i, i + 64)) >= BN254_SCALAR)
+      return { reason: 'proof_data.accumulator holds a value outside the BN254 scalar field' };
   }
   return { proof: { app_exe_commit: '0x' + hex.app_exe_commit, app_vm_commit: '0x' + hex.app_vm_commit } };
 }

@@ -29,7 +29,10 @@ const sidecar = (path: string) => `${path}.sha256.json`;
 export async function keyFileDigest(path: string): Promise<string> {
   const s = await stat(path);
   const identity = `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
-  const kept = await readFile(sidecar(path), 'utf8').then((t) => JSON.parse(t) as Partial<Digested>, () => undefined);
+  const kept = await readFile(sidecar(path), 'utf8').then(
+    (t) => JSON.parse(t) as Partial<Digested>,
+    () => undefined,
+  );
   for (const known of [kept, memory.get(path)]) {
     if (known?.identity === identity && typeof known.sha256 === 'string' && /^[0-9a-f]{64}$/.test(known.sha256)) return known.sha256;
   }
@@ -45,7 +48,11 @@ export async function keyFileDigest(path: string): Promise<string> {
  * for its key. A key the service has not published is not compared: there is nothing
  * to compare with (and callers cannot download one either).
  */
-export async function checkKeyDigests(configId: string, published: PublishedKeys | undefined, files: Partial<Record<PublishedKeyName, string>>): Promise<void> {
+export async function checkKeyDigests(
+  configId: string,
+  published: PublishedKeys | undefined,
+  files: Partial<Record<PublishedKeyName, string>>,
+): Promise<void> {
   if (!published) return;
   const wrong: string[] = [];
   for (const [name, path] of Object.entries(files) as [PublishedKeyName, string][]) {

@@ -53,7 +53,11 @@ export async function main(argv: string[]): Promise<number> {
     cargoPath: values.cargo,
   });
   const workDir = await mkdtemp(join(tmpdir(), 'openvm-smoke-'));
-  const files = { elfPath: join(workDir, 'program.elf'), vmexePath: join(workDir, 'program.vmexe'), inputPath: join(workDir, 'input.json') };
+  const files = {
+    elfPath: join(workDir, 'program.elf'),
+    vmexePath: join(workDir, 'program.vmexe'),
+    inputPath: join(workDir, 'input.json'),
+  };
   await copyFile(values.vmexe, files.vmexePath);
   await copyFile(values.input, files.inputPath);
   await writeFile(files.elfPath, ''); // the engine works from the VMEXE
@@ -89,28 +93,74 @@ export async function main(argv: string[]): Promise<number> {
   };
 
   try {
-    const commit = await step('commit', () => engine.commit(ctx, files), (c) => [true, `app_exe_commit ${c.app_exe_commit}, app_vm_commit ${c.app_vm_commit}`]);
+    const commit = await step(
+      'commit',
+      () => engine.commit(ctx, files),
+      (c) => [true, `app_exe_commit ${c.app_exe_commit}, app_vm_commit ${c.app_vm_commit}`],
+    );
     // The service records the VM commit on the config; EVM verification binds proofs to it.
     if (commit) ctx.config.app_vm_commit = commit.app_vm_commit;
     const baselinePath = join(workDir, 'baseline.json');
     if (commit) await writeFile(baselinePath, JSON.stringify(commit.baseline));
     const want = values['expect-public-values']?.toLowerCase();
-    const pvCheck = (pv: string): [boolean, string] => [!want || pv.toLowerCase().startsWith(want), `public values ${pv}${want ? ` (expected ${want}…)` : ''}`];
+    const pvCheck = (pv: string): [boolean, string] => [
+      !want || pv.toLowerCase().startsWith(want),
+      `public values ${pv}${want ? ` (expected ${want}…)` : ''}`,
+    ];
 
-    await step('execute (meter)', () => engine.execute(ctx, { ...files, mode: 'meter' }), (r) => {
-      const [ok, text] = pvCheck(r.public_values);
-      return [ok && r.error === null, `${text}; ${r.num_instructions} instructions, ${r.cells_used} cells${r.error ? `; error: ${r.error}` : ''}`];
-    });
+    await step(
+      'execute (meter)',
+      () => engine.execute(ctx, { ...files, mode: 'meter' }),
+      (r) => {
+        const [ok, text] = pvCheck(r.public_values);
+        return [
+          ok && r.error === null,
+          `${text}; ${r.num_instructions} instructions, ${r.cells_used} cells${r.error ? `; error: ${r.error}` : ''}`,
+        ];
+      },
+    );
     const starkPath = join(workDir, 'stark-proof.json');
-    const stark = await step('prove stark', () => engine.prove(ctx, { ...files, proof_type: 'stark', childProofPaths: [], outputPath: starkPath, app_exe_commit: commit?.app_exe_commit ?? '', baselinePath }), (r) => pvCheck(r.public_values));
+    const stark = await step(
+      'prove stark',
+      () =>
+        engine.prove(ctx, {
+          ...files,
+          proof_type: 'stark',
+          childProofPaths: [],
+          outputPath: starkPath,
+          app_exe_commit: commit?.app_exe_commit ?? '',
+          baselinePath,
+        }),
+      (r) => pvCheck(r.public_values),
+    );
     if (commit && stark) {
-      await step('verify stark', () => engine.verify(ctx, { proof_type: 'stark', proofPath: starkPath, baselinePath, app_exe_commit: commit.app_exe_commit }), (r) => [r.verified, r.reason ?? 'verified']);
+      await step(
+        'verify stark',
+        () => engine.verify(ctx, { proof_type: 'stark', proofPath: starkPath, baselinePath, app_exe_commit: commit.app_exe_commit }),
+        (r) => [r.verified, r.reason ?? 'verified'],
+      );
     }
     if (values.evm) {
       const evmPath = join(workDir, 'evm-proof.json');
-      const evm = await step('prove evm', () => engine.prove(ctx, { ...files, proof_type: 'evm', childProofPaths: [], outputPath: evmPath, app_exe_commit: commit?.app_exe_commit ?? '', baselinePath }), (r) => pvCheck(r.public_values));
+      const evm = await step(
+        'prove evm',
+        () =>
+          engine.prove(ctx, {
+            ...files,
+            proof_type: 'evm',
+            childProofPaths: [],
+            outputPath: evmPath,
+            app_exe_commit: commit?.app_exe_commit ?? '',
+            baselinePath,
+          }),
+        (r) => pvCheck(r.public_values),
+      );
       if (commit && evm) {
-        await step('verify evm', () => engine.verify(ctx, { proof_type: 'evm', proofPath: evmPath, baselinePath, app_exe_commit: commit.app_exe_commit }), (r) => [r.verified, r.reason ?? 'verified']);
+        await step(
+          'verify evm',
+          () => engine.verify(ctx, { proof_type: 'evm', proofPath: evmPath, baselinePath, app_exe_commit: commit.app_exe_commit }),
+          (r) => [r.verified, r.reason ?? 'verified'],
+        );
       }
     }
   } finally {

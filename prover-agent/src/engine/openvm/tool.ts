@@ -43,7 +43,7 @@ const STDERR_TAIL_LINES = 40;
 const MAX_STDOUT_CHARS = 4 * 1024 * 1024;
 
 // Colour codes would otherwise end up in logs and error messages.
- 
+
 const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]/g;
 export const stripAnsi = (s: string): string => s.replace(ANSI, '');
 
@@ -97,7 +97,11 @@ export function runTool(command: string, args: readonly string[], o: ToolRunOpti
 
     child.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT' || err.code === 'EACCES') {
-        finish(new ToolNotFoundError(`zkVM tool not runnable: '${command}' (${err.code}); install cargo-openvm (prover-agent/README.md) or set the engine's cargoPath`));
+        finish(
+          new ToolNotFoundError(
+            `zkVM tool not runnable: '${command}' (${err.code}); install cargo-openvm (prover-agent/README.md) or set the engine's cargoPath`,
+          ),
+        );
       } else {
         finish(err);
       }
@@ -105,8 +109,10 @@ export function runTool(command: string, args: readonly string[], o: ToolRunOpti
     // 'close' waits for the output streams; after a kill we settle on 'exit' instead, in
     // case something inherited the pipes and keeps them open.
     child.on('exit', (code, signal) => {
-      if (stopReason === 'canceled') finish(new ToolCanceledError(`${o.label}: canceled; the zkVM tool was stopped (${signal ?? `exit ${code}`})`));
-      else if (stopReason === 'timeout') finish(new ToolTimeoutError(`${o.label}: timed out after ${formatSeconds(o.timeoutMs)}; the zkVM tool was stopped`));
+      if (stopReason === 'canceled')
+        finish(new ToolCanceledError(`${o.label}: canceled; the zkVM tool was stopped (${signal ?? `exit ${code}`})`));
+      else if (stopReason === 'timeout')
+        finish(new ToolTimeoutError(`${o.label}: timed out after ${formatSeconds(o.timeoutMs)}; the zkVM tool was stopped`));
       if (stopReason) {
         child.stdout!.destroy();
         child.stderr!.destroy();

@@ -84,7 +84,9 @@ function ForgotPasswordPage({ email }: { email?: string }) {
   return <ForgotPasswordView email={email} sent={sent} onSubmit={submit} />;
 }
 
-export const forgotPassword: OpenPage = async () => <ForgotPasswordPage email={new URLSearchParams(location.search).get('email') ?? undefined} />;
+export const forgotPassword: OpenPage = async () => (
+  <ForgotPasswordPage email={new URLSearchParams(location.search).get('email') ?? undefined} />
+);
 
 /** How this browser can accept: it tries the refresh cookie to learn who is signed in. */
 async function inviteMode(invite: InviteSummary): Promise<{ mode: InviteMode; signedInAs?: string }> {

@@ -9,6 +9,25 @@ import { program, project, projects, proof, proofs } from './records.tsx';
 import { usage } from './usage.tsx';
 import { webhook, webhooks } from './webhooks.tsx';
 
-export const OPEN_PAGES: Record<OpenPageName, OpenPage> = { signin, 'set-password': setPassword, invite, 'forgot-password': forgotPassword, 'reset-password': resetPassword, outbox };
+export const OPEN_PAGES: Record<OpenPageName, OpenPage> = {
+  signin,
+  'set-password': setPassword,
+  invite,
+  'forgot-password': forgotPassword,
+  'reset-password': resetPassword,
+  outbox,
+};
 
-export const SIGNED_IN_PAGES: Record<SignedInPageName, SignedInPage> = { projects, project, program, proofs, proof, keys, webhooks, webhook, members, usage, fleet };
+export const SIGNED_IN_PAGES: Record<SignedInPageName, SignedInPage> = {
+  projects,
+  project,
+  program,
+  proofs,
+  proof,
+  keys,
+  webhooks,
+  webhook,
+  members,
+  usage,
+  fleet,
+};

@@ -35,7 +35,9 @@ function KeysPage({ api, org, initial }: { api: OrgApi; org: Organization; initi
       await reload();
     });
   };
-  return <KeysView keys={keys} created={created} scopes={scopes} onCreate={create} onCopy={() => void copyText(created)} onRevoke={revoke} />;
+  return (
+    <KeysView keys={keys} created={created} scopes={scopes} onCreate={create} onCopy={() => void copyText(created)} onRevoke={revoke} />
+  );
 }
 
 export const keys: SignedInPage = async ({ api, org }) => <KeysPage api={api} org={org} initial={(await api.apiKeys()).items} />;

@@ -68,7 +68,9 @@ function ProgramPage({ api, program, proofs, executions, canDelete }: ProgramPag
       setShown(await api.program(program.id));
     });
   };
-  return <ProgramView program={shown} proofs={list.list} executions={executions} onPage={list.onPage} onDelete={remove} canDelete={canDelete} />;
+  return (
+    <ProgramView program={shown} proofs={list.list} executions={executions} onPage={list.onPage} onDelete={remove} canDelete={canDelete} />
+  );
 }
 
 export const program: SignedInPage = async ({ api, org }) => {
@@ -213,5 +215,13 @@ export const proof: SignedInPage = async ({ api, org }) => {
   let text = '';
   // A deleted proof has no log left to read.
   const next = record.deleted_at ? 0 : await readLog(api, id, 0, (part) => (text += part));
-  return <ProofPage api={api} initial={record} log={{ text, next }} canCancel={may(org.role, 'jobs.cancel')} canDelete={may(org.role, 'records.delete')} />;
+  return (
+    <ProofPage
+      api={api}
+      initial={record}
+      log={{ text, next }}
+      canCancel={may(org.role, 'jobs.cancel')}
+      canDelete={may(org.role, 'records.delete')}
+    />
+  );
 };

@@ -33,7 +33,11 @@ function drawChart(box: HTMLElement, usage: Usage): uPlot | undefined {
     return undefined;
   }
   const fg = getComputedStyle(document.body).color;
-  const data: uPlot.AlignedData = [usage.days.map((d) => Date.parse(d.date) / 1000), usage.days.map((d) => d.proofs), usage.days.map((d) => d.cost / 1e6)];
+  const data: uPlot.AlignedData = [
+    usage.days.map((d) => Date.parse(d.date) / 1000),
+    usage.days.map((d) => d.proofs),
+    usage.days.map((d) => d.cost / 1e6),
+  ];
   const opts: uPlot.Options = {
     width: Math.max(300, box.clientWidth || 600),
     height: 260,
@@ -46,7 +50,15 @@ function drawChart(box: HTMLElement, usage: Usage): uPlot | undefined {
       { stroke: fg },
       { scale: 'n', stroke: fg, label: 'Proofs' },
       // Costs of dev and small proofs are fractions of a cent: enough digits to tell ticks apart.
-      { scale: 'usd', side: 1, stroke: fg, label: 'USD', grid: { show: false }, size: 70, values: (_u, ticks) => ticks.map((v) => (v < 0.01 ? v.toFixed(6) : v.toFixed(2))) },
+      {
+        scale: 'usd',
+        side: 1,
+        stroke: fg,
+        label: 'USD',
+        grid: { show: false },
+        size: 70,
+        values: (_u, ticks) => ticks.map((v) => (v < 0.01 ? v.toFixed(6) : v.toFixed(2))),
+      },
     ],
     scales: { x: { time: true }, n: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
   };
@@ -81,7 +93,13 @@ function BudgetPanel({ api, initial, canManage }: { api: OrgApi; initial: Budget
     const usd = field(form, 'usd').trim();
     const gpuHours = field(form, 'gpu_hours').trim();
     void attempt(
-      async () => setBudget(await api.setBudget({ monthly_cost: usd ? Math.round(Number(usd) * 1e6) : null, monthly_gpu_hours: gpuHours ? Number(gpuHours) : null })),
+      async () =>
+        setBudget(
+          await api.setBudget({
+            monthly_cost: usd ? Math.round(Number(usd) * 1e6) : null,
+            monthly_gpu_hours: gpuHours ? Number(gpuHours) : null,
+          }),
+        ),
       'Budget saved.',
     );
   };

@@ -31,7 +31,11 @@ function WebhooksPage({ api, org, initial }: { api: OrgApi; org: Organization; i
     const events = chosenEvents(form);
     // A new endpoint gets every event when the body names none.
     void attempt(async () => {
-      const created = await api.createWebhook({ url: field(form, 'url'), ...(description ? { description } : {}), ...(events ? { events } : {}) });
+      const created = await api.createWebhook({
+        url: field(form, 'url'),
+        ...(description ? { description } : {}),
+        ...(events ? { events } : {}),
+      });
       setSecret(created.secret);
       form.reset();
       say(`Endpoint added: ${created.url}.`);
@@ -51,7 +55,8 @@ function WebhooksPage({ api, org, initial }: { api: OrgApi; org: Organization; i
 }
 
 export const webhooks: SignedInPage = async ({ api, org }) => {
-  if (!may(org.role, 'webhooks.manage')) say(`Only owners and admins add and change webhook endpoints; you are a ${org.role} of ${org.name}.`);
+  if (!may(org.role, 'webhooks.manage'))
+    say(`Only owners and admins add and change webhook endpoints; you are a ${org.role} of ${org.name}.`);
   return <WebhooksPage api={api} org={org} initial={await api.webhooks(firstPage())} />;
 };
 
@@ -116,7 +121,12 @@ function WebhookPage({ api, org, initial, deliveries }: WebhookPageProps) {
           await list.go(1);
         }, 'Test event queued.')
       }
-      onToggle={() => void attempt(async () => show(await api.updateWebhook(id, { disabled: !endpoint.disabled })), endpoint.disabled ? 'Endpoint enabled.' : 'Endpoint disabled.')}
+      onToggle={() =>
+        void attempt(
+          async () => show(await api.updateWebhook(id, { disabled: !endpoint.disabled })),
+          endpoint.disabled ? 'Endpoint enabled.' : 'Endpoint disabled.',
+        )
+      }
       onRotate={rotate}
       onDelete={remove}
       onSave={save}

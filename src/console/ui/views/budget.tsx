@@ -40,11 +40,25 @@ export const BudgetView = ({ budget, canManage, onSave }: BudgetViewProps) => (
       <form id="budget-form" class="filters" onSubmit={onSave}>
         <label>
           Spending budget per month (USD)
-          <input name="usd" type="number" min="0" step="0.01" value={budget?.monthly_cost == null ? '' : String(budget.monthly_cost / 1e6)} placeholder="none" />
+          <input
+            name="usd"
+            type="number"
+            min="0"
+            step="0.01"
+            value={budget?.monthly_cost == null ? '' : String(budget.monthly_cost / 1e6)}
+            placeholder="none"
+          />
         </label>
         <label>
           GPU-hours per month
-          <input name="gpu_hours" type="number" min="0" step="any" value={budget?.monthly_gpu_hours == null ? '' : String(budget.monthly_gpu_hours)} placeholder="none" />
+          <input
+            name="gpu_hours"
+            type="number"
+            min="0"
+            step="any"
+            value={budget?.monthly_gpu_hours == null ? '' : String(budget.monthly_gpu_hours)}
+            placeholder="none"
+          />
         </label>
         <button type="submit">Save budget</button>
       </form>

@@ -46,7 +46,13 @@ export const FleetView = ({ fleet }: { fleet?: Fleet }) => (
   <>
     <Facts id="fleet-facts" facts={fleet && fleetFacts(fleet)} />
     <h2>Agents seen in the last day</h2>
-    <DataTable id="agents" caption="Agents" columns={agentColumns} rows={fleet?.agents} empty="No agent has asked for work in the last day." />
+    <DataTable
+      id="agents"
+      caption="Agents"
+      columns={agentColumns}
+      rows={fleet?.agents}
+      empty="No agent has asked for work in the last day."
+    />
     <h2>Agent tokens and what they may claim</h2>
     <DataTable id="agent-tokens" caption="Live agent tokens" columns={tokenColumns} rows={fleet?.tokens} empty="No live agent token." />
     <h2>Queued jobs</h2>

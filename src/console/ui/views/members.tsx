@@ -38,7 +38,13 @@ const memberColumns = (actions?: MemberActions): Column<Member>[] => [
   {
     header: '',
     cell: (m) => (
-      <button type="button" class="danger" disabled={!actions?.rolesFor(m).length} aria-label={`Remove ${m.email}`} onClick={() => actions?.onRemove(m)}>
+      <button
+        type="button"
+        class="danger"
+        disabled={!actions?.rolesFor(m).length}
+        aria-label={`Remove ${m.email}`}
+        onClick={() => actions?.onRemove(m)}
+      >
         Remove
       </button>
     ),
@@ -105,7 +111,13 @@ export const MembersView = (props: MembersViewProps) => (
     </form>
     <p>{`The invitation link is emailed to that address (it works once, for ${INVITE_TTL_DAYS} days); it is never shown here.`}</p>
     <h2>Pending invitations</h2>
-    <DataTable id="invites" caption="Pending invitations" columns={inviteColumns(props.onRevokeInvite)} rows={props.invites} empty="No pending invitations." />
+    <DataTable
+      id="invites"
+      caption="Pending invitations"
+      columns={inviteColumns(props.onRevokeInvite)}
+      rows={props.invites}
+      empty="No pending invitations."
+    />
     <h2>Audit log</h2>
     <DataTable id="audit" caption="Audit log" columns={auditColumns} rows={props.audit?.items} empty="No changes yet." />
     <Pager id="audit-pager" pagination={props.audit?.pagination} onGo={props.onAuditPage} />

@@ -53,7 +53,13 @@ export const ProjectsView = ({ projects, onFilter, onPage }: { projects?: Page<P
         </select>
       </label>
     </form>
-    <DataTable id="projects" caption="Projects" columns={projectColumns} rows={projects?.items} empty="No projects yet: register a program with the public API." />
+    <DataTable
+      id="projects"
+      caption="Projects"
+      columns={projectColumns}
+      rows={projects?.items}
+      empty="No projects yet: register a program with the public API."
+    />
     <Pager id="projects-pager" pagination={projects?.pagination} onGo={onPage} />
   </>
 );
@@ -124,9 +130,20 @@ export const limitsText = (r: Pick<ExecutionRecord, 'cycle_limit' | 'cost_limit'
     .join(' · ') || NONE;
 
 /** Why a queued proof or execution waits, in words (README "Why a job waits"); none once it runs. */
-export const waitingText = (r: Pick<ExecutionRecord, 'waiting_reason' | 'waiting_detail' | 'jobs_ahead' | 'estimated_start_at'>): string => {
+export const waitingText = (
+  r: Pick<ExecutionRecord, 'waiting_reason' | 'waiting_detail' | 'jobs_ahead' | 'estimated_start_at'>,
+): string => {
   if (r.waiting_reason === null) return NONE;
-  const why = r.waiting_detail ?? { no_agent: 'no online agent can take it', not_enough_gpus: 'no online agent has the GPUs it needs', org_quota: 'the organization is at its quota', org_budget: 'the organization is at its budget', jobs_ahead: 'jobs ahead of it', starting: 'next: starting' }[r.waiting_reason];
+  const why =
+    r.waiting_detail ??
+    {
+      no_agent: 'no online agent can take it',
+      not_enough_gpus: 'no online agent has the GPUs it needs',
+      org_quota: 'the organization is at its quota',
+      org_budget: 'the organization is at its budget',
+      jobs_ahead: 'jobs ahead of it',
+      starting: 'next: starting',
+    }[r.waiting_reason];
   const ahead = r.jobs_ahead ? ` (${formatCount(r.jobs_ahead)} jobs ahead)` : '';
   const eta = r.estimated_start_at ? `; likely to start ${formatDate(r.estimated_start_at)}` : '';
   return `${why}${ahead}${eta}`;
@@ -149,7 +166,13 @@ export const ProgramView = ({
   onPage,
   onDelete,
   canDelete = false,
-}: { program?: ProgramDetail; proofs?: Page<ConsoleProof>; executions?: ExecutionRecord[]; onDelete?: () => void; canDelete?: boolean } & Paging) => (
+}: {
+  program?: ProgramDetail;
+  proofs?: Page<ConsoleProof>;
+  executions?: ExecutionRecord[];
+  onDelete?: () => void;
+  canDelete?: boolean;
+} & Paging) => (
   <>
     <Facts id="program-facts" facts={program && programFacts(program)} />
     <div class="actions">
@@ -254,7 +277,18 @@ export interface ProofViewProps {
   onFollow?: (event: Event) => void;
 }
 
-export const ProofView = ({ proof, logs, follow = true, logsRef, onDownload, onCancel, canCancel = true, onDelete, canDelete = false, onFollow }: ProofViewProps) => (
+export const ProofView = ({
+  proof,
+  logs,
+  follow = true,
+  logsRef,
+  onDownload,
+  onCancel,
+  canCancel = true,
+  onDelete,
+  canDelete = false,
+  onFollow,
+}: ProofViewProps) => (
   <>
     <Timeline state={proof?.state} />
     <Facts id="proof-facts" facts={proof && proofFacts(proof)} />
@@ -269,7 +303,13 @@ export const ProofView = ({ proof, logs, follow = true, logsRef, onDownload, onC
       <button type="button" id="cancel" class="danger" hidden={!proof || !canCancel || !isCancelable(proof.state)} onClick={onCancel}>
         Cancel proof
       </button>
-      <button type="button" id="delete" class="danger" hidden={!proof || !canDelete || !!proof.deleted_at || isCancelable(proof.state)} onClick={onDelete}>
+      <button
+        type="button"
+        id="delete"
+        class="danger"
+        hidden={!proof || !canDelete || !!proof.deleted_at || isCancelable(proof.state)}
+        onClick={onDelete}
+      >
         Delete proof files
       </button>
     </div>

@@ -43,8 +43,20 @@ export const UsageView = ({ usage, from, to, chartRef, onRange }: UsageViewProps
       <figcaption>Proofs (bars) and cost in USD (line) per day, UTC</figcaption>
     </figure>
     <h2>Per day</h2>
-    <DataTable id="usage-days" caption="Usage per day" columns={dayColumns} rows={usage?.days.filter((d) => d.proofs > 0)} empty="No proofs in this range." />
+    <DataTable
+      id="usage-days"
+      caption="Usage per day"
+      columns={dayColumns}
+      rows={usage?.days.filter((d) => d.proofs > 0)}
+      empty="No proofs in this range."
+    />
     <h2>Per project</h2>
-    <DataTable id="usage-projects" caption="Usage per project" columns={projectColumns} rows={usage?.projects} empty="No proofs in this range." />
+    <DataTable
+      id="usage-projects"
+      caption="Usage per project"
+      columns={projectColumns}
+      rows={usage?.projects}
+      empty="No proofs in this range."
+    />
   </>
 );

@@ -35,8 +35,8 @@ export interface WebhooksViewProps extends Paging {
 export const WebhooksView = ({ endpoints, canManage, secret, onCreate, onCopy, onPage }: WebhooksViewProps) => (
   <>
     <p class="lead">
-      Signed HTTP POSTs (Standard Webhooks) when programs, proofs, executions and verifications finish. Verify each with your endpoint’s secret;
-      deduplicate on <code>webhook-id</code>.
+      Signed HTTP POSTs (Standard Webhooks) when programs, proofs, executions and verifications finish. Verify each with your endpoint’s
+      secret; deduplicate on <code>webhook-id</code>.
     </p>
     <form id="webhook-form" class="card stack" hidden={!canManage} onSubmit={onCreate}>
       <label>
@@ -60,7 +60,13 @@ export const WebhooksView = ({ endpoints, canManage, secret, onCreate, onCopy, o
       value={secret}
       onCopy={onCopy}
     />
-    <DataTable id="webhooks" caption="Webhook endpoints" columns={endpointColumns} rows={endpoints?.items} empty="No webhook endpoints yet." />
+    <DataTable
+      id="webhooks"
+      caption="Webhook endpoints"
+      columns={endpointColumns}
+      rows={endpoints?.items}
+      empty="No webhook endpoints yet."
+    />
     <Pager id="webhooks-pager" pagination={endpoints?.pagination} onGo={onPage} />
   </>
 );
@@ -162,7 +168,8 @@ export const WebhookView = (props: WebhookViewProps) => {
         id="new-secret"
         lead={
           <>
-            <strong>Copy the new signing secret now:</strong> it is not shown again. For 24 hours deliveries are signed with the previous secret too.
+            <strong>Copy the new signing secret now:</strong> it is not shown again. For 24 hours deliveries are signed with the previous
+            secret too.
           </>
         }
         value={props.secret}

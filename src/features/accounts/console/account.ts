@@ -36,7 +36,10 @@ accountApi.openapi(
     tags: ['console'],
     security: CONSOLE_SECURITY,
     summary: 'The organizations the user belongs to, with their role',
-    responses: { 200: { description: 'Organizations', content: { 'application/json': { schema: z.object({ items: z.array(OrgMembership) }) } } }, ...consoleErrors() },
+    responses: {
+      200: { description: 'Organizations', content: { 'application/json': { schema: z.object({ items: z.array(OrgMembership) }) } } },
+      ...consoleErrors(),
+    },
   }),
   async (c) => c.json({ items: await orgsOf(c.var.db, c.var.user.id) }, 200),
 );
@@ -50,7 +53,10 @@ accountApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Change the password; ends every session of the user, this one included',
     request: { body: { required: true, content: { 'application/json': { schema: ChangePasswordBody } } } },
-    responses: { 200: { description: 'Changed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 422, 429) },
+    responses: {
+      200: { description: 'Changed', content: { 'application/json': { schema: MessageResponse } } },
+      ...consoleErrors(403, 422, 429),
+    },
   }),
   async (c) => {
     const { current_password, new_password } = c.req.valid('json');

@@ -27,7 +27,10 @@ apiKeysApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'List API keys with their scopes (yours; owners and admins: all), never the keys themselves',
     request: { params: OrgParams, query: ApiKeyListQuery },
-    responses: { 200: { description: 'Keys, newest first', content: { 'application/json': { schema: z.object({ items: z.array(ApiKeyRecord) }) } } }, ...consoleErrors(404, 422) },
+    responses: {
+      200: { description: 'Keys, newest first', content: { 'application/json': { schema: z.object({ items: z.array(ApiKeyRecord) }) } } },
+      ...consoleErrors(404, 422),
+    },
   }),
   async (c) => {
     const { include_revoked } = c.req.valid('query');
@@ -72,7 +75,10 @@ apiKeysApi.openapi(
       return c.json({ ...record, key }, 201);
     } catch (err) {
       if (isRefusedInsert(err, 'api_keys'))
-        throw new ApiError(409, `Your organization has ${max} live API keys, the most it may have: revoke one it no longer uses first (keys share the organization's rate limits anyway)`);
+        throw new ApiError(
+          409,
+          `Your organization has ${max} live API keys, the most it may have: revoke one it no longer uses first (keys share the organization's rate limits anyway)`,
+        );
       throw err;
     }
   },
@@ -87,7 +93,10 @@ apiKeysApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Revoke an API key (yours; owners and admins: any); the public API refuses it at once',
     request: { params: ApiKeyParams },
-    responses: { 200: { description: 'Revoked', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 409) },
+    responses: {
+      200: { description: 'Revoked', content: { 'application/json': { schema: MessageResponse } } },
+      ...consoleErrors(403, 404, 409),
+    },
   }),
   async (c) => {
     const { key_id } = c.req.valid('param');

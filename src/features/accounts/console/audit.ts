@@ -18,7 +18,13 @@ auditApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'The audit log of key, member and webhook endpoint changes (owners and admins)',
     request: { params: OrgParams, query: PaginationQuery },
-    responses: { 200: { description: 'A page of entries, newest first', content: { 'application/json': { schema: pageOf(AuditEntry, 'ConsoleAuditPage') } } }, ...consoleErrors(403, 404, 422) },
+    responses: {
+      200: {
+        description: 'A page of entries, newest first',
+        content: { 'application/json': { schema: pageOf(AuditEntry, 'ConsoleAuditPage') } },
+      },
+      ...consoleErrors(403, 404, 422),
+    },
   }),
   async (c) => {
     const { page, page_size } = c.req.valid('query');

@@ -38,7 +38,15 @@ import {
 } from '../schemas.ts';
 import { openSession, REFRESH_COOKIE, REFRESH_COOKIE_PATH, REFRESH_TTL_SECONDS, revokeSession, rotateSession } from '../sessions.ts';
 import { MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT, passwordAccepted, reservePasswordAttempt } from '../signin-throttle.ts';
-import { accountExists, makeResetLink, RESET_LINKS_PER_EMAIL, RESET_WINDOW_MINUTES, setPasswordWithLink, userByEmail, userById } from '../users.ts';
+import {
+  accountExists,
+  makeResetLink,
+  RESET_LINKS_PER_EMAIL,
+  RESET_WINDOW_MINUTES,
+  setPasswordWithLink,
+  userByEmail,
+  userById,
+} from '../users.ts';
 
 export const consoleAuthApi = new OpenAPIHono<MaybeSignedInEnv>({ defaultHook: validationHook });
 
@@ -53,11 +61,22 @@ const requireCsrfHeader = createMiddleware<AppEnv>(async (c, next) => {
 consoleAuthApi.use('*', requireCsrfHeader);
 
 function setRefreshCookie(c: Context, refresh: string) {
-  setCookie(c, REFRESH_COOKIE, refresh, { path: REFRESH_COOKIE_PATH, httpOnly: true, secure: true, sameSite: 'Strict', maxAge: REFRESH_TTL_SECONDS });
+  setCookie(c, REFRESH_COOKIE, refresh, {
+    path: REFRESH_COOKIE_PATH,
+    httpOnly: true,
+    secure: true,
+    sameSite: 'Strict',
+    maxAge: REFRESH_TTL_SECONDS,
+  });
 }
 
 async function tokenBody(c: Context<AppEnv>, user: z.infer<typeof UserRecord>, sessionId: string) {
-  return { access_token: await accessToken(c.env, user.id, sessionId), token_type: 'Bearer' as const, expires_in: accessTtlSeconds(c.env), user };
+  return {
+    access_token: await accessToken(c.env, user.id, sessionId),
+    token_type: 'Bearer' as const,
+    expires_in: accessTtlSeconds(c.env),
+    user,
+  };
 }
 
 const GENERIC_SIGNIN_ERROR = 'Invalid email or password';
@@ -70,7 +89,10 @@ consoleAuthApi.openapi(
     summary: 'Sign in with email and password',
     description: `Failed attempts are throttled per account (${MAX_FAILURES_PER_ACCOUNT}) and per client (${MAX_FAILURES_PER_CLIENT}) per 15 minutes. Send ${CSRF_HEADER}: 1.`,
     request: { body: { required: true, content: { 'application/json': { schema: SigninBody } } } },
-    responses: { 200: { description: 'Signed in', content: { 'application/json': { schema: TokenResponse } } }, ...consoleErrors(403, 422, 429) },
+    responses: {
+      200: { description: 'Signed in', content: { 'application/json': { schema: TokenResponse } } },
+      ...consoleErrors(403, 422, 429),
+    },
   }),
   async (c) => {
     const { email, password } = c.req.valid('json');
@@ -94,7 +116,10 @@ consoleAuthApi.openapi(
     tags: ['console auth'],
     summary: 'Trade the refresh cookie for a new access token (the cookie rotates)',
     description: `Cookie-authenticated: send ${CSRF_HEADER}: 1. A refresh token used twice ends its session.`,
-    responses: { 200: { description: 'A new access token', content: { 'application/json': { schema: TokenResponse } } }, ...consoleErrors(403) },
+    responses: {
+      200: { description: 'A new access token', content: { 'application/json': { schema: TokenResponse } } },
+      ...consoleErrors(403),
+    },
   }),
   async (c) => {
     const refresh = getCookie(c, REFRESH_COOKIE);
@@ -141,7 +166,8 @@ for (const route of [
     path: '/reset-password',
     kind: 'password_reset',
     summary: 'Set a new password with a password-reset link',
-    description: 'Ends every session of the user and revokes their other password links. The token travels in the body (the link carries it after #).',
+    description:
+      'Ends every session of the user and revokes their other password links. The token travels in the body (the link carries it after #).',
   },
 ] as const)
   consoleAuthApi.openapi(
@@ -173,7 +199,10 @@ consoleAuthApi.openapi(
     summary: 'Ask for a password-reset link by email',
     description: `Always answers 202 the same way, whether or not an account has the email. An account gets a one-time link, valid ${PASSWORD_RESET_TTL_MINUTES} minutes, by email (at most ${RESET_LINKS_PER_EMAIL} per ${RESET_WINDOW_MINUTES} minutes); a new link revokes the older ones. Requests are limited per client address (429). Send ${CSRF_HEADER}: 1.`,
     request: { body: { required: true, content: { 'application/json': { schema: PasswordResetRequest } } } },
-    responses: { 202: { description: 'Asked', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 422, 429) },
+    responses: {
+      202: { description: 'Asked', content: { 'application/json': { schema: MessageResponse } } },
+      ...consoleErrors(403, 422, 429),
+    },
   }),
   async (c) => {
     const { email } = c.req.valid('json');
@@ -181,16 +210,21 @@ consoleAuthApi.openapi(
     const { success } = await c.env.RATE_LIMIT_PASSWORD_RESET.limit({ key: `reset:${c.req.header('cf-connecting-ip') ?? ''}` });
     if (!success) throw new ApiError(429, 'Too many password-reset requests: try again in a minute', { 'Retry-After': '60' });
     const token = randomToken('rst', 32);
-    const made = await makeResetLink(c.var.db, email, { id: newLinkId(), tokenHash: await sha256Hex(token), lifetime: `+${PASSWORD_RESET_TTL_MINUTES} minutes` });
+    const made = await makeResetLink(c.var.db, email, {
+      id: newLinkId(),
+      tokenHash: await sha256Hex(token),
+      lifetime: `+${PASSWORD_RESET_TTL_MINUTES} minutes`,
+    });
     if (made) {
       // After the answer: how long a mail API takes must not tell whether the email has an account.
       const message = passwordResetMessage({ consoleUrl: new URL(c.req.url).origin, token, to: email });
-      c.executionCtx.waitUntil(send(c.env, message).catch((err) => console.error(`password reset mail to ${email} failed: ${(err as Error).message}`)));
+      c.executionCtx.waitUntil(
+        send(c.env, message).catch((err) => console.error(`password reset mail to ${email} failed: ${(err as Error).message}`)),
+      );
     }
     return c.json({ message: RESET_ANSWER }, 202);
   },
 );
-
 
 consoleAuthApi.openapi(
   createRoute({
@@ -241,13 +275,18 @@ consoleAuthApi.openapi(
     let joining: Joining;
     if (signedIn) {
       // Never someone else's invitation, whoever holds its link.
-      if (signedIn.email !== link.email) throw new ApiError(403, `This invitation is for ${link.email}: sign in as that account to accept it`);
+      if (signedIn.email !== link.email)
+        throw new ApiError(403, `This invitation is for ${link.email}: sign in as that account to accept it`);
       if (password !== undefined) throw new ApiError(422, 'An existing account keeps its password: accept without one');
       joining = { userId: signedIn.id };
     } else {
       // An invitation never sets or changes an existing account's password.
-      if (await accountExists(db, link.email)) throw new ApiError(401, `An account exists for ${link.email}: sign in as it, then accept the invitation`, { 'WWW-Authenticate': 'Bearer' });
-      if (password === undefined) throw new ApiError(422, `Choose a password of ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`);
+      if (await accountExists(db, link.email))
+        throw new ApiError(401, `An account exists for ${link.email}: sign in as it, then accept the invitation`, {
+          'WWW-Authenticate': 'Bearer',
+        });
+      if (password === undefined)
+        throw new ApiError(422, `Choose a password of ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`);
       joining = { userId: newUserId(), account: { name: name ?? '', passwordHash: await hashPassword(password) } };
     }
     await acceptInvite(db, link, joining);

@@ -31,7 +31,10 @@ membersApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'List members (owners and admins)',
     request: { params: OrgParams },
-    responses: { 200: { description: 'Members', content: { 'application/json': { schema: z.object({ items: z.array(Member) }) } } }, ...consoleErrors(403, 404) },
+    responses: {
+      200: { description: 'Members', content: { 'application/json': { schema: z.object({ items: z.array(Member) }) } } },
+      ...consoleErrors(403, 404),
+    },
   }),
   async (c) => c.json({ items: await listMembers(c.var.db, c.var.membership.orgId) }, 200),
 );
@@ -45,7 +48,8 @@ async function memberOf(c: Context<ConsoleEnv>, userId: string) {
 
 /** Only owners touch owners (granting, changing or removing the role). */
 function checkOwnerRule(c: Context<ConsoleEnv>, ...roles: Role[]) {
-  if (roles.some((r) => !may(c.var.membership.role, grantAction(r)))) throw new ApiError(403, 'Only owners can make, change or remove owners');
+  if (roles.some((r) => !may(c.var.membership.role, grantAction(r))))
+    throw new ApiError(403, 'Only owners can make, change or remove owners');
 }
 
 membersApi.openapi(
@@ -57,7 +61,10 @@ membersApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Change a member’s role',
     request: { params: MemberParams, body: { required: true, content: { 'application/json': { schema: RoleChange } } } },
-    responses: { 200: { description: 'Changed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 409, 422) },
+    responses: {
+      200: { description: 'Changed', content: { 'application/json': { schema: MessageResponse } } },
+      ...consoleErrors(403, 404, 409, 422),
+    },
   }),
   async (c) => {
     const { user_id } = c.req.valid('param');
@@ -65,7 +72,8 @@ membersApi.openapi(
     const member = await memberOf(c, user_id);
     checkOwnerRule(c, member.role, role);
     const lastOwner = 'An organization needs an owner: make someone else owner first';
-    if (member.role === 'owner' && role !== 'owner' && (await ownerCount(c.var.db, c.var.membership.orgId)) <= 1) throw new ApiError(409, lastOwner);
+    if (member.role === 'owner' && role !== 'owner' && (await ownerCount(c.var.db, c.var.membership.orgId)) <= 1)
+      throw new ApiError(409, lastOwner);
     await changeRole(c.var.db, c.var.membership.orgId, actorOf(c), member, role, lastOwner);
     return c.json({ message: `${member.email} is now ${role}` }, 200);
   },
@@ -79,9 +87,13 @@ membersApi.openapi(
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'Remove a member',
-    description: 'Ends their console sessions at once and revokes the API keys they made and the invitations they sent in this organization.',
+    description:
+      'Ends their console sessions at once and revokes the API keys they made and the invitations they sent in this organization.',
     request: { params: MemberParams },
-    responses: { 200: { description: 'Removed', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404, 409) },
+    responses: {
+      200: { description: 'Removed', content: { 'application/json': { schema: MessageResponse } } },
+      ...consoleErrors(403, 404, 409),
+    },
   }),
   async (c) => {
     const { user_id } = c.req.valid('param');
@@ -106,7 +118,10 @@ membersApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'List pending invitations (owners and admins)',
     request: { params: OrgParams },
-    responses: { 200: { description: 'Pending invitations', content: { 'application/json': { schema: z.object({ items: z.array(Invite) }) } } }, ...consoleErrors(403, 404) },
+    responses: {
+      200: { description: 'Pending invitations', content: { 'application/json': { schema: z.object({ items: z.array(Invite) }) } } },
+      ...consoleErrors(403, 404),
+    },
   }),
   async (c) => c.json({ items: await listInvites(c.var.db, c.var.membership.orgId) }, 200),
 );
@@ -136,16 +151,37 @@ membersApi.openapi(
         throw new ApiError(503, `Invitations are emailed and the mail sender is misconfigured: ${(err as Error).message}`);
       }
     })();
-    if (!sender) throw new ApiError(503, 'Invitations are emailed and no mail sender is configured (MAIL_SENDER): an operator adds people with `npm run admin -- create-user`');
+    if (!sender)
+      throw new ApiError(
+        503,
+        'Invitations are emailed and no mail sender is configured (MAIL_SENDER): an operator adds people with `npm run admin -- create-user`',
+      );
     const db = c.var.db;
     const orgId = c.var.membership.orgId;
     if (await isMember(db, orgId, email)) throw new ApiError(409, `${email} is already a member`);
     const token = randomToken('inv', 32);
     const id = newLinkId();
     const expires = new Date(Date.now() + INVITE_TTL_DAYS * 86400_000).toISOString();
-    const createdAt = await createInvite(db, orgId, actorOf(c), { id, tokenHash: await sha256Hex(token), email, role, createdBy: c.var.user.id, expiresAt: expires });
+    const createdAt = await createInvite(db, orgId, actorOf(c), {
+      id,
+      tokenHash: await sha256Hex(token),
+      email,
+      role,
+      createdBy: c.var.user.id,
+      expiresAt: expires,
+    });
     try {
-      await send(c.env, inviteMessage({ consoleUrl: new URL(c.req.url).origin, token, to: email, orgName: c.var.membership.orgName, role, invitedBy: c.var.user.email }));
+      await send(
+        c.env,
+        inviteMessage({
+          consoleUrl: new URL(c.req.url).origin,
+          token,
+          to: email,
+          orgName: c.var.membership.orgName,
+          role,
+          invitedBy: c.var.user.email,
+        }),
+      );
     } catch (err) {
       if (!(err instanceof MailError)) throw err;
       // Not delivered: the link dies with the request (no one holds it), and the inviter is told.
@@ -165,7 +201,10 @@ membersApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Revoke a pending invitation',
     request: { params: InviteParams },
-    responses: { 200: { description: 'Revoked', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403, 404) },
+    responses: {
+      200: { description: 'Revoked', content: { 'application/json': { schema: MessageResponse } } },
+      ...consoleErrors(403, 404),
+    },
   }),
   async (c) => {
     const { invite_id } = c.req.valid('param');

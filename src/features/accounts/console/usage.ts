@@ -26,8 +26,12 @@ usageApi.openapi(
     const to = q.to ?? new Date().toISOString().slice(0, 10);
     const from = q.from ?? new Date(Date.parse(to) - 29 * DAY_MS).toISOString().slice(0, 10);
     const days = (Date.parse(to) - Date.parse(from)) / DAY_MS + 1;
-    if (!(days >= 1)) throw new ValidationError([{ loc: ['query', 'from'], msg: 'Value error, from must not be after to', type: 'value_error' }]);
-    if (days > MAX_USAGE_DAYS) throw new ValidationError([{ loc: ['query', 'from'], msg: `Value error, at most ${MAX_USAGE_DAYS} days at once`, type: 'value_error' }]);
+    if (!(days >= 1))
+      throw new ValidationError([{ loc: ['query', 'from'], msg: 'Value error, from must not be after to', type: 'value_error' }]);
+    if (days > MAX_USAGE_DAYS)
+      throw new ValidationError([
+        { loc: ['query', 'from'], msg: `Value error, at most ${MAX_USAGE_DAYS} days at once`, type: 'value_error' },
+      ]);
     return c.json(await usageOf(c.var.db, c.var.membership.orgId, from, to, days), 200);
   },
 );

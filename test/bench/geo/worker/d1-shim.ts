@@ -73,7 +73,11 @@ export interface GlobalCounts {
   handlers: { fetch: number; queue: number; scheduled: number };
 }
 
-const zero = (): StatementCounts => ({ reads: { primary: 0, replica: 0 }, writes: { primary: 0, replica: 0 }, calls: { primary: 0, replica: 0 } });
+const zero = (): StatementCounts => ({
+  reads: { primary: 0, replica: 0 },
+  writes: { primary: 0, replica: 0 },
+  calls: { primary: 0, replica: 0 },
+});
 export const counts: GlobalCounts = { product: zero(), emulation: zero(), handlers: { fetch: 0, queue: 0, scheduled: 0 } };
 
 export function resetCounts(): void {
@@ -169,7 +173,11 @@ export class RequestTally {
     onPath.forEach((c, i) => {
       let before: Chain = { ms: 0, primary: 0, replica: 0 };
       for (let j = 0; j < i; j++) if (onPath[j].endEvent < c.startEvent && chains[j].ms > before.ms) before = chains[j]!;
-      const chain = { ms: before.ms + cost(c.place), primary: before.primary + (c.place === 'primary' ? 1 : 0), replica: before.replica + (c.place === 'replica' ? 1 : 0) };
+      const chain = {
+        ms: before.ms + cost(c.place),
+        primary: before.primary + (c.place === 'primary' ? 1 : 0),
+        replica: before.replica + (c.place === 'replica' ? 1 : 0),
+      };
       chains.push(chain);
       if (chain.ms > best.ms) best = chain;
     });
