@@ -160,11 +160,7 @@ export async function parseMultipart(
 
 /** The length of the longest end of `buf` that begins `delimiter` (shorter than it), 0 for none. */
 function delimiterStart(buf: Uint8Array, delimiter: Uint8Array): number {
-  for (
-    let p = buf.indexOf(delimiter[0]!, Math.max(0, buf.length - delimiter.length + 1));
-    p !== -1;
-    p = buf.indexOf(delimiter[0]!, p + 1)
-  ) {
+  for (let p = buf.indexOf(delimiter[0], Math.max(0, buf.length - delimiter.length + 1)); p !== -1; p = buf.indexOf(delimiter[0], p + 1)) {
     let j = 1;
     while (p + j < buf.length && buf[p + j] === delimiter[j]) j++;
     if (p + j === buf.length) return buf.length - p;

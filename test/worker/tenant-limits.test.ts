@@ -232,7 +232,7 @@ describe('rate limits per organization', () => {
     // 10 keys × 29 uploads (each under its key's 30) is 290: within the organization's 300
     // (test/vitest.config.ts). Each is refused (400: not a form) after its first read.
     for (let i = 0; i < keys.length * 29; i++) {
-      const res = await api(keys[i % keys.length]!, `/v1/programs?config_id=${config}`, { method: 'POST', body: 'not a form' });
+      const res = await api(keys[i % keys.length], `/v1/programs?config_id=${config}`, { method: 'POST', body: 'not a form' });
       expect(res.status, `request ${i + 1}: ${await res.text()}`).toBe(400);
     }
   });
