@@ -1,7 +1,10 @@
 // `npm run bench:api [-- --concurrency 16 --duration 10 | --requests N]`: latency and
 // throughput of the hot API routes on the local runtime (wrangler dev: workerd with
 // local D1 and R2), next to GET /healthz, a route that touches neither auth nor D1,
-// as the floor. What a route costs above the floor is the Worker's own work.
+// as the floor, and three routes that make only the platform's calls the others are
+// built on (one D1 statement, the two rate-limit calls, one R2 put of the upload's
+// bytes; test/bench/workers/platform.ts). What a route costs above the floor is its
+// work; what it costs above the platform's rows is the service's own.
 // It uses its own state directory and port, so it never touches `npm start`'s state.
 // `--baseline <git-ref>` measures that commit too, in one run: it is checked out into a
 // temporary git worktree (node_modules hard-linked to this tree's), served by a second
@@ -9,7 +12,7 @@
 // so both see the same machine; the table then prints each route's ratio to the floor
 // on both trees side by side.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -43,6 +46,8 @@ const warmup = cli.number('warmup', 4 * concurrency, 0);
 const baselineRef = cli.string('baseline');
 const rounds = baselineRef === undefined ? 1 : cli.number('rounds', 3, 1);
 
+/** The bench-only Worker entry each tree is served by (the platform's routes, then src/index.ts). */
+const PLATFORM_ENTRY = path.join('test', 'bench', 'workers', 'platform.ts');
 const BIG_ELF = path.join(ROOT, 'test', 'guests', 'build', 'big.elf');
 const HELLO_ELF = path.join(ROOT, 'test', 'guests', 'build', 'hello.elf');
 const VMEXE = new TextEncoder().encode('opaque vmexe bytes for the bench');
@@ -222,7 +227,10 @@ async function serve(name: string, root: string, dir: string, started: ChildProc
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   log(`${name}: starting wrangler dev on ${baseUrl}`);
-  const worker = await spawnWranglerDev({ port, persistTo, extraArgs: ['--log-level', 'warn', '--config', config_] });
+  // The service's Worker behind the bench-only entry that adds the platform's routes
+  // (test/bench/workers/platform.ts; everything else goes to src/index.ts unchanged).
+  const entry = path.join(root, PLATFORM_ENTRY);
+  const worker = await spawnWranglerDev({ port, persistTo, extraArgs: [entry, '--log-level', 'warn', '--config', config_] });
   started.push(worker);
   let workerOutput = '';
   worker.stdout!.setEncoding('utf8').on('data', (s: string) => (workerOutput = (workerOutput + s).slice(-20_000)));
@@ -260,6 +268,15 @@ async function serve(name: string, root: string, dir: string, started: ChildProc
       init: () => ({ method: 'POST', headers: auth, body: programForm(bigElf) }),
       ok: [200, 201],
     },
+    // What the platform alone costs (test/bench/workers/platform.ts): the calls the routes above are made of.
+    { label: 'platform: one D1 statement', path: '/__bench/platform/d1', init: () => ({}), ok: [200] },
+    { label: 'platform: two rate-limit calls', path: '/__bench/platform/rate-limit', init: () => ({}), ok: [200] },
+    {
+      label: `platform: R2 put of the ${(bigElf.size / 2 ** 20).toFixed(1)} MiB body`,
+      path: '/__bench/platform/r2',
+      init: () => ({ method: 'POST', body: programForm(bigElf) }),
+      ok: [201],
+    },
   ];
   return { name, worker, baseUrl, routes, output: () => workerOutput };
 }
@@ -271,6 +288,10 @@ async function checkout(ref: string, dir: string): Promise<string> {
   // node_modules hard-linked (no copy of a byte): a symlink would resolve every package
   // outside the tree, which the console's bundle check (src/tools/build-assets.ts) refuses.
   execFileSync('cp', ['-al', path.join(ROOT, 'node_modules'), path.join(tree, 'node_modules')]);
+  // The baseline is served by this tree's platform entry (a commit may predate it): the
+  // same platform routes on both trees, and the baseline's own src/index.ts behind them.
+  mkdirSync(path.dirname(path.join(tree, PLATFORM_ENTRY)), { recursive: true });
+  copyFileSync(path.join(ROOT, PLATFORM_ENTRY), path.join(tree, PLATFORM_ENTRY));
   // wrangler dev wants the console's assets built before it starts (wrangler.toml [assets]).
   execFileSync(process.execPath, ['src/tools/build-assets.ts'], { cwd: tree, stdio: ['ignore', 'ignore', 'inherit'] });
   return tree;

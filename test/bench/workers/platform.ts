@@ -1,0 +1,42 @@
+// A bench-only Worker entry: the service's own Worker (src/index.ts), unchanged, plus
+// three routes that make only the binding calls the API's routes are built on, with
+// none of the service's code around them: what the local platform alone costs, next to
+// which `npm run bench:api` reads its routes (test/bench/BENCH-API.md "The platform's
+// share"). Benches run it with `wrangler dev test/bench/workers/platform.ts`; it is
+// never deployed.
+//
+//   GET  /__bench/platform/d1          one D1 statement (`SELECT 1`): a D1 round trip
+//   GET  /__bench/platform/rate-limit  the two Rate Limiting calls every /v1 request makes
+//                                      (its API key's, then its organization's)
+//   POST /__bench/platform/r2          the request's body stored in R2 as it comes (one put)
+import worker from '../../../src/index.ts';
+import type { Env } from '../../../src/env.ts';
+
+async function platform(request: Request, env: Env, route: string): Promise<Response> {
+  switch (route) {
+    case 'd1':
+      return Response.json(await env.DB.prepare('SELECT 1 AS one').first());
+    case 'rate-limit': {
+      const key = await env.RATE_LIMIT_READS.limit({ key: 'bench-platform-key' });
+      const org = await env.RATE_LIMIT_ORG_READS.limit({ key: 'bench-platform-org' });
+      return Response.json({ key: key.success, org: org.success });
+    }
+    case 'r2': {
+      if (!request.body) return new Response('a body is needed', { status: 400 });
+      const put = await env.ARTIFACTS.put(`bench/platform/${crypto.randomUUID()}`, request.body);
+      return Response.json({ size: put?.size }, { status: 201 });
+    }
+    default:
+      return new Response('unknown platform route', { status: 404 });
+  }
+}
+
+export default {
+  fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    if (url.pathname.startsWith('/__bench/platform/')) return platform(request, env, url.pathname.slice('/__bench/platform/'.length));
+    return worker.fetch(request, env, ctx);
+  },
+  queue: (batch, env) => worker.queue(batch, env),
+  scheduled: (controller, env, ctx) => worker.scheduled(controller, env, ctx),
+} satisfies ExportedHandler<Env, Parameters<typeof worker.queue>[0] extends MessageBatch<infer B> ? B : never>;
