@@ -1034,3 +1034,42 @@ export const purges = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.subject_kind, t.subject_id] }), index('purges_age').on(t.created_at)],
 );
+
+/**
+ * The archive (src/features/retention/archive.ts): finished proofs and executions past
+ * ARCHIVE_AFTER_DAYS move out of D1 into R2 objects of NDJSON, one object per
+ * organization, kind and day of creation per sweep batch. A row here is one such object:
+ * `pending_ids` names the records it takes while it is being written (a crash leaves the
+ * row, and the next sweep writes the same object again from them); once written, the
+ * records' rows are gone and `pending_ids` is null.
+ */
+export const archiveObjects = sqliteTable(
+  'archive_objects',
+  {
+    id: integer('id').primaryKey(),
+    org_id: text('org_id').notNull(),
+    kind: text('kind', { enum: ['proof', 'execution'] }).notNull(),
+    /** The records' day of creation, yyyy-mm-dd (UTC): the object's folder. */
+    day: text('day').notNull(),
+    pending_ids: text('pending_ids', { mode: 'json' }).$type<string[]>(),
+    /** Epoch ms. */
+    created_at: integer('created_at').notNull(),
+    /** Epoch ms when its records' rows were deleted; null while pending. */
+    written_at: integer('written_at'),
+  },
+  (t) => [
+    index('archive_objects_pending')
+      .on(t.id)
+      .where(sql`${t.written_at} IS NULL`),
+  ],
+);
+
+/**
+ * An archived record's stub: which archive object holds it, so a read by id that misses
+ * in D1 finds it in the request's one batch and reads one R2 object. WITHOUT ROWID
+ * (migrations/0019_archive.sql): one b-tree of (id, object), about 45 bytes a record.
+ */
+export const archived = sqliteTable('archived', {
+  id: text('id').primaryKey(),
+  object_id: integer('object_id').notNull(),
+});

@@ -18,6 +18,9 @@ export const artifactKey = {
   jobLogPrefix: (jobId: string) => `logs/${jobId}/`,
   /** A finished job's whole log in one object (src/jobs/logs.ts compactJobLog); outside jobLogPrefix, so a listing of chunks never meets it. */
   jobLogCompacted: (jobId: string) => `logs/${jobId}.log`,
+  /** An archive object: finished records moved out of D1 (src/features/retention/archive.ts), NDJSON, one per organization, kind, day and batch. */
+  archiveObject: (orgId: string, kind: 'proof' | 'execution', day: string, objectId: number) =>
+    `archive/${orgId}/${kind}s/${day}/${String(objectId).padStart(10, '0')}.ndjson`,
   /**
    * One upload of a key file of a config: its own object, never overwritten. It is
    * served only once D1 records it as a published version (src/features/configs/keys.ts);

@@ -57,6 +57,24 @@ function measure(file: string): Sizes {
   return sizes;
 }
 
+/** The average stored bytes of each column of `table` (what a row's payload is made of), widest first. */
+function columnWidths(file: string, table: string): string {
+  const cols = execFileSync('sqlite3', ['-readonly', file, `SELECT name FROM pragma_table_info('${table}');`], { encoding: 'utf8' })
+    .trim()
+    .split('\n');
+  const sums = cols.map((c) => `coalesce(avg(length(CAST("${c}" AS BLOB))), 0)`).join(', ');
+  const out = execFileSync('sqlite3', ['-readonly', '-separator', '\t', file, `SELECT ${sums} FROM "${table}";`], { encoding: 'utf8' })
+    .trim()
+    .split('\t')
+    .map(Number);
+  return cols
+    .map((c, i) => [c, out[i]] as const)
+    .filter(([, b]) => b > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([c, b]) => `${c} ${b.toFixed(0)}`)
+    .join(', ');
+}
+
 function perProof(before: Sizes, after: Sizes): { name: string; kind: string; bytes: number; payload: number }[] {
   return [...after.entries()]
     .map(([name, a]) => ({
@@ -111,6 +129,7 @@ try {
   await new Promise((r) => setTimeout(r, 3000));
   const swept = measure(file);
   const afterSweep = print('D1 bytes per finished proof after the sweep (ended leases deleted)', perProof(before, swept));
+  for (const table of ['proofs', 'jobs']) console.log(`\n${table}: average bytes per column: ${columnWidths(file, table)}`);
   console.log(
     `\nper proof: ${atEnd.toFixed(0)} B as it ends, ${afterSweep.toFixed(0)} B once swept; a 10 GB D1 database holds ~${(10e9 / afterSweep / 1e6).toFixed(1)} M such proofs`,
   );

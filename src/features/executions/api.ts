@@ -104,6 +104,7 @@ const executionRuns = runRoutes(executionsApi, {
   name: 'Execution',
   param: 'execution_id',
   job: 'execute',
+  archive: 'execution',
   schema: ExecutionRecord,
   pageName: 'ExecutionPage',
   toRecord: executionRecord,

@@ -253,6 +253,7 @@ const proofRuns = runRoutes(proofsApi, {
   name: 'Proof',
   param: 'proof_id',
   job: 'proof',
+  archive: 'proof',
   schema: ProofRecord,
   pageName: 'ProofPage',
   toRecord: proofRecord,

@@ -20,6 +20,7 @@ import { refuseDeleted, validationHook } from '../../lib/errors.ts';
 import { one } from '../../lib/pages.ts';
 import { errorResponses, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import { asCaller } from '../../middleware/auth.ts';
+import { archivedQuery, readArchived, type ArchiveKind } from '../retention/archive.ts';
 import { permit } from '../../middleware/permit.ts';
 import { jobOfSubject, runsPage, type EventSubject, type RunJobKind } from './data.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders } from './events.ts';
@@ -40,6 +41,8 @@ export interface RunKind<Row> {
   param: string;
   /** The kind of the job working for it (its logs are the job's). */
   job: RunJobKind;
+  /** Its kind in the archive (src/features/retention/archive.ts): an archived run is read from R2 by id. */
+  archive: ArchiveKind;
   /** The record as the API answers it, its page's schema name, and the function that makes it. */
   schema: z.ZodTypeAny;
   pageName: string;
@@ -77,14 +80,20 @@ export function documented<E extends Env>(api: OpenAPIHono<E>, route: RouteConfi
 export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
   const Params = z.object({ [kind.param]: Uuid(kind.param) });
 
-  /** The caller's run, in the request's one read (404, confirmed on the primary, when there is none). */
+  /**
+   * The caller's run, in the request's one read (404, confirmed on the primary, when
+   * there is none). The same batch finds its archive stub: a run moved to the archive is
+   * read from its R2 object (one read more, for archived runs only), as D1 answered it.
+   */
   async function read(c: Context<AppEnv>, id: string): Promise<Row> {
-    const { run } = await asCaller(
+    const { run, archived } = await asCaller(
       c,
-      (org) => ({ run: kind.query(c.var.db, org, id) }),
-      ({ run }) => run.length > 0,
+      (org) => ({ run: kind.query(c.var.db, org, id), archived: archivedQuery(c.var.db, org, kind.archive, id) }),
+      ({ run, archived }) => run.length > 0 || archived.length > 0,
     );
-    return one(run, kind.name);
+    if (run.length > 0 || archived.length === 0) return one(run, kind.name);
+    const row = await readArchived<Row>(c.env.ARTIFACTS, archived[0], id);
+    return one(row ? [row] : [], kind.name);
   }
 
   return {
