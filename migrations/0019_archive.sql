@@ -23,3 +23,19 @@ CREATE TABLE `archived` (
 	`id` text PRIMARY KEY NOT NULL,
 	`object_id` integer NOT NULL
 ) WITHOUT ROWID;
+--> statement-breakpoint
+-- What a finished record keeps (README "What a finished job keeps in D1"): a proof's and
+-- an execution's objects are at their own keys (src/lib/artifact-keys.ts), so the rows
+-- stop storing them (about 120 bytes a proof): the input's key goes, and a proof's map
+-- of file keys becomes the list of its file kinds. Every existing row's keys are the
+-- layout's (the only keys the service ever wrote), so the list is the map's keys.
+-- SQLite's DROP COLUMN rewrites the rows (no index, trigger or view names these columns).
+ALTER TABLE `proofs` ADD `proof_files` text DEFAULT '[]' NOT NULL;
+--> statement-breakpoint
+UPDATE `proofs` SET `proof_files` = (SELECT json_group_array(`key`) FROM json_each(`proofs`.`proof_keys`)) WHERE `proof_keys` <> '{}';
+--> statement-breakpoint
+ALTER TABLE `proofs` DROP COLUMN `proof_keys`;
+--> statement-breakpoint
+ALTER TABLE `proofs` DROP COLUMN `input_key`;
+--> statement-breakpoint
+ALTER TABLE `executions` DROP COLUMN `input_key`;

@@ -334,11 +334,14 @@ export const proofs = sqliteTable(
     num_instructions: integer('num_instructions'),
     num_deferred_proofs: integer('num_deferred_proofs').notNull().default(0),
     public_values: text('public_values'),
-    input_key: text('input_key').notNull(),
     /** R2 keys of the deferred child proofs, in packing order. */
     child_proof_keys: text('child_proof_keys', { mode: 'json' }).$type<string[]>().notNull().default([]),
-    /** R2 keys of the produced proof files, by kind. */
-    proof_keys: text('proof_keys', { mode: 'json' }).$type<Record<string, string>>().notNull().default({}),
+    /**
+     * The kinds of proof file produced (`["stark"]`). Its files, like its input, are at
+     * its own keys (src/lib/artifact-keys.ts proofOutput, proofInput), derived where
+     * needed, not stored: migrations/0019_archive.sql.
+     */
+    proof_files: text('proof_files', { mode: 'json' }).$type<string[]>().notNull().default([]),
     /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
   },
@@ -398,7 +401,7 @@ export const executions = sqliteTable(
     total_cycle: integer('total_cycle'),
     total_tick: integer('total_tick'),
     num_instructions: integer('num_instructions'),
-    input_key: text('input_key').notNull(),
+    // Its input is at its own key (src/lib/artifact-keys.ts executionInput), derived where needed: migrations/0019_archive.sql.
     /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
   },

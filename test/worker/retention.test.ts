@@ -221,7 +221,7 @@ describe('DELETE /v1/programs/{id}', () => {
       // The database itself refuses a proof of a deleted program (a submission that read the program before its deletion).
       await expect(
         env.DB.prepare(
-          `INSERT INTO proofs (id, org_id, program_id, proof_type, priority, num_gpus, created_by, input_key) VALUES (?, ?, ?, 'stark', 5, 1, 'x', 'k')`,
+          `INSERT INTO proofs (id, org_id, program_id, proof_type, priority, num_gpus, created_by) VALUES (?, ?, ?, 'stark', 5, 1, 'x')`,
         )
           .bind(crypto.randomUUID(), t.orgId, program)
           .run(),

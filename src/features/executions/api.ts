@@ -77,7 +77,6 @@ executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', S
           program_id: program.id,
           mode: q.mode,
           created_by: caller.owner,
-          input_key: artifactKey.executionInput(id),
         }),
       ],
       job: {

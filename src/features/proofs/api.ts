@@ -144,7 +144,6 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
             num_gpus: numGpus,
             created_by: caller.owner,
             num_deferred_proofs: childKeys.length,
-            input_key: artifactKey.proofInput(proofId),
             child_proof_keys: childKeys,
           }),
         ],
