@@ -333,6 +333,7 @@ export const proofs = sqliteTable(
     proof_size: integer('proof_size').notNull().default(0),
     num_instructions: integer('num_instructions'),
     num_deferred_proofs: integer('num_deferred_proofs').notNull().default(0),
+    /** Written by no path since migrations/0019_archive.sql: a proof's public values are in its proof files; older rows may hold them. */
     public_values: text('public_values'),
     /** R2 keys of the deferred child proofs, in packing order. */
     child_proof_keys: text('child_proof_keys', { mode: 'json' }).$type<string[]>().notNull().default([]),

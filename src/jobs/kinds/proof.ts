@@ -24,7 +24,6 @@ export interface ProofDone {
   proofSize: number;
   num_instructions: number | null;
   cells_used: number;
-  public_values: string | null;
 }
 
 const subject: SubjectStates = {
@@ -98,7 +97,8 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
         proofSize: size,
         num_instructions: report.metrics.num_instructions ?? null,
         cells_used: report.metrics.cells_used ?? 0,
-        public_values: report.public_values,
+        // Not stored: the proof files carry them (user_public_values), and no read serves
+        // them from the record (README "What a finished job keeps in D1").
       },
     };
   },
@@ -115,7 +115,6 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
         proof_size: done.proofSize,
         num_instructions: done.num_instructions,
         cells_used: done.cells_used,
-        public_values: done.public_values,
         cost: at.cost,
       }),
       db
