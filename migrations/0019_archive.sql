@@ -18,10 +18,12 @@ CREATE TABLE `archive_objects` (
 CREATE INDEX `archive_objects_pending` ON `archive_objects` (`id`) WHERE "archive_objects"."written_at" IS NULL;
 --> statement-breakpoint
 -- An archived record's stub, read in the request's batch by id: WITHOUT ROWID, so it is
--- one b-tree of (id, object) and no rowid table beside its primary key's index.
+-- one b-tree of (id, object) and no rowid table beside its primary key's index. A
+-- deleted archived record's tombstone is its stub's `deleted_at`.
 CREATE TABLE `archived` (
 	`id` text PRIMARY KEY NOT NULL,
-	`object_id` integer NOT NULL
+	`object_id` integer NOT NULL,
+	`deleted_at` text
 ) WITHOUT ROWID;
 --> statement-breakpoint
 -- What a finished record keeps (README "What a finished job keeps in D1"): a proof's and

@@ -1076,4 +1076,6 @@ export const archiveObjects = sqliteTable(
 export const archived = sqliteTable('archived', {
   id: text('id').primaryKey(),
   object_id: integer('object_id').notNull(),
+  /** Set when the archived record is deleted (its files purged): the record reads as its tombstone. */
+  deleted_at: text('deleted_at'),
 });

@@ -3,9 +3,10 @@
 // and day, in bounded, crash-safe runs, and stay readable by id through the same routes.
 // README "What a finished job keeps in D1, and past one database".
 import { env } from 'cloudflare:test';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
-import { ARCHIVE_AFTER_DAYS, archiveAfterMs, sweepArchive } from '../../src/features/retention/archive.ts';
+import { ARCHIVE_AFTER_DAYS, archiveAfterMs, sweepArchive, toArchive } from '../../src/features/retention/archive.ts';
+import { PURGE_SETTLE_MS, sweepPurges } from '../../src/features/retention/purge.ts';
 import { setRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
 import { drainQueuedJobs } from './fleet-helpers.ts';
 import { api, countRows, json, r2Keys, seedTenant, type Tenant } from './helpers.ts';
@@ -14,6 +15,7 @@ import { jsonPost, readyProgram, succeededExecution, succeededProof } from './ru
 beforeEach(drainQueuedJobs);
 
 const DAY = 86_400_000;
+const DELETE: RequestInit = { method: 'DELETE' };
 const AFTER = ARCHIVE_AFTER_DAYS * DAY;
 /** A run of the archive as it would run a month and a day from now. */
 const later = (now = Date.now() + AFTER + DAY, limit?: number, bucket: R2Bucket = env.ARTIFACTS) =>
@@ -132,7 +134,7 @@ describe('the archive', () => {
         if (name === 'put')
           return async (...args: Parameters<R2Bucket['put']>) => {
             const written = await target.put(...args);
-            if (String(args[0]).startsWith('archive/')) tombstone = await json(await api(t, `/v1/proofs/${id}`, { method: 'DELETE' }), 200);
+            if (String(args[0]).startsWith('archive/')) tombstone = await json(await api(t, `/v1/proofs/${id}`, DELETE), 200);
             return written;
           };
         const value = Reflect.get(target, name) as unknown;
@@ -149,6 +151,38 @@ describe('the archive', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0].deleted_at).toBe(tombstone.deleted_at);
     expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toEqual(tombstone);
+  });
+
+  it('DELETE of an archived record purges its files and makes it a tombstone, once; another organization’s is 404', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const proof = await succeededProof(t, program);
+    const execution = await succeededExecution(t, program);
+    const before = await json(await api(t, `/v1/proofs/${proof.id}`), 200);
+    expect(await later()).toEqual({ archived: 2, objects: 2 });
+    expect((await r2Keys(`proofs/${proof.id}/`)).length).toBeGreaterThanOrEqual(2); // input, stark proof: still there
+
+    const other = await seedTenant();
+    await json(await api(other, `/v1/proofs/${proof.id}`, DELETE), 404);
+    const tombstone = await json(await api(t, `/v1/proofs/${proof.id}`, DELETE), 200);
+    expect(tombstone).toEqual({ ...before, deleted_at: expect.any(String) });
+    // Its objects go (the purge after the response), as a live record's do; the sweep's second pass ends the purge.
+    await vi.waitFor(async () => expect([...(await r2Keys(`proofs/${proof.id}/`)), ...(await r2Keys(`logs/${proof.jobId}`))]).toEqual([]), {
+      timeout: 5000,
+    });
+    await sweepPurges(openDb(env.DB), env.ARTIFACTS, 1000, Date.now() + PURGE_SETTLE_MS + 1000);
+    expect(await countRows('purges', 'subject_id = ?', proof.id)).toBe(0);
+    // It reads as its tombstone; its files 404 saying so; a second DELETE answers the same.
+    expect(await json(await api(t, `/v1/proofs/${proof.id}`), 200)).toEqual(tombstone);
+    expect((await json(await api(t, `/v1/proofs/${proof.id}/proof/stark`), 404)).detail).toMatch(/deleted/);
+    expect(await json(await api(t, `/v1/proofs/${proof.id}`, DELETE), 200)).toEqual(tombstone);
+    expect(await countRows('purges', 'subject_id = ?', proof.id)).toBe(0);
+
+    const gone = await json(await api(t, `/v1/executions/${execution.id}`, DELETE), 200);
+    expect(gone.deleted_at).toEqual(expect.any(String));
+    expect(gone.public_values).toBeNull();
+    await vi.waitFor(async () => expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]), { timeout: 5000 });
+    expect(await json(await api(t, `/v1/executions/${execution.id}`), 200)).toEqual(gone);
   });
 
   it('is bounded per run, and leaves running and recent records alone', async () => {
@@ -184,6 +218,21 @@ describe('the archive', () => {
     expect(await later(past)).toEqual({ archived: 1, objects: 1 });
     const record = await json(await api(t, `/v1/proofs/${id}`), 200);
     expect(record.deleted_at).toEqual(expect.any(String));
+  });
+
+  it('finds its candidates by index seeks per organization, never a scan of the records', async () => {
+    for (const kind of ['proof', 'execution'] as const) {
+      const { sql, params } = toArchive(openDb(env.DB), kind, Date.now(), AFTER, 200).toSQL();
+      const plan = (
+        await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .bind(...params)
+          .all<{ detail: string }>()
+      ).results
+        .map((r) => r.detail)
+        .join('\n');
+      expect(plan).toMatch(new RegExp(`SEARCH ${kind}s USING INDEX ${kind}s_org \\(org_id=\\? AND created_at<\\?\\)`));
+      expect(plan).not.toMatch(new RegExp(`SCAN ${kind}s`));
+    }
   });
 
   it('reads ARCHIVE_AFTER_DAYS (default 30; fractions for a local benchmark)', () => {

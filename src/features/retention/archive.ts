@@ -36,7 +36,7 @@ import { and, eq, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { batchByName } from '../../db/batch.ts';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
-import { archived, archiveObjects, executions, jobLogChunks, jobs, organizations, proofs } from '../../db/schema.ts';
+import { archived, archiveObjects, executions, jobLogChunks, jobs, organizations, proofs, purges } from '../../db/schema.ts';
 import { artifactKey } from '../../lib/artifact-keys.ts';
 import type { Org } from '../../lib/pages.ts';
 import { executionColumns } from '../executions/data.ts';
@@ -76,21 +76,101 @@ const KINDS = {
 /** The stub of the caller's archived record `id` of `kind`, and the object holding it (no row: not archived, or not the caller's). */
 export const archivedQuery = (db: Db, org: Org, kind: ArchiveKind, id: string) =>
   db
-    .select({ object_id: archiveObjects.id, org_id: archiveObjects.org_id, kind: archiveObjects.kind, day: archiveObjects.day })
+    .select({
+      object_id: archiveObjects.id,
+      org_id: archiveObjects.org_id,
+      kind: archiveObjects.kind,
+      day: archiveObjects.day,
+      deleted_at: archived.deleted_at,
+    })
     .from(archived)
     .innerJoin(archiveObjects, eq(archiveObjects.id, archived.object_id))
     .where(and(eq(archived.id, id), eq(archiveObjects.org_id, org), eq(archiveObjects.kind, kind)));
 
 type ObjectName = { object_id: number; org_id: string; kind: ArchiveKind; day: string };
+export type ArchiveStub = ObjectName & { deleted_at: string | null };
 const keyOf = (o: ObjectName) => artifactKey.archiveObject(o.org_id, o.kind, o.day, o.object_id);
 
-/** The archived record `id` as its D1 read answered it (with `job`), from its object; undefined if the object lacks it. */
-export async function readArchived<Row>(bucket: R2Bucket, stub: ObjectName, id: string): Promise<Row | undefined> {
+/**
+ * The archived record `id` as its D1 read answered it (with `job`), from its object;
+ * undefined if the object lacks it. A record deleted once archived is its tombstone: the
+ * stub's `deleted_at` (the object keeps the line it was archived with), its public values gone.
+ */
+export async function readArchived<Row>(bucket: R2Bucket, stub: ArchiveStub, id: string): Promise<Row | undefined> {
   const object = await bucket.get(keyOf(stub));
   if (!object) return undefined;
   const needle = `{"id":${JSON.stringify(id)},`;
-  for (const line of (await object.text()).split('\n')) if (line.startsWith(needle)) return JSON.parse(line) as Row;
+  for (const line of (await object.text()).split('\n'))
+    if (line.startsWith(needle)) {
+      const row = JSON.parse(line) as Row & { deleted_at: string | null };
+      return stub.deleted_at ? { ...row, deleted_at: stub.deleted_at, public_values: null } : row;
+    }
   return undefined;
+}
+
+/** What an archived record's deletion reads of its line: its job (its log) and its files. */
+type ArchivedFiles = {
+  id: string;
+  deleted_at: string | null;
+  job: { id: string } | null;
+  child_proof_keys?: string[];
+  proof_files?: string[];
+};
+
+/**
+ * DELETE of an archived record (src/features/retention/api.ts), once the request's batch
+ * found its stub (the caller's): as for a live record, one batch inserts the purge row
+ * naming its objects (its input, child proofs and proof files, its job's log: read from its
+ * line) and tombstones the stub, both conditional on the stub not being deleted yet; the
+ * objects go after the response (purgeAfterResponse). Answers the record as it now reads,
+ * and whether this request deleted it; undefined when the object lacks it.
+ */
+export async function deleteArchived<Row>(
+  db: Db,
+  bucket: R2Bucket,
+  stub: ArchiveStub,
+  id: string,
+  now = Date.now(),
+): Promise<{ row: Row; deleted: boolean } | undefined> {
+  const line = await readArchived<Row & ArchivedFiles>(bucket, stub, id);
+  if (!line) return undefined;
+  if (line.deleted_at) return { row: line, deleted: false };
+  const keys =
+    stub.kind === 'proof'
+      ? {
+          input: artifactKey.proofInput(id),
+          children: line.child_proof_keys ?? [],
+          proofs: (line.proof_files ?? []).map((kind) => artifactKey.proofOutput(id, kind)),
+        }
+      : { input: artifactKey.executionInput(id) };
+  const live = and(eq(archived.id, id), isNull(archived.deleted_at));
+  const { tombstone, stubs } = await batchByName(db, {
+    purge: db
+      .insert(purges)
+      .select(
+        db
+          .select({
+            subject_kind: sql<ArchiveKind>`${stub.kind}`.as('subject_kind'),
+            subject_id: archived.id,
+            org_id: sql<string>`${stub.org_id}`.as('org_id'),
+            keys: sql`${JSON.stringify(keys)}`.as('keys'),
+            log_job_id: sql<string | null>`${line.job?.id ?? null}`.as('log_job_id'),
+            created_at: sql<number>`${now}`.as('created_at'),
+            attempts: sql<number>`0`.as('attempts'),
+          })
+          .from(archived)
+          .where(live),
+      )
+      .onConflictDoNothing(),
+    tombstone: db
+      .update(archived)
+      .set({ deleted_at: iso(now) })
+      .where(live)
+      .returning({ id: archived.id }),
+    stubs: db.select({ deleted_at: archived.deleted_at }).from(archived).where(eq(archived.id, id)),
+  });
+  const deletedAt = stubs[0]?.deleted_at ?? iso(now);
+  return { row: { ...line, deleted_at: deletedAt, public_values: null }, deleted: tombstone.length === 1 };
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -103,7 +183,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * steps over are the old unfinished ones (jobs end long before) and, for an organization
  * with a retention, its retention's backlog.
  */
-function toArchive(db: Db, kind: ArchiveKind, now: number, afterMs: number, limit: number) {
+export function toArchive(db: Db, kind: ArchiveKind, now: number, afterMs: number, limit: number) {
   const { table, terminal } = KINDS[kind];
   const cutoff = iso(now - afterMs);
   const orgCutoff = sql`min(${cutoff}, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', ${iso(now)}, '-' || ${organizations.retention_days} || ' days'), ${cutoff}))`;
@@ -171,7 +251,11 @@ async function writeObject(db: Db, bucket: R2Bucket, o: Pending, now: number): P
       .insert(archived)
       .select(
         db
-          .select({ id: sql<string>`json_extract(value, '$.id')`.as('id'), object_id: sql<number>`${o.id}`.as('object_id') })
+          .select({
+            id: sql<string>`json_extract(value, '$.id')`.as('id'),
+            object_id: sql<number>`${o.id}`.as('object_id'),
+            deleted_at: sql<string | null>`NULL`.as('deleted_at'),
+          })
           .from(sql`json_each(${writtenJson})`)
           .where(finished),
       )

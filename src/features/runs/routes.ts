@@ -109,6 +109,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           middleware: [permit('records.read')],
           tags: [kind.tag],
           summary: `List the ${kind.tag} of a program`,
+          description: `The program's ${kind.tag} still in the service's database: ${kind.tag} finished more than ARCHIVE_AFTER_DAYS (30) ago move to the archive and leave this list (GET by id still answers them, unchanged); \`pagination.total\` counts them all (README "The archive").`,
           request: { query: PaginationQuery.extend({ program_id: z.uuid() }) },
           responses: {
             200: {
@@ -140,6 +141,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           middleware: [permit('records.read')],
           tags: [kind.tag],
           summary: kind.summaries.get,
+          description: `Archived ${kind.tag} (finished more than ARCHIVE_AFTER_DAYS ago) answer the same record, read from the archive (README "The archive").`,
           request: { params: Params },
           responses: {
             200: { description: kind.summaries.got, content: { 'application/json': { schema: kind.schema } } },
