@@ -26,7 +26,8 @@
 // Reads by id (src/features/runs/routes.ts) select the record and its stub in the
 // request's one batch: a live record answers as before; an archived one costs one R2
 // read, checked against the caller's organization by the stub's object (another
-// organization's id is 404 as ever). Lists show D1's records only. Billing figures live
+// organization's id is 404 as ever). Lists show D1's records only. DELETE of an archived
+// record (deleteArchived) purges its objects as a live record's and tombstones its stub. Billing figures live
 // in counters (usage_daily, budgets, the program's counts), which no deletion touches.
 //
 // An organization that set a retention keeps its live records in D1 until the retention
