@@ -63,6 +63,8 @@ describe('the archive', () => {
     const proofBefore = await json(await api(t, `/v1/proofs/${proof.id}`), 200);
     const executionBefore = await json(await api(t, `/v1/executions/${execution.id}`), 200);
     const stark = await (await api(t, `/v1/proofs/${proof.id}/proof/stark`)).text();
+    const log = await (await api(t, `/v1/proofs/${proof.id}/logs`)).text();
+    expect(log).toMatch(/proving/);
     const before = await counters(t, program);
 
     // Not yet: a month has not passed.
@@ -88,7 +90,9 @@ describe('the archive', () => {
     expect(await json(await api(t, `/v1/proofs/${proof.id}`), 200)).toEqual(proofBefore);
     expect(await json(await api(t, `/v1/executions/${execution.id}`), 200)).toEqual(executionBefore);
     expect(await (await api(t, `/v1/proofs/${proof.id}/proof/stark`)).text()).toBe(stark);
+    expect(await (await api(t, `/v1/proofs/${proof.id}/logs`)).text()).toBe(log);
     const other = await seedTenant();
+    await json(await api(other, `/v1/proofs/${proof.id}/logs`), 404);
     expect((await json(await api(other, `/v1/proofs/${proof.id}`), 404)).detail).toMatch(/not found/i);
     expect((await json(await api(other, `/v1/executions/${execution.id}`), 404)).detail).toMatch(/not found/i);
     expect((await json(await api(other, `/v1/proofs/${proof.id}/proof/stark`), 404)).detail).toMatch(/not found/i);
@@ -175,6 +179,7 @@ describe('the archive', () => {
     // It reads as its tombstone; its files 404 saying so; a second DELETE answers the same.
     expect(await json(await api(t, `/v1/proofs/${proof.id}`), 200)).toEqual(tombstone);
     expect((await json(await api(t, `/v1/proofs/${proof.id}/proof/stark`), 404)).detail).toMatch(/deleted/);
+    expect((await json(await api(t, `/v1/proofs/${proof.id}/logs`), 404)).detail).toMatch(/deleted/);
     expect(await json(await api(t, `/v1/proofs/${proof.id}`, DELETE), 200)).toEqual(tombstone);
     expect(await countRows('purges', 'subject_id = ?', proof.id)).toBe(0);
 
@@ -183,6 +188,17 @@ describe('the archive', () => {
     expect(gone.public_values).toBeNull();
     await vi.waitFor(async () => expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]), { timeout: 5000 });
     expect(await json(await api(t, `/v1/executions/${execution.id}`), 200)).toEqual(gone);
+  });
+
+  it('waits for a finished job’s log compaction: its retries need the job’s row', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { id, jobId } = await succeededProof(t, program);
+    await env.DB.prepare(`UPDATE jobs SET log_store = 'compacted' WHERE id = ?`).bind(jobId).run();
+    expect(await later()).toEqual({ archived: 0, objects: 0 });
+    expect(await countRows('proofs', 'id = ?', id)).toBe(1);
+    await env.DB.prepare(`UPDATE jobs SET log_store = 'clean' WHERE id = ?`).bind(jobId).run();
+    expect(await later()).toEqual({ archived: 1, objects: 1 });
   });
 
   it('is bounded per run, and leaves running and recent records alone', async () => {

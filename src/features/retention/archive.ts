@@ -200,6 +200,10 @@ export function toArchive(db: Db, kind: ArchiveKind, now: number, afterMs: numbe
         isNotNull(table.terminated_at),
         lt(table.terminated_at, orgCutoff),
         or(isNull(organizations.retention_days), isNotNull(table.deleted_at)),
+        // Not while its log's compaction is pending: that needs the job's row and its index
+        // rows (src/jobs/logs.ts). Named in full: drizzle writes a subquery's columns unqualified.
+        sql`NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.kind = ${KINDS[kind].job} AND j.subject_id = ${sql.identifier(`${kind}s`)}.id
+          AND j.log_store IN ('chunks', 'compacted'))`,
       ),
     )
     .limit(limit);

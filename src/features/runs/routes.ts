@@ -141,7 +141,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           middleware: [permit('records.read')],
           tags: [kind.tag],
           summary: kind.summaries.get,
-          description: `Archived ${kind.tag} (finished more than ARCHIVE_AFTER_DAYS ago) answer the same record, read from the archive (README "The archive").`,
+          description: `Archived ${kind.tag} (finished more than ARCHIVE_AFTER_DAYS ago) answer the same record, read from the archive (README "The archive"); so do their logs.`,
           request: { params: Params },
           responses: {
             200: { description: kind.summaries.got, content: { 'application/json': { schema: kind.schema } } },
@@ -173,15 +173,23 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           const id = c.req.valid('param')[kind.param];
           const { offset } = c.req.valid('query');
           // One round trip: the key, the run, its job's log length and the index rows of the page.
-          const { run, job, rows } = await asCaller(
+          const { run, job, rows, archived } = await asCaller(
             c,
             (org) => ({
               run: kind.query(c.var.db, org, id),
               job: jobOfSubject(c.var.db, kind.job, id),
               rows: logPageQuery(c.var.db, jobIdOfSubject(kind.job, id), offset),
+              archived: archivedQuery(c.var.db, org, kind.archive, id),
             }),
-            ({ run }) => run.length > 0,
+            ({ run, archived }) => run.length > 0 || archived.length > 0,
           );
+          if (run.length === 0 && archived.length > 0) {
+            // An archived run: its job's row is in its line, its log where it was (the
+            // compacted object, or chunks read by listing: their index rows went with the job).
+            const line = await readArchived<Row & { job: (typeof job)[number] | null }>(c.env.ARTIFACTS, archived[0], id);
+            refuseDeleted(one(line ? [line] : [], kind.name), `${kind.name} ${id}`);
+            return logPageResponse(c.env.ARTIFACTS, c.req.url, line?.job ?? undefined, [], offset);
+          }
           // A deleted run's log is gone with its files: 404 saying so (src/features/retention).
           refuseDeleted(one(run, kind.name), `${kind.name} ${id}`);
           return logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows, offset);
