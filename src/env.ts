@@ -23,6 +23,8 @@ export interface Env {
   WEBHOOK_DELIVERED_KEEP_DAYS?: string;
   /** Seconds an ended lease is kept for retried callbacks before the sweep deletes it (src/features/retention/sweep.ts LEASE_KEEP_MS: 3600). */
   LEASE_KEEP_SECONDS?: string;
+  /** Finished proofs and executions older than this many days move from D1 to R2 (src/features/retention/archive.ts; default 30). */
+  ARCHIVE_AFTER_DAYS?: string;
   MAX_UPLOAD_BYTES: string;
   /** Headers an API key is read from, comma separated, first found wins (default: Service-API-Key, Axiom-API-Key). */
   API_KEY_HEADERS?: string;

@@ -9,6 +9,7 @@ import { sweep } from './jobs/sweep.ts';
 import { runWebhookDeliveries } from './features/webhooks/delivery.ts';
 import { isWebhookMessage } from './jobs/webhooks.ts';
 import { leaseKeepMs, sweepRetention } from './features/retention/sweep.ts';
+import { archiveAfterMs, sweepArchive } from './features/retention/archive.ts';
 
 export default {
   fetch: app.fetch,
@@ -32,11 +33,13 @@ export default {
 
   async scheduled(_controller, env, ctx) {
     ctx.waitUntil(sweep(openDb(env.DB), env).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'sweep', ...r }))));
-    // Retention and the deleted records' objects still to delete (bounded per run: src/features/retention/sweep.ts).
+    // Retention and the deleted records' objects still to delete (bounded per run: src/features/retention/sweep.ts),
+    // then the archive of old finished records (bounded per run: src/features/retention/archive.ts).
     ctx.waitUntil(
-      sweepRetention(openDb(env.DB), env.ARTIFACTS, Date.now(), undefined, leaseKeepMs(env)).then((r) =>
-        console.log(JSON.stringify({ level: 'info', msg: 'retention sweep', ...r })),
-      ),
+      sweepRetention(openDb(env.DB), env.ARTIFACTS, Date.now(), undefined, leaseKeepMs(env))
+        .then((r) => console.log(JSON.stringify({ level: 'info', msg: 'retention sweep', ...r })))
+        .then(() => sweepArchive(openDb(env.DB), env.ARTIFACTS, Date.now(), archiveAfterMs(env)))
+        .then((r) => console.log(JSON.stringify({ level: 'info', msg: 'archive sweep', ...r }))),
     );
   },
 } satisfies ExportedHandler<Env, JobNotice | LeaseCheck | WebhookMessage>;

@@ -333,12 +333,16 @@ export const proofs = sqliteTable(
     proof_size: integer('proof_size').notNull().default(0),
     num_instructions: integer('num_instructions'),
     num_deferred_proofs: integer('num_deferred_proofs').notNull().default(0),
+    /** Written by no path since migrations/0019_archive.sql: a proof's public values are in its proof files; older rows may hold them. */
     public_values: text('public_values'),
-    input_key: text('input_key').notNull(),
     /** R2 keys of the deferred child proofs, in packing order. */
     child_proof_keys: text('child_proof_keys', { mode: 'json' }).$type<string[]>().notNull().default([]),
-    /** R2 keys of the produced proof files, by kind. */
-    proof_keys: text('proof_keys', { mode: 'json' }).$type<Record<string, string>>().notNull().default({}),
+    /**
+     * The kinds of proof file produced (`["stark"]`). Its files, like its input, are at
+     * its own keys (src/lib/artifact-keys.ts proofOutput, proofInput), derived where
+     * needed, not stored: migrations/0019_archive.sql.
+     */
+    proof_files: text('proof_files', { mode: 'json' }).$type<string[]>().notNull().default([]),
     /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
   },
@@ -398,7 +402,7 @@ export const executions = sqliteTable(
     total_cycle: integer('total_cycle'),
     total_tick: integer('total_tick'),
     num_instructions: integer('num_instructions'),
-    input_key: text('input_key').notNull(),
+    // Its input is at its own key (src/lib/artifact-keys.ts executionInput), derived where needed: migrations/0019_archive.sql.
     /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
   },
@@ -1034,3 +1038,44 @@ export const purges = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.subject_kind, t.subject_id] }), index('purges_age').on(t.created_at)],
 );
+
+/**
+ * The archive (src/features/retention/archive.ts): finished proofs and executions past
+ * ARCHIVE_AFTER_DAYS move out of D1 into R2 objects of NDJSON, one object per
+ * organization, kind and day of creation per sweep batch. A row here is one such object:
+ * `pending_ids` names the records it takes while it is being written (a crash leaves the
+ * row, and the next sweep writes the same object again from them); once written, the
+ * records' rows are gone and `pending_ids` is null.
+ */
+export const archiveObjects = sqliteTable(
+  'archive_objects',
+  {
+    id: integer('id').primaryKey(),
+    org_id: text('org_id').notNull(),
+    kind: text('kind', { enum: ['proof', 'execution'] }).notNull(),
+    /** The records' day of creation, yyyy-mm-dd (UTC): the object's folder. */
+    day: text('day').notNull(),
+    pending_ids: text('pending_ids', { mode: 'json' }).$type<string[]>(),
+    /** Epoch ms. */
+    created_at: integer('created_at').notNull(),
+    /** Epoch ms when its records' rows were deleted; null while pending. */
+    written_at: integer('written_at'),
+  },
+  (t) => [
+    index('archive_objects_pending')
+      .on(t.id)
+      .where(sql`${t.written_at} IS NULL`),
+  ],
+);
+
+/**
+ * An archived record's stub: which archive object holds it, so a read by id that misses
+ * in D1 finds it in the request's one batch and reads one R2 object. WITHOUT ROWID
+ * (migrations/0019_archive.sql): one b-tree of (id, object), about 45 bytes a record.
+ */
+export const archived = sqliteTable('archived', {
+  id: text('id').primaryKey(),
+  object_id: integer('object_id').notNull(),
+  /** Set when the archived record is deleted (its files purged): the record reads as its tombstone. */
+  deleted_at: text('deleted_at'),
+});

@@ -1,5 +1,6 @@
 // R2 object keys. Plain functions with no Workers types, so the operator command
 // (Node) names the same objects as the Worker.
+import { sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { PublishedKeyName } from 'prover-agent/protocol';
 
 /** R2 keys, in one place so the layout is readable. */
@@ -18,6 +19,9 @@ export const artifactKey = {
   jobLogPrefix: (jobId: string) => `logs/${jobId}/`,
   /** A finished job's whole log in one object (src/jobs/logs.ts compactJobLog); outside jobLogPrefix, so a listing of chunks never meets it. */
   jobLogCompacted: (jobId: string) => `logs/${jobId}.log`,
+  /** An archive object: finished records moved out of D1 (src/features/retention/archive.ts), NDJSON, one per organization, kind, day and batch. */
+  archiveObject: (orgId: string, kind: 'proof' | 'execution', day: string, objectId: number) =>
+    `archive/${orgId}/${kind}s/${day}/${String(objectId).padStart(10, '0')}.ndjson`,
   /**
    * One upload of a key file of a config: its own object, never overwritten. It is
    * served only once D1 records it as a published version (src/features/configs/keys.ts);
@@ -25,3 +29,18 @@ export const artifactKey = {
    */
   configKeyUpload: (configId: string, name: PublishedKeyName, uploadId: string) => `configs/${configId}/keys/${name}/${uploadId}`,
 };
+
+/**
+ * One of the keys above as SQL over columns: `keySql(artifactKey.proofInput, proofs.id)`
+ * is `'proofs/' || proofs.id || '/input.json'`. A record whose objects sit at its own
+ * keys stores none of them (migrations/0019_archive.sql): statements that hand them out
+ * or purge them derive them, from the one layout above.
+ */
+export function keySql(key: (...args: string[]) => string, ...args: SQLWrapper[]): SQL<string> {
+  const marks = args.map((_, i) => `\u0000${i}\u0000`);
+  const parts = key(...marks).split(/\u0000(\d+)\u0000/);
+  // split() with a capture group alternates literal text (a string literal, not a bound
+  // parameter: D1 binds at most 100 a statement) and an argument's index.
+  const chunks = parts.map((part, i) => (i % 2 === 0 ? sql.raw(`'${part.replaceAll("'", "''")}'`) : sql`${args[Number(part)]}`));
+  return sql<string>`(${sql.join(chunks, sql` || `)})`;
+}

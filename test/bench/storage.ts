@@ -57,6 +57,24 @@ function measure(file: string): Sizes {
   return sizes;
 }
 
+/** The average stored bytes of each column of `table` (what a row's payload is made of), widest first. */
+function columnWidths(file: string, table: string): string {
+  const cols = execFileSync('sqlite3', ['-readonly', file, `SELECT name FROM pragma_table_info('${table}');`], { encoding: 'utf8' })
+    .trim()
+    .split('\n');
+  const sums = cols.map((c) => `coalesce(avg(length(CAST("${c}" AS BLOB))), 0)`).join(', ');
+  const out = execFileSync('sqlite3', ['-readonly', '-separator', '\t', file, `SELECT ${sums} FROM "${table}";`], { encoding: 'utf8' })
+    .trim()
+    .split('\t')
+    .map(Number);
+  return cols
+    .map((c, i) => [c, out[i]] as const)
+    .filter(([, b]) => b > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([c, b]) => `${c} ${b.toFixed(0)}`)
+    .join(', ');
+}
+
 function perProof(before: Sizes, after: Sizes): { name: string; kind: string; bytes: number; payload: number }[] {
   return [...after.entries()]
     .map(([name, a]) => ({
@@ -81,10 +99,19 @@ function print(title: string, rows: ReturnType<typeof perProof>) {
   console.log(
     `  of which webhook deliveries and attempts ${hooks.toFixed(0)} (kept WEBHOOK_RETENTION_DAYS; this receiver never answers, so each delivery has several attempts), the rest ${(total - hooks).toFixed(0)}`,
   );
-  return total;
+  return { total, rest: total - hooks };
 }
 
-const stack = await startStack({ vars: { LEASE_KEEP_SECONDS: '60', WEBHOOKS_ALLOW_LOOPBACK: 'true' } });
+/** Rows of a table in the file (the archive's stubs and objects). */
+const rowsOf = (file: string, table: string) =>
+  Number(execFileSync('sqlite3', ['-readonly', file, `SELECT count(*) FROM "${table}";`], { encoding: 'utf8' }).trim());
+
+// The archive takes finished records past ARCHIVE_AFTER_DAYS (30 in a deployment): here
+// 0.003 days (259 s), past the lease sweep's measurement, so each phase is measured apart.
+const ARCHIVE_AFTER_S = 259.2;
+const stack = await startStack({
+  vars: { LEASE_KEEP_SECONDS: '60', WEBHOOKS_ALLOW_LOOPBACK: 'true', ARCHIVE_AFTER_DAYS: String(ARCHIVE_AFTER_S / 86400) },
+});
 const agents: AgentProcess[] = [];
 try {
   const api = caller(stack);
@@ -99,6 +126,7 @@ try {
   for (let i = 0; i < N; i++) ids.push((await api.json('POST', `/v1/proofs?program_id=${program}`, { input: ['0x0101'] })).id);
   for (const id of ids)
     await api.waitFor(`/v1/proofs/${id}`, (p: { state: string }) => ['Succeeded', 'Failed', 'Canceled'].includes(p.state), 600_000);
+  const lastEnd = Date.now();
   // Log compaction runs after each job's end; give the last ones a moment, then sweep what is pending.
   await new Promise((r) => setTimeout(r, 2000));
   await stack.sweep();
@@ -111,9 +139,26 @@ try {
   await new Promise((r) => setTimeout(r, 3000));
   const swept = measure(file);
   const afterSweep = print('D1 bytes per finished proof after the sweep (ended leases deleted)', perProof(before, swept));
-  console.log(
-    `\nper proof: ${atEnd.toFixed(0)} B as it ends, ${afterSweep.toFixed(0)} B once swept; a 10 GB D1 database holds ~${(10e9 / afterSweep / 1e6).toFixed(1)} M such proofs`,
+  const early = rowsOf(file, 'archived');
+  if (early) log(`note: ${early} proofs were archived before this measurement (a slow run): the figures above are low`);
+  for (const table of ['proofs', 'jobs']) console.log(`\n${table}: average bytes per column: ${columnWidths(file, table)}`);
+  // Past ARCHIVE_AFTER_DAYS, the sweep moves them to R2 (bounded per run: a few runs).
+  const wait = lastEnd + ARCHIVE_AFTER_S * 1000 + 5000 - Date.now();
+  log(`waiting ${Math.max(0, wait / 1000).toFixed(0)} s past ARCHIVE_AFTER_DAYS for the archive`);
+  await new Promise((r) => setTimeout(r, Math.max(0, wait)));
+  for (let run = 0; run < 5 && rowsOf(file, 'archived') < N; run++) {
+    await stack.sweep();
+    await new Promise((r) => setTimeout(r, 3000));
+  }
+  const archivedRows = rowsOf(file, 'archived');
+  const archived = measure(file);
+  const afterArchive = print(
+    `D1 bytes per proof once archived (${archivedRows} of ${N} in ${rowsOf(file, 'archive_objects')} R2 objects)`,
+    perProof(before, archived),
   );
+  console.log(`
+per proof: ${atEnd.total.toFixed(0)} B as it ends, ${afterSweep.total.toFixed(0)} B once swept (${afterSweep.rest.toFixed(0)} B once its webhook deliveries are swept too), ${afterArchive.rest.toFixed(0)} B once archived (webhook rows aside)
+a 10 GB D1 database holds ~${(10e9 / afterSweep.rest / 1e6).toFixed(1)} M finished proofs younger than ARCHIVE_AFTER_DAYS (~${(10e9 / afterSweep.total / 1e6).toFixed(1)} M while a failing endpoint's deliveries are kept) and ~${(10e9 / Math.max(afterArchive.rest, 1) / 1e6).toFixed(0)} M archived ones`);
 } finally {
   for (const a of agents) a.signal('SIGTERM');
   await Promise.all(agents.map((a) => a.exited));

@@ -166,10 +166,8 @@ describe('proofs', () => {
   it('downloads a finished proof file', async () => {
     const { t, org, s } = await member('member');
     const { proof } = await queuedProof(t);
-    await env.ARTIFACTS.put(`test/${proof}.json`, '{"proof":"0xab"}');
-    await env.DB.prepare(`UPDATE proofs SET state = 'Succeeded', proof_keys = ? WHERE id = ?`)
-      .bind(JSON.stringify({ stark: `test/${proof}.json` }), proof)
-      .run();
+    await env.ARTIFACTS.put(`proofs/${proof}/stark-proof.json`, '{"proof":"0xab"}');
+    await env.DB.prepare(`UPDATE proofs SET state = 'Succeeded', proof_files = '["stark"]' WHERE id = ?`).bind(proof).run();
     expect((await as(s, `${org}/proofs/${proof}`)).files).toEqual(['stark']);
     expect(await as(s, `${org}/proofs/${proof}/proof/stark`)).toEqual({ proof: '0xab' });
   });

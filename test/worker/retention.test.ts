@@ -12,57 +12,12 @@ import { executions, proofs } from '../../src/db/schema.ts';
 import { getTableName } from 'drizzle-orm';
 import { as, seedUser, send, signIn, type Session } from './console-helpers.ts';
 import { claimJob, devProofOf, drainQueuedJobs, lease, seedAgent, upload } from './fleet-helpers.ts';
-import { api, countRows, json, markReady, r2Keys, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { api, countRows, json, r2Keys, seedTenant, type Tenant } from './helpers.ts';
+import { jsonPost, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
 
 beforeEach(drainQueuedJobs);
 
-const jsonPost = (body: unknown): RequestInit => ({
-  method: 'POST',
-  body: JSON.stringify(body),
-  headers: { 'content-type': 'application/json' },
-});
 const DELETE: RequestInit = { method: 'DELETE' };
-
-async function readyProgram(t: Tenant) {
-  const id = await registerProgram(t, await seedConfig());
-  await markReady(id);
-  await env.ARTIFACTS.put(`programs/${id}/baseline.json`, '{}');
-  await drainQueuedJobs(); // its commit job is not under test
-  return id;
-}
-
-/** A proof run to Succeeded by an agent: a log, a STARK proof, a cost. */
-async function succeededProof(t: Tenant, program: string) {
-  const { id } = await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
-  const job = await claimJob(await seedAgent());
-  await json(await lease(job, '/logs', { seq: 0, offset: 0, text: 'proving\n' }), 200);
-  await json(await upload(job, 'stark', await devProofOf(job)), 200);
-  await json(
-    await lease(job, '/complete', { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 42 } }),
-    200,
-  );
-  await logCompacted(job.id);
-  return { id, jobId: job.id };
-}
-
-async function succeededExecution(t: Tenant, program: string) {
-  const { id } = await json<{ id: string }>(await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] })), 200);
-  const job = await claimJob(await seedAgent());
-  await json(await lease(job, '/logs', { seq: 0, offset: 0, text: 'ran\n' }), 200);
-  await json(
-    await lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: '0x01', error: null, metrics: { num_instructions: 7 } }),
-    200,
-  );
-  await logCompacted(job.id);
-  return { id, jobId: job.id };
-}
-
-/** Its log compacted (after the response that ended it), so its objects hold still. */
-const logCompacted = (jobId: string) =>
-  vi.waitFor(
-    async () => expect(await env.DB.prepare('SELECT log_store FROM jobs WHERE id = ?').bind(jobId).first()).toEqual({ log_store: 'clean' }),
-    { timeout: 5000 },
-  );
 
 /** Every object a job's subject owns: its own prefix and its log. */
 const objectsOf = async (prefix: string, jobId: string) => [...(await r2Keys(prefix)), ...(await r2Keys(`logs/${jobId}`))];
@@ -266,7 +221,7 @@ describe('DELETE /v1/programs/{id}', () => {
       // The database itself refuses a proof of a deleted program (a submission that read the program before its deletion).
       await expect(
         env.DB.prepare(
-          `INSERT INTO proofs (id, org_id, program_id, proof_type, priority, num_gpus, created_by, input_key) VALUES (?, ?, ?, 'stark', 5, 1, 'x', 'k')`,
+          `INSERT INTO proofs (id, org_id, program_id, proof_type, priority, num_gpus, created_by) VALUES (?, ?, ?, 'stark', 5, 1, 'x')`,
         )
           .bind(crypto.randomUUID(), t.orgId, program)
           .run(),

@@ -77,7 +77,6 @@ executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', S
           program_id: program.id,
           mode: q.mode,
           created_by: caller.owner,
-          input_key: artifactKey.executionInput(id),
         }),
       ],
       job: {
@@ -104,6 +103,7 @@ const executionRuns = runRoutes(executionsApi, {
   name: 'Execution',
   param: 'execution_id',
   job: 'execute',
+  archive: 'execution',
   schema: ExecutionRecord,
   pageName: 'ExecutionPage',
   toRecord: executionRecord,

@@ -2,6 +2,7 @@
 // its files, cancel it.
 import type { ProofType } from 'prover-agent/protocol';
 import type { proofs } from '../../db/schema.ts';
+import { artifactKey } from '../../lib/artifact-keys.ts';
 import { streamObject } from '../../lib/artifacts.ts';
 import { ApiError, notFound, refuseDeleted } from '../../lib/errors.ts';
 import type { CancelOutcome } from '../../jobs/state.ts';
@@ -11,7 +12,7 @@ type ProofRow = typeof proofs.$inferSelect;
 /** The proof file of a kind, streamed; 404 until it exists. */
 export async function proofFileResponse(bucket: R2Bucket, proof: ProofRow, kind: ProofType): Promise<Response> {
   refuseDeleted(proof, `Proof ${proof.id}`);
-  const key = proof.proof_keys[kind];
+  const key = proof.proof_files.includes(kind) ? artifactKey.proofOutput(proof.id, kind) : null;
   const obj = key ? await bucket.get(key) : null;
   if (!obj) throw new ApiError(404, `No ${kind} proof for this job (state: ${proof.state})`);
   return streamObject(obj, 'application/json', `${kind}-proof.json`);

@@ -144,7 +144,7 @@ consoleProofsApi.openapi(
         .where(and(eq(jobs.kind, 'proof'), eq(jobs.subject_id, proof.id)))
         .get(),
     ]);
-    return c.json({ ...withNames({ proof, ...names! }), job: job ?? null, files: Object.keys(proof.proof_keys) }, 200);
+    return c.json({ ...withNames({ proof, ...names! }), job: job ?? null, files: proof.proof_files }, 200);
   },
 );
 

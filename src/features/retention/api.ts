@@ -15,11 +15,12 @@ import { permit } from '../../middleware/permit.ts';
 import { deletedRow } from './answers.ts';
 import { deleteExecutionStatements, deleteProgramStatements, deleteProofStatements, deletionOutcome } from './data.ts';
 import { purgeAfterResponse } from './purge.ts';
+import { archivedQuery, deleteArchived } from './archive.ts';
 
 export const retentionApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
 const DESCRIPTION =
-  'Deletes its files in storage (input, child proofs, proofs, logs) and keeps the record as a tombstone: `deleted_at` set, its billing figures (cost, cycles, instructions) kept, its downloads 404. Idempotent: a second DELETE answers the same tombstone. A job still queued or running is refused (409): cancel it first.';
+  'Deletes its files in storage (input, child proofs, proofs, logs) and keeps the record as a tombstone: `deleted_at` set, its billing figures (cost, cycles, instructions) kept, its downloads 404. Idempotent: a second DELETE answers the same tombstone. A job still queued or running is refused (409): cancel it first. An archived record (README "The archive") is deleted the same way.';
 
 retentionApi.openapi(
   createRoute({
@@ -37,10 +38,27 @@ retentionApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;
-    const { tombstone, record: rows } = await asCaller(c, (org) => {
+    const {
+      tombstone,
+      record: rows,
+      archived,
+    } = await asCaller(c, (org) => {
       const s = deleteProofStatements(c.var.db, org, id);
-      return { purge: s.purge, logStore: s.logStore, tombstone: s.tombstone, record: s.record };
+      return {
+        purge: s.purge,
+        logStore: s.logStore,
+        tombstone: s.tombstone,
+        record: s.record,
+        archived: archivedQuery(c.var.db, org, 'proof', id),
+      };
     });
+    // An archived proof (src/features/retention/archive.ts): its stub is the caller's; its line says what to purge.
+    const gone =
+      !rows[0] && archived[0] ? await deleteArchived<(typeof rows)[number]>(c.var.db, c.env.ARTIFACTS, archived[0], id) : undefined;
+    if (gone) {
+      purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'proof', gone.deleted ? [id] : []);
+      return c.json(proofRecord(gone.row), 200);
+    }
     const row = deletedRow('proof', id, deletionOutcome(rows[0]));
     purgeAfterResponse(
       c,
@@ -69,10 +87,27 @@ retentionApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').execution_id;
-    const { tombstone, record: rows } = await asCaller(c, (org) => {
+    const {
+      tombstone,
+      record: rows,
+      archived,
+    } = await asCaller(c, (org) => {
       const s = deleteExecutionStatements(c.var.db, org, id);
-      return { purge: s.purge, logStore: s.logStore, tombstone: s.tombstone, record: s.record };
+      return {
+        purge: s.purge,
+        logStore: s.logStore,
+        tombstone: s.tombstone,
+        record: s.record,
+        archived: archivedQuery(c.var.db, org, 'execution', id),
+      };
     });
+    // An archived execution (src/features/retention/archive.ts): its stub is the caller's; its line says what to purge.
+    const gone =
+      !rows[0] && archived[0] ? await deleteArchived<(typeof rows)[number]>(c.var.db, c.env.ARTIFACTS, archived[0], id) : undefined;
+    if (gone) {
+      purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'execution', gone.deleted ? [id] : []);
+      return c.json(executionRecord(gone.row), 200);
+    }
     const row = deletedRow('execution', id, deletionOutcome(rows[0]));
     purgeAfterResponse(
       c,

@@ -21,6 +21,7 @@ import type { AnySQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../../db/client.ts';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
 import { executions, jobs, programs, proofs, purges, verifications } from '../../db/schema.ts';
+import { artifactKey, keySql } from '../../lib/artifact-keys.ts';
 
 export type Org = string | SQL<string>;
 export type DeletableKind = (typeof purges.$inferSelect)['subject_kind'];
@@ -94,7 +95,8 @@ export function deleteProofStatements(db: Db, org: Org, id: string, now = Date.n
       db,
       'proof',
       proofs,
-      sql`json_object('input', ${proofs.input_key}, 'children', json(${proofs.child_proof_keys}), 'proofs', json(${proofs.proof_keys}))`,
+      sql`json_object('input', ${keySql(artifactKey.proofInput, proofs.id)}, 'children', json(${proofs.child_proof_keys}),
+        'proofs', (SELECT json_group_array(${keySql(artifactKey.proofOutput, proofs.id, sql`file.value`)}) FROM json_each(${proofs.proof_files}) file))`,
       jobOf('proof', proofs.id),
       deletable,
       now,
@@ -128,7 +130,7 @@ export function deleteExecutionStatements(db: Db, org: Org, id: string, now = Da
       db,
       'execution',
       executions,
-      sql`json_object('input', ${executions.input_key})`,
+      sql`json_object('input', ${keySql(artifactKey.executionInput, executions.id)})`,
       jobOf('execute', executions.id),
       deletable,
       now,

@@ -20,6 +20,7 @@ import { refuseDeleted, validationHook } from '../../lib/errors.ts';
 import { one } from '../../lib/pages.ts';
 import { errorResponses, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import { asCaller } from '../../middleware/auth.ts';
+import { archivedQuery, readArchived, type ArchiveKind } from '../retention/archive.ts';
 import { permit } from '../../middleware/permit.ts';
 import { jobOfSubject, runsPage, type EventSubject, type RunJobKind } from './data.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders } from './events.ts';
@@ -40,6 +41,8 @@ export interface RunKind<Row> {
   param: string;
   /** The kind of the job working for it (its logs are the job's). */
   job: RunJobKind;
+  /** Its kind in the archive (src/features/retention/archive.ts): an archived run is read from R2 by id. */
+  archive: ArchiveKind;
   /** The record as the API answers it, its page's schema name, and the function that makes it. */
   schema: z.ZodTypeAny;
   pageName: string;
@@ -77,14 +80,20 @@ export function documented<E extends Env>(api: OpenAPIHono<E>, route: RouteConfi
 export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
   const Params = z.object({ [kind.param]: Uuid(kind.param) });
 
-  /** The caller's run, in the request's one read (404, confirmed on the primary, when there is none). */
+  /**
+   * The caller's run, in the request's one read (404, confirmed on the primary, when
+   * there is none). The same batch finds its archive stub: a run moved to the archive is
+   * read from its R2 object (one read more, for archived runs only), as D1 answered it.
+   */
   async function read(c: Context<AppEnv>, id: string): Promise<Row> {
-    const { run } = await asCaller(
+    const { run, archived } = await asCaller(
       c,
-      (org) => ({ run: kind.query(c.var.db, org, id) }),
-      ({ run }) => run.length > 0,
+      (org) => ({ run: kind.query(c.var.db, org, id), archived: archivedQuery(c.var.db, org, kind.archive, id) }),
+      ({ run, archived }) => run.length > 0 || archived.length > 0,
     );
-    return one(run, kind.name);
+    if (run.length > 0 || archived.length === 0) return one(run, kind.name);
+    const row = await readArchived<Row>(c.env.ARTIFACTS, archived[0], id);
+    return one(row ? [row] : [], kind.name);
   }
 
   return {
@@ -100,6 +109,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           middleware: [permit('records.read')],
           tags: [kind.tag],
           summary: `List the ${kind.tag} of a program`,
+          description: `The program's ${kind.tag} still in the service's database: ${kind.tag} finished more than ARCHIVE_AFTER_DAYS (30) ago move to the archive and leave this list (GET by id still answers them, unchanged); \`pagination.total\` counts them all (README "The archive").`,
           request: { query: PaginationQuery.extend({ program_id: z.uuid() }) },
           responses: {
             200: {
@@ -131,6 +141,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           middleware: [permit('records.read')],
           tags: [kind.tag],
           summary: kind.summaries.get,
+          description: `Archived ${kind.tag} (finished more than ARCHIVE_AFTER_DAYS ago) answer the same record, read from the archive (README "The archive"); so do their logs.`,
           request: { params: Params },
           responses: {
             200: { description: kind.summaries.got, content: { 'application/json': { schema: kind.schema } } },
@@ -162,15 +173,23 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           const id = c.req.valid('param')[kind.param];
           const { offset } = c.req.valid('query');
           // One round trip: the key, the run, its job's log length and the index rows of the page.
-          const { run, job, rows } = await asCaller(
+          const { run, job, rows, archived } = await asCaller(
             c,
             (org) => ({
               run: kind.query(c.var.db, org, id),
               job: jobOfSubject(c.var.db, kind.job, id),
               rows: logPageQuery(c.var.db, jobIdOfSubject(kind.job, id), offset),
+              archived: archivedQuery(c.var.db, org, kind.archive, id),
             }),
-            ({ run }) => run.length > 0,
+            ({ run, archived }) => run.length > 0 || archived.length > 0,
           );
+          if (run.length === 0 && archived.length > 0) {
+            // An archived run: its job's row is in its line, its log where it was (the
+            // compacted object, or chunks read by listing: their index rows went with the job).
+            const line = await readArchived<Row & { job: (typeof job)[number] | null }>(c.env.ARTIFACTS, archived[0], id);
+            refuseDeleted(one(line ? [line] : [], kind.name), `${kind.name} ${id}`);
+            return logPageResponse(c.env.ARTIFACTS, c.req.url, line?.job ?? undefined, [], offset);
+          }
           // A deleted run's log is gone with its files: 404 saying so (src/features/retention).
           refuseDeleted(one(run, kind.name), `${kind.name} ${id}`);
           return logPageResponse(c.env.ARTIFACTS, c.req.url, job[0], rows, offset);

@@ -4,6 +4,7 @@
 //   queued   leased (running)   done
 //   queued   running            succeeded | failed | canceled
 import { inArray, sql } from 'drizzle-orm';
+import { artifactKey, keySql } from '../../lib/artifact-keys.ts';
 import { executions } from '../../db/schema.ts';
 import { isProgramFile } from './commit.ts';
 import { updateSubjects, type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
@@ -34,7 +35,7 @@ export const executeJob: JobKindContract<'execute', ExecuteDone, typeof executio
   claim: {
     programId: ({ subject: execution }: Claimed<ColumnsOf<typeof executions>>) => sql`${execution.program_id}`,
     inputs: ({ program, subject: execution }: Claimed<ColumnsOf<typeof executions>>) =>
-      sql`json_object('elf', ${program.elf_key}, 'vmexe', ${program.vmexe_key}, 'input', ${execution.input_key})`,
+      sql`json_object('elf', ${program.elf_key}, 'vmexe', ${program.vmexe_key}, 'input', ${keySql(artifactKey.executionInput, execution.id)})`,
     isShared: isProgramFile,
     subject: { table: executions, describe: (execution) => ({ execution: { mode: execution.mode } }) },
   },

@@ -11,7 +11,7 @@ import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
 import { batchByName } from '../../db/batch.ts';
 import { configs, jobs, programs, proofs } from '../../db/schema.ts';
 import { sealDevProofs } from '../dev-proofs.ts';
-import { artifactKey } from '../../lib/artifact-keys.ts';
+import { artifactKey, keySql } from '../../lib/artifact-keys.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { isProgramFile } from './commit.ts';
 import { updateSubjects, type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
@@ -24,7 +24,6 @@ export interface ProofDone {
   proofSize: number;
   num_instructions: number | null;
   cells_used: number;
-  public_values: string | null;
 }
 
 const subject: SubjectStates = {
@@ -48,7 +47,7 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
     programId: ({ subject: proof }: Claimed<ColumnsOf<typeof proofs>>) => sql`${proof.program_id}`,
     // The deferred children come last, as child-0, child-1, ... (protocol childProofArtifact).
     inputs: ({ program, subject: proof }: Claimed<ColumnsOf<typeof proofs>>) =>
-      sql`json_patch(json_object('elf', ${program.elf_key}, 'vmexe', ${program.vmexe_key}, 'input', ${proof.input_key}, 'baseline', ${program.baseline_key}), coalesce((SELECT json_group_object(${sql.raw(`'${CHILD_PROOF_PREFIX}'`)} || child.key, child.value) FROM json_each(${proof.child_proof_keys}) child), '{}'))`,
+      sql`json_patch(json_object('elf', ${program.elf_key}, 'vmexe', ${program.vmexe_key}, 'input', ${keySql(artifactKey.proofInput, proof.id)}, 'baseline', ${program.baseline_key}), coalesce((SELECT json_group_object(${sql.raw(`'${CHILD_PROOF_PREFIX}'`)} || child.key, child.value) FROM json_each(${proof.child_proof_keys}) child), '{}'))`,
     isShared: (name) => isProgramFile(name) || isChildProofArtifact(name),
     // Once it runs, a proof's num_gpus says the GPUs it uses (GPU-less engines keep what was asked).
     alsoOnClaim: (db, mine) => [
@@ -98,7 +97,8 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
         proofSize: size,
         num_instructions: report.metrics.num_instructions ?? null,
         cells_used: report.metrics.cells_used ?? 0,
-        public_values: report.public_values,
+        // Not stored: the proof files carry them (user_public_values), and no read serves
+        // them from the record (README "What a finished job keeps in D1").
       },
     };
   },
@@ -111,11 +111,10 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
       updateSubjects(db, proofJob, mine, {
         state: 'Succeeded',
         terminated_at: at.now,
-        proof_keys: done.proofKeys,
+        proof_files: Object.keys(done.proofKeys),
         proof_size: done.proofSize,
         num_instructions: done.num_instructions,
         cells_used: done.cells_used,
-        public_values: done.public_values,
         cost: at.cost,
       }),
       db

@@ -1,0 +1,342 @@
+// The archive (README "What a finished job keeps in D1, and past one database"): finished
+// proofs and executions older than ARCHIVE_AFTER_DAYS (30) leave D1 for R2, as NDJSON
+// people can query (DuckDB, jq, a notebook): one line per record, the record's D1 row
+// as every read selects it (its columns by name, its run state) with its job's row
+// under `job`, in objects
+//
+//   archive/{org}/{proofs|executions}/{yyyy-mm-dd}/{object}.ndjson
+//
+// one per organization, kind and day of creation per sweep batch (a day's records are
+// the folder's objects). Plain NDJSON, not gzip: an object is at most ARCHIVE_BATCH
+// records (a few hundred KB), a read by id reads one whole object and scans it, and any
+// tool reads it as it is.
+//
+// Crash-safe in three steps, each one D1 batch or one R2 write:
+//   1. plan: an `archive_objects` row names the object's records (`pending_ids`);
+//   2. write: the object is written from the records' rows as they are now;
+//   3. finish: one batch marks the object written, inserts each record's stub
+//      (`archived`: id → object) and deletes the records' rows, their job and its log
+//      index rows, all conditional on the object still being pending and on no record
+//      having changed since it was read (a DELETE in between turns it into a tombstone).
+// A crash after 1 or 2 leaves the object pending: the next run writes the same object
+// (same key) from the same records again and finishes it; a record changed in between
+// is written as it is now. A record is in one object only (a run plans new objects only
+// once none is pending) and never lost (its row goes in the batch that records its stub).
+//
+// Reads by id (src/features/runs/routes.ts) select the record and its stub in the
+// request's one batch: a live record answers as before; an archived one costs one R2
+// read, checked against the caller's organization by the stub's object (another
+// organization's id is 404 as ever). Lists show D1's records only. DELETE of an archived
+// record (deleteArchived) purges its objects as a live record's and tombstones its stub. Billing figures live
+// in counters (usage_daily, budgets, the program's counts), which no deletion touches.
+//
+// An organization that set a retention keeps its live records in D1 until the retention
+// sweep has deleted their files (tombstones are archived): the archive never holds a
+// record whose files a retention still has to delete.
+import { and, eq, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.ts';
+import { batchByName } from '../../db/batch.ts';
+import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
+import { archived, archiveObjects, executions, jobLogChunks, jobs, organizations, proofs, purges } from '../../db/schema.ts';
+import { artifactKey } from '../../lib/artifact-keys.ts';
+import type { Org } from '../../lib/pages.ts';
+import { executionColumns } from '../executions/data.ts';
+import { proofColumns } from '../proofs/data.ts';
+import { EXECUTION_TERMINAL_STATUSES } from './data.ts';
+
+export type ArchiveKind = (typeof archiveObjects.$inferSelect)['kind'];
+
+/** Records of each kind the sweep plans into objects per run, at most. */
+export const ARCHIVE_BATCH = 200;
+/** Objects a run writes at most (each one R2 write, one D1 read and one D1 batch). */
+export const ARCHIVE_OBJECTS_PER_RUN = 20;
+/** ARCHIVE_AFTER_DAYS's default. */
+export const ARCHIVE_AFTER_DAYS = 30;
+
+/** ARCHIVE_AFTER_DAYS in ms (fractions allowed, for a local stack's benchmark; negative or unset: the default). */
+export const archiveAfterMs = (env: { ARCHIVE_AFTER_DAYS?: string }) => {
+  const d = env.ARCHIVE_AFTER_DAYS === undefined || env.ARCHIVE_AFTER_DAYS === '' ? NaN : Number(env.ARCHIVE_AFTER_DAYS);
+  return (Number.isFinite(d) && d >= 0 ? d : ARCHIVE_AFTER_DAYS) * 86_400_000;
+};
+
+const KINDS = {
+  proof: {
+    table: proofs,
+    columns: proofColumns,
+    job: 'proof',
+    terminal: inArray(proofs.state, [...PROOF_TERMINAL_STATES]),
+  },
+  execution: {
+    table: executions,
+    columns: executionColumns,
+    job: 'execute',
+    terminal: inArray(executions.status, [...EXECUTION_TERMINAL_STATUSES]),
+  },
+} as const;
+
+/** The stub of the caller's archived record `id` of `kind`, and the object holding it (no row: not archived, or not the caller's). */
+export const archivedQuery = (db: Db, org: Org, kind: ArchiveKind, id: string) =>
+  db
+    .select({
+      object_id: archiveObjects.id,
+      org_id: archiveObjects.org_id,
+      kind: archiveObjects.kind,
+      day: archiveObjects.day,
+      deleted_at: archived.deleted_at,
+    })
+    .from(archived)
+    .innerJoin(archiveObjects, eq(archiveObjects.id, archived.object_id))
+    .where(and(eq(archived.id, id), eq(archiveObjects.org_id, org), eq(archiveObjects.kind, kind)));
+
+type ObjectName = { object_id: number; org_id: string; kind: ArchiveKind; day: string };
+export type ArchiveStub = ObjectName & { deleted_at: string | null };
+const keyOf = (o: ObjectName) => artifactKey.archiveObject(o.org_id, o.kind, o.day, o.object_id);
+
+/**
+ * The archived record `id` as its D1 read answered it (with `job`), from its object;
+ * undefined if the object lacks it. A record deleted once archived is its tombstone: the
+ * stub's `deleted_at` (the object keeps the line it was archived with), its public values gone.
+ */
+export async function readArchived<Row>(bucket: R2Bucket, stub: ArchiveStub, id: string): Promise<Row | undefined> {
+  const object = await bucket.get(keyOf(stub));
+  if (!object) return undefined;
+  const needle = `{"id":${JSON.stringify(id)},`;
+  for (const line of (await object.text()).split('\n'))
+    if (line.startsWith(needle)) {
+      const row = JSON.parse(line) as Row & { deleted_at: string | null };
+      return stub.deleted_at ? { ...row, deleted_at: stub.deleted_at, public_values: null } : row;
+    }
+  return undefined;
+}
+
+/** What an archived record's deletion reads of its line: its job (its log) and its files. */
+type ArchivedFiles = {
+  id: string;
+  deleted_at: string | null;
+  job: { id: string } | null;
+  child_proof_keys?: string[];
+  proof_files?: string[];
+};
+
+/**
+ * DELETE of an archived record (src/features/retention/api.ts), once the request's batch
+ * found its stub (the caller's): as for a live record, one batch inserts the purge row
+ * naming its objects (its input, child proofs and proof files, its job's log: read from its
+ * line) and tombstones the stub, both conditional on the stub not being deleted yet; the
+ * objects go after the response (purgeAfterResponse). Answers the record as it now reads,
+ * and whether this request deleted it; undefined when the object lacks it.
+ */
+export async function deleteArchived<Row>(
+  db: Db,
+  bucket: R2Bucket,
+  stub: ArchiveStub,
+  id: string,
+  now = Date.now(),
+): Promise<{ row: Row; deleted: boolean } | undefined> {
+  const line = await readArchived<Row & ArchivedFiles>(bucket, stub, id);
+  if (!line) return undefined;
+  if (line.deleted_at) return { row: line, deleted: false };
+  const keys =
+    stub.kind === 'proof'
+      ? {
+          input: artifactKey.proofInput(id),
+          children: line.child_proof_keys ?? [],
+          proofs: (line.proof_files ?? []).map((kind) => artifactKey.proofOutput(id, kind)),
+        }
+      : { input: artifactKey.executionInput(id) };
+  const live = and(eq(archived.id, id), isNull(archived.deleted_at));
+  const { tombstone, stubs } = await batchByName(db, {
+    purge: db
+      .insert(purges)
+      .select(
+        db
+          .select({
+            subject_kind: sql<ArchiveKind>`${stub.kind}`.as('subject_kind'),
+            subject_id: archived.id,
+            org_id: sql<string>`${stub.org_id}`.as('org_id'),
+            keys: sql`${JSON.stringify(keys)}`.as('keys'),
+            log_job_id: sql<string | null>`${line.job?.id ?? null}`.as('log_job_id'),
+            created_at: sql<number>`${now}`.as('created_at'),
+            attempts: sql<number>`0`.as('attempts'),
+          })
+          .from(archived)
+          .where(live),
+      )
+      .onConflictDoNothing(),
+    tombstone: db
+      .update(archived)
+      .set({ deleted_at: iso(now) })
+      .where(live)
+      .returning({ id: archived.id }),
+    stubs: db.select({ deleted_at: archived.deleted_at }).from(archived).where(eq(archived.id, id)),
+  });
+  const deletedAt = stubs[0]?.deleted_at ?? iso(now);
+  return { row: { ...line, deleted_at: deletedAt, public_values: null }, deleted: tombstone.length === 1 };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * Up to `limit` records of `kind` to archive: finished, older than the archive's cutoff
+ * (created and ended), and, for an organization with a retention, older than it too and
+ * tombstoned already. Driven by the organizations (a CROSS JOIN, never reordered), each
+ * seeking its records by creation in `proofs_org` / `executions_org`: the rows a run
+ * steps over are the old unfinished ones (jobs end long before) and, for an organization
+ * with a retention, its retention's backlog.
+ */
+export function toArchive(db: Db, kind: ArchiveKind, now: number, afterMs: number, limit: number) {
+  const { table, terminal } = KINDS[kind];
+  const cutoff = iso(now - afterMs);
+  const orgCutoff = sql`min(${cutoff}, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', ${iso(now)}, '-' || ${organizations.retention_days} || ' days'), ${cutoff}))`;
+  return db
+    .select({ id: table.id, org_id: table.org_id, day: sql<string>`substr(${table.created_at}, 1, 10)` })
+    .from(organizations)
+    .crossJoin(table)
+    .where(
+      and(
+        eq(table.org_id, organizations.id),
+        lt(table.created_at, orgCutoff),
+        terminal,
+        isNotNull(table.terminated_at),
+        lt(table.terminated_at, orgCutoff),
+        or(isNull(organizations.retention_days), isNotNull(table.deleted_at)),
+        // Not while its log's compaction is pending: that needs the job's row and its index
+        // rows (src/jobs/logs.ts). Named in full: drizzle writes a subquery's columns unqualified.
+        sql`NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.kind = ${KINDS[kind].job} AND j.subject_id = ${sql.identifier(`${kind}s`)}.id
+          AND j.log_store IN ('chunks', 'compacted'))`,
+      ),
+    )
+    .limit(limit);
+}
+
+type Pending = typeof archiveObjects.$inferSelect;
+
+/** The ids of a JSON array parameter, as a subquery (one bound parameter, however many ids: D1 binds at most 100). */
+const idsOf = (ids: string[]) => sql`(SELECT value FROM json_each(${JSON.stringify(ids)}))`;
+
+/**
+ * Writes one pending object from its records' rows as they are now, then finishes it
+ * (see the header): true when it is done, false when a record changed in between (it
+ * stays pending; the next run writes it again).
+ */
+async function writeObject(db: Db, bucket: R2Bucket, o: Pending, now: number): Promise<boolean> {
+  const { table, columns, job } = KINDS[o.kind];
+  const ids = o.pending_ids ?? [];
+  const { rows, jobRows } = await batchByName(db, {
+    rows: db
+      .select(columns())
+      .from(table)
+      .where(and(inArray(table.id, idsOf(ids)), eq(table.org_id, o.org_id))),
+    jobRows: db
+      .select()
+      .from(jobs)
+      .where(and(eq(jobs.kind, job), inArray(jobs.subject_id, idsOf(ids)))),
+  });
+  const jobOf = new Map(jobRows.map((j) => [j.subject_id, j]));
+  // The id first, so a read by id finds its line by prefix without parsing the others.
+  // (Every read selects `id` first: table columns in their order.)
+  const lines = rows.map((r) => JSON.stringify({ ...r, job: jobOf.get(r.id) ?? null }));
+  const written = rows.map((r) => ({ id: r.id, deleted_at: r.deleted_at }));
+  await bucket.put(keyOf({ object_id: o.id, org_id: o.org_id, kind: o.kind, day: o.day }), lines.join('\n') + '\n', {
+    httpMetadata: { contentType: 'application/x-ndjson' },
+  });
+  const writtenJson = JSON.stringify(written);
+  const writtenIds = sql`(SELECT json_extract(value, '$.id') FROM json_each(${writtenJson}))`;
+  // Every statement after the first is conditional on the first having finished this object now.
+  const finished = sql`EXISTS (SELECT 1 FROM ${archiveObjects} WHERE ${archiveObjects.id} = ${o.id} AND ${archiveObjects.written_at} = ${now})`;
+  const changed = sql`EXISTS (SELECT 1 FROM json_each(${writtenJson}) w JOIN ${table} r ON r.id = json_extract(w.value, '$.id')
+    WHERE r.deleted_at IS NOT json_extract(w.value, '$.deleted_at'))`;
+  const { done } = await batchByName(db, {
+    done: db
+      .update(archiveObjects)
+      .set({ written_at: now, pending_ids: null })
+      .where(and(eq(archiveObjects.id, o.id), isNull(archiveObjects.written_at), sql`NOT ${changed}`))
+      .returning({ id: archiveObjects.id }),
+    stubs: db
+      .insert(archived)
+      .select(
+        db
+          .select({
+            id: sql<string>`json_extract(value, '$.id')`.as('id'),
+            object_id: sql<number>`${o.id}`.as('object_id'),
+            deleted_at: sql<string | null>`NULL`.as('deleted_at'),
+          })
+          .from(sql`json_each(${writtenJson})`)
+          .where(finished),
+      )
+      .onConflictDoNothing(),
+    chunks: db.delete(jobLogChunks).where(
+      and(
+        inArray(
+          jobLogChunks.job_id,
+          db
+            .select({ id: jobs.id })
+            .from(jobs)
+            .where(and(eq(jobs.kind, job), inArray(jobs.subject_id, writtenIds))),
+        ),
+        finished,
+      ),
+    ),
+    jobs: db.delete(jobs).where(and(eq(jobs.kind, job), inArray(jobs.subject_id, writtenIds), eq(jobs.status, 'done'), finished)),
+    records: db.delete(table).where(and(inArray(table.id, writtenIds), finished)),
+  });
+  return done.length === 1;
+}
+
+/**
+ * One run of the archive: finishes the objects left pending (a crash, a record changed
+ * while it was written), then, if none is left, plans and writes new ones: at most
+ * ARCHIVE_BATCH records of each kind in at most ARCHIVE_OBJECTS_PER_RUN objects.
+ */
+export async function sweepArchive(
+  db: Db,
+  bucket: R2Bucket,
+  now = Date.now(),
+  afterMs = ARCHIVE_AFTER_DAYS * 86_400_000,
+  limit = ARCHIVE_BATCH,
+): Promise<{ archived: number; objects: number }> {
+  let records = 0;
+  let objects = 0;
+  const write = async (list: Pending[]) => {
+    let left = 0;
+    for (const o of list) {
+      if (await writeObject(db, bucket, o, now)) {
+        records += o.pending_ids?.length ?? 0;
+        objects++;
+      } else left++;
+    }
+    return left;
+  };
+  const pending = await db
+    .select()
+    .from(archiveObjects)
+    .where(isNull(archiveObjects.written_at))
+    .orderBy(archiveObjects.id)
+    .limit(ARCHIVE_OBJECTS_PER_RUN);
+  if ((await write(pending)) > 0 || pending.length === ARCHIVE_OBJECTS_PER_RUN) return { archived: records, objects };
+
+  const { proof, execution } = await batchByName(db, {
+    proof: toArchive(db, 'proof', now, afterMs, limit),
+    execution: toArchive(db, 'execution', now, afterMs, limit),
+  });
+  const groups = new Map<string, { org_id: string; kind: ArchiveKind; day: string; ids: string[] }>();
+  for (const [kind, rows] of [
+    ['proof', proof],
+    ['execution', execution],
+  ] as const)
+    for (const r of rows) {
+      const name = `${r.org_id}/${kind}/${r.day}`;
+      const group = groups.get(name) ?? groups.set(name, { org_id: r.org_id, kind, day: r.day, ids: [] }).get(name)!;
+      group.ids.push(r.id);
+    }
+  const planned = [...groups.values()].slice(0, ARCHIVE_OBJECTS_PER_RUN - pending.length);
+  if (!planned.length) return { archived: records, objects };
+  // One insert per object (D1 binds at most 100 parameters a statement), all in one batch.
+  const { rows } = await batchByName(db, {
+    rows: planned.map((g) =>
+      db.insert(archiveObjects).values({ org_id: g.org_id, kind: g.kind, day: g.day, pending_ids: g.ids, created_at: now }).returning(),
+    ),
+  });
+  await write(rows.flat());
+  return { archived: records, objects };
+}

@@ -1,0 +1,261 @@
+// The archive (issue 23 item 5, "the database itself must not fill"): finished proofs and
+// executions past ARCHIVE_AFTER_DAYS move from D1 to R2 as NDJSON per organization, kind
+// and day, in bounded, crash-safe runs, and stay readable by id through the same routes.
+// README "What a finished job keeps in D1, and past one database".
+import { env } from 'cloudflare:test';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { openDb } from '../../src/db/client.ts';
+import { ARCHIVE_AFTER_DAYS, archiveAfterMs, sweepArchive, toArchive } from '../../src/features/retention/archive.ts';
+import { PURGE_SETTLE_MS, sweepPurges } from '../../src/features/retention/purge.ts';
+import { setRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
+import { drainQueuedJobs } from './fleet-helpers.ts';
+import { api, countRows, json, r2Keys, seedTenant, type Tenant } from './helpers.ts';
+import { jsonPost, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
+
+beforeEach(drainQueuedJobs);
+
+const DAY = 86_400_000;
+const DELETE: RequestInit = { method: 'DELETE' };
+const AFTER = ARCHIVE_AFTER_DAYS * DAY;
+/** A run of the archive as it would run a month and a day from now. */
+const later = (now = Date.now() + AFTER + DAY, limit?: number, bucket: R2Bucket = env.ARTIFACTS) =>
+  sweepArchive(openDb(env.DB), bucket, now, AFTER, limit);
+
+/** Every line of the organization's archive objects of `kind`, parsed. */
+async function archivedLines(orgId: string, kind: 'proofs' | 'executions') {
+  const lines: { id: string; [k: string]: unknown }[] = [];
+  for (const key of await r2Keys(`archive/${orgId}/${kind}/`)) {
+    const text = await (await env.ARTIFACTS.get(key))!.text();
+    for (const line of text.split('\n').filter(Boolean)) lines.push(JSON.parse(line) as { id: string });
+  }
+  return lines;
+}
+
+/** What billing and the lists' totals read: the organization's usage, budgets' and program's counters. */
+const counters = async (t: Tenant, program: string) => ({
+  usage: (await env.DB.prepare('SELECT * FROM usage_daily WHERE org_id = ? ORDER BY 1, 2, 3').bind(t.orgId).all()).results,
+  program: await env.DB.prepare('SELECT proof_count, execution_count, proofs_run FROM programs WHERE id = ?').bind(program).first(),
+  org: await env.DB.prepare('SELECT program_count, running_jobs FROM organizations WHERE id = ?').bind(t.orgId).first(),
+});
+
+/** A bucket whose writes land and then fail, as a Worker killed right after one would. */
+function crashingAfterPut(then: () => Promise<void> = async () => {}): R2Bucket {
+  return new Proxy(env.ARTIFACTS, {
+    get(target, name) {
+      if (name === 'put')
+        return async (...args: Parameters<R2Bucket['put']>) => {
+          await target.put(...args);
+          await then();
+          throw new Error('crashed after the write');
+        };
+      const value = Reflect.get(target, name) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+describe('the archive', () => {
+  it('moves finished proofs and executions to NDJSON in R2, keeps the same JSON by id, 404 for another organization, counters unchanged', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const proof = await succeededProof(t, program);
+    const execution = await succeededExecution(t, program);
+    const proofBefore = await json(await api(t, `/v1/proofs/${proof.id}`), 200);
+    const executionBefore = await json(await api(t, `/v1/executions/${execution.id}`), 200);
+    const stark = await (await api(t, `/v1/proofs/${proof.id}/proof/stark`)).text();
+    const log = await (await api(t, `/v1/proofs/${proof.id}/logs`)).text();
+    expect(log).toMatch(/proving/);
+    const before = await counters(t, program);
+
+    // Not yet: a month has not passed.
+    expect(await sweepArchive(openDb(env.DB), env.ARTIFACTS, Date.now(), AFTER)).toEqual({ archived: 0, objects: 0 });
+    expect(await countRows('proofs', 'id = ?', proof.id)).toBe(1);
+
+    expect(await later()).toEqual({ archived: 2, objects: 2 });
+    // Out of D1: the records, their jobs and their log index rows; a stub each.
+    expect(await countRows('proofs', 'id = ?', proof.id)).toBe(0);
+    expect(await countRows('executions', 'id = ?', execution.id)).toBe(0);
+    expect(await countRows('jobs', 'id IN (?, ?)', proof.jobId, execution.jobId)).toBe(0);
+    expect(await countRows('job_log_chunks', 'job_id IN (?, ?)', proof.jobId, execution.jobId)).toBe(0);
+    expect(await countRows('archived', 'id IN (?, ?)', proof.id, execution.id)).toBe(2);
+    // In R2: NDJSON under the organization, kind and day, one line each, with the job's row.
+    const day = String(proofBefore.created_at).slice(0, 10);
+    expect(await r2Keys(`archive/${t.orgId}/proofs/${day}/`)).toHaveLength(1);
+    const [line] = await archivedLines(t.orgId, 'proofs');
+    expect(line).toMatchObject({ id: proof.id, org_id: t.orgId, program_id: program, state: 'Succeeded', cost: proofBefore.cost });
+    expect(line.job).toMatchObject({ id: proof.jobId, kind: 'proof', subject_id: proof.id });
+    expect((await archivedLines(t.orgId, 'executions')).map((l) => l.id)).toEqual([execution.id]);
+
+    // Read by id: the same JSON; its files still download; another organization's 404.
+    expect(await json(await api(t, `/v1/proofs/${proof.id}`), 200)).toEqual(proofBefore);
+    expect(await json(await api(t, `/v1/executions/${execution.id}`), 200)).toEqual(executionBefore);
+    expect(await (await api(t, `/v1/proofs/${proof.id}/proof/stark`)).text()).toBe(stark);
+    expect(await (await api(t, `/v1/proofs/${proof.id}/logs`)).text()).toBe(log);
+    const other = await seedTenant();
+    await json(await api(other, `/v1/proofs/${proof.id}/logs`), 404);
+    expect((await json(await api(other, `/v1/proofs/${proof.id}`), 404)).detail).toMatch(/not found/i);
+    expect((await json(await api(other, `/v1/executions/${execution.id}`), 404)).detail).toMatch(/not found/i);
+    expect((await json(await api(other, `/v1/proofs/${proof.id}/proof/stark`), 404)).detail).toMatch(/not found/i);
+    // Lists cover D1's records; their totals are the program's counters, unchanged.
+    const page = await json(await api(t, `/v1/proofs?program_id=${program}`), 200);
+    expect(page.items).toEqual([]);
+    expect(await counters(t, program)).toEqual(before);
+
+    // A run with nothing left to do does nothing.
+    expect(await later()).toEqual({ archived: 0, objects: 0 });
+  });
+
+  it('a crash after the object is written leaves the rows; the next run writes the same object again: nothing lost, nothing twice', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const ids = [(await succeededProof(t, program)).id, (await succeededProof(t, program)).id];
+    const records = await Promise.all(ids.map(async (id) => json(await api(t, `/v1/proofs/${id}`), 200)));
+
+    await expect(later(undefined, undefined, crashingAfterPut())).rejects.toThrow(/crashed/);
+    // The object is written, the rows are all still there, its plan is pending.
+    expect(await archivedLines(t.orgId, 'proofs')).toHaveLength(2);
+    expect(await countRows('proofs', 'org_id = ?', t.orgId)).toBe(2);
+    expect(await countRows('archive_objects', 'org_id = ? AND written_at IS NULL', t.orgId)).toBe(1);
+    expect(await countRows('archived', 'id IN (?, ?)', ...ids)).toBe(0);
+
+    expect(await later()).toEqual({ archived: 2, objects: 1 });
+    const lines = await archivedLines(t.orgId, 'proofs');
+    expect(lines.map((l) => l.id).sort()).toEqual([...ids].sort());
+    expect(await r2Keys(`archive/${t.orgId}/`)).toHaveLength(1);
+    expect(await countRows('proofs', 'org_id = ?', t.orgId)).toBe(0);
+    expect(await countRows('archive_objects', 'org_id = ?', t.orgId)).toBe(1);
+    for (const [i, id] of ids.entries()) expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toEqual(records[i]);
+  });
+
+  it('a record deleted while its object is written is not archived as it was: the object stays pending and is written again', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { id } = await succeededProof(t, program);
+    // The owner's DELETE lands between the object's write and the batch that finishes it.
+    let tombstone: Record<string, unknown> = {};
+    const racing = new Proxy(env.ARTIFACTS, {
+      get(target, name) {
+        if (name === 'put')
+          return async (...args: Parameters<R2Bucket['put']>) => {
+            const written = await target.put(...args);
+            if (String(args[0]).startsWith('archive/')) tombstone = await json(await api(t, `/v1/proofs/${id}`, DELETE), 200);
+            return written;
+          };
+        const value = Reflect.get(target, name) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    expect(await later(undefined, undefined, racing)).toEqual({ archived: 0, objects: 0 });
+    expect(tombstone.deleted_at).toEqual(expect.any(String));
+    expect(await countRows('proofs', 'id = ?', id)).toBe(1);
+    expect((await archivedLines(t.orgId, 'proofs'))[0].deleted_at).toBeNull(); // what was written: stale
+
+    expect(await later()).toEqual({ archived: 1, objects: 1 });
+    const lines = await archivedLines(t.orgId, 'proofs');
+    expect(lines).toHaveLength(1);
+    expect(lines[0].deleted_at).toBe(tombstone.deleted_at);
+    expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toEqual(tombstone);
+  });
+
+  it('DELETE of an archived record purges its files and makes it a tombstone, once; another organization’s is 404', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const proof = await succeededProof(t, program);
+    const execution = await succeededExecution(t, program);
+    const before = await json(await api(t, `/v1/proofs/${proof.id}`), 200);
+    expect(await later()).toEqual({ archived: 2, objects: 2 });
+    expect((await r2Keys(`proofs/${proof.id}/`)).length).toBeGreaterThanOrEqual(2); // input, stark proof: still there
+
+    const other = await seedTenant();
+    await json(await api(other, `/v1/proofs/${proof.id}`, DELETE), 404);
+    const tombstone = await json(await api(t, `/v1/proofs/${proof.id}`, DELETE), 200);
+    expect(tombstone).toEqual({ ...before, deleted_at: expect.any(String) });
+    // Its objects go (the purge after the response), as a live record's do; the sweep's second pass ends the purge.
+    await vi.waitFor(async () => expect([...(await r2Keys(`proofs/${proof.id}/`)), ...(await r2Keys(`logs/${proof.jobId}`))]).toEqual([]), {
+      timeout: 5000,
+    });
+    await sweepPurges(openDb(env.DB), env.ARTIFACTS, 1000, Date.now() + PURGE_SETTLE_MS + 1000);
+    expect(await countRows('purges', 'subject_id = ?', proof.id)).toBe(0);
+    // It reads as its tombstone; its files 404 saying so; a second DELETE answers the same.
+    expect(await json(await api(t, `/v1/proofs/${proof.id}`), 200)).toEqual(tombstone);
+    expect((await json(await api(t, `/v1/proofs/${proof.id}/proof/stark`), 404)).detail).toMatch(/deleted/);
+    expect((await json(await api(t, `/v1/proofs/${proof.id}/logs`), 404)).detail).toMatch(/deleted/);
+    expect(await json(await api(t, `/v1/proofs/${proof.id}`, DELETE), 200)).toEqual(tombstone);
+    expect(await countRows('purges', 'subject_id = ?', proof.id)).toBe(0);
+
+    const gone = await json(await api(t, `/v1/executions/${execution.id}`, DELETE), 200);
+    expect(gone.deleted_at).toEqual(expect.any(String));
+    expect(gone.public_values).toBeNull();
+    await vi.waitFor(async () => expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]), { timeout: 5000 });
+    expect(await json(await api(t, `/v1/executions/${execution.id}`), 200)).toEqual(gone);
+  });
+
+  it('waits for a finished job’s log compaction: its retries need the job’s row', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { id, jobId } = await succeededProof(t, program);
+    await env.DB.prepare(`UPDATE jobs SET log_store = 'compacted' WHERE id = ?`).bind(jobId).run();
+    expect(await later()).toEqual({ archived: 0, objects: 0 });
+    expect(await countRows('proofs', 'id = ?', id)).toBe(1);
+    await env.DB.prepare(`UPDATE jobs SET log_store = 'clean' WHERE id = ?`).bind(jobId).run();
+    expect(await later()).toEqual({ archived: 1, objects: 1 });
+  });
+
+  it('is bounded per run, and leaves running and recent records alone', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const done = [(await succeededProof(t, program)).id, (await succeededProof(t, program)).id, (await succeededProof(t, program)).id];
+    const { id: queued } = await json<{ id: string }>(
+      await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })),
+      200,
+    );
+
+    expect(await later(undefined, 2)).toEqual({ archived: 2, objects: 1 });
+    expect(await countRows('proofs', 'org_id = ?', t.orgId)).toBe(2);
+    expect(await later(undefined, 2)).toEqual({ archived: 1, objects: 1 });
+    expect(await countRows('archived', `id IN (${done.map(() => '?').join(', ')})`, ...done)).toBe(3);
+    // The queued proof is not finished: it stays, however old.
+    expect(await later(undefined, 2)).toEqual({ archived: 0, objects: 0 });
+    expect(await countRows('proofs', 'id = ?', queued)).toBe(1);
+    expect((await archivedLines(t.orgId, 'proofs')).map((l) => l.id).sort()).toEqual([...done].sort());
+  });
+
+  it('keeps an organization’s live records while its retention still has their files to delete, then archives the tombstones', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { id } = await succeededProof(t, program);
+    await setRetention(openDb(env.DB), t.orgId, 60);
+    // Past the archive's 30 days but within the retention's 60: kept in D1, files and all.
+    expect(await later()).toEqual({ archived: 0, objects: 0 });
+    expect(await countRows('proofs', 'id = ?', id)).toBe(1);
+    // Past the retention: the retention sweep deletes its files, then the archive takes the tombstone.
+    const past = Date.now() + 61 * DAY;
+    await sweepRetention(openDb(env.DB), env.ARTIFACTS, past);
+    expect(await later(past)).toEqual({ archived: 1, objects: 1 });
+    const record = await json(await api(t, `/v1/proofs/${id}`), 200);
+    expect(record.deleted_at).toEqual(expect.any(String));
+  });
+
+  it('finds its candidates by index seeks per organization, never a scan of the records', async () => {
+    for (const kind of ['proof', 'execution'] as const) {
+      const { sql, params } = toArchive(openDb(env.DB), kind, Date.now(), AFTER, 200).toSQL();
+      const plan = (
+        await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .bind(...params)
+          .all<{ detail: string }>()
+      ).results
+        .map((r) => r.detail)
+        .join('\n');
+      expect(plan).toMatch(new RegExp(`SEARCH ${kind}s USING INDEX ${kind}s_org \\(org_id=\\? AND created_at<\\?\\)`));
+      expect(plan).not.toMatch(new RegExp(`SCAN ${kind}s`));
+    }
+  });
+
+  it('reads ARCHIVE_AFTER_DAYS (default 30; fractions for a local benchmark)', () => {
+    expect(archiveAfterMs({})).toBe(30 * DAY);
+    expect(archiveAfterMs({ ARCHIVE_AFTER_DAYS: '7' })).toBe(7 * DAY);
+    expect(archiveAfterMs({ ARCHIVE_AFTER_DAYS: '0.5' })).toBe(DAY / 2);
+    expect(archiveAfterMs({ ARCHIVE_AFTER_DAYS: 'soon' })).toBe(30 * DAY);
+    expect(archiveAfterMs({ ARCHIVE_AFTER_DAYS: '-1' })).toBe(30 * DAY);
+  });
+});
