@@ -495,6 +495,10 @@ export const jobs = sqliteTable(
     index('jobs_queued_age')
       .on(t.engine, t.config_id, t.queued_at)
       .where(sql`${t.status} = 'queued'`),
+    // The jobs running on a config: a queued record's estimated start (src/features/runs/data.ts runStateSql).
+    index('jobs_leased_config')
+      .on(t.engine, t.config_id)
+      .where(sql`${t.status} = 'leased'`),
     // Finished jobs whose log compaction is pending (the sweep's retries, src/jobs/logs.ts).
     index('jobs_log_pending')
       .on(t.id)
