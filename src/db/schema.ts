@@ -51,6 +51,8 @@ export const organizations = sqliteTable(
     active_jobs: integer('active_jobs').notNull().default(0),
     /** GPUs its queued or leased jobs hold (jobs.gpus_used; the max_gpus quota). */
     held_gpus: integer('held_gpus').notNull().default(0),
+    /** GPUs its leased jobs hold (a claim's hold under max_gpus; migrations/0020_queue.sql). */
+    running_gpus: integer('running_gpus').notNull().default(0),
     project_count: integer('project_count').notNull().default(0),
     program_count: integer('program_count').notNull().default(0),
     proof_count: integer('proof_count').notNull().default(0),

@@ -144,6 +144,51 @@ describe('why a job waits', () => {
     expect(await json(await api(t, `/v1/proofs/${ids[0]}`), 200)).toMatchObject({ estimated_start_at: null, estimated_start_detail: null });
   });
 
+  it('org_quota: an organization whose running jobs are at a quota lowered below what it has is held, naming the quota, and never announced unservable', async () => {
+    const { t, program } = await readyProgram();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await json(await post(t, `/v1/executions?program_id=${program}`), 200)).id);
+    const agent = await seedAgent();
+    expect((await claimJob(agent)).subject_id).toBe(ids[0]);
+    // The operator lowers the quota below the three it has queued or running.
+    await env.DB.prepare('UPDATE organizations SET max_active_jobs = 1 WHERE id = ?').bind(t.orgId).run();
+    expect((await claim(agent)).job).toBeNull(); // held by the claim itself
+    await staleNotices();
+    await sweep(openDb(env.DB), env);
+    expect(await json(await api(t, `/v1/executions/${ids[1]}`), 200)).toMatchObject({
+      status: 'Queued',
+      waiting_reason: 'org_quota',
+      waiting_detail: 'its organization runs 1 jobs and its max_active_jobs quota is 1',
+      estimated_start_at: null,
+      estimated_start_detail: 'No estimate: it cannot start while its waiting reason (org_quota) holds',
+    });
+    // Not a lane no agent can take: never counted toward the *.unservable event.
+    const lane = await env.DB.prepare('SELECT waiting_code, unservable_since FROM queue_lanes WHERE org_id = ? AND head_job_id IS NOT NULL')
+      .bind(t.orgId)
+      .first();
+    expect(lane).toEqual({ waiting_code: 'org_quota', unservable_since: null });
+    // Raised again: the next claim takes it.
+    await env.DB.prepare('UPDATE organizations SET max_active_jobs = 2 WHERE id = ?').bind(t.orgId).run();
+    expect((await claimJob(agent)).subject_id).toBe(ids[1]);
+    expect((await claim(agent)).job).toBeNull();
+  });
+
+  it('org_quota: running jobs holding max_gpus hold a job that needs one more', async () => {
+    const { t, program } = await readyProgram({ engine: 'openvm' });
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) ids.push((await json(await post(t, `/v1/proofs?program_id=${program}`), 200)).id);
+    const agent = await seedAgent({ engines: ['openvm'], gpus: 8 });
+    expect((await claimJob(agent)).subject_id).toBe(ids[0]);
+    await env.DB.prepare('UPDATE organizations SET max_gpus = 1 WHERE id = ?').bind(t.orgId).run();
+    expect((await claim(agent)).job).toBeNull();
+    await staleNotices();
+    await sweep(openDb(env.DB), env);
+    expect(await json(await api(t, `/v1/proofs/${ids[1]}`), 200)).toMatchObject({
+      waiting_reason: 'org_quota',
+      waiting_detail: "its organization's running jobs hold 1 GPUs, its max_gpus quota is 1 and the job needs 1",
+    });
+  });
+
   it('a job no agent could take for UNSERVABLE_EVENT_SECONDS raises proof.unservable once', async () => {
     const { t, program } = await readyProgram();
     const hook = await json(

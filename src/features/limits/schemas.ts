@@ -136,3 +136,45 @@ function estimatedStart(
     detail: `From ${measured} succeeded ${what} (mean ${s(meanMs)}): ${running} running on its config with about ${s(leftMs ?? 0)} left between them, ${ahead} ahead, ${slots} at a time`,
   };
 }
+
+// ---------------------------------------------------------------------------
+// The organization's limits on the console (GET/PUT /console/v1/orgs/{org_id}/limits).
+
+const defaultLimit = (max: number, what: string) =>
+  z
+    .number()
+    .int()
+    .min(1)
+    .max(max)
+    .nullable()
+    .optional()
+    .openapi({ description: `${what}; null or absent: none` });
+
+export const OrgLimitsBody = z
+  .object({
+    default_cycle_limit: defaultLimit(MAX_LIMIT, 'The cycle limit of its proofs and executions that name none'),
+    default_cost_limit: defaultLimit(MAX_LIMIT, 'Their cost limit, micro-USD (the unit of `cost`)'),
+    default_deadline_seconds: defaultLimit(MAX_DEADLINE_SECONDS, 'Their deadline, seconds from submission (at most 30 days)'),
+  })
+  .strict()
+  .openapi('OrgLimitsBody', { description: 'Sets all three defaults (an absent one is none); a request’s own limit wins' });
+
+export const OrgLimitsRecord = z
+  .object({
+    default_cycle_limit: z.number().int().nullable().openapi({ description: 'Its jobs’ default cycle limit; null: none' }),
+    default_cost_limit: z.number().int().nullable().openapi({ description: 'Their default cost limit, micro-USD; null: none' }),
+    default_deadline_seconds: z.number().int().nullable().openapi({ description: 'Their default deadline, seconds; null: none' }),
+    max_active_jobs: z
+      .number()
+      .int()
+      .openapi({ description: 'Quota: most queued or running jobs (its own, else ORG_MAX_ACTIVE_JOBS); the operator sets it' }),
+    max_gpus: z.number().int().openapi({ description: 'Quota: most GPUs its queued or running jobs hold (its own, else ORG_MAX_GPUS)' }),
+    active_jobs: z.number().int().openapi({ description: 'Its queued or running jobs now' }),
+    held_gpus: z.number().int().openapi({ description: 'GPUs its queued or running jobs hold now' }),
+    running_jobs: z.number().int().openapi({ description: 'Its running jobs now' }),
+    running_gpus: z
+      .number()
+      .int()
+      .openapi({ description: 'GPUs its running jobs hold now: at a quota, queued jobs wait (`waiting_reason` `org_quota`)' }),
+  })
+  .openapi('OrgLimits', { description: 'The organization’s default job limits, its quotas and its usage of them (README "Job limits")' });
