@@ -299,6 +299,7 @@ const proofFacts = (p: ProofDetail): Fact[] => [
   ['Attempt', p.job ? String(p.job.attempt) : NONE],
   ['Limits', <span id="proof-limits">{limitsText(p)}</span>],
   ['Waiting because', <span id="proof-waiting">{waitingText(p)}</span>],
+  ['Start estimate', <span id="proof-start-estimate">{p.estimated_start_detail ?? NONE}</span>],
   ['Error', p.error_message || NONE],
 ];
 
