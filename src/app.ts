@@ -43,6 +43,7 @@ import { usageApi } from './features/accounts/console/usage.ts';
 import { consoleVerificationsApi } from './features/verifications/console.ts';
 import { consoleWebhooksApi } from './features/webhooks/console.ts';
 import { budgetsConsoleApi } from './features/budgets/console.ts';
+import { limitsConsoleApi } from './features/limits/console.ts';
 import { estimatesConsoleApi } from './features/estimates/console.ts';
 import { retentionApi } from './features/retention/api.ts';
 import { consoleRetentionApi } from './features/retention/console.ts';
@@ -130,6 +131,7 @@ for (const api of [
   consoleWebhooksApi,
   usageApi,
   budgetsConsoleApi,
+  limitsConsoleApi,
   estimatesConsoleApi,
   auditApi,
   fleetApi,

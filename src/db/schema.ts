@@ -51,6 +51,8 @@ export const organizations = sqliteTable(
     active_jobs: integer('active_jobs').notNull().default(0),
     /** GPUs its queued or leased jobs hold (jobs.gpus_used; the max_gpus quota). */
     held_gpus: integer('held_gpus').notNull().default(0),
+    /** GPUs its leased jobs hold (a claim's hold under max_gpus; migrations/0020_queue.sql). */
+    running_gpus: integer('running_gpus').notNull().default(0),
     project_count: integer('project_count').notNull().default(0),
     program_count: integer('program_count').notNull().default(0),
     proof_count: integer('proof_count').notNull().default(0),
@@ -499,6 +501,10 @@ export const jobs = sqliteTable(
     index('jobs_queued_age')
       .on(t.engine, t.config_id, t.queued_at)
       .where(sql`${t.status} = 'queued'`),
+    // The jobs running on a config: a queued record's estimated start (src/features/runs/data.ts runStateSql).
+    index('jobs_leased_config')
+      .on(t.engine, t.config_id)
+      .where(sql`${t.status} = 'leased'`),
     // Finished jobs whose log compaction is pending (the sweep's retries, src/jobs/logs.ts).
     index('jobs_log_pending')
       .on(t.id)

@@ -1,5 +1,6 @@
 import type { Env } from '../env.ts';
 import type { FleetSettings } from './state.ts';
+import { quotaDefaults, type QuotaDefaults } from './quotas.ts';
 import { TENANT_DEFAULTS } from '../lib/limits.ts';
 
 export { TENANT_DEFAULTS };
@@ -39,7 +40,7 @@ export interface AgentTimings {
 
 export function fleetSettings(
   env: Env,
-): FleetSettings & AgentTimings & { renotifyAfterMs: number; agentStaleMs: number; unservableEventMs: number } {
+): FleetSettings & AgentTimings & { quotas: QuotaDefaults; renotifyAfterMs: number; agentStaleMs: number; unservableEventMs: number } {
   let machineRates: Record<string, number> = { '*': 0 };
   if (env.MACHINE_RATES) {
     try {
@@ -62,6 +63,7 @@ export function fleetSettings(
     maxAttempts: num(env.MAX_ATTEMPTS, FLEET_DEFAULTS.MAX_ATTEMPTS),
     maxRetries: num(env.MAX_RETRIES, FLEET_DEFAULTS.MAX_RETRIES),
     machineRates,
+    quotas: quotaDefaults(env),
     renotifyAfterMs: num(env.RENOTIFY_AFTER_SECONDS, FLEET_DEFAULTS.RENOTIFY_AFTER_SECONDS) * 1000,
     agentStaleMs: num(env.AGENT_STALE_SECONDS, FLEET_DEFAULTS.AGENT_STALE_SECONDS) * 1000,
     unservableEventMs: num(env.UNSERVABLE_EVENT_SECONDS, FLEET_DEFAULTS.UNSERVABLE_EVENT_SECONDS) * 1000,

@@ -39,6 +39,7 @@ import { ALL_JOB_KINDS, contractOf, type Completion } from './kinds/index.ts';
 import { updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
 import { proofJob } from './kinds/proof.ts';
 import { limitedKind, stopOnHeartbeat, stopReasonSql } from './limits.ts';
+import { QUOTA_DEFAULTS, type QuotaDefaults } from './quotas.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
 
 /** Fleet tunables, from the Worker's vars (README "Configuration"). */
@@ -53,6 +54,8 @@ export interface FleetSettings {
   maxRetries: number;
   /** USD per GPU-hour by machine type, `*` as the fallback. */
   machineRates: Record<string, number>;
+  /** The quotas' defaults (ORG_MAX_*): a claim holds an organization's jobs at them (nextJobFor). Absent: QUOTA_DEFAULTS. */
+  quotas?: QuotaDefaults;
 }
 
 const isoNow = (ms: number) => new Date(ms).toISOString();
@@ -96,7 +99,11 @@ export interface AgentCapabilities {
  * out here, inside the claim's statement: a host cannot widen its token by declaring
  * more, and the token is read by its unique hash in the same round trip.
  */
-function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>, tokenHash: string): SQL<string | null> {
+function nextJobFor(
+  caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>,
+  tokenHash: string,
+  quotas: QuotaDefaults = { maxActiveJobs: QUOTA_DEFAULTS.ORG_MAX_ACTIVE_JOBS, maxGpus: QUOTA_DEFAULTS.ORG_MAX_GPUS },
+): SQL<string | null> {
   const list = (values: string[]) =>
     sql.join(
       values.map((v) => sql`${v}`),
@@ -107,6 +114,13 @@ function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'
       values.map((v) => sql`(${v})`),
       sql`, `,
     );
+  // An organization at a quota by what it runs has its lanes held (README "Why a job
+  // waits", org_quota): never while queued + running fit the quota, as submissions keep
+  // them, so only once an operator lowers a quota below what it has. Integers written
+  // in: D1 binds at most 100 parameters, and this repeats per config.
+  const withinRunningQuota = sql.raw(`EXISTS (SELECT 1 FROM organizations o WHERE o.id = lane.org_id
+    AND o.running_jobs < coalesce(o.max_active_jobs, ${Math.trunc(quotas.maxActiveJobs)})
+    AND o.running_gpus + lane.gpus_used <= coalesce(o.max_gpus, ${Math.trunc(quotas.maxGpus)}))`);
   // Written out rather than built: the correlated LIMIT 1 per key is what makes it a seek
   // (queue_lanes_by_config / queue_lanes_by_engine, whose WHERE this repeats).
   const order = (t: string) =>
@@ -114,7 +128,7 @@ function nextJobFor(caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'
   const seek = (keyColumn: 'config_id' | 'engine', keys: SQL) => sql`SELECT (
       SELECT lane.rowid FROM ${queueLanes} lane
       WHERE ${sql.raw(`lane.${keyColumn}`)} = wanted.key AND lane.head_job_id IS NOT NULL
-        AND lane.engine IN (SELECT engine FROM allowed_engines) AND lane.gpus_used <= ${caps.gpus}
+        AND lane.engine IN (SELECT engine FROM allowed_engines) AND lane.gpus_used <= ${caps.gpus} AND ${withinRunningQuota}
       ORDER BY ${order('lane')} LIMIT 1) AS lane_rowid FROM (${keys}) AS wanted`;
   const tokenConfigs = sql`(SELECT configs FROM scope)`;
   // Configs named by the agent that its token allows; or, naming none, the token's own
@@ -238,7 +252,7 @@ export async function claimJob(
         attempt: sql`${jobs.attempt} + 1`,
         waiting_reason: null,
       })
-      .where(and(eq(jobs.id, nextJobFor(caps, agent.tokenHash)), eq(jobs.status, 'queued'), tokenLive))
+      .where(and(eq(jobs.id, nextJobFor(caps, agent.tokenHash, settings.quotas)), eq(jobs.status, 'queued'), tokenLive))
       .returning(),
     // The job and its subject are a FROM clause drizzle does not see into: their columns are read as SQL.
     newLease: db.insert(leases).select(

@@ -18,7 +18,7 @@
 import { and, eq, gte, isNotNull, isNull, lt, sql } from 'drizzle-orm';
 import { batchByName } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
-import { agents, jobs, queueLanes } from '../db/schema.ts';
+import { agents, jobs, organizations, queueLanes } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import { deleteExpiredKeys } from '../middleware/idempotency/store.ts';
 import { notifyJob } from './dispatch.ts';
@@ -28,7 +28,7 @@ import { expireLeases, type JobRow } from './state.ts';
 import { afterExpiry } from './lease-checks.ts';
 import { enqueueDeliveries, sweepWebhooks } from './webhooks.ts';
 import { failQueuedPastDeadline } from './limits.ts';
-import { announceUnservable, unservableReason, type LiveAgent } from './waiting.ts';
+import { announceUnservable, quotaHold, unservableReason, type LiveAgent } from './waiting.ts';
 
 /**
  * Why none of `live` can run `job`, or null when one can (src/jobs/waiting.ts
@@ -81,15 +81,23 @@ export async function sweep(
       num_gpus: jobs.num_gpus,
       job_reason: jobs.waiting_reason,
       lane_code: queueLanes.waiting_code,
+      org: {
+        running_jobs: organizations.running_jobs,
+        running_gpus: organizations.running_gpus,
+        max_active_jobs: organizations.max_active_jobs,
+        max_gpus: organizations.max_gpus,
+      },
     })
     .from(queueLanes)
     .innerJoin(jobs, eq(jobs.id, queueLanes.head_job_id))
+    .innerJoin(organizations, eq(organizations.id, queueLanes.org_id))
     .where(and(isNotNull(queueLanes.head_job_id), eq(jobs.status, 'queued'), lt(jobs.notified_at, now - settings.renotifyAfterMs)))
     .limit(SWEEP_LANES);
   let renotified = 0;
   let waiting = 0;
   for (const lane of stale) {
-    const why = unservableReason({ engine: lane.engine, config_id: lane.config_id, num_gpus: lane.num_gpus }, live);
+    const unservable = unservableReason({ engine: lane.engine, config_id: lane.config_id, num_gpus: lane.num_gpus }, live);
+    const why = unservable ?? quotaHold(lane.org, lane.gpus_used, settings.quotas);
     const reason = why?.detail ?? null;
     const laneKey = and(
       eq(queueLanes.org_id, lane.org_id),
@@ -110,7 +118,8 @@ export async function sweep(
             .set({
               waiting_reason: reason,
               waiting_code: why!.code,
-              unservable_since: sql`coalesce(${queueLanes.unservable_since}, ${now})`,
+              // Only a lane no agent can take is announced unservable; a quota's hold ends by itself.
+              unservable_since: unservable ? sql`coalesce(${queueLanes.unservable_since}, ${now})` : null,
             })
             .where(laneKey),
         });
@@ -118,7 +127,9 @@ export async function sweep(
           db,
           env.ARTIFACTS,
           lane.job_id,
-          `Waiting: ${reason}. The job stays queued until an agent that can run it is online.`,
+          unservable
+            ? `Waiting: ${reason}. The job stays queued until an agent that can run it is online.`
+            : `Waiting: ${reason}. The job stays queued until its organization's running jobs fit the quota.`,
           tenantLimits(env),
         );
       }

@@ -4,8 +4,9 @@
 //
 // The sweep (src/jobs/sweep.ts) decides, once a minute per queue lane, whether some
 // online agent could take the lane's jobs (they share engine, config and GPU count, so
-// the answer is the lane's), and writes it on the lane (queue_lanes.waiting_code,
-// waiting_reason, unservable_since) only when it changes. A record's read joins its
+// the answer is the lane's) or whether its organization's quotas hold them (quotaHold),
+// and writes it on the lane (queue_lanes.waiting_code, waiting_reason, unservable_since:
+// for want of an agent only) only when it changes. A record's read joins its
 // job's lane by primary key (src/features/runs/data.ts runStateSql). A lane that no online
 // agent could take for UNSERVABLE_EVENT_SECONDS raises `proof.unservable` /
 // `execution.unservable` once per job (announceUnservable), a bounded batch per run.
@@ -16,6 +17,7 @@ import type { Db } from '../db/client.ts';
 import { WAITING_REASONS, type WaitingReason } from '../db/enums.ts';
 import { jobs, queueLanes, webhookDeliveries, webhookEndpoints } from '../db/schema.ts';
 import type { JobRow } from './kinds/contract.ts';
+import type { QuotaDefaults } from './quotas.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
 
 export { WAITING_REASONS, type WaitingReason };
@@ -46,6 +48,35 @@ export function unservableReason(
     return {
       code: 'not_enough_gpus',
       detail: `the job needs ${needed} GPU${needed === 1 ? '' : 's'} (of the ${job.num_gpus} it asked for); the largest online agent for its config has ${most}`,
+    };
+  return null;
+}
+
+/** What quotaHold() reads of an organization (its counters and own quotas; null quotas: the defaults). */
+export interface OrgRunning {
+  running_jobs: number;
+  running_gpus: number;
+  max_active_jobs: number | null;
+  max_gpus: number | null;
+}
+
+/**
+ * Why the claim holds a lane's jobs for its organization's quotas (src/jobs/state.ts
+ * nextJobFor, the same rule told in words), or null when it does not: its running jobs
+ * are at max_active_jobs, or its running GPUs leave less than the job's under max_gpus.
+ */
+export function quotaHold(org: OrgRunning, gpus: number, defaults: QuotaDefaults): { code: WaitingReason; detail: string } | null {
+  const maxJobs = org.max_active_jobs ?? defaults.maxActiveJobs;
+  const maxGpus = org.max_gpus ?? defaults.maxGpus;
+  if (org.running_jobs >= maxJobs)
+    return {
+      code: 'org_quota',
+      detail: `its organization runs ${org.running_jobs} jobs and its max_active_jobs quota is ${maxJobs}`,
+    };
+  if (org.running_gpus + gpus > maxGpus)
+    return {
+      code: 'org_quota',
+      detail: `its organization's running jobs hold ${org.running_gpus} GPUs, its max_gpus quota is ${maxGpus} and the job needs ${gpus}`,
     };
   return null;
 }

@@ -15,7 +15,8 @@
 //   sweep:   one cron sweep (expired leases, stale notices, with one live agent)
 //   wait:    (now only) reading a queued record's waiting reason: the record read's run
 //            state (src/features/runs/data.ts runStateSql: its limits, its lane's reason, the jobs
-//            ahead of it) for the last job of the backlog, the one with the most ahead
+//            ahead of it, the rates and running jobs its estimated start is made of) for
+//            the last job of the backlog, the one with the most ahead
 // Numbers only; the targets it is read against: a claim ≤ 5 ms at every size, and the
 // 1M figure within 1.5× of the 1k figure.
 import { execFileSync } from 'node:child_process';
@@ -193,6 +194,11 @@ function loadDatabase(tree: Tree, file: string, jobs: number, orgs: number, now:
       : `INSERT INTO agent_tokens (id, name, token_hash) VALUES ('at_bench', 'bench', 'agent-token-hash')`,
   );
   db.exec(`INSERT INTO api_keys (id, org_id, key_hash, owner) VALUES ('key_bench', 'org-00000', 'api-key-hash', 'bench')`);
+  // Measured proofs of the config, so a queued record's read estimates its start (the running jobs are the claims' leases).
+  if (current)
+    db.exec(
+      `INSERT INTO proving_rates (config_id, machine_type, gpus, proof_type, jobs, cycles, proving_ms, cost) VALUES ('cfg_bench', 'm', 0, 'stark', 10, 1000, 100000, 0)`,
+    );
   db.exec(
     `INSERT INTO agents (id, token_id, name, machine_type, gpus, engines, configs, last_seen_at) VALUES ('agent-live', 'at_bench', 'live', 'm', 0, '["dev"]', '[]', ${now})`,
   );
@@ -288,6 +294,7 @@ async function measure(tree: Tree, jobs: number, orgs: number): Promise<Figures>
       const waitTimes = await timed(async () => {
         const [row] = await db.all(sql`SELECT ${runStateSql('proof', 'proofs')} AS s FROM (SELECT ${last} AS id) AS proofs`);
         if (!row?.s) throw new Error(`no run state for ${last}`);
+        if (!(JSON.parse(row.s as string) as { rate: unknown }).rate) throw new Error(`no rates read for ${last}`);
       });
       waitP50 = pct(waitTimes, 50);
     }

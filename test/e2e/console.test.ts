@@ -237,6 +237,77 @@ describe('the console in chromium', () => {
     await shot(page, '11-projects-toggled-theme');
   });
 
+  it('sets the budget and the default job limits, shows a proving estimate on the program page, and a queued job’s limits and waiting reason on its page', async () => {
+    const api = caller({ url: stack.url, apiKey });
+    // The budget panel: the owner sets it, its facts show it.
+    await open(page, '/console/usage');
+    await page.locator('#budget-form input[name="usd"]').fill('500');
+    await page.locator('#budget-form input[name="gpu_hours"]').fill('100');
+    await page.getByRole('button', { name: 'Save budget' }).click();
+    await expect.poll(() => page.locator('#budget-facts').textContent()).toContain('500.0000');
+    expect(await page.locator('#budget-facts').textContent()).toMatch(/GPU-hour budget100/);
+    // The organization's default job limits: set by the form, then applied to a submission naming none.
+    await page.locator('#org-limits-form input[name="cycles"]').fill('50000000');
+    await page.locator('#org-limits-form input[name="usd"]').fill('2');
+    await page.locator('#org-limits-form input[name="deadline"]').fill('3600');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await expect.poll(() => page.locator('#org-limits-facts').textContent()).toContain('Default cycle limit50000000');
+    expect(await page.locator('#org-limits-facts').textContent()).toContain('Default deadline3600 s');
+    await shot(page, '09b-usage-budget-limits');
+
+    // A succeeded execution: the program page estimates proving its run from the proof the fleet measured above.
+    agent ??= await stack.startAgent({ name: 'console-agent-estimate' });
+    const { id: run } = await api.json('POST', `/v1/executions?program_id=${program}&mode=segment`, { input: ['0x0148656c6c6f'] });
+    await expect.poll(async () => (await api.json('GET', `/v1/executions/${run}`)).status, { timeout: 60_000 }).toBe('Succeeded');
+    await open(page, `/console/programs/${program}`);
+    expect(await page.locator('#estimate-facts').textContent()).toContain(run);
+    expect(await page.locator('#estimate-facts').textContent()).toMatch(/Estimated proving time[\d.]+ s/);
+    expect(await page.locator('#estimate-reason').textContent()).toMatch(/^From \d+ succeeded stark proof of config /);
+    await shot(page, '09c-program-estimate');
+    // Its row links the execution's page: cycles, segments, its limits (the organization's defaults), the estimate.
+    await page.locator(`#executions a[href="/console/executions/${run}"]`).click();
+    await page.waitForURL(new RegExp(`/console/executions/${run}$`));
+    await page.waitForSelector('body[data-ready="true"]');
+    expect(await page.locator('#execution-status').textContent()).toBe('Succeeded');
+    expect(await page.locator('#execution-limits').textContent()).toMatch(/^50.000.000 cycles · 2\.0000 USD · done by /);
+    expect(await page.locator('#execution-facts').textContent()).toMatch(/Modesegment.*Cycles[\d,]+Segments\d/);
+    expect(await page.locator('#estimate-facts').textContent()).toMatch(/Estimated proving time[\d.]+ s/);
+    await shot(page, '09d-execution');
+
+    // With no agent online, a queued execution and proof say why on their pages once the sweep has looked.
+    await stopAgent();
+    const { id: queuedRun } = await api.json('POST', `/v1/executions?program_id=${program}`, { input: ['0x0148656c6c6f'] });
+    const { id: queuedProof } = await api.json('POST', `/v1/proofs?program_id=${program}&cycle_limit=1234`, { input: ['0x0148656c6c6f'] });
+    // Until the sweep sees the stopped agents gone (an agent's goodbye, else its staleness).
+    await expect
+      .poll(
+        async () => {
+          await stack.sql(`UPDATE jobs SET notified_at = 0 WHERE status = 'queued'`);
+          await stack.sweep();
+          return (await api.json('GET', `/v1/proofs/${queuedProof}`)).waiting_reason;
+        },
+        { timeout: 90_000, interval: 2_000 },
+      )
+      .toBe('no_agent');
+    await open(page, `/console/executions/${queuedRun}`);
+    expect(await page.locator('#execution-status').textContent()).toBe('Queued');
+    expect(await page.locator('#execution-waiting').textContent()).toBe('no prover agent is online');
+    expect(await page.locator('#execution-start-estimate').textContent()).toBe(
+      'No estimate: it cannot start while its waiting reason (no_agent) holds',
+    );
+    await shot(page, '09e-execution-queued');
+    await open(page, `/console/proofs/${queuedProof}`);
+    expect(await page.locator('#proof-waiting').textContent()).toBe('no prover agent is online (1 jobs ahead)'); // the execution above
+    expect(await page.locator('#proof-limits').textContent()).toMatch(/^1,234 cycles · 2\.0000 USD · done by /);
+    await shot(page, '09f-proof-queued');
+    // Left as found: the proof canceled (later tests count proof events), the defaults cleared.
+    await api.json('POST', `/v1/proofs/${queuedProof}/cancel`, {});
+    await open(page, '/console/usage');
+    for (const name of ['cycles', 'usd', 'deadline']) await page.locator(`#org-limits-form input[name="${name}"]`).fill('');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await expect.poll(() => page.locator('#org-limits-facts').textContent()).toContain('Default cycle limitnone');
+  }, 180_000);
+
   it('adds a webhook endpoint, its secret shown once, and sees its deliveries arrive signed', async () => {
     // A receiver on loopback, as local development allows.
     const received: { headers: Record<string, string>; body: string }[] = [];

@@ -1,6 +1,7 @@
 // Job limits end to end (README "Job limits"): a Worker under wrangler dev and a real
 // prover-agent with the dev engine. A cycle limit stops the guest mid-execution; a
-// deadline stops a running job; both end Failed naming the limit and the figure.
+// deadline stops a running job; both end Failed naming the limit and the figure (never
+// Canceling on the way). A quota lowered below what runs holds the queued jobs (org_quota).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { caller, registerGuest, startStack, type Stack } from './stack.ts';
 
@@ -47,10 +48,47 @@ describe('job limits with a real agent (dev engine)', () => {
     // 4·10^9 rounds: far longer than the test; the deadline comes first.
     const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&deadline_seconds=4`, { input: [rounds(4_000_000_000)] });
     await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
-    const proof = await api.waitFor(`/v1/proofs/${id}`, ended);
+    const seen = new Set<string>();
+    const proof = await api.waitFor(`/v1/proofs/${id}`, (p: any) => (seen.add(p.state), ended(p)));
     expect(proof.state).toBe('Failed');
+    expect(seen).not.toContain('Canceling'); // a limit's stop is no cancel
     expect(proof.error_message).toMatch(/^Deadline passed: the job was still running at its deadline, 4 s after its submission/);
     expect(Date.parse(proof.terminated_at) - Date.parse(proof.created_at)).toBeLessThan(15_000);
     expect(proof.cost).toBeGreaterThan(0);
+  });
+
+  it('org_quota: a quota lowered below what the organization runs holds its queued job, saying so, until a running one ends', async () => {
+    const program = await registerGuest(api, stack.devConfig, 'loop.elf');
+    const { id: long } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: [rounds(4_000_000_000)] });
+    await api.waitFor(`/v1/proofs/${long}`, (p: any) => p.state === 'Executing');
+    // Queued, then the operator lowers the quota to the one job running.
+    const { id: held } = await api.json('POST', `/v1/executions?program_id=${program}`, { input: [rounds(10)] });
+    await stack.sql(`UPDATE organizations SET max_active_jobs = 1 WHERE id = 'org_e2e'`);
+    try {
+      // The sweep writes the reason (RENOTIFY_AFTER_SECONDS 0: it looks at every lane).
+      let record: any;
+      await expect
+        .poll(
+          async () => {
+            await stack.sweep();
+            record = await api.json('GET', `/v1/executions/${held}`);
+            return record.waiting_reason;
+          },
+          { timeout: 30_000, interval: 1_000 },
+        )
+        .toBe('org_quota');
+      expect(record).toMatchObject({
+        status: 'Queued',
+        waiting_detail: 'its organization runs 1 jobs and its max_active_jobs quota is 1',
+        estimated_start_at: null,
+      });
+      // The running proof ends (canceled): the held execution runs.
+      await api.json('POST', `/v1/proofs/${long}/cancel`, {});
+      await api.waitFor(`/v1/proofs/${long}`, (p: any) => p.state === 'Canceled');
+      await stack.sweep(); // re-notifies the lane, servable again
+      expect(await api.waitFor(`/v1/executions/${held}`, ended)).toMatchObject({ status: 'Succeeded' });
+    } finally {
+      await stack.sql(`UPDATE organizations SET max_active_jobs = NULL WHERE id = 'org_e2e'`);
+    }
   });
 });

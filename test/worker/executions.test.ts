@@ -41,6 +41,7 @@ describe('/v1/executions', () => {
       waiting_detail: null,
       jobs_ahead: expect.any(Number),
       estimated_start_at: null,
+      estimated_start_detail: expect.stringMatching(/^No estimate: /),
     });
     const job = await env.DB.prepare(`SELECT id FROM jobs WHERE kind = 'execute' AND subject_id = ?`).bind(id).first<{ id: string }>();
     expect(send).toHaveBeenCalledWith({ job_id: job!.id, kind: 'execute' }, { contentType: 'json' });

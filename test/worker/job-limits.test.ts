@@ -6,6 +6,7 @@ import { openDb } from '../../src/db/client.ts';
 import { sweep } from '../../src/jobs/sweep.ts';
 import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
+import { as, consoleFetch, seedUser, send, signIn } from './console-helpers.ts';
 
 beforeEach(async () => {
   await drainQueuedJobs();
@@ -62,6 +63,59 @@ describe('job limits', () => {
     expect((await jobOf(a)).deadline_at).not.toBeNull();
     const { id: b } = await json(await post(t, `/v1/proofs?program_id=${program}&cycle_limit=2000`), 200);
     expect(await json(await api(t, `/v1/proofs/${b}`), 200)).toMatchObject({ cycle_limit: 2000, cost_limit: 900 });
+  });
+
+  it("owners and admins set the organization's default limits on the console; members and viewers read them; API keys cannot", async () => {
+    const { t, program } = await readyProgram();
+    const path = `/console/v1/orgs/${t.orgId}/limits`;
+    const sessions = Object.fromEntries(
+      await Promise.all(
+        (['owner', 'admin', 'member', 'viewer'] as const).map(async (role) => [role, await signIn(await seedUser(t.orgId, role))] as const),
+      ),
+    );
+    expect(await as(sessions.viewer, path)).toMatchObject({
+      default_cycle_limit: null,
+      default_cost_limit: null,
+      default_deadline_seconds: null,
+      max_active_jobs: 1000,
+      max_gpus: 256,
+      running_jobs: 0,
+      running_gpus: 0,
+    });
+    const body = { default_cycle_limit: 500, default_cost_limit: 900, default_deadline_seconds: 60 };
+    expect(await send(sessions.admin, 'PUT', path, body)).toMatchObject(body);
+    for (const role of ['member', 'viewer'] as const) await send(sessions[role], 'PUT', path, { default_cycle_limit: 1 }, 403);
+    const byKey = await consoleFetch(path, { method: 'PUT', token: t.key, body: '{}', headers: { 'content-type': 'application/json' } });
+    expect(byKey.status).toBe(401);
+    await send(sessions.owner, 'PUT', path, { default_cycle_limit: 0 }, 422);
+    await send(sessions.owner, 'PUT', path, { default_deadline_seconds: 31 * 24 * 3600 }, 422);
+    await send(sessions.owner, 'PUT', path, { default_cycle_limit: 5, surprise: true }, 422);
+    expect(await as(sessions.member, path)).toMatchObject(body);
+    // They apply to the next submission that names none.
+    const { id } = await json(await post(t, `/v1/executions?program_id=${program}`), 200);
+    expect(await json(await api(t, `/v1/executions/${id}`), 200)).toMatchObject({ cycle_limit: 500, cost_limit: 900 });
+    const audit = await env.DB.prepare(`SELECT detail FROM audit_log WHERE org_id = ? AND action = 'org_limits.update'`)
+      .bind(t.orgId)
+      .all();
+    expect(audit.results).toHaveLength(1);
+    // Cleared: none.
+    expect(await send(sessions.owner, 'PUT', path, {})).toMatchObject({ default_cycle_limit: null, default_cost_limit: null });
+  }, 60_000);
+
+  it("an execution's console page record: its limits, why it waits, and the estimate of proving its run", async () => {
+    const { t, program } = await readyProgram();
+    const session = await signIn(await seedUser(t.orgId, 'viewer'));
+    const { id } = await json(await post(t, `/v1/executions?program_id=${program}&cycle_limit=700`), 200);
+    const record = await as(session, `/console/v1/orgs/${t.orgId}/executions/${id}`);
+    expect(record).toMatchObject({ id, status: 'Queued', cycle_limit: 700, waiting_reason: 'starting', jobs_ahead: 0 });
+    expect(record.estimate).toMatchObject({ proof_type: 'stark', proving_seconds: null });
+    expect(record.estimate.reason).toMatch(/^No estimate: the execution has not measured its cycles/);
+    // The list shows the same run state (its limits and why it waits).
+    const list = await as(session, `/console/v1/orgs/${t.orgId}/executions?program_id=${program}`);
+    expect(list.items[0]).toMatchObject({ id, cycle_limit: 700, waiting_reason: 'starting' });
+    await as(session, `/console/v1/orgs/${t.orgId}/executions/${crypto.randomUUID()}`, 404);
+    const other = await seedTenant();
+    await as(await signIn(await seedUser(other.orgId, 'owner')), `/console/v1/orgs/${other.orgId}/executions/${id}`, 404);
   });
 
   it('the claim hands the cycle limit to the agent; its report of reaching it ends the job Failed, naming the limit and the figure, charged the run', async () => {
@@ -139,6 +193,8 @@ describe('job limits', () => {
       .run();
     expect(await json(await lease(job, '/status'), 200)).toMatchObject({ cancel: true });
     expect(await json(await lease(job, '/heartbeat', { phase: 'Executed' }), 200)).toMatchObject({ cancel: true });
+    // Stopping for a limit is not a cancel: never Canceling on the way to Failed.
+    expect((await json(await api(t, `/v1/proofs/${id}`), 200)).state).toBe('Executed');
     expect(await json(await lease(job, '/canceled', {}), 200)).toMatchObject({ status: 'canceled' });
     const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
     expect(proof.state).toBe('Failed');

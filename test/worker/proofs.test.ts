@@ -80,6 +80,7 @@ describe('POST /v1/proofs', () => {
       waiting_detail: null,
       jobs_ahead: expect.any(Number),
       estimated_start_at: null,
+      estimated_start_detail: expect.stringMatching(/^No estimate: /),
     });
     expect(JSON.parse(await (await env.ARTIFACTS.get(`proofs/${id}/input.json`))!.text())).toEqual({
       input: ['0x0148656c6c6f', '020100000002000000'],

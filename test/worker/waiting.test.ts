@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
 import { sweep } from '../../src/jobs/sweep.ts';
 import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
-import { claim, drainQueuedJobs, seedAgent } from './fleet-helpers.ts';
+import { claim, claimJob, drainQueuedJobs, seedAgent } from './fleet-helpers.ts';
 
 beforeEach(async () => {
   await drainQueuedJobs();
@@ -88,6 +88,105 @@ describe('why a job waits', () => {
     const running = claimed.job!.subject_id;
     const path = running === urgent ? `/v1/proofs/${running}` : `/v1/executions/${running}`;
     expect(await json(await api(running === urgent ? t : other, path), 200)).toMatchObject({ waiting_reason: null, jobs_ahead: null });
+  });
+
+  it('estimated_start_at: from the measured rates of its config and the jobs running and ahead; null, saying why, without rates or while held', async () => {
+    const { t, program, configId } = await readyProgram();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await json(await post(t, `/v1/proofs?program_id=${program}`), 200)).id);
+    expect(await json(await api(t, `/v1/proofs/${ids[1]}`), 200)).toMatchObject({
+      estimated_start_at: null,
+      estimated_start_detail: 'No estimate: no proof of its config on 0 GPU(s) has succeeded on the fleet yet',
+    });
+    // Four proofs measured on the config (a dev job holds no GPU): 10 s each on average.
+    await env.DB.prepare(
+      `INSERT INTO proving_rates (config_id, machine_type, gpus, proof_type, jobs, cycles, proving_ms, cost) VALUES (?, 'test-machine', 0, 'stark', 4, 400, 40000, 0)`,
+    )
+      .bind(configId)
+      .run();
+    const agent = await seedAgent();
+    const job = await claimJob(agent);
+    expect(job.subject_id).toBe(ids[0]);
+    // Running for 4 s: about 6 s left at the mean.
+    await env.DB.prepare('UPDATE leases SET claimed_at = claimed_at - 4000 WHERE id = ?').bind(job.lease_id).run();
+    const startIn = async (id: string) => {
+      const before = Date.now();
+      const p = await json(await api(t, `/v1/proofs/${id}`), 200);
+      return { p, seconds: (Date.parse(p.estimated_start_at) - before) / 1000 };
+    };
+    const next = await startIn(ids[1]);
+    expect(next.p).toMatchObject({ waiting_reason: 'starting', jobs_ahead: 0 });
+    expect(next.p.estimated_start_detail).toMatch(
+      /^From 4 succeeded proof of its config on 0 GPU\(s\) \(mean 10 s\): 1 running on its config with about (5\.\d|6) s left between them, 0 ahead, 1 at a time$/,
+    );
+    expect(next.seconds).toBeGreaterThan(5);
+    expect(next.seconds).toBeLessThan(7);
+    const last = await startIn(ids[2]);
+    expect(last.p).toMatchObject({ waiting_reason: 'jobs_ahead', jobs_ahead: 1 });
+    expect(last.seconds).toBeGreaterThan(15); // 6 s left + one job ahead at 10 s
+    expect(last.seconds).toBeLessThan(17);
+    // A second agent takes the next: two at a time, (6 + 10 s left + 0 ahead) / 2 for the last.
+    expect((await claimJob(await seedAgent())).subject_id).toBe(ids[1]);
+    const two = await startIn(ids[2]);
+    expect(two.p).toMatchObject({ waiting_reason: 'starting', jobs_ahead: 0 });
+    expect(two.seconds).toBeGreaterThan(7);
+    expect(two.seconds).toBeLessThan(9);
+    // Held: no agent left online for the config, so no start to estimate.
+    await env.DB.prepare('DELETE FROM agents').run();
+    await staleNotices();
+    await sweep(openDb(env.DB), env);
+    expect(await json(await api(t, `/v1/proofs/${ids[2]}`), 200)).toMatchObject({
+      waiting_reason: 'no_agent',
+      estimated_start_at: null,
+      estimated_start_detail: 'No estimate: it cannot start while its waiting reason (no_agent) holds',
+    });
+    // Running: nothing to estimate.
+    expect(await json(await api(t, `/v1/proofs/${ids[0]}`), 200)).toMatchObject({ estimated_start_at: null, estimated_start_detail: null });
+  });
+
+  it('org_quota: an organization whose running jobs are at a quota lowered below what it has is held, naming the quota, and never announced unservable', async () => {
+    const { t, program } = await readyProgram();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await json(await post(t, `/v1/executions?program_id=${program}`), 200)).id);
+    const agent = await seedAgent();
+    expect((await claimJob(agent)).subject_id).toBe(ids[0]);
+    // The operator lowers the quota below the three it has queued or running.
+    await env.DB.prepare('UPDATE organizations SET max_active_jobs = 1 WHERE id = ?').bind(t.orgId).run();
+    expect((await claim(agent)).job).toBeNull(); // held by the claim itself
+    await staleNotices();
+    await sweep(openDb(env.DB), env);
+    expect(await json(await api(t, `/v1/executions/${ids[1]}`), 200)).toMatchObject({
+      status: 'Queued',
+      waiting_reason: 'org_quota',
+      waiting_detail: 'its organization runs 1 jobs and its max_active_jobs quota is 1',
+      estimated_start_at: null,
+      estimated_start_detail: 'No estimate: it cannot start while its waiting reason (org_quota) holds',
+    });
+    // Not a lane no agent can take: never counted toward the *.unservable event.
+    const lane = await env.DB.prepare('SELECT waiting_code, unservable_since FROM queue_lanes WHERE org_id = ? AND head_job_id IS NOT NULL')
+      .bind(t.orgId)
+      .first();
+    expect(lane).toEqual({ waiting_code: 'org_quota', unservable_since: null });
+    // Raised again: the next claim takes it.
+    await env.DB.prepare('UPDATE organizations SET max_active_jobs = 2 WHERE id = ?').bind(t.orgId).run();
+    expect((await claimJob(agent)).subject_id).toBe(ids[1]);
+    expect((await claim(agent)).job).toBeNull();
+  });
+
+  it('org_quota: running jobs holding max_gpus hold a job that needs one more', async () => {
+    const { t, program } = await readyProgram({ engine: 'openvm' });
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) ids.push((await json(await post(t, `/v1/proofs?program_id=${program}`), 200)).id);
+    const agent = await seedAgent({ engines: ['openvm'], gpus: 8 });
+    expect((await claimJob(agent)).subject_id).toBe(ids[0]);
+    await env.DB.prepare('UPDATE organizations SET max_gpus = 1 WHERE id = ?').bind(t.orgId).run();
+    expect((await claim(agent)).job).toBeNull();
+    await staleNotices();
+    await sweep(openDb(env.DB), env);
+    expect(await json(await api(t, `/v1/proofs/${ids[1]}`), 200)).toMatchObject({
+      waiting_reason: 'org_quota',
+      waiting_detail: "its organization's running jobs hold 1 GPUs, its max_gpus quota is 1 and the job needs 1",
+    });
   });
 
   it('a job no agent could take for UNSERVABLE_EVENT_SECONDS raises proof.unservable once', async () => {

@@ -44,6 +44,7 @@ export function orgApi(orgId: string) {
     programs: (query: URLSearchParams) => callJson<T.Page<T.ProgramRecord>>(at(`/programs?${query}`)),
     program: (id: string) => callJson<T.ProgramDetail>(at(`/programs/${seg(id)}`)),
     executions: (query: URLSearchParams) => callJson<T.Page<T.ExecutionRecord>>(at(`/executions?${query}`)),
+    execution: (id: string) => callJson<T.ConsoleExecution>(at(`/executions/${seg(id)}`)),
 
     proofs: (query: URLSearchParams) => callJson<T.Page<T.ConsoleProof>>(at(`/proofs?${query}`)),
     proof: (id: string) => callJson<T.ProofDetail>(proof(id)),
@@ -85,6 +86,8 @@ export function orgApi(orgId: string) {
     usage: (query: URLSearchParams) => callJson<T.Usage>(at(`/usage?${query}`)),
     budget: () => callJson<T.Budget>(at('/budget')),
     setBudget: (body: T.BudgetBody) => callJson<T.Budget>(at('/budget'), 'PUT', body),
+    orgLimits: () => callJson<T.OrgLimits>(at('/limits')),
+    setOrgLimits: (body: T.OrgLimitsBody) => callJson<T.OrgLimits>(at('/limits'), 'PUT', body),
     programEstimate: (id: string) => callJson<T.ProgramEstimate>(at(`/programs/${seg(id)}/estimate`)),
   };
 }

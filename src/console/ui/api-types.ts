@@ -11,6 +11,7 @@ import type * as schemas from '../../lib/schemas.ts';
 import type * as webhooks from '../../features/webhooks/schemas.ts';
 import type * as budgets from '../../features/budgets/schemas.ts';
 import type * as estimates from '../../features/estimates/schemas.ts';
+import type * as limits from '../../features/limits/schemas.ts';
 
 export type Pagination = z.infer<typeof schemas.Pagination>;
 /** A paged list (`pageOf` on the server). */
@@ -39,6 +40,7 @@ export type ProjectRecord = z.infer<typeof projects.ProjectRecord>;
 export type ProgramRecord = z.infer<typeof programs.ProgramRecord>;
 export type ProgramDetail = z.infer<typeof programs.ProgramDetail>;
 export type ExecutionRecord = z.infer<typeof executions.ExecutionRecord>;
+export type ConsoleExecution = z.infer<typeof executions.ConsoleExecution>;
 export type ConsoleProof = z.infer<typeof proofs.ConsoleProof>;
 export type ProofDetail = z.infer<typeof proofs.ProofDetail>;
 export type CancelAnswer = z.infer<typeof proofs.CancelAnswer>;
@@ -56,6 +58,8 @@ export type UsageTotals = Usage['totals'];
 export type Fleet = z.infer<typeof fleet.FleetResponse>;
 export type Budget = z.infer<typeof budgets.BudgetRecord>;
 export type BudgetBody = z.input<typeof budgets.BudgetBody>;
+export type OrgLimits = z.infer<typeof limits.OrgLimitsRecord>;
+export type OrgLimitsBody = z.input<typeof limits.OrgLimitsBody>;
 export type ProvingEstimate = z.infer<typeof estimates.ProvingEstimate>;
 export type ProgramEstimate = z.infer<typeof estimates.ProgramEstimate>;
 

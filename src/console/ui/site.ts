@@ -26,6 +26,7 @@ export const CONSOLE_PAGES = {
   program: { path: '/programs/:id', title: 'Program' },
   proofs: { path: '/proofs', title: 'Proofs' },
   proof: { path: '/proofs/:id', title: 'Proof' },
+  execution: { path: '/executions/:id', title: 'Execution' },
   keys: { path: '/keys', title: 'API keys' },
   webhooks: { path: '/webhooks', title: 'Webhooks' },
   webhook: { path: '/webhooks/:id', title: 'Webhook endpoint' },
@@ -66,5 +67,6 @@ export const links = {
   project: at('projects'),
   program: at('programs'),
   proof: at('proofs'),
+  execution: at('executions'),
   webhook: at('webhooks'),
 };

@@ -2,6 +2,7 @@
 import { z } from '@hono/zod-openapi';
 import type { executions } from '../../db/schema.ts';
 import { Timestamp } from '../../lib/schemas.ts';
+import { ProvingEstimate } from '../estimates/schemas.ts';
 import { RunLimitFields, runFields, type RunState } from '../limits/schemas.ts';
 
 /** An execution's row, with its run state when the read selected it (executionColumns, ./data.ts). */
@@ -68,3 +69,6 @@ export function executionRecord(e: ExecutionRow): z.infer<typeof ExecutionRecord
     ...(e.deleted_at ? { deleted_at: e.deleted_at } : {}),
   };
 }
+
+/** An execution on its console page: the record and, always, the estimate of proving its run (README "Estimates"). */
+export const ConsoleExecution = ExecutionRecord.extend({ estimate: ProvingEstimate }).openapi('ConsoleExecution');

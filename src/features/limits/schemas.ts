@@ -55,9 +55,14 @@ export const RunLimitFields = {
     description:
       'While queued: about how many jobs the agents that can take it will run first (its organization’s ahead of it in its queue lane, at most 1000 counted, plus a turn each for other organizations queued on its config); null once it runs',
   }),
-  estimated_start_at: ts
-    .nullable()
-    .openapi({ description: 'When it is likely to start, where the fleet’s measured rates allow an estimate; null otherwise' }),
+  estimated_start_at: ts.nullable().openapi({
+    description:
+      'While queued, when it is likely to start, where the fleet’s measured rates allow (null otherwise; `estimated_start_detail` says why). Computed as now + (the time left to the jobs running on its config + `jobs_ahead` × the mean proving time of its config and GPU count) ÷ the number of those running jobs (at least 1): the mean is that of every succeeded proof the fleet measured for the config and GPU count (proving_rates, README "Estimates"), whatever their size, and executions ahead count as proofs, so it is rough: trust it as an order of magnitude, more as `estimated_start_detail`’s count of measured proofs grows',
+  }),
+  estimated_start_detail: z.string().nullable().openapi({
+    description:
+      'While queued, how `estimated_start_at` was made (how many measured proofs it rests on, the mean, the jobs running and ahead), or why there is none: its waiting reason keeps it from starting at all, or no proof of its config and GPU count has succeeded yet; null once it runs',
+  }),
 };
 
 /** A record's run state as its read selects it (src/features/runs/data.ts runStateSql): JSON text, or absent/null when no job row answers. */
@@ -80,6 +85,10 @@ export function runFields(row: RunState): { [K in keyof typeof RunLimitFields]: 
         detail: string | null;
         ahead: number | null;
         others: number[] | null;
+        gpus: number;
+        now: number;
+        rate: [number, number] | null;
+        running: [number, number | null] | null;
       })
     : null;
   const queued = !!r?.queued;
@@ -87,6 +96,7 @@ export function runFields(row: RunState): { [K in keyof typeof RunLimitFields]: 
   const others = queued && r?.others ? r.others.reduce((sum, q) => sum + Math.min(q, own + 1), 0) : 0;
   const ahead = own + others;
   const code = (r?.code ?? null) as z.infer<typeof RunLimitFields.waiting_reason>;
+  const start = queued && r ? estimatedStart(r, code, ahead) : { at: null, detail: null };
   return {
     cycle_limit: r?.cycle_limit ?? null,
     cost_limit: r?.cost_limit ?? null,
@@ -94,6 +104,77 @@ export function runFields(row: RunState): { [K in keyof typeof RunLimitFields]: 
     waiting_reason: queued ? (code ?? (ahead > 0 ? 'jobs_ahead' : 'starting')) : null,
     waiting_detail: queued ? (r?.detail ?? null) : null,
     jobs_ahead: queued ? ahead : null,
-    estimated_start_at: null,
+    estimated_start_at: start.at,
+    estimated_start_detail: start.detail,
   };
 }
+
+/** Waiting reasons under which a job does not start however fast the fleet works. */
+const HELD: readonly (string | null)[] = ['no_agent', 'not_enough_gpus', 'org_quota', 'org_budget'];
+
+/**
+ * When a queued job is likely to start (RunLimitFields.estimated_start_at says how), from
+ * its run state's rates (the count and total proving ms of the succeeded proofs of its
+ * config and GPU count) and running jobs (how many, and their time left at that mean).
+ */
+function estimatedStart(
+  r: { gpus: number; now: number; rate: [number, number] | null; running: [number, number | null] | null },
+  code: string | null,
+  ahead: number,
+): { at: string | null; detail: string } {
+  if (HELD.includes(code)) return { at: null, detail: `No estimate: it cannot start while its waiting reason (${code}) holds` };
+  const [measured, totalMs] = r.rate ?? [0, 0];
+  const what = `proof of its config on ${r.gpus} GPU(s)`;
+  if (!measured) return { at: null, detail: `No estimate: no ${what} has succeeded on the fleet yet` };
+  const meanMs = totalMs / measured;
+  const [running, leftMs] = r.running ?? [0, 0];
+  const slots = Math.max(1, running);
+  const waitMs = ((leftMs ?? 0) + ahead * meanMs) / slots;
+  const s = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+  return {
+    at: new Date(r.now + Math.round(waitMs)).toISOString(),
+    detail: `From ${measured} succeeded ${what} (mean ${s(meanMs)}): ${running} running on its config with about ${s(leftMs ?? 0)} left between them, ${ahead} ahead, ${slots} at a time`,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// The organization's limits on the console (GET/PUT /console/v1/orgs/{org_id}/limits).
+
+const defaultLimit = (max: number, what: string) =>
+  z
+    .number()
+    .int()
+    .min(1)
+    .max(max)
+    .nullable()
+    .optional()
+    .openapi({ description: `${what}; null or absent: none` });
+
+export const OrgLimitsBody = z
+  .object({
+    default_cycle_limit: defaultLimit(MAX_LIMIT, 'The cycle limit of its proofs and executions that name none'),
+    default_cost_limit: defaultLimit(MAX_LIMIT, 'Their cost limit, micro-USD (the unit of `cost`)'),
+    default_deadline_seconds: defaultLimit(MAX_DEADLINE_SECONDS, 'Their deadline, seconds from submission (at most 30 days)'),
+  })
+  .strict()
+  .openapi('OrgLimitsBody', { description: 'Sets all three defaults (an absent one is none); a request’s own limit wins' });
+
+export const OrgLimitsRecord = z
+  .object({
+    default_cycle_limit: z.number().int().nullable().openapi({ description: 'Its jobs’ default cycle limit; null: none' }),
+    default_cost_limit: z.number().int().nullable().openapi({ description: 'Their default cost limit, micro-USD; null: none' }),
+    default_deadline_seconds: z.number().int().nullable().openapi({ description: 'Their default deadline, seconds; null: none' }),
+    max_active_jobs: z
+      .number()
+      .int()
+      .openapi({ description: 'Quota: most queued or running jobs (its own, else ORG_MAX_ACTIVE_JOBS); the operator sets it' }),
+    max_gpus: z.number().int().openapi({ description: 'Quota: most GPUs its queued or running jobs hold (its own, else ORG_MAX_GPUS)' }),
+    active_jobs: z.number().int().openapi({ description: 'Its queued or running jobs now' }),
+    held_gpus: z.number().int().openapi({ description: 'GPUs its queued or running jobs hold now' }),
+    running_jobs: z.number().int().openapi({ description: 'Its running jobs now' }),
+    running_gpus: z
+      .number()
+      .int()
+      .openapi({ description: 'GPUs its running jobs hold now: at a quota, queued jobs wait (`waiting_reason` `org_quota`)' }),
+  })
+  .openapi('OrgLimits', { description: 'The organization’s default job limits, its quotas and its usage of them (README "Job limits")' });

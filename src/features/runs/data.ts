@@ -5,7 +5,7 @@
 import { and, eq, sql, type SQL } from 'drizzle-orm';
 import type { RunnableQuery } from 'drizzle-orm/runnable-query';
 import type { Db } from '../../db/client.ts';
-import { jobs, programs, queueLanes } from '../../db/schema.ts';
+import { jobs, leases, programs, provingRates, queueLanes } from '../../db/schema.ts';
 import { notFound } from '../../lib/errors.ts';
 import type { Org } from '../../lib/pages.ts';
 import { paginate } from '../../lib/schemas.ts';
@@ -92,10 +92,15 @@ export const logPosition = (kind: RunJobKind, table: 'proofs' | 'executions') =>
   };
 };
 
+/** Now, epoch ms, in SQL (D1's clock: the same instant the rest of the statement sees). */
+const nowMs = sql.raw(`CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`);
+
 /** Other organizations' lanes looked at for a queued job's jobs_ahead, at most. */
 const AHEAD_LANES = 100;
 /** Jobs of its own lane counted ahead of a queued job, at most (per range below). */
 const AHEAD_CAP = 1000;
+/** Running jobs looked at for a queued job's estimated start, at most (the fleet's size bounds them anyway). */
+const RUNNING_CAP = 1000;
 
 /**
  * A proof's or execution's limits and, while it is queued, why it waits (README "Why a
@@ -105,7 +110,12 @@ const AHEAD_CAP = 1000;
  * its own organization's jobs ahead of it by three bounded ranges of the jobs_lane index
  * (higher priority; same priority and older; same instant, lower id: each at most
  * AHEAD_CAP rows), and the queued counts of up to AHEAD_LANES other organizations' lanes
- * on its config (queue_lanes_by_config). Nothing grows with the backlog past those caps.
+ * on its config (queue_lanes_by_config). For its estimated start (runFields): the
+ * proving rates of its config and GPU count (proving_rates, a few rows by primary-key
+ * prefix) and the jobs running on its config and engine now, at most RUNNING_CAP of them
+ * (jobs_leased_config, migrations/0020_queue.sql), each with its lease's claim time by
+ * primary key: how many, and the time left to them at the rates' mean. Nothing grows
+ * with the backlog past those caps.
  */
 export function runStateSql(kind: RunJobKind, table: 'proofs' | 'executions') {
   // Named in full: drizzle writes a column of the selected table unqualified, which inside this subquery would be the job's.
@@ -117,7 +127,14 @@ export function runStateSql(kind: RunJobKind, table: 'proofs' | 'executions') {
       'queued', j.status = 'queued', 'code', l.waiting_code, 'detail', l.waiting_reason,
       'ahead', CASE WHEN j.status = 'queued' THEN ${count('x.priority > j.priority')} + ${count('x.priority = j.priority AND x.queued_at < j.queued_at')} + ${count('x.priority = j.priority AND x.queued_at = j.queued_at AND x.id < j.id')} END,
       'others', CASE WHEN j.status = 'queued' THEN (SELECT json_group_array(o.queued) FROM (SELECT o.queued FROM ${queueLanes} o
-        WHERE o.config_id = j.config_id AND o.head_job_id IS NOT NULL AND o.engine = j.engine AND o.org_id <> j.org_id LIMIT ${sql.raw(String(AHEAD_LANES))}) o) END)
+        WHERE o.config_id = j.config_id AND o.head_job_id IS NOT NULL AND o.engine = j.engine AND o.org_id <> j.org_id LIMIT ${sql.raw(String(AHEAD_LANES))}) o) END,
+      'gpus', j.gpus_used, 'now', ${nowMs},
+      'rate', CASE WHEN j.status = 'queued' THEN (SELECT json_array(sum(r.jobs), sum(r.proving_ms)) FROM ${provingRates} r
+        WHERE r.config_id = j.config_id AND r.gpus = j.gpus_used AND r.jobs > 0) END,
+      'running', CASE WHEN j.status = 'queued' THEN (SELECT json_array(count(*), sum(max(0, m.ms - (${nowMs} - l.claimed_at))))
+        FROM (SELECT x.lease_id FROM ${jobs} x WHERE x.status = 'leased' AND x.engine = j.engine AND x.config_id = j.config_id LIMIT ${sql.raw(String(RUNNING_CAP))}) x
+        JOIN ${leases} l ON l.id = x.lease_id,
+        (SELECT sum(r.proving_ms) / sum(r.jobs) AS ms FROM ${provingRates} r WHERE r.config_id = j.config_id AND r.gpus = j.gpus_used AND r.jobs > 0) m) END)
     FROM ${jobs} j LEFT JOIN ${queueLanes} l ON l.org_id = j.org_id AND l.engine = j.engine AND l.config_id = j.config_id AND l.gpus_used = j.gpus_used
     WHERE j.kind = ${kind} AND j.subject_id = ${subjectId})`;
 }

@@ -5,7 +5,7 @@ import { forgotPassword, invite, outbox, resetPassword, setPassword, signin } fr
 import { fleet } from './fleet.tsx';
 import { keys } from './keys.tsx';
 import { members } from './members.tsx';
-import { program, project, projects, proof, proofs } from './records.tsx';
+import { execution, program, project, projects, proof, proofs } from './records.tsx';
 import { usage } from './usage.tsx';
 import { webhook, webhooks } from './webhooks.tsx';
 
@@ -24,6 +24,7 @@ export const SIGNED_IN_PAGES: Record<SignedInPageName, SignedInPage> = {
   program,
   proofs,
   proof,
+  execution,
   keys,
   webhooks,
   webhook,

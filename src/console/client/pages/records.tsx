@@ -4,7 +4,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'hono/jsx/dom';
 import type { ConsoleProof, ExecutionRecord, Page, ProgramDetail, ProgramRecord, ProjectRecord, ProofDetail } from '../../ui/api-types.ts';
 import { shortId } from '../../ui/format.ts';
 import { isFinalProofState, may } from '../../ui/states.ts';
-import { ProgramView, ProjectView, ProjectsView, ProofView, ProofsView } from '../../ui/views/records.tsx';
+import { ExecutionView, ProgramView, ProjectView, ProjectsView, ProofView, ProofsView } from '../../ui/views/records.tsx';
 import { EstimateView } from '../../ui/views/estimate.tsx';
 import { attempt, fail, say, setHeading } from '../chrome.ts';
 import { formOf, formQuery, pathId, saveFile, sleep, withParams } from '../dom.ts';
@@ -86,6 +86,22 @@ export const program: SignedInPage = async ({ api, org }) => {
     <>
       <ProgramPage api={api} program={record} proofs={proofs} executions={executions.items} canDelete={may(org.role, 'records.delete')} />
       <EstimateView estimate={estimate} />
+    </>
+  );
+};
+
+// ---------------------------------------------------------------------------
+// An execution: its record, why it waits while queued, and the estimate of proving its run
+
+export const execution: SignedInPage = async ({ api }) => {
+  const record = await api.execution(pathId());
+  const program = await api.program(record.program_uuid);
+  setHeading(`Execution ${shortId(record.id)}`);
+  const cycles = record.status === 'Succeeded' ? (record.num_instructions ?? record.total_cycle) : null;
+  return (
+    <>
+      <ExecutionView execution={record} programName={program.name} />
+      <EstimateView estimate={{ execution_id: record.id, cycles, estimate: record.estimate }} />
     </>
   );
 };

@@ -3,8 +3,9 @@
 import { useEffect, useRef, useState } from 'hono/jsx/dom';
 import type uPlot from 'uplot/dist/uPlot';
 import { may } from '../../ui/states.ts';
-import type { Budget, Usage } from '../../ui/api-types.ts';
+import type { Budget, OrgLimits, Usage } from '../../ui/api-types.ts';
 import { BudgetView } from '../../ui/views/budget.tsx';
+import { LimitsView } from '../../ui/views/limits.tsx';
 import { UsageView } from '../../ui/views/usage.tsx';
 import { attempt, fail } from '../chrome.ts';
 import { field, formOf, formQuery } from '../dom.ts';
@@ -106,13 +107,37 @@ function BudgetPanel({ api, initial, canManage }: { api: OrgApi; initial: Budget
   return <BudgetView budget={budget} canManage={canManage} onSave={save} />;
 }
 
+/** The organization's default job limits and quotas (README "Job limits"): owners and admins set the defaults here. */
+function LimitsPanel({ api, initial, canManage }: { api: OrgApi; initial: OrgLimits; canManage: boolean }) {
+  const [limits, setLimits] = useState(initial);
+  const save = (event: Event) => {
+    event.preventDefault();
+    const form = formOf(event);
+    const int = (name: string) => (field(form, name).trim() ? Number(field(form, name)) : null);
+    const usd = field(form, 'usd').trim();
+    void attempt(
+      async () =>
+        setLimits(
+          await api.setOrgLimits({
+            default_cycle_limit: int('cycles'),
+            default_cost_limit: usd ? Math.round(Number(usd) * 1e6) : null,
+            default_deadline_seconds: int('deadline'),
+          }),
+        ),
+      'Limits saved.',
+    );
+  };
+  return <LimitsView limits={limits} canManage={canManage} onSave={save} />;
+}
+
 export const usage: SignedInPage = async ({ api, org }) => {
   const now = Date.now();
   const range = { from: isoDay(now - 29 * DAY_MS), to: isoDay(now) };
-  const [initial, budget] = await Promise.all([api.usage(new URLSearchParams({ ...range })), api.budget()]);
+  const [initial, budget, limits] = await Promise.all([api.usage(new URLSearchParams({ ...range })), api.budget(), api.orgLimits()]);
   return (
     <>
       <BudgetPanel api={api} initial={budget} canManage={may(org.role, 'budgets.manage')} />
+      <LimitsPanel api={api} initial={limits} canManage={may(org.role, 'limits.manage')} />
       <UsagePage api={api} initial={initial} range={range} />
     </>
   );

@@ -6,7 +6,7 @@ import { ForgotPasswordView, InviteView, OutboxView, SetPasswordView, SigninView
 import { FleetView } from './fleet.tsx';
 import { KeysView } from './keys.tsx';
 import { MembersView } from './members.tsx';
-import { ProgramView, ProjectView, ProjectsView, ProofView, ProofsView } from './records.tsx';
+import { ExecutionView, ProgramView, ProjectView, ProjectsView, ProofView, ProofsView } from './records.tsx';
 import { UsageView } from './usage.tsx';
 import { WebhookView, WebhooksView } from './webhooks.tsx';
 
@@ -23,6 +23,7 @@ export const PAGE_VIEWS: Record<PageName, (props: Record<string, never>) => Chil
   program: ProgramView,
   proofs: ProofsView,
   proof: ProofView,
+  execution: ExecutionView,
   keys: KeysView,
   webhooks: WebhooksView,
   webhook: WebhookView,

@@ -1,6 +1,15 @@
 // Projects, programs and proofs: lists with filters and pagers, and a page per record.
 import type { RefObject } from 'hono/jsx';
-import type { ConsoleProof, ExecutionRecord, Page, ProgramDetail, ProgramRecord, ProjectRecord, ProofDetail } from '../api-types.ts';
+import type {
+  ConsoleExecution,
+  ConsoleProof,
+  ExecutionRecord,
+  Page,
+  ProgramDetail,
+  ProgramRecord,
+  ProjectRecord,
+  ProofDetail,
+} from '../api-types.ts';
 import { formatCount, formatDate, formatUsd, NONE, shortId } from '../format.ts';
 import { links } from '../site.ts';
 import { isCancelable, PROOF_STATES, PROOF_STEPS } from '../states.ts';
@@ -145,12 +154,19 @@ export const waitingText = (
       starting: 'next: starting',
     }[r.waiting_reason];
   const ahead = r.jobs_ahead ? ` (${formatCount(r.jobs_ahead)} jobs ahead)` : '';
-  const eta = r.estimated_start_at ? `; likely to start ${formatDate(r.estimated_start_at)}` : '';
+  const eta = r.estimated_start_at ? `; likely to start ${formatDate(r.estimated_start_at)} (estimated)` : '';
   return `${why}${ahead}${eta}`;
 };
 
 const executionColumns: Column<ExecutionRecord>[] = [
-  { header: 'Execution', cell: (e) => <code>{shortId(e.id)}</code> },
+  {
+    header: 'Execution',
+    cell: (e) => (
+      <a href={links.execution(e.id)}>
+        <code>{shortId(e.id)}</code>
+      </a>
+    ),
+  },
   { header: 'Status', cell: (e) => <StateBadge state={e.status} /> },
   { header: 'Mode', cell: (e) => e.mode },
   { header: 'Created', cell: (e) => formatDate(e.created_at) },
@@ -186,6 +202,32 @@ export const ProgramView = ({
     <h2>Executions</h2>
     <DataTable id="executions" caption="Executions of the program" columns={executionColumns} rows={executions} />
   </>
+);
+
+// ---------------------------------------------------------------------------
+// An execution
+
+const executionFacts = (e: ConsoleExecution, programName?: string): Fact[] => [
+  ['Status', <StateBadge id="execution-status" state={e.status} />],
+  ...(e.deleted_at ? [['Files deleted', formatDate(e.deleted_at)] as Fact] : []),
+  ['Program', <a href={links.program(e.program_uuid)}>{programName ?? shortId(e.program_uuid)}</a>],
+  ['Id', <code>{e.id}</code>],
+  ['Mode', e.mode],
+  ['Cycles', formatCount(e.num_instructions ?? e.total_cycle)],
+  ['Segments', formatCount(e.num_segments)],
+  ['Cost (USD)', formatUsd(e.cost)],
+  ['Created', createdBy(e.created_at, e.created_by)],
+  ['Started', formatDate(e.launched_at)],
+  ['Finished', formatDate(e.terminated_at)],
+  ['Limits', <span id="execution-limits">{limitsText(e)}</span>],
+  ['Waiting because', <span id="execution-waiting">{waitingText(e)}</span>],
+  ['Start estimate', <span id="execution-start-estimate">{e.estimated_start_detail ?? NONE}</span>],
+  ['Error', e.error_message || NONE],
+];
+
+/** An execution's page: its record; the client adds the proving estimate (EstimateView) below. */
+export const ExecutionView = ({ execution, programName }: { execution?: ConsoleExecution; programName?: string }) => (
+  <Facts id="execution-facts" facts={execution && executionFacts(execution, programName)} />
 );
 
 // ---------------------------------------------------------------------------
@@ -257,6 +299,7 @@ const proofFacts = (p: ProofDetail): Fact[] => [
   ['Attempt', p.job ? String(p.job.attempt) : NONE],
   ['Limits', <span id="proof-limits">{limitsText(p)}</span>],
   ['Waiting because', <span id="proof-waiting">{waitingText(p)}</span>],
+  ['Start estimate', <span id="proof-start-estimate">{p.estimated_start_detail ?? NONE}</span>],
   ['Error', p.error_message || NONE],
 ];
 

@@ -1,0 +1,47 @@
+// /console/v1/orgs/{org_id}/limits: the organization's default job limits, quotas and
+// their usage (README "Job limits"), read by any member; the defaults set by owners and
+// admins (limits.manage; the operator with `npm run admin -- set-org-limits`, which
+// also sets the quotas). API keys have no route here, as for budgets.
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import { quotaDefaults } from '../../jobs/quotas.ts';
+import { validationHook } from '../../lib/errors.ts';
+import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/schemas.ts';
+import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { permit } from '../../middleware/permit.ts';
+import { actorOf } from '../accounts/audit.ts';
+import { readOrgLimits, setOrgLimits } from './data.ts';
+import { OrgLimitsBody, OrgLimitsRecord } from './schemas.ts';
+
+export const limitsConsoleApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
+
+const ok = { description: 'The limits', content: { 'application/json': { schema: OrgLimitsRecord } } };
+
+limitsConsoleApi.openapi(
+  createRoute({
+    method: 'get',
+    path: '/orgs/{org_id}/limits',
+    middleware: [permit('records.read')],
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'The organization’s default job limits, its quotas and its usage of them',
+    request: { params: OrgParams },
+    responses: { 200: ok, ...consoleErrors(404, 422) },
+  }),
+  async (c) => c.json(await readOrgLimits(c.var.db, c.var.membership.orgId, quotaDefaults(c.env)), 200),
+);
+
+limitsConsoleApi.openapi(
+  createRoute({
+    method: 'put',
+    path: '/orgs/{org_id}/limits',
+    middleware: [permit('limits.manage')],
+    tags: ['console records'],
+    security: CONSOLE_SECURITY,
+    summary: 'Set the organization’s default job limits (owners and admins)',
+    description:
+      'Sets all three: an absent or null one is none. They apply to proofs and executions submitted from now on that name no limit of their own; queued and running jobs keep theirs.',
+    request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: OrgLimitsBody } } } },
+    responses: { 200: ok, ...consoleErrors(403, 404, 422) },
+  }),
+  async (c) => c.json(await setOrgLimits(c.var.db, c.var.membership.orgId, c.req.valid('json'), actorOf(c), quotaDefaults(c.env)), 200),
+);
