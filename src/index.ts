@@ -35,11 +35,14 @@ export default {
     ctx.waitUntil(sweep(openDb(env.DB), env).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'sweep', ...r }))));
     // Retention and the deleted records' objects still to delete (bounded per run: src/features/retention/sweep.ts),
     // then the archive of old finished records (bounded per run: src/features/retention/archive.ts).
+    // One after the other, so a record the retention just tombstoned can be archived in the same run; a
+    // failure of either is logged, and the other still runs (the next run retries both).
+    const failed = (msg: string) => (err: unknown) => console.error(JSON.stringify({ level: 'error', msg, error: String(err) }));
     ctx.waitUntil(
       sweepRetention(openDb(env.DB), env.ARTIFACTS, Date.now(), undefined, leaseKeepMs(env))
-        .then((r) => console.log(JSON.stringify({ level: 'info', msg: 'retention sweep', ...r })))
+        .then((r) => console.log(JSON.stringify({ level: 'info', msg: 'retention sweep', ...r })), failed('retention sweep failed'))
         .then(() => sweepArchive(openDb(env.DB), env.ARTIFACTS, Date.now(), archiveAfterMs(env)))
-        .then((r) => console.log(JSON.stringify({ level: 'info', msg: 'archive sweep', ...r }))),
+        .then((r) => console.log(JSON.stringify({ level: 'info', msg: 'archive sweep', ...r })), failed('archive sweep failed')),
     );
   },
 } satisfies ExportedHandler<Env, JobNotice | LeaseCheck | WebhookMessage>;
