@@ -205,6 +205,35 @@ describe('DELETE /v1/proofs/{id}', () => {
   });
 });
 
+describe('DELETE racing what an agent uploaded (attack)', () => {
+  it('deletes a proof file the agent uploaded before its job failed (the record never named it)', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { id } = await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
+    const job = await claimJob(await seedAgent());
+    // The agent stored its proof, then the job failed (a limit crossed, a cancel, a crash
+    // after the upload): the result is dropped, the record names no proof file.
+    await json(await upload(job, 'stark', await devProofOf(job)), 200);
+    await json(await lease(job, '/fail', { error: 'engine crashed', retryable: false }), 200);
+    expect((await json(await api(t, `/v1/proofs/${id}`), 200)).state).toBe('Failed');
+    expect(await r2Keys(`proofs/${id}/`)).toContain(`proofs/${id}/stark-proof.json`);
+    await json(await api(t, `/v1/proofs/${id}`, DELETE), 200);
+    await expectPurged(`proofs/${id}/`, null, id);
+  });
+
+  it('deletes a baseline the commit job uploaded before it failed', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await registerProgram(t, await seedConfig());
+    const job = await claimJob(await seedAgent());
+    expect(job.kind).toBe('commit');
+    await json(await upload(job, 'baseline', '{}'), 200);
+    await json(await lease(job, '/fail', { error: 'keys do not match', retryable: false }), 200);
+    expect(await r2Keys(`programs/${program}/`)).toContain(`programs/${program}/baseline.json`);
+    await json(await api(t, `/v1/programs/${program}`, DELETE), 200);
+    await expectPurged(`programs/${program}/`, null, program);
+  });
+});
+
 describe('DELETE /v1/executions/{id}', () => {
   it('deletes its input and log, keeps cost and cycles, refuses a queued one, 404 elsewhere', { timeout: 30_000 }, async () => {
     const [t, other] = [await seedTenant(), await seedTenant()];
