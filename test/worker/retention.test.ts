@@ -331,6 +331,40 @@ describe('DELETE /v1/programs/{id}', () => {
   );
 });
 
+describe('verifying against a deleted program (attack)', () => {
+  const STARK = JSON.stringify({ version: 'v1.1', proof: 'abcd', user_pvs_proof: '0011', deferral_merkle_proofs: null });
+  const proofForm = () => {
+    const form = new FormData();
+    form.append('proof', new File([STARK], 'proof.json', { type: 'application/json' }));
+    return { method: 'POST', body: form };
+  };
+
+  it('is refused (409): its baseline is gone, no job is queued for it', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    await json(await api(t, `/v1/programs/${program}`, DELETE), 200);
+    for (const path of [`/v1/verify/stark?program_id=${program}`, `/v1/verify?program_id=${program}`])
+      expect((await json(await api(t, path, proofForm()), 409)).detail).toMatch(/deleted/);
+    expect(await countRows('verifications', 'program_id = ?', program)).toBe(0);
+    expect(await countRows('jobs', "kind = 'verify' AND org_id = ?", t.orgId)).toBe(0);
+    expect(await r2Keys('verifications/')).toEqual([]);
+  });
+
+  it('is refused (409) when the deletion lands between its read and its batch', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    await env.DB.prepare(
+      `CREATE TRIGGER test_program_deleted_midway_verify AFTER INSERT ON jobs BEGIN UPDATE programs SET deleted_at = '2026-01-01T00:00:00.000Z' WHERE id = '${program}'; END`,
+    ).run();
+    try {
+      expect((await json(await api(t, `/v1/verify/stark?program_id=${program}`, proofForm()), 409)).detail).toMatch(/deleted/);
+    } finally {
+      await env.DB.prepare('DROP TRIGGER test_program_deleted_midway_verify').run();
+    }
+    expect(await countRows('verifications', 'program_id = ?', program)).toBe(0);
+  });
+});
+
 describe('retention', () => {
   it('is set by owners and admins in the console, read by members', async () => {
     const t = await seedTenant();
