@@ -377,6 +377,25 @@ describe('retention', () => {
     expect(await send(o, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: null })).toEqual({ retention_days: null });
   });
 
+  it('leaves a trace in the audit log: who shortened it, to what (attack: an admin wipes every file unseen)', async () => {
+    const t = await seedTenant();
+    const admin = await signIn(await seedUser(t.orgId, 'admin'));
+    await send(admin, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 1 });
+    await send(admin, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 3 });
+    const entries = await env.DB.prepare(
+      `SELECT actor, action, target, detail FROM audit_log WHERE org_id = ? AND action = 'retention.update' ORDER BY id`,
+    )
+      .bind(t.orgId)
+      .all();
+    expect(entries.results).toEqual([
+      { actor: admin.email, action: 'retention.update', target: t.orgId, detail: JSON.stringify({ retention_days: 1 }) },
+      { actor: admin.email, action: 'retention.update', target: t.orgId, detail: JSON.stringify({ retention_days: 3 }) },
+    ]);
+    // The owner reads it in the console's audit log.
+    const log = await as(await owner(t), `/console/v1/orgs/${t.orgId}/audit`);
+    expect(JSON.stringify(log)).toContain('retention.update');
+  });
+
   it(
     'deletes finished records past it, a bounded number per run, oldest first, and resumes on the next run',
     { timeout: 30_000 },

@@ -21,6 +21,7 @@ import { and, asc, eq, inArray, isNotNull, isNull, lt, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { batchByName } from '../../db/batch.ts';
 import { executions, jobs, leases, organizations, proofs } from '../../db/schema.ts';
+import { auditEntry, type Actor } from '../accounts/audit.ts';
 import { deleteExecutionStatements, deleteProofStatements } from './data.ts';
 import { purgeSubjects, sweepPurges } from './purge.ts';
 
@@ -121,12 +122,16 @@ export async function sweepRetention(
   return { retentionDeleted: proofIds.length + executionIds.length, purged, leasesDeleted };
 }
 
-/** Sets an organization's retention (days, or null: for good); false when there is no such organization. */
-export async function setRetention(db: Db, orgId: string, days: number | null): Promise<boolean> {
-  const rows = await db
-    .update(organizations)
-    .set({ retention_days: days })
-    .where(eq(organizations.id, orgId))
-    .returning({ id: organizations.id });
-  return rows.length === 1;
+/**
+ * Sets an organization's retention (days, or null: for good) and audits it, in one
+ * batch: shortening it deletes files every member reads (at the next sweep, for good),
+ * so who did it, and to what, is kept (the audit log, as budgets and keys are).
+ * False when there is no such organization.
+ */
+export async function setRetention(db: Db, orgId: string, days: number | null, actor: Actor): Promise<boolean> {
+  const { set } = await batchByName(db, {
+    set: db.update(organizations).set({ retention_days: days }).where(eq(organizations.id, orgId)).returning({ id: organizations.id }),
+    audit: auditEntry(db, orgId, actor, 'retention.update', orgId, { retention_days: days }),
+  });
+  return set.length === 1;
 }
