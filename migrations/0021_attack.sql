@@ -28,3 +28,13 @@ UPDATE `verifications` SET `result` = 'failed',
   `error_message` = 'Stopped by a job limit of the organization, which does not apply to verifications: submit it again'
 WHERE `result` = 'processing'
   AND EXISTS (SELECT 1 FROM `jobs` j WHERE j.`kind` = 'verify' AND j.`subject_id` = `verifications`.`id` AND j.`status` = 'done');
+--> statement-breakpoint
+-- The retention sweep serves organizations in turn (src/features/retention/sweep.ts
+-- pastRetention): when it last deleted something of each, and its index in that order
+-- (still only the organizations that set a retention). Existing rows read as never
+-- swept, first in the turn.
+ALTER TABLE `organizations` ADD `retention_swept_at` integer;
+--> statement-breakpoint
+DROP INDEX `organizations_retention`;
+--> statement-breakpoint
+CREATE INDEX `organizations_retention` ON `organizations` (`retention_swept_at`,`id`) WHERE "organizations"."retention_days" IS NOT NULL;

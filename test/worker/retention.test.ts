@@ -440,6 +440,29 @@ describe('retention', () => {
     },
   );
 
+  it(
+    "serves organizations in turn: one organization's backlog does not hold up another's retention (attack)",
+    { timeout: 60_000 },
+    async () => {
+      // The organization the sweep meets first (the lower id, neither swept yet) has the backlog.
+      const [first, second] = [await seedTenant(), await seedTenant()].sort((a, b) => (a.orgId < b.orgId ? -1 : 1));
+      const backlog = [];
+      const firstProgram = await readyProgram(first);
+      for (let i = 0; i < 4; i++) backlog.push(await succeededProof(first, firstProgram));
+      const other = await succeededProof(second, await readyProgram(second));
+      const longAgo = new Date(Date.now() - 10 * 86_400_000).toISOString();
+      for (const p of [...backlog, other])
+        await env.DB.prepare('UPDATE proofs SET terminated_at = ? WHERE id = ?').bind(longAgo, p.id).run();
+      for (const t of [first, second]) await send(await owner(t), 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 7 });
+      const db = openDb(env.DB);
+      const now = Date.now();
+      expect((await sweepRetention(db, env.ARTIFACTS, now, 2)).retentionDeleted).toBe(2); // the first organization's two oldest
+      // The next run starts with the organization the last one did not serve.
+      expect((await sweepRetention(db, env.ARTIFACTS, now + 60_000, 2)).retentionDeleted).toBe(2);
+      expect((await json(await api(second, `/v1/proofs/${other.id}`), 200)).deleted_at).toEqual(expect.any(String));
+    },
+  );
+
   it('finds its candidates through the partial indexes, never a scan of the records', async () => {
     const db = openDb(env.DB);
     for (const table of [proofs, executions]) {
@@ -452,6 +475,7 @@ describe('retention', () => {
         .map((r) => r.detail)
         .join('\n');
       expect(detail).toMatch(/SCAN organizations USING (COVERING )?INDEX organizations_retention/);
+      expect(detail).not.toMatch(/TEMP B-TREE/); // the turn's order is the index's: no sort
       expect(detail).toMatch(
         new RegExp(`SEARCH ${getTableName(table)} USING INDEX ${getTableName(table)}_retention \\(org_id=\\? AND terminated_at`),
       );
