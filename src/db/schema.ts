@@ -64,10 +64,12 @@ export const organizations = sqliteTable(
     default_deadline_seconds: integer('default_deadline_seconds'),
     /** Days its proofs' and executions' files (inputs, logs, proofs) are kept after they finish; null = for good (src/features/retention). */
     retention_days: integer('retention_days'),
+    /** Epoch ms the retention sweep last deleted something of it (null: never): the sweep serves the least recent first. */
+    retention_swept_at: integer('retention_swept_at'),
   },
   (t) => [
     index('organizations_retention')
-      .on(t.id)
+      .on(t.retention_swept_at, t.id)
       .where(sql`${t.retention_days} IS NOT NULL`),
   ],
 );

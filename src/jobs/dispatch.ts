@@ -15,7 +15,8 @@ import { jobs } from '../db/schema.ts';
 import { orgOfKey } from '../middleware/auth.ts';
 import { orgIdIfAllowed, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
 import type { Env, JobNotice } from '../env.ts';
-import { limitColumns, type JobLimits } from './limits.ts';
+import { limitColumns, limitedKind, type JobLimits } from './limits.ts';
+import { contractOf } from './kinds/index.ts';
 import { budgetRefusal, isBudgeted, monthOf, withinBudget } from './budgets.ts';
 
 /** Priority of jobs callers wait on interactively (program commits, verifications). */
@@ -67,7 +68,10 @@ export function insertJob(db: Db, job: NewJob, caller: Caller, quotas: QuotaDefa
     gpus_used: gpus,
     queued_at: now,
     notified_at: now,
-    ...limitColumns(job.orgId, job.limits, now),
+    // Only the kinds callers put limits on (proofs, executions): the organization's defaults
+    // must not reach a program's commit or a verification, whose subjects no limit can end
+    // (src/jobs/limits.ts fails and stops only limited kinds' subjects).
+    ...(limitedKind(contractOf(job.kind)) ? limitColumns(job.orgId, job.limits, now) : {}),
   });
   return { id, query };
 }

@@ -224,7 +224,7 @@ describe('the archive', () => {
     const t = await seedTenant();
     const program = await readyProgram(t);
     const { id } = await succeededProof(t, program);
-    await setRetention(openDb(env.DB), t.orgId, 60);
+    await setRetention(openDb(env.DB), t.orgId, 60, { userId: null, email: 'operator@localhost' });
     // Past the archive's 30 days but within the retention's 60: kept in D1, files and all.
     expect(await later()).toEqual({ archived: 0, objects: 0 });
     expect(await countRows('proofs', 'id = ?', id)).toBe(1);

@@ -354,6 +354,12 @@ describe('estimates', () => {
     });
     expect((await json(await api(t, `/v1/executions/${execution}?machine_type=other`), 200)).estimate).toMatchObject({ cost: null });
     await json(await api(t, `/v1/executions/${execution}?num_gpus=0`), 422);
+    // Parsed as every other integer parameter is (attack: `0x8` or `1e1` read as a number of GPUs).
+    for (const bad of ['0x8', '1e1', '', '8.0.0'])
+      expect((await json(await api(t, `/v1/executions/${execution}?num_gpus=${bad}`), 422)).detail[0]).toMatchObject({
+        loc: ['query', 'num_gpus'],
+        type: 'int_parsing',
+      });
     // A run not yet finished has no cycles to estimate from.
     const queued = (await json<{ id: string }>(await submitExecution(t, program), 200)).id;
     expect((await json(await api(t, `/v1/executions/${queued}?proof_type=stark`), 200)).estimate.reason).toMatch(

@@ -118,6 +118,21 @@ describe('job limits', () => {
     await as(await signIn(await seedUser(other.orgId, 'owner')), `/console/v1/orgs/${other.orgId}/executions/${id}`, 404);
   });
 
+  it("the organization's defaults do not reach a program registration or a verification (attack: a commit job swept as past its deadline left its program stuck)", async () => {
+    const t = await seedTenant();
+    await env.DB.prepare(
+      'UPDATE organizations SET default_cycle_limit = 500, default_cost_limit = 900, default_deadline_seconds = 30 WHERE id = ?',
+    )
+      .bind(t.orgId)
+      .run();
+    const program = await registerProgram(t, await seedConfig());
+    expect(await jobOf(program)).toMatchObject({ kind: 'commit', cycle_limit: null, cost_limit: null, deadline_at: null });
+    // Queued past what would have been its deadline: the sweep leaves it for an agent.
+    expect((await sweep(openDb(env.DB), env, Date.now() + 31_000)).pastDeadline).toBe(0);
+    expect((await jobOf(program)).status).toBe('queued');
+    expect((await json(await api(t, `/v1/programs/${program}`), 200)).status).not.toBe('failed');
+  });
+
   it('the claim hands the cycle limit to the agent; its report of reaching it ends the job Failed, naming the limit and the figure, charged the run', async () => {
     const { t, program } = await readyProgram();
     const { id } = await json(await post(t, `/v1/proofs?program_id=${program}&cycle_limit=1000`), 200);

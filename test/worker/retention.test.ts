@@ -12,7 +12,7 @@ import { executions, proofs } from '../../src/db/schema.ts';
 import { getTableName } from 'drizzle-orm';
 import { as, seedUser, send, signIn, type Session } from './console-helpers.ts';
 import { claimJob, devProofOf, drainQueuedJobs, lease, seedAgent, upload } from './fleet-helpers.ts';
-import { api, countRows, json, r2Keys, seedTenant, type Tenant } from './helpers.ts';
+import { api, countRows, json, r2Keys, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { jsonPost, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
 
 beforeEach(drainQueuedJobs);
@@ -160,6 +160,35 @@ describe('DELETE /v1/proofs/{id}', () => {
   });
 });
 
+describe('DELETE racing what an agent uploaded (attack)', () => {
+  it('deletes a proof file the agent uploaded before its job failed (the record never named it)', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const { id } = await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);
+    const job = await claimJob(await seedAgent());
+    // The agent stored its proof, then the job failed (a limit crossed, a cancel, a crash
+    // after the upload): the result is dropped, the record names no proof file.
+    await json(await upload(job, 'stark', await devProofOf(job)), 200);
+    await json(await lease(job, '/fail', { error: 'engine crashed', retryable: false }), 200);
+    expect((await json(await api(t, `/v1/proofs/${id}`), 200)).state).toBe('Failed');
+    expect(await r2Keys(`proofs/${id}/`)).toContain(`proofs/${id}/stark-proof.json`);
+    await json(await api(t, `/v1/proofs/${id}`, DELETE), 200);
+    await expectPurged(`proofs/${id}/`, null, id);
+  });
+
+  it('deletes a baseline the commit job uploaded before it failed', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await registerProgram(t, await seedConfig());
+    const job = await claimJob(await seedAgent());
+    expect(job.kind).toBe('commit');
+    await json(await upload(job, 'baseline', '{}'), 200);
+    await json(await lease(job, '/fail', { error: 'keys do not match', retryable: false }), 200);
+    expect(await r2Keys(`programs/${program}/`)).toContain(`programs/${program}/baseline.json`);
+    await json(await api(t, `/v1/programs/${program}`, DELETE), 200);
+    await expectPurged(`programs/${program}/`, null, program);
+  });
+});
+
 describe('DELETE /v1/executions/{id}', () => {
   it('deletes its input and log, keeps cost and cycles, refuses a queued one, 404 elsewhere', { timeout: 30_000 }, async () => {
     const [t, other] = [await seedTenant(), await seedTenant()];
@@ -257,6 +286,40 @@ describe('DELETE /v1/programs/{id}', () => {
   );
 });
 
+describe('verifying against a deleted program (attack)', () => {
+  const STARK = JSON.stringify({ version: 'v1.1', proof: 'abcd', user_pvs_proof: '0011', deferral_merkle_proofs: null });
+  const proofForm = () => {
+    const form = new FormData();
+    form.append('proof', new File([STARK], 'proof.json', { type: 'application/json' }));
+    return { method: 'POST', body: form };
+  };
+
+  it('is refused (409): its baseline is gone, no job is queued for it', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    await json(await api(t, `/v1/programs/${program}`, DELETE), 200);
+    for (const path of [`/v1/verify/stark?program_id=${program}`, `/v1/verify?program_id=${program}`])
+      expect((await json(await api(t, path, proofForm()), 409)).detail).toMatch(/deleted/);
+    expect(await countRows('verifications', 'program_id = ?', program)).toBe(0);
+    expect(await countRows('jobs', "kind = 'verify' AND org_id = ?", t.orgId)).toBe(0);
+    expect(await r2Keys('verifications/')).toEqual([]);
+  });
+
+  it('is refused (409) when the deletion lands between its read and its batch', { timeout: 30_000 }, async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    await env.DB.prepare(
+      `CREATE TRIGGER test_program_deleted_midway_verify AFTER INSERT ON jobs BEGIN UPDATE programs SET deleted_at = '2026-01-01T00:00:00.000Z' WHERE id = '${program}'; END`,
+    ).run();
+    try {
+      expect((await json(await api(t, `/v1/verify/stark?program_id=${program}`, proofForm()), 409)).detail).toMatch(/deleted/);
+    } finally {
+      await env.DB.prepare('DROP TRIGGER test_program_deleted_midway_verify').run();
+    }
+    expect(await countRows('verifications', 'program_id = ?', program)).toBe(0);
+  });
+});
+
 describe('retention', () => {
   it('is set by owners and admins in the console, read by members', async () => {
     const t = await seedTenant();
@@ -267,6 +330,25 @@ describe('retention', () => {
     expect(await send(o, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 30 })).toEqual({ retention_days: 30 });
     expect(await as(member, `/console/v1/orgs/${t.orgId}/retention`)).toEqual({ retention_days: 30 });
     expect(await send(o, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: null })).toEqual({ retention_days: null });
+  });
+
+  it('leaves a trace in the audit log: who shortened it, to what (attack: an admin wipes every file unseen)', async () => {
+    const t = await seedTenant();
+    const admin = await signIn(await seedUser(t.orgId, 'admin'));
+    await send(admin, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 1 });
+    await send(admin, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 3 });
+    const entries = await env.DB.prepare(
+      `SELECT actor, action, target, detail FROM audit_log WHERE org_id = ? AND action = 'retention.update' ORDER BY id`,
+    )
+      .bind(t.orgId)
+      .all();
+    expect(entries.results).toEqual([
+      { actor: admin.email, action: 'retention.update', target: t.orgId, detail: JSON.stringify({ retention_days: 1 }) },
+      { actor: admin.email, action: 'retention.update', target: t.orgId, detail: JSON.stringify({ retention_days: 3 }) },
+    ]);
+    // The owner reads it in the console's audit log.
+    const log = await as(await owner(t), `/console/v1/orgs/${t.orgId}/audit`);
+    expect(JSON.stringify(log)).toContain('retention.update');
   });
 
   it(
@@ -313,6 +395,29 @@ describe('retention', () => {
     },
   );
 
+  it(
+    "serves organizations in turn: one organization's backlog does not hold up another's retention (attack)",
+    { timeout: 60_000 },
+    async () => {
+      // The organization the sweep meets first (the lower id, neither swept yet) has the backlog.
+      const [first, second] = [await seedTenant(), await seedTenant()].sort((a, b) => (a.orgId < b.orgId ? -1 : 1));
+      const backlog = [];
+      const firstProgram = await readyProgram(first);
+      for (let i = 0; i < 4; i++) backlog.push(await succeededProof(first, firstProgram));
+      const other = await succeededProof(second, await readyProgram(second));
+      const longAgo = new Date(Date.now() - 10 * 86_400_000).toISOString();
+      for (const p of [...backlog, other])
+        await env.DB.prepare('UPDATE proofs SET terminated_at = ? WHERE id = ?').bind(longAgo, p.id).run();
+      for (const t of [first, second]) await send(await owner(t), 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 7 });
+      const db = openDb(env.DB);
+      const now = Date.now();
+      expect((await sweepRetention(db, env.ARTIFACTS, now, 2)).retentionDeleted).toBe(2); // the first organization's two oldest
+      // The next run starts with the organization the last one did not serve.
+      expect((await sweepRetention(db, env.ARTIFACTS, now + 60_000, 2)).retentionDeleted).toBe(2);
+      expect((await json(await api(second, `/v1/proofs/${other.id}`), 200)).deleted_at).toEqual(expect.any(String));
+    },
+  );
+
   it('finds its candidates through the partial indexes, never a scan of the records', async () => {
     const db = openDb(env.DB);
     for (const table of [proofs, executions]) {
@@ -325,6 +430,7 @@ describe('retention', () => {
         .map((r) => r.detail)
         .join('\n');
       expect(detail).toMatch(/SCAN organizations USING (COVERING )?INDEX organizations_retention/);
+      expect(detail).not.toMatch(/TEMP B-TREE/); // the turn's order is the index's: no sort
       expect(detail).toMatch(
         new RegExp(`SEARCH ${getTableName(table)} USING INDEX ${getTableName(table)}_retention \\(org_id=\\? AND terminated_at`),
       );

@@ -30,7 +30,8 @@ export type AuditAction =
   | 'webhook.delete'
   | 'webhook.rotate_secret'
   | 'budget.update'
-  | 'org_limits.update';
+  | 'org_limits.update'
+  | 'retention.update';
 
 /** The insert for one audit entry, to batch with the change it records. */
 export function auditEntry(db: Db, orgId: string, actor: Actor, action: AuditAction, target: string, detail: Record<string, unknown> = {}) {

@@ -1,5 +1,6 @@
 // What an estimate answers and how a caller names what to estimate (README "Estimates").
 import { z } from '@hono/zod-openapi';
+import { optionalQueryInt } from '../../lib/schemas.ts';
 
 /**
  * GET /v1/executions/{id}'s optional parameters: the proof to estimate. The record
@@ -7,13 +8,8 @@ import { z } from '@hono/zod-openapi';
  * exactly what the published client and the webhook events carry.
  */
 export const EstimateQuery = z.object({
-  num_gpus: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(1024)
-    .optional()
-    .openapi({ description: 'GPUs the proof would ask for (default: the program’s default_num_gpus)' }),
+  // Parsed as every integer query parameter (src/lib/schemas.ts): z.coerce read `0x8` or `1e1` as GPUs.
+  num_gpus: optionalQueryInt(1, 1024, 'GPUs the proof would ask for (default: the program’s default_num_gpus)'),
   proof_type: z
     .enum(['stark', 'evm'])
     .optional()

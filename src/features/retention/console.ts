@@ -5,6 +5,7 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { eq } from 'drizzle-orm';
 import { batchByName } from '../../db/batch.ts';
+import { actorOf } from '../accounts/audit.ts';
 import { organizations } from '../../db/schema.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { programQuery, requireProgram, toRecord } from '../programs/data.ts';
@@ -152,7 +153,7 @@ consoleRetentionApi.openapi(
   }),
   async (c) => {
     const { retention_days } = c.req.valid('json');
-    await setRetention(c.var.db, c.var.membership.orgId, retention_days);
+    await setRetention(c.var.db, c.var.membership.orgId, retention_days, actorOf(c));
     return c.json({ retention_days }, 200);
   },
 );

@@ -22,6 +22,7 @@ import type { Db } from '../../db/client.ts';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
 import { executions, jobs, programs, proofs, purges, verifications } from '../../db/schema.ts';
 import { artifactKey, keySql } from '../../lib/artifact-keys.ts';
+import { PROOF_TYPES } from 'prover-agent/protocol';
 
 export type Org = string | SQL<string>;
 export type DeletableKind = (typeof purges.$inferSelect)['subject_kind'];
@@ -37,6 +38,16 @@ export const PROGRAM_DELETED_RAISE = 'retention: the program was deleted';
 export const EXECUTION_TERMINAL_STATUSES = ['succeeded', 'failed', 'canceled'] as const;
 
 const isoAt = (now: number) => new Date(now).toISOString();
+
+/**
+ * The objects an agent may have stored for the subject, whatever its record says: an
+ * agent uploads its results (PUT /results/{name}, or inline with /complete) before the
+ * Worker decides the ending, and an ending that drops them (a failure, a cancel or a
+ * limit crossed, an upload still in flight as the lease ends) names none of them in
+ * the record. Their keys are fixed by the subject's id (the contracts' resultKey), so
+ * the purge names them all; deleting one that was never stored is a no-op.
+ */
+const resultKeys = (keys: string[]) => sql`json(${JSON.stringify(keys)})`;
 
 /** The job of a subject, as SQL over the subject's own id column. */
 const jobOf = (kind: 'proof' | 'execute' | 'commit', subjectId: SQL | AnySQLiteColumn) =>
@@ -96,7 +107,8 @@ export function deleteProofStatements(db: Db, org: Org, id: string, now = Date.n
       'proof',
       proofs,
       sql`json_object('input', ${keySql(artifactKey.proofInput, proofs.id)}, 'children', json(${proofs.child_proof_keys}),
-        'proofs', (SELECT json_group_array(${keySql(artifactKey.proofOutput, proofs.id, sql`file.value`)}) FROM json_each(${proofs.proof_files}) file))`,
+        'proofs', (SELECT json_group_array(${keySql(artifactKey.proofOutput, proofs.id, sql`file.value`)}) FROM json_each(${proofs.proof_files}) file),
+        'results', ${resultKeys(PROOF_TYPES.map((t) => artifactKey.proofOutput(id, t)))})`,
       jobOf('proof', proofs.id),
       deletable,
       now,
@@ -182,7 +194,7 @@ export function deleteProgramStatements(db: Db, org: Org, id: string, now = Date
       db,
       'program',
       programs,
-      sql`json_object('elf', ${programs.elf_key}, 'vmexe', ${programs.vmexe_key}, 'baseline', ${programs.baseline_key})`,
+      sql`json_object('elf', ${programs.elf_key}, 'vmexe', ${programs.vmexe_key}, 'baseline', ${programs.baseline_key}, 'results', ${resultKeys([artifactKey.programBaseline(id)])})`,
       jobOf('commit', programs.id),
       deletable,
       now,

@@ -9,7 +9,7 @@
 // and PURGE_SWEEP_BATCH older pending purges finished. A backlog (a retention just
 // lowered) drains over the following runs, oldest first within each organization. The
 // candidates are found by index seeks only: the organizations with a retention
-// (organizations_retention) and, per organization, its finished undeleted records in
+// (organizations_retention, in turn: the least recently served first) and, per organization, its finished undeleted records in
 // order of their end (proofs_retention, executions_retention, partial: deleted records
 // are not in them), so a run's cost follows the organizations that set a retention and
 // the rows it takes, not the size of the tables.
@@ -21,6 +21,7 @@ import { and, asc, eq, inArray, isNotNull, isNull, lt, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { batchByName } from '../../db/batch.ts';
 import { executions, jobs, leases, organizations, proofs } from '../../db/schema.ts';
+import { auditEntry, type Actor } from '../accounts/audit.ts';
 import { deleteExecutionStatements, deleteProofStatements } from './data.ts';
 import { purgeSubjects, sweepPurges } from './purge.ts';
 
@@ -37,7 +38,11 @@ const cutoff = (now: number) =>
  * Up to `limit` finished, undeleted records of `table` past their organization's
  * retention. A CROSS JOIN, which SQLite never reorders: the organizations with a
  * retention drive the loop, each one seeking its own range of the records' index (left
- * to itself, the planner would rather scan that whole index: every live record).
+ * to itself, the planner would rather scan that whole index: every live record). The
+ * organizations come in turn, the one served least recently first (organizations_retention
+ * is in that order, so no sort): one organization's backlog (a retention just lowered,
+ * or more records ending per minute than a run takes) fills a run, and the next run
+ * starts with the others, whose files are never kept past their retention for its sake.
  */
 export function pastRetention(db: Db, table: typeof proofs | typeof executions, now: number, limit: number) {
   return db
@@ -53,6 +58,7 @@ export function pastRetention(db: Db, table: typeof proofs | typeof executions, 
         lt(table.terminated_at, cutoff(now)),
       ),
     )
+    .orderBy(asc(organizations.retention_swept_at), asc(organizations.id))
     .limit(limit);
 }
 
@@ -105,11 +111,14 @@ export async function sweepRetention(
   });
   // The same conditional statements as a caller's DELETE: a record that changed in
   // between (deleted by its owner meanwhile) is left as it is.
+  // The organizations served go to the back of the turn (pastRetention), in the same batch.
+  const served = [...new Set([...proofRows, ...executionRows].map((r) => r.org_id))];
   const { proofTombs, executionTombs } = await batchByName(db, {
     proofPurges: proofRows.map((r) => deleteProofStatements(db, r.org_id, r.id, now).purge),
     proofTombs: proofRows.map((r) => deleteProofStatements(db, r.org_id, r.id, now).tombstone),
     executionPurges: executionRows.map((r) => deleteExecutionStatements(db, r.org_id, r.id, now).purge),
     executionTombs: executionRows.map((r) => deleteExecutionStatements(db, r.org_id, r.id, now).tombstone),
+    turn: served.length ? db.update(organizations).set({ retention_swept_at: now }).where(inArray(organizations.id, served)) : undefined,
   });
   const proofIds = proofTombs.flat().map((r) => r.id);
   const executionIds = executionTombs.flat().map((r) => r.id);
@@ -121,12 +130,16 @@ export async function sweepRetention(
   return { retentionDeleted: proofIds.length + executionIds.length, purged, leasesDeleted };
 }
 
-/** Sets an organization's retention (days, or null: for good); false when there is no such organization. */
-export async function setRetention(db: Db, orgId: string, days: number | null): Promise<boolean> {
-  const rows = await db
-    .update(organizations)
-    .set({ retention_days: days })
-    .where(eq(organizations.id, orgId))
-    .returning({ id: organizations.id });
-  return rows.length === 1;
+/**
+ * Sets an organization's retention (days, or null: for good) and audits it, in one
+ * batch: shortening it deletes files every member reads (at the next sweep, for good),
+ * so who did it, and to what, is kept (the audit log, as budgets and keys are).
+ * False when there is no such organization.
+ */
+export async function setRetention(db: Db, orgId: string, days: number | null, actor: Actor): Promise<boolean> {
+  const { set } = await batchByName(db, {
+    set: db.update(organizations).set({ retention_days: days }).where(eq(organizations.id, orgId)).returning({ id: organizations.id }),
+    audit: auditEntry(db, orgId, actor, 'retention.update', orgId, { retention_days: days }),
+  });
+  return set.length === 1;
 }
