@@ -83,6 +83,8 @@ export default defineConfig({
           root,
           environment: 'node',
           include: ['test/e2e/**/*.test.ts'],
+          // One migrated local D1 that every file's stack copies (test/e2e/stack.ts).
+          globalSetup: ['test/e2e/global-setup.ts'],
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 180_000,
