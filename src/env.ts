@@ -23,6 +23,8 @@ export interface Env {
   WEBHOOK_DELIVERED_KEEP_DAYS?: string;
   /** Seconds an ended lease is kept for retried callbacks before the sweep deletes it (src/features/retention/sweep.ts LEASE_KEEP_MS: 3600). */
   LEASE_KEEP_SECONDS?: string;
+  /** Seconds a deleted record's purge row outlives its first pass (src/features/retention/purge.ts PURGE_SETTLE_MS: 60; at least 1). */
+  PURGE_SETTLE_SECONDS?: string;
   MAX_UPLOAD_BYTES: string;
   /** Headers an API key is read from, comma separated, first found wins (default: Service-API-Key, Axiom-API-Key). */
   API_KEY_HEADERS?: string;

@@ -9,6 +9,7 @@ import { sweep } from './jobs/sweep.ts';
 import { runWebhookDeliveries } from './features/webhooks/delivery.ts';
 import { isWebhookMessage } from './jobs/webhooks.ts';
 import { leaseKeepMs, sweepRetention } from './features/retention/sweep.ts';
+import { purgeSettleMs } from './features/retention/purge.ts';
 
 export default {
   fetch: app.fetch,
@@ -34,7 +35,7 @@ export default {
     ctx.waitUntil(sweep(openDb(env.DB), env).then((r) => console.log(JSON.stringify({ level: 'info', msg: 'sweep', ...r }))));
     // Retention and the deleted records' objects still to delete (bounded per run: src/features/retention/sweep.ts).
     ctx.waitUntil(
-      sweepRetention(openDb(env.DB), env.ARTIFACTS, Date.now(), undefined, leaseKeepMs(env)).then((r) =>
+      sweepRetention(openDb(env.DB), env.ARTIFACTS, Date.now(), undefined, leaseKeepMs(env), purgeSettleMs(env)).then((r) =>
         console.log(JSON.stringify({ level: 'info', msg: 'retention sweep', ...r })),
       ),
     );
