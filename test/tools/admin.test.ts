@@ -79,7 +79,9 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('npm run admin', () => {
+// Each `npm run admin` is a `wrangler` process (seconds apiece, ten times that on a loaded
+// 2-core host: npm test runs the other projects alongside): a test gives up late.
+describe('npm run admin', { timeout: 300_000 }, () => {
   it('creates an organization and an API key, stores only the key’s SHA-256, and revokes it once', async () => {
     const org = await admin('create-org', '--name', "O'Brien; Labs");
     expect(org.code, org.stderr).toBe(0);
