@@ -25,6 +25,8 @@ export interface Env {
   LEASE_KEEP_SECONDS?: string;
   /** Finished proofs and executions older than this many days move from D1 to R2 (src/features/retention/archive.ts; default 30). */
   ARCHIVE_AFTER_DAYS?: string;
+  /** Seconds a deleted record's purge row outlives its first pass (src/features/retention/purge.ts PURGE_SETTLE_MS: 60; at least 1). */
+  PURGE_SETTLE_SECONDS?: string;
   MAX_UPLOAD_BYTES: string;
   /** Headers an API key is read from, comma separated, first found wins (default: Service-API-Key, Axiom-API-Key). */
   API_KEY_HEADERS?: string;

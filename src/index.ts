@@ -10,6 +10,7 @@ import { runWebhookDeliveries } from './features/webhooks/delivery.ts';
 import { isWebhookMessage } from './jobs/webhooks.ts';
 import { leaseKeepMs, sweepRetention } from './features/retention/sweep.ts';
 import { archiveAfterMs, sweepArchive } from './features/retention/archive.ts';
+import { purgeSettleMs } from './features/retention/purge.ts';
 
 export default {
   fetch: app.fetch,
@@ -39,7 +40,7 @@ export default {
     // failure of either is logged, and the other still runs (the next run retries both).
     const failed = (msg: string) => (err: unknown) => console.error(JSON.stringify({ level: 'error', msg, error: String(err) }));
     ctx.waitUntil(
-      sweepRetention(openDb(env.DB), env.ARTIFACTS, Date.now(), undefined, leaseKeepMs(env))
+      sweepRetention(openDb(env.DB), env.ARTIFACTS, Date.now(), undefined, leaseKeepMs(env), purgeSettleMs(env))
         .then((r) => console.log(JSON.stringify({ level: 'info', msg: 'retention sweep', ...r })), failed('retention sweep failed'))
         .then(() => sweepArchive(openDb(env.DB), env.ARTIFACTS, Date.now(), archiveAfterMs(env)))
         .then((r) => console.log(JSON.stringify({ level: 'info', msg: 'archive sweep', ...r })), failed('archive sweep failed')),

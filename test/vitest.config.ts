@@ -62,6 +62,10 @@ export default defineConfig({
           // One shared local D1/R2: files run one after another so their
           // before/after checks of storage see only their own writes.
           fileParallelism: false,
+          // A test gives up late, not at vitest's default 5 s: on a loaded 2-core host (npm
+          // test runs the static checks alongside) the multipart property test, the 16 MiB
+          // child proof and the idempotency retries passed their assertions past 5 s.
+          testTimeout: 60_000,
         },
       },
       {
@@ -83,6 +87,8 @@ export default defineConfig({
           root,
           environment: 'node',
           include: ['test/e2e/**/*.test.ts'],
+          // One migrated local D1 that every file's stack copies (test/e2e/stack.ts).
+          globalSetup: ['test/e2e/global-setup.ts'],
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 180_000,

@@ -4,7 +4,7 @@
 // local Queues pull emulation.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -101,12 +101,22 @@ export function liveProcessGroups(pgids: number[]): number[] {
   return pgids.filter((g) => live.has(g));
 }
 
+/**
+ * Names a local state directory whose D1 has every migration applied (test/e2e/global-setup.ts
+ * makes one per e2e run): a stack copies it rather than running `wrangler d1 migrations
+ * apply` again, the costliest part of its start. Without it (the benches), a stack applies
+ * the migrations itself.
+ */
+export const MIGRATED_STATE_ENV = 'ZK_E2E_MIGRATED_STATE';
+
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const persistDir = await mkdtemp(join(tmpdir(), 'zk-stack-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const target = { remote: false, persistTo: persistDir };
-  await applyLocalMigrations(persistDir);
+  const migrated = process.env[MIGRATED_STATE_ENV];
+  if (migrated) await cp(migrated, persistDir, { recursive: true });
+  else await applyLocalMigrations(persistDir);
 
   const orgId = 'org_e2e';
   const steps: AdminStep[] = [

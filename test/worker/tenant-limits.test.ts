@@ -188,14 +188,28 @@ describe('a log read is bounded, however long the log', () => {
 });
 
 describe('rate limits per organization', () => {
-  /** Sends `send()` until the first 429 (at most `max` times): the 429 and how many passed. */
-  async function untilLimited(send: (i: number) => Promise<Response>, max: number) {
-    for (let i = 0; i < max; i++) {
-      const res = await send(i);
-      if (res.status === 429) return { res, passed: i };
-      expect(res.status, await res.text()).toBeLessThan(500);
+  /** The binding's window: local ones are aligned to the clock's minutes (miniflare's ratelimit-object.worker.js). */
+  const minute = () => Math.floor(Date.now() / 60_000);
+
+  /**
+   * Sends rounds of `send(key)`, every key at once, until the first 429 (at most `max`
+   * requests in one window): the 429 and how many passed in its window. A count that
+   * crosses into a new minute starts again, as the limiter's does; rounds keep a run in
+   * one window, where one request at a time took most of a minute on a busy host.
+   */
+  async function untilLimited<K>(keys: K[], send: (key: K) => Promise<Response>, max: number) {
+    let passed = 0;
+    let counting = minute();
+    for (let sent = 0; sent < 2 * max; sent += keys.length) {
+      const round = await Promise.all(keys.map(send));
+      const limited = round.find((res) => res.status === 429);
+      for (const res of round) if (res !== limited) expect(res.status, await res.text()).toBeLessThan(500);
+      if (limited) return { res: limited, passed: passed + round.filter((res) => res.status !== 429).length };
+      passed += round.length;
+      if (minute() !== counting) [passed, counting] = [0, minute()];
+      if (passed >= max) break;
     }
-    throw new Error(`no 429 after ${max} requests`);
+    throw new Error(`no 429 after ${max} requests in one window`);
   }
 
   it(
@@ -209,7 +223,7 @@ describe('rate limits per organization', () => {
         ...(await Promise.all(minted.map(async (i) => ({ ...t, key: await runAdmin(createApiKey(t.orgId, `minted ${i}`)) })))),
       ];
       // 12 keys × 250 (the key budget) would be 3,000 reads; the organization has 2,000 (test/vitest.config.ts).
-      const { res, passed } = await untilLimited((i) => api(keys[i % keys.length], '/v1/validate_api_key'), 3000);
+      const { res, passed } = await untilLimited(keys, (key) => api(key, '/v1/validate_api_key'), 3000);
       expect(passed).toBeLessThan(keys.length * 250);
       expect(res.headers.get('retry-after')).toBe('60');
       expect((await res.json<{ detail: string }>()).detail).toContain(`this API key's organization has used its "reads" limit`);

@@ -21,6 +21,15 @@ type PurgeRow = typeof purges.$inferSelect;
 export const PURGE_SWEEP_BATCH = 25;
 /** How long a purge row outlives its first pass (see above). */
 export const PURGE_SETTLE_MS = 60_000;
+
+/**
+ * PURGE_SETTLE_MS, or the PURGE_SETTLE_SECONDS var (at least a second): the e2e tests
+ * set it low so that a deletion's purge finishes at the next sweep, not a minute later.
+ */
+export const purgeSettleMs = (env: { PURGE_SETTLE_SECONDS?: string } | undefined) => {
+  const s = Number(env?.PURGE_SETTLE_SECONDS);
+  return env?.PURGE_SETTLE_SECONDS !== undefined && Number.isFinite(s) && s >= 1 ? s * 1000 : PURGE_SETTLE_MS;
+};
 /** Log chunk objects one purge lists at most (a log is capped at LOG_MAX_CHUNKS and its marker, far below). */
 const MAX_LISTED = 20_000;
 
@@ -47,12 +56,12 @@ async function objectsOf(bucket: R2Bucket, row: PurgeRow): Promise<string[]> {
 }
 
 /** Purges one row: its objects, then the row. False (and an attempt counted) when R2 failed. */
-export async function purgeRow(db: Db, bucket: R2Bucket, row: PurgeRow, now = Date.now()): Promise<boolean> {
+export async function purgeRow(db: Db, bucket: R2Bucket, row: PurgeRow, now = Date.now(), settleMs = PURGE_SETTLE_MS): Promise<boolean> {
   const pk = and(eq(purges.subject_kind, row.subject_kind), eq(purges.subject_id, row.subject_id));
   try {
     const keys = await objectsOf(bucket, row);
     for (let i = 0; i < keys.length; i += 1000) await bucket.delete(keys.slice(i, i + 1000)); // R2 deletes at most 1,000 keys per call
-    if (now - row.created_at < PURGE_SETTLE_MS) return true; // the sweep's pass finishes it
+    if (now - row.created_at < settleMs) return true; // the sweep's pass finishes it
     await batchByName(db, {
       logIndex: row.log_job_id ? db.delete(jobLogChunks).where(eq(jobLogChunks.job_id, row.log_job_id)) : undefined,
       done: db.delete(purges).where(pk),
@@ -78,24 +87,30 @@ export async function purgeRow(db: Db, bucket: R2Bucket, row: PurgeRow, now = Da
 }
 
 /** Purges the rows of the subjects just deleted (after the response: a failure is left to the sweep). */
-export async function purgeSubjects(db: Db, bucket: R2Bucket, kind: DeletableKind, ids: readonly string[]): Promise<void> {
+export async function purgeSubjects(
+  db: Db,
+  bucket: R2Bucket,
+  kind: DeletableKind,
+  ids: readonly string[],
+  settleMs = PURGE_SETTLE_MS,
+): Promise<void> {
   if (ids.length === 0) return;
   const rows = await db
     .select()
     .from(purges)
     .where(and(eq(purges.subject_kind, kind), inArray(purges.subject_id, [...ids])));
-  for (const row of rows) await purgeRow(db, bucket, row);
+  for (const row of rows) await purgeRow(db, bucket, row, Date.now(), settleMs);
 }
 
 /** Runs purgeSubjects() after the response (or at once, without an execution context). */
 export function purgeAfterResponse(
-  c: { executionCtx: { waitUntil(p: Promise<unknown>): void } },
+  c: { executionCtx: { waitUntil(p: Promise<unknown>): void }; env: { PURGE_SETTLE_SECONDS?: string } | undefined },
   db: Db,
   bucket: R2Bucket,
   kind: DeletableKind,
   ids: readonly string[],
 ): void {
-  const purging = purgeSubjects(db, bucket, kind, ids).catch((err) =>
+  const purging = purgeSubjects(db, bucket, kind, ids, purgeSettleMs(c.env)).catch((err) =>
     console.error(JSON.stringify({ level: 'error', msg: 'purge failed', error: String(err) })),
   );
   try {
@@ -106,14 +121,20 @@ export function purgeAfterResponse(
 }
 
 /** The sweep's part: the oldest PURGE_SWEEP_BATCH pending purges (purges_age), finished. Answers how many were. */
-export async function sweepPurges(db: Db, bucket: R2Bucket, limit = PURGE_SWEEP_BATCH, now = Date.now()): Promise<number> {
+export async function sweepPurges(
+  db: Db,
+  bucket: R2Bucket,
+  limit = PURGE_SWEEP_BATCH,
+  now = Date.now(),
+  settleMs = PURGE_SETTLE_MS,
+): Promise<number> {
   const rows = await db
     .select()
     .from(purges)
-    .where(lt(purges.created_at, now - PURGE_SETTLE_MS))
+    .where(lt(purges.created_at, now - settleMs))
     .orderBy(asc(purges.created_at))
     .limit(limit);
   let done = 0;
-  for (const row of rows) if (await purgeRow(db, bucket, row, now)) done++;
+  for (const row of rows) if (await purgeRow(db, bucket, row, now, settleMs)) done++;
   return done;
 }

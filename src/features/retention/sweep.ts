@@ -23,7 +23,7 @@ import { batchByName } from '../../db/batch.ts';
 import { executions, jobs, leases, organizations, proofs } from '../../db/schema.ts';
 import { auditEntry, type Actor } from '../accounts/audit.ts';
 import { deleteExecutionStatements, deleteProofStatements } from './data.ts';
-import { purgeSubjects, sweepPurges } from './purge.ts';
+import { PURGE_SETTLE_MS, purgeSubjects, sweepPurges } from './purge.ts';
 
 /** Records of each kind (proofs, executions) the sweep deletes per run, at most. */
 export const RETENTION_SWEEP_BATCH = 50;
@@ -104,6 +104,7 @@ export async function sweepRetention(
   now = Date.now(),
   limit = RETENTION_SWEEP_BATCH,
   keepMs = LEASE_KEEP_MS,
+  settleMs = PURGE_SETTLE_MS,
 ): Promise<{ retentionDeleted: number; purged: number; leasesDeleted: number }> {
   const { proofRows, executionRows } = await batchByName(db, {
     proofRows: pastRetention(db, proofs, now, limit),
@@ -123,9 +124,9 @@ export async function sweepRetention(
   const proofIds = proofTombs.flat().map((r) => r.id);
   const executionIds = executionTombs.flat().map((r) => r.id);
   // Their first pass now; the second, a run later (purge.ts).
-  await purgeSubjects(db, bucket, 'proof', proofIds);
-  await purgeSubjects(db, bucket, 'execution', executionIds);
-  const purged = await sweepPurges(db, bucket, undefined, now);
+  await purgeSubjects(db, bucket, 'proof', proofIds, settleMs);
+  await purgeSubjects(db, bucket, 'execution', executionIds, settleMs);
+  const purged = await sweepPurges(db, bucket, undefined, now, settleMs);
   const leasesDeleted = await deleteEndedLeases(db, now, keepMs);
   return { retentionDeleted: proofIds.length + executionIds.length, purged, leasesDeleted };
 }
