@@ -102,7 +102,7 @@ export interface AgentCapabilities {
 function nextJobFor(
   caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>,
   tokenHash: string,
-  quotas: QuotaDefaults = { maxActiveJobs: QUOTA_DEFAULTS.ORG_MAX_ACTIVE_JOBS, maxGpus: QUOTA_DEFAULTS.ORG_MAX_GPUS },
+  quotas: QuotaDefaults = DEFAULT_QUOTAS,
 ): SQL<string | null> {
   const list = (values: string[]) =>
     sql.join(
@@ -114,13 +114,7 @@ function nextJobFor(
       values.map((v) => sql`(${v})`),
       sql`, `,
     );
-  // An organization at a quota by what it runs has its lanes held (README "Why a job
-  // waits", org_quota): never while queued + running fit the quota, as submissions keep
-  // them, so only once an operator lowers a quota below what it has. Integers written
-  // in: D1 binds at most 100 parameters, and this repeats per config.
-  const withinRunningQuota = sql.raw(`EXISTS (SELECT 1 FROM organizations o WHERE o.id = lane.org_id
-    AND o.running_jobs < coalesce(o.max_active_jobs, ${Math.trunc(quotas.maxActiveJobs)})
-    AND o.running_gpus + lane.gpus_used <= coalesce(o.max_gpus, ${Math.trunc(quotas.maxGpus)}))`);
+  const withinQuota = withinRunningQuota('lane', quotas);
   // Written out rather than built: the correlated LIMIT 1 per key is what makes it a seek
   // (queue_lanes_by_config / queue_lanes_by_engine, whose WHERE this repeats).
   const order = (t: string) =>
@@ -128,7 +122,7 @@ function nextJobFor(
   const seek = (keyColumn: 'config_id' | 'engine', keys: SQL) => sql`SELECT (
       SELECT lane.rowid FROM ${queueLanes} lane
       WHERE ${sql.raw(`lane.${keyColumn}`)} = wanted.key AND lane.head_job_id IS NOT NULL
-        AND lane.engine IN (SELECT engine FROM allowed_engines) AND lane.gpus_used <= ${caps.gpus} AND ${withinRunningQuota}
+        AND lane.engine IN (SELECT engine FROM allowed_engines) AND lane.gpus_used <= ${caps.gpus} AND ${withinQuota}
       ORDER BY ${order('lane')} LIMIT 1) AS lane_rowid FROM (${keys}) AS wanted`;
   const tokenConfigs = sql`(SELECT configs FROM scope)`;
   // Configs named by the agent that its token allows; or, naming none, the token's own
@@ -147,6 +141,21 @@ function nextJobFor(
     SELECT lane.head_job_id FROM best_lanes JOIN ${queueLanes} lane ON lane.rowid = best_lanes.lane_rowid
     ORDER BY ${order('lane')} LIMIT 1)`;
 }
+
+const DEFAULT_QUOTAS: QuotaDefaults = { maxActiveJobs: QUOTA_DEFAULTS.ORG_MAX_ACTIVE_JOBS, maxGpus: QUOTA_DEFAULTS.ORG_MAX_GPUS };
+
+/**
+ * SQL true while the organization of `t` (a queue lane or a job, by its alias: org_id,
+ * gpus_used) may start one more of its jobs: an organization at a quota by what it runs
+ * has its jobs held (README "Why a job waits", org_quota). Never held while queued +
+ * running fit the quota, as submissions keep them, so only once an operator lowers a
+ * quota below what it has. Integers written in: D1 binds at most 100 parameters, and the
+ * claim repeats this per config.
+ */
+const withinRunningQuota = (t: 'lane' | 'jobs', quotas: QuotaDefaults = DEFAULT_QUOTAS) =>
+  sql.raw(`EXISTS (SELECT 1 FROM organizations o WHERE o.id = ${t}.org_id
+    AND o.running_jobs < coalesce(o.max_active_jobs, ${Math.trunc(quotas.maxActiveJobs)})
+    AND o.running_gpus + ${t}.gpus_used <= coalesce(o.max_gpus, ${Math.trunc(quotas.maxGpus)}))`);
 
 /** What an agent token allows its agents to serve (agent_tokens.engines/configs). */
 export interface TokenScope {
@@ -169,7 +178,7 @@ export interface ClaimOutcome {
   /** The subject record, for a kind whose claim hands some of it over (its contract's claim.subject). */
   subject: unknown;
   /** The hinted job as it stands after the claim, if a hint was given. */
-  hinted: Pick<JobRow, 'id' | 'status' | 'engine' | 'config_id' | 'num_gpus' | 'gpus_used'> | null;
+  hinted: (Pick<JobRow, 'id' | 'status' | 'engine' | 'config_id' | 'num_gpus' | 'gpus_used'> & { held_by_quota: boolean }) | null;
 }
 
 // The claim's tables, named for what they are: the claimed job, the program it works
@@ -314,6 +323,8 @@ export async function claimJob(
         config_id: jobs.config_id,
         num_gpus: jobs.num_gpus,
         gpus_used: jobs.gpus_used,
+        // Held by its organization's quota (org_quota): not the agent's to take now, whatever it serves.
+        held_by_quota: sql<boolean>`NOT ${withinRunningQuota('jobs', settings.quotas)}`.mapWith(Boolean),
       })
       .from(jobs)
       .where(eq(jobs.id, agent.hintJobId ?? '')),

@@ -278,7 +278,9 @@ describe('the console in chromium', () => {
     await stopAgent();
     const { id: queuedRun } = await api.json('POST', `/v1/executions?program_id=${program}`, { input: ['0x0148656c6c6f'] });
     const { id: queuedProof } = await api.json('POST', `/v1/proofs?program_id=${program}&cycle_limit=1234`, { input: ['0x0148656c6c6f'] });
-    // Until the sweep sees the stopped agents gone (an agent's goodbye, else its staleness).
+    // The stopped agents are gone: one killed before its goodbye (stopAgent's SIGKILL after
+    // 10 s) would count for AGENT_STALE_SECONDS (5 minutes) more, so age them out now.
+    await stack.sql(`UPDATE agents SET last_seen_at = 0 WHERE left_at IS NULL`);
     await expect
       .poll(
         async () => {

@@ -153,6 +153,9 @@ describe('why a job waits', () => {
     // The operator lowers the quota below the three it has queued or running.
     await env.DB.prepare('UPDATE organizations SET max_active_jobs = 1 WHERE id = ?').bind(t.orgId).run();
     expect((await claim(agent)).job).toBeNull(); // held by the claim itself
+    // Its queue notice is not retried over and over: the sweep notifies the lane again once it may start.
+    const heldJob = await env.DB.prepare('SELECT id FROM jobs WHERE subject_id = ?').bind(ids[1]).first<{ id: string }>();
+    expect(await claim(agent, { hint_job_id: heldJob!.id })).toMatchObject({ job: null, hint: 'not-servable' });
     await staleNotices();
     await sweep(openDb(env.DB), env);
     expect(await json(await api(t, `/v1/executions/${ids[1]}`), 200)).toMatchObject({

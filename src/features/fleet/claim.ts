@@ -65,6 +65,8 @@ function hintOutcome(hintId: string | null | undefined, claim: ClaimOutcome, cap
   if (!hinted || hinted.status !== 'queued') return 'not-queued';
   // Outside the agent token's scope: never this agent's, whatever it declares.
   if (claim.scope && !scopeAllows(claim.scope, hinted)) return 'not-servable';
+  // Held by its organization's quota: the sweep notifies its lane again once it may start.
+  if (hinted.held_by_quota) return 'not-servable';
   return whyUnservable(hinted, [caps]) === null ? 'still-queued' : 'not-servable';
 }
 
