@@ -16,7 +16,6 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createApiKey, createConfig, createOrganization, lit, setOrganizationLimits } from '../../src/admin/statements.ts';
 import {
   applyLocalMigrations,
   d1Execute,
@@ -208,6 +207,10 @@ async function serve(name: string, root: string, dir: string, started: ChildProc
   const persistTo = path.join(dir, 'state');
   log(`${name}: local state in ${persistTo}: applying migrations and seeding a tenant`);
   await applyLocalMigrations(persistTo, config_);
+  // Seeded with the tree's own operator statements: a baseline's schema may lack columns this tree's write.
+  const { createApiKey, createConfig, createOrganization, lit, setOrganizationLimits } = (await import(
+    path.join(root, 'src', 'admin', 'statements.ts')
+  )) as typeof import('../../src/admin/statements.ts');
   const org = createOrganization('bench');
   const orgId = org.output.at(-1)!;
   const key = await createApiKey(orgId, 'bench@localhost');
