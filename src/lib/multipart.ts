@@ -151,16 +151,18 @@ export async function parseMultipart(
   if (state !== 'done') throw malformed('the body ended before the closing boundary');
 }
 
-/** What bodyChunks() asks a byte stream for at each read: at least this much, in a buffer twice its size. */
-const BODY_READ_MIN_BYTES = 64 * 1024;
+/** The buffer bodyChunks() hands a byte stream at each read. */
+const BODY_READ_BYTES = 128 * 1024;
 
 /**
- * A body's bytes in chunks of at least BODY_READ_MIN_BYTES (the last may be shorter)
- * when the body is a byte stream, as a request's is in workerd; as the stream hands
- * them otherwise. Why: a request body arrives in chunks of about 4 KiB (a 1 MiB upload
- * in ~260 of them), and each read is a promise and a hop into the runtime, as is each
- * step of the parser and each sink write behind it; filling a 64 KiB buffer per read
- * (workerd's `readAtLeast`) makes that 16 reads (`npm run bench:api`). Each chunk is a
+ * A body's bytes in chunks as large as what has arrived (up to BODY_READ_BYTES) when
+ * the body is a byte stream, as a request's is in workerd; as the stream hands them
+ * otherwise. Why: a request body's default reader hands it in chunks of about 4 KiB (a
+ * 1 MiB upload in ~260 of them), and each read is a promise and a hop into the
+ * runtime, as is each step of the parser and each sink write behind it; a read into
+ * our own buffer takes everything that has arrived at once (`npm run bench:api`). It
+ * never waits for more than has arrived: a form's parts are handled as they come
+ * (a proof's input is stored before the rest of its form is sent). Each chunk is a
  * fresh buffer, never reused: a sink may keep what it is handed.
  */
 export async function* bodyChunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
@@ -181,7 +183,7 @@ export async function* bodyChunks(body: ReadableStream<Uint8Array>): AsyncGenera
   }
   try {
     for (;;) {
-      const { done, value } = await byob.readAtLeast(BODY_READ_MIN_BYTES, new Uint8Array(2 * BODY_READ_MIN_BYTES));
+      const { done, value } = await byob.read(new Uint8Array(BODY_READ_BYTES));
       if (value && value.byteLength > 0) yield value;
       if (done) return;
     }

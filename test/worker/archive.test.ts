@@ -9,7 +9,7 @@ import { ARCHIVE_AFTER_DAYS, archiveAfterMs, sweepArchive, toArchive } from '../
 import { PURGE_SETTLE_MS, sweepPurges } from '../../src/features/retention/purge.ts';
 import { setRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
 import { drainQueuedJobs } from './fleet-helpers.ts';
-import { api, countRows, json, r2Keys, seedTenant, type Tenant } from './helpers.ts';
+import { api, countRows, json, queryPlan, r2Keys, seedTenant, type Tenant } from './helpers.ts';
 import { jsonPost, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
 
 beforeEach(drainQueuedJobs);
@@ -238,14 +238,7 @@ describe('the archive', () => {
 
   it('finds its candidates by index seeks per organization, never a scan of the records', async () => {
     for (const kind of ['proof', 'execution'] as const) {
-      const { sql, params } = toArchive(openDb(env.DB), kind, Date.now(), AFTER, 200).toSQL();
-      const plan = (
-        await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
-          .bind(...params)
-          .all<{ detail: string }>()
-      ).results
-        .map((r) => r.detail)
-        .join('\n');
+      const plan = await queryPlan(toArchive(openDb(env.DB), kind, Date.now(), AFTER, 200));
       expect(plan).toMatch(new RegExp(`SEARCH ${kind}s USING INDEX ${kind}s_org \\(org_id=\\? AND created_at<\\?\\)`));
       expect(plan).not.toMatch(new RegExp(`SCAN ${kind}s`));
     }

@@ -335,6 +335,8 @@ const TEMPLATES: Record<string, Template[]> = {
   'POST /console/v1/orgs/:org_id/webhooks': [{ body: jsonBody({ url: HOOK, description: 'walked' }), expect: 'refused' }],
   'PATCH /console/v1/orgs/:org_id/webhooks/:webhook_id': [{ body: jsonBody({ description: 'walked', disabled: true }), expect: 'refused' }],
   'PUT /console/v1/orgs/:org_id/budget': [{ body: jsonBody({ monthly_cost: 1 }), expect: 'refused' }],
+  // A default cycle limit of one would fail every job of B's that names none.
+  'PUT /console/v1/orgs/:org_id/limits': [{ body: jsonBody({ default_cycle_limit: 1 }), expect: 'refused' }],
   // A retention of one day would have B's files deleted by the next sweep.
   'PUT /console/v1/orgs/:org_id/retention': [{ body: jsonBody({ retention_days: 1 }), expect: 'refused' }],
   // Lists of one's own organization filtered by B's records: nothing of B's comes back.

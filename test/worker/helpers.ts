@@ -112,3 +112,12 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** SQLite's plan for a drizzle query, its steps' details one per line (EXPLAIN QUERY PLAN). */
+export async function queryPlan(query: { toSQL(): { sql: string; params: unknown[] } }): Promise<string> {
+  const { sql, params } = query.toSQL();
+  const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+    .bind(...params)
+    .all<{ detail: string }>();
+  return plan.results.map((r) => r.detail).join('\n');
+}

@@ -12,7 +12,7 @@ import { executions, proofs } from '../../src/db/schema.ts';
 import { getTableName } from 'drizzle-orm';
 import { as, seedUser, send, signIn, type Session } from './console-helpers.ts';
 import { claimJob, devProofOf, drainQueuedJobs, lease, seedAgent, upload } from './fleet-helpers.ts';
-import { api, countRows, json, r2Keys, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { api, countRows, json, queryPlan, r2Keys, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { jsonPost, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
 
 beforeEach(drainQueuedJobs);
@@ -421,14 +421,7 @@ describe('retention', () => {
   it('finds its candidates through the partial indexes, never a scan of the records', async () => {
     const db = openDb(env.DB);
     for (const table of [proofs, executions]) {
-      const { sql, params } = pastRetention(db, table, Date.now(), 50).toSQL();
-      const detail = (
-        await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
-          .bind(...params)
-          .all<{ detail: string }>()
-      ).results
-        .map((r) => r.detail)
-        .join('\n');
+      const detail = await queryPlan(pastRetention(db, table, Date.now(), 50));
       expect(detail).toMatch(/SCAN organizations USING (COVERING )?INDEX organizations_retention/);
       expect(detail).not.toMatch(/TEMP B-TREE/); // the turn's order is the index's: no sort
       expect(detail).toMatch(

@@ -42,16 +42,7 @@ retentionApi.openapi(
       tombstone,
       record: rows,
       archived,
-    } = await asCaller(c, (org) => {
-      const s = deleteProofStatements(c.var.db, org, id);
-      return {
-        purge: s.purge,
-        logStore: s.logStore,
-        tombstone: s.tombstone,
-        record: s.record,
-        archived: archivedQuery(c.var.db, org, 'proof', id),
-      };
-    });
+    } = await asCaller(c, (org) => ({ ...deleteProofStatements(c.var.db, org, id), archived: archivedQuery(c.var.db, org, 'proof', id) }));
     // An archived proof (src/features/retention/archive.ts): its stub is the caller's; its line says what to purge.
     const gone =
       !rows[0] && archived[0] ? await deleteArchived<(typeof rows)[number]>(c.var.db, c.env.ARTIFACTS, archived[0], id) : undefined;
@@ -91,16 +82,10 @@ retentionApi.openapi(
       tombstone,
       record: rows,
       archived,
-    } = await asCaller(c, (org) => {
-      const s = deleteExecutionStatements(c.var.db, org, id);
-      return {
-        purge: s.purge,
-        logStore: s.logStore,
-        tombstone: s.tombstone,
-        record: s.record,
-        archived: archivedQuery(c.var.db, org, 'execution', id),
-      };
-    });
+    } = await asCaller(c, (org) => ({
+      ...deleteExecutionStatements(c.var.db, org, id),
+      archived: archivedQuery(c.var.db, org, 'execution', id),
+    }));
     // An archived execution (src/features/retention/archive.ts): its stub is the caller's; its line says what to purge.
     const gone =
       !rows[0] && archived[0] ? await deleteArchived<(typeof rows)[number]>(c.var.db, c.env.ARTIFACTS, archived[0], id) : undefined;
