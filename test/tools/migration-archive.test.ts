@@ -1,6 +1,7 @@
 // Migration 0019 (the archive; what a finished record keeps) on a database that already
 // has proofs and executions: their stored object keys become the proof's list of file
-// kinds, the columns go, and the tables' triggers still hold. Real `wrangler d1 execute`
+// kinds, the columns go, and the tables' triggers still hold; then 0020 and 0021 on the
+// same rows. Real `wrangler d1 execute`
 // against a local D1.
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -75,5 +76,32 @@ describe('migration 0019 on a database with rows', () => {
   it('adds the archive’s tables: the stub table without a rowid', async () => {
     const [[stub]] = await d1Execute(target, [`SELECT sql FROM sqlite_master WHERE name = 'archived'`]);
     expect((stub as { sql: string }).sql).toMatch(/WITHOUT ROWID/);
+  });
+
+  // Last: the migrations after 0019 on the same database, rows and all.
+  it('takes 0020 and 0021 on top: running GPUs counted from leased jobs, a registration an organization limit stranded failed, limits off live commit jobs', async () => {
+    const day = '2026-11-20T10:00:00.000Z';
+    await d1Execute(target, [
+      `INSERT INTO programs (id, org_id, project_id, config_id, name, status, created_by, last_active_at, program_hash, elf_key, elf_size, vmexe_key, vmexe_size)
+       VALUES ('prg_stuck', 'org_a', 'prj_a', 'cfg_dev', 'stuck', 'not_ready', 'x', '${day}', 'h', 'e', 1, 'v', 1),
+              ('prg_new', 'org_a', 'prj_a', 'cfg_dev', 'new', 'not_ready', 'x', '${day}', 'h', 'e', 1, 'v', 1);`,
+      `INSERT INTO jobs (id, kind, subject_id, org_id, config_id, engine, priority, num_gpus, gpus_used, status, attempt, queued_at, notified_at, deadline_at) VALUES
+       ('j_run', 'proof', 'p2', 'org_a', 'cfg_dev', 'dev', 5, 8, 8, 'leased', 1, 1, 1, NULL),
+       ('j_stuck', 'commit', 'prg_stuck', 'org_a', 'cfg_dev', 'dev', 5, 1, 1, 'done', 1, 2, 2, 5),
+       ('j_new', 'commit', 'prg_new', 'org_a', 'cfg_dev', 'dev', 5, 1, 1, 'queued', 0, 3, 3, 5);`,
+    ]);
+    await d1Execute(target, ['\n' + (await migration('0020_queue.sql'))]);
+    await d1Execute(target, ['\n' + (await migration('0021_attack.sql'))]);
+    const [[org], stranded, [job]] = await d1Execute(target, [
+      `SELECT running_gpus, retention_swept_at FROM organizations WHERE id = 'org_a';`,
+      `SELECT id, status FROM programs WHERE id IN ('prg_stuck', 'prg_new') ORDER BY id;`,
+      `SELECT cycle_limit, cost_limit, deadline_at FROM jobs WHERE id = 'j_new';`,
+    ]);
+    expect(org).toEqual({ running_gpus: 8, retention_swept_at: null });
+    expect(stranded).toEqual([
+      { id: 'prg_new', status: 'not_ready' },
+      { id: 'prg_stuck', status: 'failed' },
+    ]);
+    expect(job).toEqual({ cycle_limit: null, cost_limit: null, deadline_at: null });
   });
 });
