@@ -14,18 +14,19 @@ import type { Env } from '../env.ts';
 import { ApiError, isRefusedInsert } from '../lib/errors.ts';
 import { budgetReachedSql, monthOf } from './budgets.ts';
 
-export const QUOTA_DEFAULTS = { ORG_MAX_ACTIVE_JOBS: 1000, ORG_MAX_GPUS: 256 };
-
 export interface QuotaDefaults {
   maxActiveJobs: number;
   maxGpus: number;
 }
 
+/** The quotas of an organization that has none of its own, when ORG_MAX_ACTIVE_JOBS / ORG_MAX_GPUS are not set. */
+export const DEFAULT_QUOTAS: QuotaDefaults = { maxActiveJobs: 1000, maxGpus: 256 };
+
 export function quotaDefaults(env: Env): QuotaDefaults {
   const int = (v: string | undefined, fallback: number) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v) : fallback);
   return {
-    maxActiveJobs: int(env.ORG_MAX_ACTIVE_JOBS, QUOTA_DEFAULTS.ORG_MAX_ACTIVE_JOBS),
-    maxGpus: int(env.ORG_MAX_GPUS, QUOTA_DEFAULTS.ORG_MAX_GPUS),
+    maxActiveJobs: int(env.ORG_MAX_ACTIVE_JOBS, DEFAULT_QUOTAS.maxActiveJobs),
+    maxGpus: int(env.ORG_MAX_GPUS, DEFAULT_QUOTAS.maxGpus),
   };
 }
 

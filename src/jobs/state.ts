@@ -39,7 +39,7 @@ import { ALL_JOB_KINDS, contractOf, type Completion } from './kinds/index.ts';
 import { updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
 import { proofJob } from './kinds/proof.ts';
 import { limitedKind, stopOnHeartbeat, stopReasonSql } from './limits.ts';
-import { QUOTA_DEFAULTS, type QuotaDefaults } from './quotas.ts';
+import { DEFAULT_QUOTAS, type QuotaDefaults } from './quotas.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
 
 /** Fleet tunables, from the Worker's vars (README "Configuration"). */
@@ -54,7 +54,7 @@ export interface FleetSettings {
   maxRetries: number;
   /** USD per GPU-hour by machine type, `*` as the fallback. */
   machineRates: Record<string, number>;
-  /** The quotas' defaults (ORG_MAX_*): a claim holds an organization's jobs at them (nextJobFor). Absent: QUOTA_DEFAULTS. */
+  /** The quotas' defaults (ORG_MAX_*): a claim holds an organization's jobs at them (nextJobFor). Absent: DEFAULT_QUOTAS. */
   quotas?: QuotaDefaults;
 }
 
@@ -141,8 +141,6 @@ function nextJobFor(
     SELECT lane.head_job_id FROM best_lanes JOIN ${queueLanes} lane ON lane.rowid = best_lanes.lane_rowid
     ORDER BY ${order('lane')} LIMIT 1)`;
 }
-
-const DEFAULT_QUOTAS: QuotaDefaults = { maxActiveJobs: QUOTA_DEFAULTS.ORG_MAX_ACTIVE_JOBS, maxGpus: QUOTA_DEFAULTS.ORG_MAX_GPUS };
 
 /**
  * SQL true while the organization of `t` (a queue lane or a job, by its alias: org_id,
