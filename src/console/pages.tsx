@@ -10,6 +10,7 @@ import type { Child } from 'hono/jsx';
 import { secureHeaders } from 'hono/secure-headers';
 import { raw } from 'hono/html';
 import type { AppEnv } from '../app-env.ts';
+import { door } from '../middleware/door.ts';
 import { PageFrame } from './ui/chrome.tsx';
 import { CONSOLE_PAGES, type PageName, type PageSpec, TITLE_SUFFIX } from './ui/site.ts';
 import { PAGE_VIEWS } from './ui/views/index.ts';
@@ -78,11 +79,11 @@ function Document({ name, spec, path, outbox, children }: DocumentProps) {
   );
 }
 
-consolePages.get('/', (c) => c.redirect('/console/projects'));
+consolePages.get('/', door.open(), (c) => c.redirect('/console/projects'));
 
 for (const [name, spec] of Object.entries(CONSOLE_PAGES) as [PageName, PageSpec][]) {
   const View = PAGE_VIEWS[name];
-  consolePages.get(spec.path, (c) => {
+  consolePages.get(spec.path, door.open(), (c) => {
     const outbox = outboxConfigured(c.env);
     if (spec.outbox && !outbox) return c.json({ detail: 'Not Found' }, 404);
     return c.html(

@@ -15,9 +15,9 @@ import { idempotent } from '../../middleware/idempotency/index.ts';
 import { programQuery, requireProgram } from '../programs/data.ts';
 import { executionEvents, executionQuery, programExecutions } from './data.ts';
 import { runRoutes } from '../runs/routes.ts';
-import { MAX_INPUT_BYTES } from '../../lib/limits.ts';
+import { BODY_CAPS, MAX_INPUT_BYTES } from '../../lib/limits.ts';
 import { asCaller } from '../../middleware/auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door, json } from '../../middleware/door.ts';
 import { LimitsQuery, limitsOf } from '../limits/schemas.ts';
 import { asksEstimate, estimateBasisQuery, estimateOf, ratesQuery } from '../estimates/data.ts';
 import { EstimateQuery, ProvingEstimate } from '../estimates/schemas.ts';
@@ -49,51 +49,57 @@ const submitRoute = createRoute({
 // Document only: the input is checked entry by entry as it is scanned (readProofInputBody).
 executionsApi.openAPIRegistry.registerPath(submitRoute);
 
-executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
-  const q = c.req.valid('query');
-  const { db } = c.var;
-  const read = await asCaller(
-    c,
-    (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
-    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
-  );
-  const caller = c.var.caller;
-  // Validate the request before looking at the program, as the reference (FastAPI) does.
-  const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
-  const { program, config } = requireProgram(read);
-  if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
-  if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
-  refuseOverQuota(read.usage[0], 'execute');
-  const id = crypto.randomUUID();
-  const answer = { status: 200, body: { id } } as const;
-  await submitJob(
-    c,
-    (artifacts) => artifacts.put(artifactKey.executionInput(id), input),
-    () => ({
-      rows: [
-        db.insert(executions).values({
-          id,
-          org_id: caller.orgId,
-          program_id: program.id,
-          mode: q.mode,
-          created_by: caller.owner,
-        }),
-      ],
-      job: {
-        kind: 'execute',
-        subjectId: id,
-        orgId: caller.orgId,
-        configId: config.id,
-        engine: config.engine,
-        priority: DEFAULT_PRIORITY,
-        numGpus: 1,
-        limits: limitsOf(q),
-      },
-    }),
-    answer,
-  );
-  return c.json(answer.body, answer.status);
-});
+executionsApi.post(
+  '/',
+  door.apiKey('jobs.submit', { rate: 'submissions', body: json(BODY_CAPS.input) }),
+  idempotent,
+  zValidator('query', SubmitQuery, validationHook),
+  async (c) => {
+    const q = c.req.valid('query');
+    const { db } = c.var;
+    const read = await asCaller(
+      c,
+      (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+      ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
+    );
+    const caller = c.var.caller;
+    // Validate the request before looking at the program, as the reference (FastAPI) does.
+    const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
+    const { program, config } = requireProgram(read);
+    if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
+    if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
+    refuseOverQuota(read.usage[0], 'execute');
+    const id = crypto.randomUUID();
+    const answer = { status: 200, body: { id } } as const;
+    await submitJob(
+      c,
+      (artifacts) => artifacts.put(artifactKey.executionInput(id), input),
+      () => ({
+        rows: [
+          db.insert(executions).values({
+            id,
+            org_id: caller.orgId,
+            program_id: program.id,
+            mode: q.mode,
+            created_by: caller.owner,
+          }),
+        ],
+        job: {
+          kind: 'execute',
+          subjectId: id,
+          orgId: caller.orgId,
+          configId: config.id,
+          engine: config.engine,
+          priority: DEFAULT_PRIORITY,
+          numGpus: 1,
+          limits: limitsOf(q),
+        },
+      }),
+      answer,
+    );
+    return c.json(answer.body, answer.status);
+  },
+);
 
 // GET /v1/executions, /{execution_id}, /{execution_id}/logs, /{execution_id}/events:
 // the routes executions share with proofs (src/features/runs/routes.ts).
@@ -127,7 +133,7 @@ executionsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{execution_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['executions'],
     summary: 'Get an execution, with an estimate of proving its run',
     description:

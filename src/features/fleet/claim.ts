@@ -14,15 +14,16 @@ import { whyUnservable } from '../../jobs/sweep.ts';
 import { randomToken, sha256Hex, toBase64 } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
-import { agentTokenInBatch, bearer, type InternalEnv } from './auth.ts';
+import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { json } from '../../middleware/door.ts';
+import { bearer, fleetDoor, type InternalEnv } from './auth.ts';
 import { ClaimRequestSchema } from './schemas.ts';
 
 export const jobsInternalApi = new Hono<InternalEnv>();
 
 jobsInternalApi.post(
   '/claim',
-  agentTokenInBatch,
+  fleetDoor.agent(json(BODY_CAPS.agentReport)),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', ClaimRequestSchema, validationHook),
   async (c) => {

@@ -30,8 +30,8 @@ import { programQuery, requireProgram } from '../programs/data.ts';
 import { programProofs, proofEvents, proofQuery } from './data.ts';
 import { documented, runRoutes } from '../runs/routes.ts';
 import { cancelAnswer, proofFileResponse } from './actions.ts';
-import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../../lib/limits.ts';
-import { permit } from '../../middleware/permit.ts';
+import { BODY_CAPS, MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../../lib/limits.ts';
+import { declaredForm, door, multipart } from '../../middleware/door.ts';
 import { LimitsQuery, limitsOf } from '../limits/schemas.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -56,6 +56,16 @@ const InputBody = z
     }),
   })
   .openapi('ProofInput');
+
+/**
+ * What a proof submission takes: a JSON input, or a form of an `input` field and up to
+ * MAX_CHILD_PROOFS child proof files (within the deployment's upload cap).
+ */
+const PROOF_FORM = multipart({
+  maxBytes: (env) => Math.min(Number(env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES),
+  parts: { input: MAX_INPUT_BYTES, child_proofs: MAX_CHILD_PROOF_BYTES },
+  orJson: BODY_CAPS.input,
+});
 
 const submitRoute = createRoute({
   method: 'post',
@@ -84,85 +94,88 @@ const submitRoute = createRoute({
 // Document only: the handler reads JSON or streams multipart itself.
 proofsApi.openAPIRegistry.registerPath(submitRoute);
 
-proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
-  const q = c.req.valid('query');
-  const { db } = c.var;
-  // The request's one read, before its body: the key, the program and the organization's
-  // usage (a replica's "not ready" or "over quota" is confirmed on the primary).
-  const read = await asCaller(
-    c,
-    (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
-    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
-  );
-  const caller = c.var.caller;
-  const form = multipartForm(
-    c.req.raw,
-    Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES),
-  );
-  const proofId = crypto.randomUUID();
-  const answer = { status: 200, body: { id: proofId } } as const;
-  await submitJob(
-    c,
-    async (artifacts) => {
-      // The request is validated whole before the program is looked at, as the
-      // reference (FastAPI) does: a bad input is 422 even for a program not ready yet.
-      // A form's input streams to storage as it is scanned, and its child proofs as each
-      // one ends (all rolled back on any refusal), so a request holds at most one child
-      // proof and a part's worth of its input.
-      const body = form
-        ? await readMultipartSubmission(form, proofId, artifacts)
-        : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), childKeys: [] };
+proofsApi.post(
+  '/',
+  door.apiKey('jobs.submit', { rate: 'submissions', body: PROOF_FORM }),
+  idempotent,
+  zValidator('query', SubmitQuery, validationHook),
+  async (c) => {
+    const q = c.req.valid('query');
+    const { db } = c.var;
+    // The request's one read, before its body: the key, the program and the organization's
+    // usage (a replica's "not ready" or "over quota" is confirmed on the primary).
+    const read = await asCaller(
+      c,
+      (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+      ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
+    );
+    const caller = c.var.caller;
+    const form = multipartForm(c.req.raw, declaredForm(c));
+    const proofId = crypto.randomUUID();
+    const answer = { status: 200, body: { id: proofId } } as const;
+    await submitJob(
+      c,
+      async (artifacts) => {
+        // The request is validated whole before the program is looked at, as the
+        // reference (FastAPI) does: a bad input is 422 even for a program not ready yet.
+        // A form's input streams to storage as it is scanned, and its child proofs as each
+        // one ends (all rolled back on any refusal), so a request holds at most one child
+        // proof and a part's worth of its input.
+        const body = form
+          ? await readMultipartSubmission(form, proofId, artifacts)
+          : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), childKeys: [] };
 
-      const { program, config } = requireProgram(read);
-      if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
-      if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
+        const { program, config } = requireProgram(read);
+        if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
+        if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
 
-      if (body.childKeys.length > 0 && !config.deferral_enabled)
-        throw new ValidationError([
-          {
-            loc: ['body', 'child_proofs'],
-            msg: `Value error, the program's config ${config.id} is not deferral-enabled, so child proofs cannot be folded in`,
-            type: 'value_error',
-          },
-        ]);
-      refuseOverQuota(read.usage[0], 'proof');
-      // The checked bytes as sent: engines read `input` as the zkVM's tool does (a
-      // form's input is stored already).
-      if (body.input) await artifacts.put(artifactKey.proofInput(proofId), body.input);
-      return { program, config, childKeys: body.childKeys };
-    },
-    ({ program, config, childKeys }) => {
-      const numGpus = q.num_gpus ?? program.default_num_gpus;
-      return {
-        rows: [
-          db.insert(proofs).values({
-            id: proofId,
-            org_id: caller.orgId,
-            program_id: program.id,
-            proof_type: q.proof_type,
+        if (body.childKeys.length > 0 && !config.deferral_enabled)
+          throw new ValidationError([
+            {
+              loc: ['body', 'child_proofs'],
+              msg: `Value error, the program's config ${config.id} is not deferral-enabled, so child proofs cannot be folded in`,
+              type: 'value_error',
+            },
+          ]);
+        refuseOverQuota(read.usage[0], 'proof');
+        // The checked bytes as sent: engines read `input` as the zkVM's tool does (a
+        // form's input is stored already).
+        if (body.input) await artifacts.put(artifactKey.proofInput(proofId), body.input);
+        return { program, config, childKeys: body.childKeys };
+      },
+      ({ program, config, childKeys }) => {
+        const numGpus = q.num_gpus ?? program.default_num_gpus;
+        return {
+          rows: [
+            db.insert(proofs).values({
+              id: proofId,
+              org_id: caller.orgId,
+              program_id: program.id,
+              proof_type: q.proof_type,
+              priority: q.priority,
+              num_gpus: numGpus,
+              created_by: caller.owner,
+              num_deferred_proofs: childKeys.length,
+              child_proof_keys: childKeys,
+            }),
+          ],
+          job: {
+            kind: 'proof',
+            subjectId: proofId,
+            orgId: caller.orgId,
+            configId: config.id,
+            engine: config.engine,
             priority: q.priority,
-            num_gpus: numGpus,
-            created_by: caller.owner,
-            num_deferred_proofs: childKeys.length,
-            child_proof_keys: childKeys,
-          }),
-        ],
-        job: {
-          kind: 'proof',
-          subjectId: proofId,
-          orgId: caller.orgId,
-          configId: config.id,
-          engine: config.engine,
-          priority: q.priority,
-          numGpus,
-          limits: limitsOf(q),
-        },
-      };
-    },
-    answer,
-  );
-  return c.json(answer.body, answer.status);
-});
+            numGpus,
+            limits: limitsOf(q),
+          },
+        };
+      },
+      answer,
+    );
+    return c.json(answer.body, answer.status);
+  },
+);
 
 /**
  * A child proof part: held (under its cap) until it ends, then checked in either form
@@ -288,10 +301,15 @@ const proofFilePath = documented(proofsApi, {
   },
 });
 // Answers the file as stored (streamed), not a JSON body the route makes: mounted by hand.
-proofsApi.get(proofFilePath, permit('records.read'), zValidator('param', ProofFileParams, validationHook), async (c) => {
-  const { proof_id, kind } = c.req.valid('param');
-  return proofFileResponse(c.env.ARTIFACTS, await proofRuns.read(c, proof_id), kind);
-});
+proofsApi.get(
+  proofFilePath,
+  door.apiKey('records.read', { rate: 'reads' }),
+  zValidator('param', ProofFileParams, validationHook),
+  async (c) => {
+    const { proof_id, kind } = c.req.valid('param');
+    return proofFileResponse(c.env.ARTIFACTS, await proofRuns.read(c, proof_id), kind);
+  },
+);
 
 proofRuns.logs();
 proofRuns.events();
@@ -303,7 +321,7 @@ proofsApi.openapi(
   createRoute({
     method: 'post',
     path: '/{proof_id}/cancel',
-    middleware: [permit('jobs.cancel')],
+    middleware: [door.apiKey('jobs.cancel', { rate: 'submissions' })],
     tags: ['proofs'],
     summary: 'Cancel a proof job',
     description:
