@@ -29,3 +29,12 @@ export function declarationOf(route: Route): Declaration | undefined {
     .map((r) => declaredBy(r.handler))
     .find((d) => d !== undefined);
 }
+
+/** What the route serving `method` and `url` (a path, with or without its query) declared at its door. */
+export function declarationAt(method: string, url: string): Declaration | undefined {
+  const [matched] = app.router.match(method, url.split('?')[0]);
+  return matched
+    .map(([[handler]]) => declaredBy(handler))
+    .filter((d) => d !== undefined)
+    .at(-1);
+}

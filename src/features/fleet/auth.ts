@@ -75,6 +75,9 @@ export const SEEN_LIVE_MS = 60_000;
 const liveAgentTokens = new SeenLive(SEEN_LIVE_MS);
 const liveJobTokens = new SeenLive(SEEN_LIVE_MS);
 
+/** A job token this isolate just issued (a claim): live, as its lease was made with it. */
+export const seenLiveJobToken = (hash: string) => liveJobTokens.add(hash);
+
 /** A token a door found live a moment ago, or one read (401 when it is not live). */
 const seenOrRead =
   (seen: SeenLive, read: (c: Context<InternalEnv>, hash: string) => Promise<unknown>) => async (c: Context<InternalEnv>) => {

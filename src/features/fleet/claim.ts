@@ -16,7 +16,7 @@ import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { json } from '../../middleware/door.ts';
-import { bearer, fleetDoor, type InternalEnv } from './auth.ts';
+import { bearer, fleetDoor, seenLiveJobToken, type InternalEnv } from './auth.ts';
 import { ClaimRequestSchema } from './schemas.ts';
 
 export const jobsInternalApi = new Hono<InternalEnv>();
@@ -39,16 +39,19 @@ jobsInternalApi.post(
       configs: req.configs,
     };
     const token = randomToken('jt', 32);
+    const tokenHash = await sha256Hex(token);
     const leaseId = crypto.randomUUID();
     const claim = await claimJob(
       c.var.db,
       caps,
-      { id: leaseId, tokenHash: await sha256Hex(token) },
+      { id: leaseId, tokenHash },
       { tokenHash: agentTokenHash, hintJobId: req.hint_job_id },
       settings,
       now,
     );
     if (!claim.scope) throw new ApiError(401, 'Invalid or revoked agent token');
+    // Its heartbeats' door takes it for live without a read, on this isolate (./auth.ts).
+    if (claim.job) seenLiveJobToken(tokenHash);
     const job = claim.job ? await describeClaim(c.env, claim, token, settings) : null;
     // Whatever becomes of the agent, its lease is looked at again once it should have expired.
     if (claim.job)
