@@ -108,11 +108,22 @@ const tooDeep = (maxDepth: number, at: number) =>
 /**
  * The body as the route declared it: none dropped unread; past its cap by its
  * Content-Length, 413 before a byte is read; otherwise read through its bounds.
+ *
+ * What becomes of bytes nothing reads: for a caller with a credential, the runtime takes
+ * them in after the answer (on Cloudflare, the edge: no CPU of the Worker's), so that a
+ * client still sending its upload reads the 401 or 413 rather than a reset connection.
+ * A route with no credential (`stopUnread`) takes a few KiB from a legitimate caller, whose
+ * body has arrived whole by then: whatever more comes is not taken in at all (the client's
+ * stream is cancelled), so a hostile sender cannot make the runtime receive 100 MB.
  */
-function boundBody(c: BodyContext, declared: Body): void {
+function boundBody(c: BodyContext, declared: Body, { stopUnread = false } = {}): void {
   const req = c.req.raw;
+  const unread = () => {
+    if (stopUnread && req.body) void req.body.cancel().catch(() => undefined);
+  };
   if (declared.kind === 'none') {
-    // Nothing downstream can read what it was not declared to take; the runtime discards it.
+    // Nothing downstream can read what it was not declared to take.
+    unread();
     if (req.body) c.req.raw = new Request(req, { body: null });
     return;
   }
@@ -123,7 +134,10 @@ function boundBody(c: BodyContext, declared: Body): void {
       : declared;
   const cap = capOf(body.maxBytes, c);
   const length = declaredLength(req);
-  if (length !== undefined && length > cap) throw tooLarge(cap);
+  if (length !== undefined && length > cap) {
+    unread();
+    throw tooLarge(cap);
+  }
   if (body.kind === 'stream' && length === undefined)
     throw new ApiError(411, 'Content-Length is required: this body is streamed straight to storage');
   if (!req.body) return;
@@ -140,8 +154,9 @@ function boundBody(c: BodyContext, declared: Body): void {
 /**
  * `source`, pulled only as its reader asks (nothing is read ahead), and refused once it
  * passes `cap` bytes (413) or `nesting` finds it too deep (422): the client's stream is
- * cancelled, and the refusal kept on the request (bodyRefusal) so that a reader that
- * turns a failed read into an error of its own is overruled by onError.
+ * cancelled (a body with no end would otherwise be taken in for ever), and the refusal
+ * kept on the request (bodyRefusal) so that a reader that turns a failed read into an
+ * error of its own is overruled by onError.
  */
 function bounded(c: BodyContext, source: ReadableStream<Uint8Array>, cap: number, nesting: JsonNesting | null) {
   let chunks: AsyncGenerator<Uint8Array> | undefined;
@@ -175,6 +190,14 @@ function bounded(c: BodyContext, source: ReadableStream<Uint8Array>, cap: number
 
 // ---------------------------------------------------------------------------
 // Credentials the door checks itself, or hands to the kind's own check
+
+/** For a refusal of a request nothing will read from: its body is not taken in (see boundBody). */
+const refuseUnread =
+  (c: { req: { raw: Request } }) =>
+  (err: unknown): never => {
+    void c.req.raw.body?.cancel().catch(() => undefined);
+    throw err;
+  };
 
 /** The request's client address (Cloudflare's CF-Connecting-IP; `unknown` locally without it). */
 export const clientAddress = (c: Context) => c.req.header('cf-connecting-ip') ?? 'unknown';
@@ -259,8 +282,8 @@ export const door = {
   anonymous: (o: { body?: Body } = {}) => {
     const body = o.body ?? NO_BODY;
     return declare<AppEnv>({ credential: 'none', body, rate: 'anonymous' }, async (c) => {
-      await limitAddress(c.env, 'anonymous', clientAddress(c));
-      boundBody(c, body);
+      await limitAddress(c.env, 'anonymous', clientAddress(c)).catch(refuseUnread(c));
+      boundBody(c, body, { stopUnread: true });
     });
   },
 
@@ -316,7 +339,7 @@ export const doorGuard = createMiddleware<AppEnv>(async (c, next) => {
   const address = clientAddress(c);
   const until = refusedUntil.get(address);
   if (until !== undefined) {
-    if (until > Date.now()) throw tooManyFailures();
+    if (until > Date.now()) refuseUnread(c)(tooManyFailures());
     refusedUntil.delete(address);
   }
   await next();
