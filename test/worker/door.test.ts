@@ -421,6 +421,21 @@ describe('finding 3: the fleet checks its token before the body', () => {
       expect(r.calls[0].sql[0]).toMatch(/^select .* from "(agent_tokens|leases)"/);
     });
 
+  it('a claim with a made-up token and a well-formed body runs no claim transaction: one read, no write', async () => {
+    const body = JSON.stringify({ agent_id: 'a', name: 'n', machine_type: 'm', gpus: 1, engines: ['dev'], configs: [] });
+    const r = await post(
+      '/internal/v1/jobs/claim',
+      { ...madeUp, 'cf-connecting-ip': '198.18.1.7', 'content-type': 'application/json' },
+      {
+        stream: new Blob([body]).stream(),
+        watch: { pulled: 0, ended: false },
+      },
+    );
+    expect(r.status, r.text).toBe(401);
+    // Was the claim's batch of 16 statements on the primary (writing nothing, but on the primary).
+    expect(r.calls.map((c) => [c.sql.length, c.rowsWritten])).toEqual([[1, 0]]);
+  });
+
   it('/internal has a budget per address for refused tokens: past it, 429, and a made-up claim is turned away before any D1', async () => {
     const address = { 'cf-connecting-ip': '198.18.1.3', 'content-type': 'application/json' };
     let refused = 0;
