@@ -24,8 +24,12 @@ export const BODY_CAPS = {
   anonymous: { maxBytes: 4 * 1024, maxDepth: 4 },
   /** A caller's small JSON: a project, a program rename, a webhook endpoint, a console form. */
   small: { maxBytes: MAX_JSON_BODY_BYTES, maxDepth: 16 },
-  /** A proof or execution input document (`{"input": [hex, ...]}`). */
-  input: { maxBytes: MAX_INPUT_BYTES, maxDepth: 64 },
+  /**
+   * A proof or execution input document (`{"input": [hex, ...]}`): never parsed, but checked
+   * by one pass over its bytes that holds a bit per nesting level (src/lib/input-scan.ts
+   * ProofInputScan), so its nesting costs nothing more and is left to that pass.
+   */
+  input: { maxBytes: MAX_INPUT_BYTES, maxDepth: Infinity },
   /** An agent about itself: a claim, presence, a leave, a heartbeat, a queue pull or ack (at most ~11 KiB by their schemas). */
   agentReport: { maxBytes: 64 * 1024, maxDepth: 8 },
   /** An agent about a job: a log chunk, an ending with its last chunk, a completion with inline results; a key publication's steps. */

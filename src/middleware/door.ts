@@ -143,10 +143,11 @@ function boundBody(c: BodyContext, declared: Body, { stopUnread = false } = {}):
   if (!req.body) return;
   // A declared length within the cap bounds a form or a stream already (the HTTP framing
   // ends the body there, and their readers count it too): their bytes go to R2 with no JS
-  // of ours per chunk. JSON is always read through the nesting scan.
+  // of ours per chunk. JSON is always read through its cap and the nesting scan (but a
+  // proof input's, which its route's own one pass scans: BODY_CAPS.input).
   if (body.kind !== 'json' && length !== undefined) return;
   c.req.raw = new Request(req, {
-    body: bounded(c, req.body, cap, body.kind === 'json' ? new JsonNesting(body.maxDepth) : null),
+    body: bounded(c, req.body, cap, body.kind === 'json' && Number.isFinite(body.maxDepth) ? new JsonNesting(body.maxDepth) : null),
     duplex: 'half',
   } as RequestInit);
 }
