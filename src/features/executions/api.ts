@@ -49,57 +49,53 @@ const submitRoute = createRoute({
 // Document only: the input is checked entry by entry as it is scanned (readProofInputBody).
 executionsApi.openAPIRegistry.registerPath(submitRoute);
 
-executionsApi.post(
-  '/',
-  door.apiKey('jobs.submit', { rate: 'submissions', body: json(BODY_CAPS.input) }),
-  idempotent,
-  zValidator('query', SubmitQuery, validationHook),
-  async (c) => {
-    const q = c.req.valid('query');
-    const { db } = c.var;
-    const read = await asCaller(
-      c,
-      (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
-      ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
-    );
-    const caller = c.var.caller;
-    // Validate the request before looking at the program, as the reference (FastAPI) does.
-    const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
-    const { program, config } = requireProgram(read);
-    if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
-    if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
-    refuseOverQuota(read.usage[0], 'execute');
-    const id = crypto.randomUUID();
-    const answer = { status: 200, body: { id } } as const;
-    await submitJob(
-      c,
-      (artifacts) => artifacts.put(artifactKey.executionInput(id), input),
-      () => ({
-        rows: [
-          db.insert(executions).values({
-            id,
-            org_id: caller.orgId,
-            program_id: program.id,
-            mode: q.mode,
-            created_by: caller.owner,
-          }),
-        ],
-        job: {
-          kind: 'execute',
-          subjectId: id,
-          orgId: caller.orgId,
-          configId: config.id,
-          engine: config.engine,
-          priority: DEFAULT_PRIORITY,
-          numGpus: 1,
-          limits: limitsOf(q),
-        },
-      }),
-      answer,
-    );
-    return c.json(answer.body, answer.status);
-  },
-);
+/** An execution: an API key that may submit, and a JSON input. */
+const submitDoor = door.apiKey('jobs.submit', { rate: 'submissions', body: json(BODY_CAPS.input) });
+executionsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
+  const q = c.req.valid('query');
+  const { db } = c.var;
+  const read = await asCaller(
+    c,
+    (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
+  );
+  const caller = c.var.caller;
+  // Validate the request before looking at the program, as the reference (FastAPI) does.
+  const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
+  const { program, config } = requireProgram(read);
+  if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
+  if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
+  refuseOverQuota(read.usage[0], 'execute');
+  const id = crypto.randomUUID();
+  const answer = { status: 200, body: { id } } as const;
+  await submitJob(
+    c,
+    (artifacts) => artifacts.put(artifactKey.executionInput(id), input),
+    () => ({
+      rows: [
+        db.insert(executions).values({
+          id,
+          org_id: caller.orgId,
+          program_id: program.id,
+          mode: q.mode,
+          created_by: caller.owner,
+        }),
+      ],
+      job: {
+        kind: 'execute',
+        subjectId: id,
+        orgId: caller.orgId,
+        configId: config.id,
+        engine: config.engine,
+        priority: DEFAULT_PRIORITY,
+        numGpus: 1,
+        limits: limitsOf(q),
+      },
+    }),
+    answer,
+  );
+  return c.json(answer.body, answer.status);
+});
 
 // GET /v1/executions, /{execution_id}, /{execution_id}/logs, /{execution_id}/events:
 // the routes executions share with proofs (src/features/runs/routes.ts).

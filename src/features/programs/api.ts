@@ -70,51 +70,47 @@ const registerRoute = createRoute({
 // which the generated validator (formData()) would buffer whole.
 programsApi.openAPIRegistry.registerPath(registerRoute);
 
-programsApi.post(
-  '/',
-  door.apiKey('jobs.submit', { rate: 'uploads', body: multipart({ maxBytes: (env) => Number(env.MAX_UPLOAD_BYTES) }) }),
-  idempotent,
-  zValidator('query', RegisterQuery, validationHook),
-  async (c) => {
-    const q = c.req.valid('query');
-    const { db } = c.var;
-    // Everything that can be refused without the body is refused before reading it, from
-    // the request's one read (a replica's refusal is confirmed on the primary).
-    const read = await asCaller(
-      c,
-      (org) => ({ config: configQuery(db, q.config_id), project: projectQuery(db, org, q.project_id ?? ''), usage: usageQuery(c, org) }),
-      ({ config, project, usage: [u] }) =>
-        config.length > 0 && (!q.project_id || project.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
-    );
-    const form = multipartForm(c.req.raw, declaredForm(c));
-    if (!form) throw new ApiError(400, 'Expected a multipart/form-data body with file parts "elf" and "vmexe"');
+/** A registration: an API key that may submit, a form of the ELF and VMEXE within the deployment's upload cap. */
+const registerDoor = door.apiKey('jobs.submit', { rate: 'uploads', body: multipart({ maxBytes: (env) => Number(env.MAX_UPLOAD_BYTES) }) });
+programsApi.post('/', registerDoor, idempotent, zValidator('query', RegisterQuery, validationHook), async (c) => {
+  const q = c.req.valid('query');
+  const { db } = c.var;
+  // Everything that can be refused without the body is refused before reading it, from
+  // the request's one read (a replica's refusal is confirmed on the primary).
+  const read = await asCaller(
+    c,
+    (org) => ({ config: configQuery(db, q.config_id), project: projectQuery(db, org, q.project_id ?? ''), usage: usageQuery(c, org) }),
+    ({ config, project, usage: [u] }) =>
+      config.length > 0 && (!q.project_id || project.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
+  );
+  const form = multipartForm(c.req.raw, declaredForm(c));
+  if (!form) throw new ApiError(400, 'Expected a multipart/form-data body with file parts "elf" and "vmexe"');
 
-    const config = one(read.config, 'Config');
-    if (!config.active) throw new ApiError(400, `Config ${config.id} is not active`);
-    if (q.project_id && !read.project[0]) throw notFound('Project');
-    refuseOverQuota(read.usage[0]);
+  const config = one(read.config, 'Config');
+  if (!config.active) throw new ApiError(400, `Config ${config.id} is not active`);
+  if (q.project_id && !read.project[0]) throw notFound('Project');
+  refuseOverQuota(read.usage[0]);
 
-    const programId = crypto.randomUUID();
-    const answer = { status: 201, body: { id: programId } } as const;
-    const asked = {
-      programId,
-      config,
-      projectId: q.project_id,
-      programName: q.program_name,
-      projectName: q.project_name,
-      commitSha: q.commit_sha,
-      defaultNumGpus: q.default_num_gpus,
-    };
-    // The files go to R2 first, then the rows and the job commit in one batch (or the files are deleted).
-    await submitJob(
-      c,
-      (artifacts) => receiveProgramFiles(form, programId, artifacts),
-      (stored) => registration(db, c.var.caller, asked, stored),
-      answer,
-    );
-    return c.json(answer.body, answer.status);
-  },
-);
+  const programId = crypto.randomUUID();
+  const answer = { status: 201, body: { id: programId } } as const;
+  const asked = {
+    programId,
+    config,
+    projectId: q.project_id,
+    programName: q.program_name,
+    projectName: q.project_name,
+    commitSha: q.commit_sha,
+    defaultNumGpus: q.default_num_gpus,
+  };
+  // The files go to R2 first, then the rows and the job commit in one batch (or the files are deleted).
+  await submitJob(
+    c,
+    (artifacts) => receiveProgramFiles(form, programId, artifacts),
+    (stored) => registration(db, c.var.caller, asked, stored),
+    answer,
+  );
+  return c.json(answer.body, answer.status);
+});
 
 // ---------------------------------------------------------------------------
 // GET /v1/programs (deprecated)

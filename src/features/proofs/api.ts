@@ -94,88 +94,84 @@ const submitRoute = createRoute({
 // Document only: the handler reads JSON or streams multipart itself.
 proofsApi.openAPIRegistry.registerPath(submitRoute);
 
-proofsApi.post(
-  '/',
-  door.apiKey('jobs.submit', { rate: 'submissions', body: PROOF_FORM }),
-  idempotent,
-  zValidator('query', SubmitQuery, validationHook),
-  async (c) => {
-    const q = c.req.valid('query');
-    const { db } = c.var;
-    // The request's one read, before its body: the key, the program and the organization's
-    // usage (a replica's "not ready" or "over quota" is confirmed on the primary).
-    const read = await asCaller(
-      c,
-      (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
-      ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
-    );
-    const caller = c.var.caller;
-    const form = multipartForm(c.req.raw, declaredForm(c));
-    const proofId = crypto.randomUUID();
-    const answer = { status: 200, body: { id: proofId } } as const;
-    await submitJob(
-      c,
-      async (artifacts) => {
-        // The request is validated whole before the program is looked at, as the
-        // reference (FastAPI) does: a bad input is 422 even for a program not ready yet.
-        // A form's input streams to storage as it is scanned, and its child proofs as each
-        // one ends (all rolled back on any refusal), so a request holds at most one child
-        // proof and a part's worth of its input.
-        const body = form
-          ? await readMultipartSubmission(form, proofId, artifacts)
-          : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), childKeys: [] };
+/** A proof submission: an API key that may submit, and a JSON input or a form (PROOF_FORM). */
+const submitDoor = door.apiKey('jobs.submit', { rate: 'submissions', body: PROOF_FORM });
+proofsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
+  const q = c.req.valid('query');
+  const { db } = c.var;
+  // The request's one read, before its body: the key, the program and the organization's
+  // usage (a replica's "not ready" or "over quota" is confirmed on the primary).
+  const read = await asCaller(
+    c,
+    (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
+  );
+  const caller = c.var.caller;
+  const form = multipartForm(c.req.raw, declaredForm(c));
+  const proofId = crypto.randomUUID();
+  const answer = { status: 200, body: { id: proofId } } as const;
+  await submitJob(
+    c,
+    async (artifacts) => {
+      // The request is validated whole before the program is looked at, as the
+      // reference (FastAPI) does: a bad input is 422 even for a program not ready yet.
+      // A form's input streams to storage as it is scanned, and its child proofs as each
+      // one ends (all rolled back on any refusal), so a request holds at most one child
+      // proof and a part's worth of its input.
+      const body = form
+        ? await readMultipartSubmission(form, proofId, artifacts)
+        : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), childKeys: [] };
 
-        const { program, config } = requireProgram(read);
-        if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
-        if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
+      const { program, config } = requireProgram(read);
+      if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
+      if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
 
-        if (body.childKeys.length > 0 && !config.deferral_enabled)
-          throw new ValidationError([
-            {
-              loc: ['body', 'child_proofs'],
-              msg: `Value error, the program's config ${config.id} is not deferral-enabled, so child proofs cannot be folded in`,
-              type: 'value_error',
-            },
-          ]);
-        refuseOverQuota(read.usage[0], 'proof');
-        // The checked bytes as sent: engines read `input` as the zkVM's tool does (a
-        // form's input is stored already).
-        if (body.input) await artifacts.put(artifactKey.proofInput(proofId), body.input);
-        return { program, config, childKeys: body.childKeys };
-      },
-      ({ program, config, childKeys }) => {
-        const numGpus = q.num_gpus ?? program.default_num_gpus;
-        return {
-          rows: [
-            db.insert(proofs).values({
-              id: proofId,
-              org_id: caller.orgId,
-              program_id: program.id,
-              proof_type: q.proof_type,
-              priority: q.priority,
-              num_gpus: numGpus,
-              created_by: caller.owner,
-              num_deferred_proofs: childKeys.length,
-              child_proof_keys: childKeys,
-            }),
-          ],
-          job: {
-            kind: 'proof',
-            subjectId: proofId,
-            orgId: caller.orgId,
-            configId: config.id,
-            engine: config.engine,
-            priority: q.priority,
-            numGpus,
-            limits: limitsOf(q),
+      if (body.childKeys.length > 0 && !config.deferral_enabled)
+        throw new ValidationError([
+          {
+            loc: ['body', 'child_proofs'],
+            msg: `Value error, the program's config ${config.id} is not deferral-enabled, so child proofs cannot be folded in`,
+            type: 'value_error',
           },
-        };
-      },
-      answer,
-    );
-    return c.json(answer.body, answer.status);
-  },
-);
+        ]);
+      refuseOverQuota(read.usage[0], 'proof');
+      // The checked bytes as sent: engines read `input` as the zkVM's tool does (a
+      // form's input is stored already).
+      if (body.input) await artifacts.put(artifactKey.proofInput(proofId), body.input);
+      return { program, config, childKeys: body.childKeys };
+    },
+    ({ program, config, childKeys }) => {
+      const numGpus = q.num_gpus ?? program.default_num_gpus;
+      return {
+        rows: [
+          db.insert(proofs).values({
+            id: proofId,
+            org_id: caller.orgId,
+            program_id: program.id,
+            proof_type: q.proof_type,
+            priority: q.priority,
+            num_gpus: numGpus,
+            created_by: caller.owner,
+            num_deferred_proofs: childKeys.length,
+            child_proof_keys: childKeys,
+          }),
+        ],
+        job: {
+          kind: 'proof',
+          subjectId: proofId,
+          orgId: caller.orgId,
+          configId: config.id,
+          engine: config.engine,
+          priority: q.priority,
+          numGpus,
+          limits: limitsOf(q),
+        },
+      };
+    },
+    answer,
+  );
+  return c.json(answer.body, answer.status);
+});
 
 /**
  * A child proof part: held (under its cap) until it ends, then checked in either form

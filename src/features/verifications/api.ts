@@ -73,46 +73,36 @@ verifyApi.openAPIRegistry.registerPath(
   }),
 );
 
-verifyApi.post(
-  '/',
-  door.apiKey('jobs.submit', { rate: 'uploads', body: VERIFY_FORM }),
-  idempotent,
-  zValidator('query', UnifiedQuery, validationHook),
-  async (c) => {
-    const q = c.req.valid('query');
-    const looked = await lookUp(c, q.program_id, q.config_id);
-    const text = await readProofPart(c.req.raw, declaredForm(c));
-    const doc = parseProofJson(text);
-    // The two proof files differ in shape: only the EVM proof has `proof_data`.
-    const kind = doc !== null && typeof doc === 'object' && 'proof_data' in doc ? 'evm' : 'stark';
-    if (kind === 'stark' && !q.program_id)
-      throw new ValidationError([
-        {
-          loc: ['query', 'program_id'],
-          msg: 'Field required: a STARK proof is checked against a program’s verification baseline',
-          type: 'missing',
-        },
-      ]);
-    if (kind === 'evm' && !q.config_id && !q.program_id)
-      throw new ValidationError([
-        { loc: ['query', 'config_id'], msg: 'Field required: the config whose keys verify the EVM proof', type: 'missing' },
-      ]);
-    return c.json({ id: await submitVerification(c, looked, { kind, text, doc, programId: q.program_id, configId: q.config_id }) }, 200);
-  },
-);
+/** A verification: an API key that may submit, and a form of one proof file (VERIFY_FORM). */
+const verifyDoor = door.apiKey('jobs.submit', { rate: 'uploads', body: VERIFY_FORM });
+verifyApi.post('/', verifyDoor, idempotent, zValidator('query', UnifiedQuery, validationHook), async (c) => {
+  const q = c.req.valid('query');
+  const looked = await lookUp(c, q.program_id, q.config_id);
+  const text = await readProofPart(c.req.raw, declaredForm(c));
+  const doc = parseProofJson(text);
+  // The two proof files differ in shape: only the EVM proof has `proof_data`.
+  const kind = doc !== null && typeof doc === 'object' && 'proof_data' in doc ? 'evm' : 'stark';
+  if (kind === 'stark' && !q.program_id)
+    throw new ValidationError([
+      {
+        loc: ['query', 'program_id'],
+        msg: 'Field required: a STARK proof is checked against a program’s verification baseline',
+        type: 'missing',
+      },
+    ]);
+  if (kind === 'evm' && !q.config_id && !q.program_id)
+    throw new ValidationError([
+      { loc: ['query', 'config_id'], msg: 'Field required: the config whose keys verify the EVM proof', type: 'missing' },
+    ]);
+  return c.json({ id: await submitVerification(c, looked, { kind, text, doc, programId: q.program_id, configId: q.config_id }) }, 200);
+});
 
-verifyApi.post(
-  '/stark',
-  door.apiKey('jobs.submit', { rate: 'uploads', body: VERIFY_FORM }),
-  idempotent,
-  zValidator('query', StarkQuery, validationHook),
-  async (c) => {
-    const programId = c.req.valid('query').program_id;
-    const looked = await lookUp(c, programId, undefined);
-    const text = await readProofPart(c.req.raw, declaredForm(c));
-    return c.json({ id: await submitVerification(c, looked, { kind: 'stark', text, doc: parseProofJson(text), programId }) }, 200);
-  },
-);
+verifyApi.post('/stark', verifyDoor, idempotent, zValidator('query', StarkQuery, validationHook), async (c) => {
+  const programId = c.req.valid('query').program_id;
+  const looked = await lookUp(c, programId, undefined);
+  const text = await readProofPart(c.req.raw, declaredForm(c));
+  return c.json({ id: await submitVerification(c, looked, { kind: 'stark', text, doc: parseProofJson(text), programId }) }, 200);
+});
 
 /**
  * The request's one read, before its body: the key, the program and config it names,
