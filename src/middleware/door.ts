@@ -283,7 +283,7 @@ export const door = {
   anonymous: (o: { body?: Body } = {}) => {
     const body = o.body ?? NO_BODY;
     return declare<AppEnv>({ credential: 'none', body, rate: 'anonymous' }, async (c) => {
-      await limitAddress(c.env, 'anonymous', clientAddress(c)).catch(refuseUnread(c));
+      await limitAddress(c, 'anonymous', clientAddress(c)).catch(refuseUnread(c));
       boundBody(c, body, { stopUnread: true });
     });
   },
@@ -291,14 +291,14 @@ export const door = {
   /** No credential and no body: pages, documents, health, per client address. */
   open: () =>
     declare<AppEnv>({ credential: 'none', body: NO_BODY, rate: 'open' }, async (c) => {
-      await limitAddress(c.env, 'open', clientAddress(c));
+      await limitAddress(c, 'open', clientAddress(c));
       boundBody(c, NO_BODY);
     }),
 
   /** A signed link: the signature in its query is the credential (checked by the route, before it reads anything), per client address. */
   signedLink: () =>
     declare<AppEnv>({ credential: 'signedLink', body: NO_BODY, rate: 'open' }, async (c) => {
-      await limitAddress(c.env, 'open', clientAddress(c));
+      await limitAddress(c, 'open', clientAddress(c));
       boundBody(c, NO_BODY);
     }),
 
@@ -306,7 +306,7 @@ export const door = {
   token: <E extends AppEnv>(declaration: Declaration, present: TokenCheck<E>) =>
     declare<E>(declaration, async (c) => {
       const { key, check } = await present(c);
-      await limitToken(c.env, declaration.rate, key);
+      limitToken(c, declaration.rate, key);
       await check();
       boundBody(c, declaration.body);
     }),
