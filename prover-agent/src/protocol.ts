@@ -8,6 +8,7 @@ import type { EngineConfig, EngineMetrics, JobKind, ProofType, ProvePhase, Resul
 import type { PublishedKey, PublishedKeyName, PublishedKeys } from './protocol/keys.ts';
 
 export * from './protocol/engines.ts';
+export * from './protocol/job-files.ts';
 export * from './protocol/jobs.ts';
 export * from './protocol/keys.ts';
 export * from './protocol/openvm-config.ts';
