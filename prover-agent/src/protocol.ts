@@ -138,14 +138,27 @@ export interface ClaimedJob {
    * older service.
    */
   inline_artifacts?: Record<string, string>;
-  /** Where this attempt's logs continue. */
-  log: { seq: number; offset: number };
+  /** Where this attempt's logs continue, and what the job's log may hold. */
+  log: LogPosition;
   /**
    * The job's cycle limit (README "Job limits"): an engine stops the guest when it
    * reaches it and the agent reports /fail with `limit` (an engine that cannot stop
    * mid-run meters first and refuses before proving). Null or absent: none.
    */
   cycle_limit?: number | null;
+}
+
+/**
+ * Where an attempt's log continues (the next chunk's sequence number and byte offset),
+ * and the caps on the job's whole log, all its attempts together (README "Limits";
+ * absent from an older service): a chunk past them is refused (413) and the service
+ * ends the log with its truncation marker.
+ */
+export interface LogPosition {
+  seq: number;
+  offset: number;
+  max_bytes?: number;
+  max_chunks?: number;
 }
 
 /** POST /internal/v1/lease/heartbeat (job token). */

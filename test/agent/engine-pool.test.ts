@@ -15,7 +15,9 @@ import { CANCEL_KILL_GRACE_MS } from '../../prover-agent/src/agent/job-runner.ts
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
 import type { EngineOptions, ExecuteResult } from '../../prover-agent/src/engine/types.ts';
 import type { EngineConfig } from '../../prover-agent/src/protocol.ts';
-import { devEngineConfig } from '../engine/dev/helpers.ts';
+import { MAX_LOG_LINE_CHARS } from '../../prover-agent/src/engine/types.ts';
+import { cutMark } from '../../prover-agent/src/lib/lines.ts';
+import { devEngineConfig, printBombElf } from '../engine/dev/helpers.ts';
 
 const GUESTS = fileURLToPath(new URL('../guests/build/', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'engine-pool-test-'));
@@ -45,6 +47,12 @@ function executeJob(guest: string, input: string[], engineOptions: EngineOptions
     gpus: [],
     operation: { op: 'execute', elfPath: join(dir, 'elf'), vmexePath: join(dir, 'elf'), inputPath: join(dir, 'input'), mode: 'pure' },
   };
+}
+/** An execute operation of a guest assembled by the test (test/engine/dev/helpers.ts). */
+function elfJob(elf: Uint8Array): EngineRunRequest {
+  const req = executeJob('hello.elf', []);
+  writeFileSync(join(req.workDir, 'elf'), elf);
+  return req;
 }
 /** loop.elf for about a minute: long enough to be interrupted. */
 const longJob = (engineOptions: EngineOptions = {}) => executeJob('loop.elf', [u32(4_000_000_000)], engineOptions);
@@ -265,6 +273,19 @@ describe('warm engine pool', () => {
     expect(next.outcome.kind).toBe('result');
     expect(next.pid).not.toBe(pid);
     expect(p.stats().pids).toEqual([next.pid]);
+  });
+
+  it('a guest that prints without a newline streams to the job’s log as it prints, cut, and nothing of it piles up', async () => {
+    const p = newPool();
+    // 64 MiB printed, never a newline, and then the guest spins: the cut line must come while it runs.
+    const spinning = printBombElf(64, 1 << 20, 'spin');
+    const { run: r, logs } = await started(p, elfJob(spinning));
+    await until('the cut line', () => logs.some((l) => l.includes(cutMark(MAX_LOG_LINE_CHARS - 'guest: '.length))));
+    await r.kill(CANCEL_KILL_GRACE_MS);
+    const guest = logs.filter((l) => l.startsWith('guest: '));
+    expect(guest).toEqual([`guest: ${'x'.repeat(MAX_LOG_LINE_CHARS - 'guest: '.length)}${cutMark(MAX_LOG_LINE_CHARS - 'guest: '.length)}`]);
+    // What reached the agent of 64 MiB: one cut line and the engine's own few lines.
+    expect(logs.reduce((n, l) => n + l.length, 0)).toBeLessThan(2 * MAX_LOG_LINE_CHARS);
   });
 
   it('kill() after the operation ended leaves the worker, which may be serving another job, alone', async () => {

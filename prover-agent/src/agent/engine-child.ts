@@ -77,8 +77,18 @@ async function runOnce(requestPath: string): Promise<unknown> {
 
 async function serve(engineName: string, options: EngineOptions): Promise<void> {
   // Anything the engine prints goes to stderr, whose lines are the running operation's
-  // log lines: stdout carries nothing but the protocol, so a stray write cannot split an event.
-  process.stdout.write = process.stderr.write.bind(process.stderr);
+  // log lines: stdout carries nothing but the protocol, so a stray write cannot split an
+  // event. Whether stderr's last write ended its line is kept, so that an operation's
+  // end mark always starts a line of its own (the agent cuts an over-long line and
+  // skips the rest of it: a mark at its end would be lost).
+  const writeStderr = process.stderr.write.bind(process.stderr) as (chunk: string | Uint8Array, ...rest: unknown[]) => boolean;
+  let atLineStart = true;
+  const tracked = (chunk: string | Uint8Array, ...rest: unknown[]) => {
+    if (chunk.length > 0) atLineStart = typeof chunk === 'string' ? chunk.endsWith('\n') : chunk[chunk.length - 1] === 0x0a;
+    return writeStderr(chunk, ...rest);
+  };
+  process.stderr.write = tracked;
+  process.stdout.write = process.stderr.write;
   let running: AbortController | null = null;
   let stopping = false;
   process.on('SIGTERM', () => {
@@ -113,7 +123,7 @@ async function serve(engineName: string, options: EngineOptions): Promise<void> 
     }
     running = null;
     emit({ id, ...end, rss: process.memoryUsage.rss() });
-    process.stderr.write(`${OP_END_MARK}${id}\n`);
+    process.stderr.write(`${atLineStart ? '' : '\n'}${OP_END_MARK}${id}\n`);
     if (stopping) process.exit(0);
   }
 }
