@@ -146,6 +146,13 @@ export interface ClaimedJob {
    * mid-run meters first and refuses before proving). Null or absent: none.
    */
   cycle_limit?: number | null;
+  /**
+   * Milliseconds from the claim to the job's deadline (README "Job limits"); null: it has
+   * none. The agent stops the job there, as the service does at its next heartbeat; a
+   * span rather than an instant, so the host's clock does not matter. Absent from an
+   * older service.
+   */
+  deadline_in_ms?: number | null;
 }
 
 /**

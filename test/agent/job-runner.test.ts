@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ArtifactCache } from '../../prover-agent/src/agent/artifact-cache.ts';
 import { HttpError } from '../../prover-agent/src/agent/http.ts';
-import { JobRunner, type RunnerOptions } from '../../prover-agent/src/agent/job-runner.ts';
+import { CANCEL_KILL_GRACE_MS, JobRunner, type RunnerOptions } from '../../prover-agent/src/agent/job-runner.ts';
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
 import { Metrics } from '../../prover-agent/src/agent/metrics.ts';
 import type { ServiceClient } from '../../prover-agent/src/agent/service-client.ts';
@@ -106,6 +106,7 @@ async function options(engines: { start: unknown }): Promise<RunnerOptions> {
     killGraceMs: 10_000,
     agentName: 'box',
     machineType: 'test-machine',
+    jobTimeLimitsMs: {},
   };
 }
 
@@ -398,5 +399,58 @@ describe('a job stopped while it runs', () => {
     const calls = requests.map((r) => r.call);
     expect(calls.at(-1)).toBe('heartbeat');
     expect(calls.filter((c) => c !== 'heartbeat' && c !== 'status')).toEqual([]);
+  });
+});
+
+describe('a job stopped at a time limit', () => {
+  /** An engine that never ends by itself (a guest whose instructions each cost the host milliseconds). */
+  const endless = () => fakeEngines((_req, _emit, killed) => killed.then((): Outcome => ({ kind: 'killed', signal: 'SIGTERM' })));
+  const commitJob = (over: Partial<ClaimedJob> = {}) =>
+    claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' }, ...over });
+
+  it("past the host's limit for its engine: the engine is killed with the short grace and the job fails for good, saying why", async () => {
+    const { requests, service } = fakeLease(served);
+    const { kills, launcher } = endless();
+    const opts = { ...(await options(launcher)), jobTimeLimitsMs: { dev: 50, openvm: 3_600_000 } };
+    expect(await run(service, commitJob(), opts)).toBe('failed');
+    expect(kills.length).toBeGreaterThan(0);
+    expect(kills.every((grace) => grace <= CANCEL_KILL_GRACE_MS)).toBe(true);
+    expect(requests.map((r) => r.call)).toEqual(['fail']);
+    const body = requests[0].body as any;
+    expect(body).toMatchObject({
+      retryable: false,
+      error: expect.stringMatching(/^Time limit reached: the job held its host for 0 s, the most the host allows a dev job/),
+    });
+    expect(body.log.text).toContain(`stopped: ${body.error}`);
+  });
+
+  it('at its deadline, when that comes first: the engine is killed and the job fails for good (the service words a deadline it sees passed)', async () => {
+    const { requests, service } = fakeLease(served);
+    const { kills, launcher } = endless();
+    const opts = { ...(await options(launcher)), jobTimeLimitsMs: { dev: 3_600_000 } };
+    expect(await run(service, commitJob({ deadline_in_ms: 30 }), opts)).toBe('failed');
+    expect(kills.length).toBeGreaterThan(0);
+    expect(requests.at(-1)).toMatchObject({ call: 'fail', body: { retryable: false, error: expect.stringMatching(/^Deadline passed/) } });
+  });
+
+  it('a deadline already passed at the claim stops the job before its engine starts', async () => {
+    const { requests, service } = fakeLease(served);
+    const { started, launcher } = endless();
+    expect(await run(service, commitJob({ deadline_in_ms: 0, artifacts: ['elf'], inline_artifacts: {} }), await options(launcher))).toBe(
+      'failed',
+    );
+    expect(started).toHaveLength(0);
+    expect(requests.at(-1)).toMatchObject({ call: 'fail', body: { retryable: false, error: expect.stringMatching(/^Deadline passed/) } });
+  });
+
+  it('an engine that ended in time is reported as it ended, whatever the clock says after', async () => {
+    const { requests, service } = fakeLease(served);
+    const { launcher } = fakeEngines(async () => ({
+      kind: 'result',
+      result: { app_exe_commit: '0xexe', app_vm_commit: '0xvm', baseline: {} },
+    }));
+    const opts = { ...(await options(launcher)), jobTimeLimitsMs: { dev: 3_600_000 } };
+    expect(await run(service, commitJob({ deadline_in_ms: 3_600_000 }), opts)).toBe('completed');
+    expect(requests.map((r) => r.call)).toEqual(['complete']);
   });
 });

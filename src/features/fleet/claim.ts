@@ -115,6 +115,8 @@ async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timin
     // The log's caps too, so the agent keeps room for an attempt's last lines under them.
     log: { seq: job.log_seq, offset: job.log_bytes, max_bytes: logCaps.LOG_MAX_BYTES, max_chunks: logCaps.LOG_MAX_CHUNKS },
     cycle_limit: job.cycle_limit,
+    // A span from now, not the instant: the agent stops the job there whatever its host's clock says.
+    deadline_in_ms: job.deadline_at === null ? null : Math.max(0, job.deadline_at - Date.now()),
   };
 }
 
