@@ -12,7 +12,7 @@ import { CANCEL_KILL_GRACE_MS, JobRunner, type RunnerOptions } from '../../prove
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
 import { Metrics } from '../../prover-agent/src/agent/metrics.ts';
 import type { ServiceClient } from '../../prover-agent/src/agent/service-client.ts';
-import type { ClaimedJob } from '../../prover-agent/src/protocol.ts';
+import type { ClaimedJob, FailRequest, LogChunk } from '../../prover-agent/src/protocol.ts';
 
 /** One call the runner made on its lease: the callback's name and what it sent. */
 type Request = { call: string; body?: unknown };
@@ -399,6 +399,33 @@ describe('a job stopped while it runs', () => {
     const calls = requests.map((r) => r.call);
     expect(calls.at(-1)).toBe('heartbeat');
     expect(calls.filter((c) => c !== 'heartbeat' && c !== 'status')).toEqual([]);
+  });
+});
+
+describe('a job whose log reaches its cap', () => {
+  it('ends with what was left out and its last lines, with the ending or (to an older service) flushed before it', async () => {
+    for (const older of [false, true]) {
+      const { requests, service } = fakeLease(served);
+      const { launcher } = fakeEngines(async (_req, emit) => {
+        for (let i = 0; i < 5000; i++) emit({ type: 'log', line: `guest: line ${i} ${'q'.repeat(100)}` });
+        return { kind: 'job-error', message: 'guest panicked' };
+      });
+      const job = claim('commit', {
+        artifacts: ['elf', 'vmexe'],
+        inline_artifacts: { elf: '', vmexe: '' },
+        log: { seq: 3, offset: 100, max_bytes: 256 * 1024, max_chunks: 2048 },
+        ...(older ? { shared_artifacts: undefined } : {}),
+      });
+      expect(await run(service, job, await options(launcher))).toBe('failed');
+      const sent = requests.flatMap((r) => (r.call === 'logs' ? [(r.body as LogChunk).text] : []));
+      const ending = requests.at(-1)!;
+      expect(ending.call).toBe('fail');
+      if (older) expect((ending.body as FailRequest).log).toBeUndefined();
+      const log = [...sent, (ending.body as FailRequest).log?.text ?? ''].join('');
+      expect(Buffer.byteLength(log)).toBeLessThanOrEqual(256 * 1024 - 100);
+      expect(log).toMatch(/\n\[agent\] \d+ lines \(\d+ bytes\) left out here: this job's log is capped/);
+      expect(log.trimEnd().split('\n').slice(-2)).toEqual([expect.stringMatching(/^guest: line 4999 /), 'error: guest panicked']);
+    }
   });
 });
 

@@ -276,12 +276,11 @@ export class JobRunner {
 
   /** The logs not sent yet, for the call that ends the lease (or flushed before it, to an older service). */
   private async lastLogs(): Promise<{ log?: LogChunk }> {
-    if (!this.serviceTakesEndings()) {
-      await this.timed('logs', () => this.logs.flush());
-      return {};
-    }
+    // last() also puts what a gap left out, and its last lines, into what is pending.
     const log = await this.timed('logs', () => this.logs.last());
-    return log ? { log } : {};
+    if (this.serviceTakesEndings()) return log ? { log } : {};
+    await this.timed('logs', () => this.logs.flush());
+    return {};
   }
 
   /** Runs `report` unless the run was stopped meanwhile; a 409 means the lease was lost. */
