@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ArtifactCache } from '../../prover-agent/src/agent/artifact-cache.ts';
 import { HttpError } from '../../prover-agent/src/agent/http.ts';
 import { CANCEL_KILL_GRACE_MS, JobRunner, type RunnerOptions } from '../../prover-agent/src/agent/job-runner.ts';
@@ -430,39 +430,53 @@ describe('a job whose log reaches its cap', () => {
 });
 
 describe('a job stopped at a time limit', () => {
-  /** An engine that never ends by itself (a guest whose instructions each cost the host milliseconds). */
-  const endless = () => fakeEngines((_req, _emit, killed) => killed.then((): Outcome => ({ kind: 'killed', signal: 'SIGTERM' })));
+  /**
+   * An engine that never ends by itself (a guest whose instructions each cost the host
+   * milliseconds). The runner's timers are fake: time moves by `ms` only once the engine
+   * runs, so the limit passes while it runs however loaded the machine is.
+   */
+  const endless = (ms: number) =>
+    fakeEngines((_req, _emit, killed) => {
+      setImmediate(() => vi.advanceTimersByTime(ms));
+      return killed.then((): Outcome => ({ kind: 'killed', signal: 'SIGTERM' }));
+    });
   const commitJob = (over: Partial<ClaimedJob> = {}) =>
     claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' }, ...over });
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   it("past the host's limit for its engine: the engine is killed with the short grace and the job fails for good, saying why", async () => {
     const { requests, service } = fakeLease(served);
-    const { kills, launcher } = endless();
-    const opts = { ...(await options(launcher)), jobTimeLimitsMs: { dev: 50, openvm: 3_600_000 } };
+    const { kills, launcher } = endless(60_000);
+    const opts = { ...(await options(launcher)), jobTimeLimitsMs: { dev: 60_000, openvm: 3_600_000 } };
     expect(await run(service, commitJob(), opts)).toBe('failed');
     expect(kills.length).toBeGreaterThan(0);
     expect(kills.every((grace) => grace <= CANCEL_KILL_GRACE_MS)).toBe(true);
-    expect(requests.map((r) => r.call)).toEqual(['fail']);
-    const body = requests[0].body as any;
+    expect(requests.map((r) => r.call).filter((c) => c !== 'logs')).toEqual(['fail']); // (a minute passed: the first lines were flushed)
+    const body = requests.at(-1)!.body as any;
     expect(body).toMatchObject({
       retryable: false,
-      error: expect.stringMatching(/^Time limit reached: the job held its host for 0 s, the most the host allows a dev job/),
+      error: expect.stringMatching(/^Time limit reached: the job held its host for 60 s, the most the host allows a dev job/),
     });
     expect(body.log.text).toContain(`stopped: ${body.error}`);
   });
 
   it('at its deadline, when that comes first: the engine is killed and the job fails for good (the service words a deadline it sees passed)', async () => {
     const { requests, service } = fakeLease(served);
-    const { kills, launcher } = endless();
+    const { kills, launcher } = endless(30_000);
     const opts = { ...(await options(launcher)), jobTimeLimitsMs: { dev: 3_600_000 } };
-    expect(await run(service, commitJob({ deadline_in_ms: 30 }), opts)).toBe('failed');
+    expect(await run(service, commitJob({ deadline_in_ms: 30_000 }), opts)).toBe('failed');
     expect(kills.length).toBeGreaterThan(0);
     expect(requests.at(-1)).toMatchObject({ call: 'fail', body: { retryable: false, error: expect.stringMatching(/^Deadline passed/) } });
   });
 
   it('a deadline already passed at the claim stops the job before its engine starts', async () => {
     const { requests, service } = fakeLease(served);
-    const { started, launcher } = endless();
+    const { started, launcher } = endless(0);
     expect(await run(service, commitJob({ deadline_in_ms: 0, artifacts: ['elf'], inline_artifacts: {} }), await options(launcher))).toBe(
       'failed',
     );
