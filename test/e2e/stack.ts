@@ -258,6 +258,22 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   };
 }
 
+/** Polls `get` every `everyMs` until it gives something truthy, which it returns; throws naming `what` past the timeout. */
+export async function until<T>(
+  what: string,
+  get: () => Promise<T | undefined | null | false>,
+  timeoutMs = 120_000,
+  everyMs = 50,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await get();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
 /** A small client of the public API, as a caller uses it. */
 export function caller(stack: Pick<Stack, 'url' | 'apiKey'>) {
   const call = async (method: string, path: string, body?: BodyInit | object) => {
@@ -292,10 +308,20 @@ export function caller(stack: Pick<Stack, 'url' | 'apiKey'>) {
 
 /** Registers a committed test guest and waits for its commit job to finish. */
 export async function registerGuest(api: ReturnType<typeof caller>, config: string, guest: string): Promise<string> {
+  return registerElf(api, config, guest, await readFile(join(GUESTS, guest)));
+}
+
+/** Registers the guest ELF `elf` (a test's own, e.g. one it assembled) as `name` and waits for its commit job to finish. */
+export async function registerElf(
+  api: ReturnType<typeof caller>,
+  config: string,
+  name: string,
+  elf: Uint8Array<ArrayBuffer>,
+): Promise<string> {
   const form = new FormData();
-  form.append('elf', new Blob([await readFile(join(GUESTS, guest))]), guest);
-  form.append('vmexe', new Blob([new TextEncoder().encode(`vmexe of ${guest}`)]), 'program.vmexe');
-  const { id } = await api.json('POST', `/v1/programs?config_id=${config}&program_name=${guest}`, form);
+  form.append('elf', new Blob([elf]), name);
+  form.append('vmexe', new Blob([new TextEncoder().encode(`vmexe of ${name}`)]), 'program.vmexe');
+  const { id } = await api.json('POST', `/v1/programs?config_id=${config}&program_name=${name}`, form);
   await api.waitFor(`/v1/programs/${id}`, (p: any) => p.status === 'ready' || p.status === 'failed');
   return id;
 }

@@ -315,7 +315,7 @@ describe('a lease ends in one request', () => {
     });
     expect(await logsOf(t, released)).toBe('');
     const third = await claimJob(await seedAgent());
-    expect(third.log).toEqual({ seq: 0, offset: 0 });
+    expect(third.log).toMatchObject({ seq: 0, offset: 0 });
     expect(await json(await lease(third, '/release', { log: { seq: 0, offset: 0, text: 'shutting down\n' } }), 200)).toEqual({
       status: 'requeued',
     });

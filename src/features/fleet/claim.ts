@@ -7,7 +7,7 @@ import { zValidator } from '@hono/zod-validator';
 import { gpusUsed, MAX_INLINE_ARTIFACT_BYTES, type ClaimedJob, type ClaimResponse } from 'prover-agent/protocol';
 import type { Env } from '../../env.ts';
 import { scheduleLeaseCheck } from '../../jobs/lease-checks.ts';
-import { fleetSettings, type AgentTimings } from '../../jobs/settings.ts';
+import { fleetSettings, tenantLimits, type AgentTimings } from '../../jobs/settings.ts';
 import { contractOf } from '../../jobs/kinds/index.ts';
 import { claimJob, scopeAllows, type AgentCapabilities, type ClaimOutcome } from '../../jobs/state.ts';
 import { whyUnservable } from '../../jobs/sweep.ts';
@@ -74,6 +74,7 @@ async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timin
   const { job, lease, config, program } = claim;
   if (!job || !lease || !config) throw new Error(`claim of job ${job?.id} came back without its lease or config`);
   const kind = contractOf(job.kind);
+  const logCaps = tenantLimits(env);
   const artifacts = Object.entries(lease.artifacts).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== '');
   return {
     id: job.id,
@@ -111,8 +112,11 @@ async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timin
       env,
       artifacts.filter(([name]) => !kind.claim.isShared(name)),
     ),
-    log: { seq: job.log_seq, offset: job.log_bytes },
+    // The log's caps too, so the agent keeps room for an attempt's last lines under them.
+    log: { seq: job.log_seq, offset: job.log_bytes, max_bytes: logCaps.LOG_MAX_BYTES, max_chunks: logCaps.LOG_MAX_CHUNKS },
     cycle_limit: job.cycle_limit,
+    // A span from now, not the instant: the agent stops the job there whatever its host's clock says.
+    deadline_in_ms: job.deadline_at === null ? null : Math.max(0, job.deadline_at - Date.now()),
   };
 }
 
