@@ -7,7 +7,8 @@ import { batchByName } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';
 import { agents, agentTokens, jobs, organizations, queueLanes } from '../../db/schema.ts';
 
-const liveToken = (hash: string) => and(eq(agentTokens.token_hash, hash), isNull(agentTokens.revoked_at));
+/** The live agent token with this hash. */
+export const liveToken = (hash: string) => and(eq(agentTokens.token_hash, hash), isNull(agentTokens.revoked_at));
 
 /**
  * One batch: the live agent token `hash` names, and the agent's row written from it
