@@ -53,7 +53,7 @@ export interface FleetSettings {
   maxAttempts: number;
   /** Retryable engine failures the job may have before it fails for good. */
   maxRetries: number;
-  /** USD per GPU-hour by machine type (MACHINE_RATES: ./settings.ts parseMachineRates). */
+  /** USD per GPU-hour by machine type (MACHINE_RATES: ./rates.ts parseMachineRates). */
   machineRates: MachineRates;
   /** The quotas' defaults (ORG_MAX_*): a claim holds an organization's jobs at them (nextJobFor). Absent: DEFAULT_QUOTAS. */
   quotas?: QuotaDefaults;
