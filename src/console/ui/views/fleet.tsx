@@ -31,8 +31,8 @@ const tokenColumns: Column<AgentToken>[] = [
   { header: 'Engines', cell: (t) => t.engines.join(', ') || 'none' },
   { header: 'Configs', cell: (t) => (t.configs ? t.configs.map((id) => <code key={id}>{id} </code>) : 'every config of its engines') },
   { header: 'Machine type', cell: (t) => t.machine_type },
-  { header: 'Most GPUs', cell: (t) => String(t.max_gpus), numeric: true },
-  { header: 'Most jobs at once', cell: (t) => String(t.max_leases), numeric: true },
+  { header: 'Most GPUs', cell: (t) => formatCount(t.max_gpus), numeric: true },
+  { header: 'Most jobs at once', cell: (t) => formatCount(t.max_leases), numeric: true },
   { header: 'Created', cell: (t) => formatDate(t.created_at) },
 ];
 
