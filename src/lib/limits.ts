@@ -16,6 +16,11 @@ export const MAX_INTERNAL_JSON_BYTES = 4 * 1024 * 1024;
 export const MIN_PASSWORD_LENGTH = 10;
 /** Longer inputs are refused before hashing: the work is per request, not per byte, but bodies stay bounded. */
 export const MAX_PASSWORD_LENGTH = 256;
+/** Most GPUs a host may declare, and an agent token hold (its max_gpus); the most leases a token may hold at once. */
+export const MAX_AGENT_GPUS = 10_000;
+export const MAX_AGENT_LEASES = 10_000;
+/** Longest machine type name (a host's declaration, an agent token's). */
+export const MAX_MACHINE_TYPE_LENGTH = 100;
 /** Longest API key name (its owner label). */
 export const MAX_API_KEY_NAME_LENGTH = 100;
 /** Longest webhook endpoint URL and description. */

@@ -1,6 +1,8 @@
 // POST /internal/v1/jobs/claim: an agent asks for the best job it can serve. One D1
 // batch (claimJob, src/jobs/state.ts): the agent token, the claim and everything the
-// agent needs to run the job. Claims write nothing about the agent itself: its
+// agent needs to run the job. What the agent declares is held to its token: its machine
+// type must be the token's, and it takes no more GPUs or leases than the token allows
+// (./declaration.ts). Claims write nothing about the agent itself: its
 // presence is reported at most once a minute (src/features/fleet/agents.ts).
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
@@ -9,13 +11,14 @@ import type { Env } from '../../env.ts';
 import { scheduleLeaseCheck } from '../../jobs/lease-checks.ts';
 import { fleetSettings, tenantLimits, type AgentTimings } from '../../jobs/settings.ts';
 import { contractOf } from '../../jobs/kinds/index.ts';
-import { claimJob, scopeAllows, type AgentCapabilities, type ClaimOutcome } from '../../jobs/state.ts';
+import { claimJob, roomOf, scopeAllows, type AgentCapabilities, type ClaimOutcome } from '../../jobs/state.ts';
 import { whyUnservable } from '../../jobs/sweep.ts';
 import { randomToken, sha256Hex, toBase64 } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { agentTokenInBatch, bearer, type InternalEnv } from './auth.ts';
+import { otherMachineType, requirePricedMachineType } from './declaration.ts';
 import { ClaimRequestSchema } from './schemas.ts';
 
 export const jobsInternalApi = new Hono<InternalEnv>();
@@ -29,6 +32,7 @@ jobsInternalApi.post(
     const agentTokenHash = await sha256Hex(bearer(c.req.header('authorization')));
     const req = c.req.valid('json');
     const settings = fleetSettings(c.env);
+    await requirePricedMachineType(c, settings.machineRates, req.machine_type);
     const now = Date.now();
     const caps: AgentCapabilities = {
       agentId: req.agent_id,
@@ -48,6 +52,8 @@ jobsInternalApi.post(
       now,
     );
     if (!claim.scope) throw new ApiError(401, 'Invalid or revoked agent token');
+    // Nothing was claimed for another machine type than the token's (nextJobFor): say why.
+    if (claim.scope.machine_type !== caps.machineType) throw otherMachineType(claim.scope.machine_type, caps.machineType);
     const job = claim.job ? await describeClaim(c.env, claim, token, settings) : null;
     // Whatever becomes of the agent, its lease is looked at again once it should have expired.
     if (claim.job)
@@ -67,7 +73,10 @@ function hintOutcome(hintId: string | null | undefined, claim: ClaimOutcome, cap
   if (claim.scope && !scopeAllows(claim.scope, hinted)) return 'not-servable';
   // Held by its organization's quota: the sweep notifies its lane again once it may start.
   if (hinted.held_by_quota) return 'not-servable';
-  return whyUnservable(hinted, [caps]) === null ? 'still-queued' : 'not-servable';
+  // The token holds all it may (its max_leases): not this agent's now; the notice comes back in a while.
+  const room = claim.scope && roomOf(claim.scope, caps.gpus);
+  if (!room) return 'not-servable';
+  return whyUnservable(hinted, [{ ...caps, gpus: room.gpus }]) === null ? 'still-queued' : 'not-servable';
 }
 
 async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timings: AgentTimings): Promise<ClaimedJob> {

@@ -30,6 +30,9 @@ const tokenColumns: Column<AgentToken>[] = [
   { header: 'Name', cell: (t) => t.name },
   { header: 'Engines', cell: (t) => t.engines.join(', ') || 'none' },
   { header: 'Configs', cell: (t) => (t.configs ? t.configs.map((id) => <code key={id}>{id} </code>) : 'every config of its engines') },
+  { header: 'Machine type', cell: (t) => t.machine_type },
+  { header: 'Most GPUs', cell: (t) => formatCount(t.max_gpus), numeric: true },
+  { header: 'Most jobs at once', cell: (t) => formatCount(t.max_leases), numeric: true },
   { header: 'Created', cell: (t) => formatDate(t.created_at) },
 ];
 
@@ -65,7 +68,7 @@ export const FleetView = ({ fleet }: { fleet?: Fleet }) => (
         </EmptyState>
       }
     />
-    <h2>Agent tokens and what they may claim</h2>
+    <h2>Agent tokens: what they may claim and hold</h2>
     <DataTable id="agent-tokens" caption="Live agent tokens" columns={tokenColumns} rows={fleet?.tokens} empty="No live agent token." />
     <h2>Queued jobs</h2>
     <DataTable id="queue" caption="Queued jobs by engine and config" columns={queueColumns} rows={fleet?.queued} empty="Nothing queued." />
