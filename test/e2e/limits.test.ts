@@ -48,9 +48,10 @@ describe('job limits with a real agent (dev engine)', () => {
   });
 
   it('a deadline stops a running job: its agent stops the engine, and it ends Failed', async () => {
-    const program = await registerGuest(api, stack.devConfig, 'loop.elf');
-    // 4·10^9 rounds: far longer than the test; the deadline comes first.
-    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&deadline_seconds=4`, { input: [rounds(4_000_000_000)] });
+    // A guest that never ends and runs few instructions: on a fast host a long loop.elf
+    // could reach the default cycle limit before the deadline; this one cannot.
+    const program = await registerElf(api, stack.devConfig, 'endless.elf', slowHintElf());
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&deadline_seconds=4`, { input: [] });
     await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
     const seen = new Set<string>();
     const proof = await api.waitFor(`/v1/proofs/${id}`, (p: any) => (seen.add(p.state), ended(p)));
@@ -63,7 +64,9 @@ describe('job limits with a real agent (dev engine)', () => {
 
   it('org_quota: a quota lowered below what the organization runs holds its queued job, saying so, until a running one ends', async () => {
     const program = await registerGuest(api, stack.devConfig, 'loop.elf');
-    const { id: long } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: [rounds(4_000_000_000)] });
+    // The running job must outlast the polling below on any host: a guest that never ends.
+    const endless = await registerElf(api, stack.devConfig, 'endless.elf', slowHintElf());
+    const { id: long } = await api.json('POST', `/v1/proofs?program_id=${endless}`, { input: [] });
     await api.waitFor(`/v1/proofs/${long}`, (p: any) => p.state === 'Executing');
     // Queued, then the operator lowers the quota to the one job running.
     const { id: held } = await api.json('POST', `/v1/executions?program_id=${program}`, { input: [rounds(10)] });
