@@ -571,6 +571,19 @@ export const agentTokens = sqliteTable(
     engines: text('engines', { mode: 'json' }).$type<string[]>().notNull().default([]),
     /** The configs its agents may run jobs under; null = every config of its engines. */
     configs: text('configs', { mode: 'json' }).$type<string[] | null>(),
+    /**
+     * What its hosts are and may hold, the operator's word (migrations/0023_fleet_authority.sql):
+     * the machine type they are billed as (its rate: MACHINE_RATES), which a host must
+     * declare as it is; the most GPUs its live leases hold together; the most leases
+     * live at once. A host declaring more is held to these by the claim's own statement
+     * (src/jobs/state.ts nextJobFor). The defaults are only for rows older than them.
+     */
+    machine_type: text('machine_type').notNull().default('unknown'),
+    max_gpus: integer('max_gpus').notNull().default(8),
+    max_leases: integer('max_leases').notNull().default(8),
+    /** Its live leases (outcome not set) and the GPUs they hold: kept by triggers on leases (0023), read by every claim. */
+    held_leases: integer('held_leases').notNull().default(0),
+    held_gpus: integer('held_gpus').notNull().default(0),
   },
   (t) => [uniqueIndex('agent_tokens_hash').on(t.token_hash)],
 );

@@ -15,7 +15,7 @@
 // However the bytes are split into chunks, the answer is the same.
 import { concatBytes } from './bytes.ts';
 import { IssueList, ValidationError } from './errors.ts';
-import { inputEntryProblem, type EntrySummary } from './input.ts';
+import { inputEntryProblem, type EntrySummary } from 'prover-agent/protocol';
 
 const isWs = (b: number) => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
 /** `\x` escapes other than `\u`: the escaped byte → the code unit it stands for. */

@@ -1,13 +1,13 @@
 // Request caps shared by the route modules (README "Limits"), and by the console's
-// forms (src/console/ui): this module has no imports, so the browser client bundles it.
+// forms (src/console/ui): this module imports only the fleet protocol's caps on a
+// job's files, so the browser client bundles it.
 
-/** Caps on deferred child proofs (interface 8 leaves them to us; README "Limits"). */
-export const MAX_CHILD_PROOFS = 16;
-export const MAX_CHILD_PROOF_BYTES = 16 * 1024 * 1024;
+// The caps on the files a job carries to an agent (a proof's input, child proofs, a
+// proof to verify): the protocol's, which the agent's engines hold them to as well.
+import { MAX_INPUT_BYTES } from 'prover-agent/protocol';
+export { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES, MAX_VERIFY_PROOF_BYTES } from 'prover-agent/protocol';
 /** Longest multipart filename kept (a program's default name comes from its ELF's): longer ones are cut. */
 export const MAX_FILENAME_LENGTH = 256;
-/** Largest `input` JSON accepted, whether sent as the body or as a form field. */
-export const MAX_INPUT_BYTES = 32 * 1024 * 1024;
 /** Largest small JSON body (a project name, a program rename or move): 413 beyond it. */
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
 /** Largest JSON body from the fleet (a log chunk or a result of at most 1 MiB of text each, ...). */
@@ -40,6 +40,11 @@ export const BODY_CAPS = {
 export const MIN_PASSWORD_LENGTH = 10;
 /** Longer inputs are refused before hashing: the work is per request, not per byte, but bodies stay bounded. */
 export const MAX_PASSWORD_LENGTH = 256;
+/** Most GPUs a host may declare, and an agent token hold (its max_gpus); the most leases a token may hold at once. */
+export const MAX_AGENT_GPUS = 10_000;
+export const MAX_AGENT_LEASES = 10_000;
+/** Longest machine type name (a host's declaration, an agent token's). */
+export const MAX_MACHINE_TYPE_LENGTH = 100;
 /** Longest API key name (its owner label). */
 export const MAX_API_KEY_NAME_LENGTH = 100;
 /** Longest webhook endpoint URL and description. */

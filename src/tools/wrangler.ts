@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { parseMachineRates, type MachineRates } from '../jobs/rates.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 // wrangler's own CLI, run the way its bin/wrangler.js runs it, minus that wrapper's extra Node process.
@@ -157,6 +158,18 @@ export async function mailSettings(
     MAIL_FROM: setting('MAIL_FROM'),
     MAIL_API_KEY: process.env.MAIL_API_KEY,
   };
+}
+
+/**
+ * The rate card (MACHINE_RATES) of a wrangler.toml environment's vars: the rates its
+ * Worker bills machine types at (src/jobs/settings.ts parseMachineRates).
+ */
+export async function machineRates(env?: string): Promise<MachineRates> {
+  const { unstable_readConfig } = await import('wrangler');
+  const config = unstable_readConfig({ config: path.join(ROOT, 'wrangler.toml'), env }, { hideWarnings: true });
+  const vars = new Map(Object.entries((config.vars ?? {}) as Record<string, unknown>));
+  const card = vars.get('MACHINE_RATES');
+  return parseMachineRates(typeof card === 'string' ? card : undefined, (msg) => process.stderr.write(`admin: ${msg}\n`));
 }
 
 export async function r2Put(t: Target, bucket: string, key: string, file: string): Promise<void> {

@@ -7,6 +7,7 @@ import { tenantLimits } from '../../src/jobs/settings.ts';
 import { openDb } from '../../src/db/client.ts';
 import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { as, seedUser, send, signIn } from './console-helpers.ts';
+import { seedAgent } from './fleet-helpers.ts';
 
 async function member(role: 'owner' | 'admin' | 'member' = 'member', t?: Tenant) {
   const tenant = t ?? (await seedTenant());
@@ -266,6 +267,11 @@ describe('fleet', () => {
     );
     expect(fleet.queued.find((q: { engine: string }) => q.engine === 'dev').jobs).toBeGreaterThanOrEqual(1);
     expect(fleet.queued[0].oldest_age_seconds).toBeGreaterThanOrEqual(0);
+    // Each live token with what its hosts are and may hold (the operator's word, not theirs).
+    const box = await seedAgent({ machine_type: 'h100', gpus: 8 }, { limits: { maxGpus: 4, maxLeases: 2 } });
+    const tokens = (await as(op, '/console/v1/fleet')).tokens;
+    const id = await env.DB.prepare('SELECT token_id FROM agents WHERE id = ?').bind(box.caps.agent_id).first('token_id');
+    expect(tokens.find((k: { id: string }) => k.id === id)).toMatchObject({ machine_type: 'h100', max_gpus: 4, max_leases: 2 });
   });
 });
 

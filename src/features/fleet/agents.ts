@@ -5,6 +5,7 @@
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
 import type { LeaveRequest, PresenceResponse } from 'prover-agent/protocol';
+import { fleetSettings } from '../../jobs/settings.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
@@ -12,6 +13,7 @@ import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { json } from '../../middleware/door.ts';
 import { bearer, fleetDoor, type InternalEnv } from './auth.ts';
 import { recordLeave, recordPresence } from './data.ts';
+import { otherMachineType, requirePricedMachineType } from './declaration.ts';
 import { issueQueueToken } from './queue-token.ts';
 import { LeaveRequestSchema, PresenceRequestSchema } from './schemas.ts';
 
@@ -28,10 +30,13 @@ agentsInternalApi.post(
   async (c) => {
     const hash = await sha256Hex(bearer(c.req.header('authorization')));
     const req = c.req.valid('json');
+    await requirePricedMachineType(c, fleetSettings(c.env).machineRates, req.machine_type);
     const now = Date.now();
-    const tokenId = await recordPresence(c.var.db, hash, req, now);
-    if (!tokenId) throw new ApiError(401, 'Invalid or revoked agent token');
-    const queue = await issueQueueToken(c.env, { tokenId, agentId: req.agent_id }, now);
+    const token = await recordPresence(c.var.db, hash, req, now);
+    if (!token) throw new ApiError(401, 'Invalid or revoked agent token');
+    // Not recorded, and no queue token: the host is not what its token says (./declaration.ts).
+    if (token.machine_type !== req.machine_type) throw otherMachineType(token.machine_type, req.machine_type);
+    const queue = await issueQueueToken(c.env, { tokenId: token.id, agentId: req.agent_id }, now);
     return c.json(
       {
         presence_interval_ms: PRESENCE_INTERVAL_MS,

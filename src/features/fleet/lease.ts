@@ -126,7 +126,9 @@ function stopAtLimit(c: Context<InternalEnv>, now = Date.now()): Statement[] {
 leaseInternalApi.get('/artifacts/:name', fleetDoor.job(NO_BODY), async (c) => {
   requireCurrent(c);
   // The keys were worked out at claim and kept with the lease (src/jobs/state.ts claimJob).
-  const key = c.var.lease.artifacts[c.req.param('name')];
+  const { artifacts } = c.var.lease;
+  const name = c.req.param('name');
+  const key = Object.hasOwn(artifacts, name) ? artifacts[name] : undefined;
   const obj = typeof key === 'string' && key ? await c.env.ARTIFACTS.get(key) : null;
   if (!obj) throw new ApiError(404, `This job has no artifact '${c.req.param('name')}'`);
   return streamObject(obj, 'application/octet-stream');

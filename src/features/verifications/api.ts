@@ -15,7 +15,7 @@ import { evmProofShapeError, starkProofValueError } from '../proofs/format.ts';
 import { VerificationRecord, verificationRecord } from './schemas.ts';
 import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, Uuid } from '../../lib/schemas.ts';
 import { idempotent } from '../../middleware/idempotency/index.ts';
-import { MAX_CHILD_PROOF_BYTES } from '../../lib/limits.ts';
+import { MAX_VERIFY_PROOF_BYTES } from '../../lib/limits.ts';
 import { configQuery } from '../configs/data.ts';
 import { programOf, programQuery } from '../programs/data.ts';
 import { one } from '../../lib/pages.ts';
@@ -24,8 +24,6 @@ import { declaredForm, door, multipart } from '../../middleware/door.ts';
 
 export const verifyApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
-/** Largest proof file accepted for verification (the same cap as a child proof). */
-export const MAX_VERIFY_PROOF_BYTES = MAX_CHILD_PROOF_BYTES;
 /** What a verification takes: a form of one `proof` file and a few small fields. */
 const VERIFY_FORM = multipart({ maxBytes: MAX_VERIFY_PROOF_BYTES + 64 * 1024, parts: { proof: MAX_VERIFY_PROOF_BYTES } });
 

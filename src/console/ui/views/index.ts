@@ -6,6 +6,8 @@ import { ForgotPasswordView, InviteView, OutboxView, SetPasswordView, SigninView
 import { FleetView } from './fleet.tsx';
 import { KeysView } from './keys.tsx';
 import { MembersView } from './members.tsx';
+import { NotFoundView } from './not-found.tsx';
+import { OverviewView } from './overview.tsx';
 import { ExecutionView, ProgramView, ProjectView, ProjectsView, ProofView, ProofsView } from './records.tsx';
 import { UsageView } from './usage.tsx';
 import { WebhookView, WebhooksView } from './webhooks.tsx';
@@ -18,6 +20,7 @@ export const PAGE_VIEWS: Record<PageName, (props: Record<string, never>) => Chil
   'forgot-password': ForgotPasswordView,
   'reset-password': SetPasswordView,
   outbox: OutboxView,
+  overview: OverviewView,
   projects: ProjectsView,
   project: ProjectView,
   program: ProgramView,
@@ -30,4 +33,5 @@ export const PAGE_VIEWS: Record<PageName, (props: Record<string, never>) => Chil
   members: MembersView,
   usage: UsageView,
   fleet: FleetView,
+  'not-found': NotFoundView,
 };
