@@ -44,6 +44,16 @@ export interface Env {
   RATE_LIMIT_CONSOLE_SENDS: RateLimit;
   /** Password-reset requests per client address (src/features/accounts/console/auth.ts). */
   RATE_LIMIT_PASSWORD_RESET: RateLimit;
+  /** The fleet's requests per credential: agent, queue, job and publisher tokens (src/middleware/door.ts). */
+  RATE_LIMIT_AGENT: RateLimit;
+  RATE_LIMIT_QUEUE: RateLimit;
+  RATE_LIMIT_JOB: RateLimit;
+  RATE_LIMIT_PUBLISHER: RateLimit;
+  /** Requests with no credential per client address: the console's sign-in routes, and pages, documents and downloads. */
+  RATE_LIMIT_ANONYMOUS: RateLimit;
+  RATE_LIMIT_OPEN: RateLimit;
+  /** Refused credentials per client address, whatever the route (src/middleware/door.ts doorGuard). */
+  RATE_LIMIT_FAILED: RateLimit;
   /** "true" enables the local emulation of the Queues HTTP pull API. Dev only. */
   DEV_QUEUE_EMULATION?: string;
   DEV_PROOF_SECRET?: string;

@@ -50,6 +50,16 @@ export default defineConfig({
                 RATE_LIMIT_CONSOLE_ORG: { namespace_id: '1008', simple: { limit: 1000, period: 60 } },
                 RATE_LIMIT_CONSOLE_SENDS: { namespace_id: '1009', simple: { limit: 20, period: 60 } },
                 RATE_LIMIT_PASSWORD_RESET: { namespace_id: '1010', simple: { limit: 5, period: 60 } },
+                // The doors' budgets (src/middleware/door.ts): above what the suite sends in a minute
+                // from one credential or from no address at all (most tests send none), so a test
+                // reaches one only from a fresh token or address of its own.
+                RATE_LIMIT_AGENT: { namespace_id: '1011', simple: { limit: 300, period: 60 } },
+                RATE_LIMIT_QUEUE: { namespace_id: '1012', simple: { limit: 300, period: 60 } },
+                RATE_LIMIT_JOB: { namespace_id: '1013', simple: { limit: 300, period: 60 } },
+                RATE_LIMIT_PUBLISHER: { namespace_id: '1014', simple: { limit: 300, period: 60 } },
+                RATE_LIMIT_ANONYMOUS: { namespace_id: '1015', simple: { limit: 300, period: 60 } },
+                RATE_LIMIT_OPEN: { namespace_id: '1016', simple: { limit: 500, period: 60 } },
+                RATE_LIMIT_FAILED: { namespace_id: '1017', simple: { limit: 300, period: 60 } },
               },
             },
           })),

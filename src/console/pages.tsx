@@ -10,6 +10,7 @@ import type { Child } from 'hono/jsx';
 import { secureHeaders } from 'hono/secure-headers';
 import { raw } from 'hono/html';
 import type { AppEnv } from '../app-env.ts';
+import { door } from '../middleware/door.ts';
 import { PageFrame } from './ui/chrome.tsx';
 import { CONSOLE_PAGES, links, type PageName, type PageSpec, TITLE_SUFFIX } from './ui/site.ts';
 import { PAGE_VIEWS } from './ui/views/index.ts';
@@ -78,7 +79,7 @@ function Document({ name, spec, path, outbox, children }: DocumentProps) {
   );
 }
 
-consolePages.get('/', (c) => c.redirect(links.home));
+consolePages.get('/', door.open(), (c) => c.redirect(links.home));
 
 /** The console's JSON API (mounted beside these pages): its unknown paths keep the API's JSON 404. */
 const API_PREFIX = '/console/v1/';
@@ -96,7 +97,7 @@ function page(c: Context<AppEnv>, name: PageName) {
 }
 
 for (const [name, spec] of Object.entries(CONSOLE_PAGES) as [PageName, PageSpec][]) {
-  consolePages.get(spec.path, (c) => {
+  consolePages.get(spec.path, door.open(), (c) => {
     if (spec.notFound && c.req.path.startsWith(API_PREFIX)) return c.notFound();
     // The outbox is a page only under the outbox sender; elsewhere it is no page at all.
     if (spec.outbox && !outboxConfigured(c.env)) return page(c, 'not-found');

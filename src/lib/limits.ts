@@ -4,6 +4,7 @@
 
 // The caps on the files a job carries to an agent (a proof's input, child proofs, a
 // proof to verify): the protocol's, which the agent's engines hold them to as well.
+import { MAX_INPUT_BYTES } from 'prover-agent/protocol';
 export { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES, MAX_VERIFY_PROOF_BYTES } from 'prover-agent/protocol';
 /** Longest multipart filename kept (a program's default name comes from its ELF's): longer ones are cut. */
 export const MAX_FILENAME_LENGTH = 256;
@@ -11,6 +12,29 @@ export const MAX_FILENAME_LENGTH = 256;
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
 /** Largest JSON body from the fleet (a log chunk or a result of at most 1 MiB of text each, ...). */
 export const MAX_INTERNAL_JSON_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The caps of JSON bodies, by what a route takes: each route's door declares one
+ * (src/middleware/door.ts `json(BODY_CAPS.…)`), and the door refuses a body past its
+ * bytes (413: from its Content-Length before a byte is read, else while reading) or
+ * nested deeper than its depth (422, found by a linear scan before anything parses it).
+ */
+export const BODY_CAPS = {
+  /** What anyone may send with no credential (sign-in, password links, invitations): a few short fields. */
+  anonymous: { maxBytes: 4 * 1024, maxDepth: 4 },
+  /** A caller's small JSON: a project, a program rename, a webhook endpoint, a console form. */
+  small: { maxBytes: MAX_JSON_BODY_BYTES, maxDepth: 16 },
+  /**
+   * A proof or execution input document (`{"input": [hex, ...]}`): never parsed, but checked
+   * by one pass over its bytes that holds a bit per nesting level (src/lib/input-scan.ts
+   * ProofInputScan), so its nesting costs nothing more and is left to that pass.
+   */
+  input: { maxBytes: MAX_INPUT_BYTES, maxDepth: Infinity },
+  /** An agent about itself: a claim, presence, a leave, a heartbeat, a queue pull or ack (at most ~11 KiB by their schemas). */
+  agentReport: { maxBytes: 64 * 1024, maxDepth: 8 },
+  /** An agent about a job: a log chunk, an ending with its last chunk, a completion with inline results; a key publication's steps. */
+  fleet: { maxBytes: MAX_INTERNAL_JSON_BYTES, maxDepth: 16 },
+} as const satisfies Record<string, { maxBytes: number; maxDepth: number }>;
 
 /** Console passwords: at least this long (set-password and invitation forms say so too). */
 export const MIN_PASSWORD_LENGTH = 10;

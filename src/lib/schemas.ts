@@ -146,7 +146,7 @@ export const errorResponses = (...statuses: (400 | 401 | 404 | 409 | 413 | 422)[
     422: 'Validation error',
     429: 'Rate limit of the API key exceeded for this endpoint class (see Retry-After)',
   };
-  // Every /v1 route declares an action (src/middleware/permit.ts): any key may be refused it.
+  // Every /v1 route declares an action at its door (src/middleware/door.ts): any key may be refused it.
   for (const s of [401, 403, ...statuses, 429]) {
     out[s] = {
       description: text[s],

@@ -7,7 +7,7 @@
 // moment ago may not have reached the replica yet (src/db/sessions.ts).
 // The same lookup says what the key may do (src/auth/permissions.ts): its scope bounded
 // by its creator's role in the organization as it is now, a key whose creator is no
-// longer a member being dead; the route's declared action (permit()) is checked against
+// longer a member being dead; the route's declared action (its door) is checked against
 // it, and the organization the route's statements read is null unless the key may take
 // that action, so a write refused here writes nothing.
 import { and, eq, getTableName, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
@@ -65,52 +65,51 @@ export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
  * nothing downstream (the idempotency fingerprint, a JSON or multipart parser) ever
  * sees a byte of an unauthenticated body. The check's refusal is kept on the request:
  * a reader that turns a failed read into its own error is overruled by onError.
+ * Run by the route's door (src/middleware/door.ts), once it has bounded the body.
  */
-export const keyBeforeBody = createMiddleware<AppEnv>(async (c, next) => {
+export function gateBodyOnKey(c: Context<AppEnv>): void {
   const body = c.req.raw.body;
-  if (body) {
-    // The client's body is not even locked until the key passed: a refused one is left
-    // as it came, for the runtime to discard (wrangler dev drains it after the answer).
-    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-    const gated = new ReadableStream<Uint8Array>(
-      {
-        pull: async (controller) => {
-          if (!reader) {
-            if (!c.var.caller) {
-              try {
-                // The key alone: an Idempotency-Key is still claimed by the route's first
-                // batch, after the body (whose fingerprint a replay compares) was read.
-                await asCaller(c, () => ({}), undefined, { claim: false });
-              } catch (err) {
-                c.set('bodyRefusal', err as Error);
-                throw err;
-              }
+  if (!body) return;
+  // The client's body is not even locked until the key passed: a refused one is left
+  // as it came, for the runtime to discard (wrangler dev drains it after the answer).
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const gated = new ReadableStream<Uint8Array>(
+    {
+      pull: async (controller) => {
+        if (!reader) {
+          if (!c.var.caller) {
+            try {
+              // The key alone: an Idempotency-Key is still claimed by the route's first
+              // batch, after the body (whose fingerprint a replay compares) was read.
+              await asCaller(c, () => ({}), undefined, { claim: false });
+            } catch (err) {
+              c.set('bodyRefusal', err as Error);
+              throw err;
             }
-            reader = body.getReader();
           }
-          const { done, value } = await reader.read();
-          if (done) controller.close();
-          else controller.enqueue(value);
-        },
-        cancel: (reason) => reader?.cancel(reason),
+          reader = body.getReader();
+        }
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
       },
-      // Pull-driven: nothing is read from the client before a reader asks.
-      { highWaterMark: 0 },
-    );
-    const gatedRequest = new Request(c.req.raw, { body: gated, duplex: 'half' } as RequestInit);
-    c.req.raw = gatedRequest;
-    // Once the route's first batch has accepted the key (asCaller), a gate nothing has
-    // read yet has nothing left to guard: the reader gets the client's stream itself,
-    // with no JS per chunk (a pull per chunk was most of a large upload's cost,
-    // `npm run bench:api`). A gate already read, or wrapped since (the idempotency
-    // fingerprint), stays in place.
-    c.set('openBody', () => {
-      if (reader || gated.locked || c.req.raw !== gatedRequest) return;
-      c.req.raw = new Request(gatedRequest, { body, duplex: 'half' } as RequestInit);
-    });
-  }
-  await next();
-});
+      cancel: (reason) => reader?.cancel(reason),
+    },
+    // Pull-driven: nothing is read from the client before a reader asks.
+    { highWaterMark: 0 },
+  );
+  const gatedRequest = new Request(c.req.raw, { body: gated, duplex: 'half' } as RequestInit);
+  c.req.raw = gatedRequest;
+  // Once the route's first batch has accepted the key (asCaller), a gate nothing has
+  // read yet has nothing left to guard: the reader gets the body behind it (the client's
+  // stream, or the door's bound of it) with no JS of the gate's per chunk (a pull per
+  // chunk was most of a large upload's cost, `npm run bench:api`). A gate already read,
+  // or wrapped since (the idempotency fingerprint), stays in place.
+  c.set('openBody', () => {
+    if (reader || gated.locked || c.req.raw !== gatedRequest) return;
+    c.req.raw = new Request(gatedRequest, { body, duplex: 'half' } as RequestInit);
+  });
+}
 
 /** A role's rank (src/auth/permissions.ts rankOf) in SQL; null for no role. */
 const rankSql = (role: SQL): SQL<number | null> =>
@@ -171,10 +170,10 @@ export function orgOfKey(hash: string, action: Action): SQL<string> {
   return sql<string>`(SELECT ${apiKeys.org_id} FROM ${apiKeys} WHERE ${liveKey(hash)} AND ${keyAllows(action)})`;
 }
 
-/** The action the route declared (permit()); a route that declares none is refused, never served. */
+/** The action the route declared (its door); a route that declares none is refused, never served. */
 export function declaredAction(c: Context<AppEnv>): Action {
   const action = c.var.action;
-  if (!action) throw new Error(`${c.req.method} ${c.req.path} declares no action (permit())`);
+  if (!action) throw new Error(`${c.req.method} ${c.req.path} declares no action (door.apiKey())`);
   return action;
 }
 

@@ -1,7 +1,7 @@
 // Authentication of /console/v1: a bearer access token (never an API key), whose
 // session must still be live, and, under /orgs/{org_id}, a membership of that
-// organization, whose role the route's permit() gate checks against its declared
-// action (src/middleware/permit.ts, src/auth/permissions.ts).
+// organization, whose role the route's door checks against its declared action
+// (src/middleware/door.ts, src/auth/permissions.ts).
 //
 // The access token is a short-lived JWT naming a console session; accounts sign it when
 // they open or refresh a session (src/features/accounts/sessions.ts), every console

@@ -8,7 +8,8 @@ import { monthOf } from '../../jobs/budgets.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { BODY_CAPS } from '../../lib/limits.ts';
+import { door, json } from '../../middleware/door.ts';
 import { readBudget, setBudget } from './data.ts';
 import { BudgetBody, BudgetRecord } from './schemas.ts';
 
@@ -20,7 +21,7 @@ budgetsConsoleApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/budget',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'The organization’s monthly budget, this month’s usage and the thresholds crossed',
@@ -34,7 +35,7 @@ budgetsConsoleApi.openapi(
   createRoute({
     method: 'put',
     path: '/orgs/{org_id}/budget',
-    middleware: [permit('budgets.manage')],
+    middleware: [door.console('budgets.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Set the organization’s monthly budget (owners and admins)',

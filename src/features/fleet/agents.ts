@@ -9,21 +9,22 @@ import { fleetSettings } from '../../jobs/settings.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
-import { agentTokenInBatch, bearer, type InternalEnv } from './auth.ts';
+import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { json } from '../../middleware/door.ts';
+import { bearer, fleetDoor, type InternalEnv } from './auth.ts';
 import { recordLeave, recordPresence } from './data.ts';
 import { otherMachineType, requirePricedMachineType } from './declaration.ts';
 import { issueQueueToken } from './queue-token.ts';
 import { LeaveRequestSchema, PresenceRequestSchema } from './schemas.ts';
 
 export const agentsInternalApi = new Hono<InternalEnv>();
-agentsInternalApi.use(agentTokenInBatch);
 
 /** How often agents report their presence: the fleet view's resolution, and an idle agent's D1 write budget. */
 export const PRESENCE_INTERVAL_MS = 60_000;
 
 agentsInternalApi.post(
   '/presence',
+  fleetDoor.agent(json(BODY_CAPS.agentReport)),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', PresenceRequestSchema, validationHook),
   async (c) => {
@@ -47,9 +48,15 @@ agentsInternalApi.post(
   },
 );
 
-agentsInternalApi.post('/leave', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', LeaveRequestSchema, validationHook), async (c) => {
-  const hash = await sha256Hex(bearer(c.req.header('authorization')));
-  const { agent_id } = c.req.valid('json') satisfies LeaveRequest;
-  if (!(await recordLeave(c.var.db, hash, agent_id, Date.now()))) throw new ApiError(401, 'Invalid or revoked agent token');
-  return c.json({ left: true }, 200);
-});
+agentsInternalApi.post(
+  '/leave',
+  fleetDoor.agent(json(BODY_CAPS.agentReport)),
+  jsonBody(MAX_INTERNAL_JSON_BYTES),
+  zValidator('json', LeaveRequestSchema, validationHook),
+  async (c) => {
+    const hash = await sha256Hex(bearer(c.req.header('authorization')));
+    const { agent_id } = c.req.valid('json') satisfies LeaveRequest;
+    if (!(await recordLeave(c.var.db, hash, agent_id, Date.now()))) throw new ApiError(401, 'Invalid or revoked agent token');
+    return c.json({ left: true }, 200);
+  },
+);

@@ -16,8 +16,9 @@ import { whyUnservable } from '../../jobs/sweep.ts';
 import { randomToken, sha256Hex, toBase64 } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
-import { agentTokenInBatch, bearer, type InternalEnv } from './auth.ts';
+import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { json } from '../../middleware/door.ts';
+import { bearer, fleetDoor, seenLiveJobToken, type InternalEnv } from './auth.ts';
 import { otherMachineType, requirePricedMachineType } from './declaration.ts';
 import { ClaimRequestSchema } from './schemas.ts';
 
@@ -25,7 +26,7 @@ export const jobsInternalApi = new Hono<InternalEnv>();
 
 jobsInternalApi.post(
   '/claim',
-  agentTokenInBatch,
+  fleetDoor.agent(json(BODY_CAPS.agentReport)),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', ClaimRequestSchema, validationHook),
   async (c) => {
@@ -42,11 +43,12 @@ jobsInternalApi.post(
       configs: req.configs,
     };
     const token = randomToken('jt', 32);
+    const tokenHash = await sha256Hex(token);
     const leaseId = crypto.randomUUID();
     const claim = await claimJob(
       c.var.db,
       caps,
-      { id: leaseId, tokenHash: await sha256Hex(token) },
+      { id: leaseId, tokenHash },
       { tokenHash: agentTokenHash, hintJobId: req.hint_job_id },
       settings,
       now,
@@ -54,6 +56,8 @@ jobsInternalApi.post(
     if (!claim.scope) throw new ApiError(401, 'Invalid or revoked agent token');
     // Nothing was claimed for another machine type than the token's (nextJobFor): say why.
     if (claim.scope.machine_type !== caps.machineType) throw otherMachineType(claim.scope.machine_type, caps.machineType);
+    // Its heartbeats' door takes it for live without a read, on this isolate (./auth.ts).
+    if (claim.job) seenLiveJobToken(tokenHash);
     const job = claim.job ? await describeClaim(c.env, claim, token, settings) : null;
     // Whatever becomes of the agent, its lease is looked at again once it should have expired.
     if (claim.job)

@@ -14,7 +14,8 @@ import { ProofRecord, proofRecord } from '../proofs/schemas.ts';
 import { ExecutionRecord, executionRecord } from '../executions/schemas.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { BODY_CAPS } from '../../lib/limits.ts';
+import { door, json } from '../../middleware/door.ts';
 import { deletedRow } from './answers.ts';
 import { deleteExecutionStatements, deleteProgramStatements, deleteProofStatements, deletionOutcome } from './data.ts';
 import { purgeAfterResponse } from './purge.ts';
@@ -26,7 +27,7 @@ const deleteDoc = (path: string, param: string, summary: string, schema: z.ZodTy
   createRoute({
     method: 'delete',
     path,
-    middleware: [permit('records.delete')],
+    middleware: [door.console('records.delete')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary,
@@ -118,7 +119,7 @@ consoleRetentionApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/retention',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console'],
     security: CONSOLE_SECURITY,
     summary: 'The organization’s retention',
@@ -141,7 +142,7 @@ consoleRetentionApi.openapi(
   createRoute({
     method: 'put',
     path: '/orgs/{org_id}/retention',
-    middleware: [permit('records.delete')],
+    middleware: [door.console('records.delete', { body: json(BODY_CAPS.small) })],
     tags: ['console'],
     security: CONSOLE_SECURITY,
     summary: 'Set the organization’s retention (owners and admins)',

@@ -7,10 +7,10 @@ import type { Context } from 'hono';
 import { batchByName } from '../../db/batch.ts';
 import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
+import { BODY_CAPS, MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
 import { sealSecret } from '../../lib/sealing.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door, json } from '../../middleware/door.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
 import {
@@ -65,7 +65,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/webhooks',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'List webhook endpoints, newest first (never their secrets)',
@@ -92,7 +92,7 @@ consoleWebhooksApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Register a webhook endpoint (owners and admins); its signing secret is in this answer only',
     description: WEBHOOKS_DESCRIPTION,
-    middleware: [permit('webhooks.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [door.console('webhooks.manage', { body: json(BODY_CAPS.small) }), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: CreateWebhookBody } } } },
     responses: {
       201: { description: 'Created', content: { 'application/json': { schema: WebhookEndpointWithSecret } } },
@@ -119,7 +119,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/webhooks/{webhook_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Get a webhook endpoint (never its secret)',
@@ -141,7 +141,7 @@ consoleWebhooksApi.openapi(
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Change a webhook endpoint; enable or disable it (owners and admins)',
-    middleware: [permit('webhooks.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [door.console('webhooks.manage', { body: json(BODY_CAPS.small) }), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: EndpointParams, body: { required: true, content: { 'application/json': { schema: UpdateWebhookBody } } } },
     responses: {
       200: { description: 'The endpoint as it now is', content: { 'application/json': { schema: WebhookEndpointRecord } } },
@@ -159,7 +159,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'delete',
     path: '/orgs/{org_id}/webhooks/{webhook_id}',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.console('webhooks.manage')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Delete a webhook endpoint (owners and admins)',
@@ -179,7 +179,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/rotate-secret',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.console('webhooks.manage')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Replace the signing secret (owners and admins); the previous one signs too for 24 hours',
@@ -200,7 +200,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/deliveries',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'The endpoint’s deliveries, newest first, with their attempts',
@@ -223,7 +223,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.console('webhooks.manage', { rate: 'console-sends' })],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Send a delivered or failed delivery again (owners and admins)',
@@ -245,7 +245,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/test',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.console('webhooks.manage', { rate: 'console-sends' })],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Send a webhook.test event to the endpoint now (owners and admins)',

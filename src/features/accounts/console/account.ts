@@ -4,7 +4,8 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { ApiError, validationHook } from '../../../lib/errors.ts';
 import { CONSOLE_SECURITY, consoleErrors, MessageResponse } from '../../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../../middleware/console-auth.ts';
-import { permit } from '../../../middleware/permit.ts';
+import { BODY_CAPS } from '../../../lib/limits.ts';
+import { door, json } from '../../../middleware/door.ts';
 import { verifyPassword } from '../password.ts';
 import { ChangePasswordBody, MeResponse, OrgMembership } from '../schemas.ts';
 import { passwordAccepted, reservePasswordAttempt } from '../signin-throttle.ts';
@@ -16,7 +17,7 @@ accountApi.openapi(
   createRoute({
     method: 'get',
     path: '/me',
-    middleware: [permit('account')],
+    middleware: [door.console('account')],
     tags: ['console'],
     security: CONSOLE_SECURITY,
     summary: 'The signed-in user and their organizations',
@@ -32,7 +33,7 @@ accountApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs',
-    middleware: [permit('account')],
+    middleware: [door.console('account')],
     tags: ['console'],
     security: CONSOLE_SECURITY,
     summary: 'The organizations the user belongs to, with their role',
@@ -48,7 +49,7 @@ accountApi.openapi(
   createRoute({
     method: 'post',
     path: '/me/password',
-    middleware: [permit('account')],
+    middleware: [door.console('account', { body: json(BODY_CAPS.small) })],
     tags: ['console'],
     security: CONSOLE_SECURITY,
     summary: 'Change the password; ends every session of the user, this one included',

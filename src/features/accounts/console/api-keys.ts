@@ -11,7 +11,8 @@ import { ApiError, isRefusedInsert, notFound, validationHook } from '../../../li
 import { newApiKeyId } from '../../../lib/ids.ts';
 import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams } from '../../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../../middleware/console-auth.ts';
-import { permit } from '../../../middleware/permit.ts';
+import { BODY_CAPS } from '../../../lib/limits.ts';
+import { door, json } from '../../../middleware/door.ts';
 import { createKey, findKey, listKeys, revokeKey, visibleKeys } from '../api-keys.ts';
 import { actorOf } from '../audit.ts';
 import { ApiKeyListQuery, ApiKeyParams, ApiKeyRecord, CreatedApiKey, NewApiKeyBody } from '../schemas.ts';
@@ -22,7 +23,7 @@ apiKeysApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/api-keys',
-    middleware: [permit('keys.own')],
+    middleware: [door.console('keys.own')],
     tags: ['console api keys'],
     security: CONSOLE_SECURITY,
     summary: 'List API keys with their scopes (yours; owners and admins: all), never the keys themselves',
@@ -45,7 +46,7 @@ apiKeysApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/api-keys',
-    middleware: [permit('keys.own')],
+    middleware: [door.console('keys.own', { body: json(BODY_CAPS.small) })],
     tags: ['console api keys'],
     security: CONSOLE_SECURITY,
     summary: 'Create an API key for yourself, with a scope your role allows; the key is in this response only',
@@ -88,7 +89,7 @@ apiKeysApi.openapi(
   createRoute({
     method: 'delete',
     path: '/orgs/{org_id}/api-keys/{key_id}',
-    middleware: [permit('keys.own')],
+    middleware: [door.console('keys.own')],
     tags: ['console api keys'],
     security: CONSOLE_SECURITY,
     summary: 'Revoke an API key (yours; owners and admins: any); the public API refuses it at once',

@@ -16,7 +16,8 @@ import type { AppEnv } from '../../../app-env.ts';
 import { randomToken, sha256Hex } from '../../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../../lib/errors.ts';
 import { newLinkId, newUserId } from '../../../lib/ids.ts';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../../lib/limits.ts';
+import { BODY_CAPS, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../../lib/limits.ts';
+import { door, json } from '../../../middleware/door.ts';
 import { consoleErrors, MessageResponse } from '../../../lib/schemas.ts';
 import { accessToken, accessTtlSeconds, consoleUserIfBearer, type MaybeSignedInEnv } from '../../../middleware/console-auth.ts';
 import { acceptInvite, inviteSummary, type Joining } from '../invites.ts';
@@ -85,6 +86,7 @@ consoleAuthApi.openapi(
   createRoute({
     method: 'post',
     path: '/signin',
+    middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
     summary: 'Sign in with email and password',
     description: `Failed attempts are throttled per account (${MAX_FAILURES_PER_ACCOUNT}) and per client (${MAX_FAILURES_PER_CLIENT}) per 15 minutes. Send ${CSRF_HEADER}: 1.`,
@@ -113,6 +115,7 @@ consoleAuthApi.openapi(
   createRoute({
     method: 'post',
     path: '/refresh',
+    middleware: [door.anonymous()],
     tags: ['console auth'],
     summary: 'Trade the refresh cookie for a new access token (the cookie rotates)',
     description: `Cookie-authenticated: send ${CSRF_HEADER}: 1. A refresh token used twice ends its session.`,
@@ -139,6 +142,7 @@ consoleAuthApi.openapi(
   createRoute({
     method: 'post',
     path: '/signout',
+    middleware: [door.anonymous()],
     tags: ['console auth'],
     summary: 'Sign out: ends the session of the refresh cookie',
     responses: { 200: { description: 'Signed out', content: { 'application/json': { schema: MessageResponse } } }, ...consoleErrors(403) },
@@ -174,6 +178,7 @@ for (const route of [
     createRoute({
       method: 'post',
       path: route.path,
+      middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
       tags: ['console auth'],
       summary: route.summary,
       description: route.description,
@@ -195,6 +200,7 @@ consoleAuthApi.openapi(
   createRoute({
     method: 'post',
     path: '/password-reset',
+    middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
     summary: 'Ask for a password-reset link by email',
     description: `Always answers 202 the same way, whether or not an account has the email. An account gets a one-time link, valid ${PASSWORD_RESET_TTL_MINUTES} minutes, by email (at most ${RESET_LINKS_PER_EMAIL} per ${RESET_WINDOW_MINUTES} minutes); a new link revokes the older ones. Requests are limited per client address (429). Send ${CSRF_HEADER}: 1.`,
@@ -230,6 +236,7 @@ consoleAuthApi.openapi(
   createRoute({
     method: 'post',
     path: '/invite',
+    middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
     summary: 'Read an invitation (who invited whom into what)',
     description: '`has_account`: an account has the invited email already; it joins by accepting while signed in as that account.',
@@ -252,6 +259,7 @@ consoleAuthApi.openapi(
   createRoute({
     method: 'post',
     path: '/accept-invite',
+    middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
     summary: 'Accept an invitation: join the organization, creating the account if needed',
     description:

@@ -13,7 +13,8 @@ import { ApiError, notFound, validationHook } from '../../../lib/errors.ts';
 import { newLinkId } from '../../../lib/ids.ts';
 import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams } from '../../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../../middleware/console-auth.ts';
-import { permit } from '../../../middleware/permit.ts';
+import { BODY_CAPS } from '../../../lib/limits.ts';
+import { door, json } from '../../../middleware/door.ts';
 import { actorOf } from '../audit.ts';
 import { createInvite, dropInvite, isMember, listInvites, revokeInvite } from '../invites.ts';
 import { INVITE_TTL_DAYS, inviteMessage, MailError, mailSender, send } from '../mail.ts';
@@ -26,7 +27,7 @@ membersApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/members',
-    middleware: [permit('members.manage')],
+    middleware: [door.console('members.manage')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'List members (owners and admins)',
@@ -56,7 +57,7 @@ membersApi.openapi(
   createRoute({
     method: 'patch',
     path: '/orgs/{org_id}/members/{user_id}',
-    middleware: [permit('members.manage')],
+    middleware: [door.console('members.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'Change a member’s role',
@@ -83,7 +84,7 @@ membersApi.openapi(
   createRoute({
     method: 'delete',
     path: '/orgs/{org_id}/members/{user_id}',
-    middleware: [permit('members.manage')],
+    middleware: [door.console('members.manage')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'Remove a member',
@@ -113,7 +114,7 @@ membersApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/invites',
-    middleware: [permit('members.manage')],
+    middleware: [door.console('members.manage')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'List pending invitations (owners and admins)',
@@ -130,7 +131,7 @@ membersApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/invites',
-    middleware: [permit('members.manage')],
+    middleware: [door.console('members.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'Invite someone by email (owners and admins): the link is emailed to them',
@@ -196,7 +197,7 @@ membersApi.openapi(
   createRoute({
     method: 'delete',
     path: '/orgs/{org_id}/invites/{invite_id}',
-    middleware: [permit('members.manage')],
+    middleware: [door.console('members.manage')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'Revoke a pending invitation',
