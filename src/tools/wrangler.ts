@@ -199,6 +199,9 @@ export async function spawnWranglerDev(o: DevOptions): Promise<ChildProcess> {
     String(await freePort()),
     '--show-interactive-dev-session=false',
     ...(o.persistTo ? ['--persist-to', o.persistTo] : []),
+    // The links it mails point where it listens (PUBLIC_ORIGIN, src/features/accounts/mail.ts).
+    '--var',
+    `PUBLIC_ORIGIN:http://127.0.0.1:${o.port}`,
     ...(o.extraArgs ?? []),
   ]);
 }

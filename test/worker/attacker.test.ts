@@ -86,6 +86,8 @@ const ORG_SCOPED_PARAMS = [
   'user_id',
   'invite_id',
   'key_id',
+  // Not an organization's but a person's: B's owner's console session.
+  'session_id',
 ] as const;
 type OrgParam = (typeof ORG_SCOPED_PARAMS)[number];
 type Ids = Record<OrgParam, string>;
@@ -137,6 +139,10 @@ function proofForm(text: string) {
 }
 
 /** An organization with one record of every kind, made through the API as a customer would. */
+/** The console session a signed-in person's access token names (its `sid` claim). */
+const sessionOf = (s: Session): string =>
+  (JSON.parse(atob(s.token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))) as { sid: string }).sid;
+
 async function seedOrg(label: string, configId: string): Promise<Org> {
   const tenant = await seedTenant(uniqueEmail(`${label}-owner`));
   const owner = await signIn(await seedUser(tenant.orgId, 'owner'));
@@ -178,6 +184,7 @@ async function seedOrg(label: string, configId: string): Promise<Org> {
     user_id: member.userId,
     invite_id: invite.id,
     key_id: apiKey.id,
+    session_id: sessionOf(owner),
   };
   const markers = [
     ...Object.values(ids),
@@ -278,6 +285,8 @@ interface Template {
   expect: Expect;
   /** More statuses a refusal may have here, with the reason in a comment. */
   alsoAllowed?: number[];
+  /** It acts on the caller's own account only (sign out everywhere): a valid credential would really act, and is not sent. */
+  ownAccountOnly?: true;
 }
 
 const jsonBody = (value: unknown) => () => ({ body: JSON.stringify(value), type: 'application/json' });
@@ -324,6 +333,8 @@ const TEMPLATES: Record<string, Template[]> = {
   'GET /v1/webhooks': [{ expect: 'clean' }],
   'PATCH /v1/webhooks/:webhook_id': [{ body: jsonBody({ description: 'walked', disabled: true }), expect: 'refused' }],
   'GET /console/v1/me': [{ expect: 'clean' }],
+  'GET /console/v1/me/sessions': [{ expect: 'clean' }],
+  'DELETE /console/v1/me/sessions': [{ expect: 'clean', ownAccountOnly: true }],
   'GET /console/v1/orgs': [{ expect: 'clean' }],
   'POST /console/v1/me/password': [
     { body: jsonBody({ current_password: 'not the password', new_password: 'walked password 1' }), expect: 'clean' },
@@ -496,6 +507,7 @@ function expectedFor(route: Route, credential: Credential, variant: Variant): Ex
   const surface = surfaceOf(route.path)!;
   if (credential.skip?.(route)) return null;
   if (surface !== 'console-auth' && credential.validOn !== surface) return { statuses: UNAUTHENTICATED[surface] };
+  if (variant.template.ownAccountOnly) return null;
   if (!variant.foreign) {
     // One's own organization's records: only a role below the route's is refused; other
     // requests would really act, as the credential may, and are not sent. (An API key's

@@ -33,6 +33,7 @@ export const CONSOLE_PAGES = {
   members: { path: '/members', title: 'Members' },
   usage: { path: '/usage', title: 'Usage', chart: true },
   fleet: { path: '/fleet', title: 'Fleet' },
+  sessions: { path: '/sessions', title: 'Your sessions' },
 } as const satisfies Record<string, PageSpec>;
 
 export type PageName = keyof typeof CONSOLE_PAGES;
@@ -54,6 +55,7 @@ export const NAV = [
   { href: '/console/members', label: 'Members' },
   { href: '/console/usage', label: 'Usage' },
   { href: '/console/fleet', label: 'Fleet', operators: true },
+  { href: '/console/sessions', label: 'Sessions' },
   { href: '/console/outbox', label: 'Outbox', outbox: true },
 ] as const;
 

@@ -6,6 +6,7 @@ import { fleet } from './fleet.tsx';
 import { keys } from './keys.tsx';
 import { members } from './members.tsx';
 import { execution, program, project, projects, proof, proofs } from './records.tsx';
+import { sessions } from './sessions.tsx';
 import { usage } from './usage.tsx';
 import { webhook, webhooks } from './webhooks.tsx';
 
@@ -31,4 +32,5 @@ export const SIGNED_IN_PAGES: Record<SignedInPageName, SignedInPage> = {
   members,
   usage,
   fleet,
+  sessions,
 };
