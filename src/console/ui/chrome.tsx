@@ -3,6 +3,7 @@
 // page shell; the client renders it again with the signed-in user's organizations.
 import type { Child } from 'hono/jsx';
 import type { Organization } from './api-types.ts';
+import { shownText } from './format.ts';
 import { NAV } from './site.ts';
 
 /** The status line: what just happened, or what went wrong. */
@@ -52,7 +53,7 @@ export function Header({ open, path, orgs = [], orgId, operator, outbox, onOrgCh
             <span class="sr-only">Organization</span>
             <select id="org-select" onChange={onOrgChange}>
               {orgs.map((o) => (
-                <option value={o.id} selected={o.id === orgId}>{`${o.name} (${o.role})`}</option>
+                <option value={o.id} selected={o.id === orgId}>{`${shownText(o.name)} (${o.role})`}</option>
               ))}
             </select>
           </label>

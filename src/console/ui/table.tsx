@@ -2,6 +2,10 @@
 // record fills the cell): the server renders its head, the client its rows.
 import type { Child } from 'hono/jsx';
 import type { Pagination } from './api-types.ts';
+import { shownText } from './format.ts';
+
+/** A cell's text escaped (shownText); a cell of markup escapes its own. */
+export const shownChild = (child: Child): Child => (typeof child === 'string' ? shownText(child) : child);
 
 export interface Column<T> {
   header: string;
@@ -39,7 +43,7 @@ export function DataTable<T>({ id, caption, columns, rows, empty = 'Nothing here
               rows.map((row) => (
                 <tr {...rowAttributes?.(row)}>
                   {columns.map((c) => (
-                    <td class={c.numeric ? 'num' : undefined}>{c.cell(row)}</td>
+                    <td class={c.numeric ? 'num' : undefined}>{shownChild(c.cell(row))}</td>
                   ))}
                 </tr>
               ))

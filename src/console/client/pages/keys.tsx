@@ -2,6 +2,7 @@
 import { useState } from 'hono/jsx/dom';
 import type { ApiKey, Organization } from '../../ui/api-types.ts';
 import { scopesFor, type KeyScope } from '../../ui/states.ts';
+import { shownText } from '../../ui/format.ts';
 import { KeysView } from '../../ui/views/keys.tsx';
 import { attempt, say } from '../chrome.ts';
 import { copyText, field, formOf } from '../dom.ts';
@@ -28,7 +29,8 @@ function KeysPage({ api, org, initial }: { api: OrgApi; org: Organization; initi
     });
   };
   const revoke = (key: ApiKey) => {
-    if (!confirm(`Revoke ${key.name} (${key.prefix || key.id})? Calls with it fail at once.`)) return;
+    const named = key.name ? ` "${shownText(key.name)}"` : '';
+    if (!confirm(`Revoke the key${named} of ${shownText(key.owner)} (${key.prefix || key.id})? Calls with it fail at once.`)) return;
     void attempt(async () => {
       await api.revokeApiKey(key.id);
       say('Key revoked.');

@@ -10,7 +10,7 @@ import type {
   ProjectRecord,
   ProofDetail,
 } from '../api-types.ts';
-import { formatCount, formatDate, formatUsd, NONE, shortId } from '../format.ts';
+import { formatCount, formatDate, formatUsd, NONE, shortId, shownText } from '../format.ts';
 import { links } from '../site.ts';
 import { isCancelable, PROOF_STATES, PROOF_STEPS } from '../states.ts';
 import { type Column, DataTable, Pager } from '../table.tsx';
@@ -32,7 +32,7 @@ const createdBy = (at: string, by: string) => `${formatDate(at)} by ${by}`;
 // Projects
 
 const projectColumns: Column<ProjectRecord>[] = [
-  { header: 'Name', cell: (p) => <a href={links.project(p.id)}>{p.name}</a> },
+  { header: 'Name', cell: (p) => <a href={links.project(p.id)}>{shownText(p.name)}</a> },
   { header: 'Programs', cell: (p) => formatCount(p.program_count), numeric: true },
   { header: 'Proofs run', cell: (p) => formatCount(p.total_proofs_run), numeric: true },
   { header: 'Last active', cell: (p) => formatDate(p.last_active_at) },
@@ -74,7 +74,7 @@ export const ProjectsView = ({ projects, onFilter, onPage }: { projects?: Page<P
 );
 
 const programColumns: Column<ProgramRecord>[] = [
-  { header: 'Name', cell: (p) => <a href={links.program(p.id)}>{p.name}</a> },
+  { header: 'Name', cell: (p) => <a href={links.program(p.id)}>{shownText(p.name)}</a> },
   { header: 'Status', cell: (p) => <StateBadge state={p.status} /> },
   { header: 'Proofs run', cell: (p) => formatCount(p.proofs_run), numeric: true },
   { header: 'Created', cell: (p) => formatDate(p.created_at) },
@@ -103,7 +103,7 @@ export const ProjectView = ({ project, programs, onPage }: { project?: ProjectRe
 const programFacts = (p: ProgramDetail): Fact[] => [
   ['Status', <StateBadge state={p.status} />],
   ...(p.deleted_at ? [['Files deleted', formatDate(p.deleted_at)] as Fact] : []),
-  ['Project', <a href={links.project(p.project_id)}>{p.project_name}</a>],
+  ['Project', <a href={links.project(p.project_id)}>{shownText(p.project_name)}</a>],
   ['Id', <code>{p.id}</code>],
   ['Program hash (ELF SHA-256)', <code>{p.program_hash}</code>],
   ['App exe commit', <code>{p.artifacts.app_exe_commit || NONE}</code>],
@@ -286,7 +286,7 @@ const proofFacts = (p: ProofDetail): Fact[] => [
   ['State', <StateBadge id="proof-state" state={p.state} />],
   ...(p.deleted_at ? [['Files deleted', formatDate(p.deleted_at)] as Fact] : []),
   ['Program', <a href={links.program(p.program_uuid)}>{p.program_name}</a>],
-  ['Project', <a href={links.project(p.project_id)}>{p.project_name}</a>],
+  ['Project', <a href={links.project(p.project_id)}>{shownText(p.project_name)}</a>],
   ['Id', <code>{p.id}</code>],
   ['Type', p.proof_type],
   ['Cost (USD)', formatUsd(p.cost)],
