@@ -1,9 +1,11 @@
 // Sign in, set a password from a one-time link, ask for and use a password reset, join
-// from an invitation, read the local outbox.
+// from an invitation (landing on the organization's page), read the local outbox; the
+// page for a console URL that is none.
 import { useState } from 'hono/jsx/dom';
 import type { InviteSummary } from '../../ui/api-types.ts';
 import { links } from '../../ui/site.ts';
 import { ForgotPasswordView, InviteView, OutboxView, SetPasswordView, SigninView, type InviteMode } from '../../ui/views/auth.tsx';
+import { NotFoundView } from '../../ui/views/not-found.tsx';
 import { attempt, fail, say } from '../chrome.ts';
 import { field, formOf, hashParam } from '../dom.ts';
 import { authApi, outboxApi } from '../endpoints.ts';
@@ -108,15 +110,25 @@ export const invite: OpenPage = async () => {
   }
   const summary = await authApi.readInvite(token);
   const { mode, signedInAs } = await inviteMode(summary);
+  // Joined: to the organization's page, with a welcome and the first steps. A new account
+  // signs in with the password it just chose (sent once more, to the same sign-in as any);
+  // should that fail (throttled), it signs in on the sign-in page and lands there after.
   const submit = (event: Event) => {
     event.preventDefault();
     const form = formOf(event);
     void attempt(async () => {
       if (mode === 'join') {
-        await authApi.acceptSignedIn(token, session.token!);
-        location.assign(links.home);
+        const joined = await authApi.acceptSignedIn(token, session.token!);
+        location.assign(links.welcome(joined.org_id));
       } else {
-        toSignIn((await authApi.acceptAsNew(token, field(form, 'password'), field(form, 'name') || undefined)).email);
+        const password = field(form, 'password');
+        const joined = await authApi.acceptAsNew(token, password, field(form, 'name') || undefined);
+        try {
+          await authApi.signIn(joined.email, password);
+        } catch {
+          return toSignIn(joined.email, links.welcome(joined.org_id));
+        }
+        location.assign(links.welcome(joined.org_id));
       }
     });
   };
@@ -128,3 +140,5 @@ export const invite: OpenPage = async () => {
 };
 
 export const outbox: OpenPage = async () => <OutboxView messages={(await outboxApi.messages()).items} />;
+
+export const notFound: OpenPage = async () => <NotFoundView path={location.pathname} />;

@@ -6,6 +6,8 @@ import { ForgotPasswordView, InviteView, OutboxView, ResetPasswordView, SetPassw
 import { FleetView } from './fleet.tsx';
 import { KeysView } from './keys.tsx';
 import { MembersView } from './members.tsx';
+import { NotFoundView } from './not-found.tsx';
+import { OverviewView } from './overview.tsx';
 import { ExecutionView, ProgramView, ProjectView, ProjectsView, ProofView, ProofsView } from './records.tsx';
 import { SessionsView } from './sessions.tsx';
 import { UsageView } from './usage.tsx';
@@ -19,6 +21,7 @@ export const PAGE_VIEWS: Record<PageName, (props: Record<string, never>) => Chil
   'forgot-password': ForgotPasswordView,
   'reset-password': ResetPasswordView,
   outbox: OutboxView,
+  overview: OverviewView,
   projects: ProjectsView,
   project: ProjectView,
   program: ProgramView,
@@ -32,4 +35,5 @@ export const PAGE_VIEWS: Record<PageName, (props: Record<string, never>) => Chil
   usage: UsageView,
   fleet: FleetView,
   sessions: SessionsView,
+  'not-found': NotFoundView,
 };
