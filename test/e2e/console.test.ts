@@ -661,6 +661,25 @@ describe('the console in chromium', () => {
     await context.close();
   });
 
+  it('lists your sessions; ending another browser’s signs that browser out at once', async () => {
+    const context = await newContext();
+    const other = await context.newPage();
+    await signIn(other, OWNER, PASSWORD);
+    await open(page, '/console/sessions');
+    const rows = page.locator('#sessions tbody tr');
+    expect(await page.locator('#sessions tbody tr[data-current="true"]').count()).toBe(1);
+    expect(await rows.count()).toBeGreaterThanOrEqual(2);
+    await shot(page, '23-sessions');
+    // The newest session is the other browser's (the list is oldest first).
+    await rows.last().getByRole('button', { name: 'End' }).click();
+    await confirmInPage(page, /^End the session signed in /, 'End session');
+    await expect.poll(() => page.locator('#status').textContent()).toBe('Session ended.');
+    expect(await page.locator('#sessions tbody tr[data-current="true"]').count()).toBe(1);
+    await other.goto(`${stack.url}/console/overview`);
+    await other.waitForURL(/\/console\/signin/);
+    await context.close();
+  });
+
   it('an existing account accepts an invitation by signing in as itself, never with a password on the invitation', async () => {
     // A second organization, owned by the e2e owner (create-user on an existing email: membership only).
     for (const sql of createOrganization('e2e two', 'org_e2e_two').sql) await stack.sql(sql);

@@ -17,7 +17,7 @@ import { createApiKey, revokeApiKey } from '../../src/admin/statements.ts';
 import { app } from '../../src/app.ts';
 import { keyRights, PERMISSIONS, rankOf, type KeyScope, type Role } from '../../src/auth/permissions.ts';
 import { declaredBy } from '../../src/middleware/permit.ts';
-import { as, CSRF, postJson, seedUser, send, signIn, uniqueEmail, type Session } from './console-helpers.ts';
+import { as, CSRF, postJson, seedUser, send, sessionOf, signIn, uniqueEmail, type Session } from './console-helpers.ts';
 import { seedAgent } from './fleet-helpers.ts';
 import {
   api,
@@ -139,9 +139,6 @@ function proofForm(text: string) {
 }
 
 /** An organization with one record of every kind, made through the API as a customer would. */
-/** The console session a signed-in person's access token names (its `sid` claim). */
-const sessionOf = (s: Session): string =>
-  (JSON.parse(atob(s.token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))) as { sid: string }).sid;
 
 async function seedOrg(label: string, configId: string): Promise<Org> {
   const tenant = await seedTenant(uniqueEmail(`${label}-owner`));

@@ -66,6 +66,10 @@ export async function signIn(email: string, password = PASSWORD, address?: strin
   return { token: body.access_token, cookie: refreshCookie(res), userId: body.user.id, email };
 }
 
+/** The console session a signed-in person's access token names (its `sid` claim). */
+export const sessionOf = (s: Pick<Session, 'token'>): string =>
+  (JSON.parse(atob(s.token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))) as { sid: string }).sid;
+
 /** A GET (or other method) as a signed-in user, expecting `status`. */
 export async function as<T = any>(s: Pick<Session, 'token'>, path: string, status = 200, init: RequestInit = {}): Promise<T> {
   const res = await consoleFetch(path, { ...init, token: s.token });

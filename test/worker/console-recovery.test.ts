@@ -23,9 +23,9 @@ import {
   refreshCookie,
   seedUser,
   send,
+  sessionOf,
   signIn,
   uniqueEmail,
-  type Session,
 } from './console-helpers.ts';
 
 afterEach(() => vi.restoreAllMocks());
@@ -172,9 +172,6 @@ describe('strangers cannot lock the owner out', () => {
   });
 });
 
-/** The session an access token names (its `sid` claim). */
-const sessionOf = (s: Session): string =>
-  (JSON.parse(atob(s.token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))) as { sid: string }).sid;
 const refreshWith = (cookie: string) => consoleFetch('/console/v1/auth/refresh', { method: 'POST', headers: CSRF, cookie });
 
 describe('a person sees their sessions and ends any or all', () => {
