@@ -33,6 +33,8 @@ export default defineConfig({
                 LOG_MAX_CHUNKS: '64',
                 LOG_MAX_BYTES: '262144',
                 MAX_STREAMS_PER_ORG: '8',
+                // Where the links the tests read point (test/worker/helpers.ts BASE).
+                PUBLIC_ORIGIN: 'https://api.test',
               },
               // The real Rate Limiting binding, with limits small enough for a test to
               // reach (wrangler.toml's local ones are sized for benches and e2e runs).
