@@ -1,12 +1,15 @@
 // The Quickstart's `npm start`, as a new user runs it: a Worker and a dev agent come
 // up, the printed key works, a program gets committed and a proof made, and Ctrl-C
-// (SIGINT) stops everything with exit code 0.
-import { spawn } from 'node:child_process';
+// (SIGINT) stops everything with exit code 0; so does closing its terminal (SIGHUP to its
+// process group), leaving no process and no port behind. The terminal before the banner
+// stays short, and a second start on a port in use says what holds it.
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { portIsFree } from '../../src/tools/wrangler.ts';
 import { caller, freePort, GUESTS, ROOT } from './stack.ts';
 
 const dirs: string[] = [];
@@ -14,39 +17,77 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-describe('npm start', () => {
-  // Its wait for the service gives up late: on a loaded 2-core host (npm test runs the
-  // static checks and the other projects alongside), applying the migrations and starting
-  // wrangler dev once took past 90 s.
-  it('runs the whole service locally with the key and config it prints, and stops cleanly', { timeout: 300_000 }, async () => {
-    const persist = await mkdtemp(join(tmpdir(), 'zk-start-'));
-    dirs.push(persist);
-    const port = await freePort();
-    const env = {
-      ...process.env,
-      PORT: String(port),
-      PERSIST_DIR: persist,
-      AGENT_METRICS_PORT: String(await freePort()),
-      DEV_API_KEY: 'sk_quickstart_test_key_0001',
-    };
-    const start = spawn(process.execPath, [join(ROOT, 'src/tools/start.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    start.stdout.on('data', (d) => (out += d));
-    start.stderr.on('data', (d) => (out += d));
-    const exited = once(start, 'exit');
-    try {
+/** The banner's first line. */
+const BANNER = /Proving service: http/;
+
+/**
+ * `npm start` in a state directory of its own, its output collected. `detached`: it leads
+ * a process group of its own, as a terminal's foreground job does.
+ */
+async function startService(extraEnv: Record<string, string> = {}) {
+  const persist = await mkdtemp(join(tmpdir(), 'zk-start-'));
+  dirs.push(persist);
+  const port = await freePort();
+  const metricsPort = await freePort();
+  const env = { ...process.env, PORT: String(port), PERSIST_DIR: persist, AGENT_METRICS_PORT: String(metricsPort), ...extraEnv };
+  const start = spawn(process.execPath, [join(ROOT, 'src/tools/start.ts')], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let out = '';
+  start.stdout.on('data', (d) => (out += d));
+  start.stderr.on('data', (d) => (out += d));
+  const exited = once(start, 'exit');
+  return {
+    start,
+    port,
+    metricsPort,
+    persist,
+    env,
+    output: () => out,
+    exited,
+    async banner(): Promise<void> {
       const deadline = Date.now() + 240_000;
       while (!/Config id:\s+(cfg_\S+)/.test(out)) {
         if (start.exitCode !== null || Date.now() > deadline) throw new Error(`npm start did not come up:\n${out}`);
         await new Promise((r) => setTimeout(r, 200));
       }
-      const config = /Config id:\s+(cfg_\S+)/.exec(out)![1];
-      expect(out).toContain(`http://127.0.0.1:${port}`);
-      expect(out).toContain('sk_quickstart_test_key_0001');
+    },
+  };
+}
+
+/** Processes whose command line names `dir` (start's Worker and agent are given its state directory). */
+function processesUsing(dir: string): string[] {
+  return execFileSync('ps', ['-eo', 'pid=,stat=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.includes(dir) && !/^\s*\d+\s+Z/.test(l));
+}
+
+describe('npm start', () => {
+  // Its wait for the service gives up late: on a loaded 2-core host (npm test runs the
+  // static checks and the other projects alongside), applying the migrations and starting
+  // wrangler dev once took past 90 s.
+  it('runs the whole service locally with the key and config it prints, and stops cleanly', { timeout: 300_000 }, async () => {
+    const svc = await startService({ DEV_API_KEY: 'sk_quickstart_test_key_0001' });
+    const { start, port, exited } = svc;
+    const out = svc.output;
+    try {
+      await svc.banner();
+      const config = /Config id:\s+(cfg_\S+)/.exec(out())![1];
+      // Quiet before the banner: no table of bindings, no warning that the cron is not run.
+      const lines = out().split('\n');
+      expect(lines.findIndex((l) => BANNER.test(l))).toBeLessThan(40);
+      expect(out()).not.toMatch(/env\.[A-Z_]+ /);
+      expect(out()).not.toMatch(/Scheduled Workers are not automatically triggered/);
+      expect(out()).toMatch(/Cron sweep: +fired every minute by npm start/);
+      expect(out()).toContain(`http://127.0.0.1:${port}`);
+      expect(out()).toContain('sk_quickstart_test_key_0001');
       const api = caller({ url: `http://127.0.0.1:${port}`, apiKey: 'sk_quickstart_test_key_0001' });
       expect(await api.json('GET', '/v1/validate_api_key')).toEqual({ message: 'OK' });
       // The printed console sign-in works.
-      const [, email, password] = /Console:\s+\S+\s+\(sign in as (\S+) \/ (\S+)\)/.exec(out)!;
+      const [, email, password] = /Console:\s+\S+\s+\(sign in as (\S+) \/ (\S+)\)/.exec(out())!;
       const signin = await fetch(`http://127.0.0.1:${port}/console/v1/auth/signin`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'X-Console-CSRF': '1', origin: `http://127.0.0.1:${port}` },
@@ -64,17 +105,52 @@ describe('npm start', () => {
       expect((await api.waitFor(`/v1/proofs/${proof}`, (p: any) => ['Succeeded', 'Failed'].includes(p.state))).state).toBe('Succeeded');
       // The terminal shows the API's requests and the agent's job lines, not the fleet's own polling.
       await new Promise((r) => setTimeout(r, 3_000)); // an idle agent pulls every second meanwhile
-      expect(out).toMatch(/\[worker\] .*POST \/v1\/proofs/);
-      expect(out).toMatch(/\[agent\] .*claimed job/);
-      expect(out).not.toMatch(/\/internal\/v1\/(queue|agents|jobs|lease)\//);
+      expect(out()).toMatch(/\[worker\] .*POST \/v1\/proofs/);
+      expect(out()).toMatch(/\[agent\] .*claimed job/);
+      expect(out()).not.toMatch(/\/internal\/v1\/(queue|agents|jobs|lease)\//);
+
+      // A second start on the same port is refused, naming what holds it: this start's Worker.
+      const second = spawn(process.execPath, [join(ROOT, 'src/tools/start.ts')], {
+        cwd: ROOT,
+        env: { ...svc.env, AGENT_METRICS_PORT: String(await freePort()) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let secondOut = '';
+      second.stderr.on('data', (d) => (secondOut += d));
+      const [secondCode] = await once(second, 'exit');
+      expect(secondCode).toBe(1);
+      expect(secondOut).toMatch(
+        new RegExp(`the Worker port ${port} is in use by pid \\d+ \\(.*workerd.*led by: .*wrangler.* dev .*--port ${port}`),
+      );
+      expect(secondOut).toMatch(/stop it with `kill -- -\d+`, or set PORT/);
     } catch (err) {
       // What the Worker and the agent said is the only clue to why a step never finished.
-      (err as Error).message += `\n--- npm start's output ---\n${out}`;
+      (err as Error).message += `\n--- npm start's output ---\n${out()}`;
       throw err;
     } finally {
       start.kill('SIGINT');
       const [code] = await exited;
       expect(code).toBe(0);
     }
+  });
+
+  it('stops the Worker and the agent when its terminal closes (SIGHUP to its process group)', { timeout: 300_000 }, async () => {
+    const svc = await startService();
+    try {
+      await svc.banner();
+      expect(processesUsing(svc.persist).length).toBeGreaterThan(0);
+    } catch (err) {
+      (err as Error).message += `\n--- npm start's output ---\n${svc.output()}`;
+      throw err;
+    } finally {
+      // What a terminal does when it closes: SIGHUP to its foreground process group.
+      process.kill(-svc.start.pid!, 'SIGHUP');
+      const [code] = await svc.exited;
+      expect(code).toBe(0);
+    }
+    expect(svc.output()).toMatch(/SIGHUP: stopping the agent, then the Worker/);
+    expect(processesUsing(svc.persist)).toEqual([]);
+    expect(await portIsFree(svc.port)).toBe(true);
+    expect(await portIsFree(svc.metricsPort)).toBe(true);
   });
 });
