@@ -10,7 +10,9 @@ import { requireNode } from './node-version.js';
 const manifest = new URL('../package.json', import.meta.url);
 const arg = process.argv[2];
 if (arg === '--version' || arg === '-v' || arg === 'version') {
-  process.stdout.write(`prover-agent ${JSON.parse(readFileSync(manifest, 'utf8')).version}\n`);
+  // A packaged agent also names the commit it was built from (src/tools/build-agent.ts).
+  const pkg = JSON.parse(readFileSync(manifest, 'utf8'));
+  process.stdout.write(`prover-agent ${pkg.version}${pkg.build ? ` (${pkg.build.commit})` : ''}\n`);
 } else {
   requireNode(manifest, 'install Node 22 (docs/gpu-hosts.md)');
   const bundle = new URL('../dist/cli.js', import.meta.url);
