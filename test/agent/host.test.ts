@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { satisfies } from '../../prover-agent/bin/node-version.js';
 import { defaultWorkDir, loadConfig } from '../../prover-agent/src/agent/config.ts';
 import { lockWorkDir, WorkDirBusyError } from '../../prover-agent/src/agent/work-dir-lock.ts';
+import { addHostCommands } from '../../src/console/ui/add-host.ts';
 import { freePort, ROOT } from '../../src/tools/wrangler.ts';
 
 const BIN = path.join(ROOT, 'prover-agent', 'bin', 'prover-agent.js');
@@ -148,4 +149,17 @@ describe('agents sharing a host', () => {
       await d.exited;
     },
   );
+});
+
+describe('the Fleet page’s commands to add a host', () => {
+  it('name the deployment’s own URL, and leave the token to the operator tool', () => {
+    const deployed = addHostCommands('https://prover.example.com');
+    expect(deployed.commands).toContain('npm run admin -- create-agent-token --name <host> --engines openvm');
+    expect(deployed.commands).toContain('--remote --env production');
+    expect(deployed.commands).toContain("printf 'PROVER_API_URL=https://prover.example.com\\nPROVER_AGENT_TOKEN=%s");
+    expect(deployed.commands).toContain('sudo systemctl enable --now prover-agent@gpu0');
+    const local = addHostCommands('http://127.0.0.1:8787');
+    expect(local.commands).toContain('--local');
+    expect(local.commands).toContain('npm run agent -- --api-url http://127.0.0.1:8787 --agent-token <the token>');
+  });
 });
