@@ -75,10 +75,12 @@ const fleetLogs = process.argv.includes('--fleet-logs') || process.env.FLEET_LOG
  * fleet's own polling (an idle agent pulls every second), unless --fleet-logs; and not
  * wrangler's start-up chatter, which the banner replaces: its build lines, the table of
  * bindings (printed at each start and reload; wrangler.toml says the same), its local
- * server's progress and "Ready" line.
+ * server's progress and "Ready" line, and its warning that the cron is not run locally
+ * (start fires it; the banner says so).
  */
 function workerLineFilter(): (line: string) => boolean {
   let inBindingsTable = false;
+  let inCronWarning = false;
   return (line) => {
     if (inBindingsTable) {
       // The table ends with its first empty line.
@@ -87,6 +89,12 @@ function workerLineFilter(): (line: string) => boolean {
     }
     if (line.startsWith('Your Worker has access to the following bindings:')) {
       inBindingsTable = true;
+      return false;
+    }
+    if (line.includes('Scheduled Workers are not automatically triggered during local development')) inCronWarning = true;
+    if (inCronWarning) {
+      // It ends with the link to the docs.
+      inCronWarning = !line.includes('For more details, see');
       return false;
     }
     if (

@@ -196,9 +196,7 @@ export interface DevOptions {
 /**
  * Starts `wrangler dev`. Its devtools inspector gets a free port of its own: the default
  * (9229) is taken by any other wrangler dev on the machine (`npm start` next to the test
- * suite or a bench), and workerd then fails to start. `--test-scheduled`: whoever starts
- * it fires the cron sweep itself (/cdn-cgi/local/scheduled), so wrangler's warning that
- * scheduled Workers are not triggered locally is not printed.
+ * suite or a bench), and workerd then fails to start.
  */
 export async function spawnWranglerDev(o: DevOptions): Promise<ChildProcess> {
   let envFile: string[] = [];
@@ -220,7 +218,6 @@ export async function spawnWranglerDev(o: DevOptions): Promise<ChildProcess> {
       '--inspector-port',
       String(await freePort()),
       '--show-interactive-dev-session=false',
-      '--test-scheduled',
       ...envFile,
       ...(o.persistTo ? ['--persist-to', o.persistTo] : []),
       ...(o.extraArgs ?? []),
