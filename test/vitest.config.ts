@@ -2,6 +2,7 @@ import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { localDevVars } from '../src/tools/dev-vars.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -27,6 +28,9 @@ export default defineConfig({
             wrangler: { configPath: './wrangler.toml' },
             miniflare: {
               bindings: {
+                // The local-only settings wrangler dev reads from .dev.vars, given here whatever
+                // a developer's own .dev.vars says.
+                ...localDevVars(),
                 TEST_MIGRATIONS: await readD1Migrations(fileURLToPath(new URL('../migrations', import.meta.url))),
                 TEST_GUESTS: guestElfs(),
                 // Log caps a test can reach (wrangler.toml's are sized for real jobs).

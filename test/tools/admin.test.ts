@@ -41,7 +41,7 @@ function adminRaw(args: string[], env: Record<string, string> = {}): Promise<Run
 
 /** `npm run admin -- ...args --local --persist-to <the test's D1>`. */
 const admin = (...args: string[]) => adminRaw([...args, '--local', '--persist-to', dir]);
-/** The same with no mail sender (`MAIL_SENDER=` overrides wrangler.toml's local "outbox"). */
+/** The same with no mail sender (`MAIL_SENDER=` overrides the local "outbox" of src/tools/dev-vars.ts). */
 const adminNoMail = (...args: string[]) => adminRaw([...args, '--local', '--persist-to', dir], { MAIL_SENDER: '' });
 
 /** The SQLite file wrangler keeps the test's local D1 in (beside it, miniflare's metadata.sqlite). */
