@@ -5,7 +5,7 @@ import { env } from 'cloudflare:test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BOOKMARK_HEADER } from '../../src/db/sessions.ts';
 import { checkLease } from '../../src/jobs/lease-checks.ts';
-import { api, json, markReady, registerProgram, seedConfig, seedTenant, watchQueue } from './helpers.ts';
+import { api, eventually, json, markReady, registerProgram, seedConfig, seedTenant, watchQueue } from './helpers.ts';
 import { claim, claimJob, drainQueuedJobs, lease, makeOverdue, presence, seedAgent } from './fleet-helpers.ts';
 import { recordD1Calls } from './d1-calls.ts';
 import { signIn, seedUser } from './console-helpers.ts';
@@ -170,7 +170,7 @@ describe('lease checks: recovery without idle claims', () => {
     await json(await submit(t, program), 200);
     const send = vi.spyOn(env.LEASE_CHECKS, 'send');
     const job = await claimJob(await seedAgent());
-    await vi.waitFor(() => expect(send).toHaveBeenCalled());
+    await eventually(() => expect(send).toHaveBeenCalled());
     const [body, opts] = send.mock.calls[0];
     expect(body).toEqual({ type: 'lease-check', job_id: job.id, lease_id: job.lease_id });
     // The lease is 12 s: the look comes as it runs out, rounded up to a whole second.

@@ -14,7 +14,7 @@ import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { consoleFetch, seedUser, signIn } from './console-helpers.ts';
 import { countedLogRead, writeLongLog } from './log-helpers.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
-import { api, json, markReady, registerProgram, seedConfig, seedTenant } from './helpers.ts';
+import { api, eventually, json, markReady, registerProgram, seedConfig, seedTenant } from './helpers.ts';
 
 beforeEach(drainQueuedJobs);
 afterEach(() => vi.restoreAllMocks());
@@ -220,7 +220,7 @@ describe('who compacts', () => {
     }
     await json(await lease(job, '/fail', { error: 'boom', retryable: false, log: { seq: 20, offset, text: 'last\n' } }), 200);
     text += 'last\n';
-    await vi.waitFor(async () => expect((await jobRow(job.id))!.log_store).toBe('clean'), { timeout: 10_000, interval: 50 });
+    await eventually(async () => expect((await jobRow(job.id))!.log_store).toBe('clean'));
     expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe(text);
     const events = await (await api(t, `/v1/proofs/${proofId}/events`)).text();
     expect(events).toContain('event: log');
