@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { createUser } from '../../src/admin/statements.ts';
 import { BASE, json, runAdmin, seedTenant } from './helpers.ts';
 import { as, latestMail, mailedToken, outboxMail, PASSWORD, postJson, seedUser, send, signIn, uniqueEmail } from './console-helpers.ts';
+import { inOneRateWindow } from './rate-helpers.ts';
 
 const passwordHashOf = async (email: string) =>
   (await env.DB.prepare('SELECT password_hash FROM users WHERE email = ?').bind(email).first<{ password_hash: string | null }>())
@@ -201,11 +202,15 @@ describe('password reset', () => {
       .bind(email)
       .first<{ n: number }>();
     expect(n!.n).toBe(3);
-    // Per client address (the binding allows 5 a minute in the tests).
-    const ip = '203.0.113.77';
-    for (let i = 0; i < 5; i++) await json(await ask(uniqueEmail('spray'), ip), 202);
-    const limited = await ask(uniqueEmail('spray'), ip);
-    expect(limited.status).toBe(429);
+    // Per client address (the binding allows 5 a minute in the tests), counted in one window.
+    let client = 77;
+    const limited = await inOneRateWindow(async () => {
+      const ip = `203.0.113.${client++}`;
+      for (let i = 0; i < 5; i++) await json(await ask(uniqueEmail('spray'), ip), 202);
+      const limited = await ask(uniqueEmail('spray'), ip);
+      expect(limited.status).toBe(429);
+      return limited;
+    });
     expect(limited.headers.get('retry-after')).toBe('60');
   });
 
