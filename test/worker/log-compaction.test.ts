@@ -61,7 +61,7 @@ async function proofWithLog(n: number, finished = true) {
 describe('a finished log is compacted and served whole', () => {
   it(
     '2,000 chunks, finished: paged until compacted, then whole with no offset in one R2 read and one D1 round trip; ranged from an offset',
-    { timeout: 90_000 },
+    { timeout: 300_000 },
     async () => {
       const { t, proofId, jobId, whole } = await proofWithLog(2000);
       const bytes = new TextEncoder().encode(whole).byteLength;
@@ -112,7 +112,7 @@ describe('a finished log is compacted and served whole', () => {
 });
 
 describe('compaction is idempotent and crash-safe', () => {
-  it('retried and concurrent runs give one compacted log; a compacted log takes no more appends', { timeout: 60_000 }, async () => {
+  it('retried and concurrent runs give one compacted log; a compacted log takes no more appends', { timeout: 300_000 }, async () => {
     const { t, proofId, jobId, whole } = await proofWithLog(500);
     const runs = await Promise.all(Array.from({ length: 3 }, () => compactJobLog(db, env.ARTIFACTS, jobId, limits)));
     expect(runs).toContain('compacted');

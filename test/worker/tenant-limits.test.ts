@@ -158,7 +158,7 @@ describe('a log read is bounded, however long the log', () => {
 
   it(
     '2,000 chunks cost a read what 2 do: one D1 round trip and at most LOG_PAGE_CHUNKS R2 reads, no listing; pages follow X-Log-Next-Offset',
-    { timeout: 90_000 },
+    { timeout: 300_000 },
     async () => {
       const long = await proofWithLog(2000);
       const short = await proofWithLog(2);
