@@ -1,12 +1,14 @@
-// The guides hold up for their readers (docs/contributors.md "Commands in the docs"): every
+// The guides hold up for their readers (docs/contributors.md "The docs, and the commands in
+// them"): every
 // relative link reaches a file of the repository and, with a #fragment, a heading of it (as
 // GitHub names its anchors); every path of the repository the text names in code exists; every
 // shell block says, on the line right above it, either `<!-- runs here -->` (and it runs here,
 // offline and without a running stack: it is run) or `<!-- not run here: why -->`, so that
 // nothing is run by accident (the suite may run as root; the guides hold `sudo`); no guide
-// cites an issue number; and the short paths (a first proof, inviting a teammate, an agent,
-// a deploy) stay short.
-import { spawnSync } from 'node:child_process';
+// cites an issue number; the short paths (a first proof, inviting a teammate, an agent, a
+// deploy) stay short; and a comment or message of the code that cites a guide's section
+// (`docs/callers.md "Limits"`) names one it has.
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import GithubSlugger from 'github-slugger';
@@ -174,5 +176,29 @@ describe('the short paths', () => {
 
   it('deploying: docs/deploy.md from its top to its first config, at most 120 lines', () => {
     expect(section('docs/deploy.md', 'After the first deploy').end).toBeLessThanOrEqual(120);
+  });
+});
+
+describe('citations of the guides in the code', () => {
+  // Migrations are history: they cite the README as it was when they were written.
+  const files = execFileSync('git', ['ls-files', 'src', 'prover-agent', 'test', 'wrangler.toml', '.ci', '.dependency-cruiser.cjs'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\n')
+    .filter((f) => f && !f.endsWith('.md') && existsSync(path.join(ROOT, f)));
+  const CITATION = /(?<![\w/.-])(README(?:\.md)?|SECURITY\.md|prover-agent\/README\.md|docs\/[\w-]+\.md) ["“]([^"”]+)["”]/g;
+
+  it('name sections the guides have', () => {
+    const stale: string[] = [];
+    for (const file of files) {
+      const text = readFileSync(path.join(ROOT, file), 'utf8');
+      for (const m of text.matchAll(CITATION)) {
+        const [, guide = '', cited = ''] = m;
+        // A citation may run over lines of a comment: `// `, ` * `, `# ` between its words.
+        const sought = cited.replace(/\s*\n\s*(?:\/\/|\*|#|--)?\s*/g, ' ').replace(/\s+/g, ' ').toLowerCase();
+        const target = guide === 'README' ? 'README.md' : guide;
+        const headings = all(doc(target).tree, 'heading').map((h) => plain(h).toLowerCase());
+        if (!headings.some((h) => h.startsWith(sought))) stale.push(`${file}: ${m[0]}`);
+      }
+    }
+    expect(stale).toEqual([]);
   });
 });

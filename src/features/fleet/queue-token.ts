@@ -17,7 +17,7 @@ import { ApiError } from '../../lib/errors.ts';
 /** Lifetime of a queue token: five presence intervals, so a late report or two costs nothing. */
 export const QUEUE_TOKEN_TTL_MS = 5 * 60_000;
 
-const secret = (env: Env) => signingSecret(env.FLEET_TOKEN_SECRET, 'FLEET_TOKEN_SECRET', 'Deploying to Cloudflare');
+const secret = (env: Env) => signingSecret(env.FLEET_TOKEN_SECRET, 'FLEET_TOKEN_SECRET', 'docs/deploy.md');
 
 export interface QueueTokenClaims {
   /** The agent token's id. */

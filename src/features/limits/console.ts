@@ -1,5 +1,5 @@
 // /console/v1/orgs/{org_id}/limits: the organization's default job limits, quotas and
-// their usage (README "Job limits"), read by any member; the defaults set by owners and
+// their usage (docs/callers.md "Job limits"), read by any member; the defaults set by owners and
 // admins (limits.manage; the operator with `npm run admin -- set-org-limits`, which
 // also sets the quotas). API keys have no route here, as for budgets.
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
