@@ -1,5 +1,5 @@
-// The guides hold up for their readers (docs/contributors.md "The docs, and the commands in
-// them"): every
+// The guides (every Markdown file of the repository) hold up for their readers
+// (docs/contributors.md "The docs, and the commands in them"): every
 // relative link reaches a file of the repository and, with a #fragment, a heading of it (as
 // GitHub names its anchors); every path of the repository the text names in code exists; every
 // shell block says, on the line right above it, either `<!-- runs here -->` (and it runs here,
@@ -9,7 +9,7 @@
 // deploy) stay short; and a comment or message of the code that cites a guide's section
 // (`docs/callers.md "Limits"`) names one it has.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import GithubSlugger from 'github-slugger';
 import type { Code, Heading, Nodes, Root } from 'mdast';
@@ -19,15 +19,10 @@ import { gfm } from 'micromark-extension-gfm';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../../src/tools/wrangler.ts';
 
-const DOCS = [
-  'README.md',
-  'SECURITY.md',
-  ...readdirSync(path.join(ROOT, 'docs'))
-    .filter((f) => f.endsWith('.md'))
-    .map((f) => `docs/${f}`),
-  'prover-agent/README.md',
-  'src/tools/ADMIN.md',
-];
+/** Every guide of the repository: the Markdown files git tracks. */
+const DOCS = execFileSync('git', ['ls-files', '*.md'], { cwd: ROOT, encoding: 'utf8' })
+  .split('\n')
+  .filter((f) => f && existsSync(path.join(ROOT, f)));
 
 /** The markers, one of which every shell block has on the line above it. */
 const RUNS = /^<!-- runs here -->$/;
