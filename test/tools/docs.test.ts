@@ -91,7 +91,8 @@ describe.each(DOCS)('%s', (file) => {
       if (!existsSync(path.join(ROOT, targetFile))) broken.push(`line ${line(link)}: ${link.url}: no file ${targetFile}`);
       else if (fragment !== undefined) {
         if (!targetFile.endsWith('.md')) broken.push(`line ${line(link)}: ${link.url}: a #fragment of a file that is not Markdown`);
-        else if (!doc(targetFile).anchors.has(fragment)) broken.push(`line ${line(link)}: ${link.url}: ${targetFile} has no heading #${fragment}`);
+        else if (!doc(targetFile).anchors.has(fragment))
+          broken.push(`line ${line(link)}: ${link.url}: ${targetFile} has no heading #${fragment}`);
       }
     }
     expect(broken).toEqual([]);
@@ -176,7 +177,10 @@ describe('the short paths', () => {
 
 describe('citations of the guides in the code', () => {
   // Migrations are history: they cite the README as it was when they were written.
-  const files = execFileSync('git', ['ls-files', 'src', 'prover-agent', 'test', 'wrangler.toml', '.ci', '.dependency-cruiser.cjs'], { cwd: ROOT, encoding: 'utf8' })
+  const files = execFileSync('git', ['ls-files', 'src', 'prover-agent', 'test', 'wrangler.toml', '.ci', '.dependency-cruiser.cjs'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  })
     .split('\n')
     .filter((f) => f && !f.endsWith('.md') && existsSync(path.join(ROOT, f)));
   const CITATION = /(?<![\w/.-])(README(?:\.md)?|SECURITY\.md|prover-agent\/README\.md|docs\/[\w-]+\.md) ["“]([^"”]+)["”]/g;
@@ -188,7 +192,10 @@ describe('citations of the guides in the code', () => {
       for (const m of text.matchAll(CITATION)) {
         const [, guide = '', cited = ''] = m;
         // A citation may run over lines of a comment: `// `, ` * `, `# ` between its words.
-        const sought = cited.replace(/\s*\n\s*(?:\/\/|\*|#|--)?\s*/g, ' ').replace(/\s+/g, ' ').toLowerCase();
+        const sought = cited
+          .replace(/\s*\n\s*(?:\/\/|\*|#|--)?\s*/g, ' ')
+          .replace(/\s+/g, ' ')
+          .toLowerCase();
         const target = guide === 'README' ? 'README.md' : guide;
         const headings = all(doc(target).tree, 'heading').map((h) => plain(h).toLowerCase());
         if (!headings.some((h) => h.startsWith(sought))) stale.push(`${file}: ${m[0]}`);
