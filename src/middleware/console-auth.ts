@@ -27,7 +27,8 @@ export const accessTtlSeconds = (env: Env) =>
   Number(env.CONSOLE_ACCESS_TOKEN_TTL_SECONDS ?? DEFAULT_ACCESS_TTL_SECONDS) || DEFAULT_ACCESS_TTL_SECONDS;
 
 /** The console's signing key: access tokens (JWT HS256) and refresh tokens' names of their session (src/features/accounts/sessions.ts). */
-export const consoleSigningKey = (env: Env) => signingSecret(env.CONSOLE_JWT_SECRET, 'CONSOLE_JWT_SECRET', 'docs/operators.md "Console secrets"');
+export const consoleSigningKey = (env: Env) =>
+  signingSecret(env.CONSOLE_JWT_SECRET, 'CONSOLE_JWT_SECRET', 'docs/operators.md "Console secrets"');
 const jwtSecret = consoleSigningKey;
 
 export interface AccessClaims {

@@ -163,7 +163,7 @@ describe('npm start', () => {
         // directory that is one to it (the test guests, and this start's .wrangler), its
         // address this start's port.
         const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
-        const block = /\n## A first proof\n[\s\S]*?\n```sh\n([\s\S]*?)\n```\n/.exec(readme)![1]!;
+        const block = /\n## A first proof\n[\s\S]*?\n```sh\n([\s\S]*?)\n```\n/.exec(readme)![1];
         const clone = await mkdtemp(join(tmpdir(), 'zk-readme-'));
         dirs.push(clone);
         await mkdir(join(clone, 'test', 'guests'), { recursive: true });

@@ -12,7 +12,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import GithubSlugger from 'github-slugger';
-import type { Code, Heading, Nodes, Root } from 'mdast';
+import type { Code, Nodes, Root } from 'mdast';
 import { fromMarkdown } from 'mdast-util-from-markdown';
 import { gfmFromMarkdown } from 'mdast-util-gfm';
 import { gfm } from 'micromark-extension-gfm';
@@ -149,7 +149,7 @@ function section(file: string, title: string): { start: number; end: number } {
   const headings = all(d.tree, 'heading');
   const i = headings.findIndex((h) => plain(h) === title);
   expect(i, `${file} has a heading "${title}"`).toBeGreaterThanOrEqual(0);
-  const h = headings[i] as Heading;
+  const h = headings[i];
   const next = headings.slice(i + 1).find((n) => n.depth <= h.depth);
   let end = next ? line(next) - 1 : d.lines.length;
   while (end > line(h) && !d.lines[end - 1]?.trim()) end--;

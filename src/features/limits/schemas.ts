@@ -178,4 +178,6 @@ export const OrgLimitsRecord = z
       .int()
       .openapi({ description: 'GPUs its running jobs hold now: at a quota, queued jobs wait (`waiting_reason` `org_quota`)' }),
   })
-  .openapi('OrgLimits', { description: 'The organization’s default job limits, its quotas and its usage of them (docs/callers.md "Job limits")' });
+  .openapi('OrgLimits', {
+    description: 'The organization’s default job limits, its quotas and its usage of them (docs/callers.md "Job limits")',
+  });
