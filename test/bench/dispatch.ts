@@ -18,7 +18,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { caller, registerGuest, startStack, type AgentProcess } from '../e2e/stack.ts';
-import { describeWorkingTree, extractCommit, resolveCommit } from './geo/source.ts';
+import { describeWorkingTree, extractCommit, markExtracted, resolveCommit } from './geo/source.ts';
 import { ROOT } from '../../src/tools/wrangler.ts';
 import { benchCli } from './cli.ts';
 
@@ -86,6 +86,7 @@ async function runBaseline(baselineRev: string): Promise<TreeRun> {
   try {
     console.error(`today: extracting ${base.hash.slice(0, 12)} ("${base.subject}") into ${dir}`);
     await extractCommit(ROOT, base.hash, dir);
+    await markExtracted(dir, base.hash);
     const script = path.join(dir, 'test', 'bench', 'dispatch.ts');
     if (!existsSync(script)) throw new Error(`${base.hash.slice(0, 12)} has no test/bench/dispatch.ts: pick a later --baseline`);
     const ownTreeOnly = /\bonly\b/.test(await readFile(script, 'utf8')) ? ['--only', 'current'] : [];
