@@ -412,6 +412,8 @@ export async function compactJobLog(db: Db, bucket: R2Bucket, jobId: string, cap
   );
   const mark = async (store: LogStore) =>
     (await db.update(jobs).set({ log_store: store }).where(asRead).returning({ id: jobs.id })).length === 1;
+  /** The chunks' rows when this run read them whole (and compacted them), not to be read again. */
+  let known: { seq: number; source: Source }[] | undefined;
   if (job.store === 'chunks') {
     if (job.bytes === 0) return (await mark('clean')) ? 'compacted' : 'changed';
     const rows =
@@ -453,13 +455,17 @@ export async function compactJobLog(db: Db, bucket: R2Bucket, jobId: string, cap
       customMetadata: { log_seq: String(job.seq) },
     });
     if (!(await mark('compacted'))) return 'changed';
+    // Its rows as read: recorded compacted, the log takes no more chunks (appends need `chunks`).
+    known = rows;
   }
   // The chunks, now that the compacted object serves reads: objects first, then their rows.
-  const chunks = await db
-    .select({ seq: jobLogChunks.seq, source: jobLogChunks.source })
-    .from(jobLogChunks)
-    .where(eq(jobLogChunks.job_id, jobId))
-    .limit(COMPACT_MAX_CHUNKS + 1);
+  const chunks =
+    known ??
+    (await db
+      .select({ seq: jobLogChunks.seq, source: jobLogChunks.source })
+      .from(jobLogChunks)
+      .where(eq(jobLogChunks.job_id, jobId))
+      .limit(COMPACT_MAX_CHUNKS + 1));
   const keys = chunks.map((r) => artifactKey.jobLogChunk(jobId, r.seq, r.source));
   for (let i = 0; i < keys.length; i += 1000) await bucket.delete(keys.slice(i, i + 1000)); // R2 deletes at most 1,000 keys per call
   await batchByName(db, {

@@ -2,19 +2,22 @@
 // small HTTP service standing in for the Worker's /internal/v1/agents and /queue routes.
 import { once } from 'node:events';
 import { createServer } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FleetQueue } from '../../prover-agent/src/agent/queue-client.ts';
 import { ServiceClient } from '../../prover-agent/src/agent/service-client.ts';
 
 let close: (() => void) | null = null;
-afterEach(() => close?.());
+afterEach(() => {
+  close?.();
+  vi.useRealTimers();
+});
 
 const whoAmI = { agent_id: 'a1', name: 'box', machine_type: 'm', gpus: 0, engines: ['dev'], configs: [] };
 // Quick retries; a request's own timeout only for a stuck server (a loaded host may take seconds to answer).
 const fast = { attempts: 3, baseDelayMs: 1, maxDelayMs: 5, timeoutMs: 30_000 };
 
 /** A service issuing queue tokens qt-1, qt-2, ... on each presence report; pulls refuse all but the newest. */
-async function service(opts: { presenceDelayMs?: number } = {}) {
+async function service(opts: { presenceDelayMs?: number; onPresence?: () => void } = {}) {
   const seen = { presence: 0, pulls: [] as string[], acks: [] as unknown[] };
   const server = createServer(async (req, res) => {
     let body = '';
@@ -22,6 +25,7 @@ async function service(opts: { presenceDelayMs?: number } = {}) {
     const token = req.headers.authorization?.replace('Bearer ', '') ?? '';
     if (req.url === '/internal/v1/agents/presence') {
       seen.presence++;
+      opts.onPresence?.();
       await new Promise((r) => setTimeout(r, opts.presenceDelayMs ?? 0));
       return res.end(
         JSON.stringify({ presence_interval_ms: 60_000, queue_token: `qt-${seen.presence}`, queue_token_expires_at: Date.now() + 300_000 }),
@@ -54,6 +58,21 @@ describe('presence and the queue through the service', () => {
     await queue.pull(5, 1000);
     expect(seen.presence).toBe(1); // within the minute
     expect(seen.pulls.every((t) => t === 'qt-1')).toBe(true);
+  });
+
+  it('is due again an interval after the report was sent, not answered: the service takes its token for live that long from issuing it', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const t0 = Date.now();
+    // Each report is answered a second after it was sent (the injected clock moves on).
+    const { seen, queue } = await service({ onPresence: () => vi.setSystemTime(Date.now() + 1_000) });
+    await queue.reportPresence();
+    vi.setSystemTime(t0 + 59_999);
+    await queue.pull(5, 1000);
+    expect(seen.presence).toBe(1);
+    vi.setSystemTime(t0 + 60_000);
+    await queue.pull(5, 1000);
+    expect(seen.presence).toBe(2);
+    expect(seen.pulls).toEqual(['qt-1', 'qt-2']);
   });
 
   it('a pull refused for its token reports presence at once and pulls again with the new token', async () => {

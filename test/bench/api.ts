@@ -1,10 +1,12 @@
 // `npm run bench:api [-- --concurrency 16 --duration 10 | --requests N]`: latency and
 // throughput of the hot API routes on the local runtime (wrangler dev: workerd with
 // local D1 and R2), next to GET /healthz, a route that touches neither auth nor D1,
-// as the floor, and three routes that make only the platform's calls the others are
-// built on (one D1 statement, the two rate-limit calls, one R2 put of the upload's
-// bytes; test/bench/workers/platform.ts). What a route costs above the floor is its
-// work; what it costs above the platform's rows is the service's own.
+// as the floor, and routes that make only the platform's calls the others are built on
+// (one D1 statement, the two rate-limit calls, one R2 put of the upload's bytes or of a
+// proof's input, one queue send; test/bench/workers/platform.ts). What a route costs
+// above the floor is its work; what it costs above the platform calls it must make is
+// the service's own: each route's workerd CPU per request (/proc, so a busy machine does
+// not inflate it) and its ratio to those calls' ("× platform").
 // It uses its own state directory and port, so it never touches `npm start`'s state.
 // `--baseline <git-ref>` measures that commit too, in one run: it is checked out into a
 // temporary git worktree (node_modules hard-linked to this tree's), served by a second
@@ -28,6 +30,7 @@ import {
 } from '../../src/tools/wrangler.ts';
 import type { ChildProcess } from 'node:child_process';
 import { benchCli } from './cli.ts';
+import { cpuMs, workerdPids } from './workerd.ts';
 
 const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS | --requests N] [--warmup N] [--baseline REF [--rounds N]]
   --concurrency N   requests in flight at once (default 16)
@@ -61,12 +64,19 @@ const log = (msg: string) => process.stderr.write(`bench:api: ${msg}\n`);
  */
 const BENCH_ORG_LIMITS = { maxActiveJobs: 10_000_000, maxGpus: 10_000_000 };
 
+/** The platform's calls a route is made of, each measured alone by a platform row (its `call`). */
+type PlatformCall = 'd1' | 'rateLimits' | 'r2Small' | 'r2Body' | 'queue';
+
 interface Route {
   label: string;
   path: string;
   init: () => RequestInit;
   /** Statuses that count as success. */
   ok: number[];
+  /** A platform row: the one call it makes. */
+  call?: PlatformCall;
+  /** A service route: the platform calls it must make, by kind (its floor). */
+  calls?: Partial<Record<PlatformCall, number>>;
 }
 
 interface Samples {
@@ -74,16 +84,23 @@ interface Samples {
   errors: number;
   firstError?: string;
   elapsedMs: number;
+  /** CPU the tree's workerd processes used while the requests ran (ms), and how many requests (answered or not) that was. */
+  cpuMs: number;
+  sent: number;
 }
 
 interface Result {
   label: string;
+  call?: PlatformCall;
+  calls?: Partial<Record<PlatformCall, number>>;
   ok: number;
   errors: number;
   firstError?: string;
   p50: number;
   p99: number;
   rps: number;
+  /** workerd CPU per request, ms: the Worker, and the local D1, R2 and queues it hosts. */
+  cpu: number;
 }
 
 function percentile(sorted: number[], q: number): number {
@@ -100,6 +117,9 @@ async function load(
   into: Samples,
 ): Promise<void> {
   let issued = 0;
+  const pids = workerdPids(worker.pid);
+  const cpuBefore = pids.reduce((n, pid) => n + cpuMs(pid), 0);
+  const sentBefore = into.latencies.length + into.errors;
   const start = performance.now();
   const more = () => {
     if (hasExited(worker)) return false;
@@ -126,45 +146,116 @@ async function load(
     }),
   );
   into.elapsedMs += performance.now() - start;
+  // Work after the answers (ctx.waitUntil, the queue's consumer) is the requests' too.
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  into.cpuMs += pids.reduce((n, pid) => n + cpuMs(pid), 0) - cpuBefore;
+  into.sent += into.latencies.length + into.errors - sentBefore;
 }
 
-const newSamples = (): Samples => ({ latencies: [], errors: 0, elapsedMs: 0 });
+/** How long after a route's last answer its workerd CPU is still counted (work after the answers). */
+const SETTLE_MS = 500;
 
-function summary(label: string, s: Samples): Result {
+const newSamples = (): Samples => ({ latencies: [], errors: 0, elapsedMs: 0, cpuMs: 0, sent: 0 });
+
+function summary(route: Route, s: Samples): Result {
   const latencies = [...s.latencies].sort((a, b) => a - b);
   return {
-    label,
+    label: route.label,
+    call: route.call,
+    calls: route.calls,
     ok: latencies.length,
     errors: s.errors,
     firstError: s.firstError,
     p50: percentile(latencies, 0.5),
     p99: percentile(latencies, 0.99),
     rps: (latencies.length / s.elapsedMs) * 1000,
+    cpu: s.cpuMs / s.sent,
   };
 }
+
+/**
+ * A route's cost against the platform's: workerd's CPU per request (the Worker and the
+ * local D1, R2 and queues it hosts; another process's load does not count), over what
+ * its platform calls cost measured alone: the floor's plus, per call, its platform row's
+ * CPU above the floor. 1.00× is a route that does nothing but the calls it must make;
+ * the rest is the service's own work.
+ */
+function platformRatio(results: Result[], r: Result): string {
+  if (!r.calls) return '';
+  const ms = (x: Result) => x.cpu;
+  const floor = ms(results[0]);
+  let platform = floor;
+  for (const [call, n] of Object.entries(r.calls) as [PlatformCall, number][]) {
+    const row = results.find((x) => x.call === call);
+    if (!row) return '?';
+    platform += n * (ms(row) - floor);
+  }
+  return (ms(r) / platform).toFixed(2) + '×';
+}
+
+const callsText = (calls: Result['calls']) =>
+  Object.entries(calls ?? {})
+    .map(([call, n]) => `${n > 1 ? `${n} ` : ''}${CALL_NAMES[call as PlatformCall]}`)
+    .join(' + ');
+
+const CALL_NAMES: Record<PlatformCall, string> = {
+  d1: 'D1',
+  rateLimits: 'rate limits',
+  r2Small: 'R2 put',
+  r2Body: 'R2 put (ELF)',
+  queue: 'queue send',
+};
 
 function table(results: Result[]): string {
   const floor = results[0].p50;
   return layout([
-    ['route', 'p50 ms', 'p99 ms', 'req/s', 'p50 / floor', 'ok', 'errors'],
+    ['route', 'p50 ms', 'p99 ms', 'req/s', 'p50 / floor', 'CPU ms/req', '× platform', 'ok', 'errors'],
     ...results.map((r) => [
       r.label,
       r.p50.toFixed(2),
       r.p99.toFixed(2),
       r.rps.toFixed(0),
       (r.p50 / floor).toFixed(2) + '×',
+      r.cpu.toFixed(2),
+      platformRatio(results, r),
       String(r.ok),
       String(r.errors),
     ]),
   ]);
 }
 
-/** The two trees side by side: each route's p50 and its ratio to the same tree's floor. */
+/** Each service route's platform calls, the floor its `× platform` is read against. */
+function platformLegend(results: Result[]): string {
+  return [
+    "CPU ms/req: workerd's CPU per request (utime + stime of the tree's workerd processes: the Worker and the local",
+    "D1, R2 and queues it hosts; its work after the answers too). × platform: a route's CPU per request over that of",
+    "the platform calls it must make, each measured alone (a platform row's CPU above the floor's, plus the floor's):",
+    ...results.filter((r) => r.calls).map((r) => `  ${r.label}: ${callsText(r.calls)}`),
+  ].join('\n');
+}
+
+/** The two trees side by side: each route's p50 and its ratio to the same tree's floor, and its CPU over its platform calls'. */
 function comparison(names: [string, string], [a, b]: [Result[], Result[]]): string {
   const ratio = (rs: Result[], i: number) => (rs[i].p50 / rs[0].p50).toFixed(2) + '×';
   return layout([
-    ['route', `p50 ms ${names[0]}`, `p50 ms ${names[1]}`, `p50 / floor ${names[0]}`, `p50 / floor ${names[1]}`],
-    ...a.map((r, i) => [r.label, r.p50.toFixed(2), b[i].p50.toFixed(2), ratio(a, i), ratio(b, i)]),
+    [
+      'route',
+      `p50 ms ${names[0]}`,
+      `p50 ms ${names[1]}`,
+      `p50 / floor ${names[0]}`,
+      `p50 / floor ${names[1]}`,
+      `× platform ${names[0]}`,
+      `× platform ${names[1]}`,
+    ],
+    ...a.map((r, i) => [
+      r.label,
+      r.p50.toFixed(2),
+      b[i].p50.toFixed(2),
+      ratio(a, i),
+      ratio(b, i),
+      platformRatio(a, r),
+      platformRatio(b, b[i]),
+    ]),
   ]);
 }
 
@@ -263,23 +354,48 @@ async function serve(name: string, root: string, dir: string, started: ChildProc
 
   const routes: Route[] = [
     { label: 'GET /healthz (floor)', path: '/healthz', init: () => ({}), ok: [200] },
-    { label: 'GET /v1/proofs/{id}', path: `/v1/proofs/${proofId}`, init: () => ({ headers: auth }), ok: [200] },
-    { label: 'POST /v1/proofs (JSON input)', path: `/v1/proofs?program_id=${programId}`, init: proofInit, ok: [200] },
+    // Each with the platform calls it must make: a GET, the key's and organization's
+    // budgets and one read; a submission, those, its input or files stored, its rows
+    // written and its job's notice sent.
+    {
+      label: 'GET /v1/proofs/{id}',
+      path: `/v1/proofs/${proofId}`,
+      init: () => ({ headers: auth }),
+      ok: [200],
+      calls: { rateLimits: 1, d1: 1 },
+    },
+    {
+      label: 'POST /v1/proofs (JSON input)',
+      path: `/v1/proofs?program_id=${programId}`,
+      init: proofInit,
+      ok: [200],
+      calls: { rateLimits: 1, d1: 2, r2Small: 1, queue: 1 },
+    },
     {
       label: `POST /v1/programs (${(bigElf.size / 2 ** 20).toFixed(1)} MiB ELF)`,
       path: `/v1/programs?config_id=${configId}`,
       init: () => ({ method: 'POST', headers: auth, body: programForm(bigElf) }),
       ok: [200, 201],
+      calls: { rateLimits: 1, d1: 2, r2Body: 1, r2Small: 1, queue: 1 },
     },
     // What the platform alone costs (test/bench/workers/platform.ts): the calls the routes above are made of.
-    { label: 'platform: one D1 statement', path: '/__bench/platform/d1', init: () => ({}), ok: [200] },
-    { label: 'platform: two rate-limit calls', path: '/__bench/platform/rate-limit', init: () => ({}), ok: [200] },
+    { label: 'platform: one D1 statement', path: '/__bench/platform/d1', init: () => ({}), ok: [200], call: 'd1' },
+    { label: 'platform: two rate-limit calls', path: '/__bench/platform/rate-limit', init: () => ({}), ok: [200], call: 'rateLimits' },
     {
       label: `platform: R2 put of the ${(bigElf.size / 2 ** 20).toFixed(1)} MiB body`,
       path: '/__bench/platform/r2',
       init: () => ({ method: 'POST', body: programForm(bigElf) }),
       ok: [201],
+      call: 'r2Body',
     },
+    {
+      label: 'platform: R2 put of the proof input',
+      path: '/__bench/platform/r2',
+      init: () => ({ method: 'POST', body: proofBody }),
+      ok: [201],
+      call: 'r2Small',
+    },
+    { label: 'platform: one queue send', path: '/__bench/platform/queue', init: () => ({ method: 'POST' }), ok: [200], call: 'queue' },
   ];
   return { name, worker, baseUrl, routes, output: () => workerOutput };
 }
@@ -349,7 +465,7 @@ async function main(): Promise<void> {
         }
       }
     }
-    const results = trees.map((tree, t) => tree.routes.map((route, i) => summary(route.label, samples[t][i])));
+    const results = trees.map((tree, t) => tree.routes.map((route, i) => summary(route, samples[t][i])));
     for (const [t, tree] of trees.entries()) {
       for (const result of results[t]) {
         if (result.errors) log(`${tree.name}: ${result.label}: ${result.errors} failed requests; the first: ${result.firstError}`);
@@ -370,6 +486,7 @@ async function main(): Promise<void> {
       if (trees.length > 1) console.log(`${tree.name}:`);
       console.log(table(results[t]) + '\n');
     }
+    console.log(platformLegend(results[0]) + '\n');
     if (trees.length > 1) {
       const head = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
       console.log(`Each route's p50 over the floor's (GET /healthz) on the same tree, measured in turn:\n`);

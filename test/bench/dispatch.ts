@@ -1,7 +1,9 @@
 // npm run bench:dispatch [-- --agents N --jobs M --rate R --baseline REV --only WHICH]   (--help: usage)
 //
 // Runs twice, side by side: "today" (the baseline commit, extracted into a temporary
-// directory and measured by its own copy of this bench) and "now" (the working tree).
+// directory and measured by its own copy of this bench, told to measure its own tree
+// only: its own default baseline never comes into it) and "now" (the working tree).
+// --rounds N alternates the two trees N times and prints every round's column.
 // With N local prover-agents (dev engine) and instant jobs, measures
 //   submit → claimed: from the caller's POST /v1/proofs to the claim of its job (D1 leases.claimed_at)
 //   end to end: jobs per second from the first submission to the last Succeeded
@@ -11,37 +13,50 @@
 // upload, the complete callback), and how busy the agents were.
 // Jobs are submitted at a steady rate; the stack is a throwaway wrangler dev state.
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { caller, registerGuest, startStack, type AgentProcess } from '../e2e/stack.ts';
-import { describeWorkingTree, extractCommit, resolveCommit } from './geo/source.ts';
+import { describeWorkingTree, extractCommit, markExtracted, resolveCommit } from './geo/source.ts';
 import { ROOT } from '../../src/tools/wrangler.ts';
 import { benchCli } from './cli.ts';
 
-/** The commit before the global-scale work (issue 14): what "today" means by default. */
-const DEFAULT_BASELINE = '7e171c7495def63f227e84af515ef90314e4bceb';
+/** The commit before the fleet's scoped tokens, sealing and quotas (issue 30's "before the last round"): what "today" means by default. */
+const DEFAULT_BASELINE = 'a29c62b3d6852176fdb43746fa96e4970420ef4c';
 
-const usage = `usage: npm run bench:dispatch -- [--agents N] [--jobs M] [--rate R] [--baseline REV] [--only current|baseline]
+const usage = `usage: npm run bench:dispatch -- [--agents N] [--jobs M] [--rate R] [--baseline REV] [--only current|baseline] [--rounds N]
   --agents N   local prover-agents (dev engine) serving the jobs (default 4)
   --jobs M     instant proof jobs submitted (default 300)
   --rate R     submissions per second (default 50, past what 4 agents can serve; decimals allowed)
-  --baseline REV  the "today" commit run beside the working tree (default ${DEFAULT_BASELINE.slice(0, 8)})
-  --only WHICH    current or baseline: run one tree only`;
+  --baseline REVS the "today" commit run beside the working tree, or several, comma-separated
+                  (default ${DEFAULT_BASELINE.slice(0, 7)}; any commit with this bench)
+  --only WHICH    current or baseline: run one tree only
+  --rounds N      alternate baseline and working tree N times (default 1), one column per run`;
 
-const cli = benchCli('bench:dispatch', usage, ['agents', 'jobs', 'rate', 'baseline', 'only']);
+const cli = benchCli('bench:dispatch', usage, ['agents', 'jobs', 'rate', 'baseline', 'only', 'rounds']);
 const agents = cli.number('agents', 4, 1);
 const jobs = cli.number('jobs', 300, 1);
 const rate = cli.number('rate', 50, 0.01, false);
 const only = cli.string('only');
 if (only !== undefined && only !== 'current' && only !== 'baseline') cli.fail('--only must be current or baseline');
-const baselineRev = cli.string('baseline') ?? DEFAULT_BASELINE;
+const baselineRevs = (cli.string('baseline') ?? DEFAULT_BASELINE).split(',').filter(Boolean);
+const rounds = cli.number('rounds', 1, 1);
 
 /** What one tree's run printed, and its headline figures for the side-by-side table. */
 interface TreeRun {
   title: string;
   lines: string[];
-  figures: { claimedP50: string; claimedP99: string; jobsPerSecond: string; outcome: string; perJob: string };
+  figures: {
+    claimedP50: string;
+    claimedP99: string;
+    jobsPerSecond: string;
+    outcome: string;
+    perJob: string;
+    claim: string;
+    report: string;
+    busy: string;
+  };
   failed: boolean;
 }
 
@@ -54,19 +69,30 @@ function figuresOf(lines: string[]): TreeRun['figures'] {
     jobsPerSecond: find(/^end to end\s+([\d.]+ jobs\/s)/),
     outcome: find(/^outcome\s+(.*)$/),
     perJob: find(/^agent time per job mean (\d+ ms)/),
+    claim: find(/^agent time per job mean .*: claim (\d+)/).replace(/^\d+$/, '$& ms'),
+    report: find(/^agent time per job mean .*[(,] report (\d+)/).replace(/^\d+$/, '$& ms'),
+    busy: find(/^agents busy\s+(\d+%)/),
   };
 }
 
-/** Runs the baseline commit's own bench:dispatch in a temporary extraction of it. */
-async function runBaseline(): Promise<TreeRun> {
+/**
+ * Runs the baseline commit's own bench:dispatch in a temporary extraction of it, on its
+ * own tree only: with `--only current` when its bench has that flag (it would otherwise
+ * run its own default baseline first, which may not even be in this repository).
+ */
+async function runBaseline(baselineRev: string): Promise<TreeRun> {
   const base = await resolveCommit(ROOT, baselineRev);
   const dir = await mkdtemp(path.join(tmpdir(), 'zk-bench-dispatch-'));
   try {
     console.error(`today: extracting ${base.hash.slice(0, 12)} ("${base.subject}") into ${dir}`);
     await extractCommit(ROOT, base.hash, dir);
+    await markExtracted(dir, base.hash);
+    const script = path.join(dir, 'test', 'bench', 'dispatch.ts');
+    if (!existsSync(script)) throw new Error(`${base.hash.slice(0, 12)} has no test/bench/dispatch.ts: pick a later --baseline`);
+    const ownTreeOnly = /\bonly\b/.test(await readFile(script, 'utf8')) ? ['--only', 'current'] : [];
     const child = spawn(
       process.execPath,
-      ['test/bench/dispatch.ts', '--agents', String(agents), '--jobs', String(jobs), '--rate', String(rate)],
+      [script, '--agents', String(agents), '--jobs', String(jobs), '--rate', String(rate), ...ownTreeOnly],
       {
         cwd: dir,
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -98,18 +124,28 @@ async function runCurrent(): Promise<TreeRun> {
 
 async function main() {
   const runs: TreeRun[] = [];
-  if (only !== 'current') {
-    const today = await runBaseline();
-    console.log(`today: ${today.lines.join('\ntoday: ')}`);
-    runs.push(today);
+  for (let round = 1; round <= rounds; round++) {
+    const suffix = rounds > 1 ? ` #${round}` : '';
+    if (only !== 'current')
+      for (const rev of baselineRevs) {
+        const today = await runBaseline(rev);
+        console.log(`today: ${today.lines.join('\ntoday: ')}`);
+        runs.push({ ...today, title: today.title + suffix });
+      }
+    if (only !== 'baseline') {
+      const now = await runCurrent();
+      runs.push({ ...now, title: now.title + suffix });
+    }
   }
-  if (only !== 'baseline') runs.push(await runCurrent());
-  if (runs.length === 2) {
+  if (runs.length > 1) {
     const rows: [string, keyof TreeRun['figures']][] = [
       ['end to end', 'jobsPerSecond'],
       ['submit → claimed p50', 'claimedP50'],
       ['submit → claimed p99', 'claimedP99'],
       ['agent time per job', 'perJob'],
+      ['  of which claim', 'claim'],
+      ['  of which report', 'report'],
+      ['agents busy', 'busy'],
       ['outcome', 'outcome'],
     ];
     const width = Math.max(...runs.map((r) => Math.max(r.title.length, ...Object.values(r.figures).map((v) => v.length)))) + 2;

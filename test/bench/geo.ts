@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ROOT } from '../../src/tools/wrangler.ts';
 import { baselineAdapter } from './geo/baseline.ts';
 import { benchCli } from './cli.ts';
@@ -17,8 +18,8 @@ import { header, IDLE_LEGEND, idleTable, routeLegend, routeTable, type Column } 
 import { describeWorkingTree, extractCommit, resolveCommit } from './geo/source.ts';
 import type { TreeAdapter } from './geo/tree.ts';
 
-/** Today's code: the commit the data-path rewrite starts from. */
-const DEFAULT_BASELINE = '7e171c7495def63f227e84af515ef90314e4bceb';
+/** Today's code: the commit before the fleet's scoped tokens, sealing and quotas (issue 30's "before the last round"). */
+const DEFAULT_BASELINE = 'a29c62b3d6852176fdb43746fa96e4970420ef4c';
 
 const usage = `usage: npm run bench:geo -- [flags]
   --requests N       measured requests per route (default 20)
@@ -27,7 +28,8 @@ const usage = `usage: npm run bench:geo -- [flags]
   --replica-ms MS    simulated round trip to a D1 read replica (default 5)
   --idle-seconds S   idle-fleet window (default 60; 0 skips the idle fleet)
   --agents K         idle agents (default 4; 0 skips the idle fleet)
-  --baseline REV     the "today" commit (default ${DEFAULT_BASELINE.slice(0, 8)})
+  --baseline REVS    the "today" commit, or several, comma-separated, each its own column
+                     (default ${DEFAULT_BASELINE.slice(0, 7)}; any commit with bench:geo, or 7e171c74)
   --only WHICH       current or baseline: run one tree only
   -h, --help         this text`;
 
@@ -44,9 +46,23 @@ const opts: BenchOptions = {
 };
 const only = cli.string('only');
 if (only !== undefined && only !== 'current' && only !== 'baseline') cli.fail('--only must be current or baseline');
-const baselineRev = cli.string('baseline') ?? DEFAULT_BASELINE;
+const baselineRevs = (cli.string('baseline') ?? DEFAULT_BASELINE).split(',').filter(Boolean);
 
 const log = (msg: string) => process.stderr.write(`bench:geo: ${msg}\n`);
+
+/**
+ * The adapter of an extracted tree: its own test/bench/geo/current.ts when it has one
+ * (that tree's protocol and agent flags, as its own bench ran them), else the one pinned
+ * to the first baseline's shapes (./geo/baseline.ts, commit 7e171c74). Only the adapter
+ * is the tree's: the measuring is this tree's, so both columns are measured alike.
+ */
+async function treeAdapter(root: string): Promise<TreeAdapter> {
+  const own = path.join(root, 'test', 'bench', 'geo', 'current.ts');
+  if (!existsSync(own)) return baselineAdapter(root);
+  const mod = (await import(pathToFileURL(own).href)) as { currentAdapter?: () => TreeAdapter };
+  if (typeof mod.currentAdapter !== 'function') throw new Error(`${own} has no currentAdapter(): not a tree this bench can run`);
+  return mod.currentAdapter();
+}
 
 /** Children (wrangler dev, agents) to stop however the run ends. */
 const running = new Map<ChildProcess, (c: ChildProcess) => Promise<void>>();
@@ -73,20 +89,21 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const)
 
 async function main(): Promise<void> {
   if (!existsSync(HELLO_ELF)) throw new Error(`${path.relative(ROOT, HELLO_ELF)} is missing: build the test guests (npm run build:guests)`);
-  const base = only === 'current' ? null : await resolveCommit(ROOT, baselineRev);
-  dir = await mkdtemp(path.join(tmpdir(), 'zk-bench-geo-'));
+  const bases = only === 'current' ? [] : await Promise.all(baselineRevs.map((rev) => resolveCommit(ROOT, rev)));
+  const workDir = (dir = await mkdtemp(path.join(tmpdir(), 'zk-bench-geo-')));
 
   const trees: { title: string; description: string; dir: string; adapter: () => Promise<TreeAdapter> }[] = [];
-  if (base) {
-    const root = path.join(dir, 'baseline');
+  for (const base of bases) {
+    const short = base.hash.slice(0, 7);
+    const root = path.join(workDir, `baseline-${short}`);
     trees.push({
-      title: `today (${base.hash.slice(0, 7)})`,
-      description: `today = the baseline, ${base.hash.slice(0, 7)} "${base.subject}"`,
-      dir: path.join(dir, 'baseline-stack'),
+      title: `today (${short})`,
+      description: `today = the baseline, ${short} "${base.subject}"`,
+      dir: path.join(workDir, `baseline-${short}-stack`),
       adapter: async () => {
         log(`today: extracting ${base.hash.slice(0, 12)} into ${root}`);
         await extractCommit(ROOT, base.hash, root);
-        return baselineAdapter(root);
+        return treeAdapter(root);
       },
     });
   }
@@ -95,7 +112,7 @@ async function main(): Promise<void> {
     trees.push({
       title: `now (${wt.head}${wt.dirty ? '+' : ''})`,
       description: `now = the working tree, at ${wt.head}${wt.dirty ? ' with uncommitted changes (+)' : ''}`,
-      dir: path.join(dir, 'current-stack'),
+      dir: path.join(workDir, 'current-stack'),
       adapter: async () => currentAdapter(),
     });
   }

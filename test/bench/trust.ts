@@ -23,12 +23,12 @@
 //     route with a credential leaves unread (on Cloudflare the edge does), counted here.
 // The workerd measured is the one this bench's wrangler dev started (a descendant of
 // this process). Stops by itself; exits 1 if any request is answered other than expected.
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { caller, GUESTS, startStack, type Stack } from '../e2e/stack.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_INPUT_BYTES, MAX_JSON_BODY_BYTES } from '../../src/lib/limits.ts';
 import { benchCli } from './cli.ts';
+import { cpuMs, workerdPids } from './workerd.ts';
 
 const usage = `usage: npm run bench:trust -- [--requests N] [--repeats R] [--only doors]
   --requests N   requests per side of the unauthenticated comparison (default 50)
@@ -42,7 +42,6 @@ if (only !== undefined && only !== 'doors') cli.fail('--only must be doors');
 
 const MiB = 1024 * 1024;
 const enc = new TextEncoder();
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const mb = (kb: number) => `${(kb / 1024).toFixed(1)} MB`;
@@ -54,17 +53,7 @@ const mb = (kb: number) => `${(kb / 1024).toFixed(1)} MB`;
  * more memory once they have been used: the larger one.
  */
 function workerdPid(): { pid: number; others: number[] } {
-  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,comm='], { encoding: 'utf8' })
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .filter((r) => r.length >= 3)
-    .map(([pid, ppid, comm]) => ({ pid: Number(pid), ppid: Number(ppid), comm: comm }));
-  const mine = new Set([process.pid]);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const r of rows) if (mine.has(r.ppid) && !mine.has(r.pid)) (mine.add(r.pid), (grew = true));
-  }
-  const found = rows.filter((r) => mine.has(r.pid) && r.comm.startsWith('workerd')).map((r) => r.pid);
+  const found = workerdPids();
   if (found.length === 0) throw new Error('no workerd under this bench');
   found.sort((a, b) => status(b, 'VmRSS') - status(a, 'VmRSS'));
   return { pid: found[0], others: found.slice(1) };
@@ -72,11 +61,6 @@ function workerdPid(): { pid: number; others: number[] } {
 
 const status = (pid: number, field: string) =>
   Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime (fields 14, 15)
-}
 
 /** One request's cost to workerd: peak RSS growth (KB) and CPU (ms). */
 async function measure(pid: number, send: () => Promise<Response>, expected: number): Promise<{ kb: number; cpu: number }> {

@@ -175,14 +175,15 @@ describe('the short paths', () => {
   });
 });
 
-describe('citations of the guides in the code', () => {
+describe('citations of the guides in the code and in the guides', () => {
   // Migrations are history: they cite the README as it was when they were written.
   const files = execFileSync('git', ['ls-files', 'src', 'prover-agent', 'test', 'wrangler.toml', '.ci', '.dependency-cruiser.cjs'], {
     cwd: ROOT,
     encoding: 'utf8',
   })
     .split('\n')
-    .filter((f) => f && !f.endsWith('.md') && existsSync(path.join(ROOT, f)));
+    .filter((f) => f && existsSync(path.join(ROOT, f)))
+    .concat(DOCS);
   const CITATION = /(?<![\w/.-])(README(?:\.md)?|SECURITY\.md|prover-agent\/README\.md|docs\/[\w-]+\.md) ["“]([^"”]+)["”]/g;
 
   it('name sections the guides have', () => {

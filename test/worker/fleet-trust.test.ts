@@ -1,11 +1,14 @@
 // What a compromised GPU host can do with its credentials, and no more (SECURITY.md
 // "Agent tokens, job tokens and queue tokens"): its agent token's scope bounds what it
-// claims, whatever it declares; revoking the token ends its leases, job tokens and queue
-// tokens at once; a lease cannot be renewed forever; the lease routes authenticate per
+// claims, whatever it declares; revoking the token ends its leases, job tokens and claims
+// at once, its queue tokens within REVOCATION_BOUND_MS; a lease cannot be renewed forever; the lease routes authenticate per
 // route, and unknown internal paths are 404s.
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { revokeAgentToken } from '../../src/admin/statements.ts';
+import { openDb } from '../../src/db/client.ts';
+import { issueQueueToken, queueTokenLive, REVOCATION_BOUND_MS, verifyQueueToken } from '../../src/features/fleet/queue-token.ts';
+import { recordD1Calls } from './d1-calls.ts';
 import { FLEET_DEFAULTS } from '../../src/jobs/settings.ts';
 import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import {
@@ -144,26 +147,45 @@ describe('revoking an agent token', () => {
     expect((await jobRow(job.id)).status).toBe('done');
   });
 
-  it('stops the queue token it minted before the revocation', async () => {
+  it('stops the queue tokens it minted within REVOCATION_BOUND_MS, reading nothing per pull before that (injected clock)', async () => {
     const host = await seedAgent();
     const { queue_token } = await presence(host);
-    const pull = () =>
-      api(null, '/internal/v1/queue/pull', {
+    const queue = (what: 'pull' | 'ack', token = queue_token) =>
+      api(null, `/internal/v1/queue/${what}`, {
         method: 'POST',
-        body: JSON.stringify({ batch_size: 1, visibility_timeout_ms: 1000 }),
-        headers: { authorization: `Bearer ${queue_token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(what === 'pull' ? { batch_size: 1, visibility_timeout_ms: 1000 } : { acks: [], retries: [] }),
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       });
-    const ack = () =>
-      api(null, '/internal/v1/queue/ack', {
-        method: 'POST',
-        body: JSON.stringify({ acks: [], retries: [] }),
-        headers: { authorization: `Bearer ${queue_token}`, 'content-type': 'application/json' },
-      });
-    expect((await pull()).status).toBe(200);
-    expect((await ack()).status).toBe(200);
+    expect((await queue('pull')).status).toBe(200);
+    expect((await queue('ack')).status).toBe(200);
+    const claims = await verifyQueueToken(env, queue_token);
+    const db = openDb(env.DB);
+    const issued = claims.live_at;
+
+    // Live: taken for live without a read up to the bound, then read once and taken for live for the bound again.
+    const calls = recordD1Calls();
+    expect(await queueTokenLive(db, claims, issued + REVOCATION_BOUND_MS - 1)).toBe(true);
+    calls.stop();
+    expect(calls.calls).toEqual([]);
+    const reads = recordD1Calls();
+    const read = issued + REVOCATION_BOUND_MS;
+    expect(await queueTokenLive(db, claims, read)).toBe(true);
+    expect(await queueTokenLive(db, claims, read + REVOCATION_BOUND_MS - 1)).toBe(true);
+    reads.stop();
+    expect(reads.calls.map((c) => c.sql)).toEqual([[expect.stringMatching(/^select "id" from "agent_tokens" where/)]]);
+
     await runAdmin(revokeAgentToken(host.token));
-    expect((await pull()).status).toBe(401);
-    expect((await ack()).status).toBe(401);
+    // Within the bound of its last finding, the revoked token's queue token still pulls (the revocation's stated delay) ...
+    expect(await queueTokenLive(db, claims, read + REVOCATION_BOUND_MS - 1)).toBe(true);
+    expect((await queue('pull')).status).toBe(200);
+    // ... and from the bound on, it is read and refused.
+    expect(await queueTokenLive(db, claims, read + REVOCATION_BOUND_MS)).toBe(false);
+    expect(await queueTokenLive(db, claims, read + 2 * REVOCATION_BOUND_MS)).toBe(false);
+    // Through the routes: a queue token last found live more than the bound ago (minted then) pulls and acks nothing.
+    const old = await issueQueueToken(env, { tokenId: claims.sub, agentId: claims.aid }, Date.now() - REVOCATION_BOUND_MS - 1);
+    expect((await queue('pull', old.token)).status).toBe(401);
+    expect((await queue('ack', old.token)).status).toBe(401);
+    // No new queue token: presence is refused at once.
     expect(
       (
         await api(null, '/internal/v1/agents/presence', {

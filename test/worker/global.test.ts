@@ -261,4 +261,20 @@ describe('presence and leave', () => {
     expect(answer.queue_token_expires_at - QUEUE_TOKEN_TTL_MS).toBeLessThanOrEqual(after);
     expect(await env.DB.prepare('SELECT count(*) AS n FROM agents').first('n')).toBe(1);
   });
+
+  it('an agent’s presence, once its token was seen, is one statement: the write that checks the token', async () => {
+    const agent = await seedAgent();
+    const seen = `SELECT last_seen_at FROM agents WHERE id = ?`;
+    const before = await env.DB.prepare(seen).bind(agent.caps.agent_id).first<number>('last_seen_at');
+    await new Promise((r) => setTimeout(r, 2)); // a later instant to record
+    const calls = recordD1Calls();
+    await presence(agent);
+    calls.stop();
+    const made = calls.calls;
+    expect(made.map((c) => c.sql.length)).toEqual([1]);
+    expect(made[0].sql[0]).toMatch(
+      /^insert into "agents" .* where \(\("agent_tokens"."token_hash" = \? and "agent_tokens"."revoked_at" is null\)/i,
+    );
+    expect(await env.DB.prepare(seen).bind(agent.caps.agent_id).first<number>('last_seen_at')).toBeGreaterThan(before!);
+  });
 });

@@ -32,9 +32,12 @@ export class FleetQueue {
     if (this.reporting) return this.reporting;
     if (!force && this.token && Date.now() < this.nextReportAt) return;
     this.reporting = (async () => {
+      // Due an interval after it was sent, not answered: the service takes the queue token
+      // for live without a read for an interval after it issued it (before the answer came).
+      const sentAt = Date.now();
       const r = await this.service.presence(this.whoAmI, this.retry);
       this.token = { value: r.queue_token, expiresAt: r.queue_token_expires_at };
-      this.nextReportAt = Date.now() + r.presence_interval_ms;
+      this.nextReportAt = sentAt + r.presence_interval_ms;
     })().finally(() => (this.reporting = null));
     return this.reporting;
   }

@@ -12,7 +12,7 @@ import { readProofInputBody } from '../../lib/body.ts';
 import { ExecutionRecord, executionRecord } from './schemas.ts';
 import { IdempotencyHeaders, idempotentResponses } from '../../lib/schemas.ts';
 import { idempotent } from '../../middleware/idempotency/index.ts';
-import { programQuery, requireProgram } from '../programs/data.ts';
+import { programToRunQuery, requireProgramToRun } from '../programs/data.ts';
 import { executionEvents, executionQuery, programExecutions } from './data.ts';
 import { runRoutes } from '../runs/routes.ts';
 import { BODY_CAPS, MAX_INPUT_BYTES } from '../../lib/limits.ts';
@@ -56,13 +56,13 @@ executionsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery,
   const { db } = c.var;
   const read = await asCaller(
     c,
-    (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+    (org) => ({ ...programToRunQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
     ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
   );
   const caller = c.var.caller;
   // Validate the request before looking at the program, as the reference (FastAPI) does.
   const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
-  const { program, config } = requireProgram(read);
+  const { program, config } = requireProgramToRun(read);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
   if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
   refuseOverQuota(read.usage[0], 'execute');

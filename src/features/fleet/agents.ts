@@ -1,7 +1,8 @@
 // /internal/v1/agents: an agent's presence (what the fleet view and the sweep know of
 // it) and its graceful leave. Presence is reported at start and then once a minute,
-// the only D1 write an idle agent makes; it also renews the agent's queue token, the
-// credential of its queue pulls (src/features/fleet/queue.ts), which are checked without D1.
+// one statement, the only D1 statement an idle agent costs; it also renews the agent's
+// queue token, the credential of its queue pulls (src/features/fleet/queue.ts), which
+// are checked without D1 (src/features/fleet/queue-token.ts).
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
 import type { LeaveRequest, PresenceResponse } from 'prover-agent/protocol';
@@ -11,16 +12,13 @@ import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { json } from '../../middleware/door.ts';
-import { bearer, fleetDoor, type InternalEnv } from './auth.ts';
-import { recordLeave, recordPresence } from './data.ts';
+import { bearer, fleetDoor, seenLiveAgentToken, type InternalEnv } from './auth.ts';
+import { recordLeave, recordPresence, liveTokenMachineType } from './data.ts';
 import { otherMachineType, requirePricedMachineType } from './declaration.ts';
-import { issueQueueToken } from './queue-token.ts';
+import { issueQueueToken, PRESENCE_INTERVAL_MS } from './queue-token.ts';
 import { LeaveRequestSchema, PresenceRequestSchema } from './schemas.ts';
 
 export const agentsInternalApi = new Hono<InternalEnv>();
-
-/** How often agents report their presence: the fleet view's resolution, and an idle agent's D1 write budget. */
-export const PRESENCE_INTERVAL_MS = 60_000;
 
 agentsInternalApi.post(
   '/presence',
@@ -33,9 +31,13 @@ agentsInternalApi.post(
     await requirePricedMachineType(c, fleetSettings(c.env).machineRates, req.machine_type);
     const now = Date.now();
     const token = await recordPresence(c.var.db, hash, req, now);
-    if (!token) throw new ApiError(401, 'Invalid or revoked agent token');
-    // Not recorded, and no queue token: the host is not what its token says (./declaration.ts).
-    if (token.machine_type !== req.machine_type) throw otherMachineType(token.machine_type, req.machine_type);
+    if (!token) {
+      // Not recorded, and no queue token: a dead token, or a host that is not what its token says (./declaration.ts).
+      const live = await liveTokenMachineType(c.var.db, hash);
+      if (!live) throw new ApiError(401, 'Invalid or revoked agent token');
+      throw otherMachineType(live.machine_type, req.machine_type);
+    }
+    seenLiveAgentToken(hash);
     const queue = await issueQueueToken(c.env, { tokenId: token.id, agentId: req.agent_id }, now);
     return c.json(
       {

@@ -14,7 +14,7 @@ import { ApiError } from '../../lib/errors.ts';
 import type { JobRow, LeaseRow } from '../../jobs/state.ts';
 import { door, SeenLive } from '../../middleware/door.ts';
 import type { Body } from '../../middleware/door-kinds.ts';
-import { queueTokenRevoked, verifyQueueToken } from './queue-token.ts';
+import { PRESENCE_INTERVAL_MS, queueTokenLive, verifyQueueToken } from './queue-token.ts';
 
 // The fleet's routes read their tokens with it from here.
 export { bearer };
@@ -23,8 +23,6 @@ export interface InternalEnv extends AppEnv {
   Variables: AppEnv['Variables'] & {
     lease: LeaseRow;
     job: JobRow;
-    /** Whether the queue token's agent token was revoked: a read started by the queue routes' door (queueTokenRevoked). */
-    queueTokenRevoked: Promise<boolean>;
   };
 }
 
@@ -68,15 +66,26 @@ export const bearerHash = (c: Context) => sha256Hex(bearer(c.req.header('authori
 
 /**
  * How long a door takes a token it found live for live again without a read, on routes
- * whose own batch checks the token once more (claims, presence, leaves, heartbeats): a
- * revoked token's request meanwhile is read (within its cap) and refused by that batch.
+ * whose own batch checks the token once more (heartbeats; a config's record, read by
+ * agents, which has no batch of its own: a revoked token reads it for at most this long):
+ * a revoked token's request meanwhile is read (within its cap) and refused by that batch.
  */
 export const SEEN_LIVE_MS = 60_000;
 const liveAgentTokens = new SeenLive(SEEN_LIVE_MS);
 const liveJobTokens = new SeenLive(SEEN_LIVE_MS);
 
+/**
+ * The agent door's own (claims, presence, leaves: each checks the token again in the
+ * statement that writes): two presence intervals, renewed by each presence that found
+ * the token live, so an agent's presence, once a minute, is its one statement.
+ */
+const liveAgentDoorTokens = new SeenLive(2 * PRESENCE_INTERVAL_MS);
+
 /** A job token this isolate just issued (a claim): live, as its lease was made with it. */
 export const seenLiveJobToken = (hash: string) => liveJobTokens.add(hash);
+
+/** An agent token a presence statement just found live (src/features/fleet/agents.ts). */
+export const seenLiveAgentToken = (hash: string) => liveAgentDoorTokens.add(hash);
 
 /** A token a door found live a moment ago, or one read (401 when it is not live). */
 const seenOrRead =
@@ -98,7 +107,8 @@ export const agentTokenCheck = seenOrRead(liveAgentTokens, agentTokenIdOf);
 /** The doors of the fleet's routes, by the token each takes. */
 export const fleetDoor = {
   /** An agent token, for routes whose own batch checks it again (claims, presence, leaves). */
-  agent: (body: Body) => door.token<InternalEnv>({ credential: 'agent', body, rate: 'agent' }, agentTokenCheck),
+  agent: (body: Body) =>
+    door.token<InternalEnv>({ credential: 'agent', body, rate: 'agent' }, seenOrRead(liveAgentDoorTokens, agentTokenIdOf)),
 
   /** A job token: its lease and job read before the body (c.var.lease, c.var.job); whether the lease is current is the route's call. */
   job: (body: Body) =>
@@ -119,15 +129,17 @@ export const fleetDoor = {
 
   /**
    * A queue token: its signature and lifetime, checked with no database, and counted per
-   * agent. Whether the agent token it names is still live is one primary-key read that
-   * each route runs alongside its own work (queueTokenRevoked), started here.
+   * agent; its agent token taken for live within the revocation bound of when it was
+   * last found live, read otherwise (./queue-token.ts queueTokenLive).
    */
   queue: (body: Body) =>
     door.token<InternalEnv>({ credential: 'queue', body, rate: 'queue' }, async (c) => {
       const claims = await verifyQueueToken(c.env, bearer(c.req.header('authorization')));
       return {
         key: `${claims.sub}/${claims.aid}`,
-        check: async () => void c.set('queueTokenRevoked', queueTokenRevoked(c.var.db, claims)),
+        check: async () => {
+          if (!(await queueTokenLive(c.var.db, claims))) throw new ApiError(401, 'This queue token’s agent token was revoked');
+        },
       };
     }),
 };

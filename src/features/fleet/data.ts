@@ -11,10 +11,10 @@ import { agents, agentTokens, jobs, organizations, queueLanes } from '../../db/s
 export const liveToken = (hash: string) => and(eq(agentTokens.token_hash, hash), isNull(agentTokens.revoked_at));
 
 /**
- * One batch: the live agent token `hash` names, and the agent's row written from it
- * (nothing for a dead token, or for a host declaring another machine type than the
- * token's; its GPUs no more than the token's max_gpus: ./declaration.ts). Answers the
- * token's id and machine type, or undefined for a dead token.
+ * One statement: the agent's row written from the live agent token `hash` names (nothing
+ * for a dead token, or for a host declaring another machine type than the token's; its
+ * GPUs no more than the token's max_gpus: ./declaration.ts). Answers the token's id and
+ * machine type when it wrote, undefined otherwise (liveTokenMachineType says why).
  */
 export async function recordPresence(
   db: Db,
@@ -22,41 +22,45 @@ export async function recordPresence(
   req: PresenceRequest,
   now: number,
 ): Promise<{ id: string; machine_type: string } | undefined> {
-  const { token } = await batchByName(db, {
-    token: db.select({ id: agentTokens.id, machine_type: agentTokens.machine_type }).from(agentTokens).where(liveToken(hash)),
-    agent: db
-      .insert(agents)
-      .select(
-        db
-          .select({
-            id: sql`${req.agent_id}`.as('id'),
-            token_id: agentTokens.id,
-            name: sql`${req.name}`.as('name'),
-            machine_type: agentTokens.machine_type,
-            gpus: sql`min(${req.gpus}, ${agentTokens.max_gpus})`.as('gpus'),
-            engines: sql`${sql.param(req.engines, agents.engines)}`.as('engines'),
-            configs: sql`${sql.param(req.configs, agents.configs)}`.as('configs'),
-            last_seen_at: sql`${now}`.as('last_seen_at'),
-            left_at: sql`NULL`.as('left_at'),
-          })
-          .from(agentTokens)
-          .where(and(liveToken(hash), eq(agentTokens.machine_type, req.machine_type))),
-      )
-      .onConflictDoUpdate({
-        target: agents.id,
-        set: {
-          token_id: sql`excluded.token_id`,
-          name: sql`excluded.name`,
-          machine_type: sql`excluded.machine_type`,
-          gpus: sql`excluded.gpus`,
-          engines: sql`excluded.engines`,
-          configs: sql`excluded.configs`,
-          last_seen_at: sql`excluded.last_seen_at`,
-          left_at: null,
-        },
-      }),
-  });
-  return token[0];
+  const row = await db
+    .insert(agents)
+    .select(
+      db
+        .select({
+          id: sql`${req.agent_id}`.as('id'),
+          token_id: agentTokens.id,
+          name: sql`${req.name}`.as('name'),
+          machine_type: agentTokens.machine_type,
+          gpus: sql`min(${req.gpus}, ${agentTokens.max_gpus})`.as('gpus'),
+          engines: sql`${sql.param(req.engines, agents.engines)}`.as('engines'),
+          configs: sql`${sql.param(req.configs, agents.configs)}`.as('configs'),
+          last_seen_at: sql`${now}`.as('last_seen_at'),
+          left_at: sql`NULL`.as('left_at'),
+        })
+        .from(agentTokens)
+        .where(and(liveToken(hash), eq(agentTokens.machine_type, req.machine_type))),
+    )
+    .onConflictDoUpdate({
+      target: agents.id,
+      set: {
+        token_id: sql`excluded.token_id`,
+        name: sql`excluded.name`,
+        machine_type: sql`excluded.machine_type`,
+        gpus: sql`excluded.gpus`,
+        engines: sql`excluded.engines`,
+        configs: sql`excluded.configs`,
+        last_seen_at: sql`excluded.last_seen_at`,
+        left_at: null,
+      },
+    })
+    .returning({ id: agents.token_id, machine_type: agents.machine_type })
+    .get();
+  return row;
+}
+
+/** The machine type of the live agent token `hash` names, undefined for a dead token: what a refusal says. */
+export async function liveTokenMachineType(db: Db, hash: string): Promise<{ machine_type: string } | undefined> {
+  return db.select({ machine_type: agentTokens.machine_type }).from(agentTokens).where(liveToken(hash)).get();
 }
 
 /** One batch: the agent leaves the fleet if the live agent token `hash` is the one it reported with. Answers whether the token is live. */

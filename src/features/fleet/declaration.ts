@@ -11,12 +11,11 @@
 //   only jobs that fit what the token's live leases leave (src/jobs/state.ts nextJobFor),
 //   and presence records no more GPUs than the token's.
 import type { AppEnv } from '../../app-env.ts';
-import { agentTokens } from '../../db/schema.ts';
 import { rateOf, type MachineRates } from '../../jobs/rates.ts';
 import { bearer } from '../../lib/bearer.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError } from '../../lib/errors.ts';
-import { liveToken } from './data.ts';
+import { liveTokenMachineType } from './data.ts';
 
 /** The refusal of a host declaring another machine type than its token's. */
 export const otherMachineType = (token: string, declared: string) =>
@@ -36,7 +35,7 @@ export async function requirePricedMachineType(
 ): Promise<void> {
   if (rateOf(rates, declared) !== null) return;
   const hash = await sha256Hex(bearer(c.req.header('authorization')));
-  const token = await c.var.db.select({ machine_type: agentTokens.machine_type }).from(agentTokens).where(liveToken(hash)).get();
+  const token = await liveTokenMachineType(c.var.db, hash);
   if (!token) throw new ApiError(401, 'Invalid or revoked agent token');
   if (token.machine_type !== declared) throw otherMachineType(token.machine_type, declared);
   throw new ApiError(

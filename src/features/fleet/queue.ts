@@ -2,9 +2,9 @@
 // credentials (QUEUES_API_TOKEN, a secret) and pulls and acks job notices for the
 // agent over Cloudflare Queues' HTTP pull API; a GPU host holds only its agent token,
 // revocable per agent, and the short-lived queue token its presence report gets
-// (src/features/fleet/queue-token.ts). Checking that token costs one primary-key read of its
-// agent token, run alongside the pull (no round trip added), so a revocation stops the
-// host's pulls at once. Locally the queue is emulated
+// (src/features/fleet/queue-token.ts). Checking that token costs no D1 read while the
+// agent reports its presence on time, and a revocation stops the host's pulls within
+// REVOCATION_BOUND_MS (a minute). Locally the queue is emulated
 // (DEV_QUEUE_EMULATION, src/features/fleet/queue-emulation.ts).
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
@@ -65,13 +65,9 @@ export const jobsQueue = (env: Env): JobsQueue => (emulationEnabled(env) ? emula
 
 export const queueInternalApi = new Hono<InternalEnv>();
 
-// The token's signature and lifetime are checked at each route's door, without a
-// database; whether the agent token it names is still live is one primary-key read that
-// each route runs alongside its own work (src/features/fleet/queue-token.ts
-// queueTokenRevoked), so a revocation stops the pulls within a request and adds no round
-// trip to them.
-
-const revokedQueueToken = () => new ApiError(401, 'This queue token’s agent token was revoked');
+// The token, and whether the agent token it names may be taken for live, are checked at
+// each route's door (src/features/fleet/queue-token.ts queueTokenLive): nothing is pulled
+// or acked for a token found revoked.
 
 queueInternalApi.post(
   '/pull',
@@ -80,17 +76,7 @@ queueInternalApi.post(
   zValidator('json', QueuePullSchema, validationHook),
   async (c) => {
     const req: QueuePullRequest = c.req.valid('json');
-    const queue = jobsQueue(c.env);
-    const [revoked, messages] = await Promise.all([c.var.queueTokenRevoked, queue.pull(req.batch_size, req.visibility_timeout_ms)]);
-    if (revoked) {
-      // Handed back at once for the live agents: nothing pulled for a revoked token stays hidden.
-      if (messages.length)
-        await queue.ack(
-          [],
-          messages.map((m) => ({ lease_id: m.lease_id, delay_seconds: 0 })),
-        );
-      throw revokedQueueToken();
-    }
+    const messages = await jobsQueue(c.env).pull(req.batch_size, req.visibility_timeout_ms);
     return c.json({ messages } satisfies QueuePullResponse, 200);
   },
 );
@@ -102,8 +88,6 @@ queueInternalApi.post(
   zValidator('json', QueueAckSchema, validationHook),
   async (c) => {
     const req: QueueAckRequest = c.req.valid('json');
-    // An ack changes the queue: the token is checked before it, not alongside.
-    if (await c.var.queueTokenRevoked) throw revokedQueueToken();
     const r = await jobsQueue(c.env).ack(req.acks, req.retries);
     return c.json({ ack_count: r.ackCount, retry_count: r.retryCount } satisfies QueueAckResponse, 200);
   },

@@ -46,6 +46,18 @@ export function programQuery(db: Db, org: Org, id: string) {
   };
 }
 
+/** programQuery() without the project: what a submission runs (the program and its config), one statement fewer. */
+export function programToRunQuery(db: Db, org: Org, id: string) {
+  const { program, config } = programQuery(db, org, id);
+  return { program, config };
+}
+
+/** The program and config programToRunQuery() read, or 404. */
+export function requireProgramToRun({ program: [program], config: [config] }: Pick<ProgramRead, 'program' | 'config'>) {
+  if (!program || !config) throw notFound('Program');
+  return { program, config };
+}
+
 /** What programQuery() read. */
 export interface ProgramRead {
   program: ProgramRow[];

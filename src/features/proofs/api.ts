@@ -26,7 +26,7 @@ import {
   Uuid,
 } from '../../lib/schemas.ts';
 import { idempotent } from '../../middleware/idempotency/index.ts';
-import { programQuery, requireProgram } from '../programs/data.ts';
+import { programToRunQuery, requireProgramToRun } from '../programs/data.ts';
 import { programProofs, proofEvents, proofQuery } from './data.ts';
 import { documented, runRoutes } from '../runs/routes.ts';
 import { cancelAnswer, proofFileResponse } from './actions.ts';
@@ -103,7 +103,7 @@ proofsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, val
   // usage (a replica's "not ready" or "over quota" is confirmed on the primary).
   const read = await asCaller(
     c,
-    (org) => ({ ...programQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+    (org) => ({ ...programToRunQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
     ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
   );
   const caller = c.var.caller;
@@ -122,7 +122,7 @@ proofsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, val
         ? await readMultipartSubmission(form, proofId, artifacts)
         : { input: await readProofInputBody(c.req.raw, MAX_INPUT_BYTES), childKeys: [] };
 
-      const { program, config } = requireProgram(read);
+      const { program, config } = requireProgramToRun(read);
       if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to prove (status: ${program.status})`);
       if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
 

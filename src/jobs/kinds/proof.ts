@@ -62,7 +62,20 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
   },
   resultKey: (proofId, name) => (name === 'app' || name === 'stark' || name === 'evm' ? artifactKey.proofOutput(proofId, name) : null),
   async completion({ db, job, resultSize, artifacts, devProofSecret }, report) {
-    const proof = (await db.select().from(proofs).where(eq(proofs.id, job.subject_id)).get())!;
+    // One read: the proof and, for a dev proof, what its seal states (its program's commit, its config).
+    const dev = job.engine === 'dev';
+    const proofRead = db.select().from(proofs).where(eq(proofs.id, job.subject_id));
+    const read = dev
+      ? await batchByName(db, {
+          proof: proofRead,
+          program: db
+            .select({ app_exe_commit: programs.app_exe_commit })
+            .from(programs)
+            .where(sql`${programs.id} = (SELECT ${proofs.program_id} FROM ${proofs} WHERE ${proofs.id} = ${job.subject_id})`),
+          config: db.select().from(configs).where(eq(configs.id, job.config_id)),
+        })
+      : { proof: await proofRead, program: [], config: [] };
+    const proof = read.proof[0];
     const keys: Record<string, string> = {};
     let size = 0;
     for (const type of report.proofs) {
@@ -73,13 +86,9 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
       if (type === proof.proof_type) size = stored;
     }
     if (!keys[proof.proof_type]) throw new ApiError(400, `The job asked for a ${proof.proof_type} proof`);
-    if (job.engine === 'dev') {
+    if (dev) {
       // The host's dev engine wrote them unsealed: sealed here, with the secret only the Worker holds.
       if (!devProofSecret) return { fail: 'This deployment has no DEV_PROOF_SECRET: dev proofs cannot be sealed' };
-      const read = await batchByName(db, {
-        program: db.select({ app_exe_commit: programs.app_exe_commit }).from(programs).where(eq(programs.id, proof.program_id)),
-        config: db.select().from(configs).where(eq(configs.id, job.config_id)),
-      });
       const [program, config] = [read.program[0], read.config[0]];
       if (!program?.app_exe_commit || !config) return { fail: 'The proof’s program or config is gone' };
       const sealed = await sealDevProofs(

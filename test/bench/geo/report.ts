@@ -22,6 +22,8 @@ export const ROUTE_TARGETS: Record<string, string> = {
   'POST programs': '',
 };
 export const IDLE_WRITE_TARGET = '≤ 1';
+/** Issue 30: an idle agent costs the primary its presence and nothing more. */
+export const IDLE_PRIMARY_TARGET = '≤ 1';
 
 export function percentile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN;
@@ -84,13 +86,18 @@ export function routeTable(columns: Column[]): string {
 
 const perAgentMinute = (n: number, agents: number, seconds: number) => (n / agents / (seconds / 60)).toFixed(1);
 
-function idleCells(result: TreeResult, pick: (c: GlobalCounts) => StatementCounts, what: 'reads' | 'writes' | 'primary calls'): string {
+function idleCells(
+  result: TreeResult,
+  pick: (c: GlobalCounts) => StatementCounts,
+  what: 'reads' | 'writes' | 'primary calls' | 'primary statements',
+): string {
   const idle = result.idle;
   if (!idle) return '–';
   const s = pick(idle.counts);
   const f = (n: number) => perAgentMinute(n, idle.agents, idle.windowSeconds);
   if (what === 'writes') return f(s.writes.primary + s.writes.replica);
   if (what === 'primary calls') return f(s.calls.primary);
+  if (what === 'primary statements') return f(s.reads.primary + s.writes.primary);
   return `${f(s.reads.primary + s.reads.replica)} (P ${f(s.reads.primary)}, R ${f(s.reads.replica)})`;
 }
 
@@ -106,6 +113,7 @@ export function idleTable(columns: Column[]): string {
     ['product reads (primary, replica)', (r) => idleCells(r, (c) => c.product, 'reads'), ''],
     ['product writes', (r) => idleCells(r, (c) => c.product, 'writes'), IDLE_WRITE_TARGET],
     ['product round trips to the primary', (r) => idleCells(r, (c) => c.product, 'primary calls'), ''],
+    ['product statements on the primary', (r) => idleCells(r, (c) => c.product, 'primary statements'), IDLE_PRIMARY_TARGET],
     ['local queue emulation reads *', (r) => idleCells(r, (c) => c.emulation, 'reads'), ''],
     ['local queue emulation writes *', (r) => idleCells(r, (c) => c.emulation, 'writes'), ''],
     ['one cron sweep, whole fleet: reads / writes', sweepCell, ''],

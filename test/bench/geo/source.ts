@@ -78,6 +78,20 @@ export async function extractCommit(root: string, hash: string, dest: string): P
 }
 
 /**
+ * Makes an extracted tree a repository of its own, one empty commit named after `hash`,
+ * for a baseline's bench that describes its tree with git (dispatch.ts before issue 30
+ * did, after measuring): nothing of the real repository is shared or touched.
+ */
+export async function markExtracted(dest: string, hash: string): Promise<void> {
+  await run('git', ['init', '-q'], dest);
+  await run(
+    'git',
+    ['-c', 'user.name=bench', '-c', 'user.email=bench@localhost', 'commit', '-q', '--allow-empty', '-m', `extract of ${hash}`],
+    dest,
+  );
+}
+
+/**
  * The Worker entry wrangler dev runs for a tree: its real Worker behind the bench's
  * D1 latency shim (test/bench/geo/worker/wrapper.ts). Absolute imports only: the file
  * lives in a temporary directory with no node_modules of its own.

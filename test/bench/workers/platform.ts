@@ -9,6 +9,8 @@
 //   GET  /__bench/platform/rate-limit  the two Rate Limiting calls every /v1 request makes
 //                                      (its API key's, then its organization's)
 //   POST /__bench/platform/r2          the request's body stored in R2 as it comes (one put)
+//   POST /__bench/platform/queue       one job notice sent to the jobs queue (the product's
+//                                      message; its consumer then handles it as any notice)
 import worker from '../../../src/index.ts';
 import type { Env } from '../../../src/env.ts';
 
@@ -26,6 +28,9 @@ async function platform(request: Request, env: Env, route: string): Promise<Resp
       const put = await env.ARTIFACTS.put(`bench/platform/${crypto.randomUUID()}`, request.body);
       return Response.json({ size: put?.size }, { status: 201 });
     }
+    case 'queue':
+      await env.JOBS.send({ job_id: 'bench-platform', kind: 'proof' }, { contentType: 'json' });
+      return Response.json({ sent: true });
     default:
       return new Response('unknown platform route', { status: 404 });
   }
