@@ -21,8 +21,11 @@ WHEN NEW.`status` <> 'done' AND NEW.`cost_limit` IS NOT NULL BEGIN
   UPDATE `organizations` SET `reserved_cost` = `reserved_cost` + NEW.`cost_limit` WHERE `id` = NEW.`org_id`;
 END;
 --> statement-breakpoint
+-- Only when the job ends (or comes back), or its limit or organization changes: a claim
+-- (queued to leased) or a retry (leased to queued) leaves the reservation as it is, at no cost.
 CREATE TRIGGER `jobs_update_reserved_cost` AFTER UPDATE OF `status`, `cost_limit`, `org_id` ON `jobs`
-WHEN (OLD.`status` <> 'done' AND OLD.`cost_limit` IS NOT NULL) OR (NEW.`status` <> 'done' AND NEW.`cost_limit` IS NOT NULL) BEGIN
+WHEN ((OLD.`status` = 'done') <> (NEW.`status` = 'done') OR OLD.`cost_limit` IS NOT NEW.`cost_limit` OR OLD.`org_id` <> NEW.`org_id`)
+  AND ((OLD.`status` <> 'done' AND OLD.`cost_limit` IS NOT NULL) OR (NEW.`status` <> 'done' AND NEW.`cost_limit` IS NOT NULL)) BEGIN
   UPDATE `organizations` SET `reserved_cost` = `reserved_cost` - OLD.`cost_limit`
   WHERE `id` = OLD.`org_id` AND OLD.`status` <> 'done' AND OLD.`cost_limit` IS NOT NULL;
   UPDATE `organizations` SET `reserved_cost` = `reserved_cost` + NEW.`cost_limit`

@@ -42,13 +42,19 @@ async function startProof(t: Tenant, program: string, agent: TestAgent, ms: numb
   return { id, job };
 }
 
-const finish = (job: Awaited<ReturnType<typeof startProof>>['job'], cycles = 1000) =>
+type TestJob = Awaited<ReturnType<typeof startProof>>['job'];
+
+const finish = (job: TestJob, cycles = 1000) =>
   lease(job, '/complete', {
     kind: 'proof',
     proofs: ['stark'],
     public_values: '0x00',
     metrics: { num_instructions: cycles, cells_used: 1 },
   });
+
+/** Completes a claimed execution that ran `cycles`, succeeded. */
+const finishExecution = (job: Pick<TestJob, 'job_token'>, cycles: number) =>
+  lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: null, error: null, metrics: { num_instructions: cycles } });
 
 async function runProof(t: Tenant, program: string, agent: TestAgent, ms: number, cycles = 1000) {
   const { id, job } = await startProof(t, program, agent, ms);
@@ -250,17 +256,7 @@ describe('reservations (issue 29 finding 8: racing submissions overspent a budge
     if (job.kind === 'proof') {
       await json(await upload(job, 'stark', await devProofOf(job)), 200);
       await json(await finish(job), 200);
-    } else
-      await json(
-        await lease(job, '/complete', {
-          kind: 'execute',
-          exit_code: 0,
-          public_values: null,
-          error: null,
-          metrics: { num_instructions: 5 },
-        }),
-        200,
-      );
+    } else await json(await finishExecution(job, 5), 200);
     const charged = (await env.DB.prepare('SELECT cost FROM budget_usage WHERE org_id = ?').bind(t.orgId).first<number>('cost'))!;
     expect(charged).toBeGreaterThan(0);
     expect(charged).toBeLessThanOrEqual(1000);
@@ -398,16 +394,7 @@ describe('counters', () => {
         await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?')
           .bind(Date.now() - ms, job.lease_id)
           .run();
-        await json(
-          await lease(job, '/complete', {
-            kind: 'execute',
-            exit_code: 0,
-            public_values: null,
-            error: null,
-            metrics: { num_instructions: 500 },
-          }),
-          200,
-        );
+        await json(await finishExecution(job, 500), 200);
       }
     }
     const usage = await env.DB.prepare('SELECT month, cost, gpu_ms FROM budget_usage WHERE org_id = ?').bind(t.orgId).all();
