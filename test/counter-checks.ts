@@ -1,4 +1,4 @@
-// Every counter the triggers of migrations/0005_counters.sql (and 0023) keep, recounted the slow
+// Every counter the triggers of migrations/0005_counters.sql (and 0023, 0025) keep, recounted the slow
 // way: each check selects rows with the counter and its recount, and `wrong` says which
 // disagree. Used on the Worker's D1 after a long random run (test/worker/scheduler.test.ts)
 // and on a database upgraded by the migration (test/tools/migrations.test.ts).
@@ -26,6 +26,7 @@ export const COUNTER_CHECKS: CounterCheck[] = [
         o.running_jobs, (SELECT count(*) FROM jobs j WHERE j.org_id = o.id AND j.status = 'leased') AS running,
         o.active_jobs, (SELECT count(*) FROM jobs j WHERE j.org_id = o.id AND j.status IN ('queued','leased')) AS active,
         o.held_gpus, (SELECT coalesce(sum(j.gpus_used), 0) FROM jobs j WHERE j.org_id = o.id AND j.status IN ('queued','leased')) AS held,
+        o.reserved_cost, (SELECT coalesce(sum(j.cost_limit), 0) FROM jobs j WHERE j.org_id = o.id AND j.status IN ('queued','leased')) AS reserved,
         o.program_count, (SELECT count(*) FROM programs x WHERE x.org_id = o.id) AS programs_,
         o.project_count, (SELECT count(*) FROM projects x WHERE x.org_id = o.id) AS projects_,
         o.proof_count, (SELECT count(*) FROM proofs x WHERE x.org_id = o.id) AS proofs_,
@@ -36,6 +37,7 @@ export const COUNTER_CHECKS: CounterCheck[] = [
       r.running_jobs !== r.running ||
       r.active_jobs !== r.active ||
       r.held_gpus !== r.held ||
+      r.reserved_cost !== r.reserved ||
       r.program_count !== r.programs_ ||
       r.project_count !== r.projects_ ||
       r.proof_count !== r.proofs_ ||

@@ -215,7 +215,7 @@ export interface OrganizationLimits {
   maxGpus?: number | null;
   /** Its weight in the fair share of the fleet (1 = as any other). */
   shareWeight?: number;
-  /** Defaults of its jobs' limits (docs/callers.md "Job limits"; a request's own wins); null = none. */
+  /** Its jobs' limits, each the default and the ceiling of a request's own (docs/callers.md "Job limits"); null = none. */
   defaultCycleLimit?: number | null;
   defaultCostLimit?: number | null;
   defaultDeadlineSeconds?: number | null;

@@ -40,7 +40,7 @@ export const PERMISSIONS = {
   'members.manage': { least: 'admin', covers: 'List members and invitations; invite, change and remove admins, members and viewers' },
   'keys.manage': { least: 'admin', covers: 'List and revoke every API key of the organization' },
   'budgets.manage': { least: 'admin', covers: 'Set the organization’s monthly spending and GPU-hour budget' },
-  'limits.manage': { least: 'admin', covers: 'Set the organization’s default job limits (cycles, cost, deadline)' },
+  'limits.manage': { least: 'admin', covers: 'Set the organization’s job limits, defaults and ceilings (cycles, cost, deadline)' },
   'audit.read': { least: 'admin', covers: 'Read the audit log' },
   'owners.manage': { least: 'owner', covers: 'Make, change and remove owners' },
 } as const satisfies Record<string, { least: Role; covers: string }>;

@@ -58,10 +58,15 @@ export const organizations = sqliteTable(
     proof_count: integer('proof_count').notNull().default(0),
     execution_count: integer('execution_count').notNull().default(0),
     verification_count: integer('verification_count').notNull().default(0),
-    /** Defaults of its jobs' limits (docs/callers.md "Job limits"; a request's own wins); null: none. */
+    /** Its jobs' limits, each both the default and the ceiling of its proofs and executions (docs/callers.md "Job limits"; a request may ask for less, never more); null: none. */
     default_cycle_limit: integer('default_cycle_limit'),
     default_cost_limit: integer('default_cost_limit'),
     default_deadline_seconds: integer('default_deadline_seconds'),
+    /**
+     * The cost limits of its live (queued or running) jobs, reserved against its monthly
+     * budget until each ends (src/jobs/budgets.ts; kept by triggers, migrations/0025_ceilings.sql).
+     */
+    reserved_cost: integer('reserved_cost').notNull().default(0),
     /** Days its proofs' and executions' files (inputs, logs, proofs) are kept after they finish; null = for good (src/features/retention). */
     retention_days: integer('retention_days'),
     /** Epoch ms the retention sweep last deleted something of it (null: never): the sweep serves the least recent first. */

@@ -14,8 +14,9 @@ import { gpusUsed, type JobKind } from 'prover-agent/protocol';
 import { jobs } from '../db/schema.ts';
 import { orgOfKey } from '../middleware/auth.ts';
 import { orgIdIfAllowed, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
+import type { ApiError, ValidationError } from '../lib/errors.ts';
 import type { Env, JobNotice } from '../env.ts';
-import { limitColumns, limitedKind, type JobLimits } from './limits.ts';
+import { limitColumns, limitedKind, overCeiling, withinCeilings, type JobLimits } from './limits.ts';
 import { contractOf } from './kinds/index.ts';
 import { budgetRefusal, isBudgeted, monthOf, withinBudget } from './budgets.ts';
 
@@ -52,15 +53,21 @@ function callerStillAllowed(caller: Caller): ReturnType<typeof sql> {
 export function insertJob(db: Db, job: NewJob, caller: Caller, quotas: QuotaDefaults, now = Date.now()) {
   const id = crypto.randomUUID();
   const gpus = gpusUsed(job.engine, job.numGpus);
+  // Only the kinds callers put limits on (proofs, executions): the organization's limits
+  // must not reach a program's commit or a verification, whose subjects no limit can end
+  // (src/jobs/limits.ts fails and stops only limited kinds' subjects).
+  const limits = limitedKind(contractOf(job.kind)) ? limitColumns(job.orgId, job.limits, now) : undefined;
+  const allowed = [callerStillAllowed(caller), withinQuota(job.orgId, gpus, quotas)];
+  // A proof or execution names limits within its organization's ceilings (src/jobs/limits.ts),
+  // and reserves its cost limit within its monthly budget (src/jobs/budgets.ts), as they stand now.
+  const ceilings = limits && withinCeilings(job.orgId, job.limits);
+  if (ceilings) allowed.push(ceilings);
+  if (isBudgeted(job.kind)) allowed.push(withinBudget(job.orgId, monthOf(now), limits?.cost_limit ?? sql`NULL`));
   const query = db.insert(jobs).values({
     id,
     kind: job.kind,
     subject_id: job.subjectId,
-    // A proof or execution also needs its organization under its monthly budget (src/jobs/budgets.ts).
-    org_id: orgIdIfAllowed(
-      job.orgId,
-      sql`(${callerStillAllowed(caller)} AND ${withinQuota(job.orgId, gpus, quotas)}${isBudgeted(job.kind) ? sql` AND ${withinBudget(job.orgId, monthOf(now))}` : sql``})`,
-    ),
+    org_id: orgIdIfAllowed(job.orgId, sql`(${sql.join(allowed, sql` AND `)})`),
     config_id: job.configId,
     engine: job.engine,
     priority: job.priority,
@@ -68,10 +75,7 @@ export function insertJob(db: Db, job: NewJob, caller: Caller, quotas: QuotaDefa
     gpus_used: gpus,
     queued_at: now,
     notified_at: now,
-    // Only the kinds callers put limits on (proofs, executions): the organization's defaults
-    // must not reach a program's commit or a verification, whose subjects no limit can end
-    // (src/jobs/limits.ts fails and stops only limited kinds' subjects).
-    ...(limitedKind(contractOf(job.kind)) ? limitColumns(job.orgId, job.limits, now) : {}),
+    ...limits,
   });
   return { id, query };
 }
@@ -89,12 +93,29 @@ export async function notifyJob(env: Env, notice: JobNotice): Promise<void> {
 }
 
 /**
- * Refuses (429) a request that would create a job while its organization is already at
- * its job quota, or (403) a job of `kind` its reached monthly budget refuses
- * (src/jobs/budgets.ts), before its body is read; `usage` comes from the request's first read.
+ * Why `usage` (the organization's, from the request's first read or its re-read) refuses
+ * a job of `kind` holding `gpus` GPUs with the request's `limits`: 422 for a limit over
+ * its organization's ceiling (src/jobs/limits.ts), 429 at a quota, 403 when its monthly
+ * budget does not admit the job's reservation (src/jobs/budgets.ts); null when none does.
+ * Without `kind` (before the job is known), the job quota only.
  */
-export function refuseOverQuota(usage: OrgUsage | undefined, kind?: JobKind): void {
-  const refusal = usage && (quotaExceeded(usage, 0) ?? (kind ? budgetRefusal(usage.budget, kind) : null));
+export function refusalOf(usage: OrgUsage, gpus: number, kind?: JobKind, limits?: JobLimits): ApiError | ValidationError | null {
+  const ceilings = kind && usage.ceilings && limitedKind(contractOf(kind)) ? usage.ceilings : undefined;
+  return (
+    (ceilings ? overCeiling(ceilings, limits) : null) ??
+    quotaExceeded(usage, gpus) ??
+    (kind ? budgetRefusal(usage.budget, kind, limits?.costLimit ?? ceilings?.costLimit ?? null) : null)
+  );
+}
+
+/**
+ * Refuses a request that would create a job while its organization is already at its
+ * job quota (429), or a job of `kind` with `limits` over its organization's ceilings
+ * (422) or that its monthly budget does not admit (403), before its body is stored
+ * (refusalOf); `usage` comes from the request's first read.
+ */
+export function refuseOverQuota(usage: OrgUsage | undefined, kind?: JobKind, limits?: JobLimits): void {
+  const refusal = usage && refusalOf(usage, 0, kind, limits);
   if (refusal) throw refusal;
 }
 

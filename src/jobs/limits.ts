@@ -1,7 +1,17 @@
 // Job limits (docs/callers.md "Job limits"): a proof's or execution's cycle limit, cost limit
 // (micro-USD, the unit of the record's `cost`) and deadline (seconds from submission,
-// queue time included), from the request or else its organization's defaults, kept on
-// the job row (jobs.cycle_limit, cost_limit, deadline_at).
+// queue time included), from the request or else its organization's, kept on the job
+// row (jobs.cycle_limit, cost_limit, deadline_at).
+//
+// The organization's value of each is one value, both the default and the ceiling
+// (issue 29 finding 7: a default any key could lift was no limit): a request may name
+// less, never more (422, overCeiling), and the job row's insert refuses a limit over the
+// ceiling as it is when the insert runs (withinCeilings), so a ceiling lowered while a
+// request was on its way still holds.
+//
+// What a job is charged never passes its cost limit, however it ends (finding 8: a job
+// failed at its cycle limit was charged its whole lease): every statement that writes a
+// cost writes chargedCost(), and a trigger refuses any other (migrations/0025_ceilings.sql).
 //
 // Who enforces what:
 // - cycles: the engine, while it runs (the claim hands the limit over, protocol
@@ -23,6 +33,7 @@ import { batchByName } from '../db/batch.ts';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../db/client.ts';
 import { jobs, leases, organizations } from '../db/schema.ts';
+import { ValidationError, type ValidationIssue } from '../lib/errors.ts';
 import { ALL_JOB_KINDS } from './kinds/index.ts';
 import { updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
@@ -39,12 +50,63 @@ export interface JobLimits {
   deadlineSeconds?: number;
 }
 
+/** The organization's limits, each the default and the ceiling of a request's own (null: none). */
+export interface LimitCeilings {
+  cycleLimit: number | null;
+  costLimit: number | null;
+  deadlineSeconds: number | null;
+}
+
+/** Each limit: its name in requests (the query parameter), in JobLimits and LimitCeilings, and its organization column. */
+const LIMITS = [
+  { param: 'cycle_limit', key: 'cycleLimit', column: organizations.default_cycle_limit },
+  { param: 'cost_limit', key: 'costLimit', column: organizations.default_cost_limit },
+  { param: 'deadline_seconds', key: 'deadlineSeconds', column: organizations.default_deadline_seconds },
+] as const;
+
+/**
+ * The 422 for the limits a request names over its organization's ceilings (naming
+ * each ceiling and the figure asked), or null when all are within them.
+ */
+export function overCeiling(ceilings: LimitCeilings, limits: JobLimits | undefined): ValidationError | null {
+  const issues: ValidationIssue[] = [];
+  for (const { param, key } of LIMITS) {
+    const asked = limits?.[key];
+    const ceiling = ceilings[key];
+    if (asked !== undefined && ceiling !== null && asked > ceiling)
+      issues.push({
+        loc: ['query', param],
+        msg: `Value error, ${param} ${asked} is over your organization's ceiling of ${ceiling}: a request may ask for less, never more (its owners and admins set the ceiling)`,
+        type: 'value_error',
+      });
+  }
+  return issues.length ? new ValidationError(issues) : null;
+}
+
+/**
+ * SQL true while each limit the request names is within its organization's ceiling as
+ * the job row's insert reads it; undefined when it names none (nothing to check, no read).
+ */
+export function withinCeilings(orgId: string, limits: JobLimits | undefined): SQL | undefined {
+  const named = LIMITS.filter(({ key }) => limits?.[key] !== undefined);
+  if (!named.length) return undefined;
+  const each = named.map(({ key, column }) => sql`(${column} IS NULL OR ${column} >= ${limits![key]!})`);
+  return sql`EXISTS (SELECT 1 FROM ${organizations} WHERE ${organizations.id} = ${orgId} AND ${sql.join(each, sql` AND `)})`;
+}
+
+/**
+ * What a job is charged for `cost` (micro-USD, SQL or a figure) when it ends: at most
+ * its cost limit (`costLimit`, the job row's column as the statement reads it).
+ */
+export const chargedCost = (cost: SQL | number, costLimit: SQL | SQLiteColumn): SQL<number> =>
+  sql<number>`min(${cost}, coalesce(${costLimit}, ${cost}))`;
+
 /** The kinds callers put limits on: those whose subject has a `cost` (proofs, executions). */
 export const limitedKind = (k: Pick<JobKindContract, 'subject'>) => 'cost' in getTableColumns(k.subject.table);
 
 /**
- * The limit columns of a new job row: the request's own, else its organization's
- * defaults, read inside the insert (no read of their own).
+ * The limit columns of a new job row: the request's own (withinCeilings checks it in the
+ * same insert), else its organization's, read inside the insert (no read of their own).
  */
 export function limitColumns(orgId: string, limits: JobLimits | undefined, now: number) {
   const orgDefault = (column: SQLiteColumn) => sql`(SELECT ${column} FROM ${organizations} WHERE ${organizations.id} = ${orgId})`;

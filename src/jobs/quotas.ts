@@ -12,7 +12,8 @@ import type { Db } from '../db/client.ts';
 import { organizations } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import { ApiError, isRefusedInsert } from '../lib/errors.ts';
-import { budgetReachedSql, monthOf } from './budgets.ts';
+import { budgetStateSql, monthOf } from './budgets.ts';
+import type { LimitCeilings } from './limits.ts';
 
 export interface QuotaDefaults {
   maxActiveJobs: number;
@@ -42,8 +43,10 @@ export interface OrgUsage {
   gpus: number;
   maxActiveJobs: number;
   maxGpus: number;
-  /** The monthly budget it reached, as budgetReachedSql() says (src/jobs/budgets.ts), or null. */
+  /** Its monthly budget and standing, as budgetStateSql() says (src/jobs/budgets.ts), or null: none. */
   budget?: string | null;
+  /** Its jobs' limits, the ceilings of a request's own (src/jobs/limits.ts). */
+  ceilings?: LimitCeilings;
 }
 
 /** The organization's usage and limits: one row, for a batch (`org` may be SQL, e.g. the API key's organization). */
@@ -54,7 +57,12 @@ export function orgUsageQuery(db: Db, org: string | SQL, defaults: QuotaDefaults
       gpus: organizations.held_gpus,
       maxActiveJobs: sql<number>`coalesce(${organizations.max_active_jobs}, ${defaults.maxActiveJobs})`.as('max_active_jobs_limit'),
       maxGpus: sql<number>`coalesce(${organizations.max_gpus}, ${defaults.maxGpus})`.as('max_gpus_limit'),
-      budget: budgetReachedSql(org, monthOf(Date.now())).as('budget_reached'),
+      budget: budgetStateSql(org, monthOf(Date.now())).as('budget_state'),
+      ceilings: {
+        cycleLimit: organizations.default_cycle_limit,
+        costLimit: organizations.default_cost_limit,
+        deadlineSeconds: organizations.default_deadline_seconds,
+      },
     })
     .from(organizations)
     .where(eq(organizations.id, org));

@@ -38,7 +38,7 @@ import { agentTokens, configs, jobs, leases, organizations, programs, proofs, qu
 import { ALL_JOB_KINDS, contractOf, type Completion } from './kinds/index.ts';
 import { updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
 import { proofJob } from './kinds/proof.ts';
-import { limitedKind, rateSql, stopOnHeartbeat, stopReasonSql } from './limits.ts';
+import { chargedCost, limitedKind, rateSql, stopOnHeartbeat, stopReasonSql } from './limits.ts';
 import { rateOf, type MachineRates } from './rates.ts';
 import { DEFAULT_QUOTAS, type QuotaDefaults } from './quotas.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
@@ -515,12 +515,14 @@ export function leaseCost(lease: LeaseRow, settings: FleetSettings, now: number)
 
 /**
  * leaseCost() in SQL of the current lease of the job working for the subject row
- * being updated, charged until the caller's cancel (or `now`, if earlier).
+ * being updated, charged until the caller's cancel (or `now`, if earlier), at most its
+ * cost limit (chargedCost).
  */
 function canceledCostSql(kind: JobKindContract, settings: FleetSettings, now: number): SQL {
   const rate = rateSql(settings, sql`l.machine_type`);
   // A job canceled before it ran has no lease: charged nothing (0, never NULL: migrations/0023_fleet_authority.sql).
-  return sql`coalesce((SELECT CAST(round(max(0, min(${now}, coalesce(j.cancel_requested_at, ${now})) - l.claimed_at) / 3600000.0 * max(1, l.gpus) * ${rate} * 1000000) AS INTEGER)
+  const cost = sql`CAST(round(max(0, min(${now}, coalesce(j.cancel_requested_at, ${now})) - l.claimed_at) / 3600000.0 * max(1, l.gpus) * ${rate} * 1000000) AS INTEGER)`;
+  return sql`coalesce((SELECT ${chargedCost(cost, sql`j.cost_limit`)}
     FROM ${jobs} j JOIN ${leases} l ON l.id = j.lease_id WHERE j.kind = ${kind.kind} AND j.subject_id = ${kind.subject.table.id}), 0)`;
 }
 
@@ -574,7 +576,11 @@ export async function completeJob(
   const mine = and(current, eq(jobs.cancel_requested, false));
   const canceled = and(current, eq(jobs.cancel_requested, true))!;
   const at = isoNow(now);
-  const cost = leaseCost(lease, settings, now);
+  // Never past the job's cost limit, however the lease ran (src/jobs/limits.ts chargedCost).
+  const cost = chargedCost(
+    leaseCost(lease, settings, now),
+    sql`(SELECT ${jobs.cost_limit} FROM ${jobs} WHERE ${jobs.id} = ${lease.job_id})`,
+  );
   const subject = contractOf(done.kind).complete(db, mine, done.done, { now: at, cost });
   // The subject updates are guarded by the lease, so they must run before the job
   // row stops being `leased`.

@@ -253,7 +253,7 @@ const commands: Record<string, Command> = {
     synopsis:
       'ORG_ID [--max-jobs N|default] [--max-gpus N|default] [--weight W] [--cycle-limit N|default] [--cost-limit N|default] [--deadline-seconds N|default]',
     summary:
-      'Set an organization’s quotas (queued-or-running jobs; GPUs those jobs hold), its fair-share weight, and the defaults of its jobs’ limits (cycles, cost in micro-USD, deadline in seconds; a request’s own wins); `default` returns a quota to the Worker’s ORG_MAX_ACTIVE_JOBS / ORG_MAX_GPUS, and a job-limit default to none.',
+      'Set an organization’s quotas (queued-or-running jobs; GPUs those jobs hold), its fair-share weight, and its jobs’ limits (cycles, cost in micro-USD, deadline in seconds; each the default and the ceiling of a request’s own); `default` returns a quota to the Worker’s ORG_MAX_ACTIVE_JOBS / ORG_MAX_GPUS, and a job-limit default to none.',
     options: { 'max-jobs': str, 'max-gpus': str, weight: str, 'cycle-limit': str, 'cost-limit': str, 'deadline-seconds': str },
     positionals: ['ORG_ID'],
     async run(c) {

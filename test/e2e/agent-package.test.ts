@@ -74,9 +74,11 @@ describe('the packaged prover-agent', () => {
       expect(done.state).toBe('Succeeded');
       // The packaged agent did the work: no other agent runs on this stack.
       expect(logs).toMatch(/"claimed job"/);
-      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-      expect(metrics).toMatch(/prover_agent_jobs_total\{kind="proof",outcome="completed"\} 1/);
-      expect(metrics).toMatch(/prover_agent_jobs_total\{kind="commit",outcome="completed"\} 1/);
+      // The agent counts a job once the service has answered its report, which may come just
+      // after a caller already reads the proof as Succeeded.
+      const metrics = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text());
+      await expect.poll(metrics).toMatch(/prover_agent_jobs_total\{kind="proof",outcome="completed"\} 1/);
+      expect(await metrics()).toMatch(/prover_agent_jobs_total\{kind="commit",outcome="completed"\} 1/);
     } catch (err) {
       (err as Error).message += `\n--- the packaged agent's output ---\n${logs}`;
       throw err;

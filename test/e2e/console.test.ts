@@ -422,9 +422,9 @@ describe('the console in chromium', () => {
     await page.locator('#org-limits-form input[name="usd"]').fill('2');
     await page.locator('#org-limits-form input[name="deadline"]').fill('3600');
     await page.getByRole('button', { name: 'Save limits' }).click();
-    await expect.poll(() => page.locator('#org-limits-facts').textContent()).toContain('Default cycle limit50,000,000');
-    expect(await page.locator('#org-limits-facts').textContent()).toContain('Default cost limit$2.00');
-    expect(await page.locator('#org-limits-facts').textContent()).toContain('Default deadline3,600 s');
+    await expect.poll(() => page.locator('#org-limits-facts').textContent()).toContain('Cycle limit50,000,000');
+    expect(await page.locator('#org-limits-facts').textContent()).toContain('Cost limit$2.00');
+    expect(await page.locator('#org-limits-facts').textContent()).toContain('Deadline3,600 s');
     await shot(page, '09b-usage-budget-limits');
 
     // A succeeded execution: the program page estimates proving its run from the proof the fleet measured above.
@@ -480,7 +480,7 @@ describe('the console in chromium', () => {
     await open(page, '/console/usage');
     for (const name of ['cycles', 'usd', 'deadline']) await page.locator(`#org-limits-form input[name="${name}"]`).fill('');
     await page.getByRole('button', { name: 'Save limits' }).click();
-    await expect.poll(() => page.locator('#org-limits-facts').textContent()).toContain('Default cycle limitnone');
+    await expect.poll(() => page.locator('#org-limits-facts').textContent()).toContain('Cycle limitnone');
   }, 180_000);
 
   it('adds a webhook endpoint, its secret shown once, and sees its deliveries arrive signed', async () => {

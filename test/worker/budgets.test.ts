@@ -7,6 +7,9 @@ import { env } from 'cloudflare:test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { setOrganizationBudget } from '../../src/admin/statements.ts';
 import { monthOf } from '../../src/jobs/budgets.ts';
+import { openDb } from '../../src/db/client.ts';
+import { recordJob, refusalOf } from '../../src/jobs/dispatch.ts';
+import { isRefusedJobInsert, orgUsageQuery, quotaDefaults } from '../../src/jobs/quotas.ts';
 import {
   api,
   eventually,
@@ -50,13 +53,19 @@ async function startProof(t: Tenant, program: string, agent: TestAgent, ms: numb
   return { id, job };
 }
 
-const finish = (job: Awaited<ReturnType<typeof startProof>>['job'], cycles = 1000) =>
+type TestJob = Awaited<ReturnType<typeof startProof>>['job'];
+
+const finish = (job: TestJob, cycles = 1000) =>
   lease(job, '/complete', {
     kind: 'proof',
     proofs: ['stark'],
     public_values: '0x00',
     metrics: { num_instructions: cycles, cells_used: 1 },
   });
+
+/** Completes a claimed execution that ran `cycles`, succeeded. */
+const finishExecution = (job: Pick<TestJob, 'job_token'>, cycles: number) =>
+  lease(job, '/complete', { kind: 'execute', exit_code: 0, public_values: null, error: null, metrics: { num_instructions: cycles } });
 
 async function runProof(t: Tenant, program: string, agent: TestAgent, ms: number, cycles = 1000) {
   const { id, job } = await startProof(t, program, agent, ms);
@@ -200,6 +209,132 @@ describe('budget thresholds', () => {
   }, 60_000);
 });
 
+describe('reservations (issue 29 finding 8: racing submissions overspent a budget checked against finished spend)', () => {
+  const reservedOf = async (orgId: string) =>
+    (await env.DB.prepare('SELECT reserved_cost FROM organizations WHERE id = ?').bind(orgId).first<number>('reserved_cost'))!;
+  const submit = (t: Tenant, program: string, kind: 'proofs' | 'executions', query = '') =>
+    post(t, `/v1/${kind}?program_id=${program}${query}`, { input: ['0x0101'] });
+
+  it('N submissions racing against a budget that allows K: exactly K are accepted, proofs and executions alike; each reserves its cost limit until it ends', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    // Room for 7 jobs of cost_limit 1000, and 500 more.
+    await runAdmin(setOrganizationBudget(t.orgId, { monthlyCost: 7500 }));
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => submit(t, program, i % 2 ? 'executions' : 'proofs', '&cost_limit=1000')),
+    );
+    expect(answers.map((r) => r.status).sort()).toEqual([...Array(7).fill(200), ...Array(5).fill(403)]);
+    const refused = await json(
+      answers.find((r) => r.status === 403)!,
+      403,
+    );
+    // The budget refusal's text, with the reservations' figures after it.
+    expect(refused.detail).toMatch(
+      /^Budget reached: your organization spent its \$0\.01 monthly spending budget \(used: \$0\.00\) for \d{4}-\d{2} \(UTC\); new proofs and executions are refused .* Jobs already queued or running finish\. Reserved by queued and running jobs' cost limits: \$0\.01; this job's cost_limit: 1000 \(micro-USD\)\.$/,
+    );
+    const stored = async () =>
+      (await env.DB.prepare(
+        'SELECT (SELECT count(*) FROM proofs WHERE org_id = ?1) + (SELECT count(*) FROM executions WHERE org_id = ?1) AS n',
+      )
+        .bind(t.orgId)
+        .first<number>('n'))!;
+    expect(await stored()).toBe(7);
+    expect(await reservedOf(t.orgId)).toBe(7000);
+    const owner = await signIn(await seedUser(t.orgId, 'viewer'));
+    expect(await as(owner, `/console/v1/orgs/${t.orgId}/budget`)).toMatchObject({
+      used_cost: 0,
+      reserved_cost: 7000,
+      submissions_refused: false,
+    });
+    // What is left admits a job whose limit fits it, and then nothing: not even a job with no limit.
+    expect((await submit(t, program, 'executions', '&cost_limit=501')).status).toBe(403);
+    await json(await submit(t, program, 'executions', '&cost_limit=500'), 200);
+    expect((await submit(t, program, 'proofs', '&cost_limit=1')).status).toBe(403);
+    expect((await submit(t, program, 'proofs')).status).toBe(403);
+    expect(await as(owner, `/console/v1/orgs/${t.orgId}/budget`)).toMatchObject({ reserved_cost: 7500, submissions_refused: true });
+
+    // A queued proof canceled: its reservation is released and it is charged nothing.
+    const queued = (await env.DB.prepare('SELECT id FROM proofs WHERE org_id = ? LIMIT 1').bind(t.orgId).first<string>('id'))!;
+    await json(await api(t, `/v1/proofs/${queued}/cancel`, { method: 'POST' }), 200);
+    expect(await reservedOf(t.orgId)).toBe(6500);
+    // A job run for a second and completed: its charge (about 278) replaces its reservation (1000).
+    const agent = await seedAgent();
+    const job = await claimJob(agent);
+    await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?')
+      .bind(Date.now() - 1000, job.lease_id)
+      .run();
+    const reserved = (await env.DB.prepare('SELECT cost_limit FROM jobs WHERE id = ?').bind(job.id).first<number>('cost_limit'))!;
+    if (job.kind === 'proof') {
+      await json(await upload(job, 'stark', await devProofOf(job)), 200);
+      await json(await finish(job), 200);
+    } else await json(await finishExecution(job, 5), 200);
+    const charged = (await env.DB.prepare('SELECT cost FROM budget_usage WHERE org_id = ?').bind(t.orgId).first<number>('cost'))!;
+    expect(charged).toBeGreaterThan(0);
+    expect(charged).toBeLessThanOrEqual(1000);
+    expect(await reservedOf(t.orgId)).toBe(6500 - reserved);
+    const left = 7500 - charged - (await reservedOf(t.orgId));
+    expect((await submit(t, program, 'executions', `&cost_limit=${left + 1}`)).status).toBe(403);
+    await json(await submit(t, program, 'executions', `&cost_limit=${left}`), 200);
+    expect(await reservedOf(t.orgId)).toBe(7500 - charged);
+  }, 60_000);
+
+  it('a job naming no cost limit reserves its organization’s; with none at all it reserves nothing, admitted while some budget is left', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    await runAdmin(setOrganizationBudget(t.orgId, { monthlyCost: 5000 }));
+    await env.DB.prepare('UPDATE organizations SET default_cost_limit = 2000 WHERE id = ?').bind(t.orgId).run();
+    await json(await submit(t, program, 'proofs'), 200);
+    await json(await submit(t, program, 'executions'), 200);
+    expect(await reservedOf(t.orgId)).toBe(4000);
+    expect((await submit(t, program, 'proofs')).status).toBe(403);
+    await json(await submit(t, program, 'proofs', '&cost_limit=1000'), 200);
+    expect(await reservedOf(t.orgId)).toBe(5000);
+
+    const free = await seedTenant();
+    const freeProgram = await readyProgram(free);
+    await runAdmin(setOrganizationBudget(free.orgId, { monthlyCost: 5000 }));
+    for (let i = 0; i < 3; i++) await json(await submit(free, freeProgram, 'executions'), 200);
+    expect(await reservedOf(free.orgId)).toBe(0);
+  }, 60_000);
+
+  it('the insert decides: a reservation made after a request’s first read refuses it, and the request answers the budget’s 403', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const config = (await env.DB.prepare('SELECT config_id FROM programs WHERE id = ?').bind(program).first<string>('config_id'))!;
+    await runAdmin(setOrganizationBudget(t.orgId, { monthlyCost: 1000 }));
+    const insert = (costLimit: number) =>
+      recordJob(
+        openDb(env.DB),
+        {
+          kind: 'proof',
+          subjectId: crypto.randomUUID(),
+          orgId: t.orgId,
+          configId: config,
+          engine: 'dev',
+          priority: 5,
+          numGpus: 1,
+          limits: { costLimit },
+        },
+        { orgId: t.orgId, owner: 'race', keyId: '', keyHash: '' },
+        quotaDefaults(env),
+        [],
+      );
+    // Both requests' first reads saw 1000 left; the first insert reserves it all.
+    const [usage] = await orgUsageQuery(openDb(env.DB), t.orgId, quotaDefaults(env));
+    expect(refusalOf(usage, 0, 'proof', { costLimit: 600 })).toBeNull();
+    await insert(600);
+    await expect(insert(600)).rejects.toSatisfy(isRefusedJobInsert);
+    await insert(400);
+    await expect(insert(1)).rejects.toSatisfy(isRefusedJobInsert);
+    // Re-read on the primary, as the request does (src/features/runs/submit.ts): the 403.
+    const [after] = await orgUsageQuery(openDb(env.DB), t.orgId, quotaDefaults(env));
+    expect(refusalOf(after, 0, 'proof', { costLimit: 1 })).toMatchObject({
+      status: 403,
+      message: expect.stringMatching(/^Budget reached/),
+    });
+  });
+});
+
 describe('who sets a budget', () => {
   it('owners and admins set it in the console; members and viewers read it; API keys cannot reach it', async () => {
     const t = await seedTenant();
@@ -270,16 +405,7 @@ describe('counters', () => {
         await env.DB.prepare('UPDATE leases SET claimed_at = ? WHERE id = ?')
           .bind(Date.now() - ms, job.lease_id)
           .run();
-        await json(
-          await lease(job, '/complete', {
-            kind: 'execute',
-            exit_code: 0,
-            public_values: null,
-            error: null,
-            metrics: { num_instructions: 500 },
-          }),
-          200,
-        );
+        await json(await finishExecution(job, 500), 200);
       }
     }
     const usage = await env.DB.prepare('SELECT month, cost, gpu_ms FROM budget_usage WHERE org_id = ?').bind(t.orgId).all();

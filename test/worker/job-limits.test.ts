@@ -5,6 +5,9 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
 import { sweep } from '../../src/jobs/sweep.ts';
 import { tenantLimits } from '../../src/jobs/settings.ts';
+import { recordJob, refusalOf } from '../../src/jobs/dispatch.ts';
+import type { JobLimits } from '../../src/jobs/limits.ts';
+import { isRefusedJobInsert, orgUsageQuery, quotaDefaults } from '../../src/jobs/quotas.ts';
 import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
 import { as, consoleFetch, seedUser, send, signIn } from './console-helpers.ts';
@@ -54,21 +57,83 @@ describe('job limits', () => {
     expect(await env.DB.prepare('SELECT count(*) AS n FROM proofs WHERE program_id = ?').bind(program).first('n')).toBe(0);
   });
 
-  it("the organization's defaults apply, and a request's own limit wins", async () => {
+  it("the organization's limits are defaults and ceilings: a request may ask for less, never more (issue 29 finding 7, retried as found)", async () => {
     const { t, program } = await readyProgram();
     await env.DB.prepare(
       'UPDATE organizations SET default_cycle_limit = 500, default_cost_limit = 900, default_deadline_seconds = 30 WHERE id = ?',
     )
       .bind(t.orgId)
       .run();
+    // Named none: the organization's.
     const { id: a } = await json(await post(t, `/v1/proofs?program_id=${program}`), 200);
     expect(await json(await api(t, `/v1/proofs/${a}`), 200)).toMatchObject({ cycle_limit: 500, cost_limit: 900 });
     expect((await jobOf(a)).deadline_at).not.toBeNull();
-    const { id: b } = await json(await post(t, `/v1/proofs?program_id=${program}&cycle_limit=2000`), 200);
-    expect(await json(await api(t, `/v1/proofs/${b}`), 200)).toMatchObject({ cycle_limit: 2000, cost_limit: 900 });
+    // Less, or exactly the ceiling: its own.
+    const { id: b } = await json(await post(t, `/v1/proofs?program_id=${program}&cycle_limit=200&cost_limit=900&deadline_seconds=10`), 200);
+    expect(await json(await api(t, `/v1/proofs/${b}`), 200)).toMatchObject({ cycle_limit: 200, cost_limit: 900 });
+    // The finding: a key that may submit set each limit up to the maximum, and its value won.
+    const max = `cycle_limit=${Number.MAX_SAFE_INTEGER}&cost_limit=${Number.MAX_SAFE_INTEGER}&deadline_seconds=${30 * 86400}`;
+    for (const path of ['/v1/proofs', '/v1/executions']) {
+      const refused = await json(await post(t, `${path}?program_id=${program}&${max}`), 422);
+      expect(refused.detail).toEqual([
+        {
+          loc: ['query', 'cycle_limit'],
+          msg: `Value error, cycle_limit ${Number.MAX_SAFE_INTEGER} is over your organization's ceiling of 500: a request may ask for less, never more (its owners and admins set the ceiling)`,
+          type: 'value_error',
+        },
+        expect.objectContaining({ loc: ['query', 'cost_limit'], msg: expect.stringContaining('ceiling of 900') }),
+        expect.objectContaining({
+          loc: ['query', 'deadline_seconds'],
+          msg: expect.stringContaining(`deadline_seconds ${30 * 86400} is over`),
+        }),
+      ]);
+      // One over is over.
+      expect((await json(await post(t, `${path}?program_id=${program}&cost_limit=901`), 422)).detail).toHaveLength(1);
+    }
+    expect(await env.DB.prepare('SELECT count(*) AS n FROM proofs WHERE program_id = ?').bind(program).first('n')).toBe(2);
+    expect(await env.DB.prepare('SELECT count(*) AS n FROM executions WHERE program_id = ?').bind(program).first('n')).toBe(0);
+    // An organization with no limit of its own has no ceiling.
+    const { t: free, program: freeProgram } = await readyProgram();
+    await json(await post(free, `/v1/executions?program_id=${freeProgram}&${max}`), 200);
   });
 
-  it("owners and admins set the organization's default limits on the console; members and viewers read them; API keys cannot", async () => {
+  it('a ceiling lowered while a request is on its way holds: the job row’s insert refuses a limit over it, and the request answers 422', async () => {
+    const { t, program } = await readyProgram();
+    const [{ config_id: configId }] = (
+      await env.DB.prepare('SELECT config_id FROM programs WHERE id = ?').bind(program).all<{ config_id: string }>()
+    ).results;
+    const caller = { orgId: t.orgId, owner: 'race', keyId: '', keyHash: '' };
+    const job = (limits: JobLimits) =>
+      recordJob(
+        openDb(env.DB),
+        { kind: 'execute', subjectId: crypto.randomUUID(), orgId: t.orgId, configId, engine: 'dev', priority: 5, numGpus: 1, limits },
+        caller,
+        quotaDefaults(env),
+        [],
+      );
+    // The request's first read saw no ceiling; an owner sets one before its insert runs.
+    await env.DB.prepare('UPDATE organizations SET default_cost_limit = 900, default_deadline_seconds = 60 WHERE id = ?')
+      .bind(t.orgId)
+      .run();
+    for (const limits of [{ costLimit: 901 }, { deadlineSeconds: 61 }, { cycleLimit: 5, costLimit: 5000 }])
+      await expect(job(limits)).rejects.toSatisfy(isRefusedJobInsert);
+    // Within it, and naming none, the insert admits.
+    const within = await job({ costLimit: 900, deadlineSeconds: 60, cycleLimit: 10 ** 12 });
+    expect(
+      await jobOf((await env.DB.prepare('SELECT subject_id FROM jobs WHERE id = ?').bind(within).first<string>('subject_id'))!),
+    ).toMatchObject({
+      cost_limit: 900,
+    });
+    await job({});
+    // How the request answers such a refusal: it reads the organization again and finds the ceiling (src/features/runs/submit.ts).
+    const [usage] = await orgUsageQuery(openDb(env.DB), t.orgId, quotaDefaults(env));
+    expect(refusalOf(usage, 0, 'execute', { costLimit: 901 })).toMatchObject({
+      issues: [expect.objectContaining({ loc: ['query', 'cost_limit'], msg: expect.stringContaining('cost_limit 901 is over') })],
+    });
+    expect((await post(t, `/v1/executions?program_id=${program}&cost_limit=901`)).status).toBe(422);
+  });
+
+  it("owners and admins set the organization's limits on the console, audited with the actor; members and viewers read them; API keys cannot", async () => {
     const { t, program } = await readyProgram();
     const path = `/console/v1/orgs/${t.orgId}/limits`;
     const sessions = Object.fromEntries(
@@ -97,10 +162,22 @@ describe('job limits', () => {
     // They apply to the next submission that names none.
     const { id } = await json(await post(t, `/v1/executions?program_id=${program}`), 200);
     expect(await json(await api(t, `/v1/executions/${id}`), 200)).toMatchObject({ cycle_limit: 500, cost_limit: 900 });
-    const audit = await env.DB.prepare(`SELECT detail FROM audit_log WHERE org_id = ? AND action = 'org_limits.update'`)
+    const audit = await env.DB.prepare(
+      `SELECT actor, actor_user_id, detail FROM audit_log WHERE org_id = ? AND action = 'org_limits.update'`,
+    )
       .bind(t.orgId)
-      .all();
+      .all<{ actor: string; actor_user_id: string; detail: string }>();
+    // Each change with who made it (the admin's), and what it set.
     expect(audit.results).toHaveLength(1);
+    const admin = await env.DB.prepare(
+      `SELECT u.id, u.email FROM users u JOIN memberships m ON m.user_id = u.id WHERE m.org_id = ? AND m.role = 'admin'`,
+    )
+      .bind(t.orgId)
+      .first<{ id: string; email: string }>();
+    expect(audit.results[0]).toMatchObject({ actor: admin!.email, actor_user_id: admin!.id });
+    expect(JSON.parse(audit.results[0].detail)).toEqual(body);
+    // A key cannot lift them from the request either: over a ceiling is 422 (the test above).
+    expect((await post(t, `/v1/executions?program_id=${program}&cycle_limit=501`)).status).toBe(422);
     // Cleared: none.
     expect(await send(sessions.owner, 'PUT', path, {})).toMatchObject({ default_cycle_limit: null, default_cost_limit: null });
   }, 60_000);
@@ -201,6 +278,73 @@ describe('job limits', () => {
     });
     expect(await json(done, 200)).toMatchObject({ status: 'canceled' });
     expect(await json(await api(t, `/v1/executions/${id}`), 200)).toMatchObject({ status: 'Failed', public_values: null, cost: 5000 });
+  });
+
+  it('a job is charged at most its cost limit however it ends: a cycle limit, a failed run, a cancel, a deadline (issue 29 finding 8, retried as found)', async () => {
+    const { t, program } = await readyProgram();
+    const agent = await seedAgent();
+    /** Submits, claims and runs the job for a minute (about 16,667 micro-USD at wrangler.toml's 1 USD per GPU-hour), without a heartbeat in between. */
+    const started = async (path: string) => {
+      const { id } = await json(await post(t, path), 200);
+      const job = await claimJob(agent);
+      await env.DB.prepare('UPDATE leases SET claimed_at = claimed_at - 60000 WHERE id = ?').bind(job.lease_id).run();
+      return { id, job };
+    };
+    // The finding: stopped at its cycle limit first, a job with a cost limit of 1 was charged its whole lease.
+    const cycles = await started(`/v1/proofs?program_id=${program}&cycle_limit=1000&cost_limit=1`);
+    await json(
+      await lease(cycles.job, '/fail', { error: 'cycle limit reached', retryable: false, limit: { name: 'cycle_limit', reached: 1000 } }),
+      200,
+    );
+    expect(await json(await api(t, `/v1/proofs/${cycles.id}`), 200)).toMatchObject({
+      state: 'Failed',
+      cost: 1,
+      error_message: expect.stringMatching(/^Cycle limit reached/),
+    });
+    // A run that failed (the guest exited 1) reports as a completion: charged its lease, at most its limit.
+    const failed = await started(`/v1/executions?program_id=${program}&cost_limit=7`);
+    await json(
+      await lease(failed.job, '/complete', {
+        kind: 'execute',
+        exit_code: 1,
+        public_values: null,
+        error: null,
+        metrics: { num_instructions: 5 },
+      }),
+      200,
+    );
+    expect(await json(await api(t, `/v1/executions/${failed.id}`), 200)).toMatchObject({ status: 'Failed', cost: 7 });
+    // A caller's cancel a minute in: charged up to the cancel, at most its limit.
+    const canceled = await started(`/v1/proofs?program_id=${program}&cost_limit=3`);
+    await json(await api(t, `/v1/proofs/${canceled.id}/cancel`, { method: 'POST' }), 200);
+    await json(await lease(canceled.job, '/canceled', {}), 200);
+    expect(await json(await api(t, `/v1/proofs/${canceled.id}`), 200)).toMatchObject({ state: 'Canceled', cost: 3 });
+    // Past its deadline, stopped at its acknowledgement.
+    const late = await started(`/v1/proofs?program_id=${program}&cost_limit=2&deadline_seconds=30`);
+    await env.DB.prepare('UPDATE jobs SET deadline_at = ? WHERE id = ?')
+      .bind(Date.now() - 1000, late.job.id)
+      .run();
+    expect(await json(await lease(late.job, '/status'), 200)).toMatchObject({ cancel: true });
+    await json(await lease(late.job, '/canceled', {}), 200);
+    expect(await json(await api(t, `/v1/proofs/${late.id}`), 200)).toMatchObject({ state: 'Failed', cost: 2 });
+    // What the month counts is what was charged.
+    expect(await env.DB.prepare('SELECT cost FROM budget_usage WHERE org_id = ?').bind(t.orgId).first('cost')).toBe(1 + 7 + 3 + 2);
+  });
+
+  it('no statement raises a cost past its job’s cost limit (a trigger refuses it, migrations/0025_ceilings.sql)', async () => {
+    const { t, program } = await readyProgram();
+    const { id: proof } = await json(await post(t, `/v1/proofs?program_id=${program}&cost_limit=10`), 200);
+    const { id: execution } = await json(await post(t, `/v1/executions?program_id=${program}&cost_limit=10`), 200);
+    await expect(env.DB.prepare('UPDATE proofs SET cost = 11 WHERE id = ?').bind(proof).run()).rejects.toThrow(
+      /a proof is never charged past its cost_limit/,
+    );
+    await expect(env.DB.prepare('UPDATE executions SET cost = 11 WHERE id = ?').bind(execution).run()).rejects.toThrow(
+      /an execution is never charged past its cost_limit/,
+    );
+    await env.DB.prepare('UPDATE proofs SET cost = 10 WHERE id = ?').bind(proof).run();
+    await env.DB.prepare('UPDATE executions SET cost = 10 WHERE id = ?').bind(execution).run();
+    await env.DB.prepare('UPDATE proofs SET cost = 0 WHERE id = ?').bind(proof).run();
+    await env.DB.prepare('UPDATE executions SET cost = 0 WHERE id = ?').bind(execution).run();
   });
 
   it('a queued job past its deadline fails in the sweep, charged nothing', async () => {

@@ -77,7 +77,8 @@ describe('scheduler: one seek per lane, the same order as counting every job', {
         const { t, programs } = pick(orgs);
         const res = await api(
           t,
-          `/v1/proofs?program_id=${pick(programs)}&priority=${1 + Math.floor(random() * 10)}&num_gpus=${pick([1, 2, 8])}`,
+          // Every other one with a cost limit (never reached here), which its organization's reserved_cost counts while it is live.
+          `/v1/proofs?program_id=${pick(programs)}&priority=${1 + Math.floor(random() * 10)}&num_gpus=${pick([1, 2, 8])}${step % 2 ? `&cost_limit=${1e9 + step}` : ''}`,
           {
             method: 'POST',
             body: '{"input": []}',

@@ -5,7 +5,7 @@
 import { and, asc, eq } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { batchByName } from '../../db/batch.ts';
-import { budgetNotices, budgets, budgetUsage } from '../../db/schema.ts';
+import { budgetNotices, budgets, budgetUsage, organizations } from '../../db/schema.ts';
 import { auditEntry, type Actor } from '../accounts/audit.ts';
 import type { z } from '@hono/zod-openapi';
 import type { BudgetRecord } from './schemas.ts';
@@ -19,6 +19,7 @@ export interface BudgetLimits {
 export function budgetReads(db: Db, orgId: string, month: string) {
   return {
     budget: db.select().from(budgets).where(eq(budgets.org_id, orgId)),
+    reserved: db.select({ cost: organizations.reserved_cost }).from(organizations).where(eq(organizations.id, orgId)),
     usage: db
       .select()
       .from(budgetUsage)
@@ -33,13 +34,15 @@ export function budgetReads(db: Db, orgId: string, month: string) {
 
 type Reads = {
   budget: (typeof budgets.$inferSelect)[];
+  reserved: { cost: number }[];
   usage: (typeof budgetUsage.$inferSelect)[];
   notices: (typeof budgetNotices.$inferSelect)[];
 };
 
 /** The record budgetReads() read. */
-export function budgetRecord(month: string, { budget: [b], usage: [u], notices }: Reads): z.infer<typeof BudgetRecord> {
+export function budgetRecord(month: string, { budget: [b], reserved: [r], usage: [u], notices }: Reads): z.infer<typeof BudgetRecord> {
   const usedCost = u?.cost ?? 0;
+  const reservedCost = r?.cost ?? 0;
   const usedGpuHours = Math.round(((u?.gpu_ms ?? 0) / 3_600_000) * 1000) / 1000;
   const cost = b?.monthly_cost ?? null;
   const gpuHours = b?.monthly_gpu_hours ?? null;
@@ -50,9 +53,11 @@ export function budgetRecord(month: string, { budget: [b], usage: [u], notices }
     updated_at: b?.updated_at ?? null,
     updated_by: b?.updated_by ?? null,
     used_cost: usedCost,
+    reserved_cost: reservedCost,
     used_gpu_hours: usedGpuHours,
-    // The same comparison as withinBudget() (src/jobs/budgets.ts), on the same counters.
-    submissions_refused: (cost !== null && usedCost >= cost) || (gpuHours !== null && (u?.gpu_ms ?? 0) >= gpuHours * 3_600_000),
+    // The same comparison as withinBudget() (src/jobs/budgets.ts) for a job reserving nothing, on the same counters.
+    submissions_refused:
+      (cost !== null && usedCost + reservedCost >= cost) || (gpuHours !== null && (u?.gpu_ms ?? 0) >= gpuHours * 3_600_000),
     notices: notices.map((n) => ({ metric: n.metric, threshold: n.threshold, used: n.used, budget: n.budget, created_at: n.created_at })),
   };
 }

@@ -32,10 +32,14 @@ export const BudgetRecord = z
       .number()
       .int()
       .openapi({ description: 'Spent this month, micro-USD: the cost of the proofs and executions that ended in it' }),
+    reserved_cost: z.number().int().openapi({
+      description:
+        'Reserved now, micro-USD: the cost limits of its queued and running proofs and executions, each released when the job ends and is charged (at most its limit)',
+    }),
     used_gpu_hours: z.number().openapi({ description: 'GPU-hours of the leases that ended this month' }),
     submissions_refused: z.boolean().openapi({
       description:
-        'Whether a limit is reached: new proofs and executions are then refused (403) until the month ends or the budget is raised',
+        'Whether a limit is reached (spend plus reservations, for the spending limit): new proofs and executions are then refused (403) until the month ends, jobs end or the budget is raised; a job whose cost limit is more than what is left is refused too',
     }),
     notices: z.array(BudgetNotice).openapi({ description: 'The thresholds crossed this month, once each, oldest first' }),
   })

@@ -4,7 +4,7 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
 import type { AppEnv } from '../../app-env.ts';
 import { executions } from '../../db/schema.ts';
-import { DEFAULT_PRIORITY, refuseOverQuota } from '../../jobs/dispatch.ts';
+import { DEFAULT_PRIORITY, refuseOverQuota, refusalOf } from '../../jobs/dispatch.ts';
 import { submitJob, usageQuery } from '../runs/submit.ts';
 import { artifactKey } from '../../lib/artifacts.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
@@ -57,7 +57,7 @@ executionsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery,
   const read = await asCaller(
     c,
     (org) => ({ ...programToRunQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
-    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
+    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && !refusalOf(u, 0, 'execute', limitsOf(q)),
   );
   const caller = c.var.caller;
   // Validate the request before looking at the program, as the reference (FastAPI) does.
@@ -65,7 +65,7 @@ executionsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery,
   const { program, config } = requireProgramToRun(read);
   if (program.status !== 'ready') throw new ApiError(409, `Program ${program.id} is not ready to execute (status: ${program.status})`);
   if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
-  refuseOverQuota(read.usage[0], 'execute');
+  refuseOverQuota(read.usage[0], 'execute', limitsOf(q));
   const id = crypto.randomUUID();
   const answer = { status: 200, body: { id } } as const;
   await submitJob(

@@ -1,7 +1,8 @@
-// /console/v1/orgs/{org_id}/limits: the organization's default job limits, quotas and
-// their usage (docs/callers.md "Job limits"), read by any member; the defaults set by owners and
-// admins (limits.manage; the operator with `npm run admin -- set-org-limits`, which
-// also sets the quotas). API keys have no route here, as for budgets.
+// /console/v1/orgs/{org_id}/limits: the organization's job limits (each the default and
+// the ceiling of its proofs' and executions' own, src/jobs/limits.ts), quotas and their
+// usage (docs/callers.md "Job limits"), read by any member; the limits set by owners and admins
+// (limits.manage, audited with the actor; the operator with `npm run admin --
+// set-org-limits`, which also sets the quotas). API keys have no route here, as for budgets.
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { quotaDefaults } from '../../jobs/quotas.ts';
 import { validationHook } from '../../lib/errors.ts';
@@ -24,7 +25,7 @@ limitsConsoleApi.openapi(
     middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
-    summary: 'The organization’s default job limits, its quotas and its usage of them',
+    summary: 'The organization’s job limits, its quotas and its usage of them',
     request: { params: OrgParams },
     responses: { 200: ok, ...consoleErrors(404, 422) },
   }),
@@ -38,9 +39,9 @@ limitsConsoleApi.openapi(
     middleware: [door.console('limits.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
-    summary: 'Set the organization’s default job limits (owners and admins)',
+    summary: 'Set the organization’s job limits (owners and admins)',
     description:
-      'Sets all three: an absent or null one is none. They apply to proofs and executions submitted from now on that name no limit of their own; queued and running jobs keep theirs.',
+      'Sets all three: an absent or null one is none. Each is the default of proofs and executions submitted from now on that name none, and the most one may name (more is refused with 422); queued and running jobs keep theirs. Audited as `org_limits.update`.',
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: OrgLimitsBody } } } },
     responses: { 200: ok, ...consoleErrors(403, 404, 422) },
   }),

@@ -16,17 +16,17 @@ export const LimitsQuery = z.object({
   cycle_limit: optionalQueryInt(
     1,
     MAX_LIMIT,
-    'Most cycles the guest may run; past it the job stops and ends Failed. Default: the organization’s, else none',
+    'Most cycles the guest may run; past it the job stops and ends Failed. Default and ceiling: the organization’s (more is refused, 422), else none',
   ),
   cost_limit: optionalQueryInt(
     1,
     MAX_LIMIT,
-    'Most the job may cost, in the unit of the record’s `cost` (micro-USD); reaching it stops the job (Failed), charged the limit. Default: the organization’s, else none',
+    'Most the job may cost, in the unit of the record’s `cost` (micro-USD): however it ends it is charged at most this, and reaching it stops the job (Failed); reserved against the monthly budget until the job ends. Default and ceiling: the organization’s (more is refused, 422), else none',
   ),
   deadline_seconds: optionalQueryInt(
     1,
     MAX_DEADLINE_SECONDS,
-    'Seconds from submission (queue time included) by which the job must have finished; past it a queued job fails and a running one is stopped (Failed). Default: the organization’s, else none',
+    'Seconds from submission (queue time included) by which the job must have finished; past it a queued job fails and a running one is stopped (Failed). Default and ceiling: the organization’s (more is refused, 422), else none',
   ),
 });
 
@@ -139,7 +139,10 @@ function estimatedStart(
 }
 
 // ---------------------------------------------------------------------------
-// The organization's limits on the console (GET/PUT /console/v1/orgs/{org_id}/limits).
+// The organization's limits on the console (GET/PUT /console/v1/orgs/{org_id}/limits):
+// one value each, the default of its jobs and the ceiling of a request's own
+// (src/jobs/limits.ts). The fields keep their `default_` names (the console and the
+// operator's tool use them).
 
 const defaultLimit = (max: number, what: string) =>
   z
@@ -153,18 +156,38 @@ const defaultLimit = (max: number, what: string) =>
 
 export const OrgLimitsBody = z
   .object({
-    default_cycle_limit: defaultLimit(MAX_LIMIT, 'The cycle limit of its proofs and executions that name none'),
-    default_cost_limit: defaultLimit(MAX_LIMIT, 'Their cost limit, micro-USD (the unit of `cost`)'),
-    default_deadline_seconds: defaultLimit(MAX_DEADLINE_SECONDS, 'Their deadline, seconds from submission (at most 30 days)'),
+    default_cycle_limit: defaultLimit(
+      MAX_LIMIT,
+      'The cycle limit of its proofs and executions: the default of those that name none, the most any may name',
+    ),
+    default_cost_limit: defaultLimit(MAX_LIMIT, 'Their cost limit, micro-USD (the unit of `cost`): default and ceiling'),
+    default_deadline_seconds: defaultLimit(
+      MAX_DEADLINE_SECONDS,
+      'Their deadline, seconds from submission (at most 30 days): default and ceiling',
+    ),
   })
   .strict()
-  .openapi('OrgLimitsBody', { description: 'Sets all three defaults (an absent one is none); a request’s own limit wins' });
+  .openapi('OrgLimitsBody', {
+    description: 'Sets all three (an absent one is none); each is the default of a request that names none and the most one may name',
+  });
 
 export const OrgLimitsRecord = z
   .object({
-    default_cycle_limit: z.number().int().nullable().openapi({ description: 'Its jobs’ default cycle limit; null: none' }),
-    default_cost_limit: z.number().int().nullable().openapi({ description: 'Their default cost limit, micro-USD; null: none' }),
-    default_deadline_seconds: z.number().int().nullable().openapi({ description: 'Their default deadline, seconds; null: none' }),
+    default_cycle_limit: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: 'Its jobs’ cycle limit (the default, and the most a request may name); null: none' }),
+    default_cost_limit: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: 'Their cost limit, micro-USD (default and ceiling); null: none' }),
+    default_deadline_seconds: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: 'Their deadline, seconds (default and ceiling); null: none' }),
     max_active_jobs: z
       .number()
       .int()
@@ -179,5 +202,5 @@ export const OrgLimitsRecord = z
       .openapi({ description: 'GPUs its running jobs hold now: at a quota, queued jobs wait (`waiting_reason` `org_quota`)' }),
   })
   .openapi('OrgLimits', {
-    description: 'The organization’s default job limits, its quotas and its usage of them (docs/callers.md "Job limits")',
+    description: 'The organization’s job limits (defaults and ceilings), its quotas and its usage of them (docs/callers.md "Job limits")',
   });

@@ -4,7 +4,7 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
 import type { AppEnv } from '../../app-env.ts';
 import { proofs } from '../../db/schema.ts';
-import { DEFAULT_PRIORITY, refuseOverQuota } from '../../jobs/dispatch.ts';
+import { DEFAULT_PRIORITY, refuseOverQuota, refusalOf } from '../../jobs/dispatch.ts';
 import { submitJob, usageQuery } from '../runs/submit.ts';
 import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
@@ -104,7 +104,7 @@ proofsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, val
   const read = await asCaller(
     c,
     (org) => ({ ...programToRunQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
-    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
+    ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && !refusalOf(u, 0, 'proof', limitsOf(q)),
   );
   const caller = c.var.caller;
   const form = multipartForm(c.req.raw, declaredForm(c));
@@ -134,7 +134,7 @@ proofsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, val
             type: 'value_error',
           },
         ]);
-      refuseOverQuota(read.usage[0], 'proof');
+      refuseOverQuota(read.usage[0], 'proof', limitsOf(q));
       // The checked bytes as sent: engines read `input` as the zkVM's tool does (a
       // form's input is stored already).
       if (body.input) await artifacts.put(artifactKey.proofInput(proofId), body.input);

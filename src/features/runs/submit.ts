@@ -8,9 +8,8 @@ import type { Context } from 'hono';
 import { gpusUsed, type JobKind } from 'prover-agent/protocol';
 import type { AppEnv } from '../../app-env.ts';
 import type { Statement } from '../../db/batch.ts';
-import { notifyJob, recordJob, type NewJob } from '../../jobs/dispatch.ts';
-import { budgetRefusal } from '../../jobs/budgets.ts';
-import { isRefusedJobInsert, orgUsageQuery, quotaDefaults, quotaExceeded } from '../../jobs/quotas.ts';
+import { notifyJob, recordJob, refusalOf, type NewJob } from '../../jobs/dispatch.ts';
+import { isRefusedJobInsert, orgUsageQuery, quotaDefaults } from '../../jobs/quotas.ts';
 import { ArtifactBatch } from '../../lib/artifacts.ts';
 import { ApiError, failedWith } from '../../lib/errors.ts';
 import { PROGRAM_DELETED_RAISE } from '../retention/data.ts';
@@ -26,15 +25,16 @@ export function usageQuery(c: Context<AppEnv>, org: SQL<string>) {
 /**
  * Why a job-creating batch was refused, read on the primary: 401 when the caller's key
  * was revoked while the request was on its way, 403 when its creator was demoted below
- * submitting, the 429 of the quota it would exceed, or null when none holds any more
- * (a job ended meanwhile: try again).
+ * submitting, else what refusalOf() says of the job (a ceiling lowered meanwhile: 422; a
+ * quota: 429; a budget that no longer admits its reservation: 403), or null when none
+ * holds any more (a job ended meanwhile: try again).
  */
-async function explainRefusal(c: Context<AppEnv>, gpus: number, kind: JobKind): Promise<ApiError | null> {
+async function explainRefusal(c: Context<AppEnv>, gpus: number, job: NewJob): Promise<Error | null> {
   const caller = c.var.caller;
   const refusal = caller.keyHash ? await keyRefusal(c) : null;
   if (refusal) return refusal;
   const [usage] = await orgUsageQuery(c.var.sessions.primary(), caller.orgId, quotaDefaults(c.env));
-  return usage ? (quotaExceeded(usage, gpus) ?? budgetRefusal(usage.budget, kind)) : null;
+  return usage ? refusalOf(usage, gpus, job.kind, job.limits) : null;
 }
 
 /** What a job-creating request answers once its rows are committed (stored under its Idempotency-Key, if it sent one). */
@@ -80,7 +80,7 @@ export async function submitJob<T>(
         if (isLostClaim(err)) throw claimLost();
         if (failedWith(err, PROGRAM_DELETED_RAISE)) throw new ApiError(409, 'The program was deleted while this request was stored');
         if (!isRefusedJobInsert(err)) throw err;
-        const refusal = await explainRefusal(c, gpus, job.kind);
+        const refusal = await explainRefusal(c, gpus, job);
         if (refusal) throw refusal;
         if (attempt === 2)
           throw new ApiError(429, 'Quota exceeded: your organization reached a quota while this request was stored; submit it again');

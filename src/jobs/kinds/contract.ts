@@ -93,8 +93,11 @@ export interface JobKindContract<K extends JobKind = JobKind, Done = unknown, Ro
    * ApiError for a report the agent must send again (a missing result).
    */
   completion(ctx: CompletionContext, report: Extract<CompleteRequest, { kind: K }>): Promise<{ done: Done } | { fail: string }>;
-  /** The statements that record `done` on the subject of the jobs matching `mine`, in the ending's batch. */
-  complete(db: Db, mine: SQL | undefined, done: Done, at: { now: string; cost: number }): BatchItem<'sqlite'>[];
+  /**
+   * The statements that record `done` on the subject of the jobs matching `mine`, in the
+   * ending's batch; `cost` is what it is charged (SQL: the lease, at most its cost limit).
+   */
+  complete(db: Db, mine: SQL | undefined, done: Done, at: { now: string; cost: SQL<number> }): BatchItem<'sqlite'>[];
 }
 
 /** Updates the subject of every job of `kind` matching `jobWhere`, if the subject is still active. */

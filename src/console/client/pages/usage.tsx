@@ -125,7 +125,7 @@ function BudgetPanel({ api, initial, canManage }: { api: OrgApi; initial: Budget
   return <BudgetView budget={budget} canManage={canManage} onSave={save} />;
 }
 
-/** The organization's default job limits and quotas (docs/callers.md "Job limits"): owners and admins set the defaults here. */
+/** The organization's job limits (defaults and ceilings) and quotas (docs/callers.md "Job limits"): owners and admins set the limits here. */
 function LimitsPanel({ api, initial, canManage }: { api: OrgApi; initial: OrgLimits; canManage: boolean }) {
   const [limits, setLimits] = useState(initial);
   const save = (event: Event) => {

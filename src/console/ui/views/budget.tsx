@@ -9,6 +9,7 @@ const facts = (b: Budget): Fact[] => [
   ['Month (UTC)', b.month],
   ['Spending budget', b.monthly_cost === null ? 'none' : formatUsd(b.monthly_cost)],
   ['Spent', formatUsd(b.used_cost) + percentOf(b.used_cost, b.monthly_cost)],
+  ['Reserved by queued and running jobs', formatUsd(b.reserved_cost) + percentOf(b.reserved_cost, b.monthly_cost)],
   ['GPU-hour budget', b.monthly_gpu_hours === null ? 'none' : formatAmount(b.monthly_gpu_hours)],
   ['GPU-hours used', formatAmount(b.used_gpu_hours) + percentOf(b.used_gpu_hours, b.monthly_gpu_hours)],
 ];

@@ -1,6 +1,7 @@
 // The organization's limits on the Usage page (docs/callers.md "Job limits", "Quotas and fair
-// share"): its jobs' default limits, with the form that sets them (owners and admins),
-// and its quotas against what it uses now (the operator sets those).
+// share"): its jobs' limits (each the default and the ceiling of a request's own), with
+// the form that sets them (owners and admins), and its quotas against what it uses now
+// (the operator sets those).
 import type { OrgLimits } from '../api-types.ts';
 import { formatCount, formatSeconds, formatUsd, usdFromMicro } from '../format.ts';
 import { type Fact, Facts } from '../widgets.tsx';
@@ -8,9 +9,9 @@ import { type Fact, Facts } from '../widgets.tsx';
 const none = (v: number | null, show: (v: number) => string) => (v === null ? 'none' : show(v));
 
 const facts = (l: OrgLimits): Fact[] => [
-  ['Default cycle limit', none(l.default_cycle_limit, formatCount)],
-  ['Default cost limit', none(l.default_cost_limit, formatUsd)],
-  ['Default deadline', none(l.default_deadline_seconds, formatSeconds)],
+  ['Cycle limit', none(l.default_cycle_limit, formatCount)],
+  ['Cost limit', none(l.default_cost_limit, formatUsd)],
+  ['Deadline', none(l.default_deadline_seconds, formatSeconds)],
   [
     'Queued or running jobs',
     `${formatCount(l.active_jobs)} of ${formatCount(l.max_active_jobs)} (running: ${formatCount(l.running_jobs)})`,
@@ -31,11 +32,11 @@ export const LimitsView = ({ limits, canManage, onSave }: LimitsViewProps) => (
     {canManage ? (
       <form id="org-limits-form" class="filters" onSubmit={onSave}>
         <label>
-          Default cycle limit
+          Cycle limit
           <input name="cycles" type="number" min="1" step="1" value={limits?.default_cycle_limit?.toString() ?? ''} placeholder="none" />
         </label>
         <label>
-          Default cost limit (USD)
+          Cost limit (USD)
           <input
             name="usd"
             type="number"
@@ -46,7 +47,7 @@ export const LimitsView = ({ limits, canManage, onSave }: LimitsViewProps) => (
           />
         </label>
         <label>
-          Default deadline (seconds)
+          Deadline (seconds)
           <input
             name="deadline"
             type="number"
@@ -60,8 +61,12 @@ export const LimitsView = ({ limits, canManage, onSave }: LimitsViewProps) => (
         <button type="submit">Save limits</button>
       </form>
     ) : (
-      <p>Owners and admins set the default limits; a proof or execution that names its own keeps it.</p>
+      <p>Owners and admins set the limits.</p>
     )}
+    <p>
+      Each limit is the default of every proof and execution and its ceiling: a request may name less, never more. A job’s cost limit is the
+      most it is charged, and is reserved against the monthly budget until it ends.
+    </p>
     <p>Quotas are the operator’s. At a quota new jobs are refused, and queued ones wait while the running ones hold it.</p>
   </section>
 );
