@@ -1,7 +1,7 @@
 // The layering of the code, checked on every `npm test` (`npm run lint:deps`):
 // dependency-cruiser reads every import (type-only ones too) of the Worker (src/),
 // the agent (prover-agent/src/) and the Worker's tests (test/worker/), and fails on
-// any of the rules below. README "Repository layout" describes the layers.
+// any of the rules below. docs/contributors.md "Repository layout" describes the layers.
 //
 // The Worker, top to bottom; a module may import its own layer and the ones below:
 //

@@ -141,13 +141,13 @@ export interface ClaimedJob {
   /** Where this attempt's logs continue, and what the job's log may hold. */
   log: LogPosition;
   /**
-   * The job's cycle limit (README "Job limits"): an engine stops the guest when it
+   * The job's cycle limit (docs/callers.md "Job limits"): an engine stops the guest when it
    * reaches it and the agent reports /fail with `limit` (an engine that cannot stop
    * mid-run meters first and refuses before proving). Null or absent: none.
    */
   cycle_limit?: number | null;
   /**
-   * Milliseconds from the claim to the job's deadline (README "Job limits"); null: it has
+   * Milliseconds from the claim to the job's deadline (docs/callers.md "Job limits"); null: it has
    * none. The agent stops the job there, as the service does at its next heartbeat; a
    * span rather than an instant, so the host's clock does not matter. Absent from an
    * older service.
@@ -157,7 +157,7 @@ export interface ClaimedJob {
 
 /**
  * Where an attempt's log continues (the next chunk's sequence number and byte offset),
- * and the caps on the job's whole log, all its attempts together (README "Limits";
+ * and the caps on the job's whole log, all its attempts together (docs/callers.md "Limits";
  * absent from an older service): a chunk past them is refused (413) and the service
  * ends the log with its truncation marker.
  */

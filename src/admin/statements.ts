@@ -215,7 +215,7 @@ export interface OrganizationLimits {
   maxGpus?: number | null;
   /** Its weight in the fair share of the fleet (1 = as any other). */
   shareWeight?: number;
-  /** Its jobs' limits, each the default and the ceiling of a request's own (README "Job limits"); null = none. */
+  /** Its jobs' limits, each the default and the ceiling of a request's own (docs/callers.md "Job limits"); null = none. */
   defaultCycleLimit?: number | null;
   defaultCostLimit?: number | null;
   defaultDeadlineSeconds?: number | null;
@@ -249,7 +249,7 @@ export function setOrganizationLimits(orgId: string, limits: OrganizationLimits)
 }
 
 /**
- * Sets an organization's monthly budget (README "Budgets"; src/jobs/budgets.ts):
+ * Sets an organization's monthly budget (docs/teams.md "Budgets"; src/jobs/budgets.ts):
  * spend in micro-USD and GPU-hours per calendar month (UTC), null for no such limit;
  * an unnamed one stays. Nothing changes (the tool then fails) for an unknown organization.
  */
@@ -292,7 +292,7 @@ export function setOrganizationBudget(orgId: string, limits: { monthlyCost?: num
 }
 
 /**
- * An organization's retention (README "Deleting records and retention"): days its
+ * An organization's retention (docs/callers.md "Deleting records"): days its
  * finished proofs' and executions' files are kept, or null for good.
  */
 export function setOrganizationRetention(orgId: string, days: number | null): AdminStep {

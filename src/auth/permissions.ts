@@ -29,8 +29,8 @@ export const PERMISSIONS = {
   'jobs.submit': { least: 'member', covers: 'Register programs, submit proofs and executions, verify proofs' },
   'jobs.cancel': { least: 'member', covers: 'Cancel proofs' },
   'projects.manage': { least: 'member', covers: 'Create projects; rename programs and move them between projects' },
-  // Irreversible, and it takes away what every member reads (README "Deleting records and
-  // retention"): admins, like the organization's other settings; a member's or a `prove`
+  // Irreversible, and it takes away what every member reads (docs/callers.md "Deleting
+  // records"): admins, like the organization's other settings; a member's or a `prove`
   // key's rights (an automated prover's) never reach it.
   'records.delete': {
     least: 'admin',

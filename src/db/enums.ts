@@ -41,7 +41,7 @@ export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /**
  * Why a queued proof or execution waits, as its record's `waiting_reason` says it
- * (src/jobs/waiting.ts, README "Why a job waits"):
+ * (src/jobs/waiting.ts, docs/callers.md "Why a job waits"):
  * - no_agent: no online agent runs its engine or serves its config;
  * - not_enough_gpus: agents serve its config, none has the GPUs it needs;
  * - org_quota / org_budget: its organization is at a quota or budget that holds it

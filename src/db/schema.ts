@@ -42,7 +42,7 @@ export const organizations = sqliteTable(
     share_weight: integer('share_weight').notNull().default(1),
     /** Epoch ms of its latest claim: among equally loaded organizations, the least recently served goes first. */
     last_claimed_at: integer('last_claimed_at'),
-    // Counters kept by triggers (migrations/0005_counters.sql; README "What a claim costs") in
+    // Counters kept by triggers (migrations/0005_counters.sql; docs/contributors.md "What a claim costs") in
     // the same transaction as every change they count, so quotas, fair share and list totals
     // read one row instead of counting many.
     /** Its jobs now leased by an agent: its share of the fleet. */
@@ -58,7 +58,7 @@ export const organizations = sqliteTable(
     proof_count: integer('proof_count').notNull().default(0),
     execution_count: integer('execution_count').notNull().default(0),
     verification_count: integer('verification_count').notNull().default(0),
-    /** Its jobs' limits, each both the default and the ceiling of its proofs and executions (README "Job limits"; a request may ask for less, never more); null: none. */
+    /** Its jobs' limits, each both the default and the ceiling of its proofs and executions (docs/callers.md "Job limits"; a request may ask for less, never more); null: none. */
     default_cycle_limit: integer('default_cycle_limit'),
     default_cost_limit: integer('default_cost_limit'),
     default_deadline_seconds: integer('default_deadline_seconds'),
@@ -757,7 +757,7 @@ export const emulatedQueueMessages = sqliteTable(
 );
 
 // ---------------------------------------------------------------------------
-// Webhooks (README "Webhooks"): endpoints an organization registers, one delivery per
+// Webhooks (docs/callers.md "Webhooks"): endpoints an organization registers, one delivery per
 // event and endpoint, and each attempt to send it. Deliveries are inserted by triggers
 // on the records' state columns (migrations/0006_webhooks.sql), in the same
 // transaction as the change that causes them; src/features/webhooks/delivery.ts sends them.
@@ -858,7 +858,7 @@ export const webhookAttempts = sqliteTable(
      * Random, per message: the batch that records an attempt recognises its own row by
      * (delivery_id, attempt, claim) (src/features/webhooks/delivery.ts). An integer, not a
      * random text id with an index of its own: an attempt is most of what a failing
-     * endpoint's deliveries keep in D1 (README "What a finished job keeps in D1").
+     * endpoint's deliveries keep in D1 (docs/contributors.md "What D1 keeps, and past one database").
      */
     claim: integer('claim').notNull(),
     attempted_at: text('attempted_at').notNull(),
@@ -876,7 +876,7 @@ export const IDEMPOTENCY_STATES = ['in_flight', 'done'] as const;
 
 /**
  * Idempotency-Key claims and the answers stored under them, per organization
- * (src/middleware/idempotency/; README "Idempotent submissions"). A request with the
+ * (src/middleware/idempotency/; docs/callers.md "Idempotent submissions"). A request with the
  * header claims (org_id, key) with a conditional insert in its first D1 batch (the
  * primary key makes concurrent claims exclusive); the batch that creates its record
  * stores its answer (`done`). Rows expire 24 h after the claim and the cron sweep
@@ -948,7 +948,7 @@ export const configKeys = sqliteTable(
     sha256: text('sha256').notNull(),
     size: integer('size').notNull(),
     r2_key: text('r2_key').notNull(),
-    /** Whether the Worker hashed the stored bytes and found the declared digest (too big keys are not: README "Key downloads"). */
+    /** Whether the Worker hashed the stored bytes and found the declared digest (too big keys are not: docs/operators.md "Publishing keys"). */
     verified: integer('verified', { mode: 'boolean' }).notNull(),
     published_at: text('published_at').notNull().default(nowIso),
     /** `publisher:{token id}` or `admin` (the operator command). */
@@ -983,7 +983,7 @@ export const keyAudit = sqliteTable(
 );
 
 /**
- * An organization's monthly limits (README "Budgets"): spend in micro-USD (the unit of
+ * An organization's monthly limits (docs/teams.md "Budgets"): spend in micro-USD (the unit of
  * the records' `cost`) and, optionally, GPU-hours, per calendar month (UTC). Null: no
  * such limit. Set by owners and admins (console, `budgets.manage`) and by the operator.
  */
@@ -1040,7 +1040,7 @@ export const budgetNotices = sqliteTable(
 
 /**
  * What the fleet measured proving, per config, machine type, GPUs held and proof type
- * (README "Estimates"): succeeded proofs, and the sums of their cycles, proving time
+ * (docs/callers.md "Estimates"): succeeded proofs, and the sums of their cycles, proving time
  * (ms, their charged attempt), cost (micro-USD) and the cross sums a least-squares line
  * through them needs. Kept by a trigger as each proof succeeds.
  */

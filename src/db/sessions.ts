@@ -1,5 +1,5 @@
 // D1 sessions of one request (the Sessions API: read replicas with sequential
-// consistency). README "Replicas and bookmarks" says what a caller gets:
+// consistency). docs/callers.md "Replicas and bookmarks" says what a caller gets:
 //
 // - A request starts one session: from the bookmark the caller sent back in the
 //   `x-d1-bookmark` header (its reads are then at least as fresh as what that

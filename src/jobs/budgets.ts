@@ -1,4 +1,4 @@
-// Monthly budgets at submission (README "Budgets"): an organization whose spend (or
+// Monthly budgets at submission (docs/teams.md "Budgets"): an organization whose spend (or
 // GPU time) this calendar month (UTC) reached its budget gets no new proofs or
 // executions, the two kinds of job that charge a `cost`; program registrations and
 // verifications still run, and jobs already queued or running finish. Read from the

@@ -1,4 +1,4 @@
-// Job limits (README "Job limits"): a proof's or execution's cycle limit, cost limit
+// Job limits (docs/callers.md "Job limits"): a proof's or execution's cycle limit, cost limit
 // (micro-USD, the unit of the record's `cost`) and deadline (seconds from submission,
 // queue time included), from the request or else its organization's, kept on the job
 // row (jobs.cycle_limit, cost_limit, deadline_at).

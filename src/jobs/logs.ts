@@ -5,7 +5,7 @@
 // skips ahead is refused. A job's attempts all write to the same log: a claim hands
 // the agent the sequence and offset to continue from.
 //
-// Bounds (README "Limits"):
+// Bounds (docs/callers.md "Limits"):
 // - A log holds at most LOG_MAX_BYTES bytes and LOG_MAX_CHUNKS chunks (src/jobs/settings.ts).
 //   The statement that appends is conditional on both, so concurrent appends cannot pass
 //   them. The first chunk past them is refused (413) and the log then ends with one line

@@ -1,4 +1,4 @@
-// The deployment's rate card (MACHINE_RATES; README "Cost"). No imports: the operator's
+// The deployment's rate card (MACHINE_RATES; docs/callers.md "Cost"). No imports: the operator's
 // command reads the same card from wrangler.toml (src/tools/wrangler.ts machineRates).
 
 /**
@@ -16,7 +16,7 @@ export interface MachineRates {
 
 const logProblem = (msg: string) => console.error(JSON.stringify({ level: 'error', msg }));
 
-/** MACHINE_RATES unset: every machine type is free (README "Configuration"). */
+/** MACHINE_RATES unset: every machine type is free (docs/operators.md "Configuration"). */
 const FREE: MachineRates = { byType: new Map(), other: 0 };
 
 /**

@@ -6,10 +6,10 @@ import { parseMachineRates } from './rates.ts';
 
 export { TENANT_DEFAULTS };
 
-/** Defaults of the fleet's tunables (README "Configuration"); each can be overridden by a var. */
+/** Defaults of the fleet's tunables (docs/operators.md "Configuration"); each can be overridden by a var. */
 export const FLEET_DEFAULTS = {
   // A lease outlives two heartbeats plus a margin, so one lost beat costs nothing, and a
-  // dead agent's job is claimable 7-12 s after its death (README "How jobs run").
+  // dead agent's job is claimable 7-12 s after its death (docs/contributors.md "How jobs run").
   LEASE_TTL_SECONDS: 12,
   /** Lease renewals at most this often: the D1 write budget of a running job. */
   HEARTBEAT_SECONDS: 5,

@@ -43,7 +43,7 @@ import { rateOf, type MachineRates } from './rates.ts';
 import { DEFAULT_QUOTAS, type QuotaDefaults } from './quotas.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
 
-/** Fleet tunables, from the Worker's vars (README "Configuration"). */
+/** Fleet tunables, from the Worker's vars (docs/operators.md "Configuration"). */
 export interface FleetSettings {
   /** A lease not renewed by a heartbeat within this many ms expires. */
   leaseTtlMs: number;
@@ -161,7 +161,7 @@ function nextJobFor(
 /**
  * SQL true while the organization of `t` (a queue lane or a job, by its alias: org_id,
  * gpus_used) may start one more of its jobs: an organization at a quota by what it runs
- * has its jobs held (README "Why a job waits", org_quota). Never held while queued +
+ * has its jobs held (docs/callers.md "Why a job waits", org_quota). Never held while queued +
  * running fit the quota, as submissions keep them, so only once an operator lowers a
  * quota below what it has. Integers written in: D1 binds at most 100 parameters, and the
  * claim repeats this per config.
@@ -395,7 +395,7 @@ export function leaseStanding(lease: LeaseRow, job: JobRow | undefined): 'curren
 /**
  * What only a running job needs, cleared whenever it stops running (ends, or goes back to
  * the queue): its lease's expiry and the agent holding it (the lease row keeps who ran it
- * and on what, until the sweep; README "What a finished job keeps in D1"). `lease_id`
+ * and on what, until the sweep; docs/contributors.md "What D1 keeps, and past one database"). `lease_id`
  * stays on an ended job until its lease is swept (src/features/retention/sweep.ts).
  */
 const OFF_AGENT = { lease_expires_at: null, agent_id: null, machine_type: null };
@@ -505,7 +505,7 @@ function endLeaseUnlessCanceled(db: Db, lease: LeaseRow, outcome: string, respon
     .where(and(eq(leases.id, lease.id), isNull(leases.outcome)));
 }
 
-/** Micro-USD for a lease that ran until `now` (README "Cost"). GPU-less engines bill one unit. */
+/** Micro-USD for a lease that ran until `now` (docs/callers.md "Cost"). GPU-less engines bill one unit. */
 export function leaseCost(lease: LeaseRow, settings: FleetSettings, now: number): number {
   // A lease claimed before machine types were the token's may name any type: one the card does not know is charged nothing.
   const rate = rateOf(settings.machineRates, lease.machine_type) ?? 0;
@@ -796,7 +796,7 @@ export async function expireLeases(
 
 export type CancelOutcome =
   | { kind: 'canceled' } // was Queued: stopped at once
-  | { kind: 'canceling' } // running: it will end Canceled, charged until now; its agent stops it (README "Cancel")
+  | { kind: 'canceling' } // running: it will end Canceled, charged until now; its agent stops it (docs/contributors.md "How jobs run")
   | { kind: 'already-canceling' }
   | { kind: 'terminal'; state: ProofState };
 

@@ -1,4 +1,4 @@
-// Why a queued job waits (README "Why a job waits"): what the record of a queued proof
+// Why a queued job waits (docs/callers.md "Why a job waits"): what the record of a queued proof
 // or execution says in `waiting_reason` and what the sweep keeps so that the record's
 // read costs one seek, however long the queue. The reasons: WAITING_REASONS (src/db/enums.ts).
 //

@@ -1,4 +1,4 @@
-// Emitting webhooks (README "Webhooks"): the state machine's side. Events are recorded
+// Emitting webhooks (docs/callers.md "Webhooks"): the state machine's side. Events are recorded
 // by triggers, as delivery rows, in the same transaction as the state change that
 // causes them (migrations/0006_webhooks.sql): nothing is sent for a change that did not
 // commit, and nothing committed is lost. From there:
@@ -25,7 +25,7 @@ import type { Env, WebhookMessage } from '../env.ts';
 export type SubjectKind = (typeof webhookDeliveries.$inferSelect)['subject_kind'];
 type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 
-/** Defaults of the vars (README "Configuration"). */
+/** Defaults of the vars (docs/operators.md "Configuration"). */
 export const WEBHOOK_DEFAULTS = { WEBHOOK_REQUEUE_AFTER_SECONDS: 60, WEBHOOK_RETENTION_DAYS: 30, WEBHOOK_DELIVERED_KEEP_DAYS: 3 };
 
 export const isWebhookMessage = (body: unknown): body is WebhookMessage =>

@@ -57,7 +57,7 @@ export function randomToken(prefix: string, bytes = 24): string {
  * characters: better no token at all than tokens anyone could forge.
  */
 export function signingSecret(value: string | undefined, name: string, where: string): string {
-  if (!value || value.length < 32) throw new Error(`${name} is not set (at least 32 characters): see README "${where}"`);
+  if (!value || value.length < 32) throw new Error(`${name} is not set (at least 32 characters): see ${where}`);
   return value;
 }
 

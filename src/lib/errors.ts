@@ -77,7 +77,7 @@ export class ValidationError extends Error {
 export const notFound = (what: string) => new ApiError(404, `${what} not found`);
 
 /**
- * The 404 of a file of a deleted record (README "Deleting records and retention"): the
+ * The 404 of a file of a deleted record (docs/callers.md "Deleting records"): the
  * file no longer exists, as before it was made; the record's GET says when it went.
  */
 export function refuseDeleted(record: { deleted_at: string | null }, what: string): void {

@@ -1,4 +1,4 @@
-// Request caps shared by the route modules (README "Limits"), and by the console's
+// Request caps shared by the route modules (docs/callers.md "Limits"), and by the console's
 // forms (src/console/ui): this module imports only the fleet protocol's caps on a
 // job's files, so the browser client bundles it.
 
@@ -66,7 +66,7 @@ export const MAX_WEBHOOK_URL_LENGTH = 2048;
 export const MAX_WEBHOOK_DESCRIPTION = 256;
 
 /**
- * Defaults of what one tenant or one host may hold of the service (README "Limits");
+ * Defaults of what one tenant or one host may hold of the service (docs/callers.md "Limits");
  * each can be overridden by a var of the same name (src/jobs/settings.ts tenantLimits).
  */
 export const TENANT_DEFAULTS = {

@@ -141,7 +141,7 @@ export const errorResponses = (...statuses: (400 | 401 | 404 | 409 | 413 | 422)[
   const text: Record<number, string> = {
     400: 'Invalid files or parameters',
     401: 'Missing, unknown or revoked API key',
-    403: 'The API key’s scope, or its creator’s current role, does not allow this (README "API keys and scopes")',
+    403: 'The API key’s scope, or its creator’s current role, does not allow this (docs/callers.md "API keys and scopes")',
     404: 'Not found (or not visible to this organization)',
     409: 'Conflict with the record’s current state',
     413: 'Upload too large',
@@ -159,7 +159,7 @@ export const errorResponses = (...statuses: (400 | 401 | 404 | 409 | 413 | 422)[
 };
 
 // ---------------------------------------------------------------------------
-// Idempotent submissions (src/middleware/idempotency/, README "Idempotent submissions").
+// Idempotent submissions (src/middleware/idempotency/, docs/callers.md "Idempotent submissions").
 
 /** The request header of every route that creates something. */
 export const IdempotencyHeaders = z.object({

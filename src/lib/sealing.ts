@@ -1,5 +1,5 @@
 // Texts sealed at rest: AES-256-GCM under a key derived from the Worker secret
-// WEBHOOK_ENCRYPTION_KEY (README "Configuration"), bound to a context (associated data)
+// WEBHOOK_ENCRYPTION_KEY (docs/operators.md "Configuration"), bound to a context (associated data)
 // so a sealed text moved to another row does not open. Webhook signing secrets are
 // sealed for their endpoint's id (src/features/webhooks/secrets.ts), and an idempotent
 // answer that shows one is sealed for its key (src/middleware/idempotency.ts): a copy

@@ -59,7 +59,7 @@ export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
 });
 
 /**
- * A request is authenticated before its body costs anything (README "Limits"): the
+ * A request is authenticated before its body costs anything (docs/callers.md "Limits"): the
  * body is handed on gated, and its first read waits for the key's check (one D1 read,
  * 401 for a dead key) unless the route's first batch has made it already. So a route
  * that reads before its body (a submission's lookups) still makes one round trip, and
@@ -187,7 +187,7 @@ type KeyRow = Awaited<ReturnType<ReturnType<typeof keyLookup>['all']>>[number];
 /** Whether the key's row may take `action`. */
 const allows = (row: KeyRow, action: Action) => row.rights !== null && row.rights >= rankOf(PERMISSIONS[action].least);
 
-/** 403: the key is good but may not take the route's action (README "API keys and scopes"). */
+/** 403: the key is good but may not take the route's action (docs/callers.md "API keys and scopes"). */
 function refused(row: KeyRow, action: Action): ApiError {
   const rights = ROLE_ORDER[(row.rights ?? 1) - 1];
   const why = row.creator_role

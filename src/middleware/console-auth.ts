@@ -27,7 +27,8 @@ export const accessTtlSeconds = (env: Env) =>
   Number(env.CONSOLE_ACCESS_TOKEN_TTL_SECONDS ?? DEFAULT_ACCESS_TTL_SECONDS) || DEFAULT_ACCESS_TTL_SECONDS;
 
 /** The console's signing key: access tokens (JWT HS256) and refresh tokens' names of their session (src/features/accounts/sessions.ts). */
-export const consoleSigningKey = (env: Env) => signingSecret(env.CONSOLE_JWT_SECRET, 'CONSOLE_JWT_SECRET', 'Console');
+export const consoleSigningKey = (env: Env) =>
+  signingSecret(env.CONSOLE_JWT_SECRET, 'CONSOLE_JWT_SECRET', 'docs/operators.md "Console secrets"');
 const jwtSecret = consoleSigningKey;
 
 export interface AccessClaims {
@@ -119,7 +120,7 @@ async function signedIn(c: {
       .get();
   const standing = (row: Awaited<ReturnType<typeof look>>) => !!row?.session_id && (!orgId || !!row.role);
   // A change is authorized on the primary: a session ended a moment ago never writes.
-  // A read may be served by a replica as far behind as it is (README "Replicas and bookmarks").
+  // A read may be served by a replica as far behind as it is (docs/callers.md "Replicas and bookmarks").
   const reads = c.req.method === 'GET' || c.req.method === 'HEAD';
   let row = await look(reads ? c.var.db : c.var.sessions.primary());
   if (!standing(row) && c.var.sessions.mayBeBehind) row = await look(c.var.sessions.primary());

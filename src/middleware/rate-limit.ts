@@ -6,7 +6,7 @@
 // agent, queue, job and publisher token; routes with no credential per client address;
 // and every client address for the credentials it got refused. Each route's door
 // (src/middleware/door.ts) names its budget. Limits live in wrangler.toml ([[ratelimits]],
-// per environment); README "Rate limits".
+// per environment); docs/callers.md "Rate limits".
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import type { Env } from '../env.ts';

@@ -286,7 +286,7 @@ const commands: Record<string, Command> = {
   'set-budget': {
     synopsis: 'ORG_ID [--usd D|none] [--gpu-hours H|none]',
     summary:
-      'Set an organization’s monthly budget (calendar month, UTC): spend in USD (stored in micro-USD, the unit of `cost`) and GPU-hours; `none` removes a limit. At 100 % new proofs and executions are refused (README "Budgets").',
+      'Set an organization’s monthly budget (calendar month, UTC): spend in USD (stored in micro-USD, the unit of `cost`) and GPU-hours; `none` removes a limit. At 100 % new proofs and executions are refused (docs/teams.md "Budgets").',
     options: { usd: str, 'gpu-hours': str },
     positionals: ['ORG_ID'],
     async run(c) {

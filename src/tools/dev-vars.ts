@@ -27,7 +27,7 @@ export const LOCAL_DEV_VARS = {
   },
   DOWNLOAD_URL_SECRET: {
     value: 'local-dev-download-secret',
-    why: 'Key of the Worker-signed download links for published config keys (README "Key downloads").',
+    why: 'Key of the Worker-signed download links for published config keys (docs/operators.md "Publishing keys").',
   },
   CONSOLE_JWT_SECRET: {
     value: 'local-dev-console-jwt-secret-not-for-deployment',

@@ -357,7 +357,7 @@ async function main(): Promise<void> {
       log(`the prover-agent exited (code ${agent!.exitCode ?? agent!.signalCode}); the Worker keeps running`);
   });
   await Promise.race([agentExit, new Promise((r) => setTimeout(r, AGENT_GRACE_MS))]);
-  // wrangler dev does not fire cron triggers; fire the sweep (README "How jobs run") as the
+  // wrangler dev does not fire cron triggers; fire the sweep (docs/contributors.md "How jobs run") as the
   // deployed cron does, every minute.
   setInterval(() => void fetch(`${baseUrl}/cdn-cgi/local/scheduled`).catch(() => {}), 60_000).unref();
 

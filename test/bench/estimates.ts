@@ -1,7 +1,7 @@
 // npm run bench:estimates
 //
 // On the local stack (wrangler dev + a real prover-agent, the dev engine): the proving
-// estimate a metered execution answers (README "Estimates") next to the proof that then
+// estimate a metered execution answers (docs/callers.md "Estimates") next to the proof that then
 // ran, for three guests of different sizes (test/e2e/estimate-runs.ts). Numbers only.
 import { estimateTable, estimateVsMeasured } from '../e2e/estimate-runs.ts';
 import { startStack } from '../e2e/stack.ts';

@@ -1,4 +1,4 @@
-// The archive end to end (issue 23 item 5, README "The archive"): a real agent proves, the
+// The archive end to end (issue 23 item 5, docs/operators.md "The archive"): a real agent proves, the
 // cron sweep (wrangler dev's scheduled trigger, ARCHIVE_AFTER_DAYS 0) moves the finished
 // proof out of D1 into R2, and the caller reads it back by id (the same JSON, the same proof
 // file), then deletes it. (Another organization's 404: test/worker/archive.test.ts.)

@@ -1,4 +1,4 @@
-// Estimates against real runs (README "Estimates"), shared by test/e2e/estimates.test.ts
+// Estimates against real runs (docs/callers.md "Estimates"), shared by test/e2e/estimates.test.ts
 // and `npm run bench:estimates`: on a local stack with real dev-engine agents, seeds the
 // dev config's proving rates with two proofs of different sizes, then for three guests of
 // different sizes runs a metered execution, reads its estimate (before proving), proves

@@ -1,4 +1,4 @@
-// Estimates end to end (README "Estimates"): a Worker under wrangler dev and a real
+// Estimates end to end (docs/callers.md "Estimates"): a Worker under wrangler dev and a real
 // prover-agent with the dev engine. Before any proof of the config, a metered execution
 // says "no estimate"; after two proofs of different sizes, three guests of different
 // sizes get an estimate resting on the fleet's measurements, and their proofs then run.

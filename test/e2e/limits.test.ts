@@ -1,4 +1,4 @@
-// Job limits end to end (README "Job limits"): a Worker under wrangler dev and a real
+// Job limits end to end (docs/callers.md "Job limits"): a Worker under wrangler dev and a real
 // prover-agent with the dev engine. A cycle limit stops the guest mid-execution; a
 // deadline stops a running job; both end Failed naming the limit and the figure (never
 // Canceling on the way). A quota lowered below what runs holds the queued jobs (org_quota).

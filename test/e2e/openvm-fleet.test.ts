@@ -90,7 +90,7 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
         `SELECT gpus, claimed_at, ended_at FROM leases WHERE job_id = (SELECT id FROM jobs WHERE subject_id = '${ids[i]}') AND outcome = 'completed'`,
       );
       expect(lease.gpus).toBe(1);
-      // README "Cost": hours × GPUs × the machine's rate (1.0 here) in micro-USD, on the one GPU used.
+      // docs/callers.md "Cost": hours × GPUs × the machine's rate (1.0 here) in micro-USD, on the one GPU used.
       const hours = (Number(lease.ended_at) - Number(lease.claimed_at)) / 3_600_000;
       expect(p.cost).toBe(Math.round(hours * 1 * 1.0 * 1_000_000));
     }

@@ -1,6 +1,6 @@
 // Deletion end to end (issue 23 item 5): a real agent proves, the caller deletes the
 // proof and then its program, and every download of them fails from then on; the
-// purge of their storage objects finishes (README "Deleting records and retention").
+// purge of their storage objects finishes (docs/callers.md "Deleting records").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { caller, registerGuest, startStack, type Stack } from './stack.ts';
 

@@ -1,13 +1,14 @@
 // The Quickstart's `npm start`, as a new user runs it: a Worker and a dev agent come
 // up, the printed key works, a program gets committed and a proof made, and Ctrl-C
 // (SIGINT) stops everything with exit code 0; so does closing its terminal (SIGHUP to its
-// process group), leaving no process and no port behind. The terminal before the banner
+// process group), leaving no process and no port behind; the README's first proof,
+// pasted whole into a shell, proves and verifies against it. The terminal before the banner
 // stays short, and a second start on a port in use says what holds it. Started again
 // after its dev key and agent token were revoked, it revives neither: it says so and
 // makes new ones.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -150,25 +151,50 @@ describe('npm start', () => {
     }
   });
 
-  it('stops the Worker and the agent when its terminal closes (SIGHUP to its process group)', { timeout: 300_000 }, async () => {
-    const svc = await startService();
-    try {
-      await svc.banner();
-      expect(processesUsing(svc.persist).length).toBeGreaterThan(0);
-    } catch (err) {
-      (err as Error).message += `\n--- npm start's output ---\n${svc.output()}`;
-      throw err;
-    } finally {
-      // What a terminal does when it closes: SIGHUP to its foreground process group.
-      process.kill(-svc.start.pid!, 'SIGHUP');
-      const [code] = await svc.exited;
-      expect(code).toBe(0);
-    }
-    expect(svc.output()).toMatch(/SIGHUP: stopping the agent, then the Worker/);
-    expect(processesUsing(svc.persist)).toEqual([]);
-    expect(await portIsFree(svc.port)).toBe(true);
-    expect(await portIsFree(svc.metricsPort)).toBe(true);
-  });
+  it(
+    "proves the README's first proof, pasted whole, then stops everything when its terminal closes (SIGHUP to its process group)",
+    { timeout: 300_000 },
+    async () => {
+      const svc = await startService();
+      try {
+        await svc.banner();
+        expect(processesUsing(svc.persist).length).toBeGreaterThan(0);
+        // The README's first proof as a reader pastes it into a shell in the repository: here a
+        // directory that is one to it (the test guests, and this start's .wrangler), its
+        // address this start's port.
+        const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+        const block = /\n## A first proof\n[\s\S]*?\n```sh\n([\s\S]*?)\n```\n/.exec(readme)![1];
+        const clone = await mkdtemp(join(tmpdir(), 'zk-readme-'));
+        dirs.push(clone);
+        await mkdir(join(clone, 'test', 'guests'), { recursive: true });
+        await symlink(GUESTS, join(clone, 'test', 'guests', 'build'));
+        await symlink(svc.persist, join(clone, '.wrangler'));
+        const pasted = await new Promise<{ code: number; out: string }>((resolve) =>
+          execFile(
+            'bash',
+            ['-c', block.replaceAll('http://127.0.0.1:8787', `http://127.0.0.1:${svc.port}`)],
+            { cwd: clone },
+            (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, out: stdout + stderr }),
+          ),
+        );
+        expect(pasted.out).toMatch(/event: state\n[\s\S]*"state":"Succeeded"/);
+        expect(pasted.out).toMatch(/\nproof [0-9a-f-]{36} verified\n$/);
+        expect(pasted.code).toBe(0);
+      } catch (err) {
+        (err as Error).message += `\n--- npm start's output ---\n${svc.output()}`;
+        throw err;
+      } finally {
+        // What a terminal does when it closes: SIGHUP to its foreground process group.
+        process.kill(-svc.start.pid!, 'SIGHUP');
+        const [code] = await svc.exited;
+        expect(code).toBe(0);
+      }
+      expect(svc.output()).toMatch(/SIGHUP: stopping the agent, then the Worker/);
+      expect(processesUsing(svc.persist)).toEqual([]);
+      expect(await portIsFree(svc.port)).toBe(true);
+      expect(await portIsFree(svc.metricsPort)).toBe(true);
+    },
+  );
 
   it(
     'a dev key or agent token revoked while it is down stays revoked at the next start: it says so and makes new ones',

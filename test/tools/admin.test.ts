@@ -230,7 +230,7 @@ describe('npm run admin', { timeout: 300_000 }, () => {
     expect(unknown.stderr).toContain('no organization org_nope');
   });
 
-  it('set-org-limits sets the defaults of the organization’s job limits, and `default` clears one (README "Job limits")', async () => {
+  it('set-org-limits sets the defaults of the organization’s job limits, and `default` clears one (docs/callers.md "Job limits")', async () => {
     const org = (await admin('create-org', '--name', 'limits-org')).lastLine;
     const set = await admin('set-org-limits', org, '--cycle-limit', '1000000', '--cost-limit', '5000', '--deadline-seconds', '600');
     expect(set.code, set.stderr).toBe(0);

@@ -1,7 +1,7 @@
 // The archive (issue 23 item 5, "the database itself must not fill"): finished proofs and
 // executions past ARCHIVE_AFTER_DAYS move from D1 to R2 as NDJSON per organization, kind
 // and day, in bounded, crash-safe runs, and stay readable by id through the same routes.
-// README "What a finished job keeps in D1, and past one database".
+// docs/contributors.md "What D1 keeps, and past one database".
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { openDb } from '../../src/db/client.ts';

@@ -1,4 +1,4 @@
-// Budgets per organization and estimates before proving (README "Budgets", "Estimates";
+// Budgets per organization and estimates before proving (docs/teams.md "Budgets", docs/callers.md "Estimates";
 // src/jobs/budgets.ts, src/features/budgets/, src/features/estimates/,
 // migrations/0016_budgets_estimates.sql): threshold notices and events once each, also
 // under concurrent completions; the 403 at 100 % while running jobs finish; who may set

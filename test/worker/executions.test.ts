@@ -33,7 +33,7 @@ describe('/v1/executions', () => {
       total_cycle: null,
       total_tick: null,
       num_instructions: null,
-      // limits and the wait (README "Job limits", "Why a job waits")
+      // limits and the wait (docs/callers.md "Job limits", "Why a job waits")
       cycle_limit: null,
       cost_limit: null,
       deadline_at: null,

@@ -1,4 +1,4 @@
-// Job limits (README "Job limits"): cycle, cost and deadline on POST /v1/proofs and
+// Job limits (docs/callers.md "Job limits"): cycle, cost and deadline on POST /v1/proofs and
 // /v1/executions, the organization's defaults, and how each one stops a job.
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';

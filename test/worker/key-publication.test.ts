@@ -1,4 +1,4 @@
-// Key publication (SECURITY.md "key publication"): only the operator's publisher token
+// Key publication (SECURITY.md "The publishing credential", "Published keys and their digests"): only the operator's publisher token
 // publishes a config's keys; a published version is never overwritten, a new one must
 // say which it supersedes, the declared SHA-256 is checked, links serve the version
 // they were issued for, and every step is audited.

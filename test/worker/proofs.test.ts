@@ -84,7 +84,7 @@ describe('POST /v1/proofs', () => {
       proof_size: 0,
       num_instructions: null,
       num_deferred_proofs: 0,
-      // limits and the wait (README "Job limits", "Why a job waits")
+      // limits and the wait (docs/callers.md "Job limits", "Why a job waits")
       cycle_limit: null,
       cost_limit: null,
       deadline_at: null,

@@ -1,6 +1,6 @@
 // Their data, their call (issue 23 item 5): DELETE of proofs, executions and programs
 // (the R2 objects go, the record stays as a tombstone with its billing figures), and the
-// organization's retention, swept in bounded runs. README "Deleting records and retention".
+// organization's retention, swept in bounded runs. docs/callers.md "Deleting records".
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { batchByName } from '../../src/db/batch.ts';

@@ -1,4 +1,4 @@
-// A queue that explains itself (README "Why a job waits"): a queued proof's or
+// A queue that explains itself (docs/callers.md "Why a job waits"): a queued proof's or
 // execution's record says why it is not running, and a job no online agent could take
 // for UNSERVABLE_EVENT_SECONDS raises its *.unservable webhook event once.
 import { env } from 'cloudflare:test';

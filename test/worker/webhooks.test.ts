@@ -1,4 +1,4 @@
-// Webhooks (README "Webhooks"), in workerd with the real local D1 and queues: endpoints
+// Webhooks (docs/callers.md "Webhooks"), in workerd with the real local D1 and queues: endpoints
 // through /v1 and the console, events emitted by the state machine's own transactions,
 // signed attempts, retries, disabling, redelivery, the sweep. Receivers are a stand-in
 // for fetch (one URL; everything else passes through), and queue messages are captured

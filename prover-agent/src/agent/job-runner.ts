@@ -203,7 +203,7 @@ export class JobRunner {
         return this.endEarlyOr(() => this.finish(op, result.result));
       case 'job-error':
         this.logs.line(`error: ${result.message}`);
-        // A cycle limit reached carries the figure: the service words the error and charges the run (README "Job limits").
+        // A cycle limit reached carries the figure: the service words the error and charges the run (docs/callers.md "Job limits").
         return this.endEarlyOr(() =>
           this.report('fail', { error: result.message, retryable: false, ...(result.limit ? { limit: result.limit } : {}) }),
         );

@@ -7,7 +7,7 @@
 //   a line       at most MAX_LOG_LINE_CHARS characters; a longer one is cut, with a mark
 //   the backlog  at most MAX_HELD_BYTES waiting to be sent or in flight: past that, lines
 //                are left out until the service has taken what was sent
-//   the cap      a job's log has caps on the service (README "Limits"), which the claim
+//   the cap      a job's log has caps on the service (docs/callers.md "Limits"), which the claim
 //                states (LogPosition.max_bytes, max_chunks). The shipper keeps
 //                END_RESERVE_BYTES and one chunk of them for the attempt's end and, once
 //                the rest is used, leaves out what follows, so the log still ends with
@@ -29,7 +29,7 @@ const FLUSH_MS = 500;
 const MAX_CHUNK_BYTES = 256 * 1024;
 /**
  * Log text held at once, waiting or in flight: the bound on a job's log in the agent's
- * memory. The service's default cap on a whole log (README "Limits"), so that under it
+ * memory. The service's default cap on a whole log (docs/callers.md "Limits"), so that under it
  * a burst of output is left out for the cap, which keeps the attempt's end, not for
  * the backlog.
  */

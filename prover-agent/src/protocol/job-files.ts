@@ -8,7 +8,7 @@
 // V8 backtracks through on its stack ("Maximum call stack size exceeded" at a few
 // million hex digits, issue 28).
 
-/** Caps on deferred child proofs (interface 8 leaves them to us; README "Limits"). */
+/** Caps on deferred child proofs (interface 8 leaves them to us; docs/callers.md "Limits"). */
 export const MAX_CHILD_PROOFS = 16;
 export const MAX_CHILD_PROOF_BYTES = 16 * 1024 * 1024;
 /** Largest `input` JSON accepted, whether sent as the body or as a form field. */

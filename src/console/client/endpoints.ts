@@ -53,7 +53,7 @@ export function orgApi(orgId: string) {
     proofs: (query: URLSearchParams) => callJson<T.Page<T.ConsoleProof>>(at(`/proofs?${query}`)),
     proof: (id: string) => callJson<T.ProofDetail>(proof(id)),
     cancelProof: (id: string) => callJson<T.CancelAnswer>(proof(id) + '/cancel', 'POST'),
-    /** Deletes the proof's files; the record stays as a tombstone (README "Deleting records and retention"). */
+    /** Deletes the proof's files; the record stays as a tombstone (docs/callers.md "Deleting records"). */
     deleteProof: (id: string) => callJson<T.ConsoleProof>(proof(id), 'DELETE'),
     deleteProgram: (id: string) => callJson<T.ProgramRecord>(at(`/programs/${seg(id)}`), 'DELETE'),
     /** The proof job's log from a byte offset, and where the next read starts. */

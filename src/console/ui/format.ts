@@ -25,7 +25,7 @@ export const shownChild = (child: Child): Child => (typeof child === 'string' ? 
 type Maybe<T> = T | null | undefined;
 const absent = (v: unknown): v is null | undefined => v === null || v === undefined;
 
-/** Costs, budgets and cost limits are integer micro-USD on the wire (README "Cost"). */
+/** Costs, budgets and cost limits are integer micro-USD on the wire (docs/callers.md "Cost"). */
 export const MICRO_USD_PER_USD = 1_000_000;
 export const usdFromMicro = (micro: number) => micro / MICRO_USD_PER_USD;
 /** Dollars typed in a form ('' for none) as micro-USD. */

@@ -1,6 +1,6 @@
 // The commands the console offers to copy as a next step, with the organization's real
 // ids and this service's address (the page's origin): curl against the public API
-// (README "A first session with curl") and the published client, `cargo axiom`, pointed
+// (README.md "A first proof") and the published client, `cargo axiom`, pointed
 // at this service. `$API_KEY` stands for a key from the API keys page: a key is shown
 // once, when it is made, and never written into a page afterwards.
 //

@@ -1,7 +1,7 @@
 // Email: how the service reaches a person at their address, and the only way a link
 // that grants an account (an invitation, a set-password or password-reset link) leaves
 // the service. Such a link goes to the person it is for, never back to whoever caused
-// it (README "Console", SECURITY.md "Console accounts, links and email").
+// it (docs/teams.md, SECURITY.md "Console accounts, links and email").
 //
 // One interface, `send(env, message)`, and the sender the environment names:
 // - MAIL_SENDER = "outbox" (local only: `npm start`, the tests): the message is stored
@@ -10,7 +10,7 @@
 //   MAIL_API_KEY`, body {from, to: [address], subject, text} (the shape of Resend's
 //   POST /emails; a relay adapts other providers). Runs anywhere `fetch` does: the
 //   Worker, and the operator tool in Node. Chosen over Cloudflare's send_email binding,
-//   which reaches only addresses verified on the account (README "Configuration").
+//   which reaches only addresses verified on the account (docs/operators.md "Configuration").
 // - unset: nothing is sent (`send` says so); the operator tool prints its links instead.
 import { desc, eq } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/d1';
@@ -140,7 +140,7 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 export function publicOrigin(env: { PUBLIC_ORIGIN?: string }): string {
   const value = env.PUBLIC_ORIGIN?.trim().replace(/\/$/, '');
   const fix =
-    'set PUBLIC_ORIGIN (the https origin people open the console at) under [env.<name>.vars] in wrangler.toml, then deploy (README "Configuration")';
+    'set PUBLIC_ORIGIN (the https origin people open the console at) under [env.<name>.vars] in wrangler.toml, then deploy (docs/operators.md "Configuration")';
   if (!value) throw new PublicOriginError(`PUBLIC_ORIGIN is not set, so no link (password reset, invitation) can be sent: ${fix}`);
   let url: URL;
   try {

@@ -1,6 +1,6 @@
 // Console passwords: PBKDF2-HMAC-SHA-256 through WebCrypto, 100,000 iterations (the
 // most workerd allows), a 16-byte random salt per password. Why PBKDF2 rather than a
-// JavaScript scrypt/argon2: README "Console" → "Password hashing", numbers from
+// JavaScript scrypt/argon2: docs/contributors.md "Console internals", numbers from
 // `npm run bench:password`. The stored string names the algorithm and iteration count,
 // so a later change of parameters can re-hash at the next sign-in.
 import { toHex } from '../../lib/crypto.ts';

@@ -15,7 +15,7 @@ export const CSRF_HEADER = 'X-Console-CSRF';
 
 export const RoleSchema = z.enum(ROLES).openapi({
   description:
-    'owner: everything, including owners; admin: members, invitations, webhooks and every key; member: projects, proofs and their own keys; viewer: reads only (README "Roles")',
+    'owner: everything, including owners; admin: members, invitations, webhooks and every key; member: projects, proofs and their own keys; viewer: reads only (docs/teams.md "Roles")',
 });
 
 export const Email = z

@@ -3,7 +3,7 @@
 // and cost when it ends, its GPU time as each lease ends), plus the GPU time so far of
 // the leases still running: a year's range costs its days and the running jobs, not
 // every proof in it. GPU-hours are the leases' GPUs × wall time, the same measure cost
-// is billed on (README "Cost").
+// is billed on (docs/callers.md "Cost").
 import { and, eq, gte, lte, sql, sum } from 'drizzle-orm';
 import { batchByName } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';

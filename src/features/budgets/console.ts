@@ -1,4 +1,4 @@
-// /console/v1/orgs/{org_id}/budget: the organization's monthly budget (README
+// /console/v1/orgs/{org_id}/budget: the organization's monthly budget (docs/teams.md
 // "Budgets"): its limits, this month's usage and the threshold notices, read by any
 // member; set by owners and admins (budgets.manage). The operator sets it too
 // (`npm run admin -- set-budget`). API keys have no route here: a budget is the

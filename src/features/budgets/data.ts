@@ -1,4 +1,4 @@
-// The budget's statements (README "Budgets"): an organization's limits, this month's
+// The budget's statements (docs/teams.md "Budgets"): an organization's limits, this month's
 // usage (counters, migrations/0016_budgets_estimates.sql) and the notices crossed, read
 // in one batch; and the upsert that sets the limits, in the same batch as its audit
 // entry and the read-back (its triggers notice at once a limit set below this month's usage).

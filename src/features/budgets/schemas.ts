@@ -1,5 +1,5 @@
 // The budget's records: what GET/PUT /console/v1/orgs/{org_id}/budget answer and take,
-// and the data of the budget.threshold webhook event (README "Budgets").
+// and the data of the budget.threshold webhook event (docs/teams.md "Budgets").
 import { z } from '@hono/zod-openapi';
 import { BUDGET_METRICS, BUDGET_THRESHOLDS } from '../../db/schema.ts';
 

@@ -36,7 +36,7 @@ export type KeyVersion = typeof configKeys.$inferSelect;
  * caller checks proofs against, and is kilobytes to megabytes): one bigger than
  * MAX_VERIFIED_KEY_BYTES is refused. Any other key is hashed when it is at most that
  * big; a bigger proving key (hundreds of MB to gigabytes) is recorded with the digest
- * its publisher declared, unverified by the Worker (README "Key downloads" says why),
+ * its publisher declared, unverified by the Worker (docs/operators.md "Publishing keys" says why),
  * and every agent checks its own copy against that digest before proving.
  */
 export const ALWAYS_VERIFIED_KEY_NAMES: readonly PublishedKeyName[] = ['app_vk', 'agg_vk', 'evm_verifier'];

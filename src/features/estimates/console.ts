@@ -1,5 +1,5 @@
 // /console/v1/orgs/{org_id}/programs/{program_id}/estimate: what proving the program's
-// latest succeeded execution would take and cost (README "Estimates"), for its page.
+// latest succeeded execution would take and cost (docs/callers.md "Estimates"), for its page.
 // One batch: the program and its config, the config's proving rates, the latest run.
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { batchByName } from '../../db/batch.ts';

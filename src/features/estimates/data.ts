@@ -1,4 +1,4 @@
-// Estimates before proving (README "Estimates"): from the rolling rates the fleet
+// Estimates before proving (docs/callers.md "Estimates"): from the rolling rates the fleet
 // measured (proving_rates: counters per config, machine type, GPUs held and proof type,
 // kept by a trigger as each proof succeeds, migrations/0016_budgets_estimates.sql),
 // the proving time and cost of a proof of an execution's run. The rates of the

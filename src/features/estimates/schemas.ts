@@ -1,4 +1,4 @@
-// What an estimate answers and how a caller names what to estimate (README "Estimates").
+// What an estimate answers and how a caller names what to estimate (docs/callers.md "Estimates").
 import { z } from '@hono/zod-openapi';
 import { optionalQueryInt } from '../../lib/schemas.ts';
 
@@ -42,7 +42,7 @@ export const ProvingEstimate = z
     reason: z.string().nullable().openapi({ description: 'Why there is no estimate, or how it was made' }),
   })
   .openapi('ProvingEstimate', {
-    description: 'An estimate of proving this execution’s run, from what the fleet measured (README "Estimates")',
+    description: 'An estimate of proving this execution’s run, from what the fleet measured (docs/callers.md "Estimates")',
   });
 
 /** The console's program page: the estimate of proving the program's latest succeeded execution. */

@@ -123,7 +123,7 @@ const executionRuns = runRoutes(executionsApi, {
 executionRuns.list();
 
 // GET /v1/executions/{execution_id}: the shared route's record, and with any of
-// num_gpus, proof_type, machine_type also an estimate of proving the run (README "Estimates").
+// num_gpus, proof_type, machine_type also an estimate of proving the run (docs/callers.md "Estimates").
 const ExecutionWithEstimate = ExecutionRecord.extend({ estimate: ProvingEstimate.optional() }).openapi('ExecutionWithEstimate');
 executionsApi.openapi(
   createRoute({
@@ -133,7 +133,7 @@ executionsApi.openapi(
     tags: ['executions'],
     summary: 'Get an execution, with an estimate of proving its run',
     description:
-      'The record; with any of `num_gpus`, `proof_type`, `machine_type`, also `estimate`: the proving time and cost of such a proof of this run, from what the fleet measured for the program’s config (README "Estimates").',
+      'The record; with any of `num_gpus`, `proof_type`, `machine_type`, also `estimate`: the proving time and cost of such a proof of this run, from what the fleet measured for the program’s config (docs/callers.md "Estimates").',
     request: { params: executionRuns.Params, query: EstimateQuery },
     responses: {
       200: { description: 'The execution', content: { 'application/json': { schema: ExecutionWithEstimate } } },

@@ -70,5 +70,5 @@ export function executionRecord(e: ExecutionRow): z.infer<typeof ExecutionRecord
   };
 }
 
-/** An execution on its console page: the record and, always, the estimate of proving its run (README "Estimates"). */
+/** An execution on its console page: the record and, always, the estimate of proving its run (docs/callers.md "Estimates"). */
 export const ConsoleExecution = ExecutionRecord.extend({ estimate: ProvingEstimate }).openapi('ConsoleExecution');

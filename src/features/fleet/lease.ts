@@ -105,7 +105,7 @@ leaseInternalApi.post(
 );
 
 // A read-only look at the lease between heartbeats: cancel requests reach the agent
-// within a second or so without a D1 write (README "How jobs run").
+// within a second or so without a D1 write (docs/contributors.md "How jobs run").
 // A job past its deadline or cost limit reads as canceled too (src/jobs/limits.ts): the
 // agent stops it and reports /canceled, which records why.
 leaseInternalApi.get('/status', fleetDoor.job(NO_BODY), (c) => {

@@ -36,7 +36,7 @@ export const QUEUE_TOKEN_TTL_MS = 5 * PRESENCE_INTERVAL_MS;
  */
 export const REVOCATION_BOUND_MS = PRESENCE_INTERVAL_MS;
 
-const secret = (env: Env) => signingSecret(env.FLEET_TOKEN_SECRET, 'FLEET_TOKEN_SECRET', 'Deploying to Cloudflare');
+const secret = (env: Env) => signingSecret(env.FLEET_TOKEN_SECRET, 'FLEET_TOKEN_SECRET', 'docs/deploy.md');
 
 export interface QueueTokenClaims {
   /** The agent token's id. */

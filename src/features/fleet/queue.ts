@@ -29,7 +29,7 @@ function cloudflareJobsQueue(env: Env): JobsQueue {
   if (!token || !account || !queue)
     throw new ApiError(
       503,
-      'This service cannot reach its jobs queue: set QUEUES_ACCOUNT_ID and JOBS_QUEUE_ID (vars) and QUEUES_API_TOKEN (secret); see README "Deploying to Cloudflare"',
+      'This service cannot reach its jobs queue: set QUEUES_ACCOUNT_ID and JOBS_QUEUE_ID (vars) and QUEUES_API_TOKEN (secret); see docs/deploy.md',
     );
   const base = `${env.QUEUES_API_URL ?? CLOUDFLARE_API}/accounts/${encodeURIComponent(account)}/queues/${encodeURIComponent(queue)}/messages`;
   const call = async <T>(action: 'pull' | 'ack', body: unknown): Promise<T> => {

@@ -1,6 +1,6 @@
 // /console/v1/orgs/{org_id}/limits: the organization's job limits (each the default and
 // the ceiling of its proofs' and executions' own, src/jobs/limits.ts), quotas and their
-// usage (README "Job limits"), read by any member; the limits set by owners and admins
+// usage (docs/callers.md "Job limits"), read by any member; the limits set by owners and admins
 // (limits.manage, audited with the actor; the operator with `npm run admin --
 // set-org-limits`, which also sets the quotas). API keys have no route here, as for budgets.
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';

@@ -1,4 +1,4 @@
-// The organization's limits as the console shows and sets them (README "Job limits",
+// The organization's limits as the console shows and sets them (docs/callers.md "Job limits",
 // "Quotas and fair share"): its jobs' default limits (owners and admins set them, or the
 // operator with `npm run admin -- set-org-limits`), its quotas (the operator's) and the
 // counters they are read against. One row read; the update, its audit entry and the

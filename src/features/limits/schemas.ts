@@ -1,4 +1,4 @@
-// Job limits over HTTP (README "Job limits"): the optional query parameters of
+// Job limits over HTTP (docs/callers.md "Job limits"): the optional query parameters of
 // POST /v1/proofs and POST /v1/executions, and the fields every proof and execution
 // record gains (its limits, and why it waits while queued: src/jobs/waiting.ts).
 import { z } from '@hono/zod-openapi';
@@ -58,7 +58,7 @@ export const RunLimitFields = {
   }),
   estimated_start_at: ts.nullable().openapi({
     description:
-      'While queued, when it is likely to start, where the fleet’s measured rates allow (null otherwise; `estimated_start_detail` says why). Computed as now + (the time left to the jobs running on its config + `jobs_ahead` × the mean proving time of its config and GPU count) ÷ the number of those running jobs (at least 1): the mean is that of every succeeded proof the fleet measured for the config and GPU count (proving_rates, README "Estimates"), whatever their size, and executions ahead count as proofs, so it is rough: trust it as an order of magnitude, more as `estimated_start_detail`’s count of measured proofs grows',
+      'While queued, when it is likely to start, where the fleet’s measured rates allow (null otherwise; `estimated_start_detail` says why). Computed as now + (the time left to the jobs running on its config + `jobs_ahead` × the mean proving time of its config and GPU count) ÷ the number of those running jobs (at least 1): the mean is that of every succeeded proof the fleet measured for the config and GPU count (proving_rates, docs/callers.md "Estimates"), whatever their size, and executions ahead count as proofs, so it is rough: trust it as an order of magnitude, more as `estimated_start_detail`’s count of measured proofs grows',
   }),
   estimated_start_detail: z.string().nullable().openapi({
     description:
@@ -202,5 +202,5 @@ export const OrgLimitsRecord = z
       .openapi({ description: 'GPUs its running jobs hold now: at a quota, queued jobs wait (`waiting_reason` `org_quota`)' }),
   })
   .openapi('OrgLimits', {
-    description: 'The organization’s job limits (defaults and ceilings), its quotas and its usage of them (README "Job limits")',
+    description: 'The organization’s job limits (defaults and ceilings), its quotas and its usage of them (docs/callers.md "Job limits")',
   });

@@ -20,7 +20,7 @@ export const ProofRecord = z
     terminated_at: Timestamp.nullable(),
     created_by: z.string(),
     cells_used: z.number().int(),
-    cost: z.number().int().openapi({ description: 'GPU-milliseconds × the machine type’s rate; see README “Cost”' }),
+    cost: z.number().int().openapi({ description: 'GPU-milliseconds × the machine type’s rate; see docs/callers.md “Cost”' }),
     machine_type: z.string(),
     num_gpus: z.number().int(),
     priority: z.number().int(),

@@ -1,5 +1,5 @@
-// DELETE /v1/proofs/{id}, /v1/executions/{id}, /v1/programs/{id} (README "Deleting
-// records and retention"): the record's R2 objects go, the record stays as a tombstone
+// DELETE /v1/proofs/{id}, /v1/executions/{id}, /v1/programs/{id} (docs/callers.md
+// "Deleting records"): the record's R2 objects go, the record stays as a tombstone
 // (`deleted_at`) with its billing figures. One batch on the primary with the key's
 // lookup (src/features/retention/data.ts), the objects after the response.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
@@ -20,7 +20,7 @@ import { archivedQuery, deleteArchived } from './archive.ts';
 export const retentionApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
 const DESCRIPTION =
-  'Deletes its files in storage (input, child proofs, proofs, logs) and keeps the record as a tombstone: `deleted_at` set, its billing figures (cost, cycles, instructions) kept, its downloads 404. Idempotent: a second DELETE answers the same tombstone. A job still queued or running is refused (409): cancel it first. An archived record (README "The archive") is deleted the same way.';
+  'Deletes its files in storage (input, child proofs, proofs, logs) and keeps the record as a tombstone: `deleted_at` set, its billing figures (cost, cycles, instructions) kept, its downloads 404. Idempotent: a second DELETE answers the same tombstone. A job still queued or running is refused (409): cancel it first. An archived record (docs/operators.md "The archive") is deleted the same way.';
 
 retentionApi.openapi(
   createRoute({

@@ -1,4 +1,4 @@
-// The archive (README "What a finished job keeps in D1, and past one database"): finished
+// The archive (docs/contributors.md "What D1 keeps, and past one database"): finished
 // proofs and executions older than ARCHIVE_AFTER_DAYS (30) leave D1 for R2, as NDJSON
 // people can query (DuckDB, jq, a notebook): one line per record, the record's D1 row
 // as every read selects it (its columns by name, its run state) with its job's row

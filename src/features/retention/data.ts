@@ -1,4 +1,4 @@
-// Deleting a caller's records (README "Deleting records and retention"): the statements
+// Deleting a caller's records (docs/callers.md "Deleting records"): the statements
 // that turn a proof, an execution or a program into a tombstone, and the record of the
 // R2 objects it owned, still to delete (`purges`).
 //

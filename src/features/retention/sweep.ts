@@ -1,4 +1,4 @@
-// Retention (README "Deleting records and retention"): an organization that sets
+// Retention (docs/callers.md "Deleting records"): an organization that sets
 // `retention_days` keeps its proofs' and executions' files (inputs, logs, proofs) that
 // many days after they finish; the cron sweep then deletes them exactly as a caller's
 // DELETE would (src/features/retention/data.ts: a tombstone that keeps the billing

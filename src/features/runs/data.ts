@@ -103,7 +103,7 @@ const AHEAD_CAP = 1000;
 const RUNNING_CAP = 1000;
 
 /**
- * A proof's or execution's limits and, while it is queued, why it waits (README "Why a
+ * A proof's or execution's limits and, while it is queued, why it waits (docs/callers.md "Why a
  * job waits"), as JSON text for runFields() (src/features/limits/schemas.ts): one
  * correlated subquery of the record's read, so still one D1 read. Its job by its unique
  * (kind, subject_id), its lane by primary key (what the sweep found, src/jobs/waiting.ts),

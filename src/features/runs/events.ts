@@ -1,5 +1,5 @@
 // Live status streams (Server-Sent Events): GET /v1/proofs/{id}/events and
-// GET /v1/executions/{id}/events (README "Live status streams").
+// GET /v1/executions/{id}/events (docs/callers.md "Live status streams").
 //
 // - `event: state`: the record exactly as its GET returns it, first and on every change;
 //   `event: log`: the log text appended since (in pieces of at most EVENT_LOG_MAX_BYTES,

@@ -109,7 +109,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           middleware: [door.apiKey('records.read', { rate: 'reads' })],
           tags: [kind.tag],
           summary: `List the ${kind.tag} of a program`,
-          description: `The program's ${kind.tag} still in the service's database: ${kind.tag} finished more than ARCHIVE_AFTER_DAYS (30) ago move to the archive and leave this list (GET by id still answers them, unchanged); \`pagination.total\` counts them all (README "The archive").`,
+          description: `The program's ${kind.tag} still in the service's database: ${kind.tag} finished more than ARCHIVE_AFTER_DAYS (30) ago move to the archive and leave this list (GET by id still answers them, unchanged); \`pagination.total\` counts them all (docs/operators.md "The archive").`,
           request: { query: PaginationQuery.extend({ program_id: z.uuid() }) },
           responses: {
             200: {
@@ -141,7 +141,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           middleware: [door.apiKey('records.read', { rate: 'reads' })],
           tags: [kind.tag],
           summary: kind.summaries.get,
-          description: `Archived ${kind.tag} (finished more than ARCHIVE_AFTER_DAYS ago) answer the same record, read from the archive (README "The archive"); so do their logs.`,
+          description: `Archived ${kind.tag} (finished more than ARCHIVE_AFTER_DAYS ago) answer the same record, read from the archive (docs/operators.md "The archive"); so do their logs.`,
           request: { params: Params },
           responses: {
             200: { description: kind.summaries.got, content: { 'application/json': { schema: kind.schema } } },

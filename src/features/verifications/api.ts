@@ -156,7 +156,7 @@ async function submitVerification(
   if (v.programId) {
     if (!looked.program) throw notFound('Program');
     ({ program, config } = looked.program);
-    // Its baseline is gone with it (README "Deleting records and retention"); a deletion racing this
+    // Its baseline is gone with it (docs/callers.md "Deleting records"); a deletion racing this
     // request is refused by the insert's trigger (migrations/0021_attack.sql), answered 409 by submitJob.
     if (program.deleted_at) throw new ApiError(409, `Program ${program.id} was deleted at ${program.deleted_at}`);
     if (program.status !== 'ready')

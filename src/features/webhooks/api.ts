@@ -1,5 +1,5 @@
 // /v1/webhooks: endpoints that receive signed events (Standard Webhooks) when programs,
-// proofs, executions and verifications finish, and their deliveries (README
+// proofs, executions and verifications finish, and their deliveries (docs/callers.md
 // "Webhooks"). The operations are shared with the console (data.ts); here they run in
 // the API key's first batch (asCaller): a read is one round trip, a change one batch on
 // the primary that re-checks the key.

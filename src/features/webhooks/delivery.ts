@@ -1,4 +1,4 @@
-// Delivering webhooks (README "Webhooks"): the Worker's consumer of its own WEBHOOKS
+// Delivering webhooks (docs/callers.md "Webhooks"): the Worker's consumer of its own WEBHOOKS
 // queue, one attempt per message. The state machine records and emits the deliveries
 // (src/jobs/webhooks.ts); here each message's attempt goes through four steps, each a
 // function that answers the delivery's next state:

@@ -36,7 +36,7 @@ const EVENT_TEXT: Record<(typeof WEBHOOK_EVENTS)[number], string> = {
   'verification.verified': 'A submitted proof verified.',
   'verification.failed': 'A submitted proof did not verify (error_message says why).',
   'budget.threshold':
-    'The organization’s spend (or GPU time) this calendar month (UTC) reached 50, 80 or 100 % of its monthly budget; sent once per threshold, month and limit. At 100 % new proofs and executions are refused (README "Budgets").',
+    'The organization’s spend (or GPU time) this calendar month (UTC) reached 50, 80 or 100 % of its monthly budget; sent once per threshold, month and limit. At 100 % new proofs and executions are refused (docs/teams.md "Budgets").',
   'proof.unservable':
     'A queued proof that no online prover agent could take for UNSERVABLE_EVENT_SECONDS (10 minutes by default); once per proof. Its waiting_reason says why; it stays queued (until its deadline, if it has one).',
   'execution.unservable':

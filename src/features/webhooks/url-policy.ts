@@ -1,4 +1,4 @@
-// Which URLs a webhook may be sent to (README "Webhooks"). Checked when an endpoint is
+// Which URLs a webhook may be sent to (docs/callers.md "Webhooks"). Checked when an endpoint is
 // created or changed (422) and again before every attempt: a Worker that posts to
 // whatever URL a caller names must not become a way into private networks. Only
 // `https` to public hosts: no IP literal in a private, loopback, link-local,

@@ -107,7 +107,7 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
         num_instructions: report.metrics.num_instructions ?? null,
         cells_used: report.metrics.cells_used ?? 0,
         // Not stored: the proof files carry them (user_public_values), and no read serves
-        // them from the record (README "What a finished job keeps in D1").
+        // them from the record (docs/contributors.md "What D1 keeps, and past one database").
       },
     };
   },

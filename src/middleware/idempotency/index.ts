@@ -1,4 +1,4 @@
-// Idempotent submissions (README "Idempotent submissions"): a route that creates
+// Idempotent submissions (docs/callers.md "Idempotent submissions"): a route that creates
 // something opts in with one line, `idempotent` among its middleware. Then a request
 // with an `Idempotency-Key` header goes through these steps, without a round trip of
 // its own when it succeeds:

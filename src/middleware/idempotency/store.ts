@@ -1,7 +1,7 @@
 // Idempotency keys' storage: the D1 statements that claim a key, store its answer and
 // release it, and the sweep of expired keys. The header's syntax is header.ts, the
 // request fingerprint fingerprint.ts, the request's side of it (a middleware creating
-// routes opt into) index.ts; README "Idempotent submissions" says what callers get.
+// routes opt into) index.ts; docs/callers.md "Idempotent submissions" says what callers get.
 import { and, eq, lte, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { idempotencyKeys } from '../../db/schema.ts';
@@ -19,7 +19,7 @@ export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_LOCK_MS = 5 * 60 * 1000;
 /** Largest answer stored; creating routes answer a few hundred bytes, error lists a few KB. */
 export const MAX_STORED_ANSWER_BYTES = 64 * 1024;
-/** Expired keys deleted per statement, and statements per sweep (README "Idempotent submissions"). */
+/** Expired keys deleted per statement, and statements per sweep (docs/callers.md "Idempotent submissions"). */
 export const IDEMPOTENCY_SWEEP_BATCH = 500;
 export const IDEMPOTENCY_SWEEP_BATCHES = 20;
 

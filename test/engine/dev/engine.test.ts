@@ -378,7 +378,7 @@ describe('proving failures', () => {
     expect((error as Error).message).toMatch(/^cycle limit of 1000 instructions reached at pc 0x[0-9a-f]{8} before the guest terminated$/);
   });
 
-  it('stops at the job\'s cycle limit (README "Job limits"), saying how far it ran, in prove and execute', async () => {
+  it('stops at the job\'s cycle limit (docs/callers.md "Job limits"), saying how far it ran, in prove and execute', async () => {
     const { ctx } = context();
     const error = await engine
       .prove(ctx, {

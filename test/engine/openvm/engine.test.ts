@@ -260,7 +260,7 @@ describe('prove', () => {
     expect(prove[prove.indexOf('--proof') + 1]).toBe(req.outputPath);
   });
 
-  it('a job with a cycle limit is metered first and refused before proving when over it (README "Job limits")', async () => {
+  it('a job with a cycle limit is metered first and refused before proving when over it (docs/callers.md "Job limits")', async () => {
     const job = await makeJob(host);
     const meterRequest = { elfPath: job.files.elf, vmexePath: job.files.vmexe, inputPath: job.files.input, mode: 'meter' };
     const metered = await host.engine().execute(job.ctx, meterRequest);

@@ -1,4 +1,4 @@
-// The operator's smoke test (README) runs here against the stand-in, so the
+// The operator's smoke test (prover-agent/README.md "Smoke test on a GPU host") runs here against the stand-in, so the
 // script a GPU host runs is known to work up to the tool boundary.
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';

@@ -99,7 +99,7 @@ function guestLogger(ctx: EngineContext): LineSplitter {
 /**
  * Runs the guest up to the engine's own instruction limit or the job's cycle limit
  * (one instruction is one cycle), whichever is lower; stopping at the job's limit
- * throws CycleLimitError (the agent reports it as the limit, README "Job limits").
+ * throws CycleLimitError (the agent reports it as the limit, docs/callers.md "Job limits").
  */
 async function run(
   ctx: EngineContext,

@@ -1,5 +1,5 @@
 // Projects, programs and proofs. A proof's page follows it live: its record and its
-// log are polled once a second until it ends (README "Console", "UI approach").
+// log are polled once a second until it ends (docs/contributors.md "Console internals").
 import { useEffect, useLayoutEffect, useRef, useState } from 'hono/jsx/dom';
 import type { ConsoleProof, ExecutionRecord, Page, ProgramDetail, ProgramRecord, ProjectRecord, ProofDetail } from '../../ui/api-types.ts';
 import { shortId } from '../../ui/format.ts';

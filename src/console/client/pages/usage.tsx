@@ -104,7 +104,7 @@ function UsagePage({ api, initial, range: initialRange }: { api: OrgApi; initial
   return <UsageView usage={usage} from={range.from} to={range.to} chartRef={chartBox} onRange={changeRange} />;
 }
 
-/** The monthly budget (README "Budgets"): owners and admins set it here. */
+/** The monthly budget (docs/teams.md "Budgets"): owners and admins set it here. */
 function BudgetPanel({ api, initial, canManage }: { api: OrgApi; initial: Budget; canManage: boolean }) {
   const [budget, setBudget] = useState(initial);
   const save = (event: Event) => {
@@ -125,7 +125,7 @@ function BudgetPanel({ api, initial, canManage }: { api: OrgApi; initial: Budget
   return <BudgetView budget={budget} canManage={canManage} onSave={save} />;
 }
 
-/** The organization's job limits (defaults and ceilings) and quotas (README "Job limits"): owners and admins set the limits here. */
+/** The organization's job limits (defaults and ceilings) and quotas (docs/callers.md "Job limits"): owners and admins set the limits here. */
 function LimitsPanel({ api, initial, canManage }: { api: OrgApi; initial: OrgLimits; canManage: boolean }) {
   const [limits, setLimits] = useState(initial);
   const save = (event: Event) => {

@@ -1,4 +1,4 @@
-// The organization's monthly budget on the Usage page (README "Budgets"): its limits,
+// The organization's monthly budget on the Usage page (docs/teams.md "Budgets"): its limits,
 // this month's usage against them, the threshold notices, and (owners and admins) the
 // form that sets them.
 import type { Budget } from '../api-types.ts';

@@ -1,4 +1,4 @@
-// The program page's estimate (README "Estimates"): proving its latest succeeded
+// The program page's estimate (docs/callers.md "Estimates"): proving its latest succeeded
 // execution, from what the fleet measured for its config, or why there is none. An
 // execution's page shows its own.
 import type { ProgramEstimate } from '../api-types.ts';

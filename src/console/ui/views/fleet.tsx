@@ -75,7 +75,7 @@ export const FleetView = ({ fleet, apiUrl }: { fleet?: Fleet; apiUrl?: string })
           <p>
             {'Jobs wait until an agent serving their engine runs: start '}
             <code>prover-agent</code>
-            {' on a host with an agent token (README “Running agents”; '}
+            {' on a host with an agent token (docs/gpu-hosts.md; '}
             <code>npm start</code>
             {' runs a local one).'}
           </p>

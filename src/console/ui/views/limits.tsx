@@ -1,4 +1,4 @@
-// The organization's limits on the Usage page (README "Job limits", "Quotas and fair
+// The organization's limits on the Usage page (docs/callers.md "Job limits", "Quotas and fair
 // share"): its jobs' limits (each the default and the ceiling of a request's own), with
 // the form that sets them (owners and admins), and its quotas against what it uses now
 // (the operator sets those).

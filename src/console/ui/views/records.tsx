@@ -213,7 +213,7 @@ const programProofColumns: Column<ConsoleProof>[] = [
   { header: 'Cost', cell: (p) => formatUsd(p.cost), numeric: true },
 ];
 
-/** A proof's or execution's limits, in words (README "Job limits"). */
+/** A proof's or execution's limits, in words (docs/callers.md "Job limits"). */
 export const limitsText = (r: Pick<ExecutionRecord, 'cycle_limit' | 'cost_limit' | 'deadline_at'>): string =>
   [
     r.cycle_limit !== null ? `${formatCount(r.cycle_limit)} cycles` : null,
@@ -223,7 +223,7 @@ export const limitsText = (r: Pick<ExecutionRecord, 'cycle_limit' | 'cost_limit'
     .filter((x) => x !== null)
     .join(' · ') || NONE;
 
-/** Why a queued proof or execution waits, in words (README "Why a job waits"); none once it runs. */
+/** Why a queued proof or execution waits, in words (docs/callers.md "Why a job waits"); none once it runs. */
 export const waitingText = (
   r: Pick<ExecutionRecord, 'waiting_reason' | 'waiting_detail' | 'jobs_ahead' | 'estimated_start_at'>,
 ): string => {
