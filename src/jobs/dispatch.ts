@@ -88,6 +88,25 @@ export async function notifyJob(env: Env, notice: JobNotice): Promise<void> {
   }
 }
 
+/** notifyJob() for many jobs: one send per 100 notices (a queue's batch at most). */
+export async function notifyJobs(env: Env, notices: readonly JobNotice[]): Promise<void> {
+  for (let i = 0; i < notices.length; i += 100) {
+    const chunk = notices.slice(i, i + 100);
+    try {
+      await env.JOBS.sendBatch(chunk.map((body) => ({ body, contentType: 'json' as const })));
+    } catch (err) {
+      console.error(
+        JSON.stringify({
+          level: 'warn',
+          msg: 'queue send failed; the sweep will retry',
+          jobs: chunk.map((n) => n.job_id),
+          error: String(err),
+        }),
+      );
+    }
+  }
+}
+
 /**
  * Refuses (429) a request that would create a job while its organization is already at
  * its job quota, or (403) a job of `kind` its reached monthly budget refuses
