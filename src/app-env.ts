@@ -2,6 +2,7 @@ import type { Action } from './auth/permissions.ts';
 import type { Db } from './db/client.ts';
 import type { RequestSessions } from './db/sessions.ts';
 import type { Env } from './env.ts';
+import type { Declaration } from './middleware/door-kinds.ts';
 import type { IdempotentRequest } from './middleware/idempotency/store.ts';
 
 /** Who is calling: resolved from the API key (src/middleware/auth.ts) or the console's membership. */
@@ -33,7 +34,9 @@ export interface AppEnv {
     bodyRefusal?: Error;
     /** Hands the reader the client's body itself, ungated, once the key was accepted (keyBeforeBody). */
     openBody?: () => void;
-    /** The action the route declared (src/middleware/permit.ts); an API key's lookup checks it. */
+    /** What the route declared at its door (src/middleware/door.ts): its credential, body and rate budget. */
+    door?: Declaration;
+    /** The action the route declared (its door); an API key's lookup checks it. */
     action?: Action;
     /** The request's Idempotency-Key and its claim, on routes that take one (src/middleware/idempotency/). */
     idempotency?: IdempotentRequest;

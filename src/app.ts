@@ -8,9 +8,8 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from './app-env.ts';
 import { BOOKMARK_HEADER, isBookmark, RequestSessions } from './db/sessions.ts';
 import { ApiError, onError, validationHook } from './lib/errors.ts';
-import { API_KEY_HEADER, authenticate, DEFAULT_API_KEY_HEADERS, keyBeforeBody, requireApiKey } from './middleware/auth.ts';
-import { permit } from './middleware/permit.ts';
-import { consoleRateLimit, rateLimit } from './middleware/rate-limit.ts';
+import { API_KEY_HEADER, authenticate, DEFAULT_API_KEY_HEADERS, requireApiKey } from './middleware/auth.ts';
+import { door, doorGuard } from './middleware/door.ts';
 import { configsApi } from './features/configs/api.ts';
 import { downloadsApi } from './features/configs/downloads.ts';
 import { executionsApi } from './features/executions/api.ts';
@@ -86,16 +85,16 @@ const fleetSession = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
-// The public API: API keys, rate-limited per key, checked before any body is read.
+// The public API: API keys, rate-limited per key (each route's door), checked before any body is read.
 const v1 = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-v1.use(callerSession, requireApiKey, rateLimit, keyBeforeBody);
+v1.use(callerSession, requireApiKey);
 v1.openapi(
   createRoute({
     method: 'get',
     path: '/validate_api_key',
     tags: ['auth'],
     summary: 'Check an API key',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     responses: {
       200: { description: 'The key is valid', content: { 'application/json': { schema: MessageResponse } } },
       ...errorResponses(),
@@ -116,9 +115,10 @@ v1.route('/webhooks', webhooksApi);
 // DELETE of proofs, executions and programs (their paths under /proofs, /executions, /programs).
 v1.route('/', retentionApi);
 
-// The console's API: bearer access tokens from /auth (which needs none), never API keys.
+// The console's API: bearer access tokens from /auth (which needs none), never API keys;
+// rate-limited per session and organization by each route's door.
 const signedIn = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
-signedIn.use(requireConsoleUser, consoleRateLimit);
+signedIn.use(requireConsoleUser);
 for (const api of [
   accountApi,
   membersApi,
@@ -141,7 +141,6 @@ for (const api of [
 const consoleApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 consoleApi.use(callerSession);
 // Signing in, invitations and password links: their credentials are in the body.
-consoleApi.use('/auth/*', permit('public'));
 consoleApi.route('/auth', consoleAuthApi);
 // The local mail outbox: open, and 404 unless MAIL_SENDER = "outbox" (never deployed).
 consoleApi.route('/outbox', outboxApi);
@@ -157,6 +156,8 @@ fleet.route('/agents', agentsInternalApi);
 fleet.route('/queue', queueInternalApi);
 
 export const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+// Before any route: each has declared its door (src/middleware/door.ts).
+app.use(doorGuard);
 app.route('/v1', v1);
 app.route('/console/v1', consoleApi);
 app.route('/internal/v1', fleet);
@@ -176,25 +177,30 @@ app.openAPIRegistry.registerComponent('securitySchemes', 'ConsoleBearer', {
   description: 'A console access token from POST /console/v1/auth/signin or /refresh (never an API key)',
 });
 documentWebhookEvents(app.openAPIRegistry);
-app.doc31('/openapi.json', (c) => ({
-  openapi: '3.1.0',
-  info: {
-    title: 'Proving service API',
-    version: API_VERSION,
-    description: 'Register zkVM guest programs, prove them on a GPU fleet, and verify STARK proofs.',
-  },
-  servers: [{ url: new URL(c.req.url).origin }],
-  security: [{ ApiKey: [] }],
-}));
+app.get('/openapi.json', door.open(), (c) =>
+  c.json(
+    app.getOpenAPI31Document({
+      openapi: '3.1.0',
+      info: {
+        title: 'Proving service API',
+        version: API_VERSION,
+        description: 'Register zkVM guest programs, prove them on a GPU fleet, and verify STARK proofs.',
+      },
+      servers: [{ url: new URL(c.req.url).origin }],
+      security: [{ ApiKey: [] }],
+    }),
+  ),
+);
 // Scalar's bundle is served by this Worker (build/assets/docs/vendor), not its CDN, and
 // without its web fonts: the reference works offline.
 app.get(
   '/docs',
+  door.open(),
   Scalar({ url: '/openapi.json', pageTitle: 'Proving service API', cdn: '/docs/vendor/scalar.js', withDefaultFonts: false }),
 );
 // The console people sign in to (pages; their scripts and styles are static assets).
 app.route('/console', consolePages);
-app.get('/healthz', (c) => c.json({ ok: true }));
+app.get('/healthz', door.open(), (c) => c.json({ ok: true }));
 
 app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
 app.onError(onError);

@@ -11,6 +11,14 @@ export interface Env {
   LEASE_CHECKS: Queue<LeaseCheck>;
   /** The Worker's own queue of webhook attempts (sent: src/jobs/webhooks.ts; consumed: src/features/webhooks/delivery.ts). */
   WEBHOOKS: Queue<WebhookMessage>;
+  /** The Worker's own queue of mail asked for by anyone (password resets: src/features/accounts/password-reset.ts). */
+  MAIL: Queue<MailRequest>;
+  /**
+   * Where people open the console (`https://host[:port]`): every link the service mails
+   * points there, never at a request's Host. Required wherever links are sent; checked at
+   * start (src/features/accounts/mail.ts publicOrigin).
+   */
+  PUBLIC_ORIGIN?: string;
   /** Key (at least 32 characters) the webhook signing secrets are encrypted under at rest (src/lib/sealing.ts). A secret in deployments. */
   WEBHOOK_ENCRYPTION_KEY?: string;
   /** "true": webhooks may also go to http(s)://127.0.0.1, [::1] and localhost. Local development only. */
@@ -44,6 +52,16 @@ export interface Env {
   RATE_LIMIT_CONSOLE_SENDS: RateLimit;
   /** Password-reset requests per client address (src/features/accounts/console/auth.ts). */
   RATE_LIMIT_PASSWORD_RESET: RateLimit;
+  /** The fleet's requests per credential: agent, queue, job and publisher tokens (src/middleware/door.ts). */
+  RATE_LIMIT_AGENT: RateLimit;
+  RATE_LIMIT_QUEUE: RateLimit;
+  RATE_LIMIT_JOB: RateLimit;
+  RATE_LIMIT_PUBLISHER: RateLimit;
+  /** Requests with no credential per client address: the console's sign-in routes, and pages, documents and downloads. */
+  RATE_LIMIT_ANONYMOUS: RateLimit;
+  RATE_LIMIT_OPEN: RateLimit;
+  /** Refused credentials per client address, whatever the route (src/middleware/door.ts doorGuard). */
+  RATE_LIMIT_FAILED: RateLimit;
   /** "true" enables the local emulation of the Queues HTTP pull API. Dev only. */
   DEV_QUEUE_EMULATION?: string;
   DEV_PROOF_SECRET?: string;
@@ -113,6 +131,15 @@ export interface LeaseCheck {
   type: 'lease-check';
   job_id: string;
   lease_id: string;
+}
+
+/**
+ * A message on the MAIL queue: a password reset asked for `email` (whether it has an
+ * account is decided by the consumer, after the answer: src/features/accounts/password-reset.ts).
+ */
+export interface MailRequest {
+  type: 'password-reset';
+  email: string;
 }
 
 /** A message on the WEBHOOKS queue: make attempt `attempt` + 1 of a delivery (src/features/webhooks/delivery.ts). */

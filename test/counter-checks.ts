@@ -1,4 +1,4 @@
-// Every counter the triggers of migrations/0005_counters.sql keep, recounted the slow
+// Every counter the triggers of migrations/0005_counters.sql (and 0023) keep, recounted the slow
 // way: each check selects rows with the counter and its recount, and `wrong` says which
 // disagree. Used on the Worker's D1 after a long random run (test/worker/scheduler.test.ts)
 // and on a database upgraded by the migration (test/tools/migrations.test.ts).
@@ -11,6 +11,15 @@ export interface CounterCheck {
 }
 
 export const COUNTER_CHECKS: CounterCheck[] = [
+  {
+    // migrations/0023_fleet_authority.sql: what each agent token's live leases hold.
+    name: 'agent tokens',
+    sql: `SELECT 'agent token' AS what, t.id,
+        t.held_leases, (SELECT count(*) FROM leases l WHERE l.agent_token_id = t.id AND l.outcome IS NULL) AS leases_,
+        t.held_gpus, (SELECT coalesce(sum(l.gpus), 0) FROM leases l WHERE l.agent_token_id = t.id AND l.outcome IS NULL) AS gpus_
+      FROM agent_tokens t`,
+    wrong: (r) => r.held_leases !== r.leases_ || r.held_gpus !== r.gpus_,
+  },
   {
     name: 'organizations',
     sql: `SELECT 'org' AS what, o.id,

@@ -33,6 +33,8 @@ export default defineConfig({
                 LOG_MAX_CHUNKS: '64',
                 LOG_MAX_BYTES: '262144',
                 MAX_STREAMS_PER_ORG: '8',
+                // Where the links the tests read point (test/worker/helpers.ts BASE).
+                PUBLIC_ORIGIN: 'https://api.test',
               },
               // The real Rate Limiting binding, with limits small enough for a test to
               // reach (wrangler.toml's local ones are sized for benches and e2e runs).
@@ -50,6 +52,16 @@ export default defineConfig({
                 RATE_LIMIT_CONSOLE_ORG: { namespace_id: '1008', simple: { limit: 1000, period: 60 } },
                 RATE_LIMIT_CONSOLE_SENDS: { namespace_id: '1009', simple: { limit: 20, period: 60 } },
                 RATE_LIMIT_PASSWORD_RESET: { namespace_id: '1010', simple: { limit: 5, period: 60 } },
+                // The doors' budgets (src/middleware/door.ts): above what the suite sends in a minute
+                // from one credential or from no address at all (most tests send none), so a test
+                // reaches one only from a fresh token or address of its own.
+                RATE_LIMIT_AGENT: { namespace_id: '1011', simple: { limit: 300, period: 60 } },
+                RATE_LIMIT_QUEUE: { namespace_id: '1012', simple: { limit: 300, period: 60 } },
+                RATE_LIMIT_JOB: { namespace_id: '1013', simple: { limit: 300, period: 60 } },
+                RATE_LIMIT_PUBLISHER: { namespace_id: '1014', simple: { limit: 300, period: 60 } },
+                RATE_LIMIT_ANONYMOUS: { namespace_id: '1015', simple: { limit: 300, period: 60 } },
+                RATE_LIMIT_OPEN: { namespace_id: '1016', simple: { limit: 500, period: 60 } },
+                RATE_LIMIT_FAILED: { namespace_id: '1017', simple: { limit: 300, period: 60 } },
               },
             },
           })),

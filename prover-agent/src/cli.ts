@@ -17,7 +17,8 @@ async function main(): Promise<number> {
     return 0;
   }
   const name = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'run';
-  const load = commands[name];
+  // A name of the table's own: `prover-agent constructor` is an unknown command, not Object's.
+  const load = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!load) {
     console.error(`prover-agent: unknown command '${name}'\n${usage}`);
     return 2;

@@ -8,6 +8,7 @@ import type { EngineConfig, EngineMetrics, JobKind, ProofType, ProvePhase, Resul
 import type { PublishedKey, PublishedKeyName, PublishedKeys } from './protocol/keys.ts';
 
 export * from './protocol/engines.ts';
+export * from './protocol/job-files.ts';
 export * from './protocol/jobs.ts';
 export * from './protocol/keys.ts';
 export * from './protocol/openvm-config.ts';
@@ -137,14 +138,34 @@ export interface ClaimedJob {
    * older service.
    */
   inline_artifacts?: Record<string, string>;
-  /** Where this attempt's logs continue. */
-  log: { seq: number; offset: number };
+  /** Where this attempt's logs continue, and what the job's log may hold. */
+  log: LogPosition;
   /**
    * The job's cycle limit (README "Job limits"): an engine stops the guest when it
    * reaches it and the agent reports /fail with `limit` (an engine that cannot stop
    * mid-run meters first and refuses before proving). Null or absent: none.
    */
   cycle_limit?: number | null;
+  /**
+   * Milliseconds from the claim to the job's deadline (README "Job limits"); null: it has
+   * none. The agent stops the job there, as the service does at its next heartbeat; a
+   * span rather than an instant, so the host's clock does not matter. Absent from an
+   * older service.
+   */
+  deadline_in_ms?: number | null;
+}
+
+/**
+ * Where an attempt's log continues (the next chunk's sequence number and byte offset),
+ * and the caps on the job's whole log, all its attempts together (README "Limits";
+ * absent from an older service): a chunk past them is refused (413) and the service
+ * ends the log with its truncation marker.
+ */
+export interface LogPosition {
+  seq: number;
+  offset: number;
+  max_bytes?: number;
+  max_chunks?: number;
 }
 
 /** POST /internal/v1/lease/heartbeat (job token). */

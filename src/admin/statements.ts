@@ -3,7 +3,7 @@
 // statements against the test D1, so what operators run is what is tested. They are
 // built with drizzle against src/db/schema.ts, as the Worker's are (a renamed column
 // is a type error here too), and rendered to SQL text.
-import { and, count, desc, eq, isNotNull, isNull, notExists, sql } from 'drizzle-orm';
+import { and, count, desc, eq, inArray, isNotNull, isNull, notExists, sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/sqlite-proxy';
 import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES, type KeyScope, type Role } from '../auth/permissions.ts';
 import {
@@ -38,7 +38,8 @@ import {
 } from '../lib/ids.ts';
 import { type MailMessage, SET_PASSWORD_LINK_TTL_HOURS, setPasswordMessage } from '../features/accounts/mail.ts';
 import { revoke } from '../lib/revoke.ts';
-import { normalizeConfigId } from '../lib/schemas.ts';
+import { normalizeConfigId, unsafeNameCharacter } from '../lib/schemas.ts';
+import { MAX_AGENT_GPUS, MAX_AGENT_LEASES, MAX_MACHINE_TYPE_LENGTH } from '../lib/limits.ts';
 import { ENGINE_NAMES, engineTraits } from 'prover-agent/protocol';
 
 export interface AdminStep {
@@ -127,6 +128,7 @@ export async function createUser(
   const email = normalizeEmail(u.email);
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new Error(`not an email address: ${u.email}`);
   if (!ROLES.includes(u.role)) throw new Error(`role must be ${ROLES.join(', ')}: ${u.role}`);
+  checkName('a user name', u.name ?? '');
   const byEmail = sql<string>`${db.select({ id: users.id }).from(users).where(eq(users.email, email))}`;
   const user = db.insert(users).values({ id: newUserId(), email, name: u.name ?? '', is_operator: u.operator ?? false });
   const statements = [
@@ -193,7 +195,14 @@ export async function createUser(
 export const outboxInsert = (m: MailMessage): string =>
   render(db.insert(mailOutbox).values({ id: newMailId(), to: m.to, subject: m.subject, text: m.text, link: m.link ?? null }));
 
+/** Refuses a name people will read that holds a control or bidirectional formatting character (what the API refuses 422). */
+function checkName(what: string, name: string): void {
+  const found = unsafeNameCharacter(name);
+  if (found) throw new Error(`${what} may not contain control or bidirectional formatting characters (found ${found})`);
+}
+
 export function createOrganization(name: string, id: string = newOrganizationId()): AdminStep {
+  checkName('an organization name', name);
   return {
     sql: [render(db.insert(organizations).values({ id, name }).onConflictDoNothing({ target: organizations.id }))],
     output: [`organization ${name}`, id],
@@ -296,10 +305,13 @@ export function setOrganizationRetention(orgId: string, days: number | null): Ad
   };
 }
 
-/** A new API key for an organization. The key itself is printed once and stored only as its SHA-256. */
 /**
- * An operator-made API key: no creator user, so its scope alone bounds it
- * (src/auth/permissions.ts KEY_SCOPES; `full` is an owner's rights).
+ * A new API key for an organization, printed once and stored only as its SHA-256. An
+ * operator-made key has no creator user, so its scope alone bounds it
+ * (src/auth/permissions.ts KEY_SCOPES; `full` is an owner's rights). A given `key` is
+ * imported: a value stored already, live or revoked, in any organization, is refused by
+ * the insert itself (the unique index on the hash: importRefusal() words it), so a dead
+ * key never comes back.
  */
 export async function createApiKey(
   orgId: string,
@@ -308,6 +320,7 @@ export async function createApiKey(
   scope: KeyScope = DEFAULT_KEY_SCOPE,
 ): Promise<AdminStep> {
   if (!KEY_SCOPE_NAMES.includes(scope)) throw new Error(`scope must be ${KEY_SCOPE_NAMES.join(', ')}: ${scope}`);
+  checkName('a key owner', owner);
   const row = {
     id: sql`${newApiKeyId()}`.as('id'),
     org_id: organizations.id,
@@ -319,19 +332,31 @@ export async function createApiKey(
     user_id: sql`NULL`.as('user_id'),
     last_used_at: sql`NULL`.as('last_used_at'),
     scope: sql`${scope}`.as('scope'),
+    name: sql`NULL`.as('name'),
   };
   return {
     sql: [
-      // Nothing for an organization that does not exist; a key imported again is live again, with the scope given now.
-      render(
-        db
-          .insert(apiKeys)
-          .select(db.select(row).from(organizations).where(eq(organizations.id, orgId)))
-          .onConflictDoUpdate({ target: apiKeys.key_hash, set: { revoked_at: null, scope } }),
-      ),
+      // Nothing for an organization that does not exist.
+      render(db.insert(apiKeys).select(db.select(row).from(organizations).where(eq(organizations.id, orgId)))),
     ],
     output: [`${scope} api key for ${owner} in ${orgId} (store it now: it is not shown again)`, key],
   };
+}
+
+/**
+ * What to tell the operator when an import failed because its value is stored already
+ * (the unique index on the hash refused it; `error` is the database's message), or null
+ * for any other failure. Values are never reused: one that leaked and was revoked must
+ * not come back, in its organization or another.
+ */
+export function importRefusal(error: string): string | null {
+  if (/UNIQUE constraint failed: api_keys\.key_hash/.test(error))
+    return 'that API key value is stored already, live or revoked, in this or another organization: a key value is never reused (leave out --key to have a new one made)';
+  if (/UNIQUE constraint failed: agent_tokens\.token_hash/.test(error))
+    return 'that agent token value is stored already, live or revoked: a token value is never reused';
+  if (/UNIQUE constraint failed: publisher_tokens\.token_hash/.test(error))
+    return 'that publisher token value is stored already, live or revoked: a token value is never reused';
+  return null;
 }
 
 const revoked = (statement: Statement): AdminStep => ({ sql: [render(statement)], output: ['revoked (if it existed)'] });
@@ -485,33 +510,148 @@ export interface AgentTokenScope {
   configs: string[] | null;
 }
 
-/** A new agent token with its scope. Printed once; stored only as its SHA-256. */
-export async function createAgentToken(name: string, scope: AgentTokenScope, token: string = randomToken('at')): Promise<AdminStep> {
+/**
+ * What an agent token's hosts are and may hold, whatever they declare (src/jobs/state.ts
+ * nextJobFor): the machine type they are billed as (its rate is MACHINE_RATES'), which a
+ * host must declare as it is; the most GPUs its live leases hold together (0: jobs of
+ * GPU-less engines only); the most leases live at once.
+ */
+export interface AgentTokenLimits {
+  machineType: string;
+  maxGpus: number;
+  maxLeases: number;
+}
+
+/**
+ * Why a machine type name cannot be a token's (null: it can): a plain name of letters,
+ * digits, `.`, `_` and `-`, starting with a letter or digit, and none that every
+ * JavaScript object answers to ("constructor", "toString"...): a rate read by such a name
+ * from a plain object was a function, and the cost NaN. (migrations/0023_fleet_authority.sql
+ * keeps only such names of existing tokens.)
+ */
+export function machineTypeProblem(name: string): string | null {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name) || name.length > MAX_MACHINE_TYPE_LENGTH)
+    return `a machine type is 1 to ${MAX_MACHINE_TYPE_LENGTH} letters, digits, '.', '_' or '-', starting with a letter or digit: ${JSON.stringify(name)}`;
+  if (name in Object.prototype) return `${JSON.stringify(name)} is a name every JavaScript object has; name the machine type otherwise`;
+  return null;
+}
+
+function checkLimits(limits: Partial<AgentTokenLimits>): void {
+  if (limits.machineType !== undefined) {
+    const problem = machineTypeProblem(limits.machineType);
+    if (problem) throw new Error(problem);
+  }
+  if (limits.maxGpus !== undefined && !(Number.isSafeInteger(limits.maxGpus) && limits.maxGpus >= 0 && limits.maxGpus <= MAX_AGENT_GPUS))
+    throw new Error(`the most GPUs of an agent token is a whole number 0 to ${MAX_AGENT_GPUS}, not ${limits.maxGpus}`);
+  if (
+    limits.maxLeases !== undefined &&
+    !(Number.isSafeInteger(limits.maxLeases) && limits.maxLeases >= 1 && limits.maxLeases <= MAX_AGENT_LEASES)
+  )
+    throw new Error(`the most leases of an agent token is a whole number 1 to ${MAX_AGENT_LEASES}, not ${limits.maxLeases}`);
+}
+
+const describeLimits = (l: AgentTokenLimits) =>
+  `machine type ${l.machineType}, at most ${l.maxGpus} GPU(s) and ${l.maxLeases} lease(s) at once`;
+
+/**
+ * A new agent token with its scope and limits. Printed once; stored only as its SHA-256.
+ * A given `token` is imported: a value stored already, live or revoked, is refused by the
+ * insert itself (the unique index on the hash; importRefusal()).
+ */
+export async function createAgentToken(
+  name: string,
+  scope: AgentTokenScope,
+  limits: AgentTokenLimits,
+  token: string = randomToken('at'),
+): Promise<AdminStep> {
   const unknown = scope.engines.filter((e) => !engineTraits(e));
   if (unknown.length || scope.engines.length === 0)
     throw new Error(`an agent token needs engines among ${ENGINE_NAMES.join(', ')}${unknown.length ? ` (not ${unknown.join(', ')})` : ''}`);
   if (scope.configs?.length === 0) throw new Error('an agent token needs at least one config, or every config of its engines');
   const badIds = scope.configs?.filter((id) => !/^cfg_[0-9A-HJKMNP-TV-Z]{26}$/i.test(id)) ?? [];
   if (badIds.length) throw new Error(`not config ids (cfg_{ulid}): ${badIds.join(', ')}`);
+  checkLimits(limits);
   const configIds = scope.configs?.map(normalizeConfigId) ?? null;
   const engines = [...new Set(scope.engines)];
   return {
     sql: [
-      // A token imported again is live again, under the new name and scope.
       render(
-        db
-          .insert(agentTokens)
-          .values({ id: newAgentTokenId(), name, token_hash: await sha256Hex(token), engines, configs: configIds })
-          .onConflictDoUpdate({
-            target: agentTokens.token_hash,
-            set: { revoked_at: null, name: sql`excluded.name`, engines: sql`excluded.engines`, configs: sql`excluded.configs` },
-          }),
+        db.insert(agentTokens).values({
+          id: newAgentTokenId(),
+          name,
+          token_hash: await sha256Hex(token),
+          engines,
+          configs: configIds,
+          machine_type: limits.machineType,
+          max_gpus: limits.maxGpus,
+          max_leases: limits.maxLeases,
+        }),
       ),
     ],
     output: [
-      `agent token ${name} for ${engines.join(', ')} under ${configIds ? configIds.join(', ') : 'every config of them'} (store it now: it is not shown again)`,
+      `agent token ${name} for ${engines.join(', ')} under ${configIds ? configIds.join(', ') : 'every config of them'}; ${describeLimits(limits)} (store it now: it is not shown again)`,
       token,
     ],
+  };
+}
+
+/**
+ * Sets what a live agent token's hosts are and may hold (`by`: its id or its value);
+ * unnamed limits stay. New claims are held to them at once; leases live already run on
+ * (revoke the token to end them now).
+ */
+export async function setAgentTokenLimits(by: { id: string } | { token: string }, limits: Partial<AgentTokenLimits>): Promise<AdminStep> {
+  checkLimits(limits);
+  const set: Partial<Pick<typeof agentTokens.$inferInsert, 'machine_type' | 'max_gpus' | 'max_leases'>> = {
+    machine_type: limits.machineType,
+    max_gpus: limits.maxGpus,
+    max_leases: limits.maxLeases,
+  };
+  const changes = Object.entries(set).filter(([, v]) => v !== undefined);
+  if (changes.length === 0) throw new Error('name at least one of the machine type, the most GPUs and the most leases');
+  const which = 'id' in by ? eq(agentTokens.id, by.id) : eq(agentTokens.token_hash, await sha256Hex(by.token));
+  return {
+    sql: [
+      render(
+        db
+          .update(agentTokens)
+          .set(set)
+          .where(and(which, isNull(agentTokens.revoked_at))),
+      ),
+    ],
+    output: [`${'id' in by ? by.id : 'agent token'}: ${changes.map(([k, v]) => `${k} = ${v}`).join(', ')}`],
+  };
+}
+
+/**
+ * The API keys and agent tokens stored with these values, live or revoked (`npm start`
+ * looks at its dev credentials before it seeds them: src/tools/start.ts). Two results:
+ * keys (key_hash, org_id, revoked_at), then tokens (token_hash, revoked_at); `hashes`
+ * names each value's hash.
+ */
+export async function storedCredentials(values: {
+  apiKeys: string[];
+  agentTokens: string[];
+}): Promise<{ sql: string[]; hashes: Map<string, string> }> {
+  const hashes = new Map<string, string>();
+  for (const v of [...values.apiKeys, ...values.agentTokens]) hashes.set(v, await sha256Hex(v));
+  const of = (vs: string[]) => vs.map((v) => hashes.get(v)!);
+  return {
+    sql: [
+      render(
+        db
+          .select({ key_hash: apiKeys.key_hash, org_id: apiKeys.org_id, revoked_at: apiKeys.revoked_at })
+          .from(apiKeys)
+          .where(inArray(apiKeys.key_hash, [...of(values.apiKeys), ''])),
+      ),
+      render(
+        db
+          .select({ token_hash: agentTokens.token_hash, revoked_at: agentTokens.revoked_at })
+          .from(agentTokens)
+          .where(inArray(agentTokens.token_hash, [...of(values.agentTokens), ''])),
+      ),
+    ],
+    hashes,
   };
 }
 
@@ -707,6 +847,9 @@ export const listAgentTokens = (): string =>
         name: agentTokens.name,
         engines: agentTokens.engines,
         configs: agentTokens.configs,
+        machine_type: agentTokens.machine_type,
+        max_gpus: agentTokens.max_gpus,
+        max_leases: agentTokens.max_leases,
         created_at: agentTokens.created_at,
         revoked_at: agentTokens.revoked_at,
       })

@@ -2,8 +2,8 @@
 // take, and the scopes an API key carries. Both doors enforce it: the console's API
 // (src/middleware/console-auth.ts, a member's role) and the public API
 // (src/middleware/auth.ts, an API key's scope bounded by its creator's current role,
-// computed inside the key's lookup). Every route declares its action with permit()
-// (src/middleware/permit.ts); test/worker/permissions.test.ts checks none is missing.
+// computed inside the key's lookup). Every route declares its action at its door
+// (src/middleware/door.ts); test/worker/permissions.test.ts checks none is missing.
 // This module imports only src/db/enums.ts (import-free), so the console's browser
 // client bundles it too: pages hide what the role cannot do from the same table.
 import { KEY_SCOPE_NAMES, ROLES, type KeyScope, type Role } from '../db/enums.ts';

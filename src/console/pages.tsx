@@ -5,13 +5,14 @@
 // from the /console/v1 API, with the signed-in user's bearer token. Every script, style
 // and the chart library come from this Worker (static assets, src/tools/build-assets.ts):
 // no CDN.
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import type { Child } from 'hono/jsx';
 import { secureHeaders } from 'hono/secure-headers';
 import { raw } from 'hono/html';
 import type { AppEnv } from '../app-env.ts';
+import { door } from '../middleware/door.ts';
 import { PageFrame } from './ui/chrome.tsx';
-import { CONSOLE_PAGES, type PageName, type PageSpec, TITLE_SUFFIX } from './ui/site.ts';
+import { CONSOLE_PAGES, links, type PageName, type PageSpec, TITLE_SUFFIX } from './ui/site.ts';
 import { PAGE_VIEWS } from './ui/views/index.ts';
 import { outboxConfigured } from '../features/accounts/mail.ts';
 
@@ -78,17 +79,28 @@ function Document({ name, spec, path, outbox, children }: DocumentProps) {
   );
 }
 
-consolePages.get('/', (c) => c.redirect('/console/projects'));
+consolePages.get('/', door.open(), (c) => c.redirect(links.home));
+
+/** The console's JSON API (mounted beside these pages): its unknown paths keep the API's JSON 404. */
+const API_PREFIX = '/console/v1/';
+
+/** A page's document; the not-found page's with status 404. */
+function page(c: Context<AppEnv>, name: PageName) {
+  const spec: PageSpec = CONSOLE_PAGES[name];
+  const View = PAGE_VIEWS[name];
+  return c.html(
+    <Document name={name} spec={spec} path={c.req.path} outbox={outboxConfigured(c.env)}>
+      <View />
+    </Document>,
+    spec.notFound ? 404 : 200,
+  );
+}
 
 for (const [name, spec] of Object.entries(CONSOLE_PAGES) as [PageName, PageSpec][]) {
-  const View = PAGE_VIEWS[name];
-  consolePages.get(spec.path, (c) => {
-    const outbox = outboxConfigured(c.env);
-    if (spec.outbox && !outbox) return c.json({ detail: 'Not Found' }, 404);
-    return c.html(
-      <Document name={name} spec={spec} path={c.req.path} outbox={outbox}>
-        <View />
-      </Document>,
-    );
+  consolePages.get(spec.path, door.open(), (c) => {
+    if (spec.notFound && c.req.path.startsWith(API_PREFIX)) return c.notFound();
+    // The outbox is a page only under the outbox sender; elsewhere it is no page at all.
+    if (spec.outbox && !outboxConfigured(c.env)) return page(c, 'not-found');
+    return page(c, name);
   });
 }

@@ -43,6 +43,8 @@ export const INVOCATION_BUDGETS = {
   leaseChecks: { calls: 400, cpuMs: 200 },
   /** A batch of webhook attempts (src/features/webhooks/delivery.ts; max_batch_size 10), WEBHOOK_MESSAGE_CALLS each. */
   webhooks: { calls: 100, cpuMs: 500 },
+  /** A batch of password-reset mail requests (src/features/accounts/password-reset.ts; max_batch_size 10), MAIL_REQUEST_CALLS each. */
+  mail: { calls: 30, cpuMs: 100 },
   /** A batch of job notices kept for the local pull API (src/features/fleet/queue-emulation.ts; max_batch_size 100): one insert per 16. */
   queueEmulation: { calls: 10, cpuMs: 50 },
   /** What a lease ending does after its response (src/features/fleet/lease.ts): its log's compaction, two stages. */

@@ -26,9 +26,10 @@ import { jobs, leases, organizations } from '../db/schema.ts';
 import { ALL_JOB_KINDS } from './kinds/index.ts';
 import { updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
+import { rateOf, type MachineRates } from './rates.ts';
 
 /** What cost needs of the fleet's settings (./state.ts FleetSettings; not imported: state.ts imports this module). */
-type FleetSettings = { machineRates: Record<string, number> };
+type FleetSettings = { machineRates: MachineRates };
 type LeaseRow = typeof leases.$inferSelect;
 
 /** A request's limits (absent: the organization's default, if any). */
@@ -68,12 +69,12 @@ const submittedMs = sql`CAST(round((julianday(${jobs.created_at}) - 2440587.5) *
 const deadlineMessageSql = (doing: string) =>
   sql<string>`printf('Deadline passed: the job was still ${sql.raw(doing)} at its deadline, %d s after its submission (deadline_at %s)', CAST(round((${jobs.deadline_at} - ${submittedMs}) / 1000.0) AS INTEGER), strftime('%Y-%m-%dT%H:%M:%SZ', ${jobs.deadline_at} / 1000, 'unixepoch'))`;
 
-/** The rate (USD per GPU-hour) of the machine type `machineType` (SQL), as leaseCost() reads settings.machineRates. */
-function rateSql(settings: FleetSettings, machineType: SQL): SQL {
-  const { ['*']: fallback = 0, ...rates } = settings.machineRates;
-  return Object.keys(rates).length
-    ? sql`CASE ${machineType} ${sql.join(Object.entries(rates).map(([type, r]) => sql`WHEN ${type} THEN ${r} `))}ELSE ${fallback} END`
-    : sql`${fallback}`;
+/** The rate (USD per GPU-hour) of the machine type `machineType` (SQL), as leaseCost() reads settings.machineRates (unknown: 0). */
+export function rateSql(settings: FleetSettings, machineType: SQL): SQL {
+  const { byType, other } = settings.machineRates;
+  return byType.size
+    ? sql`CASE ${machineType} ${sql.join([...byType].map(([type, r]) => sql`WHEN ${type} THEN ${r} `))}ELSE ${other ?? 0} END`
+    : sql`${other ?? 0}`;
 }
 
 /**
@@ -119,7 +120,7 @@ export function limitStop(job: JobRow, lease: LeaseRow, settings: FleetSettings,
     };
   }
   if (job.cost_limit !== null) {
-    const rate = settings.machineRates[lease.machine_type] ?? settings.machineRates['*'] ?? 0;
+    const rate = rateOf(settings.machineRates, lease.machine_type) ?? 0;
     const perMs = (Math.max(1, lease.gpus) * rate * 1_000_000) / 3_600_000;
     if (perMs > 0) {
       const at = lease.claimed_at + Math.floor(job.cost_limit / perMs);

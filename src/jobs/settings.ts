@@ -2,6 +2,7 @@ import type { Env } from '../env.ts';
 import type { FleetSettings } from './state.ts';
 import { quotaDefaults, type QuotaDefaults } from './quotas.ts';
 import { TENANT_DEFAULTS } from '../lib/limits.ts';
+import { parseMachineRates } from './rates.ts';
 
 export { TENANT_DEFAULTS };
 
@@ -41,14 +42,7 @@ export interface AgentTimings {
 export function fleetSettings(
   env: Env,
 ): FleetSettings & AgentTimings & { quotas: QuotaDefaults; renotifyAfterMs: number; agentStaleMs: number; unservableEventMs: number } {
-  let machineRates: Record<string, number> = { '*': 0 };
-  if (env.MACHINE_RATES) {
-    try {
-      machineRates = JSON.parse(env.MACHINE_RATES) as Record<string, number>;
-    } catch {
-      console.error(JSON.stringify({ level: 'error', msg: 'MACHINE_RATES is not JSON; costs are 0' }));
-    }
-  }
+  const machineRates = parseMachineRates(env.MACHINE_RATES);
   const leaseTtlMs = num(env.LEASE_TTL_SECONDS, FLEET_DEFAULTS.LEASE_TTL_SECONDS) * 1000;
   return {
     leaseTtlMs,

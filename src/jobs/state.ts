@@ -38,7 +38,8 @@ import { agentTokens, configs, jobs, leases, organizations, programs, proofs, qu
 import { ALL_JOB_KINDS, contractOf, type Completion } from './kinds/index.ts';
 import { updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
 import { proofJob } from './kinds/proof.ts';
-import { limitedKind, stopOnHeartbeat, stopReasonSql } from './limits.ts';
+import { limitedKind, rateSql, stopOnHeartbeat, stopReasonSql } from './limits.ts';
+import { rateOf, type MachineRates } from './rates.ts';
 import { DEFAULT_QUOTAS, type QuotaDefaults } from './quotas.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
 import { acceptStatement } from './results.ts';
@@ -53,8 +54,8 @@ export interface FleetSettings {
   maxAttempts: number;
   /** Retryable engine failures the job may have before it fails for good. */
   maxRetries: number;
-  /** USD per GPU-hour by machine type, `*` as the fallback. */
-  machineRates: Record<string, number>;
+  /** USD per GPU-hour by machine type (MACHINE_RATES: ./rates.ts parseMachineRates). */
+  machineRates: MachineRates;
   /** The quotas' defaults (ORG_MAX_*): a claim holds an organization's jobs at them (nextJobFor). Absent: DEFAULT_QUOTAS. */
   quotas?: QuotaDefaults;
 }
@@ -77,8 +78,9 @@ const deliveriesOf = (db: Db, jobWhere: SQL | undefined) =>
 
 export interface AgentCapabilities {
   agentId: string;
+  /** The machine type the agent declares: its token's, or it claims nothing. */
   machineType: string;
-  /** GPUs free on the agent right now. */
+  /** GPUs free on the agent right now, as it declares them (held to its token's max_gpus). */
   gpus: number;
   engines: string[];
   /** Config ids served; empty = every config of its engines. */
@@ -98,10 +100,19 @@ export interface AgentCapabilities {
  * What the agent may serve is what it declares intersected with its token's scope
  * (agent_tokens.engines/configs, null configs = every config of its engines), worked
  * out here, inside the claim's statement: a host cannot widen its token by declaring
- * more, and the token is read by its unique hash in the same round trip.
+ * more, and the token is read by its unique hash in the same round trip. So is what it
+ * may hold (agent_tokens.machine_type, max_gpus, max_leases, the operator's word): a
+ * token of another machine type than the declared one serves nothing; a token whose live
+ * leases are at its max_leases serves nothing; and a job is taken only if its GPUs fit
+ * both the GPUs declared free and what the token's live leases leave of its max_gpus.
+ * What they hold is the token's own counters (held_leases, held_gpus: kept by triggers
+ * on leases, migrations/0023_fleet_authority.sql, in the transaction that starts or ends
+ * a lease), read here in the statement that writes the claim: D1 runs one at a time, so
+ * concurrent claims never take a token past its limits, and a claim costs the same
+ * whatever the token holds.
  */
 function nextJobFor(
-  caps: Pick<AgentCapabilities, 'gpus' | 'engines' | 'configs'>,
+  caps: Pick<AgentCapabilities, 'machineType' | 'gpus' | 'engines' | 'configs'>,
   tokenHash: string,
   quotas: QuotaDefaults = DEFAULT_QUOTAS,
 ): SQL<string | null> {
@@ -123,7 +134,7 @@ function nextJobFor(
   const seek = (keyColumn: 'config_id' | 'engine', keys: SQL) => sql`SELECT (
       SELECT lane.rowid FROM ${queueLanes} lane
       WHERE ${sql.raw(`lane.${keyColumn}`)} = wanted.key AND lane.head_job_id IS NOT NULL
-        AND lane.engine IN (SELECT engine FROM allowed_engines) AND lane.gpus_used <= ${caps.gpus} AND ${withinQuota}
+        AND lane.engine IN (SELECT engine FROM allowed_engines) AND lane.gpus_used <= (SELECT room FROM scope) AND ${withinQuota}
       ORDER BY ${order('lane')} LIMIT 1) AS lane_rowid FROM (${keys}) AS wanted`;
   const tokenConfigs = sql`(SELECT configs FROM scope)`;
   // Configs named by the agent that its token allows; or, naming none, the token's own
@@ -135,8 +146,13 @@ function nextJobFor(
           sql`SELECT column1 AS key FROM (VALUES ${rows(caps.configs)}) WHERE ${tokenConfigs} IS NULL OR column1 IN (SELECT value FROM json_each(${tokenConfigs}))`,
         )
       : sql`${seek('config_id', sql`SELECT value AS key FROM json_each(${tokenConfigs})`)} UNION ALL ${seek('engine', sql`SELECT engine AS key FROM allowed_engines WHERE ${tokenConfigs} IS NULL`)}`;
+  // An integer written in (validated by the route's schema): D1 binds at most 100 parameters.
+  const declaredGpus = sql.raw(String(Math.trunc(caps.gpus)));
+  // The token, if its machine type is the declared one; `room`: the GPUs a job may use, null when its leases are at their most.
   return sql<string | null>`(WITH
-      scope AS (SELECT ${agentTokens.engines} AS engines, ${agentTokens.configs} AS configs FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${tokenHash} AND ${agentTokens.revoked_at} IS NULL),
+      scope AS (SELECT ${agentTokens.engines} AS engines, ${agentTokens.configs} AS configs,
+          CASE WHEN ${agentTokens.held_leases} < ${agentTokens.max_leases} THEN min(${declaredGpus}, ${agentTokens.max_gpus} - ${agentTokens.held_gpus}) END AS room
+        FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${tokenHash} AND ${agentTokens.revoked_at} IS NULL AND ${agentTokens.machine_type} = ${caps.machineType}),
       allowed_engines AS (SELECT value AS engine FROM json_each((SELECT engines FROM scope)) WHERE value IN (${list(caps.engines)})),
       best_lanes AS (${lanes})
     SELECT lane.head_job_id FROM best_lanes JOIN ${queueLanes} lane ON lane.rowid = best_lanes.lane_rowid
@@ -163,13 +179,30 @@ export interface TokenScope {
   configs: string[] | null;
 }
 
+/** The claiming agent token as the claim found it (before its own lease): its scope, limits and what its live leases hold. */
+export interface ClaimingToken extends TokenScope {
+  machine_type: string;
+  max_gpus: number;
+  max_leases: number;
+  held_leases: number;
+  held_gpus: number;
+}
+
+/**
+ * What a host holding `token` may still take now, declaring `declaredGpus` free: null
+ * when its live leases are at the token's max_leases, else the GPUs a job may use
+ * (nextJobFor's `room`, for answers that explain a claim).
+ */
+export const roomOf = (token: ClaimingToken, declaredGpus: number): { gpus: number } | null =>
+  token.held_leases < token.max_leases ? { gpus: Math.min(declaredGpus, token.max_gpus - token.held_gpus) } : null;
+
 /** Whether a token with `scope` lets its agents run a job of `engine` under `config`. */
 export const scopeAllows = (scope: TokenScope, job: { engine: string; config_id: string }) =>
   scope.engines.includes(job.engine) && (scope.configs === null || scope.configs.includes(job.config_id));
 
 export interface ClaimOutcome {
-  /** Null when the agent token is unknown or revoked (nothing was claimed); else what it allows. */
-  scope: TokenScope | null;
+  /** Null when the agent token is unknown or revoked (nothing was claimed); else what it allows and holds. */
+  scope: ClaimingToken | null;
   job: JobRow | null;
   lease: LeaseRow | null;
   config: typeof configs.$inferSelect | null;
@@ -246,7 +279,15 @@ export async function claimJob(
       .where(and(mine, eq(jobs.kind, kind)));
   const claimed = await batchByName(db, {
     scope: db
-      .select({ engines: agentTokens.engines, configs: agentTokens.configs })
+      .select({
+        engines: agentTokens.engines,
+        configs: agentTokens.configs,
+        machine_type: agentTokens.machine_type,
+        max_gpus: agentTokens.max_gpus,
+        max_leases: agentTokens.max_leases,
+        held_leases: agentTokens.held_leases,
+        held_gpus: agentTokens.held_gpus,
+      })
       .from(agentTokens)
       .where(and(eq(agentTokens.token_hash, agent.tokenHash), isNull(agentTokens.revoked_at))),
     job: db
@@ -467,7 +508,8 @@ function endLeaseUnlessCanceled(db: Db, lease: LeaseRow, outcome: string, respon
 
 /** Micro-USD for a lease that ran until `now` (README "Cost"). GPU-less engines bill one unit. */
 export function leaseCost(lease: LeaseRow, settings: FleetSettings, now: number): number {
-  const rate = settings.machineRates[lease.machine_type] ?? settings.machineRates['*'] ?? 0;
+  // A lease claimed before machine types were the token's may name any type: one the card does not know is charged nothing.
+  const rate = rateOf(settings.machineRates, lease.machine_type) ?? 0;
   const hours = Math.max(0, now - lease.claimed_at) / 3_600_000;
   return Math.round(hours * Math.max(1, lease.gpus) * rate * 1_000_000);
 }
@@ -477,12 +519,10 @@ export function leaseCost(lease: LeaseRow, settings: FleetSettings, now: number)
  * being updated, charged until the caller's cancel (or `now`, if earlier).
  */
 function canceledCostSql(kind: JobKindContract, settings: FleetSettings, now: number): SQL {
-  const { ['*']: fallback = 0, ...rates } = settings.machineRates;
-  const rate = Object.keys(rates).length
-    ? sql`CASE l.machine_type ${sql.join(Object.entries(rates).map(([type, r]) => sql`WHEN ${type} THEN ${r} `))}ELSE ${fallback} END`
-    : sql`${fallback}`;
-  return sql`(SELECT CAST(round(max(0, min(${now}, coalesce(j.cancel_requested_at, ${now})) - l.claimed_at) / 3600000.0 * max(1, l.gpus) * ${rate} * 1000000) AS INTEGER)
-    FROM ${jobs} j JOIN ${leases} l ON l.id = j.lease_id WHERE j.kind = ${kind.kind} AND j.subject_id = ${kind.subject.table.id})`;
+  const rate = rateSql(settings, sql`l.machine_type`);
+  // A job canceled before it ran has no lease: charged nothing (0, never NULL: migrations/0023_fleet_authority.sql).
+  return sql`coalesce((SELECT CAST(round(max(0, min(${now}, coalesce(j.cancel_requested_at, ${now})) - l.claimed_at) / 3600000.0 * max(1, l.gpus) * ${rate} * 1000000) AS INTEGER)
+    FROM ${jobs} j JOIN ${leases} l ON l.id = j.lease_id WHERE j.kind = ${kind.kind} AND j.subject_id = ${kind.subject.table.id}), 0)`;
 }
 
 /**

@@ -15,7 +15,7 @@
 // However the bytes are split into chunks, the answer is the same.
 import { concatBytes } from './bytes.ts';
 import { IssueList, ValidationError } from './errors.ts';
-import { inputEntryProblem, type EntrySummary } from './input.ts';
+import { inputEntryProblem, type EntrySummary } from 'prover-agent/protocol';
 
 const isWs = (b: number) => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
 /** `\x` escapes other than `\u`: the escaped byte → the code unit it stands for. */
@@ -452,4 +452,43 @@ export function checkProofInputBytes(bytes: Uint8Array, syntaxLoc: (string | num
   scan.push(bytes);
   const refusal = scan.end();
   if (refusal) throw refusal;
+}
+
+/**
+ * How deep a JSON text nests, found as its bytes stream by, without parsing it: one
+ * pass and three counters (inside a string or not, after a backslash or not, the depth
+ * now), whatever the size or the split. A route's door runs it over a JSON body before
+ * anything parses it (src/middleware/door.ts): V8's JSON.parse takes a 100,000-deep array
+ * whole, and what walks it afterwards (a validator, a copy) may not. It judges depth
+ * only; whether the text is JSON is the parser's business (an unmatched close bracket
+ * just lowers the count).
+ */
+export class JsonNesting {
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  /** Bytes seen before the current chunk. */
+  private offset = 0;
+
+  constructor(readonly maxDepth: number) {}
+
+  /** Feeds the next bytes; the offset of the first byte that opens a level past maxDepth, or -1. */
+  push(chunk: Uint8Array): number {
+    let { depth, inString, escaped } = this;
+    const max = this.maxDepth;
+    for (let i = 0; i < chunk.length; i++) {
+      const b = chunk[i];
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (b === 0x5c) escaped = true;
+        else if (b === 0x22) inString = false;
+      } else if (b === 0x22) inString = true;
+      else if (b === 0x5b || b === 0x7b) {
+        if (++depth > max) return this.offset + i;
+      } else if (b === 0x5d || b === 0x7d) depth--;
+    }
+    Object.assign(this, { depth, inString, escaped });
+    this.offset += chunk.length;
+    return -1;
+  }
 }

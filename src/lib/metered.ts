@@ -184,6 +184,7 @@ export function metered(env: Env, budget: CallBudget): Metered {
     JOBS: meteredQueue(env.JOBS, budget),
     LEASE_CHECKS: meteredQueue(env.LEASE_CHECKS, budget),
     WEBHOOKS: meteredQueue(env.WEBHOOKS, budget),
+    MAIL: meteredQueue(env.MAIL, budget),
   };
   return { budget, db: openDb(DB), bucket: ARTIFACTS, env: menv, unmetered: env };
 }

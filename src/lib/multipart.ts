@@ -5,7 +5,7 @@
 // single large VMEXE part.)
 import { ApiError, ValidationError, type ValidationIssue } from './errors.ts';
 import { concatBytes, indexOfBytes } from './bytes.ts';
-import { MAX_FILENAME_LENGTH } from './limits.ts';
+import { MAX_FILENAME_LENGTH, UNSAFE_NAME_CHARACTER } from './limits.ts';
 
 export interface PartInfo {
   /** The form field name from Content-Disposition. */
@@ -220,13 +220,17 @@ function parsePartHeaders(text: string): PartInfo | null {
   return { name: params.name, filename: filename === undefined ? undefined : cleanFilename(filename), contentType };
 }
 
+const UNSAFE_NAME_CHARACTERS = new RegExp(UNSAFE_NAME_CHARACTER.source, 'gu');
+
 /**
- * A filename as a name may use it: control characters (C0 with CR, LF and NUL, DEL,
- * C1) removed, which would otherwise split log lines and headers, and cut to
- * MAX_FILENAME_LENGTH characters (code points, never half a pair).
+ * A filename as a name may use it (a program's default name is its ELF's): what a
+ * stored name may not hold (UNSAFE_NAME_CHARACTER: control characters, which would
+ * otherwise split log lines and headers, and bidirectional formatting characters, which
+ * make a name read as another) removed, and cut to MAX_FILENAME_LENGTH characters (code
+ * points, never half a pair).
  */
 export function cleanFilename(filename: string): string {
-  const clean = filename.replace(/[\u0000-\u001f\u007f-\u009f]/g, '');
+  const clean = filename.replace(UNSAFE_NAME_CHARACTERS, '');
   if (clean.length <= MAX_FILENAME_LENGTH) return clean;
   return Array.from(clean).slice(0, MAX_FILENAME_LENGTH).join('');
 }
@@ -275,29 +279,50 @@ export type PartRules = Record<string, PartRule<any>>;
 /** The sinks a form filled, by rule name, in the order their parts came. */
 export type FormParts<R extends PartRules> = { [K in keyof R]: Awaited<ReturnType<R[K]['sink']>>[] };
 
+/** The caps a form is read under (its route's door declares them): the whole body, and each named part. */
+export interface FormLimits {
+  maxBytes: number;
+  /** Bytes of one part of each name listed; past it, 413. */
+  parts?: Record<string, number>;
+}
+
 /**
  * A request's multipart/form-data body, to read by rules. Null when the request is
  * not multipart (no boundary, or no body); its declared length is checked first either
  * way: past `maxBytes`, 413 before a byte is read.
  */
-export function multipartForm(req: Request, maxBytes: number): MultipartForm | null {
-  if (Number(req.headers.get('content-length') ?? NaN) > maxBytes) throw tooLarge(maxBytes);
+export function multipartForm(req: Request, limits: FormLimits): MultipartForm | null {
+  if (Number(req.headers.get('content-length') ?? NaN) > limits.maxBytes) throw tooLarge(limits.maxBytes);
   const boundary = multipartBoundary(req.headers.get('content-type') ?? undefined);
-  return boundary && req.body ? new MultipartForm(req.body, boundary, maxBytes) : null;
+  return boundary && req.body ? new MultipartForm(req.body, boundary, limits) : null;
+}
+
+/** `sink`, refusing (413) the `index`th part of `name` (from 0) past `cap` bytes. */
+function cappedPart(sink: PartSink, name: string, index: number, cap: number): PartSink {
+  let size = 0;
+  return {
+    write(chunk) {
+      size += chunk.byteLength;
+      if (size > cap) throw new ApiError(413, `Part ${index + 1} named "${name}" is too large: the limit is ${cap} bytes`);
+      return sink.write(chunk);
+    },
+    end: () => sink.end(),
+  };
 }
 
 export class MultipartForm {
   constructor(
     private readonly body: ReadableStream<Uint8Array>,
     private readonly boundary: string,
-    private readonly maxBytes: number,
+    private readonly limits: FormLimits,
   ) {}
 
   /** Reads the body whole, each part into its rule's sink; then refuses a form short of its rules (422). */
   async read<R extends PartRules>(rules: R, maxParts?: number): Promise<FormParts<R>> {
     const got: Record<string, PartSink[]> = Object.fromEntries(Object.keys(rules).map((name) => [name, []]));
     const over = new Set<string>();
-    await parseMultipart(this.body, this.boundary, { maxBytes: this.maxBytes, maxParts }, async (part) => {
+    const caps = this.limits.parts ?? {};
+    await parseMultipart(this.body, this.boundary, { maxBytes: this.limits.maxBytes, maxParts }, async (part) => {
       const rule = Object.hasOwn(rules, part.name) ? rules[part.name] : undefined;
       if (!rule || (rule.fieldOnly && part.filename !== undefined)) return DISCARD;
       const sinks = got[part.name];
@@ -306,9 +331,10 @@ export class MultipartForm {
         over.add(part.name);
         return DISCARD;
       }
-      const sink = await rule.sink(part, sinks.length);
+      const index = sinks.length;
+      const sink = await rule.sink(part, index);
       sinks.push(sink);
-      return sink;
+      return Object.hasOwn(caps, part.name) ? cappedPart(sink, part.name, index, caps[part.name]) : sink;
     });
     const tooLong = [...over].map((name): ValidationIssue => ({
       loc: ['body', name],

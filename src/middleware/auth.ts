@@ -7,7 +7,7 @@
 // moment ago may not have reached the replica yet (src/db/sessions.ts).
 // The same lookup says what the key may do (src/auth/permissions.ts): its scope bounded
 // by its creator's role in the organization as it is now, a key whose creator is no
-// longer a member being dead; the route's declared action (permit()) is checked against
+// longer a member being dead; the route's declared action (its door) is checked against
 // it, and the organization the route's statements read is null unless the key may take
 // that action, so a write refused here writes nothing.
 import { and, eq, getTableName, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
@@ -18,6 +18,7 @@ import type { AppEnv, Caller } from '../app-env.ts';
 import { batchByName, type BatchResults, type Steps } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { KEY_SCOPES, PERMISSIONS, rankOf, ROLE_ORDER, type Action, type Role } from '../auth/permissions.ts';
+import { rankSql } from './role-rank.ts';
 import { apiKeys, memberships } from '../db/schema.ts';
 import { isBookmarkError } from '../db/sessions.ts';
 import { sha256Hex } from '../lib/crypto.ts';
@@ -65,59 +66,51 @@ export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
  * nothing downstream (the idempotency fingerprint, a JSON or multipart parser) ever
  * sees a byte of an unauthenticated body. The check's refusal is kept on the request:
  * a reader that turns a failed read into its own error is overruled by onError.
+ * Run by the route's door (src/middleware/door.ts), once it has bounded the body.
  */
-export const keyBeforeBody = createMiddleware<AppEnv>(async (c, next) => {
+export function gateBodyOnKey(c: Context<AppEnv>): void {
   const body = c.req.raw.body;
-  if (body) {
-    // The client's body is not even locked until the key passed: a refused one is left
-    // as it came, for the runtime to discard (wrangler dev drains it after the answer).
-    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-    const gated = new ReadableStream<Uint8Array>(
-      {
-        pull: async (controller) => {
-          if (!reader) {
-            if (!c.var.caller) {
-              try {
-                // The key alone: an Idempotency-Key is still claimed by the route's first
-                // batch, after the body (whose fingerprint a replay compares) was read.
-                await asCaller(c, () => ({}), undefined, { claim: false });
-              } catch (err) {
-                c.set('bodyRefusal', err as Error);
-                throw err;
-              }
+  if (!body) return;
+  // The client's body is not even locked until the key passed: a refused one is left
+  // as it came, for the runtime to discard (wrangler dev drains it after the answer).
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const gated = new ReadableStream<Uint8Array>(
+    {
+      pull: async (controller) => {
+        if (!reader) {
+          if (!c.var.caller) {
+            try {
+              // The key alone: an Idempotency-Key is still claimed by the route's first
+              // batch, after the body (whose fingerprint a replay compares) was read.
+              await asCaller(c, () => ({}), undefined, { claim: false });
+            } catch (err) {
+              c.set('bodyRefusal', err as Error);
+              throw err;
             }
-            reader = body.getReader();
           }
-          const { done, value } = await reader.read();
-          if (done) controller.close();
-          else controller.enqueue(value);
-        },
-        cancel: (reason) => reader?.cancel(reason),
+          reader = body.getReader();
+        }
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
       },
-      // Pull-driven: nothing is read from the client before a reader asks.
-      { highWaterMark: 0 },
-    );
-    const gatedRequest = new Request(c.req.raw, { body: gated, duplex: 'half' } as RequestInit);
-    c.req.raw = gatedRequest;
-    // Once the route's first batch has accepted the key (asCaller), a gate nothing has
-    // read yet has nothing left to guard: the reader gets the client's stream itself,
-    // with no JS per chunk (a pull per chunk was most of a large upload's cost,
-    // `npm run bench:api`). A gate already read, or wrapped since (the idempotency
-    // fingerprint), stays in place.
-    c.set('openBody', () => {
-      if (reader || gated.locked || c.req.raw !== gatedRequest) return;
-      c.req.raw = new Request(gatedRequest, { body, duplex: 'half' } as RequestInit);
-    });
-  }
-  await next();
-});
-
-/** A role's rank (src/auth/permissions.ts rankOf) in SQL; null for no role. */
-const rankSql = (role: SQL): SQL<number | null> =>
-  sql<number | null>`(CASE ${role} ${sql.join(
-    ROLE_ORDER.map((r) => sql`WHEN ${r} THEN ${rankOf(r)}`),
-    sql` `,
-  )} END)`;
+      cancel: (reason) => reader?.cancel(reason),
+    },
+    // Pull-driven: nothing is read from the client before a reader asks.
+    { highWaterMark: 0 },
+  );
+  const gatedRequest = new Request(c.req.raw, { body: gated, duplex: 'half' } as RequestInit);
+  c.req.raw = gatedRequest;
+  // Once the route's first batch has accepted the key (asCaller), a gate nothing has
+  // read yet has nothing left to guard: the reader gets the body behind it (the client's
+  // stream, or the door's bound of it) with no JS of the gate's per chunk (a pull per
+  // chunk was most of a large upload's cost, `npm run bench:api`). A gate already read,
+  // or wrapped since (the idempotency fingerprint), stays in place.
+  c.set('openBody', () => {
+    if (reader || gated.locked || c.req.raw !== gatedRequest) return;
+    c.req.raw = new Request(gatedRequest, { body, duplex: 'half' } as RequestInit);
+  });
+}
 
 /**
  * A column named with its table, always: drizzle leaves columns unqualified in a
@@ -139,6 +132,17 @@ const keyRights = sql<number | null>`min(${sql`(CASE ${col(apiKeys.scope)} ${sql
   sql` `,
 )} END)`}, CASE WHEN ${col(apiKeys.user_id)} IS NULL THEN ${rankOf('owner')} ELSE ${rankSql(creatorRole)} END)`;
 
+/**
+ * What a key's work is recorded as (`created_by` on what it makes): the person who made
+ * it (its owner: their email, or the label an operator gave it), the key's name beside
+ * it, quoted, so a name never reads as part of the person (names hold no control or
+ * bidirectional characters either: lib/schemas.ts safeName). Never the name alone.
+ */
+export const keyCreatedBy = sql<string>`(${col(apiKeys.owner)} || coalesce(' (key "' || ${col(apiKeys.name)} || '")', ''))`;
+
+/** Who the audit log names for a change made with a key: its owner, with the key's prefix and name beside it. */
+export const keyAuditActor = sql<string>`(${col(apiKeys.owner)} || ' (API key ' || coalesce(${col(apiKeys.prefix)} || '…', ${col(apiKeys.id)}) || coalesce(' "' || ${col(apiKeys.name)} || '"', '') || ')')`;
+
 /** The api_keys row of a live key: not revoked, its creator (if any) still a member. */
 const liveKey = (hash: string) => sql`${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL AND ${keyRights} IS NOT NULL`;
 
@@ -151,7 +155,7 @@ function keyLookup(db: Db, hash: string) {
     .select({
       key_id: apiKeys.id,
       org_id: apiKeys.org_id,
-      owner: apiKeys.owner,
+      owner: keyCreatedBy.as('owner'),
       last_used_at: apiKeys.last_used_at,
       scope: apiKeys.scope,
       creator_role: creatorRole.as('creator_role'),
@@ -171,10 +175,10 @@ export function orgOfKey(hash: string, action: Action): SQL<string> {
   return sql<string>`(SELECT ${apiKeys.org_id} FROM ${apiKeys} WHERE ${liveKey(hash)} AND ${keyAllows(action)})`;
 }
 
-/** The action the route declared (permit()); a route that declares none is refused, never served. */
+/** The action the route declared (its door); a route that declares none is refused, never served. */
 export function declaredAction(c: Context<AppEnv>): Action {
   const action = c.var.action;
-  if (!action) throw new Error(`${c.req.method} ${c.req.path} declares no action (permit())`);
+  if (!action) throw new Error(`${c.req.method} ${c.req.path} declares no action (door.apiKey())`);
   return action;
 }
 

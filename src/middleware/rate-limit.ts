@@ -1,15 +1,18 @@
 // Rate limits with Cloudflare's Rate Limiting binding, one binding (and so one limit)
-// per endpoint class and per whom it counts: each API key, and each organization
-// whichever of its keys sends (so minting keys buys no budget); the console API per
-// session and per organization, with a stricter one for what sends requests out
-// (webhook tests and redeliveries). Limits live in wrangler.toml ([[ratelimits]], per
-// environment); README "Rate limits".
-import { createMiddleware } from 'hono/factory';
+// per budget and per whom it counts (src/middleware/door-kinds.ts RATE_BUDGETS): each API
+// key per endpoint class, and its organization whichever of its keys sends (so minting
+// keys buys no budget); the console API per session and per organization, with a
+// stricter one for what sends requests out (webhook tests and redeliveries); the fleet per
+// agent, queue, job and publisher token; routes with no credential per client address;
+// and every client address for the credentials it got refused. Each route's door
+// (src/middleware/door.ts) names its budget. Limits live in wrangler.toml ([[ratelimits]],
+// per environment); README "Rate limits".
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import type { Env } from '../env.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { ConsoleEnv } from './console-auth.ts';
+import type { RateBudget } from './door-kinds.ts';
 
 /**
  * Every [[ratelimits]] entry uses `period = 60`. The binding answers only
@@ -18,7 +21,8 @@ import type { ConsoleEnv } from './console-auth.ts';
  */
 export const RATE_LIMIT_PERIOD_SECONDS = 60;
 
-export type EndpointClass = 'reads' | 'submissions' | 'uploads';
+/** The budgets of API keys: one per endpoint class, for the key and for its organization. */
+export type EndpointClass = Extract<RateBudget, 'reads' | 'submissions' | 'uploads'>;
 
 type Binding = keyof Env & `RATE_LIMIT_${string}`;
 
@@ -72,13 +76,12 @@ async function countOrg(c: Context<AppEnv>, orgId: string, refuse: boolean) {
     throw limited(`Rate limit exceeded: this API key's organization has used its "${cls}" limit, ${what}, across all its keys`);
 }
 
-const classOf = (c: Context<AppEnv>) => endpointClass(c.req.method, c.req.path.replace(/\/+$/, '') || '/');
-
-/** Which limit a request counts against. */
-export function endpointClass(method: string, path: string): EndpointClass {
-  if (method === 'GET' || method === 'HEAD') return 'reads';
-  if (method === 'POST' && (path === '/v1/programs' || path === '/v1/verify' || path === '/v1/verify/stark')) return 'uploads';
-  return 'submissions';
+/** The endpoint class the route's door declared (src/middleware/door.ts). */
+function classOf(c: Context<AppEnv>): EndpointClass {
+  const rate = c.var.door?.rate;
+  if (rate !== 'reads' && rate !== 'submissions' && rate !== 'uploads')
+    throw new Error(`${c.req.method} ${c.req.path} takes an API key but declares no endpoint class (${rate})`);
+  return rate;
 }
 
 /**
@@ -88,15 +91,14 @@ export function endpointClass(method: string, path: string): EndpointClass {
  * When this isolate already knows the key's organization, the organization's budget is
  * counted here too; otherwise the first read counts it (limitOrganization).
  */
-export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
+export async function limitApiKey(c: Context<AppEnv>): Promise<void> {
   const cls = classOf(c);
   const { binding, what } = CLASSES[cls];
   if (!(await take(c.env, binding, c.var.apiKeyHash)))
     throw limited(`Rate limit exceeded: this API key has used its "${cls}" limit, ${what}`);
   const org = orgOfKeyHash.get(c.var.apiKeyHash);
   if (org) await countOrg(c, org, true);
-  await next();
-});
+}
 
 /**
  * Counts the request against its organization's budget once the first read has
@@ -123,24 +125,96 @@ export async function countStreamReads(env: Env, keyHash: string, orgId: string)
   return key && org;
 }
 
-/** Console requests that send something out of the service (a webhook test, a redelivery). */
-export const isConsoleSend = (method: string, path: string) =>
-  method === 'POST' && /\/webhooks\/[^/]+\/(test|deliveries\/[^/]+\/redeliver)\/?$/.test(path);
-
 /**
  * The console API's limits, after its authentication: every request counts against the
  * signed-in session's budget and, under /orgs/{org_id}, the organization's; a request
- * that sends something out also against the organization's stricter sends budget.
+ * whose route declares `console-sends` (it sends something out) also against the
+ * organization's stricter sends budget.
  */
-export const consoleRateLimit = createMiddleware<ConsoleEnv>(async (c, next) => {
+export async function limitConsole(c: Context<ConsoleEnv>, budget: RateBudget): Promise<void> {
   if (!(await take(c.env, 'RATE_LIMIT_CONSOLE', c.var.sessionId)))
     throw limited('Rate limit exceeded: this console session has used its request limit');
   const org = c.var.membership?.orgId;
   if (org) {
     if (!(await take(c.env, 'RATE_LIMIT_CONSOLE_ORG', org)))
       throw limited('Rate limit exceeded: this organization has used its console request limit');
-    if (isConsoleSend(c.req.method, c.req.path) && !(await take(c.env, 'RATE_LIMIT_CONSOLE_SENDS', org)))
+    if (budget === 'console-sends' && !(await take(c.env, 'RATE_LIMIT_CONSOLE_SENDS', org)))
       throw limited('Rate limit exceeded: this organization has used its limit of webhook tests and redeliveries');
   }
-  await next();
-});
+}
+
+/** The budgets counted per credential of the fleet, by its hash (or a queue token's claims): no D1 read. */
+const PER_TOKEN: Partial<Record<RateBudget, { binding: Binding; whose: string }>> = {
+  agent: { binding: 'RATE_LIMIT_AGENT', whose: 'this agent token' },
+  queue: { binding: 'RATE_LIMIT_QUEUE', whose: 'this queue token' },
+  job: { binding: 'RATE_LIMIT_JOB', whose: 'this job token' },
+  publisher: { binding: 'RATE_LIMIT_PUBLISHER', whose: 'this publisher token' },
+};
+
+/** Budgets (`binding key`) this isolate has seen spent, until when: the binding's answers to counts made off the path. */
+const seenSpent = new Map<string, number>();
+
+/** What a request counted off its path needs of its context: the bindings, and a way to outlive the response. */
+type OffPath = { env: Env; executionCtx: { waitUntil(promise: Promise<unknown>): void } };
+
+/**
+ * Counts a request against `binding` for `key` off the request's path: 429 before
+ * anything else when this isolate has seen that budget spent (until its window ends),
+ * else the request goes on and the count is made after it; the request that spent the
+ * budget stands, as the binding counts approximately anyway. For the requests made most
+ * often by whom the service trusts most: the fleet's (a status check a second per running
+ * job, a queue pull a second per idle agent) and pages.
+ */
+function countOffPath(c: OffPath, binding: Binding, key: string, detail: string): void {
+  const id = `${binding} ${key}`;
+  const until = seenSpent.get(id);
+  if (until !== undefined) {
+    if (until > Date.now()) throw limited(detail);
+    seenSpent.delete(id);
+  }
+  const counted = take(c.env, binding, key).then(
+    (fits) => {
+      if (fits) return;
+      if (seenSpent.size >= ORG_CACHE_MAX) seenSpent.clear();
+      seenSpent.set(id, Date.now() + RATE_LIMIT_PERIOD_SECONDS * 1000);
+    },
+    (err: unknown) => console.error(JSON.stringify({ level: 'warn', msg: 'rate limit not counted', binding, error: String(err) })),
+  );
+  try {
+    c.executionCtx.waitUntil(counted);
+  } catch {
+    // No execution context (a test calling app.request directly): it runs on its own.
+  }
+}
+
+/** Counts a fleet request against its token's budget (`key`: the token's hash or claims), off its path. */
+export function limitToken(c: OffPath, budget: RateBudget, key: string): void {
+  const per = PER_TOKEN[budget];
+  if (!per) throw new Error(`the "${budget}" budget is not counted per token`);
+  countOffPath(c, per.binding, key, `Rate limit exceeded: ${per.whose} has used its request limit`);
+}
+
+/** The budgets counted per client address, for routes that take no credential. */
+const PER_ADDRESS: Partial<Record<RateBudget, { binding: Binding; what: string }>> = {
+  anonymous: { binding: 'RATE_LIMIT_ANONYMOUS', what: 'signing in, refreshing, password links and invitations' },
+  open: { binding: 'RATE_LIMIT_OPEN', what: 'pages, documents and downloads' },
+};
+
+/**
+ * Counts a request that takes no credential against its client address's budget; 429
+ * past it. The anonymous routes' count comes first (what follows may hash a password);
+ * pages' and documents' is made off their path.
+ */
+export async function limitAddress(c: OffPath, budget: RateBudget, address: string): Promise<void> {
+  const per = PER_ADDRESS[budget];
+  if (!per) throw new Error(`the "${budget}" budget is not counted per address`);
+  const detail = `Rate limit exceeded: this client address has used its limit of requests for ${per.what}`;
+  if (budget === 'open') countOffPath(c, per.binding, address, detail);
+  else if (!(await take(c.env, per.binding, address))) throw limited(detail);
+}
+
+/** Counts a refused credential against its client address's budget: false once the address is past it. */
+export const countFailedCredential = (env: Env, address: string): Promise<boolean> => take(env, 'RATE_LIMIT_FAILED', address);
+
+/** The 429 of an address past its budget of refused credentials. */
+export const tooManyFailures = () => limited('Too many refused credentials from this client address');

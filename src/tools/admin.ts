@@ -44,13 +44,27 @@ import {
   setOrganizationBudget,
   setOrganizationRetention,
   setConfigOpenvmToml,
+  importRefusal,
+  setAgentTokenLimits,
+  type AgentTokenLimits,
 } from '../admin/statements.ts';
 import { openvmConfigProblems, PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
 import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES } from '../auth/permissions.ts';
 import { artifactKey } from '../lib/artifact-keys.ts';
 import { SWEEP_ITEM_KINDS } from '../db/schema.ts';
 import { MailError, mailSender, send } from '../features/accounts/mail.ts';
-import { artifactsBucket, d1Execute, describeTarget, mailSettings, r2Put, type Row, type Target, WranglerError } from './wrangler.ts';
+import { rateOf } from '../jobs/rates.ts';
+import {
+  artifactsBucket,
+  d1Execute,
+  describeTarget,
+  machineRates,
+  mailSettings,
+  r2Put,
+  type Row,
+  type Target,
+  WranglerError,
+} from './wrangler.ts';
 
 const ENVS = ['staging', 'production'];
 
@@ -107,7 +121,11 @@ function userPath(p: string): string {
  * that changed no row (unknown id, already revoked...) is an error with that message.
  */
 async function runStep(target: Target, step: AdminStep, ifNothingChanged?: string): Promise<void> {
-  const results = await d1Execute(target, [...step.sql, 'SELECT changes() AS changes;']);
+  const results = await d1Execute(target, [...step.sql, 'SELECT changes() AS changes;']).catch((err: unknown) => {
+    // An import of a value stored already, live or revoked: the insert refused it (nothing was written).
+    const refusal = err instanceof WranglerError ? importRefusal(`${err.message}\n${err.output}`) : null;
+    throw refusal ? new Error(refusal) : err;
+  });
   const changes = Number(results.at(-1)?.[0]?.changes ?? 0);
   if (ifNothingChanged !== undefined && changes === 0) throw new Error(ifNothingChanged);
   for (const line of step.output) process.stdout.write(line + '\n');
@@ -183,6 +201,28 @@ function printRows(rows: Row[], json: boolean): void {
 async function list(c: Context, sql: string): Promise<void> {
   const [rows] = await d1Execute(c.target, [sql]);
   printRows(rows ?? [], c.values.json === true);
+}
+
+/** A flag's whole number (absent: undefined, or a usage error when `needed`). */
+function wholeNumber(values: Values, name: string, needed = false): number | undefined {
+  const v = values[name];
+  if (v === undefined && !needed) return undefined;
+  if (typeof v !== 'string' || !/^\d+$/.test(v.trim()))
+    throw new UsageError(`--${name} must be a whole number${v === undefined ? '' : `, not ${String(v)}`}`);
+  return Number(v);
+}
+
+/**
+ * A machine type the target's Worker bills: named in its MACHINE_RATES, or priced by its
+ * `*`. An agent token of any other type would claim nothing (src/features/fleet/claim.ts).
+ */
+async function requirePriced(target: Target, machineType: string): Promise<void> {
+  const rate = rateOf(await machineRates(target.env), machineType);
+  if (rate === null)
+    throw new Error(
+      `machine type ${machineType} has no rate in MACHINE_RATES of ${target.env ?? 'the local configuration'} (wrangler.toml), which has no "*": add it there first`,
+    );
+  process.stderr.write(`admin: machine type ${machineType} is billed ${rate} USD per GPU-hour (MACHINE_RATES)\n`);
 }
 
 /** `revoke-…`: by the secret's value or by its id; nothing active to revoke is an error. */
@@ -312,15 +352,19 @@ const commands: Record<string, Command> = {
   'create-user': {
     synopsis: `--email EMAIL --org ORG_ID [--role ${ROLES.join('|')}] [--name NAME] [--operator] [--console-url URL]`,
     summary:
-      'Make a console user a member of an organization (default role owner; a viewer only reads: the first owner is made this way; owners and admins invite the rest from the console). An existing account keeps its password and only gains the membership. A new account (or one with no password yet) gets a one-time set-password link: emailed when the environment has a mail sender (MAIL_SENDER; for "http", MAIL_API_KEY in your environment), otherwise printed on the last line. --operator shows them the fleet page. --console-url is where the console is served (default http://127.0.0.1:8787 with --local; required with --remote).',
+      'Make a console user a member of an organization (default role owner; a viewer only reads: the first owner is made this way; owners and admins invite the rest from the console). An existing account keeps its password and only gains the membership. A new account (or one with no password yet) gets a one-time set-password link: emailed when the environment has a mail sender (MAIL_SENDER; for "http", MAIL_API_KEY in your environment), otherwise printed on the last line. --operator shows them the fleet page. --console-url is where the console is served (default: the environment\'s PUBLIC_ORIGIN in wrangler.toml).',
     options: { email: str, org: str, role: str, name: str, operator: bool, 'console-url': str },
     async run(c) {
       const org = required(c.values, 'org');
       const role = ROLES.find((r) => r === (c.values.role ?? 'owner'));
       if (!role) throw new UsageError(`--role must be ${ROLES.join(', ')}, not ${c.values.role}`);
+      // Where the link points: --console-url, else the environment's PUBLIC_ORIGIN (the Worker's own setting).
       const consoleUrl =
-        c.values['console-url'] === undefined ? (c.target.remote ? undefined : 'http://127.0.0.1:8787') : required(c.values, 'console-url');
-      if (!consoleUrl) throw new UsageError('--console-url is required with --remote (where people open the console)');
+        c.values['console-url'] === undefined ? (await mailSettings(c.target.env)).PUBLIC_ORIGIN : required(c.values, 'console-url');
+      if (!consoleUrl)
+        throw new UsageError(
+          `--console-url is needed: this environment sets no PUBLIC_ORIGIN (where people open the console; wrangler.toml [env.${c.target.env ?? '…'}.vars])`,
+        );
       const email = required(c.values, 'email');
       const [orgs, found] = await d1Execute(c.target, [listOrganizations(), findUser(email)]);
       if (!orgs?.some((o) => o.id === org)) throw new Error(`no organization ${org} (see list-orgs)`);
@@ -540,10 +584,11 @@ const commands: Record<string, Command> = {
     run: (c) => list(c, keyHistory(c.values.config as string | undefined)),
   },
   'create-agent-token': {
-    synopsis: '--name NAME --engines ENGINE[,ENGINE...] --configs CONFIG_ID[,CONFIG_ID...]|all',
+    synopsis:
+      '--name NAME --engines ENGINE[,ENGINE...] --configs CONFIG_ID[,CONFIG_ID...]|all --machine-type TYPE --max-gpus N [--max-leases N]',
     summary:
-      'Create a token for prover-agents, for jobs of these engines under these configs (`all`: every config of the engines): its agents claim nothing else, whatever they declare. Prints the token (shown only once) on the last line.',
-    options: { name: str, engines: str, configs: str },
+      'Create a token for prover-agents, for jobs of these engines under these configs (`all`: every config of the engines): its agents claim nothing else, whatever they declare. --machine-type is what its hosts are billed as (a type MACHINE_RATES prices); a host must declare it as it is. --max-gpus: the most GPUs its leases hold at once (0: GPU-less engines only); --max-leases: the most jobs it runs at once (default one per GPU, at least 1). A host declaring more is held to them. Prints the token (shown only once) on the last line.',
+    options: { name: str, engines: str, configs: str, 'machine-type': str, 'max-gpus': str, 'max-leases': str },
     async run(c) {
       const csv = (name: string) =>
         required(c.values, name)
@@ -551,19 +596,52 @@ const commands: Record<string, Command> = {
           .map((v) => v.trim())
           .filter(Boolean);
       const configs = required(c.values, 'configs').trim() === 'all' ? null : csv('configs');
+      const maxGpus = wholeNumber(c.values, 'max-gpus', true)!;
+      const limits: AgentTokenLimits = {
+        machineType: required(c.values, 'machine-type'),
+        maxGpus,
+        maxLeases: wholeNumber(c.values, 'max-leases') ?? Math.max(1, maxGpus),
+      };
       let step: AdminStep;
       try {
-        step = await createAgentToken(required(c.values, 'name'), { engines: csv('engines'), configs });
+        step = await createAgentToken(required(c.values, 'name'), { engines: csv('engines'), configs }, limits);
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
+      await requirePriced(c.target, limits.machineType);
       await runStep(c.target, step);
+    },
+  },
+  'set-agent-token-limits': {
+    synopsis: '--id TOKEN_ID | --token VALUE  [--machine-type TYPE] [--max-gpus N] [--max-leases N]',
+    summary:
+      'Set what a live agent token’s hosts are billed as and may hold (see create-agent-token); unnamed ones stay. New claims are held to them at once; running jobs finish (revoke the token to end them now).',
+    options: { id: str, token: str, 'machine-type': str, 'max-gpus': str, 'max-leases': str },
+    async run(c) {
+      const [by, value] = oneOf(c.values, 'id', 'token');
+      const machineType = c.values['machine-type'] === undefined ? undefined : required(c.values, 'machine-type');
+      let step: AdminStep;
+      try {
+        step = await setAgentTokenLimits(by === 'id' ? { id: value } : { token: value }, {
+          machineType,
+          maxGpus: wholeNumber(c.values, 'max-gpus'),
+          maxLeases: wholeNumber(c.values, 'max-leases'),
+        });
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+      if (machineType !== undefined) await requirePriced(c.target, machineType);
+      await runStep(
+        c.target,
+        step,
+        by === 'id' ? `no live agent token ${value} (see list-agent-tokens)` : 'no live agent token has that value',
+      );
     },
   },
   'revoke-agent-token': revokeCommand('agent token', 'token', revokeAgentToken, revokeAgentTokenById, 'list-agent-tokens'),
   'list-agent-tokens': {
     synopsis: '[--json]',
-    summary: 'List agent tokens (ids, names, revocation; never the tokens).',
+    summary: 'List agent tokens (ids, names, scope, machine type, most GPUs and leases, revocation; never the tokens).',
     run: (c) => list(c, listAgentTokens()),
   },
   'list-agents': {
@@ -599,8 +677,8 @@ Other flags:
   --json                  list commands: print the rows as JSON
   -h, --help              this help, or a command's with \`<command> --help\``;
 
-function commandUsage(name: string): string {
-  return `npm run admin -- ${name} ${commands[name].synopsis} --local|--remote [--env staging|production]`;
+function commandUsage(name: string, command: Command): string {
+  return `npm run admin -- ${name} ${command.synopsis} --local|--remote [--env staging|production]`;
 }
 
 function usage(): string {
@@ -627,7 +705,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(usage());
     return name === undefined ? 2 : 0;
   }
-  const command = commands[name];
+  // The operator's word, looked up as a name of this table's own (never "constructor").
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   try {
     if (!command) throw new UsageError(`unknown command '${name}' (see --help)`);
     const { values, positionals } = parseArgs({
@@ -645,7 +724,7 @@ async function main(argv: string[]): Promise<number> {
       strict: true,
     });
     if (values.help) {
-      process.stdout.write(`usage: ${commandUsage(name)}\n\n${command.summary}\n\n${LOCATION_HELP}\n`);
+      process.stdout.write(`usage: ${commandUsage(name, command)}\n\n${command.summary}\n\n${LOCATION_HELP}\n`);
       return 0;
     }
     const expected = command.positionals ?? [];
@@ -657,7 +736,9 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   } catch (err) {
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`admin: ${(err as Error).message}\nusage: ${command ? commandUsage(name) : 'npm run admin -- --help'}\n`);
+      process.stderr.write(
+        `admin: ${(err as Error).message}\nusage: ${command ? commandUsage(name, command) : 'npm run admin -- --help'}\n`,
+      );
       return 2;
     }
     if (err instanceof WranglerError) process.stderr.write(err.output.trim() + '\n');

@@ -2,6 +2,7 @@
 // D1, seeds a dev organization, API key, config and agent token (idempotently, with the
 // operator command's statements), runs the Worker under `wrangler dev` and one
 // prover-agent with the dev engine, and prints what a developer needs to call the API.
+// A dev key or token that was revoked stays revoked: start says so and makes a new one.
 //
 // Environment: PORT (8787), PERSIST_DIR (local state; default .wrangler/state),
 // DEV_API_KEY (use this exact API key), AGENT_METRICS_PORT (9464), FLEET_LOGS=1 (or
@@ -17,6 +18,8 @@ import {
   createConfig,
   createOrganization,
   createUser,
+  setAgentTokenLimits,
+  storedCredentials,
   DEV_ENGINE_OPENVM_TOML,
   devAppVmCommit,
   setConfigOpenvmToml,
@@ -39,6 +42,7 @@ import {
   stopGroup,
   waitForHealthy,
   WranglerError,
+  type Row,
 } from './wrangler.ts';
 
 const DEV_ORG_ID = 'org_dev';
@@ -48,6 +52,8 @@ const DEV_CONFIG_ID = 'cfg_00000000000000000000DEVCFG';
 /** What the dev config was seeded with before it described the release (`npm start` upgrades such a local database). */
 const OLD_DEV_APP_VM_COMMIT = '0x' + 'de'.repeat(32);
 const DEV_AGENT_NAME = 'local-dev';
+/** What the local agent is and may hold (its token's limits): the dev engine uses no GPU; room for a second local agent. */
+const DEV_AGENT_LIMITS = { machineType: 'local-dev', maxGpus: 0, maxLeases: 4 };
 /** How long an agent must stay up before start reports it as running. */
 const AGENT_GRACE_MS = 3_000;
 
@@ -88,8 +94,8 @@ interface Credentials {
   console_password: string;
 }
 
-/** The dev API key and agent token: generated on the first run, then read back so that restarts print the same ones. */
-function devCredentials(): Credentials {
+/** The dev credentials kept between runs (a key or token that turns out revoked is replaced in it: chooseCredentials). */
+function savedCredentials(): Credentials {
   let saved: Partial<Credentials> = {};
   if (existsSync(credentialsFile)) {
     try {
@@ -98,23 +104,69 @@ function devCredentials(): Credentials {
       log(`${credentialsFile} is not valid JSON: generating new dev credentials`);
     }
   }
-  const creds: Credentials = {
+  return {
     api_key: saved.api_key ?? randomToken('sk'),
     agent_token: saved.agent_token ?? randomToken('at'),
     console_password: saved.console_password ?? randomToken('dev', 8),
   };
-  if (creds.api_key !== saved.api_key || creds.agent_token !== saved.agent_token || creds.console_password !== saved.console_password) {
-    mkdirSync(devDir, { recursive: true });
-    writeFileSync(credentialsFile, JSON.stringify(creds, null, 2) + '\n', { mode: 0o600 });
-  }
-  return process.env.DEV_API_KEY ? { ...creds, api_key: process.env.DEV_API_KEY } : creds;
 }
 
-async function seed(creds: Credentials): Promise<void> {
+function saveCredentials(creds: Credentials): void {
+  mkdirSync(devDir, { recursive: true });
+  writeFileSync(credentialsFile, JSON.stringify(creds, null, 2) + '\n', { mode: 0o600 });
+}
+
+/**
+ * The dev API key and agent token to use: DEV_API_KEY if set, else the saved ones, so
+ * that restarts print the same ones. A value stored already is used only while it is
+ * live (and a key only while it is the dev organization's): a revoked one stays revoked,
+ * and start says so and makes a new one, saved for the next run. Which values are new
+ * (to import) is said too; an import of a value stored meanwhile is still refused by
+ * its insert.
+ */
+async function chooseCredentials(
+  saved: Credentials,
+): Promise<{ creds: Credentials; importKey: boolean; importToken: boolean; newKeyWhy?: string }> {
+  const keys = [process.env.DEV_API_KEY, saved.api_key].filter((k): k is string => !!k);
+  const lookup = await storedCredentials({ apiKeys: keys, agentTokens: [saved.agent_token] });
+  const [keyRows = [], tokenRows = []] = await d1Execute({ remote: false, persistTo }, lookup.sql);
+  const stored = (rows: Row[], column: 'key_hash' | 'token_hash', value: string) =>
+    rows.find((r) => r[column] === lookup.hashes.get(value));
+  const creds = { ...saved };
+  let importKey = true;
+  const usableKey = keys.find((key) => {
+    const row = stored(keyRows, 'key_hash', key);
+    const which = key === process.env.DEV_API_KEY ? 'DEV_API_KEY' : `the dev API key ${key.slice(0, 11)}…`;
+    if (!row) return true;
+    if (row.revoked_at !== null) log(`${which} was revoked (${String(row.revoked_at)}): it stays revoked`);
+    else if (row.org_id !== DEV_ORG_ID) log(`${which} is a key of ${String(row.org_id)}, not of ${DEV_ORG_ID}: not using it`);
+    else importKey = false;
+    return row.revoked_at === null && row.org_id === DEV_ORG_ID;
+  });
+  if (usableKey) creds.api_key = usableKey;
+  else {
+    creds.api_key = randomToken('sk');
+    log(`made a new dev API key (printed below)`);
+  }
+  // Another key than the one asked for, or used last time: say so where the key is printed.
+  const newKeyWhy = creds.api_key !== keys[0] ? 'new: the one before was revoked or not the dev organization’s' : undefined;
+  const token = stored(tokenRows, 'token_hash', saved.agent_token);
+  let importToken = !token;
+  if (token && token.revoked_at !== null) {
+    log(`the dev agent token was revoked (${String(token.revoked_at)}): it stays revoked; made a new one`);
+    creds.agent_token = randomToken('at');
+    importToken = true;
+  }
+  // DEV_API_KEY is the developer's to keep: only a key start made is saved.
+  saveCredentials({ ...creds, api_key: usableKey === process.env.DEV_API_KEY ? saved.api_key : creds.api_key });
+  return { creds, importKey, importToken, newKeyWhy };
+}
+
+async function seed({ creds, importKey, importToken }: Awaited<ReturnType<typeof chooseCredentials>>): Promise<void> {
   const appVmCommit = await devAppVmCommit(DEV_ENGINE_OPENVM_TOML);
   const steps = [
     createOrganization('Local development', DEV_ORG_ID),
-    await createApiKey(DEV_ORG_ID, DEV_OWNER, creds.api_key),
+    ...(importKey ? [await createApiKey(DEV_ORG_ID, DEV_OWNER, creds.api_key)] : []),
     createConfig({
       id: DEV_CONFIG_ID,
       ...TARGET_RELEASE,
@@ -127,8 +179,11 @@ async function seed(creds: Credentials): Promise<void> {
     setConfigOpenvmToml(DEV_CONFIG_ID, DEV_ENGINE_OPENVM_TOML),
     // ...and one seeded with the old placeholder versions gets the release's.
     upgradeDevConfig(DEV_CONFIG_ID, { openvm_version: '1.4.0', app_vm_commit: OLD_DEV_APP_VM_COMMIT }, appVmCommit),
-    // The local agent serves the dev engine, under the dev config only.
-    await createAgentToken(DEV_AGENT_NAME, { engines: ['dev'], configs: [DEV_CONFIG_ID] }, creds.agent_token),
+    // The local agent serves the dev engine, under the dev config only; a token made by an
+    // older start (or a migrated one) gets the dev agent's limits.
+    importToken
+      ? await createAgentToken(DEV_AGENT_NAME, { engines: ['dev'], configs: [DEV_CONFIG_ID] }, DEV_AGENT_LIMITS, creds.agent_token)
+      : await setAgentTokenLimits({ token: creds.agent_token }, DEV_AGENT_LIMITS),
     // The console's dev user: owner of the dev organization and an operator (the fleet page).
     await createUser({
       email: DEV_OWNER,
@@ -165,7 +220,7 @@ function agentArgs(token: string): string[] {
   ];
 }
 
-function banner(creds: Credentials, agent: ChildProcess): string {
+function banner(creds: Credentials, agent: ChildProcess, newKeyWhy?: string): string {
   const agentLine = hasExited(agent)
     ? `not running (it exited with code ${agent.exitCode ?? agent.signalCode}; see [agent] above). Jobs wait until an agent runs:\n                 npm run agent -- ${agentArgs(creds.agent_token).join(' ')}`
     : `running (dev engine, metrics on http://127.0.0.1:${metricsPort}/metrics)`;
@@ -173,7 +228,7 @@ function banner(creds: Credentials, agent: ChildProcess): string {
     '',
     '──────────────────────────────────────────────────────────────────────',
     `  Proving service: ${baseUrl}`,
-    `  API key:         ${creds.api_key}   (header Service-API-Key)`,
+    `  API key:         ${creds.api_key}   (header Service-API-Key${newKeyWhy ? `; ${newKeyWhy}` : ''})`,
     `  Config id:       ${DEV_CONFIG_ID}   (engine dev, deferral enabled)`,
     `  Console:         ${baseUrl}/console   (sign in as ${DEV_OWNER} / ${creds.console_password})`,
     `  API docs:        ${baseUrl}/docs`,
@@ -237,9 +292,10 @@ async function main(): Promise<void> {
 
   log(`applying migrations to the local D1 (${persistTo ?? '.wrangler/state'})`);
   await applyLocalMigrations(persistTo);
-  const creds = devCredentials();
+  const chosen = await chooseCredentials(savedCredentials());
+  const creds = chosen.creds;
   log(`seeding ${DEV_ORG_ID}, its API key, config ${DEV_CONFIG_ID} and an agent token`);
-  await seed(creds);
+  await seed(chosen);
 
   log(`starting the Worker (wrangler dev) on ${baseUrl}`);
   worker = await spawnWranglerDev({ port, persistTo });
@@ -260,7 +316,7 @@ async function main(): Promise<void> {
   // deployed cron does, every minute.
   setInterval(() => void fetch(`${baseUrl}/cdn-cgi/local/scheduled`).catch(() => {}), 60_000).unref();
 
-  process.stdout.write(banner(creds, agent));
+  process.stdout.write(banner(creds, agent, chosen.newKeyWhy));
 
   await workerExit;
   if (stopping) return;

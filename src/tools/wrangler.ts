@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { parseMachineRates, type MachineRates } from '../jobs/rates.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 // wrangler's own CLI, run the way its bin/wrangler.js runs it, minus that wrapper's extra Node process.
@@ -139,13 +140,14 @@ export async function artifactsBucket(env?: string): Promise<string> {
 }
 
 /**
- * The mail settings of a wrangler.toml environment (its vars), with MAIL_API_KEY from
- * the operator's own environment (a Worker secret cannot be read back). A MAIL_*
- * variable in the operator's environment overrides the var (`MAIL_SENDER=` unsets it).
+ * The mail settings of a wrangler.toml environment (its vars: the sender, and
+ * PUBLIC_ORIGIN, where the links it mails point), with MAIL_API_KEY from the operator's
+ * own environment (a Worker secret cannot be read back). A MAIL_* variable in the
+ * operator's environment overrides the var (`MAIL_SENDER=` unsets it).
  */
 export async function mailSettings(
   env?: string,
-): Promise<{ MAIL_SENDER?: string; MAIL_API_URL?: string; MAIL_FROM?: string; MAIL_API_KEY?: string }> {
+): Promise<{ MAIL_SENDER?: string; MAIL_API_URL?: string; MAIL_FROM?: string; MAIL_API_KEY?: string; PUBLIC_ORIGIN?: string }> {
   const { unstable_readConfig } = await import('wrangler');
   const config = unstable_readConfig({ config: path.join(ROOT, 'wrangler.toml'), env }, { hideWarnings: true });
   const vars = (config.vars ?? {}) as Record<string, unknown>;
@@ -156,7 +158,20 @@ export async function mailSettings(
     MAIL_API_URL: setting('MAIL_API_URL'),
     MAIL_FROM: setting('MAIL_FROM'),
     MAIL_API_KEY: process.env.MAIL_API_KEY,
+    PUBLIC_ORIGIN: text(vars.PUBLIC_ORIGIN),
   };
+}
+
+/**
+ * The rate card (MACHINE_RATES) of a wrangler.toml environment's vars: the rates its
+ * Worker bills machine types at (src/jobs/settings.ts parseMachineRates).
+ */
+export async function machineRates(env?: string): Promise<MachineRates> {
+  const { unstable_readConfig } = await import('wrangler');
+  const config = unstable_readConfig({ config: path.join(ROOT, 'wrangler.toml'), env }, { hideWarnings: true });
+  const vars = new Map(Object.entries((config.vars ?? {}) as Record<string, unknown>));
+  const card = vars.get('MACHINE_RATES');
+  return parseMachineRates(typeof card === 'string' ? card : undefined, (msg) => process.stderr.write(`admin: ${msg}\n`));
 }
 
 export async function r2Put(t: Target, bucket: string, key: string, file: string): Promise<void> {
@@ -199,6 +214,9 @@ export async function spawnWranglerDev(o: DevOptions): Promise<ChildProcess> {
     String(await freePort()),
     '--show-interactive-dev-session=false',
     ...(o.persistTo ? ['--persist-to', o.persistTo] : []),
+    // The links it mails point where it listens (PUBLIC_ORIGIN, src/features/accounts/mail.ts).
+    '--var',
+    `PUBLIC_ORIGIN:http://127.0.0.1:${o.port}`,
     ...(o.extraArgs ?? []),
   ]);
 }

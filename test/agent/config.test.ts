@@ -57,6 +57,15 @@ describe('prover-agent configuration', () => {
     expect(loadConfig([...required, '--gpus', '8', '--concurrency', '3'], {}).concurrency).toBe(3);
   });
 
+  it('limits every job’s time on the host: documented defaults per engine, N for all, or engine=N pairs', () => {
+    expect(loadConfig(required, {}).jobTimeLimitsMs).toEqual({ dev: 600_000, openvm: 21_600_000 });
+    expect(loadConfig([...required, '--job-time-limit', '30'], {}).jobTimeLimitsMs).toEqual({ dev: 30_000, openvm: 30_000 });
+    expect(loadConfig(required, { PROVER_JOB_TIME_LIMIT: 'dev=5' }).jobTimeLimitsMs).toEqual({ dev: 5_000, openvm: 21_600_000 });
+    expect(usage()).toMatch(/--job-time-limit[\s\S]*env PROVER_JOB_TIME_LIMIT, default dev=600,openvm=21600/);
+    expect(() => loadConfig([...required, '--job-time-limit', 'gpu=3'], {})).toThrow(/--job-time-limit takes seconds, or engine=seconds/);
+    expect(() => loadConfig([...required, '--job-time-limit', '0'], {})).toThrow(/--job-time-limit must be a number ≥ 1/);
+  });
+
   it('refuses missing credentials, unknown engines and bad numbers, naming the flag', () => {
     expect(() => loadConfig([], {})).toThrow(/--api-url \(or PROVER_API_URL\) is required/);
     expect(() => loadConfig([...required, '--engines', 'risc0'], {})).toThrow(ConfigError);

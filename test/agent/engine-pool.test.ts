@@ -15,7 +15,9 @@ import { CANCEL_KILL_GRACE_MS } from '../../prover-agent/src/agent/job-runner.ts
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
 import type { EngineOptions, ExecuteResult } from '../../prover-agent/src/engine/types.ts';
 import type { EngineConfig } from '../../prover-agent/src/protocol.ts';
-import { devEngineConfig } from '../engine/dev/helpers.ts';
+import { MAX_LOG_LINE_CHARS } from '../../prover-agent/src/engine/types.ts';
+import { cutMark } from '../../prover-agent/src/lib/lines.ts';
+import { devEngineConfig, printBombElf, slowHintElf } from '../engine/dev/helpers.ts';
 
 const GUESTS = fileURLToPath(new URL('../guests/build/', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'engine-pool-test-'));
@@ -45,6 +47,12 @@ function executeJob(guest: string, input: string[], engineOptions: EngineOptions
     gpus: [],
     operation: { op: 'execute', elfPath: join(dir, 'elf'), vmexePath: join(dir, 'elf'), inputPath: join(dir, 'input'), mode: 'pure' },
   };
+}
+/** An execute operation of a guest assembled by the test (test/engine/dev/helpers.ts). */
+function elfJob(elf: Uint8Array): EngineRunRequest {
+  const req = executeJob('hello.elf', []);
+  writeFileSync(join(req.workDir, 'elf'), elf);
+  return req;
 }
 /** loop.elf for about a minute: long enough to be interrupted. */
 const longJob = (engineOptions: EngineOptions = {}) => executeJob('loop.elf', [u32(4_000_000_000)], engineOptions);
@@ -258,13 +266,36 @@ describe('warm engine pool', () => {
     const pid = r.pid;
     await r.kill(CANCEL_KILL_GRACE_MS);
     expect(groupAlive(pid)).toBe(false);
-    // SIGTERM aborted the operation (the engine stopped at its next check), no SIGKILL was needed.
-    expect(await r.done).toEqual({ kind: 'crash', message: 'canceled' });
+    // SIGTERM ended the worker at once (it has no handler: the signal's default action), no SIGKILL was needed.
+    expect(await r.done).toEqual({ kind: 'killed', signal: 'SIGTERM' });
     await r.kill(CANCEL_KILL_GRACE_MS); // a second kill (the runner's endEarly) is harmless
     const next = await run(p, helloJob('after a kill'));
     expect(next.outcome.kind).toBe('result');
     expect(next.pid).not.toBe(pid);
     expect(p.stats().pids).toEqual([next.pid]);
+  });
+
+  it('kill() stops a worker busy in one slow guest instruction on SIGTERM alone: no grace is waited for', async () => {
+    const p = newPool();
+    // Every instruction of this guest costs the host milliseconds (16 MiB of random hint):
+    // the executor looks at its signal once in 2^25 instructions, which is days.
+    const { run: r } = await started(p, elfJob(slowHintElf()));
+    await r.kill(10 * 60_000); // were SIGTERM not enough, the SIGKILL would come after ten minutes
+    expect(groupAlive(r.pid)).toBe(false);
+    expect(await r.done).toEqual({ kind: 'killed', signal: 'SIGTERM' });
+  });
+
+  it('a guest that prints without a newline streams to the job’s log as it prints, cut, and nothing of it piles up', async () => {
+    const p = newPool();
+    // 64 MiB printed, never a newline, and then the guest spins: the cut line must come while it runs.
+    const spinning = printBombElf(64, 1 << 20, 'spin');
+    const { run: r, logs } = await started(p, elfJob(spinning));
+    await until('the cut line', () => logs.some((l) => l.includes(cutMark(MAX_LOG_LINE_CHARS - 'guest: '.length))));
+    await r.kill(CANCEL_KILL_GRACE_MS);
+    const guest = logs.filter((l) => l.startsWith('guest: '));
+    expect(guest).toEqual([`guest: ${'x'.repeat(MAX_LOG_LINE_CHARS - 'guest: '.length)}${cutMark(MAX_LOG_LINE_CHARS - 'guest: '.length)}`]);
+    // What reached the agent of 64 MiB: one cut line and the engine's own few lines.
+    expect(logs.reduce((n, l) => n + l.length, 0)).toBeLessThan(2 * MAX_LOG_LINE_CHARS);
   });
 
   it('kill() after the operation ended leaves the worker, which may be serving another job, alone', async () => {
@@ -366,24 +397,48 @@ describe('warm engine pool', () => {
     expect(groupAlive(late.pid)).toBe(false);
   });
 
-  it('workers die with their agent: a SIGKILLed parent leaves no worker behind', async () => {
-    // A stand-in agent: a process that warms a pool, prints its workers' pids and waits.
-    const script = join(work, 'agent.ts');
+  /**
+   * A stand-in agent: a process that makes a pool of `size`, runs `body` (which prints a
+   * JSON line of the pids to watch) and waits. Resolves with the process and those pids.
+   */
+  async function standInAgent(name: string, size: number, body: string): Promise<{ agent: ReturnType<typeof spawn>; pids: number[] }> {
+    const script = join(work, `${name}.ts`);
     const poolModule = fileURLToPath(new URL('../../prover-agent/src/agent/engine-pool.ts', import.meta.url));
     const logModule = fileURLToPath(new URL('../../prover-agent/src/agent/log.ts', import.meta.url));
     writeFileSync(
       script,
       `import { EnginePool } from ${JSON.stringify(poolModule)};
        import { createLogger } from ${JSON.stringify(logModule)};
-       const pool = new EnginePool({ size: 2, log: createLogger('error') });
-       pool.warm('dev', {});
-       const wait = () => (pool.stats().idle === 2 ? console.log(JSON.stringify(pool.stats().pids)) : setTimeout(wait, 20));
-       wait();
+       const pool = new EnginePool({ size: ${size}, log: createLogger('error') });
+       ${body}
        setInterval(() => {}, 1000);`,
     );
     const agent = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
     const [line] = (await once(createInterface({ input: agent.stdout }), 'line')) as [string];
-    const pids = JSON.parse(line) as number[];
+    return { agent, pids: [JSON.parse(line) as number].flat() };
+  }
+
+  it('a worker busy in a guest dies with its agent too (its watch has a thread of its own)', async () => {
+    const job = elfJob(slowHintElf());
+    const { agent, pids } = await standInAgent(
+      'busy-agent',
+      1,
+      `const run = await pool.start(${JSON.stringify(job)},
+         (e) => e.type === 'log' && e.line.startsWith('dev engine: executing') && console.log(JSON.stringify(run.pid)));`,
+    );
+    expect(pids.every(groupAlive)).toBe(true);
+    agent.kill('SIGKILL');
+    await until('the busy worker to die with its agent', () => !pids.some(groupAlive));
+  });
+
+  it('workers die with their agent: a SIGKILLed parent leaves no worker behind', async () => {
+    const { agent, pids } = await standInAgent(
+      'agent',
+      2,
+      `pool.warm('dev', {});
+       const wait = () => (pool.stats().idle === 2 ? console.log(JSON.stringify(pool.stats().pids)) : setTimeout(wait, 20));
+       wait();`,
+    );
     expect(pids.every(groupAlive)).toBe(true);
     agent.kill('SIGKILL');
     await until('the workers to die with their agent', () => !pids.some(groupAlive));

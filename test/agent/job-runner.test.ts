@@ -5,14 +5,14 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ArtifactCache } from '../../prover-agent/src/agent/artifact-cache.ts';
 import { HttpError } from '../../prover-agent/src/agent/http.ts';
-import { JobRunner, type RunnerOptions } from '../../prover-agent/src/agent/job-runner.ts';
+import { CANCEL_KILL_GRACE_MS, JobRunner, type RunnerOptions } from '../../prover-agent/src/agent/job-runner.ts';
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
 import { Metrics } from '../../prover-agent/src/agent/metrics.ts';
 import type { ServiceClient } from '../../prover-agent/src/agent/service-client.ts';
-import type { ClaimedJob } from '../../prover-agent/src/protocol.ts';
+import type { ClaimedJob, FailRequest, LogChunk } from '../../prover-agent/src/protocol.ts';
 
 /** One call the runner made on its lease: the callback's name and what it sent. */
 type Request = { call: string; body?: unknown };
@@ -106,6 +106,7 @@ async function options(engines: { start: unknown }): Promise<RunnerOptions> {
     killGraceMs: 10_000,
     agentName: 'box',
     machineType: 'test-machine',
+    jobTimeLimitsMs: {},
   };
 }
 
@@ -398,5 +399,99 @@ describe('a job stopped while it runs', () => {
     const calls = requests.map((r) => r.call);
     expect(calls.at(-1)).toBe('heartbeat');
     expect(calls.filter((c) => c !== 'heartbeat' && c !== 'status')).toEqual([]);
+  });
+});
+
+describe('a job whose log reaches its cap', () => {
+  it('ends with what was left out and its last lines, with the ending or (to an older service) flushed before it', async () => {
+    for (const older of [false, true]) {
+      const { requests, service } = fakeLease(served);
+      const { launcher } = fakeEngines(async (_req, emit) => {
+        for (let i = 0; i < 5000; i++) emit({ type: 'log', line: `guest: line ${i} ${'q'.repeat(100)}` });
+        return { kind: 'job-error', message: 'guest panicked' };
+      });
+      const job = claim('commit', {
+        artifacts: ['elf', 'vmexe'],
+        inline_artifacts: { elf: '', vmexe: '' },
+        log: { seq: 3, offset: 100, max_bytes: 256 * 1024, max_chunks: 2048 },
+        ...(older ? { shared_artifacts: undefined } : {}),
+      });
+      expect(await run(service, job, await options(launcher))).toBe('failed');
+      const sent = requests.flatMap((r) => (r.call === 'logs' ? [(r.body as LogChunk).text] : []));
+      const ending = requests.at(-1)!;
+      expect(ending.call).toBe('fail');
+      if (older) expect((ending.body as FailRequest).log).toBeUndefined();
+      const log = [...sent, (ending.body as FailRequest).log?.text ?? ''].join('');
+      expect(Buffer.byteLength(log)).toBeLessThanOrEqual(256 * 1024 - 100);
+      expect(log).toMatch(/\n\[agent\] \d+ lines \(\d+ bytes\) left out here: this job's log is capped/);
+      expect(log.trimEnd().split('\n').slice(-2)).toEqual([expect.stringMatching(/^guest: line 4999 /), 'error: guest panicked']);
+    }
+  });
+});
+
+describe('a job stopped at a time limit', () => {
+  /**
+   * An engine that never ends by itself (a guest whose instructions each cost the host
+   * milliseconds). The runner's timers are fake: time moves by `ms` only once the engine
+   * runs, so the limit passes while it runs however loaded the machine is.
+   */
+  const endless = (ms: number) =>
+    fakeEngines((_req, _emit, killed) => {
+      setImmediate(() => vi.advanceTimersByTime(ms));
+      return killed.then((): Outcome => ({ kind: 'killed', signal: 'SIGTERM' }));
+    });
+  const commitJob = (over: Partial<ClaimedJob> = {}) =>
+    claim('commit', { artifacts: ['elf', 'vmexe'], inline_artifacts: { elf: '', vmexe: '' }, ...over });
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("past the host's limit for its engine: the engine is killed with the short grace and the job fails for good, saying why", async () => {
+    const { requests, service } = fakeLease(served);
+    const { kills, launcher } = endless(60_000);
+    const opts = { ...(await options(launcher)), jobTimeLimitsMs: { dev: 60_000, openvm: 3_600_000 } };
+    expect(await run(service, commitJob(), opts)).toBe('failed');
+    expect(kills.length).toBeGreaterThan(0);
+    expect(kills.every((grace) => grace <= CANCEL_KILL_GRACE_MS)).toBe(true);
+    expect(requests.map((r) => r.call).filter((c) => c !== 'logs')).toEqual(['fail']); // (a minute passed: the first lines were flushed)
+    const body = requests.at(-1)!.body as any;
+    expect(body).toMatchObject({
+      retryable: false,
+      error: expect.stringMatching(/^Time limit reached: the job held its host for 60 s, the most the host allows a dev job/),
+    });
+    expect(body.log.text).toContain(`stopped: ${body.error}`);
+  });
+
+  it('at its deadline, when that comes first: the engine is killed and the job fails for good (the service words a deadline it sees passed)', async () => {
+    const { requests, service } = fakeLease(served);
+    const { kills, launcher } = endless(30_000);
+    const opts = { ...(await options(launcher)), jobTimeLimitsMs: { dev: 3_600_000 } };
+    expect(await run(service, commitJob({ deadline_in_ms: 30_000 }), opts)).toBe('failed');
+    expect(kills.length).toBeGreaterThan(0);
+    expect(requests.at(-1)).toMatchObject({ call: 'fail', body: { retryable: false, error: expect.stringMatching(/^Deadline passed/) } });
+  });
+
+  it('a deadline already passed at the claim stops the job before its engine starts', async () => {
+    const { requests, service } = fakeLease(served);
+    const { started, launcher } = endless(0);
+    expect(await run(service, commitJob({ deadline_in_ms: 0, artifacts: ['elf'], inline_artifacts: {} }), await options(launcher))).toBe(
+      'failed',
+    );
+    expect(started).toHaveLength(0);
+    expect(requests.at(-1)).toMatchObject({ call: 'fail', body: { retryable: false, error: expect.stringMatching(/^Deadline passed/) } });
+  });
+
+  it('an engine that ended in time is reported as it ended, whatever the clock says after', async () => {
+    const { requests, service } = fakeLease(served);
+    const { launcher } = fakeEngines(async () => ({
+      kind: 'result',
+      result: { app_exe_commit: '0xexe', app_vm_commit: '0xvm', baseline: {} },
+    }));
+    const opts = { ...(await options(launcher)), jobTimeLimitsMs: { dev: 3_600_000 } };
+    expect(await run(service, commitJob({ deadline_in_ms: 3_600_000 }), opts)).toBe('completed');
+    expect(requests.map((r) => r.call)).toEqual(['complete']);
   });
 });

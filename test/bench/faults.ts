@@ -15,7 +15,7 @@
 // Numbers only: nothing here passes or fails on a timing.
 import { createApiKey, createOrganization } from '../../src/admin/statements.ts';
 import { d1Execute } from '../../src/tools/wrangler.ts';
-import { caller, liveProcessGroups, registerGuest, startStack, type AgentProcess, type Stack } from '../e2e/stack.ts';
+import { caller, liveProcessGroups, registerGuest, startStack, until, type AgentProcess, type Stack } from '../e2e/stack.ts';
 import { benchCli } from './cli.ts';
 
 const usage = `usage: npm run bench:faults -- [--runs N] [--cancels N] [--burst N] [--agents N]
@@ -56,16 +56,6 @@ async function jobOf(stack: Stack, proofId: string): Promise<string> {
 /** The job's engine process groups on agent `a` that are still alive. */
 function enginePids(a: AgentProcess, jobId: string): number[] {
   return liveProcessGroups(a.enginePids(jobId));
-}
-
-async function until<T>(what: string, get: () => Promise<T | undefined | null | false>, timeoutMs = 120_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await get();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 async function main() {

@@ -190,7 +190,7 @@ function loadDatabase(tree: Tree, file: string, jobs: number, orgs: number, now:
   // The current tree's tokens carry their scope (migrations/0010_fleet_scope.sql).
   db.exec(
     current
-      ? `INSERT INTO agent_tokens (id, name, token_hash, engines) VALUES ('at_bench', 'bench', 'agent-token-hash', '["dev"]')`
+      ? `INSERT INTO agent_tokens (id, name, token_hash, engines, machine_type, max_gpus, max_leases) VALUES ('at_bench', 'bench', 'agent-token-hash', '["dev"]', 'm', 0, 10000)`
       : `INSERT INTO agent_tokens (id, name, token_hash) VALUES ('at_bench', 'bench', 'agent-token-hash')`,
   );
   db.exec(`INSERT INTO api_keys (id, org_id, key_hash, owner) VALUES ('key_bench', 'org-00000', 'api-key-hash', 'bench')`);
@@ -248,7 +248,9 @@ async function measure(tree: Tree, jobs: number, orgs: number): Promise<Figures>
     const dispatch = await tree.mod('src/jobs/dispatch.ts');
     const quotas = await tree.mod('src/jobs/quotas.ts');
     const { sweep } = await tree.mod('src/jobs/sweep.ts');
-    const settings = { leaseTtlMs: 12_000, maxLeaseMs: 6 * 3_600_000, maxAttempts: 5, maxRetries: 2, machineRates: { '*': 0 } };
+    // The current tree reads a rate card (src/jobs/rates.ts); the baseline a plain object.
+    const machineRates = tree.side === 'current' ? { byType: new Map(), other: 0 } : { '*': 0 };
+    const settings = { leaseTtlMs: 12_000, maxLeaseMs: 6 * 3_600_000, maxAttempts: 5, maxRetries: 2, machineRates };
     const limits = { maxActiveJobs: 10_000_000, maxGpus: 10_000_000 };
     const caps = { agentId: 'agent-live', machineType: 'm', gpus: 0, engines: ['dev'], configs: [] as string[] };
     let n = 0;

@@ -1,4 +1,4 @@
-// npm run bench:trust [-- --requests N --repeats R]
+// npm run bench:trust [-- --requests N --repeats R --only doors]
 //
 // What a request costs the Worker before and while it is trusted (issue 21), on the
 // local stack (wrangler dev; no agents: jobs stay queued), loopback only:
@@ -10,7 +10,17 @@
 //     (utime+stime from /proc/<pid>/stat) for a 16 MiB binary-codec child proof against
 //     a 16 MiB plain input, the median of R requests each;
 //   - the same peak growth for every route with a cap-sized body (src/lib/limits.ts,
-//     MAX_UPLOAD_BYTES), and the largest of them.
+//     MAX_UPLOAD_BYTES), and the largest of them;
+//   - what a hostile request costs at a door that takes no credential (issue 28 item 1):
+//     workerd's CPU and peak RSS growth per request for every route with no credential that
+//     takes a body (the console's sign-in, refresh, password links, invitations), sent 32 MiB
+//     of nested arrays with and without a Content-Length, and for the fleet's routes that
+//     check their token in their own batch (claim, presence, leave, heartbeat) sent 4 MiB of
+//     nested arrays with a made-up token; the worst of them (goal: under 50 ms and 5 MB).
+//     Answered with whatever status the tree gives (this part runs on older trees too:
+//     --only doors); `reset` where the Worker stopped taking the body in and the client,
+//     still sending, saw the connection close. On wrangler dev workerd also takes in what a
+//     route with a credential leaves unread (on Cloudflare the edge does), counted here.
 // The workerd measured is the one this bench's wrangler dev started (a descendant of
 // this process). Stops by itself; exits 1 if any request is answered other than expected.
 import { execFileSync } from 'node:child_process';
@@ -20,12 +30,15 @@ import { caller, GUESTS, startStack, type Stack } from '../e2e/stack.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_INPUT_BYTES, MAX_JSON_BODY_BYTES } from '../../src/lib/limits.ts';
 import { benchCli } from './cli.ts';
 
-const usage = `usage: npm run bench:trust -- [--requests N] [--repeats R]
+const usage = `usage: npm run bench:trust -- [--requests N] [--repeats R] [--only doors]
   --requests N   requests per side of the unauthenticated comparison (default 50)
-  --repeats R    requests per memory/CPU measurement, the median reported (default 3)`;
-const cli = benchCli('bench:trust', usage, ['requests', 'repeats']);
+  --repeats R    requests per memory/CPU measurement, the median reported (default 3)
+  --only doors   only the hostile requests at the doors that take no credential`;
+const cli = benchCli('bench:trust', usage, ['requests', 'repeats', 'only']);
 const requests = cli.number('requests', 50, 1);
 const repeats = cli.number('repeats', 3, 1);
+const only = cli.string('only');
+if (only !== undefined && only !== 'doors') cli.fail('--only must be doors');
 
 const MiB = 1024 * 1024;
 const enc = new TextEncoder();
@@ -76,6 +89,108 @@ async function measure(pid: number, send: () => Promise<Response>, expected: num
   if (res.status !== expected) throw new Error(`expected ${expected}, got ${res.status}: ${text.slice(0, 300)}`);
   console.error(`    ${res.status}`);
   return { kb: status(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu };
+}
+
+/** One request's cost to workerd, whatever it is answered: peak RSS growth (KB), CPU (ms) and the status. */
+async function measureAny(pid: number, send: () => Promise<Response>): Promise<{ kb: number; cpu: number; status: number }> {
+  await new Promise((r) => setTimeout(r, 300));
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  const rss = status(pid, 'VmRSS');
+  const cpu = cpuMs(pid);
+  // A Worker that stops taking a body in (no credential, past the cap) closes the connection
+  // on a client still sending: its answer is in its log, the client sees a reset (status 0).
+  const res = await send().catch(() => null);
+  await res?.text().catch(() => '');
+  return { kb: status(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu, status: res?.status ?? 0 };
+}
+
+/** A body of `size` bytes of `[`, streamed (no Content-Length: chunked) or whole. */
+function nestedArrays(size: number, streamed: boolean): BodyInit {
+  const chunk = new Uint8Array(64 * 1024).fill(0x5b);
+  if (!streamed) return new Blob([new Uint8Array(size).fill(0x5b)]);
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent >= size) return controller.close();
+      const n = Math.min(chunk.length, size - sent);
+      sent += n;
+      controller.enqueue(chunk.subarray(0, n));
+    },
+  });
+}
+
+interface DoorRow {
+  name: string;
+  cells: { label: string; kb: number; cpu: number; statuses: string }[];
+}
+
+/**
+ * The doors that take no credential, and the fleet's doors that used to check their token
+ * in their own batch, each sent hostile bodies: workerd's median CPU and peak RSS growth per request.
+ */
+async function doorRows(stack: Stack, pid: number): Promise<DoorRow[]> {
+  const hostile = (path: string, headers: Record<string, string>, size: number, streamed: boolean) => () =>
+    fetch(stack.url + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: nestedArrays(size, streamed),
+      ...(streamed ? { duplex: 'half' } : {}),
+    });
+  const measured = async (label: string, send: () => Promise<Response>) => {
+    const runs: { kb: number; cpu: number; status: number }[] = [];
+    for (let i = 0; i < repeats; i++) runs.push(await measureAny(pid, send));
+    return {
+      label,
+      kb: median(runs.map((r) => r.kb)),
+      cpu: median(runs.map((r) => r.cpu)),
+      statuses: [...new Set(runs.map((r) => (r.status === 0 ? 'reset' : String(r.status))))].join('/'),
+    };
+  };
+  const rows: DoorRow[] = [];
+  const anonymous = ['signin', 'refresh', 'signout', 'set-password', 'reset-password', 'password-reset', 'invite', 'accept-invite'];
+  for (const route of anonymous) {
+    const path = `/console/v1/auth/${route}`;
+    console.error(`  POST ${path} (hostile bodies)...`);
+    const headers = { 'X-Console-CSRF': '1', origin: stack.url };
+    rows.push({
+      name: `POST ${path}`,
+      cells: [
+        await measured('32 MiB nested, with length', hostile(path, headers, 32 * MiB, false)),
+        await measured('32 MiB nested, chunked', hostile(path, headers, 32 * MiB, true)),
+      ],
+    });
+  }
+  const madeUp = { authorization: `Bearer at_made_up_${'x'.repeat(40)}` };
+  for (const path of [
+    '/internal/v1/jobs/claim',
+    '/internal/v1/agents/presence',
+    '/internal/v1/agents/leave',
+    '/internal/v1/lease/heartbeat',
+  ]) {
+    console.error(`  POST ${path} (made-up token, hostile bodies)...`);
+    rows.push({
+      name: `POST ${path} (made-up token)`,
+      cells: [
+        await measured('4 MiB nested, with length', hostile(path, madeUp, 4 * MiB, false)),
+        await measured('4 MiB nested, chunked', hostile(path, madeUp, 4 * MiB, true)),
+      ],
+    });
+  }
+  return rows;
+}
+
+function printDoorRows(rows: DoorRow[]) {
+  console.log('\nhostile requests with no valid credential, workerd per request (median CPU, peak RSS growth; status):');
+  for (const row of rows)
+    console.log(
+      `  ${row.name.padEnd(52)} ${row.cells.map((c) => `${c.label}: ${c.cpu.toFixed(0).padStart(5)} ms CPU ${mb(c.kb).padStart(9)} (${c.statuses})`).join('   ')}`,
+    );
+  const cells = rows.flatMap((r) => r.cells.map((c) => ({ ...c, name: r.name })));
+  const cpu = cells.reduce((a, b) => (b.cpu > a.cpu ? b : a));
+  const rss = cells.reduce((a, b) => (b.kb > a.kb ? b : a));
+  console.log(
+    `worst of them: ${cpu.cpu.toFixed(0)} ms CPU (${cpu.name}, ${cpu.label}); ${mb(rss.kb)} peak RSS growth (${rss.name}, ${rss.label}) — goal: under 50 ms and 5 MB`,
+  );
 }
 
 async function repeated(pid: number, send: () => Promise<Response>, expected: number) {
@@ -132,6 +247,13 @@ async function main() {
   console.error('starting the Worker (wrangler dev)...');
   const stack: Stack = await startStack();
   try {
+    if (only === 'doors') {
+      const { pid } = workerdPid();
+      const rows = await doorRows(stack, pid);
+      console.log(`bench:trust --only doors (wrangler dev, loopback; the Worker's workerd: pid ${pid}; median of ${repeats} per cell)`);
+      printDoorRows(rows);
+      return;
+    }
     const api = caller(stack);
     const post = (path: string, body: BodyInit | null, type: string | null, key = stack.apiKey, method = 'POST') =>
       fetch(stack.url + path, { method, body, headers: { 'Service-API-Key': key, ...(type ? { 'content-type': type } : {}) } });
@@ -282,6 +404,7 @@ async function main() {
     for (const [name, r] of caps) console.log(`  ${name.padEnd(72)} ${mb(r.kb).padStart(9)}  ${r.cpu.toFixed(0).padStart(5)} ms CPU`);
     const worst = caps.reduce((a, b) => (b[1].kb > a[1].kb ? b : a));
     console.log(`\nlargest RSS growth over every route with a cap-sized body: ${mb(worst[1].kb)} (${worst[0]})`);
+    printDoorRows(await doorRows(stack, pid));
   } finally {
     await stack.stop();
   }

@@ -2,16 +2,20 @@
 // prover-agent with the dev engine. A cycle limit stops the guest mid-execution; a
 // deadline stops a running job; both end Failed naming the limit and the figure (never
 // Canceling on the way). A quota lowered below what runs holds the queued jobs (org_quota).
+// The host's own limits on a guest (issue 28): its time limit, its cancel, and a log
+// that reaches its cap ending with what it left out and the job's last lines.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { caller, registerGuest, startStack, type Stack } from './stack.ts';
+import { printBombElf, slowHintElf } from '../engine/dev/helpers.ts';
+import { caller, liveProcessGroups, registerElf, registerGuest, startStack, type AgentProcess, type Stack } from './stack.ts';
 
 let stack: Stack;
 let api: ReturnType<typeof caller>;
+let agent: AgentProcess;
 
 beforeAll(async () => {
   stack = await startStack({ vars: { RENOTIFY_AFTER_SECONDS: '0' } });
   api = caller(stack);
-  await stack.startAgent({ name: 'e2e-limits' });
+  agent = await stack.startAgent({ name: 'e2e-limits' });
 });
 afterAll(async () => stack?.stop());
 
@@ -44,9 +48,10 @@ describe('job limits with a real agent (dev engine)', () => {
   });
 
   it('a deadline stops a running job: its agent stops the engine, and it ends Failed', async () => {
-    const program = await registerGuest(api, stack.devConfig, 'loop.elf');
-    // 4·10^9 rounds: far longer than the test; the deadline comes first.
-    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&deadline_seconds=4`, { input: [rounds(4_000_000_000)] });
+    // A guest that never ends and runs few instructions: on a fast host a long loop.elf
+    // could reach the default cycle limit before the deadline; this one cannot.
+    const program = await registerElf(api, stack.devConfig, 'endless.elf', slowHintElf());
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&deadline_seconds=4`, { input: [] });
     await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
     const seen = new Set<string>();
     const proof = await api.waitFor(`/v1/proofs/${id}`, (p: any) => (seen.add(p.state), ended(p)));
@@ -59,7 +64,9 @@ describe('job limits with a real agent (dev engine)', () => {
 
   it('org_quota: a quota lowered below what the organization runs holds its queued job, saying so, until a running one ends', async () => {
     const program = await registerGuest(api, stack.devConfig, 'loop.elf');
-    const { id: long } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: [rounds(4_000_000_000)] });
+    // The running job must outlast the polling below on any host: a guest that never ends.
+    const endless = await registerElf(api, stack.devConfig, 'endless.elf', slowHintElf());
+    const { id: long } = await api.json('POST', `/v1/proofs?program_id=${endless}`, { input: [] });
     await api.waitFor(`/v1/proofs/${long}`, (p: any) => p.state === 'Executing');
     // Queued, then the operator lowers the quota to the one job running.
     const { id: held } = await api.json('POST', `/v1/executions?program_id=${program}`, { input: [rounds(10)] });
@@ -90,5 +97,54 @@ describe('job limits with a real agent (dev engine)', () => {
     } finally {
       await stack.sql(`UPDATE organizations SET max_active_jobs = NULL WHERE id = 'org_e2e'`);
     }
+  });
+});
+
+describe("the host's limits on a guest (an agent with --job-time-limit dev=5)", () => {
+  let host: AgentProcess;
+  let slow: string;
+  beforeAll(async () => {
+    agent.signal('SIGKILL'); // idle: every job above has ended
+    await agent.exited;
+    host = await stack.startAgent({ name: 'e2e-guarded', extraArgs: ['--job-time-limit', 'dev=5'] });
+    slow = await registerElf(api, stack.devConfig, 'slow.elf', slowHintElf());
+  });
+  const jobOf = async (proof: string) => (await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${proof}'`))[0].id as string;
+
+  it('a guest whose every instruction costs the host milliseconds is stopped at the time limit: Failed, saying so, its engine gone', async () => {
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${slow}`, { input: [] });
+    const proof = await api.waitFor(`/v1/proofs/${id}`, ended, 60_000);
+    expect(proof).toMatchObject({
+      state: 'Failed',
+      error_message: 'Time limit reached: the job held its host for 5 s, the most the host allows a dev job; the agent stopped its engine',
+    });
+    expect(await (await api.call('GET', `/v1/proofs/${id}/logs`)).text()).toContain('stopped: Time limit reached');
+    expect(liveProcessGroups(host.enginePids(await jobOf(id)))).toEqual([]);
+  });
+
+  it('a cancel stops such a guest mid-instruction: Canceled, its engine gone', async () => {
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${slow}`, { input: [] });
+    await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
+    await api.json('POST', `/v1/proofs/${id}/cancel`, {});
+    expect((await api.waitFor(`/v1/proofs/${id}`, (p: any) => ['Canceled', 'Failed', 'Succeeded'].includes(p.state))).state).toBe(
+      'Canceled',
+    );
+    expect(liveProcessGroups(host.enginePids(await jobOf(id)))).toEqual([]);
+  });
+
+  it('a guest that prints past the log’s cap: the log stays under it and ends with what was left out, then the job’s last lines', async () => {
+    // 200 prints of 64 KiB, a newline every 8 KiB: 12.5 MiB of output, a 4 MiB log cap.
+    const lines = new Uint8Array(64 * 1024).fill(0x78);
+    for (let at = 8191; at < lines.length; at += 8192) lines[at] = 0x0a;
+    const program = await registerElf(api, stack.devConfig, 'chatty.elf', printBombElf(200, lines));
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${program}`, { input: [] });
+    expect((await api.waitFor(`/v1/proofs/${id}`, ended, 60_000)).state).toBe('Succeeded');
+    const res = await api.call('GET', `/v1/proofs/${id}/logs`);
+    const log = await res.text();
+    expect(res.headers.get('x-log-truncated')).not.toBe('true'); // the agent kept under the cap: no marker of the service's
+    expect(new TextEncoder().encode(log).length).toBeLessThanOrEqual(4 * 1024 * 1024);
+    expect(log).toMatch(/\n\[agent\] \d+ lines \(\d+ bytes\) left out here: this job's log is capped \(4194304 bytes, 2048 chunks\)/);
+    expect(log).toMatch(/guest: \[further output not logged\]\n/);
+    expect(log.trimEnd().split('\n').at(-1)).toMatch(/dev engine: wrote a dev stark proof/);
   });
 });

@@ -109,6 +109,12 @@ export function liveProcessGroups(pgids: number[]): number[] {
  */
 export const MIGRATED_STATE_ENV = 'ZK_E2E_MIGRATED_STATE';
 
+/** The machine types the e2e agents declare, and the agent token of each (what a host is, its token says). */
+const E2E_MACHINE_TYPES = new Map([
+  ['e2e', 'e2e-agents'],
+  ['fake-gpu', 'e2e-gpu-agents'],
+]);
+
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const persistDir = await mkdtemp(join(tmpdir(), 'zk-stack-'));
   const port = await freePort();
@@ -123,7 +129,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     createOrganization('e2e', orgId),
     await createApiKey(orgId, 'e2e@localhost'),
     // The e2e agents: dev, and openvm for test/e2e/openvm-fleet.test.ts; the tests make more configs.
-    await createAgentToken('e2e-agents', { engines: ['dev', 'openvm'], configs: null }),
+    // A token says what its hosts are: one per machine type the tests' agents declare (E2E_MACHINE_TYPES).
+    ...(await Promise.all(
+      [...E2E_MACHINE_TYPES].map(([machineType, name]) =>
+        createAgentToken(name, { engines: ['dev', 'openvm'], configs: null }, { machineType, maxGpus: 64, maxLeases: 64 }),
+      ),
+    )),
     createConfig({
       ...TARGET_RELEASE,
       app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML),
@@ -137,7 +148,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     target,
     steps.flatMap((s) => s.sql),
   );
-  const [, apiKey, agentToken, devConfig, publisherToken] = steps.map((s) => s.output[s.output.length - 1]);
+  const [, apiKey, ...rest] = steps.map((s) => s.output[s.output.length - 1]);
+  const agentTokens = new Map([...E2E_MACHINE_TYPES.keys()].map((type, i) => [type, rest[i]]));
+  const [devConfig, publisherToken] = rest.slice(E2E_MACHINE_TYPES.size);
+  const agentToken = agentTokens.get('e2e')!;
 
   const varArgs = Object.entries(opts.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
   const workerLines: string[] = [];
@@ -156,6 +170,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   let worker = await startWorker();
 
   const agents: AgentProcess[] = [];
+  const tokenFor = (machineType: string) => {
+    const token = agentTokens.get(machineType);
+    if (!token) throw new Error(`no e2e agent token for machine type ${machineType} (test/e2e/stack.ts E2E_MACHINE_TYPES)`);
+    return token;
+  };
   return {
     url,
     apiKey,
@@ -187,7 +206,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           '--api-url',
           url,
           '--agent-token',
-          agentToken,
+          tokenFor(a.machineType ?? 'e2e'),
           '--name',
           a.name ?? `agent-${agents.length}`,
           '--engines',
@@ -258,6 +277,22 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   };
 }
 
+/** Polls `get` every `everyMs` until it gives something truthy, which it returns; throws naming `what` past the timeout. */
+export async function until<T>(
+  what: string,
+  get: () => Promise<T | undefined | null | false>,
+  timeoutMs = 120_000,
+  everyMs = 50,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await get();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
 /** A small client of the public API, as a caller uses it. */
 export function caller(stack: Pick<Stack, 'url' | 'apiKey'>) {
   const call = async (method: string, path: string, body?: BodyInit | object) => {
@@ -292,10 +327,20 @@ export function caller(stack: Pick<Stack, 'url' | 'apiKey'>) {
 
 /** Registers a committed test guest and waits for its commit job to finish. */
 export async function registerGuest(api: ReturnType<typeof caller>, config: string, guest: string): Promise<string> {
+  return registerElf(api, config, guest, await readFile(join(GUESTS, guest)));
+}
+
+/** Registers the guest ELF `elf` (a test's own, e.g. one it assembled) as `name` and waits for its commit job to finish. */
+export async function registerElf(
+  api: ReturnType<typeof caller>,
+  config: string,
+  name: string,
+  elf: Uint8Array<ArrayBuffer>,
+): Promise<string> {
   const form = new FormData();
-  form.append('elf', new Blob([await readFile(join(GUESTS, guest))]), guest);
-  form.append('vmexe', new Blob([new TextEncoder().encode(`vmexe of ${guest}`)]), 'program.vmexe');
-  const { id } = await api.json('POST', `/v1/programs?config_id=${config}&program_name=${guest}`, form);
+  form.append('elf', new Blob([elf]), name);
+  form.append('vmexe', new Blob([new TextEncoder().encode(`vmexe of ${name}`)]), 'program.vmexe');
+  const { id } = await api.json('POST', `/v1/programs?config_id=${config}&program_name=${name}`, form);
   await api.waitFor(`/v1/programs/${id}`, (p: any) => p.status === 'ready' || p.status === 'failed');
   return id;
 }

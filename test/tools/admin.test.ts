@@ -269,7 +269,8 @@ describe('npm run admin', { timeout: 300_000 }, () => {
     expect(badRole.code).toBe(2);
     const remote = await adminRaw(['create-user', '--email', 'x@example.com', '--org', org, '--remote', '--env', 'staging']);
     expect(remote.code).toBe(2);
-    expect(remote.stderr).toContain('--console-url is required with --remote');
+    // Staging sets no PUBLIC_ORIGIN (wrangler.toml): the link would point nowhere.
+    expect(remote.stderr).toContain('--console-url is needed: this environment sets no PUBLIC_ORIGIN');
   }, 360_000);
 
   it('create-user emails the set-password link through the local outbox and prints no link', async () => {
@@ -323,17 +324,88 @@ describe('npm run admin', { timeout: 300_000 }, () => {
     );
   }, 360_000);
 
-  it('creates an agent token and stores only its SHA-256', async () => {
-    const created = await admin('create-agent-token', '--name', 'gpu-box-1', '--engines', 'dev', '--configs', 'all');
+  it('creates an agent token with what its hosts are and may hold, stores only its SHA-256, and sets its limits', async () => {
+    const token = ['--engines', 'dev', '--configs', 'all'];
+    const created = await admin('create-agent-token', '--name', 'gpu-box-1', ...token, '--machine-type', 'h100', '--max-gpus', '8');
     expect(created.code, created.stderr).toBe(0);
-    const token = created.lastLine;
-    expect(token).toMatch(/^at_[0-9a-f]{48}$/);
+    expect(created.stdout).toContain('machine type h100, at most 8 GPU(s) and 8 lease(s) at once');
+    // The rate it is billed at, from the target's MACHINE_RATES (wrangler.toml: "*" is 1.0 locally).
+    expect(created.stderr).toContain('machine type h100 is billed 1 USD per GPU-hour');
+    const value = created.lastLine;
+    expect(value).toMatch(/^at_[0-9a-f]{48}$/);
 
     const stored = await rows(`SELECT * FROM agent_tokens WHERE name = 'gpu-box-1'`);
-    expect(stored).toEqual([expect.objectContaining({ token_hash: sha256(token), revoked_at: null, engines: '["dev"]', configs: null })]);
+    expect(stored).toEqual([
+      expect.objectContaining({
+        token_hash: sha256(value),
+        revoked_at: null,
+        engines: '["dev"]',
+        configs: null,
+        machine_type: 'h100',
+        max_gpus: 8,
+        max_leases: 8,
+      }),
+    ]);
+    expect(JSON.stringify(stored)).not.toContain(value);
     // A token names what it may claim: no engines, or an engine this build does not know, is refused.
-    expect((await admin('create-agent-token', '--name', 'gpu-box-2', '--engines', 'gpu9000', '--configs', 'all')).code).toBe(2);
-    expect(JSON.stringify(stored)).not.toContain(token);
+    expect(
+      (
+        await admin(
+          'create-agent-token',
+          '--name',
+          'gpu-box-2',
+          '--engines',
+          'gpu9000',
+          '--configs',
+          'all',
+          '--machine-type',
+          'h100',
+          '--max-gpus',
+          '8',
+        )
+      ).code,
+    ).toBe(2);
+    // ...and what it is: the machine type and GPUs are the operator's to say; no name every JavaScript object has.
+    const missing = await admin('create-agent-token', '--name', 'gpu-box-2', ...token, '--max-gpus', '8');
+    expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining('--machine-type is required')]);
+    expect((await admin('create-agent-token', '--name', 'gpu-box-2', ...token, '--machine-type', 'h100')).code).toBe(2);
+    for (const name of ['constructor', '__proto__', 'toString']) {
+      const bad = await admin('create-agent-token', '--name', 'gpu-box-2', ...token, '--machine-type', name, '--max-gpus', '8');
+      expect(bad.code, name).toBe(2);
+      expect(bad.stdout).toBe('');
+    }
+    expect(await rows(`SELECT count(*) AS n FROM agent_tokens WHERE name = 'gpu-box-2'`)).toEqual([{ n: 0 }]);
+
+    const id = String((await rows(`SELECT id FROM agent_tokens WHERE name = 'gpu-box-1'`))[0].id);
+    const set = await admin('set-agent-token-limits', '--id', id, '--max-leases', '2', '--machine-type', 'h100-sxm');
+    expect(set.code, set.stderr).toBe(0);
+    expect(await rows(`SELECT machine_type, max_gpus, max_leases FROM agent_tokens WHERE id = ${lit(id)}`)).toEqual([
+      { machine_type: 'h100-sxm', max_gpus: 8, max_leases: 2 },
+    ]);
+    const listed = await admin('list-agent-tokens', '--json');
+    expect(JSON.parse(listed.stdout)).toEqual(
+      expect.arrayContaining([expect.objectContaining({ id, machine_type: 'h100-sxm', max_gpus: 8, max_leases: 2 })]),
+    );
+    expect((await admin('revoke-agent-token', '--id', id)).code).toBe(0);
+    const dead = await admin('set-agent-token-limits', '--id', id, '--max-leases', '4');
+    expect([dead.code, dead.stderr]).toEqual([1, expect.stringContaining(`no live agent token ${id}`)]);
+  });
+
+  it('refuses to import a key value stored already, live or revoked, in any organization: a revoked key never comes back', async () => {
+    const a = (await admin('create-org', '--name', 'A')).lastLine;
+    const b = (await admin('create-org', '--name', 'B')).lastLine;
+    const key = 'sk_imported_value_0001';
+    expect((await admin('create-api-key', '--org', a, '--owner', 'a', '--key', key)).code).toBe(0);
+    expect((await admin('revoke-api-key', '--key', key)).code).toBe(0);
+    for (const org of [b, a]) {
+      const again = await admin('create-api-key', '--org', org, '--owner', 'thief', '--key', key);
+      expect(again.code, again.stderr).toBe(1);
+      expect(again.stderr).toContain('that API key value is stored already, live or revoked, in this or another organization');
+      expect(again.stdout).toBe('');
+    }
+    expect(await rows(`SELECT org_id, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE key_hash = ${lit(sha256(key))}`)).toEqual([
+      { org_id: a, revoked: 1 },
+    ]);
   });
 
   // Several `wrangler` runs each (seconds apiece on a busy host).
@@ -457,6 +529,7 @@ describe('npm run admin', { timeout: 300_000 }, () => {
       'set-org-limits',
       'list-configs',
       'list-agent-tokens',
+      'set-agent-token-limits',
       'create-user',
       'list-users',
       'create-publisher-token',

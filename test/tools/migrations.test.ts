@@ -111,7 +111,7 @@ describe('migration 0006: webhook events', () => {
        ('we_a', 'org_a', 'https://d.example.com/', NULL, 'v1.x.y', 'x', 0);`,
       `UPDATE proofs SET state = 'Succeeded' WHERE id = 'p5';`,
       `UPDATE proofs SET state = 'Succeeded' WHERE id = 'p5';`, // no change: no event
-      `UPDATE executions SET status = 'canceled' WHERE id = 'e1';`,
+      `UPDATE executions SET status = 'canceled', cost = 0 WHERE id = 'e1';`, // a finished execution has a cost (0023)
     ]);
     const [rows] = await d1Execute(target, [
       `SELECT id, org_id, endpoint_id, event_type, subject_kind, subject_id, status, attempts, next_attempt_at FROM webhook_deliveries ORDER BY event_type`,

@@ -7,17 +7,16 @@
 // Then, inside A: each lesser console role (viewer, member, admin) on every organization
 // route, and each API key scope (read, prove, and a member's full key) on every /v1 route,
 // get 403 wherever the one permissions table (src/auth/permissions.ts) says their rights
-// fall short of the action the route declares (permit(), read from app.routes), and A's
+// fall short of the action the route declares (its door, read from app.routes), and A's
 // rows are unchanged. expectedFor(route, credential, variant) is the one place that says
 // what an answer may be.
 import { env } from 'cloudflare:test';
 import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { createApiKey, revokeApiKey } from '../../src/admin/statements.ts';
-import { app } from '../../src/app.ts';
 import { keyRights, PERMISSIONS, rankOf, type KeyScope, type Role } from '../../src/auth/permissions.ts';
-import { declaredBy } from '../../src/middleware/permit.ts';
-import { as, CSRF, postJson, seedUser, send, signIn, uniqueEmail, type Session } from './console-helpers.ts';
+import { declarationOf, routeKey, servedRoutes, type Route } from './routes.ts';
+import { as, CSRF, postJson, seedUser, send, sessionOf, signIn, uniqueEmail, type Session } from './console-helpers.ts';
 import { seedAgent } from './fleet-helpers.ts';
 import {
   api,
@@ -37,12 +36,7 @@ import {
 // ---------------------------------------------------------------------------
 // The routes
 
-interface Route {
-  method: string;
-  /** Hono's pattern, e.g. /v1/proofs/:proof_id */
-  path: string;
-}
-const key = (r: Route) => `${r.method} ${r.path}`;
+const key = routeKey;
 
 type Surface = 'api' | 'console' | 'console-auth' | 'fleet' | 'download';
 
@@ -62,13 +56,8 @@ function surfaceOf(path: string): Surface | null {
   return null;
 }
 
-/** Every method and path the app serves under the walked APIs (middleware's ALL entries left out). */
-function walkedRoutes(): Route[] {
-  const seen = new Map<string, Route>();
-  for (const r of app.routes)
-    if (r.method !== 'ALL' && surfaceOf(r.path)) seen.set(key(r), { method: r.method, path: r.path.replace(/\/$/, '') || '/' });
-  return [...seen.values()];
-}
+/** Every method and path the app serves under the walked APIs. */
+const walkedRoutes = (): Route[] => servedRoutes().filter((r) => surfaceOf(r.path));
 
 // ---------------------------------------------------------------------------
 // Two organizations, with a record of every kind
@@ -86,6 +75,8 @@ const ORG_SCOPED_PARAMS = [
   'user_id',
   'invite_id',
   'key_id',
+  // Not an organization's but a person's: B's owner's console session.
+  'session_id',
 ] as const;
 type OrgParam = (typeof ORG_SCOPED_PARAMS)[number];
 type Ids = Record<OrgParam, string>;
@@ -137,6 +128,7 @@ function proofForm(text: string) {
 }
 
 /** An organization with one record of every kind, made through the API as a customer would. */
+
 async function seedOrg(label: string, configId: string): Promise<Org> {
   const tenant = await seedTenant(uniqueEmail(`${label}-owner`));
   const owner = await signIn(await seedUser(tenant.orgId, 'owner'));
@@ -178,6 +170,7 @@ async function seedOrg(label: string, configId: string): Promise<Org> {
     user_id: member.userId,
     invite_id: invite.id,
     key_id: apiKey.id,
+    session_id: sessionOf(owner),
   };
   const markers = [
     ...Object.values(ids),
@@ -278,6 +271,8 @@ interface Template {
   expect: Expect;
   /** More statuses a refusal may have here, with the reason in a comment. */
   alsoAllowed?: number[];
+  /** It acts on the caller's own account only (sign out everywhere): a valid credential would really act, and is not sent. */
+  ownAccountOnly?: true;
 }
 
 const jsonBody = (value: unknown) => () => ({ body: JSON.stringify(value), type: 'application/json' });
@@ -324,6 +319,8 @@ const TEMPLATES: Record<string, Template[]> = {
   'GET /v1/webhooks': [{ expect: 'clean' }],
   'PATCH /v1/webhooks/:webhook_id': [{ body: jsonBody({ description: 'walked', disabled: true }), expect: 'refused' }],
   'GET /console/v1/me': [{ expect: 'clean' }],
+  'GET /console/v1/me/sessions': [{ expect: 'clean' }],
+  'DELETE /console/v1/me/sessions': [{ expect: 'clean', ownAccountOnly: true }],
   'GET /console/v1/orgs': [{ expect: 'clean' }],
   'POST /console/v1/me/password': [
     { body: jsonBody({ current_password: 'not the password', new_password: 'walked password 1' }), expect: 'clean' },
@@ -451,22 +448,14 @@ const UNAUTHENTICATED: Record<Surface, number[]> = {
 };
 
 /**
- * The action or door each route declares (its permit() gate in app.routes, as
+ * The action or role-free door each route declares (at its door in app.routes, as
  * test/worker/permissions.test.ts finds them): what the permissions table is asked of.
  */
 function declaredActions(): Map<string, string> {
   const declared = new Map<string, string>();
-  const gates = app.routes.flatMap((r) => {
-    const need = declaredBy(r.handler);
-    return need ? [{ method: r.method, path: r.path.replace(/\/$/, ''), need }] : [];
-  });
   for (const route of walkedRoutes()) {
-    const gate = gates.find(
-      (g) =>
-        (g.method === route.method && g.path === route.path) ||
-        (g.method === 'ALL' && g.path.endsWith('/*') && route.path.startsWith(g.path.slice(0, -1))),
-    );
-    if (gate) declared.set(key(route), gate.need);
+    const need = declarationOf(route)?.need;
+    if (need) declared.set(key(route), need);
   }
   return declared;
 }
@@ -496,6 +485,7 @@ function expectedFor(route: Route, credential: Credential, variant: Variant): Ex
   const surface = surfaceOf(route.path)!;
   if (credential.skip?.(route)) return null;
   if (surface !== 'console-auth' && credential.validOn !== surface) return { statuses: UNAUTHENTICATED[surface] };
+  if (variant.template.ownAccountOnly) return null;
   if (!variant.foreign) {
     // One's own organization's records: only a role below the route's is refused; other
     // requests would really act, as the credential may, and are not sent. (An API key's
@@ -540,9 +530,10 @@ interface Outcome {
 
 async function call(route: Route, credential: Credential, variant: Variant, expected: Expectation, w: World): Promise<Outcome> {
   const url = urlOf(route, variant, w);
-  // From its own address: the password guesses the walk makes (B's owner's, A's current
-  // password) count against it, not against the address other test files sign in from.
-  const headers = new Headers({ ...CSRF, origin: BASE, 'cf-connecting-ip': WALKER_ADDRESS, ...credential.headers(w) });
+  // From the walk's own addresses, one per route: the password guesses it makes (B's
+  // owner's, A's current password) count against them, not against the address other test
+  // files sign in from, and no address meets its budget of refused credentials (the door's).
+  const headers = new Headers({ ...CSRF, origin: BASE, 'cf-connecting-ip': walkerAddress(route), ...credential.headers(w) });
   const made = variant.template.body?.(w);
   if (made?.type) headers.set('content-type', made.type);
   const res = await exports.default.fetch(new Request(BASE + url, { method: route.method, headers, body: made?.body }));
@@ -561,7 +552,11 @@ async function call(route: Route, credential: Credential, variant: Variant, expe
 
 // ---------------------------------------------------------------------------
 
-const WALKER_ADDRESS = '198.18.0.66';
+/** The walk's address for a route: one of 198.18.0.0/16 (benchmarking addresses), by the route's place in the walk. */
+function walkerAddress(route: Route): string {
+  const at = walkedRoutes().findIndex((r) => key(r) === key(route));
+  return `198.18.${(at >> 8) & 255}.${at & 255}`;
+}
 
 /** Routes walked at once (a few hundred requests in flight at most). */
 const ROUTES_AT_ONCE = 25;

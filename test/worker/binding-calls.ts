@@ -74,7 +74,15 @@ export function countingEnv(base: Env = env): { env: Env; counts: CallCounts } {
       sendBatch: (m: Iterable<MessageSendRequest<T>>, o?: QueueSendBatchOptions) => (counts.queues++, q.sendBatch(m, o)),
     }) as Queue<T>;
   return {
-    env: { ...base, DB, ARTIFACTS, JOBS: queue(base.JOBS), LEASE_CHECKS: queue(base.LEASE_CHECKS), WEBHOOKS: queue(base.WEBHOOKS) },
+    env: {
+      ...base,
+      DB,
+      ARTIFACTS,
+      JOBS: queue(base.JOBS),
+      LEASE_CHECKS: queue(base.LEASE_CHECKS),
+      WEBHOOKS: queue(base.WEBHOOKS),
+      MAIL: queue(base.MAIL),
+    },
     counts,
   };
 }

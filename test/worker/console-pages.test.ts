@@ -1,9 +1,13 @@
 // The console's pages and /docs: served by the Worker with a Content-Security-Policy,
 // loading only the Worker's own scripts and styles (no CDN).
 import { describe, expect, it } from 'vitest';
-import { api } from './helpers.ts';
+import { KEY_HEADER } from '../../src/console/ui/snippets.ts';
+import { API_KEY_HEADER } from '../../src/middleware/auth.ts';
+import { consoleFetch, seedUser, signIn } from './console-helpers.ts';
+import { api, seedTenant } from './helpers.ts';
 
 const PAGES = [
+  'overview',
   'signin',
   'set-password',
   'invite',
@@ -18,6 +22,7 @@ const PAGES = [
   'members',
   'usage',
   'fleet',
+  'sessions',
 ];
 
 /** Every URL an HTML page would fetch by itself: src and href attributes. */
@@ -56,10 +61,39 @@ describe('console pages', () => {
     }
   });
 
-  it('redirects /console to the projects page', async () => {
+  it('redirects /console to the overview', async () => {
     const res = await api(null, '/console', { redirect: 'manual' });
     expect(res.status).toBe(302);
-    expect(res.headers.get('location')).toBe('/console/projects');
+    expect(res.headers.get('location')).toBe('/console/overview');
+  });
+
+  it.each(['no-such-page', 'projects/x/y', 'static/missing.css'])(
+    'answers /console/%s with the HTML not-found page (404)',
+    async (path) => {
+      const res = await api(null, `/console/${path}`);
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+      const html = await res.text();
+      expect(html).toContain('<body data-page="not-found" data-open="true"');
+      expect(html).toContain('<title>Page not found · Proving console</title>');
+    },
+  );
+
+  it('keeps the JSON 404 of the console API, signed in, and the JSON answers elsewhere', async () => {
+    const t = await seedTenant();
+    const owner = await signIn(await seedUser(t.orgId, 'owner'));
+    const res = await consoleFetch('/console/v1/no-such-route', { token: owner.token });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ detail: 'Not Found' });
+    for (const path of ['/console/v1/no-such-route', '/v1/no-such-route', '/no-such-route']) {
+      const other = await api(null, path);
+      expect(other.headers.get('content-type'), path).toMatch(/^application\/json/);
+    }
+  });
+
+  it('writes the public API key header the server reads in the commands it offers to copy', () => {
+    expect(KEY_HEADER).toBe(API_KEY_HEADER);
   });
 });
 

@@ -7,6 +7,7 @@ import { tenantLimits } from '../../src/jobs/settings.ts';
 import { openDb } from '../../src/db/client.ts';
 import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { as, seedUser, send, signIn } from './console-helpers.ts';
+import { seedAgent } from './fleet-helpers.ts';
 
 async function member(role: 'owner' | 'admin' | 'member' = 'member', t?: Tenant) {
   const tenant = t ?? (await seedTenant());
@@ -29,7 +30,8 @@ describe('API keys', () => {
     const { t, org, s } = await member('member');
     const created = await send(s, 'POST', `${org}/api-keys`, { name: 'ci' }, 201);
     expect(created).toMatchObject({
-      name: `${s.email} (ci)`,
+      name: 'ci',
+      owner: s.email,
       prefix: created.key.slice(0, 11),
       owner_user_id: s.userId,
       scope: 'full',
@@ -42,7 +44,7 @@ describe('API keys', () => {
     const [listed] = (await as(s, `${org}/api-keys`)).items;
     expect(listed).not.toHaveProperty('key');
     expect(listed.last_used_at).toEqual(expect.any(String));
-    // What the key makes is created_by its name.
+    // What the key makes is created_by the person who made it, the key's name beside it.
     const { id } = await json(
       await api(tenant, '/v1/projects', {
         method: 'POST',
@@ -51,7 +53,7 @@ describe('API keys', () => {
       }),
       201,
     );
-    expect((await as(s, `${org}/projects/${id}`)).created_by).toBe(`${s.email} (ci)`);
+    expect((await as(s, `${org}/projects/${id}`)).created_by).toBe(`${s.email} (key "ci")`);
     await send(s, 'DELETE', `${org}/api-keys/${created.id}`, undefined, 200);
     await json(await api(tenant, '/v1/validate_api_key'), 401);
     await send(s, 'DELETE', `${org}/api-keys/${created.id}`, undefined, 409);
@@ -266,6 +268,11 @@ describe('fleet', () => {
     );
     expect(fleet.queued.find((q: { engine: string }) => q.engine === 'dev').jobs).toBeGreaterThanOrEqual(1);
     expect(fleet.queued[0].oldest_age_seconds).toBeGreaterThanOrEqual(0);
+    // Each live token with what its hosts are and may hold (the operator's word, not theirs).
+    const box = await seedAgent({ machine_type: 'h100', gpus: 8 }, { limits: { maxGpus: 4, maxLeases: 2 } });
+    const tokens = (await as(op, '/console/v1/fleet')).tokens;
+    const id = await env.DB.prepare('SELECT token_id FROM agents WHERE id = ?').bind(box.caps.agent_id).first('token_id');
+    expect(tokens.find((k: { id: string }) => k.id === id)).toMatchObject({ machine_type: 'h100', max_gpus: 4, max_leases: 2 });
   });
 });
 

@@ -88,3 +88,52 @@ export function recordD1Calls() {
     stop: () => vi.restoreAllMocks(),
   };
 }
+
+/**
+ * Holds the first D1 round trip (a batch, or a statement run alone) whose SQL `matches`
+ * before it is sent, until `release()`: how a test lands another request between a
+ * request's reads and its write, deterministically, on the real local D1 (nothing is
+ * changed; the call is only late). `reached()` resolves once the call is being held.
+ * Each side waits by polling a flag on its own timers: workerd refuses I/O continued
+ * from a promise another request resolved. Undone by vi.restoreAllMocks().
+ */
+export function holdD1Call(matches: (sql: string[]) => boolean) {
+  const state = { held: false, released: false };
+  const until = async (done: () => boolean) => {
+    while (!done()) await new Promise((r) => setTimeout(r, 2));
+  };
+  const gate = async (sql: string[]) => {
+    if (state.held || !matches(sql)) return;
+    state.held = true;
+    await until(() => state.released);
+  };
+  const wrapStatement = (stmt: Stmt, q: string): Stmt => {
+    stmt.__sql = q;
+    const bind = stmt.bind.bind(stmt);
+    stmt.bind = (...args: unknown[]) => wrapStatement(bind(...args), q);
+    for (const m of ['all', 'run', 'raw', 'first'] as const) {
+      const original = (stmt[m] as (...a: unknown[]) => Promise<unknown>).bind(stmt);
+      (stmt as unknown as Record<string, unknown>)[m] = async (...a: unknown[]) => {
+        await gate([q]);
+        return original(...a);
+      };
+    }
+    return stmt;
+  };
+  const wrapDb = <T extends D1Database | D1DatabaseSession>(db: T): T => {
+    const prepare = db.prepare.bind(db);
+    const batch = db.batch.bind(db);
+    db.prepare = (q: string) => wrapStatement(prepare(q), q);
+    db.batch = (async (stmts: Stmt[]) => {
+      await gate(stmts.map((s) => s.__sql ?? '?'));
+      return batch(stmts);
+    }) as T['batch'];
+    return db;
+  };
+  const realSession = env.DB.withSession.bind(env.DB);
+  vi.spyOn(env.DB, 'withSession').mockImplementation((c?: string) => wrapDb(realSession(c)));
+  return {
+    reached: () => until(() => state.held),
+    release: () => void (state.released = true),
+  };
+}

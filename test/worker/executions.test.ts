@@ -71,8 +71,9 @@ describe('/v1/executions', () => {
           200,
         )
       ).id as string;
-    const set = (id: string, status: string, extra = '') =>
-      env.DB.prepare(`UPDATE executions SET status = ?${extra} WHERE id = ?`).bind(status, id).run();
+    // A finished execution has a cost (migrations/0023_fleet_authority.sql).
+    const set = (id: string, status: string) =>
+      env.DB.prepare(`UPDATE executions SET status = ?, cost = coalesce(cost, 0) WHERE id = ?`).bind(status, id).run();
     const statusOf = async (id: string) =>
       await json<{ status: string; error_message: string | null }>(await api(t, `/v1/executions/${id}`), 200);
     const id = await submit();

@@ -16,7 +16,7 @@ import {
   type ProofType,
 } from 'prover-agent/protocol';
 import { sealDevProof } from '../../src/jobs/dev-proofs.ts';
-import { createAgentToken, type AgentTokenScope } from '../../src/admin/statements.ts';
+import { createAgentToken, type AgentTokenLimits, type AgentTokenScope } from '../../src/admin/statements.ts';
 import { checkLease } from '../../src/jobs/lease-checks.ts';
 import { sha256Hex } from '../../src/lib/crypto.ts';
 import { api, json, runAdmin, leaseCheckBindings } from './helpers.ts';
@@ -28,27 +28,32 @@ export interface TestAgent {
 
 /**
  * An agent token and an agent that reported its presence (it is online, as a running
- * agent is). The token's scope is `opts.scope`, by default every engine under every config.
+ * agent is). The token's scope is `opts.scope`, by default every engine under every
+ * config; its limits `opts.limits`, by default the machine type and GPUs the agent
+ * declares and room for 100 leases.
  */
 export async function seedAgent(
   caps: Partial<ClaimRequest> = {},
-  opts: { online?: boolean; scope?: AgentTokenScope } = {},
+  opts: { online?: boolean; scope?: AgentTokenScope; limits?: Partial<AgentTokenLimits> } = {},
 ): Promise<TestAgent> {
-  const token = await runAdmin(
-    createAgentToken(`agent-${crypto.randomUUID().slice(0, 8)}`, opts.scope ?? { engines: ENGINE_NAMES, configs: null }),
-  );
-  const agent = {
-    token,
-    caps: {
-      agent_id: crypto.randomUUID(),
-      name: 'test-agent',
-      machine_type: 'test-machine',
-      gpus: 8,
-      engines: ['dev'],
-      configs: [],
-      ...caps,
-    },
+  const declared = {
+    agent_id: crypto.randomUUID(),
+    name: 'test-agent',
+    machine_type: 'test-machine',
+    gpus: 8,
+    engines: ['dev'],
+    configs: [],
+    ...caps,
   };
+  const token = await runAdmin(
+    createAgentToken(`agent-${crypto.randomUUID().slice(0, 8)}`, opts.scope ?? { engines: ENGINE_NAMES, configs: null }, {
+      machineType: declared.machine_type,
+      maxGpus: declared.gpus,
+      maxLeases: 100,
+      ...opts.limits,
+    }),
+  );
+  const agent = { token, caps: declared };
   if (opts.online ?? true) await presence(agent);
   return agent;
 }

@@ -17,6 +17,7 @@ import {
 import { createApiKey, revokeAgentToken, setOrganizationLimits } from '../../src/admin/statements.ts';
 import { gpusUsed } from 'prover-agent/protocol';
 import { leaseCost, type LeaseRow } from '../../src/jobs/state.ts';
+import { parseMachineRates } from '../../src/jobs/rates.ts';
 import { MAX_INLINE_RESULT_BYTES, MAX_INLINE_ARTIFACT_BYTES } from 'prover-agent/protocol';
 import { artifactKey } from '../../src/lib/artifacts.ts';
 
@@ -316,7 +317,7 @@ describe('a lease ends in one request', () => {
     });
     expect(await logsOf(t, released)).toBe('');
     const third = await claimJob(await seedAgent());
-    expect(third.log).toEqual({ seq: 0, offset: 0 });
+    expect(third.log).toMatchObject({ seq: 0, offset: 0 });
     expect(await json(await lease(third, '/release', { log: { seq: 0, offset: 0, text: 'shutting down\n' } }), 200)).toEqual({
       status: 'requeued',
     });
@@ -516,7 +517,13 @@ describe('dispatch', () => {
     const held = await env.DB.prepare('SELECT * FROM leases WHERE id = ?').bind(job.lease_id).first<LeaseRow>();
     expect(held!.gpus).toBe(1);
     // One GPU-hour at the machine's rate, not eight.
-    const settings = { leaseTtlMs: 60_000, maxLeaseMs: 3_600_000, maxAttempts: 3, maxRetries: 2, machineRates: { '*': 2 } };
+    const settings = {
+      leaseTtlMs: 60_000,
+      maxLeaseMs: 3_600_000,
+      maxAttempts: 3,
+      maxRetries: 2,
+      machineRates: parseMachineRates('{"*": 2}'),
+    };
     expect(leaseCost(held!, settings, held!.claimed_at + 3_600_000)).toBe(2_000_000);
     expect(gpusUsed('openvm', 8)).toBe(1);
     expect(gpusUsed('dev', 8)).toBe(0);

@@ -4,10 +4,10 @@
 // its own 4xx. Seeded, with a fixed number of cases: the same requests on every run.
 import { describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/admin/statements.ts';
-import { MAX_INPUT_BYTES, MAX_INTERNAL_JSON_BYTES, MAX_JSON_BODY_BYTES } from '../../src/lib/limits.ts';
 import { api, markReady, registerProgram, runAdmin, seedConfig, seedTenant, seededRandom, type Tenant } from './helpers.ts';
 import { seedAgent } from './fleet-helpers.ts';
 import { seedPublisher } from './key-helpers.ts';
+import { declarationAt } from './routes.ts';
 
 type Auth = 'key' | 'agent' | 'publisher' | 'job' | 'queue' | 'signed' | 'none';
 type BodyKind = 'json' | 'multipart' | 'json-or-multipart' | 'stream' | 'none';
@@ -16,8 +16,6 @@ interface Endpoint {
   path: string;
   auth: Auth;
   body: BodyKind;
-  /** The body cap, for JSON bodies. */
-  cap?: number;
   /** Path with `{id}` where a junk path segment goes (a UUID or config id param). */
   junkPath?: string;
   /** Integer query parameters to fuzz. */
@@ -35,6 +33,16 @@ const PAST_UPLOAD_CAP = new Uint8Array(101 * 1024 * 1024);
 
 const deepArray = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
 const deepObject = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+/** How deep a JSON text nests (its brackets outside strings; the texts here have no brackets in strings). */
+function nestingOf(text: string): number {
+  let depth = 0;
+  let most = 0;
+  for (const ch of text) {
+    if (ch === '[' || ch === '{') most = Math.max(most, ++depth);
+    else if (ch === ']' || ch === '}') depth--;
+  }
+  return most;
+}
 /** Junk path segments: no `/`, `.`, `?` or `#` (those change which route is asked). */
 function junkSegment(): string {
   const alphabet = "abcxyz0123456789-_~!$&'()*+,;=:@%ZÄ€😀\u0000\u007f ";
@@ -118,7 +126,6 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
       path: `/v1/programs/${programId}`,
       auth: 'key',
       body: 'json',
-      cap: MAX_JSON_BODY_BYTES,
       junkPath: '/v1/programs/{id}',
     },
     {
@@ -129,7 +136,7 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
       junkPath: '/v1/programs/{id}/download/elf',
     },
     { method: 'GET', path: '/v1/projects', auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
-    { method: 'POST', path: '/v1/projects', auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES, idempotent: true },
+    { method: 'POST', path: '/v1/projects', auth: 'key', body: 'json', idempotent: true },
     { method: 'GET', path: `/v1/projects/${projectId}`, auth: 'key', body: 'none', junkPath: '/v1/projects/{id}' },
     {
       method: 'GET',
@@ -144,7 +151,6 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
       path: `/v1/proofs?program_id=${programId}`,
       auth: 'key',
       body: 'json-or-multipart',
-      cap: MAX_INPUT_BYTES,
       intParams: ['num_gpus', 'priority'],
       idempotent: true,
     },
@@ -162,12 +168,12 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
     { method: 'POST', path: `/v1/verify/stark?program_id=${programId}`, auth: 'key', body: 'multipart', idempotent: true },
     { method: 'GET', path: `/v1/verify/${uuid}`, auth: 'key', body: 'none', junkPath: '/v1/verify/{id}' },
     { method: 'GET', path: `/v1/verify/stark/${uuid}`, auth: 'key', body: 'none', junkPath: '/v1/verify/stark/{id}' },
-    { method: 'POST', path: `/v1/executions?program_id=${programId}`, auth: 'key', body: 'json', cap: MAX_INPUT_BYTES, idempotent: true },
+    { method: 'POST', path: `/v1/executions?program_id=${programId}`, auth: 'key', body: 'json', idempotent: true },
     { method: 'GET', path: `/v1/executions?program_id=${programId}`, auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'GET', path: `/v1/executions/${uuid}`, auth: 'key', body: 'none', junkPath: '/v1/executions/{id}' },
     { method: 'GET', path: `/v1/executions/${uuid}/logs`, auth: 'key', body: 'none', junkPath: '/v1/executions/{id}/logs' },
     { method: 'GET', path: `/v1/executions/${uuid}/events`, auth: 'key', body: 'none', junkPath: '/v1/executions/{id}/events' },
-    { method: 'POST', path: '/v1/webhooks', auth: 'key', body: 'json', cap: MAX_JSON_BODY_BYTES },
+    { method: 'POST', path: '/v1/webhooks', auth: 'key', body: 'json' },
     { method: 'GET', path: '/v1/webhooks', auth: 'key', body: 'none', intParams: ['page', 'page_size'] },
     { method: 'GET', path: `/v1/webhooks/${webhookId}`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}' },
     {
@@ -175,7 +181,6 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
       path: `/v1/webhooks/${webhookId}`,
       auth: 'key',
       body: 'json',
-      cap: MAX_JSON_BODY_BYTES,
       junkPath: '/v1/webhooks/{id}',
     },
     { method: 'DELETE', path: `/v1/webhooks/${uuid}`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}' },
@@ -196,7 +201,7 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
       junkPath: `/v1/webhooks/${webhookId}/deliveries/{id}/redeliver`,
     },
     { method: 'POST', path: `/v1/webhooks/${uuid}/test`, auth: 'key', body: 'none', junkPath: '/v1/webhooks/{id}/test' },
-    { method: 'POST', path: '/internal/v1/jobs/claim', auth: 'agent', body: 'json', cap: MAX_INTERNAL_JSON_BYTES },
+    { method: 'POST', path: '/internal/v1/jobs/claim', auth: 'agent', body: 'json' },
     { method: 'POST', path: '/internal/v1/lease/heartbeat', auth: 'job', body: 'json' },
     { method: 'POST', path: '/internal/v1/lease/logs', auth: 'job', body: 'json' },
     { method: 'POST', path: '/internal/v1/lease/complete', auth: 'job', body: 'json' },
@@ -211,7 +216,6 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
       path: `/internal/v1/configs/${configId}/keys/app_pk/uploads`,
       auth: 'publisher',
       body: 'json',
-      cap: MAX_INTERNAL_JSON_BYTES,
     },
     { method: 'PUT', path: `/internal/v1/configs/${configId}/keys/app_pk/uploads/u1/1`, auth: 'publisher', body: 'stream' },
     { method: 'POST', path: `/internal/v1/configs/${configId}/keys/app_pk/uploads/u1/complete`, auth: 'publisher', body: 'json' },
@@ -240,24 +244,27 @@ describe('fuzz: every endpoint, bad input, never a 5xx', { timeout: 180_000 }, a
     const cases: Case[] = [];
     const add = (name: string, body: BodyInit | null, headers: Record<string, string>, status: number) =>
       cases.push({ name, init: { method: e.method, body, headers }, expect: [status] });
-    /** A well-formed JSON body that is wrong: 422, or 413 when it is past the cap. */
-    const wrong = (text: string) => (enc.encode(text).length > e.cap! ? 413 : 422);
+    // The JSON caps the route declares at its door (src/lib/limits.ts BODY_CAPS).
+    const declared = declarationAt(e.method, e.path)!.body;
+    const caps = declared.kind === 'json' ? declared : declared.kind === 'multipart' ? declared.orJson : undefined;
+    /** What the door answers a JSON text past its caps (413 past the bytes, 422 past the depth); null within them. */
+    const refusal = (text: string) => (enc.encode(text).length > caps!.maxBytes ? 413 : nestingOf(text) > caps!.maxDepth ? 422 : null);
     if (e.body === 'json' || e.body === 'json-or-multipart') {
       const json = { 'content-type': 'application/json' };
-      add('a body past the cap', new Uint8Array(e.cap! + 1), json, 413);
+      add('a body past the cap', new Uint8Array(caps!.maxBytes + 1), json, 413);
       for (const depth of [5_000, 200_000]) {
-        add(`an array ${depth} deep`, deepArray(depth), json, wrong(deepArray(depth)));
+        add(`an array ${depth} deep`, deepArray(depth), json, refusal(deepArray(depth)) ?? 422);
         // Unknown fields are ignored (pydantic's default), so where every field is optional
-        // (PUT /v1/programs/{id}, PATCH /v1/webhooks/{id}) a deep object in an unknown field is a valid no-op.
+        // (PUT /v1/programs/{id}, PATCH /v1/webhooks/{id}) a deep object in an unknown field within the caps is a valid no-op.
         add(
           `an object ${depth} deep`,
           deepObject(depth),
           json,
-          wrong(deepObject(depth)) === 422 && (e.method === 'PUT' || e.method === 'PATCH') ? 200 : wrong(deepObject(depth)),
+          refusal(deepObject(depth)) ?? (e.method === 'PUT' || e.method === 'PATCH' ? 200 : 422),
         );
         const deepFields = `{"input": ${deepArray(depth)}, "name": ${deepArray(depth)}}`;
         // PATCH /v1/webhooks/{id} has neither field: a valid no-op too.
-        add(`input and name ${depth} deep`, deepFields, json, wrong(deepFields) === 422 && e.method === 'PATCH' ? 200 : wrong(deepFields));
+        add(`input and name ${depth} deep`, deepFields, json, refusal(deepFields) ?? (e.method === 'PATCH' ? 200 : 422));
       }
       const valid = JSON.stringify({ input: ['0x0101'], name: 'n', agent_id: 'a', parts: [] });
       add('truncated JSON', valid.slice(0, 1 + Math.floor(random() * (valid.length - 2))), json, 422);

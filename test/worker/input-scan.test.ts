@@ -4,7 +4,7 @@
 // Fed in chunks, however split, it answers what it answers of the whole document.
 import { describe, expect, it } from 'vitest';
 import { ValidationError, type ValidationIssue } from '../../src/lib/errors.ts';
-import { inputEntryError } from '../../src/lib/input.ts';
+import { inputEntryError } from 'prover-agent/protocol';
 import { checkProofInputBytes, ProofInputScan } from '../../src/lib/input-scan.ts';
 
 type Outcome = { ok: true } | { ok: false; issues: Pick<ValidationIssue, 'loc' | 'type' | 'msg'>[] };

@@ -22,6 +22,8 @@ import { LEASE_CHECK_CALLS } from '../../src/jobs/lease-checks.ts';
 import { COMPACT_STAGE_CALLS, COMPACT_STAGE_R2_OPS, compactionPlan, compactionStage, jobLogFrom } from '../../src/jobs/logs.ts';
 import { tenantLimits } from '../../src/jobs/settings.ts';
 import { WEBHOOK_MESSAGE_CALLS } from '../../src/features/webhooks/delivery.ts';
+import { MAIL_REQUEST_CALLS } from '../../src/features/accounts/password-reset.ts';
+import { seedUser } from './console-helpers.ts';
 import { openDb } from '../../src/db/client.ts';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { CallBudget, metered } from '../../src/lib/metered.ts';
@@ -264,6 +266,33 @@ describe('the queue consumers', () => {
     expect(posts).toBe(fits);
     expect(result.explicitAcks).toHaveLength(fits);
     expect(result.retryMessages).toHaveLength(ids.length - fits);
+  });
+
+  it('a batch of password-reset mail requests stays within its budget, each mail sent once; requests past it come back later', async () => {
+    const t = await seedTenant();
+    // Accounts (a link made and mailed to the outbox) and unknown emails (nothing made), more than one invocation takes.
+    const emails: string[] = [];
+    for (let i = 0; i < 20; i++) emails.push(i % 2 ? await seedUser(t.orgId, 'member') : `nobody-${i}-${crypto.randomUUID()}@example.com`);
+    const batch = createMessageBatch(
+      'zk-proving-mail-local',
+      emails.map((email, i) => ({ id: `mail-${i}`, timestamp: new Date(), attempts: 1, body: { type: 'password-reset', email } })),
+    );
+    const { env: counted, counts } = countingEnv();
+    const ctx = createExecutionContext();
+    await worker.queue(batch as MessageBatch<never>, counted);
+    const result = await getQueueResult(batch, ctx);
+    expect(counts.total()).toBeLessThanOrEqual(INVOCATION_BUDGETS.mail.calls);
+    const fits = Math.floor(INVOCATION_BUDGETS.mail.calls / MAIL_REQUEST_CALLS);
+    // At least as many as their most calls fit (an unknown email costs less), the rest retried: none lost, none twice.
+    expect(result.explicitAcks.length).toBeGreaterThanOrEqual(fits);
+    expect(result.retryMessages.length).toBeGreaterThan(0);
+    expect([...result.explicitAcks, ...result.retryMessages.map((m) => m.msgId)].sort()).toEqual(batch.messages.map((m) => m.id).sort());
+    // The acked accounts got one mail each; nobody past the budget got one.
+    const acked = new Set(result.explicitAcks.map((id) => emails[Number(id.slice(5))]));
+    const mailed = await env.DB.prepare(`SELECT "to" AS recipient FROM mail_outbox WHERE "to" IN (SELECT value FROM json_each(?))`)
+      .bind(JSON.stringify(emails))
+      .all<{ recipient: string }>();
+    expect(mailed.results.map((r) => r.recipient).sort()).toEqual(emails.filter((e, i) => i % 2 && acked.has(e)).sort());
   });
 
   it('a batch of job notices kept for the local pull API stays within its budget', async () => {

@@ -3,6 +3,7 @@
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { sweep } from '../../src/jobs/sweep.ts';
+import { tenantLimits } from '../../src/jobs/settings.ts';
 import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant, cronPart } from './helpers.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
 import { as, consoleFetch, seedUser, send, signIn } from './console-helpers.ts';
@@ -150,6 +151,19 @@ describe('job limits', () => {
     // an hour on one GPU at 1 USD per GPU-hour (wrangler.toml MACHINE_RATES)
     expect(proof.cost).toBeGreaterThanOrEqual(1_000_000);
     expect(proof.cost).toBeLessThan(1_010_000);
+  });
+
+  it('the claim hands the agent the time to the job’s deadline (a span, not an instant) and the caps on its log', async () => {
+    const { t, program } = await readyProgram();
+    await json(await post(t, `/v1/proofs?program_id=${program}&deadline_seconds=60`), 200);
+    const job = await claimJob(await seedAgent());
+    expect(job.deadline_in_ms).toBeGreaterThan(0);
+    expect(job.deadline_in_ms).toBeLessThanOrEqual(60_000);
+    // The deployment's caps (this suite runs small ones: test/vitest.config.ts), not the defaults.
+    const caps = tenantLimits(env);
+    expect(job.log).toEqual({ seq: 0, offset: 0, max_bytes: caps.LOG_MAX_BYTES, max_chunks: caps.LOG_MAX_CHUNKS });
+    await json(await post(t, `/v1/proofs?program_id=${program}`), 200);
+    expect((await claimJob(await seedAgent())).deadline_in_ms).toBeNull();
   });
 
   it('a cost limit stops a running job at its heartbeat, Failed, charged the limit and no more', async () => {

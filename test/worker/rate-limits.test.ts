@@ -1,8 +1,12 @@
 // Per-key rate limits (issue 10 item 6) on the real Rate Limiting binding, with the
 // Workers pool's small limits (test/vitest.config.ts).
 import { describe, expect, it } from 'vitest';
-import { endpointClass, RATE_LIMIT_PERIOD_SECONDS } from '../../src/middleware/rate-limit.ts';
+import { RATE_LIMIT_PERIOD_SECONDS } from '../../src/middleware/rate-limit.ts';
 import { api, countRows, seedTenant, type Tenant } from './helpers.ts';
+import { declarationOf } from './routes.ts';
+
+/** The budget a route declares at its door. */
+const budgetOf = (method: string, path: string) => declarationOf({ method, path })?.rate;
 
 /** Sends `send()` until the first 429 (at most `max` times); the 429 and how many were let through. */
 async function untilLimited(send: () => Promise<Response>, max: number): Promise<{ res: Response; passed: number }> {
@@ -15,17 +19,17 @@ async function untilLimited(send: () => Promise<Response>, max: number): Promise
 }
 
 describe('per-API-key rate limits', { timeout: 30_000 }, () => {
-  it('classifies endpoints: reads, submissions, uploads', () => {
-    expect(endpointClass('GET', '/v1/proofs')).toBe('reads');
-    expect(endpointClass('GET', '/v1/programs/x/download/elf')).toBe('reads');
-    expect(endpointClass('POST', '/v1/proofs')).toBe('submissions');
-    expect(endpointClass('POST', '/v1/proofs/x/cancel')).toBe('submissions');
-    expect(endpointClass('PUT', '/v1/programs/x')).toBe('submissions');
-    expect(endpointClass('POST', '/v1/projects')).toBe('submissions');
-    expect(endpointClass('POST', '/v1/executions')).toBe('submissions');
-    expect(endpointClass('POST', '/v1/programs')).toBe('uploads');
-    expect(endpointClass('POST', '/v1/verify')).toBe('uploads');
-    expect(endpointClass('POST', '/v1/verify/stark')).toBe('uploads');
+  it('classifies endpoints as their doors declare: reads, submissions, uploads', () => {
+    expect(budgetOf('GET', '/v1/proofs')).toBe('reads');
+    expect(budgetOf('GET', '/v1/programs/:program_id/download/:artifact')).toBe('reads');
+    expect(budgetOf('POST', '/v1/proofs')).toBe('submissions');
+    expect(budgetOf('POST', '/v1/proofs/:proof_id/cancel')).toBe('submissions');
+    expect(budgetOf('PUT', '/v1/programs/:program_id')).toBe('submissions');
+    expect(budgetOf('POST', '/v1/projects')).toBe('submissions');
+    expect(budgetOf('POST', '/v1/executions')).toBe('submissions');
+    expect(budgetOf('POST', '/v1/programs')).toBe('uploads');
+    expect(budgetOf('POST', '/v1/verify')).toBe('uploads');
+    expect(budgetOf('POST', '/v1/verify/stark')).toBe('uploads');
   });
 
   const classes: { cls: string; send: (t: Tenant) => Promise<Response>; max: number }[] = [

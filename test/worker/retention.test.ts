@@ -201,7 +201,7 @@ describe('DELETE /v1/executions/{id}', () => {
     const { id: queued } = await json<{ id: string }>(await api(t, `/v1/executions?program_id=${program}`, jsonPost({ input: [] })), 200);
     expect((await api(t, `/v1/executions/${queued}`, DELETE)).status).toBe(409);
     await drainQueuedJobs();
-    await env.DB.prepare(`UPDATE executions SET status = 'failed', terminated_at = ? WHERE id = ?`)
+    await env.DB.prepare(`UPDATE executions SET status = 'failed', cost = 0, terminated_at = ? WHERE id = ?`)
       .bind(new Date().toISOString(), queued)
       .run();
     const { id, jobId } = await succeededExecution(t, program);

@@ -60,11 +60,13 @@ describe('scheduler: one seek per lane, the same order as counting every job', {
       orgs.push({ t, programs });
     }
     await drainQueuedJobs(); // the programs' commit jobs are not part of this run
+    // Tokens with room for all they claim: their limits (test/worker/fleet-authority.test.ts) are not this run's model.
+    const roomy = { limits: { maxGpus: 10_000, maxLeases: 10_000 } };
     const agents = [
-      await seedAgent({ engines: ['dev'], configs: [], gpus: 0 }),
-      await seedAgent({ engines: ['dev'], configs: [devB], gpus: 0 }),
-      await seedAgent({ engines: ['openvm'], configs: [], gpus: 1 }),
-      await seedAgent({ engines: ['dev', 'openvm'], configs: [devA, gpu], gpus: 1 }),
+      await seedAgent({ engines: ['dev'], configs: [], gpus: 0 }, roomy),
+      await seedAgent({ engines: ['dev'], configs: [devB], gpus: 0 }, roomy),
+      await seedAgent({ engines: ['openvm'], configs: [], gpus: 1 }, roomy),
+      await seedAgent({ engines: ['dev', 'openvm'], configs: [devA, gpu], gpus: 1 }, roomy),
     ];
     const running: ClaimedJob[] = [];
     let claims = 0;

@@ -95,7 +95,7 @@ describe('why a job waits', () => {
     for (let i = 0; i < 3; i++) ids.push((await json(await post(t, `/v1/proofs?program_id=${program}`), 200)).id);
     expect(await json(await api(t, `/v1/proofs/${ids[1]}`), 200)).toMatchObject({
       estimated_start_at: null,
-      estimated_start_detail: 'No estimate: no proof of its config on 0 GPU(s) has succeeded on the fleet yet',
+      estimated_start_detail: 'No estimate: no proof of its config on the CPU has succeeded on the fleet yet',
     });
     // Four proofs measured on the config (a dev job holds no GPU): 10 s each on average.
     await env.DB.prepare(
@@ -116,7 +116,7 @@ describe('why a job waits', () => {
     const next = await startIn(ids[1]);
     expect(next.p).toMatchObject({ waiting_reason: 'starting', jobs_ahead: 0 });
     expect(next.p.estimated_start_detail).toMatch(
-      /^From 4 succeeded proof of its config on 0 GPU\(s\) \(mean 10 s\): 1 running on its config with about (5\.\d|6) s left between them, 0 ahead, 1 at a time$/,
+      /^From 4 succeeded proof of its config on the CPU \(mean 10 s\): 1 running on its config with about (5\.\d|6) s left between them, 0 ahead, 1 at a time$/,
     );
     expect(next.seconds).toBeGreaterThan(5);
     expect(next.seconds).toBeLessThan(7);

@@ -211,6 +211,7 @@ export class Agent {
         killGraceMs: this.cfg.killGraceMs,
         agentName: this.cfg.name,
         machineType: this.cfg.machineType,
+        jobTimeLimitsMs: this.cfg.jobTimeLimitsMs,
       },
       this.log,
       this.metrics,

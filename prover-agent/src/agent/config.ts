@@ -30,7 +30,17 @@ export interface AgentConfig {
   metricsHost: string;
   logLevel: Level;
   engineOptions: EngineOptions;
+  /** Per engine: the longest a job may hold this host, from its claim (--job-time-limit). */
+  jobTimeLimitsMs: Record<string, number>;
 }
+
+/**
+ * --job-time-limit's default: a dev job is done in seconds (10^10 instructions, its
+ * default cycle limit, take a couple of minutes), so ten minutes is a guest that makes
+ * each instruction cost the host milliseconds; an openvm job gets the most a lease can
+ * be renewed for (the service's MAX_LEASE_SECONDS, 6 h), as its prove timeout does.
+ */
+const DEFAULT_JOB_TIME_LIMITS = 'dev=600,openvm=21600';
 
 /** [flag, env var, default, help] — the one list behind parsing and --help. */
 const FLAGS = [
@@ -65,6 +75,12 @@ const FLAGS = [
   ['configs-dir', 'PROVER_AGENT_CONFIGS_DIR', '', 'openvm: directory of per-config directories (prover-agent setup-config)'],
   ['cargo', 'PROVER_AGENT_CARGO', '', 'openvm: the cargo executable with the openvm subcommand'],
   ['timeouts', 'PROVER_ENGINE_TIMEOUTS', '', 'Per-operation limits in seconds, e.g. prove=21600,commit=1800 (engine defaults otherwise)'],
+  [
+    'job-time-limit',
+    'PROVER_JOB_TIME_LIMIT',
+    DEFAULT_JOB_TIME_LIMITS,
+    'Seconds a job may hold this host from its claim (its deadline, if sooner): N for every engine, or engine=N pairs; past it the engine is killed and the job fails',
+  ],
 ] as const;
 
 export function usage(): string {
@@ -96,6 +112,26 @@ function timeouts(v: string): NonNullable<EngineOptions['timeouts']> {
     if (!(ENGINE_OPERATIONS as readonly string[]).includes(op) || seconds === undefined)
       throw new ConfigError(`--timeouts takes op=seconds pairs with op one of ${ENGINE_OPERATIONS.join(', ')} (got '${item}')`);
     out[op as (typeof ENGINE_OPERATIONS)[number]] = number('timeouts', seconds, 1);
+  }
+  return out;
+}
+
+/** --job-time-limit in ms per engine: the defaults, then `value` (N for every engine, or engine=N pairs). */
+function jobTimeLimits(value: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const spec of [DEFAULT_JOB_TIME_LIMITS, value]) {
+    if (/^\s*[0-9.]+\s*$/.test(spec)) {
+      for (const e of ENGINE_NAMES) out[e] = number('job-time-limit', spec, 1) * 1000;
+      continue;
+    }
+    for (const item of list(spec)) {
+      const [engine, seconds] = item.split('=').map((x) => x.trim());
+      if (!(ENGINE_NAMES as readonly string[]).includes(engine) || seconds === undefined)
+        throw new ConfigError(
+          `--job-time-limit takes seconds, or engine=seconds pairs with engine one of ${ENGINE_NAMES.join(', ')} (got '${item}')`,
+        );
+      out[engine] = number('job-time-limit', seconds, 1) * 1000;
+    }
   }
   return out;
 }
@@ -157,5 +193,6 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
       ...(get('cargo') ? { cargoPath: get('cargo') } : {}),
       ...(get('timeouts') ? { timeouts: timeouts(get('timeouts')) } : {}),
     },
+    jobTimeLimitsMs: jobTimeLimits(get('job-time-limit')),
   };
 }

@@ -8,10 +8,15 @@
 // Either way it reports on stdout, one JSON object per line; a worker tags each event
 // with its operation's id and, once an operation has ended, writes an end mark on
 // stderr too, so the agent knows when everything the operation printed has arrived.
-// SIGTERM aborts the running operation's signal so the engine can stop its tool, then
-// the process exits; the parent SIGKILLs the group if that takes too long.
+//
+// SIGTERM: a per-job process aborts its operation's signal so the engine can stop its
+// tool, then exits (the parent SIGKILLs the group if that takes too long). A warm
+// worker has no handler: the signal's default action ends it at once, even in the
+// middle of a guest's instruction that keeps its one thread busy (a handler would wait
+// for the thread); a worker that is stopped is never reused, so nothing is lost.
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import { Worker } from 'node:worker_threads';
 import { loadEngine } from '../engine/index.ts';
 import { CycleLimitError, JobError, type Engine, type EngineContext, type EngineOptions } from '../engine/types.ts';
 import {
@@ -29,13 +34,13 @@ const emit = (e: ChildEvent | WorkerEvent) => write(JSON.stringify(e) + '\n');
 /**
  * The agent may die without a word (SIGKILL, host trouble). Its lease will expire and
  * another agent redo the job, so an orphaned engine must not run on: take the whole
- * process group (the engine's tools included) down with it.
+ * process group (the engine's tools included) down with it. The watch runs on a thread
+ * of its own, so a guest that keeps the main thread busy cannot hold it up.
  */
 function dieWithParent(): void {
-  const parent = process.ppid;
-  setInterval(() => {
-    if (process.ppid !== parent) process.kill(-process.pid, 'SIGKILL');
-  }, 1000).unref();
+  const watch = `const { workerData: parent } = require('node:worker_threads');
+    setInterval(() => { if (process.ppid !== parent) process.kill(-process.pid, 'SIGKILL'); }, 1000);`;
+  new Worker(watch, { eval: true, workerData: process.ppid }).unref();
 }
 
 function runOperation(engine: Engine, ctx: EngineContext, o: EngineOp) {
@@ -77,15 +82,18 @@ async function runOnce(requestPath: string): Promise<unknown> {
 
 async function serve(engineName: string, options: EngineOptions): Promise<void> {
   // Anything the engine prints goes to stderr, whose lines are the running operation's
-  // log lines: stdout carries nothing but the protocol, so a stray write cannot split an event.
-  process.stdout.write = process.stderr.write.bind(process.stderr);
-  let running: AbortController | null = null;
-  let stopping = false;
-  process.on('SIGTERM', () => {
-    stopping = true;
-    if (running) running.abort(new Error('canceled'));
-    else process.exit(0);
-  });
+  // log lines: stdout carries nothing but the protocol, so a stray write cannot split an
+  // event. Whether stderr's last write ended its line is kept, so that an operation's
+  // end mark always starts a line of its own (the agent cuts an over-long line and
+  // skips the rest of it: a mark at its end would be lost).
+  const writeStderr = process.stderr.write.bind(process.stderr) as (chunk: string | Uint8Array, ...rest: unknown[]) => boolean;
+  let atLineStart = true;
+  const tracked = (chunk: string | Uint8Array, ...rest: unknown[]) => {
+    if (chunk.length > 0) atLineStart = typeof chunk === 'string' ? chunk.endsWith('\n') : chunk[chunk.length - 1] === 0x0a;
+    return writeStderr(chunk, ...rest);
+  };
+  process.stderr.write = tracked;
+  process.stdout.write = process.stderr.write;
   dieWithParent();
   const input = createInterface({ input: process.stdin });
   // The agent holds the other end of stdin for as long as it lives: its end is the
@@ -95,12 +103,12 @@ async function serve(engineName: string, options: EngineOptions): Promise<void> 
   emit({ type: 'ready', rss: process.memoryUsage.rss() });
   for await (const line of input) {
     const { id, ...req } = JSON.parse(line) as WorkerOperation;
-    running = new AbortController();
     const ctx: EngineContext = {
       workDir: req.workDir,
       config: req.config,
       publishedKeys: req.publishedKeys,
-      signal: running.signal,
+      // Never aborted: a worker is stopped by its end (SIGTERM, see above), not asked to stop.
+      signal: new AbortController().signal,
       gpus: req.gpus,
       log: (line) => emit({ id, type: 'log', line }),
       progress: (u) => emit({ id, type: 'progress', ...u }),
@@ -111,10 +119,8 @@ async function serve(engineName: string, options: EngineOptions): Promise<void> 
     } catch (err) {
       end = failure(err);
     }
-    running = null;
     emit({ id, ...end, rss: process.memoryUsage.rss() });
-    process.stderr.write(`${OP_END_MARK}${id}\n`);
-    if (stopping) process.exit(0);
+    process.stderr.write(`${atLineStart ? '' : '\n'}${OP_END_MARK}${id}\n`);
   }
 }
 

@@ -13,11 +13,27 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { EngineOptions, ExecuteRequest, ProgramFiles, ProveRequest, VerifyRequest } from '../engine/types.ts';
+import {
+  MAX_LOG_LINE_CHARS,
+  type EngineOptions,
+  type ExecuteRequest,
+  type ProgramFiles,
+  type ProveRequest,
+  type VerifyRequest,
+} from '../engine/types.ts';
 import { spawnChild } from '../lib/child-process.ts';
 import type { EngineConfig, EngineMetrics, LimitReached, ProvePhase, PublishedKeys } from '../protocol.ts';
 
 const CHILD = fileURLToPath(new URL('./engine-child.ts', import.meta.url));
+
+/**
+ * The longest event line read from an engine process's stdout (a longer one comes cut,
+ * is no event, and is logged as text). The largest real one is an execution's result,
+ * whose `stdout` holds at most 4 MiB of the guest's text (engine/openvm/tool.ts), up
+ * to six characters each once escaped in JSON. Log lines (stderr) are cut at
+ * MAX_LOG_LINE_CHARS: neither piles up in the agent, whatever the guest prints.
+ */
+export const MAX_EVENT_LINE_CHARS = 32 * 1024 * 1024;
 
 /** An engine operation and its request (engine/types.ts), as it travels to the engine's process. */
 export type EngineOp =
@@ -64,6 +80,7 @@ export async function startEngine(req: EngineRunRequest, onEvent: (e: ChildEvent
   const stderrTail: string[] = [];
   const child = spawnChild(process.execPath, [CHILD, requestPath], {
     ownGroup: true,
+    maxLineChars: { stdout: MAX_EVENT_LINE_CHARS, stderr: MAX_LOG_LINE_CHARS },
     onStdoutLine(line) {
       let event: ChildEvent;
       try {
@@ -246,6 +263,7 @@ export function spawnEngineWorker(engine: string, options: EngineOptions, onIdle
 
   const child = spawnChild(process.execPath, [CHILD, '--worker', engine, JSON.stringify(options)], {
     ownGroup: true,
+    maxLineChars: { stdout: MAX_EVENT_LINE_CHARS, stderr: MAX_LOG_LINE_CHARS },
     stdin: 'pipe',
     onStdoutLine,
     onStderrLine,

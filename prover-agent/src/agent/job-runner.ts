@@ -12,6 +12,11 @@
 //   canceled before a report   → the service answers `canceled` to /complete or /fail
 //   agent shutting down        → engine killed, /release (requeued for another agent)
 //   lease lost (409)           → engine killed, nothing reported: the job has moved on
+//   its deadline, or the host's time limit for its engine (--job-time-limit), passed
+//   before the engine's end    → engine killed (short grace), /fail, not retryable
+//
+// The time limit is wall-clock time from the claim, whatever the guest does: an engine
+// counts instructions, and a guest can make each cost the host milliseconds.
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -49,9 +54,18 @@ export interface RunnerOptions {
   killGraceMs: number;
   agentName: string;
   machineType: string;
+  /** Per engine: the longest a job may hold this host, from its claim (AgentConfig.jobTimeLimitsMs). */
+  jobTimeLimitsMs: Record<string, number>;
 }
 
-/** SIGTERM → SIGKILL grace on cancel: the result is dropped, so the engine gets at most this long to stop. */
+/** Why a run is stopped before its engine's end. */
+type StopReason = 'cancel' | 'release' | 'lost' | 'time-limit' | 'deadline';
+/** Reasons to stop whose result is dropped: the engine gets a short grace. */
+const DROPPED: readonly StopReason[] = ['cancel', 'time-limit', 'deadline'];
+/** Longer than setTimeout can wait (2^31 - 1 ms, ~24.8 days): no lease lasts that long. */
+const NO_TIMER_MS = 2 ** 31;
+
+/** SIGTERM → SIGKILL grace on cancel or a time limit: the result is dropped, so the engine gets at most this long to stop. */
 export const CANCEL_KILL_GRACE_MS = 1000;
 
 /** Steps a run waits on: artifact downloads, the engine, log flushes, result uploads (small ones ride with the report), the report (complete, fail, canceled, release). */
@@ -69,7 +83,9 @@ export class JobRunner {
   private phase: ProvePhase | undefined;
   private metrics: EngineMetrics = {};
   /** Why the run is being stopped early, if it is. */
-  private stopReason: 'cancel' | 'release' | 'lost' | null = null;
+  private stopReason: StopReason | null = null;
+  /** The engine's operation has ended (a time limit that passes now changes nothing). */
+  private engineEnded = false;
   private readonly stopped = new AbortController();
   private readonly opts: RunnerOptions;
   private readonly service: ServiceClient;
@@ -91,21 +107,38 @@ export class JobRunner {
   }
 
   /** Stops the run early: `release` gives the job back (shutdown), `cancel` follows a cancel request. */
-  stop(reason: 'cancel' | 'release' | 'lost'): void {
+  stop(reason: StopReason): void {
     if (this.stopReason) return;
     this.stopReason = reason;
     this.stopped.abort(new Error(reason));
     void this.engine?.kill(this.killGraceMs());
   }
 
-  /** How long the engine may take to stop after SIGTERM: short on cancel, when nothing it does is kept. */
+  /** How long the engine may take to stop after SIGTERM: short on cancel or a time limit, when nothing it does is kept. */
   private killGraceMs(): number {
-    return this.stopReason === 'cancel' ? Math.min(this.opts.killGraceMs, CANCEL_KILL_GRACE_MS) : this.opts.killGraceMs;
+    return this.stopReason && DROPPED.includes(this.stopReason)
+      ? Math.min(this.opts.killGraceMs, CANCEL_KILL_GRACE_MS)
+      : this.opts.killGraceMs;
+  }
+
+  /** When the job must stop, from now (its claim): its deadline, or the host's limit for its engine if that is sooner. */
+  private timeLimit(): { ms: number; reason: 'deadline' | 'time-limit' } {
+    const host = this.opts.jobTimeLimitsMs[this.job.config.engine] ?? Infinity;
+    const deadline = this.job.deadline_in_ms ?? Infinity;
+    return deadline <= host ? { ms: Math.max(0, deadline), reason: 'deadline' } : { ms: host, reason: 'time-limit' };
   }
 
   async run(): Promise<RunOutcome> {
     const started = Date.now();
     const watch = this.watchLease();
+    const limit = this.timeLimit();
+    if (limit.ms <= 0) this.stop(limit.reason); // a deadline passed before the claim came: nothing starts
+    const limitTimer =
+      limit.ms > 0 && limit.ms < NO_TIMER_MS
+        ? setTimeout(() => {
+            if (!this.engineEnded) this.stop(limit.reason);
+          }, limit.ms)
+        : null;
     let outcome: RunOutcome;
     try {
       await mkdir(this.dir, { recursive: true });
@@ -118,6 +151,7 @@ export class JobRunner {
     } catch (err) {
       outcome = await this.endEarlyOr(() => this.report('fail', { error: `agent error: ${errorText(err)}`, retryable: true }));
     } finally {
+      if (limitTimer) clearTimeout(limitTimer);
       this.stopped.abort(new Error('done'));
       await watch;
       await rm(this.dir, { recursive: true, force: true }).catch(() => {});
@@ -159,6 +193,7 @@ export class JobRunner {
     this.log.info('engine started', { pid: this.engine.pid, op: op.op }); // which process runs the job (a warm worker's args do not say)
     if (this.stopReason) void this.engine.kill(this.killGraceMs()); // stopped while it was starting
     const result = await this.engine.done;
+    this.engineEnded = true;
     this.spent.engine += Date.now() - opStarted;
     this.metricsSink.engineDuration(this.job.config.engine, op.op, (Date.now() - opStarted) / 1000);
     if (this.stopReason) return this.endEarly();
@@ -241,12 +276,11 @@ export class JobRunner {
 
   /** The logs not sent yet, for the call that ends the lease (or flushed before it, to an older service). */
   private async lastLogs(): Promise<{ log?: LogChunk }> {
-    if (!this.serviceTakesEndings()) {
-      await this.timed('logs', () => this.logs.flush());
-      return {};
-    }
+    // last() also puts what a gap left out, and its last lines, into what is pending.
     const log = await this.timed('logs', () => this.logs.last());
-    return log ? { log } : {};
+    if (this.serviceTakesEndings()) return log ? { log } : {};
+    await this.timed('logs', () => this.logs.flush());
+    return {};
   }
 
   /** Runs `report` unless the run was stopped meanwhile; a 409 means the lease was lost. */
@@ -266,6 +300,16 @@ export class JobRunner {
   private async endEarly(): Promise<RunOutcome> {
     await this.engine?.kill(this.killGraceMs());
     if (this.stopReason === 'lost') return 'lost';
+    if (this.stopReason === 'time-limit' || this.stopReason === 'deadline') {
+      const error = this.limitMessage(this.stopReason);
+      this.logs.line(`stopped: ${error}`);
+      try {
+        return await this.report('fail', { error, retryable: false });
+      } catch (err) {
+        if (err instanceof HttpError && err.status === 409) return 'lost';
+        throw err;
+      }
+    }
     try {
       if (this.stopReason === 'cancel') {
         this.logs.line('canceled: the engine was stopped');
@@ -281,6 +325,13 @@ export class JobRunner {
       if (err instanceof HttpError && err.status === 409) return 'lost';
       throw err;
     }
+  }
+
+  /** The error of a job stopped at its deadline or at the host's time limit: not retried (another host would stop it too). */
+  private limitMessage(reason: 'time-limit' | 'deadline'): string {
+    if (reason === 'deadline') return 'Deadline passed: the job was still running at its deadline; the agent stopped its engine';
+    const seconds = Math.round(this.timeLimit().ms / 1000);
+    return `Time limit reached: the job held its host for ${seconds} s, the most the host allows a ${this.job.config.engine} job; the agent stopped its engine`;
   }
 
   private async timed<T>(step: Step, f: () => Promise<T>): Promise<T> {

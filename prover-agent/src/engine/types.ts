@@ -39,11 +39,23 @@ export interface EngineContext {
    * copies must match. Absent otherwise.
    */
   publishedKeys?: PublishedKeys;
-  /** Appends one line of text to the job's logs (no trailing newline needed). */
+  /**
+   * Appends one line of text to the job's logs (no trailing newline needed), at most
+   * MAX_LOG_LINE_CHARS: the agent cuts a longer one. Call it as output comes, so the
+   * job's logs stream and nothing waits in memory for a line's end.
+   */
   log(line: string): void;
   /** Announces a phase change and/or metrics seen so far. */
   progress(update: { phase?: ProvePhase; metrics?: EngineMetrics }): void;
 }
+
+/**
+ * The longest line of a job's log, in characters. An engine cuts its guest's longer
+ * lines as they come (lib/lines.ts), and the agent cuts any longer line that reaches
+ * it from an engine's process (agent/engine-process.ts) or that it logs itself
+ * (agent/log-shipper.ts), each with a mark that says so.
+ */
+export const MAX_LOG_LINE_CHARS = 16 * 1024;
 
 export interface ProgramFiles {
   /** The guest ELF (32-bit RISC-V). */

@@ -11,9 +11,11 @@
 //                     reaches it too): a stop signals the child alone.
 //
 // A stop is SIGTERM, then SIGKILL once `graceMs` have passed without an exit. Output
-// comes line by line.
+// comes line by line, each line at most `maxLineChars` (./lines.ts: a longer one is
+// handed on cut, as soon as it passes the cap), so what a child prints never piles
+// up in this process.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { readLines } from './lines.ts';
 
 export interface ChildOptions {
   ownGroup: boolean;
@@ -21,6 +23,8 @@ export interface ChildOptions {
   stdin?: 'ignore' | 'pipe';
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /** The longest line of each output handed on whole; a longer one comes cut (cutLine). */
+  maxLineChars: { stdout: number; stderr: number };
   onStdoutLine?(line: string): void;
   onStderrLine?(line: string): void;
 }
@@ -42,8 +46,11 @@ export interface Child {
 export function spawnChild(command: string, args: readonly string[], o: ChildOptions): Child {
   const child = spawn(command, args, { cwd: o.cwd, env: o.env, detached: o.ownGroup, stdio: [o.stdin ?? 'ignore', 'pipe', 'pipe'] });
   child.on('error', () => {}); // a failed spawn: 'close' follows, and the caller's own listener says why
-  if (o.onStdoutLine) createInterface({ input: child.stdout! }).on('line', o.onStdoutLine);
-  if (o.onStderrLine) createInterface({ input: child.stderr! }).on('line', o.onStderrLine);
+  // Output nobody reads is still drained: a full pipe would stall the child.
+  if (o.onStdoutLine) readLines(child.stdout!, o.maxLineChars.stdout, o.onStdoutLine);
+  else child.stdout!.resume();
+  if (o.onStderrLine) readLines(child.stderr!, o.maxLineChars.stderr, o.onStderrLine);
+  else child.stderr!.resume();
   const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
     child.once('close', (code, signal) => resolve([code, signal])),
   );

@@ -43,5 +43,11 @@ export function gpusUsed(engine: string, requested: number): number {
   return traits.maxGpus === undefined ? requested : Math.min(requested, traits.maxGpus);
 }
 
+/**
+ * What a job holding `gpus` (gpusUsed) runs on, as the service says it: "1 GPU",
+ * "2 GPUs", or "the CPU" (a GPU-less engine's job holds none).
+ */
+export const runsOnText = (gpus: number): string => (gpus === 0 ? 'the CPU' : gpus === 1 ? '1 GPU' : `${gpus} GPUs`);
+
 /** The engines whose jobs use no GPU. */
 export const GPU_LESS_ENGINE_NAMES: readonly EngineName[] = ENGINE_NAMES.filter((name) => !ENGINES[name].usesGpus);

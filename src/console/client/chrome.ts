@@ -2,7 +2,9 @@
 // the document's title) and the status line. A small store the root component reads.
 import { useSyncExternalStore } from 'hono/jsx/dom';
 import type { Status } from '../ui/chrome.tsx';
+import { shownText } from '../ui/format.ts';
 import { TITLE_SUFFIX } from '../ui/site.ts';
+import { describe } from './errors.ts';
 
 interface Chrome {
   heading: string;
@@ -28,22 +30,29 @@ export const useChrome = (): Chrome => useSyncExternalStore(subscribe, () => cur
 /** Says what happened in the status line. */
 export const say = (text: string) => set({ status: { text, error: false } });
 
-/** Says what went wrong in the status line. */
-export const fail = (err: unknown) => set({ status: { text: err instanceof Error ? err.message : String(err), error: true } });
+/** Says what went wrong in the status line, in words; with `retry`, a Try again button when trying again may help. */
+export function fail(err: unknown, retry?: () => void): void {
+  const { text, retryable } = describe(err);
+  set({ status: { text, error: true, retry: retryable ? retry : undefined } });
+}
 
 /** The page's heading, once it knows which record it shows. */
-export function setHeading(heading: string) {
+export function setHeading(text: string) {
+  // Headings name records: people's text, escaped (src/console/ui/format.ts shownText).
+  const heading = shownText(text);
   if (heading === current.heading) return;
   document.title = heading + TITLE_SUFFIX;
   set({ heading });
 }
 
-/** Runs an action, saying `done` when it succeeds and what went wrong when it does not. */
+/** Runs an action, saying `done` when it succeeds and what went wrong when it does not (with a way to try it again). */
 export async function attempt(action: () => Promise<unknown>, done?: string): Promise<void> {
   try {
     await action();
+    // An earlier failure (this action's, retried) is over.
     if (done) say(done);
+    else if (current.status.error) say('');
   } catch (err) {
-    fail(err);
+    fail(err, () => void attempt(action, done));
   }
 }

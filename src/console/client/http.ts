@@ -10,17 +10,20 @@ const API = '/console/v1';
 const CSRF: Record<typeof CSRF_HEADER, '1'> = { 'X-Console-CSRF': '1' };
 
 export class ApiError extends Error {
+  /** The server's reason, when it gave one (a 422's fields joined). */
+  readonly detail: string | undefined;
   constructor(
     readonly status: number,
     detail?: ErrorBody['detail'],
   ) {
-    super(
+    const said =
       typeof detail === 'string'
         ? detail
         : Array.isArray(detail)
           ? detail.map((d) => `${d.loc.slice(1).join('.')}: ${d.msg}`).join('; ')
-          : `HTTP ${status}`,
-    );
+          : undefined;
+    super(said ?? `HTTP ${status}`);
+    this.detail = said;
   }
 }
 

@@ -13,4 +13,4 @@ export const isFinalProofState = (state: ProofState) => (PROOF_TERMINAL_STATES a
 /** Canceling is already asked for; a final proof has nothing to cancel. */
 export const isCancelable = (state: ProofState) => !isFinalProofState(state) && state !== 'Canceling';
 
-export { grantableRoles, KEY_SCOPES, may, PERMISSIONS, scopesFor, type Action, type KeyScope } from '../../auth/permissions.ts';
+export { actionsOf, grantableRoles, KEY_SCOPES, may, PERMISSIONS, scopesFor, type Action, type KeyScope } from '../../auth/permissions.ts';

@@ -1,7 +1,11 @@
 // Tables and their pagers. A table is declared once, as its columns (heading and how a
-// record fills the cell): the server renders its head, the client its rows.
+// record fills the cell): the server renders its head with grey rows (loading), the
+// client its rows, or, for an empty list, what it means and the next step. On a narrow
+// screen each row reads as a card, each cell under its column's heading (data-label).
 import type { Child } from 'hono/jsx';
 import type { Pagination } from './api-types.ts';
+import { formatCount, shownChild } from './format.ts';
+import { EmptyState, LOADING_LINES, Skeleton } from './widgets.tsx';
 
 export interface Column<T> {
   header: string;
@@ -14,18 +18,20 @@ export interface TableProps<T> {
   id: string;
   caption: string;
   columns: readonly Column<T>[];
-  /** Undefined until loaded: an empty body, not the `empty` line. */
+  /** Undefined until loaded: grey rows. */
   rows?: readonly T[];
-  empty?: string;
+  /** An empty list: a line, or what it means and the next step (an EmptyState), shown instead of the table. */
+  empty?: Child;
   /** Extra attributes of a row (data-*). */
   rowAttributes?: (row: T) => Record<string, string>;
 }
 
 export function DataTable<T>({ id, caption, columns, rows, empty = 'Nothing here yet.', rowAttributes }: TableProps<T>) {
+  if (rows && !rows.length) return typeof empty === 'string' ? <EmptyState id={`${id}-empty`} title={empty} /> : <>{empty}</>;
   return (
     <div class="table-wrap">
-      <table id={id}>
-        <caption class="sr-only">{caption}</caption>
+      <table id={id} class="cards" aria-busy={rows ? undefined : 'true'}>
+        <caption class="sr-only">{rows ? caption : `${caption} (loading)`}</caption>
         <thead>
           <tr>
             {columns.map((c) => (
@@ -34,20 +40,23 @@ export function DataTable<T>({ id, caption, columns, rows, empty = 'Nothing here
           </tr>
         </thead>
         <tbody>
-          {rows &&
-            (rows.length ? (
-              rows.map((row) => (
+          {rows
+            ? rows.map((row) => (
                 <tr {...rowAttributes?.(row)}>
                   {columns.map((c) => (
-                    <td class={c.numeric ? 'num' : undefined}>{c.cell(row)}</td>
+                    <td class={c.numeric ? 'num' : undefined} data-label={c.header}>
+                      {shownChild(c.cell(row))}
+                    </td>
                   ))}
                 </tr>
               ))
-            ) : (
-              <tr>
-                <td colspan={columns.length}>{empty}</td>
-              </tr>
-            ))}
+            : Array.from({ length: LOADING_LINES }, (_, i) => (
+                <tr class="loading">
+                  {columns.map((c, j) => (
+                    <td data-label={c.header}>{c.header && <Skeleton size={((i + j) % 3) + 2} />}</td>
+                  ))}
+                </tr>
+              ))}
         </tbody>
       </table>
     </div>
@@ -61,18 +70,24 @@ export interface PagerProps {
   onGo?: (page: number) => void;
 }
 
+/** Where a list is and how long it is; its buttons only when there is more than one page. */
 export function Pager({ id, pagination, onGo }: PagerProps) {
-  const page = pagination?.page ?? 1;
-  const pages = Math.max(1, pagination?.pages ?? 1);
+  if (!pagination?.total) return null;
+  const page = pagination.page;
+  const pages = Math.max(1, pagination.pages);
   return (
     <nav class="pager" aria-label="Pages" id={id}>
-      <button type="button" disabled={!pagination || page <= 1} onClick={() => onGo?.(page - 1)}>
-        Previous
-      </button>
-      <span aria-live="polite">{pagination && `Page ${page} of ${pages} · ${pagination.total} in all`}</span>
-      <button type="button" disabled={!pagination || page >= pages} onClick={() => onGo?.(page + 1)}>
-        Next
-      </button>
+      {pages > 1 && (
+        <button type="button" disabled={page <= 1} onClick={() => onGo?.(page - 1)}>
+          Previous
+        </button>
+      )}
+      <span aria-live="polite">{`Page ${formatCount(page)} of ${formatCount(pages)} · ${formatCount(pagination.total)} in all`}</span>
+      {pages > 1 && (
+        <button type="button" disabled={page >= pages} onClick={() => onGo?.(page + 1)}>
+          Next
+        </button>
+      )}
     </nav>
   );
 }

@@ -7,8 +7,10 @@ import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { monthOf } from '../../jobs/budgets.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
+import { BODY_CAPS } from '../../lib/limits.ts';
+import { door, json } from '../../middleware/door.ts';
+import { actorOf } from '../accounts/audit.ts';
 import { readBudget, setBudget } from './data.ts';
 import { BudgetBody, BudgetRecord } from './schemas.ts';
 
@@ -20,7 +22,7 @@ budgetsConsoleApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/budget',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'The organization’s monthly budget, this month’s usage and the thresholds crossed',
@@ -34,7 +36,7 @@ budgetsConsoleApi.openapi(
   createRoute({
     method: 'put',
     path: '/orgs/{org_id}/budget',
-    middleware: [permit('budgets.manage')],
+    middleware: [door.console('budgets.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Set the organization’s monthly budget (owners and admins)',
@@ -46,9 +48,7 @@ budgetsConsoleApi.openapi(
   async (c) => {
     const body = c.req.valid('json');
     const limits = { monthly_cost: body.monthly_cost ?? null, monthly_gpu_hours: body.monthly_gpu_hours ?? null };
-    return c.json(
-      await setBudget(c.var.db, c.var.membership.orgId, limits, { userId: c.var.user.id, email: c.var.user.email }, monthOf(Date.now())),
-      200,
-    );
+    const month = monthOf(Date.now());
+    return c.json(await asMember(c, (org) => setBudget(c.var.db, c.var.membership.orgId, limits, actorOf(c, org), month)), 200);
   },
 );

@@ -13,7 +13,7 @@ import { asCaller } from '../../middleware/auth.ts';
 import type { Context } from 'hono';
 import { ConfigRecord, configRecord } from './schemas.ts';
 import { ConfigId, errorResponses } from '../../lib/schemas.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door } from '../../middleware/door.ts';
 
 export const configsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -54,7 +54,7 @@ configsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{config_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['configs'],
     summary: 'Get a configuration',
     request: { params: ConfigParams },
@@ -76,7 +76,7 @@ configsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{config_id}/{artifact}',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['configs'],
     summary:
       'Download a config artifact: its openvm.toml (`config`), `app_vm_commit` (hex text) or the `evm_verifier` an operator published',
@@ -123,7 +123,7 @@ for (const [which, kinds] of [
     createRoute({
       method: 'get',
       path: `/{config_id}/${which}/{kind}`,
-      middleware: [permit('records.read')],
+      middleware: [door.apiKey('records.read', { rate: 'reads' })],
       tags: ['configs'],
       summary: `A time-limited download URL for the config's ${which === 'pk' ? 'proving' : 'verifying'} key`,
       description:

@@ -11,6 +11,7 @@ import { openDb } from '../../db/client.ts';
 import { checkDownloadSignature, keyVersionQuery, PUBLISHED_KEY_NAMES, reprDigest } from './keys.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { ConfigId, errorResponses } from '../../lib/schemas.ts';
+import { door } from '../../middleware/door.ts';
 
 export const downloadsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -20,6 +21,7 @@ downloadsApi.openapi(
     path: '/configs/{config_id}/{name}/{version}',
     tags: ['configs'],
     summary: 'Download a published config key through a signed link (no API key; Range supported)',
+    middleware: [door.signedLink()],
     security: [],
     request: {
       params: z.object({

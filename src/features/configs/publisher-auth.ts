@@ -3,15 +3,16 @@
 // stored hashed, scoped to the configs it names (or all), dead at its expiry or its
 // revocation. It is deliberately not an agent token: agent tokens live on every GPU
 // host, and one stolen host must not decide what every caller verifies proofs against.
-// Kept apart from the agent-token middleware of ./auth.ts, which it does not change.
+// Kept apart from the agent-token checks of ../fleet/auth.ts, which it does not change.
 import { and, eq, gt, isNull } from 'drizzle-orm';
-import { createMiddleware } from 'hono/factory';
 import { publisherTokens } from '../../db/schema.ts';
 import { bearer } from '../../lib/bearer.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { normalizeConfigId } from '../../lib/schemas.ts';
-import { requireAgentToken, type InternalEnv } from '../fleet/auth.ts';
+import { door, NO_BODY } from '../../middleware/door.ts';
+import type { Body } from '../../middleware/door-kinds.ts';
+import { agentTokenCheck, type InternalEnv } from '../fleet/auth.ts';
 
 /** Publisher tokens start so (src/admin/statements.ts createPublisherToken). */
 export const PUBLISHER_TOKEN_PREFIX = 'pt_';
@@ -44,34 +45,50 @@ function inScope(scope: string[] | null, configParam: string | undefined): boole
   return scope.includes(normalizeConfigId(configParam));
 }
 
-/** Routes under /:config_id that publish its keys: a live publisher token whose scope covers the config. */
-export const requirePublisherToken = createMiddleware<PublisherEnv>(async (c, next) => {
-  const row = await livePublisher(c, bearer(c.req.header('authorization')));
-  if (!row)
-    throw new ApiError(
-      401,
-      'Publishing keys needs a live publisher token (npm run admin -- create-publisher-token); agent tokens cannot publish',
-    );
-  if (!inScope(row.config_ids, c.req.param('config_id')))
-    throw new ApiError(403, `Publisher token ${row.name} is not scoped to this config`);
-  c.set('publisher', { id: row.id, name: row.name });
-  await next();
-});
+const notScoped = (row: { name: string }) => new ApiError(403, `Publisher token ${row.name} is not scoped to this config`);
 
-/**
- * Reading a config's fleet record (GET /internal/v1/configs/{id}): an agent token, or
- * a publisher token scoped to the config (setup-config --publish on a host that has
- * only the publishing credential at hand).
- */
-export const requireAgentOrPublisherToken = createMiddleware<InternalEnv>(async (c, next) => {
-  const token = bearer(c.req.header('authorization'));
-  if (token.startsWith(PUBLISHER_TOKEN_PREFIX)) {
-    const row = await livePublisher(c, token);
-    if (row) {
-      if (!inScope(row.config_ids, c.req.param('config_id')))
-        throw new ApiError(403, `Publisher token ${row.name} is not scoped to this config`);
-      return next();
-    }
-  }
-  return requireAgentToken(c, next);
-});
+/** The doors of the configs' fleet routes: publishing takes a publisher token, reading a config an agent's too. */
+export const publisherDoor = {
+  /** Routes under /:config_id that publish its keys: a live publisher token whose scope covers the config (c.var.publisher). */
+  publish: (body: Body) =>
+    door.token<PublisherEnv>({ credential: 'publisher', body, rate: 'publisher' }, async (c) => {
+      const token = bearer(c.req.header('authorization'));
+      return {
+        key: await sha256Hex(token),
+        check: async () => {
+          const row = await livePublisher(c, token);
+          if (!row)
+            throw new ApiError(
+              401,
+              'Publishing keys needs a live publisher token (npm run admin -- create-publisher-token); agent tokens cannot publish',
+            );
+          if (!inScope(row.config_ids, c.req.param('config_id'))) throw notScoped(row);
+          c.set('publisher', { id: row.id, name: row.name });
+        },
+      };
+    }),
+
+  /**
+   * Reading a config's fleet record (GET /internal/v1/configs/{id}): an agent token, or
+   * a publisher token scoped to the config (setup-config --publish on a host that has
+   * only the publishing credential at hand). Counted in the agents' budget.
+   */
+  readConfig: () =>
+    door.token<InternalEnv>({ credential: 'agentOrPublisher', body: NO_BODY, rate: 'agent' }, async (c) => {
+      const token = bearer(c.req.header('authorization'));
+      const asAgent = await agentTokenCheck(c);
+      return {
+        key: asAgent.key,
+        check: async () => {
+          if (token.startsWith(PUBLISHER_TOKEN_PREFIX)) {
+            const row = await livePublisher(c, token);
+            if (row) {
+              if (!inScope(row.config_ids, c.req.param('config_id'))) throw notScoped(row);
+              return;
+            }
+          }
+          await asAgent.check();
+        },
+      };
+    }),
+};

@@ -34,9 +34,10 @@ import {
 } from './keys.ts';
 import { ApiError, notFound, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { ConfigId } from '../../lib/schemas.ts';
-import { requireAgentOrPublisherToken, requirePublisherToken, type PublisherEnv } from './publisher-auth.ts';
+import { json, NO_BODY, stream } from '../../middleware/door.ts';
+import { publisherDoor, type PublisherEnv } from './publisher-auth.ts';
 
 export const configsInternalApi = new Hono<PublisherEnv>();
 
@@ -81,7 +82,7 @@ function audit(db: Db, row: Omit<typeof keyAudit.$inferInsert, 'id' | 'created_a
   return db.insert(keyAudit).values({ id: ulid(), ...row });
 }
 
-configsInternalApi.get('/:config_id', requireAgentOrPublisherToken, zValidator('param', ConfigParam, validationHook), async (c) => {
+configsInternalApi.get('/:config_id', publisherDoor.readConfig(), zValidator('param', ConfigParam, validationHook), async (c) => {
   const id = c.req.valid('param').config_id;
   const db = c.var.db;
   const { config, versions } = await batchByName(db, {
@@ -118,7 +119,7 @@ function conflict(name: string, configId: string, current: number | null, supers
 
 configsInternalApi.post(
   '/:config_id/keys/:name/uploads',
-  requirePublisherToken,
+  publisherDoor.publish(json(BODY_CAPS.small)),
   zValidator('param', KeyParams, validationHook),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', StartBody, validationHook),
@@ -168,7 +169,7 @@ configsInternalApi.post(
 
 configsInternalApi.put(
   '/:config_id/keys/:name/uploads/:upload_id/:part_number',
-  requirePublisherToken,
+  publisherDoor.publish(stream(KEY_PART_SIZE)),
   zValidator('param', PartParams, validationHook),
   async (c) => {
     const { config_id, name, upload_id, part_number } = c.req.valid('param');
@@ -193,7 +194,7 @@ configsInternalApi.put(
 
 configsInternalApi.post(
   '/:config_id/keys/:name/uploads/:upload_id/complete',
-  requirePublisherToken,
+  publisherDoor.publish(json(BODY_CAPS.fleet)),
   zValidator('param', UploadParams, validationHook),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', CompleteBody, validationHook),
@@ -333,7 +334,7 @@ function published(row: typeof configKeys.$inferSelect, supersedes: number | nul
 
 configsInternalApi.delete(
   '/:config_id/keys/:name/uploads/:upload_id',
-  requirePublisherToken,
+  publisherDoor.publish(NO_BODY),
   zValidator('param', UploadParams, validationHook),
   async (c) => {
     const { config_id, name, upload_id } = c.req.valid('param');

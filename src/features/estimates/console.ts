@@ -7,7 +7,7 @@ import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/schemas.ts
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door } from '../../middleware/door.ts';
 import { estimateOf, latestRunQuery, programBasisQuery, programRatesQuery } from './data.ts';
 import { EstimateQuery, ProgramEstimate } from './schemas.ts';
 
@@ -17,7 +17,7 @@ estimatesConsoleApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/programs/{program_id}/estimate',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'An estimate of proving the program’s latest succeeded execution',

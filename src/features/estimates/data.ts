@@ -8,7 +8,7 @@
 // the cycles do not yet vary; with no measured proof it says so instead of inventing one.
 import { and, desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { z } from '@hono/zod-openapi';
-import { gpusUsed } from 'prover-agent/protocol';
+import { gpusUsed, runsOnText } from 'prover-agent/protocol';
 import type { Db } from '../../db/client.ts';
 import { configs, executions, programs, provingRates } from '../../db/schema.ts';
 import type { EstimateQuery, ProvingEstimate } from './schemas.ts';
@@ -84,7 +84,7 @@ export function estimateOf(
       r.gpus === gpus && r.proof_type === proofType && (q.machine_type === undefined || r.machine_type === q.machine_type) && r.jobs > 0,
   );
   const best = candidates.sort((a, b) => b.jobs - a.jobs || a.machine_type.localeCompare(b.machine_type))[0];
-  const what = `${proofType} proof of config ${basis.config_id} on ${gpus} GPU(s)${q.machine_type ? ` on machine type ${q.machine_type}` : ''}`;
+  const what = `${proofType} proof of config ${basis.config_id} on ${runsOnText(gpus)}${q.machine_type ? ` on machine type ${q.machine_type}` : ''}`;
   if (!best) return none(`No estimate: no ${what} has succeeded on the fleet yet`);
   const ms = fitAt(best.jobs, best.cycles, best.proving_ms, best.cycles_sq, best.cycles_ms, cycles);
   const cost = fitAt(best.jobs, best.cycles, best.cost, best.cycles_sq, best.cycles_cost, cycles);

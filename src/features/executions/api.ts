@@ -15,9 +15,9 @@ import { idempotent } from '../../middleware/idempotency/index.ts';
 import { programQuery, requireProgram } from '../programs/data.ts';
 import { executionEvents, executionQuery, programExecutions } from './data.ts';
 import { runRoutes } from '../runs/routes.ts';
-import { MAX_INPUT_BYTES } from '../../lib/limits.ts';
+import { BODY_CAPS, MAX_INPUT_BYTES } from '../../lib/limits.ts';
 import { asCaller } from '../../middleware/auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door, json } from '../../middleware/door.ts';
 import { LimitsQuery, limitsOf } from '../limits/schemas.ts';
 import { asksEstimate, estimateBasisQuery, estimateOf, ratesQuery } from '../estimates/data.ts';
 import { EstimateQuery, ProvingEstimate } from '../estimates/schemas.ts';
@@ -49,7 +49,9 @@ const submitRoute = createRoute({
 // Document only: the input is checked entry by entry as it is scanned (readProofInputBody).
 executionsApi.openAPIRegistry.registerPath(submitRoute);
 
-executionsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
+/** An execution: an API key that may submit, and a JSON input. */
+const submitDoor = door.apiKey('jobs.submit', { rate: 'submissions', body: json(BODY_CAPS.input) });
+executionsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
   const read = await asCaller(
@@ -127,7 +129,7 @@ executionsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{execution_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['executions'],
     summary: 'Get an execution, with an estimate of proving its run',
     description:

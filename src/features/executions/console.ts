@@ -12,7 +12,7 @@ import { EstimateQuery } from '../estimates/schemas.ts';
 import { notFound } from '../../lib/errors.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door } from '../../middleware/door.ts';
 import { batchByName } from '../../db/batch.ts';
 
 export const consoleExecutionsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
@@ -21,7 +21,7 @@ consoleExecutionsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/executions',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'The organization’s executions, newest first',
@@ -80,7 +80,7 @@ consoleExecutionsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/executions/{execution_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'An execution, with the estimate of proving its run',

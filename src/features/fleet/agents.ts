@@ -5,32 +5,38 @@
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
 import type { LeaveRequest, PresenceResponse } from 'prover-agent/protocol';
+import { fleetSettings } from '../../jobs/settings.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
-import { agentTokenInBatch, bearer, type InternalEnv } from './auth.ts';
+import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { json } from '../../middleware/door.ts';
+import { bearer, fleetDoor, type InternalEnv } from './auth.ts';
 import { recordLeave, recordPresence } from './data.ts';
+import { otherMachineType, requirePricedMachineType } from './declaration.ts';
 import { issueQueueToken } from './queue-token.ts';
 import { LeaveRequestSchema, PresenceRequestSchema } from './schemas.ts';
 
 export const agentsInternalApi = new Hono<InternalEnv>();
-agentsInternalApi.use(agentTokenInBatch);
 
 /** How often agents report their presence: the fleet view's resolution, and an idle agent's D1 write budget. */
 export const PRESENCE_INTERVAL_MS = 60_000;
 
 agentsInternalApi.post(
   '/presence',
+  fleetDoor.agent(json(BODY_CAPS.agentReport)),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', PresenceRequestSchema, validationHook),
   async (c) => {
     const hash = await sha256Hex(bearer(c.req.header('authorization')));
     const req = c.req.valid('json');
+    await requirePricedMachineType(c, fleetSettings(c.env).machineRates, req.machine_type);
     const now = Date.now();
-    const tokenId = await recordPresence(c.var.db, hash, req, now);
-    if (!tokenId) throw new ApiError(401, 'Invalid or revoked agent token');
-    const queue = await issueQueueToken(c.env, { tokenId, agentId: req.agent_id }, now);
+    const token = await recordPresence(c.var.db, hash, req, now);
+    if (!token) throw new ApiError(401, 'Invalid or revoked agent token');
+    // Not recorded, and no queue token: the host is not what its token says (./declaration.ts).
+    if (token.machine_type !== req.machine_type) throw otherMachineType(token.machine_type, req.machine_type);
+    const queue = await issueQueueToken(c.env, { tokenId: token.id, agentId: req.agent_id }, now);
     return c.json(
       {
         presence_interval_ms: PRESENCE_INTERVAL_MS,
@@ -42,9 +48,15 @@ agentsInternalApi.post(
   },
 );
 
-agentsInternalApi.post('/leave', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', LeaveRequestSchema, validationHook), async (c) => {
-  const hash = await sha256Hex(bearer(c.req.header('authorization')));
-  const { agent_id } = c.req.valid('json') satisfies LeaveRequest;
-  if (!(await recordLeave(c.var.db, hash, agent_id, Date.now()))) throw new ApiError(401, 'Invalid or revoked agent token');
-  return c.json({ left: true }, 200);
-});
+agentsInternalApi.post(
+  '/leave',
+  fleetDoor.agent(json(BODY_CAPS.agentReport)),
+  jsonBody(MAX_INTERNAL_JSON_BYTES),
+  zValidator('json', LeaveRequestSchema, validationHook),
+  async (c) => {
+    const hash = await sha256Hex(bearer(c.req.header('authorization')));
+    const { agent_id } = c.req.valid('json') satisfies LeaveRequest;
+    if (!(await recordLeave(c.var.db, hash, agent_id, Date.now()))) throw new ApiError(401, 'Invalid or revoked agent token');
+    return c.json({ left: true }, 200);
+  },
+);

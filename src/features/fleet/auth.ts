@@ -1,31 +1,35 @@
 // Authentication of the internal API: agents present an agent token (made by the
-// operator command); callbacks on a claimed job present that job's lease token.
-// Neither is an API key: a caller's key opens nothing here.
+// operator command) or the queue token their presence report got; callbacks on a
+// claimed job present that job's lease token. None is an API key: a caller's key opens
+// nothing here. Each route declares which at its door (fleetDoor, src/middleware/door.ts):
+// the token is checked there, before one byte of the body is read, and an unknown one
+// costs at most one D1 read, never a write.
 import { and, eq, isNull, sql } from 'drizzle-orm';
-import { createMiddleware } from 'hono/factory';
+import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { agentTokens, jobs, leases } from '../../db/schema.ts';
 import { bearer } from '../../lib/bearer.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError } from '../../lib/errors.ts';
 import type { JobRow, LeaseRow } from '../../jobs/state.ts';
+import { door, SeenLive } from '../../middleware/door.ts';
+import type { Body } from '../../middleware/door-kinds.ts';
+import { queueTokenRevoked, verifyQueueToken } from './queue-token.ts';
 
 // The fleet's routes read their tokens with it from here.
 export { bearer };
 
 export interface InternalEnv extends AppEnv {
   Variables: AppEnv['Variables'] & {
-    agentTokenId: string;
     lease: LeaseRow;
     job: JobRow;
-    /** Whether the queue token's agent token was revoked: a read started by the queue routes' middleware (src/features/fleet/queue.ts). */
+    /** Whether the queue token's agent token was revoked: a read started by the queue routes' door (queueTokenRevoked). */
     queueTokenRevoked: Promise<boolean>;
   };
 }
 
-/** Resolves an agent token; throws 401 for unknown or revoked ones. */
-export async function agentTokenId(c: { var: AppEnv['Variables'] }, header: string | undefined): Promise<string> {
-  const hash = await sha256Hex(bearer(header));
+/** The id of a live agent token, by its hash; 401 for unknown or revoked ones. */
+async function agentTokenIdOf(c: { var: AppEnv['Variables'] }, hash: string): Promise<string> {
   const row = await c.var.db
     .select({ id: agentTokens.id })
     .from(agentTokens)
@@ -35,22 +39,10 @@ export async function agentTokenId(c: { var: AppEnv['Variables'] }, header: stri
   return row.id;
 }
 
-export const requireAgentToken = createMiddleware<InternalEnv>(async (c, next) => {
-  c.set('agentTokenId', await agentTokenId(c, c.req.header('authorization')));
-  await next();
-});
-
-/**
- * For routes that check the agent token inside their own batch (claims, presence):
- * the token must be there, and a body refused for its shape is answered 401 first if
- * the token is no good (the check runs only then: src/lib/errors.ts credentialsFirst).
- */
-export const agentTokenInBatch = createMiddleware<InternalEnv>(async (c, next) => {
-  const header = c.req.header('authorization');
-  bearer(header);
-  c.set('authGate', async () => void (await agentTokenId(c, header)));
-  await next();
-});
+/** Resolves an agent token; throws 401 for unknown or revoked ones. */
+export async function agentTokenId(c: { var: AppEnv['Variables'] }, header: string | undefined): Promise<string> {
+  return agentTokenIdOf(c, await sha256Hex(bearer(header)));
+}
 
 /**
  * A job token lives only while the agent token that claimed its lease does: revoking
@@ -59,9 +51,8 @@ export const agentTokenInBatch = createMiddleware<InternalEnv>(async (c, next) =
  */
 export const leaseTokenLive = sql`EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.id} = ${leases.agent_token_id} AND ${agentTokens.revoked_at} IS NULL)`;
 
-/** The lease and job of a job token whose agent token is live; 401 otherwise. */
-async function leaseOfJobToken(c: { var: AppEnv['Variables'] }, header: string | undefined) {
-  const hash = await sha256Hex(bearer(header));
+/** The lease and job of a job token (by its hash) whose agent token is live; 401 otherwise. */
+async function leaseOfJobToken(c: { var: AppEnv['Variables'] }, hash: string) {
   const row = await c.var.db
     .select()
     .from(leases)
@@ -72,21 +63,71 @@ async function leaseOfJobToken(c: { var: AppEnv['Variables'] }, header: string |
   return { lease: row.leases, job: row.jobs };
 }
 
-/**
- * For the heartbeat, which resolves its job token inside its own batch: the token must
- * be there, and a body refused for its shape is answered 401 first if the token is no good.
- */
-export const jobTokenInBatch = createMiddleware<InternalEnv>(async (c, next) => {
-  const header = c.req.header('authorization');
-  bearer(header);
-  c.set('authGate', async () => void (await leaseOfJobToken(c, header)));
-  await next();
-});
+/** The bearer token's hash: whose budget a request counts against, and what its check looks up. */
+export const bearerHash = (c: Context) => sha256Hex(bearer(c.req.header('authorization')));
 
-/** Resolves a job token to its lease and job. Whether the lease is still current is the route's call. */
-export const requireJobToken = createMiddleware<InternalEnv>(async (c, next) => {
-  const { lease, job } = await leaseOfJobToken(c, c.req.header('authorization'));
-  c.set('lease', lease);
-  c.set('job', job);
-  await next();
-});
+/**
+ * How long a door takes a token it found live for live again without a read, on routes
+ * whose own batch checks the token once more (claims, presence, leaves, heartbeats): a
+ * revoked token's request meanwhile is read (within its cap) and refused by that batch.
+ */
+export const SEEN_LIVE_MS = 60_000;
+const liveAgentTokens = new SeenLive(SEEN_LIVE_MS);
+const liveJobTokens = new SeenLive(SEEN_LIVE_MS);
+
+/** A job token this isolate just issued (a claim): live, as its lease was made with it. */
+export const seenLiveJobToken = (hash: string) => liveJobTokens.add(hash);
+
+/** A token a door found live a moment ago, or one read (401 when it is not live). */
+const seenOrRead =
+  (seen: SeenLive, read: (c: Context<InternalEnv>, hash: string) => Promise<unknown>) => async (c: Context<InternalEnv>) => {
+    const key = await bearerHash(c);
+    return {
+      key,
+      check: async () => {
+        if (seen.has(key)) return;
+        await read(c, key);
+        seen.add(key);
+      },
+    };
+  };
+
+/** Checks an agent token (a live row of agent_tokens, by hash; 401 otherwise) before the request's body. */
+export const agentTokenCheck = seenOrRead(liveAgentTokens, agentTokenIdOf);
+
+/** The doors of the fleet's routes, by the token each takes. */
+export const fleetDoor = {
+  /** An agent token, for routes whose own batch checks it again (claims, presence, leaves). */
+  agent: (body: Body) => door.token<InternalEnv>({ credential: 'agent', body, rate: 'agent' }, agentTokenCheck),
+
+  /** A job token: its lease and job read before the body (c.var.lease, c.var.job); whether the lease is current is the route's call. */
+  job: (body: Body) =>
+    door.token<InternalEnv>({ credential: 'job', body, rate: 'job' }, async (c) => {
+      const key = await bearerHash(c);
+      return {
+        key,
+        check: async () => {
+          const { lease, job } = await leaseOfJobToken(c, key);
+          c.set('lease', lease);
+          c.set('job', job);
+        },
+      };
+    }),
+
+  /** A job token, for the heartbeat, which resolves it inside its own batch (one round trip): checked before the body as the agent token's is. */
+  jobInBatch: (body: Body) => door.token<InternalEnv>({ credential: 'job', body, rate: 'job' }, seenOrRead(liveJobTokens, leaseOfJobToken)),
+
+  /**
+   * A queue token: its signature and lifetime, checked with no database, and counted per
+   * agent. Whether the agent token it names is still live is one primary-key read that
+   * each route runs alongside its own work (queueTokenRevoked), started here.
+   */
+  queue: (body: Body) =>
+    door.token<InternalEnv>({ credential: 'queue', body, rate: 'queue' }, async (c) => {
+      const claims = await verifyQueueToken(c.env, bearer(c.req.header('authorization')));
+      return {
+        key: `${claims.sub}/${claims.aid}`,
+        check: async () => void c.set('queueTokenRevoked', queueTokenRevoked(c.var.db, claims)),
+      };
+    }),
+};

@@ -1,34 +1,39 @@
 // POST /internal/v1/jobs/claim: an agent asks for the best job it can serve. One D1
 // batch (claimJob, src/jobs/state.ts): the agent token, the claim and everything the
-// agent needs to run the job. Claims write nothing about the agent itself: its
+// agent needs to run the job. What the agent declares is held to its token: its machine
+// type must be the token's, and it takes no more GPUs or leases than the token allows
+// (./declaration.ts). Claims write nothing about the agent itself: its
 // presence is reported at most once a minute (src/features/fleet/agents.ts).
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
 import { gpusUsed, MAX_INLINE_ARTIFACT_BYTES, type ClaimedJob, type ClaimResponse } from 'prover-agent/protocol';
 import type { Env } from '../../env.ts';
 import { scheduleLeaseCheck } from '../../jobs/lease-checks.ts';
-import { fleetSettings, type AgentTimings } from '../../jobs/settings.ts';
+import { fleetSettings, tenantLimits, type AgentTimings } from '../../jobs/settings.ts';
 import { contractOf } from '../../jobs/kinds/index.ts';
-import { claimJob, scopeAllows, type AgentCapabilities, type ClaimOutcome } from '../../jobs/state.ts';
+import { claimJob, roomOf, scopeAllows, type AgentCapabilities, type ClaimOutcome } from '../../jobs/state.ts';
 import { whyUnservable } from '../../jobs/sweep.ts';
 import { randomToken, sha256Hex, toBase64 } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
-import { agentTokenInBatch, bearer, type InternalEnv } from './auth.ts';
+import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { json } from '../../middleware/door.ts';
+import { bearer, fleetDoor, seenLiveJobToken, type InternalEnv } from './auth.ts';
+import { otherMachineType, requirePricedMachineType } from './declaration.ts';
 import { ClaimRequestSchema } from './schemas.ts';
 
 export const jobsInternalApi = new Hono<InternalEnv>();
 
 jobsInternalApi.post(
   '/claim',
-  agentTokenInBatch,
+  fleetDoor.agent(json(BODY_CAPS.agentReport)),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', ClaimRequestSchema, validationHook),
   async (c) => {
     const agentTokenHash = await sha256Hex(bearer(c.req.header('authorization')));
     const req = c.req.valid('json');
     const settings = fleetSettings(c.env);
+    await requirePricedMachineType(c, settings.machineRates, req.machine_type);
     const now = Date.now();
     const caps: AgentCapabilities = {
       agentId: req.agent_id,
@@ -38,16 +43,21 @@ jobsInternalApi.post(
       configs: req.configs,
     };
     const token = randomToken('jt', 32);
+    const tokenHash = await sha256Hex(token);
     const leaseId = crypto.randomUUID();
     const claim = await claimJob(
       c.var.db,
       caps,
-      { id: leaseId, tokenHash: await sha256Hex(token) },
+      { id: leaseId, tokenHash },
       { tokenHash: agentTokenHash, hintJobId: req.hint_job_id },
       settings,
       now,
     );
     if (!claim.scope) throw new ApiError(401, 'Invalid or revoked agent token');
+    // Nothing was claimed for another machine type than the token's (nextJobFor): say why.
+    if (claim.scope.machine_type !== caps.machineType) throw otherMachineType(claim.scope.machine_type, caps.machineType);
+    // Its heartbeats' door takes it for live without a read, on this isolate (./auth.ts).
+    if (claim.job) seenLiveJobToken(tokenHash);
     const job = claim.job ? await describeClaim(c.env, claim, token, settings) : null;
     // Whatever becomes of the agent, its lease is looked at again once it should have expired.
     if (claim.job)
@@ -67,13 +77,17 @@ function hintOutcome(hintId: string | null | undefined, claim: ClaimOutcome, cap
   if (claim.scope && !scopeAllows(claim.scope, hinted)) return 'not-servable';
   // Held by its organization's quota: the sweep notifies its lane again once it may start.
   if (hinted.held_by_quota) return 'not-servable';
-  return whyUnservable(hinted, [caps]) === null ? 'still-queued' : 'not-servable';
+  // The token holds all it may (its max_leases): not this agent's now; the notice comes back in a while.
+  const room = claim.scope && roomOf(claim.scope, caps.gpus);
+  if (!room) return 'not-servable';
+  return whyUnservable(hinted, [{ ...caps, gpus: room.gpus }]) === null ? 'still-queued' : 'not-servable';
 }
 
 async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timings: AgentTimings): Promise<ClaimedJob> {
   const { job, lease, config, program } = claim;
   if (!job || !lease || !config) throw new Error(`claim of job ${job?.id} came back without its lease or config`);
   const kind = contractOf(job.kind);
+  const logCaps = tenantLimits(env);
   const artifacts = Object.entries(lease.artifacts).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== '');
   return {
     id: job.id,
@@ -111,8 +125,11 @@ async function describeClaim(env: Env, claim: ClaimOutcome, token: string, timin
       env,
       artifacts.filter(([name]) => !kind.claim.isShared(name)),
     ),
-    log: { seq: job.log_seq, offset: job.log_bytes },
+    // The log's caps too, so the agent keeps room for an attempt's last lines under them.
+    log: { seq: job.log_seq, offset: job.log_bytes, max_bytes: logCaps.LOG_MAX_BYTES, max_chunks: logCaps.LOG_MAX_CHUNKS },
     cycle_limit: job.cycle_limit,
+    // A span from now, not the instant: the agent stops the job there whatever its host's clock says.
+    deadline_in_ms: job.deadline_at === null ? null : Math.max(0, job.deadline_at - Date.now()),
   };
 }
 

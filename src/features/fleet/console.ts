@@ -7,7 +7,7 @@ import { FleetResponse } from '../../features/fleet/schemas.ts';
 import { CONSOLE_SECURITY, consoleErrors } from '../../lib/schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door } from '../../middleware/door.ts';
 import { fleetOverview } from './data.ts';
 
 export const fleetApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
@@ -16,7 +16,7 @@ fleetApi.openapi(
   createRoute({
     method: 'get',
     path: '/fleet',
-    middleware: [permit('operator')],
+    middleware: [door.console('operator')],
     tags: ['console fleet'],
     security: CONSOLE_SECURITY,
     summary: 'Agents seen in the last day that have not left, queued jobs by engine and config (operators only)',

@@ -7,15 +7,23 @@ import { batchByName } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';
 import { agents, agentTokens, jobs, organizations, queueLanes } from '../../db/schema.ts';
 
-const liveToken = (hash: string) => and(eq(agentTokens.token_hash, hash), isNull(agentTokens.revoked_at));
+/** The live agent token with this hash. */
+export const liveToken = (hash: string) => and(eq(agentTokens.token_hash, hash), isNull(agentTokens.revoked_at));
 
 /**
  * One batch: the live agent token `hash` names, and the agent's row written from it
- * (nothing for a dead token). Answers the token's id, or undefined for a dead token.
+ * (nothing for a dead token, or for a host declaring another machine type than the
+ * token's; its GPUs no more than the token's max_gpus: ./declaration.ts). Answers the
+ * token's id and machine type, or undefined for a dead token.
  */
-export async function recordPresence(db: Db, hash: string, req: PresenceRequest, now: number): Promise<string | undefined> {
+export async function recordPresence(
+  db: Db,
+  hash: string,
+  req: PresenceRequest,
+  now: number,
+): Promise<{ id: string; machine_type: string } | undefined> {
   const { token } = await batchByName(db, {
-    token: db.select({ id: agentTokens.id }).from(agentTokens).where(liveToken(hash)),
+    token: db.select({ id: agentTokens.id, machine_type: agentTokens.machine_type }).from(agentTokens).where(liveToken(hash)),
     agent: db
       .insert(agents)
       .select(
@@ -24,15 +32,15 @@ export async function recordPresence(db: Db, hash: string, req: PresenceRequest,
             id: sql`${req.agent_id}`.as('id'),
             token_id: agentTokens.id,
             name: sql`${req.name}`.as('name'),
-            machine_type: sql`${req.machine_type}`.as('machine_type'),
-            gpus: sql`${req.gpus}`.as('gpus'),
+            machine_type: agentTokens.machine_type,
+            gpus: sql`min(${req.gpus}, ${agentTokens.max_gpus})`.as('gpus'),
             engines: sql`${sql.param(req.engines, agents.engines)}`.as('engines'),
             configs: sql`${sql.param(req.configs, agents.configs)}`.as('configs'),
             last_seen_at: sql`${now}`.as('last_seen_at'),
             left_at: sql`NULL`.as('left_at'),
           })
           .from(agentTokens)
-          .where(liveToken(hash)),
+          .where(and(liveToken(hash), eq(agentTokens.machine_type, req.machine_type))),
       )
       .onConflictDoUpdate({
         target: agents.id,
@@ -48,7 +56,7 @@ export async function recordPresence(db: Db, hash: string, req: PresenceRequest,
         },
       }),
   });
-  return token[0]?.id;
+  return token[0];
 }
 
 /** One batch: the agent leaves the fleet if the live agent token `hash` is the one it reported with. Answers whether the token is live. */
@@ -101,13 +109,16 @@ export function fleetOverview(db: Db, now: number) {
       .groupBy(queueLanes.engine, queueLanes.config_id)
       .orderBy(sql`oldest`),
     running: db.select({ running: sum(organizations.running_jobs).mapWith(Number) }).from(organizations),
-    // Each live token's scope: what its agents can claim, whatever they declare.
+    // Each live token's scope and limits: what its agents can claim and hold, whatever they declare.
     tokens: db
       .select({
         id: agentTokens.id,
         name: agentTokens.name,
         engines: agentTokens.engines,
         configs: agentTokens.configs,
+        machine_type: agentTokens.machine_type,
+        max_gpus: agentTokens.max_gpus,
+        max_leases: agentTokens.max_leases,
         created_at: agentTokens.created_at,
       })
       .from(agentTokens)

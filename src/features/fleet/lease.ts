@@ -31,14 +31,16 @@ import { AttemptResults, storeUpload } from '../../jobs/results.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { tooLarge } from '../../lib/multipart.ts';
-import { bearer, jobTokenInBatch, requireJobToken, type InternalEnv } from './auth.ts';
+import { json, NO_BODY, stream } from '../../middleware/door.ts';
+import { bearer, fleetDoor, type InternalEnv } from './auth.ts';
 import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LeaseEndingSchema, LogChunkSchema } from './schemas.ts';
 
-// Each route names its own authentication, before anything else it does: the heartbeat
-// resolves its token inside its own batch (one round trip); every other callback reads
-// the lease and its job first (requireJobToken). A path no route matches is a 404.
+// Each route declares its door (fleetDoor, ./auth.ts), before anything else it does: the
+// heartbeat resolves its token inside its own batch (one round trip); every other
+// callback reads the lease and its job first (fleetDoor.job). A path no route matches is
+// a 404.
 export const leaseInternalApi = new Hono<InternalEnv>();
 
 /** Largest result file an agent may upload (a proof or a baseline). */
@@ -69,7 +71,7 @@ function repeatOf(c: Context<InternalEnv>, ...outcomes: string[]): Response | nu
 
 leaseInternalApi.post(
   '/heartbeat',
-  jobTokenInBatch,
+  fleetDoor.jobInBatch(json(BODY_CAPS.agentReport)),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', HeartbeatRequestSchema, validationHook),
   async (c) => {
@@ -109,7 +111,7 @@ leaseInternalApi.post(
 // within a second or so without a D1 write (README "How jobs run").
 // A job past its deadline or cost limit reads as canceled too (src/jobs/limits.ts): the
 // agent stops it and reports /canceled, which records why.
-leaseInternalApi.get('/status', requireJobToken, (c) => {
+leaseInternalApi.get('/status', fleetDoor.job(NO_BODY), (c) => {
   requireCurrent(c);
   const { job, lease } = c.var;
   return c.json(
@@ -124,10 +126,12 @@ function stopAtLimit(c: Context<InternalEnv>, now = Date.now()): Statement[] {
   return stop ? [stopStatement(c.var.db, c.var.lease, stop.reason, stop.at)] : [];
 }
 
-leaseInternalApi.get('/artifacts/:name', requireJobToken, async (c) => {
+leaseInternalApi.get('/artifacts/:name', fleetDoor.job(NO_BODY), async (c) => {
   requireCurrent(c);
   // The keys were worked out at claim and kept with the lease (src/jobs/state.ts claimJob).
-  const key = c.var.lease.artifacts[c.req.param('name')];
+  const { artifacts } = c.var.lease;
+  const name = c.req.param('name');
+  const key = Object.hasOwn(artifacts, name) ? artifacts[name] : undefined;
   const obj = typeof key === 'string' && key ? await c.env.ARTIFACTS.get(key) : null;
   if (!obj) throw new ApiError(404, `This job has no artifact '${c.req.param('name')}'`);
   return streamObject(obj, 'application/octet-stream');
@@ -182,7 +186,7 @@ function compactLogWhen(c: Context<InternalEnv>, finished: boolean): void {
   c.executionCtx.waitUntil(compactAfterEnding(m, [c.var.job.id], tenantLimits(c.env)));
 }
 
-leaseInternalApi.put('/results/:name', requireJobToken, async (c) => {
+leaseInternalApi.put('/results/:name', fleetDoor.job(stream(MAX_RESULT_BYTES)), async (c) => {
   requireCurrent(c);
   const name = c.req.param('name');
   if (!isResultOfJob(c, name)) throw noSuchResult(c, name, 404);
@@ -199,7 +203,7 @@ leaseInternalApi.put('/results/:name', requireJobToken, async (c) => {
 
 leaseInternalApi.post(
   '/logs',
-  requireJobToken,
+  fleetDoor.job(json(BODY_CAPS.fleet)),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', LogChunkSchema, validationHook),
   async (c) => {
@@ -227,7 +231,7 @@ leaseInternalApi.post(
 
 leaseInternalApi.post(
   '/complete',
-  requireJobToken,
+  fleetDoor.job(json(BODY_CAPS.fleet)),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', CompleteRequestSchema, validationHook),
   async (c) => {
@@ -272,7 +276,7 @@ leaseInternalApi.post(
 
 leaseInternalApi.post(
   '/fail',
-  requireJobToken,
+  fleetDoor.job(json(BODY_CAPS.fleet)),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', FailRequestSchema, validationHook),
   async (c) => {
@@ -303,7 +307,7 @@ leaseInternalApi.post(
 // The body (the last log chunk) is optional: an empty one is `{}`.
 leaseInternalApi.post(
   '/canceled',
-  requireJobToken,
+  fleetDoor.job(json(BODY_CAPS.fleet)),
   jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }),
   zValidator('json', LeaseEndingSchema, validationHook),
   async (c) => {
@@ -323,7 +327,7 @@ leaseInternalApi.post(
 
 leaseInternalApi.post(
   '/release',
-  requireJobToken,
+  fleetDoor.job(json(BODY_CAPS.fleet)),
   jsonBody(MAX_INTERNAL_JSON_BYTES, { optional: true }),
   zValidator('json', LeaseEndingSchema, validationHook),
   async (c) => {

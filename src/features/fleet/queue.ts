@@ -8,15 +8,14 @@
 // (DEV_QUEUE_EMULATION, src/features/fleet/queue-emulation.ts).
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
-import { createMiddleware } from 'hono/factory';
 import type { QueueAckRequest, QueueAckResponse, QueueMessage, QueuePullRequest, QueuePullResponse } from 'prover-agent/protocol';
 import type { Env } from '../../env.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
-import { MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
-import { bearer, type InternalEnv } from './auth.ts';
+import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
+import { json } from '../../middleware/door.ts';
+import { fleetDoor, type InternalEnv } from './auth.ts';
 import { emulatedJobsQueue, emulationEnabled, type JobsQueue } from './queue-emulation.ts';
-import { queueTokenRevoked, verifyQueueToken } from './queue-token.ts';
 import { QueueAckSchema, QueuePullSchema } from './schemas.ts';
 
 const CLOUDFLARE_API = 'https://api.cloudflare.com/client/v4';
@@ -66,40 +65,46 @@ export const jobsQueue = (env: Env): JobsQueue => (emulationEnabled(env) ? emula
 
 export const queueInternalApi = new Hono<InternalEnv>();
 
-// The token's signature and lifetime are checked here, without a database; whether the
-// agent token it names is still live is one primary-key read that each route runs
-// alongside its own work (src/features/fleet/queue-token.ts queueTokenRevoked), so a
-// revocation stops the pulls within a request and adds no round trip to them.
-queueInternalApi.use(
-  createMiddleware<InternalEnv>(async (c, next) => {
-    const claims = await verifyQueueToken(c.env, bearer(c.req.header('authorization')));
-    c.set('queueTokenRevoked', queueTokenRevoked(c.var.db, claims));
-    await next();
-  }),
-);
+// The token's signature and lifetime are checked at each route's door, without a
+// database; whether the agent token it names is still live is one primary-key read that
+// each route runs alongside its own work (src/features/fleet/queue-token.ts
+// queueTokenRevoked), so a revocation stops the pulls within a request and adds no round
+// trip to them.
 
 const revokedQueueToken = () => new ApiError(401, 'This queue token’s agent token was revoked');
 
-queueInternalApi.post('/pull', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', QueuePullSchema, validationHook), async (c) => {
-  const req: QueuePullRequest = c.req.valid('json');
-  const queue = jobsQueue(c.env);
-  const [revoked, messages] = await Promise.all([c.var.queueTokenRevoked, queue.pull(req.batch_size, req.visibility_timeout_ms)]);
-  if (revoked) {
-    // Handed back at once for the live agents: nothing pulled for a revoked token stays hidden.
-    if (messages.length)
-      await queue.ack(
-        [],
-        messages.map((m) => ({ lease_id: m.lease_id, delay_seconds: 0 })),
-      );
-    throw revokedQueueToken();
-  }
-  return c.json({ messages } satisfies QueuePullResponse, 200);
-});
+queueInternalApi.post(
+  '/pull',
+  fleetDoor.queue(json(BODY_CAPS.agentReport)),
+  jsonBody(MAX_INTERNAL_JSON_BYTES),
+  zValidator('json', QueuePullSchema, validationHook),
+  async (c) => {
+    const req: QueuePullRequest = c.req.valid('json');
+    const queue = jobsQueue(c.env);
+    const [revoked, messages] = await Promise.all([c.var.queueTokenRevoked, queue.pull(req.batch_size, req.visibility_timeout_ms)]);
+    if (revoked) {
+      // Handed back at once for the live agents: nothing pulled for a revoked token stays hidden.
+      if (messages.length)
+        await queue.ack(
+          [],
+          messages.map((m) => ({ lease_id: m.lease_id, delay_seconds: 0 })),
+        );
+      throw revokedQueueToken();
+    }
+    return c.json({ messages } satisfies QueuePullResponse, 200);
+  },
+);
 
-queueInternalApi.post('/ack', jsonBody(MAX_INTERNAL_JSON_BYTES), zValidator('json', QueueAckSchema, validationHook), async (c) => {
-  const req: QueueAckRequest = c.req.valid('json');
-  // An ack changes the queue: the token is checked before it, not alongside.
-  if (await c.var.queueTokenRevoked) throw revokedQueueToken();
-  const r = await jobsQueue(c.env).ack(req.acks, req.retries);
-  return c.json({ ack_count: r.ackCount, retry_count: r.retryCount } satisfies QueueAckResponse, 200);
-});
+queueInternalApi.post(
+  '/ack',
+  fleetDoor.queue(json(BODY_CAPS.agentReport)),
+  jsonBody(MAX_INTERNAL_JSON_BYTES),
+  zValidator('json', QueueAckSchema, validationHook),
+  async (c) => {
+    const req: QueueAckRequest = c.req.valid('json');
+    // An ack changes the queue: the token is checked before it, not alongside.
+    if (await c.var.queueTokenRevoked) throw revokedQueueToken();
+    const r = await jobsQueue(c.env).ack(req.acks, req.retries);
+    return c.json({ ack_count: r.ackCount, retry_count: r.retryCount } satisfies QueueAckResponse, 200);
+  },
+);

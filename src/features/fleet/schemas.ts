@@ -18,6 +18,7 @@ import {
   type QueueAckRequest,
   type QueuePullRequest,
 } from 'prover-agent/protocol';
+import { MAX_AGENT_GPUS, MAX_MACHINE_TYPE_LENGTH } from '../../lib/limits.ts';
 
 const id = z.string().min(1).max(200);
 const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/i, 'expected 0x and 64 hex digits');
@@ -39,8 +40,9 @@ const hexOrNull = z
 const capabilities = {
   agent_id: id,
   name: z.string().min(1).max(200),
-  machine_type: z.string().min(1).max(100),
-  gpus: z.number().int().min(0).max(10000),
+  // What the host says it is and has: its agent token's machine type, GPUs up to the token's (src/jobs/state.ts nextJobFor).
+  machine_type: z.string().min(1).max(MAX_MACHINE_TYPE_LENGTH),
+  gpus: z.number().int().min(0).max(MAX_AGENT_GPUS),
   engines: z.array(z.string().min(1).max(50)).min(1).max(10),
   // Bounded so a claim's statement stays under D1's 100 bound parameters.
   configs: z.array(id).max(50),
@@ -144,13 +146,16 @@ export const FleetResponse = z
         oldest_age_seconds: z.number().int(),
       }),
     ),
-    /** Live agent tokens and what each lets its agents claim (configs null: every config of its engines). */
+    /** Live agent tokens: what each lets its agents claim (configs null: every config of its engines) and hold. */
     tokens: z.array(
       z.object({
         id: z.string(),
         name: z.string(),
         engines: z.array(z.string()),
         configs: z.array(z.string()).nullable(),
+        machine_type: z.string().openapi({ description: 'What its hosts are billed as (MACHINE_RATES); a host must declare it as it is' }),
+        max_gpus: z.number().int().openapi({ description: 'The most GPUs its live leases hold together' }),
+        max_leases: z.number().int().openapi({ description: 'The most leases (running jobs) it holds at once' }),
         created_at: z.string(),
       }),
     ),

@@ -6,8 +6,9 @@ import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { quotaDefaults } from '../../jobs/quotas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/schemas.ts';
-import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
+import { BODY_CAPS } from '../../lib/limits.ts';
+import { door, json } from '../../middleware/door.ts';
 import { actorOf } from '../accounts/audit.ts';
 import { readOrgLimits, setOrgLimits } from './data.ts';
 import { OrgLimitsBody, OrgLimitsRecord } from './schemas.ts';
@@ -20,7 +21,7 @@ limitsConsoleApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/limits',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'The organization’s default job limits, its quotas and its usage of them',
@@ -34,7 +35,7 @@ limitsConsoleApi.openapi(
   createRoute({
     method: 'put',
     path: '/orgs/{org_id}/limits',
-    middleware: [permit('limits.manage')],
+    middleware: [door.console('limits.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Set the organization’s default job limits (owners and admins)',
@@ -43,5 +44,11 @@ limitsConsoleApi.openapi(
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: OrgLimitsBody } } } },
     responses: { 200: ok, ...consoleErrors(403, 404, 422) },
   }),
-  async (c) => c.json(await setOrgLimits(c.var.db, c.var.membership.orgId, c.req.valid('json'), actorOf(c), quotaDefaults(c.env)), 200),
+  async (c) => {
+    const body = c.req.valid('json');
+    return c.json(
+      await asMember(c, (org) => setOrgLimits(c.var.db, c.var.membership.orgId, body, actorOf(c, org), quotaDefaults(c.env))),
+      200,
+    );
+  },
 );

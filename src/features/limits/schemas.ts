@@ -2,6 +2,7 @@
 // POST /v1/proofs and POST /v1/executions, and the fields every proof and execution
 // record gains (its limits, and why it waits while queued: src/jobs/waiting.ts).
 import { z } from '@hono/zod-openapi';
+import { runsOnText } from 'prover-agent/protocol';
 import { WAITING_REASONS } from '../../db/enums.ts';
 import { optionalQueryInt } from '../../lib/schemas.ts';
 
@@ -124,7 +125,7 @@ function estimatedStart(
 ): { at: string | null; detail: string } {
   if (HELD.includes(code)) return { at: null, detail: `No estimate: it cannot start while its waiting reason (${code}) holds` };
   const [measured, totalMs] = r.rate ?? [0, 0];
-  const what = `proof of its config on ${r.gpus} GPU(s)`;
+  const what = `proof of its config on ${runsOnText(r.gpus)}`;
   if (!measured) return { at: null, detail: `No estimate: no ${what} has succeeded on the fleet yet` };
   const meanMs = totalMs / measured;
   const [running, leftMs] = r.running ?? [0, 0];

@@ -18,8 +18,8 @@ import { idempotent } from '../../middleware/idempotency/index.ts';
 import { configQuery } from '../configs/data.ts';
 import { one, orgCounter } from '../../lib/pages.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
-import { permit } from '../../middleware/permit.ts';
+import { BODY_CAPS, MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
+import { declaredForm, door, json, multipart } from '../../middleware/door.ts';
 import { projectProgramCount, projectQuery } from '../projects/data.ts';
 import { programPage, programPageQuery, programQuery, registration, requireProgram, toRecord, updateProgram } from './data.ts';
 import { receiveProgramFiles } from './files.ts';
@@ -70,7 +70,9 @@ const registerRoute = createRoute({
 // which the generated validator (formData()) would buffer whole.
 programsApi.openAPIRegistry.registerPath(registerRoute);
 
-programsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', RegisterQuery, validationHook), async (c) => {
+/** A registration: an API key that may submit, a form of the ELF and VMEXE within the deployment's upload cap. */
+const registerDoor = door.apiKey('jobs.submit', { rate: 'uploads', body: multipart({ maxBytes: (env) => Number(env.MAX_UPLOAD_BYTES) }) });
+programsApi.post('/', registerDoor, idempotent, zValidator('query', RegisterQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
   // Everything that can be refused without the body is refused before reading it, from
@@ -81,7 +83,7 @@ programsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Reg
     ({ config, project, usage: [u] }) =>
       config.length > 0 && (!q.project_id || project.length > 0) && !!u && u.activeJobs < u.maxActiveJobs,
   );
-  const form = multipartForm(c.req.raw, Number(c.env.MAX_UPLOAD_BYTES));
+  const form = multipartForm(c.req.raw, declaredForm(c));
   if (!form) throw new ApiError(400, 'Expected a multipart/form-data body with file parts "elf" and "vmexe"');
 
   const config = one(read.config, 'Config');
@@ -124,7 +126,7 @@ programsApi.openapi(
   createRoute({
     method: 'get',
     path: '/',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['programs'],
     summary: 'List programs (deprecated: use /v1/projects and /v1/projects/{project_id}/programs)',
     deprecated: true,
@@ -162,7 +164,7 @@ programsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{program_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['programs'],
     summary: 'Get a program',
     request: { params: ProgramParams },
@@ -180,7 +182,7 @@ programsApi.openapi(
     path: '/{program_id}',
     tags: ['programs'],
     summary: 'Move a program to another project and/or rename it',
-    middleware: [permit('projects.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [door.apiKey('projects.manage', { rate: 'submissions', body: json(BODY_CAPS.small) }), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: ProgramParams, body: { required: true, content: { 'application/json': { schema: UpdateProgramBody } } } },
     responses: {
       200: { description: 'The updated program', content: { 'application/json': { schema: ProgramRecord } } },
@@ -213,7 +215,7 @@ programsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{program_id}/download/{artifact}',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['programs'],
     summary: 'Download the ELF, the VMEXE, or the app exe commit (bare hex text, once computed)',
     description:

@@ -8,7 +8,7 @@ import { validationHook } from '../../lib/errors.ts';
 import { cappedCount, orgCounter } from '../../lib/pages.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door } from '../../middleware/door.ts';
 import { projectProgramCount } from '../projects/data.ts';
 import { findProgram, programPage, programPageQuery, toRecord } from './data.ts';
 import { ProgramDetail, ProgramRecord } from './schemas.ts';
@@ -19,7 +19,7 @@ consoleProgramsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/programs',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Search the organization’s programs, newest first',
@@ -75,7 +75,7 @@ consoleProgramsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/programs/{program_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'A program: status, hashes, artifacts and its proofs by state',

@@ -6,12 +6,12 @@ import { programs } from '../../db/schema.ts';
 import { asCaller, keyRefusal } from '../../middleware/auth.ts';
 import { ApiError, isRefusedInsert, ValidationError, validationHook } from '../../lib/errors.ts';
 import { readJsonBody } from '../../lib/body.ts';
-import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
-import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf } from '../../lib/schemas.ts';
+import { BODY_CAPS, MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
+import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, unsafeNameIssue } from '../../lib/schemas.ts';
 import { isLostClaim } from '../../middleware/idempotency/store.ts';
 import { answerStatements, claimLost, idempotent } from '../../middleware/idempotency/index.ts';
 import { one } from '../../lib/pages.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door, json } from '../../middleware/door.ts';
 import { programPage, programPageQuery } from '../programs/data.ts';
 import { ProgramRecord } from '../programs/schemas.ts';
 import { insertProject, projectPage, projectPageQuery, projectProgramCount, projectQuery } from './data.ts';
@@ -23,7 +23,7 @@ projectsApi.openapi(
   createRoute({
     method: 'get',
     path: '/',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['projects'],
     summary: 'List projects (the dashboard listing: search and sort across projects)',
     request: {
@@ -56,7 +56,7 @@ const createRoute_ = createRoute({
 // The body may be a bare JSON string, which the generated validator would read as
 // text; it is parsed here instead.
 projectsApi.openAPIRegistry.registerPath(createRoute_);
-projectsApi.post('/', permit('projects.manage'), idempotent, async (c) => {
+projectsApi.post('/', door.apiKey('projects.manage', { rate: 'submissions', body: json(BODY_CAPS.small) }), idempotent, async (c) => {
   const body = await readJsonBody(c.req.raw, MAX_JSON_BODY_BYTES);
   const name = typeof body === 'string' ? body : (body as { name?: unknown } | null)?.name;
   if (typeof name !== 'string' || !name.trim())
@@ -65,6 +65,8 @@ projectsApi.post('/', permit('projects.manage'), idempotent, async (c) => {
     ]);
   if (name.length > 256)
     throw new ValidationError([{ loc: ['body'], msg: 'String should have at most 256 characters', type: 'string_too_long' }]);
+  const unsafe = unsafeNameIssue(['body'], name);
+  if (unsafe) throw new ValidationError([unsafe]);
   const id = crypto.randomUUID();
   const answer = { status: 201, body: { id } } as const;
   const answerRows = await answerStatements(c, answer.status, answer.body);
@@ -89,7 +91,7 @@ projectsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{project_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['projects'],
     summary: 'Get a project',
     request: { params: ProjectParams },
@@ -113,7 +115,7 @@ projectsApi.openapi(
   createRoute({
     method: 'get',
     path: '/{project_id}/programs',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['projects'],
     summary: 'List the programs of a project',
     request: { params: ProjectParams, query: PaginationQuery },

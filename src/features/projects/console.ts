@@ -5,7 +5,7 @@ import { batchByName } from '../../db/batch.ts';
 import { one } from '../../lib/pages.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door } from '../../middleware/door.ts';
 import { projectPage, projectPageQuery, projectQuery } from './data.ts';
 import { ProjectRecord, projectRecord } from './schemas.ts';
 
@@ -15,7 +15,7 @@ consoleProjectsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/projects',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Search and sort the organization’s projects',
@@ -43,7 +43,7 @@ consoleProjectsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/projects/{project_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'A project',

@@ -30,8 +30,8 @@ import { programQuery, requireProgram } from '../programs/data.ts';
 import { programProofs, proofEvents, proofQuery } from './data.ts';
 import { documented, runRoutes } from '../runs/routes.ts';
 import { cancelAnswer, proofFileResponse } from './actions.ts';
-import { MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../../lib/limits.ts';
-import { permit } from '../../middleware/permit.ts';
+import { BODY_CAPS, MAX_CHILD_PROOF_BYTES, MAX_CHILD_PROOFS, MAX_INPUT_BYTES } from '../../lib/limits.ts';
+import { declaredForm, door, multipart } from '../../middleware/door.ts';
 import { LimitsQuery, limitsOf } from '../limits/schemas.ts';
 
 export const proofsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -56,6 +56,16 @@ const InputBody = z
     }),
   })
   .openapi('ProofInput');
+
+/**
+ * What a proof submission takes: a JSON input, or a form of an `input` field and up to
+ * MAX_CHILD_PROOFS child proof files (within the deployment's upload cap).
+ */
+const PROOF_FORM = multipart({
+  maxBytes: (env) => Math.min(Number(env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES),
+  parts: { input: MAX_INPUT_BYTES, child_proofs: MAX_CHILD_PROOF_BYTES },
+  orJson: BODY_CAPS.input,
+});
 
 const submitRoute = createRoute({
   method: 'post',
@@ -84,7 +94,9 @@ const submitRoute = createRoute({
 // Document only: the handler reads JSON or streams multipart itself.
 proofsApi.openAPIRegistry.registerPath(submitRoute);
 
-proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
+/** A proof submission: an API key that may submit, and a JSON input or a form (PROOF_FORM). */
+const submitDoor = door.apiKey('jobs.submit', { rate: 'submissions', body: PROOF_FORM });
+proofsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const { db } = c.var;
   // The request's one read, before its body: the key, the program and the organization's
@@ -95,10 +107,7 @@ proofsApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Submi
     ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && u.activeJobs < u.maxActiveJobs && !u.budget,
   );
   const caller = c.var.caller;
-  const form = multipartForm(
-    c.req.raw,
-    Math.min(Number(c.env.MAX_UPLOAD_BYTES), MAX_INPUT_BYTES + MAX_CHILD_PROOFS * MAX_CHILD_PROOF_BYTES),
-  );
+  const form = multipartForm(c.req.raw, declaredForm(c));
   const proofId = crypto.randomUUID();
   const answer = { status: 200, body: { id: proofId } } as const;
   await submitJob(
@@ -288,10 +297,15 @@ const proofFilePath = documented(proofsApi, {
   },
 });
 // Answers the file as stored (streamed), not a JSON body the route makes: mounted by hand.
-proofsApi.get(proofFilePath, permit('records.read'), zValidator('param', ProofFileParams, validationHook), async (c) => {
-  const { proof_id, kind } = c.req.valid('param');
-  return proofFileResponse(c.env.ARTIFACTS, await proofRuns.read(c, proof_id), kind);
-});
+proofsApi.get(
+  proofFilePath,
+  door.apiKey('records.read', { rate: 'reads' }),
+  zValidator('param', ProofFileParams, validationHook),
+  async (c) => {
+    const { proof_id, kind } = c.req.valid('param');
+    return proofFileResponse(c.env.ARTIFACTS, await proofRuns.read(c, proof_id), kind);
+  },
+);
 
 proofRuns.logs();
 proofRuns.events();
@@ -303,7 +317,7 @@ proofsApi.openapi(
   createRoute({
     method: 'post',
     path: '/{proof_id}/cancel',
-    middleware: [permit('jobs.cancel')],
+    middleware: [door.apiKey('jobs.cancel', { rate: 'submissions' })],
     tags: ['proofs'],
     summary: 'Cancel a proof job',
     description:

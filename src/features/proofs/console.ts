@@ -24,8 +24,8 @@ import {
   queryInt,
   Uuid,
 } from '../../lib/schemas.ts';
-import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
+import { door } from '../../middleware/door.ts';
 import { batchByName } from '../../db/batch.ts';
 import { zValidator } from '@hono/zod-validator';
 import { documented } from '../runs/routes.ts';
@@ -47,7 +47,7 @@ consoleProofsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/proofs',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Search the organization’s proofs, newest first',
@@ -115,7 +115,7 @@ consoleProofsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/proofs/{proof_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'A proof with its job’s progress and its downloadable files',
@@ -170,7 +170,7 @@ const logsPath = documented(consoleProofsApi, {
 });
 consoleProofsApi.get(
   logsPath,
-  permit('records.read'),
+  door.console('records.read'),
   zValidator('query', LogQuery, validationHook),
   zValidator('param', ProofParams, validationHook),
   async (c) => {
@@ -209,7 +209,7 @@ const proofFilePath = documented(consoleProofsApi, {
     ...consoleErrors(404, 422),
   },
 });
-consoleProofsApi.get(proofFilePath, permit('records.read'), zValidator('param', ProofFileParams, validationHook), async (c) => {
+consoleProofsApi.get(proofFilePath, door.console('records.read'), zValidator('param', ProofFileParams, validationHook), async (c) => {
   const { proof_id, kind } = c.req.valid('param');
   return proofFileResponse(c.env.ARTIFACTS, await findProof(c.var.db, c.var.membership.orgId, proof_id), kind);
 });
@@ -218,7 +218,7 @@ consoleProofsApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/proofs/{proof_id}/cancel',
-    middleware: [permit('jobs.cancel')],
+    middleware: [door.console('jobs.cancel')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Cancel a proof (queued: at once; running: within one heartbeat; finished: 409)',
@@ -230,8 +230,11 @@ consoleProofsApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;
-    const results = await batchByName(c.var.db, cancelProofStatements(c.var.db, id, c.var.membership.orgId));
-    const answer = cancelAnswer(id, cancelOutcome(results));
+    // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile cancels nothing.
+    const { results, answer } = await asMember(c, async (org) => {
+      const results = await batchByName(c.var.db, cancelProofStatements(c.var.db, id, org));
+      return { results, answer: cancelAnswer(id, cancelOutcome(results)) };
+    });
     enqueueAfterResponse(c, cancelDeliveries(results));
     return c.json(answer, 200);
   },

@@ -1,23 +1,10 @@
 // Shallow checks of the zkVM's proof JSON formats (client-conventions.md "Proof file
 // formats"). Shallow on purpose: the cryptographic check is the prover's job. Every
-// check is linear in the file and never builds a string a byte at a time (issue 21).
+// check is linear in the file and never builds a string a byte at a time (issue 21); the
+// hex check is the fleet protocol's (isHex), which the agents' engines make too (issue 28).
 
+import { isHex } from 'prover-agent/protocol';
 import { hexAscii } from '../../lib/crypto.ts';
-
-/**
- * Whether `text` is hex: an optional `0x`, then an even number of hex digits. A loop, not
- * a regex: `/^(0x)?([0-9a-fA-F]{2})*$/` backtracks through a group per digit pair and
- * overflowed V8's stack on a 4 MB proof (a 500).
- */
-export function isHex(text: string): boolean {
-  const from = text.startsWith('0x') ? 2 : 0;
-  if ((text.length - from) % 2 !== 0) return false;
-  for (let i = from; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66))) return false;
-  }
-  return true;
-}
 
 /**
  * Why `text` is not a STARK proof file (VersionedVmStarkProof), or null when it has

@@ -11,7 +11,7 @@ import { ProofRecord, proofRecord } from '../proofs/schemas.ts';
 import { ExecutionRecord, executionRecord } from '../executions/schemas.ts';
 import { errorResponses, Uuid } from '../../lib/schemas.ts';
 import { asCaller } from '../../middleware/auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door } from '../../middleware/door.ts';
 import { deletedRow } from './answers.ts';
 import { deleteExecutionStatements, deleteProgramStatements, deleteProofStatements, deletionOutcome } from './data.ts';
 import { purgeAfterResponse } from './purge.ts';
@@ -26,7 +26,7 @@ retentionApi.openapi(
   createRoute({
     method: 'delete',
     path: '/proofs/{proof_id}',
-    middleware: [permit('records.delete')],
+    middleware: [door.apiKey('records.delete', { rate: 'submissions' })],
     tags: ['proofs'],
     summary: 'Delete a proof’s files; the record stays as a tombstone',
     description: DESCRIPTION,
@@ -66,7 +66,7 @@ retentionApi.openapi(
   createRoute({
     method: 'delete',
     path: '/executions/{execution_id}',
-    middleware: [permit('records.delete')],
+    middleware: [door.apiKey('records.delete', { rate: 'submissions' })],
     tags: ['executions'],
     summary: 'Delete an execution’s files; the record stays as a tombstone',
     description: DESCRIPTION,
@@ -109,7 +109,7 @@ retentionApi.openapi(
   createRoute({
     method: 'delete',
     path: '/programs/{program_id}',
-    middleware: [permit('records.delete')],
+    middleware: [door.apiKey('records.delete', { rate: 'submissions' })],
     tags: ['programs'],
     summary: 'Delete a program’s ELF, VMEXE and commit logs; the record stays as a tombstone',
     description:

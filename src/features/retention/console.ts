@@ -13,8 +13,9 @@ import { ProgramRecord } from '../programs/schemas.ts';
 import { ProofRecord, proofRecord } from '../proofs/schemas.ts';
 import { ExecutionRecord, executionRecord } from '../executions/schemas.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams, Uuid } from '../../lib/schemas.ts';
-import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
+import { BODY_CAPS } from '../../lib/limits.ts';
+import { door, json } from '../../middleware/door.ts';
 import { deletedRow } from './answers.ts';
 import { deleteExecutionStatements, deleteProgramStatements, deleteProofStatements, deletionOutcome } from './data.ts';
 import { purgeAfterResponse } from './purge.ts';
@@ -26,7 +27,7 @@ const deleteDoc = (path: string, param: string, summary: string, schema: z.ZodTy
   createRoute({
     method: 'delete',
     path,
-    middleware: [permit('records.delete')],
+    middleware: [door.console('records.delete')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary,
@@ -39,8 +40,11 @@ consoleRetentionApi.openapi(
   async (c) => {
     const id = c.req.param('proof_id')!;
     const { db } = c.var;
-    const { tombstone, record } = await batchByName(db, deleteProofStatements(db, c.var.membership.orgId, id));
-    const row = deletedRow('proof', id, deletionOutcome(record[0]));
+    // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
+    const { tombstone, row } = await asMember(c, async (org) => {
+      const { tombstone, record } = await batchByName(db, deleteProofStatements(db, org, id));
+      return { tombstone, row: deletedRow('proof', id, deletionOutcome(record[0])) };
+    });
     purgeAfterResponse(
       c,
       db,
@@ -62,8 +66,11 @@ consoleRetentionApi.openapi(
   async (c) => {
     const id = c.req.param('execution_id')!;
     const { db } = c.var;
-    const { tombstone, record } = await batchByName(db, deleteExecutionStatements(db, c.var.membership.orgId, id));
-    const row = deletedRow('execution', id, deletionOutcome(record[0]));
+    // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
+    const { tombstone, row } = await asMember(c, async (org) => {
+      const { tombstone, record } = await batchByName(db, deleteExecutionStatements(db, org, id));
+      return { tombstone, row: deletedRow('execution', id, deletionOutcome(record[0])) };
+    });
     purgeAfterResponse(
       c,
       db,
@@ -85,10 +92,12 @@ consoleRetentionApi.openapi(
   async (c) => {
     const id = c.req.param('program_id')!;
     const { db } = c.var;
-    const org = c.var.membership.orgId;
-    const read = await batchByName(db, { ...deleteProgramStatements(db, org, id), ...programQuery(db, org, id) });
-    const found = requireProgram(read);
-    deletedRow('program', id, deletionOutcome(found.program));
+    const { read, found } = await asMember(c, async (org) => {
+      const read = await batchByName(db, { ...deleteProgramStatements(db, org, id), ...programQuery(db, org, id) });
+      const found = requireProgram(read);
+      deletedRow('program', id, deletionOutcome(found.program));
+      return { read, found };
+    });
     purgeAfterResponse(
       c,
       db,
@@ -118,7 +127,7 @@ consoleRetentionApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/retention',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console'],
     security: CONSOLE_SECURITY,
     summary: 'The organization’s retention',
@@ -141,7 +150,7 @@ consoleRetentionApi.openapi(
   createRoute({
     method: 'put',
     path: '/orgs/{org_id}/retention',
-    middleware: [permit('records.delete')],
+    middleware: [door.console('records.delete', { body: json(BODY_CAPS.small) })],
     tags: ['console'],
     security: CONSOLE_SECURITY,
     summary: 'Set the organization’s retention (owners and admins)',
@@ -153,7 +162,7 @@ consoleRetentionApi.openapi(
   }),
   async (c) => {
     const { retention_days } = c.req.valid('json');
-    await setRetention(c.var.db, c.var.membership.orgId, retention_days, actorOf(c));
+    await asMember(c, (org) => setRetention(c.var.db, c.var.membership.orgId, retention_days, actorOf(c, org)));
     return c.json({ retention_days }, 200);
   },
 );

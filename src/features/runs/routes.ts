@@ -21,7 +21,7 @@ import { one } from '../../lib/pages.ts';
 import { errorResponses, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
 import { asCaller } from '../../middleware/auth.ts';
 import { archivedQuery, readArchived, type ArchiveKind } from '../retention/archive.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door } from '../../middleware/door.ts';
 import { jobOfSubject, runsPage, type EventSubject, type RunJobKind } from './data.ts';
 import { eventStream, eventStreamDoc, EventStreamHeaders } from './events.ts';
 import { logPageResponse, logRouteDoc, LogPageQuerySchema } from './logs.ts';
@@ -106,7 +106,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
         createRoute({
           method: 'get',
           path: '/',
-          middleware: [permit('records.read')],
+          middleware: [door.apiKey('records.read', { rate: 'reads' })],
           tags: [kind.tag],
           summary: `List the ${kind.tag} of a program`,
           description: `The program's ${kind.tag} still in the service's database: ${kind.tag} finished more than ARCHIVE_AFTER_DAYS (30) ago move to the archive and leave this list (GET by id still answers them, unchanged); \`pagination.total\` counts them all (README "The archive").`,
@@ -138,7 +138,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
         createRoute({
           method: 'get',
           path: `/{${kind.param}}`,
-          middleware: [permit('records.read')],
+          middleware: [door.apiKey('records.read', { rate: 'reads' })],
           tags: [kind.tag],
           summary: kind.summaries.get,
           description: `Archived ${kind.tag} (finished more than ARCHIVE_AFTER_DAYS ago) answer the same record, read from the archive (README "The archive"); so do their logs.`,
@@ -166,7 +166,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
       });
       api.get(
         path,
-        permit('records.read'),
+        door.apiKey('records.read', { rate: 'reads' }),
         zValidator('query', LogPageQuerySchema, validationHook),
         zValidator('param', Params, validationHook),
         async (c) => {
@@ -211,7 +211,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
       });
       api.get(
         path,
-        permit('records.read'),
+        door.apiKey('records.read', { rate: 'reads' }),
         zValidator('param', Params, validationHook),
         zValidator('header', EventStreamHeaders, validationHook),
         (c) => eventStream(c, kind.events, c.req.valid('param')[kind.param]),

@@ -10,22 +10,22 @@ import { submitJob, usageQuery } from '../runs/submit.ts';
 import { asCaller } from '../../middleware/auth.ts';
 import { artifactKey } from '../../lib/artifacts.ts';
 import { ApiError, notFound, ValidationError, validationHook } from '../../lib/errors.ts';
-import { MemorySink, multipartForm, tooLarge } from '../../lib/multipart.ts';
+import { MemorySink, multipartForm, tooLarge, type FormLimits } from '../../lib/multipart.ts';
 import { evmProofShapeError, starkProofValueError } from '../proofs/format.ts';
 import { VerificationRecord, verificationRecord } from './schemas.ts';
 import { ConfigId, errorResponses, IdempotencyHeaders, idempotentResponses, Uuid } from '../../lib/schemas.ts';
 import { idempotent } from '../../middleware/idempotency/index.ts';
-import { MAX_CHILD_PROOF_BYTES } from '../../lib/limits.ts';
+import { MAX_VERIFY_PROOF_BYTES } from '../../lib/limits.ts';
 import { configQuery } from '../configs/data.ts';
 import { programOf, programQuery } from '../programs/data.ts';
 import { one } from '../../lib/pages.ts';
 import { verificationQuery } from './data.ts';
-import { permit } from '../../middleware/permit.ts';
+import { declaredForm, door, multipart } from '../../middleware/door.ts';
 
 export const verifyApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
-/** Largest proof file accepted for verification (the same cap as a child proof). */
-export const MAX_VERIFY_PROOF_BYTES = MAX_CHILD_PROOF_BYTES;
+/** What a verification takes: a form of one `proof` file and a few small fields. */
+const VERIFY_FORM = multipart({ maxBytes: MAX_VERIFY_PROOF_BYTES + 64 * 1024, parts: { proof: MAX_VERIFY_PROOF_BYTES } });
 
 const StarkQuery = z.object({ program_id: z.uuid() });
 const UnifiedQuery = z.object({
@@ -71,10 +71,12 @@ verifyApi.openAPIRegistry.registerPath(
   }),
 );
 
-verifyApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', UnifiedQuery, validationHook), async (c) => {
+/** A verification: an API key that may submit, and a form of one proof file (VERIFY_FORM). */
+const verifyDoor = door.apiKey('jobs.submit', { rate: 'uploads', body: VERIFY_FORM });
+verifyApi.post('/', verifyDoor, idempotent, zValidator('query', UnifiedQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
   const looked = await lookUp(c, q.program_id, q.config_id);
-  const text = await readProofPart(c.req.raw);
+  const text = await readProofPart(c.req.raw, declaredForm(c));
   const doc = parseProofJson(text);
   // The two proof files differ in shape: only the EVM proof has `proof_data`.
   const kind = doc !== null && typeof doc === 'object' && 'proof_data' in doc ? 'evm' : 'stark';
@@ -93,10 +95,10 @@ verifyApi.post('/', permit('jobs.submit'), idempotent, zValidator('query', Unifi
   return c.json({ id: await submitVerification(c, looked, { kind, text, doc, programId: q.program_id, configId: q.config_id }) }, 200);
 });
 
-verifyApi.post('/stark', permit('jobs.submit'), idempotent, zValidator('query', StarkQuery, validationHook), async (c) => {
+verifyApi.post('/stark', verifyDoor, idempotent, zValidator('query', StarkQuery, validationHook), async (c) => {
   const programId = c.req.valid('query').program_id;
   const looked = await lookUp(c, programId, undefined);
-  const text = await readProofPart(c.req.raw);
+  const text = await readProofPart(c.req.raw, declaredForm(c));
   return c.json({ id: await submitVerification(c, looked, { kind: 'stark', text, doc: parseProofJson(text), programId }) }, 200);
 });
 
@@ -116,8 +118,8 @@ async function lookUp(c: Context<AppEnv>, programId: string | undefined, configI
 }
 
 /** The `proof` file part, read whole under its cap (proofs are small next to keys). */
-async function readProofPart(req: Request): Promise<string> {
-  const form = multipartForm(req, MAX_VERIFY_PROOF_BYTES + 64 * 1024);
+async function readProofPart(req: Request, limits: FormLimits): Promise<string> {
+  const form = multipartForm(req, limits);
   if (!form) throw new ApiError(400, 'Expected a multipart/form-data body with a file part "proof"');
   const { proof } = await form.read(
     { proof: { required: true, max: 1, sink: () => new MemorySink(MAX_VERIFY_PROOF_BYTES, () => tooLarge(MAX_VERIFY_PROOF_BYTES)) } },
@@ -218,7 +220,7 @@ for (const [path, summary] of [
     createRoute({
       method: 'get',
       path,
-      middleware: [permit('records.read')],
+      middleware: [door.apiKey('records.read', { rate: 'reads' })],
       tags: ['verify'],
       summary,
       request: { params: VerifyParams },

@@ -7,7 +7,7 @@ import { validationHook } from '../../lib/errors.ts';
 import { VerificationRecord, verificationRecord } from './schemas.ts';
 import { CONSOLE_SECURITY, consoleErrors, DateParam, dateRange, OrgParams, pageOf, PaginationQuery } from '../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door } from '../../middleware/door.ts';
 import { batchByName } from '../../db/batch.ts';
 
 export const consoleVerificationsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
@@ -16,7 +16,7 @@ consoleVerificationsApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/verifications',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'The organization’s verifications, newest first',

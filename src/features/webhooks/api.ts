@@ -9,14 +9,14 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { apiKeys } from '../../db/schema.ts';
 import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
-import { asCaller, authenticate } from '../../middleware/auth.ts';
+import { asCaller, authenticate, keyAuditActor, keyCreatedBy } from '../../middleware/auth.ts';
 import { idempotent, sealAnswer } from '../../middleware/idempotency/index.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
-import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
+import { BODY_CAPS, MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
 import { sealSecret } from '../../lib/sealing.ts';
 import { errorResponses, IdempotencyHeaders, MessageResponse, PaginationQuery, pageOf } from '../../lib/schemas.ts';
-import { permit } from '../../middleware/permit.ts';
+import { door, json } from '../../middleware/door.ts';
 import {
   checkWebhookUrl,
   createEndpoint,
@@ -56,13 +56,10 @@ const inKeyBatch =
 /** The API key's column, as SQL, for statements batched with its lookup. */
 const keyColumn = (hash: string, column: SQL) =>
   sql<string>`(SELECT ${column} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
-/** Who the audit log names for a change made with the request's API key. */
+/** Who the audit log names for a change made with the request's API key: the person who made the key, the key beside them. */
 const keyActor = (c: Context<AppEnv>): Actor => ({
-  userId: null,
-  name: keyColumn(
-    c.var.apiKeyHash,
-    sql`'API key ' || coalesce(${apiKeys.prefix} || '…', ${apiKeys.id}) || ' (' || ${apiKeys.owner} || ')'`,
-  ),
+  userId: keyColumn(c.var.apiKeyHash, sql`${apiKeys.user_id}`),
+  name: keyColumn(c.var.apiKeyHash, keyAuditActor),
 });
 
 /**
@@ -86,7 +83,11 @@ webhooksApi.openapi(
     tags: TAGS,
     summary: 'Register a webhook endpoint; its signing secret is in this answer only (and in its replays: Idempotency-Key)',
     description: WEBHOOKS_DESCRIPTION,
-    middleware: [permit('webhooks.manage'), idempotent, jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [
+      door.apiKey('webhooks.manage', { rate: 'submissions', body: json(BODY_CAPS.small) }),
+      idempotent,
+      jsonBody(MAX_JSON_BODY_BYTES),
+    ],
     request: { headers: IdempotencyHeaders, body: { required: true, content: { 'application/json': { schema: CreateWebhookBody } } } },
     responses: {
       201: { description: 'Created', content: { 'application/json': { schema: WebhookEndpointWithSecret } } },
@@ -103,7 +104,7 @@ webhooksApi.openapi(
     checkWebhookUrl(c.env, body.url);
     const id = crypto.randomUUID();
     const { secret, sealed } = await sealedNewSecret(c, id);
-    const createdBy = keyColumn(c.var.apiKeyHash, sql`${apiKeys.owner}`);
+    const createdBy = keyColumn(c.var.apiKeyHash, keyCreatedBy);
     const endpoint = await createEndpoint(inKeyBatch(c), keyActor(c), createdBy, {
       id,
       url: body.url,
@@ -119,7 +120,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: TAGS,
     summary: 'List webhook endpoints, newest first (never their secrets)',
     request: { query: PaginationQuery },
@@ -141,7 +142,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/{webhook_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: TAGS,
     summary: 'Get a webhook endpoint (never its secret); disabled_reason says why one was disabled',
     request: { params: EndpointParams },
@@ -161,7 +162,7 @@ webhooksApi.openapi(
     path: '/{webhook_id}',
     tags: TAGS,
     summary: 'Change a webhook endpoint’s URL, events or description; enable (or disable) it',
-    middleware: [permit('webhooks.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [door.apiKey('webhooks.manage', { rate: 'submissions', body: json(BODY_CAPS.small) }), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: EndpointParams, body: { required: true, content: { 'application/json': { schema: UpdateWebhookBody } } } },
     responses: {
       200: { description: 'The endpoint as it now is', content: { 'application/json': { schema: WebhookEndpointRecord } } },
@@ -179,7 +180,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'delete',
     path: '/{webhook_id}',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,
     summary: 'Delete a webhook endpoint; its pending deliveries are not sent',
     request: { params: EndpointParams },
@@ -198,7 +199,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/{webhook_id}/rotate-secret',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,
     summary: 'Replace the signing secret; the new one is in this answer only',
     description:
@@ -220,7 +221,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/{webhook_id}/deliveries',
-    middleware: [permit('records.read')],
+    middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: TAGS,
     summary: 'The endpoint’s deliveries, newest first, each with its attempts (delivered ones kept 3 days, failed ones 30)',
     request: { params: EndpointParams, query: PaginationQuery.extend(DeliveryQuery.shape) },
@@ -242,7 +243,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/{webhook_id}/deliveries/{delivery_id}/redeliver',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,
     summary: 'Send a delivered or failed delivery again: the same webhook-id and body, a new round of retries',
     request: { params: DeliveryParams },
@@ -263,7 +264,7 @@ webhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/{webhook_id}/test',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,
     summary: 'Send a webhook.test event to the endpoint now',
     description:

@@ -7,10 +7,10 @@ import type { Context } from 'hono';
 import { batchByName } from '../../db/batch.ts';
 import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
 import { jsonBody } from '../../lib/body.ts';
-import { MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
+import { BODY_CAPS, MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
 import { sealSecret } from '../../lib/sealing.ts';
-import type { ConsoleEnv } from '../../middleware/console-auth.ts';
-import { permit } from '../../middleware/permit.ts';
+import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
+import { door, json } from '../../middleware/door.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
 import {
@@ -49,11 +49,20 @@ const ConsoleDeliveryParams = OrgParams.extend(DeliveryParams.shape);
 /** The signed-in user, as the audit log and disabled_reason name them. */
 const actor = (c: Context<ConsoleEnv>): Actor => ({ userId: c.var.user.id, name: c.var.user.email });
 
-/** Runs an operation's statements as one batch in the member's organization (its session is checked already). */
+/** Runs a read's statements as one batch in the member's organization (its session is checked already). */
 const inMemberBatch =
   (c: Context<ConsoleEnv>): InOrg =>
   (build) =>
     batchByName(c.var.db, build(c.var.db, c.var.membership.orgId));
+
+/**
+ * Runs a change's statements as one batch in the organization as the member stands in it
+ * when they run (asMember): a member removed or demoted meanwhile changes nothing (409).
+ */
+const inMemberWrite =
+  (c: Context<ConsoleEnv>): InOrg =>
+  (build) =>
+    asMember(c, (org) => batchByName(c.var.db, build(c.var.db, org)));
 
 /** A new signing secret for endpoint `id`, and its sealed form. */
 const newSecret = async (c: Context<ConsoleEnv>, id: string) => {
@@ -65,7 +74,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/webhooks',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'List webhook endpoints, newest first (never their secrets)',
@@ -92,7 +101,7 @@ consoleWebhooksApi.openapi(
     security: CONSOLE_SECURITY,
     summary: 'Register a webhook endpoint (owners and admins); its signing secret is in this answer only',
     description: WEBHOOKS_DESCRIPTION,
-    middleware: [permit('webhooks.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [door.console('webhooks.manage', { body: json(BODY_CAPS.small) }), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: CreateWebhookBody } } } },
     responses: {
       201: { description: 'Created', content: { 'application/json': { schema: WebhookEndpointWithSecret } } },
@@ -104,7 +113,7 @@ consoleWebhooksApi.openapi(
     checkWebhookUrl(c.env, body.url);
     const id = crypto.randomUUID();
     const { secret, sealed } = await newSecret(c, id);
-    const endpoint = await createEndpoint(inMemberBatch(c), actor(c), c.var.user.email, {
+    const endpoint = await createEndpoint(inMemberWrite(c), actor(c), c.var.user.email, {
       id,
       url: body.url,
       events: body.events,
@@ -119,7 +128,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/webhooks/{webhook_id}',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Get a webhook endpoint (never its secret)',
@@ -141,7 +150,7 @@ consoleWebhooksApi.openapi(
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Change a webhook endpoint; enable or disable it (owners and admins)',
-    middleware: [permit('webhooks.manage'), jsonBody(MAX_JSON_BODY_BYTES)],
+    middleware: [door.console('webhooks.manage', { body: json(BODY_CAPS.small) }), jsonBody(MAX_JSON_BODY_BYTES)],
     request: { params: EndpointParams, body: { required: true, content: { 'application/json': { schema: UpdateWebhookBody } } } },
     responses: {
       200: { description: 'The endpoint as it now is', content: { 'application/json': { schema: WebhookEndpointRecord } } },
@@ -151,7 +160,7 @@ consoleWebhooksApi.openapi(
   async (c) => {
     const patch = c.req.valid('json');
     if (patch.url !== undefined) checkWebhookUrl(c.env, patch.url);
-    return c.json(await updateEndpoint(inMemberBatch(c), actor(c), c.req.valid('param').webhook_id, patch), 200);
+    return c.json(await updateEndpoint(inMemberWrite(c), actor(c), c.req.valid('param').webhook_id, patch), 200);
   },
 );
 
@@ -159,7 +168,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'delete',
     path: '/orgs/{org_id}/webhooks/{webhook_id}',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.console('webhooks.manage')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Delete a webhook endpoint (owners and admins)',
@@ -170,7 +179,7 @@ consoleWebhooksApi.openapi(
     },
   }),
   async (c) => {
-    await deleteEndpoint(inMemberBatch(c), actor(c), c.req.valid('param').webhook_id);
+    await deleteEndpoint(inMemberWrite(c), actor(c), c.req.valid('param').webhook_id);
     return c.json({ message: 'Webhook endpoint deleted' }, 200);
   },
 );
@@ -179,7 +188,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/rotate-secret',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.console('webhooks.manage')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Replace the signing secret (owners and admins); the previous one signs too for 24 hours',
@@ -192,7 +201,7 @@ consoleWebhooksApi.openapi(
   async (c) => {
     const id = c.req.valid('param').webhook_id;
     const { secret, sealed } = await newSecret(c, id);
-    return c.json({ ...(await rotateSecret(inMemberBatch(c), actor(c), id, sealed)), secret }, 200);
+    return c.json({ ...(await rotateSecret(inMemberWrite(c), actor(c), id, sealed)), secret }, 200);
   },
 );
 
@@ -200,7 +209,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/deliveries',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'The endpoint’s deliveries, newest first, with their attempts',
@@ -223,7 +232,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.console('webhooks.manage', { rate: 'console-sends' })],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Send a delivered or failed delivery again (owners and admins)',
@@ -235,7 +244,7 @@ consoleWebhooksApi.openapi(
   }),
   async (c) => {
     const { webhook_id, delivery_id } = c.req.valid('param');
-    const delivery = await redeliver(inMemberBatch(c), webhook_id, delivery_id);
+    const delivery = await redeliver(inMemberWrite(c), webhook_id, delivery_id);
     enqueueAfterResponse(c, [refOf(delivery)]);
     return c.json(delivery.record, 202);
   },
@@ -245,7 +254,7 @@ consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/test',
-    middleware: [permit('webhooks.manage')],
+    middleware: [door.console('webhooks.manage', { rate: 'console-sends' })],
     tags: TAGS,
     security: CONSOLE_SECURITY,
     summary: 'Send a webhook.test event to the endpoint now (owners and admins)',
@@ -256,7 +265,7 @@ consoleWebhooksApi.openapi(
     },
   }),
   async (c) => {
-    const delivery = await recordTestEvent(inMemberBatch(c), c.req.valid('param').webhook_id);
+    const delivery = await recordTestEvent(inMemberWrite(c), c.req.valid('param').webhook_id);
     enqueueAfterResponse(c, [refOf(delivery)]);
     return c.json(deliveryRecord(delivery, []), 202);
   },

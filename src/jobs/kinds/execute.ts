@@ -23,7 +23,8 @@ const subject: SubjectStates = {
   table: executions,
   queued: { status: 'queued' },
   running: (now) => ({ status: 'running', launched_at: sql`coalesce(${executions.launched_at}, ${now})` }),
-  failed: (now, message) => ({ status: 'failed', error_message: message, terminated_at: now }),
+  // A failure is charged nothing (README "Cost"): 0, never NULL (migrations/0023_fleet_authority.sql).
+  failed: (now, message) => ({ status: 'failed', error_message: message, terminated_at: now, cost: 0 }),
   canceled: (now, cost) => ({ status: 'canceled', terminated_at: now, cost }),
   active: inArray(executions.status, ['queued', 'running']),
 };

@@ -30,7 +30,12 @@ export function currentAdapter(): TreeAdapter {
           org,
           setOrganizationLimits(orgId, BENCH_ORG_LIMITS),
           await createApiKey(orgId, 'bench-geo@localhost'),
-          await createAgentToken('bench-geo-agents', { engines: ['dev'], configs: null }),
+          // Room for every claim the bench holds at once: its limits are not what it measures.
+          await createAgentToken(
+            'bench-geo-agents',
+            { engines: ['dev'], configs: null },
+            { machineType: 'bench', maxGpus: 0, maxLeases: 1000 },
+          ),
           createConfig({
             ...TARGET_RELEASE,
             app_vm_commit: await devAppVmCommit(DEV_ENGINE_OPENVM_TOML),

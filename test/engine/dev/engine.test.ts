@@ -8,7 +8,10 @@ import { createDevEngine } from '../../../prover-agent/src/engine/dev/index.ts';
 import { DEV_PROOF_VERSION, readDevProof } from '../../../prover-agent/src/engine/dev/proofs.ts';
 import { CycleLimitError, JobError, type EngineContext } from '../../../prover-agent/src/engine/types.ts';
 import type { EngineConfig, ProofType, ProvePhase } from '../../../prover-agent/src/protocol.ts';
-import { bytesEntry, devEngineConfig, guestPath, makeElf, u32Entry } from './helpers.ts';
+import { bytesEntry, devEngineConfig, guestPath, makeElf, printBombElf, u32Entry } from './helpers.ts';
+import { MAX_STDOUT_CHARS } from '../../../prover-agent/src/engine/dev/machine.ts';
+import { MAX_LOG_LINE_CHARS } from '../../../prover-agent/src/engine/types.ts';
+import { cutMark } from '../../../prover-agent/src/lib/lines.ts';
 import { loadElf } from '../../../prover-agent/src/engine/dev/elf.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'dev-engine-test-'));
@@ -182,6 +185,17 @@ describe('execute', () => {
     await engine.execute(ctx, { elfPath: panic.elfPath, vmexePath: '', inputPath: input(), mode: 'pure' });
     expect(logs).toContain('guest: about to fail');
     expect(logs).toContain('guest: something went wrong: this guest always panics');
+  });
+
+  it('copies a line printed without a newline as one cut line, whatever its size, and keeps the first MiB as stdout', async () => {
+    const { ctx, logs } = context();
+    const bomb = file('bomb.elf');
+    writeFileSync(bomb, printBombElf(32, 1 << 20)); // 32 MiB, never a newline
+    const result = await engine.execute(ctx, { elfPath: bomb, vmexePath: '', inputPath: input(), mode: 'pure' });
+    expect(result).toMatchObject({ exit_code: 0, error: null });
+    const max = MAX_LOG_LINE_CHARS - 'guest: '.length;
+    expect(logs.filter((l) => l.startsWith('guest: '))).toEqual([`guest: ${'x'.repeat(max)}${cutMark(max)}`]);
+    expect(result.stdout).toBe(`${'x'.repeat(MAX_STDOUT_CHARS)}\n[further output dropped: more than ${MAX_STDOUT_CHARS} characters]\n`);
   });
 });
 

@@ -80,7 +80,11 @@ export interface ElfSegment {
 }
 
 /** A minimal ELF32 RISC-V executable: the given segments and entry point, no sections. */
-export function makeElf(segments: ElfSegment[], entry = segments[0].vaddr, header: { machine?: number; type?: number } = {}): Uint8Array {
+export function makeElf(
+  segments: ElfSegment[],
+  entry = segments[0].vaddr,
+  header: { machine?: number; type?: number } = {},
+): Uint8Array<ArrayBuffer> {
   const headerSize = 52 + 32 * segments.length;
   let offset = headerSize;
   const placed = segments.map((s) => {
@@ -114,7 +118,7 @@ export function makeElf(segments: ElfSegment[], entry = segments[0].vaddr, heade
 }
 
 /** An executable whose code is `instructions` at TEXT_START. */
-export function codeElf(instructions: number[]): Uint8Array {
+export function codeElf(instructions: number[]): Uint8Array<ArrayBuffer> {
   const code = Buffer.alloc(4 * instructions.length);
   instructions.forEach((w, i) => code.writeUInt32LE(w >>> 0, 4 * i));
   return makeElf([{ vaddr: TEXT_START, data: code, flags: 5 }]);
@@ -139,4 +143,51 @@ export const asm = {
     (((offset >> 1) & 0xf) << 8) |
     (((offset >> 11) & 1) << 7) |
     0x63,
+  bne: (rs1: number, rs2: number, offset: number) => asm.beq(rs1, rs2, offset) | (1 << 12),
+  lui: (rd: number, upper20: number) => ((upper20 & 0xfffff) << 12) | (rd << 7) | 0x37,
+  /** printstr: print [rs1] bytes at address [rd] (guest-abi.md). */
+  printstr: (rd: number, rs1: number) => (1 << 20) | (rs1 << 15) | (3 << 12) | (rd << 7) | 0x0b,
+  /** hintrandom: the hint stream becomes 4·[rd] random bytes. */
+  hintrandom: (rd: number) => (2 << 20) | (3 << 12) | (rd << 7) | 0x0b,
 };
+
+/** Where printBombElf keeps the bytes it prints. */
+const BOMB_DATA = 0x00300000;
+
+/**
+ * A guest that prints `prints` times the same bytes (`chunk` of them of 'x', or the
+ * bytes given; a multiple of 4096, at most 16 MiB), never a newline unless given, and
+ * then exits 0 (or, with `spin`, loops for ever): an output bomb (300 × 1 MiB = 300 MiB).
+ */
+export function printBombElf(
+  prints: number,
+  chunk: number | Uint8Array = 1 << 20,
+  then: 'exit' | 'spin' = 'exit',
+): Uint8Array<ArrayBuffer> {
+  const data = typeof chunk === 'number' ? new Uint8Array(chunk).fill(0x78) : chunk;
+  if (data.length % 4096 !== 0 || data.length > 1 << 24) throw new RangeError('a print: a multiple of 4096 bytes, at most 16 MiB');
+  const code = [
+    asm.lui(10, BOMB_DATA >>> 12),
+    asm.lui(11, data.length >>> 12),
+    asm.lui(5, (prints + 0x800) >>> 12), // x5 = prints, as lui + addi (addi's immediate is signed)
+    asm.addi(5, 5, prints & 0xfff),
+    asm.printstr(10, 11),
+    asm.addi(5, 5, -1),
+    asm.bne(5, 0, -8),
+    then === 'exit' ? asm.terminate(0) : asm.jal(0, 0),
+  ];
+  const text = Buffer.alloc(4 * code.length);
+  code.forEach((w, i) => text.writeUInt32LE(w >>> 0, 4 * i));
+  return makeElf([
+    { vaddr: TEXT_START, data: text, flags: 5 },
+    { vaddr: BOMB_DATA, data, flags: 4 },
+  ]);
+}
+
+/**
+ * A guest that never ends and runs few instructions: each asks for 2^22 words of random
+ * hint (16 MiB, tens of milliseconds of the host's time per instruction).
+ */
+export function slowHintElf(): Uint8Array<ArrayBuffer> {
+  return codeElf([asm.lui(10, 0x400), asm.hintrandom(10), asm.jal(0, -4)]);
+}

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ElfError, loadElf } from '../../../prover-agent/src/engine/dev/elf.ts';
 import { executeProgram } from '../../../prover-agent/src/engine/dev/executor.ts';
-import { asm, codeElf, guestPath, makeElf, TEXT_START, TIERS } from './helpers.ts';
+import { asm, codeElf, guestPath, makeElf, printBombElf, TEXT_START, TIERS } from './helpers.ts';
 
 describe('ELF loading', () => {
   it('loads the PT_LOAD segments and entry point of a guest', () => {
@@ -114,6 +114,25 @@ describe.each(TIERS)('hand-assembled programs, %s', (_tier, compileThreshold) =>
     );
     expect(out.error).toBeNull();
     expect(out.stdout).toBe(`${'\0'.repeat(1 << 20)}\n[further output dropped: more than ${1 << 20} characters]\n`);
+  });
+
+  it('hands a large print on in pieces of at most 64 KiB, the same text a whole decode gives', async () => {
+    const pieces: string[] = [];
+    const out = await executeProgram(loadElf(printBombElf(1, 4 << 20)), [], { onPrint: (t) => pieces.push(t) });
+    expect(out.error).toBeNull();
+    expect(pieces.every((p) => p.length <= 64 * 1024)).toBe(true);
+    expect(pieces.join('')).toBe('x'.repeat(4 << 20));
+    // A character cut by a piece's end, and one cut by the print's end (U+FFFD, as a whole decode gives).
+    const text = Buffer.concat([
+      Buffer.alloc(65535, 'a'),
+      Buffer.from('€'),
+      Buffer.alloc(4096 - 2 - 2, 'b'),
+      Buffer.from('€').subarray(0, 2),
+    ]);
+    const split: string[] = [];
+    await executeProgram(loadElf(printBombElf(1, new Uint8Array(text))), [], { onPrint: (t) => split.push(t) });
+    expect(split.join('')).toBe(new TextDecoder().decode(text));
+    expect(split.join('')).toContain('a€b');
   });
 
   it('reveals at [rd] + imm, with positive and negative immediates', async () => {

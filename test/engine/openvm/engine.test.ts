@@ -1,10 +1,11 @@
 // The openvm engine against the stand-in CLI: command lines, outputs in the
 // tool's formats, metrics and phases, GPU placement, failures, timeouts and
 // cancellation, disk hygiene.
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CycleLimitError, JobError } from '../../../prover-agent/src/engine/types.ts';
+import { MAX_VERIFY_PROOF_BYTES } from '../../../prover-agent/src/protocol.ts';
 import { alive, makeHost, makeJob, type Host, type Job } from './harness.ts';
 
 let host: Host;
@@ -169,7 +170,7 @@ describe('execute', () => {
     const job = await makeJob(host, { input: { input: ['0x03ff'] } });
     await expect(host.engine().execute(job.ctx, request(job, 'pure'))).rejects.toThrow(JobError);
     await expect(host.engine().execute(job.ctx, request(job, 'pure'))).rejects.toThrow(
-      /input\[0\] is invalid: must start with 01 .* or 02/,
+      /input\[0\] is invalid: input entry has prefix 03: it must start with 01 .* or 02/,
     );
     const good = await makeJob(host);
     await expect(host.engine().execute(good.ctx, request(good, 'turbo'))).rejects.toThrow(/unknown execution mode 'turbo'/);
@@ -505,6 +506,33 @@ describe('verify', () => {
     await expect(
       host.engine().verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit }),
     ).resolves.toMatchObject({ verified: false, reason: expect.stringMatching(/not a JSON document/) });
+  });
+
+  it('checks a proof the service accepted in time linear in its size: 10 M hex digits get a verdict, not a stack overflow', async () => {
+    const { job, commit, proofPath, baselinePath } = await starkProof();
+    const proof = JSON.parse(await readFile(proofPath, 'utf8'));
+    // 14 MiB of JSON, under the service's cap on a proof to verify (MAX_VERIFY_PROOF_BYTES).
+    await writeFile(proofPath, JSON.stringify({ ...proof, proof: 'ab'.repeat(5_000_000), user_pvs_proof: '0x' + 'cd'.repeat(2_000_000) }));
+    expect((await stat(proofPath)).size).toBeLessThanOrEqual(MAX_VERIFY_PROOF_BYTES);
+    const res = await host
+      .engine()
+      .verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit });
+    expect(res).toMatchObject({ verified: false, reason: expect.stringMatching(/STARK proof verification failed/) });
+    // The tool ran on it: the file passed the agent's checks as it passed the service's.
+    expect((await host.invocations()).at(-1)!.argv.slice(0, 3)).toEqual(['openvm', 'verify', 'stark']);
+  });
+
+  it('refuses a proof larger than the service takes, naming the cap, without running the tool', async () => {
+    const { job, commit, proofPath, baselinePath } = await starkProof();
+    await writeFile(proofPath, JSON.stringify({ version: 'v2.0', proof: 'ab'.repeat(MAX_VERIFY_PROOF_BYTES / 2), user_pvs_proof: '' }));
+    const before = (await host.invocations()).length;
+    await expect(
+      host.engine().verify(job.ctx, { proof_type: 'stark', proofPath, baselinePath, app_exe_commit: commit.app_exe_commit }),
+    ).resolves.toEqual({
+      verified: false,
+      reason: expect.stringMatching(new RegExp(`^proof is \\d+ bytes, more than the service takes \\(${MAX_VERIFY_PROOF_BYTES}\\)`)),
+    });
+    expect((await host.invocations()).slice(before).filter((c) => c.argv[1] === 'verify')).toEqual([]);
   });
 
   it('refuses a baseline of another program', async () => {

@@ -7,6 +7,7 @@ import type { EngineConfig } from '../../protocol.ts';
 import {
   CycleLimitError,
   JobError,
+  MAX_LOG_LINE_CHARS,
   type CommitResult,
   type Engine,
   type EngineContext,
@@ -20,6 +21,7 @@ import {
   type VerifyRequest,
   type VerifyResult,
 } from '../types.ts';
+import { LineSplitter } from '../../lib/lines.ts';
 import { devBaseline, exeCommit, toHex } from './commit.ts';
 import { ElfError, loadElf, type ProgramImage } from './elf.ts';
 import { DEFAULT_MAX_CYCLES, DEFAULT_PUBLIC_VALUES_BYTES, executeProgram, type ExecutionOutcome } from './executor.ts';
@@ -49,6 +51,7 @@ export const DEV_CELLS_PER_INSTRUCTION = 32;
 
 /** At most this many lines of guest output are copied into the job's logs. */
 const MAX_GUEST_LOG_LINES = 1000;
+const GUEST_LINE_PREFIX = 'guest: ';
 
 async function loadProgram(elfPath: string): Promise<ProgramImage> {
   try {
@@ -78,29 +81,19 @@ function commitBytes(hex: string, what: string): Uint8Array {
   return bytes;
 }
 
-/** Copies guest output into the job's logs line by line, up to a cap. */
-function guestLogger(ctx: EngineContext): { print(text: string): void; flush(): void } {
-  let pending = '';
+/**
+ * Copies guest output into the job's logs line by line as it is printed, up to
+ * MAX_GUEST_LOG_LINES lines. A line is held only up to MAX_LOG_LINE_CHARS: one that
+ * grows past it goes to the logs at once, cut, and the rest of it is dropped as it
+ * comes (LineSplitter), so what waits here is bounded whatever the guest prints.
+ */
+function guestLogger(ctx: EngineContext): LineSplitter {
   let lines = 0;
-  const emit = (line: string) => {
-    if (lines < MAX_GUEST_LOG_LINES) ctx.log(`guest: ${line}`);
-    else if (lines === MAX_GUEST_LOG_LINES) ctx.log(`guest: [further output not logged]`);
+  return new LineSplitter(MAX_LOG_LINE_CHARS - GUEST_LINE_PREFIX.length, (line) => {
+    if (lines < MAX_GUEST_LOG_LINES) ctx.log(GUEST_LINE_PREFIX + line);
+    else if (lines === MAX_GUEST_LOG_LINES) ctx.log(`${GUEST_LINE_PREFIX}[further output not logged]`);
     lines++;
-  };
-  return {
-    print(text) {
-      pending += text;
-      let nl: number;
-      while ((nl = pending.indexOf('\n')) >= 0) {
-        emit(pending.slice(0, nl));
-        pending = pending.slice(nl + 1);
-      }
-    },
-    flush() {
-      if (pending) emit(pending);
-      pending = '';
-    },
-  };
+  });
 }
 
 /**
@@ -123,7 +116,7 @@ async function run(
       maxCycles: byJob ? cycleLimit : maxCycles,
       publicValuesBytes: publicValuesBytes(ctx.config),
       signal: ctx.signal,
-      onPrint: logger.print,
+      onPrint: (text) => logger.push(text),
     });
     if (byJob && out.exitCode === null && out.numInstructions >= cycleLimit) {
       ctx.log(`dev engine: stopped at the job's cycle limit, ${cycleLimit} cycles`);
@@ -131,7 +124,7 @@ async function run(
     }
     return out;
   } finally {
-    logger.flush();
+    logger.end();
   }
 }
 

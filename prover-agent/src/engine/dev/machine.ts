@@ -25,6 +25,8 @@ const MAX_XORIN_BYTES = 136;
 const MAX_HINT_RANDOM_WORDS = 1 << 22;
 /** Printed output kept; beyond it output is dropped with a note (a guest printing in a loop). */
 export const MAX_STDOUT_CHARS = 1 << 20;
+/** A print is decoded and handed on in pieces of at most this many bytes. */
+const PRINT_PIECE_BYTES = 64 * 1024;
 
 export interface MachineOptions {
   publicValuesBytes: number;
@@ -129,7 +131,14 @@ export class Machine {
 
   printstr(addr: number, len: number, _rs2: number, pc: number): void {
     const start = this.checkRange(addr, len, pc, 'printstr');
-    this.print(this.utf8.decode(this.mem.subarray(start, start + (len >>> 0))));
+    const end = start + (len >>> 0);
+    // In pieces: one string of a whole print (up to all of memory) is more than anything keeps of it.
+    for (let at = start; at < end; at += PRINT_PIECE_BYTES) {
+      const piece = this.utf8.decode(this.mem.subarray(at, Math.min(end, at + PRINT_PIECE_BYTES)), { stream: true });
+      if (piece) this.print(piece);
+    }
+    const rest = this.utf8.decode(); // an incomplete sequence at the end: U+FFFD, as a whole decode gives
+    if (rest) this.print(rest);
   }
 
   hintrandom(words: number, _rs1: number, _rs2: number, pc: number): void {

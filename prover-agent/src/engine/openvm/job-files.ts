@@ -1,9 +1,19 @@
 // Checks on the files a job hands to the tool and gets back from it, in the
-// zkVM tool's own formats (client-conventions.md).
+// zkVM tool's own formats (client-conventions.md). The caller's files are held to the
+// caps the service holds them to and checked as the service checks them (protocol
+// job-files.ts, shared with the Worker): each check is linear in the file, so a file
+// the service accepted gets a verdict here, never a stack overflow.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ProofType } from '../../protocol.ts';
+import { allHexDigits, inputEntryError, isHex, MAX_INPUT_BYTES, MAX_VERIFY_PROOF_BYTES, type ProofType } from '../../protocol.ts';
 import { JobError } from '../types.ts';
+
+/** A caller's file as text, or why it is refused: larger than the service takes such a file. */
+async function readCallerFile(path: string, what: string, maxBytes: number): Promise<{ text: string } | { reason: string }> {
+  const { size } = await stat(path);
+  if (size > maxBytes) return { reason: `${what} is ${size} bytes, more than the service takes (${maxBytes})` };
+  return { text: await readFile(path, 'utf8') };
+}
 
 /**
  * Rejects an input file the tool would reject, before any GPU time is spent and
@@ -12,29 +22,23 @@ import { JobError } from '../types.ts';
  * length, `01` + bytes or `02` + whole 32-bit words.
  */
 export async function checkInputFile(path: string): Promise<void> {
+  const read = await readCallerFile(path, 'input', MAX_INPUT_BYTES);
+  if ('reason' in read) throw new JobError(read.reason);
   let doc: unknown;
   try {
-    doc = JSON.parse(await readFile(path, 'utf8'));
+    doc = JSON.parse(read.text);
   } catch (err) {
     throw new JobError(`input is not a JSON document: ${(err as Error).message}`);
   }
   const entries = (doc as { input?: unknown } | null)?.input;
   if (!Array.isArray(entries)) throw new JobError('input must be a JSON object with an "input" array of hex strings');
   entries.forEach((entry, i) => {
-    const problem = typeof entry === 'string' ? inputEntryProblem(entry) : 'not a string';
+    const problem = inputEntryError(entry);
     if (problem) throw new JobError(`input[${i}] is invalid: ${problem}`);
   });
 }
 
-function inputEntryProblem(entry: string): string | null {
-  const hex = entry.startsWith('0x') ? entry.slice(2) : entry;
-  if (hex.length % 2 !== 0) return 'hex must have an even number of digits';
-  if (!/^[0-9a-fA-F]*$/.test(hex)) return 'not hex';
-  if (hex.startsWith('02')) return (hex.length - 2) % 8 === 0 ? null : 'a 02 entry must hold whole 32-bit words';
-  return hex.startsWith('01') ? null : 'must start with 01 (bytes) or 02 (32-bit words)';
-}
-
-export const isHex32 = (s: unknown): s is string => typeof s === 'string' && /^0x[0-9a-fA-F]{64}$/.test(s);
+export const isHex32 = (s: unknown): s is string => typeof s === 'string' && s.length === 66 && s.startsWith('0x') && allHexDigits(s, 2);
 
 /** Reads the one `*<suffix>` JSON file the tool wrote into `dir`. */
 export async function readToolJson(dir: string, suffix: string): Promise<Record<string, unknown>> {
@@ -50,9 +54,11 @@ const STARK_HEX_FIELDS = ['proof', 'user_pvs_proof', 'deferral_merkle_proofs'] a
 
 /** A caller's proof file as a JSON object, or why it is not one. */
 async function readProofObject(path: string): Promise<{ doc: Record<string, unknown> } | { reason: string }> {
+  const read = await readCallerFile(path, 'proof', MAX_VERIFY_PROOF_BYTES);
+  if ('reason' in read) return read;
   let doc: unknown;
   try {
-    doc = JSON.parse(await readFile(path, 'utf8'));
+    doc = JSON.parse(read.text);
   } catch (err) {
     return { reason: `proof is not a JSON document: ${(err as Error).message}` };
   }
@@ -75,9 +81,8 @@ export async function canonicalStarkProof(path: string): Promise<{ proof: Record
     if (value === null && field === 'deferral_merkle_proofs') continue;
     if (value === undefined && field === 'deferral_merkle_proofs') continue;
     if (typeof value !== 'string') return { reason: `proof field "${field}" must be a hex string` };
-    const bare = value.replace(/^0x/i, '');
-    if (!/^([0-9a-fA-F]{2})*$/.test(bare)) return { reason: `proof field "${field}" is not hex` };
-    proof[field] = bare.toLowerCase();
+    if (!isHex(value)) return { reason: `proof field "${field}" is not hex` };
+    proof[field] = (value.startsWith('0x') ? value.slice(2) : value).toLowerCase();
   }
   return { proof };
 }
@@ -110,7 +115,7 @@ const BN254_SCALAR = 21888242871839275222246405745257275088548364400416034343698
 const EVM_HEX_FIELDS = ['app_exe_commit', 'app_vm_commit', 'user_public_values'] as const;
 
 const bareHex = (v: unknown): string | null =>
-  typeof v === 'string' && /^(0x)?([0-9a-fA-F]{2})*$/.test(v) ? v.replace(/^0x/, '').toLowerCase() : null;
+  typeof v === 'string' && isHex(v) ? (v.startsWith('0x') ? v.slice(2) : v).toLowerCase() : null;
 
 /**
  * An EVM proof in the form `verify evm` reads (client-conventions.md; hex with or

@@ -5,6 +5,7 @@
 // a grace period), and we settle only once the process is gone so no prover outlives
 // its job.
 import { spawnChild } from '../../lib/child-process.ts';
+import { MAX_LOG_LINE_CHARS } from '../types.ts';
 
 export interface ToolRunOptions {
   cwd: string;
@@ -58,6 +59,8 @@ export function runTool(command: string, args: readonly string[], o: ToolRunOpti
 
     const tool = spawnChild(command, args, {
       ownGroup: false,
+      // The guest's output comes through the tool's stdout: a line without an end is cut, not held.
+      maxLineChars: { stdout: MAX_LOG_LINE_CHARS, stderr: MAX_LOG_LINE_CHARS },
       cwd: o.cwd,
       env: o.env,
       onStdoutLine(raw) {

@@ -1,9 +1,11 @@
 // Sign in, set a password from a one-time link, ask for and use a password reset, join
-// from an invitation, read the local outbox.
+// from an invitation (landing on the organization's page), read the local outbox; the
+// page for a console URL that is none.
 import { useState } from 'hono/jsx/dom';
 import type { InviteSummary } from '../../ui/api-types.ts';
 import { links } from '../../ui/site.ts';
 import { ForgotPasswordView, InviteView, OutboxView, SetPasswordView, SigninView, type InviteMode } from '../../ui/views/auth.tsx';
+import { NotFoundView } from '../../ui/views/not-found.tsx';
 import { attempt, fail, say } from '../chrome.ts';
 import { field, formOf, hashParam } from '../dom.ts';
 import { authApi, outboxApi } from '../endpoints.ts';
@@ -51,25 +53,28 @@ function SigninPage({ email }: { email?: string }) {
 
 export const signin: OpenPage = async () => <SigninPage email={new URLSearchParams(location.search).get('email') ?? undefined} />;
 
-/** A page that sets a password with its link's token. */
+/** A page that sets a password with its link's token (a reset: and says whether to revoke the person's API keys). */
 const passwordPage =
-  (use: (token: string, password: string) => Promise<{ email: string }>): OpenPage =>
+  (use: (token: string, form: HTMLFormElement) => Promise<{ email: string }>, reset = false): OpenPage =>
   async () => {
     const token = takeToken();
     if (!token) {
       fail('This link has no token: ask for a new one.');
-      return <SetPasswordView hidden />;
+      return <SetPasswordView hidden reset={reset} />;
     }
     const submit = (event: Event) => {
       event.preventDefault();
       const form = formOf(event);
-      void attempt(async () => toSignIn((await use(token, field(form, 'password'))).email));
+      void attempt(async () => toSignIn((await use(token, form)).email));
     };
-    return <SetPasswordView onSubmit={submit} />;
+    return <SetPasswordView reset={reset} onSubmit={submit} />;
   };
 
-export const setPassword: OpenPage = passwordPage(authApi.setPassword);
-export const resetPassword: OpenPage = passwordPage(authApi.resetPassword);
+export const setPassword: OpenPage = passwordPage((token, form) => authApi.setPassword(token, field(form, 'password')));
+export const resetPassword: OpenPage = passwordPage(
+  (token, form) => authApi.resetPassword(token, field(form, 'password'), new FormData(form).has('revoke_api_keys')),
+  true,
+);
 
 function ForgotPasswordPage({ email }: { email?: string }) {
   const [sent, setSent] = useState(false);
@@ -105,15 +110,25 @@ export const invite: OpenPage = async () => {
   }
   const summary = await authApi.readInvite(token);
   const { mode, signedInAs } = await inviteMode(summary);
+  // Joined: to the organization's page, with a welcome and the first steps. A new account
+  // signs in with the password it just chose (sent once more, to the same sign-in as any);
+  // should that fail (throttled), it signs in on the sign-in page and lands there after.
   const submit = (event: Event) => {
     event.preventDefault();
     const form = formOf(event);
     void attempt(async () => {
       if (mode === 'join') {
-        await authApi.acceptSignedIn(token, session.token!);
-        location.assign(links.home);
+        const joined = await authApi.acceptSignedIn(token, session.token!);
+        location.assign(links.welcome(joined.org_id));
       } else {
-        toSignIn((await authApi.acceptAsNew(token, field(form, 'password'), field(form, 'name') || undefined)).email);
+        const password = field(form, 'password');
+        const joined = await authApi.acceptAsNew(token, password, field(form, 'name') || undefined);
+        try {
+          await authApi.signIn(joined.email, password);
+        } catch {
+          return toSignIn(joined.email, links.welcome(joined.org_id));
+        }
+        location.assign(links.welcome(joined.org_id));
       }
     });
   };
@@ -125,3 +140,5 @@ export const invite: OpenPage = async () => {
 };
 
 export const outbox: OpenPage = async () => <OutboxView messages={(await outboxApi.messages()).items} />;
+
+export const notFound: OpenPage = async () => <NotFoundView path={location.pathname} />;

@@ -2,7 +2,8 @@
 import { useState } from 'hono/jsx/dom';
 import type { Fleet } from '../../ui/api-types.ts';
 import { FleetView } from '../../ui/views/fleet.tsx';
-import { attempt, fail } from '../chrome.ts';
+import { attempt } from '../chrome.ts';
+import { Notice } from '../../ui/widgets.tsx';
 import { accountApi } from '../endpoints.ts';
 import { useInterval } from '../hooks.ts';
 import type { SignedInPage } from '../signed-in.ts';
@@ -16,9 +17,11 @@ function FleetPage({ initial }: { initial: Fleet }) {
 }
 
 export const fleet: SignedInPage = async ({ user }) => {
-  if (!user.is_operator) {
-    fail('The fleet page is for service operators.');
-    return <FleetView />;
-  }
+  if (!user.is_operator)
+    return (
+      <Notice id="fleet-refused" title="The fleet page is for the service’s operators.">
+        <p>It shows the prover agents and the queue of the whole service, not of one organization.</p>
+      </Notice>
+    );
   return <FleetPage initial={await accountApi.fleet()} />;
 };

@@ -2,10 +2,12 @@
 import { useState } from 'hono/jsx/dom';
 import type { ApiKey, Organization } from '../../ui/api-types.ts';
 import { scopesFor, type KeyScope } from '../../ui/states.ts';
+import { shownText } from '../../ui/format.ts';
 import { KeysView } from '../../ui/views/keys.tsx';
 import { attempt, say } from '../chrome.ts';
 import { copyText, field, formOf } from '../dom.ts';
 import type { OrgApi } from '../endpoints.ts';
+import { ask } from '../confirm.tsx';
 import type { SignedInPage } from '../signed-in.ts';
 
 function KeysPage({ api, org, initial }: { api: OrgApi; org: Organization; initial: ApiKey[] }) {
@@ -27,16 +29,31 @@ function KeysPage({ api, org, initial }: { api: OrgApi; org: Organization; initi
       await reload();
     });
   };
-  const revoke = (key: ApiKey) => {
-    if (!confirm(`Revoke ${key.name} (${key.prefix || key.id})? Calls with it fail at once.`)) return;
-    void attempt(async () => {
+  const revoke = async (key: ApiKey) => {
+    const named = key.name ? ` “${shownText(key.name)}”` : '';
+    const yes = await ask({
+      title: `Revoke the API key${named} of ${shownText(key.owner)} (${key.prefix ? `${key.prefix}…` : key.id})?`,
+      body: <p>Every call made with it is refused from now on, including by programs and CI jobs that use it.</p>,
+      action: 'Revoke key',
+      irreversible: true,
+    });
+    if (!yes) return;
+    await attempt(async () => {
       await api.revokeApiKey(key.id);
       say('Key revoked.');
       await reload();
     });
   };
   return (
-    <KeysView keys={keys} created={created} scopes={scopes} onCreate={create} onCopy={() => void copyText(created)} onRevoke={revoke} />
+    <KeysView
+      keys={keys}
+      created={created}
+      scopes={scopes}
+      base={location.origin}
+      onCreate={create}
+      onCopy={() => void copyText(created)}
+      onRevoke={(key) => void revoke(key)}
+    />
   );
 }
 

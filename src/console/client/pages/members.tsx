@@ -3,7 +3,9 @@ import { useState } from 'hono/jsx/dom';
 import type { AuditEntry, Invite, Member, Organization, Page, Role } from '../../ui/api-types.ts';
 import { grantableRoles, may, ROLES } from '../../ui/states.ts';
 import { MembersView, type MemberActions } from '../../ui/views/members.tsx';
-import { attempt, fail, say } from '../chrome.ts';
+import { Notice } from '../../ui/widgets.tsx';
+import { attempt, say } from '../chrome.ts';
+import { ask } from '../confirm.tsx';
 import { field, formOf } from '../dom.ts';
 import type { OrgApi } from '../endpoints.ts';
 import { firstPage, usePaged } from '../hooks.ts';
@@ -36,13 +38,23 @@ function MembersPage({ api, org, ...initial }: MembersPageProps) {
       if (!role) return;
       void attempt(async () => say((await api.setRole(m.user_id, role)).message)).then(() => attempt(reloadMembers));
     },
-    onRemove: (m) => {
-      if (!confirm(`Remove ${m.email}? Their sessions end and their keys are revoked.`)) return;
-      void attempt(async () => {
-        say((await api.removeMember(m.user_id)).message);
-        await Promise.all([reloadMembers(), audit.go(1)]);
-      });
-    },
+    onRemove: (m) =>
+      void (async () => {
+        const yes = await ask({
+          title: `Remove ${m.email} from ${org.name}?`,
+          body: (
+            <p>
+              {`Their console sessions end, and the API keys they made and the invitations they sent for ${org.name} are revoked. They can rejoin only by a new invitation.`}
+            </p>
+          ),
+          action: 'Remove member',
+        });
+        if (!yes) return;
+        await attempt(async () => {
+          say((await api.removeMember(m.user_id)).message);
+          await Promise.all([reloadMembers(), audit.go(1)]);
+        });
+      })(),
   };
 
   const invite = (event: Event) => {
@@ -58,11 +70,18 @@ function MembersPage({ api, org, ...initial }: MembersPageProps) {
       await Promise.all([reloadInvites(), audit.go(1)]);
     });
   };
-  const revokeInvite = (i: Invite) =>
-    void attempt(async () => {
+  const revokeInvite = async (i: Invite) => {
+    const yes = await ask({
+      title: `Revoke the invitation of ${i.email}?`,
+      body: <p>{`Its link stops working; ${i.email} can join ${org.name} only by a new invitation.`}</p>,
+      action: 'Revoke invitation',
+    });
+    if (!yes) return;
+    await attempt(async () => {
       say((await api.revokeInvite(i.id)).message);
       await reloadInvites();
     });
+  };
 
   return (
     <MembersView
@@ -72,17 +91,20 @@ function MembersPage({ api, org, ...initial }: MembersPageProps) {
       invitable={grantable}
       memberActions={memberActions}
       onInvite={invite}
-      onRevokeInvite={revokeInvite}
+      onRevokeInvite={(i) => void revokeInvite(i)}
       onAuditPage={audit.onPage}
     />
   );
 }
 
 export const members: SignedInPage = async ({ api, org }) => {
-  if (!may(org.role, 'members.manage')) {
-    fail(`Only owners and admins manage members; you are a ${org.role} of ${org.name}.`);
-    return <MembersView refused />;
-  }
+  // Not in this person's navigation; opened anyway (an old link), it says who manages members.
+  if (!may(org.role, 'members.manage'))
+    return (
+      <Notice id="members-refused" title={`Owners and admins manage the members of ${org.name}.`}>
+        <p>{`You are a ${org.role} here: ask an owner or admin to invite someone or to change a role.`}</p>
+      </Notice>
+    );
   const [list, invites, audit] = await Promise.all([api.members(), api.invites(), api.audit(firstPage())]);
   return <MembersPage api={api} org={org} members={list.items} invites={invites.items} audit={audit} />;
 };

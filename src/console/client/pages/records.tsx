@@ -4,13 +4,14 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'hono/jsx/dom';
 import type { ConsoleProof, ExecutionRecord, Page, ProgramDetail, ProgramRecord, ProjectRecord, ProofDetail } from '../../ui/api-types.ts';
 import { shortId } from '../../ui/format.ts';
 import { isFinalProofState, may } from '../../ui/states.ts';
-import { ExecutionView, ProgramView, ProjectView, ProjectsView, ProofView, ProofsView } from '../../ui/views/records.tsx';
+import { ExecutionView, type Guide, ProgramView, ProjectView, ProjectsView, ProofView, ProofsView } from '../../ui/views/records.tsx';
 import { EstimateView } from '../../ui/views/estimate.tsx';
 import { attempt, fail, say, setHeading } from '../chrome.ts';
 import { formOf, formQuery, pathId, saveFile, sleep, withParams } from '../dom.ts';
 import type { OrgApi } from '../endpoints.ts';
 import { firstPage, useDebounced, useLatest, usePaged } from '../hooks.ts';
-import type { SignedInPage } from '../signed-in.ts';
+import { ask } from '../confirm.tsx';
+import { guideFor, type SignedInPage } from '../signed-in.ts';
 
 /** How often a running proof's page reads its record and log. */
 const POLL_MS = 1000;
@@ -18,35 +19,69 @@ const POLL_MS = 1000;
 // ---------------------------------------------------------------------------
 // Lists with filters: reloaded as the filters change, once typing pauses.
 
-function ProjectsPage({ api, initial }: { api: OrgApi; initial: Page<ProjectRecord> }) {
+/** A list whose filter form narrows it: `filtered` while any of `narrowing` is set (an empty list then means no match). */
+function useFiltered<T>(paged: ReturnType<typeof usePaged<T>>, narrowing: readonly string[]) {
+  const [filtered, setFiltered] = useState(false);
+  const filter = useDebounced((form: HTMLFormElement) => {
+    const query = formQuery(form);
+    setFiltered(narrowing.some((name) => query.has(name)));
+    void attempt(() => paged.refilter(query));
+  });
+  return { filtered, onFilter: (event: Event) => filter(formOf(event)) };
+}
+
+function ProjectsPage({ api, initial, guide }: { api: OrgApi; initial: Page<ProjectRecord>; guide: Guide }) {
   const projects = usePaged(initial, api.projects);
-  const filter = useDebounced((form: HTMLFormElement) => void attempt(() => projects.refilter(formQuery(form))));
-  return <ProjectsView projects={projects.list} onFilter={(event) => filter(formOf(event))} onPage={projects.onPage} />;
+  const { filtered, onFilter } = useFiltered(projects, ['search']);
+  return <ProjectsView projects={projects.list} filtered={filtered} guide={guide} onFilter={onFilter} onPage={projects.onPage} />;
 }
 
-export const projects: SignedInPage = async ({ api }) => <ProjectsPage api={api} initial={await api.projects(firstPage())} />;
+export const projects: SignedInPage = async (signedIn) => (
+  <ProjectsPage api={signedIn.api} initial={await signedIn.api.projects(firstPage())} guide={guideFor(signedIn)} />
+);
 
-function ProofsPage({ api, initial }: { api: OrgApi; initial: Page<ConsoleProof> }) {
+interface ProofsPageProps {
+  api: OrgApi;
+  initial: Page<ConsoleProof>;
+  guide: Guide;
+  program?: ProgramRecord;
+}
+
+function ProofsPage({ api, initial, guide, program }: ProofsPageProps) {
   const proofs = usePaged(initial, api.proofs);
-  const filter = useDebounced((form: HTMLFormElement) => void attempt(() => proofs.refilter(formQuery(form))));
-  return <ProofsView proofs={proofs.list} onFilter={(event) => filter(formOf(event))} onPage={proofs.onPage} />;
+  const { filtered, onFilter } = useFiltered(proofs, ['search', 'state', 'from', 'to']);
+  return <ProofsView proofs={proofs.list} filtered={filtered} guide={guide} program={program} onFilter={onFilter} onPage={proofs.onPage} />;
 }
 
-export const proofs: SignedInPage = async ({ api }) => <ProofsPage api={api} initial={await api.proofs(firstPage())} />;
+export const proofs: SignedInPage = async (signedIn) => {
+  const { api } = signedIn;
+  const initial = await api.proofs(firstPage());
+  // No proofs yet: the next step proves the organization's latest program, if it has one.
+  const program = initial.pagination.total ? undefined : (await api.programs(firstPage({ page_size: '1' }))).items[0];
+  return <ProofsPage api={api} initial={initial} guide={guideFor(signedIn, program?.config_uuid)} program={program} />;
+};
 
 // ---------------------------------------------------------------------------
 // A project and a program, with their lists
 
-function ProjectPage({ api, project, programs }: { api: OrgApi; project: ProjectRecord; programs: Page<ProgramRecord> }) {
-  const list = usePaged(programs, (query) => api.programs(withParams(query, { project_id: project.id })));
-  return <ProjectView project={project} programs={list.list} onPage={list.onPage} />;
+interface ProjectPageProps {
+  api: OrgApi;
+  project: ProjectRecord;
+  programs: Page<ProgramRecord>;
+  guide: Guide;
 }
 
-export const project: SignedInPage = async ({ api }) => {
+function ProjectPage({ api, project, programs, guide }: ProjectPageProps) {
+  const list = usePaged(programs, (query) => api.programs(withParams(query, { project_id: project.id })));
+  return <ProjectView project={project} programs={list.list} guide={guide} onPage={list.onPage} />;
+}
+
+export const project: SignedInPage = async (signedIn) => {
+  const { api } = signedIn;
   const id = pathId();
   const [record, programs] = await Promise.all([api.project(id), api.programs(firstPage({ project_id: id }))]);
   setHeading(`Project ${record.name}`);
-  return <ProjectPage api={api} project={record} programs={programs} />;
+  return <ProjectPage api={api} project={record} programs={programs} guide={guideFor(signedIn)} />;
 };
 
 interface ProgramPageProps {
@@ -55,25 +90,41 @@ interface ProgramPageProps {
   proofs: Page<ConsoleProof>;
   executions: ExecutionRecord[];
   canDelete: boolean;
+  guide: Guide;
 }
 
-function ProgramPage({ api, program, proofs, executions, canDelete }: ProgramPageProps) {
+function ProgramPage({ api, program, proofs, executions, canDelete, guide }: ProgramPageProps) {
   const list = usePaged(proofs, (query) => api.proofs(withParams(query, { program_id: program.id })));
   const [shown, setShown] = useState(program);
-  const remove = () => {
-    if (!confirm('Delete this program’s ELF, VMEXE and logs? Its record stays; nothing more can be proved with it.')) return;
-    void attempt(async () => {
+  const remove = async () => {
+    const yes = await ask({
+      title: `Delete the files of the program ${program.name}?`,
+      body: <p>Its ELF, VMEXE and logs are deleted; its record and its proofs’ records stay. Nothing more can be run or proved with it.</p>,
+      action: 'Delete program files',
+      irreversible: true,
+    });
+    if (!yes) return;
+    await attempt(async () => {
       await api.deleteProgram(program.id);
-      say('Program files deleted');
+      say(`The files of ${program.name} are deleted.`);
       setShown(await api.program(program.id));
     });
   };
   return (
-    <ProgramView program={shown} proofs={list.list} executions={executions} onPage={list.onPage} onDelete={remove} canDelete={canDelete} />
+    <ProgramView
+      program={shown}
+      proofs={list.list}
+      executions={executions}
+      guide={guide}
+      onPage={list.onPage}
+      onDelete={() => void remove()}
+      canDelete={canDelete}
+    />
   );
 }
 
-export const program: SignedInPage = async ({ api, org }) => {
+export const program: SignedInPage = async (signedIn) => {
+  const { api, org } = signedIn;
   const id = pathId();
   const [record, proofs, executions, estimate] = await Promise.all([
     api.program(id),
@@ -84,7 +135,14 @@ export const program: SignedInPage = async ({ api, org }) => {
   setHeading(`Program ${record.name}`);
   return (
     <>
-      <ProgramPage api={api} program={record} proofs={proofs} executions={executions.items} canDelete={may(org.role, 'records.delete')} />
+      <ProgramPage
+        api={api}
+        program={record}
+        proofs={proofs}
+        executions={executions.items}
+        canDelete={may(org.role, 'records.delete')}
+        guide={guideFor(signedIn, record.config_uuid)}
+      />
       <EstimateView estimate={estimate} />
     </>
   );
@@ -125,12 +183,14 @@ async function readLog(api: OrgApi, id: string, offset: number, onText: (text: s
 interface ProofPageProps {
   api: OrgApi;
   initial: ProofDetail;
+  /** Its program's config's engine: what the proof runs on. */
+  engine: string;
   log: { text: string; next: number };
   canCancel: boolean;
   canDelete: boolean;
 }
 
-function ProofPage({ api, initial, log, canCancel, canDelete }: ProofPageProps) {
+function ProofPage({ api, initial, engine, log, canCancel, canDelete }: ProofPageProps) {
   const id = initial.id;
   const [proof, setProof] = useState(initial);
   const [logs, setLogs] = useState(log.text);
@@ -189,18 +249,30 @@ function ProofPage({ api, initial, log, canCancel, canDelete }: ProofPageProps) 
     };
   }, []);
 
-  const cancel = () => {
-    if (!confirm('Cancel this proof?')) return;
-    void attempt(async () => {
+  const name = `${shortId(id)} of ${initial.program_name}`;
+  const cancel = async () => {
+    const yes = await ask({
+      title: `Cancel the proof ${name}?`,
+      body: <p>A queued proof ends Canceled at once; a running one stops within seconds and is charged only up to the cancel.</p>,
+      action: 'Cancel proof',
+    });
+    if (!yes) return;
+    await attempt(async () => {
       say((await api.cancelProof(id)).message);
       show(await api.proof(id));
     });
   };
-  const remove = () => {
-    if (!confirm('Delete this proof’s input, proof files and logs? Its record stays, with its cost.')) return;
-    void attempt(async () => {
+  const remove = async () => {
+    const yes = await ask({
+      title: `Delete the files of the proof ${name}?`,
+      body: <p>Its input, its proof files and its logs are deleted; its record stays, with its cost.</p>,
+      action: 'Delete proof files',
+      irreversible: true,
+    });
+    if (!yes) return;
+    await attempt(async () => {
       await api.deleteProof(id);
-      say('Proof files deleted');
+      say('The proof’s files are deleted.');
       show(await api.proof(id));
       setLogs('');
     });
@@ -211,13 +283,14 @@ function ProofPage({ api, initial, log, canCancel, canDelete }: ProofPageProps) 
   return (
     <ProofView
       proof={proof}
+      engine={engine}
       logs={logs}
       follow={follow}
       logsRef={logsBox}
       onDownload={download}
-      onCancel={cancel}
+      onCancel={() => void cancel()}
       canCancel={canCancel}
-      onDelete={remove}
+      onDelete={() => void remove()}
       canDelete={canDelete}
       onFollow={(event) => setFollow((event.currentTarget as HTMLInputElement).checked)}
     />
@@ -229,12 +302,16 @@ export const proof: SignedInPage = async ({ api, org }) => {
   const record = await api.proof(id);
   setHeading(`Proof ${shortId(record.id)}`);
   let text = '';
-  // A deleted proof has no log left to read.
-  const next = record.deleted_at ? 0 : await readLog(api, id, 0, (part) => (text += part));
+  // A deleted proof has no log left to read. Its program says its engine: what it runs on.
+  const [next, programRecord] = await Promise.all([
+    record.deleted_at ? 0 : readLog(api, id, 0, (part) => (text += part)),
+    api.program(record.program_uuid),
+  ]);
   return (
     <ProofPage
       api={api}
       initial={record}
+      engine={programRecord.artifacts.engine}
       log={{ text, next }}
       canCancel={may(org.role, 'jobs.cancel')}
       canDelete={may(org.role, 'records.delete')}

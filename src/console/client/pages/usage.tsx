@@ -2,6 +2,7 @@
 // per day drawn by uPlot, which the page loads beside this script (/console/vendor).
 import { useEffect, useRef, useState } from 'hono/jsx/dom';
 import type uPlot from 'uplot/dist/uPlot';
+import { formatUsd, MICRO_USD_PER_USD, microFromUsd, usdFromMicro } from '../../ui/format.ts';
 import { may } from '../../ui/states.ts';
 import type { Budget, OrgLimits, Usage } from '../../ui/api-types.ts';
 import { BudgetView } from '../../ui/views/budget.tsx';
@@ -26,6 +27,10 @@ interface Range {
   to: string;
 }
 
+const CHART_HEIGHT = 260;
+/** The chart fills its box (at least 200 px: a narrow phone's). */
+const chartWidth = (box: HTMLElement) => Math.max(200, box.clientWidth || 600);
+
 /** Proofs as bars and cost as a line, per day, into `box`; the chart, to destroy before the next. */
 function drawChart(box: HTMLElement, usage: Usage): uPlot | undefined {
   const UPlot = window.uPlot;
@@ -37,28 +42,34 @@ function drawChart(box: HTMLElement, usage: Usage): uPlot | undefined {
   const data: uPlot.AlignedData = [
     usage.days.map((d) => Date.parse(d.date) / 1000),
     usage.days.map((d) => d.proofs),
-    usage.days.map((d) => d.cost / 1e6),
+    usage.days.map((d) => usdFromMicro(d.cost)),
   ];
   const opts: uPlot.Options = {
-    width: Math.max(300, box.clientWidth || 600),
-    height: 260,
+    width: chartWidth(box),
+    height: CHART_HEIGHT,
     series: [
       {},
       { label: 'Proofs', stroke: '#3b82f6', fill: 'rgba(59,130,246,0.35)', paths: UPlot.paths.bars?.({ size: [0.6, 40] }), scale: 'n' },
-      { label: 'Cost (USD)', stroke: '#f59e0b', width: 2, scale: 'usd' },
+      {
+        label: 'Cost',
+        stroke: '#f59e0b',
+        width: 2,
+        scale: 'usd',
+        value: (_u, v) => (v === null ? '—' : formatUsd(Math.round(v * MICRO_USD_PER_USD))),
+      },
     ],
     axes: [
       { stroke: fg },
       { scale: 'n', stroke: fg, label: 'Proofs' },
-      // Costs of dev and small proofs are fractions of a cent: enough digits to tell ticks apart.
+      // Costs of dev and small proofs are fractions of a cent: formatUsd keeps their digits.
       {
         scale: 'usd',
         side: 1,
         stroke: fg,
-        label: 'USD',
+        label: 'Cost',
         grid: { show: false },
         size: 70,
-        values: (_u, ticks) => ticks.map((v) => (v < 0.01 ? v.toFixed(6) : v.toFixed(2))),
+        values: (_u, ticks) => ticks.map((v) => formatUsd(Math.round(v * MICRO_USD_PER_USD))),
       },
     ],
     scales: { x: { time: true }, n: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
@@ -71,9 +82,17 @@ function UsagePage({ api, initial, range: initialRange }: { api: OrgApi; initial
   const [range, setRange] = useState(initialRange);
   const chartBox = useRef<HTMLDivElement | null>(null);
 
+  // Drawn to the box's width, and again as it changes (a phone turned, a window resized).
   useEffect(() => {
-    const chart = chartBox.current && drawChart(chartBox.current, usage);
-    return () => chart?.destroy();
+    const box = chartBox.current;
+    const chart = box && drawChart(box, usage);
+    if (!box || !chart) return;
+    const resized = new ResizeObserver(() => chart.setSize({ width: chartWidth(box), height: CHART_HEIGHT }));
+    resized.observe(box);
+    return () => {
+      resized.disconnect();
+      chart.destroy();
+    };
   }, [usage]);
 
   const changeRange = (event: Event) => {
@@ -91,13 +110,12 @@ function BudgetPanel({ api, initial, canManage }: { api: OrgApi; initial: Budget
   const save = (event: Event) => {
     event.preventDefault();
     const form = formOf(event);
-    const usd = field(form, 'usd').trim();
     const gpuHours = field(form, 'gpu_hours').trim();
     void attempt(
       async () =>
         setBudget(
           await api.setBudget({
-            monthly_cost: usd ? Math.round(Number(usd) * 1e6) : null,
+            monthly_cost: microFromUsd(field(form, 'usd')),
             monthly_gpu_hours: gpuHours ? Number(gpuHours) : null,
           }),
         ),
@@ -114,13 +132,12 @@ function LimitsPanel({ api, initial, canManage }: { api: OrgApi; initial: OrgLim
     event.preventDefault();
     const form = formOf(event);
     const int = (name: string) => (field(form, name).trim() ? Number(field(form, name)) : null);
-    const usd = field(form, 'usd').trim();
     void attempt(
       async () =>
         setLimits(
           await api.setOrgLimits({
             default_cycle_limit: int('cycles'),
-            default_cost_limit: usd ? Math.round(Number(usd) * 1e6) : null,
+            default_cost_limit: microFromUsd(field(form, 'usd')),
             default_deadline_seconds: int('deadline'),
           }),
         ),

@@ -9,6 +9,7 @@ import { attempt, say, setHeading } from '../chrome.ts';
 import { copyText, field, formOf, formQuery, pathId } from '../dom.ts';
 import type { OrgApi } from '../endpoints.ts';
 import { firstPage, useInterval, usePaged } from '../hooks.ts';
+import { ask } from '../confirm.tsx';
 import type { SignedInPage } from '../signed-in.ts';
 
 /** How often an endpoint's page reloads its deliveries while one is pending. */
@@ -55,8 +56,7 @@ function WebhooksPage({ api, org, initial }: { api: OrgApi; org: Organization; i
 }
 
 export const webhooks: SignedInPage = async ({ api, org }) => {
-  if (!may(org.role, 'webhooks.manage'))
-    say(`Only owners and admins add and change webhook endpoints; you are a ${org.role} of ${org.name}.`);
+  if (!may(org.role, 'webhooks.manage')) say(`Owners and admins add and change webhook endpoints; you are a ${org.role} of ${org.name}.`);
   return <WebhooksPage api={api} org={org} initial={await api.webhooks(firstPage())} />;
 };
 
@@ -88,19 +88,32 @@ function WebhookPage({ api, org, initial, deliveries }: WebhookPageProps) {
     const change = { url: field(form, 'url'), description: field(form, 'description'), events: chosenEvents(form) };
     void attempt(async () => show(await api.updateWebhook(id, change)), 'Endpoint saved.');
   };
-  const rotate = () =>
-    void attempt(async () => {
-      if (!confirm('Rotate the signing secret? The previous one keeps signing for 24 hours.')) return;
+  const rotate = async () => {
+    const yes = await ask({
+      title: `Rotate the signing secret of ${endpoint.url}?`,
+      body: <p>A new secret is shown once. For 24 hours deliveries are signed with both; after that only the new one verifies.</p>,
+      action: 'Rotate secret',
+    });
+    if (!yes) return;
+    await attempt(async () => {
       const { secret: rotated, ...record } = await api.rotateWebhookSecret(id);
       setSecret(rotated);
       show(record);
     });
-  const remove = () =>
-    void attempt(async () => {
-      if (!confirm(`Delete the endpoint ${endpoint.url}? Its pending deliveries are not sent.`)) return;
+  };
+  const remove = async () => {
+    const yes = await ask({
+      title: `Delete the webhook endpoint ${endpoint.url}?`,
+      body: <p>It gets no more events and its pending deliveries are not sent.</p>,
+      action: 'Delete endpoint',
+      irreversible: true,
+    });
+    if (!yes) return;
+    await attempt(async () => {
       await api.deleteWebhook(id);
       location.assign(links.webhooks);
     });
+  };
   const redeliver = (delivery: WebhookDelivery) =>
     void attempt(async () => {
       await api.redeliver(id, delivery.id);
@@ -127,8 +140,8 @@ function WebhookPage({ api, org, initial, deliveries }: WebhookPageProps) {
           endpoint.disabled ? 'Endpoint enabled.' : 'Endpoint disabled.',
         )
       }
-      onRotate={rotate}
-      onDelete={remove}
+      onRotate={() => void rotate()}
+      onDelete={() => void remove()}
       onSave={save}
       onStatusFilter={(event) => {
         const filters = formQuery(formOf(event));

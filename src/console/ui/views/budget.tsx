@@ -2,17 +2,15 @@
 // this month's usage against them, the threshold notices, and (owners and admins) the
 // form that sets them.
 import type { Budget } from '../api-types.ts';
-import { formatDate, formatUsd } from '../format.ts';
+import { formatAmount, formatDate, formatUsd, percentOf, usdFromMicro } from '../format.ts';
 import { type Fact, Facts } from '../widgets.tsx';
-
-const percent = (used: number, limit: number | null) => (limit ? ` (${Math.floor((used / limit) * 100)} %)` : '');
 
 const facts = (b: Budget): Fact[] => [
   ['Month (UTC)', b.month],
-  ['Spending budget (USD)', b.monthly_cost === null ? 'none' : formatUsd(b.monthly_cost)],
-  ['Spent (USD)', formatUsd(b.used_cost) + percent(b.used_cost, b.monthly_cost)],
-  ['GPU-hour budget', b.monthly_gpu_hours === null ? 'none' : String(b.monthly_gpu_hours)],
-  ['GPU-hours used', String(b.used_gpu_hours) + percent(b.used_gpu_hours, b.monthly_gpu_hours)],
+  ['Spending budget', b.monthly_cost === null ? 'none' : formatUsd(b.monthly_cost)],
+  ['Spent', formatUsd(b.used_cost) + percentOf(b.used_cost, b.monthly_cost)],
+  ['GPU-hour budget', b.monthly_gpu_hours === null ? 'none' : formatAmount(b.monthly_gpu_hours)],
+  ['GPU-hours used', formatAmount(b.used_gpu_hours) + percentOf(b.used_gpu_hours, b.monthly_gpu_hours)],
 ];
 
 const noticeText = (n: Budget['notices'][number]) =>
@@ -45,7 +43,7 @@ export const BudgetView = ({ budget, canManage, onSave }: BudgetViewProps) => (
             type="number"
             min="0"
             step="0.01"
-            value={budget?.monthly_cost == null ? '' : String(budget.monthly_cost / 1e6)}
+            value={budget?.monthly_cost == null ? '' : String(usdFromMicro(budget.monthly_cost))}
             placeholder="none"
           />
         </label>

@@ -4,10 +4,12 @@ import { KEY_SCOPES, type KeyScope } from '../states.ts';
 import type { ApiKey } from '../api-types.ts';
 import { formatDate, NONE } from '../format.ts';
 import { type Column, DataTable } from '../table.tsx';
-import { ShownOnce } from '../widgets.tsx';
+import { tryKey } from '../snippets.ts';
+import { EmptyState, ShownOnce, Snippet } from '../widgets.tsx';
 
 const keyColumns = (onRevoke?: (key: ApiKey) => void): Column<ApiKey>[] => [
-  { header: 'Name', cell: (k) => k.name },
+  { header: 'Name', cell: (k) => k.name ?? NONE },
+  { header: 'Owner', cell: (k) => k.owner },
   { header: 'Prefix', cell: (k) => <code>{k.prefix ? `${k.prefix}…` : NONE}</code> },
   { header: 'Scope', cell: (k) => <span title={KEY_SCOPES[k.scope].covers}>{k.scope}</span> },
   { header: 'Created', cell: (k) => formatDate(k.created_at) },
@@ -28,6 +30,8 @@ export interface KeysViewProps {
   created?: string;
   /** The scopes the signed-in role may give a key (all of them until known), the first the default. */
   scopes?: readonly KeyScope[];
+  /** This service's address, for the commands that try the key just made. */
+  base?: string;
   onCreate?: (event: Event) => void;
   onCopy?: () => void;
   onRevoke?: (key: ApiKey) => void;
@@ -35,7 +39,7 @@ export interface KeysViewProps {
 
 const SCOPE_ORDER = Object.keys(KEY_SCOPES) as KeyScope[];
 
-export const KeysView = ({ keys, created, scopes = SCOPE_ORDER, onCreate, onCopy, onRevoke }: KeysViewProps) => (
+export const KeysView = ({ keys, created, scopes = SCOPE_ORDER, base, onCreate, onCopy, onRevoke }: KeysViewProps) => (
   <>
     <form id="key-form" class="filters card" onSubmit={onCreate}>
       <label>
@@ -64,6 +68,20 @@ export const KeysView = ({ keys, created, scopes = SCOPE_ORDER, onCreate, onCopy
       value={created}
       onCopy={onCopy}
     />
-    <DataTable id="keys" caption="API keys" columns={keyColumns(onRevoke)} rows={keys} empty="No active keys." />
+    {created && base && <Snippet label="Try it, then point cargo axiom at this service" code={tryKey(base, created)} />}
+    <DataTable
+      id="keys"
+      caption="API keys"
+      columns={keyColumns(onRevoke)}
+      rows={keys}
+      empty={
+        <EmptyState id="keys-empty" title="No API keys yet.">
+          <p>
+            Programs are registered and proved with an API key: create one above (it is shown once), then use it with curl or{' '}
+            <code>cargo axiom</code>.
+          </p>
+        </EmptyState>
+      }
+    />
   </>
 );

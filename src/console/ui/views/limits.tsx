@@ -2,17 +2,20 @@
 // share"): its jobs' default limits, with the form that sets them (owners and admins),
 // and its quotas against what it uses now (the operator sets those).
 import type { OrgLimits } from '../api-types.ts';
-import { formatUsd } from '../format.ts';
+import { formatCount, formatSeconds, formatUsd, usdFromMicro } from '../format.ts';
 import { type Fact, Facts } from '../widgets.tsx';
 
-const none = (v: number | null, show: (v: number) => string = String) => (v === null ? 'none' : show(v));
+const none = (v: number | null, show: (v: number) => string) => (v === null ? 'none' : show(v));
 
 const facts = (l: OrgLimits): Fact[] => [
-  ['Default cycle limit', none(l.default_cycle_limit)],
-  ['Default cost limit (USD)', none(l.default_cost_limit, formatUsd)],
-  ['Default deadline', none(l.default_deadline_seconds, (s) => `${s} s`)],
-  ['Queued or running jobs', `${l.active_jobs} of ${l.max_active_jobs} (running: ${l.running_jobs})`],
-  ['GPUs held', `${l.held_gpus} of ${l.max_gpus} (running: ${l.running_gpus})`],
+  ['Default cycle limit', none(l.default_cycle_limit, formatCount)],
+  ['Default cost limit', none(l.default_cost_limit, formatUsd)],
+  ['Default deadline', none(l.default_deadline_seconds, formatSeconds)],
+  [
+    'Queued or running jobs',
+    `${formatCount(l.active_jobs)} of ${formatCount(l.max_active_jobs)} (running: ${formatCount(l.running_jobs)})`,
+  ],
+  ['GPUs held', `${formatCount(l.held_gpus)} of ${formatCount(l.max_gpus)} (running: ${formatCount(l.running_gpus)})`],
 ];
 
 export interface LimitsViewProps {
@@ -38,7 +41,7 @@ export const LimitsView = ({ limits, canManage, onSave }: LimitsViewProps) => (
             type="number"
             min="0.000001"
             step="0.000001"
-            value={limits?.default_cost_limit == null ? '' : String(limits.default_cost_limit / 1e6)}
+            value={limits?.default_cost_limit == null ? '' : String(usdFromMicro(limits.default_cost_limit))}
             placeholder="none"
           />
         </label>

@@ -1,4 +1,5 @@
-// Members, invitations and the audit log (owners and admins only).
+// Members, invitations and the audit log (owners and admins only: the navigation shows
+// the page to no one else, and the client shows anyone else who opens it who may).
 import type { AuditEntry, Invite, Member, Page, Role } from '../api-types.ts';
 import { INVITE_TTL_DAYS } from '../../../lib/limits.ts';
 import { formatDate, NONE } from '../format.ts';
@@ -77,8 +78,6 @@ const auditColumns: Column<AuditEntry>[] = [
 const INVITE_ROLES: readonly Role[] = ['member', 'viewer', 'admin', 'owner'];
 
 export interface MembersViewProps {
-  /** Members may not manage members: the whole section stays hidden. */
-  refused?: boolean;
   members?: Member[];
   invites?: Invite[];
   audit?: Page<AuditEntry>;
@@ -91,7 +90,7 @@ export interface MembersViewProps {
 }
 
 export const MembersView = (props: MembersViewProps) => (
-  <section id="members-section" hidden={props.refused}>
+  <section id="members-section">
     <DataTable id="members" caption="Members" columns={memberColumns(props.memberActions)} rows={props.members} />
     <h2>Invite</h2>
     <form id="invite-create" class="filters card" onSubmit={props.onInvite}>

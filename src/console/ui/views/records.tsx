@@ -10,11 +10,12 @@ import type {
   ProjectRecord,
   ProofDetail,
 } from '../api-types.ts';
-import { formatCount, formatDate, formatUsd, NONE, shortId } from '../format.ts';
+import { counted, formatCount, formatDate, formatUsd, jobGpusText, NONE, shortId, shownText } from '../format.ts';
 import { links } from '../site.ts';
+import { registerProgram, runExecution, submitProof } from '../snippets.ts';
 import { isCancelable, PROOF_STATES, PROOF_STEPS } from '../states.ts';
 import { type Column, DataTable, Pager } from '../table.tsx';
-import { DateRange, type Fact, Facts, StateBadge } from '../widgets.tsx';
+import { DateRange, EmptyState, type Fact, Facts, Snippet, StateBadge } from '../widgets.tsx';
 
 /** A filter form: the client reloads the list as its fields change. */
 type FilterEvents = { onFilter?: (event: Event) => void };
@@ -28,18 +29,78 @@ const proofLink = (id: string) => (
 );
 const createdBy = (at: string, by: string) => `${formatDate(at)} by ${by}`;
 
+/**
+ * What an empty list's next step needs, known to the client only: this service's address
+ * (the page's origin), whether the role may register and prove (jobs.submit), and a
+ * config the organization already uses.
+ */
+export interface Guide {
+  base: string;
+  canSubmit: boolean;
+  configId?: string;
+}
+
+/** For a role that may not submit: who may. */
+const askSubmitters = <p>Members, admins and owners register programs and submit proofs; ask one of them, or for that role.</p>;
+
+/** Registering a program: into a project, or (none yet) into a new one. */
+export function RegisterStep({ guide, projectId }: { guide: Guide; projectId?: string }) {
+  if (!guide.canSubmit) return askSubmitters;
+  return (
+    <>
+      <p>
+        {'Register a program with the API or cargo axiom: an ELF and its VMEXE (from '}
+        <code>cargo openvm build</code>
+        {'). Set '}
+        <code>API_KEY</code>
+        {' to a key from '}
+        <a href={links.keys}>API keys</a>
+        {guide.configId ? '.' : '; CONFIG_ID is the config your operator gives you (npm start prints the local one).'}
+      </p>
+      <Snippet
+        label={projectId ? 'Register a program into this project' : 'Register a program (a new project is made for it)'}
+        code={registerProgram(guide.base, projectId ? { projectId } : { projectName: 'my-project' }, guide.configId)}
+      />
+    </>
+  );
+}
+
+/** Proving a program: the command, with its id. */
+export function ProveStep({ guide, programId, programName }: { guide: Guide; programId: string; programName: string }) {
+  if (!guide.canSubmit) return askSubmitters;
+  return (
+    <Snippet
+      label={
+        <>
+          {'Prove '}
+          <a href={links.program(programId)}>{programName}</a>
+          {' (its input: entries of hex, 0x01 then raw bytes)'}
+        </>
+      }
+      code={submitProof(guide.base, programId)}
+    />
+  );
+}
+
 // ---------------------------------------------------------------------------
 // Projects
 
 const projectColumns: Column<ProjectRecord>[] = [
-  { header: 'Name', cell: (p) => <a href={links.project(p.id)}>{p.name}</a> },
+  { header: 'Name', cell: (p) => <a href={links.project(p.id)}>{shownText(p.name)}</a> },
   { header: 'Programs', cell: (p) => formatCount(p.program_count), numeric: true },
   { header: 'Proofs run', cell: (p) => formatCount(p.total_proofs_run), numeric: true },
   { header: 'Last active', cell: (p) => formatDate(p.last_active_at) },
   { header: 'Created by', cell: (p) => p.created_by },
 ];
 
-export const ProjectsView = ({ projects, onFilter, onPage }: { projects?: Page<ProjectRecord> } & FilterEvents & Paging) => (
+export interface ProjectsViewProps extends FilterEvents, Paging {
+  projects?: Page<ProjectRecord>;
+  /** A search is on: an empty list means no match, not no projects. */
+  filtered?: boolean;
+  guide?: Guide;
+}
+
+export const ProjectsView = ({ projects, filtered, guide, onFilter, onPage }: ProjectsViewProps) => (
   <>
     <form id="filters" class="filters" role="search" onInput={onFilter} onSubmit={noSubmit}>
       <label>
@@ -67,14 +128,22 @@ export const ProjectsView = ({ projects, onFilter, onPage }: { projects?: Page<P
       caption="Projects"
       columns={projectColumns}
       rows={projects?.items}
-      empty="No projects yet: register a program with the public API."
+      empty={
+        filtered || !guide ? (
+          'No projects match.'
+        ) : (
+          <EmptyState id="projects-empty" title="No projects yet: a project is made when its first program is registered.">
+            <RegisterStep guide={guide} />
+          </EmptyState>
+        )
+      }
     />
     <Pager id="projects-pager" pagination={projects?.pagination} onGo={onPage} />
   </>
 );
 
 const programColumns: Column<ProgramRecord>[] = [
-  { header: 'Name', cell: (p) => <a href={links.program(p.id)}>{p.name}</a> },
+  { header: 'Name', cell: (p) => <a href={links.program(p.id)}>{shownText(p.name)}</a> },
   { header: 'Status', cell: (p) => <StateBadge state={p.status} /> },
   { header: 'Proofs run', cell: (p) => formatCount(p.proofs_run), numeric: true },
   { header: 'Created', cell: (p) => formatDate(p.created_at) },
@@ -88,11 +157,27 @@ const projectFacts = (p: ProjectRecord): Fact[] => [
   ['Proofs run', formatCount(p.total_proofs_run)],
 ];
 
-export const ProjectView = ({ project, programs, onPage }: { project?: ProjectRecord; programs?: Page<ProgramRecord> } & Paging) => (
+export interface ProjectViewProps extends Paging {
+  project?: ProjectRecord;
+  programs?: Page<ProgramRecord>;
+  guide?: Guide;
+}
+
+export const ProjectView = ({ project, programs, guide, onPage }: ProjectViewProps) => (
   <>
     <Facts id="project-facts" facts={project && projectFacts(project)} />
     <h2>Programs</h2>
-    <DataTable id="programs" caption="Programs of the project" columns={programColumns} rows={programs?.items} />
+    <DataTable
+      id="programs"
+      caption="Programs of the project"
+      columns={programColumns}
+      rows={programs?.items}
+      empty={
+        <EmptyState id="programs-empty" title="No programs in this project yet.">
+          {guide && project && <RegisterStep guide={guide} projectId={project.id} />}
+        </EmptyState>
+      }
+    />
     <Pager id="programs-pager" pagination={programs?.pagination} onGo={onPage} />
   </>
 );
@@ -103,7 +188,7 @@ export const ProjectView = ({ project, programs, onPage }: { project?: ProjectRe
 const programFacts = (p: ProgramDetail): Fact[] => [
   ['Status', <StateBadge state={p.status} />],
   ...(p.deleted_at ? [['Files deleted', formatDate(p.deleted_at)] as Fact] : []),
-  ['Project', <a href={links.project(p.project_id)}>{p.project_name}</a>],
+  ['Project', <a href={links.project(p.project_id)}>{shownText(p.project_name)}</a>],
   ['Id', <code>{p.id}</code>],
   ['Program hash (ELF SHA-256)', <code>{p.program_hash}</code>],
   ['App exe commit', <code>{p.artifacts.app_exe_commit || NONE}</code>],
@@ -125,14 +210,14 @@ const programProofColumns: Column<ConsoleProof>[] = [
   { header: 'State', cell: (p) => <StateBadge state={p.state} /> },
   { header: 'Type', cell: (p) => p.proof_type },
   { header: 'Created', cell: (p) => formatDate(p.created_at) },
-  { header: 'Cost (USD)', cell: (p) => formatUsd(p.cost), numeric: true },
+  { header: 'Cost', cell: (p) => formatUsd(p.cost), numeric: true },
 ];
 
 /** A proof's or execution's limits, in words (README "Job limits"). */
 export const limitsText = (r: Pick<ExecutionRecord, 'cycle_limit' | 'cost_limit' | 'deadline_at'>): string =>
   [
     r.cycle_limit !== null ? `${formatCount(r.cycle_limit)} cycles` : null,
-    r.cost_limit !== null ? `${formatUsd(r.cost_limit)} USD` : null,
+    r.cost_limit !== null ? formatUsd(r.cost_limit) : null,
     r.deadline_at !== null ? `done by ${formatDate(r.deadline_at)}` : null,
   ]
     .filter((x) => x !== null)
@@ -153,7 +238,7 @@ export const waitingText = (
       jobs_ahead: 'jobs ahead of it',
       starting: 'next: starting',
     }[r.waiting_reason];
-  const ahead = r.jobs_ahead ? ` (${formatCount(r.jobs_ahead)} jobs ahead)` : '';
+  const ahead = r.jobs_ahead ? ` (${counted(r.jobs_ahead, 'job')} ahead)` : '';
   const eta = r.estimated_start_at ? `; likely to start ${formatDate(r.estimated_start_at)} (estimated)` : '';
   return `${why}${ahead}${eta}`;
 };
@@ -175,20 +260,29 @@ const executionColumns: Column<ExecutionRecord>[] = [
   { header: 'Waiting', cell: (e) => waitingText(e) },
 ];
 
-export const ProgramView = ({
-  program,
-  proofs,
-  executions,
-  onPage,
-  onDelete,
-  canDelete = false,
-}: {
+export interface ProgramViewProps extends Paging {
   program?: ProgramDetail;
   proofs?: Page<ConsoleProof>;
   executions?: ExecutionRecord[];
   onDelete?: () => void;
   canDelete?: boolean;
-} & Paging) => (
+  guide?: Guide;
+}
+
+/** What a program's empty list of proofs or executions says: the command, once it can be proved. */
+function ProgramNextStep({ program, guide, run }: { program?: ProgramDetail; guide?: Guide; run?: boolean }) {
+  if (!program || !guide) return null;
+  if (program.deleted_at) return <p>Its files are deleted: nothing more can be run or proved with it.</p>;
+  if (program.status !== 'ready') return <p>{`It can be run and proved once it is ready (now: ${program.status}).`}</p>;
+  if (!guide.canSubmit) return askSubmitters;
+  return run ? (
+    <Snippet label="Run it (its cycles, for a proving estimate)" code={runExecution(guide.base, program.id)} />
+  ) : (
+    <ProveStep guide={guide} programId={program.id} programName={program.name} />
+  );
+}
+
+export const ProgramView = ({ program, proofs, executions, onPage, onDelete, canDelete = false, guide }: ProgramViewProps) => (
   <>
     <Facts id="program-facts" facts={program && programFacts(program)} />
     <div class="actions">
@@ -197,10 +291,30 @@ export const ProgramView = ({
       </button>
     </div>
     <h2>Proofs</h2>
-    <DataTable id="proofs" caption="Proofs of the program" columns={programProofColumns} rows={proofs?.items} />
+    <DataTable
+      id="proofs"
+      caption="Proofs of the program"
+      columns={programProofColumns}
+      rows={proofs?.items}
+      empty={
+        <EmptyState id="proofs-empty" title="No proofs of this program yet.">
+          <ProgramNextStep program={program} guide={guide} />
+        </EmptyState>
+      }
+    />
     <Pager id="proofs-pager" pagination={proofs?.pagination} onGo={onPage} />
     <h2>Executions</h2>
-    <DataTable id="executions" caption="Executions of the program" columns={executionColumns} rows={executions} />
+    <DataTable
+      id="executions"
+      caption="Executions of the program"
+      columns={executionColumns}
+      rows={executions}
+      empty={
+        <EmptyState id="executions-empty" title="No executions of this program yet.">
+          <ProgramNextStep program={program} guide={guide} run />
+        </EmptyState>
+      }
+    />
   </>
 );
 
@@ -215,7 +329,7 @@ const executionFacts = (e: ConsoleExecution, programName?: string): Fact[] => [
   ['Mode', e.mode],
   ['Cycles', formatCount(e.num_instructions ?? e.total_cycle)],
   ['Segments', formatCount(e.num_segments)],
-  ['Cost (USD)', formatUsd(e.cost)],
+  ['Cost', formatUsd(e.cost)],
   ['Created', createdBy(e.created_at, e.created_by)],
   ['Started', formatDate(e.launched_at)],
   ['Finished', formatDate(e.terminated_at)],
@@ -238,10 +352,39 @@ const proofColumns: Column<ConsoleProof>[] = [
   { header: 'Program', cell: (p) => <a href={links.program(p.program_uuid)}>{p.program_name}</a> },
   { header: 'State', cell: (p) => <StateBadge state={p.state} /> },
   { header: 'Created', cell: (p) => formatDate(p.created_at) },
-  { header: 'Cost (USD)', cell: (p) => formatUsd(p.cost), numeric: true },
+  { header: 'Cost', cell: (p) => formatUsd(p.cost), numeric: true },
 ];
 
-export const ProofsView = ({ proofs, onFilter, onPage }: { proofs?: Page<ConsoleProof> } & FilterEvents & Paging) => (
+export interface ProofsViewProps extends FilterEvents, Paging {
+  proofs?: Page<ConsoleProof>;
+  /** A filter is on: an empty list means no match, not no proofs. */
+  filtered?: boolean;
+  guide?: Guide;
+  /** A program of the organization to prove (its latest), for the empty list's command; none: register one first. */
+  program?: ProgramRecord;
+}
+
+/** No proofs at all: prove a program, or register one first. */
+function NoProofs({ guide, program }: { guide: Guide; program?: ProgramRecord }) {
+  return (
+    <EmptyState id="proofs-empty" title="No proofs yet.">
+      {program ? (
+        <ProveStep guide={guide} programId={program.id} programName={program.name} />
+      ) : (
+        <>
+          <p>
+            {'A proof proves a program: the organization has none yet. '}
+            <a href={links.projects}>Projects</a>
+            {' says how to register one.'}
+          </p>
+          <RegisterStep guide={guide} />
+        </>
+      )}
+    </EmptyState>
+  );
+}
+
+export const ProofsView = ({ proofs, filtered, guide, program, onFilter, onPage }: ProofsViewProps) => (
   <>
     <form id="filters" class="filters" role="search" onInput={onFilter} onSubmit={noSubmit}>
       <label>
@@ -259,7 +402,13 @@ export const ProofsView = ({ proofs, onFilter, onPage }: { proofs?: Page<Console
       </label>
       <DateRange />
     </form>
-    <DataTable id="proofs" caption="Proofs" columns={proofColumns} rows={proofs?.items} empty="No proofs match." />
+    <DataTable
+      id="proofs"
+      caption="Proofs"
+      columns={proofColumns}
+      rows={proofs?.items}
+      empty={filtered || !guide ? 'No proofs match these filters.' : <NoProofs guide={guide} program={program} />}
+    />
     <Pager id="proofs-pager" pagination={proofs?.pagination} onGo={onPage} />
   </>
 );
@@ -282,21 +431,22 @@ function Timeline({ state }: { state?: ProofDetail['state'] }) {
   );
 }
 
-const proofFacts = (p: ProofDetail): Fact[] => [
+/** `engine`: the proof's program's config's, to say what it really holds (a dev proof: no GPU). */
+const proofFacts = (p: ProofDetail, engine?: string): Fact[] => [
   ['State', <StateBadge id="proof-state" state={p.state} />],
   ...(p.deleted_at ? [['Files deleted', formatDate(p.deleted_at)] as Fact] : []),
   ['Program', <a href={links.program(p.program_uuid)}>{p.program_name}</a>],
-  ['Project', <a href={links.project(p.project_id)}>{p.project_name}</a>],
+  ['Project', <a href={links.project(p.project_id)}>{shownText(p.project_name)}</a>],
   ['Id', <code>{p.id}</code>],
   ['Type', p.proof_type],
-  ['Cost (USD)', formatUsd(p.cost)],
-  ['GPUs', `${p.num_gpus}${p.machine_type ? ` on ${p.machine_type}` : ''}`],
+  ['Cost', formatUsd(p.cost)],
+  ['Runs on', `${engine ? jobGpusText(engine, p.num_gpus) : NONE}${p.machine_type ? `, machine type ${p.machine_type}` : ''}`],
   ['Instructions', formatCount(p.num_instructions)],
   ['Cells used', formatCount(p.cells_used)],
   ['Created', createdBy(p.created_at, p.created_by)],
   ['Started', formatDate(p.launched_at)],
   ['Finished', formatDate(p.terminated_at)],
-  ['Attempt', p.job ? String(p.job.attempt) : NONE],
+  ['Attempt', p.job ? formatCount(p.job.attempt) : NONE],
   ['Limits', <span id="proof-limits">{limitsText(p)}</span>],
   ['Waiting because', <span id="proof-waiting">{waitingText(p)}</span>],
   ['Start estimate', <span id="proof-start-estimate">{p.estimated_start_detail ?? NONE}</span>],
@@ -305,6 +455,8 @@ const proofFacts = (p: ProofDetail): Fact[] => [
 
 export interface ProofViewProps {
   proof?: ProofDetail;
+  /** The engine of the proof's config (its program's), to say what the proof runs on. */
+  engine?: string;
   /** The job's log so far. */
   logs?: string;
   follow?: boolean;
@@ -322,6 +474,7 @@ export interface ProofViewProps {
 
 export const ProofView = ({
   proof,
+  engine,
   logs,
   follow = true,
   logsRef,
@@ -334,7 +487,7 @@ export const ProofView = ({
 }: ProofViewProps) => (
   <>
     <Timeline state={proof?.state} />
-    <Facts id="proof-facts" facts={proof && proofFacts(proof)} />
+    <Facts id="proof-facts" facts={proof && proofFacts(proof, engine)} />
     <div class="actions">
       <span id="downloads">
         {(proof?.deleted_at ? [] : (proof?.files ?? [])).map((kind) => (

@@ -1,16 +1,17 @@
 // Usage: totals, a chart per day, and tables per day and per project.
 import type { RefObject } from 'hono/jsx';
 import type { Usage, UsageTotals } from '../api-types.ts';
-import { formatCount, formatUsd } from '../format.ts';
+import { formatAmount, formatCount, formatUsd } from '../format.ts';
+import { links } from '../site.ts';
 import { type Column, DataTable } from '../table.tsx';
-import { DateRange, type Fact, Facts } from '../widgets.tsx';
+import { DateRange, EmptyState, type Fact, Facts } from '../widgets.tsx';
 
 const totalsColumns = <T extends UsageTotals>(first: string, label: (row: T) => string): Column<T>[] => [
   { header: first, cell: label },
   { header: 'Proofs', cell: (t) => formatCount(t.proofs), numeric: true },
   { header: 'Instructions', cell: (t) => formatCount(t.instructions), numeric: true },
-  { header: 'GPU-hours', cell: (t) => String(t.gpu_hours), numeric: true },
-  { header: 'Cost (USD)', cell: (t) => formatUsd(t.cost), numeric: true },
+  { header: 'GPU-hours', cell: (t) => formatAmount(t.gpu_hours), numeric: true },
+  { header: 'Cost', cell: (t) => formatUsd(t.cost), numeric: true },
 ];
 const dayColumns = totalsColumns<Usage['days'][number]>('Day', (d) => d.date);
 const projectColumns = totalsColumns<Usage['projects'][number]>('Project', (p) => p.project_name);
@@ -18,8 +19,8 @@ const projectColumns = totalsColumns<Usage['projects'][number]>('Project', (p) =
 const totalFacts = (t: UsageTotals): Fact[] => [
   ['Proofs', formatCount(t.proofs)],
   ['Instructions', formatCount(t.instructions)],
-  ['GPU-hours', String(t.gpu_hours)],
-  ['Cost (USD)', formatUsd(t.cost)],
+  ['GPU-hours', formatAmount(t.gpu_hours)],
+  ['Cost', formatUsd(t.cost)],
 ];
 
 export interface UsageViewProps {
@@ -48,7 +49,15 @@ export const UsageView = ({ usage, from, to, chartRef, onRange }: UsageViewProps
       caption="Usage per day"
       columns={dayColumns}
       rows={usage?.days.filter((d) => d.proofs > 0)}
-      empty="No proofs in this range."
+      empty={
+        <EmptyState id="usage-days-empty" title="No proofs in this range.">
+          <p>
+            {'Usage counts proofs by the day they were made. Pick another range above, or see '}
+            <a href={links.proofs}>Proofs</a>
+            {' for how to make one.'}
+          </p>
+        </EmptyState>
+      }
     />
     <h2>Per project</h2>
     <DataTable

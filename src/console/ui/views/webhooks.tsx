@@ -6,7 +6,7 @@ import { eventsText, formatDate, NONE } from '../format.ts';
 import { links } from '../site.ts';
 import { WEBHOOK_DELIVERY_STATUSES } from '../states.ts';
 import { type Column, DataTable, Pager } from '../table.tsx';
-import { EventChoice, type Fact, Facts, ShownOnce, StateBadge } from '../widgets.tsx';
+import { EmptyState, EventChoice, type Fact, Facts, ShownOnce, StateBadge } from '../widgets.tsx';
 
 type Paging = { onPage?: (page: number) => void };
 const noSubmit = (event: Event) => event.preventDefault();
@@ -65,7 +65,15 @@ export const WebhooksView = ({ endpoints, canManage, secret, onCreate, onCopy, o
       caption="Webhook endpoints"
       columns={endpointColumns}
       rows={endpoints?.items}
-      empty="No webhook endpoints yet."
+      empty={
+        <EmptyState id="webhooks-empty" title="No webhook endpoints yet.">
+          <p>
+            {canManage
+              ? 'Add one above to be told when proofs, programs and executions finish, instead of polling for them.'
+              : 'Owners and admins add endpoints; until one does, poll the API for the state of proofs.'}
+          </p>
+        </EmptyState>
+      }
     />
     <Pager id="webhooks-pager" pagination={endpoints?.pagination} onGo={onPage} />
   </>
@@ -210,7 +218,13 @@ export const WebhookView = (props: WebhookViewProps) => {
         caption="Deliveries, newest first"
         columns={deliveryColumns(canManage ? props.onRedeliver : undefined)}
         rows={props.deliveries?.items}
-        empty="No deliveries yet."
+        empty={
+          <EmptyState id="deliveries-empty" title="No deliveries yet.">
+            <p>
+              {canManage ? 'Send a test event (above) to see one arrive, or finish a proof.' : 'Deliveries show here as events happen.'}
+            </p>
+          </EmptyState>
+        }
         rowAttributes={(d) => ({ 'data-delivery': d.id })}
       />
       <Pager id="deliveries-pager" pagination={props.deliveries?.pagination} onGo={props.onPage} />

@@ -3,7 +3,7 @@ import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { validationHook } from '../../../lib/errors.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams, PaginationQuery, pageOf } from '../../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../../middleware/console-auth.ts';
-import { permit } from '../../../middleware/permit.ts';
+import { door } from '../../../middleware/door.ts';
 import { auditPage } from '../audit.ts';
 import { AuditEntry } from '../schemas.ts';
 
@@ -13,7 +13,7 @@ auditApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/audit',
-    middleware: [permit('audit.read')],
+    middleware: [door.console('audit.read')],
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'The audit log of key, member and webhook endpoint changes (owners and admins)',

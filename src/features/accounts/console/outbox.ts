@@ -6,14 +6,14 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../../../app-env.ts';
 import { notFound } from '../../../lib/errors.ts';
-import { permit } from '../../../middleware/permit.ts';
+import { door } from '../../../middleware/door.ts';
 import { outboxConfigured, outboxMessages } from '../mail.ts';
 
 export const OUTBOX_PAGE_SIZE = 50;
 
 export const outboxApi = new Hono<AppEnv>();
 
-outboxApi.get('/', permit('public'), async (c) => {
+outboxApi.get('/', door.open(), async (c) => {
   if (!outboxConfigured(c.env)) throw notFound('Outbox');
   const to = c.req.query('to')?.trim().toLowerCase();
   return c.json({ items: await outboxMessages(c.var.db, to, OUTBOX_PAGE_SIZE) }, 200);

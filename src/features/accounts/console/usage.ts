@@ -4,7 +4,7 @@ import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { ValidationError, validationHook } from '../../../lib/errors.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../../lib/schemas.ts';
 import type { ConsoleEnv } from '../../../middleware/console-auth.ts';
-import { permit } from '../../../middleware/permit.ts';
+import { door } from '../../../middleware/door.ts';
 import { UsageQuery, UsageResponse } from '../schemas.ts';
 import { DAY_MS, MAX_USAGE_DAYS, usageOf } from '../usage.ts';
 
@@ -14,7 +14,7 @@ usageApi.openapi(
   createRoute({
     method: 'get',
     path: '/orgs/{org_id}/usage',
-    middleware: [permit('records.read')],
+    middleware: [door.console('records.read')],
     tags: ['console records'],
     security: CONSOLE_SECURITY,
     summary: 'Usage per day and per project (proofs by their creation day, UTC)',
