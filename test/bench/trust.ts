@@ -23,12 +23,12 @@
 //     route with a credential leaves unread (on Cloudflare the edge does), counted here.
 // The workerd measured is the one this bench's wrangler dev started (a descendant of
 // this process). Stops by itself; exits 1 if any request is answered other than expected.
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { caller, GUESTS, startStack, type Stack } from '../e2e/stack.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_INPUT_BYTES, MAX_JSON_BODY_BYTES } from '../../src/lib/limits.ts';
 import { benchCli } from './cli.ts';
+import { cpuMs, procStatus, workerdPids } from './workerd.ts';
 
 const usage = `usage: npm run bench:trust -- [--requests N] [--repeats R] [--only doors]
   --requests N   requests per side of the unauthenticated comparison (default 50)
@@ -42,66 +42,40 @@ if (only !== undefined && only !== 'doors') cli.fail('--only must be doors');
 
 const MiB = 1024 * 1024;
 const enc = new TextEncoder();
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const mb = (kb: number) => `${(kb / 1024).toFixed(1)} MB`;
 
-/**
- * The workerd running the Worker under this bench's wrangler dev. Two workerd processes
- * descend from this one: wrangler's own proxy (a Miniflare instance of its own, passing
- * requests on) and the Worker's, which also hosts the local D1 and R2 and so holds far
- * more memory once they have been used: the larger one.
- */
+/** The Worker's workerd under this bench's wrangler dev (the larger), and wrangler's proxy's. */
 function workerdPid(): { pid: number; others: number[] } {
-  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,comm='], { encoding: 'utf8' })
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .filter((r) => r.length >= 3)
-    .map(([pid, ppid, comm]) => ({ pid: Number(pid), ppid: Number(ppid), comm: comm }));
-  const mine = new Set([process.pid]);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const r of rows) if (mine.has(r.ppid) && !mine.has(r.pid)) (mine.add(r.pid), (grew = true));
-  }
-  const found = rows.filter((r) => mine.has(r.pid) && r.comm.startsWith('workerd')).map((r) => r.pid);
-  if (found.length === 0) throw new Error('no workerd under this bench');
-  found.sort((a, b) => status(b, 'VmRSS') - status(a, 'VmRSS'));
-  return { pid: found[0], others: found.slice(1) };
-}
-
-const status = (pid: number, field: string) =>
-  Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime (fields 14, 15)
+  const [pid, ...others] = workerdPids();
+  return { pid, others };
 }
 
 /** One request's cost to workerd: peak RSS growth (KB) and CPU (ms). */
 async function measure(pid: number, send: () => Promise<Response>, expected: number): Promise<{ kb: number; cpu: number }> {
   await new Promise((r) => setTimeout(r, 300)); // let the previous request's work settle
   writeFileSync(`/proc/${pid}/clear_refs`, '5'); // VmHWM := VmRSS
-  const rss = status(pid, 'VmRSS');
+  const rss = procStatus(pid, 'VmRSS');
   const cpu = cpuMs(pid);
   const res = await send();
   const text = await res.text();
   if (res.status !== expected) throw new Error(`expected ${expected}, got ${res.status}: ${text.slice(0, 300)}`);
   console.error(`    ${res.status}`);
-  return { kb: status(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu };
+  return { kb: procStatus(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu };
 }
 
 /** One request's cost to workerd, whatever it is answered: peak RSS growth (KB), CPU (ms) and the status. */
 async function measureAny(pid: number, send: () => Promise<Response>): Promise<{ kb: number; cpu: number; status: number }> {
   await new Promise((r) => setTimeout(r, 300));
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
-  const rss = status(pid, 'VmRSS');
+  const rss = procStatus(pid, 'VmRSS');
   const cpu = cpuMs(pid);
   // A Worker that stops taking a body in (no credential, past the cap) closes the connection
   // on a client still sending: its answer is in its log, the client sees a reset (status 0).
   const res = await send().catch(() => null);
   await res?.text().catch(() => '');
-  return { kb: status(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu, status: res?.status ?? 0 };
+  return { kb: procStatus(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu, status: res?.status ?? 0 };
 }
 
 /** A body of `size` bytes of `[`, streamed (no Content-Length: chunked) or whole. */
@@ -383,7 +357,7 @@ async function main() {
     }
 
     console.log(
-      `bench:trust (wrangler dev, loopback; the Worker's workerd: pid ${pid}, ${mb(status(pid, 'VmRSS'))} RSS at the end${others.length ? `; wrangler's proxy workerd: ${others.join(', ')}` : ''}; ${requests} requests per side, median of ${repeats} for memory/CPU)`,
+      `bench:trust (wrangler dev, loopback; the Worker's workerd: pid ${pid}, ${mb(procStatus(pid, 'VmRSS'))} RSS at the end${others.length ? `; wrangler's proxy workerd: ${others.join(', ')}` : ''}; ${requests} requests per side, median of ${repeats} for memory/CPU)`,
     );
     console.log('\nunauthenticated (made-up API key), wall time per request:');
     console.log(`  bare 401 (POST, no body)                        p50 ${pct(bare, 50).toFixed(1)} ms  p99 ${pct(bare, 99).toFixed(1)} ms`);

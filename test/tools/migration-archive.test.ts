@@ -1,7 +1,7 @@
 // Migration 0019 (the archive; what a finished record keeps) on a database that already
 // has proofs and executions: their stored object keys become the proof's list of file
-// kinds, the columns go, and the tables' triggers still hold; then 0020, 0021 and 0022 on
-// the same rows. Real `wrangler d1 execute`
+// kinds, the columns go, and the tables' triggers still hold; then 0020, 0021, 0023, 0024
+// and 0022 on the same rows. Real `wrangler d1 execute`
 // against a local D1.
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -106,7 +106,11 @@ describe('migration 0019 on a database with rows', () => {
     expect(job).toEqual({ cycle_limit: null, cost_limit: null, deadline_at: null });
   });
 
-  it('takes 0022 on top: a purge’s failures move to sweep_failures, records keep their files where they are, logs start at stage 0', async () => {
+  it('takes 0022 after 0023 and 0024 (a database deployed before it): a purge’s failures move to sweep_failures, records keep their files where they are, logs start at stage 0', async () => {
+    // Migrations are applied by name, those not yet applied: a database that already has the
+    // later ones gets 0022 last (a fresh one gets them in order: migrations.test.ts).
+    await d1Execute(target, ['\n' + (await migration('0023_fleet_authority.sql'))]);
+    await d1Execute(target, ['\n' + (await migration('0024_accounts.sql'))]);
     await d1Execute(target, [
       `INSERT INTO purges (subject_kind, subject_id, org_id, keys, log_job_id, created_at, attempts) VALUES
        ('proof', 'gone_failing', 'org_a', '{}', NULL, 1000, 3), ('proof', 'gone_fine', 'org_a', '{}', NULL, 2000, 0);`,

@@ -7,7 +7,7 @@
 import { env } from 'cloudflare:test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
-import { appendServiceLog, compactJobLog, jobLogFrom, LOG_PAGE_CHUNKS } from '../../src/jobs/logs.ts';
+import { appendServiceLog, compactJobLog, COMPACT_SWEEP_BATCH, jobLogFrom, LOG_PAGE_CHUNKS } from '../../src/jobs/logs.ts';
 import { tenantLimits } from '../../src/jobs/settings.ts';
 import { sweepParts } from '../../src/jobs/sweep.ts';
 import { CallBudget, metered } from '../../src/lib/metered.ts';
@@ -192,7 +192,7 @@ describe('who compacts', () => {
     let runs = 0;
     while ((await jobRow(jobId))!.log_store !== 'clean' && runs++ <= pending) {
       const r = await sweepParts(cronBindings());
-      expect(r.logsCompacted).toBeLessThanOrEqual(4);
+      expect(r.logsCompacted).toBeLessThanOrEqual(COMPACT_SWEEP_BATCH);
     }
     expect((await jobRow(jobId))!.log_store).toBe('clean');
     expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe(whole);
