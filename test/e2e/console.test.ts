@@ -397,6 +397,8 @@ describe('the console in chromium', () => {
     expect(await page.locator('#agents tbody').textContent()).toContain('console-agent');
     // A dev-engine agent runs jobs on its CPU.
     expect(await page.locator('#agents tbody td[data-label="Runs on"]').first().textContent()).toBe('the CPU');
+    // How to add another: with this deployment's URL (a local stack: a second local agent).
+    expect(await page.locator('#add-host').textContent()).toContain(`npm run agent -- --api-url ${stack.url} --agent-token <the token>`);
     await shot(page, '10-fleet');
     // Dark theme, by the toggle, kept across pages.
     await page.getByRole('button', { name: 'Switch between light and dark' }).click();

@@ -3,14 +3,14 @@
 // and day, in bounded, crash-safe runs, and stay readable by id through the same routes.
 // README "What a finished job keeps in D1, and past one database".
 import { env } from 'cloudflare:test';
-import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { ARCHIVE_AFTER_DAYS, archiveAfterMs, sweepArchive, toArchive } from '../../src/features/retention/archive.ts';
 import { PURGE_SETTLE_MS, sweepPurges } from '../../src/features/retention/purge.ts';
 import { setRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
 import { drainQueuedJobs } from './fleet-helpers.ts';
-import { api, countRows, json, queryPlan, r2Keys, seedTenant, type Tenant, cronPart } from './helpers.ts';
+import { api, countRows, eventually, json, queryPlan, r2Keys, seedTenant, type Tenant, cronPart } from './helpers.ts';
 import { jsonPost, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
 
 beforeEach(drainQueuedJobs);
@@ -188,7 +188,7 @@ describe('the archive', () => {
       ...(await r2Keys(`logs/${proof.jobId}`)),
       ...(await r2Keys(artifactKey.resultUploadPrefix(proof.jobId))),
     ];
-    await vi.waitFor(async () => expect(await owned()).toEqual([]), { timeout: 5000 });
+    await eventually(async () => expect(await owned()).toEqual([]));
     await sweepPurges(cronPart('retention'), Date.now() + PURGE_SETTLE_MS + 1000);
     expect(await countRows('purges', 'subject_id = ?', proof.id)).toBe(0);
     // It reads as its tombstone; its files 404 saying so; a second DELETE answers the same.
@@ -201,7 +201,7 @@ describe('the archive', () => {
     const gone = await json(await api(t, `/v1/executions/${execution.id}`, DELETE), 200);
     expect(gone.deleted_at).toEqual(expect.any(String));
     expect(gone.public_values).toBeNull();
-    await vi.waitFor(async () => expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]), { timeout: 5000 });
+    await eventually(async () => expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]));
     expect(await json(await api(t, `/v1/executions/${execution.id}`), 200)).toEqual(gone);
   });
 

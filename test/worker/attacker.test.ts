@@ -577,7 +577,7 @@ describe('the attacker in the suite', () => {
 
   it(
     'walks every route with every credential at the other organization: refused, nothing of B’s, B unchanged',
-    { timeout: 60_000 },
+    { timeout: 300_000 },
     async () => {
       const w = await seedWorld();
       const before = await fingerprint(w.b.ids);
@@ -607,7 +607,7 @@ describe('the attacker in the suite', () => {
 
   it(
     'each lesser role and key scope gets 403 wherever the permissions table says its rights fall short, in its own organization',
-    { timeout: 60_000 },
+    { timeout: 300_000 },
     async () => {
       const w = await seedWorld();
       const lesser: Credential[] = [

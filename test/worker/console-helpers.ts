@@ -7,7 +7,8 @@ import { createUser } from '../../src/admin/statements.ts';
 import type { Role } from '../../src/auth/permissions.ts';
 import type { MailRequest } from '../../src/env.ts';
 import { hashPassword } from '../../src/features/accounts/password.ts';
-import { BASE, json, runAdmin } from './helpers.ts';
+import { expect } from 'vitest';
+import { BASE, eventually, json, runAdmin } from './helpers.ts';
 
 export const PASSWORD = 'correct horse battery';
 export const CSRF = { 'X-Console-CSRF': '1' };
@@ -95,27 +96,25 @@ export interface Mail {
 
 /**
  * The newest message the local outbox (MAIL_SENDER = "outbox") holds for `to`, made
- * after `since` (an ISO time) if given. Password-reset mail is sent after the answer, by
- * the MAIL queue's consumer, so this waits for it to land, up to `waitMs`; undefined
- * when none comes.
+ * after `since` (an ISO time) if given; null when there is none (yet).
  */
-export async function latestMail(to: string, since = '', waitMs = 10_000): Promise<Mail | undefined> {
-  for (let i = 0; i < waitMs / 25; i++) {
-    const row = await env.DB.prepare(
-      'SELECT * FROM mail_outbox WHERE "to" = ? AND created_at > ? ORDER BY created_at DESC, id DESC LIMIT 1',
-    )
-      .bind(to.toLowerCase(), since)
-      .first<Mail>();
-    if (row) return row;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return undefined;
-}
+export const outboxMail = (to: string, since = ''): Promise<Mail | null> =>
+  env.DB.prepare('SELECT * FROM mail_outbox WHERE "to" = ? AND created_at > ? ORDER BY created_at DESC, id DESC LIMIT 1')
+    .bind(to.toLowerCase(), since)
+    .first<Mail>();
+
+/** outboxMail once it has landed: mail is sent after the answer (waitUntil, or the MAIL queue's consumer for password resets). */
+export const latestMail = (to: string, since = ''): Promise<Mail> =>
+  eventually(async () => {
+    const mail = await outboxMail(to, since);
+    expect(mail, `no mail to ${to}`).not.toBeNull();
+    return mail!;
+  });
 
 /** The token of the newest link mailed to `to` (throws if none came). */
 export async function mailedToken(to: string, since = ''): Promise<string> {
   const mail = await latestMail(to, since);
-  if (!mail?.link) throw new Error(`no mail with a link to ${to}`);
+  if (!mail.link) throw new Error(`no mail with a link to ${to}`);
   return mail.link.split('#token=')[1];
 }
 

@@ -5,7 +5,20 @@ import { env } from 'cloudflare:test';
 import { describe, expect, it, vi } from 'vitest';
 import { createUser } from '../../src/admin/statements.ts';
 import { BASE, json, runAdmin, seedTenant } from './helpers.ts';
-import { as, holdMailQueue, latestMail, mailedToken, PASSWORD, postJson, seedUser, send, signIn, uniqueEmail } from './console-helpers.ts';
+import {
+  as,
+  holdMailQueue,
+  latestMail,
+  mailedToken,
+  outboxMail,
+  PASSWORD,
+  postJson,
+  seedUser,
+  send,
+  signIn,
+  uniqueEmail,
+} from './console-helpers.ts';
+import { inOneRateWindow } from './rate-helpers.ts';
 
 const passwordHashOf = async (email: string) =>
   (await env.DB.prepare('SELECT password_hash FROM users WHERE email = ?').bind(email).first<{ password_hash: string | null }>())
@@ -26,7 +39,7 @@ describe('the invitation takeover, retried as found', () => {
     const { victim, attacker, orgB } = await twoOrgs();
     const invite = await send(attacker, 'POST', `${orgB}/invites`, { email: victim, role: 'member' }, 201);
     expect(invite.link).toBeUndefined();
-    const mailed = (await latestMail(victim))!.link!;
+    const mailed = (await latestMail(victim)).link!;
     const token = mailed.split('#token=')[1];
     expect(JSON.stringify(invite)).not.toContain(token);
     expect(JSON.stringify(await as(attacker, `${orgB}/invites`))).not.toContain(token);
@@ -217,11 +230,15 @@ describe('password reset', () => {
       .bind(email)
       .first<{ n: number }>();
     expect(n!.n).toBe(3);
-    // Per client address (the binding allows 5 a minute in the tests).
-    const ip = '203.0.113.77';
-    for (let i = 0; i < 5; i++) await json(await ask(uniqueEmail('spray'), ip), 202);
-    const limited = await ask(uniqueEmail('spray'), ip);
-    expect(limited.status).toBe(429);
+    // Per client address (the binding allows 5 a minute in the tests), counted in one window.
+    let client = 77;
+    const limited = await inOneRateWindow(async () => {
+      const ip = `203.0.113.${client++}`;
+      for (let i = 0; i < 5; i++) await json(await ask(uniqueEmail('spray'), ip), 202);
+      const limited = await ask(uniqueEmail('spray'), ip);
+      expect(limited.status).toBe(429);
+      return limited;
+    });
     expect(limited.headers.get('retry-after')).toBe('60');
   });
 
@@ -278,6 +295,6 @@ describe('with no mail sender configured (a deployment without MAIL_SENDER)', ()
     });
     expect(res.status).toBe(503);
     expect((await as(owner, `/console/v1/orgs/${t.orgId}/invites`)).items).toEqual([]);
-    expect(await latestMail(email, '', 500)).toBeUndefined();
+    expect(await outboxMail(email)).toBeNull();
   });
 });

@@ -84,124 +84,116 @@ const logStore = async (jobId: string) =>
   (await env.DB.prepare('SELECT log_store FROM jobs WHERE id = ?').bind(jobId).first<{ log_store: string }>())!.log_store;
 
 describe('a log’s compaction in stages', () => {
-  it(
-    `a full log (2,048 chunks and its marker): stages of at most ${COMPACT_STAGE_R2_OPS} R2 operations, the log whole between them`,
-    { timeout: 240_000 },
-    async () => {
-      const { jobId, whole } = await finishedLog(2049);
-      const plan = compactionPlan(2049);
-      expect(plan.counts).toEqual([2049, 65, 3]);
-      expect(plan.stages).toHaveLength(65 + 3 + 1);
-      const { env: counted, counts } = countingEnv();
-      const perStage: { r2: number; calls: number }[] = [];
-      for (let stage = 0; (await logStore(jobId)) !== 'clean'; stage++) {
-        expect(stage).toBeLessThan(plan.stages.length + 2);
-        counts.reset();
-        const m = metered(counted, new CallBudget(COMPACT_STAGE_CALLS, 'one stage'));
-        expect(['stage', 'compacted']).toContain(await compactionStage(m, jobId, limits));
-        perStage.push({ r2: counts.r2, calls: counts.total() });
-        // Between stages the log reads whole and right (from its chunks, then from its object).
-        if (stage % 20 === 0) expect(await wholeLog(jobId, 20490)).toBe(whole);
-      }
-      expect(perStage).toHaveLength(plan.stages.length + 1); // and the clean-up
-      const largest = Math.max(...perStage.map((s) => s.r2));
-      expect(largest).toBe(COMPACT_STAGE_R2_OPS);
-      expect(Math.max(...perStage.map((s) => s.calls))).toBeLessThanOrEqual(COMPACT_STAGE_CALLS);
-      console.log(
-        `compaction of 2,049 chunks: ${perStage.length} stages, at most ${largest} R2 operations and ${Math.max(...perStage.map((s) => s.calls))} calls each, ${perStage.reduce((n, s) => n + s.r2, 0)} R2 operations in all`,
-      );
-      expect(await wholeLog(jobId, 20490)).toBe(whole);
-      expect((await env.ARTIFACTS.list({ prefix: artifactKey.jobLogPrefix(jobId) })).objects).toEqual([]);
-    },
-  );
+  it(`a full log (2,048 chunks and its marker): stages of at most ${COMPACT_STAGE_R2_OPS} R2 operations, the log whole between them`, async () => {
+    const { jobId, whole } = await finishedLog(2049);
+    const plan = compactionPlan(2049);
+    expect(plan.counts).toEqual([2049, 65, 3]);
+    expect(plan.stages).toHaveLength(65 + 3 + 1);
+    const { env: counted, counts } = countingEnv();
+    const perStage: { r2: number; calls: number }[] = [];
+    for (let stage = 0; (await logStore(jobId)) !== 'clean'; stage++) {
+      expect(stage).toBeLessThan(plan.stages.length + 2);
+      counts.reset();
+      const m = metered(counted, new CallBudget(COMPACT_STAGE_CALLS, 'one stage'));
+      expect(['stage', 'compacted']).toContain(await compactionStage(m, jobId, limits));
+      perStage.push({ r2: counts.r2, calls: counts.total() });
+      // Between stages the log reads whole and right (from its chunks, then from its object).
+      if (stage % 20 === 0) expect(await wholeLog(jobId, 20490)).toBe(whole);
+    }
+    expect(perStage).toHaveLength(plan.stages.length + 1); // and the clean-up
+    const largest = Math.max(...perStage.map((s) => s.r2));
+    expect(largest).toBe(COMPACT_STAGE_R2_OPS);
+    expect(Math.max(...perStage.map((s) => s.calls))).toBeLessThanOrEqual(COMPACT_STAGE_CALLS);
+    console.log(
+      `compaction of 2,049 chunks: ${perStage.length} stages, at most ${largest} R2 operations and ${Math.max(...perStage.map((s) => s.calls))} calls each, ${perStage.reduce((n, s) => n + s.r2, 0)} R2 operations in all`,
+    );
+    expect(await wholeLog(jobId, 20490)).toBe(whole);
+    expect((await env.ARTIFACTS.list({ prefix: artifactKey.jobLogPrefix(jobId) })).objects).toEqual([]);
+  });
 });
 
 describe('the cron', () => {
-  it(
-    'stays within its budget whatever is pending; the backlog drains over runs; a failing item waits and the rest go on',
-    { timeout: 300_000 },
-    async () => {
-      const t = await seedTenant();
-      const cfg = await seedConfig();
-      const now = Date.now();
-      // 200 leases of dead agents, five logs pending compaction (one failing), 150 settled purges (one failing), 350 garbage uploads.
-      const dead = await deadLeases(t.orgId, cfg, 200, `dead-${crypto.randomUUID().slice(0, 8)}`);
-      const logs = await Promise.all([300, 200, 100, 40, 5].map((n) => finishedLog(n)));
-      const failingLog = logs[4].jobId;
-      const purgeIds = Array.from({ length: 150 }, (_, i) => `purged-${crypto.randomUUID().slice(0, 8)}-${i}`);
-      for (const id of purgeIds) await env.ARTIFACTS.put(`test-purge/${id}`, 'x');
-      const purgeRows = purgeIds.map((id) =>
-        env.DB.prepare(
-          `INSERT INTO purges (subject_kind, subject_id, org_id, keys, log_job_id, created_at) VALUES ('proof', ?, ?, ?, NULL, ?)`,
-        ).bind(id, t.orgId, JSON.stringify({ input: `test-purge/${id}` }), now - 3_600_000),
-      );
-      for (let i = 0; i < purgeRows.length; i += 100) await env.DB.batch(purgeRows.slice(i, i + 100));
-      const failingPurge = purgeIds[0];
-      const uploads = Array.from({ length: 350 }, (_, i) =>
-        env.DB.prepare(
-          `INSERT INTO result_uploads (id, job_id, lease_id, name, started_at, stored_at, size, sha256) VALUES (?, 'gone-job', 'gone-lease', 'stark', ?, ?, 1, 'x')`,
-        ).bind(`upl_garbage_${i}`, now - 60_000, now - 60_000),
-      );
-      for (let i = 0; i < uploads.length; i += 100) await env.DB.batch(uploads.slice(i, i + 100));
+  it('stays within its budget whatever is pending; the backlog drains over runs; a failing item waits and the rest go on', async () => {
+    const t = await seedTenant();
+    const cfg = await seedConfig();
+    const now = Date.now();
+    // 200 leases of dead agents, five logs pending compaction (one failing), 150 settled purges (one failing), 350 garbage uploads.
+    const dead = await deadLeases(t.orgId, cfg, 200, `dead-${crypto.randomUUID().slice(0, 8)}`);
+    const logs = await Promise.all([300, 200, 100, 40, 5].map((n) => finishedLog(n)));
+    const failingLog = logs[4].jobId;
+    const purgeIds = Array.from({ length: 150 }, (_, i) => `purged-${crypto.randomUUID().slice(0, 8)}-${i}`);
+    for (const id of purgeIds) await env.ARTIFACTS.put(`test-purge/${id}`, 'x');
+    const purgeRows = purgeIds.map((id) =>
+      env.DB.prepare(
+        `INSERT INTO purges (subject_kind, subject_id, org_id, keys, log_job_id, created_at) VALUES ('proof', ?, ?, ?, NULL, ?)`,
+      ).bind(id, t.orgId, JSON.stringify({ input: `test-purge/${id}` }), now - 3_600_000),
+    );
+    for (let i = 0; i < purgeRows.length; i += 100) await env.DB.batch(purgeRows.slice(i, i + 100));
+    const failingPurge = purgeIds[0];
+    const uploads = Array.from({ length: 350 }, (_, i) =>
+      env.DB.prepare(
+        `INSERT INTO result_uploads (id, job_id, lease_id, name, started_at, stored_at, size, sha256) VALUES (?, 'gone-job', 'gone-lease', 'stark', ?, ?, 1, 'x')`,
+      ).bind(`upl_garbage_${i}`, now - 60_000, now - 60_000),
+    );
+    for (let i = 0; i < uploads.length; i += 100) await env.DB.batch(uploads.slice(i, i + 100));
 
-      // One log's chunk reads and one purge's deletes fail, whatever is asked of them.
-      const get = env.ARTIFACTS.get.bind(env.ARTIFACTS);
-      vi.spyOn(env.ARTIFACTS, 'get').mockImplementation((key: string, options?: R2GetOptions) => {
-        if (key.startsWith(artifactKey.jobLogPrefix(failingLog))) return Promise.reject(new Error('R2 read failed'));
-        return get(key, options);
-      });
-      const del = env.ARTIFACTS.delete.bind(env.ARTIFACTS);
-      vi.spyOn(env.ARTIFACTS, 'delete').mockImplementation(async (keys) => {
-        if ([keys].flat().includes(`test-purge/${failingPurge}`)) throw new Error('R2 delete failed');
-        return del(keys);
-      });
+    // One log's chunk reads and one purge's deletes fail, whatever is asked of them.
+    const get = env.ARTIFACTS.get.bind(env.ARTIFACTS);
+    vi.spyOn(env.ARTIFACTS, 'get').mockImplementation((key: string, options?: R2GetOptions) => {
+      if (key.startsWith(artifactKey.jobLogPrefix(failingLog))) return Promise.reject(new Error('R2 read failed'));
+      return get(key, options);
+    });
+    const del = env.ARTIFACTS.delete.bind(env.ARTIFACTS);
+    vi.spyOn(env.ARTIFACTS, 'delete').mockImplementation(async (keys) => {
+      if ([keys].flat().includes(`test-purge/${failingPurge}`)) throw new Error('R2 delete failed');
+      return del(keys);
+    });
 
-      const { env: counted, counts } = countingEnv();
-      const started = Date.now();
-      const spent: number[] = [];
-      const pending = async () => ({
-        leases: await countRows('jobs', `id LIKE ? AND status = 'leased'`, `${dead[0].replace(/-0$/, '')}-%`),
-        logs: (await Promise.all(logs.filter((l) => l.jobId !== failingLog).map((l) => logStore(l.jobId)))).filter((s) => s !== 'clean')
-          .length,
-        purges: await countRows('purges', `org_id = ? AND subject_id <> ?`, t.orgId, failingPurge),
-        uploads: await countRows('result_uploads', `job_id = 'gone-job'`),
-        // The failing items are tried too (they may come last in line): until then they count as left.
-        untriedFailingLog: 1 - (await countRows('sweep_failures', `kind = 'log' AND item = ?`, failingLog)),
-        untriedFailingPurge: 1 - (await countRows('sweep_failures', `kind = 'purge' AND item = ?`, `proof:${failingPurge}`)),
-      });
-      let left = await pending();
-      for (let run = 0; run < 80 && Object.values(left).some((n) => n > 0); run++) {
-        counts.reset();
-        await cronRun(counted);
-        spent.push(counts.total());
-        expect(counts.total()).toBeLessThanOrEqual(INVOCATION_BUDGETS.cron.calls);
-        left = await pending();
-      }
-      expect(left).toEqual({ leases: 0, logs: 0, purges: 0, uploads: 0, untriedFailingLog: 0, untriedFailingPurge: 0 });
-      // Far more than one invocation could do: it took several, each within the budget.
-      expect(spent.length).toBeGreaterThan(1);
-      console.log(
-        `cron runs to drain the backlog: ${spent.length}, calls each: ${spent.join(', ')} (budget ${INVOCATION_BUDGETS.cron.calls})`,
-      );
-      // The failing ones failed, then waited out their delay (a minute after the first
-      // failure): never tried at every run, and never in the others' way.
-      const failures = await env.DB.prepare(`SELECT kind, item, attempts FROM sweep_failures WHERE item IN (?, ?) ORDER BY kind`)
-        .bind(failingLog, `proof:${failingPurge}`)
-        .all<{ kind: string; item: string; attempts: number }>();
-      expect(failures.results.map((f) => [f.kind, f.item])).toEqual([
-        ['log', failingLog],
-        ['purge', `proof:${failingPurge}`],
-      ]);
-      const minutes = Math.floor((Date.now() - started) / 60_000);
-      for (const f of failures.results) expect(f.attempts).toBeLessThanOrEqual(Math.min(minutes + 1, spent.length - 1));
-      expect(await logStore(failingLog)).toBe('chunks');
-      expect(await countRows('purges', 'subject_id = ?', failingPurge)).toBe(1);
-    },
-  );
+    const { env: counted, counts } = countingEnv();
+    const started = Date.now();
+    const spent: number[] = [];
+    const pending = async () => ({
+      leases: await countRows('jobs', `id LIKE ? AND status = 'leased'`, `${dead[0].replace(/-0$/, '')}-%`),
+      logs: (await Promise.all(logs.filter((l) => l.jobId !== failingLog).map((l) => logStore(l.jobId)))).filter((s) => s !== 'clean')
+        .length,
+      purges: await countRows('purges', `org_id = ? AND subject_id <> ?`, t.orgId, failingPurge),
+      uploads: await countRows('result_uploads', `job_id = 'gone-job'`),
+      // The failing items are tried too (they may come last in line): until then they count as left.
+      untriedFailingLog: 1 - (await countRows('sweep_failures', `kind = 'log' AND item = ?`, failingLog)),
+      untriedFailingPurge: 1 - (await countRows('sweep_failures', `kind = 'purge' AND item = ?`, `proof:${failingPurge}`)),
+    });
+    let left = await pending();
+    for (let run = 0; run < 80 && Object.values(left).some((n) => n > 0); run++) {
+      counts.reset();
+      await cronRun(counted);
+      spent.push(counts.total());
+      expect(counts.total()).toBeLessThanOrEqual(INVOCATION_BUDGETS.cron.calls);
+      left = await pending();
+    }
+    expect(left).toEqual({ leases: 0, logs: 0, purges: 0, uploads: 0, untriedFailingLog: 0, untriedFailingPurge: 0 });
+    // Far more than one invocation could do: it took several, each within the budget.
+    expect(spent.length).toBeGreaterThan(1);
+    console.log(
+      `cron runs to drain the backlog: ${spent.length}, calls each: ${spent.join(', ')} (budget ${INVOCATION_BUDGETS.cron.calls})`,
+    );
+    // The failing ones failed, then waited out their delay (a minute after the first
+    // failure): never tried at every run, and never in the others' way.
+    const failures = await env.DB.prepare(`SELECT kind, item, attempts FROM sweep_failures WHERE item IN (?, ?) ORDER BY kind`)
+      .bind(failingLog, `proof:${failingPurge}`)
+      .all<{ kind: string; item: string; attempts: number }>();
+    expect(failures.results.map((f) => [f.kind, f.item])).toEqual([
+      ['log', failingLog],
+      ['purge', `proof:${failingPurge}`],
+    ]);
+    const minutes = Math.floor((Date.now() - started) / 60_000);
+    for (const f of failures.results) expect(f.attempts).toBeLessThanOrEqual(Math.min(minutes + 1, spent.length - 1));
+    expect(await logStore(failingLog)).toBe('chunks');
+    expect(await countRows('purges', 'subject_id = ?', failingPurge)).toBe(1);
+  });
 });
 
 describe('the queue consumers', () => {
-  it('a batch of lease checks stays within its budget; checks past it come back later', { timeout: 120_000 }, async () => {
+  it('a batch of lease checks stays within its budget; checks past it come back later', async () => {
     const t = await seedTenant();
     // More dead agents' leases than one invocation can look at (each expiry: its look, the
     // expiry, a notice, a line in the job's log).

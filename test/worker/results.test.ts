@@ -25,7 +25,7 @@ import {
   upload,
   type TestAgent,
 } from './fleet-helpers.ts';
-import { api, cronPart, json, registerProgram, runAdmin, seedConfig, seedTenant } from './helpers.ts';
+import { api, cronPart, eventually, json, registerProgram, runAdmin, seedConfig, seedTenant } from './helpers.ts';
 import { readyProgram, submitProof } from './run-helpers.ts';
 
 beforeEach(drainQueuedJobs);
@@ -72,10 +72,7 @@ const uploadsOf = async (jobId: string) =>
 
 /** Waits until the upload of `name` by the job's lease is recorded (its request reached the stream). */
 const uploadStarted = (job: Pick<ClaimedJob, 'id' | 'lease_id'>, name: string) =>
-  vi.waitFor(async () => expect((await uploadsOf(job.id)).some((u) => u.lease_id === job.lease_id && u.name === name)).toBe(true), {
-    timeout: 5000,
-    interval: 20,
-  });
+  eventually(async () => expect((await uploadsOf(job.id)).some((u) => u.lease_id === job.lease_id && u.name === name)).toBe(true));
 
 const objectsUnder = async (prefix: string) => (await env.ARTIFACTS.list({ prefix })).objects.map((o) => o.key).sort();
 
@@ -190,7 +187,7 @@ describe('an attempt uploads to objects of its own; the record names what it ser
     expect(await servedBaseline(program)).toBe(first);
   });
 
-  it('a large PUT, streamed in many pieces, stores exactly the bytes sent, and its digest is theirs', { timeout: 60_000 }, async () => {
+  it('a large PUT, streamed in many pieces, stores exactly the bytes sent, and its digest is theirs', async () => {
     await seedTenant().then(async (t) => submitProof(t, await readyProgram(t)));
     const job = await claimJob(await seedAgent());
     // 5 MiB and some of bytes that differ everywhere, sent in pieces of odd sizes.
@@ -284,7 +281,7 @@ describe('records from before the migration, and purges', () => {
     await json(await api(t, `/v1/proofs/${proofId}`, { method: 'DELETE' }), 200);
     const purge = await env.DB.prepare(`SELECT keys FROM purges WHERE subject_id = ?`).bind(proofId).first<{ keys: string }>();
     expect(JSON.parse(purge!.keys)).toMatchObject({ proofs: [served], attempts: [attemptOneKey] });
-    await vi.waitFor(async () => expect(await objectsUnder(artifactKey.resultUploadPrefix(one.id))).toEqual([]), { timeout: 5000 });
+    await eventually(async () => expect(await objectsUnder(artifactKey.resultUploadPrefix(one.id))).toEqual([]));
     // The cut-off upload's row waits out its deadline (its bytes could still land until then), then goes.
     const sweeper = () => metered(env, new CallBudget(UPLOAD_SWEEP_CALLS, 'uploads'));
     const sweep = async (now: number) => {
