@@ -1,5 +1,5 @@
 // `prover-agent run`: the daemon.
-import { Agent } from '../agent/agent.ts';
+import { Agent, AgentRefused } from '../agent/agent.ts';
 import { ConfigError, loadConfig, usage } from '../agent/config.ts';
 import { createLogger } from '../agent/log.ts';
 import { Metrics, serveHealth } from '../agent/metrics.ts';
@@ -46,8 +46,17 @@ export async function main(argv: string[]): Promise<number> {
   }
   process.on('SIGTERM', () => agent.shutdown());
   process.on('SIGINT', () => agent.shutdown());
-  await agent.run();
+  // Refused for good (a revoked or unknown token, another machine type): one line and exit
+  // 2, which the systemd unit does not restart (RestartPreventExitStatus=2).
+  let code = 0;
+  try {
+    await agent.run();
+  } catch (err) {
+    if (!(err instanceof AgentRefused)) throw err;
+    console.error(`prover-agent: ${err.message}`);
+    code = 2;
+  }
   server?.close();
   await lock.release();
-  return 0;
+  return code;
 }
