@@ -10,6 +10,7 @@ import {
   agents,
   agentTokens,
   apiKeys,
+  sweepFailures,
   budgets,
   configKeys,
   configs,
@@ -929,3 +930,30 @@ export const keyHistory = (configId?: string, limit = 200): string =>
       .orderBy(desc(keyAudit.id))
       .limit(limit),
   );
+
+/**
+ * The sweep's items that failed (src/jobs/sweep-items.ts): waiting out their retry delay,
+ * or set aside after SWEEP_MAX_ATTEMPTS, the set-aside ones first, with their last error.
+ */
+export const listSweepFailures = (): string =>
+  render(
+    db
+      .select({
+        kind: sweepFailures.kind,
+        item: sweepFailures.item,
+        attempts: sweepFailures.attempts,
+        state: sql<string>`CASE WHEN ${sweepFailures.set_aside_at} IS NOT NULL THEN 'set aside' ELSE 'retrying' END`.as('state'),
+        failed_at: sql<string>`strftime('%Y-%m-%dT%H:%M:%fZ', ${sweepFailures.failed_at} / 1000.0, 'unixepoch')`.as('failed_at'),
+        last_error: sweepFailures.last_error,
+      })
+      .from(sweepFailures)
+      .orderBy(sql`${sweepFailures.set_aside_at} IS NULL`, desc(sweepFailures.failed_at)),
+  );
+
+/** Puts a failed sweep item back in line: its failures are forgotten, and the next sweep tries it. */
+export const retrySweepItem = (kind: string, item: string): AdminStep => ({
+  sql: [render(db.delete(sweepFailures).where(and(eq(sweepFailures.kind, kind as SweepFailureKind), eq(sweepFailures.item, item))))],
+  output: [`${kind} ${item}: back in line for the next sweep`],
+});
+
+type SweepFailureKind = (typeof sweepFailures.$inferSelect)['kind'];

@@ -329,7 +329,14 @@ export const programs = sqliteTable(
     vmexe_size: integer('vmexe_size').notNull(),
     /** Set by the commit job. */
     app_exe_commit: text('app_exe_commit'),
+    /**
+     * The baseline the program serves and its SHA-256 (hex), named by the completion
+     * that accepted it (src/jobs/results.ts): an object no upload can overwrite. A
+     * baseline committed before migrations/0022_results.sql has no digest and sits at
+     * the fixed key programBaseline, which nothing writes any more.
+     */
     baseline_key: text('baseline_key'),
+    baseline_sha256: text('baseline_sha256'),
     /** Its proofs and executions, for list totals; kept by triggers (migrations/0005_counters.sql). */
     proof_count: integer('proof_count').notNull().default(0),
     execution_count: integer('execution_count').notNull().default(0),
@@ -372,6 +379,13 @@ export const proofs = sqliteTable(
      * needed, not stored: migrations/0019_archive.sql.
      */
     proof_files: text('proof_files', { mode: 'json' }).$type<string[]>().notNull().default([]),
+    /**
+     * The object each proof file is served from and its SHA-256, by kind, named by the
+     * completion that accepted it (src/jobs/results.ts). Null for a proof finished before
+     * migrations/0022_results.sql: its files are at the fixed keys proofOutput
+     * (src/lib/artifact-keys.ts servedProofKey reads both).
+     */
+    proof_objects: text('proof_objects', { mode: 'json' }).$type<Record<string, ServedObject> | null>(),
     /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
   },
@@ -499,6 +513,8 @@ export const jobs = sqliteTable(
     log_store: text('log_store', { enum: ['chunks', 'compacted', 'clean', 'kept'] })
       .notNull()
       .default('chunks'),
+    /** Stages of the log's compaction done so far for the log as it is (src/jobs/logs.ts); an append sets it back to 0. */
+    log_compact_step: integer('log_compact_step').notNull().default(0),
     /** Its limits (src/jobs/limits.ts; migrations/0015_job_limits.sql): cycles, cost (micro-USD), deadline (epoch ms). Null: none. */
     cycle_limit: integer('cycle_limit'),
     cost_limit: integer('cost_limit'),
@@ -1079,8 +1095,7 @@ export const purges = sqliteTable(
     log_job_id: text('log_job_id'),
     /** Epoch ms. */
     created_at: integer('created_at').notNull(),
-    /** Purges tried and not finished (an R2 failure): the sweep retries, oldest first. */
-    attempts: integer('attempts').notNull().default(0),
+    // A purge that failed is counted in sweep_failures (kind `purge`), not here.
   },
   (t) => [primaryKey({ columns: [t.subject_kind, t.subject_id] }), index('purges_age').on(t.created_at)],
 );
@@ -1125,3 +1140,61 @@ export const archived = sqliteTable('archived', {
   /** Set when the archived record is deleted (its files purged): the record reads as its tombstone. */
   deleted_at: text('deleted_at'),
 });
+
+/** An object a record serves, as the completion that accepted it named it: its R2 key and the SHA-256 (hex) of its bytes. */
+export interface ServedObject {
+  key: string;
+  sha256: string;
+}
+
+/**
+ * Every object an attempt writes for its job's results (src/jobs/results.ts;
+ * migrations/0022_results.sql): a result an agent PUT or sent inline with /complete, a
+ * dev proof the Worker sealed. The row is inserted before the object's first byte, at a
+ * key of its own that nothing else writes (artifactKey.resultUpload). The completion that
+ * accepts some names them on its record and deletes their rows in its transaction; the
+ * others are garbage, deleted by the sweep once their lease is over and their object can
+ * no longer appear.
+ */
+export const resultUploads = sqliteTable(
+  'result_uploads',
+  {
+    id: text('id').primaryKey(), // upl_{ulid}
+    job_id: text('job_id').notNull(),
+    lease_id: text('lease_id').notNull(),
+    /** The result's name (ResultName), or `{name}.sealed` for a dev proof the Worker sealed. */
+    name: text('name').notNull(),
+    /** Epoch ms: its upload may write until started_at + RESULT_UPLOAD_MAX_MS, never after. */
+    started_at: integer('started_at').notNull(),
+    /** Epoch ms when its object was written whole; null while it is being written (or never was). */
+    stored_at: integer('stored_at'),
+    size: integer('size'),
+    /** Hex SHA-256 of its bytes, computed as they were written. */
+    sha256: text('sha256'),
+  },
+  (t) => [index('result_uploads_lease').on(t.lease_id, t.name), index('result_uploads_job').on(t.job_id)],
+);
+
+/** What the sweep does item by item, and may set aside when an item keeps failing (src/jobs/sweep-items.ts). */
+export const SWEEP_ITEM_KINDS = ['log', 'purge', 'upload', 'archive'] as const;
+
+/**
+ * The sweep's items that failed (src/jobs/sweep-items.ts): retried after a delay growing
+ * with `attempts`, then set aside (`set_aside_at`), so that a failing item never keeps
+ * the rest waiting. Deleted when the item succeeds, or by the operator's retry-sweep-item.
+ */
+export const sweepFailures = sqliteTable(
+  'sweep_failures',
+  {
+    kind: text('kind', { enum: SWEEP_ITEM_KINDS }).notNull(),
+    /** The item's id: a job's (log), `{subject_kind}:{subject_id}` (purge), an upload's, an archive object's. */
+    item: text('item').notNull(),
+    attempts: integer('attempts').notNull(),
+    last_error: text('last_error').notNull(),
+    /** Epoch ms of the last failure. */
+    failed_at: integer('failed_at').notNull(),
+    /** Epoch ms it was set aside: the sweep no longer tries it. */
+    set_aside_at: integer('set_aside_at'),
+  },
+  (t) => [primaryKey({ columns: [t.kind, t.item] })],
+);

@@ -2,7 +2,7 @@
 // DEV_PROOF_SECRET (SECURITY.md "Agent tokens, job tokens and queue tokens"). The dev
 // engine on a host writes its proofs unsealed (the format:
 // prover-agent/src/protocol/dev-proofs.ts); a proof job's completion seals each proof
-// file it stores (sealDevProofs), after checking that it states the job's program and
+// file into an object of its own that the record then serves (sealDevProofs), after checking that it states the job's program and
 // config, the public values the engine reported, and deferred children whose own seals
 // hold; a verify job's completion checks the seal of the caller's proof (devProofSealProblem).
 // The dev engine is trusted with its outputs by nature (it runs on the host): what
@@ -44,16 +44,26 @@ function sameMac(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
-/** A stored file read as a dev proof (at most MAX_DEV_PROOF_BYTES), or why it is not one. */
-async function readStored(bucket: R2Bucket, key: string): Promise<DevProof | string> {
-  const obj = await bucket.get(key, { range: { offset: 0, length: MAX_DEV_PROOF_BYTES } });
-  if (!obj) return 'the file is missing';
-  if (obj.size > MAX_DEV_PROOF_BYTES) {
-    await obj.body.cancel();
-    return `the file is larger than any dev proof (${obj.size} bytes)`;
+/** Where a dev proof is read from: a stored object, or a text in hand (a result sent inline). */
+export type DevProofSource = { key: string } | { text: string };
+
+/** A file read as a dev proof (at most MAX_DEV_PROOF_BYTES), or why it is not one. */
+async function readStored(bucket: R2Bucket, source: DevProofSource): Promise<DevProof | string> {
+  let text: string;
+  if ('text' in source) {
+    if (source.text.length > MAX_DEV_PROOF_BYTES) return `the file is larger than any dev proof (${source.text.length} characters)`;
+    text = source.text;
+  } else {
+    const obj = await bucket.get(source.key, { range: { offset: 0, length: MAX_DEV_PROOF_BYTES } });
+    if (!obj) return 'the file is missing';
+    if (obj.size > MAX_DEV_PROOF_BYTES) {
+      await obj.body.cancel();
+      return `the file is larger than any dev proof (${obj.size} bytes)`;
+    }
+    text = await obj.text();
   }
   try {
-    return readDevProof(JSON.parse(await obj.text()));
+    return readDevProof(JSON.parse(text));
   } catch (err) {
     return (err as Error).message;
   }
@@ -79,26 +89,28 @@ export async function devProofSealProblem(
   expected: DevProofExpectation,
   secret: string,
 ): Promise<string | null> {
-  const proof = await readStored(bucket, key);
+  const proof = await readStored(bucket, { key });
   return typeof proof === 'string' ? proof : sealProblem(proof, expected, secret);
 }
 
 /**
- * Seals the unsealed dev proofs a proof job stored at `keys` (by proof type), in place,
- * once each states the job's program and config, the public values the engine reported
- * and the job's deferred children (`childKeys`, whose seals must hold). Returns the
- * sealed files' sizes, or why the job fails.
+ * Seals the unsealed dev proofs of a proof job's attempt (`sources`, by proof type: its
+ * uploads, or texts it sent inline), once each states the job's program and config, the
+ * public values the engine reported and the job's deferred children (`childKeys`, whose
+ * seals must hold). Returns the sealed texts, for the completion to store as objects of
+ * the attempt's own (src/jobs/results.ts: the host's files are never rewritten), or why
+ * the job fails. A proof the host sent sealed already fails it: only this Worker seals.
  */
 export async function sealDevProofs(
   bucket: R2Bucket,
-  keys: Record<string, string>,
+  sources: Record<string, DevProofSource>,
   job: { appExeCommit: string; config: ConfigRow; publicValues: string | null; childKeys: string[] },
   secret: string,
-): Promise<{ sizes: Record<string, number> } | { fail: string }> {
+): Promise<{ texts: Record<string, string> } | { fail: string }> {
   // The children first: each a sealed STARK proof of the same program and config.
   const childDigests: string[] = [];
   for (const [i, key] of job.childKeys.entries()) {
-    const child = await readStored(bucket, key);
+    const child = await readStored(bucket, { key });
     const problem =
       typeof child === 'string'
         ? child
@@ -107,18 +119,11 @@ export async function sealDevProofs(
     childDigests.push(devHex(await sha256(devProofDigestMessage(child))));
   }
   const reported = job.publicValues === null ? null : devParseHex(job.publicValues);
-  const sizes: Record<string, number> = {};
-  for (const [type, key] of Object.entries(keys)) {
-    const proof = await readStored(bucket, key);
+  const texts: Record<string, string> = {};
+  for (const [type, source] of Object.entries(sources)) {
+    const proof = await readStored(bucket, source);
     if (typeof proof === 'string') return { fail: `the ${type} proof is not a dev proof: ${proof}` };
-    const expected = { kind: type as ProofType, appExeCommit: job.appExeCommit, config: job.config };
-    if (!isUnsealed(proof)) {
-      // Sealed by an earlier try of this completion (a retry after a crash): kept if its seal holds.
-      const problem = await sealProblem(proof, expected, secret);
-      if (problem) return { fail: `the ${type} proof came back sealed, and ${problem}` };
-      sizes[type] = (await bucket.head(key))!.size;
-      continue;
-    }
+    if (!isUnsealed(proof)) return { fail: `the ${type} proof came from the host sealed: only the service seals dev proofs` };
     const mismatch = devStatementMismatch(proof, {
       kind: type as ProofType,
       appExeCommit: job.appExeCommit,
@@ -131,11 +136,9 @@ export async function sealDevProofs(
     if (proof.childDigests.length !== childDigests.length || proof.childDigests.some((d, i) => devHex(d) !== childDigests[i])) {
       return { fail: `the ${type} proof does not bind the job's ${childDigests.length} deferred child proofs` };
     }
-    const text = devProofText(await sealDevProof(proof, secret));
-    await bucket.put(key, text, { httpMetadata: { contentType: 'application/json' } });
-    sizes[type] = new TextEncoder().encode(text).byteLength;
+    texts[type] = devProofText(await sealDevProof(proof, secret));
   }
-  return { sizes };
+  return { texts };
 }
 
 /** An unsealed dev proof sealed: its input digest keyed, then the MAC over the whole statement. */

@@ -92,6 +92,25 @@ export async function notifyJob(env: Env, notice: JobNotice): Promise<void> {
   }
 }
 
+/** notifyJob() for many jobs: one send per 100 notices (a queue's batch at most). */
+export async function notifyJobs(env: Env, notices: readonly JobNotice[]): Promise<void> {
+  for (let i = 0; i < notices.length; i += 100) {
+    const chunk = notices.slice(i, i + 100);
+    try {
+      await env.JOBS.sendBatch(chunk.map((body) => ({ body, contentType: 'json' as const })));
+    } catch (err) {
+      console.error(
+        JSON.stringify({
+          level: 'warn',
+          msg: 'queue send failed; the sweep will retry',
+          jobs: chunk.map((n) => n.job_id),
+          error: String(err),
+        }),
+      );
+    }
+  }
+}
+
 /**
  * Why `usage` (the organization's, from the request's first read or its re-read) refuses
  * a job of `kind` holding `gpus` GPUs with the request's `limits`: 422 for a limit over

@@ -11,10 +11,10 @@
 import { eq } from 'drizzle-orm';
 import { RequestSessions } from '../db/sessions.ts';
 import { jobs } from '../db/schema.ts';
-import type { Db } from '../db/client.ts';
 import type { Env, LeaseCheck } from '../env.ts';
-import { appendServiceLog, compactAfterEnding, COMPACT_SWEEP_BATCH } from './logs.ts';
-import { notifyJob } from './dispatch.ts';
+import type { Metered } from '../lib/metered.ts';
+import { appendServiceLog, SERVICE_LINE_CALLS } from './logs.ts';
+import { notifyJobs } from './dispatch.ts';
 import { fleetSettings, tenantLimits } from './settings.ts';
 import { expireLeases } from './state.ts';
 import { enqueueDeliveries } from './webhooks.ts';
@@ -35,7 +35,8 @@ export async function scheduleLeaseCheck(env: Env, check: Omit<LeaseCheck, 'type
 }
 
 /** One look at a lease (see the top of this module). */
-export async function checkLease(env: Env, check: LeaseCheck, now = Date.now()): Promise<'ended' | 'renewed' | 'expired'> {
+export async function checkLease(m: Metered, check: LeaseCheck, now = Date.now()): Promise<'ended' | 'renewed' | 'expired'> {
+  const { env } = m;
   // A replica may be behind: an "expired" it shows is confirmed by the conditional write on the primary.
   const sessions = new RequestSessions(env.DB, 'first-unconstrained');
   const read = (db: typeof sessions.db) =>
@@ -48,7 +49,7 @@ export async function checkLease(env: Env, check: LeaseCheck, now = Date.now()):
   if (job?.status === 'leased' && job.lease_id === check.lease_id && (job.lease_expires_at ?? 0) < now) {
     const settings = fleetSettings(env);
     const expired = await expireLeases(sessions.primary(), settings, now, { jobId: check.job_id, leaseId: check.lease_id });
-    await afterExpiry(env, sessions.primary(), expired);
+    await afterExpiry({ ...m, db: sessions.primary() }, expired);
     if (expired.requeued.length || expired.failed.length) return 'expired';
     job = await read(sessions.primary()); // renewed after all: the replica was behind
   }
@@ -57,35 +58,57 @@ export async function checkLease(env: Env, check: LeaseCheck, now = Date.now()):
   return 'renewed';
 }
 
+/** The most calls one lease check makes: its read, the expiry, what follows it (afterExpiry, one job), the primary's re-read, the next check's send. */
+export const LEASE_CHECK_CALLS = 10;
+
 /**
  * What follows expireLeases(), here and in the cron sweep: a fresh queue notice for each
  * requeued job, its webhooks, and a line in each job's log saying what happened (the
- * agent's own lines may not have reached the service before it went silent).
+ * agent's own lines may not have reached the service before it went silent), each line
+ * while `m`'s budget fits it (the line is what a short budget drops first). The failed
+ * jobs' logs end with that line; the sweep compacts them (src/jobs/logs.ts compactPendingLogs).
  */
-export async function afterExpiry(env: Env, db: Db, expired: Awaited<ReturnType<typeof expireLeases>>): Promise<void> {
-  for (const j of expired.requeued) await notifyJob(env, { job_id: j.id, kind: j.kind });
+export async function afterExpiry(m: Metered, expired: Awaited<ReturnType<typeof expireLeases>>): Promise<void> {
+  const { env, db, budget } = m;
+  await notifyJobs(
+    env,
+    expired.requeued.map((j) => ({ job_id: j.id, kind: j.kind })),
+  );
   await enqueueDeliveries(env, expired.deliveries);
   const why = 'The prover running this attempt stopped answering and its lease expired';
-  await Promise.all([
-    ...expired.requeued.map((j) =>
-      appendServiceLog(db, env.ARTIFACTS, j.id, `${why}: queued again for another prover.`, tenantLimits(env)),
-    ),
-    ...expired.failed.map((id) => appendServiceLog(db, env.ARTIFACTS, id, `${why}.`, tenantLimits(env))),
-  ]);
-  // Their logs end with that line: the failed jobs' logs can be compacted now, a bounded
-  // few here (the sweep expires up to 90 at once); the sweep compacts the rest.
-  await compactAfterEnding(db, env.ARTIFACTS, expired.failed.slice(0, COMPACT_SWEEP_BATCH), tenantLimits(env));
+  const lines = [
+    ...expired.requeued.map((j) => ({ id: j.id, line: `${why}: queued again for another prover.` })),
+    ...expired.failed.map((id) => ({ id, line: `${why}.` })),
+  ];
+  let dropped = 0;
+  for (const { id, line } of lines) {
+    if (!budget.fits(SERVICE_LINE_CALLS)) {
+      dropped++;
+      continue;
+    }
+    await appendServiceLog(db, env.ARTIFACTS, id, line, tenantLimits(env));
+  }
+  if (dropped)
+    console.warn(JSON.stringify({ level: 'warn', msg: 'lease expiry lines not written: the invocation’s budget is spent', jobs: dropped }));
 }
 
-/** The queue() handler's part for LEASE_CHECKS: each look, retried by the queue if it fails. */
-export async function runLeaseChecks(messages: readonly Message<unknown>[], env: Env): Promise<void> {
-  for (const m of messages) {
+/**
+ * The queue() handler's part for LEASE_CHECKS: each look, retried by the queue if it
+ * fails, while `m`'s budget fits another (LEASE_CHECK_CALLS); the messages it leaves come
+ * back a second later.
+ */
+export async function runLeaseChecks(messages: readonly Message<unknown>[], m: Metered): Promise<void> {
+  for (const msg of messages) {
+    if (!m.budget.fits(LEASE_CHECK_CALLS)) {
+      msg.retry({ delaySeconds: 1 });
+      continue;
+    }
     try {
-      await checkLease(env, m.body as LeaseCheck);
-      m.ack();
+      await checkLease(m, msg.body as LeaseCheck);
+      msg.ack();
     } catch (err) {
-      console.error(JSON.stringify({ level: 'error', msg: 'lease check failed; retrying', body: m.body, error: String(err) }));
-      m.retry({ delaySeconds: 1 });
+      console.error(JSON.stringify({ level: 'error', msg: 'lease check failed; retrying', body: msg.body, error: String(err) }));
+      msg.retry({ delaySeconds: 1 });
     }
   }
 }

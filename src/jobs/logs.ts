@@ -18,19 +18,24 @@
 // - A read is one D1 query for the index rows of its page (batched with the route's
 //   own read where it has one) and at most LOG_PAGE_CHUNKS R2 reads, however long the log.
 //
-// Compaction: once the job is `done` its log can no longer grow, and compactJobLog()
-// writes it as ONE object (at most the byte cap), records that on the job row
-// (`log_store`), and only then deletes the chunk objects and their index rows. Every
-// step is conditional on the state it starts from, so a retry, a concurrent run or a
-// crash between steps leaves a correct log: until the record lands, reads use the
-// chunks; after it, the object. The lease endings start it after their response
-// (src/features/fleet/lease.ts); the sweep retries what is pending (compactPendingLogs). A
-// compacted log is served whole by the public route in one R2 read; appends to it are
-// refused by the appending statement itself (log_store = 'chunks').
+// Compaction: once the job is `done` its log can no longer grow, and compaction writes it
+// as ONE object (at most the byte cap), records that on the job row (`log_store`), and
+// only then deletes the chunk objects and their index rows. It runs in stages of at most
+// COMPACT_STAGE_R2_OPS R2 operations (compactionStage), each recorded on the job row
+// (`log_compact_step`), so a log of thousands of chunks is compacted over several
+// invocations, each within its budget (docs/contributors.md "Work per invocation"). Every step is
+// conditional on the state it starts from, so a retry, a concurrent run or a crash
+// between steps leaves a correct log: until the record lands, reads use the chunks;
+// after it, the object. The lease endings start it after their response
+// (src/features/fleet/lease.ts); the sweep goes on with what is pending
+// (compactPendingLogs). A compacted log is served whole by the public route in one R2
+// read; appends to it are refused by the appending statement itself (log_store = 'chunks').
 import { and, asc, eq, gte, lt, lte, sql, type SQL } from 'drizzle-orm';
 import { batchByName } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
-import { jobLogChunks, jobs } from '../db/schema.ts';
+import { jobLogChunks, jobs, sweepFailures } from '../db/schema.ts';
+import { BudgetSpent, type Metered } from '../lib/metered.ts';
+import { inLine, recordFailures, settleFailures } from './sweep-items.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import type { LogChunk } from 'prover-agent/protocol';
 import type { TenantLimits } from './settings.ts';
@@ -104,7 +109,13 @@ function appendStatements(db: Db, jobId: string, seq: number, bytes: number, sou
     chunk: db.insert(jobLogChunks).select(row).onConflictDoNothing(),
     position: db
       .update(jobs)
-      .set({ log_seq: seq + 1, log_bytes: sql`${jobs.log_bytes} + ${bytes}`, ...(caps === 'marker' ? { log_truncated: true } : {}) })
+      // A compaction's stages so far were for the log before this chunk: it starts over (compactionStage).
+      .set({
+        log_seq: seq + 1,
+        log_bytes: sql`${jobs.log_bytes} + ${bytes}`,
+        log_compact_step: 0,
+        ...(caps === 'marker' ? { log_truncated: true } : {}),
+      })
       .where(where)
       .returning({ id: jobs.id }),
   };
@@ -182,6 +193,9 @@ export async function appendLogChunk(
   if (!job) throw new Error(`job ${jobId} not found`);
   return { kind: 'duplicate' };
 }
+
+/** The calls of one appendServiceLog() that meets no race: the log's position, the chunk's object, the batch that appends it. */
+export const SERVICE_LINE_CALLS = 3;
 
 /** Appends a line written by the service itself (e.g. why a job still waits), while no agent holds the job. */
 export async function appendServiceLog(db: Db, bucket: R2Bucket, jobId: string, line: string, caps: LogCaps): Promise<void> {
@@ -368,63 +382,156 @@ async function legacyLogFrom(
 // ---------------------------------------------------------------------------
 // Compaction
 
-/** Chunk objects read at once while compacting. */
-const COMPACT_CONCURRENCY = 16;
-/** Most chunks a compaction reads (a capped log has LOG_MAX_CHUNKS and its marker; older or odder logs are kept in chunks). */
+/**
+ * Objects one stage of a compaction reads, at most: a stage makes at most
+ * COMPACT_STAGE_R2_OPS R2 operations and COMPACT_STAGE_CALLS calls in all, whatever the
+ * log's length. So a stage fits in one invocation of Workers Free (50 subrequests), and
+ * a full log of LOG_MAX_CHUNKS (2,048) chunks and its marker takes 69 stages and its
+ * clean-up, spread over invocations by their budgets (src/jobs/invocations.ts), never
+ * 2,053 operations in one (docs/contributors.md "Work per invocation").
+ */
+export const COMPACT_FAN_IN = 32;
+/** R2 operations of the largest stage: COMPACT_FAN_IN reads and one write (a clean-up makes fewer: a bulk delete per 1,000 keys). */
+export const COMPACT_STAGE_R2_OPS = COMPACT_FAN_IN + 1;
+/** Calls of the largest stage: its R2 operations, the job's read, its index rows' read and the update that records it. */
+export const COMPACT_STAGE_CALLS = COMPACT_STAGE_R2_OPS + 3;
+/** Most chunks a compaction takes (a capped log has LOG_MAX_CHUNKS and its marker; older or odder logs are kept in chunks). */
 const COMPACT_MAX_CHUNKS = 4096;
 /** Room for the truncation marker past LOG_MAX_BYTES. */
 const MARKER_ROOM = 1024;
-/** Pending compactions the sweep finishes per run. */
-export const COMPACT_SWEEP_BATCH = 4;
+/**
+ * Pending compactions the sweep looks at per run, at most: each goes as far as the run's
+ * budget lets it, which is the real bound (a small log takes two stages of a few calls,
+ * so a run finishes several; a mass expiry leaves hundreds).
+ */
+export const COMPACT_SWEEP_BATCH = 16;
 
 export type CompactOutcome = 'compacted' | 'kept' | 'not-final' | 'changed';
 
 /**
- * Compacts the log of a finished job into one object, then deletes its chunks; safe to
- * run again at any point and alongside another run (each step is conditional on the
- * state it starts from):
- * 1. `chunks`: the index rows are read (all of them: the log is final), checked to cover
- *    the log end to end, and their objects read in order, COMPACT_CONCURRENCY at once,
- *    into one buffer of the log's length (at most the byte cap and its marker). The
- *    object is written, then recorded (`compacted`) only if the log is still what was
- *    read. A crash before the record leaves an unrecorded object nobody reads; the next
- *    run writes it again, the same bytes.
- * 2. `compacted`: the chunk objects are deleted, then their index rows, and the job is
- *    `clean`. A crash between leaves objects or rows a rerun deletes again.
+ * How a log of `chunks` chunks is compacted: objects of level 0 are its chunks; a stage
+ * joins up to COMPACT_FAN_IN consecutive objects of one level into one object of the next
+ * (artifactKey.jobLogPart), until a level has at most COMPACT_FAN_IN objects, which the
+ * last stage joins into the compacted object. `counts[l]`: the objects of level l.
+ */
+export function compactionPlan(chunks: number): { counts: number[]; stages: { level: number; index: number }[] } {
+  const counts = [chunks];
+  while (counts.at(-1)! > COMPACT_FAN_IN) counts.push(Math.ceil(counts.at(-1)! / COMPACT_FAN_IN));
+  const stages = counts.slice(1).flatMap((count, l) => Array.from({ length: count }, (_, index) => ({ level: l + 1, index })));
+  // The last stage: level counts.length, its one object being the compacted log.
+  stages.push({ level: counts.length, index: 0 });
+  return { counts, stages };
+}
+
+/** The chunks object (level, index) of a plan covers: [from, to). */
+const spanOf = (chunks: number, level: number, index: number) => {
+  const width = COMPACT_FAN_IN ** level;
+  return { from: index * width, to: Math.min((index + 1) * width, chunks) };
+};
+
+/** An object a stage joins, and its size as the index says. */
+type Piece = { key: string; bytes: number };
+
+/** Source reads a stage keeps in flight ahead of the one it copies (under the platform's 6 open connections). */
+const COMPACT_READ_AHEAD = 4;
+
+/**
+ * Writes `target` as the concatenation of `sources`, streamed (a source at a time, the
+ * next COMPACT_READ_AHEAD ones' reads started while the current one is copied; nothing
+ * held whole), each source checked to be the size the index says. 'missing' (and nothing
+ * written) when one is gone or not that size.
+ */
+async function joinObjects(
+  bucket: R2Bucket,
+  target: string,
+  sources: Piece[],
+  metadata: Record<string, string>,
+): Promise<'written' | 'missing'> {
+  const total = sources.reduce((n, s) => n + s.bytes, 0);
+  const { readable, writable } = new FixedLengthStream(total);
+  const putting = bucket.put(target, readable, { httpMetadata: { contentType: 'text/plain; charset=utf-8' }, customMetadata: metadata });
+  const reads: Promise<R2ObjectBody | null>[] = [];
+  const readAhead = (upTo: number) => {
+    while (reads.length < Math.min(upTo, sources.length)) reads.push(bucket.get(sources[reads.length].key));
+  };
+  const stop = async (why: unknown, from: number) => {
+    await Promise.allSettled(reads.slice(from).map((r) => r.then((o) => o?.body.cancel())));
+    await writable.abort(why).catch(() => undefined);
+    await putting.catch(() => undefined);
+  };
+  try {
+    for (let i = 0; i < sources.length; i++) {
+      readAhead(i + 1 + COMPACT_READ_AHEAD);
+      const obj = await reads[i];
+      if (!obj || obj.size !== sources[i].bytes) {
+        await obj?.body.cancel();
+        await stop(new Error('a source object is missing'), i + 1);
+        return 'missing';
+      }
+      await obj.body.pipeTo(writable, { preventClose: true });
+    }
+    await writable.close();
+  } catch (err) {
+    await stop(err, 0);
+    throw err;
+  }
+  await putting;
+  return 'written';
+}
+
+/**
+ * One stage of the compaction of a finished job's log (see the top of this module), at
+ * most COMPACT_STAGE_CALLS calls: 'stage' when it did one and there is more, else how the
+ * compaction stands. Safe to run again at any point and alongside another run: each
+ * stage rewrites the same object from the same sources, and records itself only if the
+ * log is still what it read (finished, not grown) and no other run recorded it first.
+ * 1. `chunks`, stage by stage (log_compact_step counts them): the first checks that the
+ *    index rows tile the log end to end; each writes one object of the plan
+ *    (compactionPlan) from its sources, and the last writes the compacted object and
+ *    records it (`compacted`). A crash before a stage's record leaves an object nobody
+ *    reads, which the stage's rerun writes again, the same bytes.
+ * 2. `compacted`: the chunk objects and the plan's parts are deleted (a bulk delete per
+ *    1,000 keys), then the index rows, and the job is `clean`.
  * A log that cannot be compacted (no index: written before it; past the bounds; a chunk
  * object gone) is `kept` in chunks, and read as before.
  */
-export async function compactJobLog(db: Db, bucket: R2Bucket, jobId: string, caps: LogCaps): Promise<CompactOutcome> {
+export async function compactionStage(m: Metered, jobId: string, caps: LogCaps): Promise<CompactOutcome | 'stage'> {
+  const { db, bucket } = m;
   const job = await db
-    .select({ status: jobs.status, seq: jobs.log_seq, bytes: jobs.log_bytes, store: jobs.log_store })
+    .select({ status: jobs.status, seq: jobs.log_seq, bytes: jobs.log_bytes, store: jobs.log_store, step: jobs.log_compact_step })
     .from(jobs)
     .where(eq(jobs.id, jobId))
     .get();
   if (!job || job.status !== 'done') return 'not-final';
   if (job.store === 'kept' || job.store === 'clean') return job.store === 'clean' ? 'compacted' : 'kept';
-  // The record, conditional on the log being exactly what was read (finished, not grown).
+  if (job.store === 'compacted') return cleanUp(m, jobId, job.seq);
+  // The record, conditional on the log being exactly what was read (finished, not grown) and at this stage.
   const asRead = and(
     eq(jobs.id, jobId),
     eq(jobs.status, 'done'),
     eq(jobs.log_store, 'chunks'),
     eq(jobs.log_seq, job.seq),
     eq(jobs.log_bytes, job.bytes),
+    eq(jobs.log_compact_step, job.step),
   );
-  const mark = async (store: LogStore) =>
-    (await db.update(jobs).set({ log_store: store }).where(asRead).returning({ id: jobs.id })).length === 1;
-  /** The chunks' rows when this run read them whole (and compacted them), not to be read again. */
-  let known: { seq: number; source: Source }[] | undefined;
-  if (job.store === 'chunks') {
-    if (job.bytes === 0) return (await mark('clean')) ? 'compacted' : 'changed';
-    const rows =
-      job.seq <= COMPACT_MAX_CHUNKS && job.bytes <= caps.LOG_MAX_BYTES + MARKER_ROOM
-        ? await db
-            .select({ seq: jobLogChunks.seq, offset: jobLogChunks.offset, bytes: jobLogChunks.bytes, source: jobLogChunks.source })
-            .from(jobLogChunks)
-            .where(eq(jobLogChunks.job_id, jobId))
-            .orderBy(asc(jobLogChunks.seq))
-            .limit(COMPACT_MAX_CHUNKS + 1)
-        : [];
+  const record = async (set: { log_store?: LogStore; log_compact_step?: number }) =>
+    (await db.update(jobs).set(set).where(asRead).returning({ id: jobs.id })).length === 1;
+  if (job.bytes === 0) return (await record({ log_store: 'clean' })) ? 'compacted' : 'changed';
+  if (job.seq > COMPACT_MAX_CHUNKS || job.bytes > caps.LOG_MAX_BYTES + MARKER_ROOM)
+    return (await record({ log_store: 'kept' })) ? 'kept' : 'changed';
+  const plan = compactionPlan(job.seq);
+  const stage = plan.stages[job.step];
+  if (!stage) return (await record({ log_compact_step: 0 })) ? 'stage' : 'changed';
+  const last = job.step === plan.stages.length - 1;
+  // The index rows of the stage's span (all of them for the first stage, which checks them).
+  const span = job.step === 0 ? { from: 0, to: job.seq } : spanOf(job.seq, stage.level, stage.index);
+  const rows = await db
+    .select({ seq: jobLogChunks.seq, offset: jobLogChunks.offset, bytes: jobLogChunks.bytes, source: jobLogChunks.source })
+    .from(jobLogChunks)
+    .where(and(eq(jobLogChunks.job_id, jobId), gte(jobLogChunks.seq, span.from), lt(jobLogChunks.seq, span.to)))
+    .orderBy(asc(jobLogChunks.seq))
+    .limit(COMPACT_MAX_CHUNKS + 1);
+  if (job.step === 0) {
     // The rows must tile the log: seq 0.. in order, each starting where the one before ended.
     let end = 0;
     let covers = rows.length === job.seq;
@@ -433,40 +540,46 @@ export async function compactJobLog(db: Db, bucket: R2Bucket, jobId: string, cap
       end += r.bytes;
     }
     covers &&= end === job.bytes;
-    if (!covers) return (await mark('kept')) ? 'kept' : 'changed';
-    const all = new Uint8Array(job.bytes);
-    let next = 0;
-    let missing = false;
-    const worker = async () => {
-      while (!missing && next < rows.length) {
-        const r = rows[next++];
-        const obj = await bucket.get(artifactKey.jobLogChunk(jobId, r.seq, r.source));
-        if (!obj) return void (missing = true);
-        const bytes = new Uint8Array(await obj.arrayBuffer());
-        if (bytes.byteLength !== r.bytes) return void (missing = true);
-        all.set(bytes, r.offset);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(COMPACT_CONCURRENCY, rows.length) }, worker));
-    // A chunk gone (or not as indexed) while the log is still `chunks`: nothing to compact it from.
-    if (missing) return (await mark('kept')) ? 'kept' : 'changed';
-    await bucket.put(artifactKey.jobLogCompacted(jobId), all, {
-      httpMetadata: { contentType: 'text/plain; charset=utf-8' },
-      customMetadata: { log_seq: String(job.seq) },
-    });
-    if (!(await mark('compacted'))) return 'changed';
-    // Its rows as read: recorded compacted, the log takes no more chunks (appends need `chunks`).
-    known = rows;
+    if (!covers) return (await record({ log_store: 'kept' })) ? 'kept' : 'changed';
   }
-  // The chunks, now that the compacted object serves reads: objects first, then their rows.
-  const chunks =
-    known ??
-    (await db
-      .select({ seq: jobLogChunks.seq, source: jobLogChunks.source })
-      .from(jobLogChunks)
-      .where(eq(jobLogChunks.job_id, jobId))
-      .limit(COMPACT_MAX_CHUNKS + 1));
-  const keys = chunks.map((r) => artifactKey.jobLogChunk(jobId, r.seq, r.source));
+  // The stage's sources: objects of the level below, each as many bytes as its chunks.
+  const { from, to } = spanOf(job.seq, stage.level, stage.index);
+  const below = stage.level - 1;
+  const sources: Piece[] = [];
+  for (const r of rows) {
+    if (r.seq < from || r.seq >= to) continue;
+    const index = Math.floor(r.seq / COMPACT_FAN_IN ** below);
+    const key = below === 0 ? artifactKey.jobLogChunk(jobId, r.seq, r.source) : artifactKey.jobLogPart(jobId, below, index);
+    if (sources.at(-1)?.key === key) sources.at(-1)!.bytes += r.bytes;
+    else sources.push({ key, bytes: r.bytes });
+  }
+  const target = last ? artifactKey.jobLogCompacted(jobId) : artifactKey.jobLogPart(jobId, stage.level, stage.index);
+  if ((await joinObjects(bucket, target, sources, { log_seq: String(job.seq) })) === 'missing')
+    // A chunk gone (or not as indexed) while the log is still `chunks`: nothing to compact it
+    // from. A part gone (another run of an older plan rewrote it): the stages start over.
+    return below === 0
+      ? (await record({ log_store: 'kept' }))
+        ? 'kept'
+        : 'changed'
+      : (await record({ log_compact_step: 0 }))
+        ? 'stage'
+        : 'changed';
+  if (!(await record(last ? { log_store: 'compacted' } : { log_compact_step: job.step + 1 }))) return 'changed';
+  return 'stage';
+}
+
+/** Stage 2: the chunks and the plan's parts, now that the compacted object serves reads: objects first, then their rows. */
+async function cleanUp({ db, bucket }: Metered, jobId: string, chunks: number): Promise<'compacted'> {
+  const rows = await db
+    .select({ seq: jobLogChunks.seq, source: jobLogChunks.source })
+    .from(jobLogChunks)
+    .where(eq(jobLogChunks.job_id, jobId))
+    .limit(COMPACT_MAX_CHUNKS + 1);
+  const { counts } = compactionPlan(chunks);
+  const keys = [
+    ...rows.map((r) => artifactKey.jobLogChunk(jobId, r.seq, r.source)),
+    ...counts.slice(1).flatMap((count, l) => Array.from({ length: count }, (_, i) => artifactKey.jobLogPart(jobId, l + 1, i))),
+  ];
   for (let i = 0; i < keys.length; i += 1000) await bucket.delete(keys.slice(i, i + 1000)); // R2 deletes at most 1,000 keys per call
   await batchByName(db, {
     chunks: db.delete(jobLogChunks).where(eq(jobLogChunks.job_id, jobId)),
@@ -479,32 +592,57 @@ export async function compactJobLog(db: Db, bucket: R2Bucket, jobId: string, cap
 }
 
 /**
- * compactJobLog() for a job just ended, off the response path: a failure is logged and
- * left pending for the sweep.
+ * Compacts a finished job's log stage by stage while `m`'s budget fits another stage:
+ * its outcome, or 'partial' when the budget stopped it first (the sweep goes on from
+ * there: jobs_log_pending).
  */
-export async function compactAfterEnding(db: Db, bucket: R2Bucket, jobIds: readonly string[], caps: LogCaps): Promise<void> {
-  for (const id of jobIds)
-    await compactJobLog(db, bucket, id, caps).catch((err) =>
-      console.error(JSON.stringify({ level: 'error', msg: 'log compaction failed; the sweep retries it', job_id: id, error: String(err) })),
-    );
+export async function compactJobLog(m: Metered, jobId: string, caps: LogCaps): Promise<CompactOutcome | 'partial'> {
+  while (m.budget.fits(COMPACT_STAGE_CALLS)) {
+    const r = await compactionStage(m, jobId, caps);
+    if (r !== 'stage') return r;
+  }
+  return 'partial';
 }
 
-/** The sweep's part: up to COMPACT_SWEEP_BATCH finished jobs whose compaction is pending (jobs_log_pending), compacted. */
-export async function compactPendingLogs(db: Db, bucket: R2Bucket, caps: LogCaps): Promise<number> {
+/**
+ * compactJobLog() for jobs just ended, off the response path, within `m`'s budget: a
+ * failure is logged and left pending for the sweep, as is whatever the budget leaves.
+ */
+export async function compactAfterEnding(m: Metered, jobIds: readonly string[], caps: LogCaps): Promise<void> {
+  for (const id of jobIds) {
+    if (!m.budget.fits(COMPACT_STAGE_CALLS)) return;
+    await compactJobLog(m, id, caps).catch((err) =>
+      console.error(JSON.stringify({ level: 'error', msg: 'log compaction failed; the sweep retries it', job_id: id, error: String(err) })),
+    );
+  }
+}
+
+/**
+ * The sweep's part: finished jobs whose compaction is pending (jobs_log_pending) and in
+ * line (src/jobs/sweep-items.ts), COMPACT_SWEEP_BATCH at most, each compacted as far as
+ * `m`'s budget goes. A compaction that fails counts a failure of the job's log and waits
+ * (at last set aside), so it never keeps the others waiting. Answers the logs finished.
+ */
+export async function compactPendingLogs(m: Metered, caps: LogCaps, now = Date.now()): Promise<number> {
+  if (!m.budget.fits(1 + COMPACT_STAGE_CALLS)) return 0;
+  const { db } = m;
   const pending = await db
-    .select({ id: jobs.id })
+    .select({ id: jobs.id, failed: sql<number>`EXISTS (SELECT 1 FROM ${sweepFailures} f WHERE f.kind = 'log' AND f.item = ${jobs.id})` })
     .from(jobs)
     // Literally jobs_log_pending's condition, so the planner can use it.
-    .where(sql`${jobs.status} = 'done' AND ${jobs.log_store} IN ('chunks', 'compacted')`)
+    .where(and(sql`${jobs.status} = 'done' AND ${jobs.log_store} IN ('chunks', 'compacted')`, inLine('log', jobs.id, now)))
     .limit(COMPACT_SWEEP_BATCH);
   let done = 0;
-  for (const { id } of pending) {
+  for (const { id, failed } of pending) {
+    if (!m.budget.fits(COMPACT_STAGE_CALLS)) break;
     try {
-      if ((await compactJobLog(db, bucket, id, caps)) !== 'changed') done++;
+      const r = await compactJobLog(m, id, caps);
+      if (r === 'partial' || r === 'changed') continue;
+      done++;
+      if (failed) await batchByName(db, { settled: settleFailures(db, 'log', [id]) });
     } catch (err) {
-      console.error(
-        JSON.stringify({ level: 'error', msg: 'log compaction failed; the next sweep retries it', job_id: id, error: String(err) }),
-      );
+      if (err instanceof BudgetSpent) break;
+      await recordFailures(db, 'log', [id], err, now);
     }
   }
   return done;

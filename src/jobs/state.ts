@@ -42,6 +42,7 @@ import { chargedCost, limitedKind, rateSql, stopOnHeartbeat, stopReasonSql } fro
 import { rateOf, type MachineRates } from './rates.ts';
 import { DEFAULT_QUOTAS, type QuotaDefaults } from './quotas.ts';
 import { unsentDeliveries, type DeliveryRef } from './webhooks.ts';
+import { acceptStatement } from './results.ts';
 
 /** Fleet tunables, from the Worker's vars (docs/operators.md "Configuration"). */
 export interface FleetSettings {
@@ -570,7 +571,7 @@ export async function completeJob(
   done: Completion,
   response: Record<string, unknown>,
   settings: FleetSettings,
-  { now = Date.now(), before = [] }: EndingOptions = {},
+  { now = Date.now(), before = [], accepted = [] }: EndingOptions & { accepted?: readonly string[] } = {},
 ): Promise<{ outcome: 'completed' | 'canceled' | null; deliveries: DeliveryRef[] }> {
   const current = currentLease(lease.id);
   const mine = and(current, eq(jobs.cancel_requested, false));
@@ -587,6 +588,8 @@ export async function completeJob(
   const { deliveries, job } = await batchByName(db, {
     before,
     subject,
+    // The uploads the subject now names (`accepted`, src/jobs/results.ts) leave the garbage list with it.
+    accepted: acceptStatement(db, accepted, mine),
     canceled: cancelSubjects(db, canceled, settings, now),
     lease: endLeaseUnlessCanceled(db, lease, 'completed', response, now),
     deliveries: deliveriesOf(db, current),

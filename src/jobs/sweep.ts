@@ -14,15 +14,24 @@
 //   since UNSERVABLE_EVENT_SECONDS announces its jobs once (src/jobs/waiting.ts).
 // - Idempotency keys older than 24 h are deleted, in bounded batches (src/middleware/idempotency/store.ts).
 // - Finished jobs' logs whose compaction is pending (it failed, or its Worker died) are
-//   compacted, a few per run (src/jobs/logs.ts compactPendingLogs).
+//   compacted, stage by stage (src/jobs/logs.ts compactPendingLogs), and garbage result
+//   uploads deleted (src/jobs/results.ts sweepResultUploads): each a part of its own of the
+//   cron's budget (sweepParts).
+//
+// All within the budget it is handed (src/jobs/invocations.ts): each unit of work (a
+// round of expiries, a lane, an announcement) is taken only while the budget fits it,
+// and what is left waits for the next run, which finds it again (nothing here is lost
+// by stopping between units).
 import { and, eq, gte, isNotNull, isNull, lt, sql } from 'drizzle-orm';
 import { batchByName } from '../db/batch.ts';
-import type { Db } from '../db/client.ts';
 import { agents, jobs, organizations, queueLanes } from '../db/schema.ts';
-import type { Env } from '../env.ts';
-import { deleteExpiredKeys } from '../middleware/idempotency/store.ts';
-import { notifyJob } from './dispatch.ts';
+import type { JobNotice } from '../env.ts';
+import { deleteExpiredKeys, IDEMPOTENCY_SWEEP_BATCHES } from '../middleware/idempotency/store.ts';
+import { meteredPart, type Metered } from '../lib/metered.ts';
+import { notifyJobs } from './dispatch.ts';
 import { appendServiceLog, compactPendingLogs } from './logs.ts';
+import { INVOCATION_BUDGETS } from './invocations.ts';
+import { sweepResultUploads, UPLOAD_SWEEP_CALLS } from './results.ts';
 import { fleetSettings, tenantLimits } from './settings.ts';
 import { expireLeases, type JobRow } from './state.ts';
 import { afterExpiry } from './lease-checks.ts';
@@ -40,10 +49,19 @@ export function whyUnservable(job: Pick<JobRow, 'engine' | 'config_id' | 'num_gp
 
 /** Lanes looked at per sweep, at most. */
 const SWEEP_LANES = 500;
+/** The calls of a round of expiries before its log lines: the expired jobs' read, their batch, their notices, their webhooks. */
+const EXPIRY_ROUND_CALLS = 5;
+/** The most calls one lane costs: its batch, and a line in its job's log (a read, a write, a batch). */
+const LANE_CALLS = 4;
+/** What the sweep keeps for its steps after the lanes: their notices, deadlines, webhooks' sends, idempotency keys. */
+const AFTER_LANES_CALLS = 8 + IDEMPOTENCY_SWEEP_BATCHES;
 
+/**
+ * The cron's sweep (see the top of this module), within `m`'s budget. The parts that are
+ * R2 work item by item run in sweepParts().
+ */
 export async function sweep(
-  db: Db,
-  env: Env,
+  m: Metered,
   now = Date.now(),
 ): Promise<{
   requeued: number;
@@ -54,13 +72,15 @@ export async function sweep(
   webhooksRequeued: number;
   webhooksDeleted: number;
   idempotencyKeysDeleted: number;
-  logsCompacted: number;
 }> {
+  const { db, env, budget } = m;
   const settings = fleetSettings(env);
   const requeued: { id: string; kind: string }[] = [];
-  for (let round = 0; round < 20; round++) {
-    const expired = await expireLeases(db, settings, now);
-    await afterExpiry(env, db, expired);
+  // Expiries take at most half of the budget, their log lines included: the lanes get the rest.
+  const expiring = meteredPart(m, Math.floor(budget.left / 2), 'lease expiries');
+  for (let round = 0; round < 20 && expiring.budget.fits(EXPIRY_ROUND_CALLS); round++) {
+    const expired = await expireLeases(expiring.db, settings, now);
+    await afterExpiry(expiring, expired);
     requeued.push(...expired.requeued);
     if (expired.requeued.length + expired.failed.length === 0) break;
   }
@@ -93,8 +113,10 @@ export async function sweep(
     .innerJoin(organizations, eq(organizations.id, queueLanes.org_id))
     .where(and(isNotNull(queueLanes.head_job_id), eq(jobs.status, 'queued'), lt(jobs.notified_at, now - settings.renotifyAfterMs)))
     .limit(SWEEP_LANES);
-  let renotified = 0;
   let waiting = 0;
+  const notices: JobNotice[] = [];
+  // Room kept for the notices' sends (one per 100) and what follows the lanes.
+  const reserve = AFTER_LANES_CALLS + Math.ceil(stale.length / 100);
   for (const lane of stale) {
     const unservable = unservableReason({ engine: lane.engine, config_id: lane.config_id, num_gpus: lane.num_gpus }, live);
     const why = unservable ?? quotaHold(lane.org, lane.gpus_used, settings.quotas);
@@ -108,6 +130,8 @@ export async function sweep(
     if (reason) {
       waiting++;
       if (reason !== lane.job_reason || why!.code !== lane.lane_code) {
+        // A lane the budget leaves is still stale at the next run, which takes it then.
+        if (!budget.fits(LANE_CALLS + reserve)) continue;
         await batchByName(db, {
           job: db
             .update(jobs)
@@ -135,6 +159,7 @@ export async function sweep(
       }
       continue;
     }
+    if (!budget.fits(LANE_CALLS + reserve)) continue;
     await batchByName(db, {
       job: db
         .update(jobs)
@@ -142,24 +167,38 @@ export async function sweep(
         .where(and(eq(jobs.id, lane.job_id), eq(jobs.status, 'queued'))),
       lane: db.update(queueLanes).set({ waiting_reason: null, waiting_code: null, unservable_since: null }).where(laneKey),
     });
-    await notifyJob(env, { job_id: lane.job_id, kind: lane.kind });
-    renotified++;
+    notices.push({ job_id: lane.job_id, kind: lane.kind });
   }
+  await notifyJobs(env, notices);
   // Job limits and waiting (src/jobs/limits.ts, src/jobs/waiting.ts): queued jobs past their
   // deadline fail; jobs no agent could take for UNSERVABLE_EVENT_SECONDS are announced once.
-  const pastDeadline = await failQueuedPastDeadline(db, now);
-  const unservable = await announceUnservable(db, now - settings.unservableEventMs, SWEEP_LANES);
+  const pastDeadline = budget.fits(4) ? await failQueuedPastDeadline(db, now) : { failed: 0, deliveries: [] };
+  const announcing = meteredPart(m, budget.left - (AFTER_LANES_CALLS - 4), 'unservable lanes');
+  const unservable = await announceUnservable(announcing.db, now - settings.unservableEventMs, SWEEP_LANES, announcing.budget);
   await enqueueDeliveries(env, [...pastDeadline.deliveries, ...unservable]);
-  const idempotencyKeysDeleted = await deleteExpiredKeys(db, now);
-  const logsCompacted = await compactPendingLogs(db, env.ARTIFACTS, tenantLimits(env));
+  const idempotencyKeysDeleted = budget.fits(IDEMPOTENCY_SWEEP_BATCHES) ? await deleteExpiredKeys(db, now) : 0;
   return {
     requeued: requeued.length,
-    renotified,
+    renotified: notices.length,
     waiting,
     pastDeadline: pastDeadline.failed,
     unservableAnnounced: unservable.length,
     ...webhooks,
     idempotencyKeysDeleted,
-    logsCompacted,
   };
+}
+
+/**
+ * The cron's item-by-item R2 work beside the sweep, each within its own part of the
+ * cron's budget (src/jobs/invocations.ts): pending log compactions, then garbage result
+ * uploads. Each item that fails is counted and waits (src/jobs/sweep-items.ts).
+ */
+export async function sweepParts(m: Metered, now = Date.now()): Promise<{ logsCompacted: number; uploadsDeleted: number }> {
+  const { parts } = INVOCATION_BUDGETS.cron;
+  const logsCompacted = await compactPendingLogs(meteredPart(m, parts.compaction, 'compaction'), tenantLimits(m.env), now);
+  const uploads = meteredPart(m, parts.uploads, 'uploads');
+  let uploadsDeleted = 0;
+  for (let n = -1; n !== 0 && uploads.budget.fits(UPLOAD_SWEEP_CALLS);)
+    uploadsDeleted += n = await sweepResultUploads(uploads.db, uploads.bucket, uploads.budget, now);
+  return { logsCompacted, uploadsDeleted };
 }

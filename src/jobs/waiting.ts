@@ -13,6 +13,7 @@
 import { and, eq, gt, inArray, isNotNull, lte, sql } from 'drizzle-orm';
 import { gpusUsed } from 'prover-agent/protocol';
 import { batchByName } from '../db/batch.ts';
+import type { CallBudget } from '../lib/metered.ts';
 import type { Db } from '../db/client.ts';
 import { WAITING_REASONS, type WaitingReason } from '../db/enums.ts';
 import { jobs, queueLanes, webhookDeliveries, webhookEndpoints } from '../db/schema.ts';
@@ -83,6 +84,8 @@ export function quotaHold(org: OrgRunning, gpus: number, defaults: QuotaDefaults
 
 /** Jobs announced unservable per lane and sweep run, at most. */
 const ANNOUNCE_PER_LANE = 50;
+/** The calls of one lane's announcement: its jobs' read, and the batch that records it. */
+const ANNOUNCE_LANE_CALLS = 2;
 
 /** The webhook event of a job kind that can be unservable (proofs, executions). */
 const UNSERVABLE_EVENT = { proof: ['proof', 'proof.unservable'], execute: ['execution', 'execution.unservable'] } as const;
@@ -91,9 +94,12 @@ const UNSERVABLE_EVENT = { proof: ['proof', 'proof.unservable'], execute: ['exec
  * Raises `proof.unservable` / `execution.unservable` for the jobs of lanes no online
  * agent could take since `before` (epoch ms) that were queued by then and not announced
  * yet (queued_at past the lane's unservable_announced_to): once per job, at most
- * ANNOUNCE_PER_LANE per lane and run. Returns the deliveries to send.
+ * ANNOUNCE_PER_LANE per lane and run, two calls a lane while `budget` fits them. The
+ * lanes announced longest ago go first, so a run the budget cuts short leaves the others
+ * for the next one. Returns the deliveries to send.
  */
-export async function announceUnservable(db: Db, before: number, lanes: number): Promise<DeliveryRef[]> {
+export async function announceUnservable(db: Db, before: number, lanes: number, budget: CallBudget): Promise<DeliveryRef[]> {
+  if (!budget.fits(1 + ANNOUNCE_LANE_CALLS)) return [];
   const stuck = await db
     .select({
       org_id: queueLanes.org_id,
@@ -104,9 +110,11 @@ export async function announceUnservable(db: Db, before: number, lanes: number):
     })
     .from(queueLanes)
     .where(and(isNotNull(queueLanes.head_job_id), isNotNull(queueLanes.unservable_since), lte(queueLanes.unservable_since, before)))
+    .orderBy(sql`coalesce(${queueLanes.unservable_announced_to}, 0)`)
     .limit(lanes);
   const deliveries: DeliveryRef[] = [];
   for (const lane of stuck) {
+    if (!budget.fits(ANNOUNCE_LANE_CALLS)) break;
     const due = await db
       .select({ id: jobs.id, kind: jobs.kind, subject_id: jobs.subject_id, queued_at: jobs.queued_at })
       .from(jobs)

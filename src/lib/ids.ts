@@ -18,3 +18,5 @@ export const newSessionId = prefixed('ses');
 export const newMailId = prefixed('mail');
 /** Configs keep the ULID's upper case: `cfg_{ULID}`, as the reference service spells them. */
 export const newConfigId = () => `cfg_${ulid()}`;
+/** An object an attempt wrote for its job's results (src/jobs/results.ts). */
+export const newUploadId = prefixed('upl');

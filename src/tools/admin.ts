@@ -28,6 +28,8 @@ import {
   outboxInsert,
   type UserStep,
   listAgents,
+  listSweepFailures,
+  retrySweepItem,
   listUsers,
   listAgentTokens,
   listApiKeys,
@@ -49,6 +51,7 @@ import {
 import { openvmConfigProblems, PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
 import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES } from '../auth/permissions.ts';
 import { artifactKey } from '../lib/artifact-keys.ts';
+import { SWEEP_ITEM_KINDS } from '../db/schema.ts';
 import { MailError, mailSender, send } from '../features/accounts/mail.ts';
 import { rateOf } from '../jobs/rates.ts';
 import {
@@ -645,6 +648,23 @@ const commands: Record<string, Command> = {
     synopsis: '[--json]',
     summary: 'List the agents that have asked for work, most recently seen first.',
     run: (c) => list(c, listAgents()),
+  },
+  'list-sweep-failures': {
+    synopsis: '[--json]',
+    summary:
+      'List what the cron sweep failed to do (a log compaction, a purge, a result upload’s garbage, an archive object): set aside after repeated failures, or waiting to be retried, with the last error.',
+    run: (c) => list(c, listSweepFailures()),
+  },
+  'retry-sweep-item': {
+    synopsis: 'KIND ITEM',
+    summary: `Put a failed sweep item (${SWEEP_ITEM_KINDS.join(', ')}; see list-sweep-failures) back in line: the next sweep tries it again.`,
+    positionals: ['KIND', 'ITEM'],
+    async run(c) {
+      const [kind, item] = c.positionals;
+      if (!(SWEEP_ITEM_KINDS as readonly string[]).includes(kind))
+        throw new UsageError(`KIND must be one of ${SWEEP_ITEM_KINDS.join(', ')}`);
+      await runStep(c.target, retrySweepItem(kind, item), `no failed ${kind} ${item} (see list-sweep-failures)`);
+    },
   },
 };
 

@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import { caller, GUESTS, startStack, type Stack } from '../e2e/stack.ts';
 import { MAX_CHILD_PROOF_BYTES, MAX_INPUT_BYTES, MAX_JSON_BODY_BYTES } from '../../src/lib/limits.ts';
 import { benchCli } from './cli.ts';
-import { cpuMs, workerdPids } from './workerd.ts';
+import { cpuMs, procStatus, workerdPids } from './workerd.ts';
 
 const usage = `usage: npm run bench:trust -- [--requests N] [--repeats R] [--only doors]
   --requests N   requests per side of the unauthenticated comparison (default 50)
@@ -55,37 +55,34 @@ const mb = (kb: number) => `${(kb / 1024).toFixed(1)} MB`;
 function workerdPid(): { pid: number; others: number[] } {
   const found = workerdPids();
   if (found.length === 0) throw new Error('no workerd under this bench');
-  found.sort((a, b) => status(b, 'VmRSS') - status(a, 'VmRSS'));
+  found.sort((a, b) => procStatus(b, 'VmRSS') - procStatus(a, 'VmRSS'));
   return { pid: found[0], others: found.slice(1) };
 }
-
-const status = (pid: number, field: string) =>
-  Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 
 /** One request's cost to workerd: peak RSS growth (KB) and CPU (ms). */
 async function measure(pid: number, send: () => Promise<Response>, expected: number): Promise<{ kb: number; cpu: number }> {
   await new Promise((r) => setTimeout(r, 300)); // let the previous request's work settle
   writeFileSync(`/proc/${pid}/clear_refs`, '5'); // VmHWM := VmRSS
-  const rss = status(pid, 'VmRSS');
+  const rss = procStatus(pid, 'VmRSS');
   const cpu = cpuMs(pid);
   const res = await send();
   const text = await res.text();
   if (res.status !== expected) throw new Error(`expected ${expected}, got ${res.status}: ${text.slice(0, 300)}`);
   console.error(`    ${res.status}`);
-  return { kb: status(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu };
+  return { kb: procStatus(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu };
 }
 
 /** One request's cost to workerd, whatever it is answered: peak RSS growth (KB), CPU (ms) and the status. */
 async function measureAny(pid: number, send: () => Promise<Response>): Promise<{ kb: number; cpu: number; status: number }> {
   await new Promise((r) => setTimeout(r, 300));
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
-  const rss = status(pid, 'VmRSS');
+  const rss = procStatus(pid, 'VmRSS');
   const cpu = cpuMs(pid);
   // A Worker that stops taking a body in (no credential, past the cap) closes the connection
   // on a client still sending: its answer is in its log, the client sees a reset (status 0).
   const res = await send().catch(() => null);
   await res?.text().catch(() => '');
-  return { kb: status(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu, status: res?.status ?? 0 };
+  return { kb: procStatus(pid, 'VmHWM') - rss, cpu: cpuMs(pid) - cpu, status: res?.status ?? 0 };
 }
 
 /** A body of `size` bytes of `[`, streamed (no Content-Length: chunked) or whole. */
@@ -367,7 +364,7 @@ async function main() {
     }
 
     console.log(
-      `bench:trust (wrangler dev, loopback; the Worker's workerd: pid ${pid}, ${mb(status(pid, 'VmRSS'))} RSS at the end${others.length ? `; wrangler's proxy workerd: ${others.join(', ')}` : ''}; ${requests} requests per side, median of ${repeats} for memory/CPU)`,
+      `bench:trust (wrangler dev, loopback; the Worker's workerd: pid ${pid}, ${mb(procStatus(pid, 'VmRSS'))} RSS at the end${others.length ? `; wrangler's proxy workerd: ${others.join(', ')}` : ''}; ${requests} requests per side, median of ${repeats} for memory/CPU)`,
     );
     console.log('\nunauthenticated (made-up API key), wall time per request:');
     console.log(`  bare 401 (POST, no body)                        p50 ${pct(bare, 50).toFixed(1)} ms  p99 ${pct(bare, 99).toFixed(1)} ms`);

@@ -21,6 +21,10 @@ export function workerdPids(root = process.pid): number[] {
   return rows.filter((r) => mine.has(r.pid) && r.comm.startsWith('workerd')).map((r) => r.pid);
 }
 
+/** A field of /proc/<pid>/status, in its unit (kB for Vm*). */
+export const procStatus = (pid: number, field: string) =>
+  Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+
 /** CPU time a process has used so far, in ms (at the clock tick's resolution). */
 export function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

@@ -1,13 +1,14 @@
 // Migration 0019 (the archive; what a finished record keeps) on a database that already
 // has proofs and executions: their stored object keys become the proof's list of file
-// kinds, the columns go, and the tables' triggers still hold; then 0020 and 0021 on the
-// same rows. Real `wrangler d1 execute`
+// kinds, the columns go, and the tables' triggers still hold; then 0020, 0021, 0023, 0024
+// and 0022 on the same rows. Real `wrangler d1 execute`
 // against a local D1.
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { d1Execute, ROOT, type Target } from '../../src/tools/wrangler.ts';
+import { servedProofKey } from '../../src/lib/artifact-keys.ts';
 
 let target: Target;
 let dir: string;
@@ -103,5 +104,38 @@ describe('migration 0019 on a database with rows', () => {
       { id: 'prg_stuck', status: 'failed' },
     ]);
     expect(job).toEqual({ cycle_limit: null, cost_limit: null, deadline_at: null });
+  });
+
+  it('takes 0022 after 0023 and 0024 (a database deployed before it): a purge’s failures move to sweep_failures, records keep their files where they are, logs start at stage 0', async () => {
+    // Migrations are applied by name, those not yet applied: a database that already has the
+    // later ones gets 0022 last (a fresh one gets them in order: migrations.test.ts).
+    await d1Execute(target, ['\n' + (await migration('0023_fleet_authority.sql'))]);
+    await d1Execute(target, ['\n' + (await migration('0024_accounts.sql'))]);
+    await d1Execute(target, [
+      `INSERT INTO purges (subject_kind, subject_id, org_id, keys, log_job_id, created_at, attempts) VALUES
+       ('proof', 'gone_failing', 'org_a', '{}', NULL, 1000, 3), ('proof', 'gone_fine', 'org_a', '{}', NULL, 2000, 0);`,
+      `UPDATE programs SET baseline_key = 'programs/prg_a/baseline.json' WHERE id = 'prg_a';`,
+    ]);
+    await d1Execute(target, ['\n' + (await migration('0022_results.sql'))]);
+    const [failures, purgeCols, [proof], [program], [job], uploads] = await d1Execute(target, [
+      `SELECT kind, item, attempts, failed_at, set_aside_at FROM sweep_failures ORDER BY item;`,
+      `SELECT name FROM pragma_table_info('purges') WHERE name = 'attempts';`,
+      `SELECT proof_files, proof_objects FROM proofs WHERE id = 'p1';`,
+      `SELECT baseline_key, baseline_sha256 FROM programs WHERE id = 'prg_a';`,
+      `SELECT log_compact_step FROM jobs WHERE id = 'j_run';`,
+      `SELECT count(*) AS n FROM result_uploads;`,
+    ]);
+    expect(failures).toEqual([{ kind: 'purge', item: 'proof:gone_failing', attempts: 3, failed_at: 1000, set_aside_at: null }]);
+    expect(purgeCols).toEqual([]);
+    // A proof finished before: no objects named, its files at their fixed keys (servedProofKey reads both).
+    expect(proof).toEqual({ proof_files: '["app","stark"]', proof_objects: null });
+    expect(servedProofKey({ id: 'p1', proof_files: ['app', 'stark'], proof_objects: null }, 'stark')).toBe('proofs/p1/stark-proof.json');
+    expect(program).toEqual({ baseline_key: 'programs/prg_a/baseline.json', baseline_sha256: null });
+    expect(job).toEqual({ log_compact_step: 0 });
+    expect(uploads).toEqual([{ n: 0 }]);
+    // The purge table takes rows as the Worker now inserts them (no attempts).
+    await d1Execute(target, [
+      `INSERT INTO purges (subject_kind, subject_id, org_id, keys, log_job_id, created_at) VALUES ('proof', 'gone_new', 'org_a', '{}', NULL, 3000);`,
+    ]);
   });
 });

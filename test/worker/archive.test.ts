@@ -5,11 +5,12 @@
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
+import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { ARCHIVE_AFTER_DAYS, archiveAfterMs, sweepArchive, toArchive } from '../../src/features/retention/archive.ts';
 import { PURGE_SETTLE_MS, sweepPurges } from '../../src/features/retention/purge.ts';
 import { setRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
 import { drainQueuedJobs } from './fleet-helpers.ts';
-import { api, countRows, eventually, json, queryPlan, r2Keys, seedTenant, type Tenant } from './helpers.ts';
+import { api, countRows, eventually, json, queryPlan, r2Keys, seedTenant, type Tenant, cronPart } from './helpers.ts';
 import { jsonPost, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
 
 beforeEach(drainQueuedJobs);
@@ -19,7 +20,7 @@ const DELETE: RequestInit = { method: 'DELETE' };
 const AFTER = ARCHIVE_AFTER_DAYS * DAY;
 /** A run of the archive as it would run a month and a day from now. */
 const later = (now = Date.now() + AFTER + DAY, limit?: number, bucket: R2Bucket = env.ARTIFACTS) =>
-  sweepArchive(openDb(env.DB), bucket, now, AFTER, limit);
+  sweepArchive(cronPart('archive', { ...env, ARTIFACTS: bucket }), now, AFTER, limit);
 
 /** Every line of the organization's archive objects of `kind`, parsed. */
 async function archivedLines(orgId: string, kind: 'proofs' | 'executions') {
@@ -68,7 +69,7 @@ describe('the archive', () => {
     const before = await counters(t, program);
 
     // Not yet: a month has not passed.
-    expect(await sweepArchive(openDb(env.DB), env.ARTIFACTS, Date.now(), AFTER)).toEqual({ archived: 0, objects: 0 });
+    expect(await sweepArchive(cronPart('archive'), Date.now(), AFTER)).toEqual({ archived: 0, objects: 0 });
     expect(await countRows('proofs', 'id = ?', proof.id)).toBe(1);
 
     expect(await later()).toEqual({ archived: 2, objects: 2 });
@@ -111,14 +112,21 @@ describe('the archive', () => {
     const ids = [(await succeededProof(t, program)).id, (await succeededProof(t, program)).id];
     const records = await Promise.all(ids.map(async (id) => json(await api(t, `/v1/proofs/${id}`), 200)));
 
-    await expect(later(undefined, undefined, crashingAfterPut())).rejects.toThrow(/crashed/);
-    // The object is written, the rows are all still there, its plan is pending.
+    const now = Date.now() + AFTER + DAY;
+    expect(await later(now, undefined, crashingAfterPut())).toEqual({ archived: 0, objects: 0 });
+    // The object is written, the rows are all still there, its plan is pending, its failure counted.
     expect(await archivedLines(t.orgId, 'proofs')).toHaveLength(2);
     expect(await countRows('proofs', 'org_id = ?', t.orgId)).toBe(2);
     expect(await countRows('archive_objects', 'org_id = ? AND written_at IS NULL', t.orgId)).toBe(1);
     expect(await countRows('archived', 'id IN (?, ?)', ...ids)).toBe(0);
+    const pending = (await env.DB.prepare('SELECT id FROM archive_objects WHERE org_id = ?').bind(t.orgId).first<{ id: number }>())!.id;
+    expect(await countRows('sweep_failures', `kind = 'archive' AND item = ? AND attempts = 1`, String(pending))).toBe(1);
+    // Within its retry delay the next run leaves it, and plans no other object of its records.
+    expect(await later(now + 1000)).toEqual({ archived: 0, objects: 0 });
+    expect(await countRows('archive_objects', 'org_id = ?', t.orgId)).toBe(1);
 
-    expect(await later()).toEqual({ archived: 2, objects: 1 });
+    expect(await later(now + 61_000)).toEqual({ archived: 2, objects: 1 });
+    expect(await countRows('sweep_failures', `kind = 'archive' AND item = ?`, String(pending))).toBe(0);
     const lines = await archivedLines(t.orgId, 'proofs');
     expect(lines.map((l) => l.id).sort()).toEqual([...ids].sort());
     expect(await r2Keys(`archive/${t.orgId}/`)).toHaveLength(1);
@@ -164,15 +172,24 @@ describe('the archive', () => {
     const execution = await succeededExecution(t, program);
     const before = await json(await api(t, `/v1/proofs/${proof.id}`), 200);
     expect(await later()).toEqual({ archived: 2, objects: 2 });
-    expect((await r2Keys(`proofs/${proof.id}/`)).length).toBeGreaterThanOrEqual(2); // input, stark proof: still there
+    // Input and stark proof (its served object, under its job's results): still there.
+    expect(
+      [...(await r2Keys(`proofs/${proof.id}/`)), ...(await r2Keys(artifactKey.resultUploadPrefix(proof.jobId)))].length,
+    ).toBeGreaterThanOrEqual(2);
 
     const other = await seedTenant();
     await json(await api(other, `/v1/proofs/${proof.id}`, DELETE), 404);
     const tombstone = await json(await api(t, `/v1/proofs/${proof.id}`, DELETE), 200);
     expect(tombstone).toEqual({ ...before, deleted_at: expect.any(String) });
     // Its objects go (the purge after the response), as a live record's do; the sweep's second pass ends the purge.
-    await eventually(async () => expect([...(await r2Keys(`proofs/${proof.id}/`)), ...(await r2Keys(`logs/${proof.jobId}`))]).toEqual([]));
-    await sweepPurges(openDb(env.DB), env.ARTIFACTS, 1000, Date.now() + PURGE_SETTLE_MS + 1000);
+    // (The object it served is the one its archived line names, under its job's results.)
+    const owned = async () => [
+      ...(await r2Keys(`proofs/${proof.id}/`)),
+      ...(await r2Keys(`logs/${proof.jobId}`)),
+      ...(await r2Keys(artifactKey.resultUploadPrefix(proof.jobId))),
+    ];
+    await eventually(async () => expect(await owned()).toEqual([]));
+    await sweepPurges(cronPart('retention'), Date.now() + PURGE_SETTLE_MS + 1000);
     expect(await countRows('purges', 'subject_id = ?', proof.id)).toBe(0);
     // It reads as its tombstone; its files 404 saying so; a second DELETE answers the same.
     expect(await json(await api(t, `/v1/proofs/${proof.id}`), 200)).toEqual(tombstone);
@@ -228,7 +245,7 @@ describe('the archive', () => {
     expect(await countRows('proofs', 'id = ?', id)).toBe(1);
     // Past the retention: the retention sweep deletes its files, then the archive takes the tombstone.
     const past = Date.now() + 61 * DAY;
-    await sweepRetention(openDb(env.DB), env.ARTIFACTS, past);
+    await sweepRetention(cronPart('retention'), past);
     expect(await later(past)).toEqual({ archived: 1, objects: 1 });
     const record = await json(await api(t, `/v1/proofs/${id}`), 200);
     expect(record.deleted_at).toEqual(expect.any(String));

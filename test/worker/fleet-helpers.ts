@@ -18,7 +18,8 @@ import {
 import { sealDevProof } from '../../src/jobs/dev-proofs.ts';
 import { createAgentToken, type AgentTokenLimits, type AgentTokenScope } from '../../src/admin/statements.ts';
 import { checkLease } from '../../src/jobs/lease-checks.ts';
-import { api, json, runAdmin } from './helpers.ts';
+import { sha256Hex } from '../../src/lib/crypto.ts';
+import { api, json, runAdmin, leaseCheckBindings } from './helpers.ts';
 
 export interface TestAgent {
   token: string;
@@ -112,7 +113,7 @@ export async function makeOverdue(jobId: string) {
 /** The job's agent died a while ago, and the look at its lease that its claim scheduled arrives (src/jobs/lease-checks.ts). */
 export async function expireLease(job: Pick<ClaimedJob, 'id' | 'lease_id'>) {
   await makeOverdue(job.id);
-  return checkLease(env, { type: 'lease-check', job_id: job.id, lease_id: job.lease_id });
+  return checkLease(leaseCheckBindings(), { type: 'lease-check', job_id: job.id, lease_id: job.lease_id });
 }
 
 export async function jobRow(jobId: string) {
@@ -174,4 +175,16 @@ export function expectSealed(text: string, publicValues = '0x00') {
   const proof = readDevProof(JSON.parse(text));
   if (proof.mac.every((b) => b === 0)) throw new Error('the stored proof is not sealed');
   if (devHex(proof.publicValues) !== publicValues.toLowerCase()) throw new Error('the stored proof states other public values');
+}
+
+/** The baseline a program serves: the object its record names, its bytes checked against the record's digest. */
+export async function servedBaseline(programId: string): Promise<string> {
+  const row = await env.DB.prepare('SELECT baseline_key, baseline_sha256 FROM programs WHERE id = ?')
+    .bind(programId)
+    .first<{ baseline_key: string | null; baseline_sha256: string | null }>();
+  if (!row?.baseline_key || !row.baseline_sha256) throw new Error(`program ${programId} names no baseline and digest`);
+  const text = await (await env.ARTIFACTS.get(row.baseline_key))!.text();
+  if ((await sha256Hex(text)) !== row.baseline_sha256)
+    throw new Error(`program ${programId}: its baseline is not the bytes its digest names`);
+  return text;
 }

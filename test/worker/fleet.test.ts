@@ -12,6 +12,7 @@ import {
   lease,
   seedAgent,
   upload,
+  servedBaseline,
 } from './fleet-helpers.ts';
 import { createApiKey, revokeAgentToken, setOrganizationLimits } from '../../src/admin/statements.ts';
 import { gpusUsed } from 'prover-agent/protocol';
@@ -97,7 +98,7 @@ describe('program commit through the internal API', () => {
     expect(rec.status).toBe('ready');
     expect(rec.launched_at).toEqual(expect.any(String));
     expect(await (await api(t, `/v1/programs/${program}/download/app_exe_commit`)).text()).toBe(commit.app_exe_commit.slice(2));
-    expect(await (await env.ARTIFACTS.get(`programs/${program}/baseline.json`))!.text()).toBe(BASELINE);
+    expect(await servedBaseline(program)).toBe(BASELINE);
     expect((await lease(job, '/heartbeat', {})).status).toBe(409);
   });
 
@@ -279,7 +280,7 @@ describe('a lease ends in one request', () => {
     };
     expect(await json(await lease(job, '/complete', commit), 200)).toEqual({ status: 'completed' });
     expect((await json(await api(t, `/v1/programs/${program}`), 200)).status).toBe('ready');
-    expect(await (await env.ARTIFACTS.get(`programs/${program}/baseline.json`))!.text()).toBe(BASELINE);
+    expect(await servedBaseline(program)).toBe(BASELINE);
   });
 
   it('refuses inline results the job’s kind does not have, or too big to ride along (422), and changes nothing', async () => {

@@ -6,11 +6,21 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BOOKMARK_HEADER } from '../../src/db/sessions.ts';
 import { checkLease } from '../../src/jobs/lease-checks.ts';
 import { QUEUE_TOKEN_TTL_MS } from '../../src/features/fleet/queue-token.ts';
-import { api, eventually, json, markReady, registerProgram, seedConfig, seedTenant, watchQueue } from './helpers.ts';
+import {
+  api,
+  eventually,
+  json,
+  markReady,
+  registerProgram,
+  seedConfig,
+  seedTenant,
+  watchQueue,
+  cronPart,
+  leaseCheckBindings,
+} from './helpers.ts';
 import { claim, claimJob, drainQueuedJobs, lease, makeOverdue, presence, seedAgent } from './fleet-helpers.ts';
 import { recordD1Calls } from './d1-calls.ts';
 import { signIn, seedUser } from './console-helpers.ts';
-import { openDb } from '../../src/db/client.ts';
 import { sweep } from '../../src/jobs/sweep.ts';
 
 beforeEach(drainQueuedJobs);
@@ -186,11 +196,11 @@ describe('lease checks: recovery without idle claims', () => {
     const job = await claimJob(await seedAgent());
     await json(await lease(job, '/heartbeat', {}), 200);
     const send = vi.spyOn(env.LEASE_CHECKS, 'send');
-    expect(await checkLease(env, { type: 'lease-check', job_id: job.id, lease_id: job.lease_id })).toBe('renewed');
+    expect(await checkLease(leaseCheckBindings(), { type: 'lease-check', job_id: job.id, lease_id: job.lease_id })).toBe('renewed');
     expect(send).toHaveBeenCalledTimes(1);
     await json(await lease(job, '/fail', { error: 'boom', retryable: false }), 200);
     send.mockClear();
-    expect(await checkLease(env, { type: 'lease-check', job_id: job.id, lease_id: job.lease_id })).toBe('ended');
+    expect(await checkLease(leaseCheckBindings(), { type: 'lease-check', job_id: job.id, lease_id: job.lease_id })).toBe('ended');
     expect(send).not.toHaveBeenCalled();
   });
 
@@ -200,12 +210,12 @@ describe('lease checks: recovery without idle claims', () => {
     const job = await claimJob(await seedAgent());
     await makeOverdue(job.id);
     const notices = watchQueue();
-    expect(await checkLease(env, { type: 'lease-check', job_id: job.id, lease_id: job.lease_id })).toBe('expired');
+    expect(await checkLease(leaseCheckBindings(), { type: 'lease-check', job_id: job.id, lease_id: job.lease_id })).toBe('expired');
     expect(notices).toHaveBeenCalledWith({ job_id: job.id, kind: 'proof' }, { contentType: 'json' });
     expect((await json(await api(t, `/v1/proofs/${id}`), 200)).state).toBe('Queued');
     expect(await claimJob(await seedAgent())).toMatchObject({ id: job.id, attempt: 2 });
     // A second look at the same (old) lease finds it ended.
-    expect(await checkLease(env, { type: 'lease-check', job_id: job.id, lease_id: job.lease_id })).toBe('ended');
+    expect(await checkLease(leaseCheckBindings(), { type: 'lease-check', job_id: job.id, lease_id: job.lease_id })).toBe('ended');
   });
 
   it('the queue handler runs lease checks and acks them', async () => {
@@ -241,7 +251,7 @@ describe('presence and leave', () => {
     const { program, t: owner } = await readyProgram();
     await json(await submit(owner, program), 200);
     await env.DB.prepare(`UPDATE jobs SET notified_at = 0 WHERE status = 'queued'`).run();
-    expect(await sweep(openDb(env.DB), env)).toMatchObject({ waiting: 1, renotified: 0 });
+    expect(await sweep(cronPart('sweep'))).toMatchObject({ waiting: 1, renotified: 0 });
     // Reporting presence again brings it back.
     await presence(agent);
     expect((await fleet()).map((a) => a.id)).toContain(agent.caps.agent_id);

@@ -4,6 +4,10 @@ import { env } from 'cloudflare:test';
 import { exports } from 'cloudflare:workers';
 import { expect, vi } from 'vitest';
 import { createApiKey, createConfig, createOrganization, type AdminStep, type NewConfig } from '../../src/admin/statements.ts';
+import type { Env } from '../../src/env.ts';
+import { INVOCATION_BUDGETS } from '../../src/jobs/invocations.ts';
+import { LEASE_CHECK_CALLS } from '../../src/jobs/lease-checks.ts';
+import { CallBudget, metered, meteredPart } from '../../src/lib/metered.ts';
 
 export const BASE = 'https://api.test';
 
@@ -94,9 +98,32 @@ export async function markReady(programId: string): Promise<void> {
     .run();
 }
 
-/** Observes (and passes through) every message the Worker sends on the jobs queue. */
+/**
+ * Observes (and passes through) every message the Worker sends on the jobs queue, one by
+ * one or in batches (the sweep's notices): each is one call of the answer, (body, {contentType}).
+ */
 export function watchQueue() {
-  return vi.spyOn(env.JOBS, 'send');
+  const seen = vi.fn<(body: unknown, options?: QueueSendOptions) => void>();
+  const send = env.JOBS.send.bind(env.JOBS);
+  const sendBatch = env.JOBS.sendBatch.bind(env.JOBS);
+  const spies = [
+    vi.spyOn(env.JOBS, 'send').mockImplementation(async (body, options) => {
+      seen(body, options);
+      return send(body, options);
+    }),
+    vi.spyOn(env.JOBS, 'sendBatch').mockImplementation(async (messages, options) => {
+      const list = [...messages];
+      for (const m of list) seen(m.body, { contentType: m.contentType });
+      return sendBatch(list, options);
+    }),
+  ];
+  // Restoring the watcher restores the queue's own methods (a later watchQueue() must not wrap its own spy).
+  const restore = seen.mockRestore.bind(seen);
+  seen.mockRestore = () => {
+    for (const spy of spies) spy.mockRestore();
+    restore();
+  };
+  return seen;
 }
 
 export async function countRows(table: string, where = '1=1', ...binds: unknown[]): Promise<number> {
@@ -129,3 +156,13 @@ export async function queryPlan(query: { toSQL(): { sql: string; params: unknown
     .all<{ detail: string }>();
   return plan.results.map((r) => r.detail).join('\n');
 }
+
+/**
+ * The cron's bindings metered by its budget, as src/index.ts hands them to its parts
+ * (src/jobs/invocations.ts): `cronPart('sweep')` is what sweep() gets in a cron run.
+ */
+export const cronBindings = (bindings: Env = env) => metered(bindings, new CallBudget(INVOCATION_BUDGETS.cron.calls, 'cron'));
+export const cronPart = (name: keyof typeof INVOCATION_BUDGETS.cron.parts, bindings: Env = env) =>
+  meteredPart(cronBindings(bindings), INVOCATION_BUDGETS.cron.parts[name], name);
+/** A lease check's bindings, as a lease-checks batch hands them to one check. */
+export const leaseCheckBindings = () => metered(env, new CallBudget(LEASE_CHECK_CALLS, 'lease check'));

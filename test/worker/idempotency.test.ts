@@ -7,7 +7,6 @@ import { env } from 'cloudflare:test';
 import { exports } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createApiKey, revokeApiKey, setOrganizationLimits } from '../../src/admin/statements.ts';
-import { openDb } from '../../src/db/client.ts';
 import { sweep } from '../../src/jobs/sweep.ts';
 import { IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENCY_SWEEP_BATCH, IDEMPOTENCY_SWEEP_BATCHES } from '../../src/middleware/idempotency/store.ts';
 import { recordD1Calls } from './d1-calls.ts';
@@ -27,6 +26,7 @@ import {
   VMEXE,
   watchQueue,
   type Tenant,
+  cronPart,
 } from './helpers.ts';
 
 afterEach(() => vi.restoreAllMocks());
@@ -539,13 +539,13 @@ describe('expiry', () => {
       .bind(now, now + 60_000, now + IDEMPOTENCY_KEY_TTL_MS)
       .run();
     const d1 = recordD1Calls();
-    expect((await sweep(openDb(env.DB), env, now)).idempotencyKeysDeleted).toBe(perSweep);
+    expect((await sweep(cronPart('sweep'), now)).idempotencyKeysDeleted).toBe(perSweep);
     const deletes = d1.calls.filter((c) => c.sql.some((q) => /delete from "idempotency_keys"/i.test(q)));
     expect(deletes).toHaveLength(IDEMPOTENCY_SWEEP_BATCHES);
     expect(deletes.every((c) => c.rowsWritten <= IDEMPOTENCY_SWEEP_BATCH)).toBe(true);
     d1.stop();
-    expect((await sweep(openDb(env.DB), env, now)).idempotencyKeysDeleted).toBe(123);
-    expect((await sweep(openDb(env.DB), env, now)).idempotencyKeysDeleted).toBe(0);
+    expect((await sweep(cronPart('sweep'), now)).idempotencyKeysDeleted).toBe(123);
+    expect((await sweep(cronPart('sweep'), now)).idempotencyKeysDeleted).toBe(0);
     expect(await countRows('idempotency_keys', `org_id = 'org_sweep'`)).toBe(1);
   });
 });

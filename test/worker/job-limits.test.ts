@@ -8,7 +8,7 @@ import { tenantLimits } from '../../src/jobs/settings.ts';
 import { recordJob, refusalOf } from '../../src/jobs/dispatch.ts';
 import type { JobLimits } from '../../src/jobs/limits.ts';
 import { isRefusedJobInsert, orgUsageQuery, quotaDefaults } from '../../src/jobs/quotas.ts';
-import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant, cronPart } from './helpers.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
 import { as, consoleFetch, seedUser, send, signIn } from './console-helpers.ts';
 
@@ -208,7 +208,7 @@ describe('job limits', () => {
     const program = await registerProgram(t, await seedConfig());
     expect(await jobOf(program)).toMatchObject({ kind: 'commit', cycle_limit: null, cost_limit: null, deadline_at: null });
     // Queued past what would have been its deadline: the sweep leaves it for an agent.
-    expect((await sweep(openDb(env.DB), env, Date.now() + 31_000)).pastDeadline).toBe(0);
+    expect((await sweep(cronPart('sweep'), Date.now() + 31_000)).pastDeadline).toBe(0);
     expect((await jobOf(program)).status).toBe('queued');
     expect((await json(await api(t, `/v1/programs/${program}`), 200)).status).not.toBe('failed');
   });
@@ -350,7 +350,7 @@ describe('job limits', () => {
   it('a queued job past its deadline fails in the sweep, charged nothing', async () => {
     const { t, program } = await readyProgram();
     const { id } = await json(await post(t, `/v1/proofs?program_id=${program}&deadline_seconds=30`), 200);
-    const r = await sweep(openDb(env.DB), env, Date.now() + 31_000);
+    const r = await sweep(cronPart('sweep'), Date.now() + 31_000);
     expect(r.pastDeadline).toBe(1);
     const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
     expect(proof).toMatchObject({ state: 'Failed', cost: 0, waiting_reason: null });
@@ -385,7 +385,7 @@ describe('job limits', () => {
       .run();
     await json(await lease(job, '/heartbeat', {}), 200); // records the stop
     await env.DB.prepare('UPDATE jobs SET lease_expires_at = 1 WHERE id = ?').bind(job.id).run();
-    await sweep(openDb(env.DB), env);
+    await sweep(cronPart('sweep'));
     expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ state: 'Failed' });
   });
 });

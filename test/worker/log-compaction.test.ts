@@ -7,43 +7,32 @@
 import { env } from 'cloudflare:test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
-import { appendServiceLog, compactJobLog, jobLogFrom, LOG_PAGE_CHUNKS } from '../../src/jobs/logs.ts';
+import { appendServiceLog, compactJobLog, COMPACT_SWEEP_BATCH, jobLogFrom, LOG_PAGE_CHUNKS } from '../../src/jobs/logs.ts';
 import { tenantLimits } from '../../src/jobs/settings.ts';
-import { sweep } from '../../src/jobs/sweep.ts';
+import { sweepParts } from '../../src/jobs/sweep.ts';
+import { CallBudget, metered } from '../../src/lib/metered.ts';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { consoleFetch, seedUser, signIn } from './console-helpers.ts';
-import { countedLogRead, writeLongLog } from './log-helpers.ts';
+import { countedLogRead, queuedProof, writeLongLog } from './log-helpers.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
-import { api, eventually, json, markReady, registerProgram, seedConfig, seedTenant } from './helpers.ts';
+import { api, eventually, json, cronBindings } from './helpers.ts';
 
 beforeEach(drainQueuedJobs);
 afterEach(() => vi.restoreAllMocks());
 
 const limits = tenantLimits(env);
+/** Bindings with a budget no compaction here reaches: a whole compaction in one call. */
+const anyBudget = () => metered(env, new CallBudget(100_000, 'test'));
 const db = openDb(env.DB);
-
-async function queuedProof() {
-  const t = await seedTenant();
-  const program = await registerProgram(t, await seedConfig());
-  await markReady(program);
-  await drainQueuedJobs();
-  const { id } = await json<{ id: string }>(
-    await api(t, `/v1/proofs?program_id=${program}`, {
-      method: 'POST',
-      body: '{"input": ["0x0101"]}',
-      headers: { 'content-type': 'application/json' },
-    }),
-    200,
-  );
-  const job = (await env.DB.prepare('SELECT id FROM jobs WHERE subject_id = ?').bind(id).first<{ id: string }>())!;
-  return { t, proofId: id, jobId: job.id };
-}
 
 const jobRow = (jobId: string) =>
   env.DB.prepare('SELECT status, log_seq, log_bytes, log_store FROM jobs WHERE id = ?')
     .bind(jobId)
     .first<{ status: string; log_seq: number; log_bytes: number; log_store: string }>();
-const chunkObjects = async (jobId: string) => (await env.ARTIFACTS.list({ prefix: artifactKey.jobLogPrefix(jobId) })).objects.length;
+/** The log's objects under its prefix: its chunks, and the parts a compaction's stages wrote. */
+const logObjects = async (jobId: string) =>
+  (await env.ARTIFACTS.list({ prefix: artifactKey.jobLogPrefix(jobId) })).objects.map((o) => o.key);
+const chunkObjects = async (jobId: string) => (await logObjects(jobId)).filter((k) => /\/\d{8}(\.service)?$/.test(k)).length;
 const indexRows = async (jobId: string) =>
   (await env.DB.prepare('SELECT count(*) AS n FROM job_log_chunks WHERE job_id = ?').bind(jobId).first<{ n: number }>())!.n;
 
@@ -71,9 +60,9 @@ describe('a finished log is compacted and served whole', () => {
       expect(before.counts).toEqual({ d1: 1, gets: LOG_PAGE_CHUNKS, lists: 0 });
       expect(before.res.headers.get('link')).not.toBeNull();
 
-      expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');
+      expect(await compactJobLog(anyBudget(), jobId, limits)).toBe('compacted');
       expect(await jobRow(jobId)).toMatchObject({ log_store: 'clean', log_bytes: 20000, log_seq: 2000 });
-      expect(await chunkObjects(jobId)).toBe(0);
+      expect(await logObjects(jobId)).toEqual([]); // its chunks and its stages' parts
       expect(await indexRows(jobId)).toBe(0);
 
       const all = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
@@ -102,7 +91,7 @@ describe('a finished log is compacted and served whole', () => {
 
   it('a log still being written is not compacted and keeps the paged read', { timeout: 60_000 }, async () => {
     const { t, proofId, jobId } = await proofWithLog(300, false);
-    expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('not-final');
+    expect(await compactJobLog(anyBudget(), jobId, limits)).toBe('not-final');
     expect((await jobRow(jobId))!.log_store).toBe('chunks');
     expect(await chunkObjects(jobId)).toBe(300);
     const page = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
@@ -114,10 +103,10 @@ describe('a finished log is compacted and served whole', () => {
 describe('compaction is idempotent and crash-safe', () => {
   it('retried and concurrent runs give one compacted log; a compacted log takes no more appends', { timeout: 300_000 }, async () => {
     const { t, proofId, jobId, whole } = await proofWithLog(500);
-    const runs = await Promise.all(Array.from({ length: 3 }, () => compactJobLog(db, env.ARTIFACTS, jobId, limits)));
+    const runs = await Promise.all(Array.from({ length: 3 }, () => compactJobLog(anyBudget(), jobId, limits)));
     expect(runs).toContain('compacted');
     for (const r of runs) expect(['compacted', 'changed']).toContain(r);
-    expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');
+    expect(await compactJobLog(anyBudget(), jobId, limits)).toBe('compacted');
     expect(await jobRow(jobId)).toMatchObject({ log_store: 'clean', log_bytes: 5000, log_seq: 500 });
     expect(await chunkObjects(jobId)).toBe(0);
     // The appending statement refuses a compacted log: its length stays the object's.
@@ -132,11 +121,13 @@ describe('compaction is idempotent and crash-safe', () => {
     async () => {
       const { t, proofId, jobId, whole } = await proofWithLog(200);
       const put = env.ARTIFACTS.put.bind(env.ARTIFACTS);
-      vi.spyOn(env.ARTIFACTS, 'put').mockImplementationOnce(async (...args) => {
-        await put(...args);
-        throw new Error('the Worker died');
+      vi.spyOn(env.ARTIFACTS, 'put').mockImplementation(async (...args) => {
+        const written = await put(...args);
+        // The last stage's write: the compacted object.
+        if (args[0] === artifactKey.jobLogCompacted(jobId)) throw new Error('the Worker died');
+        return written;
       });
-      await expect(compactJobLog(db, env.ARTIFACTS, jobId, limits)).rejects.toThrow('the Worker died');
+      await expect(compactJobLog(anyBudget(), jobId, limits)).rejects.toThrow('the Worker died');
       vi.restoreAllMocks();
       expect(await env.ARTIFACTS.head(artifactKey.jobLogCompacted(jobId))).not.toBeNull();
       expect((await jobRow(jobId))!.log_store).toBe('chunks');
@@ -147,7 +138,7 @@ describe('compaction is idempotent and crash-safe', () => {
         next = /^<([^>]+)>; rel="next"$/.exec(res.headers.get('link') ?? '')?.[1] ?? null;
       }
       expect(read).toBe(whole);
-      expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');
+      expect(await compactJobLog(anyBudget(), jobId, limits)).toBe('compacted');
       expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe(whole);
     },
   );
@@ -163,10 +154,10 @@ describe('compaction is idempotent and crash-safe', () => {
         ((grew = true), await appendServiceLog(db, env.ARTIFACTS, jobId, 'lease expired', limits));
       return r;
     });
-    expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('changed');
+    expect(await compactJobLog(anyBudget(), jobId, limits)).toBe('changed');
     vi.restoreAllMocks();
     expect((await jobRow(jobId))!.log_store).toBe('chunks');
-    expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');
+    expect(await compactJobLog(anyBudget(), jobId, limits)).toBe('compacted');
     const text = await (await api(t, `/v1/proofs/${proofId}/logs`)).text();
     expect(text.startsWith(whole)).toBe(true);
     expect(text).toMatch(/\[service [^\]]+\] lease expired\n$/);
@@ -178,14 +169,14 @@ describe('compaction is idempotent and crash-safe', () => {
     async () => {
       const { t, proofId, jobId, whole } = await proofWithLog(200);
       vi.spyOn(env.ARTIFACTS, 'delete').mockRejectedValueOnce(new Error('the Worker died'));
-      await expect(compactJobLog(db, env.ARTIFACTS, jobId, limits)).rejects.toThrow('the Worker died');
+      await expect(compactJobLog(anyBudget(), jobId, limits)).rejects.toThrow('the Worker died');
       vi.restoreAllMocks();
       expect((await jobRow(jobId))!.log_store).toBe('compacted');
       expect(await chunkObjects(jobId)).toBe(200);
       const read = await countedLogRead(t, `/v1/proofs/${proofId}/logs`);
       expect(read.text).toBe(whole);
       expect(read.counts.gets).toBe(1);
-      expect(await compactJobLog(db, env.ARTIFACTS, jobId, limits)).toBe('compacted');
+      expect(await compactJobLog(anyBudget(), jobId, limits)).toBe('compacted');
       expect(await chunkObjects(jobId)).toBe(0);
       expect((await jobRow(jobId))!.log_store).toBe('clean');
     },
@@ -200,8 +191,8 @@ describe('who compacts', () => {
     ).first<{ n: number }>())!.n;
     let runs = 0;
     while ((await jobRow(jobId))!.log_store !== 'clean' && runs++ <= pending) {
-      const r = await sweep(db, env);
-      expect(r.logsCompacted).toBeLessThanOrEqual(4);
+      const r = await sweepParts(cronBindings());
+      expect(r.logsCompacted).toBeLessThanOrEqual(COMPACT_SWEEP_BATCH);
     }
     expect((await jobRow(jobId))!.log_store).toBe('clean');
     expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe(whole);

@@ -5,7 +5,8 @@ import { env } from 'cloudflare:test';
 import { vi } from 'vitest';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { recordD1Calls } from './d1-calls.ts';
-import { api, type Tenant } from './helpers.ts';
+import { api, seedTenant, type Tenant } from './helpers.ts';
+import { readyProgram, submitProof } from './run-helpers.ts';
 
 /**
  * Gives the job a log of `n` chunks, chunk i being `line(i)` (10 bytes each: the index
@@ -45,4 +46,12 @@ export async function countedLogRead(t: Tenant, path: string) {
     gets.mockRestore();
     lists.mockRestore();
   }
+}
+
+/** A proof of a fresh tenant's ready program, queued: its job's log is empty. */
+export async function queuedProof() {
+  const t = await seedTenant();
+  const proofId = await submitProof(t, await readyProgram(t));
+  const job = (await env.DB.prepare('SELECT id FROM jobs WHERE subject_id = ?').bind(proofId).first<{ id: string }>())!;
+  return { t, proofId, jobId: job.id };
 }

@@ -9,28 +9,45 @@ import { deleteProofStatements } from '../../src/features/retention/data.ts';
 import { PURGE_SETTLE_MS, sweepPurges } from '../../src/features/retention/purge.ts';
 import { deleteEndedLeases, LEASE_KEEP_MS, pastRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
 import { executions, proofs } from '../../src/db/schema.ts';
+import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { getTableName } from 'drizzle-orm';
 import { as, seedUser, send, signIn, type Session } from './console-helpers.ts';
 import { claimJob, devProofOf, drainQueuedJobs, lease, seedAgent, upload } from './fleet-helpers.ts';
-import { api, countRows, eventually, json, queryPlan, r2Keys, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import {
+  api,
+  countRows,
+  eventually,
+  json,
+  queryPlan,
+  r2Keys,
+  registerProgram,
+  seedConfig,
+  seedTenant,
+  type Tenant,
+  cronPart,
+} from './helpers.ts';
 import { jsonPost, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
 
 beforeEach(drainQueuedJobs);
 
 const DELETE: RequestInit = { method: 'DELETE' };
 
-/** Every object a job's subject owns: its own prefix and its log. */
-const objectsOf = async (prefix: string, jobId: string) => [...(await r2Keys(prefix)), ...(await r2Keys(`logs/${jobId}`))];
+/** Every object a job's subject owns: its own prefix, its log, and its attempts' results (src/jobs/results.ts). */
+const objectsOf = async (prefix: string, jobId: string) => [
+  ...(await r2Keys(prefix)),
+  ...(await r2Keys(`logs/${jobId}`)),
+  ...(await r2Keys(artifactKey.resultUploadPrefix(jobId))),
+];
 
 /** A sweep run once purges have settled (PURGE_SETTLE_MS after their record's deletion). */
-const settledSweep = () => sweepPurges(openDb(env.DB), env.ARTIFACTS, 1000, Date.now() + PURGE_SETTLE_MS + 1000);
+const settledSweep = () => sweepPurges(cronPart('retention'), Date.now() + PURGE_SETTLE_MS + 1000);
 
 /**
  * The objects are gone after the response (the purge's first pass), and the purge row
  * once the sweep's second pass ran.
  */
 async function expectPurged(prefix: string, jobId: string | null, subjectId: string) {
-  await eventually(async () => expect([...(await r2Keys(prefix)), ...(jobId ? await r2Keys(`logs/${jobId}`) : [])]).toEqual([]));
+  await eventually(async () => expect(jobId ? await objectsOf(prefix, jobId) : await r2Keys(prefix)).toEqual([]));
   expect(await countRows('purges', 'subject_id = ?', subjectId)).toBe(1);
   await settledSweep();
   expect(await countRows('purges', 'subject_id = ?', subjectId)).toBe(0);
@@ -51,7 +68,7 @@ describe('DELETE /v1/proofs/{id}', () => {
       const before = await json(await api(t, `/v1/proofs/${id}`), 200);
       expect(before.state).toBe('Succeeded');
       expect(before).not.toHaveProperty('deleted_at');
-      expect((await objectsOf(`proofs/${id}/`, jobId)).length).toBeGreaterThanOrEqual(3); // input, stark proof, log
+      expect((await objectsOf(`proofs/${id}/`, jobId)).length).toBeGreaterThanOrEqual(3); // input, stark proof (sealed; and as uploaded, till swept), log
       const usage = await env.DB.prepare('SELECT sum(cost) AS cost, sum(instructions) AS instructions FROM usage_daily WHERE org_id = ?')
         .bind(t.orgId)
         .first();
@@ -151,7 +168,7 @@ describe('DELETE /v1/proofs/{id}', () => {
     expect(tombstone.map((r) => r.id)).toEqual([id]);
     expect((await objectsOf(`proofs/${id}/`, jobId)).length).toBeGreaterThanOrEqual(3);
     expect(await countRows('purges', 'subject_id = ?', id)).toBe(1);
-    expect(await sweepPurges(db, env.ARTIFACTS, 1000)).toBe(0); // not settled yet: left for a later run
+    expect(await sweepPurges(cronPart('retention'))).toBe(0); // not settled yet: left for a later run
     expect(await settledSweep()).toBeGreaterThanOrEqual(1);
     expect(await objectsOf(`proofs/${id}/`, jobId)).toEqual([]);
     expect(await countRows('purges', 'subject_id = ?', id)).toBe(0);
@@ -169,9 +186,9 @@ describe('DELETE racing what an agent uploaded (attack)', () => {
     await json(await upload(job, 'stark', await devProofOf(job)), 200);
     await json(await lease(job, '/fail', { error: 'engine crashed', retryable: false }), 200);
     expect((await json(await api(t, `/v1/proofs/${id}`), 200)).state).toBe('Failed');
-    expect(await r2Keys(`proofs/${id}/`)).toContain(`proofs/${id}/stark-proof.json`);
+    expect(await r2Keys(artifactKey.resultUploadPrefix(job.id))).toHaveLength(1);
     await json(await api(t, `/v1/proofs/${id}`, DELETE), 200);
-    await expectPurged(`proofs/${id}/`, null, id);
+    await expectPurged(`proofs/${id}/`, job.id, id);
   });
 
   it('deletes a baseline the commit job uploaded before it failed', { timeout: 30_000 }, async () => {
@@ -181,9 +198,9 @@ describe('DELETE racing what an agent uploaded (attack)', () => {
     expect(job.kind).toBe('commit');
     await json(await upload(job, 'baseline', '{}'), 200);
     await json(await lease(job, '/fail', { error: 'keys do not match', retryable: false }), 200);
-    expect(await r2Keys(`programs/${program}/`)).toContain(`programs/${program}/baseline.json`);
+    expect(await r2Keys(artifactKey.resultUploadPrefix(job.id))).toHaveLength(1);
     await json(await api(t, `/v1/programs/${program}`, DELETE), 200);
-    await expectPurged(`programs/${program}/`, null, program);
+    await expectPurged(`programs/${program}/`, job.id, program);
   });
 });
 
@@ -369,27 +386,25 @@ describe('retention', () => {
       await env.DB.prepare('UPDATE executions SET terminated_at = ? WHERE id = ?').bind(daysAgo(10), execution.id).run();
       await env.DB.prepare('UPDATE proofs SET terminated_at = ? WHERE id = ?').bind(daysAgo(20), kept.id).run();
       await send(await owner(t), 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 7 });
-      const db = openDb(env.DB);
       const deleted = async (id: string, path = 'proofs') => (await json(await api(t, `/v1/${path}/${id}`), 200)).deleted_at !== undefined;
 
       // Two of each kind per run.
-      const first = await sweepRetention(db, env.ARTIFACTS, Date.now(), 2);
+      const first = await sweepRetention(cronPart('retention'), Date.now(), 2);
       expect(first.retentionDeleted).toBe(3);
       expect(await Promise.all(done.map((p) => deleted(p.id)))).toEqual([true, true, false]);
       expect(await deleted(execution.id, 'executions')).toBe(true);
-      expect(await r2Keys(`proofs/${done[0].id}/`)).toEqual([]);
-      expect(await r2Keys(`logs/${done[0].jobId}`)).toEqual([]);
+      expect(await objectsOf(`proofs/${done[0].id}/`, done[0].jobId)).toEqual([]);
       expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]);
 
-      const second = await sweepRetention(db, env.ARTIFACTS, Date.now(), 2);
+      const second = await sweepRetention(cronPart('retention'), Date.now(), 2);
       expect(second.retentionDeleted).toBe(1);
       expect(await deleted(done[2].id)).toBe(true);
-      expect((await sweepRetention(db, env.ARTIFACTS, Date.now(), 2)).retentionDeleted).toBe(0);
+      expect((await sweepRetention(cronPart('retention'), Date.now(), 2)).retentionDeleted).toBe(0);
       // Within its retention, or an organization without one: kept.
       expect(await deleted(recent.id)).toBe(false);
-      expect((await r2Keys(`proofs/${recent.id}/`)).length).toBeGreaterThanOrEqual(2);
+      expect((await objectsOf(`proofs/${recent.id}/`, recent.jobId)).length).toBeGreaterThanOrEqual(2);
       expect((await json(await api(keeper, `/v1/proofs/${kept.id}`), 200)).deleted_at).toBeUndefined();
-      expect((await r2Keys(`proofs/${kept.id}/`)).length).toBeGreaterThanOrEqual(2);
+      expect((await objectsOf(`proofs/${kept.id}/`, kept.jobId)).length).toBeGreaterThanOrEqual(2);
     },
   );
 
@@ -407,11 +422,10 @@ describe('retention', () => {
       for (const p of [...backlog, other])
         await env.DB.prepare('UPDATE proofs SET terminated_at = ? WHERE id = ?').bind(longAgo, p.id).run();
       for (const t of [first, second]) await send(await owner(t), 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 7 });
-      const db = openDb(env.DB);
       const now = Date.now();
-      expect((await sweepRetention(db, env.ARTIFACTS, now, 2)).retentionDeleted).toBe(2); // the first organization's two oldest
+      expect((await sweepRetention(cronPart('retention'), now, 2)).retentionDeleted).toBe(2); // the first organization's two oldest
       // The next run starts with the organization the last one did not serve.
-      expect((await sweepRetention(db, env.ARTIFACTS, now + 60_000, 2)).retentionDeleted).toBe(2);
+      expect((await sweepRetention(cronPart('retention'), now + 60_000, 2)).retentionDeleted).toBe(2);
       expect((await json(await api(second, `/v1/proofs/${other.id}`), 200)).deleted_at).toEqual(expect.any(String));
     },
   );

@@ -20,6 +20,11 @@ export async function readyProgram(t: Tenant) {
   return id;
 }
 
+/** A proof of `program` submitted (its job queued); answers its id. */
+export async function submitProof(t: Tenant, program: string): Promise<string> {
+  return (await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200)).id;
+}
+
 /** A proof run to Succeeded by an agent: a log, a STARK proof, a cost. */
 export async function succeededProof(t: Tenant, program: string) {
   const { id } = await json<{ id: string }>(await api(t, `/v1/proofs?program_id=${program}`, jsonPost({ input: ['0x0101'] })), 200);

@@ -1,8 +1,7 @@
 import { env } from 'cloudflare:test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { openDb } from '../../src/db/client.ts';
 import { sweep, whyUnservable } from '../../src/jobs/sweep.ts';
-import { api, json, markReady, registerProgram, seedConfig, seedTenant, watchQueue } from './helpers.ts';
+import { api, json, markReady, registerProgram, seedConfig, seedTenant, watchQueue, cronPart } from './helpers.ts';
 import { claim, claimJob, drainQueuedJobs, makeOverdue, seedAgent } from './fleet-helpers.ts';
 
 beforeEach(async () => {
@@ -34,7 +33,7 @@ describe('scheduled sweep', () => {
     await claim(await seedAgent({ engines: ['dev'] })); // an agent is online (and took nothing: none queued yet? it took ours)
     await env.DB.prepare(`UPDATE jobs SET status = 'queued', lease_id = NULL, notified_at = 0 WHERE id = ?`).bind(jobId).run();
     const send = watchQueue();
-    const r = await sweep(openDb(env.DB), env);
+    const r = await sweep(cronPart('sweep'));
     expect(r.renotified).toBe(1);
     expect(send).toHaveBeenCalledWith({ job_id: jobId, kind: 'proof' }, { contentType: 'json' });
   });
@@ -45,8 +44,8 @@ describe('scheduled sweep', () => {
     await claim(await seedAgent({ engines: ['openvm'], gpus: 0 }));
     await env.DB.prepare('UPDATE jobs SET notified_at = 0 WHERE id = ?').bind(jobId).run();
     const send = watchQueue();
-    expect(await sweep(openDb(env.DB), env)).toMatchObject({ renotified: 0, waiting: 1 });
-    await sweep(openDb(env.DB), env);
+    expect(await sweep(cronPart('sweep'))).toMatchObject({ renotified: 0, waiting: 1 });
+    await sweep(cronPart('sweep'));
     expect(send).not.toHaveBeenCalled();
     const logs = await (await api(t, `/v1/proofs/${proofId}/logs`)).text();
     expect(logs.match(/Waiting:/g)).toHaveLength(1);
@@ -59,7 +58,7 @@ describe('scheduled sweep', () => {
     const job = await claimJob(await seedAgent());
     await makeOverdue(job.id);
     const send = watchQueue();
-    expect((await sweep(openDb(env.DB), env)).requeued).toBe(1);
+    expect((await sweep(cronPart('sweep'))).requeued).toBe(1);
     expect(send).toHaveBeenCalledWith({ job_id: job.id, kind: 'proof' }, { contentType: 'json' });
     expect((await json(await api(t, `/v1/proofs/${proofId}`), 200)).state).toBe('Queued');
   });

@@ -3,9 +3,8 @@
 // for UNSERVABLE_EVENT_SECONDS raises its *.unservable webhook event once.
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { openDb } from '../../src/db/client.ts';
 import { sweep } from '../../src/jobs/sweep.ts';
-import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { api, json, markReady, registerProgram, seedConfig, seedTenant, type Tenant, cronPart } from './helpers.ts';
 import { claim, claimJob, drainQueuedJobs, seedAgent } from './fleet-helpers.ts';
 
 beforeEach(async () => {
@@ -39,7 +38,7 @@ describe('why a job waits', () => {
       estimated_start_at: null,
     });
     await staleNotices();
-    await sweep(openDb(env.DB), env);
+    await sweep(cronPart('sweep'));
     const proof = await json(await api(t, `/v1/proofs/${id}`), 200);
     expect(proof).toMatchObject({ state: 'Queued', waiting_reason: 'no_agent', waiting_detail: 'no prover agent is online' });
     expect((await json(await api(t, `/v1/proofs?program_id=${program}`), 200)).items[0]).toMatchObject({ waiting_reason: 'no_agent' });
@@ -59,7 +58,7 @@ describe('why a job waits', () => {
     await claim(await seedAgent({ engines: ['dev'] }));
     await claim(await seedAgent({ engines: ['openvm'], gpus: 0, configs: [b.configId] }));
     await staleNotices();
-    await sweep(openDb(env.DB), env);
+    await sweep(cronPart('sweep'));
     expect(await json(await api(a.t, `/v1/proofs/${p1}`), 200)).toMatchObject({
       waiting_reason: 'no_agent',
       waiting_detail: `no online agent serves config ${a.configId}`,
@@ -146,7 +145,7 @@ describe('why a job waits', () => {
     // Held: no agent left online for the config, so no start to estimate.
     await env.DB.prepare('DELETE FROM agents').run();
     await staleNotices();
-    await sweep(openDb(env.DB), env);
+    await sweep(cronPart('sweep'));
     expect(await json(await api(t, `/v1/proofs/${ids[2]}`), 200)).toMatchObject({
       waiting_reason: 'no_agent',
       estimated_start_at: null,
@@ -169,7 +168,7 @@ describe('why a job waits', () => {
     const heldJob = await env.DB.prepare('SELECT id FROM jobs WHERE subject_id = ?').bind(ids[1]).first<{ id: string }>();
     expect(await claim(agent, { hint_job_id: heldJob!.id })).toMatchObject({ job: null, hint: 'not-servable' });
     await staleNotices();
-    await sweep(openDb(env.DB), env);
+    await sweep(cronPart('sweep'));
     expect(await json(await api(t, `/v1/executions/${ids[1]}`), 200)).toMatchObject({
       status: 'Queued',
       waiting_reason: 'org_quota',
@@ -197,7 +196,7 @@ describe('why a job waits', () => {
     await env.DB.prepare('UPDATE organizations SET max_gpus = 1 WHERE id = ?').bind(t.orgId).run();
     expect((await claim(agent)).job).toBeNull();
     await staleNotices();
-    await sweep(openDb(env.DB), env);
+    await sweep(cronPart('sweep'));
     expect(await json(await api(t, `/v1/proofs/${ids[1]}`), 200)).toMatchObject({
       waiting_reason: 'org_quota',
       waiting_detail: "its organization's running jobs hold 1 GPUs, its max_gpus quota is 1 and the job needs 1",
@@ -217,10 +216,10 @@ describe('why a job waits', () => {
     const { id } = await json(await post(t, `/v1/proofs?program_id=${program}`), 200);
     await staleNotices();
     const now = Date.now();
-    await sweep(openDb(env.DB), env, now);
-    expect((await sweep(openDb(env.DB), env, now + 1000)).unservableAnnounced).toBe(0); // not yet 10 minutes
-    expect((await sweep(openDb(env.DB), env, now + 601_000)).unservableAnnounced).toBe(1);
-    expect((await sweep(openDb(env.DB), env, now + 700_000)).unservableAnnounced).toBe(0); // once
+    await sweep(cronPart('sweep'), now);
+    expect((await sweep(cronPart('sweep'), now + 1000)).unservableAnnounced).toBe(0); // not yet 10 minutes
+    expect((await sweep(cronPart('sweep'), now + 601_000)).unservableAnnounced).toBe(1);
+    expect((await sweep(cronPart('sweep'), now + 700_000)).unservableAnnounced).toBe(0); // once
     const rows = await env.DB.prepare('SELECT event_type, subject_kind, subject_id FROM webhook_deliveries WHERE endpoint_id = ?')
       .bind(hook.id)
       .all();
@@ -231,11 +230,11 @@ describe('why a job waits', () => {
     const { t, program } = await readyProgram();
     const { id } = await json(await post(t, `/v1/proofs?program_id=${program}`), 200);
     await staleNotices();
-    await sweep(openDb(env.DB), env);
+    await sweep(cronPart('sweep'));
     expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ waiting_reason: 'no_agent' });
     await seedAgent();
     await staleNotices();
-    await sweep(openDb(env.DB), env);
+    await sweep(cronPart('sweep'));
     expect(await json(await api(t, `/v1/proofs/${id}`), 200)).toMatchObject({ waiting_reason: 'starting', waiting_detail: null });
   });
 });

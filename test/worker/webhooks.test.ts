@@ -24,7 +24,18 @@ import { WEBHOOK_EVENTS } from '../../src/db/schema.ts';
 import { as, consoleFetch, postJson, seedUser, signIn } from './console-helpers.ts';
 import { recordD1Calls } from './d1-calls.ts';
 import { claimJob, drainQueuedJobs, jobRow, lease, makeOverdue, seedAgent, upload, devProofOf, sealedDevProof } from './fleet-helpers.ts';
-import { api, eventually, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import {
+  api,
+  eventually,
+  json,
+  markReady,
+  registerProgram,
+  runAdmin,
+  seedConfig,
+  seedTenant,
+  type Tenant,
+  leaseCheckBindings,
+} from './helpers.ts';
 import { checkLease } from '../../src/jobs/lease-checks.ts';
 
 const HOOK = 'http://127.0.0.1:9/hook';
@@ -439,7 +450,9 @@ describe('events: written with the change that causes them', () => {
 
     const second = await runningProof(t);
     await makeOverdue(second.job.id);
-    expect(await checkLease(env, { type: 'lease-check', job_id: second.job.id, lease_id: second.job.lease_id })).toBe('expired');
+    expect(await checkLease(leaseCheckBindings(), { type: 'lease-check', job_id: second.job.id, lease_id: second.job.lease_id })).toBe(
+      'expired',
+    );
     expect((await completeProof(second.job)).status).toBe(409);
     expect(await deliveriesOf(second.id)).toEqual([]);
   });
@@ -450,7 +463,7 @@ describe('events: written with the change that causes them', () => {
     const { id, job } = await runningProof(t);
     await env.DB.prepare('UPDATE jobs SET attempt = 5 WHERE id = ?').bind(job.id).run();
     await makeOverdue(job.id);
-    expect(await checkLease(env, { type: 'lease-check', job_id: job.id, lease_id: job.lease_id })).toBe('expired');
+    expect(await checkLease(leaseCheckBindings(), { type: 'lease-check', job_id: job.id, lease_id: job.lease_id })).toBe('expired');
     const [d] = await deliveriesOf(id);
     expect(d.event_type).toBe('proof.failed');
     expect(sent.map((s) => s.body.delivery_id)).toEqual([d.id]);

@@ -11,6 +11,7 @@ import { openDb } from '../../db/client.ts';
 import type { Env, MailRequest } from '../../env.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { newLinkId } from '../../lib/ids.ts';
+import { meteredPart, type Metered } from '../../lib/metered.ts';
 import { passwordResetMessage, PASSWORD_RESET_TTL_MINUTES, publicOriginProblem, publicOrigin, send } from './mail.ts';
 import { makeResetLink } from './users.ts';
 
@@ -54,11 +55,28 @@ async function mailResetLink(env: Env, email: string): Promise<void> {
   if (made) await send(env, passwordResetMessage({ consoleUrl: publicOrigin(env), token, to: email }));
 }
 
-/** The MAIL queue's consumer (messages isMailRequest picked): each request made and mailed, or retried by the queue. */
-export async function runMailRequests(messages: readonly Message<unknown>[], env: Env): Promise<void> {
+/**
+ * The most calls one mail request makes: the link's batch (makeResetLink), the mail's
+ * send (an outbox insert, or one POST to the mail API), and that POST charged up front
+ * (it is a fetch no binding sees).
+ */
+export const MAIL_REQUEST_CALLS = 3;
+
+/**
+ * The MAIL queue's consumer (messages isMailRequest picked): each request made and mailed,
+ * or retried by the queue, while `m`'s budget fits another (src/jobs/invocations.ts mail);
+ * the rest come back later.
+ */
+export async function runMailRequests(messages: readonly Message<unknown>[], m: Metered): Promise<void> {
   for (const message of messages) {
+    if (!m.budget.fits(MAIL_REQUEST_CALLS)) {
+      message.retry({ delaySeconds: 10 });
+      continue;
+    }
     try {
-      await mailResetLink(env, (message.body as MailRequest).email);
+      const mine = meteredPart(m, MAIL_REQUEST_CALLS, 'mail request');
+      mine.budget.charge(); // the mail API's POST, if the sender makes one
+      await mailResetLink(mine.env, (message.body as MailRequest).email);
       message.ack();
     } catch (err) {
       console.error(JSON.stringify({ level: 'error', msg: 'a password reset mail failed; the queue retries it', error: String(err) }));

@@ -22,9 +22,12 @@ import {
   leaseStanding,
   releaseJob,
 } from '../../jobs/state.ts';
-import { afterExpiry } from '../../jobs/lease-checks.ts';
+import { afterExpiry, LEASE_CHECK_CALLS } from '../../jobs/lease-checks.ts';
+import { INVOCATION_BUDGETS } from '../../jobs/invocations.ts';
+import { CallBudget, metered } from '../../lib/metered.ts';
 import { cycleLimitMessage, limitStop, stopStatement } from '../../jobs/limits.ts';
 import { streamObject } from '../../lib/artifacts.ts';
+import { AttemptResults, storeUpload } from '../../jobs/results.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
@@ -92,7 +95,7 @@ leaseInternalApi.post(
         // Renewed to its bound and no further: the lease ends as a lost one does (requeued
         // with attempt + 1, or failed after MAX_ATTEMPTS), now rather than at the next look.
         const expired = await expireLeases(c.var.db, settings, Date.now(), { jobId: beat.jobId, leaseId: beat.leaseId });
-        c.executionCtx.waitUntil(afterExpiry(c.env, c.var.db, expired));
+        c.executionCtx.waitUntil(afterExpiry(metered(c.env, new CallBudget(LEASE_CHECK_CALLS, 'lease over')), expired));
         throw new ApiError(
           409,
           `This lease is over: it reached its maximum lifetime (${Math.round(settings.maxLeaseMs / 1000)} s from its claim) and the job went back to the queue`,
@@ -134,9 +137,9 @@ leaseInternalApi.get('/artifacts/:name', fleetDoor.job(NO_BODY), async (c) => {
   return streamObject(obj, 'application/octet-stream');
 });
 
-/** Where a result of this job is stored (null: the job's kind has no such result). */
-const resultKey = (c: Context<InternalEnv>, name: string): string | null =>
-  contractOf(c.var.job.kind).resultKey(c.var.job.subject_id, name);
+/** Whether `name` is a result of this job's kind. */
+const isResultOfJob = (c: Context<InternalEnv>, name: string): name is ResultName =>
+  (contractOf(c.var.job.kind).results as readonly string[]).includes(name);
 
 const noSuchResult = (c: Context<InternalEnv>, name: string, status: 404 | 422) =>
   new ApiError(status, `A ${c.var.job.kind} job has no result '${name}'`);
@@ -173,22 +176,29 @@ async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined
 
 /**
  * After an ending that finished the job (not one that requeued it): its log can no
- * longer grow, so it is compacted into one object, after the response (a failure is
- * left to the sweep).
+ * longer grow, so it is compacted into one object, after the response, as far as its
+ * budget goes (src/jobs/invocations.ts endingCompaction: most logs; the sweep finishes a
+ * longer one, and retries a failure).
  */
 function compactLogWhen(c: Context<InternalEnv>, finished: boolean): void {
-  if (finished) c.executionCtx.waitUntil(compactAfterEnding(c.var.db, c.env.ARTIFACTS, [c.var.job.id], tenantLimits(c.env)));
+  if (!finished) return;
+  const m = metered(c.env, new CallBudget(INVOCATION_BUDGETS.endingCompaction.calls, 'ending compaction'));
+  c.executionCtx.waitUntil(compactAfterEnding(m, [c.var.job.id], tenantLimits(c.env)));
 }
 
 leaseInternalApi.put('/results/:name', fleetDoor.job(stream(MAX_RESULT_BYTES)), async (c) => {
   requireCurrent(c);
-  const key = resultKey(c, c.req.param('name'));
-  if (!key) throw noSuchResult(c, c.req.param('name'), 404);
+  const name = c.req.param('name');
+  if (!isResultOfJob(c, name)) throw noSuchResult(c, name, 404);
   const length = Number(c.req.header('content-length') ?? NaN);
   if (!Number.isInteger(length)) throw new ApiError(411, 'Content-Length is required: results are streamed straight to storage');
   if (length > MAX_RESULT_BYTES) throw tooLarge(MAX_RESULT_BYTES);
-  await c.env.ARTIFACTS.put(key, c.req.raw.body ?? new Uint8Array(0), { httpMetadata: { contentType: 'application/json' } });
-  return c.json({ stored: c.req.param('name'), size: length }, 200);
+  // To an object of this upload's own, never the one a record serves (src/jobs/results.ts):
+  // the completion that accepts it names it; a lease that stopped being current meanwhile
+  // stored nothing anybody will read.
+  const stored = await storeUpload(c.var.db, c.env.ARTIFACTS, c.var.lease, name, c.req.raw.body, length);
+  if (stored === 'superseded') throw superseded();
+  return c.json({ stored: name, size: stored.size, sha256: stored.sha256 }, 200);
 });
 
 leaseInternalApi.post(
@@ -233,26 +243,14 @@ leaseInternalApi.post(
     if (body.kind !== job.kind) throw new ApiError(422, `This is a ${job.kind} job, not ${body.kind}`);
     const settings = fleetSettings(c.env);
     const response = { status: 'completed' };
-    // Results sent inline are stored first, as a PUT to /results/{name} would have.
-    const inline = Object.entries(body.results ?? {}).map(([name, text]) => {
-      const key = resultKey(c, name);
-      if (!key) throw noSuchResult(c, name, 422);
-      return { key, text };
-    });
-    const [logChunk] = await Promise.all([
-      lastLogChunk(c, body.log),
-      ...inline.map(({ key, text }) => c.env.ARTIFACTS.put(key, text, { httpMetadata: { contentType: 'application/json' } })),
-    ]);
-    /** The size of a result, sent inline or uploaded before (null: neither). */
-    const resultSize = async (name: ResultName, key: string): Promise<number | null> => {
-      const sent = body.results?.[name];
-      if (sent !== undefined) return new TextEncoder().encode(sent).byteLength;
-      return (await c.env.ARTIFACTS.head(key))?.size ?? null;
-    };
+    // Results sent inline are stored only if the completion accepts them, each as an object of its own (src/jobs/results.ts).
+    for (const name of Object.keys(body.results ?? {})) if (!isResultOfJob(c, name)) throw noSuchResult(c, name, 422);
+    const results = new AttemptResults(db, c.env.ARTIFACTS, lease, body.results ?? {});
+    const logChunk = await lastLogChunk(c, body.log);
     // A job that crossed its deadline or cost limit since its last heartbeat ends Failed, not Succeeded.
     const before = [...logChunk, ...stopAtLimit(c)];
     const checked = await contractOf(job.kind).completion(
-      { db, job, resultSize, artifacts: c.env.ARTIFACTS, devProofSecret: c.env.DEV_PROOF_SECRET },
+      { db, job, results, artifacts: c.env.ARTIFACTS, devProofSecret: c.env.DEV_PROOF_SECRET },
       body,
     );
     if ('fail' in checked) {
@@ -266,6 +264,7 @@ leaseInternalApi.post(
     }
     const { outcome, deliveries } = await completeJob(db, lease, { kind: job.kind, done: checked.done } as Completion, response, settings, {
       before,
+      accepted: results.acceptedIds,
     });
     if (!outcome) throw superseded();
     enqueueAfterResponse(c, deliveries);

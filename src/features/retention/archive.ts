@@ -20,8 +20,11 @@
 //      having changed since it was read (a DELETE in between turns it into a tombstone).
 // A crash after 1 or 2 leaves the object pending: the next run writes the same object
 // (same key) from the same records again and finishes it; a record changed in between
-// is written as it is now. A record is in one object only (a run plans new objects only
-// once none is pending) and never lost (its row goes in the batch that records its stub).
+// is written as it is now. An object whose write fails counts a failure and waits, then
+// is set aside (src/jobs/sweep-items.ts): the others go on. A record is in one object
+// only (a run plans new objects only once no pending object is in line, and never of a
+// record a pending object names) and never lost (its row goes in the batch that records
+// its stub).
 //
 // Reads by id (src/features/runs/routes.ts) select the record and its stub in the
 // request's one batch: a live record answers as before; an archived one costs one R2
@@ -38,8 +41,11 @@ import type { Db } from '../../db/client.ts';
 import { batchByName } from '../../db/batch.ts';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
 import { archived, archiveObjects, executions, jobLogChunks, jobs, organizations, proofs, purges } from '../../db/schema.ts';
-import { artifactKey } from '../../lib/artifact-keys.ts';
+import { artifactKey, servedProofKey } from '../../lib/artifact-keys.ts';
+import { attemptKeysSql } from '../../jobs/results.ts';
 import type { Org } from '../../lib/pages.ts';
+import { BudgetSpent, type Metered } from '../../lib/metered.ts';
+import { inLine, recordFailures, settleFailures } from '../../jobs/sweep-items.ts';
 import { executionColumns } from '../executions/data.ts';
 import { proofColumns } from '../proofs/data.ts';
 import { EXECUTION_TERMINAL_STATUSES } from './data.ts';
@@ -116,6 +122,7 @@ type ArchivedFiles = {
   job: { id: string } | null;
   child_proof_keys?: string[];
   proof_files?: string[];
+  proof_objects?: Record<string, { key: string }> | null;
 };
 
 /**
@@ -141,7 +148,9 @@ export async function deleteArchived<Row>(
       ? {
           input: artifactKey.proofInput(id),
           children: line.child_proof_keys ?? [],
-          proofs: (line.proof_files ?? []).map((kind) => artifactKey.proofOutput(id, kind)),
+          proofs: (line.proof_files ?? []).map((kind) =>
+            servedProofKey({ id, proof_files: line.proof_files ?? [], proof_objects: line.proof_objects ?? null }, kind),
+          ),
         }
       : { input: artifactKey.executionInput(id) };
   const live = and(eq(archived.id, id), isNull(archived.deleted_at));
@@ -154,10 +163,10 @@ export async function deleteArchived<Row>(
             subject_kind: sql<ArchiveKind>`${stub.kind}`.as('subject_kind'),
             subject_id: archived.id,
             org_id: sql<string>`${stub.org_id}`.as('org_id'),
-            keys: sql`${JSON.stringify(keys)}`.as('keys'),
+            // With the files its job's attempts stored that it does not name (src/jobs/results.ts), if any are left.
+            keys: sql`json_set(${JSON.stringify(keys)}, '$.attempts', json(${attemptKeysSql(sql`${line.job?.id ?? null}`)}))`.as('keys'),
             log_job_id: sql<string | null>`${line.job?.id ?? null}`.as('log_job_id'),
             created_at: sql<number>`${now}`.as('created_at'),
-            attempts: sql<number>`0`.as('attempts'),
           })
           .from(archived)
           .where(live),
@@ -204,6 +213,9 @@ export function toArchive(db: Db, kind: ArchiveKind, now: number, afterMs: numbe
         // rows (src/jobs/logs.ts). Named in full: drizzle writes a subquery's columns unqualified.
         sql`NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.kind = ${KINDS[kind].job} AND j.subject_id = ${sql.identifier(`${kind}s`)}.id
           AND j.log_store IN ('chunks', 'compacted'))`,
+        // Not one a pending object (waiting out a failure, or set aside) already names.
+        sql`NOT EXISTS (SELECT 1 FROM ${archiveObjects} o, json_each(o.pending_ids) p
+          WHERE o.written_at IS NULL AND p.value = ${sql.identifier(`${kind}s`)}.id)`,
       ),
     )
     .limit(limit);
@@ -279,41 +291,55 @@ async function writeObject(db: Db, bucket: R2Bucket, o: Pending, now: number): P
     ),
     jobs: db.delete(jobs).where(and(eq(jobs.kind, job), inArray(jobs.subject_id, writtenIds), eq(jobs.status, 'done'), finished)),
     records: db.delete(table).where(and(inArray(table.id, writtenIds), finished)),
+    // An object that failed before and is written now leaves the sweep's failures.
+    failures: settleFailures(db, 'archive', [String(o.id)]),
   });
   return done.length === 1;
 }
 
+/** The calls of one object's write: its records' read, its R2 write, the batch that finishes it. */
+export const ARCHIVE_OBJECT_CALLS = 3;
+
 /**
- * One run of the archive: finishes the objects left pending (a crash, a record changed
- * while it was written), then, if none is left, plans and writes new ones: at most
- * ARCHIVE_BATCH records of each kind in at most ARCHIVE_OBJECTS_PER_RUN objects.
+ * One run of the archive, within `m`'s budget: finishes the objects left pending and in
+ * line (a crash, a record changed while it was written; not one waiting out a failure or
+ * set aside), then, if none is left, plans and writes new ones: at most ARCHIVE_BATCH
+ * records of each kind in at most ARCHIVE_OBJECTS_PER_RUN objects.
  */
 export async function sweepArchive(
-  db: Db,
-  bucket: R2Bucket,
+  { db, bucket, budget }: Metered,
   now = Date.now(),
   afterMs = ARCHIVE_AFTER_DAYS * 86_400_000,
   limit = ARCHIVE_BATCH,
 ): Promise<{ archived: number; objects: number }> {
   let records = 0;
   let objects = 0;
+  /** Writes the objects while the budget fits them; answers how many are left pending. */
   const write = async (list: Pending[]) => {
     let left = 0;
     for (const o of list) {
-      if (await writeObject(db, bucket, o, now)) {
-        records += o.pending_ids?.length ?? 0;
-        objects++;
-      } else left++;
+      if (!budget.fits(ARCHIVE_OBJECT_CALLS)) return left + 1;
+      try {
+        if (await writeObject(db, bucket, o, now)) {
+          records += o.pending_ids?.length ?? 0;
+          objects++;
+        } else left++;
+      } catch (err) {
+        if (err instanceof BudgetSpent) return left + 1;
+        await recordFailures(db, 'archive', [String(o.id)], err, now);
+      }
     }
     return left;
   };
+  if (!budget.fits(1 + ARCHIVE_OBJECT_CALLS)) return { archived: 0, objects: 0 };
   const pending = await db
     .select()
     .from(archiveObjects)
-    .where(isNull(archiveObjects.written_at))
+    .where(and(isNull(archiveObjects.written_at), inLine('archive', sql`cast(${archiveObjects.id} AS text)`, now)))
     .orderBy(archiveObjects.id)
     .limit(ARCHIVE_OBJECTS_PER_RUN);
   if ((await write(pending)) > 0 || pending.length === ARCHIVE_OBJECTS_PER_RUN) return { archived: records, objects };
+  if (!budget.fits(2 + ARCHIVE_OBJECT_CALLS)) return { archived: records, objects };
 
   const { proof, execution } = await batchByName(db, {
     proof: toArchive(db, 'proof', now, afterMs, limit),
@@ -329,7 +355,9 @@ export async function sweepArchive(
       const group = groups.get(name) ?? groups.set(name, { org_id: r.org_id, kind, day: r.day, ids: [] }).get(name)!;
       group.ids.push(r.id);
     }
-  const planned = [...groups.values()].slice(0, ARCHIVE_OBJECTS_PER_RUN - pending.length);
+  // No more objects than the budget can write this run (the others are planned by a later one).
+  const writable = Math.floor((budget.left - 1) / ARCHIVE_OBJECT_CALLS);
+  const planned = [...groups.values()].slice(0, Math.min(ARCHIVE_OBJECTS_PER_RUN - pending.length, writable));
   if (!planned.length) return { archived: records, objects };
   // One insert per object (D1 binds at most 100 parameters a statement), all in one batch.
   const { rows } = await batchByName(db, {

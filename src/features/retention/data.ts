@@ -23,6 +23,7 @@ import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
 import { executions, jobs, programs, proofs, purges, verifications } from '../../db/schema.ts';
 import { artifactKey, keySql } from '../../lib/artifact-keys.ts';
 import { PROOF_TYPES } from 'prover-agent/protocol';
+import { attemptKeysSql } from '../../jobs/results.ts';
 
 export type Org = string | SQL<string>;
 export type DeletableKind = (typeof purges.$inferSelect)['subject_kind'];
@@ -40,14 +41,18 @@ export const EXECUTION_TERMINAL_STATUSES = ['succeeded', 'failed', 'canceled'] a
 const isoAt = (now: number) => new Date(now).toISOString();
 
 /**
- * The objects an agent may have stored for the subject, whatever its record says: an
- * agent uploads its results (PUT /results/{name}, or inline with /complete) before the
- * Worker decides the ending, and an ending that drops them (a failure, a cancel or a
- * limit crossed, an upload still in flight as the lease ends) names none of them in
- * the record. Their keys are fixed by the subject's id (the contracts' resultKey), so
- * the purge names them all; deleting one that was never stored is a no-op.
+ * The objects the subject's record names, and the files its job's attempts stored for
+ * it that it does not (src/jobs/results.ts: an attempt that failed, was canceled or
+ * superseded, a host's unsealed dev proof): each recorded before it was written, so the
+ * purge names every stored one (attemptKeysSql); one still being written when the record
+ * is deleted is the sweep's, which deletes it once its upload can no longer land.
+ * A record finished before migrations/0022_results.sql may also have had late uploads
+ * written at its fixed keys (the layout's proofOutput, programBaseline): for such a
+ * record (no digest recorded) the purge names those keys too; deleting one that was
+ * never stored is a no-op.
  */
-const resultKeys = (keys: string[]) => sql`json(${JSON.stringify(keys)})`;
+const legacyResultKeys = (isLegacy: SQL, keys: string[]) =>
+  sql`CASE WHEN ${isLegacy} THEN json(${JSON.stringify(keys)}) ELSE json('[]') END`;
 
 /** The job of a subject, as SQL over the subject's own id column. */
 const jobOf = (kind: 'proof' | 'execute' | 'commit', subjectId: SQL | AnySQLiteColumn) =>
@@ -77,7 +82,6 @@ function purgeInsert(
           keys: sql`${keys}`.as('keys'),
           log_job_id: sql`${logJob}`.as('log_job_id'),
           created_at: sql<number>`${now}`.as('created_at'),
-          attempts: sql<number>`0`.as('attempts'),
         })
         .from(table)
         .where(where),
@@ -107,8 +111,12 @@ export function deleteProofStatements(db: Db, org: Org, id: string, now = Date.n
       'proof',
       proofs,
       sql`json_object('input', ${keySql(artifactKey.proofInput, proofs.id)}, 'children', json(${proofs.child_proof_keys}),
-        'proofs', (SELECT json_group_array(${keySql(artifactKey.proofOutput, proofs.id, sql`file.value`)}) FROM json_each(${proofs.proof_files}) file),
-        'results', ${resultKeys(PROOF_TYPES.map((t) => artifactKey.proofOutput(id, t)))})`,
+        'proofs', (SELECT json_group_array(coalesce(json_extract(${proofs.proof_objects}, '$.' || file.value || '.key'), ${keySql(artifactKey.proofOutput, proofs.id, sql`file.value`)})) FROM json_each(${proofs.proof_files}) file),
+        'attempts', json(${attemptKeysSql(jobOf('proof', proofs.id))}),
+        'results', ${legacyResultKeys(
+          sql`${proofs.proof_objects} IS NULL`,
+          PROOF_TYPES.map((t) => artifactKey.proofOutput(id, t)),
+        )})`,
       jobOf('proof', proofs.id),
       deletable,
       now,
@@ -194,7 +202,9 @@ export function deleteProgramStatements(db: Db, org: Org, id: string, now = Date
       db,
       'program',
       programs,
-      sql`json_object('elf', ${programs.elf_key}, 'vmexe', ${programs.vmexe_key}, 'baseline', ${programs.baseline_key}, 'results', ${resultKeys([artifactKey.programBaseline(id)])})`,
+      sql`json_object('elf', ${programs.elf_key}, 'vmexe', ${programs.vmexe_key}, 'baseline', ${programs.baseline_key},
+        'attempts', json(${attemptKeysSql(jobOf('commit', programs.id))}),
+        'results', ${legacyResultKeys(sql`${programs.baseline_sha256} IS NULL`, [artifactKey.programBaseline(id)])})`,
       jobOf('commit', programs.id),
       deletable,
       now,

@@ -2,13 +2,16 @@
 // purge row names are deleted, then (one batch) the row and its log's index rows.
 // Safe to run again at any point and alongside another run: deleting an object that
 // is gone is a no-op, and a row is deleted only once every object it names is. A run
-// that fails counts an attempt on the row and leaves it for the sweep, which takes the
-// oldest rows first, PURGE_SWEEP_BATCH per run.
+// that fails counts a failure of the row (src/jobs/sweep-items.ts) and leaves it for the
+// sweep, which takes the oldest rows in line first, PURGE_SWEEP_BATCH per run at most,
+// each only while its budget fits PURGE_MAX_CALLS more.
 // Two passes: the first (right after the response) deletes the objects but keeps a row
 // younger than PURGE_SETTLE_MS; the sweep's pass after it deletes whatever a log
 // compaction that was already running when the record was deleted wrote since (it
 // takes seconds; none starts after: data.ts stopCompaction), then the row.
 import { and, asc, eq, inArray, lt, sql } from 'drizzle-orm';
+import { BudgetSpent, type CallBudget, type Metered } from '../../lib/metered.ts';
+import { idList, inLine, recordFailures, settleFailures } from '../../jobs/sweep-items.ts';
 import type { Db } from '../../db/client.ts';
 import { batchByName } from '../../db/batch.ts';
 import { jobLogChunks, purges } from '../../db/schema.ts';
@@ -32,6 +35,16 @@ export const purgeSettleMs = (env: { PURGE_SETTLE_SECONDS?: string } | undefined
 };
 /** Log chunk objects one purge lists at most (a log is capped at LOG_MAX_CHUNKS and its marker, far below). */
 const MAX_LISTED = 20_000;
+/**
+ * The calls of a purge of a record whose log has under 1,000 objects: its log's listing,
+ * one bulk delete, its D1 batch. A longer log takes a listing and a delete more per 1,000
+ * objects; a purge the budget cuts short is simply purged again later (deleting an object
+ * that is gone is a no-op).
+ */
+export const PURGE_CALLS = 3;
+
+/** A purge row's item name in sweep_failures. */
+const itemOf = (row: Pick<PurgeRow, 'subject_kind' | 'subject_id'>) => `${row.subject_kind}:${row.subject_id}`;
 
 /** Every string leaf of the row's `keys` JSON: the object keys it names. */
 export function keysOf(value: unknown): string[] {
@@ -55,52 +68,63 @@ async function objectsOf(bucket: R2Bucket, row: PurgeRow): Promise<string[]> {
   return keys;
 }
 
-/** Purges one row: its objects, then the row. False (and an attempt counted) when R2 failed. */
-export async function purgeRow(db: Db, bucket: R2Bucket, row: PurgeRow, now = Date.now(), settleMs = PURGE_SETTLE_MS): Promise<boolean> {
+/**
+ * Purges one row: its objects, then the row. `failed` (and a failure counted) when R2 or D1
+ * failed; `stopped` when the invocation's budget ran out part way (not a failure: the row
+ * stays, to be purged again).
+ */
+export async function purgeRow(
+  db: Db,
+  bucket: R2Bucket,
+  row: PurgeRow,
+  now = Date.now(),
+  settleMs = PURGE_SETTLE_MS,
+): Promise<'done' | 'failed' | 'stopped'> {
   const pk = and(eq(purges.subject_kind, row.subject_kind), eq(purges.subject_id, row.subject_id));
   try {
     const keys = await objectsOf(bucket, row);
     for (let i = 0; i < keys.length; i += 1000) await bucket.delete(keys.slice(i, i + 1000)); // R2 deletes at most 1,000 keys per call
-    if (now - row.created_at < settleMs) return true; // the sweep's pass finishes it
+    if (now - row.created_at < settleMs) return 'done'; // the sweep's pass finishes it
     await batchByName(db, {
       logIndex: row.log_job_id ? db.delete(jobLogChunks).where(eq(jobLogChunks.job_id, row.log_job_id)) : undefined,
       done: db.delete(purges).where(pk),
+      failures: settleFailures(db, 'purge', [itemOf(row)]),
     });
-    return true;
+    return 'done';
   } catch (err) {
-    console.error(
-      JSON.stringify({
-        level: 'error',
-        msg: 'purge failed; the sweep retries it',
-        subject_kind: row.subject_kind,
-        subject_id: row.subject_id,
-        error: String(err),
-      }),
-    );
-    await db
-      .update(purges)
-      .set({ attempts: sql`${purges.attempts} + 1` })
-      .where(pk)
-      .catch(() => undefined);
-    return false;
+    if (err instanceof BudgetSpent) return 'stopped';
+    await recordFailures(db, 'purge', [itemOf(row)], err, now);
+    return 'failed';
   }
 }
 
-/** Purges the rows of the subjects just deleted (after the response: a failure is left to the sweep). */
-export async function purgeSubjects(
+/**
+ * Purges the rows of the subjects just deleted (after the response: a failure is left to
+ * the sweep): a request's own deletion, or, given `budget` (which `db` and `bucket` are
+ * metered by: purgeSubjectsWithin), as many as it fits.
+ */
+async function purgeSubjects(
   db: Db,
   bucket: R2Bucket,
   kind: DeletableKind,
   ids: readonly string[],
   settleMs = PURGE_SETTLE_MS,
+  budget?: CallBudget,
 ): Promise<void> {
-  if (ids.length === 0) return;
+  if (ids.length === 0 || (budget && !budget.fits(1 + PURGE_CALLS))) return;
   const rows = await db
     .select()
     .from(purges)
-    .where(and(eq(purges.subject_kind, kind), inArray(purges.subject_id, [...ids])));
-  for (const row of rows) await purgeRow(db, bucket, row, Date.now(), settleMs);
+    .where(and(eq(purges.subject_kind, kind), inArray(purges.subject_id, idList(ids))));
+  for (const row of rows) {
+    if (budget && !budget.fits(PURGE_CALLS)) return;
+    if ((await purgeRow(db, bucket, row, Date.now(), settleMs)) === 'stopped') return;
+  }
 }
+
+/** purgeSubjects() within `m`'s budget (the retention sweep's first pass). */
+export const purgeSubjectsWithin = (m: Metered, kind: DeletableKind, ids: readonly string[], settleMs = PURGE_SETTLE_MS) =>
+  purgeSubjects(m.db, m.bucket, kind, ids, settleMs, m.budget);
 
 /** Runs purgeSubjects() after the response (or at once, without an execution context). */
 export function purgeAfterResponse(
@@ -120,21 +144,30 @@ export function purgeAfterResponse(
   }
 }
 
-/** The sweep's part: the oldest PURGE_SWEEP_BATCH pending purges (purges_age), finished. Answers how many were. */
+/**
+ * The sweep's part: the oldest pending purges in line (purges_age; not waiting out a
+ * failure, src/jobs/sweep-items.ts), PURGE_SWEEP_BATCH at most, each while `budget` fits
+ * PURGE_CALLS more. Answers how many were finished.
+ */
 export async function sweepPurges(
-  db: Db,
-  bucket: R2Bucket,
-  limit = PURGE_SWEEP_BATCH,
+  { db, bucket, budget }: Metered,
   now = Date.now(),
   settleMs = PURGE_SETTLE_MS,
+  limit = PURGE_SWEEP_BATCH,
 ): Promise<number> {
+  if (!budget.fits(1 + PURGE_CALLS)) return 0;
   const rows = await db
     .select()
     .from(purges)
-    .where(lt(purges.created_at, now - settleMs))
+    .where(and(lt(purges.created_at, now - settleMs), inLine('purge', sql`${purges.subject_kind} || ':' || ${purges.subject_id}`, now)))
     .orderBy(asc(purges.created_at))
     .limit(limit);
   let done = 0;
-  for (const row of rows) if (await purgeRow(db, bucket, row, now, settleMs)) done++;
+  for (const row of rows) {
+    if (!budget.fits(PURGE_CALLS)) break;
+    const r = await purgeRow(db, bucket, row, now, settleMs);
+    if (r === 'stopped') break;
+    if (r === 'done') done++;
+  }
   return done;
 }

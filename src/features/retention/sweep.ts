@@ -5,8 +5,9 @@
 // figures, a purge row, the objects after).
 //
 // Bounded work per run: at most RETENTION_SWEEP_BATCH proofs and as many executions are
-// tombstoned (one D1 batch), then purged in the same run (a list and a bulk delete each),
-// and PURGE_SWEEP_BATCH older pending purges finished. A backlog (a retention just
+// tombstoned (one D1 batch), then purged in the same run (a list and a bulk delete each)
+// while the run's budget lasts (src/jobs/invocations.ts cron.parts.retention), and
+// PURGE_SWEEP_BATCH older pending purges finished within it too. A backlog (a retention just
 // lowered) drains over the following runs, oldest first within each organization. The
 // candidates are found by index seeks only: the organizations with a retention
 // (organizations_retention, in turn: the least recently served first) and, per organization, its finished undeleted records in
@@ -23,7 +24,8 @@ import { batchByName } from '../../db/batch.ts';
 import { executions, jobs, leases, organizations, proofs } from '../../db/schema.ts';
 import { auditEntry, type Actor } from '../accounts/audit.ts';
 import { deleteExecutionStatements, deleteProofStatements } from './data.ts';
-import { PURGE_SETTLE_MS, purgeSubjects, sweepPurges } from './purge.ts';
+import { PURGE_CALLS, PURGE_SETTLE_MS, PURGE_SWEEP_BATCH, purgeSubjectsWithin, sweepPurges } from './purge.ts';
+import { meteredPart, type Metered } from '../../lib/metered.ts';
 
 /** Records of each kind (proofs, executions) the sweep deletes per run, at most. */
 export const RETENTION_SWEEP_BATCH = 50;
@@ -99,13 +101,16 @@ export const leaseKeepMs = (env: { LEASE_KEEP_SECONDS?: string }) => {
 };
 
 export async function sweepRetention(
-  db: Db,
-  bucket: R2Bucket,
+  m: Metered,
   now = Date.now(),
   limit = RETENTION_SWEEP_BATCH,
   keepMs = LEASE_KEEP_MS,
   settleMs = PURGE_SETTLE_MS,
 ): Promise<{ retentionDeleted: number; purged: number; leasesDeleted: number }> {
+  const { db, budget } = m;
+  // The ended leases' batch first: one call, whatever the rest costs.
+  const leasesDeleted = budget.fits(1) ? await deleteEndedLeases(db, now, keepMs) : 0;
+  if (!budget.fits(2)) return { retentionDeleted: 0, purged: 0, leasesDeleted };
   const { proofRows, executionRows } = await batchByName(db, {
     proofRows: pastRetention(db, proofs, now, limit),
     executionRows: pastRetention(db, executions, now, limit),
@@ -123,11 +128,13 @@ export async function sweepRetention(
   });
   const proofIds = proofTombs.flat().map((r) => r.id);
   const executionIds = executionTombs.flat().map((r) => r.id);
-  // Their first pass now; the second, a run later (purge.ts).
-  await purgeSubjects(db, bucket, 'proof', proofIds, settleMs);
-  await purgeSubjects(db, bucket, 'execution', executionIds, settleMs);
-  const purged = await sweepPurges(db, bucket, undefined, now, settleMs);
-  const leasesDeleted = await deleteEndedLeases(db, now, keepMs);
+  // Their first pass now, as far as the budget goes (the sweep takes the rest a run later,
+  // with their second pass: purge.ts), leaving room for the older ones' second pass.
+  const older = Math.min(budget.left / 2, 1 + PURGE_SWEEP_BATCH * PURGE_CALLS);
+  const firsts = meteredPart(m, Math.max(0, budget.left - older), 'first purges');
+  await purgeSubjectsWithin(firsts, 'proof', proofIds, settleMs);
+  await purgeSubjectsWithin(firsts, 'execution', executionIds, settleMs);
+  const purged = await sweepPurges(m, now, settleMs);
   return { retentionDeleted: proofIds.length + executionIds.length, purged, leasesDeleted };
 }
 

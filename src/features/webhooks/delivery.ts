@@ -44,6 +44,7 @@ import { verificationRecord } from '../verifications/schemas.ts';
 import { renderPayload } from './data.ts';
 import { signingSecrets } from './secrets.ts';
 import { urlPolicy, webhookUrlProblem } from './url-policy.ts';
+import { meteredPart, type CallBudget, type Metered } from '../../lib/metered.ts';
 
 type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 type EndpointRow = typeof webhookEndpoints.$inferSelect;
@@ -323,8 +324,8 @@ async function renderDelivery(db: Db, msg: WebhookMessage, loaded: Loaded, repor
   return { state: 'rendered', delivery, endpoint, payload: renderPayload(delivery.event_type, delivery.created_at, record) };
 }
 
-/** Send: the URL checked against the policy again, the payload signed with the endpoint's secrets, one POST. */
-async function sendDelivery(env: Env, rendered: Rendered, now: number): Promise<Sent> {
+/** Send: the URL checked against the policy again, the payload signed with the endpoint's secrets, one POST (charged to `budget`). */
+async function sendDelivery(env: Env, rendered: Rendered, now: number, budget?: CallBudget): Promise<Sent> {
   const { delivery, endpoint, payload } = rendered;
   const attemptedAt = Date.now();
   const sent = (result: AttemptResult): Sent => ({ ...rendered, state: 'sent', attemptedAt, result });
@@ -344,6 +345,7 @@ async function sendDelivery(env: Env, rendered: Rendered, now: number): Promise<
     'webhook-timestamp': String(timestamp),
     'webhook-signature': signatureHeader(secrets, delivery.id, timestamp, payload),
   };
+  budget?.charge();
   return sent(await sendAttempt(endpoint.url, headers, payload));
 }
 
@@ -407,10 +409,12 @@ async function recordNotSent(db: Db, msg: WebhookMessage, notSent: NotSent, now:
 
 /**
  * Makes the attempt a WEBHOOKS message asks for (see the top of this module): load,
- * render, send, record, and the retry's message when one is due. `now` is for tests;
- * the attempt itself happens when it is called.
+ * render, send, record, and the retry's message when one is due: at most
+ * WEBHOOK_MESSAGE_CALLS calls, its POST charged to `budget` (its bindings' calls are
+ * charged by `env`'s, when metered). `now` is for tests; the attempt itself happens when
+ * it is called.
  */
-export async function deliverWebhook(env: Env, msg: WebhookMessage, now = Date.now()): Promise<DeliveryReport> {
+export async function deliverWebhook(env: Env, msg: WebhookMessage, now = Date.now(), budget?: CallBudget): Promise<DeliveryReport> {
   const report: DeliveryReport = { outcome: 'stale', statements: 0, roundTrips: 0 };
   const sessions = new RequestSessions(env.DB, 'first-unconstrained');
   const loaded = await loadDelivery(sessions, msg, report);
@@ -423,7 +427,7 @@ export async function deliverWebhook(env: Env, msg: WebhookMessage, now = Date.n
     log(rendered.delivery, rendered.endpoint, { outcome: 'not-sent', error: rendered.why }, report);
     return report;
   }
-  const sent = await sendDelivery(env, rendered, now);
+  const sent = await sendDelivery(env, rendered, now, budget);
   const recorded = await recordAttempt(db, msg, sent, report);
   if (recorded.state === 'stale') return report;
   report.outcome = recorded.outcome;
@@ -494,18 +498,28 @@ function log(delivery: DeliveryRow, endpoint: EndpointRow | undefined, fields: R
   );
 }
 
-/** The queue() handler's part for WEBHOOKS: each message's attempt, all of a batch at once; a message whose attempt could not be recorded is retried. */
-export async function runWebhookDeliveries(messages: readonly Message<unknown>[], env: Env): Promise<void> {
+/** The most calls one message's attempt makes: its load (and a primary re-read), its render's read, the POST, its record, its retry's send. */
+export const WEBHOOK_MESSAGE_CALLS = 6;
+
+/**
+ * The queue() handler's part for WEBHOOKS: each message's attempt, as many of a batch at
+ * once as `m`'s budget fits (WEBHOOK_MESSAGE_CALLS each; the rest come back in five
+ * seconds); a message whose attempt could not be recorded is retried.
+ */
+export async function runWebhookDeliveries(messages: readonly Message<unknown>[], m: Metered): Promise<void> {
+  const fits = Math.max(0, Math.floor(m.budget.left / WEBHOOK_MESSAGE_CALLS));
+  for (const later of messages.slice(fits)) later.retry({ delaySeconds: 5 });
   await Promise.all(
-    messages.map(async (m) => {
+    messages.slice(0, fits).map(async (msg) => {
+      const mine = meteredPart(m, WEBHOOK_MESSAGE_CALLS, 'webhook attempt');
       try {
-        await deliverWebhook(env, m.body as WebhookMessage);
-        m.ack();
+        await deliverWebhook(mine.env, msg.body as WebhookMessage, Date.now(), mine.budget);
+        msg.ack();
       } catch (err) {
         console.error(
-          JSON.stringify({ level: 'error', msg: 'webhook attempt not recorded; retrying the message', body: m.body, error: String(err) }),
+          JSON.stringify({ level: 'error', msg: 'webhook attempt not recorded; retrying the message', body: msg.body, error: String(err) }),
         );
-        m.retry({ delaySeconds: 5 });
+        msg.retry({ delaySeconds: 5 });
       }
     }),
   );

@@ -4,8 +4,7 @@
 //   queued       leased (running)   done
 //   not_ready    processing         ready | failed
 import { eq, inArray, sql } from 'drizzle-orm';
-import { configs, programs } from '../../db/schema.ts';
-import { artifactKey } from '../../lib/artifact-keys.ts';
+import { configs, programs, type ServedObject } from '../../db/schema.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
 
@@ -14,7 +13,8 @@ export const isProgramFile = (name: string) => name === 'elf' || name === 'vmexe
 
 export interface CommitDone {
   app_exe_commit: string;
-  baselineKey: string;
+  /** The baseline the program serves from now on: this attempt's own object (src/jobs/results.ts). */
+  baseline: ServedObject;
 }
 
 const subject: SubjectStates = {
@@ -37,8 +37,8 @@ export const commitJob: JobKindContract<'commit', CommitDone> = {
     inputs: ({ program }) => sql`json_object('elf', ${program.elf_key}, 'vmexe', ${program.vmexe_key})`,
     isShared: isProgramFile,
   },
-  resultKey: (programId, name) => (name === 'baseline' ? artifactKey.programBaseline(programId) : null),
-  async completion({ db, job, resultSize }, report) {
+  results: ['baseline'],
+  async completion({ db, job, results }, report) {
     const config = (await db.select().from(configs).where(eq(configs.id, job.config_id)).get())!;
     if (report.app_vm_commit.toLowerCase() !== config.app_vm_commit.toLowerCase()) {
       // The engine's keys are not the config's: the program cannot be proven under it.
@@ -46,15 +46,17 @@ export const commitJob: JobKindContract<'commit', CommitDone> = {
         fail: `The prover's app_vm_commit ${report.app_vm_commit} differs from the config's ${config.app_vm_commit}: the prover host's keys do not match config ${config.id}`,
       };
     }
-    const baselineKey = artifactKey.programBaseline(job.subject_id);
-    if ((await resultSize('baseline', baselineKey)) === null) throw new ApiError(400, 'Upload the baseline result before completing');
-    return { done: { app_exe_commit: report.app_exe_commit.toLowerCase(), baselineKey } };
+    const baseline = await results.get('baseline');
+    if (!baseline) throw new ApiError(400, 'Upload the baseline result before completing');
+    const { key, sha256 } = await results.accept('baseline', baseline);
+    return { done: { app_exe_commit: report.app_exe_commit.toLowerCase(), baseline: { key, sha256 } } };
   },
   complete: (db, mine, done, at) => [
     updateSubjects(db, commitJob, mine, {
       status: 'ready',
       app_exe_commit: done.app_exe_commit,
-      baseline_key: done.baselineKey,
+      baseline_key: done.baseline.key,
+      baseline_sha256: done.baseline.sha256,
       terminated_at: at.now,
     }),
   ],

@@ -7,6 +7,7 @@ import type { BatchItem } from 'drizzle-orm/batch';
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { ClaimedJob, CompleteRequest, JobKind, ResultName } from 'prover-agent/protocol';
 import type { Db } from '../../db/client.ts';
+import type { AttemptResults } from '../results.ts';
 import { jobs, programs } from '../../db/schema.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
@@ -72,8 +73,12 @@ export interface ClaimHandover<Row> {
 export interface CompletionContext {
   db: Db;
   job: JobRow;
-  /** The size of a result, sent inline or uploaded before (null: neither). */
-  resultSize(name: ResultName, key: string): Promise<number | null>;
+  /**
+   * The attempt's results (sent inline with the call, or uploaded by its lease before:
+   * src/jobs/results.ts): the completion reads them, and accepts the ones its record
+   * will serve (the record names each accepted object and its digest).
+   */
+  results: AttemptResults;
   /** Where results are stored, and the deployment's DEV_PROOF_SECRET: dev proofs are sealed and checked at completion (src/jobs/dev-proofs.ts). */
   artifacts: R2Bucket;
   devProofSecret: string | undefined;
@@ -85,8 +90,8 @@ export interface JobKindContract<K extends JobKind = JobKind, Done = unknown, Ro
   subjectNoun: string;
   subject: SubjectStates;
   claim: ClaimHandover<Row>;
-  /** Where result `name` of the job working for `subjectId` is stored (null: the kind has no such result). */
-  resultKey(subjectId: string, name: string): string | null;
+  /** The results an agent may upload for a job of the kind (PUT /lease/results/{name}, or inline with /complete). */
+  results: readonly ResultName[];
   /**
    * Reads the agent's report (POST /lease/complete): what to record, or why the job
    * fails for good instead (the report was well formed but cannot stand). Throws an

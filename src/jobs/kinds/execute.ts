@@ -40,7 +40,7 @@ export const executeJob: JobKindContract<'execute', ExecuteDone, typeof executio
     isShared: isProgramFile,
     subject: { table: executions, describe: (execution) => ({ execution: { mode: execution.mode } }) },
   },
-  resultKey: () => null,
+  results: [],
   async completion(_ctx, report) {
     const succeeded = report.exit_code === 0 && !report.error;
     return {

@@ -6,11 +6,11 @@
 //   Queued   Executing → Executed → AppProving → AppProvingDone →      Succeeded | Failed
 //            PostProcessing                                            | Canceled (via Canceling)
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { CHILD_PROOF_PREFIX, GPU_LESS_ENGINE_NAMES, isChildProofArtifact, PROVE_PHASES } from 'prover-agent/protocol';
+import { CHILD_PROOF_PREFIX, GPU_LESS_ENGINE_NAMES, isChildProofArtifact, PROOF_TYPES, PROVE_PHASES } from 'prover-agent/protocol';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
 import { batchByName } from '../../db/batch.ts';
-import { configs, jobs, programs, proofs } from '../../db/schema.ts';
-import { sealDevProofs } from '../dev-proofs.ts';
+import { configs, jobs, programs, proofs, type ServedObject } from '../../db/schema.ts';
+import { sealDevProofs, type DevProofSource } from '../dev-proofs.ts';
 import { artifactKey, keySql } from '../../lib/artifact-keys.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { isProgramFile } from './commit.ts';
@@ -20,7 +20,8 @@ import { updateSubjects, type Claimed, type ColumnsOf, type JobKindContract, typ
 export { PROOF_TERMINAL_STATES };
 
 export interface ProofDone {
-  proofKeys: Record<string, string>;
+  /** Each proof file the proof serves, by kind: this attempt's own object and its digest (src/jobs/results.ts). */
+  proofObjects: Record<string, ServedObject>;
   proofSize: number;
   num_instructions: number | null;
   cells_used: number;
@@ -60,8 +61,8 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
       describe: (proof) => ({ proof: { proof_type: proof.proof_type, num_children: proof.child_proof_keys.length } }),
     },
   },
-  resultKey: (proofId, name) => (name === 'app' || name === 'stark' || name === 'evm' ? artifactKey.proofOutput(proofId, name) : null),
-  async completion({ db, job, resultSize, artifacts, devProofSecret }, report) {
+  results: PROOF_TYPES,
+  async completion({ db, job, results, artifacts, devProofSecret }, report) {
     // One read: the proof and, for a dev proof, what its seal states (its program's commit, its config).
     const dev = job.engine === 'dev';
     const proofRead = db.select().from(proofs).where(eq(proofs.id, job.subject_id));
@@ -76,33 +77,45 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
         })
       : { proof: await proofRead, program: [], config: [] };
     const proof = read.proof[0];
-    const keys: Record<string, string> = {};
-    let size = 0;
+    const files = [];
     for (const type of report.proofs) {
-      const key = artifactKey.proofOutput(proof.id, type);
-      const stored = await resultSize(type, key);
-      if (stored === null) throw new ApiError(400, `Upload the ${type} proof before completing`);
-      keys[type] = key;
-      if (type === proof.proof_type) size = stored;
+      const file = await results.get(type);
+      if (!file) throw new ApiError(400, `Upload the ${type} proof before completing`);
+      files.push({ type, file });
     }
-    if (!keys[proof.proof_type]) throw new ApiError(400, `The job asked for a ${proof.proof_type} proof`);
+    if (!files.some((f) => f.type === proof.proof_type)) throw new ApiError(400, `The job asked for a ${proof.proof_type} proof`);
+    const proofObjects: Record<string, ServedObject> = {};
+    let size = 0;
     if (dev) {
-      // The host's dev engine wrote them unsealed: sealed here, with the secret only the Worker holds.
+      // The host's dev engine wrote them unsealed: sealed here, with the secret only the
+      // Worker holds, into objects of the attempt's own (the host's files stay as they came).
       if (!devProofSecret) return { fail: 'This deployment has no DEV_PROOF_SECRET: dev proofs cannot be sealed' };
       const [program, config] = [read.program[0], read.config[0]];
       if (!program?.app_exe_commit || !config) return { fail: 'The proof’s program or config is gone' };
+      const sources: Record<string, DevProofSource> = Object.fromEntries(
+        files.map(({ type, file }) => [type, 'text' in file ? { text: file.text } : { key: file.upload.key }]),
+      );
       const sealed = await sealDevProofs(
         artifacts,
-        keys,
+        sources,
         { appExeCommit: program.app_exe_commit, config, publicValues: report.public_values, childKeys: proof.child_proof_keys },
         devProofSecret,
       );
       if ('fail' in sealed) return sealed;
-      size = sealed.sizes[proof.proof_type]!;
-    }
+      for (const { type } of files) {
+        const { key, sha256, size: bytes } = await results.accept(`${type}.sealed`, { text: sealed.texts[type] });
+        proofObjects[type] = { key, sha256 };
+        if (type === proof.proof_type) size = bytes;
+      }
+    } else
+      for (const { type, file } of files) {
+        const { key, sha256, size: bytes } = await results.accept(type, file);
+        proofObjects[type] = { key, sha256 };
+        if (type === proof.proof_type) size = bytes;
+      }
     return {
       done: {
-        proofKeys: keys,
+        proofObjects,
         proofSize: size,
         num_instructions: report.metrics.num_instructions ?? null,
         cells_used: report.metrics.cells_used ?? 0,
@@ -120,7 +133,8 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
       updateSubjects(db, proofJob, mine, {
         state: 'Succeeded',
         terminated_at: at.now,
-        proof_files: Object.keys(done.proofKeys),
+        proof_files: Object.keys(done.proofObjects),
+        proof_objects: done.proofObjects,
         proof_size: done.proofSize,
         num_instructions: done.num_instructions,
         cells_used: done.cells_used,

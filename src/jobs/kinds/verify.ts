@@ -39,7 +39,7 @@ export const verifyJob: JobKindContract<'verify', VerifyDone, typeof verificatio
       describe: (verification) => ({ verification: { proof_type: verification.proof_type === 'evm' ? 'evm' : 'stark' } }),
     },
   },
-  resultKey: () => null,
+  results: [],
   async completion({ db, job, artifacts, devProofSecret }, report) {
     if (job.engine !== 'dev' || !report.verified) return { done: { verified: report.verified, reason: report.reason } };
     // A dev proof's seal is checked here, with the secret only the Worker holds (the host checked the rest).
