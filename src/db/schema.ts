@@ -330,6 +330,8 @@ export const programs = sqliteTable(
     execution_count: integer('execution_count').notNull().default(0),
     /** Set when deleted (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
+    /** Who deleted it (src/features/retention/copies.ts deletedBy). */
+    deleted_by: text('deleted_by'),
   },
   (t) => [index('programs_org').on(t.org_id, t.created_at), index('programs_project').on(t.project_id, t.created_at)],
 );
@@ -369,6 +371,8 @@ export const proofs = sqliteTable(
     proof_files: text('proof_files', { mode: 'json' }).$type<string[]>().notNull().default([]),
     /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
+    /** Who deleted it (src/features/retention/copies.ts deletedBy). */
+    deleted_by: text('deleted_by'),
   },
   (t) => [
     index('proofs_program').on(t.program_id, t.created_at),
@@ -399,8 +403,22 @@ export const verifications = sqliteTable(
     proof_type: text('proof_type').notNull().default('stark'),
     error_message: text('error_message').notNull().default(''),
     proof_key: text('proof_key').notNull(),
+    /** Set when deleted, by a caller, its program's deletion or the retention sweep (src/features/retention): its upload is gone, the row stays as a tombstone. */
+    deleted_at: text('deleted_at'),
+    /** Who deleted it (src/features/retention/copies.ts deletedBy). */
+    deleted_by: text('deleted_by'),
   },
-  (t) => [index('verifications_org').on(t.org_id, t.created_at)],
+  (t) => [
+    index('verifications_org').on(t.org_id, t.created_at),
+    // The retention sweep's finished, undeleted verifications per organization (src/features/retention/sweep.ts).
+    index('verifications_retention')
+      .on(t.org_id, t.created_at)
+      .where(sql`${t.deleted_at} IS NULL AND ${t.result} <> 'processing'`),
+    // A program's deletion finds its verifications (src/features/retention/copies.ts).
+    index('verifications_program')
+      .on(t.program_id)
+      .where(sql`${t.program_id} IS NOT NULL`),
+  ],
 );
 
 export const EXECUTION_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
@@ -429,6 +447,8 @@ export const executions = sqliteTable(
     // Its input is at its own key (src/lib/artifact-keys.ts executionInput), derived where needed: migrations/0019_archive.sql.
     /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
+    /** Who deleted it (src/features/retention/copies.ts deletedBy). */
+    deleted_by: text('deleted_by'),
   },
   (t) => [
     index('executions_program').on(t.program_id, t.created_at),
@@ -822,6 +842,8 @@ export const webhookDeliveries = sqliteTable(
   },
   (t) => [
     index('webhook_deliveries_endpoint').on(t.endpoint_id, t.created_at),
+    // A record's deletion ends the deliveries about it (src/features/retention/copies.ts).
+    index('webhook_deliveries_subject').on(t.subject_id),
     // The sweep's due deliveries (src/jobs/webhooks.ts): pending ones only.
     index('webhook_deliveries_due')
       .on(t.next_attempt_at)
@@ -1067,7 +1089,7 @@ export const provingRates = sqliteTable(
 export const purges = sqliteTable(
   'purges',
   {
-    subject_kind: text('subject_kind', { enum: ['program', 'proof', 'execution'] }).notNull(),
+    subject_kind: text('subject_kind', { enum: ['program', 'proof', 'execution', 'verification'] }).notNull(),
     subject_id: text('subject_id').notNull(),
     org_id: text('org_id').notNull(),
     keys: text('keys', { mode: 'json' }).$type<unknown>().notNull(),
@@ -1076,6 +1098,8 @@ export const purges = sqliteTable(
     created_at: integer('created_at').notNull(),
     /** Purges tried and not finished (an R2 failure): the sweep retries, oldest first. */
     attempts: integer('attempts').notNull().default(0),
+    /** An archived record's archive object, whose line of it the purge rewrites as its tombstone (src/features/retention/copies.ts). */
+    archive_key: text('archive_key'),
   },
   (t) => [primaryKey({ columns: [t.subject_kind, t.subject_id] }), index('purges_age').on(t.created_at)],
 );
@@ -1119,4 +1143,6 @@ export const archived = sqliteTable('archived', {
   object_id: integer('object_id').notNull(),
   /** Set when the archived record is deleted (its files purged): the record reads as its tombstone. */
   deleted_at: text('deleted_at'),
+  /** Who deleted it (src/features/retention/copies.ts deletedBy). */
+  deleted_by: text('deleted_by'),
 });

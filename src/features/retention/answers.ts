@@ -4,7 +4,7 @@
 import { ApiError, notFound } from '../../lib/errors.ts';
 import type { DeletionOutcome } from './data.ts';
 
-const WHAT = { proof: 'Proof', execution: 'Execution', program: 'Program' } as const;
+const WHAT = { proof: 'Proof', execution: 'Execution', program: 'Program', verification: 'Verification' } as const;
 
 /** The row of a deletion that stands, or the refusal. */
 export function deletedRow<R>(kind: keyof typeof WHAT, id: string, outcome: DeletionOutcome<R & { state?: string; status?: string }>): R {
@@ -14,6 +14,7 @@ export function deletedRow<R>(kind: keyof typeof WHAT, id: string, outcome: Dele
     case 'deleted':
       return outcome.row;
     case 'busy':
+      if (kind === 'verification') throw new ApiError(409, `Verification ${id} is still processing: let it finish, then delete it`);
       if (kind === 'program')
         throw new ApiError(
           409,

@@ -1,10 +1,11 @@
 // Retention (README "Deleting records and retention"): an organization that sets
-// `retention_days` keeps its proofs' and executions' files (inputs, logs, proofs) that
-// many days after they finish; the cron sweep then deletes them exactly as a caller's
-// DELETE would (src/features/retention/data.ts: a tombstone that keeps the billing
-// figures, a purge row, the objects after).
+// `retention_days` keeps its proofs', executions' and verifications' files (inputs, logs,
+// proofs, uploaded proofs) that many days after they finish; the cron sweep then deletes
+// them exactly as a caller's DELETE would, every copy (src/features/retention/copies.ts:
+// a tombstone that keeps the billing figures and says `retention` deleted it, an audit
+// entry, a purge row, the objects after).
 //
-// Bounded work per run: at most RETENTION_SWEEP_BATCH proofs and as many executions are
+// Bounded work per run: at most RETENTION_SWEEP_BATCH proofs and as many executions and verifications are
 // tombstoned (one D1 batch), then purged in the same run (a list and a bulk delete each),
 // and PURGE_SWEEP_BATCH older pending purges finished. A backlog (a retention just
 // lowered) drains over the following runs, oldest first within each organization. The
@@ -17,16 +18,21 @@
 // The same run deletes what only a running job needed once it cannot be needed again:
 // ended leases past LEASE_KEEP_MS (the largest rows a finished job kept: a token hash,
 // its artifacts map, the callback's answer), LEASE_SWEEP_BATCH per run.
-import { and, asc, eq, inArray, isNotNull, isNull, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNotNull, isNull, lt, ne, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
-import { batchByName } from '../../db/batch.ts';
-import { executions, jobs, leases, organizations, proofs } from '../../db/schema.ts';
-import { auditEntry, type Actor } from '../accounts/audit.ts';
-import { deleteExecutionStatements, deleteProofStatements } from './data.ts';
+import { batchByName, type Steps } from '../../db/batch.ts';
+import { executions, jobs, leases, organizations, proofs, verifications } from '../../db/schema.ts';
+import { auditEntry, RETENTION_ACTOR, type Actor } from '../accounts/audit.ts';
+import { deleteExecutionStatements, deleteProofStatements, deleteVerificationStatements } from './data.ts';
 import { PURGE_SETTLE_MS, purgeSubjects, sweepPurges } from './purge.ts';
 
-/** Records of each kind (proofs, executions) the sweep deletes per run, at most. */
-export const RETENTION_SWEEP_BATCH = 50;
+/**
+ * Records of each kind (proofs, executions, verifications) the sweep deletes per run, at
+ * most: each deletion is six statements of the run's one batch (copies.ts: its audit
+ * entry, purge row, log, deliveries, tombstone, read), 540 at most, well under D1's
+ * 1,000 queries per invocation with the rest of the run.
+ */
+export const RETENTION_SWEEP_BATCH = 30;
 /** The most days a retention may be set to (ten years); past it, keep for good (null). */
 export const MAX_RETENTION_DAYS = 3650;
 
@@ -56,6 +62,29 @@ export function pastRetention(db: Db, table: typeof proofs | typeof executions, 
         isNull(table.deleted_at),
         isNotNull(table.terminated_at),
         lt(table.terminated_at, cutoff(now)),
+      ),
+    )
+    .orderBy(asc(organizations.retention_swept_at), asc(organizations.id))
+    .limit(limit);
+}
+
+/**
+ * Up to `limit` finished, undeleted verifications past their organization's retention
+ * (by when they were made: a verification ends within minutes), as pastRetention finds
+ * proofs, through verifications_retention.
+ */
+export function verificationsPastRetention(db: Db, now: number, limit: number) {
+  return db
+    .select({ id: verifications.id, org_id: verifications.org_id })
+    .from(organizations)
+    .crossJoin(verifications)
+    .where(
+      and(
+        isNotNull(organizations.retention_days),
+        eq(verifications.org_id, organizations.id),
+        isNull(verifications.deleted_at),
+        ne(verifications.result, 'processing'),
+        lt(verifications.created_at, cutoff(now)),
       ),
     )
     .orderBy(asc(organizations.retention_swept_at), asc(organizations.id))
@@ -106,29 +135,37 @@ export async function sweepRetention(
   keepMs = LEASE_KEEP_MS,
   settleMs = PURGE_SETTLE_MS,
 ): Promise<{ retentionDeleted: number; purged: number; leasesDeleted: number }> {
-  const { proofRows, executionRows } = await batchByName(db, {
+  const { proofRows, executionRows, verificationRows } = await batchByName(db, {
     proofRows: pastRetention(db, proofs, now, limit),
     executionRows: pastRetention(db, executions, now, limit),
+    verificationRows: verificationsPastRetention(db, now, limit),
   });
-  // The same conditional statements as a caller's DELETE: a record that changed in
-  // between (deleted by its owner meanwhile) is left as it is.
+  // The same conditional statements as a caller's DELETE (every copy: copies.ts), by the
+  // retention (the audit log and the tombstones say so): a record that changed in
+  // between (deleted by its owner meanwhile) is left as it is. Each deletion's statements
+  // in their order, one deletion after another, all in one batch.
   // The organizations served go to the back of the turn (pastRetention), in the same batch.
-  const served = [...new Set([...proofRows, ...executionRows].map((r) => r.org_id))];
-  const { proofTombs, executionTombs } = await batchByName(db, {
-    proofPurges: proofRows.map((r) => deleteProofStatements(db, r.org_id, r.id, now).purge),
-    proofTombs: proofRows.map((r) => deleteProofStatements(db, r.org_id, r.id, now).tombstone),
-    executionPurges: executionRows.map((r) => deleteExecutionStatements(db, r.org_id, r.id, now).purge),
-    executionTombs: executionRows.map((r) => deleteExecutionStatements(db, r.org_id, r.id, now).tombstone),
+  const served = [...new Set([...proofRows, ...executionRows, ...verificationRows].map((r) => r.org_id))];
+  const each = <S extends Steps>(rows: { id: string; org_id: string }[], statements: (orgId: string, id: string) => S) =>
+    Object.fromEntries(rows.map((r) => [r.id, statements(r.org_id, r.id)])) as Record<string, S>;
+  const done = await batchByName(db, {
+    proofs: each(proofRows, (org, id) => deleteProofStatements(db, org, id, RETENTION_ACTOR, now)),
+    executions: each(executionRows, (org, id) => deleteExecutionStatements(db, org, id, RETENTION_ACTOR, now)),
+    verifications: each(verificationRows, (org, id) => deleteVerificationStatements(db, org, id, RETENTION_ACTOR, now)),
     turn: served.length ? db.update(organizations).set({ retention_swept_at: now }).where(inArray(organizations.id, served)) : undefined,
   });
-  const proofIds = proofTombs.flat().map((r) => r.id);
-  const executionIds = executionTombs.flat().map((r) => r.id);
+  const deleted = (results: Record<string, { tombstone: { id: string }[] }>) =>
+    Object.values(results).flatMap((r) => r.tombstone.map((t) => t.id));
+  const proofIds = deleted(done.proofs);
+  const executionIds = deleted(done.executions);
+  const verificationIds = deleted(done.verifications);
   // Their first pass now; the second, a run later (purge.ts).
   await purgeSubjects(db, bucket, 'proof', proofIds, settleMs);
   await purgeSubjects(db, bucket, 'execution', executionIds, settleMs);
+  await purgeSubjects(db, bucket, 'verification', verificationIds, settleMs);
   const purged = await sweepPurges(db, bucket, undefined, now, settleMs);
   const leasesDeleted = await deleteEndedLeases(db, now, keepMs);
-  return { retentionDeleted: proofIds.length + executionIds.length, purged, leasesDeleted };
+  return { retentionDeleted: proofIds.length + executionIds.length + verificationIds.length, purged, leasesDeleted };
 }
 
 /**
