@@ -21,7 +21,7 @@ import { logCompacted, readyProgram, succeededExecution, succeededProof } from '
 beforeEach(drainQueuedJobs);
 
 /** How a record is deleted. */
-type Way = 'api' | 'console' | 'retention' | 'archived' | 'with its program';
+type Way = 'api' | 'console' | 'retention' | 'archived: api' | 'archived: console' | 'with its program';
 
 /** What the walk checked: record kind → way → copy kinds. */
 const checked = new Map<RecordKind, Map<Way, Set<CopyKind>>>();
@@ -125,7 +125,7 @@ async function expectNothingLeft(m: Made, way: Way, actor: RegExp) {
   for (const copy of COPIES[m.kind]) {
     switch (copy) {
       case 'row': {
-        const row = way === 'archived' ? null : await env.DB.prepare(`SELECT * FROM ${m.kind}s WHERE id = ?`).bind(m.id).first();
+        const row = way.startsWith('archived') ? null : await env.DB.prepare(`SELECT * FROM ${m.kind}s WHERE id = ?`).bind(m.id).first();
         const stub = await env.DB.prepare('SELECT * FROM archived WHERE id = ?').bind(m.id).first();
         const tombstone = (row ?? stub)!;
         expect(tombstone.deleted_at).toEqual(expect.any(String));
@@ -142,7 +142,7 @@ async function expectNothingLeft(m: Made, way: Way, actor: RegExp) {
         break;
       case 'archive': {
         const lines = await archiveLines(m.t.orgId, m.id);
-        if (way === 'archived') expect(lines).toHaveLength(1);
+        if (way.startsWith('archived')) expect(lines).toHaveLength(1);
         for (const line of lines) {
           expect(line.deleted_at).toEqual(expect.any(String));
           expect(line.deleted_by).toMatch(actor);
@@ -164,7 +164,7 @@ async function expectNothingLeft(m: Made, way: Way, actor: RegExp) {
       case 'stream': {
         // A stream of it ends at once with its tombstone (it used to poll for 15 minutes: finding 12).
         const res = await api(m.t, `/v1/${m.kind}s/${m.id}/events`);
-        if (way === 'archived') {
+        if (way.startsWith('archived')) {
           expect(res.status).toBe(404); // an archived run has no stream (it ended long before)
           break;
         }
@@ -237,18 +237,25 @@ describe('deletion reaches every copy', () => {
     });
 
   for (const kind of ['proof', 'execution'] as const)
-    it(`${kind}: DELETE of one already in the archive`, { timeout: 60_000 }, async () => {
-      const t = await seedTenant();
-      const m = await make(kind, t);
-      await expectCopies(m);
-      const archived = await sweepArchive(openDb(env.DB), env.ARTIFACTS, Date.now() + 40 * 86_400_000, 30 * 86_400_000);
-      expect(archived.archived).toBeGreaterThanOrEqual(1);
-      expect(await countRows(`${kind}s`, 'id = ?', m.id)).toBe(0);
-      const [line] = await archiveLines(t.orgId, m.id);
-      expect(line.public_values).toBe(PUBLIC_VALUES); // the copy the deletion must reach
-      await json(await api(t, `/v1/${PATHS[kind]}/${m.id}`, { method: 'DELETE' }), 200);
-      await expectNothingLeft(m, 'archived', new RegExp(`^${escape(t.owner)} \\(API key sk_`));
-    });
+    for (const through of ['/v1', 'the console'] as const)
+      it(`${kind}: DELETE through ${through} of one already in the archive`, { timeout: 60_000 }, async () => {
+        const t = await seedTenant();
+        const m = await make(kind, t);
+        await expectCopies(m);
+        const archived = await sweepArchive(openDb(env.DB), env.ARTIFACTS, Date.now() + 40 * 86_400_000, 30 * 86_400_000);
+        expect(archived.archived).toBeGreaterThanOrEqual(1);
+        expect(await countRows(`${kind}s`, 'id = ?', m.id)).toBe(0);
+        const [line] = await archiveLines(t.orgId, m.id);
+        expect(line.public_values).toBe(PUBLIC_VALUES); // the copy the deletion must reach
+        if (through === '/v1') {
+          await json(await api(t, `/v1/${PATHS[kind]}/${m.id}`, { method: 'DELETE' }), 200);
+          await expectNothingLeft(m, 'archived: api', new RegExp(`^${escape(t.owner)} \\(API key sk_`));
+        } else {
+          const { session, email } = await owner(t);
+          await as(session, `/console/v1/orgs/${t.orgId}/${CONSOLE_PATHS[kind]}/${m.id}`, 200, { method: 'DELETE' });
+          await expectNothingLeft(m, 'archived: console', new RegExp(`^${escape(email)}$`));
+        }
+      });
 });
 
 afterAll(() => {

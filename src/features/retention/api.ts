@@ -14,7 +14,7 @@ import { ExecutionRecord, executionRecord } from '../executions/schemas.ts';
 import { errorResponses, Uuid } from '../../lib/schemas.ts';
 import { asCaller } from '../../middleware/auth.ts';
 import { door } from '../../middleware/door.ts';
-import { deletedRow } from './answers.ts';
+import { deletedRow, deletedRun } from './answers.ts';
 import {
   deleteExecutionStatements,
   deleteProgramStatements,
@@ -25,7 +25,7 @@ import {
 import { keyActor } from '../accounts/audit.ts';
 import { VerificationRecord, verificationRecord } from '../verifications/schemas.ts';
 import { purgeAfterResponse } from './purge.ts';
-import { archivedQuery, deleteArchived } from './archive.ts';
+import { archivedQuery } from './archive.ts';
 
 export const retentionApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -48,31 +48,13 @@ retentionApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;
-    const {
-      tombstone,
-      record: rows,
-      archived,
-    } = await asCaller(c, (org) => ({
-      ...deleteProofStatements(c.var.db, org, id, keyActor(c)),
+    const by = keyActor(c);
+    const read = await asCaller(c, (org) => ({
+      ...deleteProofStatements(c.var.db, org, id, by),
       archived: archivedQuery(c.var.db, org, 'proof', id),
     }));
-    // An archived proof (src/features/retention/archive.ts): its stub is the caller's; its line says what to purge.
-    const gone =
-      !rows[0] && archived[0]
-        ? await deleteArchived<(typeof rows)[number]>(c.var.db, c.env.ARTIFACTS, archived[0], id, keyActor(c))
-        : undefined;
-    if (gone) {
-      purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'proof', gone.deleted ? [id] : []);
-      return c.json(proofRecord(gone.row), 200);
-    }
-    const row = deletedRow('proof', id, deletionOutcome(rows[0]));
-    purgeAfterResponse(
-      c,
-      c.var.sessions.primary(),
-      c.env.ARTIFACTS,
-      'proof',
-      tombstone.map((t) => t.id),
-    );
+    const { row, purge } = await deletedRun(c.var.db, c.env.ARTIFACTS, 'proof', id, by, read);
+    purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'proof', purge);
     return c.json(proofRecord(row), 200);
   },
 );
@@ -93,31 +75,13 @@ retentionApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').execution_id;
-    const {
-      tombstone,
-      record: rows,
-      archived,
-    } = await asCaller(c, (org) => ({
-      ...deleteExecutionStatements(c.var.db, org, id, keyActor(c)),
+    const by = keyActor(c);
+    const read = await asCaller(c, (org) => ({
+      ...deleteExecutionStatements(c.var.db, org, id, by),
       archived: archivedQuery(c.var.db, org, 'execution', id),
     }));
-    // An archived execution (src/features/retention/archive.ts): its stub is the caller's; its line says what to purge.
-    const gone =
-      !rows[0] && archived[0]
-        ? await deleteArchived<(typeof rows)[number]>(c.var.db, c.env.ARTIFACTS, archived[0], id, keyActor(c))
-        : undefined;
-    if (gone) {
-      purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'execution', gone.deleted ? [id] : []);
-      return c.json(executionRecord(gone.row), 200);
-    }
-    const row = deletedRow('execution', id, deletionOutcome(rows[0]));
-    purgeAfterResponse(
-      c,
-      c.var.sessions.primary(),
-      c.env.ARTIFACTS,
-      'execution',
-      tombstone.map((t) => t.id),
-    );
+    const { row, purge } = await deletedRun(c.var.db, c.env.ARTIFACTS, 'execution', id, by, read);
+    purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'execution', purge);
     return c.json(executionRecord(row), 200);
   },
 );

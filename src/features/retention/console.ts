@@ -17,7 +17,8 @@ import { CONSOLE_SECURITY, consoleErrors, OrgParams, Uuid } from '../../lib/sche
 import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
 import { BODY_CAPS } from '../../lib/limits.ts';
 import { door, json } from '../../middleware/door.ts';
-import { deletedRow } from './answers.ts';
+import { deletedRow, deletedRun } from './answers.ts';
+import { archivedQuery } from './archive.ts';
 import {
   deleteExecutionStatements,
   deleteProgramStatements,
@@ -48,17 +49,19 @@ consoleRetentionApi.openapi(
     const id = c.req.param('proof_id')!;
     const { db } = c.var;
     // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
-    const { tombstone, row } = await asMember(c, async (org) => {
-      const { tombstone, record } = await batchByName(db, deleteProofStatements(db, org, id, memberActor(c)));
-      return { tombstone, row: deletedRow('proof', id, deletionOutcome(record[0])) };
-    });
-    purgeAfterResponse(
-      c,
-      db,
-      c.env.ARTIFACTS,
-      'proof',
-      tombstone.map((t) => t.id),
+    // An archived proof is deleted as through /v1 (deletedRun).
+    const by = memberActor(c);
+    const { row, purge } = await asMember(c, async (org) =>
+      deletedRun(
+        db,
+        c.env.ARTIFACTS,
+        'proof',
+        id,
+        by,
+        await batchByName(db, { ...deleteProofStatements(db, org, id, by), archived: archivedQuery(db, org, 'proof', id) }),
+      ),
     );
+    purgeAfterResponse(c, db, c.env.ARTIFACTS, 'proof', purge);
     return c.json(proofRecord(row), 200);
   },
 );
@@ -74,17 +77,19 @@ consoleRetentionApi.openapi(
     const id = c.req.param('execution_id')!;
     const { db } = c.var;
     // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
-    const { tombstone, row } = await asMember(c, async (org) => {
-      const { tombstone, record } = await batchByName(db, deleteExecutionStatements(db, org, id, memberActor(c)));
-      return { tombstone, row: deletedRow('execution', id, deletionOutcome(record[0])) };
-    });
-    purgeAfterResponse(
-      c,
-      db,
-      c.env.ARTIFACTS,
-      'execution',
-      tombstone.map((t) => t.id),
+    // An archived execution is deleted as through /v1 (deletedRun).
+    const by = memberActor(c);
+    const { row, purge } = await asMember(c, async (org) =>
+      deletedRun(
+        db,
+        c.env.ARTIFACTS,
+        'execution',
+        id,
+        by,
+        await batchByName(db, { ...deleteExecutionStatements(db, org, id, by), archived: archivedQuery(db, org, 'execution', id) }),
+      ),
     );
+    purgeAfterResponse(c, db, c.env.ARTIFACTS, 'execution', purge);
     return c.json(executionRecord(row), 200);
   },
 );
