@@ -6,6 +6,7 @@
 // real local D1 and R2. The matrix it checked is printed at the end.
 import { env } from 'cloudflare:test';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { createApiKey, revokeApiKeyById, setOrganizationRetention } from '../../src/admin/statements.ts';
 import { openDb } from '../../src/db/client.ts';
 import { sweepArchive } from '../../src/features/retention/archive.ts';
 import { COPIES, COPY_KINDS, RECORD_KINDS, type CopyKind, type RecordKind } from '../../src/features/retention/copies.ts';
@@ -15,7 +16,7 @@ import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { as, seedUser, send, signIn, type Session } from './console-helpers.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
 import { writeLongLog } from './log-helpers.ts';
-import { api, countRows, eventually, json, r2Keys, seedTenant, type Tenant } from './helpers.ts';
+import { api, countRows, eventually, json, r2Keys, runAdmin, seedTenant, type Tenant } from './helpers.ts';
 import { logCompacted, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
 
 beforeEach(drainQueuedJobs);
@@ -256,6 +257,41 @@ describe('deletion reaches every copy', () => {
           await expectNothingLeft(m, 'archived: console', new RegExp(`^${escape(email)}$`));
         }
       });
+});
+
+describe('what an operator does is audited (finding 9)', () => {
+  it('an operator-made API key, its revocation and a retention change are in the organization’s audit log', async () => {
+    const t = await seedTenant();
+    const audit = () =>
+      env.DB.prepare('SELECT actor, action, target, detail FROM audit_log WHERE org_id = ? ORDER BY id')
+        .bind(t.orgId)
+        .all()
+        .then((r) => r.results);
+    const key = await runAdmin(createApiKey(t.orgId, 'ci@example.com', undefined, 'prove'));
+    const { id } = (await env.DB.prepare('SELECT id FROM api_keys WHERE prefix = ?').bind(key.slice(0, 11)).first<{ id: string }>())!;
+    await runAdmin(revokeApiKeyById(id));
+    await runAdmin(revokeApiKeyById(id)); // revoked already: nothing changes, nothing is recorded
+    await runAdmin(setOrganizationRetention(t.orgId, 30));
+    await runAdmin(createApiKey('org_nonexistent', 'x@example.com')); // no organization: no key, no entry
+    const operator = 'operator (npm run admin)';
+    expect((await audit()).slice(1)).toEqual([
+      {
+        actor: operator,
+        action: 'api_key.create',
+        target: id,
+        detail: JSON.stringify({ prefix: key.slice(0, 11), owner: 'ci@example.com', scope: 'prove' }),
+      },
+      {
+        actor: operator,
+        action: 'api_key.revoke',
+        target: id,
+        detail: JSON.stringify({ prefix: key.slice(0, 11), owner: 'ci@example.com', name: null }),
+      },
+      { actor: operator, action: 'retention.update', target: t.orgId, detail: JSON.stringify({ retention_days: 30 }) },
+    ]);
+    expect((await audit())[0]).toMatchObject({ actor: operator, action: 'api_key.create' }); // the tenant's own key
+    expect(await countRows('audit_log', 'org_id = ?', 'org_nonexistent')).toBe(0);
+  });
 });
 
 afterAll(() => {
