@@ -29,3 +29,9 @@ CREATE INDEX `verifications_program` ON `verifications` (`program_id`) WHERE "ve
 --> statement-breakpoint
 -- A record's deletion ends its stored webhook deliveries (their payloads are copies of it).
 CREATE INDEX `webhook_deliveries_subject` ON `webhook_deliveries` (`subject_id`);
+--> statement-breakpoint
+-- The retention sweep reaches records already in the archive (a retention set after they
+-- were archived): per organization, its archive objects by day, then their undeleted stubs.
+CREATE INDEX `archive_objects_org_day` ON `archive_objects` (`org_id`,`day`);
+--> statement-breakpoint
+CREATE INDEX `archived_live` ON `archived` (`object_id`) WHERE "archived"."deleted_at" IS NULL;

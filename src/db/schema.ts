@@ -330,7 +330,7 @@ export const programs = sqliteTable(
     execution_count: integer('execution_count').notNull().default(0),
     /** Set when deleted (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
-    /** Who deleted it (src/features/retention/copies.ts deletedBy). */
+    /** Who deleted it (src/features/retention/copies.ts: the console user, the API key's owner with the key, or `retention`). */
     deleted_by: text('deleted_by'),
   },
   (t) => [index('programs_org').on(t.org_id, t.created_at), index('programs_project').on(t.project_id, t.created_at)],
@@ -371,7 +371,7 @@ export const proofs = sqliteTable(
     proof_files: text('proof_files', { mode: 'json' }).$type<string[]>().notNull().default([]),
     /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
-    /** Who deleted it (src/features/retention/copies.ts deletedBy). */
+    /** Who deleted it (src/features/retention/copies.ts: the console user, the API key's owner with the key, or `retention`). */
     deleted_by: text('deleted_by'),
   },
   (t) => [
@@ -405,7 +405,7 @@ export const verifications = sqliteTable(
     proof_key: text('proof_key').notNull(),
     /** Set when deleted, by a caller, its program's deletion or the retention sweep (src/features/retention): its upload is gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
-    /** Who deleted it (src/features/retention/copies.ts deletedBy). */
+    /** Who deleted it (src/features/retention/copies.ts: the console user, the API key's owner with the key, or `retention`). */
     deleted_by: text('deleted_by'),
   },
   (t) => [
@@ -447,7 +447,7 @@ export const executions = sqliteTable(
     // Its input is at its own key (src/lib/artifact-keys.ts executionInput), derived where needed: migrations/0019_archive.sql.
     /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
-    /** Who deleted it (src/features/retention/copies.ts deletedBy). */
+    /** Who deleted it (src/features/retention/copies.ts: the console user, the API key's owner with the key, or `retention`). */
     deleted_by: text('deleted_by'),
   },
   (t) => [
@@ -1130,6 +1130,8 @@ export const archiveObjects = sqliteTable(
     index('archive_objects_pending')
       .on(t.id)
       .where(sql`${t.written_at} IS NULL`),
+    // The retention sweep's archived records per organization, by day (src/features/retention/sweep.ts).
+    index('archive_objects_org_day').on(t.org_id, t.day),
   ],
 );
 
@@ -1138,11 +1140,20 @@ export const archiveObjects = sqliteTable(
  * in D1 finds it in the request's one batch and reads one R2 object. WITHOUT ROWID
  * (migrations/0019_archive.sql): one b-tree of (id, object), about 45 bytes a record.
  */
-export const archived = sqliteTable('archived', {
-  id: text('id').primaryKey(),
-  object_id: integer('object_id').notNull(),
-  /** Set when the archived record is deleted (its files purged): the record reads as its tombstone. */
-  deleted_at: text('deleted_at'),
-  /** Who deleted it (src/features/retention/copies.ts deletedBy). */
-  deleted_by: text('deleted_by'),
-});
+export const archived = sqliteTable(
+  'archived',
+  {
+    id: text('id').primaryKey(),
+    object_id: integer('object_id').notNull(),
+    /** Set when the archived record is deleted (its files purged): the record reads as its tombstone. */
+    deleted_at: text('deleted_at'),
+    /** Who deleted it (src/features/retention/copies.ts: the console user, the API key's owner with the key, or `retention`). */
+    deleted_by: text('deleted_by'),
+  },
+  // The retention sweep's undeleted records of an archive object (src/features/retention/sweep.ts).
+  (t) => [
+    index('archived_live')
+      .on(t.object_id)
+      .where(sql`${t.deleted_at} IS NULL`),
+  ],
+);

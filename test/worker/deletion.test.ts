@@ -22,7 +22,7 @@ import { logCompacted, readyProgram, succeededExecution, succeededProof } from '
 beforeEach(drainQueuedJobs);
 
 /** How a record is deleted. */
-type Way = 'api' | 'console' | 'retention' | 'archived: api' | 'archived: console' | 'with its program';
+type Way = 'api' | 'console' | 'retention' | 'archived: api' | 'archived: console' | 'archived: retention' | 'with its program';
 
 /** What the walk checked: record kind → way → copy kinds. */
 const checked = new Map<RecordKind, Map<Way, Set<CopyKind>>>();
@@ -110,13 +110,16 @@ async function archiveLines(orgId: string, id: string) {
   return lines;
 }
 
-/** How far ahead the retention tests' sweep runs (past a one-day retention); the purges' second pass runs later still. */
+/** How far ahead the archive's run goes (past ARCHIVE_AFTER_DAYS), and the retention's (past a one-day retention, after it). */
+const ARCHIVE_LATER = 40 * 86_400_000;
 const RETENTION_LATER = 2 * 86_400_000;
+/** The purges' second pass runs later than any of them. */
+const PURGE_LATER = ARCHIVE_LATER + RETENTION_LATER + PURGE_SETTLE_MS + 1000;
 
 /** The purges' first pass ran (after the response, or in the sweep) and the sweep's second, settled, pass too. */
 async function purgesDone(m: Made) {
   await eventually(async () => expect(await r2Keys(artifactKey.recordPrefix(m.kind, m.id))).toEqual([]));
-  await sweepPurges(openDb(env.DB), env.ARTIFACTS, 1000, Date.now() + RETENTION_LATER + PURGE_SETTLE_MS + 1000);
+  await sweepPurges(openDb(env.DB), env.ARTIFACTS, 1000, Date.now() + PURGE_LATER);
   expect(await countRows('purges', 'subject_id = ?', m.id)).toBe(0);
 }
 
@@ -243,7 +246,7 @@ describe('deletion reaches every copy', () => {
         const t = await seedTenant();
         const m = await make(kind, t);
         await expectCopies(m);
-        const archived = await sweepArchive(openDb(env.DB), env.ARTIFACTS, Date.now() + 40 * 86_400_000, 30 * 86_400_000);
+        const archived = await sweepArchive(openDb(env.DB), env.ARTIFACTS, Date.now() + ARCHIVE_LATER, 30 * 86_400_000);
         expect(archived.archived).toBeGreaterThanOrEqual(1);
         expect(await countRows(`${kind}s`, 'id = ?', m.id)).toBe(0);
         const [line] = await archiveLines(t.orgId, m.id);
@@ -257,6 +260,26 @@ describe('deletion reaches every copy', () => {
           await expectNothingLeft(m, 'archived: console', new RegExp(`^${escape(email)}$`));
         }
       });
+});
+
+describe('a retention set after records were archived', () => {
+  for (const kind of ['proof', 'execution'] as const)
+    it(`${kind}: the retention sweep reaches it in the archive`, { timeout: 60_000 }, async () => {
+      const t = await seedTenant();
+      const m = await make(kind, t);
+      await expectCopies(m);
+      expect(
+        (await sweepArchive(openDb(env.DB), env.ARTIFACTS, Date.now() + ARCHIVE_LATER, 30 * 86_400_000)).archived,
+      ).toBeGreaterThanOrEqual(1);
+      expect(await countRows(`${kind}s`, 'id = ?', m.id)).toBe(0);
+      await send((await owner(t)).session, 'PUT', `/console/v1/orgs/${t.orgId}/retention`, { retention_days: 30 });
+      const db = openDb(env.DB);
+      // Not before its day is past the retention (and a day more: it ended after it began).
+      await sweepRetention(db, env.ARTIFACTS, Date.now() + 30 * 86_400_000, 1000);
+      expect(await countRows('archived', 'id = ? AND deleted_at IS NULL', m.id)).toBe(1);
+      await sweepRetention(db, env.ARTIFACTS, Date.now() + ARCHIVE_LATER, 1000);
+      await expectNothingLeft(m, 'archived: retention', /^retention$/);
+    });
 });
 
 describe('what an operator does is audited (finding 9)', () => {

@@ -8,7 +8,14 @@ import { openDb } from '../../src/db/client.ts';
 import { deleteProofStatements } from '../../src/features/retention/data.ts';
 import { RETENTION_ACTOR } from '../../src/features/accounts/audit.ts';
 import { PURGE_SETTLE_MS, sweepPurges } from '../../src/features/retention/purge.ts';
-import { deleteEndedLeases, LEASE_KEEP_MS, pastRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
+import {
+  archivedPastRetention,
+  deleteEndedLeases,
+  LEASE_KEEP_MS,
+  pastRetention,
+  sweepRetention,
+  verificationsPastRetention,
+} from '../../src/features/retention/sweep.ts';
 import { executions, proofs } from '../../src/db/schema.ts';
 import { getTableName } from 'drizzle-orm';
 import { as, seedUser, send, signIn, type Session } from './console-helpers.ts';
@@ -432,6 +439,16 @@ describe('retention', () => {
         new RegExp(`SEARCH ${getTableName(table)} USING INDEX ${getTableName(table)}_retention \\(org_id=\\? AND terminated_at`),
       );
     }
+    const verificationPlan = await queryPlan(verificationsPastRetention(db, Date.now(), 50));
+    expect(verificationPlan).toMatch(/SCAN organizations USING (COVERING )?INDEX organizations_retention/);
+    expect(verificationPlan).not.toMatch(/TEMP B-TREE/);
+    expect(verificationPlan).toMatch(/SEARCH verifications USING INDEX verifications_retention \(org_id=\? AND created_at/);
+    // Records archived before their organization set a retention: its objects by day, then their undeleted stubs.
+    const archivePlan = await queryPlan(archivedPastRetention(db, Date.now(), 50));
+    expect(archivePlan).toMatch(/SCAN organizations USING (COVERING )?INDEX organizations_retention/);
+    expect(archivePlan).not.toMatch(/TEMP B-TREE/);
+    expect(archivePlan).toMatch(/SEARCH archive_objects USING (COVERING )?INDEX archive_objects_org_day \(org_id=\? AND day<\?\)/);
+    expect(archivePlan).toMatch(/SEARCH archived USING (COVERING )?INDEX archived_live \(object_id=\?\)/);
   });
 
   it('deletes ended leases once no retried callback can need them, and never a live one', { timeout: 30_000 }, async () => {

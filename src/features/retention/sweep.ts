@@ -21,7 +21,8 @@
 import { and, asc, eq, inArray, isNotNull, isNull, lt, ne, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { batchByName, type Steps } from '../../db/batch.ts';
-import { executions, jobs, leases, organizations, proofs, verifications } from '../../db/schema.ts';
+import { archived, archiveObjects, executions, jobs, leases, organizations, proofs, verifications } from '../../db/schema.ts';
+import { deleteArchived } from './archive.ts';
 import { auditEntry, RETENTION_ACTOR, type Actor } from '../accounts/audit.ts';
 import { deleteExecutionStatements, deleteProofStatements, deleteVerificationStatements } from './data.ts';
 import { PURGE_SETTLE_MS, purgeSubjects, sweepPurges } from './purge.ts';
@@ -85,6 +86,41 @@ export function verificationsPastRetention(db: Db, now: number, limit: number) {
         isNull(verifications.deleted_at),
         ne(verifications.result, 'processing'),
         lt(verifications.created_at, cutoff(now)),
+      ),
+    )
+    .orderBy(asc(organizations.retention_swept_at), asc(organizations.id))
+    .limit(limit);
+}
+
+/**
+ * Up to `limit` undeleted archived records (src/features/retention/archive.ts) of
+ * organizations with a retention, whose archive day (their creation) is more than a day
+ * before the retention's cutoff (they ended after they began: a day's margin), as stubs
+ * deleteArchived() takes. Only a retention set after they were archived leaves any: the
+ * archive keeps an organization's live records in D1 while its retention has their files
+ * to delete. Organizations in turn, then their objects by day (archive_objects_org_day),
+ * then each object's undeleted stubs (archived_live).
+ */
+export function archivedPastRetention(db: Db, now: number, limit: number) {
+  return db
+    .select({
+      id: archived.id,
+      object_id: archiveObjects.id,
+      org_id: archiveObjects.org_id,
+      kind: archiveObjects.kind,
+      day: archiveObjects.day,
+      deleted_at: archived.deleted_at,
+      deleted_by: archived.deleted_by,
+    })
+    .from(organizations)
+    .crossJoin(archiveObjects)
+    .innerJoin(archived, eq(archived.object_id, archiveObjects.id))
+    .where(
+      and(
+        isNotNull(organizations.retention_days),
+        eq(archiveObjects.org_id, organizations.id),
+        lt(archiveObjects.day, sql`date(${cutoff(now)}, '-1 day')`),
+        isNull(archived.deleted_at),
       ),
     )
     .orderBy(asc(organizations.retention_swept_at), asc(organizations.id))
@@ -159,6 +195,11 @@ export async function sweepRetention(
   const proofIds = deleted(done.proofs);
   const executionIds = deleted(done.executions);
   const verificationIds = deleted(done.verifications);
+  // Archived records as DELETE deletes them (one R2 read and one batch each), bounded alike.
+  for (const stub of await archivedPastRetention(db, now, limit)) {
+    const gone = await deleteArchived(db, bucket, stub, stub.id, RETENTION_ACTOR, now);
+    if (gone?.deleted) (stub.kind === 'proof' ? proofIds : executionIds).push(stub.id);
+  }
   // Their first pass now; the second, a run later (purge.ts).
   await purgeSubjects(db, bucket, 'proof', proofIds, settleMs);
   await purgeSubjects(db, bucket, 'execution', executionIds, settleMs);
