@@ -3,7 +3,7 @@
 // statements against the test D1, so what operators run is what is tested. They are
 // built with drizzle against src/db/schema.ts, as the Worker's are (a renamed column
 // is a type error here too), and rendered to SQL text.
-import { and, count, desc, eq, inArray, isNotNull, isNull, notExists, sql } from 'drizzle-orm';
+import { and, count, desc, eq, inArray, isNotNull, isNull, notExists, sql, type SQL } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/sqlite-proxy';
 import { DEFAULT_KEY_SCOPE, KEY_SCOPE_NAMES, ROLES, type KeyScope, type Role } from '../auth/permissions.ts';
 import {
@@ -11,6 +11,7 @@ import {
   agentTokens,
   apiKeys,
   sweepFailures,
+  auditLog,
   budgets,
   configKeys,
   configs,
@@ -41,6 +42,7 @@ import { revoke } from '../lib/revoke.ts';
 import { normalizeConfigId, unsafeNameCharacter } from '../lib/schemas.ts';
 import { MAX_AGENT_GPUS, MAX_AGENT_LEASES, MAX_MACHINE_TYPE_LENGTH } from '../lib/limits.ts';
 import { ENGINE_NAMES, engineTraits } from 'prover-agent/protocol';
+import { ulid } from 'ulid';
 
 export interface AdminStep {
   /** SQL to run, in order, in one `wrangler d1 execute`. */
@@ -292,15 +294,49 @@ export function setOrganizationBudget(orgId: string, limits: { monthlyCost?: num
   };
 }
 
+/** Who the audit log names for what an operator does here: the tool has no signed-in user. */
+export const OPERATOR = 'operator (npm run admin)';
+
+/**
+ * The audit entry of an operator's change (issue 29 finding 9; its actions are AuditAction's,
+ * src/features/accounts/audit.ts), inserted from the row it
+ * changed (`from`, where `where` holds), so an entry exists exactly when the change does:
+ * run before the change when the change makes `where` false (a revoke), after it otherwise.
+ */
+function operatorAudit(
+  from: SQL,
+  orgId: SQL,
+  action: 'api_key.create' | 'api_key.revoke' | 'retention.update',
+  target: SQL,
+  detail: SQL,
+  where: SQL,
+) {
+  return db
+    .insert(auditLog)
+    .select(sql`SELECT ${ulid()}, ${orgId}, NULL, ${OPERATOR}, ${action}, ${target}, ${detail}, ${nowIso} FROM ${from} WHERE ${where}`);
+}
+
 /**
  * An organization's retention (docs/callers.md "Deleting records"): days its
- * finished proofs' and executions' files are kept, or null for good.
+ * finished proofs', executions' and verifications' files are kept, or null for good. Audited.
  */
 export function setOrganizationRetention(orgId: string, days: number | null): AdminStep {
   if (days !== null && (!Number.isSafeInteger(days) || days < 1 || days > 3650))
     throw new Error(`retention must be 1..3650 days or forever, not ${days}`);
   return {
-    sql: [render(db.update(organizations).set({ retention_days: days }).where(eq(organizations.id, orgId)))],
+    sql: [
+      render(db.update(organizations).set({ retention_days: days }).where(eq(organizations.id, orgId))),
+      render(
+        operatorAudit(
+          sql`${organizations}`,
+          sql`${organizations.id}`,
+          'retention.update',
+          sql`${organizations.id}`,
+          sql`json_object('retention_days', ${days})`,
+          eq(organizations.id, orgId),
+        ),
+      ),
+    ],
     output: [`${orgId}: retention = ${days === null ? 'forever' : `${days} days`}`],
   };
 }
@@ -321,8 +357,9 @@ export async function createApiKey(
 ): Promise<AdminStep> {
   if (!KEY_SCOPE_NAMES.includes(scope)) throw new Error(`scope must be ${KEY_SCOPE_NAMES.join(', ')}: ${scope}`);
   checkName('a key owner', owner);
+  const id = newApiKeyId();
   const row = {
-    id: sql`${newApiKeyId()}`.as('id'),
+    id: sql`${id}`.as('id'),
     org_id: organizations.id,
     key_hash: sql`${await sha256Hex(key)}`.as('key_hash'),
     owner: sql`${owner}`.as('owner'),
@@ -338,6 +375,16 @@ export async function createApiKey(
     sql: [
       // Nothing for an organization that does not exist.
       render(db.insert(apiKeys).select(db.select(row).from(organizations).where(eq(organizations.id, orgId)))),
+      render(
+        operatorAudit(
+          sql`${apiKeys}`,
+          sql`${apiKeys.org_id}`,
+          'api_key.create',
+          sql`${apiKeys.id}`,
+          sql`json_object('prefix', ${apiKeys.prefix}, 'owner', ${apiKeys.owner}, 'scope', ${apiKeys.scope})`,
+          eq(apiKeys.id, id),
+        ),
+      ),
     ],
     output: [`${scope} api key for ${owner} in ${orgId} (store it now: it is not shown again)`, key],
   };
@@ -359,12 +406,28 @@ export function importRefusal(error: string): string | null {
   return null;
 }
 
-const revoked = (statement: Statement): AdminStep => ({ sql: [render(statement)], output: ['revoked (if it existed)'] });
+const revoked = (statement: Statement, audit?: Statement): AdminStep => ({
+  sql: [...(audit ? [render(audit)] : []), render(statement)],
+  output: ['revoked (if it existed)'],
+});
 
-export const revokeApiKey = async (key: string): Promise<AdminStep> =>
-  revoked(revoke(db, apiKeys, eq(apiKeys.key_hash, await sha256Hex(key))));
+/** An API key's revocation by an operator, and its audit entry (written first: only while the key is live). */
+const revokeKey = (which: SQL) =>
+  revoked(
+    revoke(db, apiKeys, which),
+    operatorAudit(
+      sql`${apiKeys}`,
+      sql`${apiKeys.org_id}`,
+      'api_key.revoke',
+      sql`${apiKeys.id}`,
+      sql`json_object('prefix', ${apiKeys.prefix}, 'owner', ${apiKeys.owner}, 'name', ${apiKeys.name})`,
+      and(which, isNull(apiKeys.revoked_at))!,
+    ),
+  );
 
-export const revokeApiKeyById = (id: string): AdminStep => revoked(revoke(db, apiKeys, eq(apiKeys.id, id)));
+export const revokeApiKey = async (key: string): Promise<AdminStep> => revokeKey(eq(apiKeys.key_hash, await sha256Hex(key)));
+
+export const revokeApiKeyById = (id: string): AdminStep => revokeKey(eq(apiKeys.id, id));
 
 export interface NewConfig {
   id?: string;

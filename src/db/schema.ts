@@ -342,6 +342,8 @@ export const programs = sqliteTable(
     execution_count: integer('execution_count').notNull().default(0),
     /** Set when deleted (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
+    /** Who deleted it (src/features/retention/copies.ts: the console user, the API key's owner with the key, or `retention`). */
+    deleted_by: text('deleted_by'),
   },
   (t) => [index('programs_org').on(t.org_id, t.created_at), index('programs_project').on(t.project_id, t.created_at)],
 );
@@ -388,6 +390,8 @@ export const proofs = sqliteTable(
     proof_objects: text('proof_objects', { mode: 'json' }).$type<Record<string, ServedObject> | null>(),
     /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
+    /** Who deleted it (src/features/retention/copies.ts: the console user, the API key's owner with the key, or `retention`). */
+    deleted_by: text('deleted_by'),
   },
   (t) => [
     index('proofs_program').on(t.program_id, t.created_at),
@@ -418,8 +422,22 @@ export const verifications = sqliteTable(
     proof_type: text('proof_type').notNull().default('stark'),
     error_message: text('error_message').notNull().default(''),
     proof_key: text('proof_key').notNull(),
+    /** Set when deleted, by a caller, its program's deletion or the retention sweep (src/features/retention): its upload is gone, the row stays as a tombstone. */
+    deleted_at: text('deleted_at'),
+    /** Who deleted it (src/features/retention/copies.ts: the console user, the API key's owner with the key, or `retention`). */
+    deleted_by: text('deleted_by'),
   },
-  (t) => [index('verifications_org').on(t.org_id, t.created_at)],
+  (t) => [
+    index('verifications_org').on(t.org_id, t.created_at),
+    // The retention sweep's finished, undeleted verifications per organization (src/features/retention/sweep.ts).
+    index('verifications_retention')
+      .on(t.org_id, t.created_at)
+      .where(sql`${t.deleted_at} IS NULL AND ${t.result} <> 'processing'`),
+    // A program's deletion finds its verifications (src/features/retention/copies.ts).
+    index('verifications_program')
+      .on(t.program_id)
+      .where(sql`${t.program_id} IS NOT NULL`),
+  ],
 );
 
 export const EXECUTION_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
@@ -448,6 +466,8 @@ export const executions = sqliteTable(
     // Its input is at its own key (src/lib/artifact-keys.ts executionInput), derived where needed: migrations/0019_archive.sql.
     /** Set when deleted, by a caller or the retention sweep (src/features/retention): its objects are gone, the row stays as a tombstone. */
     deleted_at: text('deleted_at'),
+    /** Who deleted it (src/features/retention/copies.ts: the console user, the API key's owner with the key, or `retention`). */
+    deleted_by: text('deleted_by'),
   },
   (t) => [
     index('executions_program').on(t.program_id, t.created_at),
@@ -843,6 +863,8 @@ export const webhookDeliveries = sqliteTable(
   },
   (t) => [
     index('webhook_deliveries_endpoint').on(t.endpoint_id, t.created_at),
+    // A record's deletion ends the deliveries about it (src/features/retention/copies.ts).
+    index('webhook_deliveries_subject').on(t.subject_id),
     // The sweep's due deliveries (src/jobs/webhooks.ts): pending ones only.
     index('webhook_deliveries_due')
       .on(t.next_attempt_at)
@@ -1088,7 +1110,7 @@ export const provingRates = sqliteTable(
 export const purges = sqliteTable(
   'purges',
   {
-    subject_kind: text('subject_kind', { enum: ['program', 'proof', 'execution'] }).notNull(),
+    subject_kind: text('subject_kind', { enum: ['program', 'proof', 'execution', 'verification'] }).notNull(),
     subject_id: text('subject_id').notNull(),
     org_id: text('org_id').notNull(),
     keys: text('keys', { mode: 'json' }).$type<unknown>().notNull(),
@@ -1096,6 +1118,8 @@ export const purges = sqliteTable(
     /** Epoch ms. */
     created_at: integer('created_at').notNull(),
     // A purge that failed is counted in sweep_failures (kind `purge`), not here.
+    /** An archived record's archive object, whose line of it the purge rewrites as its tombstone (src/features/retention/copies.ts). */
+    archive_key: text('archive_key'),
   },
   (t) => [primaryKey({ columns: [t.subject_kind, t.subject_id] }), index('purges_age').on(t.created_at)],
 );
@@ -1126,6 +1150,8 @@ export const archiveObjects = sqliteTable(
     index('archive_objects_pending')
       .on(t.id)
       .where(sql`${t.written_at} IS NULL`),
+    // The retention sweep's archived records per organization, by day (src/features/retention/sweep.ts).
+    index('archive_objects_org_day').on(t.org_id, t.day),
   ],
 );
 
@@ -1134,12 +1160,23 @@ export const archiveObjects = sqliteTable(
  * in D1 finds it in the request's one batch and reads one R2 object. WITHOUT ROWID
  * (migrations/0019_archive.sql): one b-tree of (id, object), about 45 bytes a record.
  */
-export const archived = sqliteTable('archived', {
-  id: text('id').primaryKey(),
-  object_id: integer('object_id').notNull(),
-  /** Set when the archived record is deleted (its files purged): the record reads as its tombstone. */
-  deleted_at: text('deleted_at'),
-});
+export const archived = sqliteTable(
+  'archived',
+  {
+    id: text('id').primaryKey(),
+    object_id: integer('object_id').notNull(),
+    /** Set when the archived record is deleted (its files purged): the record reads as its tombstone. */
+    deleted_at: text('deleted_at'),
+    /** Who deleted it (src/features/retention/copies.ts: the console user, the API key's owner with the key, or `retention`). */
+    deleted_by: text('deleted_by'),
+  },
+  // The retention sweep's undeleted records of an archive object (src/features/retention/sweep.ts).
+  (t) => [
+    index('archived_live')
+      .on(t.object_id)
+      .where(sql`${t.deleted_at} IS NULL`),
+  ],
+);
 
 /** An object a record serves, as the completion that accepted it named it: its R2 key and the SHA-256 (hex) of its bytes. */
 export interface ServedObject {

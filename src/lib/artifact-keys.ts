@@ -24,6 +24,12 @@ export const artifactKey = {
   resultUploadPrefix: (jobId: string) => `results/${jobId}/`,
   executionInput: (executionId: string) => `executions/${executionId}/input.json`,
   verificationProof: (verificationId: string) => `verifications/${verificationId}/proof.json`,
+  /**
+   * Every object of a record lives under this prefix (its input, child proofs, each
+   * attempt's results, an ELF, VMEXE and baseline, an uploaded proof): a deletion lists
+   * it and deletes what it finds, named in a row or not (src/features/retention/copies.ts).
+   */
+  recordPrefix: (kind: 'proof' | 'execution' | 'program' | 'verification', id: string) => `${kind}s/${id}/`,
   /** A chunk of a job's log: a host's (an agent's) text, or a line the service wrote (src/jobs/logs.ts). */
   jobLogChunk: (jobId: string, seq: number, source: 'host' | 'service' = 'host') =>
     `logs/${jobId}/${String(seq).padStart(8, '0')}${source === 'service' ? '.service' : ''}`,

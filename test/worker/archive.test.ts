@@ -180,7 +180,7 @@ describe('the archive', () => {
     const other = await seedTenant();
     await json(await api(other, `/v1/proofs/${proof.id}`, DELETE), 404);
     const tombstone = await json(await api(t, `/v1/proofs/${proof.id}`, DELETE), 200);
-    expect(tombstone).toEqual({ ...before, deleted_at: expect.any(String) });
+    expect(tombstone).toEqual({ ...before, deleted_at: expect.any(String), deleted_by: expect.stringMatching(/\(API key sk_/) });
     // Its objects go (the purge after the response), as a live record's do; the sweep's second pass ends the purge.
     // (The object it served is the one its archived line names, under its job's results.)
     const owned = async () => [
@@ -200,6 +200,7 @@ describe('the archive', () => {
 
     const gone = await json(await api(t, `/v1/executions/${execution.id}`, DELETE), 200);
     expect(gone.deleted_at).toEqual(expect.any(String));
+    expect(gone.deleted_by).toEqual(tombstone.deleted_by);
     expect(gone.public_values).toBeNull();
     await eventually(async () => expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]));
     expect(await json(await api(t, `/v1/executions/${execution.id}`), 200)).toEqual(gone);

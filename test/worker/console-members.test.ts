@@ -55,7 +55,13 @@ describe('members', () => {
     await send(owner, 'PATCH', `${org}/members/${admin.userId}`, { role: 'boss' }, 422);
     await send(member, 'PATCH', `${org}/members/usr_nobody`, { role: 'member' }, 404);
     const entries = (await as(member, `${org}/audit`)).items;
-    expect(entries.map((e: { action: string }) => e.action)).toEqual(['member.role_change', 'member.role_change', 'member.role_change']);
+    // Oldest last: the operator's making of the tenant's key (seedTenant) is audited too.
+    expect(entries.map((e: { action: string }) => e.action)).toEqual([
+      'member.role_change',
+      'member.role_change',
+      'member.role_change',
+      'api_key.create',
+    ]);
     expect(entries[0]).toMatchObject({ actor: owner.email, target: owner.email, detail: { from: 'owner', to: 'admin' } });
   });
 
@@ -112,6 +118,7 @@ describe('invites', () => {
     expect(audit).toEqual([
       ['invite.accept', email],
       ['invite.create', admin.email],
+      ['api_key.create', 'operator (npm run admin)'], // the tenant's key (seedTenant)
     ]);
   });
 
@@ -152,7 +159,7 @@ describe('invites', () => {
     await send(admin, 'DELETE', `${org}/invites/${second.id}`, undefined, 404);
     await json(await postJson('/console/v1/auth/invite', { token: secondToken }), 404);
     const actions = (await as(owner, `${org}/audit`)).items.map((e: { action: string }) => e.action);
-    expect(actions).toEqual(['invite.revoke', 'invite.create', 'invite.create']);
+    expect(actions).toEqual(['invite.revoke', 'invite.create', 'invite.create', 'api_key.create']); // the last: the tenant's key (seedTenant)
   });
 
   it('stores only the invitation token’s hash', async () => {

@@ -6,8 +6,16 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { batchByName } from '../../src/db/batch.ts';
 import { openDb } from '../../src/db/client.ts';
 import { deleteProofStatements } from '../../src/features/retention/data.ts';
+import { RETENTION_ACTOR } from '../../src/features/accounts/audit.ts';
 import { PURGE_SETTLE_MS, sweepPurges } from '../../src/features/retention/purge.ts';
-import { deleteEndedLeases, LEASE_KEEP_MS, pastRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
+import {
+  archivedPastRetention,
+  deleteEndedLeases,
+  LEASE_KEEP_MS,
+  pastRetention,
+  sweepRetention,
+  verificationsPastRetention,
+} from '../../src/features/retention/sweep.ts';
 import { executions, proofs } from '../../src/db/schema.ts';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { getTableName } from 'drizzle-orm';
@@ -164,7 +172,7 @@ describe('DELETE /v1/proofs/{id}', () => {
     const { id, jobId } = await succeededProof(t, await readyProgram(t));
     const db = openDb(env.DB);
     // The request's batch, and then the Worker dies before deleting anything.
-    const { tombstone } = await batchByName(db, deleteProofStatements(db, t.orgId, id));
+    const { tombstone } = await batchByName(db, deleteProofStatements(db, t.orgId, id, RETENTION_ACTOR));
     expect(tombstone.map((r) => r.id)).toEqual([id]);
     expect((await objectsOf(`proofs/${id}/`, jobId)).length).toBeGreaterThanOrEqual(3);
     expect(await countRows('purges', 'subject_id = ?', id)).toBe(1);
@@ -218,7 +226,12 @@ describe('DELETE /v1/executions/{id}', () => {
     const before = await json(await api(t, `/v1/executions/${id}`), 200);
     expect((await api(other, `/v1/executions/${id}`, DELETE)).status).toBe(404);
     const tombstone = await json(await api(t, `/v1/executions/${id}`, DELETE), 200);
-    expect(tombstone).toEqual({ ...before, public_values: null, deleted_at: expect.any(String) });
+    expect(tombstone).toEqual({
+      ...before,
+      public_values: null,
+      deleted_at: expect.any(String),
+      deleted_by: expect.stringMatching(/^user.*\(API key sk_/),
+    });
     expect(tombstone.num_instructions).toBe(7);
     await expectPurged(`executions/${id}/`, jobId, id);
     expect((await api(t, `/v1/executions/${id}/logs`)).status).toBe(404);
@@ -440,6 +453,16 @@ describe('retention', () => {
         new RegExp(`SEARCH ${getTableName(table)} USING INDEX ${getTableName(table)}_retention \\(org_id=\\? AND terminated_at`),
       );
     }
+    const verificationPlan = await queryPlan(verificationsPastRetention(db, Date.now(), 50));
+    expect(verificationPlan).toMatch(/SCAN organizations USING (COVERING )?INDEX organizations_retention/);
+    expect(verificationPlan).not.toMatch(/TEMP B-TREE/);
+    expect(verificationPlan).toMatch(/SEARCH verifications USING INDEX verifications_retention \(org_id=\? AND created_at/);
+    // Records archived before their organization set a retention: its objects by day, then their undeleted stubs.
+    const archivePlan = await queryPlan(archivedPastRetention(db, Date.now(), 50));
+    expect(archivePlan).toMatch(/SCAN organizations USING (COVERING )?INDEX organizations_retention/);
+    expect(archivePlan).not.toMatch(/TEMP B-TREE/);
+    expect(archivePlan).toMatch(/SEARCH archive_objects USING (COVERING )?INDEX archive_objects_org_day \(org_id=\? AND day<\?\)/);
+    expect(archivePlan).toMatch(/SEARCH archived USING (COVERING )?INDEX archived_live \(object_id=\?\)/);
   });
 
   it('deletes ended leases once no retried callback can need them, and never a live one', { timeout: 30_000 }, async () => {

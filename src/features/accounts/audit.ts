@@ -3,11 +3,13 @@
 import { desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { ulid } from 'ulid';
+import type { AppEnv } from '../../app-env.ts';
 import { batchByName } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';
-import { auditLog } from '../../db/schema.ts';
+import { apiKeys, auditLog } from '../../db/schema.ts';
 import { failedWith } from '../../lib/errors.ts';
 import { cappedCount, pageAnswer, pageQuery } from '../../lib/pages.ts';
+import { keyAuditActor } from '../../middleware/auth.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 
 export interface Actor {
@@ -28,6 +30,33 @@ export const actorOf = (c: Context<ConsoleEnv>, standing?: SQL<string>): Actor =
   standing,
 });
 
+/**
+ * Who an audit entry names when it is written from the row of the change it records (an
+ * insert from a select, so the entry exists exactly when the change does): a person's id
+ * and name, as values or as SQL over the request's API key (keyActor), or a label with no
+ * user (the retention sweep, an operator).
+ */
+export interface NamedActor {
+  userId: string | SQL<string | null> | null;
+  name: string | SQL<string>;
+}
+
+/** The signed-in console user, as a NamedActor. */
+export const memberActor = (c: Context<ConsoleEnv>): NamedActor => ({ userId: c.var.user.id, name: c.var.user.email });
+
+/** The request's API key's column, as SQL, for statements batched with its lookup (a revoked key names no one). */
+export const keyColumn = (hash: string, column: SQL) =>
+  sql<string>`(SELECT ${column} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
+
+/** Who the audit log names for a change made with the request's API key: the person who made the key, the key beside them. */
+export const keyActor = (c: Context<AppEnv>): NamedActor => ({
+  userId: keyColumn(c.var.apiKeyHash, sql`${apiKeys.user_id}`),
+  name: keyColumn(c.var.apiKeyHash, keyAuditActor),
+});
+
+/** The cron sweep deleting what an organization's retention let go (src/features/retention/sweep.ts). */
+export const RETENTION_ACTOR: NamedActor = { userId: null, name: 'retention' };
+
 export type AuditAction =
   | 'api_key.create'
   | 'api_key.revoke'
@@ -42,7 +71,11 @@ export type AuditAction =
   | 'webhook.rotate_secret'
   | 'budget.update'
   | 'org_limits.update'
-  | 'retention.update';
+  | 'retention.update'
+  | 'proof.delete'
+  | 'execution.delete'
+  | 'program.delete'
+  | 'verification.delete';
 
 /**
  * The actor, their standing narrowed to while `condition` holds as the entry is written

@@ -4,6 +4,7 @@ import type { executions } from '../../db/schema.ts';
 import { Timestamp } from '../../lib/schemas.ts';
 import { ProvingEstimate } from '../estimates/schemas.ts';
 import { RunLimitFields, runFields, type RunState } from '../limits/schemas.ts';
+import { TombstoneFields, tombstoneOf } from '../retention/schemas.ts';
 
 /** An execution's row, with its run state when the read selected it (executionColumns, ./data.ts). */
 export type ExecutionRow = typeof executions.$inferSelect & RunState;
@@ -41,10 +42,7 @@ export const ExecutionRecord = z
     total_tick: z.number().int().nullable(),
     num_instructions: z.number().int().nullable(),
     ...RunLimitFields,
-    deleted_at: Timestamp.optional().openapi({
-      description:
-        'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.',
-    }),
+    ...TombstoneFields,
   })
   .openapi('Execution');
 
@@ -66,7 +64,7 @@ export function executionRecord(e: ExecutionRow): z.infer<typeof ExecutionRecord
     total_tick: e.total_tick,
     num_instructions: e.num_instructions,
     ...runFields(e),
-    ...(e.deleted_at ? { deleted_at: e.deleted_at } : {}),
+    ...tombstoneOf(e),
   };
 }
 

@@ -5,6 +5,7 @@
 import { z } from '@hono/zod-openapi';
 import type { configs, programs, projects } from '../../db/schema.ts';
 import { ConfigId, queryInt, safeName, Timestamp, Uuid } from '../../lib/schemas.ts';
+import { TombstoneFields, tombstoneOf } from '../retention/schemas.ts';
 
 type Row<T extends { $inferSelect: unknown }> = T['$inferSelect'];
 
@@ -29,10 +30,7 @@ export const ProgramRecord = z
     project_name: z.string(),
     project_highlighted_program_id: z.string(),
     error_message: z.string(),
-    deleted_at: Timestamp.optional().openapi({
-      description:
-        'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.',
-    }),
+    ...TombstoneFields,
   })
   .openapi('Program');
 
@@ -61,7 +59,7 @@ export function programRecord(
     project_name: project.name,
     project_highlighted_program_id: project.highlighted_program_id ?? p.id,
     error_message: p.error_message,
-    ...(p.deleted_at ? { deleted_at: p.deleted_at } : {}),
+    ...tombstoneOf(p),
   };
 }
 

@@ -5,6 +5,7 @@ import { PROOF_TYPES } from 'prover-agent/protocol';
 import { PROOF_STATES, type proofs } from '../../db/schema.ts';
 import { MessageResponse, Timestamp } from '../../lib/schemas.ts';
 import { RunLimitFields, runFields, type RunState } from '../limits/schemas.ts';
+import { TombstoneFields, tombstoneOf } from '../retention/schemas.ts';
 
 /** A proof's row, with its run state when the read selected it (proofColumns, ./data.ts). */
 export type ProofRow = typeof proofs.$inferSelect & RunState;
@@ -29,10 +30,7 @@ export const ProofRecord = z
     num_instructions: z.number().int().nullable(),
     num_deferred_proofs: z.number().int(),
     ...RunLimitFields,
-    deleted_at: Timestamp.optional().openapi({
-      description:
-        'Present only on a deleted record (DELETE, or the organization’s retention): when its files went. The record stays with its billing figures.',
-    }),
+    ...TombstoneFields,
   })
   .openapi('Proof');
 
@@ -56,7 +54,7 @@ export function proofRecord(p: ProofRow): z.infer<typeof ProofRecord> {
     num_instructions: p.num_instructions,
     num_deferred_proofs: p.num_deferred_proofs,
     ...runFields(p),
-    ...(p.deleted_at ? { deleted_at: p.deleted_at } : {}),
+    ...tombstoneOf(p),
   };
 }
 

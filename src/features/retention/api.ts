@@ -1,7 +1,9 @@
-// DELETE /v1/proofs/{id}, /v1/executions/{id}, /v1/programs/{id} (docs/callers.md
-// "Deleting records"): the record's R2 objects go, the record stays as a tombstone
-// (`deleted_at`) with its billing figures. One batch on the primary with the key's
-// lookup (src/features/retention/data.ts), the objects after the response.
+// DELETE /v1/proofs/{id}, /v1/executions/{id}, /v1/programs/{id}, /v1/verify/{id}
+// (docs/callers.md "Deleting records"): every copy of the record's data goes
+// (copies.ts), the record stays as a tombstone (`deleted_at`, `deleted_by`: the key's
+// owner, with the key) with its billing figures, and the audit log says who. One batch
+// on the primary with the key's lookup (src/features/retention/data.ts), the objects
+// after the response.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from '../../app-env.ts';
 import { validationHook } from '../../lib/errors.ts';
@@ -12,15 +14,23 @@ import { ExecutionRecord, executionRecord } from '../executions/schemas.ts';
 import { errorResponses, Uuid } from '../../lib/schemas.ts';
 import { asCaller } from '../../middleware/auth.ts';
 import { door } from '../../middleware/door.ts';
-import { deletedRow } from './answers.ts';
-import { deleteExecutionStatements, deleteProgramStatements, deleteProofStatements, deletionOutcome } from './data.ts';
+import { deletedRow, deletedRun } from './answers.ts';
+import {
+  deleteExecutionStatements,
+  deleteProgramStatements,
+  deleteProofStatements,
+  deleteVerificationStatements,
+  deletionOutcome,
+} from './data.ts';
+import { keyActor } from '../accounts/audit.ts';
+import { VerificationRecord, verificationRecord } from '../verifications/schemas.ts';
 import { purgeAfterResponse } from './purge.ts';
-import { archivedQuery, deleteArchived } from './archive.ts';
+import { archivedQuery } from './archive.ts';
 
 export const retentionApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
 const DESCRIPTION =
-  'Deletes its files in storage (input, child proofs, proofs, logs) and keeps the record as a tombstone: `deleted_at` set, its billing figures (cost, cycles, instructions) kept, its downloads 404. Idempotent: a second DELETE answers the same tombstone. A job still queued or running is refused (409): cancel it first. An archived record (docs/operators.md "The archive") is deleted the same way.';
+  'Deletes its files in storage (input, child proofs, proofs of every attempt, logs), its public values, the stored payloads of webhook deliveries about it (pending ones end unsent) and its archive line’s copy of them, and keeps the record as a tombstone: `deleted_at` and `deleted_by` set, its billing figures (cost, cycles, instructions) kept, its downloads 404, its event stream ends. Audited. Idempotent: a second DELETE answers the same tombstone. A job still queued or running is refused (409): cancel it first. An archived record (docs/operators.md "The archive") is deleted the same way.';
 
 retentionApi.openapi(
   createRoute({
@@ -38,26 +48,13 @@ retentionApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;
-    const {
-      tombstone,
-      record: rows,
-      archived,
-    } = await asCaller(c, (org) => ({ ...deleteProofStatements(c.var.db, org, id), archived: archivedQuery(c.var.db, org, 'proof', id) }));
-    // An archived proof (src/features/retention/archive.ts): its stub is the caller's; its line says what to purge.
-    const gone =
-      !rows[0] && archived[0] ? await deleteArchived<(typeof rows)[number]>(c.var.db, c.env.ARTIFACTS, archived[0], id) : undefined;
-    if (gone) {
-      purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'proof', gone.deleted ? [id] : []);
-      return c.json(proofRecord(gone.row), 200);
-    }
-    const row = deletedRow('proof', id, deletionOutcome(rows[0]));
-    purgeAfterResponse(
-      c,
-      c.var.sessions.primary(),
-      c.env.ARTIFACTS,
-      'proof',
-      tombstone.map((t) => t.id),
-    );
+    const by = keyActor(c);
+    const read = await asCaller(c, (org) => ({
+      ...deleteProofStatements(c.var.db, org, id, by),
+      archived: archivedQuery(c.var.db, org, 'proof', id),
+    }));
+    const { row, purge } = await deletedRun(c.var.db, c.env.ARTIFACTS, 'proof', id, by, read);
+    purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'proof', purge);
     return c.json(proofRecord(row), 200);
   },
 );
@@ -78,29 +75,13 @@ retentionApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').execution_id;
-    const {
-      tombstone,
-      record: rows,
-      archived,
-    } = await asCaller(c, (org) => ({
-      ...deleteExecutionStatements(c.var.db, org, id),
+    const by = keyActor(c);
+    const read = await asCaller(c, (org) => ({
+      ...deleteExecutionStatements(c.var.db, org, id, by),
       archived: archivedQuery(c.var.db, org, 'execution', id),
     }));
-    // An archived execution (src/features/retention/archive.ts): its stub is the caller's; its line says what to purge.
-    const gone =
-      !rows[0] && archived[0] ? await deleteArchived<(typeof rows)[number]>(c.var.db, c.env.ARTIFACTS, archived[0], id) : undefined;
-    if (gone) {
-      purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'execution', gone.deleted ? [id] : []);
-      return c.json(executionRecord(gone.row), 200);
-    }
-    const row = deletedRow('execution', id, deletionOutcome(rows[0]));
-    purgeAfterResponse(
-      c,
-      c.var.sessions.primary(),
-      c.env.ARTIFACTS,
-      'execution',
-      tombstone.map((t) => t.id),
-    );
+    const { row, purge } = await deletedRun(c.var.db, c.env.ARTIFACTS, 'execution', id, by, read);
+    purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'execution', purge);
     return c.json(executionRecord(row), 200);
   },
 );
@@ -113,7 +94,7 @@ retentionApi.openapi(
     tags: ['programs'],
     summary: 'Delete a program’s ELF, VMEXE and commit logs; the record stays as a tombstone',
     description:
-      'Deletes the program’s files in storage and keeps its record as a tombstone (`deleted_at`); its downloads 404 and nothing more can be submitted against it (409). Refused (409) while any job of it (its commit, a proof, execution or verification of it) is queued or running. Its proofs and executions are records of their own and stay: delete them on their own. Idempotent.',
+      'Deletes the program’s files in storage and keeps its record as a tombstone (`deleted_at`, `deleted_by`); its downloads 404 and nothing more can be submitted against it (409). Its verifications are deleted with it (their uploaded proofs were checked against the baseline this deletes). Refused (409) while any job of it (its commit, a proof, execution or verification of it) is queued or running. Its proofs and executions are records of their own and stay: delete them on their own. Audited. Idempotent.',
     request: { params: z.object({ program_id: Uuid('program_id') }) },
     responses: {
       200: { description: 'The tombstone', content: { 'application/json': { schema: ProgramRecord } } },
@@ -123,8 +104,7 @@ retentionApi.openapi(
   async (c) => {
     const id = c.req.valid('param').program_id;
     const { tombstone, ...read } = await asCaller(c, (org) => {
-      const s = deleteProgramStatements(c.var.db, org, id);
-      return { purge: s.purge, logStore: s.logStore, tombstone: s.tombstone, ...programQuery(c.var.db, org, id) };
+      return { ...deleteProgramStatements(c.var.db, org, id, keyActor(c)), ...programQuery(c.var.db, org, id) };
     });
     const found = requireProgram(read);
     deletedRow('program', id, deletionOutcome(found.program));
@@ -135,6 +115,43 @@ retentionApi.openapi(
       'program',
       tombstone.map((t) => t.id),
     );
+    purgeAfterResponse(
+      c,
+      c.var.sessions.primary(),
+      c.env.ARTIFACTS,
+      'verification',
+      read.verificationTombstones.map((t) => t.id),
+    );
     return c.json(toRecord(found), 200);
+  },
+);
+
+retentionApi.openapi(
+  createRoute({
+    method: 'delete',
+    path: '/verify/{verify_id}',
+    middleware: [door.apiKey('records.delete', { rate: 'submissions' })],
+    tags: ['verify'],
+    summary: 'Delete a verification’s uploaded proof; the record stays as a tombstone',
+    description:
+      'Deletes the proof file the verification was given (and its job’s log) and keeps the record as a tombstone (`deleted_at`, `deleted_by`) with its result. Refused (409) while it is processing. Deleting its program deletes it too. Idempotent: a second DELETE answers the same tombstone.',
+    request: { params: z.object({ verify_id: Uuid('verify_id') }) },
+    responses: {
+      200: { description: 'The tombstone', content: { 'application/json': { schema: VerificationRecord } } },
+      ...errorResponses(404, 409, 422),
+    },
+  }),
+  async (c) => {
+    const id = c.req.valid('param').verify_id;
+    const { tombstone, record } = await asCaller(c, (org) => deleteVerificationStatements(c.var.db, org, id, keyActor(c)));
+    const row = deletedRow('verification', id, deletionOutcome(record[0]));
+    purgeAfterResponse(
+      c,
+      c.var.sessions.primary(),
+      c.env.ARTIFACTS,
+      'verification',
+      tombstone.map((t) => t.id),
+    );
+    return c.json(verificationRecord(row), 200);
   },
 );

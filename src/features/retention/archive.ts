@@ -30,19 +30,23 @@
 // request's one batch: a live record answers as before; an archived one costs one R2
 // read, checked against the caller's organization by the stub's object (another
 // organization's id is 404 as ever). Lists show D1's records only. DELETE of an archived
-// record (deleteArchived) purges its objects as a live record's and tombstones its stub. Billing figures live
-// in counters (usage_daily, budgets, the program's counts), which no deletion touches.
+// record (deleteArchived) purges its objects as a live record's, tombstones its stub and
+// rewrites its line as the tombstone (eraseArchivedLine): no archive object keeps what a
+// deletion erases (copies.ts). Billing figures live in counters (usage_daily, budgets,
+// the program's counts), which no deletion touches.
 //
 // An organization that set a retention keeps its live records in D1 until the retention
 // sweep has deleted their files (tombstones are archived): the archive never holds a
 // record whose files a retention still has to delete.
-import { and, eq, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, eq, exists, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { batchByName } from '../../db/batch.ts';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
 import { archived, archiveObjects, executions, jobLogChunks, jobs, organizations, proofs, purges } from '../../db/schema.ts';
 import { artifactKey, servedProofKey } from '../../lib/artifact-keys.ts';
 import { attemptKeysSql } from '../../jobs/results.ts';
+import type { NamedActor } from '../accounts/audit.ts';
+import { deletionAudit, endDeliveries, ERASED } from './copies.ts';
 import type { Org } from '../../lib/pages.ts';
 import { BudgetSpent, type Metered } from '../../lib/metered.ts';
 import { inLine, recordFailures, settleFailures } from '../../jobs/sweep-items.ts';
@@ -89,33 +93,73 @@ export const archivedQuery = (db: Db, org: Org, kind: ArchiveKind, id: string) =
       kind: archiveObjects.kind,
       day: archiveObjects.day,
       deleted_at: archived.deleted_at,
+      deleted_by: archived.deleted_by,
     })
     .from(archived)
     .innerJoin(archiveObjects, eq(archiveObjects.id, archived.object_id))
     .where(and(eq(archived.id, id), eq(archiveObjects.org_id, org), eq(archiveObjects.kind, kind)));
 
 type ObjectName = { object_id: number; org_id: string; kind: ArchiveKind; day: string };
-export type ArchiveStub = ObjectName & { deleted_at: string | null };
+export type ArchiveStub = ObjectName & { deleted_at: string | null; deleted_by: string | null };
 const keyOf = (o: ObjectName) => artifactKey.archiveObject(o.org_id, o.kind, o.day, o.object_id);
+
+/** The line of record `id` in an archive object's text (its id first: found by prefix, the others not parsed). */
+const lineOf = (text: string, id: string) => text.split('\n').findIndex((line) => line.startsWith(`{"id":${JSON.stringify(id)},`));
 
 /**
  * The archived record `id` as its D1 read answered it (with `job`), from its object;
  * undefined if the object lacks it. A record deleted once archived is its tombstone: the
- * stub's `deleted_at` (the object keeps the line it was archived with), its public values gone.
+ * stub's `deleted_at` and `deleted_by`, what a tombstone erases gone (copies.ts ERASED),
+ * whether or not its purge has rewritten the line yet (eraseArchivedLine).
  */
 export async function readArchived<Row>(bucket: R2Bucket, stub: ArchiveStub, id: string): Promise<Row | undefined> {
   const object = await bucket.get(keyOf(stub));
   if (!object) return undefined;
-  const needle = `{"id":${JSON.stringify(id)},`;
-  for (const line of (await object.text()).split('\n'))
-    if (line.startsWith(needle)) {
-      const row = JSON.parse(line) as Row & { deleted_at: string | null };
-      return stub.deleted_at ? { ...row, deleted_at: stub.deleted_at, public_values: null } : row;
-    }
-  return undefined;
+  const lines = (await object.text()).split('\n');
+  const at = lineOf(lines.join('\n'), id);
+  if (at < 0) return undefined;
+  const row = JSON.parse(lines[at]) as Row & { deleted_at: string | null };
+  return stub.deleted_at ? { ...row, ...ERASED, deleted_at: stub.deleted_at, deleted_by: stub.deleted_by } : row;
 }
 
-/** What an archived record's deletion reads of its line: its job (its log) and its files. */
+/** Conditional writes an erasure tries before it fails (to be retried by the sweep): each loses only to another rewrite of the object. */
+const ERASE_TRIES = 5;
+
+/**
+ * A deleted archived record's line, rewritten as its tombstone (the purge's part,
+ * src/features/retention/purge.ts): what a tombstone erases gone (copies.ts ERASED), its
+ * stub's `deleted_at` and `deleted_by` in. The object is rewritten whole, on the
+ * condition that it is still the version read (R2's etag precondition), so two deletions
+ * in one object never undo each other; a line already erased is left as it is. Throws
+ * when it keeps losing (the purge counts an attempt and the sweep retries).
+ */
+export async function eraseArchivedLine(db: Db, bucket: R2Bucket, key: string, id: string): Promise<void> {
+  const [stub] = await db
+    .select({ deleted_at: archived.deleted_at, deleted_by: archived.deleted_by })
+    .from(archived)
+    .where(eq(archived.id, id));
+  if (!stub?.deleted_at) return;
+  for (let i = 0; i < ERASE_TRIES; i++) {
+    const object = await bucket.get(key);
+    if (!object) return;
+    const text = await object.text();
+    const at = lineOf(text, id);
+    if (at < 0) return;
+    const lines = text.split('\n');
+    const row = JSON.parse(lines[at]) as Record<string, unknown>;
+    const tombstone = { ...row, ...ERASED, deleted_at: stub.deleted_at, deleted_by: stub.deleted_by };
+    if (JSON.stringify(tombstone) === lines[at]) return;
+    lines[at] = JSON.stringify(tombstone);
+    const put = await bucket.put(key, lines.join('\n'), {
+      httpMetadata: object.httpMetadata,
+      onlyIf: { etagMatches: object.etag },
+    });
+    if (put) return;
+  }
+  throw new Error(`archive object ${key}: its line of ${id} lost ${ERASE_TRIES} conditional writes in a row`);
+}
+
+/** What an archived record's deletion reads of its line: its job (its log). */
 type ArchivedFiles = {
   id: string;
   deleted_at: string | null;
@@ -127,17 +171,20 @@ type ArchivedFiles = {
 
 /**
  * DELETE of an archived record (src/features/retention/api.ts), once the request's batch
- * found its stub (the caller's): as for a live record, one batch inserts the purge row
- * naming its objects (its input, child proofs and proof files, its job's log: read from its
- * line) and tombstones the stub, both conditional on the stub not being deleted yet; the
- * objects go after the response (purgeAfterResponse). Answers the record as it now reads,
- * and whether this request deleted it; undefined when the object lacks it.
+ * found its stub (the caller's): as for a live record (copies.ts), one batch writes the
+ * audit entry, inserts the purge row (its prefix, its job's log as its line names it,
+ * and its archive object, whose line the purge rewrites as the tombstone), ends its
+ * webhook deliveries and tombstones the stub (who and when), all conditional on the stub
+ * not being deleted yet; the rest goes after the response (purgeAfterResponse). Answers
+ * the record as it now reads, and whether this request deleted it; undefined when the
+ * object lacks it.
  */
 export async function deleteArchived<Row>(
   db: Db,
   bucket: R2Bucket,
   stub: ArchiveStub,
   id: string,
+  by: NamedActor,
   now = Date.now(),
 ): Promise<{ row: Row; deleted: boolean } | undefined> {
   const line = await readArchived<Row & ArchivedFiles>(bucket, stub, id);
@@ -154,7 +201,14 @@ export async function deleteArchived<Row>(
         }
       : { input: artifactKey.executionInput(id) };
   const live = and(eq(archived.id, id), isNull(archived.deleted_at));
+  const stillLive = exists(
+    db
+      .select({ one: sql`1` })
+      .from(archived)
+      .where(live),
+  );
   const { tombstone, stubs } = await batchByName(db, {
+    audit: deletionAudit(db, stub.kind, by, { table: archived, id: archived.id, org: stub.org_id }, live, sql`json_object('archived', 1)`),
     purge: db
       .insert(purges)
       .select(
@@ -167,20 +221,25 @@ export async function deleteArchived<Row>(
             keys: sql`json_set(${JSON.stringify(keys)}, '$.attempts', json(${attemptKeysSql(sql`${line.job?.id ?? null}`)}))`.as('keys'),
             log_job_id: sql<string | null>`${line.job?.id ?? null}`.as('log_job_id'),
             created_at: sql<number>`${now}`.as('created_at'),
+            archive_key: sql<string>`${keyOf(stub)}`.as('archive_key'),
           })
           .from(archived)
           .where(live),
       )
       .onConflictDoNothing(),
+    deliveries: endDeliveries(db, stub.kind, id, stillLive),
     tombstone: db
       .update(archived)
-      .set({ deleted_at: iso(now) })
+      .set({ deleted_at: iso(now), deleted_by: by.name })
       .where(live)
       .returning({ id: archived.id }),
-    stubs: db.select({ deleted_at: archived.deleted_at }).from(archived).where(eq(archived.id, id)),
+    stubs: db.select({ deleted_at: archived.deleted_at, deleted_by: archived.deleted_by }).from(archived).where(eq(archived.id, id)),
   });
-  const deletedAt = stubs[0]?.deleted_at ?? iso(now);
-  return { row: { ...line, deleted_at: deletedAt, public_values: null }, deleted: tombstone.length === 1 };
+  const [after] = stubs;
+  return {
+    row: { ...line, ...ERASED, deleted_at: after?.deleted_at ?? iso(now), deleted_by: after?.deleted_by ?? null },
+    deleted: tombstone.length === 1,
+  };
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -272,6 +331,7 @@ async function writeObject(db: Db, bucket: R2Bucket, o: Pending, now: number): P
             id: sql<string>`json_extract(value, '$.id')`.as('id'),
             object_id: sql<number>`${o.id}`.as('object_id'),
             deleted_at: sql<string | null>`NULL`.as('deleted_at'),
+            deleted_by: sql<string | null>`NULL`.as('deleted_by'),
           })
           .from(sql`json_each(${writtenJson})`)
           .where(finished),

@@ -1,11 +1,12 @@
-// The console's side of deletion and retention: DELETE of a proof, an execution or a
-// program of the organization (the record pages' Delete buttons), and the
+// The console's side of deletion and retention: DELETE of a proof, an execution, a
+// program or a verification of the organization (the record pages' Delete buttons), and the
 // organization's retention (read by its members, set by owners and admins). The same
 // statements and answers as /v1 (src/features/retention/data.ts, answers.ts).
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { eq } from 'drizzle-orm';
 import { batchByName } from '../../db/batch.ts';
-import { actorOf } from '../accounts/audit.ts';
+import { actorOf, memberActor } from '../accounts/audit.ts';
+import { VerificationRecord, verificationRecord } from '../verifications/schemas.ts';
 import { organizations } from '../../db/schema.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { programQuery, requireProgram, toRecord } from '../programs/data.ts';
@@ -16,8 +17,15 @@ import { CONSOLE_SECURITY, consoleErrors, OrgParams, Uuid } from '../../lib/sche
 import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
 import { BODY_CAPS } from '../../lib/limits.ts';
 import { door, json } from '../../middleware/door.ts';
-import { deletedRow } from './answers.ts';
-import { deleteExecutionStatements, deleteProgramStatements, deleteProofStatements, deletionOutcome } from './data.ts';
+import { deletedRow, deletedRun } from './answers.ts';
+import { archivedQuery } from './archive.ts';
+import {
+  deleteExecutionStatements,
+  deleteProgramStatements,
+  deleteProofStatements,
+  deleteVerificationStatements,
+  deletionOutcome,
+} from './data.ts';
 import { purgeAfterResponse } from './purge.ts';
 import { MAX_RETENTION_DAYS, setRetention } from './sweep.ts';
 
@@ -41,17 +49,19 @@ consoleRetentionApi.openapi(
     const id = c.req.param('proof_id')!;
     const { db } = c.var;
     // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
-    const { tombstone, row } = await asMember(c, async (org) => {
-      const { tombstone, record } = await batchByName(db, deleteProofStatements(db, org, id));
-      return { tombstone, row: deletedRow('proof', id, deletionOutcome(record[0])) };
-    });
-    purgeAfterResponse(
-      c,
-      db,
-      c.env.ARTIFACTS,
-      'proof',
-      tombstone.map((t) => t.id),
+    // An archived proof is deleted as through /v1 (deletedRun).
+    const by = memberActor(c);
+    const { row, purge } = await asMember(c, async (org) =>
+      deletedRun(
+        db,
+        c.env.ARTIFACTS,
+        'proof',
+        id,
+        by,
+        await batchByName(db, { ...deleteProofStatements(db, org, id, by), archived: archivedQuery(db, org, 'proof', id) }),
+      ),
     );
+    purgeAfterResponse(c, db, c.env.ARTIFACTS, 'proof', purge);
     return c.json(proofRecord(row), 200);
   },
 );
@@ -67,17 +77,19 @@ consoleRetentionApi.openapi(
     const id = c.req.param('execution_id')!;
     const { db } = c.var;
     // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
-    const { tombstone, row } = await asMember(c, async (org) => {
-      const { tombstone, record } = await batchByName(db, deleteExecutionStatements(db, org, id));
-      return { tombstone, row: deletedRow('execution', id, deletionOutcome(record[0])) };
-    });
-    purgeAfterResponse(
-      c,
-      db,
-      c.env.ARTIFACTS,
-      'execution',
-      tombstone.map((t) => t.id),
+    // An archived execution is deleted as through /v1 (deletedRun).
+    const by = memberActor(c);
+    const { row, purge } = await asMember(c, async (org) =>
+      deletedRun(
+        db,
+        c.env.ARTIFACTS,
+        'execution',
+        id,
+        by,
+        await batchByName(db, { ...deleteExecutionStatements(db, org, id, by), archived: archivedQuery(db, org, 'execution', id) }),
+      ),
     );
+    purgeAfterResponse(c, db, c.env.ARTIFACTS, 'execution', purge);
     return c.json(executionRecord(row), 200);
   },
 );
@@ -93,7 +105,7 @@ consoleRetentionApi.openapi(
     const id = c.req.param('program_id')!;
     const { db } = c.var;
     const { read, found } = await asMember(c, async (org) => {
-      const read = await batchByName(db, { ...deleteProgramStatements(db, org, id), ...programQuery(db, org, id) });
+      const read = await batchByName(db, { ...deleteProgramStatements(db, org, id, memberActor(c)), ...programQuery(db, org, id) });
       const found = requireProgram(read);
       deletedRow('program', id, deletionOutcome(found.program));
       return { read, found };
@@ -105,7 +117,40 @@ consoleRetentionApi.openapi(
       'program',
       read.tombstone.map((t) => t.id),
     );
+    purgeAfterResponse(
+      c,
+      db,
+      c.env.ARTIFACTS,
+      'verification',
+      read.verificationTombstones.map((t) => t.id),
+    );
     return c.json(toRecord(found), 200);
+  },
+);
+
+consoleRetentionApi.openapi(
+  deleteDoc(
+    '/orgs/{org_id}/verifications/{verify_id}',
+    'verify_id',
+    'Delete a verification’s uploaded proof (the record stays as a tombstone)',
+    VerificationRecord,
+  ),
+  async (c) => {
+    const id = c.req.param('verify_id')!;
+    const { db } = c.var;
+    // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
+    const { tombstone, row } = await asMember(c, async (org) => {
+      const { tombstone, record } = await batchByName(db, deleteVerificationStatements(db, org, id, memberActor(c)));
+      return { tombstone, row: deletedRow('verification', id, deletionOutcome(record[0])) };
+    });
+    purgeAfterResponse(
+      c,
+      db,
+      c.env.ARTIFACTS,
+      'verification',
+      tombstone.map((t) => t.id),
+    );
+    return c.json(verificationRecord(row), 200);
   },
 );
 

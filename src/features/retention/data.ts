@@ -1,6 +1,7 @@
 // Deleting a caller's records (docs/callers.md "Deleting records"): the statements
-// that turn a proof, an execution or a program into a tombstone, and the record of the
-// R2 objects it owned, still to delete (`purges`).
+// that turn a proof, an execution, a program or a verification into a tombstone, and the
+// record of the R2 objects it owned, still to delete (`purges`). Every copy of a record's
+// data these reach is listed in copies.ts.
 //
 // A deletion is one D1 batch, conditional on the record being the caller's, not deleted
 // yet and not running: it inserts the record's purge row (what it owns under R2, worked
@@ -10,13 +11,14 @@
 // after (src/features/retention/purge.ts), right after the response or else from the
 // cron sweep, and the purge row last. The tombstone keeps every billing figure (cost,
 // cycles, cells, GPU time in usage_daily); what the caller stored in D1 itself (public
-// values) goes with the files.
+// values, copies.ts ERASED) goes with the files. It says who deleted it (`deleted_by`),
+// and the same batch writes the audit entry (copies.ts deletionAudit).
 //
 // Running work is refused (409), never cancelled on the caller's behalf: a running proof
 // ends only when its agent acknowledges the cancel, which no batch can wait for, and a
 // deletion that raced the agent's upload would leave the proof it uploaded behind. The
 // caller cancels (POST …/cancel), then deletes.
-import { and, eq, exists, inArray, isNull, sql, type SQL } from 'drizzle-orm';
+import { and, eq, exists, inArray, isNull, ne, sql, type SQL } from 'drizzle-orm';
 import type { AnySQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../../db/client.ts';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
@@ -24,6 +26,8 @@ import { executions, jobs, programs, proofs, purges, verifications } from '../..
 import { artifactKey, keySql } from '../../lib/artifact-keys.ts';
 import { PROOF_TYPES } from 'prover-agent/protocol';
 import { attemptKeysSql } from '../../jobs/results.ts';
+import type { NamedActor } from '../accounts/audit.ts';
+import { deletionAudit, endDeliveries, ERASED, recordRows } from './copies.ts';
 
 export type Org = string | SQL<string>;
 export type DeletableKind = (typeof purges.$inferSelect)['subject_kind'];
@@ -55,7 +59,7 @@ const legacyResultKeys = (isLegacy: SQL, keys: string[]) =>
   sql`CASE WHEN ${isLegacy} THEN json(${JSON.stringify(keys)}) ELSE json('[]') END`;
 
 /** The job of a subject, as SQL over the subject's own id column. */
-const jobOf = (kind: 'proof' | 'execute' | 'commit', subjectId: SQL | AnySQLiteColumn) =>
+const jobOf = (kind: 'proof' | 'execute' | 'commit' | 'verify', subjectId: SQL | AnySQLiteColumn) =>
   sql<string | null>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`;
 
 /**
@@ -65,7 +69,7 @@ const jobOf = (kind: 'proof' | 'execute' | 'commit', subjectId: SQL | AnySQLiteC
 function purgeInsert(
   db: Db,
   kind: DeletableKind,
-  table: typeof proofs | typeof executions | typeof programs,
+  table: typeof proofs | typeof executions | typeof programs | typeof verifications,
   keys: SQL,
   logJob: SQL<string | null>,
   where: SQL | undefined,
@@ -82,6 +86,7 @@ function purgeInsert(
           keys: sql`${keys}`.as('keys'),
           log_job_id: sql`${logJob}`.as('log_job_id'),
           created_at: sql<number>`${now}`.as('created_at'),
+          archive_key: sql<string | null>`NULL`.as('archive_key'),
         })
         .from(table)
         .where(where),
@@ -94,18 +99,29 @@ function purgeInsert(
  * compacts only `chunks` and `compacted` logs): one already running may still write its
  * object, which the purge's second pass deletes (src/features/retention/purge.ts).
  */
-function stopCompaction(db: Db, kind: 'proof' | 'execute' | 'commit', subjectId: string, deletable: SQL) {
+function stopCompaction(db: Db, kind: 'proof' | 'execute' | 'commit' | 'verify', subjectId: string | SQL, deletable: SQL) {
+  const subject = typeof subjectId === 'string' ? eq(jobs.subject_id, subjectId) : sql`${jobs.subject_id} IN ${subjectId}`;
   return db
     .update(jobs)
     .set({ log_store: 'clean' })
-    .where(and(eq(jobs.kind, kind), eq(jobs.subject_id, subjectId), inArray(jobs.log_store, ['chunks', 'compacted']), deletable));
+    .where(and(eq(jobs.kind, kind), subject, inArray(jobs.log_store, ['chunks', 'compacted']), deletable));
 }
 
-/** The statements deleting the caller's proof, for one batch; deletionOutcome() reads them. */
-export function deleteProofStatements(db: Db, org: Org, id: string, now = Date.now()) {
+/** SQL true while some row of `table` matches `where` (the guard of statements on other tables). */
+const stillThere = (db: Db, table: typeof proofs | typeof executions | typeof programs | typeof verifications, where: SQL | undefined) =>
+  exists(
+    db
+      .select({ one: sql`1` })
+      .from(table)
+      .where(where),
+  );
+
+/** The statements deleting the caller's proof, by `by`, for one batch; deletionOutcome() reads them. */
+export function deleteProofStatements(db: Db, org: Org, id: string, by: NamedActor, now = Date.now()) {
   const own = and(eq(proofs.id, id), eq(proofs.org_id, org));
   const deletable = and(own, isNull(proofs.deleted_at), inArray(proofs.state, [...PROOF_TERMINAL_STATES]));
   return {
+    audit: deletionAudit(db, 'proof', by, recordRows(proofs), deletable, sql`json_object('program_id', ${proofs.program_id})`),
     purge: purgeInsert(
       db,
       'proof',
@@ -121,31 +137,23 @@ export function deleteProofStatements(db: Db, org: Org, id: string, now = Date.n
       deletable,
       now,
     ),
-    logStore: stopCompaction(
-      db,
-      'proof',
-      id,
-      exists(
-        db
-          .select({ one: sql`1` })
-          .from(proofs)
-          .where(deletable),
-      ),
-    ),
+    logStore: stopCompaction(db, 'proof', id, stillThere(db, proofs, deletable)),
+    deliveries: endDeliveries(db, 'proof', id, stillThere(db, proofs, deletable)),
     tombstone: db
       .update(proofs)
-      .set({ deleted_at: isoAt(now), public_values: null })
+      .set({ deleted_at: isoAt(now), deleted_by: by.name, ...ERASED })
       .where(deletable)
       .returning({ id: proofs.id }),
     record: db.select().from(proofs).where(own),
   };
 }
 
-/** The statements deleting the caller's execution, for one batch. */
-export function deleteExecutionStatements(db: Db, org: Org, id: string, now = Date.now()) {
+/** The statements deleting the caller's execution, by `by`, for one batch. */
+export function deleteExecutionStatements(db: Db, org: Org, id: string, by: NamedActor, now = Date.now()) {
   const own = and(eq(executions.id, id), eq(executions.org_id, org));
   const deletable = and(own, isNull(executions.deleted_at), inArray(executions.status, [...EXECUTION_TERMINAL_STATUSES]));
   return {
+    audit: deletionAudit(db, 'execution', by, recordRows(executions), deletable, sql`json_object('program_id', ${executions.program_id})`),
     purge: purgeInsert(
       db,
       'execution',
@@ -155,20 +163,11 @@ export function deleteExecutionStatements(db: Db, org: Org, id: string, now = Da
       deletable,
       now,
     ),
-    logStore: stopCompaction(
-      db,
-      'execute',
-      id,
-      exists(
-        db
-          .select({ one: sql`1` })
-          .from(executions)
-          .where(deletable),
-      ),
-    ),
+    logStore: stopCompaction(db, 'execute', id, stillThere(db, executions, deletable)),
+    deliveries: endDeliveries(db, 'execution', id, stillThere(db, executions, deletable)),
     tombstone: db
       .update(executions)
-      .set({ deleted_at: isoAt(now), public_values: null })
+      .set({ deleted_at: isoAt(now), deleted_by: by.name, ...ERASED })
       .where(deletable)
       .returning({ id: executions.id }),
     record: db.select().from(executions).where(own),
@@ -192,12 +191,35 @@ const programBusy = (status: 'queued' | 'leased') => sql`EXISTS (
 /**
  * The statements deleting the caller's program (its ELF, VMEXE, baseline and commit
  * log), refused while any job of it is queued or running. Its proofs and executions are
- * records of their own: they stay, each deleted on its own request or by retention.
+ * records of their own: they stay, each deleted on its own request or by retention. Its
+ * verifications go with it: each is an upload of one of its proofs, checked against the
+ * baseline this deletes, kept for nothing else (verificationsOfProgram).
  */
-export function deleteProgramStatements(db: Db, org: Org, id: string, now = Date.now()) {
+export function deleteProgramStatements(db: Db, org: Org, id: string, by: NamedActor, now = Date.now()) {
   const own = and(eq(programs.id, id), eq(programs.org_id, org));
   const deletable = and(own, isNull(programs.deleted_at), sql`NOT ${programBusy('queued')}`, sql`NOT ${programBusy('leased')}`);
+  const its = verificationsOfProgram(db, id, stillThere(db, programs, deletable));
   return {
+    audit: deletionAudit(
+      db,
+      'program',
+      by,
+      recordRows(programs),
+      deletable,
+      sql`json_object('verifications', (SELECT count(*) FROM ${verifications} WHERE ${its.where}))`,
+    ),
+    verificationAudits: deletionAudit(
+      db,
+      'verification',
+      by,
+      recordRows(verifications),
+      its.where,
+      sql`json_object('program_id', ${verifications.program_id}, 'with_program', 1)`,
+    ),
+    verificationPurges: its.purge(now),
+    verificationLogStores: its.logStore,
+    verificationDeliveries: its.deliveries,
+    verificationTombstones: its.tombstone(by, now),
     purge: purgeInsert(
       db,
       'program',
@@ -209,22 +231,68 @@ export function deleteProgramStatements(db: Db, org: Org, id: string, now = Date
       deletable,
       now,
     ),
-    logStore: stopCompaction(
-      db,
-      'commit',
-      id,
-      exists(
-        db
-          .select({ one: sql`1` })
-          .from(programs)
-          .where(deletable),
-      ),
-    ),
+    logStore: stopCompaction(db, 'commit', id, stillThere(db, programs, deletable)),
+    deliveries: endDeliveries(db, 'program', id, stillThere(db, programs, deletable)),
     tombstone: db
       .update(programs)
-      .set({ deleted_at: isoAt(now) })
+      .set({ deleted_at: isoAt(now), deleted_by: by.name })
       .where(deletable)
       .returning({ id: programs.id }),
+  };
+}
+
+/** A verification's purge row's keys: its uploaded proof (the rest of its prefix is listed). */
+const verificationKeys = sql`json_object('proof', ${verifications.proof_key})`;
+
+/**
+ * The undeleted verifications of program `programId`, while `guard` holds (the program's
+ * deletion in the same batch: verifications_program finds them): their purge rows,
+ * deliveries and tombstones, the program's audit entry counting them. None is running:
+ * the program's deletion is refused while a job of it is.
+ */
+function verificationsOfProgram(db: Db, programId: string, guard: SQL) {
+  const where = and(eq(verifications.program_id, programId), isNull(verifications.deleted_at), guard)!;
+  const ids = sql`(SELECT ${verifications.id} FROM ${verifications} WHERE ${where})`;
+  return {
+    where,
+    purge: (now: number) => purgeInsert(db, 'verification', verifications, verificationKeys, jobOf('verify', verifications.id), where, now),
+    logStore: stopCompaction(db, 'verify', ids, sql`1`),
+    deliveries: endDeliveries(db, 'verification', ids, sql`1`),
+    tombstone: (by: NamedActor, now: number) =>
+      db
+        .update(verifications)
+        .set({ deleted_at: isoAt(now), deleted_by: by.name })
+        .where(where)
+        .returning({ id: verifications.id }),
+  };
+}
+
+/**
+ * The statements deleting the caller's verification, by `by`, for one batch: its uploaded
+ * proof (and anything else under its prefix) and its job's log; refused (409) while it is
+ * processing. The row stays as a tombstone with its result.
+ */
+export function deleteVerificationStatements(db: Db, org: Org, id: string, by: NamedActor, now = Date.now()) {
+  const own = and(eq(verifications.id, id), eq(verifications.org_id, org));
+  const deletable = and(own, isNull(verifications.deleted_at), ne(verifications.result, 'processing'));
+  return {
+    audit: deletionAudit(
+      db,
+      'verification',
+      by,
+      recordRows(verifications),
+      deletable,
+      sql`json_object('program_id', ${verifications.program_id})`,
+    ),
+    purge: purgeInsert(db, 'verification', verifications, verificationKeys, jobOf('verify', verifications.id), deletable, now),
+    logStore: stopCompaction(db, 'verify', id, stillThere(db, verifications, deletable)),
+    deliveries: endDeliveries(db, 'verification', id, stillThere(db, verifications, deletable)),
+    tombstone: db
+      .update(verifications)
+      .set({ deleted_at: isoAt(now), deleted_by: by.name })
+      .where(deletable)
+      .returning({ id: verifications.id }),
+    record: db.select().from(verifications).where(own),
   };
 }
 

@@ -1,5 +1,6 @@
-// The second half of a deletion (src/features/retention/data.ts): the R2 objects a
-// purge row names are deleted, then (one batch) the row and its log's index rows.
+// The second half of a deletion (src/features/retention/data.ts; every copy: copies.ts):
+// an archived record's line is rewritten as its tombstone, the R2 objects a purge row
+// names are deleted, then (one batch) the row and its log's index rows.
 // Safe to run again at any point and alongside another run: deleting an object that
 // is gone is a no-op, and a row is deleted only once every object it names is. A run
 // that fails counts a failure of the row (src/jobs/sweep-items.ts) and leaves it for the
@@ -16,6 +17,7 @@ import type { Db } from '../../db/client.ts';
 import { batchByName } from '../../db/batch.ts';
 import { jobLogChunks, purges } from '../../db/schema.ts';
 import { artifactKey } from '../../lib/artifact-keys.ts';
+import { eraseArchivedLine } from './archive.ts';
 import type { DeletableKind } from './data.ts';
 
 type PurgeRow = typeof purges.$inferSelect;
@@ -33,15 +35,16 @@ export const purgeSettleMs = (env: { PURGE_SETTLE_SECONDS?: string } | undefined
   const s = Number(env?.PURGE_SETTLE_SECONDS);
   return env?.PURGE_SETTLE_SECONDS !== undefined && Number.isFinite(s) && s >= 1 ? s * 1000 : PURGE_SETTLE_MS;
 };
-/** Log chunk objects one purge lists at most (a log is capped at LOG_MAX_CHUNKS and its marker, far below). */
+/** Objects one purge lists at most (a log is capped at LOG_MAX_CHUNKS and its marker, a record's prefix at a few files per attempt: far below). */
 const MAX_LISTED = 20_000;
 /**
- * The calls of a purge of a record whose log has under 1,000 objects: its log's listing,
- * one bulk delete, its D1 batch. A longer log takes a listing and a delete more per 1,000
- * objects; a purge the budget cuts short is simply purged again later (deleting an object
- * that is gone is a no-op).
+ * The calls of a purge of a record whose prefix and log have under 1,000 objects each: the
+ * listings of its prefix and its log, one bulk delete, its D1 batch (an archived record's
+ * line rewrite takes a read and a write more). A longer log takes a listing and a delete
+ * more per 1,000 objects; a purge the budget cuts short is simply purged again later
+ * (deleting an object that is gone is a no-op).
  */
-export const PURGE_CALLS = 3;
+export const PURGE_CALLS = 4;
 
 /** A purge row's item name in sweep_failures. */
 const itemOf = (row: Pick<PurgeRow, 'subject_kind' | 'subject_id'>) => `${row.subject_kind}:${row.subject_id}`;
@@ -54,17 +57,27 @@ export function keysOf(value: unknown): string[] {
   return [];
 }
 
-/** Every object a purge row names now: its keys, its log's compacted object and its log's chunks (listed). */
-async function objectsOf(bucket: R2Bucket, row: PurgeRow): Promise<string[]> {
-  const keys = keysOf(row.keys);
-  if (!row.log_job_id) return keys;
-  keys.push(artifactKey.jobLogCompacted(row.log_job_id));
+/** Appends the keys of the objects under `prefix` (up to MAX_LISTED keys in all). */
+async function listInto(bucket: R2Bucket, prefix: string, keys: string[]): Promise<void> {
   let cursor: string | undefined;
   do {
-    const page = await bucket.list({ prefix: artifactKey.jobLogPrefix(row.log_job_id), cursor, limit: 1000 });
+    const page = await bucket.list({ prefix, cursor, limit: 1000 });
     keys.push(...page.objects.map((o) => o.key));
     cursor = page.truncated ? page.cursor : undefined;
   } while (cursor && keys.length < MAX_LISTED);
+}
+
+/**
+ * Every object a purge row names now (copies.ts): its keys, everything under its
+ * record's prefix (listed: each attempt's uploads, named in a row or not), its log's
+ * chunks (listed) and compacted object.
+ */
+async function objectsOf(bucket: R2Bucket, row: PurgeRow): Promise<string[]> {
+  const keys = keysOf(row.keys);
+  await listInto(bucket, artifactKey.recordPrefix(row.subject_kind, row.subject_id), keys);
+  if (!row.log_job_id) return keys;
+  keys.push(artifactKey.jobLogCompacted(row.log_job_id));
+  await listInto(bucket, artifactKey.jobLogPrefix(row.log_job_id), keys);
   return keys;
 }
 
@@ -82,6 +95,7 @@ export async function purgeRow(
 ): Promise<'done' | 'failed' | 'stopped'> {
   const pk = and(eq(purges.subject_kind, row.subject_kind), eq(purges.subject_id, row.subject_id));
   try {
+    if (row.archive_key) await eraseArchivedLine(db, bucket, row.archive_key, row.subject_id);
     const keys = await objectsOf(bucket, row);
     for (let i = 0; i < keys.length; i += 1000) await bucket.delete(keys.slice(i, i + 1000)); // R2 deletes at most 1,000 keys per call
     if (now - row.created_at < settleMs) return 'done'; // the sweep's pass finishes it

@@ -78,17 +78,19 @@ export interface EventSubject<R extends SubjectRow = SubjectRow> {
 /**
  * The job's log position as columns of the record's row. The record's id is named with
  * its table: drizzle writes columns of a one-table select unqualified, which inside the
- * subquery would name the job's own id.
+ * subquery would name the job's own id. A deleted record has no log (its deletion purges
+ * it, src/features/retention/copies.ts): its length is 0, so a stream of it ends at once
+ * with its tombstone (issue 29 finding 12), never waiting for bytes that are gone.
  */
 export const logPosition = (kind: RunJobKind, table: 'proofs' | 'executions') => {
-  const subjectId = sql`${sql.identifier(table)}.${sql.identifier('id')}`;
+  const column = (name: string) => sql`${sql.identifier(table)}.${sql.identifier(name)}`;
+  const subjectId = column('id');
   return {
     log_job_id: sql<string | null>`(SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as(
       'log_job_id',
     ),
-    log_bytes: sql<
-      number | null
-    >`(SELECT ${jobs.log_bytes} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId})`.as('log_bytes'),
+    log_bytes: sql<number | null>`(CASE WHEN ${column('deleted_at')} IS NOT NULL THEN 0 ELSE
+      (SELECT ${jobs.log_bytes} FROM ${jobs} WHERE ${jobs.kind} = ${kind} AND ${jobs.subject_id} = ${subjectId}) END)`.as('log_bytes'),
   };
 };
 

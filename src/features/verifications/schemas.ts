@@ -2,6 +2,7 @@
 import { z } from '@hono/zod-openapi';
 import type { verifications } from '../../db/schema.ts';
 import { Timestamp } from '../../lib/schemas.ts';
+import { TombstoneFields, tombstoneOf } from '../retention/schemas.ts';
 
 export type VerificationRow = typeof verifications.$inferSelect;
 
@@ -14,6 +15,7 @@ export const VerificationRecord = z
     program_uuid: z.string().nullable().openapi({ description: 'Null for an EVM proof checked against a config alone' }),
     config_id: z.string(),
     error_message: z.string(),
+    ...TombstoneFields,
   })
   .openapi('Verification');
 
@@ -26,5 +28,6 @@ export function verificationRecord(v: VerificationRow): z.infer<typeof Verificat
     program_uuid: v.program_id,
     config_id: v.config_id,
     error_message: v.error_message,
+    ...tombstoneOf(v),
   };
 }

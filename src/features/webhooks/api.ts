@@ -4,12 +4,11 @@
 // the API key's first batch (asCaller): a read is one round trip, a change one batch on
 // the primary that re-checks the key.
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { sql, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
-import { apiKeys } from '../../db/schema.ts';
 import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
-import { asCaller, authenticate, keyAuditActor, keyCreatedBy } from '../../middleware/auth.ts';
+import { asCaller, authenticate, keyCreatedBy } from '../../middleware/auth.ts';
+import { keyActor, keyColumn } from '../accounts/audit.ts';
 import { idempotent, sealAnswer } from '../../middleware/idempotency/index.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
@@ -29,7 +28,6 @@ import {
   redeliver,
   rotateSecret,
   updateEndpoint,
-  type Actor,
   type InOrg,
 } from './data.ts';
 import { TAGS, WEBHOOKS_DESCRIPTION } from './docs.ts';
@@ -52,15 +50,6 @@ const inKeyBatch =
   (c: Context<AppEnv>): InOrg =>
   (build, fresh) =>
     asCaller(c, (org) => build(c.var.db, org), fresh);
-
-/** The API key's column, as SQL, for statements batched with its lookup. */
-const keyColumn = (hash: string, column: SQL) =>
-  sql<string>`(SELECT ${column} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
-/** Who the audit log names for a change made with the request's API key: the person who made the key, the key beside them. */
-const keyActor = (c: Context<AppEnv>): Actor => ({
-  userId: keyColumn(c.var.apiKeyHash, sql`${apiKeys.user_id}`),
-  name: keyColumn(c.var.apiKeyHash, keyAuditActor),
-});
 
 /**
  * A sealed new secret for endpoint `id`. A deployment without WEBHOOK_ENCRYPTION_KEY

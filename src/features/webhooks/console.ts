@@ -13,6 +13,7 @@ import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
 import { door, json } from '../../middleware/door.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
+import { memberActor } from '../accounts/audit.ts';
 import {
   checkWebhookUrl,
   createEndpoint,
@@ -25,7 +26,6 @@ import {
   redeliver,
   rotateSecret,
   updateEndpoint,
-  type Actor,
   type InOrg,
 } from './data.ts';
 import { WEBHOOKS_DESCRIPTION } from './docs.ts';
@@ -47,7 +47,7 @@ const EndpointParams = OrgParams.extend({ webhook_id: Uuid('webhook_id') });
 const ConsoleDeliveryParams = OrgParams.extend(DeliveryParams.shape);
 
 /** The signed-in user, as the audit log and disabled_reason name them. */
-const actor = (c: Context<ConsoleEnv>): Actor => ({ userId: c.var.user.id, name: c.var.user.email });
+const actor = memberActor;
 
 /** Runs a read's statements as one batch in the member's organization (its session is checked already). */
 const inMemberBatch =

@@ -16,7 +16,7 @@ import type { BatchResults, Statement } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';
 import { auditLog, nowIso, WEBHOOK_EVENTS, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../../db/schema.ts';
 import type { Env } from '../../env.ts';
-import type { AuditAction } from '../accounts/audit.ts';
+import type { AuditAction, NamedActor } from '../accounts/audit.ts';
 import { ApiError, isRefusedInsert, notFound, ValidationError } from '../../lib/errors.ts';
 import { cappedCount, inPage, pageAnswer, pageQuery } from '../../lib/pages.ts';
 import type { UpdateWebhookBody, WebhookDeliveryRecord, WebhookEndpointRecord } from './schemas.ts';
@@ -95,10 +95,7 @@ const storedEvents = (events: readonly string[] | null | undefined) => (events ?
 // Statements, each operation's as a record of named statements for one batch. `Actor`
 // is who the audit log names: a console user, or an API key.
 
-export interface Actor {
-  userId: string | SQL<string | null> | null;
-  name: string | SQL<string>;
-}
+export type Actor = NamedActor;
 
 const own = (org: Org, id: string) => and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.org_id, org));
 

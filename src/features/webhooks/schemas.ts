@@ -77,7 +77,10 @@ export const WebhookDeliveryRecord = z
       .string()
       .nullable()
       .openapi({ description: 'Why it ended without an attempt (endpoint disabled or deleted); attempts say the rest' }),
-    payload: z.unknown().openapi({ description: 'The JSON body sent, as sent on every attempt; null before the first attempt' }),
+    payload: z.unknown().openapi({
+      description:
+        'The JSON body sent, as sent on every attempt; null before the first attempt, and once the record it is about was deleted',
+    }),
     attempts: z.array(WebhookAttemptRecord),
   })
   .openapi('WebhookDelivery');
