@@ -202,5 +202,29 @@ app.get(
 app.route('/console', consolePages);
 app.get('/healthz', door.open(), (c) => c.json({ ok: true }));
 
-app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
+/** The methods a request may name, in the order an Allow header lists them. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/**
+ * The methods `path` is served for (HEAD with GET): a route's own, never middleware's
+ * (method ALL) nor a wildcard's (the console's not-found page serves no path in
+ * particular). None for a path the app does not know.
+ */
+function allowedMethods(path: string): string[] {
+  const serves = (method: string) =>
+    app.router
+      .match(method === 'HEAD' ? 'GET' : method, path)[0]
+      .some(([[, route]]) => route.method !== 'ALL' && !route.path.endsWith('*'));
+  return METHODS.filter(serves);
+}
+
+// A path the app serves, asked with a method it does not serve, is 405 with the ones it
+// does (RFC 9110 15.5.6); any other path is 404.
+app.notFound((c) => {
+  const allow = allowedMethods(c.req.path);
+  if (allow.length === 0) return c.json({ detail: 'Not Found' }, 404);
+  return c.json({ detail: `Method Not Allowed: ${c.req.path} takes ${allow.join(', ')}, not ${c.req.method}` }, 405, {
+    Allow: allow.join(', '),
+  });
+});
 app.onError(onError);

@@ -44,8 +44,11 @@ export function budgetReachedSql(org: string | SQL, month: string): SQL<string |
     END FROM ${budgets} b JOIN ${budgetUsage} u ON u.org_id = b.org_id AND u.month = ${month} WHERE b.org_id = ${org})`;
 }
 
-/** Micro-USD as dollars, for messages. */
-export const usd = (micro: number) => `$${(micro / 1_000_000).toFixed(2)}`;
+/** Micro-USD as dollars, for messages: $1.00; an amount under a cent keeps its digits ($0.0045, not $0.00). */
+export function usd(micro: number): string {
+  const dollars = micro / 1_000_000;
+  return dollars !== 0 && Math.abs(dollars) < 0.01 ? `$${dollars.toFixed(6).replace(/0+$/, '')}` : `$${dollars.toFixed(2)}`;
+}
 
 /**
  * The 403 for a job of `kind` while the organization's budget is reached (`reached`:
@@ -57,10 +60,10 @@ export function budgetRefusal(reached: string | null | undefined, kind: JobKind)
   const b = JSON.parse(reached) as BudgetReached;
   const figures =
     b.metric === 'cost'
-      ? `${usd(b.budget)} monthly spending budget (used: ${usd(b.used)})`
-      : `${b.budget} GPU-hour monthly budget (used: ${b.used})`;
+      ? `${usd(b.used)} of its ${usd(b.budget)} monthly spending budget`
+      : `${b.used} of its ${b.budget} GPU-hour monthly budget`;
   return new ApiError(
     403,
-    `Budget reached: your organization spent its ${figures} for ${b.month} (UTC); new proofs and executions are refused until the month ends or an owner or admin raises the budget. Jobs already queued or running finish.`,
+    `Budget reached: your organization has used ${figures} for ${b.month} (UTC); new proofs and executions are refused until the month ends or an owner or admin raises the budget. Jobs already queued or running finish.`,
   );
 }

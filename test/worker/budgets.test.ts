@@ -112,7 +112,7 @@ describe('budget thresholds', () => {
 
     const refused = await json(await submitProof(t, program), 403);
     expect(refused.detail).toMatch(
-      /^Budget reached: your organization spent its \$1\.00 monthly spending budget \(used: \$1\.0\d\) for \d{4}-\d{2} \(UTC\); new proofs and executions are refused/,
+      /^Budget reached: your organization has used \$1\.0\d of its \$1\.00 monthly spending budget for \d{4}-\d{2} \(UTC\); new proofs and executions are refused/,
     );
     expect((await json(await submitExecution(t, program), 403)).detail).toMatch(/^Budget reached/);
     expect(await json(await finish(running.job), 200)).toEqual({ status: 'completed' });
@@ -185,7 +185,7 @@ describe('budget thresholds', () => {
       ['gpu_hours', 80],
       ['gpu_hours', 100],
     ]);
-    expect((await json(await submitProof(t, program), 403)).detail).toMatch(/1 GPU-hour monthly budget \(used: 1\.2\d*\)/);
+    expect((await json(await submitProof(t, program), 403)).detail).toMatch(/has used 1\.2\d* of its 1 GPU-hour monthly budget/);
   }, 60_000);
 });
 

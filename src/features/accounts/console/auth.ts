@@ -12,6 +12,7 @@ import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
 import { createMiddleware } from 'hono/factory';
+import { HTTPException } from 'hono/http-exception';
 import type { AppEnv } from '../../../app-env.ts';
 import { randomToken, sha256Hex } from '../../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../../lib/errors.ts';
@@ -54,7 +55,18 @@ export const consoleAuthApi = new OpenAPIHono<MaybeSignedInEnv>({ defaultHook: v
 // Cross-site requests are refused twice over: by Origin / Sec-Fetch-Site (hono/csrf,
 // for form posts) and by the custom header no other site can send without a CORS
 // preflight, which this Worker never grants. The cookie is SameSite=Strict as well.
-consoleAuthApi.use('*', csrf());
+// hono/csrf refuses with a bare 403 ("Forbidden"): the refusal says why, in the API's shape.
+const sameOrigin = csrf();
+consoleAuthApi.use('*', async (c, next) => {
+  await sameOrigin(c, async () => undefined).catch((err: unknown) => {
+    if (!(err instanceof HTTPException)) throw err;
+    throw new ApiError(
+      403,
+      'Cross-site request refused: send JSON (Content-Type: application/json) with the X-Console-CSRF header, as the console’s pages do',
+    );
+  });
+  await next();
+});
 const requireCsrfHeader = createMiddleware<AppEnv>(async (c, next) => {
   if (c.req.header(CSRF_HEADER) !== '1') throw new ApiError(403, `Missing ${CSRF_HEADER} header`);
   await next();
