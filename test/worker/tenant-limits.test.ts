@@ -244,9 +244,10 @@ describe('rate limits per organization', () => {
       )),
     ];
     // 10 keys × 29 uploads (each under its key's 30) is 290: within the organization's 300
-    // (test/vitest.config.ts). Each is refused (400: not a form) after its first read.
+    // (test/vitest.config.ts). Each is refused (400: a form type with no boundary) after its first read.
+    const init = { method: 'POST', body: 'not a form', headers: { 'content-type': 'multipart/form-data' } };
     for (let i = 0; i < keys.length * 29; i++) {
-      const res = await api(keys[i % keys.length], `/v1/programs?config_id=${config}`, { method: 'POST', body: 'not a form' });
+      const res = await api(keys[i % keys.length], `/v1/programs?config_id=${config}`, init);
       expect(res.status, `request ${i + 1}: ${await res.text()}`).toBe(400);
     }
   });
