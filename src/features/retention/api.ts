@@ -25,6 +25,7 @@ const DESCRIPTION =
 retentionApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'deleteProof',
     path: '/proofs/{proof_id}',
     middleware: [door.apiKey('records.delete', { rate: 'submissions' })],
     tags: ['proofs'],
@@ -65,6 +66,7 @@ retentionApi.openapi(
 retentionApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'deleteExecution',
     path: '/executions/{execution_id}',
     middleware: [door.apiKey('records.delete', { rate: 'submissions' })],
     tags: ['executions'],
@@ -108,6 +110,7 @@ retentionApi.openapi(
 retentionApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'deleteProgram',
     path: '/programs/{program_id}',
     middleware: [door.apiKey('records.delete', { rate: 'submissions' })],
     tags: ['programs'],

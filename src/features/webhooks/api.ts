@@ -82,6 +82,7 @@ async function sealedNewSecret(c: Context<AppEnv>, id: string) {
 webhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'createWebhook',
     path: '/',
     tags: TAGS,
     summary: 'Register a webhook endpoint; its signing secret is in this answer only (and in its replays: Idempotency-Key)',
@@ -122,6 +123,9 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listWebhooks',
+    description:
+      "A page of the organization's webhook endpoints: URL, events, state (enabled or disabled, and why) and description. Their signing secrets are never shown again after creation or rotation.",
     path: '/',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: TAGS,
@@ -144,6 +148,9 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getWebhook',
+    description:
+      "The endpoint's URL, events, description and state; `disabled_reason` says why one was disabled (by a person, or after failing deliveries).",
     path: '/{webhook_id}',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: TAGS,
@@ -162,6 +169,9 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'patch',
+    operationId: 'updateWebhook',
+    description:
+      'A JSON body with any of `url`, `events` (null: every event), `description` and `disabled`; fields left out keep their values. `disabled: false` enables an endpoint again, its failure counts started over.',
     path: '/{webhook_id}',
     tags: TAGS,
     summary: 'Change a webhook endpoint’s URL, events or description; enable (or disable) it',
@@ -182,6 +192,8 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'deleteWebhook',
+    description: 'The endpoint stops receiving events at once, and its pending deliveries are not sent.',
     path: '/{webhook_id}',
     middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,
@@ -201,6 +213,7 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'rotateWebhookSecret',
     path: '/{webhook_id}/rotate-secret',
     middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,
@@ -223,6 +236,9 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listWebhookDeliveries',
+    description:
+      "Each delivery's event, state (pending, delivered, failed) and attempts with their status codes. Delivered ones are kept 3 days, failed ones 30.",
     path: '/{webhook_id}/deliveries',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: TAGS,
@@ -245,6 +261,9 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'redeliverWebhookDelivery',
+    description:
+      'Sends the same webhook-id and body again, with a new round of retries: for a receiver that lost or refused it. A delivery still pending is 409.',
     path: '/{webhook_id}/deliveries/{delivery_id}/redeliver',
     middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,
@@ -266,6 +285,7 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'testWebhook',
     path: '/{webhook_id}/test',
     middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,

@@ -16,6 +16,9 @@ export const accountApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationH
 accountApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getMe',
+    description:
+      'The signed-in user (id, email, name, whether they operate the service) and each organization they belong to, with their role in it.',
     path: '/me',
     middleware: [door.console('account')],
     tags: ['console'],
@@ -32,6 +35,8 @@ accountApi.openapi(
 accountApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listMyOrganizations',
+    description: "Each organization the signed-in user is a member of, with their role: what the console's organization switcher lists.",
     path: '/orgs',
     middleware: [door.console('account')],
     tags: ['console'],
@@ -48,6 +53,9 @@ accountApi.openapi(
 accountApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'changePassword',
+    description:
+      'Takes the current password and the new one. Every session of the user ends, this one too: sign in again with the new password.',
     path: '/me/password',
     middleware: [door.console('account', { body: json(BODY_CAPS.small) })],
     tags: ['console'],

@@ -97,6 +97,8 @@ const GENERIC_SIGNIN_ERROR = 'Invalid email or password';
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'signIn',
+    security: [],
     path: '/signin',
     middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
@@ -126,6 +128,8 @@ consoleAuthApi.openapi(
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'refreshSession',
+    security: [],
     path: '/refresh',
     middleware: [door.anonymous()],
     tags: ['console auth'],
@@ -153,6 +157,10 @@ consoleAuthApi.openapi(
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'signOut',
+    description:
+      'Ends the session of the refresh cookie (its access tokens stop working) and clears the cookie. Answers 200 whether or not a session was open.',
+    security: [],
     path: '/signout',
     middleware: [door.anonymous()],
     tags: ['console auth'],
@@ -174,12 +182,14 @@ consoleAuthApi.openapi(
 for (const route of [
   {
     path: '/set-password',
+    operationId: 'setPassword',
     kind: 'set_password',
     summary: 'Set a password with a one-time link (from `npm run admin -- create-user`)',
     description: 'Ends the user’s sessions. The token travels in the body, never in a URL the server sees (the link carries it after #).',
   },
   {
     path: '/reset-password',
+    operationId: 'resetPassword',
     kind: 'password_reset',
     summary: 'Set a new password with a password-reset link',
     description:
@@ -189,7 +199,9 @@ for (const route of [
   consoleAuthApi.openapi(
     createRoute({
       method: 'post',
+      operationId: route.operationId,
       path: route.path,
+      security: [],
       middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
       tags: ['console auth'],
       summary: route.summary,
@@ -211,6 +223,8 @@ const RESET_ANSWER = 'If an account has this email, a link to reset its password
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'requestPasswordReset',
+    security: [],
     path: '/password-reset',
     middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
@@ -247,6 +261,8 @@ consoleAuthApi.openapi(
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'readInvite',
+    security: [],
     path: '/invite',
     middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
@@ -270,6 +286,8 @@ consoleAuthApi.use('/accept-invite', consoleUserIfBearer);
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'acceptInvite',
+    security: [],
     path: '/accept-invite',
     middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],

@@ -26,6 +26,8 @@ export const membersApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationH
 membersApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgMembers',
+    description: "Each member's user id, email, name, role and when they joined. Owners and admins only.",
     path: '/orgs/{org_id}/members',
     middleware: [door.console('members.manage')],
     tags: ['console members'],
@@ -56,6 +58,9 @@ function checkOwnerRule(c: Context<ConsoleEnv>, ...roles: Role[]) {
 membersApi.openapi(
   createRoute({
     method: 'patch',
+    operationId: 'updateOrgMember',
+    description:
+      "Admins change admins, members and viewers; only owners make, change or remove owners, and an organization always keeps one owner. The member's API keys follow their new role at once.",
     path: '/orgs/{org_id}/members/{user_id}',
     middleware: [door.console('members.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console members'],
@@ -83,6 +88,7 @@ membersApi.openapi(
 membersApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'removeOrgMember',
     path: '/orgs/{org_id}/members/{user_id}',
     middleware: [door.console('members.manage')],
     tags: ['console members'],
@@ -113,6 +119,9 @@ membersApi.openapi(
 membersApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgInvites',
+    description:
+      'Invitations sent and not yet accepted, revoked or expired: whom, with which role, by whom and until when. Owners and admins only.',
     path: '/orgs/{org_id}/invites',
     middleware: [door.console('members.manage')],
     tags: ['console members'],
@@ -130,6 +139,7 @@ membersApi.openapi(
 membersApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'createOrgInvite',
     path: '/orgs/{org_id}/invites',
     middleware: [door.console('members.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console members'],
@@ -196,6 +206,8 @@ membersApi.openapi(
 membersApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'revokeOrgInvite',
+    description: "The invitation's link stops working at once. Owners and admins only.",
     path: '/orgs/{org_id}/invites/{invite_id}',
     middleware: [door.console('members.manage')],
     tags: ['console members'],
