@@ -11,6 +11,14 @@ export interface Env {
   LEASE_CHECKS: Queue<LeaseCheck>;
   /** The Worker's own queue of webhook attempts (sent: src/jobs/webhooks.ts; consumed: src/features/webhooks/delivery.ts). */
   WEBHOOKS: Queue<WebhookMessage>;
+  /** The Worker's own queue of mail asked for by anyone (password resets: src/features/accounts/password-reset.ts). */
+  MAIL: Queue<MailRequest>;
+  /**
+   * Where people open the console (`https://host[:port]`): every link the service mails
+   * points there, never at a request's Host. Required wherever links are sent; checked at
+   * start (src/features/accounts/mail.ts publicOrigin).
+   */
+  PUBLIC_ORIGIN?: string;
   /** Key (at least 32 characters) the webhook signing secrets are encrypted under at rest (src/lib/sealing.ts). A secret in deployments. */
   WEBHOOK_ENCRYPTION_KEY?: string;
   /** "true": webhooks may also go to http(s)://127.0.0.1, [::1] and localhost. Local development only. */
@@ -123,6 +131,15 @@ export interface LeaseCheck {
   type: 'lease-check';
   job_id: string;
   lease_id: string;
+}
+
+/**
+ * A message on the MAIL queue: a password reset asked for `email` (whether it has an
+ * account is decided by the consumer, after the answer: src/features/accounts/password-reset.ts).
+ */
+export interface MailRequest {
+  type: 'password-reset';
+  email: string;
 }
 
 /** A message on the WEBHOOKS queue: make attempt `attempt` + 1 of a delivery (src/features/webhooks/delivery.ts). */

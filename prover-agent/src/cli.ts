@@ -8,6 +8,7 @@ const commands: Record<string, () => Promise<{ main(argv: string[]): Promise<num
 const usage = `usage: prover-agent [run] [flags]              run the agent daemon (default)
        prover-agent execute --elf <file> [...]   execute a guest with the dev executor
        prover-agent setup-config <cfg_id> [...]  prepare a config directory for the openvm engine
+       prover-agent --version                    print the agent's version
 Run a command with --help for its flags.`;
 
 async function main(): Promise<number> {

@@ -37,7 +37,7 @@ import {
 } from '../lib/ids.ts';
 import { type MailMessage, SET_PASSWORD_LINK_TTL_HOURS, setPasswordMessage } from '../features/accounts/mail.ts';
 import { revoke } from '../lib/revoke.ts';
-import { normalizeConfigId } from '../lib/schemas.ts';
+import { normalizeConfigId, unsafeNameCharacter } from '../lib/schemas.ts';
 import { MAX_AGENT_GPUS, MAX_AGENT_LEASES, MAX_MACHINE_TYPE_LENGTH } from '../lib/limits.ts';
 import { ENGINE_NAMES, engineTraits } from 'prover-agent/protocol';
 
@@ -127,6 +127,7 @@ export async function createUser(
   const email = normalizeEmail(u.email);
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new Error(`not an email address: ${u.email}`);
   if (!ROLES.includes(u.role)) throw new Error(`role must be ${ROLES.join(', ')}: ${u.role}`);
+  checkName('a user name', u.name ?? '');
   const byEmail = sql<string>`${db.select({ id: users.id }).from(users).where(eq(users.email, email))}`;
   const user = db.insert(users).values({ id: newUserId(), email, name: u.name ?? '', is_operator: u.operator ?? false });
   const statements = [
@@ -193,7 +194,14 @@ export async function createUser(
 export const outboxInsert = (m: MailMessage): string =>
   render(db.insert(mailOutbox).values({ id: newMailId(), to: m.to, subject: m.subject, text: m.text, link: m.link ?? null }));
 
+/** Refuses a name people will read that holds a control or bidirectional formatting character (what the API refuses 422). */
+function checkName(what: string, name: string): void {
+  const found = unsafeNameCharacter(name);
+  if (found) throw new Error(`${what} may not contain control or bidirectional formatting characters (found ${found})`);
+}
+
 export function createOrganization(name: string, id: string = newOrganizationId()): AdminStep {
+  checkName('an organization name', name);
   return {
     sql: [render(db.insert(organizations).values({ id, name }).onConflictDoNothing({ target: organizations.id }))],
     output: [`organization ${name}`, id],
@@ -311,6 +319,7 @@ export async function createApiKey(
   scope: KeyScope = DEFAULT_KEY_SCOPE,
 ): Promise<AdminStep> {
   if (!KEY_SCOPE_NAMES.includes(scope)) throw new Error(`scope must be ${KEY_SCOPE_NAMES.join(', ')}: ${scope}`);
+  checkName('a key owner', owner);
   const row = {
     id: sql`${newApiKeyId()}`.as('id'),
     org_id: organizations.id,
@@ -322,6 +331,7 @@ export async function createApiKey(
     user_id: sql`NULL`.as('user_id'),
     last_used_at: sql`NULL`.as('last_used_at'),
     scope: sql`${scope}`.as('scope'),
+    name: sql`NULL`.as('name'),
   };
   return {
     sql: [

@@ -81,7 +81,10 @@ export const apiKeys = sqliteTable(
     id: text('id').primaryKey(),
     org_id: orgId(),
     key_hash: text('key_hash').notNull(),
-    /** Shown as `created_by` on everything made with this key. */
+    /**
+     * Who the key belongs to: its creator's email (a console key), or the label an operator
+     * gave it. What the key makes records it, its name beside it (src/middleware/auth.ts keyActorLabel).
+     */
     owner: text('owner').notNull(),
     created_at: createdAt(),
     revoked_at: text('revoked_at'),
@@ -93,6 +96,8 @@ export const apiKeys = sqliteTable(
     last_used_at: text('last_used_at'),
     /** What it may do at most (src/auth/permissions.ts KEY_SCOPES), bounded further by its creator's current role. */
     scope: text('scope', { enum: KEY_SCOPE_NAMES }).notNull().default('full'),
+    /** What its creator called it (null: no name). Never recorded alone (migrations/0024_accounts.sql). */
+    name: text('name'),
   },
   (t) => [uniqueIndex('api_keys_key_hash').on(t.key_hash), index('api_keys_org').on(t.org_id, t.created_at)],
 );
@@ -190,8 +195,9 @@ export const mailOutbox = sqliteTable(
 
 /**
  * A signed-in browser. Its refresh token (an HttpOnly cookie) is stored only hashed and
- * rotates on every use; the previous one is kept to detect a replayed (stolen) token,
- * which revokes the session. Access tokens name their session, so revoking it ends them too.
+ * rotates on every use; a token of any earlier generation presented again (a stolen copy)
+ * revokes the session (src/features/accounts/sessions.ts). Access tokens name their
+ * session, so revoking it ends them too.
  */
 export const consoleSessions = sqliteTable(
   'console_sessions',
@@ -201,21 +207,35 @@ export const consoleSessions = sqliteTable(
       .notNull()
       .references(() => users.id),
     refresh_hash: text('refresh_hash').notNull(),
+    /** The token rotated away last: how a token made before refresh tokens named their session is caught when replayed. */
     previous_refresh_hash: text('previous_refresh_hash'),
     created_at: createdAt(),
     rotated_at: text('rotated_at'),
     expires_at: text('expires_at').notNull(),
     revoked_at: text('revoked_at'),
+    /** What signed in (its User-Agent, cut) and from where (its address), as its person sees their sessions. */
+    user_agent: text('user_agent'),
+    client_address: text('client_address'),
   },
   (t) => [uniqueIndex('console_sessions_refresh').on(t.refresh_hash), index('console_sessions_user').on(t.user_id)],
 );
 
-/** Failed sign-ins per account and per client in the current window (src/console/throttle.ts). */
-export const signinThrottle = sqliteTable('signin_throttle', {
-  key: text('key').primaryKey(),
-  failures: integer('failures').notNull(),
-  window_started_at: integer('window_started_at').notNull(),
-});
+/** Password checks per account and client, per client and per account in the current window (src/features/accounts/signin-throttle.ts). */
+export const signinThrottle = sqliteTable(
+  'signin_throttle',
+  {
+    key: text('key').primaryKey(),
+    failures: integer('failures').notNull(),
+    window_started_at: integer('window_started_at').notNull(),
+    /** The email the row counts for (null for a client's own row): a completed reset clears them all. */
+    account: text('account'),
+  },
+  (t) => [
+    index('signin_throttle_account')
+      .on(t.account)
+      .where(sql`${t.account} IS NOT NULL`),
+  ],
+);
 
 /** Key and member changes, per organization, newest read first. */
 export const auditLog = sqliteTable(

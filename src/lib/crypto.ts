@@ -60,3 +60,9 @@ export function signingSecret(value: string | undefined, name: string, where: st
   if (!value || value.length < 32) throw new Error(`${name} is not set (at least 32 characters): see README "${where}"`);
   return value;
 }
+
+/** HMAC-SHA-256 of `message` under `secret`, as lower-case hex. */
+export async function hmacSha256Hex(secret: string, message: string): Promise<string> {
+  const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  return toHex(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(message)));
+}

@@ -45,8 +45,22 @@ export const MAX_AGENT_GPUS = 10_000;
 export const MAX_AGENT_LEASES = 10_000;
 /** Longest machine type name (a host's declaration, an agent token's). */
 export const MAX_MACHINE_TYPE_LENGTH = 100;
-/** Longest API key name (its owner label). */
+/** Longest API key name. */
 export const MAX_API_KEY_NAME_LENGTH = 100;
+
+/**
+ * A character a stored name (of a program, project, API key, webhook endpoint,
+ * organization or user) may not hold: a control character (C0 with tab, CR, LF and NUL;
+ * DEL; C1), the line or paragraph separator, or a bidirectional formatting character
+ * (the marks, embeddings, overrides and isolates), with which a name splits a line or
+ * reads as something else (U+202E turns a key's name into "(owner@a.example)"). Refused
+ * on the way in (lib/schemas.ts safeName), stripped from a multipart filename, and shown
+ * escaped by the console (what was stored before).
+ */
+export const UNSAFE_NAME_CHARACTER = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+
+/** A character as its code point, `U+202E`: how a refusal names it and the console shows it. */
+export const codePointName = (ch: string) => `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 /** Longest webhook endpoint URL and description. */
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 export const MAX_WEBHOOK_DESCRIPTION = 256;

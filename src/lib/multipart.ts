@@ -5,7 +5,7 @@
 // single large VMEXE part.)
 import { ApiError, ValidationError, type ValidationIssue } from './errors.ts';
 import { concatBytes, indexOfBytes } from './bytes.ts';
-import { MAX_FILENAME_LENGTH } from './limits.ts';
+import { MAX_FILENAME_LENGTH, UNSAFE_NAME_CHARACTER } from './limits.ts';
 
 export interface PartInfo {
   /** The form field name from Content-Disposition. */
@@ -220,13 +220,17 @@ function parsePartHeaders(text: string): PartInfo | null {
   return { name: params.name, filename: filename === undefined ? undefined : cleanFilename(filename), contentType };
 }
 
+const UNSAFE_NAME_CHARACTERS = new RegExp(UNSAFE_NAME_CHARACTER.source, 'gu');
+
 /**
- * A filename as a name may use it: control characters (C0 with CR, LF and NUL, DEL,
- * C1) removed, which would otherwise split log lines and headers, and cut to
- * MAX_FILENAME_LENGTH characters (code points, never half a pair).
+ * A filename as a name may use it (a program's default name is its ELF's): what a
+ * stored name may not hold (UNSAFE_NAME_CHARACTER: control characters, which would
+ * otherwise split log lines and headers, and bidirectional formatting characters, which
+ * make a name read as another) removed, and cut to MAX_FILENAME_LENGTH characters (code
+ * points, never half a pair).
  */
 export function cleanFilename(filename: string): string {
-  const clean = filename.replace(/[\u0000-\u001f\u007f-\u009f]/g, '');
+  const clean = filename.replace(UNSAFE_NAME_CHARACTERS, '');
   if (clean.length <= MAX_FILENAME_LENGTH) return clean;
   return Array.from(clean).slice(0, MAX_FILENAME_LENGTH).join('');
 }

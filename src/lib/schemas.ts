@@ -1,6 +1,8 @@
 // Request and response schemas shared by the route modules. Requests are validated
 // with these and the OpenAPI document is generated from the same objects.
 import { z } from '@hono/zod-openapi';
+import type { ValidationIssue } from './errors.ts';
+import { codePointName, UNSAFE_NAME_CHARACTER } from './limits.ts';
 
 /** What Rust's `str::trim` strips (Unicode White_Space); not JavaScript's `trim` (which also strips U+FEFF but not U+0085). */
 const RUST_TRIM =
@@ -274,4 +276,33 @@ export const DateParam = z
 /** Inclusive date range bounds as stored timestamps compare: `to` as a date covers that whole day. */
 export function dateRange(from?: string, to?: string): { from?: string; to?: string } {
   return { from, to: to && to.length === 10 ? `${to}T23:59:59.999Z` : to };
+}
+
+// ---------------------------------------------------------------------------
+// Names people read
+
+/** The first character of `text` a stored name may not hold (UNSAFE_NAME_CHARACTER), as `U+XXXX`, or null. */
+export function unsafeNameCharacter(text: string): string | null {
+  const found = UNSAFE_NAME_CHARACTER.exec(text)?.[0];
+  return found === undefined ? null : codePointName(found);
+}
+
+const unsafeNameMessage = (found: string) =>
+  `a name may not contain control or bidirectional formatting characters (found ${found}): it must read as what it is`;
+
+/**
+ * The one check of every stored name, on /v1 and the console alike: 422 (`value_error`)
+ * for a control or bidirectional formatting character. Names the published client sends
+ * (`program_name`, `project_name`) are what its user typed; it shows the 422's message.
+ */
+export const safeName = <T extends z.ZodType<string>>(schema: T) =>
+  schema.superRefine((value, ctx) => {
+    const found = unsafeNameCharacter(value);
+    if (found) ctx.addIssue({ code: 'custom', message: unsafeNameMessage(found) });
+  });
+
+/** The same check, for a name read outside a schema (a bare JSON string, a form field): its 422 issue at `loc`, or null. */
+export function unsafeNameIssue(loc: (string | number)[], text: string): ValidationIssue | null {
+  const found = unsafeNameCharacter(text);
+  return found ? { loc, msg: `Value error, ${unsafeNameMessage(found)}`, type: 'value_error' } : null;
 }

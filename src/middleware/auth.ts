@@ -17,7 +17,8 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv, Caller } from '../app-env.ts';
 import { batchByName, type BatchResults, type Steps } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
-import { KEY_SCOPE_NAMES, KEY_SCOPES, PERMISSIONS, rankOf, ROLE_ORDER, type Action, type Role } from '../auth/permissions.ts';
+import { KEY_SCOPE_NAMES, KEY_SCOPES, PERMISSIONS, rankOf, type Action, type Role } from '../auth/permissions.ts';
+import { rankSql } from './role-rank.ts';
 import { apiKeys, memberships } from '../db/schema.ts';
 import { isBookmarkError } from '../db/sessions.ts';
 import { sha256Hex } from '../lib/crypto.ts';
@@ -109,13 +110,6 @@ export function gateBodyOnKey(c: Context<AppEnv>): void {
   });
 }
 
-/** A role's rank (src/auth/permissions.ts rankOf) in SQL; null for no role. */
-const rankSql = (role: SQL): SQL<number | null> =>
-  sql<number | null>`(CASE ${role} ${sql.join(
-    ROLE_ORDER.map((r) => sql`WHEN ${r} THEN ${rankOf(r)}`),
-    sql` `,
-  )} END)`;
-
 /**
  * A column named with its table, always: drizzle leaves columns unqualified in a
  * single-table select's fields, where inside the subquery below `org_id = org_id`
@@ -136,6 +130,17 @@ const keyRights = sql<number | null>`min(${sql`(CASE ${col(apiKeys.scope)} ${sql
   sql` `,
 )} END)`}, CASE WHEN ${col(apiKeys.user_id)} IS NULL THEN ${rankOf('owner')} ELSE ${rankSql(creatorRole)} END)`;
 
+/**
+ * What a key's work is recorded as (`created_by` on what it makes): the person who made
+ * it (its owner: their email, or the label an operator gave it), the key's name beside
+ * it, quoted, so a name never reads as part of the person (names hold no control or
+ * bidirectional characters either: lib/schemas.ts safeName). Never the name alone.
+ */
+export const keyCreatedBy = sql<string>`(${col(apiKeys.owner)} || coalesce(' (key "' || ${col(apiKeys.name)} || '")', ''))`;
+
+/** Who the audit log names for a change made with a key: its owner, with the key's prefix and name beside it. */
+export const keyAuditActor = sql<string>`(${col(apiKeys.owner)} || ' (API key ' || coalesce(${col(apiKeys.prefix)} || '…', ${col(apiKeys.id)}) || coalesce(' "' || ${col(apiKeys.name)} || '"', '') || ')')`;
+
 /** The api_keys row of a live key: not revoked, its creator (if any) still a member. */
 const liveKey = (hash: string) => sql`${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL AND ${keyRights} IS NOT NULL`;
 
@@ -152,7 +157,7 @@ function keyLookup(db: Db, hash: string) {
     .select({
       key_id: apiKeys.id,
       org_id: apiKeys.org_id,
-      owner: apiKeys.owner,
+      owner: keyCreatedBy.as('owner'),
       last_used_at: apiKeys.last_used_at,
       revoked_at: apiKeys.revoked_at,
       scope: apiKeys.scope,

@@ -6,23 +6,29 @@
 // The access token is a short-lived JWT naming a console session; accounts sign it when
 // they open or refresh a session (src/features/accounts/sessions.ts), every console
 // route checks it here.
-import { and, eq, isNull, sql } from 'drizzle-orm';
+import { and, eq, isNull, sql, type SQL } from 'drizzle-orm';
+import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { sign, verify } from 'hono/jwt';
 import type { AppEnv } from '../app-env.ts';
+import { PERMISSIONS, rankOf } from '../auth/permissions.ts';
+import { batchByName } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
 import { consoleSessions, memberships, organizations, users, type Role } from '../db/schema.ts';
 import type { Env } from '../env.ts';
 import { signingSecret } from '../lib/crypto.ts';
 import { ApiError, decodePathSegment } from '../lib/errors.ts';
 import { bearer } from '../lib/bearer.ts';
+import { rankSql } from './role-rank.ts';
 
 const DEFAULT_ACCESS_TTL_SECONDS = 600;
 
 export const accessTtlSeconds = (env: Env) =>
   Number(env.CONSOLE_ACCESS_TOKEN_TTL_SECONDS ?? DEFAULT_ACCESS_TTL_SECONDS) || DEFAULT_ACCESS_TTL_SECONDS;
 
-const jwtSecret = (env: Env) => signingSecret(env.CONSOLE_JWT_SECRET, 'CONSOLE_JWT_SECRET', 'Console');
+/** The console's signing key: access tokens (JWT HS256) and refresh tokens' names of their session (src/features/accounts/sessions.ts). */
+export const consoleSigningKey = (env: Env) => signingSecret(env.CONSOLE_JWT_SECRET, 'CONSOLE_JWT_SECRET', 'Console');
+const jwtSecret = consoleSigningKey;
 
 export interface AccessClaims {
   sub: string;
@@ -146,3 +152,69 @@ export const consoleUserIfBearer = createMiddleware<MaybeSignedInEnv>(async (c, 
   }
   await next();
 });
+
+// ---------------------------------------------------------------------------
+// Writes: the member as the statement that writes finds them
+
+/** The least role the route's action needs (permit()), or `least` when the write needs more. */
+function leastFor(c: Context<ConsoleEnv>, least?: Role): Role {
+  if (least) return least;
+  const action = c.var.action;
+  if (!action) throw new Error(`${c.req.method} ${c.req.path} declares no action (permit())`);
+  return PERMISSIONS[action].least;
+}
+
+/**
+ * The member's organization id as SQL, for the statements of a console write: NULL unless,
+ * when the statement runs, the signed-in person's session is still live and they still
+ * hold a role of at least `least` there (by default what the route's action needs). The
+ * console's orgOfKey (src/middleware/auth.ts): what was checked before the handler is
+ * checked again inside the write, so a removal, a demotion, a password change or a
+ * sign-out landing in between leaves the write nothing to write (an update matches no
+ * row; an insert or an audit entry with a NULL organization fails its whole batch).
+ */
+export function orgOfMember(c: Context<ConsoleEnv>, least?: Role): SQL<string> {
+  return sql<string>`(SELECT acting.org_id FROM ${memberships} AS acting WHERE acting.org_id = ${c.var.membership.orgId} AND acting.user_id = ${c.var.user.id} AND ${rankSql(sql`acting.role`)} >= ${rankOf(leastFor(c, least))} AND EXISTS (SELECT 1 FROM ${consoleSessions} AS acting_session WHERE acting_session.id = ${c.var.sessionId} AND acting_session.revoked_at IS NULL))`;
+}
+
+/**
+ * Why the member may no longer make this write, read on the primary: 409 when they left
+ * the organization or their role no longer allows it, 401 for an ended session; null
+ * when they still stand as checked.
+ */
+async function memberRefusal(c: Context<ConsoleEnv>, least?: Role): Promise<ApiError | null> {
+  const db = c.var.sessions.primary();
+  const { orgId, orgName } = c.var.membership;
+  const { membership, session } = await batchByName(db, {
+    membership: db
+      .select({ role: memberships.role })
+      .from(memberships)
+      .where(and(eq(memberships.org_id, orgId), eq(memberships.user_id, c.var.user.id))),
+    session: db
+      .select({ id: consoleSessions.id })
+      .from(consoleSessions)
+      .where(and(eq(consoleSessions.id, c.var.sessionId), isNull(consoleSessions.revoked_at))),
+  });
+  const role = membership[0]?.role;
+  if (!role) return new ApiError(409, `You are no longer a member of ${orgName}: nothing was changed`);
+  const need = leastFor(c, least);
+  if (rankOf(role) < rankOf(need))
+    return new ApiError(409, `Your role in ${orgName} is now ${role}, and this needs ${need} or higher: nothing was changed`);
+  if (!session[0])
+    return unauthorized('Your session ended while this request ran (signed out, or the password changed): nothing was changed');
+  return null;
+}
+
+/**
+ * Runs a console write whose statements are scoped by orgOfMember(c, least) (handed to
+ * `write`). When it fails or finds nothing (any error, a 404 included) and the member no
+ * longer stands as checked, the answer says so instead (409; 401 for an ended session):
+ * the write, scoped to their standing, changed nothing.
+ */
+export async function asMember<T>(c: Context<ConsoleEnv>, write: (org: SQL<string>) => Promise<T>, least?: Role): Promise<T> {
+  try {
+    return await write(orgOfMember(c, least));
+  } catch (err) {
+    throw (await memberRefusal(c, least)) ?? err;
+  }
+}

@@ -349,15 +349,19 @@ const commands: Record<string, Command> = {
   'create-user': {
     synopsis: `--email EMAIL --org ORG_ID [--role ${ROLES.join('|')}] [--name NAME] [--operator] [--console-url URL]`,
     summary:
-      'Make a console user a member of an organization (default role owner; a viewer only reads: the first owner is made this way; owners and admins invite the rest from the console). An existing account keeps its password and only gains the membership. A new account (or one with no password yet) gets a one-time set-password link: emailed when the environment has a mail sender (MAIL_SENDER; for "http", MAIL_API_KEY in your environment), otherwise printed on the last line. --operator shows them the fleet page. --console-url is where the console is served (default http://127.0.0.1:8787 with --local; required with --remote).',
+      'Make a console user a member of an organization (default role owner; a viewer only reads: the first owner is made this way; owners and admins invite the rest from the console). An existing account keeps its password and only gains the membership. A new account (or one with no password yet) gets a one-time set-password link: emailed when the environment has a mail sender (MAIL_SENDER; for "http", MAIL_API_KEY in your environment), otherwise printed on the last line. --operator shows them the fleet page. --console-url is where the console is served (default: the environment\'s PUBLIC_ORIGIN in wrangler.toml).',
     options: { email: str, org: str, role: str, name: str, operator: bool, 'console-url': str },
     async run(c) {
       const org = required(c.values, 'org');
       const role = ROLES.find((r) => r === (c.values.role ?? 'owner'));
       if (!role) throw new UsageError(`--role must be ${ROLES.join(', ')}, not ${c.values.role}`);
+      // Where the link points: --console-url, else the environment's PUBLIC_ORIGIN (the Worker's own setting).
       const consoleUrl =
-        c.values['console-url'] === undefined ? (c.target.remote ? undefined : 'http://127.0.0.1:8787') : required(c.values, 'console-url');
-      if (!consoleUrl) throw new UsageError('--console-url is required with --remote (where people open the console)');
+        c.values['console-url'] === undefined ? (await mailSettings(c.target.env)).PUBLIC_ORIGIN : required(c.values, 'console-url');
+      if (!consoleUrl)
+        throw new UsageError(
+          `--console-url is needed: this environment sets no PUBLIC_ORIGIN (where people open the console; wrangler.toml [env.${c.target.env ?? '…'}.vars])`,
+        );
       const email = required(c.values, 'email');
       const [orgs, found] = await d1Execute(c.target, [listOrganizations(), findUser(email)]);
       if (!orgs?.some((o) => o.id === org)) throw new Error(`no organization ${org} (see list-orgs)`);

@@ -7,8 +7,9 @@
 // Environment: PORT (8787), PERSIST_DIR (local state; default .wrangler/state),
 // DEV_API_KEY (use this exact API key), AGENT_METRICS_PORT (9464), FLEET_LOGS=1 (or
 // `npm start -- --fleet-logs`: also print the fleet's own routine requests).
-// Ctrl-C / SIGTERM stops the agent, then the Worker, and exits 0; if the Worker dies
-// the agent is stopped and start exits non-zero. An agent that fails leaves the Worker up.
+// Ctrl-C / SIGTERM / SIGHUP (a closed terminal) stops the agent, then the Worker, and
+// exits 0; if the Worker dies the agent is stopped and start exits non-zero. An agent that
+// fails leaves the Worker up. A port in use is refused, naming the process that holds it.
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -28,6 +29,7 @@ import {
 } from '../admin/statements.ts';
 import { hashPassword } from '../features/accounts/password.ts';
 import { randomToken } from '../lib/crypto.ts';
+import { ensureDevVars } from './dev-vars.ts';
 import {
   applyLocalMigrations,
   d1Execute,
@@ -35,6 +37,7 @@ import {
   forwardOutput,
   hasExited,
   killGroupNow,
+  portInUseMessage,
   portIsFree,
   ROOT,
   spawnGroup,
@@ -63,6 +66,8 @@ const persistTo = process.env.PERSIST_DIR ? path.resolve(process.env.INIT_CWD ??
 /** Where start keeps its own files: next to the default state, or inside PERSIST_DIR so runs with their own state never share them. */
 const devDir = persistTo ?? path.join(ROOT, '.wrangler');
 const credentialsFile = path.join(devDir, 'dev-credentials.json');
+/** The Worker's local-only settings, where wrangler dev reads them (beside wrangler.toml). */
+const DEV_VARS_FILE = path.join(ROOT, '.dev.vars');
 const baseUrl = `http://127.0.0.1:${port}`;
 
 const log = (msg: string) => process.stderr.write(`[start] ${msg}\n`);
@@ -73,18 +78,49 @@ const fleetLogs = process.argv.includes('--fleet-logs') || process.env.FLEET_LOG
 /**
  * What a person watching `npm start` needs of the Worker's output: the requests to the
  * API, the console and the docs, errors, and whatever is not a request log; not the
- * fleet's own polling (an idle agent pulls every second), unless --fleet-logs.
+ * fleet's own polling (an idle agent pulls every second), unless --fleet-logs; and not
+ * wrangler's start-up chatter, which the banner replaces: its build lines, the table of
+ * bindings (printed at each start and reload; wrangler.toml says the same), its local
+ * server's progress and "Ready" line, and its warning that the cron is not run locally
+ * (start fires it; the banner says so).
  */
-function workerLineShown(line: string): boolean {
-  if (fleetLogs) return true;
-  const request = /^\[wrangler:\w+\] (\w+) (\S+) (\d{3})/.exec(line);
-  if (request) {
-    const [, , path, status] = request;
-    if (Number(status) >= 500) return true;
-    return /^\/(v1|console|docs|openapi\.json|downloads)(\/|\?|$)/.test(path);
-  }
-  // The cron sweep, when it found nothing to do.
-  return !/"msg":"sweep","requeued":0,"renotified":0,"waiting":0/.test(line);
+function workerLineFilter(): (line: string) => boolean {
+  let inBindingsTable = false;
+  let inCronWarning = false;
+  return (line) => {
+    if (inBindingsTable) {
+      // The table ends with its first empty line.
+      inBindingsTable = line.trim() !== '';
+      return false;
+    }
+    if (line.startsWith('Your Worker has access to the following bindings:')) {
+      inBindingsTable = true;
+      return false;
+    }
+    if (line.includes('Scheduled Workers are not automatically triggered during local development')) inCronWarning = true;
+    if (inCronWarning) {
+      // It ends with the link to the docs.
+      inCronWarning = !line.includes('For more details, see');
+      return false;
+    }
+    if (
+      line.trim() === '' ||
+      /^\[custom build\] /.test(line) ||
+      /^Using secrets defined in /.test(line) ||
+      /^⎔ (Starting local server|Connection status updated)/.test(line) ||
+      /^\[wrangler:info\] Ready on /.test(line)
+    )
+      return false;
+    if (fleetLogs) return true;
+    const request = /^\[wrangler:\w+\] (\w+) (\S+) (\d{3})/.exec(line);
+    if (request) {
+      const [, , path, status] = request;
+      if (Number(status) >= 500) return true;
+      return /^\/(v1|console|docs|openapi\.json|downloads)(\/|\?|$)/.test(path);
+    }
+    // The cron sweep, when it found nothing to do.
+    return !/"msg":"sweep","requeued":0,"renotified":0,"waiting":0/.test(line);
+  };
 }
 
 interface Credentials {
@@ -234,6 +270,7 @@ function banner(creds: Credentials, agent: ChildProcess, newKeyWhy?: string): st
     `  API docs:        ${baseUrl}/docs`,
     `  Mail (outbox):   ${baseUrl}/console/outbox   (invitations and password links are stored there, not sent; each also logs a [mail] line)`,
     `  Prover agent:    ${agentLine}`,
+    `  Cron sweep:      fired every minute by npm start (wrangler dev runs no cron; the deployed Worker's runs every minute)`,
     '',
     '  Try it:',
     `    curl -H 'Service-API-Key: ${creds.api_key}' ${baseUrl}/v1/validate_api_key`,
@@ -270,6 +307,10 @@ function onSignal(signal: NodeJS.Signals): void {
 async function main(): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // A closed terminal hangs up its foreground group: npm, sh and this process. The Worker
+  // and the agent run in groups of their own (so that Ctrl-C reaches only this process),
+  // so they would outlive it and hold their ports: stop them as for Ctrl-C.
+  process.on('SIGHUP', onSignal);
   // `npm start` runs this under `sh -c`, which does not pass a SIGTERM sent to npm on;
   // npm and sh then exit and leave this process to init. Treat that as a SIGTERM.
   const parent = process.ppid;
@@ -288,7 +329,9 @@ async function main(): Promise<void> {
   });
 
   if (!Number.isInteger(port) || port <= 0) throw new Error(`PORT must be a port number, not ${process.env.PORT}`);
-  if (!(await portIsFree(port))) throw new Error(`port ${port} is in use (another npm start or wrangler dev?): stop it or set PORT`);
+  if (!(await portIsFree(port))) throw new Error(`${portInUseMessage(port, 'the Worker')}, or set PORT`);
+  if (metricsPort && !(await portIsFree(metricsPort)))
+    throw new Error(`${portInUseMessage(metricsPort, "the agent's metrics")}, or set AGENT_METRICS_PORT`);
 
   log(`applying migrations to the local D1 (${persistTo ?? '.wrangler/state'})`);
   await applyLocalMigrations(persistTo);
@@ -297,9 +340,11 @@ async function main(): Promise<void> {
   log(`seeding ${DEV_ORG_ID}, its API key, config ${DEV_CONFIG_ID} and an agent token`);
   await seed(chosen);
 
+  const added = ensureDevVars(DEV_VARS_FILE);
+  if (added.length) log(`wrote ${added.join(', ')} into .dev.vars (local-only settings: src/tools/dev-vars.ts)`);
   log(`starting the Worker (wrangler dev) on ${baseUrl}`);
-  worker = await spawnWranglerDev({ port, persistTo });
-  forwardOutput(worker, '[worker]', workerLineShown);
+  worker = await spawnWranglerDev({ port, persistTo, devVars: 'dotfile' });
+  forwardOutput(worker, '[worker]', workerLineFilter());
   const workerExit = exited(worker);
   await waitForHealthy(`${baseUrl}/healthz`, worker);
 

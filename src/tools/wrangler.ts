@@ -5,11 +5,14 @@
 // `wrangler dev` uses, and with telemetry off.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseMachineRates, type MachineRates } from '../jobs/rates.ts';
+import { devVarsText, localSettings } from './dev-vars.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 // wrangler's own CLI, run the way its bin/wrangler.js runs it, minus that wrapper's extra Node process.
@@ -140,16 +143,18 @@ export async function artifactsBucket(env?: string): Promise<string> {
 }
 
 /**
- * The mail settings of a wrangler.toml environment (its vars), with MAIL_API_KEY from
- * the operator's own environment (a Worker secret cannot be read back). A MAIL_*
- * variable in the operator's environment overrides the var (`MAIL_SENDER=` unsets it).
+ * The mail settings of a wrangler.toml environment (its vars; locally .dev.vars, where the
+ * outbox is set: src/tools/dev-vars.ts), with MAIL_API_KEY from the operator's own
+ * environment (a Worker secret cannot be read back). A MAIL_* variable in the operator's
+ * environment overrides the var (`MAIL_SENDER=` unsets it). PUBLIC_ORIGIN, where the links
+ * it mails point: the environment's var; locally where `npm start` serves (its PORT).
  */
 export async function mailSettings(
   env?: string,
-): Promise<{ MAIL_SENDER?: string; MAIL_API_URL?: string; MAIL_FROM?: string; MAIL_API_KEY?: string }> {
+): Promise<{ MAIL_SENDER?: string; MAIL_API_URL?: string; MAIL_FROM?: string; MAIL_API_KEY?: string; PUBLIC_ORIGIN?: string }> {
   const { unstable_readConfig } = await import('wrangler');
   const config = unstable_readConfig({ config: path.join(ROOT, 'wrangler.toml'), env }, { hideWarnings: true });
-  const vars = (config.vars ?? {}) as Record<string, unknown>;
+  const vars = { ...(env === undefined ? localSettings(path.join(ROOT, '.dev.vars')) : {}), ...config.vars } as Record<string, unknown>;
   const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
   const setting = (name: 'MAIL_SENDER' | 'MAIL_API_URL' | 'MAIL_FROM') => process.env[name] ?? text(vars[name]);
   return {
@@ -157,6 +162,7 @@ export async function mailSettings(
     MAIL_API_URL: setting('MAIL_API_URL'),
     MAIL_FROM: setting('MAIL_FROM'),
     MAIL_API_KEY: process.env.MAIL_API_KEY,
+    PUBLIC_ORIGIN: text(vars.PUBLIC_ORIGIN) ?? (env === undefined ? `http://127.0.0.1:${process.env.PORT ?? 8787}` : undefined),
   };
 }
 
@@ -193,6 +199,13 @@ export interface DevOptions {
   port: number;
   persistTo?: string;
   extraArgs?: string[];
+  /**
+   * Where the Worker's local-only settings (src/tools/dev-vars.ts) come from: the
+   * repository's .dev.vars, the developer's own (`npm start`), or, by default, a file of
+   * their local values written beside the local state, so that a test or bench stack
+   * never depends on what a developer keeps in .dev.vars.
+   */
+  devVars?: 'dotfile' | 'local-values';
 }
 
 /**
@@ -201,19 +214,34 @@ export interface DevOptions {
  * suite or a bench), and workerd then fails to start.
  */
 export async function spawnWranglerDev(o: DevOptions): Promise<ChildProcess> {
-  return spawnGroup(process.execPath, [
-    ...WRANGLER,
-    'dev',
-    '--ip',
-    '127.0.0.1',
-    '--port',
-    String(o.port),
-    '--inspector-port',
-    String(await freePort()),
-    '--show-interactive-dev-session=false',
-    ...(o.persistTo ? ['--persist-to', o.persistTo] : []),
-    ...(o.extraArgs ?? []),
-  ]);
+  let envFile: string[] = [];
+  if ((o.devVars ?? 'local-values') === 'local-values') {
+    const file = path.join(o.persistTo ?? mkdtempSync(path.join(tmpdir(), 'zk-dev-vars-')), 'local-dev-vars.env');
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, devVarsText(), { mode: 0o600 });
+    envFile = ['--env-file', file];
+  }
+  return spawnGroup(
+    process.execPath,
+    [
+      ...WRANGLER,
+      'dev',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(o.port),
+      '--inspector-port',
+      String(await freePort()),
+      '--show-interactive-dev-session=false',
+      ...envFile,
+      ...(o.persistTo ? ['--persist-to', o.persistTo] : []),
+      // The links it mails point where it listens (PUBLIC_ORIGIN, src/features/accounts/mail.ts).
+      '--var',
+      `PUBLIC_ORIGIN:http://127.0.0.1:${o.port}`,
+      ...(o.extraArgs ?? []),
+    ],
+    childEnv({ WRANGLER_HIDE_BANNER: 'true' }),
+  );
 }
 
 /** Writes each line of a child's stdout and stderr to ours, prefixed. */
@@ -293,6 +321,81 @@ export async function portIsFree(port: number): Promise<boolean> {
   } finally {
     server.close();
   }
+}
+
+export interface PortHolder {
+  pid: number;
+  /** Its process group: what `kill -- -<pgid>` stops (wrangler dev and its workerd are one group here). */
+  pgid: number;
+  command: string;
+  /** The group leader's command line, when another process leads the group. */
+  leader?: string;
+}
+
+/** A process's command line, shortened for one line of a message. */
+function commandLine(pid: number): string | undefined {
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    const line = argv.map((a) => (a.length > 60 ? '…' + a.slice(-40) : a)).join(' ');
+    return line.length > 160 ? line.slice(0, 159) + '…' : line;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Which process listens on TCP `port`, read from /proc (Linux): the sockets in LISTEN
+ * state on that port (/proc/net/tcp, tcp6), then the process holding one of them.
+ * Undefined elsewhere, or when the holder is another user's process we cannot see.
+ */
+export function portHolder(port: number): PortHolder | undefined {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const row of text.split('\n').slice(1)) {
+      const cols = row.trim().split(/\s+/);
+      // local_address is ADDR:PORT in hex; st 0A is LISTEN; the inode is column 10.
+      if (cols.length > 9 && cols[1].endsWith(`:${hexPort}`) && cols[3] === '0A') inodes.add(cols[9]);
+    }
+  }
+  if (inodes.size === 0) return undefined;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${entry}/fd`);
+    } catch {
+      continue;
+    }
+    const holds = fds.some((fd) => {
+      try {
+        const target = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${entry}/fd/${fd}`));
+        return target !== null && inodes.has(target[1]);
+      } catch {
+        return false;
+      }
+    });
+    if (!holds) continue;
+    const pid = Number(entry);
+    // /proc/<pid>/stat: "pid (comm) state ppid pgrp ...": comm may hold spaces, so read after its ')'.
+    const pgid = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[2] ?? pid);
+    return { pid, pgid, command: commandLine(pid) ?? '?', ...(pgid !== pid ? { leader: commandLine(pgid) } : {}) };
+  }
+  return undefined;
+}
+
+/** "port N is in use by …", saying what holds it when that can be seen, and how to stop it. */
+export function portInUseMessage(port: number, what: string): string {
+  const holder = portHolder(port);
+  if (!holder) return `${what} port ${port} is in use (another npm start or wrangler dev?)`;
+  const group = holder.leader ? `, in process group ${holder.pgid} led by: ${holder.leader}` : '';
+  return `${what} port ${port} is in use by pid ${holder.pid} (${holder.command}${group}); stop it with \`kill -- -${holder.pgid}\``;
 }
 
 /** A port nothing listens on right now, chosen by the OS. */

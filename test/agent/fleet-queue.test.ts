@@ -10,7 +10,8 @@ let close: (() => void) | null = null;
 afterEach(() => close?.());
 
 const whoAmI = { agent_id: 'a1', name: 'box', machine_type: 'm', gpus: 0, engines: ['dev'], configs: [] };
-const fast = { attempts: 3, baseDelayMs: 1, maxDelayMs: 5, timeoutMs: 2000 };
+// Quick retries; a request's own timeout only for a stuck server (a loaded host may take seconds to answer).
+const fast = { attempts: 3, baseDelayMs: 1, maxDelayMs: 5, timeoutMs: 30_000 };
 
 /** A service issuing queue tokens qt-1, qt-2, ... on each presence report; pulls refuse all but the newest. */
 async function service(opts: { presenceDelayMs?: number } = {}) {

@@ -20,7 +20,8 @@ async function serve(script: [number, Record<string, string>?][]) {
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/`, calls: () => calls };
 }
 
-const fast = { attempts: 5, baseDelayMs: 1, maxDelayMs: 5, timeoutMs: 2000 };
+// Quick retries; a request's own timeout only for a stuck server (a loaded host may take seconds to answer).
+const fast = { attempts: 5, baseDelayMs: 1, maxDelayMs: 5, timeoutMs: 30_000 };
 
 describe('fetchWithRetry', () => {
   it('retries 5xx and 429 with backoff, then succeeds', async () => {
@@ -34,18 +35,23 @@ describe('fetchWithRetry', () => {
 
   it('finishInFlight: an abort stops the retries but lets the request already sent finish', async () => {
     let respond: () => void = () => {};
-    const server = createServer((_req, res) => void (respond = () => res.writeHead(200).end('{"leased":true}')));
+    let arrived: () => void = () => {};
+    const server = createServer((_req, res) => {
+      respond = () => res.writeHead(200).end('{"leased":true}');
+      arrived();
+    });
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     close = () => server.close();
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
     for (const finishInFlight of [true, false]) {
       const stop = new AbortController();
+      const atServer = new Promise<void>((r) => (arrived = r));
       const pending = fetchWithRetry(url, () => ({}), 'claim', { ...fast, signal: stop.signal, finishInFlight }).then(
         (r) => r.json(),
         (e: Error) => e,
       );
-      await new Promise((r) => setTimeout(r, 100)); // the request is at the server
+      await atServer; // the request is at the server
       stop.abort(new Error('shutting down'));
       respond();
       const got = await pending;
@@ -79,10 +85,12 @@ describe('fetchWithRetry', () => {
   it('stops retrying when its signal aborts', async () => {
     const s = await serve(Array.from({ length: 50 }, () => [503] as [number]));
     const abort = new AbortController();
-    setTimeout(() => abort.abort(new Error('shutting down')), 30);
-    await expect(fetchWithRetry(s.url, () => ({}), 'test', { ...fast, attempts: Infinity, signal: abort.signal })).rejects.toThrow(
+    // Aborted while it backs off after its third 503 (not after some milliseconds, which a loaded host may spend on one request).
+    const onRetry = () => void (s.calls() === 3 && abort.abort(new Error('shutting down')));
+    await expect(fetchWithRetry(s.url, () => ({}), 'test', { ...fast, attempts: Infinity, signal: abort.signal, onRetry })).rejects.toThrow(
       /shutting down/,
     );
+    expect(s.calls()).toBe(3);
   });
 });
 

@@ -13,7 +13,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConfig, TARGET_RELEASE } from '../../src/admin/statements.ts';
 import { expectShape, parseJson, REFERENCE_DEFAULT_CONFIG_ID, ReplayClient, type Reply } from './client-replay/client.ts';
 import { decodeVersionedStarkProof, encodeVersionedStarkProof, type StarkProofJson } from './client-replay/codec.ts';
@@ -462,10 +462,7 @@ describe('prove', () => {
     const logs = (await sdk.getProofLogs(id)).text;
     expect(logs).toContain(id);
     // The finished job's log is compacted after its lease ended (src/jobs/logs.ts): the one read the client makes gets the same log whole.
-    await vi.waitFor(
-      async () => expect((await stack.sql(`SELECT log_store FROM jobs WHERE subject_id = '${id}'`))[0]?.log_store).toBe('clean'),
-      { timeout: 15_000, interval: 200 },
-    );
+    await expect.poll(async () => (await stack.sql(`SELECT log_store FROM jobs WHERE subject_id = '${id}'`))[0]?.log_store).toBe('clean');
     expect((await sdk.getProofLogs(id)).text).toBe(logs);
     const jobs = await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${id}'`);
     expect(jobs.length).toBeGreaterThan(0);

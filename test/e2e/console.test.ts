@@ -269,9 +269,11 @@ describe('the console in chromium', () => {
         `cargo axiom register --api-url ${stack.url}/v1 --api-key $API_KEY`,
       ].join('\n'),
     );
-    await expect.poll(() => page.locator('#keys tbody').textContent()).toContain(`${OWNER} (e2e key)`);
-    const row = page.locator('#keys tbody tr', { hasText: `${OWNER} (e2e key)` });
-    expect(await row.locator('td').nth(2).textContent()).toBe('prove');
+    await expect.poll(() => page.locator('#keys tbody').textContent()).toContain('e2e key');
+    const row = page.locator('#keys tbody tr', { hasText: 'e2e key' });
+    // Its name, and beside it who made it.
+    expect(await row.locator('td').nth(1).textContent()).toBe(OWNER);
+    expect(await row.locator('td').nth(3).textContent()).toBe('prove');
     await shot(page, '02-api-keys');
 
     agent = await stack.startAgent({ name: 'console-agent' });
@@ -395,6 +397,8 @@ describe('the console in chromium', () => {
     expect(await page.locator('#agents tbody').textContent()).toContain('console-agent');
     // A dev-engine agent runs jobs on its CPU.
     expect(await page.locator('#agents tbody td[data-label="Runs on"]').first().textContent()).toBe('the CPU');
+    // How to add another: with this deployment's URL (a local stack: a second local agent).
+    expect(await page.locator('#add-host').textContent()).toContain(`npm run agent -- --api-url ${stack.url} --agent-token <the token>`);
     await shot(page, '10-fleet');
     // Dark theme, by the toggle, kept across pages.
     await page.getByRole('button', { name: 'Switch between light and dark' }).click();
@@ -550,7 +554,7 @@ describe('the console in chromium', () => {
     await page.getByRole('dialog').waitFor({ state: 'hidden' });
     expect((await fetch(`${stack.url}/v1/validate_api_key`, { headers: { 'Service-API-Key': apiKey } })).status).toBe(200);
     await revoke.click();
-    await confirmInPage(page, `Revoke the API key “${OWNER} (e2e key)” (${apiKey.slice(0, 11)}…)?`, 'Revoke key', '02b-confirm-revoke');
+    await confirmInPage(page, `Revoke the API key “e2e key” of ${OWNER} (${apiKey.slice(0, 11)}…)?`, 'Revoke key', '02b-confirm-revoke');
     await expect.poll(() => page.locator('#status').textContent()).toBe('Key revoked.');
     const res = await fetch(`${stack.url}/v1/validate_api_key`, { headers: { 'Service-API-Key': apiKey } });
     expect(res.status).toBe(401);
@@ -656,6 +660,25 @@ describe('the console in chromium', () => {
     await p.getByLabel(/New password/).fill('a third password');
     await p.getByRole('button', { name: 'Set password' }).click();
     await expect.poll(() => p.locator('#status').textContent()).toBe('This link is unknown, used or expired: ask for a new one');
+    await context.close();
+  });
+
+  it('lists your sessions; ending another browser’s signs that browser out at once', async () => {
+    const context = await newContext();
+    const other = await context.newPage();
+    await signIn(other, OWNER, PASSWORD);
+    await open(page, '/console/sessions');
+    const rows = page.locator('#sessions tbody tr');
+    expect(await page.locator('#sessions tbody tr[data-current="true"]').count()).toBe(1);
+    expect(await rows.count()).toBeGreaterThanOrEqual(2);
+    await shot(page, '23-sessions');
+    // The newest session is the other browser's (the list is oldest first).
+    await rows.last().getByRole('button', { name: 'End' }).click();
+    await confirmInPage(page, /^End the session signed in /, 'End session');
+    await expect.poll(() => page.locator('#status').textContent()).toBe('Session ended.');
+    expect(await page.locator('#sessions tbody tr[data-current="true"]').count()).toBe(1);
+    await other.goto(`${stack.url}/console/overview`);
+    await other.waitForURL(/\/console\/signin/);
     await context.close();
   });
 

@@ -211,6 +211,27 @@ describe('resilience', () => {
     expect(liveProcessGroups(a.enginePids())).toEqual([]); // its idle warm worker stopped with it
   });
 
+  it('a token the service refuses for good stops the agent with exit 2 and one line saying why, not a poll of the refusal', async () => {
+    const madeUp = await agent({ name: 'made-up', extraArgs: ['--agent-token', `at_made_up_${crypto.randomUUID()}`] });
+    expect(await madeUp.exited).toBe(2);
+    expect(madeUp.logs().at(-1)).toMatch(/^prover-agent: the service refuses this agent: .*HTTP 401.*Invalid or revoked agent token/);
+    // The e2e token is for machine type e2e: declaring another is refused (403) for good too.
+    const other = await agent({ name: 'other-type', extraArgs: ['--machine-type', 'fake-gpu'] });
+    expect(await other.exited).toBe(2);
+    expect(other.logs().at(-1)).toMatch(/HTTP 403.*This agent token is for machine type \\"e2e\\", not \\"fake-gpu\\"/);
+  });
+
+  it('a token revoked while its agent idles: the agent stops at its next claim (exit 2), and the job waits for another', async () => {
+    const a = await agent({ name: 'revoked-later', machineType: 'fake-gpu' });
+    await a.waitForLog(/agent running/);
+    await stack.sql(`UPDATE agent_tokens SET revoked_at = '${new Date().toISOString()}' WHERE machine_type = 'fake-gpu'`);
+    const { id } = await api.json('POST', `/v1/proofs?program_id=${loopProgram}`, loopInput(SHORT));
+    expect(await a.exited).toBe(2);
+    expect(a.logs().join('\n')).toMatch(/the service refuses this agent; stopping/);
+    expect((await api.json('GET', `/v1/proofs/${id}`)).state).toBe('Queued');
+    await api.json('POST', `/v1/proofs/${id}/cancel`, {});
+  });
+
   it('past the shutdown grace (or on a second SIGTERM) the job is released to another agent', async () => {
     const a = await agent({ name: 'impatient', extraArgs: ['--shutdown-grace', '1'] });
     const { id } = await api.json('POST', `/v1/proofs?program_id=${loopProgram}`, loopInput(LONG));

@@ -266,7 +266,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         },
       };
       agents.push(agent);
-      await agent.waitForLog(/agent running/);
+      // Running, or (for a test of the refusal) gone: a refused agent never runs.
+      const running = agent.waitForLog(/agent running/);
+      if ((await Promise.race([running.then(() => 'running'), exited.then(() => 'exited')])) === 'exited') running.catch(() => {});
       return agent;
     },
     async stop() {

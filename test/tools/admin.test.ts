@@ -41,7 +41,7 @@ function adminRaw(args: string[], env: Record<string, string> = {}): Promise<Run
 
 /** `npm run admin -- ...args --local --persist-to <the test's D1>`. */
 const admin = (...args: string[]) => adminRaw([...args, '--local', '--persist-to', dir]);
-/** The same with no mail sender (`MAIL_SENDER=` overrides wrangler.toml's local "outbox"). */
+/** The same with no mail sender (`MAIL_SENDER=` overrides the local "outbox" of src/tools/dev-vars.ts). */
 const adminNoMail = (...args: string[]) => adminRaw([...args, '--local', '--persist-to', dir], { MAIL_SENDER: '' });
 
 /** The SQLite file wrangler keeps the test's local D1 in (beside it, miniflare's metadata.sqlite). */
@@ -269,7 +269,8 @@ describe('npm run admin', { timeout: 300_000 }, () => {
     expect(badRole.code).toBe(2);
     const remote = await adminRaw(['create-user', '--email', 'x@example.com', '--org', org, '--remote', '--env', 'staging']);
     expect(remote.code).toBe(2);
-    expect(remote.stderr).toContain('--console-url is required with --remote');
+    // Staging sets no PUBLIC_ORIGIN (wrangler.toml): the link would point nowhere.
+    expect(remote.stderr).toContain('--console-url is needed: this environment sets no PUBLIC_ORIGIN');
   }, 360_000);
 
   it('create-user emails the set-password link through the local outbox and prints no link', async () => {
@@ -427,6 +428,7 @@ describe('npm run admin', { timeout: 300_000 }, () => {
     expect(unscoped.stderr).toContain('--configs and --all-configs');
     expect((await admin('create-publisher-token', '--name', 'x', '--all-configs', '--ttl-days', '365')).code).toBe(2);
 
+    const issued = Date.now();
     const created = await admin(
       'create-publisher-token',
       '--name',
@@ -441,8 +443,9 @@ describe('npm run admin', { timeout: 300_000 }, () => {
     expect(token).toMatch(/^pt_[0-9a-f]{48}$/);
     const [stored] = await rows(`SELECT * FROM publisher_tokens WHERE name = 'release-2026-11'`);
     expect(stored).toMatchObject({ token_hash: sha256(token), config_ids: JSON.stringify([cfg]), revoked_at: null });
-    expect(Number(stored.expires_at) - Date.now()).toBeGreaterThan(47 * 3600 * 1000);
-    expect(Number(stored.expires_at) - Date.now()).toBeLessThanOrEqual(48 * 3600 * 1000);
+    // Two days from when the command ran (between the two readings of the clock).
+    expect(Number(stored.expires_at) - 48 * 3600 * 1000).toBeGreaterThanOrEqual(issued);
+    expect(Number(stored.expires_at) - 48 * 3600 * 1000).toBeLessThanOrEqual(Date.now());
     expect(JSON.stringify(stored)).not.toContain(token);
     expect((await admin('list-publisher-tokens')).stdout).toContain('release-2026-11');
 

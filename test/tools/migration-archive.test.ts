@@ -35,7 +35,7 @@ beforeAll(async () => {
   ]);
   // (After a newline: a command that starts with its comment's `--` reads as a flag to wrangler.)
   await d1Execute(target, ['\n' + (await migration('0019_archive.sql'))]);
-}, 120_000);
+});
 
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });

@@ -3,13 +3,13 @@
 // and day, in bounded, crash-safe runs, and stay readable by id through the same routes.
 // README "What a finished job keeps in D1, and past one database".
 import { env } from 'cloudflare:test';
-import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
 import { ARCHIVE_AFTER_DAYS, archiveAfterMs, sweepArchive, toArchive } from '../../src/features/retention/archive.ts';
 import { PURGE_SETTLE_MS, sweepPurges } from '../../src/features/retention/purge.ts';
 import { setRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
 import { drainQueuedJobs } from './fleet-helpers.ts';
-import { api, countRows, json, queryPlan, r2Keys, seedTenant, type Tenant } from './helpers.ts';
+import { api, countRows, eventually, json, queryPlan, r2Keys, seedTenant, type Tenant } from './helpers.ts';
 import { jsonPost, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
 
 beforeEach(drainQueuedJobs);
@@ -171,9 +171,7 @@ describe('the archive', () => {
     const tombstone = await json(await api(t, `/v1/proofs/${proof.id}`, DELETE), 200);
     expect(tombstone).toEqual({ ...before, deleted_at: expect.any(String) });
     // Its objects go (the purge after the response), as a live record's do; the sweep's second pass ends the purge.
-    await vi.waitFor(async () => expect([...(await r2Keys(`proofs/${proof.id}/`)), ...(await r2Keys(`logs/${proof.jobId}`))]).toEqual([]), {
-      timeout: 5000,
-    });
+    await eventually(async () => expect([...(await r2Keys(`proofs/${proof.id}/`)), ...(await r2Keys(`logs/${proof.jobId}`))]).toEqual([]));
     await sweepPurges(openDb(env.DB), env.ARTIFACTS, 1000, Date.now() + PURGE_SETTLE_MS + 1000);
     expect(await countRows('purges', 'subject_id = ?', proof.id)).toBe(0);
     // It reads as its tombstone; its files 404 saying so; a second DELETE answers the same.
@@ -186,7 +184,7 @@ describe('the archive', () => {
     const gone = await json(await api(t, `/v1/executions/${execution.id}`, DELETE), 200);
     expect(gone.deleted_at).toEqual(expect.any(String));
     expect(gone.public_values).toBeNull();
-    await vi.waitFor(async () => expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]), { timeout: 5000 });
+    await eventually(async () => expect(await r2Keys(`executions/${execution.id}/`)).toEqual([]));
     expect(await json(await api(t, `/v1/executions/${execution.id}`), 200)).toEqual(gone);
   });
 

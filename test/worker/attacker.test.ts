@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { createApiKey, revokeApiKey } from '../../src/admin/statements.ts';
 import { keyRights, PERMISSIONS, rankOf, type KeyScope, type Role } from '../../src/auth/permissions.ts';
 import { declarationOf, routeKey, servedRoutes, type Route } from './routes.ts';
-import { as, CSRF, postJson, seedUser, send, signIn, uniqueEmail, type Session } from './console-helpers.ts';
+import { as, CSRF, postJson, seedUser, send, sessionOf, signIn, uniqueEmail, type Session } from './console-helpers.ts';
 import { seedAgent } from './fleet-helpers.ts';
 import {
   api,
@@ -75,6 +75,8 @@ const ORG_SCOPED_PARAMS = [
   'user_id',
   'invite_id',
   'key_id',
+  // Not an organization's but a person's: B's owner's console session.
+  'session_id',
 ] as const;
 type OrgParam = (typeof ORG_SCOPED_PARAMS)[number];
 type Ids = Record<OrgParam, string>;
@@ -126,6 +128,7 @@ function proofForm(text: string) {
 }
 
 /** An organization with one record of every kind, made through the API as a customer would. */
+
 async function seedOrg(label: string, configId: string): Promise<Org> {
   const tenant = await seedTenant(uniqueEmail(`${label}-owner`));
   const owner = await signIn(await seedUser(tenant.orgId, 'owner'));
@@ -167,6 +170,7 @@ async function seedOrg(label: string, configId: string): Promise<Org> {
     user_id: member.userId,
     invite_id: invite.id,
     key_id: apiKey.id,
+    session_id: sessionOf(owner),
   };
   const markers = [
     ...Object.values(ids),
@@ -267,6 +271,8 @@ interface Template {
   expect: Expect;
   /** More statuses a refusal may have here, with the reason in a comment. */
   alsoAllowed?: number[];
+  /** It acts on the caller's own account only (sign out everywhere): a valid credential would really act, and is not sent. */
+  ownAccountOnly?: true;
 }
 
 const jsonBody = (value: unknown) => () => ({ body: JSON.stringify(value), type: 'application/json' });
@@ -313,6 +319,8 @@ const TEMPLATES: Record<string, Template[]> = {
   'GET /v1/webhooks': [{ expect: 'clean' }],
   'PATCH /v1/webhooks/:webhook_id': [{ body: jsonBody({ description: 'walked', disabled: true }), expect: 'refused' }],
   'GET /console/v1/me': [{ expect: 'clean' }],
+  'GET /console/v1/me/sessions': [{ expect: 'clean' }],
+  'DELETE /console/v1/me/sessions': [{ expect: 'clean', ownAccountOnly: true }],
   'GET /console/v1/orgs': [{ expect: 'clean' }],
   'POST /console/v1/me/password': [
     { body: jsonBody({ current_password: 'not the password', new_password: 'walked password 1' }), expect: 'clean' },
@@ -477,6 +485,7 @@ function expectedFor(route: Route, credential: Credential, variant: Variant): Ex
   const surface = surfaceOf(route.path)!;
   if (credential.skip?.(route)) return null;
   if (surface !== 'console-auth' && credential.validOn !== surface) return { statuses: UNAUTHENTICATED[surface] };
+  if (variant.template.ownAccountOnly) return null;
   if (!variant.foreign) {
     // One's own organization's records: only a role below the route's is refused; other
     // requests would really act, as the credential may, and are not sent. (An API key's
@@ -568,7 +577,7 @@ describe('the attacker in the suite', () => {
 
   it(
     'walks every route with every credential at the other organization: refused, nothing of B’s, B unchanged',
-    { timeout: 60_000 },
+    { timeout: 300_000 },
     async () => {
       const w = await seedWorld();
       const before = await fingerprint(w.b.ids);
@@ -598,7 +607,7 @@ describe('the attacker in the suite', () => {
 
   it(
     'each lesser role and key scope gets 403 wherever the permissions table says its rights fall short, in its own organization',
-    { timeout: 60_000 },
+    { timeout: 300_000 },
     async () => {
       const w = await seedWorld();
       const lesser: Credential[] = [

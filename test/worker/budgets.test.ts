@@ -7,7 +7,18 @@ import { env } from 'cloudflare:test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { setOrganizationBudget } from '../../src/admin/statements.ts';
 import { monthOf } from '../../src/jobs/budgets.ts';
-import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, seededRandom, type Tenant } from './helpers.ts';
+import {
+  api,
+  eventually,
+  json,
+  markReady,
+  registerProgram,
+  runAdmin,
+  seedConfig,
+  seedTenant,
+  seededRandom,
+  type Tenant,
+} from './helpers.ts';
 import { claimJob, devProofOf, drainQueuedJobs, lease, seedAgent, upload, type TestAgent } from './fleet-helpers.ts';
 import { consoleFetch, seedUser, send, signIn, as } from './console-helpers.ts';
 
@@ -100,7 +111,7 @@ describe('budget thresholds', () => {
         .bind(t.orgId)
         .all<{ id: string }>()
     ).results;
-    await vi.waitUntil(() => enqueued.includes(fifty.id));
+    await eventually(() => expect(enqueued).toContain(fifty.id));
     await runProof(t, program, agent, 0.1 * HOUR); // 65 %: nothing new
     await runProof(t, program, agent, 0.2 * HOUR); // 85 %
     expect((await notices(t.orgId)).map((n) => n.threshold)).toEqual([50, 80]);

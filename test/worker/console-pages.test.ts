@@ -22,6 +22,7 @@ const PAGES = [
   'members',
   'usage',
   'fleet',
+  'sessions',
 ];
 
 /** Every URL an HTML page would fetch by itself: src and href attributes. */

@@ -30,7 +30,8 @@ describe('API keys', () => {
     const { t, org, s } = await member('member');
     const created = await send(s, 'POST', `${org}/api-keys`, { name: 'ci' }, 201);
     expect(created).toMatchObject({
-      name: `${s.email} (ci)`,
+      name: 'ci',
+      owner: s.email,
       prefix: created.key.slice(0, 11),
       owner_user_id: s.userId,
       scope: 'full',
@@ -43,7 +44,7 @@ describe('API keys', () => {
     const [listed] = (await as(s, `${org}/api-keys`)).items;
     expect(listed).not.toHaveProperty('key');
     expect(listed.last_used_at).toEqual(expect.any(String));
-    // What the key makes is created_by its name.
+    // What the key makes is created_by the person who made it, the key's name beside it.
     const { id } = await json(
       await api(tenant, '/v1/projects', {
         method: 'POST',
@@ -52,7 +53,7 @@ describe('API keys', () => {
       }),
       201,
     );
-    expect((await as(s, `${org}/projects/${id}`)).created_by).toBe(`${s.email} (ci)`);
+    expect((await as(s, `${org}/projects/${id}`)).created_by).toBe(`${s.email} (key "ci")`);
     await send(s, 'DELETE', `${org}/api-keys/${created.id}`, undefined, 200);
     await json(await api(tenant, '/v1/validate_api_key'), 401);
     await send(s, 'DELETE', `${org}/api-keys/${created.id}`, undefined, 409);

@@ -23,7 +23,10 @@ import { claimJob, drainQueuedJobs, lease, seedAgent, upload, devProofOf } from 
 import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 
 beforeEach(drainQueuedJobs);
-afterEach(() => vi.restoreAllMocks());
+afterEach(() => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
 
 const EVENT_ID = /^(\d+)\.([0-9a-f]{16})$/;
 
@@ -204,42 +207,53 @@ describe('GET /v1/proofs/{id}/events', () => {
   });
 
   it(
-    'reads the key with the record once, then one statement per poll, at most one poll a second, and stops when the client leaves',
+    'reads the key with the record once, then one statement per poll, one poll per EVENT_POLL_MS of its clock, and stops when the client leaves',
     { timeout: 30_000 },
     async () => {
       const { t, proofId } = await queuedProof();
       await claimJob(await seedAgent());
       const d1 = recordD1Calls();
+      // The stream's clock is the Worker's own setTimeout and Date, in this isolate: the
+      // test moves it, a poll interval at a time, however slow the host.
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
       const sse = await open(t, `/v1/proofs/${proofId}/events`);
       await expectEvent(sse, 'state');
       // The first read: the key's lookup, the record and the stream's slot, one batch.
-      expect(d1.calls[0].sql).toHaveLength(5);
-      expect(d1.calls[0].sql[0]).toMatch(/from "api_keys"/);
-      expect(d1.calls[0].sql[1]).toMatch(/from "proofs"/);
-      expect(d1.calls[0].sql[4]).toMatch(/insert into "event_streams"/);
+      const first = d1.calls.find((c) => c.sql.some((q) => q.includes('insert into "event_streams"')))!;
+      expect(first.sql).toHaveLength(5);
+      expect(first.sql[0]).toMatch(/from "api_keys"/);
+      expect(first.sql[1]).toMatch(/from "proofs"/);
+      expect(first.sql[4]).toMatch(/insert into "event_streams"/);
 
-      // Polls go on while nothing changes (a second and a bit per poll); wait for three of them.
-      const polls = () => d1.calls.slice(1).filter((c) => c.sql.some((q) => q.includes('log_job_id')));
-      const opened = d1.calls[0].at;
-      while (polls().length < 3) await new Promise((r) => setTimeout(r, 100));
-      for (const p of polls()) {
+      // Polls go on while nothing changes: one per tick of its clock, none in between.
+      const polls = () => d1.calls.filter((c) => c !== first && c.sql.some((q) => q.includes('log_job_id')));
+      /** Waits, in turns of I/O (a D1 round trip of the test's own) in which the stream's clock stands still. */
+      const until = async (done: () => boolean) => {
+        while (!done()) await env.DB.prepare('SELECT 1').run();
+      };
+      for (let tick = 1; tick <= 3; tick++) {
+        expect(polls()).toHaveLength(tick - 1);
+        await vi.advanceTimersByTimeAsync(EVENT_POLL_MS);
+        await until(() => polls().length >= tick);
+      }
+      polls().forEach((p, i) => {
         expect(p.sql).toHaveLength(1); // the record and its log position: one statement
         expect(p.via).toBe('first-unconstrained'); // the request's session (the nearest replica)
-      }
-      const times = [opened, ...polls().map((p) => p.at)];
-      for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(EVENT_POLL_MS);
-      // Nothing else reads or writes for the stream (the local queue's delivery of the
-      // job's notice goes through the binding, not a request's session).
-      expect(d1.calls.filter((c) => c.via !== 'binding')).toHaveLength(1 + polls().length);
+        expect(p.at - first.at).toBe((i + 1) * EVENT_POLL_MS);
+      });
+      // Nothing else reads or writes for the stream: its sessions carried its first read and
+      // its polls alone (a lease check or a queue's delivery meanwhile has sessions of its own).
+      const streams = new Set([first.session, ...polls().map((p) => p.session)]);
+      expect(d1.calls.filter((c) => streams.has(c.session))).toEqual([first, ...polls()]);
 
       await sse.cancel();
+      // The stream sees its client gone and ends: it gives back its slot, and polls no more.
+      await until(() => d1.calls.some((c) => streams.has(c.session) && c.sql.some((q) => q.includes('delete from "event_streams"'))));
       const left = polls().length;
-      // Two poll intervals later, nothing more was read: the stream stopped with its client.
-      await new Promise((r) => setTimeout(r, 2 * EVENT_POLL_MS + 200));
-      expect(polls().length).toBeLessThanOrEqual(left + 1); // at most a poll already under way
-      const settled = polls().length;
-      await new Promise((r) => setTimeout(r, EVENT_POLL_MS + 200));
-      expect(polls().length).toBe(settled);
+      expect(left).toBeLessThanOrEqual(4); // at most a poll already under way when it left
+      await vi.advanceTimersByTimeAsync(3 * EVENT_POLL_MS);
+      await env.DB.prepare('SELECT 1').run();
+      expect(polls()).toHaveLength(left);
     },
   );
 });

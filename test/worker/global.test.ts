@@ -5,7 +5,8 @@ import { env } from 'cloudflare:test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BOOKMARK_HEADER } from '../../src/db/sessions.ts';
 import { checkLease } from '../../src/jobs/lease-checks.ts';
-import { api, json, markReady, registerProgram, seedConfig, seedTenant, watchQueue } from './helpers.ts';
+import { QUEUE_TOKEN_TTL_MS } from '../../src/features/fleet/queue-token.ts';
+import { api, eventually, json, markReady, registerProgram, seedConfig, seedTenant, watchQueue } from './helpers.ts';
 import { claim, claimJob, drainQueuedJobs, lease, makeOverdue, presence, seedAgent } from './fleet-helpers.ts';
 import { recordD1Calls } from './d1-calls.ts';
 import { signIn, seedUser } from './console-helpers.ts';
@@ -171,7 +172,7 @@ describe('lease checks: recovery without idle claims', () => {
     await json(await submit(t, program), 200);
     const send = vi.spyOn(env.LEASE_CHECKS, 'send');
     const job = await claimJob(await seedAgent());
-    await vi.waitFor(() => expect(send).toHaveBeenCalled());
+    await eventually(() => expect(send).toHaveBeenCalled());
     const [body, opts] = send.mock.calls[0];
     expect(body).toEqual({ type: 'lease-check', job_id: job.id, lease_id: job.lease_id });
     // The lease is 12 s: the look comes as it runs out, rounded up to a whole second.
@@ -251,9 +252,13 @@ describe('presence and leave', () => {
     const agent = await seedAgent({}, { online: false });
     await claim(agent);
     expect(await env.DB.prepare('SELECT count(*) AS n FROM agents').first('n')).toBe(0);
+    const before = Date.now();
     const answer = await presence(agent);
+    const after = Date.now();
     expect(answer.presence_interval_ms).toBe(60_000);
-    expect(answer.queue_token_expires_at).toBeGreaterThan(Date.now() + 60_000);
+    // Its queue token lives QUEUE_TOKEN_TTL_MS from the report, which happened between the two readings of the clock.
+    expect(answer.queue_token_expires_at - QUEUE_TOKEN_TTL_MS).toBeGreaterThanOrEqual(before);
+    expect(answer.queue_token_expires_at - QUEUE_TOKEN_TTL_MS).toBeLessThanOrEqual(after);
     expect(await env.DB.prepare('SELECT count(*) AS n FROM agents').first('n')).toBe(1);
   });
 });

@@ -48,6 +48,14 @@ export function api(tenant: Tenant | null, path: string, init: RequestInit = {})
   return exports.default.fetch(new Request(BASE + path, { ...init, headers }));
 }
 
+/**
+ * Waits until `check` passes (returns without throwing) for work the Worker does after
+ * its response or on its own (waitUntil, a queue's delivery, a stream's loop): it gives
+ * up only when that work is stuck, well inside the test's own timeout. Never a timing
+ * assertion: vi.waitFor's default of 1 s is one, which a loaded host fails (issue 31, finding 7).
+ */
+export const eventually = <T>(check: () => T | Promise<T>): Promise<T> => vi.waitFor(check, { timeout: 45_000, interval: 20 });
+
 export async function json<T = any>(res: Response, status: number): Promise<T> {
   const text = await res.text();
   expect(res.status, text).toBe(status);

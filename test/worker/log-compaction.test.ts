@@ -14,7 +14,7 @@ import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { consoleFetch, seedUser, signIn } from './console-helpers.ts';
 import { countedLogRead, writeLongLog } from './log-helpers.ts';
 import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
-import { api, json, markReady, registerProgram, seedConfig, seedTenant } from './helpers.ts';
+import { api, eventually, json, markReady, registerProgram, seedConfig, seedTenant } from './helpers.ts';
 
 beforeEach(drainQueuedJobs);
 afterEach(() => vi.restoreAllMocks());
@@ -61,7 +61,7 @@ async function proofWithLog(n: number, finished = true) {
 describe('a finished log is compacted and served whole', () => {
   it(
     '2,000 chunks, finished: paged until compacted, then whole with no offset in one R2 read and one D1 round trip; ranged from an offset',
-    { timeout: 90_000 },
+    { timeout: 300_000 },
     async () => {
       const { t, proofId, jobId, whole } = await proofWithLog(2000);
       const bytes = new TextEncoder().encode(whole).byteLength;
@@ -112,7 +112,7 @@ describe('a finished log is compacted and served whole', () => {
 });
 
 describe('compaction is idempotent and crash-safe', () => {
-  it('retried and concurrent runs give one compacted log; a compacted log takes no more appends', { timeout: 60_000 }, async () => {
+  it('retried and concurrent runs give one compacted log; a compacted log takes no more appends', { timeout: 300_000 }, async () => {
     const { t, proofId, jobId, whole } = await proofWithLog(500);
     const runs = await Promise.all(Array.from({ length: 3 }, () => compactJobLog(db, env.ARTIFACTS, jobId, limits)));
     expect(runs).toContain('compacted');
@@ -220,7 +220,7 @@ describe('who compacts', () => {
     }
     await json(await lease(job, '/fail', { error: 'boom', retryable: false, log: { seq: 20, offset, text: 'last\n' } }), 200);
     text += 'last\n';
-    await vi.waitFor(async () => expect((await jobRow(job.id))!.log_store).toBe('clean'), { timeout: 10_000, interval: 50 });
+    await eventually(async () => expect((await jobRow(job.id))!.log_store).toBe('clean'));
     expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe(text);
     const events = await (await api(t, `/v1/proofs/${proofId}/events`)).text();
     expect(events).toContain('event: log');

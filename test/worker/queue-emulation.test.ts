@@ -8,7 +8,7 @@ import type { JobNotice } from '../../src/env.ts';
 import { issueQueueToken, QUEUE_TOKEN_TTL_MS } from '../../src/features/fleet/queue-token.ts';
 import { revokeAgentToken } from '../../src/admin/statements.ts';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { api, json, runAdmin } from './helpers.ts';
+import { api, eventually, json, runAdmin } from './helpers.ts';
 import { presence, seedAgent } from './fleet-helpers.ts';
 
 beforeEach(async () => {
@@ -220,12 +220,10 @@ describe('the agents’ queue gateway', () => {
   it('is fed by the real local queue', async () => {
     const token = await queueToken();
     await env.JOBS.send({ job_id: 'from-the-queue', kind: 'proof' }, { contentType: 'json' });
-    let found = false;
-    for (let i = 0; i < 50 && !found; i++) {
+    // The local queue delivers it when it does: pulls go on until it is there.
+    await eventually(async () => {
       const msgs = (await json(await call(token, 'pull', { batch_size: 100, visibility_timeout_ms: 0 }), 200)).messages;
-      found = msgs.some((m: any) => decode(m.body).job_id === 'from-the-queue');
-      if (!found) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(found).toBe(true);
+      expect(msgs.some((m: any) => decode(m.body).job_id === 'from-the-queue')).toBe(true);
+    });
   });
 });

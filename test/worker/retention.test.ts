@@ -2,7 +2,7 @@
 // (the R2 objects go, the record stays as a tombstone with its billing figures), and the
 // organization's retention, swept in bounded runs. README "Deleting records and retention".
 import { env } from 'cloudflare:test';
-import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { batchByName } from '../../src/db/batch.ts';
 import { openDb } from '../../src/db/client.ts';
 import { deleteProofStatements } from '../../src/features/retention/data.ts';
@@ -12,7 +12,7 @@ import { executions, proofs } from '../../src/db/schema.ts';
 import { getTableName } from 'drizzle-orm';
 import { as, seedUser, send, signIn, type Session } from './console-helpers.ts';
 import { claimJob, devProofOf, drainQueuedJobs, lease, seedAgent, upload } from './fleet-helpers.ts';
-import { api, countRows, json, queryPlan, r2Keys, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { api, countRows, eventually, json, queryPlan, r2Keys, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { jsonPost, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
 
 beforeEach(drainQueuedJobs);
@@ -30,9 +30,7 @@ const settledSweep = () => sweepPurges(openDb(env.DB), env.ARTIFACTS, 1000, Date
  * once the sweep's second pass ran.
  */
 async function expectPurged(prefix: string, jobId: string | null, subjectId: string) {
-  await vi.waitFor(async () => expect([...(await r2Keys(prefix)), ...(jobId ? await r2Keys(`logs/${jobId}`) : [])]).toEqual([]), {
-    timeout: 5000,
-  });
+  await eventually(async () => expect([...(await r2Keys(prefix)), ...(jobId ? await r2Keys(`logs/${jobId}`) : [])]).toEqual([]));
   expect(await countRows('purges', 'subject_id = ?', subjectId)).toBe(1);
   await settledSweep();
   expect(await countRows('purges', 'subject_id = ?', subjectId)).toBe(0);

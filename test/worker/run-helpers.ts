@@ -2,9 +2,9 @@
 // archive.test.ts): a ready program, and a proof and an execution run to their end by an
 // agent (a log, a proof, public values, a cost), their logs compacted.
 import { env } from 'cloudflare:test';
-import { expect, vi } from 'vitest';
+import { expect } from 'vitest';
 import { claimJob, devProofOf, drainQueuedJobs, lease, seedAgent, upload } from './fleet-helpers.ts';
-import { api, json, markReady, registerProgram, seedConfig, type Tenant } from './helpers.ts';
+import { api, eventually, json, markReady, registerProgram, seedConfig, type Tenant } from './helpers.ts';
 
 export const jsonPost = (body: unknown): RequestInit => ({
   method: 'POST',
@@ -48,7 +48,6 @@ export async function succeededExecution(t: Tenant, program: string) {
 
 /** Its log compacted (after the response that ended it), so its objects hold still. */
 export const logCompacted = (jobId: string) =>
-  vi.waitFor(
-    async () => expect(await env.DB.prepare('SELECT log_store FROM jobs WHERE id = ?').bind(jobId).first()).toEqual({ log_store: 'clean' }),
-    { timeout: 5000 },
+  eventually(async () =>
+    expect(await env.DB.prepare('SELECT log_store FROM jobs WHERE id = ?').bind(jobId).first()).toEqual({ log_store: 'clean' }),
   );

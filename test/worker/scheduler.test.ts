@@ -38,7 +38,7 @@ async function counterMismatches(): Promise<unknown[]> {
   return out;
 }
 
-describe('scheduler: one seek per lane, the same order as counting every job', { timeout: 120_000 }, () => {
+describe('scheduler: one seek per lane, the same order as counting every job', { timeout: 300_000 }, () => {
   beforeAll(drainQueuedJobs);
 
   it('takes the specified next job at every claim of a long random run, and every counter stays exact', async () => {

@@ -98,39 +98,51 @@ describe('why a job waits', () => {
       estimated_start_at: null,
       estimated_start_detail: 'No estimate: no proof of its config on the CPU has succeeded on the fleet yet',
     });
-    // Four proofs measured on the config (a dev job holds no GPU): 10 s each on average.
+    // Four proofs measured on the config (a dev job holds no GPU): 100 s each on average.
     await env.DB.prepare(
-      `INSERT INTO proving_rates (config_id, machine_type, gpus, proof_type, jobs, cycles, proving_ms, cost) VALUES (?, 'test-machine', 0, 'stark', 4, 400, 40000, 0)`,
+      `INSERT INTO proving_rates (config_id, machine_type, gpus, proof_type, jobs, cycles, proving_ms, cost) VALUES (?, 'test-machine', 0, 'stark', 4, 400, 400000, 0)`,
     )
       .bind(configId)
       .run();
     const agent = await seedAgent();
     const job = await claimJob(agent);
     expect(job.subject_id).toBe(ids[0]);
-    // Running for 4 s: about 6 s left at the mean.
-    await env.DB.prepare('UPDATE leases SET claimed_at = claimed_at - 4000 WHERE id = ?').bind(job.lease_id).run();
-    const startIn = async (id: string) => {
+    // Running for 40 s: about 60 s left at the mean.
+    await env.DB.prepare('UPDATE leases SET claimed_at = claimed_at - 40000 WHERE id = ?').bind(job.lease_id).run();
+    const claimedAt = async (leaseId: string) =>
+      (await env.DB.prepare('SELECT claimed_at FROM leases WHERE id = ?').bind(leaseId).first<{ claimed_at: number }>())!.claimed_at;
+    const first = await claimedAt(job.lease_id);
+    // An estimate counts the time left from the moment the read ran, which is somewhere between
+    // the two readings of the clock however slow the host: its start is exact, its words in a bracket.
+    const startIn = async (id: string, runningLeft: (now: number) => number) => {
       const before = Date.now();
       const p = await json(await api(t, `/v1/proofs/${id}`), 200);
-      return { p, seconds: (Date.parse(p.estimated_start_at) - before) / 1000 };
+      const after = Date.now();
+      const left = Number(/ with about (\d+(?:\.\d)?) s left between them/.exec(p.estimated_start_detail)?.[1]) * 1000;
+      expect(left).toBeGreaterThanOrEqual(runningLeft(after) - 50); // rounded to a tenth of a second
+      expect(left).toBeLessThanOrEqual(runningLeft(before) + 50);
+      return { p, at: Date.parse(p.estimated_start_at) };
     };
-    const next = await startIn(ids[1]);
+    const MEAN = 100_000;
+    const firstLeft = (now: number) => first + MEAN - now;
+    const next = await startIn(ids[1], firstLeft);
     expect(next.p).toMatchObject({ waiting_reason: 'starting', jobs_ahead: 0 });
     expect(next.p.estimated_start_detail).toMatch(
-      /^From 4 succeeded proof of its config on the CPU \(mean 10 s\): 1 running on its config with about (5\.\d|6) s left between them, 0 ahead, 1 at a time$/,
+      /^From 4 succeeded proof of its config on the CPU \(mean 100 s\): 1 running on its config with about [\d.]+ s left between them, 0 ahead, 1 at a time$/,
     );
-    expect(next.seconds).toBeGreaterThan(5);
-    expect(next.seconds).toBeLessThan(7);
-    const last = await startIn(ids[2]);
+    expect(Math.abs(next.at - (first + MEAN))).toBeLessThanOrEqual(1); // when the running one ends
+    const last = await startIn(ids[2], firstLeft);
     expect(last.p).toMatchObject({ waiting_reason: 'jobs_ahead', jobs_ahead: 1 });
-    expect(last.seconds).toBeGreaterThan(15); // 6 s left + one job ahead at 10 s
-    expect(last.seconds).toBeLessThan(17);
-    // A second agent takes the next: two at a time, (6 + 10 s left + 0 ahead) / 2 for the last.
-    expect((await claimJob(await seedAgent())).subject_id).toBe(ids[1]);
-    const two = await startIn(ids[2]);
+    expect(last.p.estimated_start_detail).toMatch(/ 1 ahead, 1 at a time$/);
+    expect(Math.abs(last.at - (first + 2 * MEAN))).toBeLessThanOrEqual(1); // the running one, then one job ahead at the mean
+    // A second agent takes the next: two at a time, (the time left to both + 0 ahead) / 2 for the last.
+    const second = await claimJob(await seedAgent());
+    expect(second.subject_id).toBe(ids[1]);
+    const secondAt = await claimedAt(second.lease_id);
+    const two = await startIn(ids[2], (now) => firstLeft(now) + secondAt + MEAN - now);
     expect(two.p).toMatchObject({ waiting_reason: 'starting', jobs_ahead: 0 });
-    expect(two.seconds).toBeGreaterThan(7);
-    expect(two.seconds).toBeLessThan(9);
+    expect(two.p.estimated_start_detail).toMatch(/: 2 running on its config with about [\d.]+ s left between them, 0 ahead, 2 at a time$/);
+    expect(Math.abs(two.at - ((first + secondAt) / 2 + MEAN))).toBeLessThanOrEqual(1);
     // Held: no agent left online for the config, so no start to estimate.
     await env.DB.prepare('DELETE FROM agents').run();
     await staleNotices();

@@ -12,6 +12,10 @@
 //             period, then they are released back to the queue. A second SIGTERM
 //             releases them at once.
 //   stopped:  the agent leaves the fleet: the service stops counting it at once.
+//
+// A token the service refuses for good (401: unknown or revoked; 403: another machine
+// type than the token's, or one the deployment does not price) drains the agent like a
+// SIGTERM and ends run() with AgentRefused: retrying would only poll a refusal forever.
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ClaimResponse } from '../protocol.ts';
@@ -23,12 +27,19 @@ import { errorText, type Logger } from './log.ts';
 import { JobRunner } from './job-runner.ts';
 import type { Metrics } from './metrics.ts';
 import { decodeNotice, FleetQueue, type PulledMessage } from './queue-client.ts';
+import { HttpError } from './http.ts';
 import { ServiceClient } from './service-client.ts';
 
 export type AgentState = 'starting' | 'running' | 'draining' | 'stopped';
 
 /** The artifact cache's directory under the work dir (job directories are named after their jobs). */
 const ARTIFACT_CACHE_DIR = 'artifact-cache';
+
+/** The service's answer when it refuses this agent's token for good: no retry can change it. */
+const refusedForGood = (err: unknown): err is HttpError => err instanceof HttpError && (err.status === 401 || err.status === 403);
+
+/** run()'s end when the service refused the agent's token for good (the refusal says why). */
+export class AgentRefused extends Error {}
 
 export class Agent {
   state: AgentState = 'starting';
@@ -42,6 +53,8 @@ export class Agent {
   private readonly stopping = new AbortController();
   private wake: () => void = () => {};
   private graceTimer: NodeJS.Timeout | null = null;
+  /** The service's refusal of this agent's token, once it came: the agent is draining because of it. */
+  private refusal: HttpError | null = null;
   private readonly cfg: AgentConfig;
   private readonly log: Logger;
   private readonly metrics: Metrics;
@@ -77,20 +90,33 @@ export class Agent {
       try {
         await this.queue.reportPresence(true);
       } catch (err) {
-        if (!this.stopping.signal.aborted) throw err;
+        if (refusedForGood(err)) this.refused(err);
+        else if (!this.stopping.signal.aborted) throw err;
       }
-      await this.loop();
+      if (!this.stopping.signal.aborted) await this.loop();
       await this.drain();
-      await this.queue
-        .leave()
-        .catch((err) =>
-          this.log.warn('could not tell the service this agent left; it will age out of the fleet view', { error: errorText(err) }),
-        );
+      if (!this.refusal)
+        await this.queue
+          .leave()
+          .catch((err) =>
+            this.log.warn('could not tell the service this agent left; it will age out of the fleet view', { error: errorText(err) }),
+          );
     } finally {
       await this.engines.close(); // no engine process outlives the agent
     }
     this.state = 'stopped';
     this.log.info('agent stopped');
+    if (this.refusal) throw new AgentRefused(`the service refuses this agent: ${this.refusal.message}`);
+  }
+
+  /** The service refused this agent's token for good: stop taking work, as on SIGTERM, and say why. */
+  private refused(err: HttpError): void {
+    if (this.refusal) return;
+    this.refusal = err;
+    this.log.error('the service refuses this agent; stopping (fix its token or --machine-type, then start it again)', {
+      error: errorText(err),
+    });
+    if (!this.stopping.signal.aborted) this.shutdown(); // a second shutdown would release running jobs at once
   }
 
   private async loop(): Promise<void> {
@@ -98,7 +124,11 @@ export class Agent {
     this.log.info('agent running', { engines: this.cfg.engines, gpus: this.cfg.gpus.length, concurrency: this.cfg.concurrency });
     // Presence once a minute even while every slot is busy (pulls report it when idle).
     const presence = setInterval(
-      () => void this.queue.reportPresence().catch((err) => this.log.warn('presence report failed', { error: errorText(err) })),
+      () =>
+        void this.queue.reportPresence().catch((err) => {
+          if (refusedForGood(err)) this.refused(err);
+          else this.log.warn('presence report failed', { error: errorText(err) });
+        }),
       10_000,
     );
     presence.unref();
@@ -165,7 +195,8 @@ export class Agent {
     try {
       return await this.queue.pull(Math.min(slots, 10), this.cfg.visibilityTimeoutMs);
     } catch (err) {
-      if (!this.stopping.signal.aborted) this.log.error('pull failed', { error: errorText(err) });
+      if (refusedForGood(err)) this.refused(err);
+      else if (!this.stopping.signal.aborted) this.log.error('pull failed', { error: errorText(err) });
       return [];
     }
   }
@@ -190,7 +221,8 @@ export class Agent {
         { attempts: Infinity, signal: this.stopping.signal, finishInFlight: true },
       );
     } catch (err) {
-      if (!this.stopping.signal.aborted) this.log.error('claim failed', { error: errorText(err) });
+      if (refusedForGood(err)) this.refused(err);
+      else if (!this.stopping.signal.aborted) this.log.error('claim failed', { error: errorText(err) });
       return { claimed: false, hint: 'still-queued' };
     }
     this.metrics.claimed(!!res.job, (performance.now() - started) / 1000);

@@ -46,7 +46,7 @@ const DEFAULT_JOB_TIME_LIMITS = 'dev=600,openvm=21600';
 const FLAGS = [
   ['api-url', 'PROVER_API_URL', undefined, 'Base URL of the proving service (the Worker)'],
   ['agent-token', 'PROVER_AGENT_TOKEN', undefined, 'Agent token (npm run admin -- create-agent-token): the only secret the host needs'],
-  ['name', 'PROVER_AGENT_NAME', hostname(), 'Name of this agent in the service’s records'],
+  ['name', 'PROVER_AGENT_NAME', hostname(), 'Name of this agent in the service’s records; agents sharing a host need their own'],
   ['machine-type', 'PROVER_MACHINE_TYPE', 'unknown', 'Machine type, recorded on proofs and used for cost'],
   ['gpus', 'PROVER_GPUS', '0', 'GPU count (ordinals 0..N-1) or a comma list of ordinals'],
   ['engines', 'PROVER_ENGINES', 'dev', `Engines served, comma separated (${ENGINE_NAMES.join(', ')})`],
@@ -54,8 +54,8 @@ const FLAGS = [
   [
     'work-dir',
     'PROVER_WORK_DIR',
-    join(homedir(), '.prover-agent', 'work'),
-    'Job work directories (emptied at start, but for the artifact cache)',
+    join(homedir(), '.prover-agent', '<name>'),
+    'Job work directories (emptied at start, but for the artifact cache); one agent at a time (locked)',
   ],
   [
     'artifact-cache',
@@ -82,6 +82,16 @@ const FLAGS = [
     'Seconds a job may hold this host from its claim (its deadline, if sooner): N for every engine, or engine=N pairs; past it the engine is killed and the job fails',
   ],
 ] as const;
+
+/**
+ * The work dir of an agent named `name` when none is given: one per name, so that agents
+ * sharing a host (each with its own --name) never share one; two of the same name are
+ * refused by the work dir's lock (./work-dir-lock.ts).
+ */
+export function defaultWorkDir(name: string, home = homedir()): string {
+  const safe = name.replace(/[^\w.-]+/g, '_').replace(/^\.+$/, '_') || '_';
+  return join(home, '.prover-agent', safe);
+}
 
 export function usage(): string {
   const lines = FLAGS.map(
@@ -169,15 +179,16 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   const level = get('log-level') as Level;
   if (!['debug', 'info', 'warn', 'error'].includes(level)) throw new ConfigError(`--log-level must be debug, info, warn or error`);
   const hb = get('heartbeat-interval');
+  const name = get('name');
   return {
     apiUrl: required('api-url'),
     agentToken: required('agent-token'),
-    name: get('name'),
+    name,
     machineType: get('machine-type'),
     gpus,
     engines,
     configs: list(get('configs')),
-    workDir: resolve(get('work-dir')),
+    workDir: resolve(values['work-dir'] ?? env.PROVER_WORK_DIR ?? defaultWorkDir(name)),
     artifactCacheBytes: Math.round(number('artifact-cache', get('artifact-cache'), 0) * 1024 * 1024),
     concurrency: get('concurrency') ? number('concurrency', get('concurrency'), 1) : Math.max(1, gpus.length),
     heartbeatIntervalMs: hb ? number('heartbeat-interval', hb, 0.1) * 1000 : null,

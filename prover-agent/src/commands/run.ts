@@ -1,8 +1,9 @@
 // `prover-agent run`: the daemon.
-import { Agent } from '../agent/agent.ts';
+import { Agent, AgentRefused } from '../agent/agent.ts';
 import { ConfigError, loadConfig, usage } from '../agent/config.ts';
 import { createLogger } from '../agent/log.ts';
 import { Metrics, serveHealth } from '../agent/metrics.ts';
+import { lockWorkDir, WorkDirBusyError } from '../agent/work-dir-lock.ts';
 
 export async function main(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -19,13 +20,43 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  // What another agent on this host holds is refused with one line (exit 2: a unit that
+  // restarts on failure should not retry a configuration that cannot work).
+  let lock;
+  try {
+    lock = await lockWorkDir(cfg.workDir, cfg.name);
+  } catch (err) {
+    if (!(err instanceof WorkDirBusyError)) throw err;
+    console.error(`prover-agent: ${err.message}`);
+    return 2;
+  }
   const log = createLogger(cfg.logLevel);
   const metrics = new Metrics();
   const agent = new Agent(cfg, log, metrics);
-  const server = cfg.metricsPort ? await serveHealth(cfg.metricsPort, cfg.metricsHost, metrics, () => agent.health()) : null;
+  let server = null;
+  try {
+    server = cfg.metricsPort ? await serveHealth(cfg.metricsPort, cfg.metricsHost, metrics, () => agent.health()) : null;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    console.error(
+      `prover-agent: the metrics port ${cfg.metricsHost}:${cfg.metricsPort} is in use (another agent on this host?): give each agent its own --metrics-port, or 0 for none`,
+    );
+    await lock.release();
+    return 2;
+  }
   process.on('SIGTERM', () => agent.shutdown());
   process.on('SIGINT', () => agent.shutdown());
-  await agent.run();
+  // Refused for good (a revoked or unknown token, another machine type): one line and exit
+  // 2, which the systemd unit does not restart (RestartPreventExitStatus=2).
+  let code = 0;
+  try {
+    await agent.run();
+  } catch (err) {
+    if (!(err instanceof AgentRefused)) throw err;
+    console.error(`prover-agent: ${err.message}`);
+    code = 2;
+  }
   server?.close();
-  return 0;
+  await lock.release();
+  return code;
 }

@@ -2,6 +2,7 @@
 // the document's title) and the status line. A small store the root component reads.
 import { useSyncExternalStore } from 'hono/jsx/dom';
 import type { Status } from '../ui/chrome.tsx';
+import { shownText } from '../ui/format.ts';
 import { TITLE_SUFFIX } from '../ui/site.ts';
 import { describe } from './errors.ts';
 
@@ -36,7 +37,9 @@ export function fail(err: unknown, retry?: () => void): void {
 }
 
 /** The page's heading, once it knows which record it shows. */
-export function setHeading(heading: string) {
+export function setHeading(text: string) {
+  // Headings name records: people's text, escaped (src/console/ui/format.ts shownText).
+  const heading = shownText(text);
   if (heading === current.heading) return;
   document.title = heading + TITLE_SUFFIX;
   set({ heading });

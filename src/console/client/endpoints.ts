@@ -10,7 +10,8 @@ export const authApi = {
   signIn: (email: string, password: string) => authCall<T.Token>('signin', { email, password }),
   setPassword: (token: string, password: string) => authCall<T.PasswordSet>('set-password', { token, password }),
   askPasswordReset: (email: string) => authCall<T.Message>('password-reset', { email }),
-  resetPassword: (token: string, password: string) => authCall<T.PasswordSet>('reset-password', { token, password }),
+  resetPassword: (token: string, password: string, revokeApiKeys: boolean) =>
+    authCall<T.PasswordSet>('reset-password', { token, password, revoke_api_keys: revokeApiKeys }),
   readInvite: (token: string) => authCall<T.InviteSummary>('invite', { token }),
   /** A new account: its password and name. */
   acceptAsNew: (token: string, password: string, name?: string) => authCall<T.InviteAccepted>('accept-invite', { token, password, name }),
@@ -27,9 +28,12 @@ export const outboxApi = {
   },
 };
 
-/** The signed-in user, with their organizations; the fleet (operators). */
+/** The signed-in user, with their organizations and sessions; the fleet (operators). */
 export const accountApi = {
   me: () => callJson<T.Me>('/me'),
+  sessions: () => callJson<T.List<T.ConsoleSession>>('/me/sessions'),
+  endSession: (id: string) => callJson<T.Message>(`/me/sessions/${seg(id)}`, 'DELETE'),
+  endAllSessions: () => callJson<T.Message>('/me/sessions', 'DELETE'),
   fleet: () => callJson<T.Fleet>('/fleet'),
 };
 

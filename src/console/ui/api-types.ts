@@ -34,6 +34,7 @@ export type InviteSummary = z.infer<typeof accounts.InviteSummary>;
 export type InviteAccepted = z.infer<typeof accounts.InviteAccepted>;
 export type Me = z.infer<typeof accounts.MeResponse>;
 export type Organization = z.infer<typeof accounts.OrgMembership>;
+export type ConsoleSession = z.infer<typeof accounts.ConsoleSession>;
 export type Role = Organization['role'];
 
 export type ProjectRecord = z.infer<typeof projects.ProjectRecord>;

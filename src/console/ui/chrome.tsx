@@ -3,6 +3,7 @@
 // page shell; the client renders it again with the signed-in user's organizations.
 import type { Child } from 'hono/jsx';
 import type { Organization, Role } from './api-types.ts';
+import { shownText } from './format.ts';
 import { NAV, type NavLink } from './site.ts';
 import { may } from './states.ts';
 
@@ -76,7 +77,7 @@ export function Header(props: HeaderProps) {
               <span class="sr-only">Organization</span>
               <select id="org-select" onChange={onOrgChange}>
                 {orgs.map((o) => (
-                  <option value={o.id} selected={o.id === orgId}>{`${o.name} (${o.role})`}</option>
+                  <option value={o.id} selected={o.id === orgId}>{`${shownText(o.name)} (${o.role})`}</option>
                 ))}
               </select>
             </label>

@@ -1,11 +1,26 @@
 // How the console writes values, the one place: dates in the reader's locale, money as
 // money (micro-USD on the wire, shown as dollars by Intl.NumberFormat), counts with the
 // locale's separators, GPUs as what a job really holds, and a dash for what is not there
-// (yet). Only the client renders data (the server's page shells have none), so every
-// figure is written in the reader's locale.
+// (yet), and people's text escaped. Only the client renders data (the server's page
+// shells have none), so every figure is written in the reader's locale.
+import type { Child } from 'hono/jsx';
 import { gpusUsed, runsOnText } from 'prover-agent/protocol';
+import { codePointName, UNSAFE_NAME_CHARACTER } from '../../lib/limits.ts';
 
 export const NONE = '—';
+
+const UNSAFE_NAME_CHARACTERS = new RegExp(UNSAFE_NAME_CHARACTER.source, 'gu');
+
+/**
+ * Text people typed (a name, an email, who made a record) as the console shows it: a
+ * control or bidirectional formatting character, refused in names now but perhaps stored
+ * before, as its code (⟨U+202E⟩), so the text reads as what it holds and cannot turn the
+ * text around it. Tables and facts show every string this way (table.tsx, widgets.tsx).
+ */
+export const shownText = (text: string) => text.replace(UNSAFE_NAME_CHARACTERS, (ch) => `⟨${codePointName(ch)}⟩`);
+
+/** A cell's or a fact's text escaped (shownText); markup escapes its own. */
+export const shownChild = (child: Child): Child => (typeof child === 'string' ? shownText(child) : child);
 
 type Maybe<T> = T | null | undefined;
 const absent = (v: unknown): v is null | undefined => v === null || v === undefined;

@@ -37,6 +37,7 @@ export const CONSOLE_PAGES = {
   members: { path: '/members', title: 'Members' },
   usage: { path: '/usage', title: 'Usage', chart: true },
   fleet: { path: '/fleet', title: 'Fleet' },
+  sessions: { path: '/sessions', title: 'Your sessions' },
   // Last: the routes above match first.
   'not-found': { path: '/*', title: 'Page not found', open: true, notFound: true },
 } as const satisfies Record<string, PageSpec>;
@@ -73,6 +74,7 @@ export const NAV: readonly NavLink[] = [
   { href: '/console/members', label: 'Members', action: 'members.manage' },
   { href: '/console/usage', label: 'Usage' },
   { href: '/console/fleet', label: 'Fleet', operators: true },
+  { href: '/console/sessions', label: 'Sessions' },
   { href: '/console/outbox', label: 'Outbox', outbox: true },
 ];
 

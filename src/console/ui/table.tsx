@@ -4,7 +4,7 @@
 // screen each row reads as a card, each cell under its column's heading (data-label).
 import type { Child } from 'hono/jsx';
 import type { Pagination } from './api-types.ts';
-import { formatCount } from './format.ts';
+import { formatCount, shownChild } from './format.ts';
 import { EmptyState, LOADING_LINES, Skeleton } from './widgets.tsx';
 
 export interface Column<T> {
@@ -45,7 +45,7 @@ export function DataTable<T>({ id, caption, columns, rows, empty = 'Nothing here
                 <tr {...rowAttributes?.(row)}>
                   {columns.map((c) => (
                     <td class={c.numeric ? 'num' : undefined} data-label={c.header}>
-                      {c.cell(row)}
+                      {shownChild(c.cell(row))}
                     </td>
                   ))}
                 </tr>

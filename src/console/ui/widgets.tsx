@@ -1,6 +1,6 @@
 // Small pieces several pages share.
 import type { Child } from 'hono/jsx';
-import { NONE } from './format.ts';
+import { NONE, shownChild } from './format.ts';
 import { WEBHOOK_EVENTS } from './states.ts';
 
 /** A state, status or result as a coloured pill (console.css colours it by name); it reads `label`, or the state. */
@@ -28,7 +28,7 @@ export const Facts = ({ id, facts }: { id: string; facts?: readonly Fact[] }) =>
       {facts.map(([label, value]) => (
         <>
           <dt>{label}</dt>
-          <dd>{value ?? NONE}</dd>
+          <dd>{shownChild(value ?? NONE)}</dd>
         </>
       ))}
     </dl>

@@ -22,7 +22,8 @@ type KeyRow = typeof apiKeys.$inferSelect;
 
 export const keyRecord = (k: KeyRow): z.infer<typeof ApiKeyRecord> => ({
   id: k.id,
-  name: k.owner,
+  name: k.name,
+  owner: k.owner,
   prefix: k.prefix,
   owner_user_id: k.user_id,
   scope: k.scope,
@@ -51,13 +52,15 @@ export async function listKeys(db: Db, visible: SQL | undefined, includeRevoked:
 /**
  * A new key, with its audit entry, in one batch; at most `max` live keys: the insert
  * itself is refused (its org_id null, the whole batch with it: isRefusedInsert) when the
- * organization has as many, so concurrent creates cannot pass the cap. Answers its record.
+ * organization has as many, so concurrent creates cannot pass the cap, and when its
+ * creator no longer stands as checked (the actor's standing: removed, demoted below the
+ * scope, signed out), so a key is never made for someone who has left. Answers its record.
  */
 export async function createKey(
   db: Db,
   orgId: string,
   actor: Actor,
-  key: { id: string; key: string; owner: string; userId: string; scope: KeyScope },
+  key: { id: string; key: string; owner: string; name: string | null; userId: string; scope: KeyScope },
   max: number,
 ): Promise<z.infer<typeof ApiKeyRecord>> {
   const room = sql`(SELECT count(*) FROM ${apiKeys} WHERE ${apiKeys.org_id} = ${orgId} AND ${apiKeys.revoked_at} IS NULL) < ${max}`;
@@ -65,14 +68,15 @@ export async function createKey(
   await batchByName(db, {
     key: db.insert(apiKeys).values({
       id: key.id,
-      org_id: sql`CASE WHEN ${room} THEN ${orgId} END`,
+      org_id: sql`CASE WHEN ${room} THEN ${actor.standing ?? orgId} END`,
       key_hash: await sha256Hex(key.key),
       owner: key.owner,
+      name: key.name,
       prefix,
       user_id: key.userId,
       scope: key.scope,
     }),
-    audit: auditEntry(db, orgId, actor, 'api_key.create', key.id, { prefix, name: key.owner, scope: key.scope }),
+    audit: auditEntry(db, orgId, actor, 'api_key.create', key.id, { prefix, name: key.name, scope: key.scope }),
   });
   return keyRecord((await db.select().from(apiKeys).where(eq(apiKeys.id, key.id)).get())!);
 }
@@ -85,10 +89,10 @@ export const findKey = (db: Db, orgId: string, keyId: string) =>
     .where(and(eq(apiKeys.id, keyId), eq(apiKeys.org_id, orgId)))
     .get();
 
-/** Revokes a key and records it, in one batch. */
+/** Revokes a key and records it, in one batch (none of it once the actor no longer stands). */
 export async function revokeKey(db: Db, orgId: string, actor: Actor, key: KeyRow): Promise<void> {
   await batchByName(db, {
+    audit: auditEntry(db, orgId, actor, 'api_key.revoke', key.id, { prefix: key.prefix, name: key.name, owner: key.owner }),
     key: revoke(db, apiKeys, eq(apiKeys.id, key.id), new Date().toISOString()),
-    audit: auditEntry(db, orgId, actor, 'api_key.revoke', key.id, { prefix: key.prefix, name: key.owner }),
   });
 }

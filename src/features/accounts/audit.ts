@@ -1,21 +1,32 @@
 // The audit log of key, member and webhook endpoint changes, one row per change, per
 // organization: the insert each change batches with itself, and the log's pages.
-import { desc, eq, sql } from 'drizzle-orm';
+import { desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { ulid } from 'ulid';
 import { batchByName } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';
 import { auditLog } from '../../db/schema.ts';
+import { failedWith } from '../../lib/errors.ts';
 import { cappedCount, pageAnswer, pageQuery } from '../../lib/pages.ts';
 import type { ConsoleEnv } from '../../middleware/console-auth.ts';
 
 export interface Actor {
   userId: string | null;
   email: string;
+  /**
+   * The organization as the actor stands in it when the entry is written (a console
+   * member: orgOfMember, src/middleware/console-auth.ts): NULL when they no longer do, and
+   * then the entry, and the whole batch of the change it records, is refused.
+   */
+  standing?: SQL<string>;
 }
 
-/** The signed-in user as the audit log records them. */
-export const actorOf = (c: Context<ConsoleEnv>): Actor => ({ userId: c.var.user.id, email: c.var.user.email });
+/** The signed-in user as the audit log records them; `standing` (asMember's) guards the change with them. */
+export const actorOf = (c: Context<ConsoleEnv>, standing?: SQL<string>): Actor => ({
+  userId: c.var.user.id,
+  email: c.var.user.email,
+  standing,
+});
 
 export type AuditAction =
   | 'api_key.create'
@@ -33,11 +44,27 @@ export type AuditAction =
   | 'org_limits.update'
   | 'retention.update';
 
-/** The insert for one audit entry, to batch with the change it records. */
+/**
+ * The actor, their standing narrowed to while `condition` holds as the entry is written
+ * (the member's role is still the one a change was decided on; an invitation is still
+ * live): the audited change is written only then, else its batch is refused (auditRefused).
+ */
+export const actorWhile = (orgId: string, actor: Actor, condition: SQL): Actor => ({
+  ...actor,
+  standing: sql<string>`(CASE WHEN ${condition} THEN ${actor.standing ?? orgId} END)`,
+});
+
+/** Whether a batch was refused by its audit entry's guard (the actor no longer stands, or actorWhile's condition failed). */
+export const auditRefused = (err: unknown): boolean => failedWith(err, 'NOT NULL constraint failed: audit_log.org_id');
+
+/**
+ * The insert for one audit entry, to batch with the change it records. An actor with a
+ * `standing` writes it only while they stand: no audited change without its actor.
+ */
 export function auditEntry(db: Db, orgId: string, actor: Actor, action: AuditAction, target: string, detail: Record<string, unknown> = {}) {
   return db.insert(auditLog).values({
     id: ulid(),
-    org_id: orgId,
+    org_id: actor.standing ?? orgId,
     actor_user_id: actor.userId,
     actor: actor.email,
     action,

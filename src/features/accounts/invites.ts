@@ -6,10 +6,10 @@ import { and, desc, eq, gt, inArray, isNull, sql, type SQL } from 'drizzle-orm';
 import { grantersOf } from '../../auth/permissions.ts';
 import { batchByName } from '../../db/batch.ts';
 import type { Db } from '../../db/client.ts';
-import { consoleLinks, memberships, organizations, users, type Role } from '../../db/schema.ts';
+import { consoleLinks, consoleSessions, memberships, organizations, users, type Role } from '../../db/schema.ts';
 import { refusedAs } from '../../lib/errors.ts';
 import { revoke } from '../../lib/revoke.ts';
-import { auditEntry, type Actor } from './audit.ts';
+import { actorWhile, auditEntry, auditRefused, type Actor } from './audit.ts';
 import { DEAD_LINK, liveLink, type Link } from './links.ts';
 
 /** An organization's pending invitations. */
@@ -63,6 +63,8 @@ export async function createInvite(
   invite: { id: string; tokenHash: string; email: string; role: Role; createdBy: string; expiresAt: string },
 ): Promise<string> {
   const { made } = await batchByName(db, {
+    // First: the guard (the inviter still stands, with a role that may grant this one).
+    audit: auditEntry(db, orgId, actor, 'invite.create', invite.email, { role: invite.role, invite_id: invite.id }),
     replaced: revoke(db, consoleLinks, and(liveInvites(orgId), eq(consoleLinks.email, invite.email)), new Date().toISOString()),
     made: db
       .insert(consoleLinks)
@@ -77,7 +79,6 @@ export async function createInvite(
         expires_at: invite.expiresAt,
       })
       .returning({ created_at: consoleLinks.created_at }),
-    audit: auditEntry(db, orgId, actor, 'invite.create', invite.email, { role: invite.role, invite_id: invite.id }),
   });
   return made[0].created_at;
 }
@@ -87,19 +88,29 @@ export async function dropInvite(db: Db, id: string): Promise<void> {
   await revoke(db, consoleLinks, eq(consoleLinks.id, id), new Date().toISOString());
 }
 
-/** Revokes a pending invitation and records it; undefined when there is none. */
+/**
+ * Revokes a pending invitation and records it, in one batch conditional on it still
+ * pending (and on its actor's standing); undefined when there is none.
+ */
 export async function revokeInvite(db: Db, orgId: string, actor: Actor, inviteId: string) {
-  const [revoked] = await revoke(
-    db,
-    consoleLinks,
-    and(liveInvites(orgId), eq(consoleLinks.id, inviteId)),
-    new Date().toISOString(),
-  ).returning({
-    email: consoleLinks.email,
-    role: consoleLinks.role,
-  });
-  if (revoked) await auditEntry(db, orgId, actor, 'invite.revoke', revoked.email, { invite_id: inviteId, role: revoked.role });
-  return revoked;
+  const pending = and(liveInvites(orgId), eq(consoleLinks.id, inviteId));
+  const invite = await db.select({ email: consoleLinks.email, role: consoleLinks.role }).from(consoleLinks).where(pending).get();
+  if (!invite) return undefined;
+  const stillPending = sql`EXISTS (SELECT 1 FROM ${consoleLinks} WHERE ${pending})`;
+  try {
+    await batchByName(db, {
+      audit: auditEntry(db, orgId, actorWhile(orgId, actor, stillPending), 'invite.revoke', invite.email, {
+        invite_id: inviteId,
+        role: invite.role,
+      }),
+      revoked: revoke(db, consoleLinks, pending, new Date().toISOString()),
+    });
+  } catch (err) {
+    // Used, revoked or expired meanwhile: there is none to revoke (or its actor no longer stands: asMember says so).
+    if (auditRefused(err)) return undefined;
+    throw err;
+  }
+  return invite;
 }
 
 /** What an invitation's holder is shown: who is invited into what, and whether the email has an account. */
@@ -115,9 +126,10 @@ export async function inviteSummary(db: Db, link: Link) {
 const inviterGrants = (link: Link) =>
   sql<Role>`(SELECT ${link.role} WHERE EXISTS (SELECT 1 FROM ${memberships} WHERE ${memberships.org_id} = ${link.org_id} AND ${memberships.user_id} = ${link.created_by} AND ${inArray(memberships.role, grantersOf(link.role!))}))`;
 
-/** Who accepts an invitation: a signed-in account, or a new one its holder makes. */
+/** Who accepts an invitation: a signed-in account (in its session), or a new one its holder makes. */
 export interface Joining {
   userId: string;
+  sessionId?: string;
   account?: { name: string; passwordHash: string };
 }
 
@@ -138,20 +150,28 @@ export async function acceptInvite(db: Db, link: Link, joining: Joining): Promis
     .select({ org_id: consoleLinks.org_id })
     .from(consoleLinks)
     .where(and(eq(consoleLinks.id, link.id), eq(consoleLinks.used_at, usedAt)));
-  const { userId, account } = joining;
+  const { userId, sessionId, account } = joining;
+  // A signed-in account joins only while its session lives (a password reset racing the
+  // acceptance ends it): else the membership's user is NULL and the batch refused.
+  const joiner = sessionId
+    ? sql<string>`(SELECT ${consoleSessions.user_id} FROM ${consoleSessions} WHERE ${consoleSessions.id} = ${sessionId} AND ${consoleSessions.user_id} = ${userId} AND ${consoleSessions.revoked_at} IS NULL)`
+    : userId;
   await batchByName(db, {
     used: db
       .update(consoleLinks)
       .set({ used_at: usedAt })
       .where(liveLink(eq(consoleLinks.id, link.id))),
     account: account && db.insert(users).values({ id: userId, email: link.email, name: account.name, password_hash: account.passwordHash }),
-    membership: db.insert(memberships).values({ org_id: sql`${usedHere}`, user_id: userId, role: inviterGrants(link) }),
+    membership: db.insert(memberships).values({ org_id: sql`${usedHere}`, user_id: joiner, role: inviterGrants(link) }),
     audit: auditEntry(db, link.org_id!, { userId, email: link.email }, 'invite.accept', link.email, {
       role: link.role,
       invite_id: link.id,
     }),
   })
     .catch(refusedAs('NOT NULL constraint failed: memberships.org_id', 404, DEAD_LINK))
+    .catch(
+      refusedAs('NOT NULL constraint failed: memberships.user_id', 401, 'Your session ended: sign in again, then accept the invitation'),
+    )
     .catch(
       refusedAs(
         'NOT NULL constraint failed: memberships.role',

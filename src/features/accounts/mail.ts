@@ -16,6 +16,7 @@ import { desc, eq } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/d1';
 import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
 import { mailOutbox } from '../../db/schema.ts';
+import { ApiError } from '../../lib/errors.ts';
 import { newMailId } from '../../lib/ids.ts';
 import { INVITE_TTL_DAYS, PASSWORD_RESET_TTL_MINUTES, SET_PASSWORD_LINK_TTL_HOURS } from '../../lib/limits.ts';
 
@@ -113,6 +114,56 @@ export async function send(env: MailEnv, message: MailMessage): Promise<boolean>
   }
   await res.body?.cancel();
   return true;
+}
+
+// ---------------------------------------------------------------------------
+// Where links point: the deployment's public origin (PUBLIC_ORIGIN), from configuration
+// only, never from a request (whose Host its sender chooses: a reset asked with
+// `Host: attacker.example` would mail the victim a genuine link to the attacker's site).
+
+/** No link can be made: answered 503 with what the operator must set. */
+export class PublicOriginError extends ApiError {
+  constructor(message: string) {
+    super(503, message);
+  }
+}
+
+/** Hosts a public origin may name over plain http (local development). */
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * The console's public origin, `scheme://host[:port]`, from PUBLIC_ORIGIN: https, or http
+ * on a loopback host. Throws PublicOriginError saying what to set when it is missing or
+ * not such an origin: such a deployment sends no link (the Worker also says so at start,
+ * src/index.ts).
+ */
+export function publicOrigin(env: { PUBLIC_ORIGIN?: string }): string {
+  const value = env.PUBLIC_ORIGIN?.trim().replace(/\/$/, '');
+  const fix =
+    'set PUBLIC_ORIGIN (the https origin people open the console at) under [env.<name>.vars] in wrangler.toml, then deploy (README "Configuration")';
+  if (!value) throw new PublicOriginError(`PUBLIC_ORIGIN is not set, so no link (password reset, invitation) can be sent: ${fix}`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new PublicOriginError(`PUBLIC_ORIGIN (${value}) is not a URL: ${fix}`);
+  }
+  if (url.origin !== value)
+    throw new PublicOriginError(`PUBLIC_ORIGIN (${value}) must be an origin only (no path, query or credentials): ${fix}`);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)))
+    throw new PublicOriginError(`PUBLIC_ORIGIN (${value}) must be https (http only on 127.0.0.1, localhost or [::1]): ${fix}`);
+  return url.origin;
+}
+
+/** Why PUBLIC_ORIGIN would send no link, or null when it is good: the Worker's check at start. */
+export function publicOriginProblem(env: { PUBLIC_ORIGIN?: string }): string | null {
+  try {
+    publicOrigin(env);
+    return null;
+  } catch (err) {
+    if (err instanceof PublicOriginError) return err.message;
+    throw err;
+  }
 }
 
 // ---------------------------------------------------------------------------

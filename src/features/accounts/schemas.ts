@@ -8,7 +8,7 @@ import { z } from '@hono/zod-openapi';
 import { DEFAULT_KEY_SCOPE } from '../../auth/permissions.ts';
 import { KEY_SCOPE_NAMES, ROLES } from '../../db/enums.ts';
 import { MAX_API_KEY_NAME_LENGTH, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../lib/limits.ts';
-import { OrgParams } from '../../lib/schemas.ts';
+import { OrgParams, safeName } from '../../lib/schemas.ts';
 
 /** The header the console's client sends on cookie-authenticated calls (/auth); a cross-site form cannot. */
 export const CSRF_HEADER = 'X-Console-CSRF';
@@ -36,7 +36,10 @@ export const TokenResponse = z
   .object({ access_token: z.string(), token_type: z.literal('Bearer'), expires_in: z.number().int(), user: UserRecord })
   .openapi('ConsoleToken', { description: 'The access token; the refresh token is set as an HttpOnly cookie.' });
 
-export const PasswordSet = z.object({ email: z.string() });
+export const PasswordSet = z.object({
+  email: z.string(),
+  api_keys_revoked: z.number().int().openapi({ description: 'API keys of the account revoked with it (a reset that asked to)' }),
+});
 
 export const InviteSummary = z.object({ email: z.string(), org_name: z.string(), role: z.string(), has_account: z.boolean() });
 
@@ -53,15 +56,49 @@ export const SigninBody = z.object({ email: Email, password: z.string().min(1).m
 /** A one-time link's token (it travels in a body, never in a URL the server sees). */
 const Token = z.string().min(1).max(200);
 
-export const PasswordWithLink = z.object({ token: Token, password: Password });
+/** A password set with a link; a reset also revokes, by default, every API key the person made. */
+export const PasswordWithLink = z
+  .object({
+    token: Token,
+    password: Password,
+    revoke_api_keys: z.boolean().default(true).openapi({
+      description:
+        'Also revoke every API key the account made, in every organization (default true: keys made by whoever had the account cannot be told from one’s own, while an integration whose key was revoked fails loudly and gets a new one). An account setting its first password has none.',
+    }),
+  })
+  .openapi('PasswordWithLink');
 
 export const PasswordResetRequest = z.object({ email: Email }).openapi('PasswordResetRequest');
 
 export const InviteToken = z.object({ token: Token });
 
 export const AcceptInviteRequest = z
-  .object({ token: Token, password: Password.optional(), name: z.string().trim().max(100).optional() })
+  .object({ token: Token, password: Password.optional(), name: safeName(z.string().trim().max(100)).optional() })
   .openapi('AcceptInviteRequest');
+
+/** One live session of the signed-in person, as the sessions list shows it. */
+export const ConsoleSession = z
+  .object({
+    id: z.string(),
+    created_at: z.string().openapi({ description: 'When it signed in' }),
+    last_refreshed_at: z
+      .string()
+      .nullable()
+      .openapi({ description: 'When it last traded its refresh token (about every 10 minutes while open)' }),
+    expires_at: z.string(),
+    user_agent: z.string().nullable().openapi({ description: 'The browser that signed in, as it named itself (null: not known)' }),
+    client_address: z.string().nullable().openapi({ description: 'The address it signed in from (null: not known)' }),
+    current: z.boolean().openapi({ description: 'The session of this request' }),
+  })
+  .openapi('ConsoleSession');
+
+export const SessionParams = z.object({
+  session_id: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'session_id', in: 'path' } }),
+});
 
 export const ChangePasswordBody = z.object({ current_password: z.string().min(1).max(MAX_PASSWORD_LENGTH), new_password: Password });
 
@@ -71,7 +108,11 @@ export const ChangePasswordBody = z.object({ current_password: z.string().min(1)
 export const ApiKeyRecord = z
   .object({
     id: z.string(),
-    name: z.string().openapi({ description: 'The owner label, shown as created_by on what the key makes' }),
+    name: z.string().nullable().openapi({ description: 'What its creator called it (null: no name)' }),
+    owner: z.string().openapi({
+      description:
+        'Who made it: its creator’s email (an operator-made key: the operator’s label). What the key makes records its owner with its name beside it as created_by',
+    }),
     prefix: z.string().nullable(),
     owner_user_id: z.string().nullable(),
     scope: z
@@ -88,7 +129,7 @@ export const CreatedApiKey = ApiKeyRecord.extend({ key: z.string().openapi({ des
 export const ApiKeyListQuery = z.object({ include_revoked: z.enum(['true', 'false']).default('false') });
 
 export const NewApiKeyBody = z.object({
-  name: z.string().trim().min(1).max(MAX_API_KEY_NAME_LENGTH).optional(),
+  name: safeName(z.string().trim().min(1).max(MAX_API_KEY_NAME_LENGTH)).optional(),
   scope: z.enum(KEY_SCOPE_NAMES).default(DEFAULT_KEY_SCOPE),
 });
 

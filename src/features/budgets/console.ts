@@ -7,9 +7,10 @@ import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { monthOf } from '../../jobs/budgets.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/schemas.ts';
 import { validationHook } from '../../lib/errors.ts';
-import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
 import { BODY_CAPS } from '../../lib/limits.ts';
 import { door, json } from '../../middleware/door.ts';
+import { actorOf } from '../accounts/audit.ts';
 import { readBudget, setBudget } from './data.ts';
 import { BudgetBody, BudgetRecord } from './schemas.ts';
 
@@ -51,9 +52,7 @@ budgetsConsoleApi.openapi(
   async (c) => {
     const body = c.req.valid('json');
     const limits = { monthly_cost: body.monthly_cost ?? null, monthly_gpu_hours: body.monthly_gpu_hours ?? null };
-    return c.json(
-      await setBudget(c.var.db, c.var.membership.orgId, limits, { userId: c.var.user.id, email: c.var.user.email }, monthOf(Date.now())),
-      200,
-    );
+    const month = monthOf(Date.now());
+    return c.json(await asMember(c, (org) => setBudget(c.var.db, c.var.membership.orgId, limits, actorOf(c, org), month)), 200);
   },
 );

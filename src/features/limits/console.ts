@@ -6,7 +6,7 @@ import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { quotaDefaults } from '../../jobs/quotas.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams } from '../../lib/schemas.ts';
-import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
 import { BODY_CAPS } from '../../lib/limits.ts';
 import { door, json } from '../../middleware/door.ts';
 import { actorOf } from '../accounts/audit.ts';
@@ -48,5 +48,11 @@ limitsConsoleApi.openapi(
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: OrgLimitsBody } } } },
     responses: { 200: ok, ...consoleErrors(403, 404, 422) },
   }),
-  async (c) => c.json(await setOrgLimits(c.var.db, c.var.membership.orgId, c.req.valid('json'), actorOf(c), quotaDefaults(c.env)), 200),
+  async (c) => {
+    const body = c.req.valid('json');
+    return c.json(
+      await asMember(c, (org) => setOrgLimits(c.var.db, c.var.membership.orgId, body, actorOf(c, org), quotaDefaults(c.env))),
+      200,
+    );
+  },
 );

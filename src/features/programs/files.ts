@@ -5,8 +5,9 @@
 import { artifactKey, type ArtifactBatch } from '../../lib/artifacts.ts';
 import { toHex } from '../../lib/crypto.ts';
 import { ELF_HEAD_BYTES, validateElf } from '../../lib/elf.ts';
-import { ApiError } from '../../lib/errors.ts';
+import { ApiError, ValidationError } from '../../lib/errors.ts';
 import { MemorySink, type MultipartForm } from '../../lib/multipart.ts';
+import { unsafeNameIssue } from '../../lib/schemas.ts';
 import type { StoredProgram } from './data.ts';
 
 const HASH_RUN_BYTES = 256 * 1024;
@@ -63,11 +64,14 @@ export async function receiveProgramFiles(form: MultipartForm, programId: string
   const problem = validateElf(head.bytes(), elfSize);
   if (problem) throw new ApiError(400, `Invalid ELF: ${problem}`);
   if (vmexe.size === 0) throw new ApiError(400, 'vmexe is empty');
+  const projectName = parts.project_name.at(-1)?.text().trim() || undefined;
+  const unsafe = projectName && unsafeNameIssue(['body', 'project_name'], projectName);
+  if (unsafe) throw new ValidationError([unsafe]);
   return {
     elfSize,
     elfSha256: toHex(await hash.digest),
     elfFilename: elfFilename?.replace(/\.elf$/i, '') || undefined,
     vmexeSize: vmexe.size,
-    projectName: parts.project_name.at(-1)?.text().trim() || undefined,
+    projectName,
   };
 }

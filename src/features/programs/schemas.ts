@@ -4,7 +4,7 @@
 // browser client takes its types from here (src/console/ui/api-types.ts).
 import { z } from '@hono/zod-openapi';
 import type { configs, programs, projects } from '../../db/schema.ts';
-import { ConfigId, queryInt, Timestamp, Uuid } from '../../lib/schemas.ts';
+import { ConfigId, queryInt, safeName, Timestamp, Uuid } from '../../lib/schemas.ts';
 
 type Row<T extends { $inferSelect: unknown }> = T['$inferSelect'];
 
@@ -87,17 +87,17 @@ export const ProgramParams = z.object({ program_id: Uuid('program_id') });
 /** POST /v1/programs: everything but the files, which the multipart body carries. */
 export const RegisterQuery = z.object({
   config_id: ConfigId,
-  program_name: z.string().max(256).optional(),
+  program_name: safeName(z.string().max(256)).optional(),
   commit_sha: z.string().max(256).optional(),
   project_id: z.uuid().optional(),
-  project_name: z.string().max(256).optional(),
+  project_name: safeName(z.string().max(256)).optional(),
   default_num_gpus: queryInt(1, 10000, 8, 'Default GPU count for proofs of this program'),
 });
 
 export const UpdateProgramBody = z
   .object({
     project_id: z.uuid().optional().openapi({ description: 'Move the program to this project (one of yours)' }),
-    name: z.string().min(1).max(256).optional().openapi({ description: 'Rename the program' }),
-    program_name: z.string().min(1).max(256).optional().openapi({ description: 'Alias of name' }),
+    name: safeName(z.string().min(1).max(256)).optional().openapi({ description: 'Rename the program' }),
+    program_name: safeName(z.string().min(1).max(256)).optional().openapi({ description: 'Alias of name' }),
   })
   .openapi('UpdateProgram');

@@ -7,7 +7,7 @@ import { asCaller, keyRefusal } from '../../middleware/auth.ts';
 import { ApiError, isRefusedInsert, ValidationError, validationHook } from '../../lib/errors.ts';
 import { readJsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
-import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf } from '../../lib/schemas.ts';
+import { errorResponses, IdempotencyHeaders, idempotentResponses, PaginationQuery, pageOf, unsafeNameIssue } from '../../lib/schemas.ts';
 import { isLostClaim } from '../../middleware/idempotency/store.ts';
 import { answerStatements, claimLost, idempotent } from '../../middleware/idempotency/index.ts';
 import { one } from '../../lib/pages.ts';
@@ -71,6 +71,8 @@ projectsApi.post('/', door.apiKey('projects.manage', { rate: 'submissions', body
     ]);
   if (name.length > 256)
     throw new ValidationError([{ loc: ['body'], msg: 'String should have at most 256 characters', type: 'string_too_long' }]);
+  const unsafe = unsafeNameIssue(['body'], name);
+  if (unsafe) throw new ValidationError([unsafe]);
   const id = crypto.randomUUID();
   const answer = { status: 201, body: { id } } as const;
   const answerRows = await answerStatements(c, answer.status, answer.body);

@@ -7,6 +7,7 @@ import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { apiKeys, organizations, programs, projects } from '../../db/schema.ts';
 import { cappedCount, orgCounter, pageAnswer, pageQuery, type Org, type PageRead } from '../../lib/pages.ts';
+import { keyCreatedBy } from '../../middleware/auth.ts';
 import { projectRecord } from './schemas.ts';
 
 type ProjectRow = typeof projects.$inferSelect;
@@ -66,10 +67,10 @@ export const projectPage = (read: PageRead<ProjectRow>, q: Pick<ProjectQuery, 'p
 /**
  * The insert of a new project for the API key `keyHash`, in the organization `org`
  * (orgOfKey(): NULL for a dead key or one that may not manage projects, which fails
- * the insert and with it the batch, so nothing is stored); its creator is the key's owner.
+ * the insert and with it the batch, so nothing is stored); its creator is the key's owner, its name beside it (keyCreatedBy).
  */
 export function insertProject(db: Db, org: Org, keyHash: string, id: string, name: string) {
-  const owner = sql<string>`(SELECT ${apiKeys.owner} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${keyHash} AND ${apiKeys.revoked_at} IS NULL)`;
+  const owner = sql<string>`(SELECT ${keyCreatedBy} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${keyHash} AND ${apiKeys.revoked_at} IS NULL)`;
   return db.insert(projects).values({ id, org_id: org, name, created_by: owner });
 }
 

@@ -24,7 +24,7 @@ import {
   queryInt,
   Uuid,
 } from '../../lib/schemas.ts';
-import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
 import { door } from '../../middleware/door.ts';
 import { batchByName } from '../../db/batch.ts';
 import { zValidator } from '@hono/zod-validator';
@@ -240,8 +240,11 @@ consoleProofsApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').proof_id;
-    const results = await batchByName(c.var.db, cancelProofStatements(c.var.db, id, c.var.membership.orgId));
-    const answer = cancelAnswer(id, cancelOutcome(results));
+    // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile cancels nothing.
+    const { results, answer } = await asMember(c, async (org) => {
+      const results = await batchByName(c.var.db, cancelProofStatements(c.var.db, id, org));
+      return { results, answer: cancelAnswer(id, cancelOutcome(results)) };
+    });
     enqueueAfterResponse(c, cancelDeliveries(results));
     return c.json(answer, 200);
   },

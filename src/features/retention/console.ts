@@ -13,7 +13,7 @@ import { ProgramRecord } from '../programs/schemas.ts';
 import { ProofRecord, proofRecord } from '../proofs/schemas.ts';
 import { ExecutionRecord, executionRecord } from '../executions/schemas.ts';
 import { CONSOLE_SECURITY, consoleErrors, OrgParams, Uuid } from '../../lib/schemas.ts';
-import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
 import { BODY_CAPS } from '../../lib/limits.ts';
 import { door, json } from '../../middleware/door.ts';
 import { deletedRow } from './answers.ts';
@@ -49,8 +49,11 @@ consoleRetentionApi.openapi(
   async (c) => {
     const id = c.req.param('proof_id')!;
     const { db } = c.var;
-    const { tombstone, record } = await batchByName(db, deleteProofStatements(db, c.var.membership.orgId, id));
-    const row = deletedRow('proof', id, deletionOutcome(record[0]));
+    // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
+    const { tombstone, row } = await asMember(c, async (org) => {
+      const { tombstone, record } = await batchByName(db, deleteProofStatements(db, org, id));
+      return { tombstone, row: deletedRow('proof', id, deletionOutcome(record[0])) };
+    });
     purgeAfterResponse(
       c,
       db,
@@ -73,8 +76,11 @@ consoleRetentionApi.openapi(
   async (c) => {
     const id = c.req.param('execution_id')!;
     const { db } = c.var;
-    const { tombstone, record } = await batchByName(db, deleteExecutionStatements(db, c.var.membership.orgId, id));
-    const row = deletedRow('execution', id, deletionOutcome(record[0]));
+    // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
+    const { tombstone, row } = await asMember(c, async (org) => {
+      const { tombstone, record } = await batchByName(db, deleteExecutionStatements(db, org, id));
+      return { tombstone, row: deletedRow('execution', id, deletionOutcome(record[0])) };
+    });
     purgeAfterResponse(
       c,
       db,
@@ -97,10 +103,12 @@ consoleRetentionApi.openapi(
   async (c) => {
     const id = c.req.param('program_id')!;
     const { db } = c.var;
-    const org = c.var.membership.orgId;
-    const read = await batchByName(db, { ...deleteProgramStatements(db, org, id), ...programQuery(db, org, id) });
-    const found = requireProgram(read);
-    deletedRow('program', id, deletionOutcome(found.program));
+    const { read, found } = await asMember(c, async (org) => {
+      const read = await batchByName(db, { ...deleteProgramStatements(db, org, id), ...programQuery(db, org, id) });
+      const found = requireProgram(read);
+      deletedRow('program', id, deletionOutcome(found.program));
+      return { read, found };
+    });
     purgeAfterResponse(
       c,
       db,
@@ -171,7 +179,7 @@ consoleRetentionApi.openapi(
   }),
   async (c) => {
     const { retention_days } = c.req.valid('json');
-    await setRetention(c.var.db, c.var.membership.orgId, retention_days, actorOf(c));
+    await asMember(c, (org) => setRetention(c.var.db, c.var.membership.orgId, retention_days, actorOf(c, org)));
     return c.json({ retention_days }, 200);
   },
 );

@@ -9,7 +9,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { apiKeys } from '../../db/schema.ts';
 import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
-import { asCaller, authenticate } from '../../middleware/auth.ts';
+import { asCaller, authenticate, keyAuditActor, keyCreatedBy } from '../../middleware/auth.ts';
 import { idempotent, sealAnswer } from '../../middleware/idempotency/index.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
@@ -56,13 +56,10 @@ const inKeyBatch =
 /** The API key's column, as SQL, for statements batched with its lookup. */
 const keyColumn = (hash: string, column: SQL) =>
   sql<string>`(SELECT ${column} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL)`;
-/** Who the audit log names for a change made with the request's API key. */
+/** Who the audit log names for a change made with the request's API key: the person who made the key, the key beside them. */
 const keyActor = (c: Context<AppEnv>): Actor => ({
-  userId: null,
-  name: keyColumn(
-    c.var.apiKeyHash,
-    sql`'API key ' || coalesce(${apiKeys.prefix} || '…', ${apiKeys.id}) || ' (' || ${apiKeys.owner} || ')'`,
-  ),
+  userId: keyColumn(c.var.apiKeyHash, sql`${apiKeys.user_id}`),
+  name: keyColumn(c.var.apiKeyHash, keyAuditActor),
 });
 
 /**
@@ -108,7 +105,7 @@ webhooksApi.openapi(
     checkWebhookUrl(c.env, body.url);
     const id = crypto.randomUUID();
     const { secret, sealed } = await sealedNewSecret(c, id);
-    const createdBy = keyColumn(c.var.apiKeyHash, sql`${apiKeys.owner}`);
+    const createdBy = keyColumn(c.var.apiKeyHash, keyCreatedBy);
     const endpoint = await createEndpoint(inKeyBatch(c), keyActor(c), createdBy, {
       id,
       url: body.url,

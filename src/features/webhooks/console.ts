@@ -9,7 +9,7 @@ import { enqueueAfterResponse, refOf } from '../../jobs/webhooks.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_JSON_BODY_BYTES } from '../../lib/limits.ts';
 import { sealSecret } from '../../lib/sealing.ts';
-import type { ConsoleEnv } from '../../middleware/console-auth.ts';
+import { asMember, type ConsoleEnv } from '../../middleware/console-auth.ts';
 import { door, json } from '../../middleware/door.ts';
 import { validationHook } from '../../lib/errors.ts';
 import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams, pageOf, PaginationQuery, Uuid } from '../../lib/schemas.ts';
@@ -49,11 +49,20 @@ const ConsoleDeliveryParams = OrgParams.extend(DeliveryParams.shape);
 /** The signed-in user, as the audit log and disabled_reason name them. */
 const actor = (c: Context<ConsoleEnv>): Actor => ({ userId: c.var.user.id, name: c.var.user.email });
 
-/** Runs an operation's statements as one batch in the member's organization (its session is checked already). */
+/** Runs a read's statements as one batch in the member's organization (its session is checked already). */
 const inMemberBatch =
   (c: Context<ConsoleEnv>): InOrg =>
   (build) =>
     batchByName(c.var.db, build(c.var.db, c.var.membership.orgId));
+
+/**
+ * Runs a change's statements as one batch in the organization as the member stands in it
+ * when they run (asMember): a member removed or demoted meanwhile changes nothing (409).
+ */
+const inMemberWrite =
+  (c: Context<ConsoleEnv>): InOrg =>
+  (build) =>
+    asMember(c, (org) => batchByName(c.var.db, build(c.var.db, org)));
 
 /** A new signing secret for endpoint `id`, and its sealed form. */
 const newSecret = async (c: Context<ConsoleEnv>, id: string) => {
@@ -107,7 +116,7 @@ consoleWebhooksApi.openapi(
     checkWebhookUrl(c.env, body.url);
     const id = crypto.randomUUID();
     const { secret, sealed } = await newSecret(c, id);
-    const endpoint = await createEndpoint(inMemberBatch(c), actor(c), c.var.user.email, {
+    const endpoint = await createEndpoint(inMemberWrite(c), actor(c), c.var.user.email, {
       id,
       url: body.url,
       events: body.events,
@@ -159,7 +168,7 @@ consoleWebhooksApi.openapi(
   async (c) => {
     const patch = c.req.valid('json');
     if (patch.url !== undefined) checkWebhookUrl(c.env, patch.url);
-    return c.json(await updateEndpoint(inMemberBatch(c), actor(c), c.req.valid('param').webhook_id, patch), 200);
+    return c.json(await updateEndpoint(inMemberWrite(c), actor(c), c.req.valid('param').webhook_id, patch), 200);
   },
 );
 
@@ -180,7 +189,7 @@ consoleWebhooksApi.openapi(
     },
   }),
   async (c) => {
-    await deleteEndpoint(inMemberBatch(c), actor(c), c.req.valid('param').webhook_id);
+    await deleteEndpoint(inMemberWrite(c), actor(c), c.req.valid('param').webhook_id);
     return c.json({ message: 'Webhook endpoint deleted' }, 200);
   },
 );
@@ -205,7 +214,7 @@ consoleWebhooksApi.openapi(
   async (c) => {
     const id = c.req.valid('param').webhook_id;
     const { secret, sealed } = await newSecret(c, id);
-    return c.json({ ...(await rotateSecret(inMemberBatch(c), actor(c), id, sealed)), secret }, 200);
+    return c.json({ ...(await rotateSecret(inMemberWrite(c), actor(c), id, sealed)), secret }, 200);
   },
 );
 
@@ -252,7 +261,7 @@ consoleWebhooksApi.openapi(
   }),
   async (c) => {
     const { webhook_id, delivery_id } = c.req.valid('param');
-    const delivery = await redeliver(inMemberBatch(c), webhook_id, delivery_id);
+    const delivery = await redeliver(inMemberWrite(c), webhook_id, delivery_id);
     enqueueAfterResponse(c, [refOf(delivery)]);
     return c.json(delivery.record, 202);
   },
@@ -276,7 +285,7 @@ consoleWebhooksApi.openapi(
     },
   }),
   async (c) => {
-    const delivery = await recordTestEvent(inMemberBatch(c), c.req.valid('param').webhook_id);
+    const delivery = await recordTestEvent(inMemberWrite(c), c.req.valid('param').webhook_id);
     enqueueAfterResponse(c, [refOf(delivery)]);
     return c.json(deliveryRecord(delivery, []), 202);
   },

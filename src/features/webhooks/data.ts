@@ -96,7 +96,7 @@ const storedEvents = (events: readonly string[] | null | undefined) => (events ?
 // is who the audit log names: a console user, or an API key.
 
 export interface Actor {
-  userId: string | null;
+  userId: string | SQL<string | null> | null;
   name: string | SQL<string>;
 }
 

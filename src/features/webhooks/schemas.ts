@@ -6,7 +6,7 @@
 import { z } from '@hono/zod-openapi';
 import { WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENTS } from '../../db/enums.ts';
 import { MAX_WEBHOOK_DESCRIPTION, MAX_WEBHOOK_URL_LENGTH } from '../../lib/limits.ts';
-import { Uuid } from '../../lib/schemas.ts';
+import { safeName, Uuid } from '../../lib/schemas.ts';
 
 const ts = z.string().openapi({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
 
@@ -93,7 +93,7 @@ export const CreateWebhookBody = z
       .min(1)
       .optional()
       .openapi({ description: 'Events to send; omit for every event, including ones added later' }),
-    description: z.string().max(MAX_WEBHOOK_DESCRIPTION).optional(),
+    description: safeName(z.string().max(MAX_WEBHOOK_DESCRIPTION)).optional(),
   })
   .openapi('CreateWebhook');
 
@@ -101,7 +101,7 @@ export const UpdateWebhookBody = z
   .object({
     url: z.string().max(MAX_WEBHOOK_URL_LENGTH).optional(),
     events: z.array(WebhookEventName).min(1).nullable().optional().openapi({ description: 'null: every event' }),
-    description: z.string().max(MAX_WEBHOOK_DESCRIPTION).optional(),
+    description: safeName(z.string().max(MAX_WEBHOOK_DESCRIPTION)).optional(),
     disabled: z
       .boolean()
       .optional()

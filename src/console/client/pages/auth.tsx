@@ -53,25 +53,28 @@ function SigninPage({ email }: { email?: string }) {
 
 export const signin: OpenPage = async () => <SigninPage email={new URLSearchParams(location.search).get('email') ?? undefined} />;
 
-/** A page that sets a password with its link's token. */
+/** A page that sets a password with its link's token (a reset: and says whether to revoke the person's API keys). */
 const passwordPage =
-  (use: (token: string, password: string) => Promise<{ email: string }>): OpenPage =>
+  (use: (token: string, form: HTMLFormElement) => Promise<{ email: string }>, reset = false): OpenPage =>
   async () => {
     const token = takeToken();
     if (!token) {
       fail('This link has no token: ask for a new one.');
-      return <SetPasswordView hidden />;
+      return <SetPasswordView hidden reset={reset} />;
     }
     const submit = (event: Event) => {
       event.preventDefault();
       const form = formOf(event);
-      void attempt(async () => toSignIn((await use(token, field(form, 'password'))).email));
+      void attempt(async () => toSignIn((await use(token, form)).email));
     };
-    return <SetPasswordView onSubmit={submit} />;
+    return <SetPasswordView reset={reset} onSubmit={submit} />;
   };
 
-export const setPassword: OpenPage = passwordPage(authApi.setPassword);
-export const resetPassword: OpenPage = passwordPage(authApi.resetPassword);
+export const setPassword: OpenPage = passwordPage((token, form) => authApi.setPassword(token, field(form, 'password')));
+export const resetPassword: OpenPage = passwordPage(
+  (token, form) => authApi.resetPassword(token, field(form, 'password'), new FormData(form).has('revoke_api_keys')),
+  true,
+);
 
 function ForgotPasswordPage({ email }: { email?: string }) {
   const [sent, setSent] = useState(false);

@@ -13,7 +13,8 @@ const RELOAD_MS = 5000;
 function FleetPage({ initial }: { initial: Fleet }) {
   const [fleet, setFleet] = useState(initial);
   useInterval(() => void attempt(async () => setFleet(await accountApi.fleet())), RELOAD_MS);
-  return <FleetView fleet={fleet} />;
+  // The Worker serving this page is the one agents talk to.
+  return <FleetView fleet={fleet} apiUrl={location.origin} />;
 }
 
 export const fleet: SignedInPage = async ({ user }) => {

@@ -7,6 +7,7 @@ import { keys } from './keys.tsx';
 import { members } from './members.tsx';
 import { overview } from './overview.tsx';
 import { execution, program, project, projects, proof, proofs } from './records.tsx';
+import { sessions } from './sessions.tsx';
 import { usage } from './usage.tsx';
 import { webhook, webhooks } from './webhooks.tsx';
 
@@ -34,4 +35,5 @@ export const SIGNED_IN_PAGES: Record<SignedInPageName, SignedInPage> = {
   members,
   usage,
   fleet,
+  sessions,
 };

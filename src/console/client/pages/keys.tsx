@@ -2,6 +2,7 @@
 import { useState } from 'hono/jsx/dom';
 import type { ApiKey, Organization } from '../../ui/api-types.ts';
 import { scopesFor, type KeyScope } from '../../ui/states.ts';
+import { shownText } from '../../ui/format.ts';
 import { KeysView } from '../../ui/views/keys.tsx';
 import { attempt, say } from '../chrome.ts';
 import { copyText, field, formOf } from '../dom.ts';
@@ -29,8 +30,9 @@ function KeysPage({ api, org, initial }: { api: OrgApi; org: Organization; initi
     });
   };
   const revoke = async (key: ApiKey) => {
+    const named = key.name ? ` “${shownText(key.name)}”` : '';
     const yes = await ask({
-      title: `Revoke the API key “${key.name}” (${key.prefix ? `${key.prefix}…` : key.id})?`,
+      title: `Revoke the API key${named} of ${shownText(key.owner)} (${key.prefix ? `${key.prefix}…` : key.id})?`,
       body: <p>Every call made with it is refused from now on, including by programs and CI jobs that use it.</p>,
       action: 'Revoke key',
       irreversible: true,

@@ -30,16 +30,24 @@ export const SigninView = ({ email, busy, onSubmit }: { email?: string; busy?: b
   </>
 );
 
-/** A new password, from a set-password or a password-reset link. */
-export const SetPasswordView = ({ hidden, onSubmit }: { hidden?: boolean; onSubmit?: Submit }) => (
+/** A new password, from a set-password or a password-reset link; a reset offers to revoke the person's API keys too. */
+export const SetPasswordView = ({ hidden, reset, onSubmit }: { hidden?: boolean; reset?: boolean; onSubmit?: Submit }) => (
   <form id="password-form" class="card narrow" hidden={hidden} onSubmit={onSubmit}>
     <label>
       {`New password (at least ${MIN_PASSWORD_LENGTH} characters)`}
       <input type="password" name="password" autocomplete="new-password" minlength={MIN_PASSWORD_LENGTH} required />
     </label>
+    {reset && (
+      <label>
+        <input type="checkbox" name="revoke_api_keys" checked />
+        Also revoke every API key I made (if someone else may have used my account, keys they made look like mine)
+      </label>
+    )}
     <button type="submit">Set password</button>
   </form>
 );
+
+export const ResetPasswordView = (props: { hidden?: boolean; onSubmit?: Submit }) => <SetPasswordView reset {...props} />;
 
 export const ForgotPasswordView = ({ email, sent, onSubmit }: { email?: string; sent?: boolean; onSubmit?: Submit }) => (
   <form id="forgot-form" class="card narrow" hidden={sent} onSubmit={onSubmit}>

@@ -3,6 +3,7 @@ import type { Fleet } from '../api-types.ts';
 import { formatCount, formatDate, formatSeconds, gpusText } from '../format.ts';
 import { type Column, DataTable } from '../table.tsx';
 import { EmptyState, type Fact, Facts } from '../widgets.tsx';
+import { addHostCommands } from '../add-host.ts';
 
 type Agent = Fleet['agents'][number];
 type QueueLane = Fleet['queued'][number];
@@ -47,7 +48,20 @@ function fleetFacts(f: Fleet): Fact[] {
   ];
 }
 
-export const FleetView = ({ fleet }: { fleet?: Fleet }) => (
+const AddHost = ({ apiUrl }: { apiUrl: string }) => {
+  const { where, commands } = addHostCommands(apiUrl);
+  return (
+    <>
+      <h2>Add a host</h2>
+      <p>{where}</p>
+      <pre id="add-host" class="commands">
+        {commands}
+      </pre>
+    </>
+  );
+};
+
+export const FleetView = ({ fleet, apiUrl }: { fleet?: Fleet; apiUrl?: string }) => (
   <>
     <Facts id="fleet-facts" facts={fleet && fleetFacts(fleet)} />
     <h2>Agents seen in the last day</h2>
@@ -72,5 +86,6 @@ export const FleetView = ({ fleet }: { fleet?: Fleet }) => (
     <DataTable id="agent-tokens" caption="Live agent tokens" columns={tokenColumns} rows={fleet?.tokens} empty="No live agent token." />
     <h2>Queued jobs</h2>
     <DataTable id="queue" caption="Queued jobs by engine and config" columns={queueColumns} rows={fleet?.queued} empty="Nothing queued." />
+    {apiUrl && <AddHost apiUrl={apiUrl} />}
   </>
 );

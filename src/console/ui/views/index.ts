@@ -2,13 +2,14 @@
 // the client renders them with data, and without when a page cannot be loaded.
 import type { Child } from 'hono/jsx';
 import type { PageName } from '../site.ts';
-import { ForgotPasswordView, InviteView, OutboxView, SetPasswordView, SigninView } from './auth.tsx';
+import { ForgotPasswordView, InviteView, OutboxView, ResetPasswordView, SetPasswordView, SigninView } from './auth.tsx';
 import { FleetView } from './fleet.tsx';
 import { KeysView } from './keys.tsx';
 import { MembersView } from './members.tsx';
 import { NotFoundView } from './not-found.tsx';
 import { OverviewView } from './overview.tsx';
 import { ExecutionView, ProgramView, ProjectView, ProjectsView, ProofView, ProofsView } from './records.tsx';
+import { SessionsView } from './sessions.tsx';
 import { UsageView } from './usage.tsx';
 import { WebhookView, WebhooksView } from './webhooks.tsx';
 
@@ -18,7 +19,7 @@ export const PAGE_VIEWS: Record<PageName, (props: Record<string, never>) => Chil
   'set-password': SetPasswordView,
   invite: InviteView,
   'forgot-password': ForgotPasswordView,
-  'reset-password': SetPasswordView,
+  'reset-password': ResetPasswordView,
   outbox: OutboxView,
   overview: OverviewView,
   projects: ProjectsView,
@@ -33,5 +34,6 @@ export const PAGE_VIEWS: Record<PageName, (props: Record<string, never>) => Chil
   members: MembersView,
   usage: UsageView,
   fleet: FleetView,
+  sessions: SessionsView,
   'not-found': NotFoundView,
 };

@@ -8,7 +8,8 @@ import { tryKey } from '../snippets.ts';
 import { EmptyState, ShownOnce, Snippet } from '../widgets.tsx';
 
 const keyColumns = (onRevoke?: (key: ApiKey) => void): Column<ApiKey>[] => [
-  { header: 'Name', cell: (k) => k.name },
+  { header: 'Name', cell: (k) => k.name ?? NONE },
+  { header: 'Owner', cell: (k) => k.owner },
   { header: 'Prefix', cell: (k) => <code>{k.prefix ? `${k.prefix}…` : NONE}</code> },
   { header: 'Scope', cell: (k) => <span title={KEY_SCOPES[k.scope].covers}>{k.scope}</span> },
   { header: 'Created', cell: (k) => formatDate(k.created_at) },

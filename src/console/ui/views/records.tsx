@@ -10,7 +10,7 @@ import type {
   ProjectRecord,
   ProofDetail,
 } from '../api-types.ts';
-import { counted, formatCount, formatDate, formatUsd, jobGpusText, NONE, shortId } from '../format.ts';
+import { counted, formatCount, formatDate, formatUsd, jobGpusText, NONE, shortId, shownText } from '../format.ts';
 import { links } from '../site.ts';
 import { registerProgram, runExecution, submitProof } from '../snippets.ts';
 import { isCancelable, PROOF_STATES, PROOF_STEPS } from '../states.ts';
@@ -86,7 +86,7 @@ export function ProveStep({ guide, programId, programName }: { guide: Guide; pro
 // Projects
 
 const projectColumns: Column<ProjectRecord>[] = [
-  { header: 'Name', cell: (p) => <a href={links.project(p.id)}>{p.name}</a> },
+  { header: 'Name', cell: (p) => <a href={links.project(p.id)}>{shownText(p.name)}</a> },
   { header: 'Programs', cell: (p) => formatCount(p.program_count), numeric: true },
   { header: 'Proofs run', cell: (p) => formatCount(p.total_proofs_run), numeric: true },
   { header: 'Last active', cell: (p) => formatDate(p.last_active_at) },
@@ -143,7 +143,7 @@ export const ProjectsView = ({ projects, filtered, guide, onFilter, onPage }: Pr
 );
 
 const programColumns: Column<ProgramRecord>[] = [
-  { header: 'Name', cell: (p) => <a href={links.program(p.id)}>{p.name}</a> },
+  { header: 'Name', cell: (p) => <a href={links.program(p.id)}>{shownText(p.name)}</a> },
   { header: 'Status', cell: (p) => <StateBadge state={p.status} /> },
   { header: 'Proofs run', cell: (p) => formatCount(p.proofs_run), numeric: true },
   { header: 'Created', cell: (p) => formatDate(p.created_at) },
@@ -188,7 +188,7 @@ export const ProjectView = ({ project, programs, guide, onPage }: ProjectViewPro
 const programFacts = (p: ProgramDetail): Fact[] => [
   ['Status', <StateBadge state={p.status} />],
   ...(p.deleted_at ? [['Files deleted', formatDate(p.deleted_at)] as Fact] : []),
-  ['Project', <a href={links.project(p.project_id)}>{p.project_name}</a>],
+  ['Project', <a href={links.project(p.project_id)}>{shownText(p.project_name)}</a>],
   ['Id', <code>{p.id}</code>],
   ['Program hash (ELF SHA-256)', <code>{p.program_hash}</code>],
   ['App exe commit', <code>{p.artifacts.app_exe_commit || NONE}</code>],
@@ -436,7 +436,7 @@ const proofFacts = (p: ProofDetail, engine?: string): Fact[] => [
   ['State', <StateBadge id="proof-state" state={p.state} />],
   ...(p.deleted_at ? [['Files deleted', formatDate(p.deleted_at)] as Fact] : []),
   ['Program', <a href={links.program(p.program_uuid)}>{p.program_name}</a>],
-  ['Project', <a href={links.project(p.project_id)}>{p.project_name}</a>],
+  ['Project', <a href={links.project(p.project_id)}>{shownText(p.project_name)}</a>],
   ['Id', <code>{p.id}</code>],
   ['Type', p.proof_type],
   ['Cost', formatUsd(p.cost)],

@@ -4,13 +4,13 @@
 // revokes their own keys; those who may keys.manage (owners, admins) every key. What a
 // key may do is bounded by its creator's role as it is at each call (src/middleware/auth.ts).
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { DEFAULT_KEY_SCOPE, may, scopesFor } from '../../../auth/permissions.ts';
+import { DEFAULT_KEY_SCOPE, KEY_SCOPES, may, PERMISSIONS, scopesFor } from '../../../auth/permissions.ts';
 import { tenantLimits } from '../../../jobs/settings.ts';
 import { randomToken } from '../../../lib/crypto.ts';
 import { ApiError, isRefusedInsert, notFound, validationHook } from '../../../lib/errors.ts';
 import { newApiKeyId } from '../../../lib/ids.ts';
 import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams } from '../../../lib/schemas.ts';
-import type { ConsoleEnv } from '../../../middleware/console-auth.ts';
+import { asMember, type ConsoleEnv } from '../../../middleware/console-auth.ts';
 import { BODY_CAPS } from '../../../lib/limits.ts';
 import { door, json } from '../../../middleware/door.ts';
 import { createKey, findKey, listKeys, revokeKey, visibleKeys } from '../api-keys.ts';
@@ -71,12 +71,13 @@ apiKeysApi.openapi(
     const { role, orgId } = c.var.membership;
     if (!scopesFor(role).includes(scope)) throw new ApiError(403, `A ${role} may create only ${scopesFor(role).join(' or ')} keys`);
     const key = randomToken('sk');
-    const owner = body.name ? `${c.var.user.email} (${body.name})` : c.var.user.email;
     // At most ORG_MAX_API_KEYS live keys (../api-keys.ts createKey). Each key has its own
-    // rate budget, but they share the organization's (src/middleware/rate-limit.ts).
+    // rate budget, but they share the organization's (src/middleware/rate-limit.ts). Made
+    // only while its creator still holds a role that may give the scope.
     const max = tenantLimits(c.env).ORG_MAX_API_KEYS;
+    const made = { id: newApiKeyId(), key, owner: c.var.user.email, name: body.name ?? null, userId: c.var.user.id, scope };
     try {
-      const record = await createKey(c.var.db, orgId, actorOf(c), { id: newApiKeyId(), key, owner, userId: c.var.user.id, scope }, max);
+      const record = await asMember(c, (org) => createKey(c.var.db, orgId, actorOf(c, org), made, max), KEY_SCOPES[scope].least);
       return c.json({ ...record, key }, 201);
     } catch (err) {
       if (isRefusedInsert(err, 'api_keys'))
@@ -111,9 +112,11 @@ apiKeysApi.openapi(
     const { orgId, role } = c.var.membership;
     const key = await findKey(c.var.db, orgId, key_id);
     if (!key) throw notFound('API key');
-    if (!may(role, 'keys.manage') && key.user_id !== c.var.user.id) throw new ApiError(403, 'You can revoke only your own keys');
+    const own = key.user_id === c.var.user.id;
+    if (!may(role, 'keys.manage') && !own) throw new ApiError(403, 'You can revoke only your own keys');
     if (key.revoked_at) throw new ApiError(409, 'This key is already revoked');
-    await revokeKey(c.var.db, orgId, actorOf(c), key);
+    // Another's key only while the actor may still manage keys.
+    await asMember(c, (org) => revokeKey(c.var.db, orgId, actorOf(c, org), key), own ? undefined : PERMISSIONS['keys.manage'].least);
     return c.json({ message: 'Key revoked' }, 200);
   },
 );

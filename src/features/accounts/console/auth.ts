@@ -14,16 +14,22 @@ import { csrf } from 'hono/csrf';
 import { createMiddleware } from 'hono/factory';
 import { HTTPException } from 'hono/http-exception';
 import type { AppEnv } from '../../../app-env.ts';
-import { randomToken, sha256Hex } from '../../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../../lib/errors.ts';
-import { newLinkId, newUserId } from '../../../lib/ids.ts';
+import { newUserId } from '../../../lib/ids.ts';
 import { BODY_CAPS, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../../lib/limits.ts';
 import { door, json } from '../../../middleware/door.ts';
 import { consoleErrors, MessageResponse } from '../../../lib/schemas.ts';
-import { accessToken, accessTtlSeconds, consoleUserIfBearer, type MaybeSignedInEnv } from '../../../middleware/console-auth.ts';
+import {
+  accessToken,
+  accessTtlSeconds,
+  consoleSigningKey,
+  consoleUserIfBearer,
+  type MaybeSignedInEnv,
+} from '../../../middleware/console-auth.ts';
 import { acceptInvite, inviteSummary, type Joining } from '../invites.ts';
 import { findLink } from '../links.ts';
-import { passwordResetMessage, PASSWORD_RESET_TTL_MINUTES, send } from '../mail.ts';
+import { PASSWORD_RESET_TTL_MINUTES, publicOrigin } from '../mail.ts';
+import { askPasswordReset } from '../password-reset.ts';
 import { hashPassword, verifyPassword } from '../password.ts';
 import {
   AcceptInviteRequest,
@@ -39,16 +45,13 @@ import {
   type UserRecord,
 } from '../schemas.ts';
 import { openSession, REFRESH_COOKIE, REFRESH_COOKIE_PATH, REFRESH_TTL_SECONDS, revokeSession, rotateSession } from '../sessions.ts';
-import { MAX_FAILURES_PER_ACCOUNT, MAX_FAILURES_PER_CLIENT, passwordAccepted, reservePasswordAttempt } from '../signin-throttle.ts';
 import {
-  accountExists,
-  makeResetLink,
-  RESET_LINKS_PER_EMAIL,
-  RESET_WINDOW_MINUTES,
-  setPasswordWithLink,
-  userByEmail,
-  userById,
-} from '../users.ts';
+  MAX_FAILURES_PER_ACCOUNT,
+  MAX_FAILURES_PER_ACCOUNT_AND_CLIENT,
+  MAX_FAILURES_PER_CLIENT,
+  reservePasswordAttempt,
+} from '../signin-throttle.ts';
+import { accountExists, RESET_LINKS_PER_EMAIL, RESET_WINDOW_MINUTES, setPasswordWithLink, userByEmail, userById } from '../users.ts';
 
 export const consoleAuthApi = new OpenAPIHono<MaybeSignedInEnv>({ defaultHook: validationHook });
 
@@ -103,23 +106,30 @@ consoleAuthApi.openapi(
     middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
     summary: 'Sign in with email and password',
-    description: `Failed attempts are throttled per account (${MAX_FAILURES_PER_ACCOUNT}) and per client (${MAX_FAILURES_PER_CLIENT}) per 15 minutes. Send ${CSRF_HEADER}: 1.`,
+    description: `Failed attempts are throttled per account and client address (${MAX_FAILURES_PER_ACCOUNT_AND_CLIENT}), per client (${MAX_FAILURES_PER_CLIENT}) and per account from every address (${MAX_FAILURES_PER_ACCOUNT}) per 15 minutes; a password reset clears an account's. 409 when the password changed while signing in. Send ${CSRF_HEADER}: 1.`,
     request: { body: { required: true, content: { 'application/json': { schema: SigninBody } } } },
     responses: {
       200: { description: 'Signed in', content: { 'application/json': { schema: TokenResponse } } },
-      ...consoleErrors(403, 422, 429),
+      ...consoleErrors(403, 409, 422, 429),
     },
   }),
   async (c) => {
     const { email, password } = c.req.valid('json');
     const db = c.var.db;
+    const address = c.req.header('cf-connecting-ip');
     // The check is counted before it runs: a failure has nothing left to record.
-    const keys = await reservePasswordAttempt(db, email, c.req.header('cf-connecting-ip'));
+    const attempt = await reservePasswordAttempt(db, email, address);
     const user = await userByEmail(db, email);
     // Unknown emails run the same hash (verifyPassword does) and get the same answer.
-    if (!(await verifyPassword(password, user?.password_hash ?? null)) || !user) throw new ApiError(401, GENERIC_SIGNIN_ERROR);
-    await passwordAccepted(db, keys);
-    const session = await openSession(db, user.id);
+    if (!(await verifyPassword(password, user?.password_hash ?? null)) || !user?.password_hash)
+      throw new ApiError(401, GENERIC_SIGNIN_ERROR);
+    // Opened only while the password just checked is still the account's (a reset or a
+    // change that landed meanwhile ended every session; this one must not outlive it).
+    const session = await openSession(db, consoleSigningKey(c.env), { id: user.id, passwordHash: user.password_hash }, attempt, {
+      userAgent: c.req.header('user-agent'),
+      address,
+    });
+    if (!session) throw new ApiError(409, 'The password of this account changed while you were signing in: sign in with the new one');
     setRefreshCookie(c, session.refresh);
     return c.json(await tokenBody(c, { id: user.id, email: user.email, name: user.name, is_operator: user.is_operator }, session.id), 200);
   },
@@ -134,7 +144,7 @@ consoleAuthApi.openapi(
     middleware: [door.anonymous()],
     tags: ['console auth'],
     summary: 'Trade the refresh cookie for a new access token (the cookie rotates)',
-    description: `Cookie-authenticated: send ${CSRF_HEADER}: 1. A refresh token used twice ends its session.`,
+    description: `Cookie-authenticated: send ${CSRF_HEADER}: 1. A refresh token used twice (any token of the session before the current one) ends its session.`,
     responses: {
       200: { description: 'A new access token', content: { 'application/json': { schema: TokenResponse } } },
       ...consoleErrors(403),
@@ -142,7 +152,7 @@ consoleAuthApi.openapi(
   }),
   async (c) => {
     const refresh = getCookie(c, REFRESH_COOKIE);
-    const result = refresh ? await rotateSession(c.var.db, refresh) : ({ kind: 'refused' } as const);
+    const result = refresh ? await rotateSession(c.var.db, consoleSigningKey(c.env), refresh) : ({ kind: 'refused' } as const);
     if (result.kind === 'refused') {
       deleteCookie(c, REFRESH_COOKIE, { path: REFRESH_COOKIE_PATH, secure: true });
       throw new ApiError(401, 'Not signed in');
@@ -170,7 +180,7 @@ consoleAuthApi.openapi(
   async (c) => {
     const refresh = getCookie(c, REFRESH_COOKIE);
     if (refresh) {
-      const result = await rotateSession(c.var.db, refresh);
+      const result = await rotateSession(c.var.db, consoleSigningKey(c.env), refresh);
       if (result.kind === 'rotated') await revokeSession(c.var.db, result.sessionId);
     }
     deleteCookie(c, REFRESH_COOKIE, { path: REFRESH_COOKIE_PATH, secure: true });
@@ -193,7 +203,7 @@ for (const route of [
     kind: 'password_reset',
     summary: 'Set a new password with a password-reset link',
     description:
-      'Ends every session of the user and revokes their other password links. The token travels in the body (the link carries it after #).',
+      'Ends every session of the user, revokes their other password links, clears the sign-in throttle of the account and, unless `revoke_api_keys` is false, revokes every API key they made. The token travels in the body (the link carries it after #).',
   },
 ] as const)
   consoleAuthApi.openapi(
@@ -213,8 +223,9 @@ for (const route of [
       },
     }),
     async (c) => {
-      const { token, password } = c.req.valid('json');
-      return c.json({ email: await setPasswordWithLink(c.var.db, route.kind, token, password) }, 200);
+      const { token, password, revoke_api_keys } = c.req.valid('json');
+      const set = await setPasswordWithLink(c.var.db, route.kind, token, password, { revokeApiKeys: revoke_api_keys });
+      return c.json({ email: set.email, api_keys_revoked: set.keysRevoked }, 200);
     },
   );
 
@@ -229,31 +240,22 @@ consoleAuthApi.openapi(
     middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
     summary: 'Ask for a password-reset link by email',
-    description: `Always answers 202 the same way, whether or not an account has the email. An account gets a one-time link, valid ${PASSWORD_RESET_TTL_MINUTES} minutes, by email (at most ${RESET_LINKS_PER_EMAIL} per ${RESET_WINDOW_MINUTES} minutes); a new link revokes the older ones. Requests are limited per client address (429). Send ${CSRF_HEADER}: 1.`,
+    description: `Always answers 202 the same way and after the same work, whether or not an account has the email (which is decided after the answer). An account gets a one-time link, valid ${PASSWORD_RESET_TTL_MINUTES} minutes, to PUBLIC_ORIGIN by email (at most ${RESET_LINKS_PER_EMAIL} per ${RESET_WINDOW_MINUTES} minutes); a new link revokes the older ones. Requests are limited per client address (429); 503 when the deployment has no PUBLIC_ORIGIN. Send ${CSRF_HEADER}: 1.`,
     request: { body: { required: true, content: { 'application/json': { schema: PasswordResetRequest } } } },
     responses: {
       202: { description: 'Asked', content: { 'application/json': { schema: MessageResponse } } },
-      ...consoleErrors(403, 422, 429),
+      ...consoleErrors(403, 422, 429, 503),
     },
   }),
   async (c) => {
     const { email } = c.req.valid('json');
-    // Per client: a Rate Limiting binding (approximate is enough; per account, D1 below counts exactly).
+    // Per client: a Rate Limiting binding (approximate is enough; per account, the link's own insert counts exactly).
     const { success } = await c.env.RATE_LIMIT_PASSWORD_RESET.limit({ key: `reset:${c.req.header('cf-connecting-ip') ?? ''}` });
     if (!success) throw new ApiError(429, 'Too many password-reset requests: try again in a minute', { 'Retry-After': '60' });
-    const token = randomToken('rst', 32);
-    const made = await makeResetLink(c.var.db, email, {
-      id: newLinkId(),
-      tokenHash: await sha256Hex(token),
-      lifetime: `+${PASSWORD_RESET_TTL_MINUTES} minutes`,
-    });
-    if (made) {
-      // After the answer: how long a mail API takes must not tell whether the email has an account.
-      const message = passwordResetMessage({ consoleUrl: new URL(c.req.url).origin, token, to: email });
-      c.executionCtx.waitUntil(
-        send(c.env, message).catch((err) => console.error(`password reset mail to ${email} failed: ${(err as Error).message}`)),
-      );
-    }
+    // No link without the deployment's own origin (503, the same for every email).
+    publicOrigin(c.env);
+    // The same work for every email: whether it has an account is decided after the answer (../password-reset.ts).
+    await askPasswordReset(c.env, email);
     return c.json({ message: RESET_ANSWER }, 202);
   },
 );
@@ -316,7 +318,7 @@ consoleAuthApi.openapi(
       if (signedIn.email !== link.email)
         throw new ApiError(403, `This invitation is for ${link.email}: sign in as that account to accept it`);
       if (password !== undefined) throw new ApiError(422, 'An existing account keeps its password: accept without one');
-      joining = { userId: signedIn.id };
+      joining = { userId: signedIn.id, sessionId: c.var.sessionId };
     } else {
       // An invitation never sets or changes an existing account's password.
       if (await accountExists(db, link.email))

@@ -6,18 +6,18 @@
 // inviter may grant its role (../invites.ts).
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { grantAction, may } from '../../../auth/permissions.ts';
+import { grantAction, may, PERMISSIONS, rankOf } from '../../../auth/permissions.ts';
 import type { Role } from '../../../db/schema.ts';
 import { randomToken, sha256Hex } from '../../../lib/crypto.ts';
 import { ApiError, notFound, validationHook } from '../../../lib/errors.ts';
 import { newLinkId } from '../../../lib/ids.ts';
 import { CONSOLE_SECURITY, consoleErrors, MessageResponse, OrgParams } from '../../../lib/schemas.ts';
-import type { ConsoleEnv } from '../../../middleware/console-auth.ts';
+import { asMember, type ConsoleEnv } from '../../../middleware/console-auth.ts';
 import { BODY_CAPS } from '../../../lib/limits.ts';
 import { door, json } from '../../../middleware/door.ts';
 import { actorOf } from '../audit.ts';
 import { createInvite, dropInvite, isMember, listInvites, revokeInvite } from '../invites.ts';
-import { INVITE_TTL_DAYS, inviteMessage, MailError, mailSender, send } from '../mail.ts';
+import { INVITE_TTL_DAYS, inviteMessage, MailError, mailSender, publicOrigin, send } from '../mail.ts';
 import { changeRole, findMember, listMembers, ownerCount, removeMember } from '../members.ts';
 import { CreatedInvite, Invite, InviteBody, InviteParams, Member, MemberParams, RoleChange } from '../schemas.ts';
 
@@ -55,6 +55,10 @@ function checkOwnerRule(c: Context<ConsoleEnv>, ...roles: Role[]) {
     throw new ApiError(403, 'Only owners can make, change or remove owners');
 }
 
+/** The least role that may touch all of `roles` (the owner rule): what the actor must still hold when the change is written. */
+const leastToTouch = (...roles: Role[]): Role =>
+  roles.map((r) => PERMISSIONS[grantAction(r)].least).reduce((a, b) => (rankOf(b) > rankOf(a) ? b : a));
+
 membersApi.openapi(
   createRoute({
     method: 'patch',
@@ -80,7 +84,11 @@ membersApi.openapi(
     const lastOwner = 'An organization needs an owner: make someone else owner first';
     if (member.role === 'owner' && role !== 'owner' && (await ownerCount(c.var.db, c.var.membership.orgId)) <= 1)
       throw new ApiError(409, lastOwner);
-    await changeRole(c.var.db, c.var.membership.orgId, actorOf(c), member, role, lastOwner);
+    await asMember(
+      c,
+      (org) => changeRole(c.var.db, c.var.membership.orgId, actorOf(c, org), member, role, lastOwner),
+      leastToTouch(member.role, role),
+    );
     return c.json({ message: `${member.email} is now ${role}` }, 200);
   },
 );
@@ -108,7 +116,11 @@ membersApi.openapi(
     checkOwnerRule(c, member.role);
     const lastOwner = 'An organization needs an owner: the last owner cannot be removed';
     if (member.role === 'owner' && (await ownerCount(c.var.db, c.var.membership.orgId)) <= 1) throw new ApiError(409, lastOwner);
-    await removeMember(c.var.db, c.var.membership.orgId, actorOf(c), member, lastOwner);
+    await asMember(
+      c,
+      (org) => removeMember(c.var.db, c.var.membership.orgId, actorOf(c, org), member, lastOwner),
+      leastToTouch(member.role),
+    );
     return c.json({ message: `${member.email} removed` }, 200);
   },
 );
@@ -145,7 +157,7 @@ membersApi.openapi(
     tags: ['console members'],
     security: CONSOLE_SECURITY,
     summary: 'Invite someone by email (owners and admins): the link is emailed to them',
-    description: `The link goes to the invited address only (never in this answer); it works once, for ${INVITE_TTL_DAYS} days; a new invitation for the same email replaces the pending one. 503 when no mail sender is configured (operators add people with \`npm run admin -- create-user\`), 502 when the mail could not be sent (nothing is left pending).`,
+    description: `The link goes to the invited address only (never in this answer) and points at the deployment’s PUBLIC_ORIGIN; it works once, for ${INVITE_TTL_DAYS} days; a new invitation for the same email replaces the pending one. 503 when no mail sender or PUBLIC_ORIGIN is configured (operators add people with \`npm run admin -- create-user\`), 502 when the mail could not be sent (nothing is left pending).`,
     request: { params: OrgParams, body: { required: true, content: { 'application/json': { schema: InviteBody } } } },
     responses: {
       201: { description: 'Invited: the link was emailed to `sent_to`', content: { 'application/json': { schema: CreatedInvite } } },
@@ -167,25 +179,25 @@ membersApi.openapi(
         503,
         'Invitations are emailed and no mail sender is configured (MAIL_SENDER): an operator adds people with `npm run admin -- create-user`',
       );
+    // Where the link points: the deployment's public origin, never this request's Host (503 without one).
+    const consoleUrl = publicOrigin(c.env);
     const db = c.var.db;
     const orgId = c.var.membership.orgId;
     if (await isMember(db, orgId, email)) throw new ApiError(409, `${email} is already a member`);
     const token = randomToken('inv', 32);
     const id = newLinkId();
     const expires = new Date(Date.now() + INVITE_TTL_DAYS * 86400_000).toISOString();
-    const createdAt = await createInvite(db, orgId, actorOf(c), {
-      id,
-      tokenHash: await sha256Hex(token),
-      email,
-      role,
-      createdBy: c.var.user.id,
-      expiresAt: expires,
-    });
+    const tokenHash = await sha256Hex(token);
+    const createdAt = await asMember(
+      c,
+      (org) => createInvite(db, orgId, actorOf(c, org), { id, tokenHash, email, role, createdBy: c.var.user.id, expiresAt: expires }),
+      leastToTouch(role),
+    );
     try {
       await send(
         c.env,
         inviteMessage({
-          consoleUrl: new URL(c.req.url).origin,
+          consoleUrl,
           token,
           to: email,
           orgName: c.var.membership.orgName,
@@ -221,8 +233,11 @@ membersApi.openapi(
   }),
   async (c) => {
     const { invite_id } = c.req.valid('param');
-    const revoked = await revokeInvite(c.var.db, c.var.membership.orgId, actorOf(c), invite_id);
-    if (!revoked) throw notFound('Invitation');
+    const revoked = await asMember(c, async (org) => {
+      const found = await revokeInvite(c.var.db, c.var.membership.orgId, actorOf(c, org), invite_id);
+      if (!found) throw notFound('Invitation');
+      return found;
+    });
     return c.json({ message: `Invitation for ${revoked.email} revoked` }, 200);
   },
 );
