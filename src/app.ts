@@ -19,7 +19,8 @@ import { proofsApi } from './features/proofs/api.ts';
 import { verifyApi } from './features/verifications/api.ts';
 import { webhooksApi } from './features/webhooks/api.ts';
 import { documentWebhookEvents } from './features/webhooks/docs.ts';
-import { errorResponses, MessageResponse } from './lib/schemas.ts';
+import { CONSOLE_SECURITY, errorResponses, MessageResponse } from './lib/schemas.ts';
+import { referenceOf, withSharedResponses, type OpenApiDocument } from './lib/openapi.ts';
 import { configsInternalApi } from './features/configs/publisher.ts';
 import { jobsInternalApi } from './features/fleet/claim.ts';
 import { leaseInternalApi } from './features/fleet/lease.ts';
@@ -91,6 +92,9 @@ v1.use(callerSession, requireApiKey);
 v1.openapi(
   createRoute({
     method: 'get',
+    operationId: 'validateApiKey',
+    description:
+      'Answers 200 `{"message": "OK"}` while the key sent in Service-API-Key (or Axiom-API-Key) is live; 401 for a key no one has, a revoked one, or one whose creator left the organization. Any scope may call it.',
     path: '/validate_api_key',
     tags: ['auth'],
     summary: 'Check an API key',
@@ -177,30 +181,88 @@ app.openAPIRegistry.registerComponent('securitySchemes', 'ConsoleBearer', {
   description: 'A console access token from POST /console/v1/auth/signin or /refresh (never an API key)',
 });
 documentWebhookEvents(app.openAPIRegistry);
-app.get('/openapi.json', door.open(), (c) =>
-  c.json(
-    app.getOpenAPI31Document({
-      openapi: '3.1.0',
-      info: {
-        title: 'Proving service API',
-        version: API_VERSION,
-        description: 'Register zkVM guest programs, prove them on a GPU fleet, and verify STARK proofs.',
-      },
-      servers: [{ url: new URL(c.req.url).origin }],
-      security: [{ ApiKey: [] }],
-    }),
-  ),
-);
-// Scalar's bundle is served by this Worker (build/assets/docs/vendor), not its CDN, and
-// without its web fonts: the reference works offline.
-app.get(
-  '/docs',
-  door.open(),
-  Scalar({ url: '/openapi.json', pageTitle: 'Proving service API', cdn: '/docs/vendor/scalar.js', withDefaultFonts: false }),
-);
+
+/**
+ * The references, one per audience (src/lib/openapi.ts): the callers' (the public API,
+ * its signed download links and its webhooks) at /openapi.json and /docs, and the
+ * console's (the API its pages call) at /openapi/console.json and /docs/console.
+ */
+export const REFERENCES = {
+  callers: {
+    document: '/openapi.json',
+    page: '/docs',
+    prefixes: ['/v1/', '/downloads/'],
+    webhooks: true,
+    info: {
+      title: 'Proving service API',
+      description:
+        'Register zkVM guest programs, prove them on a GPU fleet, and verify STARK proofs. Every request sends an API key (Service-API-Key); errors are JSON, `{"detail": "…"}`, or for a 422 a list of `{loc, msg, type}`.',
+    },
+    security: [{ ApiKey: [] }],
+  },
+  console: {
+    document: '/openapi/console.json',
+    page: '/docs/console',
+    prefixes: ['/console/v1/'],
+    webhooks: false,
+    info: {
+      title: 'Proving service console API',
+      description:
+        'The API the console’s pages call: signing in, members, API keys, budgets and the organization’s records. Its access tokens come from POST /console/v1/auth/signin; it never takes API keys (the public API is the callers’ reference, /docs).',
+    },
+    security: CONSOLE_SECURITY,
+  },
+} as const;
+
+/** The two references, made once per isolate (the routes do not change), the server's origin added per request. */
+let references: Record<keyof typeof REFERENCES, OpenApiDocument> | undefined;
+export function referenceDocument(name: keyof typeof REFERENCES, origin: string): OpenApiDocument {
+  references ??= (() => {
+    const whole = withSharedResponses(app.getOpenAPI31Document({ openapi: '3.1.0', info: { title: '', version: API_VERSION } }));
+    const cut = (r: (typeof REFERENCES)[keyof typeof REFERENCES]) =>
+      referenceOf({ ...whole, info: { ...r.info, version: API_VERSION }, security: [...r.security] }, [...r.prefixes], r);
+    return { callers: cut(REFERENCES.callers), console: cut(REFERENCES.console) };
+  })();
+  return { ...references[name], servers: [{ url: origin }] };
+}
+
+for (const [name, ref] of Object.entries(REFERENCES) as [keyof typeof REFERENCES, (typeof REFERENCES)[keyof typeof REFERENCES]][]) {
+  app.get(ref.document, door.open(), (c) => c.json(referenceDocument(name, new URL(c.req.url).origin)));
+  // Scalar's bundle is served by this Worker (build/assets/docs/vendor), not its CDN, and
+  // without its web fonts: the reference works offline.
+  app.get(
+    ref.page,
+    door.open(),
+    Scalar({ url: ref.document, pageTitle: ref.info.title, cdn: '/docs/vendor/scalar.js', withDefaultFonts: false }),
+  );
+}
 // The console people sign in to (pages; their scripts and styles are static assets).
 app.route('/console', consolePages);
 app.get('/healthz', door.open(), (c) => c.json({ ok: true }));
 
-app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
+/** The methods a request may name, in the order an Allow header lists them. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/**
+ * The methods `path` is served for (HEAD with GET): a route's own, never middleware's
+ * (method ALL) nor a wildcard's (the console's not-found page serves no path in
+ * particular). None for a path the app does not know.
+ */
+function allowedMethods(path: string): string[] {
+  const serves = (method: string) =>
+    app.router
+      .match(method === 'HEAD' ? 'GET' : method, path)[0]
+      .some(([[, route]]) => route.method !== 'ALL' && !route.path.endsWith('*'));
+  return METHODS.filter(serves);
+}
+
+// A path the app serves, asked with a method it does not serve, is 405 with the ones it
+// does (RFC 9110 15.5.6); any other path is 404.
+app.notFound((c) => {
+  const allow = allowedMethods(c.req.path);
+  if (allow.length === 0) return c.json({ detail: 'Not Found' }, 404);
+  return c.json({ detail: `Method Not Allowed: ${c.req.path} takes ${allow.join(', ')}, not ${c.req.method}` }, 405, {
+    Allow: allow.join(', '),
+  });
+});
 app.onError(onError);

@@ -70,8 +70,11 @@ export function budgetStateSql(org: string | SQL, month: string): SQL<string | n
     WHERE b.org_id = ${org})`;
 }
 
-/** Micro-USD as dollars, for messages. */
-export const usd = (micro: number) => `$${(micro / 1_000_000).toFixed(2)}`;
+/** Micro-USD as dollars, for messages: $1.00; an amount under a cent keeps its digits ($0.0045, not $0.00). */
+export function usd(micro: number): string {
+  const dollars = micro / 1_000_000;
+  return dollars !== 0 && Math.abs(dollars) < 0.01 ? `$${dollars.toFixed(6).replace(/0+$/, '')}` : `$${dollars.toFixed(2)}`;
+}
 
 /**
  * The 403 for a job of `kind` reserving `reservation` (its cost limit, micro-USD; null:
@@ -85,14 +88,14 @@ export function budgetRefusal(state: string | null | undefined, kind: JobKind, r
   let figures: string;
   let reserved = '';
   if (b.cost !== null && b.used + b.reserved + Math.max(reservation ?? 0, 1) > b.cost) {
-    figures = `${usd(b.cost)} monthly spending budget (used: ${usd(b.used)})`;
+    figures = `${usd(b.used)} of its ${usd(b.cost)} monthly spending budget`;
     if (b.reserved > 0 || reservation)
       reserved = ` Reserved by queued and running jobs' cost limits: ${usd(b.reserved)}; this job's cost_limit: ${reservation ?? 'none'} (micro-USD).`;
   } else if (b.gpu_hours !== null && b.gpu_ms >= b.gpu_hours * 3_600_000)
-    figures = `${b.gpu_hours} GPU-hour monthly budget (used: ${Math.round(b.gpu_ms / 3_600) / 1000})`;
+    figures = `${Math.round(b.gpu_ms / 3_600) / 1000} of its ${b.gpu_hours} GPU-hour monthly budget`;
   else return null;
   return new ApiError(
     403,
-    `Budget reached: your organization spent its ${figures} for ${b.month} (UTC); new proofs and executions are refused until the month ends or an owner or admin raises the budget. Jobs already queued or running finish.${reserved}`,
+    `Budget reached: your organization has used ${figures} for ${b.month} (UTC); new proofs and executions are refused until the month ends or an owner or admin raises the budget. Jobs already queued or running finish.${reserved}`,
   );
 }

@@ -200,7 +200,7 @@ function describeIssue(issue: z.core.$ZodIssue, value: unknown): { msg: string; 
 }
 
 /**
- * A request refused for its own shape (400, 413, 422) before its credentials were
+ * A request refused for its own shape (400, 413, 415, 422) before its credentials were
  * checked is answered 401 if those are no good: as in the reference, authentication
  * comes first. Credentials are otherwise checked inside the request's first D1 read
  * (src/middleware/auth.ts), which a request refused this early never makes.
@@ -228,7 +228,7 @@ export async function onError(err: Error, c: Context): Promise<Response> {
   if (refusal && refusal !== err) return onError(refusal, c);
   // A malformed percent escape (decodeURIComponent's URIError, wherever it was decoded) is the request's fault.
   if (err instanceof URIError) return onError(malformedPath(), c);
-  if ((err instanceof ValidationError || (err instanceof ApiError && [400, 413].includes(err.status))) && !c.get('caller')) {
+  if ((err instanceof ValidationError || (err instanceof ApiError && [400, 413, 415].includes(err.status))) && !c.get('caller')) {
     try {
       await credentialsFirst(c);
     } catch (gateErr) {

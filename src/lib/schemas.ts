@@ -105,8 +105,10 @@ export function normalizeConfigId(id: string): string {
 /** A time as records carry it: ISO 8601 in UTC. */
 export const Timestamp = z.string().openapi({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
 
-export const IdResponse = z.object({ id: z.string() }).openapi('IdResponse');
-export const MessageResponse = z.object({ message: z.string() }).openapi('MessageResponse');
+export const IdResponse = z
+  .object({ id: z.string().openapi({ description: 'The new record’s id (a UUID)', example: '0b7e2c1a-5d4f-4c8e-9a61-3f2d7b9e8c10' }) })
+  .openapi('IdResponse');
+export const MessageResponse = z.object({ message: z.string().openapi({ example: 'OK' }) }).openapi('MessageResponse');
 
 export const ErrorResponse = z
   .object({ detail: z.string() })
@@ -135,9 +137,31 @@ export function paginate<T>(items: T[], total: number, page: number, pageSize: n
   return { items, pagination: { total, page, page_size: pageSize, pages: Math.ceil(total / pageSize) } };
 }
 
+/** A 422's example: one issue, where it is, what is wrong and its type (pydantic's). */
+const VALIDATION_EXAMPLE = { detail: [{ loc: ['query', 'program_id'], msg: 'Input should be a valid UUID', type: 'uuid_parsing' }] };
+
+/** What a refusal of each status reads like (examples in the references; the words are the service's own). */
+const ERROR_EXAMPLES: Record<number, string> = {
+  400: 'Expected a multipart/form-data body with file parts "elf" and "vmexe"',
+  401: 'Invalid API key: no key has this secret (check that it was copied whole)',
+  403: "This API key may not register programs, submit proofs and executions, verify proofs: that needs a member's rights or more, and its scope is read (reads only): a key of scope full or prove may",
+  404: 'Program not found',
+  409: 'Program 0b7e2c1a-5d4f-4c8e-9a61-3f2d7b9e8c10 is not ready to prove (status: processing)',
+  413: 'Request body too large: the limit is 1048576 bytes',
+  429: 'Rate limit exceeded: this API key has used its "reads" limit, reads (GET requests)',
+};
+
+/** An error response's content: its schema, and an example of `status`. */
+const errorContent = (status: number, example: string) => ({
+  'application/json':
+    status === 422
+      ? { schema: ValidationErrorResponse, example: VALIDATION_EXAMPLE }
+      : { schema: ErrorResponse, example: { detail: example } },
+});
+
 /** Standard error responses, for route definitions. */
 export const errorResponses = (...statuses: (400 | 401 | 404 | 409 | 413 | 422)[]) => {
-  const out: Record<number, { description: string; content: Record<string, { schema: z.ZodTypeAny }> }> = {};
+  const out: Record<number, { description: string; content: Record<string, { schema: z.ZodTypeAny; example: unknown }> }> = {};
   const text: Record<number, string> = {
     400: 'Invalid files or parameters',
     401: 'Missing, unknown or revoked API key',
@@ -150,10 +174,7 @@ export const errorResponses = (...statuses: (400 | 401 | 404 | 409 | 413 | 422)[
   };
   // Every /v1 route declares an action at its door (src/middleware/door.ts): any key may be refused it.
   for (const s of [401, 403, ...statuses, 429]) {
-    out[s] = {
-      description: text[s],
-      content: { 'application/json': { schema: s === 422 ? ValidationErrorResponse : ErrorResponse } },
-    };
+    out[s] = { description: text[s], content: errorContent(s, ERROR_EXAMPLES[s]) };
   }
   return out;
 };
@@ -205,6 +226,18 @@ export function idempotentResponses(success: 200 | 201, description: string, ...
 /** The OpenAPI security scheme of /console/v1 (registered in src/app.ts). */
 export const CONSOLE_SECURITY = [{ ConsoleBearer: [] }];
 
+/** What a console refusal of each status reads like. */
+const CONSOLE_ERROR_EXAMPLES: Record<number, string> = {
+  ...ERROR_EXAMPLES,
+  400: 'Malformed Content-Length',
+  401: 'Invalid or expired access token',
+  403: 'Your role (member) in Acme does not allow this: create, change, rotate, test, redeliver and delete webhook endpoints needs admin or higher',
+  409: 'Proof 0b7e2c1a-5d4f-4c8e-9a61-3f2d7b9e8c10 already finished (state: Succeeded); there is nothing to cancel',
+  429: 'Rate limit exceeded: this console session has used its request limit',
+  502: 'The invitation could not be emailed (the mail API answered 500); nothing is pending: try again',
+  503: 'Invitations are emailed and the mail sender is misconfigured: MAIL_SENDER is not set',
+};
+
 const CONSOLE_ERROR_TEXT = {
   400: 'Invalid request',
   401: 'Missing, invalid or expired access token, or an ended session',
@@ -222,12 +255,9 @@ export const consoleErrors = (...statuses: (keyof typeof CONSOLE_ERROR_TEXT)[]) 
   Object.fromEntries(
     [...new Set([401, ...statuses] as const)].map((s) => [
       s,
-      {
-        description: CONSOLE_ERROR_TEXT[s],
-        content: { 'application/json': { schema: s === 422 ? ValidationErrorResponse : ErrorResponse } },
-      },
+      { description: CONSOLE_ERROR_TEXT[s], content: errorContent(s, CONSOLE_ERROR_EXAMPLES[s]) },
     ]),
-  ) as Record<number, { description: string; content: Record<string, { schema: z.ZodTypeAny }> }>;
+  ) as Record<number, { description: string; content: Record<string, { schema: z.ZodTypeAny; example: unknown }> }>;
 
 export const OrgParams = z.object({
   org_id: z

@@ -17,7 +17,7 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv, Caller } from '../app-env.ts';
 import { batchByName, type BatchResults, type Steps } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
-import { KEY_SCOPES, PERMISSIONS, rankOf, ROLE_ORDER, type Action, type Role } from '../auth/permissions.ts';
+import { KEY_SCOPE_NAMES, KEY_SCOPES, PERMISSIONS, rankOf, type Action, type Role } from '../auth/permissions.ts';
 import { rankSql } from './role-rank.ts';
 import { apiKeys, memberships } from '../db/schema.ts';
 import { isBookmarkError } from '../db/sessions.ts';
@@ -36,8 +36,6 @@ export const API_KEY_HEADER = 'Service-API-Key';
 export const DEFAULT_API_KEY_HEADERS = [API_KEY_HEADER, 'Axiom-API-Key'] as const;
 /** `last_used_at` is written at most this often per key, after the response. */
 const LAST_USED_RESOLUTION_MS = 60_000;
-
-const invalidKey = () => new ApiError(401, 'Invalid or revoked API key');
 
 /** The accepted API key headers of this deployment. */
 export function apiKeyHeaders(env: Pick<AppEnv['Bindings'], 'API_KEY_HEADERS'>): string[] {
@@ -149,7 +147,11 @@ const liveKey = (hash: string) => sql`${apiKeys.key_hash} = ${hash} AND ${apiKey
 /** SQL true when the key's rights allow `action`. */
 const keyAllows = (action: Action) => sql`${keyRights} >= ${rankOf(PERMISSIONS[action].least)}`;
 
-/** The key's row, when it is live, with what it may do: the statement every first read of a /v1 request starts with. */
+/**
+ * The key's row, live or not, with what it may do: the statement every first read of a
+ * /v1 request starts with. A row that is not live (deadKey) says why to the holder of
+ * its secret alone: the lookup is by the secret's hash.
+ */
 function keyLookup(db: Db, hash: string) {
   return db
     .select({
@@ -157,12 +159,13 @@ function keyLookup(db: Db, hash: string) {
       org_id: apiKeys.org_id,
       owner: keyCreatedBy.as('owner'),
       last_used_at: apiKeys.last_used_at,
+      revoked_at: apiKeys.revoked_at,
       scope: apiKeys.scope,
       creator_role: creatorRole.as('creator_role'),
       rights: keyRights.as('rights'),
     })
     .from(apiKeys)
-    .where(liveKey(hash));
+    .where(eq(apiKeys.key_hash, hash));
 }
 
 /**
@@ -184,19 +187,43 @@ export function declaredAction(c: Context<AppEnv>): Action {
 
 type KeyRow = Awaited<ReturnType<ReturnType<typeof keyLookup>['all']>>[number];
 
+/** Whether the secret's key is live: not revoked, its creator (if any) still a member. */
+const isLive = (row: KeyRow | undefined): row is KeyRow => row !== undefined && row.revoked_at === null && row.rights !== null;
+
+/**
+ * The 401 of a key that is not live. Only a caller who sent the key's own secret learns
+ * that it was revoked (or died with its creator's membership): to anyone else, no key
+ * has that secret.
+ */
+function deadKey(row: KeyRow | undefined): ApiError {
+  if (row?.revoked_at) return new ApiError(401, `This API key was revoked at ${row.revoked_at}: use another, or create one in the console`);
+  if (row)
+    return new ApiError(
+      401,
+      'This API key no longer works: its creator is no longer a member of the organization. Create a new one in the console',
+    );
+  return new ApiError(401, 'Invalid API key: no key has this secret (check that it was copied whole)');
+}
+
 /** Whether the key's row may take `action`. */
 const allows = (row: KeyRow, action: Action) => row.rights !== null && row.rights >= rankOf(PERMISSIONS[action].least);
 
-/** 403: the key is good but may not take the route's action (docs/callers.md "API keys and scopes"). */
+/** "a viewer", "an admin": a role with its article. */
+const aRole = (role: Role) => `${/^[aeiou]/.test(role) ? 'an' : 'a'} ${role}`;
+
+/**
+ * 403: the key is good but may not take the route's action (docs/callers.md "API keys
+ * and scopes"): what the action needs, and what limits the key, its scope or its creator's
+ * role as it is now.
+ */
 function refused(row: KeyRow, action: Action): ApiError {
-  const rights = ROLE_ORDER[(row.rights ?? 1) - 1];
-  const why = row.creator_role
-    ? `its scope is ${row.scope} and its creator is now ${row.creator_role} of the organization`
-    : `its scope is ${row.scope}`;
-  return new ApiError(
-    403,
-    `This API key may not ${PERMISSIONS[action].covers.toLowerCase()}: ${why}, which allows what a ${rights} may do`,
-  );
+  const { least, covers } = PERMISSIONS[action];
+  const scope = KEY_SCOPES[row.scope];
+  const why =
+    rankOf(scope.cap) < rankOf(least)
+      ? `its scope is ${row.scope} (${scope.covers.toLowerCase()}): a key of scope ${KEY_SCOPE_NAMES.filter((s) => rankOf(KEY_SCOPES[s].cap) >= rankOf(least)).join(' or ')} may`
+      : `a ${row.scope}-scope key has no more rights than its creator, who is now ${aRole(row.creator_role ?? 'viewer')} of the organization`;
+  return new ApiError(403, `This API key may not ${covers.toLowerCase()}: that needs ${aRole(least)}'s rights or more, and ${why}`);
 }
 
 /** Accepts the key's row: the caller, and "last used" for the console, refreshed at most once a minute and off the response path. */
@@ -277,9 +304,9 @@ export async function asCaller<T extends Steps>(
   }
   // A claiming batch ran on the primary: its refusals are final already. A key a
   // replica says may not take the action is asked again too (a promotion a moment ago).
-  if ((!answer.key || !allows(answer.key, action) || !fresh(answer.results)) && sessions.mayBeBehind && !claiming)
+  if ((!isLive(answer.key) || !allows(answer.key, action) || !fresh(answer.results)) && sessions.mayBeBehind && !claiming)
     answer = await run(sessions.primary());
-  if (!answer.key) throw invalidKey();
+  if (!isLive(answer.key)) throw deadKey(answer.key);
   accept(c, answer.key);
   // The organization is known now: its rate-limit budget counts this request (no D1 read of its own).
   await limitOrganization(c, answer.key.org_id);
@@ -301,7 +328,7 @@ async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
     keys: keyLookup(db, hash),
     held: keyRow(db, orgOfKey(hash, declaredAction(c)), idem.claim.key),
   });
-  if (!keys[0]) return invalidKey();
+  if (!isLive(keys[0])) return deadKey(keys[0]);
   accept(c, keys[0]);
   await limitOrganization(c, keys[0].org_id);
   idem.state = 'taken';
@@ -315,7 +342,7 @@ async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
  */
 export async function keyRefusal(c: Context<AppEnv>): Promise<ApiError | null> {
   const [row] = await keyLookup(c.var.sessions.primary(), c.var.apiKeyHash);
-  if (!row) return invalidKey();
+  if (!isLive(row)) return deadKey(row);
   const action = declaredAction(c);
   return allows(row, action) ? null : refused(row, action);
 }

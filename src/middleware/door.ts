@@ -24,6 +24,7 @@ import { matchedRoutes } from 'hono/route';
 import type { AppEnv } from '../app-env.ts';
 import type { Env } from '../env.ts';
 import { may, PERMISSIONS, type Action } from '../auth/permissions.ts';
+import { isJsonContentType } from '../lib/body.ts';
 import { ApiError, ValidationError } from '../lib/errors.ts';
 import { JsonNesting } from '../lib/input-scan.ts';
 import { bodyChunks, multipartBoundary, tooLarge, type FormLimits } from '../lib/multipart.ts';
@@ -102,6 +103,38 @@ function declaredLength(req: Request): number | undefined {
   return length;
 }
 
+/** The media types a body kind is read as; null for raw bytes, whatever their type. */
+function mediaTypesOf(body: Body): string[] | null {
+  if (body.kind === 'json') return ['application/json'];
+  if (body.kind === 'multipart') return body.orJson ? ['application/json', 'multipart/form-data'] : ['multipart/form-data'];
+  return null;
+}
+
+/**
+ * 415 for a body sent as a media type the route does not read (`curl -d`'s form
+ * encoding, a string's text/plain), before a byte of it is read, naming the ones it
+ * does (and in Accept-Post or Accept-Patch, RFC 9110 15.5.16). A body with no
+ * Content-Type is JSON, as the reference (FastAPI) reads it (src/lib/body.ts); no body
+ * at all is left to the route, which says what is missing.
+ */
+function refuseMediaType(req: Request, declared: Body, length: number | undefined): void {
+  const accepted = mediaTypesOf(declared);
+  if (!accepted || !req.body || length === 0) return;
+  const type = req.headers.get('content-type');
+  if (accepted.includes('application/json') && isJsonContentType(type)) return;
+  if (accepted.includes('multipart/form-data') && type && /^\s*multipart\/form-data\s*(;|$)/i.test(type)) return;
+  const hint = accepted.includes('application/json') ? `-H 'Content-Type: application/json'` : `-F name=@file`;
+  throw new ApiError(
+    415,
+    `Unsupported Content-Type ${type === null ? '(none)' : JSON.stringify(type)}: send this body as ${accepted.join(' or ')} (with curl: ${hint})`,
+    req.method === 'PATCH'
+      ? { 'Accept-Patch': accepted.join(', ') }
+      : req.method === 'POST'
+        ? { 'Accept-Post': accepted.join(', ') }
+        : undefined,
+  );
+}
+
 const tooDeep = (maxDepth: number, at: number) =>
   new ValidationError([{ loc: ['body', at], msg: `JSON decode error: nested deeper than ${maxDepth} levels`, type: 'json_invalid' }]);
 
@@ -127,13 +160,19 @@ function boundBody(c: BodyContext, declared: Body, { stopUnread = false } = {}):
     if (req.body) c.req.raw = new Request(req, { body: null });
     return;
   }
+  const length = declaredLength(req);
+  try {
+    refuseMediaType(req, declared, length);
+  } catch (err) {
+    unread();
+    throw err;
+  }
   // A route that takes a form or JSON (a proof submission) is bounded as what it got.
   const body: Body =
     declared.kind === 'multipart' && declared.orJson && !multipartBoundary(req.headers.get('content-type') ?? undefined)
       ? { kind: 'json', ...declared.orJson }
       : declared;
   const cap = capOf(body.maxBytes, c);
-  const length = declaredLength(req);
   if (length !== undefined && length > cap) {
     unread();
     throw tooLarge(cap);

@@ -116,7 +116,7 @@ function workerLineFilter(): (line: string) => boolean {
     if (request) {
       const [, , path, status] = request;
       if (Number(status) >= 500) return true;
-      return /^\/(v1|console|docs|openapi\.json|downloads)(\/|\?|$)/.test(path);
+      return /^\/(v1|console|docs|openapi\.json|openapi|downloads)(\/|\?|$)/.test(path);
     }
     // The cron sweep, when it found nothing to do.
     return !/"msg":"sweep","requeued":0,"renotified":0,"waiting":0/.test(line);

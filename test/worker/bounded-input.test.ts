@@ -76,19 +76,23 @@ describe('bodies are read against a cap before they are parsed', () => {
   });
 });
 
-describe('Content-Type as FastAPI reads it', () => {
-  const notADict = {
-    loc: ['body'],
-    msg: 'Input should be a valid dictionary or object to extract fields from',
-    type: 'model_attributes_type',
-  };
+describe('Content-Type as FastAPI reads it, but for a type that is not JSON (415)', () => {
+  // The reference answers 422 "Input should be a valid dictionary" with no word of the
+  // Content-Type (issue 31 finding 6): this service names the type it reads.
   for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'json', 'application/jsonx', 'text/json']) {
-    it(`refuses a JSON body sent as ${type}`, async () => {
+    it(`refuses a JSON body sent as ${type}, naming the type it reads`, async () => {
       const input = JSON.stringify({ input: ['0x0101'] });
-      expect(await json(await post(`/v1/proofs?program_id=${program}`, input, type), 422)).toEqual({ detail: [notADict] });
-      expect(await json(await post(`/v1/executions?program_id=${program}`, input, type), 422)).toEqual({ detail: [notADict] });
-      expect(await json(await post('/v1/projects', '"p"', type), 422)).toEqual({ detail: [notADict] });
-      expect(await json(await post(`/v1/programs/${program}`, '{"name": "n"}', type, 'PUT'), 422)).toEqual({ detail: [notADict] });
+      const unsupported = (reads: string) => ({
+        detail: `Unsupported Content-Type ${JSON.stringify(type)}: send this body as ${reads} (with curl: -H 'Content-Type: application/json')`,
+      });
+      const proof = await post(`/v1/proofs?program_id=${program}`, input, type);
+      expect(await json(proof, 415)).toEqual(unsupported('application/json or multipart/form-data'));
+      expect(proof.headers.get('Accept-Post')).toBe('application/json, multipart/form-data');
+      expect(await json(await post(`/v1/executions?program_id=${program}`, input, type), 415)).toEqual(unsupported('application/json'));
+      expect(await json(await post('/v1/projects', '"p"', type), 415)).toEqual(unsupported('application/json'));
+      const put = await post(`/v1/programs/${program}`, '{"name": "n"}', type, 'PUT');
+      expect(await json(put, 415)).toEqual(unsupported('application/json'));
+      expect(put.headers.get('Accept-Post')).toBeNull();
     });
   }
 

@@ -132,7 +132,7 @@ describe('budget thresholds', () => {
 
     const refused = await json(await submitProof(t, program), 403);
     expect(refused.detail).toMatch(
-      /^Budget reached: your organization spent its \$1\.00 monthly spending budget \(used: \$1\.0\d\) for \d{4}-\d{2} \(UTC\); new proofs and executions are refused/,
+      /^Budget reached: your organization has used \$1\.0\d of its \$1\.00 monthly spending budget for \d{4}-\d{2} \(UTC\); new proofs and executions are refused/,
     );
     expect((await json(await submitExecution(t, program), 403)).detail).toMatch(/^Budget reached/);
     expect(await json(await finish(running.job), 200)).toEqual({ status: 'completed' });
@@ -205,7 +205,7 @@ describe('budget thresholds', () => {
       ['gpu_hours', 80],
       ['gpu_hours', 100],
     ]);
-    expect((await json(await submitProof(t, program), 403)).detail).toMatch(/1 GPU-hour monthly budget \(used: 1\.2\d*\)/);
+    expect((await json(await submitProof(t, program), 403)).detail).toMatch(/has used 1\.2\d* of its 1 GPU-hour monthly budget/);
   }, 60_000);
 });
 
@@ -230,7 +230,7 @@ describe('reservations (issue 29 finding 8: racing submissions overspent a budge
     );
     // The budget refusal's text, with the reservations' figures after it.
     expect(refused.detail).toMatch(
-      /^Budget reached: your organization spent its \$0\.01 monthly spending budget \(used: \$0\.00\) for \d{4}-\d{2} \(UTC\); new proofs and executions are refused .* Jobs already queued or running finish\. Reserved by queued and running jobs' cost limits: \$0\.01; this job's cost_limit: 1000 \(micro-USD\)\.$/,
+      /^Budget reached: your organization has used \$0\.00 of its \$0\.0075 monthly spending budget for \d{4}-\d{2} \(UTC\); new proofs and executions are refused .* Jobs already queued or running finish\. Reserved by queued and running jobs' cost limits: \$0\.007; this job's cost_limit: 1000 \(micro-USD\)\.$/,
     );
     const stored = async () =>
       (await env.DB.prepare(

@@ -126,7 +126,11 @@ describe('config keys: published by the operator, downloaded through signed URLs
     url.searchParams.set('expires', String(past));
     await json(await exports.default.fetch(new Request(url)), 403);
     await json(await agentApi(t.key, `/internal/v1/configs/${cfg}/keys/app_vk/uploads`, { method: 'POST' }), 401);
-    await json(await agentApi(publisher, `/internal/v1/configs/${cfg}/keys/bogus/uploads`, { method: 'POST', body: '{}' }), 422);
+    const asJson = { 'content-type': 'application/json' };
+    await json(
+      await agentApi(publisher, `/internal/v1/configs/${cfg}/keys/bogus/uploads`, { method: 'POST', body: '{}', headers: asJson }),
+      422,
+    );
   });
 
   it('gives agents the fleet record of a config, openvm.toml included', async () => {

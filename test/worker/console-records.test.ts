@@ -277,8 +277,8 @@ describe('fleet', () => {
 });
 
 describe('OpenAPI', () => {
-  it('documents /console/v1 under its own bearer scheme', async () => {
-    const doc = await json(await api(null, '/openapi.json'), 200);
+  it('documents /console/v1 under its own bearer scheme, in its own reference', async () => {
+    const doc = await json(await api(null, '/openapi/console.json'), 200);
     expect(doc.components.securitySchemes.ConsoleBearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(doc.paths['/console/v1/orgs/{org_id}/api-keys'].post.security).toEqual([{ ConsoleBearer: [] }]);
     expect(doc.paths['/console/v1/auth/signin'].post).toBeDefined();

@@ -201,7 +201,9 @@ describe('GET /v1/proofs/{id}/events', () => {
     await runAdmin(revokeApiKey(key));
     const rest = await sse.rest();
     expect(rest.map((e) => e.event)).toEqual(['error']);
-    expect(JSON.parse(rest[0].data)).toEqual({ detail: 'Invalid or revoked API key' });
+    expect(JSON.parse(rest[0].data)).toEqual({
+      detail: 'This API key stopped working while the stream was open (revoked, or its creator left the organization)',
+    });
   });
 
   it(

@@ -88,7 +88,7 @@ describe('API keys do no more than their creator may', () => {
     expect(await webhookStatuses(k, id)).toEqual(REFUSED);
     const refusal = await json(await call(k, 'POST', '/v1/webhooks', { url: HOOK }), 403);
     expect(refusal.detail).toMatch(
-      /^This API key may not create, change, rotate, test, redeliver and delete webhook endpoints: its scope is full and its creator is now member/,
+      /^This API key may not create, change, rotate, test, redeliver and delete webhook endpoints: that needs an admin's rights or more, and a full-scope key has no more rights than its creator, who is now a member of the organization$/,
     );
     // With an Idempotency-Key too: the claim is refused with the write, nothing is stored.
     const idem = { 'content-type': 'application/json', 'Idempotency-Key': crypto.randomUUID() };
@@ -137,7 +137,9 @@ describe('API keys do no more than their creator may', () => {
     await json(await call(k, 'GET', '/v1/validate_api_key'), 200);
     // The membership gone by any path (not the console's removal, which also revokes).
     await env.DB.prepare('DELETE FROM memberships WHERE org_id = ? AND user_id = ?').bind(t.orgId, member.userId).run();
-    expect(await json(await call(k, 'GET', '/v1/validate_api_key'), 401)).toEqual({ detail: 'Invalid or revoked API key' });
+    expect(await json(await call(k, 'GET', '/v1/validate_api_key'), 401)).toEqual({
+      detail: 'This API key no longer works: its creator is no longer a member of the organization. Create a new one in the console',
+    });
     await json(await call(k, 'POST', '/v1/projects', 'ghost'), 401);
   });
 

@@ -194,7 +194,7 @@ describe('POST /v1/programs', () => {
     expect(body.detail).toEqual([{ loc: ['body', 'vmexe'], msg: 'Field required', type: 'missing' }]);
   });
 
-  it('400s a body that is not multipart', async () => {
+  it('415s a body that is not multipart, naming the type it reads', async () => {
     const t = await seedTenant();
     const cfg = await seedConfig();
     const body = await expectNothingStored(
@@ -205,9 +205,9 @@ describe('POST /v1/programs', () => {
           body: JSON.stringify({}),
           headers: { 'content-type': 'application/json' },
         }),
-      400,
+      415,
     );
-    expect(body.detail).toMatch(/multipart\/form-data/);
+    expect(body.detail).toMatch(/send this body as multipart\/form-data/);
   });
 
   it('validates the query: config_id, default_num_gpus', async () => {

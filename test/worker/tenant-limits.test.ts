@@ -232,12 +232,13 @@ describe('rate limits per organization', () => {
       ];
       // One upload per key left in the organization's budget: counted twice, the sixth would be refused.
       await spend(env.RATE_LIMIT_ORG_UPLOADS, t.orgId, ORG_UPLOADS - keys.length);
+      // A form type with no boundary: refused (400) after its first read, which counted it.
+      const init = { method: 'POST', body: 'not a form', headers: { 'content-type': 'multipart/form-data' } };
       for (const [i, key] of keys.entries()) {
-        // Refused (400: not a form) after its first read, which counted it.
-        const res = await api(key, `/v1/programs?config_id=${config}`, { method: 'POST', body: 'not a form' });
+        const res = await api(key, `/v1/programs?config_id=${config}`, init);
         expect(res.status, `upload ${i + 1}: ${await res.text()}`).toBe(400);
       }
-      const over = await api(keys[0], `/v1/programs?config_id=${config}`, { method: 'POST', body: 'not a form' });
+      const over = await api(keys[0], `/v1/programs?config_id=${config}`, init);
       expect(over.status).toBe(429);
       expect((await over.json<{ detail: string }>()).detail).toContain(`this API key's organization has used its "uploads" limit`);
     });

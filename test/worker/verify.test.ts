@@ -40,7 +40,7 @@ describe('/v1/verify', () => {
     expect(send).toHaveBeenCalledWith({ job_id: job!.id, kind: 'verify' }, { contentType: 'json' });
   });
 
-  it('422s a missing part, non-JSON, and the wrong shape; 400s a non-multipart body; stores nothing', async () => {
+  it('422s a missing part, non-JSON, and the wrong shape; 415s a non-multipart body; stores nothing', async () => {
     const t = await seedTenant();
     const program = await registerProgram(t, await seedConfig());
     await markReady(program);
@@ -55,7 +55,7 @@ describe('/v1/verify', () => {
     expect((await json(await post(proofForm('not json')), 422)).detail[0].msg).toMatch(/not valid JSON/);
     expect((await json(await post(proofForm(JSON.stringify({ ...STARK, proof: 12 }))), 422)).detail[0].msg).toMatch(/"proof"/);
     expect((await json(await post(proofForm(JSON.stringify({ ...STARK, version: 3 }))), 422)).detail[0].msg).toMatch(/version/);
-    expect((await json(await post(JSON.stringify(STARK)), 400)).detail).toMatch(/multipart/);
+    expect((await json(await post(JSON.stringify(STARK)), 415)).detail).toMatch(/send this body as multipart\/form-data/);
     expect(await r2Keys('verifications/')).toEqual(before);
   });
 

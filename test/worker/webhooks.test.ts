@@ -203,7 +203,9 @@ describe('endpoints through /v1/webhooks', () => {
     });
     expect((await json(await raw('{"url": '), 422)).detail[0].type).toBe('json_invalid');
     expect((await json(await raw('', 'application/json'), 422)).detail[0].type).toBe('missing');
-    expect((await json(await raw('{"url": "x"}', 'text/plain'), 422)).detail[0].type).toBe('model_attributes_type');
+    expect((await json(await raw('{"url": "x"}', 'text/plain'), 415)).detail).toMatch(
+      /^Unsupported Content-Type "text\/plain": send this body as application\/json/,
+    );
     expect((await json(await raw(Uint8Array.of(0x7b, 0xff, 0x7d)), 400)).detail).toBe('There was an error parsing the body');
     expect((await json(await raw(JSON.stringify({ url: HOOK, description: 'x'.repeat(MAX_JSON_BODY_BYTES) })), 413)).detail).toMatch(
       /too large/i,

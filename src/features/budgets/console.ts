@@ -21,6 +21,9 @@ const ok = { description: 'The budget, this month’s usage and notices', conten
 budgetsConsoleApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getOrgBudget',
+    description:
+      "The spending and GPU-hour limits per calendar month (UTC), this month's usage against them, and the 50, 80 and 100 % thresholds crossed. At 100 % new proofs and executions are refused.",
     path: '/orgs/{org_id}/budget',
     middleware: [door.console('records.read')],
     tags: ['console records'],
@@ -35,6 +38,7 @@ budgetsConsoleApi.openapi(
 budgetsConsoleApi.openapi(
   createRoute({
     method: 'put',
+    operationId: 'setOrgBudget',
     path: '/orgs/{org_id}/budget',
     middleware: [door.console('budgets.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console records'],

@@ -53,6 +53,9 @@ const ConfigParams = z.object({ config_id: ConfigId.openapi({ param: { name: 'co
 configsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getConfig',
+    description:
+      'A zkVM configuration: its openvm and stark-backend versions, its `app_vm_commit`, and whether it is active. A program is bound to one config when it is registered.',
     path: '/{config_id}',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['configs'],
@@ -75,6 +78,9 @@ const ARTIFACT_NAMES = ['config', 'app_vm_commit', 'evm_verifier'] as const;
 configsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'downloadConfigArtifact',
+    description:
+      '`config` is the openvm.toml text, `app_vm_commit` bare hex text, and `evm_verifier` the verifier contract an operator published (404 until then).',
     path: '/{config_id}/{artifact}',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['configs'],
@@ -122,6 +128,7 @@ for (const [which, kinds] of [
   configsApi.openapi(
     createRoute({
       method: 'get',
+      operationId: which === 'pk' ? 'getProvingKeyUrl' : 'getVerifyingKeyUrl',
       path: `/{config_id}/${which}/{kind}`,
       middleware: [door.apiKey('records.read', { rate: 'reads' })],
       tags: ['configs'],

@@ -18,6 +18,9 @@ export const downloadsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHoo
 downloadsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'downloadConfigKey',
+    description:
+      'The link comes from GET /v1/configs/{config_id}/pk/{kind} or /vk/{kind}: its `expires` and `signature` are the credential, so it takes no API key. Range requests resume a large key; an expired or altered link is 403.',
     path: '/configs/{config_id}/{name}/{version}',
     tags: ['configs'],
     summary: 'Download a published config key through a signed link (no API key; Range supported)',

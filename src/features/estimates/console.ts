@@ -16,6 +16,9 @@ export const estimatesConsoleApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: va
 estimatesConsoleApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getOrgProgramEstimate',
+    description:
+      "The GPUs, time and cost of proving the program's latest succeeded execution, from its measured cycles and the recent proofs of the program's config on the same machine type; `execution_id` is null while there is no such execution.",
     path: '/orgs/{org_id}/programs/{program_id}/estimate',
     middleware: [door.console('records.read')],
     tags: ['console records'],

@@ -33,6 +33,9 @@ const SubmitQuery = z.object({ program_id: z.uuid(), mode: z.enum(EXECUTION_MODE
 
 const submitRoute = createRoute({
   method: 'post',
+  operationId: 'submitExecution',
+  description:
+    'Runs the program on the input (`{"input": [...]}`, as for a proof) without proving, to learn its public values, cycle counts and cost. `mode` is `pure` (the default), `meter` or `segment`, as the zkVM tool\'s `run --mode`. Follow it at GET /v1/executions/{execution_id}.',
   path: '/',
   tags: ['executions'],
   summary: 'Execute a program on an input without proving',
@@ -128,6 +131,7 @@ const ExecutionWithEstimate = ExecutionRecord.extend({ estimate: ProvingEstimate
 executionsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getExecution',
     path: '/{execution_id}',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['executions'],

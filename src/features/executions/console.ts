@@ -20,6 +20,8 @@ export const consoleExecutionsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: v
 consoleExecutionsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgExecutions',
+    description: "A page of the organization's executions across its programs, newest first, filtered by program, status or date.",
     path: '/orgs/{org_id}/executions',
     middleware: [door.console('records.read')],
     tags: ['console records'],
@@ -79,6 +81,7 @@ consoleExecutionsApi.openapi(
 consoleExecutionsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getOrgExecution',
     path: '/orgs/{org_id}/executions/{execution_id}',
     middleware: [door.console('records.read')],
     tags: ['console records'],

@@ -15,6 +15,9 @@ export const fleetApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHoo
 fleetApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getFleet',
+    description:
+      "For the service's operators: the prover agents seen in the last day that have not left, and the queued jobs by engine and config.",
     path: '/fleet',
     middleware: [door.console('operator')],
     tags: ['console fleet'],

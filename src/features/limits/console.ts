@@ -21,6 +21,9 @@ const ok = { description: 'The limits', content: { 'application/json': { schema:
 limitsConsoleApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getOrgLimits',
+    description:
+      'The default cycle, cost and deadline limits new jobs get, and the organization\'s quotas with its usage of them now (docs/teams.md "Job limits").',
     path: '/orgs/{org_id}/limits',
     middleware: [door.console('records.read')],
     tags: ['console records'],
@@ -35,6 +38,7 @@ limitsConsoleApi.openapi(
 limitsConsoleApi.openapi(
   createRoute({
     method: 'put',
+    operationId: 'setOrgLimits',
     path: '/orgs/{org_id}/limits',
     middleware: [door.console('limits.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console records'],

@@ -43,6 +43,7 @@ async function readProgram(c: Context<AppEnv>, id: string) {
 
 const registerRoute = createRoute({
   method: 'post',
+  operationId: 'registerProgram',
   path: '/',
   tags: ['programs'],
   summary: 'Register a pre-built program (ELF + VMEXE)',
@@ -125,6 +126,9 @@ const DEPRECATION_HEADERS = {
 programsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listPrograms',
+    description:
+      "Deprecated: use GET /v1/projects/{project_id}/programs. A page of the organization's programs, newest first, of one project when `project_id` is given; kept for the published client's `projects programs` command.",
     path: '/',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['programs'],
@@ -163,6 +167,8 @@ programsApi.openapi(
 programsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getProgram',
+    description: "The program's record: its status (`ready` once its commit job has finished), its config, hashes, project and counters.",
     path: '/{program_id}',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['programs'],
@@ -179,6 +185,8 @@ programsApi.openapi(
 programsApi.openapi(
   createRoute({
     method: 'put',
+    operationId: 'updateProgram',
+    description: 'A JSON body with `project_id` (move it to that project) and/or `name` (rename it). Answers the program as it now is.',
     path: '/{program_id}',
     tags: ['programs'],
     summary: 'Move a program to another project and/or rename it',
@@ -214,6 +222,7 @@ programsApi.openapi(
 programsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'downloadProgramArtifact',
     path: '/{program_id}/download/{artifact}',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['programs'],

@@ -18,6 +18,8 @@ export const consoleProgramsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: val
 consoleProgramsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgPrograms',
+    description: "A page of the organization's programs, newest first, searched by name or hash and filtered by project, status or date.",
     path: '/orgs/{org_id}/programs',
     middleware: [door.console('records.read')],
     tags: ['console records'],
@@ -74,6 +76,8 @@ consoleProgramsApi.openapi(
 consoleProgramsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getOrgProgram',
+    description: "The program's status, hashes, config and artifacts, and how many of its proofs are in each state.",
     path: '/orgs/{org_id}/programs/{program_id}',
     middleware: [door.console('records.read')],
     tags: ['console records'],

@@ -22,6 +22,9 @@ export const projectsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
 projectsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listProjects',
+    description:
+      "A page of the organization's projects with their program counts and last activity; `search` matches names and `sort_by`/`sort_order` order them (newest first by default).",
     path: '/',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['projects'],
@@ -47,6 +50,9 @@ projectsApi.openapi(
 
 const createRoute_ = createRoute({
   method: 'post',
+  operationId: 'createProject',
+  description:
+    'The body is the project\'s name as a JSON string (`"my project"`), as the published client sends it; answers the new project\'s id. An Idempotency-Key makes it safe to retry.',
   path: '/',
   tags: ['projects'],
   summary: 'Create a project',
@@ -90,6 +96,8 @@ projectsApi.post('/', door.apiKey('projects.manage', { rate: 'submissions', body
 projectsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getProject',
+    description: "The project's name, who created it, its program count, total proofs run and last activity.",
     path: '/{project_id}',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['projects'],
@@ -114,6 +122,8 @@ projectsApi.openapi(
 projectsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listProjectPrograms',
+    description: "A page of the project's programs, newest first.",
     path: '/{project_id}/programs',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: ['projects'],

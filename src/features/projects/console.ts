@@ -14,6 +14,8 @@ export const consoleProjectsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: val
 consoleProjectsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgProjects',
+    description: "A page of the organization's projects, searched by name and sorted, with their program counts and last activity.",
     path: '/orgs/{org_id}/projects',
     middleware: [door.console('records.read')],
     tags: ['console records'],
@@ -42,6 +44,8 @@ consoleProjectsApi.openapi(
 consoleProjectsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getOrgProject',
+    description: 'The project with its program count, total proofs run and last activity.',
     path: '/orgs/{org_id}/projects/{project_id}',
     middleware: [door.console('records.read')],
     tags: ['console records'],

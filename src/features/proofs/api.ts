@@ -15,7 +15,7 @@ import { ProofInputScan } from '../../lib/input-scan.ts';
 import { readProofInputBody } from '../../lib/body.ts';
 import { MemorySink, multipartForm, tooLarge, type MultipartForm, type PartSink } from '../../lib/multipart.ts';
 import { starkProofFile } from './format.ts';
-import { ProofRecord, proofRecord } from './schemas.ts';
+import { PROOF_FILE_DESCRIPTION, PROOF_FILE_EXAMPLE, ProofFile, ProofRecord, proofRecord } from './schemas.ts';
 import {
   errorResponses,
   IdempotencyHeaders,
@@ -69,6 +69,7 @@ const PROOF_FORM = multipart({
 
 const submitRoute = createRoute({
   method: 'post',
+  operationId: 'submitProof',
   path: '/',
   tags: ['proofs'],
   summary: 'Submit a proof job',
@@ -287,12 +288,14 @@ const ProofFileParams = z.object({
 });
 const proofFilePath = documented(proofsApi, {
   method: 'get',
+  operationId: 'downloadProof',
   path: '/{proof_id}/proof/{kind}',
   tags: ['proofs'],
   summary: 'Download a proof file (404 until it exists)',
+  description: PROOF_FILE_DESCRIPTION,
   request: { params: ProofFileParams },
   responses: {
-    200: { description: 'The proof JSON', content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } },
+    200: { description: 'The proof JSON', content: { 'application/json': { schema: ProofFile, example: PROOF_FILE_EXAMPLE } } },
     ...errorResponses(404, 422),
   },
 });
@@ -316,6 +319,7 @@ proofRuns.events();
 proofsApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'cancelProof',
     path: '/{proof_id}/cancel',
     middleware: [door.apiKey('jobs.cancel', { rate: 'submissions' })],
     tags: ['proofs'],

@@ -12,7 +12,7 @@ import { cappedCount, orgCounter, pageAnswer, pageQuery } from '../../lib/pages.
 import { findProof } from './data.ts';
 import { jobOfSubject } from '../runs/data.ts';
 import { cancelAnswer, proofFileResponse } from './actions.ts';
-import { CancelAnswer, ConsoleProof, ProofDetail, proofRecord } from './schemas.ts';
+import { CancelAnswer, ConsoleProof, PROOF_FILE_DESCRIPTION, PROOF_FILE_EXAMPLE, ProofDetail, ProofFile, proofRecord } from './schemas.ts';
 import {
   CONSOLE_SECURITY,
   consoleErrors,
@@ -46,6 +46,9 @@ const withNames = (r: { proof: typeof proofs.$inferSelect; program_name: string;
 consoleProofsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgProofs',
+    description:
+      "A page of the organization's proofs across its programs, newest first, searched by id prefix, program name or creator and filtered by state, program, project or date.",
     path: '/orgs/{org_id}/proofs',
     middleware: [door.console('records.read')],
     tags: ['console records'],
@@ -114,6 +117,8 @@ const ProofParams = OrgParams.extend({ proof_id: Uuid('proof_id') });
 consoleProofsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getOrgProof',
+    description: "The proof's record, its job's progress (phase, attempts, agent) and the files that can be downloaded.",
     path: '/orgs/{org_id}/proofs/{proof_id}',
     middleware: [door.console('records.read')],
     tags: ['console records'],
@@ -153,6 +158,7 @@ const LogQuery = z.object({ offset: queryInt(0, undefined, 0, 'Byte offset to re
 // with openapi()'s order of middleware and validators (src/features/runs/routes.ts documented()).
 const logsPath = documented(consoleProofsApi, {
   method: 'get',
+  operationId: 'getOrgProofLogs',
   path: '/orgs/{org_id}/proofs/{proof_id}/logs',
   tags: ['console records'],
   security: CONSOLE_SECURITY,
@@ -199,13 +205,15 @@ const ProofFileParams = ProofParams.extend({ kind: z.enum(['stark', 'evm', 'app'
 // The file as stored (streamed), not a JSON body the route makes: documented, then mounted by hand.
 const proofFilePath = documented(consoleProofsApi, {
   method: 'get',
+  operationId: 'downloadOrgProof',
   path: '/orgs/{org_id}/proofs/{proof_id}/proof/{kind}',
   tags: ['console records'],
   security: CONSOLE_SECURITY,
   summary: 'Download a proof file (404 until it exists)',
+  description: PROOF_FILE_DESCRIPTION,
   request: { params: ProofFileParams },
   responses: {
-    200: { description: 'The proof JSON', content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } },
+    200: { description: 'The proof JSON', content: { 'application/json': { schema: ProofFile, example: PROOF_FILE_EXAMPLE } } },
     ...consoleErrors(404, 422),
   },
 });
@@ -217,6 +225,8 @@ consoleProofsApi.get(proofFilePath, door.console('records.read'), zValidator('pa
 consoleProofsApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'cancelOrgProof',
+    description: 'A queued proof is canceled at once; a running one within one heartbeat of its agent; a finished one is 409.',
     path: '/orgs/{org_id}/proofs/{proof_id}/cancel',
     middleware: [door.console('jobs.cancel')],
     tags: ['console records'],

@@ -76,3 +76,9 @@ export const ProofDetail = ConsoleProof.extend({
 }).openapi('ConsoleProofDetail');
 
 export const CancelAnswer = MessageResponse.extend({ state: z.string() });
+
+/** A proof file as the zkVM writes it, answered as stored (GET …/proof/{kind}). */
+export const ProofFile = z.record(z.string(), z.unknown()).openapi('ProofFile');
+export const PROOF_FILE_DESCRIPTION =
+  'The proof file as the zkVM wrote it, streamed as stored and named `{kind}-proof.json` (Content-Disposition). A STARK proof is `VersionedVmStarkProof` JSON (`version`, `proof`, `user_pvs_proof`, `deferral_merkle_proofs`); an EVM proof has `version`, `app_exe_commit`, `app_vm_commit`, `user_public_values` and `proof_data`. 404 until the proof exists, and once its files were deleted.';
+export const PROOF_FILE_EXAMPLE = { version: 'v2.0', proof: '0x0a1b2c…', user_pvs_proof: '0x3d4e5f…', deferral_merkle_proofs: null };

@@ -35,6 +35,7 @@ const DESCRIPTION =
 retentionApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'deleteProof',
     path: '/proofs/{proof_id}',
     middleware: [door.apiKey('records.delete', { rate: 'submissions' })],
     tags: ['proofs'],
@@ -62,6 +63,7 @@ retentionApi.openapi(
 retentionApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'deleteExecution',
     path: '/executions/{execution_id}',
     middleware: [door.apiKey('records.delete', { rate: 'submissions' })],
     tags: ['executions'],
@@ -89,6 +91,7 @@ retentionApi.openapi(
 retentionApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'deleteProgram',
     path: '/programs/{program_id}',
     middleware: [door.apiKey('records.delete', { rate: 'submissions' })],
     tags: ['programs'],
@@ -129,6 +132,7 @@ retentionApi.openapi(
 retentionApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'deleteVerification',
     path: '/verify/{verify_id}',
     middleware: [door.apiKey('records.delete', { rate: 'submissions' })],
     tags: ['verify'],

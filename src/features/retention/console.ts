@@ -31,9 +31,12 @@ import { MAX_RETENTION_DAYS, setRetention } from './sweep.ts';
 
 export const consoleRetentionApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
-const deleteDoc = (path: string, param: string, summary: string, schema: z.ZodTypeAny) =>
+const deleteDoc = (path: string, param: string, summary: string, schema: z.ZodTypeAny, operationId: string) =>
   createRoute({
     method: 'delete',
+    operationId,
+    description:
+      'Owners and admins only. Its files in storage go for good; the record stays as a tombstone: `deleted_at` set, its billing figures kept, its downloads 404. A second delete answers the same tombstone; a job still queued or running is refused (409).',
     path,
     middleware: [door.console('records.delete')],
     tags: ['console records'],
@@ -44,7 +47,13 @@ const deleteDoc = (path: string, param: string, summary: string, schema: z.ZodTy
   });
 
 consoleRetentionApi.openapi(
-  deleteDoc('/orgs/{org_id}/proofs/{proof_id}', 'proof_id', 'Delete a proof’s files (the record stays as a tombstone)', ProofRecord),
+  deleteDoc(
+    '/orgs/{org_id}/proofs/{proof_id}',
+    'proof_id',
+    'Delete a proof’s files (the record stays as a tombstone)',
+    ProofRecord,
+    'deleteOrgProof',
+  ),
   async (c) => {
     const id = c.req.param('proof_id')!;
     const { db } = c.var;
@@ -72,6 +81,7 @@ consoleRetentionApi.openapi(
     'execution_id',
     'Delete an execution’s files (the record stays as a tombstone)',
     ExecutionRecord,
+    'deleteOrgExecution',
   ),
   async (c) => {
     const id = c.req.param('execution_id')!;
@@ -100,6 +110,7 @@ consoleRetentionApi.openapi(
     'program_id',
     'Delete a program’s files (refused while any job of it is queued or running)',
     ProgramRecord,
+    'deleteOrgProgram',
   ),
   async (c) => {
     const id = c.req.param('program_id')!;
@@ -134,6 +145,7 @@ consoleRetentionApi.openapi(
     'verify_id',
     'Delete a verification’s uploaded proof (the record stays as a tombstone)',
     VerificationRecord,
+    'deleteOrgVerification',
   ),
   async (c) => {
     const id = c.req.param('verify_id')!;
@@ -171,6 +183,9 @@ const Retention = z
 consoleRetentionApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getOrgRetention',
+    description:
+      "How many days the organization's finished proofs and executions keep their files before the sweep deletes them (their records stay as tombstones); null: kept.",
     path: '/orgs/{org_id}/retention',
     middleware: [door.console('records.read')],
     tags: ['console'],
@@ -194,6 +209,9 @@ consoleRetentionApi.openapi(
 consoleRetentionApi.openapi(
   createRoute({
     method: 'put',
+    operationId: 'setOrgRetention',
+    description:
+      'Sets the days finished proofs and executions keep their files (null: kept); files older than that are deleted by the next sweep, records kept as tombstones. Owners and admins only.',
     path: '/orgs/{org_id}/retention',
     middleware: [door.console('records.delete', { body: json(BODY_CAPS.small) })],
     tags: ['console'],

@@ -318,7 +318,12 @@ export async function follow(stream: SSEStreamingApi, f: Follow): Promise<void> 
       }
       if (!next) {
         // Records are never deleted: the API key was revoked meanwhile.
-        await send('error', JSON.stringify({ detail: 'Invalid or revoked API key' }));
+        await send(
+          'error',
+          JSON.stringify({
+            detail: 'This API key stopped working while the stream was open (revoked, or its creator left the organization)',
+          }),
+        );
         return;
       }
       row = next;

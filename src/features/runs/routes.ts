@@ -105,6 +105,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
       api.openapi(
         createRoute({
           method: 'get',
+          operationId: `list${kind.name}s`,
           path: '/',
           middleware: [door.apiKey('records.read', { rate: 'reads' })],
           tags: [kind.tag],
@@ -137,6 +138,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
       api.openapi(
         createRoute({
           method: 'get',
+          operationId: `get${kind.name}`,
           path: `/{${kind.param}}`,
           middleware: [door.apiKey('records.read', { rate: 'reads' })],
           tags: [kind.tag],
@@ -157,6 +159,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
       const doc = logRouteDoc(kind.noun);
       const path = documented(api, {
         method: 'get',
+        operationId: `get${kind.name}Logs`,
         path: `/{${kind.param}}/logs`,
         tags: [kind.tag],
         summary: kind.summaries.logs,
@@ -202,6 +205,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
       const doc = eventStreamDoc(kind.noun, kind.terminal);
       const path = documented(api, {
         method: 'get',
+        operationId: `stream${kind.name}Events`,
         path: `/{${kind.param}}/events`,
         tags: [kind.tag],
         summary: kind.summaries.events,

@@ -46,6 +46,7 @@ const proofFileBody = (description: string) => ({
 verifyApi.openAPIRegistry.registerPath(
   createRoute({
     method: 'post',
+    operationId: 'submitVerification',
     path: '/',
     tags: ['verify'],
     summary: 'Submit a proof for verification (unified: EVM or STARK, told apart by its shape)',
@@ -62,6 +63,7 @@ verifyApi.openAPIRegistry.registerPath(
 verifyApi.openAPIRegistry.registerPath(
   createRoute({
     method: 'post',
+    operationId: 'submitStarkVerification',
     path: '/stark',
     tags: ['verify'],
     summary: 'Submit a STARK proof for verification against a program',
@@ -212,17 +214,20 @@ async function submitVerification(
 
 const VerifyParams = z.object({ verify_id: Uuid('verify_id') });
 
-for (const [path, summary] of [
-  ['/{verify_id}', 'Get a verification result'],
-  ['/stark/{verify_id}', 'Get a STARK verification result (legacy path of /v1/verify/{verify_id})'],
+for (const [path, summary, operationId] of [
+  ['/{verify_id}', 'Get a verification result', 'getVerification'],
+  ['/stark/{verify_id}', 'Get a STARK verification result (legacy path of /v1/verify/{verify_id})', 'getStarkVerification'],
 ] as const) {
   verifyApi.openapi(
     createRoute({
       method: 'get',
+      operationId,
       path,
       middleware: [door.apiKey('records.read', { rate: 'reads' })],
       tags: ['verify'],
       summary,
+      description:
+        'The result is `processing` until the proof has been checked, then `verified` or `failed` (`error_message` says why). The published client polls this until it is final.',
       request: { params: VerifyParams },
       responses: {
         200: { description: 'The verification', content: { 'application/json': { schema: VerificationRecord } } },

@@ -15,6 +15,8 @@ export const consoleVerificationsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook
 consoleVerificationsApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgVerifications',
+    description: "A page of the organization's verifications, newest first, with their results (`processing`, `verified`, `failed`).",
     path: '/orgs/{org_id}/verifications',
     middleware: [door.console('records.read')],
     tags: ['console records'],

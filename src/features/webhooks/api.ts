@@ -68,6 +68,7 @@ async function sealedNewSecret(c: Context<AppEnv>, id: string) {
 webhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'createWebhook',
     path: '/',
     tags: TAGS,
     summary: 'Register a webhook endpoint; its signing secret is in this answer only (and in its replays: Idempotency-Key)',
@@ -108,6 +109,9 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listWebhooks',
+    description:
+      "A page of the organization's webhook endpoints: URL, events, state (enabled or disabled, and why) and description. Their signing secrets are never shown again after creation or rotation.",
     path: '/',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: TAGS,
@@ -130,6 +134,9 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getWebhook',
+    description:
+      "The endpoint's URL, events, description and state; `disabled_reason` says why one was disabled (by a person, or after failing deliveries).",
     path: '/{webhook_id}',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: TAGS,
@@ -148,6 +155,9 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'patch',
+    operationId: 'updateWebhook',
+    description:
+      'A JSON body with any of `url`, `events` (null: every event), `description` and `disabled`; fields left out keep their values. `disabled: false` enables an endpoint again, its failure counts started over.',
     path: '/{webhook_id}',
     tags: TAGS,
     summary: 'Change a webhook endpoint’s URL, events or description; enable (or disable) it',
@@ -168,6 +178,8 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'deleteWebhook',
+    description: 'The endpoint stops receiving events at once, and its pending deliveries are not sent.',
     path: '/{webhook_id}',
     middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,
@@ -187,6 +199,7 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'rotateWebhookSecret',
     path: '/{webhook_id}/rotate-secret',
     middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,
@@ -209,6 +222,9 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listWebhookDeliveries',
+    description:
+      "Each delivery's event, state (pending, delivered, failed) and attempts with their status codes. Delivered ones are kept 3 days, failed ones 30.",
     path: '/{webhook_id}/deliveries',
     middleware: [door.apiKey('records.read', { rate: 'reads' })],
     tags: TAGS,
@@ -231,6 +247,9 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'redeliverWebhookDelivery',
+    description:
+      'Sends the same webhook-id and body again, with a new round of retries: for a receiver that lost or refused it. A delivery still pending is 409.',
     path: '/{webhook_id}/deliveries/{delivery_id}/redeliver',
     middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,
@@ -252,6 +271,7 @@ webhooksApi.openapi(
 webhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'testWebhook',
     path: '/{webhook_id}/test',
     middleware: [door.apiKey('webhooks.manage', { rate: 'submissions' })],
     tags: TAGS,

@@ -73,6 +73,8 @@ const newSecret = async (c: Context<ConsoleEnv>, id: string) => {
 consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgWebhooks',
+    description: "A page of the organization's webhook endpoints; their signing secrets are never shown again after creation or rotation.",
     path: '/orgs/{org_id}/webhooks',
     middleware: [door.console('records.read')],
     tags: TAGS,
@@ -96,6 +98,7 @@ consoleWebhooksApi.openapi(
 consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'createOrgWebhook',
     path: '/orgs/{org_id}/webhooks',
     tags: TAGS,
     security: CONSOLE_SECURITY,
@@ -127,6 +130,8 @@ consoleWebhooksApi.openapi(
 consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getOrgWebhook',
+    description: "The endpoint's URL, events, description and state; `disabled_reason` says why one was disabled.",
     path: '/orgs/{org_id}/webhooks/{webhook_id}',
     middleware: [door.console('records.read')],
     tags: TAGS,
@@ -146,6 +151,9 @@ consoleWebhooksApi.openapi(
 consoleWebhooksApi.openapi(
   createRoute({
     method: 'patch',
+    operationId: 'updateOrgWebhook',
+    description:
+      'Any of `url`, `events` (null: every event), `description` and `disabled`; fields left out keep their values. Owners and admins only.',
     path: '/orgs/{org_id}/webhooks/{webhook_id}',
     tags: TAGS,
     security: CONSOLE_SECURITY,
@@ -167,6 +175,8 @@ consoleWebhooksApi.openapi(
 consoleWebhooksApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'deleteOrgWebhook',
+    description: 'The endpoint stops receiving events at once, and its pending deliveries are not sent. Owners and admins only.',
     path: '/orgs/{org_id}/webhooks/{webhook_id}',
     middleware: [door.console('webhooks.manage')],
     tags: TAGS,
@@ -187,6 +197,9 @@ consoleWebhooksApi.openapi(
 consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'rotateOrgWebhookSecret',
+    description:
+      'The new secret is in this answer only; for 24 hours deliveries are signed with both, so a receiver can switch without losing events.',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/rotate-secret',
     middleware: [door.console('webhooks.manage')],
     tags: TAGS,
@@ -208,6 +221,8 @@ consoleWebhooksApi.openapi(
 consoleWebhooksApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgWebhookDeliveries',
+    description: "Each delivery's event, state and attempts with their status codes, newest first.",
     path: '/orgs/{org_id}/webhooks/{webhook_id}/deliveries',
     middleware: [door.console('records.read')],
     tags: TAGS,
@@ -231,6 +246,8 @@ consoleWebhooksApi.openapi(
 consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'redeliverOrgWebhookDelivery',
+    description: 'The same webhook-id and body again, with a new round of retries. A delivery still pending is 409.',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
     middleware: [door.console('webhooks.manage', { rate: 'console-sends' })],
     tags: TAGS,
@@ -253,6 +270,9 @@ consoleWebhooksApi.openapi(
 consoleWebhooksApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'testOrgWebhook',
+    description:
+      'Queues a `webhook.test` event for the endpoint now and answers its delivery, whose attempts show how the receiver answered.',
     path: '/orgs/{org_id}/webhooks/{webhook_id}/test',
     middleware: [door.console('webhooks.manage', { rate: 'console-sends' })],
     tags: TAGS,

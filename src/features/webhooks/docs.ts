@@ -72,6 +72,8 @@ export function documentWebhookEvents(registry: OpenAPIHono<AppEnv>['openAPIRegi
   const receive = (type: string, summary: string, body: z.ZodTypeAny) =>
     registry.registerWebhook({
       method: 'post',
+      // `proof.succeeded` → `proofSucceededEvent`: what a receiver's generated handler is named.
+      operationId: `${type.replace(/\.(\w)/g, (_m, ch: string) => ch.toUpperCase())}Event`,
       path: type,
       tags: TAGS,
       summary,

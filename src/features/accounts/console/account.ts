@@ -17,6 +17,9 @@ export const accountApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationH
 accountApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getMe',
+    description:
+      'The signed-in user (id, email, name, whether they operate the service) and each organization they belong to, with their role in it.',
     path: '/me',
     middleware: [door.console('account')],
     tags: ['console'],
@@ -33,6 +36,8 @@ accountApi.openapi(
 accountApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listMyOrganizations',
+    description: "Each organization the signed-in user is a member of, with their role: what the console's organization switcher lists.",
     path: '/orgs',
     middleware: [door.console('account')],
     tags: ['console'],
@@ -49,6 +54,9 @@ accountApi.openapi(
 accountApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'changePassword',
+    description:
+      'Takes the current password and the new one. Every session of the user ends, this one too: sign in again with the new password.',
     path: '/me/password',
     middleware: [door.console('account', { body: json(BODY_CAPS.small) })],
     tags: ['console'],
@@ -80,6 +88,9 @@ accountApi.openapi(
 accountApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listMySessions',
+    description:
+      'Each session signed in as you: when it signed in, last refreshed and expires, and the browser and address it signed in from, so one you do not know can be ended.',
     path: '/me/sessions',
     middleware: [door.console('account')],
     tags: ['console'],
@@ -99,6 +110,8 @@ accountApi.openapi(
 accountApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'endMySession',
+    description: 'The session’s access tokens and its refresh token stop working at once; ending your own session signs you out.',
     path: '/me/sessions/{session_id}',
     middleware: [door.console('account')],
     tags: ['console'],
@@ -119,6 +132,8 @@ accountApi.openapi(
 accountApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'endAllMySessions',
+    description: 'Every session of yours ends, this one included: each browser signed in as you must sign in again.',
     path: '/me/sessions',
     middleware: [door.console('account')],
     tags: ['console'],

@@ -22,6 +22,9 @@ export const apiKeysApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationH
 apiKeysApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgApiKeys',
+    description:
+      "Each key's id, prefix, scope, owner label and when it was created, last used and revoked. A member or viewer sees their own keys; owners and admins see every key of the organization. The secret itself is shown once, when a key is created.",
     path: '/orgs/{org_id}/api-keys',
     middleware: [door.console('keys.own')],
     tags: ['console api keys'],
@@ -45,6 +48,7 @@ apiKeysApi.openapi(
 apiKeysApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'createOrgApiKey',
     path: '/orgs/{org_id}/api-keys',
     middleware: [door.console('keys.own', { body: json(BODY_CAPS.small) })],
     tags: ['console api keys'],
@@ -89,6 +93,9 @@ apiKeysApi.openapi(
 apiKeysApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'revokeOrgApiKey',
+    description:
+      'The key stops working at once: the public API answers it 401 (saying it was revoked). The record stays, so the audit log and the key list still say whose it was.',
     path: '/orgs/{org_id}/api-keys/{key_id}',
     middleware: [door.console('keys.own')],
     tags: ['console api keys'],

@@ -12,6 +12,9 @@ export const auditApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHoo
 auditApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getOrgAuditLog',
+    description:
+      'Who created or revoked API keys, invited, changed or removed members, and changed webhook endpoints, newest first, a page at a time.',
     path: '/orgs/{org_id}/audit',
     middleware: [door.console('audit.read')],
     tags: ['console members'],

@@ -12,6 +12,7 @@ import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
 import { createMiddleware } from 'hono/factory';
+import { HTTPException } from 'hono/http-exception';
 import type { AppEnv } from '../../../app-env.ts';
 import { ApiError, validationHook } from '../../../lib/errors.ts';
 import { newUserId } from '../../../lib/ids.ts';
@@ -57,7 +58,18 @@ export const consoleAuthApi = new OpenAPIHono<MaybeSignedInEnv>({ defaultHook: v
 // Cross-site requests are refused twice over: by Origin / Sec-Fetch-Site (hono/csrf,
 // for form posts) and by the custom header no other site can send without a CORS
 // preflight, which this Worker never grants. The cookie is SameSite=Strict as well.
-consoleAuthApi.use('*', csrf());
+// hono/csrf refuses with a bare 403 ("Forbidden"): the refusal says why, in the API's shape.
+const sameOrigin = csrf();
+consoleAuthApi.use('*', async (c, next) => {
+  await sameOrigin(c, async () => undefined).catch((err: unknown) => {
+    if (!(err instanceof HTTPException)) throw err;
+    throw new ApiError(
+      403,
+      'Cross-site request refused: send JSON (Content-Type: application/json) with the X-Console-CSRF header, as the console’s pages do',
+    );
+  });
+  await next();
+});
 const requireCsrfHeader = createMiddleware<AppEnv>(async (c, next) => {
   if (c.req.header(CSRF_HEADER) !== '1') throw new ApiError(403, `Missing ${CSRF_HEADER} header`);
   await next();
@@ -88,6 +100,8 @@ const GENERIC_SIGNIN_ERROR = 'Invalid email or password';
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'signIn',
+    security: [],
     path: '/signin',
     middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
@@ -124,6 +138,8 @@ consoleAuthApi.openapi(
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'refreshSession',
+    security: [],
     path: '/refresh',
     middleware: [door.anonymous()],
     tags: ['console auth'],
@@ -151,6 +167,10 @@ consoleAuthApi.openapi(
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'signOut',
+    description:
+      'Ends the session of the refresh cookie (its access tokens stop working) and clears the cookie. Answers 200 whether or not a session was open.',
+    security: [],
     path: '/signout',
     middleware: [door.anonymous()],
     tags: ['console auth'],
@@ -172,12 +192,14 @@ consoleAuthApi.openapi(
 for (const route of [
   {
     path: '/set-password',
+    operationId: 'setPassword',
     kind: 'set_password',
     summary: 'Set a password with a one-time link (from `npm run admin -- create-user`)',
     description: 'Ends the user’s sessions. The token travels in the body, never in a URL the server sees (the link carries it after #).',
   },
   {
     path: '/reset-password',
+    operationId: 'resetPassword',
     kind: 'password_reset',
     summary: 'Set a new password with a password-reset link',
     description:
@@ -187,7 +209,9 @@ for (const route of [
   consoleAuthApi.openapi(
     createRoute({
       method: 'post',
+      operationId: route.operationId,
       path: route.path,
+      security: [],
       middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
       tags: ['console auth'],
       summary: route.summary,
@@ -210,6 +234,8 @@ const RESET_ANSWER = 'If an account has this email, a link to reset its password
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'requestPasswordReset',
+    security: [],
     path: '/password-reset',
     middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
@@ -237,6 +263,8 @@ consoleAuthApi.openapi(
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'readInvite',
+    security: [],
     path: '/invite',
     middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],
@@ -260,6 +288,8 @@ consoleAuthApi.use('/accept-invite', consoleUserIfBearer);
 consoleAuthApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'acceptInvite',
+    security: [],
     path: '/accept-invite',
     middleware: [door.anonymous({ body: json(BODY_CAPS.anonymous) })],
     tags: ['console auth'],

@@ -26,6 +26,8 @@ export const membersApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationH
 membersApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgMembers',
+    description: "Each member's user id, email, name, role and when they joined. Owners and admins only.",
     path: '/orgs/{org_id}/members',
     middleware: [door.console('members.manage')],
     tags: ['console members'],
@@ -60,6 +62,9 @@ const leastToTouch = (...roles: Role[]): Role =>
 membersApi.openapi(
   createRoute({
     method: 'patch',
+    operationId: 'updateOrgMember',
+    description:
+      "Admins change admins, members and viewers; only owners make, change or remove owners, and an organization always keeps one owner. The member's API keys follow their new role at once.",
     path: '/orgs/{org_id}/members/{user_id}',
     middleware: [door.console('members.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console members'],
@@ -91,6 +96,7 @@ membersApi.openapi(
 membersApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'removeOrgMember',
     path: '/orgs/{org_id}/members/{user_id}',
     middleware: [door.console('members.manage')],
     tags: ['console members'],
@@ -125,6 +131,9 @@ membersApi.openapi(
 membersApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'listOrgInvites',
+    description:
+      'Invitations sent and not yet accepted, revoked or expired: whom, with which role, by whom and until when. Owners and admins only.',
     path: '/orgs/{org_id}/invites',
     middleware: [door.console('members.manage')],
     tags: ['console members'],
@@ -142,6 +151,7 @@ membersApi.openapi(
 membersApi.openapi(
   createRoute({
     method: 'post',
+    operationId: 'createOrgInvite',
     path: '/orgs/{org_id}/invites',
     middleware: [door.console('members.manage', { body: json(BODY_CAPS.small) })],
     tags: ['console members'],
@@ -208,6 +218,8 @@ membersApi.openapi(
 membersApi.openapi(
   createRoute({
     method: 'delete',
+    operationId: 'revokeOrgInvite',
+    description: "The invitation's link stops working at once. Owners and admins only.",
     path: '/orgs/{org_id}/invites/{invite_id}',
     middleware: [door.console('members.manage')],
     tags: ['console members'],

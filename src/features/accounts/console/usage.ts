@@ -13,6 +13,9 @@ export const usageApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHoo
 usageApi.openapi(
   createRoute({
     method: 'get',
+    operationId: 'getOrgUsage',
+    description:
+      "Proofs (by their creation day, UTC), instructions, GPU-hours and cost (micro-USD) per day and per project from `from` to `to` (YYYY-MM-DD), with totals: what the console's usage chart draws.",
     path: '/orgs/{org_id}/usage',
     middleware: [door.console('records.read')],
     tags: ['console records'],
