@@ -84,17 +84,20 @@ const KINDS = {
   },
 } as const;
 
+/** An archived record's stub as read (ArchiveStub): the object holding it, and its deletion. */
+export const archiveStubColumns = {
+  object_id: archiveObjects.id,
+  org_id: archiveObjects.org_id,
+  kind: archiveObjects.kind,
+  day: archiveObjects.day,
+  deleted_at: archived.deleted_at,
+  deleted_by: archived.deleted_by,
+};
+
 /** The stub of the caller's archived record `id` of `kind`, and the object holding it (no row: not archived, or not the caller's). */
 export const archivedQuery = (db: Db, org: Org, kind: ArchiveKind, id: string) =>
   db
-    .select({
-      object_id: archiveObjects.id,
-      org_id: archiveObjects.org_id,
-      kind: archiveObjects.kind,
-      day: archiveObjects.day,
-      deleted_at: archived.deleted_at,
-      deleted_by: archived.deleted_by,
-    })
+    .select(archiveStubColumns)
     .from(archived)
     .innerJoin(archiveObjects, eq(archiveObjects.id, archived.object_id))
     .where(and(eq(archived.id, id), eq(archiveObjects.org_id, org), eq(archiveObjects.kind, kind)));

@@ -23,7 +23,7 @@ import { and, asc, eq, inArray, isNotNull, isNull, lt, ne, sql } from 'drizzle-o
 import type { Db } from '../../db/client.ts';
 import { batchByName, type Steps } from '../../db/batch.ts';
 import { archived, archiveObjects, executions, jobs, leases, organizations, proofs, verifications } from '../../db/schema.ts';
-import { deleteArchived } from './archive.ts';
+import { archiveStubColumns, deleteArchived } from './archive.ts';
 import { auditEntry, RETENTION_ACTOR, type Actor } from '../accounts/audit.ts';
 import { deleteExecutionStatements, deleteProofStatements, deleteVerificationStatements } from './data.ts';
 import { PURGE_CALLS, PURGE_SETTLE_MS, PURGE_SWEEP_BATCH, purgeSubjectsWithin, sweepPurges } from './purge.ts';
@@ -105,15 +105,7 @@ export function verificationsPastRetention(db: Db, now: number, limit: number) {
  */
 export function archivedPastRetention(db: Db, now: number, limit: number) {
   return db
-    .select({
-      id: archived.id,
-      object_id: archiveObjects.id,
-      org_id: archiveObjects.org_id,
-      kind: archiveObjects.kind,
-      day: archiveObjects.day,
-      deleted_at: archived.deleted_at,
-      deleted_by: archived.deleted_by,
-    })
+    .select({ id: archived.id, ...archiveStubColumns })
     .from(organizations)
     .crossJoin(archiveObjects)
     .innerJoin(archived, eq(archived.object_id, archiveObjects.id))
