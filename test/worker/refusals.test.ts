@@ -159,12 +159,13 @@ describe('budget figures read right', () => {
       '$12.35',
       '$0.00',
     ]);
-    const reached = JSON.stringify({ metric: 'cost', budget: 1000, used: 1200, month: '2026-11' });
-    expect(budgetRefusal(reached, 'proof')?.message).toBe(
+    // The budget's state as budgetStateSql gives it (micro-USD; GPU time in ms).
+    const state = (b: { cost?: number; gpu_hours?: number; used?: number; gpu_ms?: number }) =>
+      JSON.stringify({ cost: null, gpu_hours: null, used: 0, gpu_ms: 0, reserved: 0, month: '2026-11', ...b });
+    expect(budgetRefusal(state({ cost: 1000, used: 1200 }), 'proof')?.message).toBe(
       'Budget reached: your organization has used $0.0012 of its $0.001 monthly spending budget for 2026-11 (UTC); new proofs and executions are refused until the month ends or an owner or admin raises the budget. Jobs already queued or running finish.',
     );
-    const hours = JSON.stringify({ metric: 'gpu_hours', budget: 2, used: 2.5, month: '2026-11' });
-    expect(budgetRefusal(hours, 'execute')?.message).toMatch(
+    expect(budgetRefusal(state({ gpu_hours: 2, gpu_ms: 2.5 * 3_600_000 }), 'execute')?.message).toMatch(
       /^Budget reached: your organization has used 2\.5 of its 2 GPU-hour monthly budget for 2026-11/,
     );
   });
