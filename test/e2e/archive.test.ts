@@ -40,7 +40,11 @@ describe('the archive with a real agent and the cron sweep', () => {
     expect((await api.json('GET', `/v1/proofs?program_id=${program}`)).items).toEqual([]);
 
     const tombstone = await api.json('DELETE', `/v1/proofs/${id}`);
-    expect(tombstone).toEqual({ ...proof, deleted_at: expect.any(String) });
+    expect(tombstone).toEqual({
+      ...proof,
+      deleted_at: expect.any(String),
+      deleted_by: expect.stringMatching(/^e2e@localhost \(API key sk_[0-9a-f]{8}…\)$/),
+    });
     expect(await api.json('GET', `/v1/proofs/${id}`)).toEqual(tombstone);
     expect((await api.call('GET', `/v1/proofs/${id}/proof/stark`)).status).toBe(404);
   });

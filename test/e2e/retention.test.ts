@@ -38,7 +38,11 @@ describe('deleting records with a real agent', () => {
     expect(await (await api.call('GET', `/v1/proofs/${id}/logs`)).text()).toMatch(/hello from the dev zkVM/);
 
     const tombstone = await api.json('DELETE', `/v1/proofs/${id}`);
-    expect(tombstone).toEqual({ ...proof, deleted_at: expect.any(String) });
+    expect(tombstone).toEqual({
+      ...proof,
+      deleted_at: expect.any(String),
+      deleted_by: expect.stringMatching(/^e2e@localhost \(API key sk_[0-9a-f]{8}…\)$/),
+    });
     await purged(id);
     expect(await api.json('GET', `/v1/proofs/${id}`)).toEqual(tombstone);
     for (const path of [`/v1/proofs/${id}/proof/stark`, `/v1/proofs/${id}/logs`]) {
