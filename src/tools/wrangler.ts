@@ -206,6 +206,8 @@ export interface DevOptions {
    * never depends on what a developer keeps in .dev.vars.
    */
   devVars?: 'dotfile' | 'local-values';
+  /** The devtools inspector's port (a bench's CPU profile); by default a free one. */
+  inspectorPort?: number;
 }
 
 /**
@@ -231,14 +233,15 @@ export async function spawnWranglerDev(o: DevOptions): Promise<ChildProcess> {
       '--port',
       String(o.port),
       '--inspector-port',
-      String(await freePort()),
+      String(o.inspectorPort ?? (await freePort())),
       '--show-interactive-dev-session=false',
       ...envFile,
       ...(o.persistTo ? ['--persist-to', o.persistTo] : []),
+      ...(o.extraArgs ?? []),
       // The links it mails point where it listens (PUBLIC_ORIGIN, src/features/accounts/mail.ts).
+      // Last: `--var` takes every word after it, so an entry (a bench's) before it would be read as a var.
       '--var',
       `PUBLIC_ORIGIN:http://127.0.0.1:${o.port}`,
-      ...(o.extraArgs ?? []),
     ],
     childEnv({ WRANGLER_HIDE_BANNER: 'true' }),
   );

@@ -12,7 +12,7 @@
 // request, then the job's steps (artifact downloads, the engine, log flushes, result
 // upload, the complete callback), and how busy the agents were.
 // Jobs are submitted at a steady rate; the stack is a throwaway wrangler dev state.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,6 +21,10 @@ import { caller, registerGuest, startStack, type AgentProcess } from '../e2e/sta
 import { describeWorkingTree, extractCommit, markExtracted, resolveCommit } from './geo/source.ts';
 import { ROOT } from '../../src/tools/wrangler.ts';
 import { benchCli } from './cli.ts';
+import { startCpuProfile, summarizeProfile } from './cpu-profile.ts';
+import { cpuMs, reapedChildrenCpuMs, workerdPids } from './workerd.ts';
+import { writeFile } from 'node:fs/promises';
+import { freePort } from '../../src/tools/wrangler.ts';
 
 /** The commit before the fleet's scoped tokens, sealing and quotas (issue 30's "before the last round"): what "today" means by default. */
 const DEFAULT_BASELINE = 'a29c62b3d6852176fdb43746fa96e4970420ef4c';
@@ -32,9 +36,11 @@ const usage = `usage: npm run bench:dispatch -- [--agents N] [--jobs M] [--rate 
   --baseline REVS the "today" commit run beside the working tree, or several, comma-separated
                   (default ${DEFAULT_BASELINE.slice(0, 7)}; any commit with this bench)
   --only WHICH    current or baseline: run one tree only
-  --rounds N      alternate baseline and working tree N times (default 1), one column per run`;
+  --rounds N      alternate baseline and working tree N times (default 1), one column per run
+  --profile FILE  the working tree's Worker CPU profile, from the first submission to the last job's end, written to FILE
+                  (a .cpuprofile devtools open) and summed up by file and function`;
 
-const cli = benchCli('bench:dispatch', usage, ['agents', 'jobs', 'rate', 'baseline', 'only', 'rounds']);
+const cli = benchCli('bench:dispatch', usage, ['agents', 'jobs', 'rate', 'baseline', 'only', 'rounds', 'profile']);
 const agents = cli.number('agents', 4, 1);
 const jobs = cli.number('jobs', 300, 1);
 const rate = cli.number('rate', 50, 0.01, false);
@@ -42,6 +48,7 @@ const only = cli.string('only');
 if (only !== undefined && only !== 'current' && only !== 'baseline') cli.fail('--only must be current or baseline');
 const baselineRevs = (cli.string('baseline') ?? DEFAULT_BASELINE).split(',').filter(Boolean);
 const rounds = cli.number('rounds', 1, 1);
+const profileFile = cli.string('profile');
 
 /** What one tree's run printed, and its headline figures for the side-by-side table. */
 interface TreeRun {
@@ -56,6 +63,8 @@ interface TreeRun {
     claim: string;
     report: string;
     busy: string;
+    workerdCpu: string;
+    agentCpu: string;
   };
   failed: boolean;
 }
@@ -72,6 +81,8 @@ function figuresOf(lines: string[]): TreeRun['figures'] {
     claim: find(/^agent time per job mean .*: claim (\d+)/).replace(/^\d+$/, '$& ms'),
     report: find(/^agent time per job mean .*[(,] report (\d+)/).replace(/^\d+$/, '$& ms'),
     busy: find(/^agents busy\s+(\d+%)/),
+    workerdCpu: find(/^CPU per job\s+workerd ([\d.]+ ms)/),
+    agentCpu: find(/^CPU per job.*agents ([\d.]+ ms)/),
   };
 }
 
@@ -146,6 +157,8 @@ async function main() {
       ['  of which claim', 'claim'],
       ['  of which report', 'report'],
       ['agents busy', 'busy'],
+      ['workerd CPU per job', 'workerdCpu'],
+      ['agent CPU per job', 'agentCpu'],
       ['outcome', 'outcome'],
     ];
     const width = Math.max(...runs.map((r) => Math.max(r.title.length, ...Object.values(r.figures).map((v) => v.length)))) + 2;
@@ -163,13 +176,23 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 /** One run on the working tree's stack; true when a job was lost, doubled or not Succeeded. */
 async function measure(print: (line: string) => void): Promise<boolean> {
   console.error(`starting the Worker and ${agents} agents...`);
-  const stack = await startStack();
+  const inspectorPort = profileFile ? await freePort() : undefined;
+  const stack = await startStack({ inspectorPort });
   try {
     const api = caller(stack);
     const fleet: AgentProcess[] = [];
     for (let i = 0; i < agents; i++) fleet.push(await stack.startAgent({ name: `bench-${i}`, extraArgs: ['--poll-interval', '0.05'] }));
     const program = await registerGuest(api, stack.devConfig, 'hello.elf');
 
+    const profiler = inspectorPort ? await startCpuProfile(inspectorPort) : null;
+    // The runtime's CPU over the run (the Worker and the local D1, R2, queues and rate limits it hosts), and the agents'.
+    const workerd = workerdPids();
+    const agentPids = fleet.map((a) => a.proc.pid!).filter(Boolean);
+    const cpuNow = () => ({
+      workerd: workerd.reduce((n, pid) => n + cpuMs(pid), 0),
+      agents: agentPids.reduce((n, pid) => n + treeCpuMs(pid), 0),
+    });
+    const cpuBefore = cpuNow();
     console.error(`submitting ${jobs} proofs at ${rate}/s...`);
     const submittedAt = new Map<string, number>();
     const t0 = Date.now();
@@ -197,6 +220,12 @@ async function measure(print: (line: string) => void): Promise<boolean> {
       if (done.length === jobs || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));
     }
+    const cpuAfter = cpuNow();
+    if (profiler && profileFile) {
+      const profile = await profiler.stop();
+      await writeFile(profileFile, JSON.stringify(profile));
+      for (const line of summarizeProfile(profile)) console.error(line);
+    }
     const rows = await stack.sql(
       `SELECT j.id AS job, j.subject_id AS proof, min(l.claimed_at) AS claimed, sum(l.outcome = 'completed') AS completions, p.terminated_at AS ended
        FROM jobs j JOIN leases l ON l.job_id = j.id JOIN proofs p ON p.id = j.subject_id
@@ -214,10 +243,39 @@ async function measure(print: (line: string) => void): Promise<boolean> {
     );
     print(`outcome            ${succeeded}/${jobs} Succeeded, ${lost} lost or run twice`);
     printAgentTime(fleet, new Set(rows.map((r) => r.job as string)), (lastEnd - t0) / 1000, print);
+    print(
+      `CPU per job        workerd ${((cpuAfter.workerd - cpuBefore.workerd) / jobs).toFixed(1)} ms (the Worker and the local platform it hosts), agents ${((cpuAfter.agents - cpuBefore.agents) / jobs).toFixed(1)} ms`,
+    );
     return lost > 0 || succeeded !== jobs;
   } finally {
     await stack.stop();
   }
+}
+
+/** CPU a process and its descendants (an agent and its engines, those that ended too) have used, in ms; a process gone counts nothing. */
+function treeCpuMs(root: number): number {
+  const rows = execFileSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/).map(Number))
+    .filter((r) => r.length === 2);
+  const tree = new Set([root]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [pid, ppid] of rows) if (tree.has(ppid) && !tree.has(pid)) (tree.add(pid), (grew = true));
+  }
+  let total = 0;
+  try {
+    total += reapedChildrenCpuMs(root);
+  } catch {
+    // Ended meanwhile.
+  }
+  for (const pid of tree)
+    try {
+      total += cpuMs(pid);
+    } catch {
+      // Ended meanwhile.
+    }
+  return total;
 }
 
 /** Mean time per job on the agents, by step, from their 'claimed job' and 'job finished' log lines. */

@@ -31,3 +31,10 @@ export function cpuMs(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime (fields 14, 15)
 }
+
+/** CPU time the children a process has reaped used, in ms (cutime, cstime): an agent's engine processes that have ended. */
+export function reapedChildrenCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) * TICK_MS; // cutime, cstime (fields 16, 17)
+}

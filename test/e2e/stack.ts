@@ -37,6 +37,8 @@ export const GUESTS = join(ROOT, 'test/guests/build');
 export interface StackOptions {
   /** Worker vars to override (e.g. LEASE_TTL_SECONDS). */
   vars?: Record<string, string>;
+  /** The Worker's devtools inspector port (bench:dispatch --profile); by default a free one. */
+  inspectorPort?: number;
 }
 
 export interface Stack {
@@ -156,7 +158,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const varArgs = Object.entries(opts.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
   const workerLines: string[] = [];
   const startWorker = async () => {
-    const started = await spawnWranglerDev({ port, persistTo: persistDir, extraArgs: varArgs });
+    const started = await spawnWranglerDev({ port, persistTo: persistDir, extraArgs: varArgs, inspectorPort: opts.inspectorPort });
     let workerOut = '';
     started.stdout!.on('data', (d) => (workerOut += d));
     started.stderr!.on('data', (d) => (workerOut += d));
