@@ -13,6 +13,7 @@ import {
   sweepFailures,
   auditLog,
   budgets,
+  configIdentity,
   configKeys,
   configs,
   consoleLinks,
@@ -885,13 +886,7 @@ export const listConfigs = (id?: string): string =>
   render(
     db
       .select({
-        id: configs.id,
-        engine: configs.engine,
-        openvm_version: configs.openvm_version,
-        stark_backend_version: configs.stark_backend_version,
-        app_vm_commit: configs.app_vm_commit,
-        deferral_enabled: configs.deferral_enabled,
-        public_values_bytes: configs.public_values_bytes,
+        ...configIdentity,
         active: configs.active,
         status: configs.status,
         has_openvm_toml: isNotNull(configs.openvm_toml).as('has_openvm_toml'),

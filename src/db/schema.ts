@@ -279,6 +279,21 @@ export const configs = sqliteTable('configs', {
   openvm_toml: text('openvm_toml'),
 });
 
+/**
+ * What a config is to the runs under it: its engine, its versions, the commit of the VM
+ * its proofs are bound to, whether it defers and how many public values it reveals. What
+ * a claim hands the agent (src/jobs/state.ts), and the first columns of the operator's list.
+ */
+export const configIdentity = {
+  id: configs.id,
+  engine: configs.engine,
+  openvm_version: configs.openvm_version,
+  stark_backend_version: configs.stark_backend_version,
+  app_vm_commit: configs.app_vm_commit,
+  deferral_enabled: configs.deferral_enabled,
+  public_values_bytes: configs.public_values_bytes,
+};
+
 export const projects = sqliteTable(
   'projects',
   {

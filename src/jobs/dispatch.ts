@@ -9,6 +9,7 @@
 import { sql } from 'drizzle-orm';
 import type { Caller } from '../app-env.ts';
 import { batchByName, type Statement } from '../db/batch.ts';
+import { preparedSteps } from '../db/prepared.ts';
 import type { Db } from '../db/client.ts';
 import { gpusUsed, type JobKind } from 'prover-agent/protocol';
 import { jobs } from '../db/schema.ts';
@@ -16,7 +17,7 @@ import { orgOfKey } from '../middleware/auth.ts';
 import { orgIdIfAllowed, quotaExceeded, withinQuota, type OrgUsage, type QuotaDefaults } from './quotas.ts';
 import type { ApiError, ValidationError } from '../lib/errors.ts';
 import type { Env, JobNotice } from '../env.ts';
-import { limitColumns, limitedKind, overCeiling, withinCeilings, type JobLimits } from './limits.ts';
+import { LIMIT_KEYS, limitColumns, limitedKind, overCeiling, withinCeilings, type JobLimits } from './limits.ts';
 import { contractOf } from './kinds/index.ts';
 import { budgetRefusal, isBudgeted, monthOf, withinBudget } from './budgets.ts';
 
@@ -37,45 +38,93 @@ export interface NewJob {
   limits?: JobLimits;
 }
 
-/**
- * SQL true while the caller's credentials still stand: an API key not revoked, nor its
- * creator demoted below submitting jobs, meanwhile (console callers were checked already).
- */
-function callerStillAllowed(caller: Caller): ReturnType<typeof sql> {
-  return caller.keyHash ? sql`(${orgOfKey(caller.keyHash, 'jobs.submit')} = ${caller.orgId})` : sql`1`;
+/** A job row's values, which its prepared insert (jobInsert) is filled with: the job's own, and those it is checked with. */
+interface JobInsertValues extends Omit<NewJob, 'limits'> {
+  [value: string]: unknown;
+  id: string;
+  gpus: number;
+  now: number;
+  month: string;
+  /** The caller's API key's hash ('' for a console caller, checked already). */
+  keyHash: string;
+  cycleLimit: number | null;
+  costLimit: number | null;
+  deadlineSeconds: number | null;
+  /** Which limits the request names (withinCeilings checks them), in LIMITS' order. */
+  named: (keyof JobLimits)[];
+  quotas: QuotaDefaults;
 }
+
+/**
+ * The insert for a job row, built once per shape (src/db/prepared.ts): its kind (only
+ * proofs and executions take limits and a budget), whether an API key sent it, the limits
+ * it names and the quotas' defaults. It fails its batch (isRefusedJobInsert) when the
+ * caller's key was revoked meanwhile, or its creator demoted below submitting (a console
+ * caller was checked already), or the job is over its organization's quotas, ceilings or
+ * monthly budget as they stand in the statement.
+ */
+const jobInsert = preparedSteps(
+  (v: JobInsertValues) => `${v.kind} ${v.keyHash !== ''} ${v.named.join(',')} ${v.quotas.maxActiveJobs} ${v.quotas.maxGpus}`,
+  (db, p, v) => {
+    // Only the kinds callers put limits on (proofs, executions): the organization's limits
+    // must not reach a program's commit or a verification, whose subjects no limit can end
+    // (src/jobs/limits.ts fails and stops only limited kinds' subjects).
+    const limits = limitedKind(contractOf(v.kind))
+      ? limitColumns(p.orgId, { cycleLimit: p.cycleLimit, costLimit: p.costLimit, deadlineSeconds: p.deadlineSeconds }, p.now)
+      : undefined;
+    const allowed = [
+      v.keyHash !== '' ? sql`(${orgOfKey(p.keyHash, 'jobs.submit')} = ${p.orgId})` : sql`1`,
+      withinQuota(p.orgId, p.gpus, v.quotas),
+    ];
+    // A proof or execution names limits within its organization's ceilings (src/jobs/limits.ts),
+    // and reserves its cost limit within its monthly budget (src/jobs/budgets.ts), as they stand now.
+    const ceilings = limits && withinCeilings(p.orgId, Object.fromEntries(v.named.map((key) => [key, p[key]])));
+    if (ceilings) allowed.push(ceilings);
+    if (isBudgeted(v.kind)) allowed.push(withinBudget(p.orgId, p.month, limits?.cost_limit ?? sql`NULL`));
+    return {
+      job: db.insert(jobs).values({
+        id: p.id,
+        kind: p.kind,
+        subject_id: p.subjectId,
+        org_id: orgIdIfAllowed(p.orgId, sql`(${sql.join(allowed, sql` AND `)})`),
+        config_id: p.configId,
+        engine: p.engine,
+        priority: p.priority,
+        num_gpus: p.numGpus,
+        gpus_used: p.gpus,
+        queued_at: p.now,
+        notified_at: p.now,
+        ...limits,
+      }),
+    };
+  },
+);
 
 /**
  * The insert for a job row, to run in the same batch as its subject's insert; it
  * fails the batch (isRefusedJobInsert) when the caller's key was revoked meanwhile or
- * the job is over its organization's quotas.
+ * the job is over its organization's quotas (jobInsert).
  */
 export function insertJob(db: Db, job: NewJob, caller: Caller, quotas: QuotaDefaults, now = Date.now()) {
   const id = crypto.randomUUID();
-  const gpus = gpusUsed(job.engine, job.numGpus);
-  // Only the kinds callers put limits on (proofs, executions): the organization's limits
-  // must not reach a program's commit or a verification, whose subjects no limit can end
-  // (src/jobs/limits.ts fails and stops only limited kinds' subjects).
-  const limits = limitedKind(contractOf(job.kind)) ? limitColumns(job.orgId, job.limits, now) : undefined;
-  const allowed = [callerStillAllowed(caller), withinQuota(job.orgId, gpus, quotas)];
-  // A proof or execution names limits within its organization's ceilings (src/jobs/limits.ts),
-  // and reserves its cost limit within its monthly budget (src/jobs/budgets.ts), as they stand now.
-  const ceilings = limits && withinCeilings(job.orgId, job.limits);
-  if (ceilings) allowed.push(ceilings);
-  if (isBudgeted(job.kind)) allowed.push(withinBudget(job.orgId, monthOf(now), limits?.cost_limit ?? sql`NULL`));
-  const query = db.insert(jobs).values({
+  const { job: query } = jobInsert(db, {
     id,
     kind: job.kind,
-    subject_id: job.subjectId,
-    org_id: orgIdIfAllowed(job.orgId, sql`(${sql.join(allowed, sql` AND `)})`),
-    config_id: job.configId,
+    subjectId: job.subjectId,
+    orgId: job.orgId,
+    configId: job.configId,
     engine: job.engine,
     priority: job.priority,
-    num_gpus: job.numGpus,
-    gpus_used: gpus,
-    queued_at: now,
-    notified_at: now,
-    ...limits,
+    numGpus: job.numGpus,
+    gpus: gpusUsed(job.engine, job.numGpus),
+    now,
+    month: monthOf(now),
+    keyHash: caller.keyHash ?? '',
+    cycleLimit: job.limits?.cycleLimit ?? null,
+    costLimit: job.limits?.costLimit ?? null,
+    deadlineSeconds: job.limits?.deadlineSeconds ?? null,
+    named: LIMIT_KEYS.filter((key) => job.limits?.[key] !== undefined),
+    quotas,
   });
   return { id, query };
 }

@@ -64,6 +64,9 @@ const LIMITS = [
   { param: 'deadline_seconds', key: 'deadlineSeconds', column: organizations.default_deadline_seconds },
 ] as const;
 
+/** The limits a request may name, in LIMITS' order. */
+export const LIMIT_KEYS = LIMITS.map(({ key }) => key);
+
 /**
  * The 422 for the limits a request names over its organization's ceilings (naming
  * each ceiling and the figure asked), or null when all are within them.
@@ -87,7 +90,7 @@ export function overCeiling(ceilings: LimitCeilings, limits: JobLimits | undefin
  * SQL true while each limit the request names is within its organization's ceiling as
  * the job row's insert reads it; undefined when it names none (nothing to check, no read).
  */
-export function withinCeilings(orgId: string, limits: JobLimits | undefined): SQL | undefined {
+export function withinCeilings(orgId: string, limits: { [K in keyof JobLimits]?: number | null } | undefined): SQL | undefined {
   const named = LIMITS.filter(({ key }) => limits?.[key] !== undefined);
   if (!named.length) return undefined;
   const each = named.map(({ key, column }) => sql`(${column} IS NULL OR ${column} >= ${limits![key]!})`);
@@ -108,9 +111,9 @@ export const limitedKind = (k: Pick<JobKindContract, 'subject'>) => 'cost' in ge
  * The limit columns of a new job row: the request's own (withinCeilings checks it in the
  * same insert), else its organization's, read inside the insert (no read of their own).
  */
-export function limitColumns(orgId: string, limits: JobLimits | undefined, now: number) {
+export function limitColumns(orgId: string, limits: { [K in keyof JobLimits]?: number | null } | undefined, now: number) {
   const orgDefault = (column: SQLiteColumn) => sql`(SELECT ${column} FROM ${organizations} WHERE ${organizations.id} = ${orgId})`;
-  const own = (v: number | undefined) => sql`${v ?? null}`;
+  const own = (v: number | null | undefined) => sql`${v ?? null}`;
   return {
     cycle_limit: sql<number | null>`coalesce(${own(limits?.cycleLimit)}, ${orgDefault(organizations.default_cycle_limit)})`,
     cost_limit: sql<number | null>`coalesce(${own(limits?.costLimit)}, ${orgDefault(organizations.default_cost_limit)})`,

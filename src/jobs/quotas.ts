@@ -50,14 +50,14 @@ export interface OrgUsage {
 }
 
 /** The organization's usage and limits: one row, for a batch (`org` may be SQL, e.g. the API key's organization). */
-export function orgUsageQuery(db: Db, org: string | SQL, defaults: QuotaDefaults) {
+export function orgUsageQuery(db: Db, org: string | SQL, defaults: QuotaDefaults, month = monthOf(Date.now())) {
   return db
     .select({
       activeJobs: organizations.active_jobs,
       gpus: organizations.held_gpus,
       maxActiveJobs: sql<number>`coalesce(${organizations.max_active_jobs}, ${defaults.maxActiveJobs})`.as('max_active_jobs_limit'),
       maxGpus: sql<number>`coalesce(${organizations.max_gpus}, ${defaults.maxGpus})`.as('max_gpus_limit'),
-      budget: budgetStateSql(org, monthOf(Date.now())).as('budget_state'),
+      budget: budgetStateSql(org, month).as('budget_state'),
       ceilings: {
         cycleLimit: organizations.default_cycle_limit,
         costLimit: organizations.default_cost_limit,

@@ -33,8 +33,20 @@ import { and, eq, getTableColumns, getTableName, inArray, isNotNull, isNull, lt,
 import { PROVE_PHASES, type JobKind, type ProvePhase } from 'prover-agent/protocol';
 import { alias, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 import { batchByName, type Statement } from '../db/batch.ts';
+import { preparedSteps, type Placeholders } from '../db/prepared.ts';
 import type { Db } from '../db/client.ts';
-import { agentTokens, configs, jobs, leases, organizations, programs, proofs, queueLanes, type ProofState } from '../db/schema.ts';
+import {
+  agentTokens,
+  configIdentity,
+  configs,
+  jobs,
+  leases,
+  organizations,
+  programs,
+  proofs,
+  queueLanes,
+  type ProofState,
+} from '../db/schema.ts';
 import { ALL_JOB_KINDS, contractOf, type Completion } from './kinds/index.ts';
 import { updateSubjects, type JobKindContract, type JobRow } from './kinds/contract.ts';
 import { proofJob } from './kinds/proof.ts';
@@ -88,8 +100,8 @@ export interface AgentCapabilities {
 }
 
 /**
- * The next job the fleet should run for an agent with `caps` holding the agent token
- * `tokenHash`, as SQL (its id, or null): fair share first (the organization with the
+ * The next job the fleet should run for the claiming agent (ClaimValues: what it declares,
+ * its agent token's hash), as SQL (its id, or null): fair share first (the organization with the
  * fewest running jobs for its share_weight; among equals, the one served least
  * recently), then priority and age within the organization. Each queue lane
  * (queue_lanes) keeps its own next job and its organization's standing, so this is one
@@ -111,21 +123,7 @@ export interface AgentCapabilities {
  * concurrent claims never take a token past its limits, and a claim costs the same
  * whatever the token holds.
  */
-function nextJobFor(
-  caps: Pick<AgentCapabilities, 'machineType' | 'gpus' | 'engines' | 'configs'>,
-  tokenHash: string,
-  quotas: QuotaDefaults = DEFAULT_QUOTAS,
-): SQL<string | null> {
-  const list = (values: string[]) =>
-    sql.join(
-      values.map((v) => sql`${v}`),
-      sql`, `,
-    );
-  const rows = (values: string[]) =>
-    sql.join(
-      values.map((v) => sql`(${v})`),
-      sql`, `,
-    );
+function nextJobFor(p: Placeholders<ClaimValues>, namesConfigs: boolean, quotas: QuotaDefaults = DEFAULT_QUOTAS): SQL<string | null> {
   const withinQuota = withinRunningQuota('lane', quotas);
   // Written out rather than built: the correlated LIMIT 1 per key is what makes it a seek
   // (queue_lanes_by_config / queue_lanes_by_engine, whose WHERE this repeats).
@@ -137,23 +135,20 @@ function nextJobFor(
         AND lane.engine IN (SELECT engine FROM allowed_engines) AND lane.gpus_used <= (SELECT room FROM scope) AND ${withinQuota}
       ORDER BY ${order('lane')} LIMIT 1) AS lane_rowid FROM (${keys}) AS wanted`;
   const tokenConfigs = sql`(SELECT configs FROM scope)`;
-  // Configs named by the agent that its token allows; or, naming none, the token's own
-  // configs; or, when neither names any, every config of the allowed engines (by engine).
-  const lanes =
-    caps.configs.length > 0
-      ? seek(
-          'config_id',
-          sql`SELECT column1 AS key FROM (VALUES ${rows(caps.configs)}) WHERE ${tokenConfigs} IS NULL OR column1 IN (SELECT value FROM json_each(${tokenConfigs}))`,
-        )
-      : sql`${seek('config_id', sql`SELECT value AS key FROM json_each(${tokenConfigs})`)} UNION ALL ${seek('engine', sql`SELECT engine AS key FROM allowed_engines WHERE ${tokenConfigs} IS NULL`)}`;
-  // An integer written in (validated by the route's schema): D1 binds at most 100 parameters.
-  const declaredGpus = sql.raw(String(Math.trunc(caps.gpus)));
+  // Configs named by the agent (a JSON list) that its token allows; or, naming none, the
+  // token's own configs; or, when neither names any, every config of the allowed engines (by engine).
+  const lanes = namesConfigs
+    ? seek(
+        'config_id',
+        sql`SELECT value AS key FROM json_each(${p.configs}) WHERE ${tokenConfigs} IS NULL OR value IN (SELECT value FROM json_each(${tokenConfigs}))`,
+      )
+    : sql`${seek('config_id', sql`SELECT value AS key FROM json_each(${tokenConfigs})`)} UNION ALL ${seek('engine', sql`SELECT engine AS key FROM allowed_engines WHERE ${tokenConfigs} IS NULL`)}`;
   // The token, if its machine type is the declared one; `room`: the GPUs a job may use, null when its leases are at their most.
   return sql<string | null>`(WITH
       scope AS (SELECT ${agentTokens.engines} AS engines, ${agentTokens.configs} AS configs,
-          CASE WHEN ${agentTokens.held_leases} < ${agentTokens.max_leases} THEN min(${declaredGpus}, ${agentTokens.max_gpus} - ${agentTokens.held_gpus}) END AS room
-        FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${tokenHash} AND ${agentTokens.revoked_at} IS NULL AND ${agentTokens.machine_type} = ${caps.machineType}),
-      allowed_engines AS (SELECT value AS engine FROM json_each((SELECT engines FROM scope)) WHERE value IN (${list(caps.engines)})),
+          CASE WHEN ${agentTokens.held_leases} < ${agentTokens.max_leases} THEN min(${p.gpus}, ${agentTokens.max_gpus} - ${agentTokens.held_gpus}) END AS room
+        FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${p.agentTokenHash} AND ${agentTokens.revoked_at} IS NULL AND ${agentTokens.machine_type} = ${p.machineType}),
+      allowed_engines AS (SELECT value AS engine FROM json_each((SELECT engines FROM scope)) WHERE value IN (SELECT value FROM json_each(${p.engines}))),
       best_lanes AS (${lanes})
     SELECT lane.head_job_id FROM best_lanes JOIN ${queueLanes} lane ON lane.rowid = best_lanes.lane_rowid
     ORDER BY ${order('lane')} LIMIT 1)`;
@@ -204,9 +199,12 @@ export interface ClaimOutcome {
   /** Null when the agent token is unknown or revoked (nothing was claimed); else what it allows and holds. */
   scope: ClaimingToken | null;
   job: JobRow | null;
-  lease: LeaseRow | null;
-  config: typeof configs.$inferSelect | null;
-  program: typeof programs.$inferSelect | null;
+  /** The new lease's input files ({name: R2 key}), worked out by the claim. */
+  lease: Pick<LeaseRow, 'artifacts'> | null;
+  /** What the agent is handed of the job's config (src/features/fleet/claim.ts describeClaim). */
+  config: Pick<typeof configs.$inferSelect, keyof typeof configIdentity> | null;
+  /** The program it works on, as the agent is handed it. */
+  program: Pick<typeof programs.$inferSelect, 'id' | 'app_exe_commit'> | null;
   /** The subject record, for a kind whose claim hands some of it over (its contract's claim.subject). */
   subject: unknown;
   /** The hinted job as it stands after the claim, if a hint was given. */
@@ -255,12 +253,140 @@ const claimedJobAndSubject = sql`${as(jobs, claimedJob)} ${sql.join(
 /** The program the claimed job works on, joined onto claimedJobAndSubject. */
 const programOfClaimed = eq(claimedProgram.id, claimedProgramId);
 
+/** A claim's values, which its prepared batch (claimSteps) is filled with. */
+interface ClaimValues {
+  [value: string]: unknown;
+  leaseId: string;
+  leaseTokenHash: string;
+  agentTokenHash: string;
+  /** The job the agent's queue notice named, or '' for none. */
+  hintJobId: string;
+  now: number;
+  nowIso: string;
+  leaseExpiresAt: number;
+  agentId: string;
+  machineType: string;
+  gpus: number;
+  /** JSON lists of what the agent declares it serves. */
+  engines: string;
+  configs: string;
+}
+
 /**
- * Claims the next job for the agent (nextJobFor) in one batch, one D1 round trip: the
- * agent token is checked inside it, the job leased and its subject moved to running,
- * the lease recorded with the job's input files, and everything the agent needs to
- * run it read back, together with the state of the job its queue notice named.
+ * The claim's batch, built once per shape (whether the agent names configs; the quotas'
+ * defaults, written in) and filled with each claim's values (src/db/prepared.ts): the
+ * agent token is checked inside it, the job leased and its subject moved to running, the
+ * lease recorded with the job's input files, and everything the agent needs to run it
+ * read back, together with the state of the job its queue notice named.
  */
+const claimSteps = preparedSteps(
+  (v: ClaimValues & { quotas: QuotaDefaults }) => `${v.configs !== '[]'} ${v.quotas.maxActiveJobs} ${v.quotas.maxGpus}`,
+  (db, p, v) => {
+    const mine = eq(jobs.lease_id, p.leaseId);
+    const tokenLive = sql`EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${p.agentTokenHash} AND ${agentTokens.revoked_at} IS NULL)`;
+    const claimedUnder = eq(claimedJob.lease_id, p.leaseId);
+    const subjectOf = (kind: JobKind) =>
+      db
+        .select({ id: jobs.subject_id })
+        .from(jobs)
+        .where(and(mine, eq(jobs.kind, kind)));
+    return {
+      scope: db
+        .select({
+          engines: agentTokens.engines,
+          configs: agentTokens.configs,
+          machine_type: agentTokens.machine_type,
+          max_gpus: agentTokens.max_gpus,
+          max_leases: agentTokens.max_leases,
+          held_leases: agentTokens.held_leases,
+          held_gpus: agentTokens.held_gpus,
+        })
+        .from(agentTokens)
+        .where(and(eq(agentTokens.token_hash, p.agentTokenHash), isNull(agentTokens.revoked_at))),
+      job: db
+        .update(jobs)
+        .set({
+          status: 'leased',
+          lease_id: sql`${p.leaseId}`,
+          lease_expires_at: sql`${p.leaseExpiresAt}`,
+          agent_id: sql`${p.agentId}`,
+          machine_type: sql`${p.machineType}`,
+          attempt: sql`${jobs.attempt} + 1`,
+          waiting_reason: null,
+        })
+        .where(and(eq(jobs.id, nextJobFor(p, v.configs !== '[]', v.quotas)), eq(jobs.status, 'queued'), tokenLive))
+        .returning(),
+      // The job and its subject are a FROM clause drizzle does not see into: their columns are read as SQL.
+      newLease: db.insert(leases).select(
+        db
+          .select({
+            id: sql`${p.leaseId}`.as('id'),
+            job_id: sql`${claimedJob.id}`.as('job_id'),
+            attempt: sql`${claimedJob.attempt}`.as('attempt'),
+            agent_id: sql`${p.agentId}`.as('agent_id'),
+            token_hash: sql`${p.leaseTokenHash}`.as('token_hash'),
+            gpus: sql`${claimedJob.gpus_used}`.as('gpus'),
+            machine_type: sql`${p.machineType}`.as('machine_type'),
+            claimed_at: sql`${p.now}`.as('claimed_at'),
+            ended_at: sql`NULL`.as('ended_at'),
+            outcome: sql`NULL`.as('outcome'),
+            response: sql`NULL`.as('response'),
+            artifacts: claimedInputs.as('artifacts'),
+            agent_token_id: sql`(SELECT ${agentTokens.id} FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${p.agentTokenHash})`.as(
+              'agent_token_id',
+            ),
+          })
+          .from(claimedJobAndSubject)
+          .leftJoin(claimedProgram, programOfClaimed)
+          .where(claimedUnder),
+      ),
+      subjectsRunning: ALL_JOB_KINDS.map((k) => updateSubjects(db, k, mine, k.subject.running(p.nowIso, p.machineType))),
+      // Fair share's tie-break: the organization served least recently goes first next time.
+      orgServed: db
+        .update(organizations)
+        .set({ last_claimed_at: sql`${p.now}` })
+        .where(inArray(organizations.id, db.select({ id: jobs.org_id }).from(jobs).where(mine))),
+      kindsOwn: ALL_JOB_KINDS.flatMap((k) => k.claim.alsoOnClaim?.(db, mine) ?? []),
+      lease: db.select({ artifacts: leases.artifacts }).from(leases).where(eq(leases.id, p.leaseId)),
+      // What the agent is handed, no more (a config's TOML, a program's names stay here).
+      config: db
+        .select(configIdentity)
+        .from(configs)
+        .where(eq(configs.id, sql`(SELECT ${jobs.config_id} FROM ${jobs} WHERE ${mine})`)),
+      program: db
+        .select({ id: claimedProgram.id, app_exe_commit: claimedProgram.app_exe_commit })
+        .from(claimedJobAndSubject)
+        .innerJoin(claimedProgram, programOfClaimed)
+        .where(claimedUnder),
+      // The subject records the kinds' claims hand some of over (the one of the claimed job's kind answers).
+      subjects: ALL_JOB_KINDS.flatMap((k) =>
+        k.claim.subject
+          ? [
+              db
+                .select()
+                .from(k.subject.table)
+                .where(inArray(k.subject.table.id, subjectOf(k.kind))),
+            ]
+          : [],
+      ),
+      hinted: db
+        .select({
+          id: jobs.id,
+          status: jobs.status,
+          engine: jobs.engine,
+          config_id: jobs.config_id,
+          num_gpus: jobs.num_gpus,
+          gpus_used: jobs.gpus_used,
+          // Held by its organization's quota (org_quota): not the agent's to take now, whatever it serves.
+          held_by_quota: sql<boolean>`NOT ${withinRunningQuota('jobs', v.quotas)}`.mapWith(Boolean),
+        })
+        .from(jobs)
+        .where(eq(jobs.id, p.hintJobId)),
+    };
+  },
+);
+
+/** Claims the next job for the agent (nextJobFor) in one batch, one D1 round trip (claimSteps). */
 export async function claimJob(
   db: Db,
   caps: AgentCapabilities,
@@ -269,106 +395,24 @@ export async function claimJob(
   settings: FleetSettings,
   now = Date.now(),
 ): Promise<ClaimOutcome> {
-  const mine = eq(jobs.lease_id, lease.id);
-  const tokenLive = sql`EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash} AND ${agentTokens.revoked_at} IS NULL)`;
-  const claimedUnder = eq(claimedJob.lease_id, lease.id);
-  const subjectOf = (kind: JobKind) =>
-    db
-      .select({ id: jobs.subject_id })
-      .from(jobs)
-      .where(and(mine, eq(jobs.kind, kind)));
-  const claimed = await batchByName(db, {
-    scope: db
-      .select({
-        engines: agentTokens.engines,
-        configs: agentTokens.configs,
-        machine_type: agentTokens.machine_type,
-        max_gpus: agentTokens.max_gpus,
-        max_leases: agentTokens.max_leases,
-        held_leases: agentTokens.held_leases,
-        held_gpus: agentTokens.held_gpus,
-      })
-      .from(agentTokens)
-      .where(and(eq(agentTokens.token_hash, agent.tokenHash), isNull(agentTokens.revoked_at))),
-    job: db
-      .update(jobs)
-      .set({
-        status: 'leased',
-        lease_id: lease.id,
-        lease_expires_at: now + settings.leaseTtlMs,
-        agent_id: caps.agentId,
-        machine_type: caps.machineType,
-        attempt: sql`${jobs.attempt} + 1`,
-        waiting_reason: null,
-      })
-      .where(and(eq(jobs.id, nextJobFor(caps, agent.tokenHash, settings.quotas)), eq(jobs.status, 'queued'), tokenLive))
-      .returning(),
-    // The job and its subject are a FROM clause drizzle does not see into: their columns are read as SQL.
-    newLease: db.insert(leases).select(
-      db
-        .select({
-          id: sql`${lease.id}`.as('id'),
-          job_id: sql`${claimedJob.id}`.as('job_id'),
-          attempt: sql`${claimedJob.attempt}`.as('attempt'),
-          agent_id: sql`${caps.agentId}`.as('agent_id'),
-          token_hash: sql`${lease.tokenHash}`.as('token_hash'),
-          gpus: sql`${claimedJob.gpus_used}`.as('gpus'),
-          machine_type: sql`${caps.machineType}`.as('machine_type'),
-          claimed_at: sql`${now}`.as('claimed_at'),
-          ended_at: sql`NULL`.as('ended_at'),
-          outcome: sql`NULL`.as('outcome'),
-          response: sql`NULL`.as('response'),
-          artifacts: claimedInputs.as('artifacts'),
-          agent_token_id: sql`(SELECT ${agentTokens.id} FROM ${agentTokens} WHERE ${agentTokens.token_hash} = ${agent.tokenHash})`.as(
-            'agent_token_id',
-          ),
-        })
-        .from(claimedJobAndSubject)
-        .leftJoin(claimedProgram, programOfClaimed)
-        .where(claimedUnder),
-    ),
-    subjectsRunning: ALL_JOB_KINDS.map((k) => updateSubjects(db, k, mine, k.subject.running(isoNow(now), caps.machineType))),
-    // Fair share's tie-break: the organization served least recently goes first next time.
-    orgServed: db
-      .update(organizations)
-      .set({ last_claimed_at: now })
-      .where(inArray(organizations.id, db.select({ id: jobs.org_id }).from(jobs).where(mine))),
-    kindsOwn: ALL_JOB_KINDS.flatMap((k) => k.claim.alsoOnClaim?.(db, mine) ?? []),
-    lease: db.select().from(leases).where(eq(leases.id, lease.id)),
-    config: db
-      .select()
-      .from(configs)
-      .where(eq(configs.id, sql`(SELECT ${jobs.config_id} FROM ${jobs} WHERE ${mine})`)),
-    program: db
-      .select(getTableColumns(claimedProgram))
-      .from(claimedJobAndSubject)
-      .innerJoin(claimedProgram, programOfClaimed)
-      .where(claimedUnder),
-    // The subject records the kinds' claims hand some of over (the one of the claimed job's kind answers).
-    subjects: ALL_JOB_KINDS.flatMap((k) =>
-      k.claim.subject
-        ? [
-            db
-              .select()
-              .from(k.subject.table)
-              .where(inArray(k.subject.table.id, subjectOf(k.kind))),
-          ]
-        : [],
-    ),
-    hinted: db
-      .select({
-        id: jobs.id,
-        status: jobs.status,
-        engine: jobs.engine,
-        config_id: jobs.config_id,
-        num_gpus: jobs.num_gpus,
-        gpus_used: jobs.gpus_used,
-        // Held by its organization's quota (org_quota): not the agent's to take now, whatever it serves.
-        held_by_quota: sql<boolean>`NOT ${withinRunningQuota('jobs', settings.quotas)}`.mapWith(Boolean),
-      })
-      .from(jobs)
-      .where(eq(jobs.id, agent.hintJobId ?? '')),
-  });
+  const claimed = await batchByName(
+    db,
+    claimSteps(db, {
+      leaseId: lease.id,
+      leaseTokenHash: lease.tokenHash,
+      agentTokenHash: agent.tokenHash,
+      hintJobId: agent.hintJobId ?? '',
+      now,
+      nowIso: isoNow(now),
+      leaseExpiresAt: now + settings.leaseTtlMs,
+      agentId: caps.agentId,
+      machineType: caps.machineType,
+      gpus: Math.trunc(caps.gpus),
+      engines: JSON.stringify(caps.engines),
+      configs: JSON.stringify(caps.configs),
+      quotas: settings.quotas ?? DEFAULT_QUOTAS,
+    }),
+  );
   return {
     scope: claimed.scope[0] ?? null,
     job: claimed.job[0] ?? null,
@@ -488,13 +532,16 @@ function endLease(db: Db, lease: LeaseRow, outcome: string, response: Record<str
 export const CANCELED_RESPONSE = { status: 'canceled' } as const;
 
 /** Whether the job of `lease` has a cancel request, as of the statement that reads it. */
-const cancelRequestedOf = (lease: LeaseRow) => sql`(SELECT ${jobs.cancel_requested} FROM ${jobs} WHERE ${jobs.id} = ${lease.job_id})`;
+const cancelRequestedOf = (lease: LeaseRef) => sql`(SELECT ${jobs.cancel_requested} FROM ${jobs} WHERE ${jobs.id} = ${lease.job_id})`;
+
+/** A lease as the statements that end it name it (a placeholder's value in a prepared batch). */
+type LeaseRef = Pick<LeaseRow, 'id' | 'job_id'>;
 
 /**
  * Ends the lease with `outcome` and `response`, or as `canceled` when the job's cancel
  * was recorded before this batch: the stored answer is the one that applied.
  */
-function endLeaseUnlessCanceled(db: Db, lease: LeaseRow, outcome: string, response: Record<string, unknown>, now: number) {
+function endLeaseUnlessCanceled(db: Db, lease: LeaseRef, outcome: string, response: Record<string, unknown>, now: number) {
   const canceled = cancelRequestedOf(lease);
   return db
     .update(leases)
@@ -532,9 +579,14 @@ function canceledCostSql(kind: JobKindContract, settings: FleetSettings, now: nu
  * `canceled` state: a proof Canceled, an execution `canceled`; other kinds, which
  * callers cannot cancel, `failed`), charged for their lease until the cancel.
  */
-function cancelSubjects(db: Db, jobWhere: SQL, settings: FleetSettings, now: number) {
-  const at = isoNow(now);
-  return ALL_JOB_KINDS.flatMap((k) => [
+function cancelSubjects(
+  db: Db,
+  jobWhere: SQL,
+  settings: FleetSettings,
+  now: number,
+  { at = isoNow(now), kinds = ALL_JOB_KINDS }: { at?: string; kinds?: readonly JobKindContract[] } = {},
+) {
+  return kinds.flatMap((k) => [
     updateSubjects(db, k, and(jobWhere, isNull(jobs.stop_reason)), k.subject.canceled(at, canceledCostSql(k, settings, now))),
     // Stopped by the service at a limit (src/jobs/limits.ts): Failed, saying which, charged as far as the limit allowed.
     ...(limitedKind(k)
@@ -575,7 +627,6 @@ export async function completeJob(
 ): Promise<{ outcome: 'completed' | 'canceled' | null; deliveries: DeliveryRef[] }> {
   const current = currentLease(lease.id);
   const mine = and(current, eq(jobs.cancel_requested, false));
-  const canceled = and(current, eq(jobs.cancel_requested, true))!;
   const at = isoNow(now);
   // Never past the job's cost limit, however the lease ran (src/jobs/limits.ts chargedCost).
   const cost = chargedCost(
@@ -583,6 +634,7 @@ export async function completeJob(
     sql`(SELECT ${jobs.cost_limit} FROM ${jobs} WHERE ${jobs.id} = ${lease.job_id})`,
   );
   const subject = contractOf(done.kind).complete(db, mine, done.done, { now: at, cost });
+  const ending = completionSteps(db, { leaseId: lease.id, jobId: lease.job_id, kind: done.kind, now, nowIso: at, response, settings });
   // The subject updates are guarded by the lease, so they must run before the job
   // row stops being `leased`.
   const { deliveries, job } = await batchByName(db, {
@@ -590,18 +642,49 @@ export async function completeJob(
     subject,
     // The uploads the subject now names (`accepted`, src/jobs/results.ts) leave the garbage list with it.
     accepted: acceptStatement(db, accepted, mine),
-    canceled: cancelSubjects(db, canceled, settings, now),
-    lease: endLeaseUnlessCanceled(db, lease, 'completed', response, now),
-    deliveries: deliveriesOf(db, current),
-    job: db
-      .update(jobs)
-      .set({ status: 'done', ...OFF_AGENT })
-      .where(current)
-      .returning({ canceled: jobs.cancel_requested }),
+    ...ending,
   });
   const row = job[0];
   return { outcome: row ? (row.canceled ? 'canceled' : 'completed') : null, deliveries };
 }
+
+/** The machine rates a statement writes in (rateSql): part of a prepared ending's shape. */
+const ratesKey = (settings: FleetSettings) => JSON.stringify([[...settings.machineRates.byType], settings.machineRates.other]);
+
+/**
+ * What a completion's batch does after its subject's own update, the same text for every
+ * completion (src/db/prepared.ts): a job canceled meanwhile ends its subject Canceled; the
+ * lease ends (as canceled, then); the deliveries its triggers made are read back; and the
+ * job is done.
+ */
+const completionSteps = preparedSteps(
+  (v: {
+    leaseId: string;
+    jobId: string;
+    kind: JobKind;
+    now: number;
+    nowIso: string;
+    response: Record<string, unknown>;
+    settings: FleetSettings;
+  }) => `${v.kind} ${ratesKey(v.settings)}`,
+  (db, p, v) => {
+    const lease = { id: p.leaseId, job_id: p.jobId };
+    const now = p.now;
+    const current = currentLease(lease.id);
+    const canceled = and(current, eq(jobs.cancel_requested, true))!;
+    return {
+      // The job's own kind only: another kind's statements could match no subject of it.
+      canceled: cancelSubjects(db, canceled, v.settings, now, { at: p.nowIso, kinds: [contractOf(v.kind)] }),
+      lease: endLeaseUnlessCanceled(db, lease, 'completed', p.response, now),
+      deliveries: deliveriesOf(db, current),
+      job: db
+        .update(jobs)
+        .set({ status: 'done', ...OFF_AGENT })
+        .where(current)
+        .returning({ canceled: jobs.cancel_requested }),
+    };
+  },
+);
 
 /** Whether failJob() will put the job back in the queue rather than fail it. */
 export function failureRequeues(job: JobRow, failure: { retryable: boolean }, settings: FleetSettings): boolean {
@@ -632,7 +715,7 @@ export async function failJob(
   const { deliveries, job: ended } = await batchByName(db, {
     before,
     subject: updateSubjects(db, kind, mine, requeue ? kind.subject.queued : kind.subject.failed(isoNow(now), message)),
-    canceled: cancelSubjects(db, canceled, settings, now),
+    canceled: cancelSubjects(db, canceled, settings, now, { kinds: [kind] }),
     lease: endLeaseUnlessCanceled(db, lease, 'failed', response, now),
     deliveries: deliveriesOf(db, current),
     job: db

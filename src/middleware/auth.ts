@@ -17,6 +17,7 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv, Caller } from '../app-env.ts';
 import { batchByName, type BatchResults, type Steps } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
+import { prepared, type Placeholders } from '../db/prepared.ts';
 import { KEY_SCOPE_NAMES, KEY_SCOPES, PERMISSIONS, rankOf, type Action, type Role } from '../auth/permissions.ts';
 import { rankSql } from './role-rank.ts';
 import { apiKeys, memberships } from '../db/schema.ts';
@@ -168,6 +169,9 @@ function keyLookup(db: Db, hash: string) {
     .where(eq(apiKeys.key_hash, hash));
 }
 
+/** keyLookup() prepared once (src/db/prepared.ts): the first statement of every /v1 request's first batch. */
+const preparedKeyLookup = prepared((db, p: Placeholders<{ hash: string }>) => keyLookup(db, p.hash));
+
 /**
  * The caller's organization id as SQL, for statements batched with the key's lookup:
  * null for a dead key, or one whose rights do not allow `action` (the route's). Writes
@@ -281,7 +285,7 @@ export async function asCaller<T extends Steps>(
   const run = async (db: Db) => {
     // The caller's own statements first; the route's, a part of the batch, after them.
     const { key, route } = await batchByName(db, {
-      key: keyLookup(db, hash),
+      key: preparedKeyLookup(db, { hash }),
       claim: claiming ? [claimKey(db, org, idem.claim), requireClaim(db, org, idem.claim)] : undefined,
       route: build(org),
     });
@@ -325,7 +329,7 @@ async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
   const idem = c.var.idempotency!;
   const hash = c.var.apiKeyHash;
   const { keys, held } = await batchByName(db, {
-    keys: keyLookup(db, hash),
+    keys: preparedKeyLookup(db, { hash }),
     held: keyRow(db, orgOfKey(hash, declaredAction(c)), idem.claim.key),
   });
   if (!isLive(keys[0])) return deadKey(keys[0]);

@@ -5,14 +5,14 @@ import { zValidator } from '@hono/zod-validator';
 import type { AppEnv } from '../../app-env.ts';
 import { executions } from '../../db/schema.ts';
 import { DEFAULT_PRIORITY, refuseOverQuota, refusalOf } from '../../jobs/dispatch.ts';
-import { submitJob, usageQuery } from '../runs/submit.ts';
+import { programToRunRead, submitJob } from '../runs/submit.ts';
 import { artifactKey } from '../../lib/artifacts.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { readProofInputBody } from '../../lib/body.ts';
 import { ExecutionRecord, executionRecord } from './schemas.ts';
 import { IdempotencyHeaders, idempotentResponses } from '../../lib/schemas.ts';
 import { idempotent } from '../../middleware/idempotency/index.ts';
-import { programToRunQuery, requireProgramToRun } from '../programs/data.ts';
+import { requireProgramToRun } from '../programs/data.ts';
 import { executionEvents, executionQuery, programExecutions } from './data.ts';
 import { runRoutes } from '../runs/routes.ts';
 import { BODY_CAPS, MAX_INPUT_BYTES } from '../../lib/limits.ts';
@@ -59,7 +59,7 @@ executionsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery,
   const { db } = c.var;
   const read = await asCaller(
     c,
-    (org) => ({ ...programToRunQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+    programToRunRead(c, q.program_id),
     ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && !refusalOf(u, 0, 'execute', limitsOf(q)),
   );
   const caller = c.var.caller;

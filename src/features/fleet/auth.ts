@@ -8,6 +8,7 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { agentTokens, jobs, leases } from '../../db/schema.ts';
+import { prepared, type Placeholders } from '../../db/prepared.ts';
 import { bearer } from '../../lib/bearer.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError } from '../../lib/errors.ts';
@@ -49,14 +50,19 @@ export async function agentTokenId(c: { var: AppEnv['Variables'] }, header: stri
  */
 export const leaseTokenLive = sql`EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.id} = ${leases.agent_token_id} AND ${agentTokens.revoked_at} IS NULL)`;
 
-/** The lease and job of a job token (by its hash) whose agent token is live; 401 otherwise. */
-async function leaseOfJobToken(c: { var: AppEnv['Variables'] }, hash: string) {
-  const row = await c.var.db
+/** The lease and job of a job token by its hash (prepared: every callback of a running job makes it). */
+const leaseAndJobOf = prepared((db, p: Placeholders<{ hash: string }>) =>
+  db
     .select()
     .from(leases)
     .leftJoin(jobs, eq(jobs.id, leases.job_id))
-    .where(and(eq(leases.token_hash, hash), leaseTokenLive))
-    .get();
+    .where(and(eq(leases.token_hash, p.hash), leaseTokenLive)),
+);
+
+/** The lease and job of a job token (by its hash) whose agent token is live; 401 otherwise. */
+async function leaseOfJobToken(c: { var: AppEnv['Variables'] }, hash: string) {
+  // Run alone: the lease and the job share column names, which a batch's rows would mix up.
+  const [row] = await leaseAndJobOf(c.var.db, { hash }).all();
   if (!row || !row.jobs) throw new ApiError(401, 'Invalid job token, or its agent token was revoked');
   return { lease: row.leases, job: row.jobs };
 }

@@ -4,8 +4,9 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { zValidator } from '@hono/zod-validator';
 import type { AppEnv } from '../../app-env.ts';
 import { proofs } from '../../db/schema.ts';
+import { prepared, type Placeholders } from '../../db/prepared.ts';
 import { DEFAULT_PRIORITY, refuseOverQuota, refusalOf } from '../../jobs/dispatch.ts';
-import { submitJob, usageQuery } from '../runs/submit.ts';
+import { programToRunRead, submitJob } from '../runs/submit.ts';
 import { cancelDeliveries, cancelOutcome, cancelProofStatements } from '../../jobs/state.ts';
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { asCaller } from '../../middleware/auth.ts';
@@ -26,7 +27,7 @@ import {
   Uuid,
 } from '../../lib/schemas.ts';
 import { idempotent } from '../../middleware/idempotency/index.ts';
-import { programToRunQuery, requireProgramToRun } from '../programs/data.ts';
+import { requireProgramToRun } from '../programs/data.ts';
 import { programProofs, proofEvents, proofQuery } from './data.ts';
 import { documented, runRoutes } from '../runs/routes.ts';
 import { cancelAnswer, proofFileResponse } from './actions.ts';
@@ -95,6 +96,35 @@ const submitRoute = createRoute({
 // Document only: the handler reads JSON or streams multipart itself.
 proofsApi.openAPIRegistry.registerPath(submitRoute);
 
+/** A proof's row, as a submission inserts it (prepared: src/db/prepared.ts). */
+const proofInsert = prepared(
+  (
+    db,
+    p: Placeholders<{
+      id: string;
+      orgId: string;
+      programId: string;
+      proofType: (typeof proofs.$inferInsert)['proof_type'];
+      priority: number;
+      numGpus: number;
+      createdBy: string;
+      numDeferred: number;
+      childKeys: string[];
+    }>,
+  ) =>
+    db.insert(proofs).values({
+      id: p.id,
+      org_id: p.orgId,
+      program_id: p.programId,
+      proof_type: p.proofType,
+      priority: p.priority,
+      num_gpus: p.numGpus,
+      created_by: p.createdBy,
+      num_deferred_proofs: p.numDeferred,
+      child_proof_keys: p.childKeys,
+    }),
+);
+
 /** A proof submission: an API key that may submit, and a JSON input or a form (PROOF_FORM). */
 const submitDoor = door.apiKey('jobs.submit', { rate: 'submissions', body: PROOF_FORM });
 proofsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
@@ -104,7 +134,7 @@ proofsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, val
   // usage (a replica's "not ready" or "over quota" is confirmed on the primary).
   const read = await asCaller(
     c,
-    (org) => ({ ...programToRunQuery(db, org, q.program_id), usage: usageQuery(c, org) }),
+    programToRunRead(c, q.program_id),
     ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && !refusalOf(u, 0, 'proof', limitsOf(q)),
   );
   const caller = c.var.caller;
@@ -145,16 +175,16 @@ proofsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, val
       const numGpus = q.num_gpus ?? program.default_num_gpus;
       return {
         rows: [
-          db.insert(proofs).values({
+          proofInsert(db, {
             id: proofId,
-            org_id: caller.orgId,
-            program_id: program.id,
-            proof_type: q.proof_type,
+            orgId: caller.orgId,
+            programId: program.id,
+            proofType: q.proof_type,
             priority: q.priority,
-            num_gpus: numGpus,
-            created_by: caller.owner,
-            num_deferred_proofs: childKeys.length,
-            child_proof_keys: childKeys,
+            numGpus,
+            createdBy: caller.owner,
+            numDeferred: childKeys.length,
+            childKeys,
           }),
         ],
         job: {

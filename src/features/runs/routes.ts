@@ -19,7 +19,10 @@ import { jobIdOfSubject, logPageQuery } from '../../jobs/logs.ts';
 import { refuseDeleted, validationHook } from '../../lib/errors.ts';
 import { one } from '../../lib/pages.ts';
 import { errorResponses, PaginationQuery, pageOf, Uuid } from '../../lib/schemas.ts';
-import { asCaller } from '../../middleware/auth.ts';
+import { asCaller, declaredAction, orgOfKey } from '../../middleware/auth.ts';
+import { preparedSteps } from '../../db/prepared.ts';
+import type { Action } from '../../auth/permissions.ts';
+import type { Statement } from '../../db/batch.ts';
 import { archivedQuery, readArchived, type ArchiveKind } from '../retention/archive.ts';
 import { door } from '../../middleware/door.ts';
 import { jobOfSubject, runsPage, type EventSubject, type RunJobKind } from './data.ts';
@@ -80,6 +83,15 @@ export function documented<E extends Env>(api: OpenAPIHono<E>, route: RouteConfi
 export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
   const Params = z.object({ [kind.param]: Uuid(kind.param) });
 
+  /** The one read's statements (src/db/prepared.ts): a GET of a run is the most frequent request there is. */
+  const readSteps = preparedSteps(
+    (v: { keyHash: string; id: string; action: Action }) => v.action,
+    (db, p, v) => {
+      const org = orgOfKey(p.keyHash, v.action);
+      return { run: kind.query(db, org, p.id) as Statement, archived: archivedQuery(db, org, kind.archive, p.id) };
+    },
+  );
+
   /**
    * The caller's run, in the request's one read (404, confirmed on the primary, when
    * there is none). The same batch finds its archive stub: a run moved to the archive is
@@ -88,7 +100,8 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
   async function read(c: Context<AppEnv>, id: string): Promise<Row> {
     const { run, archived } = await asCaller(
       c,
-      (org) => ({ run: kind.query(c.var.db, org, id), archived: archivedQuery(c.var.db, org, kind.archive, id) }),
+      // The same statements as `org` (the key's organization, for the route's action) would build, built once.
+      () => readSteps(c.var.db, { keyHash: c.var.apiKeyHash, id, action: declaredAction(c) }),
       ({ run, archived }) => run.length > 0 || archived.length > 0,
     );
     if (run.length > 0 || archived.length === 0) return one(run, kind.name);

@@ -9,13 +9,45 @@ import { gpusUsed, type JobKind } from 'prover-agent/protocol';
 import type { AppEnv } from '../../app-env.ts';
 import type { Statement } from '../../db/batch.ts';
 import { notifyJob, recordJob, refusalOf, type NewJob } from '../../jobs/dispatch.ts';
-import { isRefusedJobInsert, orgUsageQuery, quotaDefaults } from '../../jobs/quotas.ts';
+import { isRefusedJobInsert, orgUsageQuery, quotaDefaults, type QuotaDefaults } from '../../jobs/quotas.ts';
+import { monthOf } from '../../jobs/budgets.ts';
+import { preparedSteps } from '../../db/prepared.ts';
+import type { Action } from '../../auth/permissions.ts';
+import { programToRunQuery } from '../programs/data.ts';
 import { ArtifactBatch } from '../../lib/artifacts.ts';
 import { ApiError, failedWith } from '../../lib/errors.ts';
 import { PROGRAM_DELETED_RAISE } from '../retention/data.ts';
-import { keyRefusal } from '../../middleware/auth.ts';
+import { declaredAction, keyRefusal, orgOfKey } from '../../middleware/auth.ts';
 import { answerStatements, claimLost } from '../../middleware/idempotency/index.ts';
 import { isLostClaim } from '../../middleware/idempotency/store.ts';
+
+/**
+ * A proof's or an execution's first read (asCaller's route statements): the program to
+ * run, its config and the organization's usage, scoped to the key's organization for the
+ * route's action. Built once per action and quota defaults (src/db/prepared.ts): a
+ * submission is the service's most frequent write.
+ */
+const programToRunSteps = preparedSteps(
+  (v: { keyHash: string; programId: string; month: string; action: Action; quotas: QuotaDefaults }) =>
+    `${v.action} ${v.quotas.maxActiveJobs} ${v.quotas.maxGpus}`,
+  (db, p, v) => {
+    const org = orgOfKey(p.keyHash, v.action);
+    return {
+      ...programToRunQuery(db, org, p.programId),
+      usage: orgUsageQuery(db, org, v.quotas, p.month),
+    };
+  },
+);
+
+/** programToRunSteps for the request, as asCaller builds its route statements. */
+export const programToRunRead = (c: Context<AppEnv>, programId: string) => () =>
+  programToRunSteps(c.var.db, {
+    keyHash: c.var.apiKeyHash,
+    programId,
+    month: monthOf(Date.now()),
+    action: declaredAction(c),
+    quotas: quotaDefaults(c.env),
+  });
 
 /** The caller's organization usage, for the request's first read (src/middleware/auth.ts asCaller). */
 export function usageQuery(c: Context<AppEnv>, org: SQL<string>) {
