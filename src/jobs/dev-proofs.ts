@@ -31,9 +31,16 @@ type ConfigRow = Pick<typeof configs.$inferSelect, 'id' | 'app_vm_commit' | 'pub
 
 const sha256 = async (msg: Uint8Array) => new Uint8Array(await crypto.subtle.digest('SHA-256', msg));
 
+/** The secret's HMAC key, imported once per isolate (a sealing makes two MACs, a check one). */
+let hmacKey: { secret: string; key: Promise<CryptoKey> } | undefined;
+
 async function hmac(secret: string, msg: Uint8Array): Promise<Uint8Array> {
-  const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  return new Uint8Array(await crypto.subtle.sign('HMAC', key, msg));
+  if (hmacKey?.secret !== secret)
+    hmacKey = {
+      secret,
+      key: crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']),
+    };
+  return new Uint8Array(await crypto.subtle.sign('HMAC', await hmacKey.key, msg));
 }
 
 /** Constant-time comparison of two MACs. */

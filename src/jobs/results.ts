@@ -25,6 +25,7 @@ import { and, asc, eq, inArray, isNotNull, lt, or, sql, type SQL, type SQLWrappe
 import type { ResultName } from 'prover-agent/protocol';
 import type { Db } from '../db/client.ts';
 import { batchByName } from '../db/batch.ts';
+import { prepared, type Placeholders } from '../db/prepared.ts';
 import { jobs, leases, resultUploads, type ServedObject } from '../db/schema.ts';
 import { artifactKey, keySql } from '../lib/artifact-keys.ts';
 import { ApiError } from '../lib/errors.ts';
@@ -197,13 +198,30 @@ export async function storedUploads(db: Db, lease: LeaseRef): Promise<Map<string
   return new Map(rows.map((r) => [r.name, stored(r)]));
 }
 
+/** A reserved upload's row, marked stored (prepared: most completions make it). */
+const markStored = prepared((db, p: Placeholders<{ id: string; now: number; size: number; sha256: string }>) =>
+  db
+    .update(resultUploads)
+    .set({ stored_at: sql`${p.now}`, size: sql`${p.size}`, sha256: sql`${p.sha256}` })
+    .where(eq(resultUploads.id, p.id)),
+);
+
 /**
  * A completion's results (src/features/fleet/lease.ts /complete): those sent inline with
  * it and those its lease uploaded before, what it accepts, and what its transaction
  * records. An inline result is stored only once accepted; an upload is read once.
+ *
+ * A completion that knows which texts it will store (a proof's sealed dev proofs) reserves
+ * their rows in a batch it makes anyway (`reserve`, its read of the subject): each row is
+ * then in `result_uploads` before its object's first byte, as an upload's is, without a
+ * round trip of its own; the completion's batch marks the written ones stored (`before`)
+ * ahead of accepting them, so a completion that does not apply leaves garbage the sweep
+ * takes at once.
  */
 export class AttemptResults {
   private readonly accepted = new Map<string, StoredResult>();
+  private readonly reserved = new Map<string, UploadRow>();
+  private readonly written: StoredResult[] = [];
   private uploads: Promise<Map<string, StoredResult>> | null = null;
   constructor(
     private readonly db: Db,
@@ -221,11 +239,45 @@ export class AttemptResults {
     return upload ? { size: upload.size, upload } : null;
   }
 
+  /** The statement that records rows for texts named `names` this completion will store (accept), for a batch of its own; none for no names. */
+  reserve(names: readonly string[], now = Date.now()) {
+    const rows = names.map((name) => newUpload(this.lease, name, now).row);
+    for (const row of rows) this.reserved.set(row.name, row);
+    return rows.length ? this.db.insert(resultUploads).values(rows) : undefined;
+  }
+
   /** Accepts `file` as what the record serves: stored first if it is text (inline, or made here). */
   async accept(name: string, file: { text: string } | { upload: StoredResult }): Promise<ServedObject & { size: number }> {
-    const result = 'upload' in file ? file.upload : await storeText(this.db, this.bucket, this.lease, name, file.text);
+    const result = 'upload' in file ? file.upload : await this.store(name, file.text);
     this.accepted.set(result.id, result);
     return { key: result.key, sha256: result.sha256, size: result.size };
+  }
+
+  /** A text stored as an object of this attempt: under its reserved row, or recorded now. */
+  private async store(name: string, text: string): Promise<StoredResult> {
+    const row = this.reserved.get(name);
+    if (!row) return storeText(this.db, this.bucket, this.lease, name, text);
+    this.reserved.delete(name);
+    const bytes = new TextEncoder().encode(text);
+    const sha256 = await sha256Hex(bytes);
+    const key = keyOf(row);
+    await this.bucket.put(key, bytes, { httpMetadata: { contentType: 'application/json' }, sha256 });
+    const result = { id: row.id, name, key, size: bytes.byteLength, sha256 };
+    this.written.push(result);
+    return result;
+  }
+
+  /**
+   * For the ending's batch, first: the reserved rows whose objects were written, marked
+   * stored (the sweep takes them at once if the ending does not accept them), and those
+   * never written (the completion failed first), gone.
+   */
+  settleStatements(now = Date.now()) {
+    const unused = [...this.reserved.values()].map((r) => r.id);
+    return [
+      ...this.written.map((w) => markStored(this.db, { id: w.id, now, size: w.size, sha256: w.sha256 })),
+      ...(unused.length ? [this.db.delete(resultUploads).where(inArray(resultUploads.id, idList(unused)))] : []),
+    ];
   }
 
   /** The accepted uploads' ids, for the completion's transaction (acceptStatement). */

@@ -7,14 +7,15 @@
 import { env } from 'cloudflare:test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
-import { appendServiceLog, compactJobLog, COMPACT_SWEEP_BATCH, jobLogFrom, LOG_PAGE_CHUNKS } from '../../src/jobs/logs.ts';
+import { appendServiceLog, compactJobLog, COMPACT_SWEEP_BATCH, jobLogFrom, LOG_PAGE_CHUNKS, stageWholeLog } from '../../src/jobs/logs.ts';
+import { batchByName } from '../../src/db/batch.ts';
 import { tenantLimits } from '../../src/jobs/settings.ts';
 import { sweepParts } from '../../src/jobs/sweep.ts';
 import { CallBudget, metered } from '../../src/lib/metered.ts';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { consoleFetch, seedUser, signIn } from './console-helpers.ts';
 import { countedLogRead, queuedProof, writeLongLog } from './log-helpers.ts';
-import { claimJob, drainQueuedJobs, lease, seedAgent } from './fleet-helpers.ts';
+import { claimJob, devProofOf, drainQueuedJobs, expireLease, lease, seedAgent, upload } from './fleet-helpers.ts';
 import { api, eventually, json, cronBindings } from './helpers.ts';
 
 beforeEach(drainQueuedJobs);
@@ -217,5 +218,81 @@ describe('who compacts', () => {
     expect(events).toContain('event: log');
     expect(events).toContain('data: step 19');
     expect(events).toContain('data: last');
+  });
+});
+
+describe('a log an ending carries whole needs no compaction', () => {
+  const completeWith = (job: Awaited<ReturnType<typeof claimJob>>, log?: { seq: number; offset: number; text: string }) =>
+    lease(job, '/complete', {
+      kind: 'proof',
+      proofs: ['stark'],
+      public_values: '0x00',
+      metrics: { num_instructions: 1 },
+      ...(log ? { log } : {}),
+    });
+
+  it('a completion carrying its one chunk writes it as the compacted log, in its own batch: no chunk, no index row, nothing after the response', async () => {
+    const { t, proofId } = await queuedProof();
+    const job = await claimJob(await seedAgent());
+    await json(await upload(job, 'stark', await devProofOf(job)), 200);
+    const puts = vi.spyOn(env.ARTIFACTS, 'put');
+    await json(await completeWith(job, { seq: 0, offset: 0, text: 'proved [service spoof\n' }), 200);
+    // Recorded by the completion itself, not by a compaction after it.
+    expect(await jobRow(job.id)).toEqual({ status: 'done', log_seq: 1, log_bytes: 22, log_store: 'clean' });
+    expect(await indexRows(job.id)).toBe(0);
+    expect(await chunkObjects(job.id)).toBe(0);
+    expect(puts.mock.calls.map(([key]) => key)).toContain(artifactKey.jobLogCompacted(job.id));
+    // The host's text as stored (its `[service` defused), served whole, and sent by the event stream.
+    expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe('proved (service spoof\n');
+    expect(await (await api(t, `/v1/proofs/${proofId}/events`)).text()).toContain('data: proved (service spoof');
+  });
+
+  it('an ending with no log records the empty log clean; a failure that requeues keeps the log in chunks for the next attempt', async () => {
+    await queuedProof();
+    const job = await claimJob(await seedAgent());
+    await json(await upload(job, 'stark', await devProofOf(job)), 200);
+    await json(await completeWith(job), 200);
+    expect(await jobRow(job.id)).toEqual({ status: 'done', log_seq: 0, log_bytes: 0, log_store: 'clean' });
+
+    const { t, proofId } = await queuedProof();
+    const first = await claimJob(await seedAgent());
+    await json(await lease(first, '/fail', { error: 'flaky', retryable: true, log: { seq: 0, offset: 0, text: 'try 1\n' } }), 200);
+    expect(await jobRow(first.id)).toEqual({ status: 'queued', log_seq: 1, log_bytes: 6, log_store: 'chunks' });
+    const second = await claimJob(await seedAgent());
+    expect(second.log).toMatchObject({ seq: 1, offset: 6 });
+    await json(await upload(second, 'stark', await devProofOf(second)), 200);
+    await json(await completeWith(second, { seq: 1, offset: 6, text: 'try 2\n' }), 200);
+    await eventually(async () => expect((await jobRow(second.id))!.log_store).toBe('clean'));
+    expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe('try 1\ntry 2\n');
+  });
+
+  it('a superseded lease’s whole log records nothing: the next attempt’s log is the one served', async () => {
+    const { t, proofId } = await queuedProof();
+    const stale = await claimJob(await seedAgent());
+    await expireLease(stale);
+    const next = await claimJob(await seedAgent());
+    expect(next.id).toBe(stale.id);
+    expect((await completeWith(stale, { seq: 0, offset: 0, text: 'stale\n' })).status).toBe(409);
+    // The race the route's own check cannot see: the lease superseded between its read and its batch.
+    const before = await jobRow(stale.id);
+    const staged = await stageWholeLog(
+      db,
+      env.ARTIFACTS,
+      stale.id,
+      stale.lease_id,
+      { seq: 0, offset: 0, text: 'stale\n' },
+      { seq: 0, bytes: 0, truncated: false },
+      limits,
+    );
+    await batchByName(db, { record: staged!.record });
+    expect(await jobRow(stale.id)).toEqual(before);
+    expect(before).toMatchObject({ status: 'leased', log_store: 'chunks' });
+    // The expiry wrote why into the log; the next attempt goes on from there, and ends it.
+    await json(await upload(next, 'stark', await devProofOf(next)), 200);
+    await json(await completeWith(next, { seq: next.log.seq, offset: next.log.offset, text: 'fresh\n' }), 200);
+    await eventually(async () => expect((await jobRow(next.id))!.log_store).toBe('clean'));
+    const served = await (await api(t, `/v1/proofs/${proofId}/logs`)).text();
+    expect(served).toMatch(/^\[service .*\nfresh\n$/s);
+    expect(served).not.toContain('stale');
   });
 });

@@ -7,7 +7,7 @@ import { Hono, type Context } from 'hono';
 import type { Statement } from '../../db/batch.ts';
 import type { HeartbeatResponse, LeaseStatusResponse, LogChunk, ResultName } from 'prover-agent/protocol';
 import { notifyJob } from '../../jobs/dispatch.ts';
-import { appendLogChunk, compactAfterEnding, stageLogChunk } from '../../jobs/logs.ts';
+import { appendLogChunk, compactAfterEnding, stageLogChunk, stageWholeLog } from '../../jobs/logs.ts';
 import { fleetSettings, tenantLimits } from '../../jobs/settings.ts';
 import { enqueueAfterResponse } from '../../jobs/webhooks.ts';
 import { contractOf, type Completion } from '../../jobs/kinds/index.ts';
@@ -144,22 +144,29 @@ const isResultOfJob = (c: Context<InternalEnv>, name: string): name is ResultNam
 const noSuchResult = (c: Context<InternalEnv>, name: string, status: 404 | 422) =>
   new ApiError(status, `A ${c.var.job.kind} job has no result '${name}'`);
 
+/** What an ending's last log chunk puts into its batch, and whether the log is whole with it (nothing left to compact). */
+interface LastChunk {
+  before: Statement[];
+  whole: boolean;
+}
+
 /**
  * The last log chunk an ending call carries (protocol LeaseEnding): its object is
  * written now and its row update goes into the ending's batch, so the log and the
- * ending land together. A chunk that is not the next one is dropped.
+ * ending land together. A chunk that is not the next one is dropped. An ending that
+ * finishes the job (`finishes`) and carries its whole log (or finds it empty) writes it
+ * as the compacted log straight away (src/jobs/logs.ts stageWholeLog): nothing is left
+ * to compact after the response.
  */
-async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined): Promise<Statement[]> {
-  if (!chunk) return [];
-  const { job } = c.var;
-  const staged = await stageLogChunk(
-    c.var.db,
-    c.env.ARTIFACTS,
-    job.id,
-    chunk,
-    { seq: job.log_seq, bytes: job.log_bytes, truncated: job.log_truncated },
-    tenantLimits(c.env),
-  );
+async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined, finishes: boolean): Promise<LastChunk> {
+  const { job, lease } = c.var;
+  const position = { seq: job.log_seq, bytes: job.log_bytes, truncated: job.log_truncated };
+  if (finishes) {
+    const whole = await stageWholeLog(c.var.db, c.env.ARTIFACTS, job.id, lease.id, chunk, position, tenantLimits(c.env));
+    if (whole) return { before: [whole.record], whole: true };
+  }
+  if (!chunk) return { before: [], whole: false };
+  const staged = await stageLogChunk(c.var.db, c.env.ARTIFACTS, job.id, chunk, position, tenantLimits(c.env));
   if (staged.result.kind === 'out-of-order')
     console.warn(
       JSON.stringify({
@@ -171,7 +178,7 @@ async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined
       }),
     );
   // Past the log's cap the chunk is dropped and the ending writes the truncation marker.
-  return staged.append ? [staged.append.chunk, staged.append.position] : [];
+  return { before: staged.append ? [staged.append.chunk, staged.append.position] : [], whole: false };
 }
 
 /**
@@ -180,8 +187,8 @@ async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined
  * budget goes (src/jobs/invocations.ts endingCompaction: most logs; the sweep finishes a
  * longer one, and retries a failure).
  */
-function compactLogWhen(c: Context<InternalEnv>, finished: boolean): void {
-  if (!finished) return;
+function compactLogWhen(c: Context<InternalEnv>, finished: boolean, log: LastChunk): void {
+  if (!finished || log.whole) return;
   const m = metered(c.env, new CallBudget(INVOCATION_BUDGETS.endingCompaction.calls, 'ending compaction'));
   c.executionCtx.waitUntil(compactAfterEnding(m, [c.var.job.id], tenantLimits(c.env)));
 }
@@ -246,20 +253,20 @@ leaseInternalApi.post(
     // Results sent inline are stored only if the completion accepts them, each as an object of its own (src/jobs/results.ts).
     for (const name of Object.keys(body.results ?? {})) if (!isResultOfJob(c, name)) throw noSuchResult(c, name, 422);
     const results = new AttemptResults(db, c.env.ARTIFACTS, lease, body.results ?? {});
-    const logChunk = await lastLogChunk(c, body.log);
+    // The last log chunk is written while the completion reads and checks its results: neither waits for the other.
+    const [log, checked] = await Promise.all([
+      lastLogChunk(c, body.log, true),
+      contractOf(job.kind).completion({ db, job, results, artifacts: c.env.ARTIFACTS, devProofSecret: c.env.DEV_PROOF_SECRET }, body),
+    ]);
     // A job that crossed its deadline or cost limit since its last heartbeat ends Failed, not Succeeded.
-    const before = [...logChunk, ...stopAtLimit(c)];
-    const checked = await contractOf(job.kind).completion(
-      { db, job, results, artifacts: c.env.ARTIFACTS, devProofSecret: c.env.DEV_PROOF_SECRET },
-      body,
-    );
+    const before = [...log.before, ...results.settleStatements(), ...stopAtLimit(c)];
     if ('fail' in checked) {
       // A well-formed report that cannot stand (a commit whose keys are not its config's): the job fails for good.
       const failed = { status: 'failed', detail: checked.fail };
       const r = await failJob(db, lease, job, { message: checked.fail, retryable: false }, failed, settings, { before });
       if (!r.applied) throw superseded();
       enqueueAfterResponse(c, r.deliveries);
-      compactLogWhen(c, true);
+      compactLogWhen(c, true, log);
       return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed, 200);
     }
     const { outcome, deliveries } = await completeJob(db, lease, { kind: job.kind, done: checked.done } as Completion, response, settings, {
@@ -268,7 +275,7 @@ leaseInternalApi.post(
     });
     if (!outcome) throw superseded();
     enqueueAfterResponse(c, deliveries);
-    compactLogWhen(c, true);
+    compactLogWhen(c, true, log);
     // Canceled meanwhile: the result is dropped, as the cancel's answer promised.
     return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
   },
@@ -294,12 +301,13 @@ leaseInternalApi.post(
       body.limit && job.cycle_limit !== null && body.limit.reached >= job.cycle_limit
         ? [stopStatement(db, lease, cycleLimitMessage(body.limit.reached, job.cycle_limit), now)]
         : [];
-    const before = [...(await lastLogChunk(c, body.log)), ...(atCycleLimit.length ? atCycleLimit : stopAtLimit(c, now))];
+    const log = await lastLogChunk(c, body.log, response.status === 'failed');
+    const before = [...log.before, ...(atCycleLimit.length ? atCycleLimit : stopAtLimit(c, now))];
     const r = await failJob(db, lease, job, { message: body.error, retryable: body.retryable }, response, settings, { before, now });
     if (!r.applied) throw superseded();
     enqueueAfterResponse(c, r.deliveries);
     if (r.outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
-    compactLogWhen(c, r.outcome !== 'requeued');
+    compactLogWhen(c, r.outcome !== 'requeued', log);
     return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
   },
 );
@@ -316,11 +324,12 @@ leaseInternalApi.post(
     // Not canceled, but past a limit (the status check said cancel): stopped now, for that reason.
     const atLimit = c.var.job.cancel_requested ? [] : stopAtLimit(c);
     if (!c.var.job.cancel_requested && atLimit.length === 0) throw new ApiError(409, 'This job was not canceled');
-    const before = [...(await lastLogChunk(c, c.req.valid('json').log)), ...atLimit];
+    const log = await lastLogChunk(c, c.req.valid('json').log, true);
+    const before = [...log.before, ...atLimit];
     const { applied, deliveries } = await acknowledgeCancel(c.var.db, c.var.lease, CANCELED_RESPONSE, fleetSettings(c.env), { before });
     if (!applied) throw superseded();
     enqueueAfterResponse(c, deliveries);
-    compactLogWhen(c, true);
+    compactLogWhen(c, true, log);
     return c.json(CANCELED_RESPONSE, 200);
   },
 );
@@ -335,12 +344,13 @@ leaseInternalApi.post(
     if (repeat) return repeat;
     const { db, job, lease } = c.var;
     const response = { status: 'requeued' };
-    const before = await lastLogChunk(c, c.req.valid('json').log);
-    const { outcome, deliveries } = await releaseJob(db, lease, job, response, fleetSettings(c.env), { before });
+    // Requeued (unless canceled meanwhile): the log goes on with the next attempt.
+    const log = await lastLogChunk(c, c.req.valid('json').log, false);
+    const { outcome, deliveries } = await releaseJob(db, lease, job, response, fleetSettings(c.env), { before: log.before });
     if (!outcome) throw superseded();
     if (outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
     enqueueAfterResponse(c, deliveries);
-    compactLogWhen(c, outcome === 'canceled');
+    compactLogWhen(c, outcome === 'canceled', log);
     return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
   },
 );

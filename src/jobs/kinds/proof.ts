@@ -9,6 +9,7 @@ import { and, eq, inArray, sql } from 'drizzle-orm';
 import { CHILD_PROOF_PREFIX, GPU_LESS_ENGINE_NAMES, isChildProofArtifact, PROOF_TYPES, PROVE_PHASES } from 'prover-agent/protocol';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
 import { batchByName } from '../../db/batch.ts';
+import { preparedSteps, type Placeholders } from '../../db/prepared.ts';
 import { configs, jobs, programs, proofs, type ServedObject } from '../../db/schema.ts';
 import { sealDevProofs, type DevProofSource } from '../dev-proofs.ts';
 import { artifactKey, keySql } from '../../lib/artifact-keys.ts';
@@ -40,6 +41,22 @@ const subject: SubjectStates = {
   active: inArray(proofs.state, ['Queued', ...PROVE_PHASES, 'Canceling']),
 };
 
+/** What a completion reads (src/db/prepared.ts): the proof, and what a dev proof's seal states (its program's commit, its config). */
+const completionReads = preparedSteps(
+  () => '',
+  (db, p: Placeholders<{ proofId: string; configId: string }>) => ({
+    proof: db.select().from(proofs).where(eq(proofs.id, p.proofId)),
+    program: db
+      .select({ app_exe_commit: programs.app_exe_commit })
+      .from(programs)
+      .where(sql`${programs.id} = (SELECT ${proofs.program_id} FROM ${proofs} WHERE ${proofs.id} = ${p.proofId})`),
+    config: db.select().from(configs).where(eq(configs.id, p.configId)),
+  }),
+);
+
+/** The result name of a dev proof of `type` once the Worker sealed it (an object of the attempt's own). */
+const sealedName = (type: string) => `${type}.sealed`;
+
 export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferSelect> = {
   kind: 'proof',
   subjectNoun: 'proof',
@@ -63,19 +80,13 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
   },
   results: PROOF_TYPES,
   async completion({ db, job, results, artifacts, devProofSecret }, report) {
-    // One read: the proof and, for a dev proof, what its seal states (its program's commit, its config).
+    // One round trip: the proof and, for a dev proof, what its seal states (its program's
+    // commit, its config), with the rows of the sealed proofs it will store (src/jobs/results.ts reserve).
     const dev = job.engine === 'dev';
-    const proofRead = db.select().from(proofs).where(eq(proofs.id, job.subject_id));
+    const reads = completionReads(db, { proofId: job.subject_id, configId: job.config_id });
     const read = dev
-      ? await batchByName(db, {
-          proof: proofRead,
-          program: db
-            .select({ app_exe_commit: programs.app_exe_commit })
-            .from(programs)
-            .where(sql`${programs.id} = (SELECT ${proofs.program_id} FROM ${proofs} WHERE ${proofs.id} = ${job.subject_id})`),
-          config: db.select().from(configs).where(eq(configs.id, job.config_id)),
-        })
-      : { proof: await proofRead, program: [], config: [] };
+      ? await batchByName(db, { ...reads, sealed: results.reserve([...new Set(report.proofs)].map(sealedName)) })
+      : { proof: await reads.proof.all(), program: [], config: [] };
     const proof = read.proof[0];
     const files = [];
     for (const type of report.proofs) {
@@ -103,7 +114,7 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
       );
       if ('fail' in sealed) return sealed;
       for (const { type } of files) {
-        const { key, sha256, size: bytes } = await results.accept(`${type}.sealed`, { text: sealed.texts[type] });
+        const { key, sha256, size: bytes } = await results.accept(sealedName(type), { text: sealed.texts[type] });
         proofObjects[type] = { key, sha256 };
         if (type === proof.proof_type) size = bytes;
       }
