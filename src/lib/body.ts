@@ -3,7 +3,7 @@
 import { createMiddleware } from 'hono/factory';
 import { ApiError, ValidationError } from './errors.ts';
 import { parseJsonText } from './input.ts';
-import { readBytesCapped } from './multipart.ts';
+import { readBytesCapped, tooLarge } from './multipart.ts';
 import { checkProofInputBytes } from './input-scan.ts';
 
 /**
@@ -85,20 +85,30 @@ export async function readJsonBody(req: Request, maxBytes: number, loc: (string 
   return (await readJsonText(req, maxBytes, loc)).value;
 }
 
+/** The media types Hono's json validator reads a body of (hono/validator: `application/json` and `application/*+json`). */
+const VALIDATED_AS_JSON = /^application\/([\w.-]+\+)?json$/i;
+
 /**
  * Route middleware for handlers that validate a JSON body with zod: the body is read
  * and checked once here (cap, Content-Type, empty and malformed bodies), then the
- * same text is handed on as plain JSON for the validator.
+ * same text is handed on as plain JSON for the validator: through Hono's body cache when
+ * the request says it is JSON (no second request is made), else as a request that says so.
  */
 export const jsonBody = (maxBytes: number, { optional = false } = {}) =>
   createMiddleware(async (c, next) => {
-    const bytes = await readBytesCapped(c.req.raw, maxBytes);
+    // Taken in by the door already (src/middleware/door.ts takeSmallJson), or read now.
+    const taken = (c.req.bodyCache as { arrayBuffer?: Promise<ArrayBuffer> }).arrayBuffer;
+    const bytes = taken ? new Uint8Array(await taken) : await readBytesCapped(c.req.raw, maxBytes);
+    if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
     // An optional body left out reads as `{}`.
     const text = optional && bytes.length === 0 ? '{}' : jsonText(c.req.raw, bytes, ['body']).text;
-    c.req.raw = new Request(c.req.raw.url, {
-      method: c.req.raw.method,
-      headers: { ...Object.fromEntries(c.req.raw.headers), 'content-type': 'application/json' },
-      body: text,
-    });
+    const mediaType = (c.req.header('content-type') ?? '').split(';')[0].trim();
+    if (VALIDATED_AS_JSON.test(mediaType)) (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(text);
+    else
+      c.req.raw = new Request(c.req.raw.url, {
+        method: c.req.raw.method,
+        headers: { ...Object.fromEntries(c.req.raw.headers), 'content-type': 'application/json' },
+        body: text,
+      });
     await next();
   });

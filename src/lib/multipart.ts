@@ -392,7 +392,14 @@ export class MemorySink implements PartSink {
 /** Reads a small body whole, refusing (413) past `cap` even without a Content-Length. */
 export async function readBytesCapped(req: Request, cap: number): Promise<Uint8Array> {
   if (!req.body) return new Uint8Array(0);
-  if (Number(req.headers.get('content-length') ?? NaN) > cap) throw tooLarge(cap);
+  const declared = Number(req.headers.get('content-length') ?? NaN);
+  if (declared > cap) throw tooLarge(cap);
+  // A small body of a declared length (the framing ends it there) in one native read.
+  if (declared <= BODY_READ_BYTES) {
+    const bytes = new Uint8Array(await req.arrayBuffer());
+    if (bytes.byteLength > cap) throw tooLarge(cap);
+    return bytes;
+  }
   const sink = new MemorySink(cap, () => tooLarge(cap));
   for await (const chunk of bodyChunks(req.body)) sink.write(chunk);
   return sink.bytes();
