@@ -24,7 +24,7 @@
 import { and, asc, eq, inArray, isNotNull, lt, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { ResultName } from 'prover-agent/protocol';
 import type { Db } from '../db/client.ts';
-import { batchByName } from '../db/batch.ts';
+import { batchByName, type Statement } from '../db/batch.ts';
 import { prepared, type Placeholders } from '../db/prepared.ts';
 import { jobs, leases, resultUploads, type ServedObject } from '../db/schema.ts';
 import { artifactKey, keySql } from '../lib/artifact-keys.ts';
@@ -198,6 +198,50 @@ export async function storedUploads(db: Db, lease: LeaseRef): Promise<Map<string
   return new Map(rows.map((r) => [r.name, stored(r)]));
 }
 
+/** Rows reserved by a job token before its lease was read (reserveByToken): their ids and names, and when. */
+export interface TokenReservation {
+  rows: { id: string; name: string }[];
+  now: number;
+}
+
+/** Ids for the rows of a TokenReservation of `names`. */
+export const tokenReservation = (names: readonly string[], now = Date.now()): TokenReservation => ({
+  rows: names.map((name) => ({ id: newUploadId(), name })),
+  now,
+});
+
+/**
+ * reserve() for a callback that has not read its lease yet (its first batch reads it):
+ * each row's job and lease are those of the job token `lease` names, and it is written only
+ * while that lease is its job's current one, its agent token live and `also` holds (the
+ * job's kind and engine, say). After the batch, a completion that found its lease current
+ * adopts them (AttemptResults.adopt).
+ */
+export function reserveByToken(
+  db: Db,
+  lease: { ofToken: SQL; current: SQL },
+  rows: readonly { id: string; name: string }[],
+  now: number,
+): Statement[] {
+  return rows.map(({ id, name }) =>
+    db.insert(resultUploads).select(
+      db
+        .select({
+          id: sql`${id}`.as('id'),
+          job_id: leases.job_id,
+          lease_id: leases.id,
+          name: sql`${name}`.as('name'),
+          started_at: sql`${now}`.as('started_at'),
+          stored_at: sql`NULL`.as('stored_at'),
+          size: sql`NULL`.as('size'),
+          sha256: sql`NULL`.as('sha256'),
+        })
+        .from(leases)
+        .where(and(lease.ofToken, lease.current)),
+    ),
+  );
+}
+
 /** A reserved upload's row, marked stored (prepared: most completions make it). */
 const markStored = prepared((db, p: Placeholders<{ id: string; now: number; size: number; sha256: string }>) =>
   db
@@ -244,6 +288,21 @@ export class AttemptResults {
     const rows = names.map((name) => newUpload(this.lease, name, now).row);
     for (const row of rows) this.reserved.set(row.name, row);
     return rows.length ? this.db.insert(resultUploads).values(rows) : undefined;
+  }
+
+  /** Rows reserveByToken() recorded, taken as this completion's reservations (the batch that ran them found its lease current). */
+  adopt(reservation: TokenReservation): void {
+    for (const { id, name } of reservation.rows)
+      this.reserved.set(name, {
+        id,
+        name,
+        job_id: this.lease.job_id,
+        lease_id: this.lease.id,
+        started_at: reservation.now,
+        stored_at: null,
+        size: null,
+        sha256: null,
+      });
   }
 
   /** Accepts `file` as what the record serves: stored first if it is text (inline, or made here). */

@@ -15,6 +15,7 @@ import { CallBudget, metered } from '../../src/lib/metered.ts';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { consoleFetch, seedUser, signIn } from './console-helpers.ts';
 import { countedLogRead, queuedProof, writeLongLog } from './log-helpers.ts';
+import { recordD1Calls } from './d1-calls.ts';
 import { claimJob, devProofOf, drainQueuedJobs, expireLease, lease, seedAgent, upload } from './fleet-helpers.ts';
 import { api, eventually, json, cronBindings } from './helpers.ts';
 
@@ -245,6 +246,31 @@ describe('a log an ending carries whole needs no compaction', () => {
     // The host's text as stored (its `[service` defused), served whole, and sent by the event stream.
     expect(await (await api(t, `/v1/proofs/${proofId}/logs`)).text()).toBe('proved (service spoof\n');
     expect(await (await api(t, `/v1/proofs/${proofId}/events`)).text()).toContain('data: proved (service spoof');
+  });
+
+  it('a dev proof’s completion is two D1 round trips: its token, lease, proof, program, config and reservations in one, the ending in the other', async () => {
+    await queuedProof();
+    const job = await claimJob(await seedAgent());
+    const proof = await devProofOf(job);
+    const d1 = recordD1Calls();
+    try {
+      const res = await lease(job, '/complete', {
+        kind: 'proof',
+        proofs: ['stark'],
+        public_values: '0x00',
+        metrics: { num_instructions: 1 },
+        results: { stark: proof },
+        log: { seq: 0, offset: 0, text: 'proved\n' },
+      });
+      await json(res, 200);
+    } finally {
+      d1.stop();
+    }
+    // The job token was issued by this isolate's claim: the door takes it for live, the first batch checks it.
+    expect(d1.calls.filter((c) => c.via !== 'binding')).toHaveLength(2);
+    expect(await jobRow(job.id)).toMatchObject({ status: 'done', log_store: 'clean' });
+    const rows = await env.DB.prepare('SELECT count(*) AS n FROM result_uploads WHERE job_id = ?').bind(job.id).first<{ n: number }>();
+    expect(rows!.n).toBe(0);
   });
 
   it('an ending with no log records the empty log clean; a failure that requeues keeps the log in chunks for the next attempt', async () => {

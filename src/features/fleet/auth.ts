@@ -59,6 +59,25 @@ const leaseAndJobOf = prepared((db, p: Placeholders<{ hash: string }>) =>
     .where(and(eq(leases.token_hash, p.hash), leaseTokenLive)),
 );
 
+/**
+ * A job token's lease (its agent token live) and its job, as two statements of a
+ * callback's own first batch (their rows share column names, which a batch's rows, keyed
+ * by name, would mix up in one join), with what else the batch finds by the token
+ * (`byToken`: src/jobs/kinds/contract.ts CompletionOpening).
+ */
+export const leaseByToken = prepared((db, p: Placeholders<{ hash: string }>) =>
+  db
+    .select()
+    .from(leases)
+    .where(and(eq(leases.token_hash, p.hash), leaseTokenLive)),
+);
+export const jobByToken = prepared((db, p: Placeholders<{ hash: string }>) =>
+  db
+    .select()
+    .from(jobs)
+    .where(sql`${jobs.id} = (SELECT ${leases.job_id} FROM ${leases} WHERE ${leases.token_hash} = ${p.hash} AND ${leaseTokenLive})`),
+);
+
 /** The lease and job of a job token (by its hash) whose agent token is live; 401 otherwise. */
 async function leaseOfJobToken(c: { var: AppEnv['Variables'] }, hash: string) {
   // Run alone: the lease and the job share column names, which a batch's rows would mix up.

@@ -4,7 +4,7 @@
 // and the job moved on) is refused with 409 and changes nothing.
 import { zValidator } from '@hono/zod-validator';
 import { Hono, type Context } from 'hono';
-import type { Statement } from '../../db/batch.ts';
+import { batchByName, type Statement } from '../../db/batch.ts';
 import type { HeartbeatResponse, LeaseStatusResponse, LogChunk, ResultName } from 'prover-agent/protocol';
 import { notifyJob } from '../../jobs/dispatch.ts';
 import { appendLogChunk, compactAfterEnding, stageLogChunk, stageWholeLog } from '../../jobs/logs.ts';
@@ -34,7 +34,7 @@ import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { tooLarge } from '../../lib/multipart.ts';
 import { json, NO_BODY, stream } from '../../middleware/door.ts';
-import { bearer, fleetDoor, type InternalEnv } from './auth.ts';
+import { bearer, bearerHash, fleetDoor, jobByToken, leaseByToken, leaseTokenLive, type InternalEnv } from './auth.ts';
 import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LeaseEndingSchema, LogChunkSchema } from './schemas.ts';
 
 // Each route declares its door (fleetDoor, ./auth.ts), before anything else it does: the
@@ -238,25 +238,38 @@ leaseInternalApi.post(
 
 leaseInternalApi.post(
   '/complete',
-  fleetDoor.job(json(BODY_CAPS.fleet)),
+  // Its token is checked in its own first batch (with what the completion reads: one round
+  // trip), as the heartbeat's is; the door reads it only when this isolate did not issue it.
+  fleetDoor.jobInBatch(json(BODY_CAPS.fleet)),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', CompleteRequestSchema, validationHook),
   async (c) => {
+    const body = c.req.valid('json');
+    const { db } = c.var;
+    const hash = await bearerHash(c);
+    const opening = contractOf(body.kind).opening?.(db, { hash, live: leaseTokenLive }, body);
+    const first = await batchByName(db, { lease: leaseByToken(db, { hash }), job: jobByToken(db, { hash }), opening: opening?.steps });
+    const [lease, job] = [first.lease[0], first.job[0]];
+    if (!lease || !job) throw new ApiError(401, 'Invalid job token, or its agent token was revoked');
+    c.set('lease', lease);
+    c.set('job', job);
     // A completion can end as `failed` (a commit whose keys do not match its config).
     const repeat = repeatOf(c, 'completed', 'failed', 'canceled');
     if (repeat) return repeat;
-    const body = c.req.valid('json');
-    const { db, job, lease } = c.var;
     if (body.kind !== job.kind) throw new ApiError(422, `This is a ${job.kind} job, not ${body.kind}`);
     const settings = fleetSettings(c.env);
     const response = { status: 'completed' };
     // Results sent inline are stored only if the completion accepts them, each as an object of its own (src/jobs/results.ts).
     for (const name of Object.keys(body.results ?? {})) if (!isResultOfJob(c, name)) throw noSuchResult(c, name, 422);
     const results = new AttemptResults(db, c.env.ARTIFACTS, lease, body.results ?? {});
+    const opened = opening && first.opening ? opening.opened(first.opening, results, job) : undefined;
     // The last log chunk is written while the completion reads and checks its results: neither waits for the other.
     const [log, checked] = await Promise.all([
       lastLogChunk(c, body.log, true),
-      contractOf(job.kind).completion({ db, job, results, artifacts: c.env.ARTIFACTS, devProofSecret: c.env.DEV_PROOF_SECRET }, body),
+      contractOf(job.kind).completion(
+        { db, job, results, artifacts: c.env.ARTIFACTS, devProofSecret: c.env.DEV_PROOF_SECRET, opened },
+        body,
+      ),
     ]);
     // A job that crossed its deadline or cost limit since its last heartbeat ends Failed, not Succeeded.
     const before = [...log.before, ...results.settleStatements(), ...stopAtLimit(c)];

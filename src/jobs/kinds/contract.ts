@@ -7,6 +7,7 @@ import type { BatchItem } from 'drizzle-orm/batch';
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { ClaimedJob, CompleteRequest, JobKind, ResultName } from 'prover-agent/protocol';
 import type { Db } from '../../db/client.ts';
+import type { BatchResults, Steps } from '../../db/batch.ts';
 import type { AttemptResults } from '../results.ts';
 import { jobs, programs } from '../../db/schema.ts';
 
@@ -82,6 +83,30 @@ export interface CompletionContext {
   /** Where results are stored, and the deployment's DEV_PROOF_SECRET: dev proofs are sealed and checked at completion (src/jobs/dev-proofs.ts). */
   artifacts: R2Bucket;
   devProofSecret: string | undefined;
+  /** What the kind's opening read in the callback's first batch (CompletionOpening.opened), if it has one. */
+  opened?: unknown;
+}
+
+/**
+ * The job token's lease as the statements of a callback's first batch find it, before it
+ * is known: the `leases` row whose token_hash is `hash` (the request's job token's), while
+ * `live` holds of it (SQL of that row alone, the same for every request: its agent token
+ * not revoked).
+ */
+export interface ByToken {
+  hash: string;
+  live: SQL;
+}
+
+/**
+ * What a completion of a kind reads, and reserves, in the callback's first batch, beside
+ * the lease and job that batch finds by the job token (src/features/fleet/lease.ts
+ * /complete): one round trip where reading the lease first and then these took two.
+ */
+export interface CompletionOpening {
+  steps: Steps;
+  /** Once the batch ran and its lease is current: what completion() is handed as `opened`. */
+  opened(results: BatchResults<Steps>, attempt: AttemptResults, job: JobRow): unknown;
 }
 
 export interface JobKindContract<K extends JobKind = JobKind, Done = unknown, Row = unknown> {
@@ -98,6 +123,8 @@ export interface JobKindContract<K extends JobKind = JobKind, Done = unknown, Ro
    * ApiError for a report the agent must send again (a missing result).
    */
   completion(ctx: CompletionContext, report: Extract<CompleteRequest, { kind: K }>): Promise<{ done: Done } | { fail: string }>;
+  /** The statements a completion reads in the callback's first batch (CompletionOpening); none: completion() reads its own. */
+  opening?(db: Db, byToken: ByToken, report: Extract<CompleteRequest, { kind: K }>): CompletionOpening;
   /**
    * The statements that record `done` on the subject of the jobs matching `mine`, in the
    * ending's batch; `cost` is what it is charged (SQL: the lease, at most its cost limit).

@@ -5,12 +5,13 @@
 //   queued   leased (running)                                          done
 //   Queued   Executing → Executed → AppProving → AppProvingDone →      Succeeded | Failed
 //            PostProcessing                                            | Canceled (via Canceling)
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { CHILD_PROOF_PREFIX, GPU_LESS_ENGINE_NAMES, isChildProofArtifact, PROOF_TYPES, PROVE_PHASES } from 'prover-agent/protocol';
 import { PROOF_TERMINAL_STATES } from '../../db/enums.ts';
 import { batchByName } from '../../db/batch.ts';
 import { preparedSteps, type Placeholders } from '../../db/prepared.ts';
-import { configs, jobs, programs, proofs, type ServedObject } from '../../db/schema.ts';
+import { configs, jobs, leases, programs, proofs, type ServedObject } from '../../db/schema.ts';
+import { reserveByToken, tokenReservation } from '../results.ts';
 import { sealDevProofs, type DevProofSource } from '../dev-proofs.ts';
 import { artifactKey, keySql } from '../../lib/artifact-keys.ts';
 import { ApiError } from '../../lib/errors.ts';
@@ -41,7 +42,14 @@ const subject: SubjectStates = {
   active: inArray(proofs.state, ['Queued', ...PROVE_PHASES, 'Canceling']),
 };
 
-/** What a completion reads (src/db/prepared.ts): the proof, and what a dev proof's seal states (its program's commit, its config). */
+/** What a completion reads: the proof, and what a dev proof's seal states (its program's commit, its config). */
+type CompletionReads = {
+  proof: (typeof proofs.$inferSelect)[];
+  program: { app_exe_commit: string | null }[];
+  config: (typeof configs.$inferSelect)[];
+};
+
+/** What a completion reads when it has no opening (src/db/prepared.ts). */
 const completionReads = preparedSteps(
   () => '',
   (db, p: Placeholders<{ proofId: string; configId: string }>) => ({
@@ -52,6 +60,45 @@ const completionReads = preparedSteps(
       .where(sql`${programs.id} = (SELECT ${proofs.program_id} FROM ${proofs} WHERE ${proofs.id} = ${p.proofId})`),
     config: db.select().from(configs).where(eq(configs.id, p.configId)),
   }),
+);
+
+/** An opening's values: the job token's hash, when, and the ids of the rows it reserves (id0, id1, …, by `names`). */
+type OpeningValues = { [value: string]: unknown; hash: string; now: number; names: string[] };
+
+/**
+ * A completion's opening (CompletionOpening), built once per set of proof types reported:
+ * the proof, its program's commit and its config, found from the job token, and, for a dev
+ * proof, the rows of the sealed proofs it will store (reserveByToken), written only while
+ * the token's lease is its job's current one.
+ */
+const openingSteps = preparedSteps(
+  (v: OpeningValues & { live: SQL }) => v.names.join(','),
+  (db, p, v) => {
+    const jobOfToken = sql`(SELECT ${leases.job_id} FROM ${leases} WHERE ${leases.token_hash} = ${p.hash} AND ${v.live})`;
+    const proofOfToken = sql`(SELECT ${jobs.subject_id} FROM ${jobs} WHERE ${jobs.id} = ${jobOfToken} AND ${jobs.kind} = 'proof')`;
+    const currentDevJob = sql`${leases.outcome} IS NULL AND EXISTS (SELECT 1 FROM ${jobs} WHERE ${jobs.id} = ${leases.job_id}
+      AND ${jobs.lease_id} = ${leases.id} AND ${jobs.status} = 'leased' AND ${jobs.kind} = 'proof' AND ${jobs.engine} = 'dev')`;
+    return {
+      proof: db
+        .select()
+        .from(proofs)
+        .where(sql`${proofs.id} = ${proofOfToken}`),
+      program: db
+        .select({ app_exe_commit: programs.app_exe_commit })
+        .from(programs)
+        .where(sql`${programs.id} = (SELECT ${proofs.program_id} FROM ${proofs} WHERE ${proofs.id} = ${proofOfToken})`),
+      config: db
+        .select()
+        .from(configs)
+        .where(sql`${configs.id} = (SELECT ${jobs.config_id} FROM ${jobs} WHERE ${jobs.id} = ${jobOfToken})`),
+      sealed: reserveByToken(
+        db,
+        { ofToken: sql`${leases.token_hash} = ${p.hash} AND ${v.live}`, current: currentDevJob },
+        v.names.map((name, i) => ({ id: p[`id${i}`] as string, name })),
+        p.now,
+      ),
+    };
+  },
 );
 
 /** The result name of a dev proof of `type` once the Worker sealed it (an object of the attempt's own). */
@@ -79,14 +126,17 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
     },
   },
   results: PROOF_TYPES,
-  async completion({ db, job, results, artifacts, devProofSecret }, report) {
-    // One round trip: the proof and, for a dev proof, what its seal states (its program's
-    // commit, its config), with the rows of the sealed proofs it will store (src/jobs/results.ts reserve).
+  async completion({ db, job, results, artifacts, devProofSecret, opened }, report) {
+    // What the callback's first batch read (the opening), or one round trip now: the proof
+    // and, for a dev proof, what its seal states (its program's commit, its config), with the
+    // rows of the sealed proofs it will store (src/jobs/results.ts reserve).
     const dev = job.engine === 'dev';
     const reads = completionReads(db, { proofId: job.subject_id, configId: job.config_id });
-    const read = dev
-      ? await batchByName(db, { ...reads, sealed: results.reserve([...new Set(report.proofs)].map(sealedName)) })
-      : { proof: await reads.proof.all(), program: [], config: [] };
+    const read =
+      (opened as CompletionReads | undefined) ??
+      (dev
+        ? await batchByName(db, { ...reads, sealed: results.reserve([...new Set(report.proofs)].map(sealedName)) })
+        : { proof: await reads.proof.all(), program: [], config: [] });
     const proof = read.proof[0];
     const files = [];
     for (const type of report.proofs) {
@@ -132,6 +182,25 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
         cells_used: report.metrics.cells_used ?? 0,
         // Not stored: the proof files carry them (user_public_values), and no read serves
         // them from the record (docs/contributors.md "What D1 keeps, and past one database").
+      },
+    };
+  },
+  opening(db, byToken, report) {
+    const reservation = tokenReservation([...new Set(report.proofs)].map(sealedName));
+    const values: OpeningValues & { live: SQL } = {
+      hash: byToken.hash,
+      now: reservation.now,
+      names: reservation.rows.map((r) => r.name),
+      live: byToken.live,
+      ...Object.fromEntries(reservation.rows.map((r, i) => [`id${i}`, r.id])),
+    };
+    return {
+      steps: openingSteps(db, values),
+      opened: (results, attempt, job) => {
+        const { proof, program, config } = results as CompletionReads;
+        // The rows were written with the batch only for a dev proof (and a current lease, which the route checked).
+        if (job.engine === 'dev') attempt.adopt(reservation);
+        return { proof, program, config } satisfies CompletionReads;
       },
     };
   },
