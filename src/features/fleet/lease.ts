@@ -38,9 +38,9 @@ import { bearer, bearerHash, fleetDoor, jobByToken, leaseByToken, leaseTokenLive
 import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LeaseEndingSchema, LogChunkSchema } from './schemas.ts';
 
 // Each route declares its door (fleetDoor, ./auth.ts), before anything else it does: the
-// heartbeat resolves its token inside its own batch (one round trip); every other
-// callback reads the lease and its job first (fleetDoor.job). A path no route matches is
-// a 404.
+// heartbeat and the completion resolve their token inside their own first batch (the
+// completion with what its kind reads: two round trips in all); every other callback
+// reads the lease and its job first (fleetDoor.job). A path no route matches is a 404.
 export const leaseInternalApi = new Hono<InternalEnv>();
 
 /** Largest result file an agent may upload (a proof or a baseline). */
