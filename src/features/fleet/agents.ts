@@ -7,12 +7,11 @@ import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
 import type { LeaveRequest, PresenceResponse } from 'prover-agent/protocol';
 import { fleetSettings } from '../../jobs/settings.ts';
-import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { json } from '../../middleware/door.ts';
-import { bearer, fleetDoor, seenLiveAgentToken, type InternalEnv } from './auth.ts';
+import { bearerHash, fleetDoor, seenLiveAgentToken, type InternalEnv } from './auth.ts';
 import { recordLeave, recordPresence, liveTokenMachineType } from './data.ts';
 import { otherMachineType, requirePricedMachineType } from './declaration.ts';
 import { issueQueueToken, PRESENCE_INTERVAL_MS } from './queue-token.ts';
@@ -26,7 +25,7 @@ agentsInternalApi.post(
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', PresenceRequestSchema, validationHook),
   async (c) => {
-    const hash = await sha256Hex(bearer(c.req.header('authorization')));
+    const hash = await bearerHash(c);
     const req = c.req.valid('json');
     await requirePricedMachineType(c, fleetSettings(c.env).machineRates, req.machine_type);
     const now = Date.now();
@@ -56,7 +55,7 @@ agentsInternalApi.post(
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', LeaveRequestSchema, validationHook),
   async (c) => {
-    const hash = await sha256Hex(bearer(c.req.header('authorization')));
+    const hash = await bearerHash(c);
     const { agent_id } = c.req.valid('json') satisfies LeaveRequest;
     if (!(await recordLeave(c.var.db, hash, agent_id, Date.now()))) throw new ApiError(401, 'Invalid or revoked agent token');
     return c.json({ left: true }, 200);

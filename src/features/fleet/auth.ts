@@ -86,8 +86,14 @@ async function leaseOfJobToken(c: { var: AppEnv['Variables'] }, hash: string) {
   return { lease: row.leases, job: row.jobs };
 }
 
-/** The bearer token's hash: whose budget a request counts against, and what its check looks up. */
-export const bearerHash = (c: Context) => sha256Hex(bearer(c.req.header('authorization')));
+const bearerHashes = new WeakMap<Context, Promise<string>>();
+
+/** The bearer token's hash: whose budget a request counts against, and what its check looks up (computed once per request). */
+export function bearerHash(c: Context): Promise<string> {
+  let hash = bearerHashes.get(c);
+  if (!hash) bearerHashes.set(c, (hash = sha256Hex(bearer(c.req.header('authorization')))));
+  return hash;
+}
 
 /**
  * How long a door takes a token it found live for live again without a read, on routes

@@ -18,7 +18,7 @@ import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { json } from '../../middleware/door.ts';
-import { bearer, fleetDoor, seenLiveJobToken, type InternalEnv } from './auth.ts';
+import { bearerHash, fleetDoor, seenLiveJobToken, type InternalEnv } from './auth.ts';
 import { otherMachineType, requirePricedMachineType } from './declaration.ts';
 import { ClaimRequestSchema } from './schemas.ts';
 
@@ -30,7 +30,7 @@ jobsInternalApi.post(
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', ClaimRequestSchema, validationHook),
   async (c) => {
-    const agentTokenHash = await sha256Hex(bearer(c.req.header('authorization')));
+    const agentTokenHash = await bearerHash(c);
     const req = c.req.valid('json');
     const settings = fleetSettings(c.env);
     await requirePricedMachineType(c, settings.machineRates, req.machine_type);

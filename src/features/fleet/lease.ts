@@ -28,13 +28,12 @@ import { CallBudget, metered } from '../../lib/metered.ts';
 import { cycleLimitMessage, limitStop, stopStatement } from '../../jobs/limits.ts';
 import { streamObject } from '../../lib/artifacts.ts';
 import { AttemptResults, storeUpload } from '../../jobs/results.ts';
-import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { tooLarge } from '../../lib/multipart.ts';
 import { json, NO_BODY, stream } from '../../middleware/door.ts';
-import { bearer, bearerHash, fleetDoor, jobByToken, leaseByToken, leaseTokenLive, type InternalEnv } from './auth.ts';
+import { bearerHash, fleetDoor, jobByToken, leaseByToken, leaseTokenLive, type InternalEnv } from './auth.ts';
 import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LeaseEndingSchema, LogChunkSchema } from './schemas.ts';
 
 // Each route declares its door (fleetDoor, ./auth.ts), before anything else it does: the
@@ -75,7 +74,7 @@ leaseInternalApi.post(
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', HeartbeatRequestSchema, validationHook),
   async (c) => {
-    const tokenHash = await sha256Hex(bearer(c.req.header('authorization')));
+    const tokenHash = await bearerHash(c);
     const body = c.req.valid('json');
     const settings = fleetSettings(c.env);
     const beat = await heartbeat(
