@@ -62,7 +62,7 @@ class Template {
 }
 
 function valueOf(values: Record<string, unknown>, name: string): unknown {
-  if (!(name in values)) throw new Error(`No value for placeholder "${name}" was provided`);
+  if (!Object.hasOwn(values, name)) throw new Error(`No value for placeholder "${name}" was provided`);
   return values[name];
 }
 

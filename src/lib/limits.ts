@@ -12,6 +12,12 @@ export const MAX_FILENAME_LENGTH = 256;
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
 /** Largest JSON body from the fleet (a log chunk or a result of at most 1 MiB of text each, ...). */
 export const MAX_INTERNAL_JSON_BYTES = 4 * 1024 * 1024;
+/**
+ * The largest declared body read in one native pull (the HTTP framing ends it there) and
+ * scanned whole (src/middleware/door.ts, src/lib/multipart.ts readBytesCapped); a larger
+ * one is scanned as it comes, and a hostile one refused before its end.
+ */
+export const ONE_READ_BYTES = 64 * 1024;
 
 /**
  * The caps of JSON bodies, by what a route takes: each route's door declares one

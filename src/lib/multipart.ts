@@ -5,7 +5,7 @@
 // single large VMEXE part.)
 import { ApiError, ValidationError, type ValidationIssue } from './errors.ts';
 import { concatBytes, indexOfBytes } from './bytes.ts';
-import { MAX_FILENAME_LENGTH, UNSAFE_NAME_CHARACTER } from './limits.ts';
+import { MAX_FILENAME_LENGTH, ONE_READ_BYTES, UNSAFE_NAME_CHARACTER } from './limits.ts';
 
 export interface PartInfo {
   /** The form field name from Content-Disposition. */
@@ -395,7 +395,7 @@ export async function readBytesCapped(req: Request, cap: number): Promise<Uint8A
   const declared = Number(req.headers.get('content-length') ?? NaN);
   if (declared > cap) throw tooLarge(cap);
   // A small body of a declared length (the framing ends it there) in one native read.
-  if (declared <= BODY_READ_BYTES) {
+  if (declared <= ONE_READ_BYTES) {
     const bytes = new Uint8Array(await req.arrayBuffer());
     if (bytes.byteLength > cap) throw tooLarge(cap);
     return bytes;

@@ -25,6 +25,7 @@ import type { AppEnv } from '../app-env.ts';
 import type { Env } from '../env.ts';
 import { may, PERMISSIONS, type Action } from '../auth/permissions.ts';
 import { isJsonContentType } from '../lib/body.ts';
+import { ONE_READ_BYTES } from '../lib/limits.ts';
 import { ApiError, ValidationError } from '../lib/errors.ts';
 import { JsonNesting } from '../lib/input-scan.ts';
 import { bodyChunks, multipartBoundary, tooLarge, type FormLimits } from '../lib/multipart.ts';
@@ -190,9 +191,6 @@ function boundBody(c: BodyContext, declared: Body, { stopUnread = false } = {}):
     duplex: 'half',
   } as RequestInit);
 }
-
-/** The largest declared body bounded() reads in one pull (the streaming read takes up to 128 KiB at a time anyway). */
-const ONE_READ_BYTES = 64 * 1024;
 
 /**
  * `source`, pulled only as its reader asks (nothing is read ahead), and refused once it

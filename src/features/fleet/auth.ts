@@ -8,6 +8,7 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../app-env.ts';
 import { agentTokens, jobs, leases } from '../../db/schema.ts';
+import type { Db } from '../../db/client.ts';
 import { prepared, type Placeholders } from '../../db/prepared.ts';
 import { bearer } from '../../lib/bearer.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
@@ -50,7 +51,35 @@ export async function agentTokenId(c: { var: AppEnv['Variables'] }, header: stri
  */
 export const leaseTokenLive = sql`EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.id} = ${leases.agent_token_id} AND ${agentTokens.revoked_at} IS NULL)`;
 
-/** The lease and job of a job token by its hash (prepared: every callback of a running job makes it). */
+/**
+ * A job token's lease (its agent token live) and its job, as two statements of a
+ * callback's own first batch (their rows share column names, which a batch's rows, keyed
+ * by name, would mix up in one join), with what else the batch finds by the token
+ * (`byToken`: src/jobs/kinds/contract.ts CompletionOpening).
+ */
+const leaseByToken = prepared((db, p: Placeholders<{ hash: string }>) =>
+  db
+    .select()
+    .from(leases)
+    .where(and(eq(leases.token_hash, p.hash), leaseTokenLive)),
+);
+const jobByToken = prepared((db, p: Placeholders<{ hash: string }>) =>
+  db
+    .select()
+    .from(jobs)
+    .where(sql`${jobs.id} = (SELECT ${leases.job_id} FROM ${leases} WHERE ${leases.token_hash} = ${p.hash} AND ${leaseTokenLive})`),
+);
+
+/** The statements that find a job token's lease and its job (leaseByToken, jobByToken), for a batch. */
+export const jobTokenSteps = (db: Db, hash: string) => ({ lease: leaseByToken(db, { hash }), job: jobByToken(db, { hash }) });
+
+/** The lease and job jobTokenSteps found; 401 when the token is unknown or its agent token revoked. */
+export function tokenLease({ lease, job }: { lease: LeaseRow[]; job: JobRow[] }): { lease: LeaseRow; job: JobRow } {
+  if (!lease[0] || !job[0]) throw new ApiError(401, 'Invalid job token, or its agent token was revoked');
+  return { lease: lease[0], job: job[0] };
+}
+
+/** A job token's lease and its job as one statement (a join, run alone): the door's, whose refusal of an unknown token is one read of one statement. */
 const leaseAndJobOf = prepared((db, p: Placeholders<{ hash: string }>) =>
   db
     .select()
@@ -59,31 +88,10 @@ const leaseAndJobOf = prepared((db, p: Placeholders<{ hash: string }>) =>
     .where(and(eq(leases.token_hash, p.hash), leaseTokenLive)),
 );
 
-/**
- * A job token's lease (its agent token live) and its job, as two statements of a
- * callback's own first batch (their rows share column names, which a batch's rows, keyed
- * by name, would mix up in one join), with what else the batch finds by the token
- * (`byToken`: src/jobs/kinds/contract.ts CompletionOpening).
- */
-export const leaseByToken = prepared((db, p: Placeholders<{ hash: string }>) =>
-  db
-    .select()
-    .from(leases)
-    .where(and(eq(leases.token_hash, p.hash), leaseTokenLive)),
-);
-export const jobByToken = prepared((db, p: Placeholders<{ hash: string }>) =>
-  db
-    .select()
-    .from(jobs)
-    .where(sql`${jobs.id} = (SELECT ${leases.job_id} FROM ${leases} WHERE ${leases.token_hash} = ${p.hash} AND ${leaseTokenLive})`),
-);
-
 /** The lease and job of a job token (by its hash) whose agent token is live; 401 otherwise. */
 async function leaseOfJobToken(c: { var: AppEnv['Variables'] }, hash: string) {
-  // Run alone: the lease and the job share column names, which a batch's rows would mix up.
   const [row] = await leaseAndJobOf(c.var.db, { hash }).all();
-  if (!row || !row.jobs) throw new ApiError(401, 'Invalid job token, or its agent token was revoked');
-  return { lease: row.leases, job: row.jobs };
+  return tokenLease({ lease: row ? [row.leases] : [], job: row?.jobs ? [row.jobs] : [] });
 }
 
 const bearerHashes = new WeakMap<Context, Promise<string>>();

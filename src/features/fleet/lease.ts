@@ -33,7 +33,7 @@ import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { tooLarge } from '../../lib/multipart.ts';
 import { json, NO_BODY, stream } from '../../middleware/door.ts';
-import { bearerHash, fleetDoor, jobByToken, leaseByToken, leaseTokenLive, type InternalEnv } from './auth.ts';
+import { bearerHash, fleetDoor, jobTokenSteps, leaseTokenLive, tokenLease, type InternalEnv } from './auth.ts';
 import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LeaseEndingSchema, LogChunkSchema } from './schemas.ts';
 
 // Each route declares its door (fleetDoor, ./auth.ts), before anything else it does: the
@@ -247,9 +247,8 @@ leaseInternalApi.post(
     const { db } = c.var;
     const hash = await bearerHash(c);
     const opening = contractOf(body.kind).opening?.(db, { hash, live: leaseTokenLive }, body);
-    const first = await batchByName(db, { lease: leaseByToken(db, { hash }), job: jobByToken(db, { hash }), opening: opening?.steps });
-    const [lease, job] = [first.lease[0], first.job[0]];
-    if (!lease || !job) throw new ApiError(401, 'Invalid job token, or its agent token was revoked');
+    const first = await batchByName(db, { ...jobTokenSteps(db, hash), opening: opening?.steps });
+    const { lease, job } = tokenLease(first);
     c.set('lease', lease);
     c.set('job', job);
     // A completion can end as `failed` (a commit whose keys do not match its config).

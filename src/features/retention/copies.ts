@@ -71,7 +71,7 @@ export const COPIES: Record<RecordKind, readonly CopyKind[]> = {
 /** What a tombstone erases of what the caller stored in its row (the rest is billing, state and when). */
 export const ERASED = { public_values: null } as const;
 
-type RecordTable = typeof proofs | typeof executions | typeof programs | typeof verifications;
+export type RecordTable = typeof proofs | typeof executions | typeof programs | typeof verifications;
 
 /** Rows an audit entry is written from: a record's table, or an archived record's stub (its organization given). */
 export interface AuditedRows {

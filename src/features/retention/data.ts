@@ -27,7 +27,7 @@ import { artifactKey, keySql } from '../../lib/artifact-keys.ts';
 import { PROOF_TYPES } from 'prover-agent/protocol';
 import { attemptKeysSql } from '../../jobs/results.ts';
 import type { NamedActor } from '../accounts/audit.ts';
-import { deletionAudit, endDeliveries, ERASED, recordRows } from './copies.ts';
+import { deletionAudit, endDeliveries, ERASED, recordRows, type RecordTable } from './copies.ts';
 
 export type Org = string | SQL<string>;
 export type DeletableKind = (typeof purges.$inferSelect)['subject_kind'];
@@ -108,13 +108,24 @@ function stopCompaction(db: Db, kind: 'proof' | 'execute' | 'commit' | 'verify',
 }
 
 /** SQL true while some row of `table` matches `where` (the guard of statements on other tables). */
-const stillThere = (db: Db, table: typeof proofs | typeof executions | typeof programs | typeof verifications, where: SQL | undefined) =>
+const stillThere = (db: Db, table: RecordTable, where: SQL | undefined) =>
   exists(
     db
       .select({ one: sql`1` })
       .from(table)
       .where(where),
   );
+
+/**
+ * A record's tombstone, for its deletion's batch: deleted at `now` by `by` where `where`
+ * holds, and a run's payload `erased` (ERASED); answers its id when it applied.
+ */
+const tombstone = (db: Db, table: RecordTable, where: SQL | undefined, by: NamedActor, now: number, erased: Partial<typeof ERASED> = {}) =>
+  db
+    .update(table)
+    .set({ deleted_at: isoAt(now), deleted_by: by.name, ...erased })
+    .where(where)
+    .returning({ id: table.id });
 
 /** The statements deleting the caller's proof, by `by`, for one batch; deletionOutcome() reads them. */
 export function deleteProofStatements(db: Db, org: Org, id: string, by: NamedActor, now = Date.now()) {
@@ -139,11 +150,7 @@ export function deleteProofStatements(db: Db, org: Org, id: string, by: NamedAct
     ),
     logStore: stopCompaction(db, 'proof', id, stillThere(db, proofs, deletable)),
     deliveries: endDeliveries(db, 'proof', id, stillThere(db, proofs, deletable)),
-    tombstone: db
-      .update(proofs)
-      .set({ deleted_at: isoAt(now), deleted_by: by.name, ...ERASED })
-      .where(deletable)
-      .returning({ id: proofs.id }),
+    tombstone: tombstone(db, proofs, deletable, by, now, ERASED),
     record: db.select().from(proofs).where(own),
   };
 }
@@ -165,11 +172,7 @@ export function deleteExecutionStatements(db: Db, org: Org, id: string, by: Name
     ),
     logStore: stopCompaction(db, 'execute', id, stillThere(db, executions, deletable)),
     deliveries: endDeliveries(db, 'execution', id, stillThere(db, executions, deletable)),
-    tombstone: db
-      .update(executions)
-      .set({ deleted_at: isoAt(now), deleted_by: by.name, ...ERASED })
-      .where(deletable)
-      .returning({ id: executions.id }),
+    tombstone: tombstone(db, executions, deletable, by, now, ERASED),
     record: db.select().from(executions).where(own),
   };
 }
@@ -233,11 +236,7 @@ export function deleteProgramStatements(db: Db, org: Org, id: string, by: NamedA
     ),
     logStore: stopCompaction(db, 'commit', id, stillThere(db, programs, deletable)),
     deliveries: endDeliveries(db, 'program', id, stillThere(db, programs, deletable)),
-    tombstone: db
-      .update(programs)
-      .set({ deleted_at: isoAt(now), deleted_by: by.name })
-      .where(deletable)
-      .returning({ id: programs.id }),
+    tombstone: tombstone(db, programs, deletable, by, now),
   };
 }
 
@@ -258,12 +257,7 @@ function verificationsOfProgram(db: Db, programId: string, guard: SQL) {
     purge: (now: number) => purgeInsert(db, 'verification', verifications, verificationKeys, jobOf('verify', verifications.id), where, now),
     logStore: stopCompaction(db, 'verify', ids, sql`1`),
     deliveries: endDeliveries(db, 'verification', ids, sql`1`),
-    tombstone: (by: NamedActor, now: number) =>
-      db
-        .update(verifications)
-        .set({ deleted_at: isoAt(now), deleted_by: by.name })
-        .where(where)
-        .returning({ id: verifications.id }),
+    tombstone: (by: NamedActor, now: number) => tombstone(db, verifications, where, by, now),
   };
 }
 
@@ -287,11 +281,7 @@ export function deleteVerificationStatements(db: Db, org: Org, id: string, by: N
     purge: purgeInsert(db, 'verification', verifications, verificationKeys, jobOf('verify', verifications.id), deletable, now),
     logStore: stopCompaction(db, 'verify', id, stillThere(db, verifications, deletable)),
     deliveries: endDeliveries(db, 'verification', id, stillThere(db, verifications, deletable)),
-    tombstone: db
-      .update(verifications)
-      .set({ deleted_at: isoAt(now), deleted_by: by.name })
-      .where(deletable)
-      .returning({ id: verifications.id }),
+    tombstone: tombstone(db, verifications, deletable, by, now),
     record: db.select().from(verifications).where(own),
   };
 }
