@@ -64,6 +64,8 @@ interface TreeRun {
     report: string;
     busy: string;
     workerdCpu: string;
+    workerdWholeRun: string;
+    agentsWholeRun: string;
     agentCpu: string;
   };
   failed: boolean;
@@ -83,7 +85,64 @@ function figuresOf(lines: string[]): TreeRun['figures'] {
     busy: find(/^agents busy\s+(\d+%)/),
     workerdCpu: find(/^CPU per job\s+workerd ([\d.]+ ms)/),
     agentCpu: find(/^CPU per job.*agents ([\d.]+ ms)/),
+    workerdWholeRun: '—',
+    agentsWholeRun: '—',
   };
+}
+
+/**
+ * Samples the CPU of the processes under `root` once a second until stopped, and answers
+ * the workerd processes' total and the agents' (with the engines each has reaped),
+ * startup included: figures any tree's run gives, whatever its bench prints (a process's
+ * last sample counts, so up to a second of its end is missed).
+ */
+function sampleRunCpu(root: number): { stop(): { workerd: number; agents: number } } {
+  const workerd = new Map<number, number>();
+  const agents = new Map<number, number>();
+  const sample = () => {
+    for (const pid of workerdPids(root))
+      try {
+        workerd.set(pid, cpuMs(pid));
+      } catch {
+        // ended between ps and /proc: its previous sample stands
+      }
+    for (const pid of agentPidsUnder(root))
+      try {
+        agents.set(pid, cpuMs(pid) + reapedChildrenCpuMs(pid));
+      } catch {
+        // as above
+      }
+  };
+  const timer = setInterval(sample, 1000);
+  const total = (m: Map<number, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+  return {
+    stop() {
+      sample();
+      clearInterval(timer);
+      return { workerd: total(workerd), agents: total(agents) };
+    },
+  };
+}
+
+/** A run's whole-run CPU per job, as its table's rows. */
+const wholeRun = (cpu: { workerd: number; agents: number }) => ({
+  workerdWholeRun: `${(cpu.workerd / jobs).toFixed(1)} ms`,
+  agentsWholeRun: `${(cpu.agents / jobs).toFixed(1)} ms`,
+});
+
+/** The prover-agent daemons under `root`: node processes running prover-agent's entry. */
+function agentPidsUnder(root: number): number[] {
+  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
+    .filter((m) => m !== null)
+    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3] }));
+  const mine = new Set([root]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const r of rows) if (mine.has(r.ppid) && !mine.has(r.pid)) (mine.add(r.pid), (grew = true));
+  }
+  return rows.filter((r) => mine.has(r.pid) && /prover-agent\S*\s+run\b/.test(r.args)).map((r) => r.pid);
 }
 
 /**
@@ -110,12 +169,14 @@ async function runBaseline(baselineRev: string): Promise<TreeRun> {
         env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
       },
     );
+    const runCpu = sampleRunCpu(child.pid!);
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
     child.stderr.setEncoding('utf8').on('data', (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, 'today: ')));
     const code = await new Promise<number | null>((resolve, reject) => child.on('error', reject).on('close', resolve));
     const lines = out.trim().split('\n');
-    return { title: `today (${base.hash.slice(0, 7)})`, lines, figures: figuresOf(lines), failed: code !== 0 };
+    const figures = { ...figuresOf(lines), ...wholeRun(runCpu.stop()) };
+    return { title: `today (${base.hash.slice(0, 7)})`, lines, figures, failed: code !== 0 };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -128,9 +189,11 @@ async function runCurrent(): Promise<TreeRun> {
     lines.push(line);
     console.log(line);
   };
+  const runCpu = sampleRunCpu(process.pid);
   const failed = await measure(print);
+  const figures = { ...figuresOf(lines), ...wholeRun(runCpu.stop()) };
   const wt = await describeWorkingTree(ROOT);
-  return { title: `now (${wt.head}${wt.dirty ? '+' : ''})`, lines, figures: figuresOf(lines), failed };
+  return { title: `now (${wt.head}${wt.dirty ? '+' : ''})`, lines, figures, failed };
 }
 
 async function main() {
@@ -158,7 +221,9 @@ async function main() {
       ['  of which report', 'report'],
       ['agents busy', 'busy'],
       ['workerd CPU per job', 'workerdCpu'],
+      ['  same, whole run', 'workerdWholeRun'],
       ['agent CPU per job', 'agentCpu'],
+      ['  same, whole run', 'agentsWholeRun'],
       ['outcome', 'outcome'],
     ];
     const width = Math.max(...runs.map((r) => Math.max(r.title.length, ...Object.values(r.figures).map((v) => v.length)))) + 2;
