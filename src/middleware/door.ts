@@ -38,6 +38,7 @@ import {
   limitApiKey,
   limitConsole,
   limitToken,
+  settleToken,
   tooManyFailures,
   type EndpointClass,
 } from './rate-limit.ts';
@@ -49,11 +50,23 @@ export const declaredBy = (handler: unknown): Declaration | undefined =>
   typeof handler === 'function' ? DECLARED.get(handler) : undefined;
 
 /** The door of a route: its declaration, enforced by `enforce` before the route's next handler. */
-function declare<E extends AppEnv>(declaration: Declaration, enforce: (c: Context<E>) => Promise<void>): MiddlewareHandler<E> {
+function declare<E extends AppEnv>(
+  declaration: Declaration,
+  enforce: (c: Context<E>) => Promise<void>,
+  answered?: (c: Context<E>) => void,
+): MiddlewareHandler<E> {
   const gate = createMiddleware<E>(async (c, next) => {
     c.set('door', declaration);
-    await enforce(c);
-    await next();
+    if (!answered) {
+      await enforce(c);
+      return next();
+    }
+    try {
+      await enforce(c);
+      await next();
+    } finally {
+      answered(c);
+    }
   });
   DECLARED.set(gate, declaration);
   return gate;
@@ -376,14 +389,21 @@ export const door = {
       boundBody(c, NO_BODY);
     }),
 
-  /** A token of the fleet (`declaration.credential`), counted per token, checked by `present` before the body. */
+  /**
+   * A token of the fleet (`declaration.credential`), checked by `present` before the body,
+   * and counted per token once the route has answered (unless its work paid for it).
+   */
   token: <E extends AppEnv>(declaration: Declaration, present: TokenCheck<E>) =>
-    declare<E>(declaration, async (c) => {
-      const { key, check } = await present(c);
-      limitToken(c, declaration.rate, key);
-      await check();
-      if (!(await takeSmallJson(c, declaration.body))) boundBody(c, declaration.body);
-    }),
+    declare<E>(
+      declaration,
+      async (c) => {
+        const { key, check } = await present(c);
+        limitToken(c, declaration.rate, key);
+        await check();
+        if (!(await takeSmallJson(c, declaration.body))) boundBody(c, declaration.body);
+      },
+      settleToken,
+    ),
 };
 
 // ---------------------------------------------------------------------------
