@@ -409,7 +409,7 @@ export const proofs = sqliteTable(
     deleted_by: text('deleted_by'),
   },
   (t) => [
-    index('proofs_program').on(t.program_id, t.created_at),
+    index('proofs_program').on(t.program_id, t.created_at, t.id),
     index('proofs_org').on(t.org_id, t.created_at),
     // The retention sweep's finished, undeleted proofs per organization (src/features/retention/sweep.ts).
     index('proofs_retention')
@@ -485,7 +485,7 @@ export const executions = sqliteTable(
     deleted_by: text('deleted_by'),
   },
   (t) => [
-    index('executions_program').on(t.program_id, t.created_at),
+    index('executions_program').on(t.program_id, t.created_at, t.id),
     index('executions_org').on(t.org_id, t.created_at),
     index('executions_retention')
       .on(t.org_id, t.terminated_at)
