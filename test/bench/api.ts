@@ -15,7 +15,7 @@
 // on both trees side by side.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -30,23 +30,27 @@ import {
 } from '../../src/tools/wrangler.ts';
 import type { ChildProcess } from 'node:child_process';
 import { benchCli } from './cli.ts';
+import { startCpuProfile, summarizeProfile } from './cpu-profile.ts';
 import { cpuMs, workerdPids } from './workerd.ts';
 
-const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS | --requests N] [--warmup N] [--baseline REF [--rounds N]]
+const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS | --requests N] [--warmup N] [--baseline REF [--rounds N]] [--profile DIR]
   --concurrency N   requests in flight at once (default 16)
   --duration S      seconds measured per route (default 10; per round and tree with --baseline)
   --requests N      instead of a duration: exactly N requests per route
   --warmup N        unmeasured requests per route first (default 4 × concurrency)
   --baseline REF    also measure this git commit (a temporary worktree), alternating with this tree
-  --rounds N        with --baseline: how many times each route is measured on each tree, in turn (default 3)`;
+  --rounds N        with --baseline: how many times each route is measured on each tree, in turn (default 3)
+  --profile DIR     the working tree's Worker CPU profile of each route's (first) measured run, written to DIR as
+                    <route>.cpuprofile (devtools open it) and summed up by function`;
 
-const cli = benchCli('bench:api', usage, ['concurrency', 'duration', 'requests', 'warmup', 'baseline', 'rounds']);
+const cli = benchCli('bench:api', usage, ['concurrency', 'duration', 'requests', 'warmup', 'baseline', 'rounds', 'profile']);
 const concurrency = cli.number('concurrency', 16, 1);
 const durationMs = cli.number('duration', 10, 1) * 1000;
 const fixedRequests = cli.string('requests') === undefined ? undefined : cli.number('requests', 1, 1);
 const warmup = cli.number('warmup', 4 * concurrency, 0);
 const baselineRef = cli.string('baseline');
 const rounds = baselineRef === undefined ? 1 : cli.number('rounds', 3, 1);
+const profileDir = cli.string('profile');
 
 /** The bench-only Worker entry each tree is served by (the platform's routes, then src/index.ts). */
 const PLATFORM_ENTRY = path.join('test', 'bench', 'workers', 'platform.ts');
@@ -291,7 +295,7 @@ interface Served {
  * D1/R2 under `dir`, seeds the bench tenant and a ready program with a proof, and
  * answers the routes to measure.
  */
-async function serve(name: string, root: string, dir: string, started: ChildProcess[]): Promise<Served> {
+async function serve(name: string, root: string, dir: string, started: ChildProcess[], inspectorPort?: number): Promise<Served> {
   const bigElf = new Blob([readFileSync(BIG_ELF)]);
   const helloElf = new Blob([readFileSync(HELLO_ELF)]);
   const config_ = path.join(root, 'wrangler.toml');
@@ -324,7 +328,7 @@ async function serve(name: string, root: string, dir: string, started: ChildProc
   // The service's Worker behind the bench-only entry that adds the platform's routes
   // (test/bench/workers/platform.ts; everything else goes to src/index.ts unchanged).
   const entry = path.join(root, PLATFORM_ENTRY);
-  const worker = await spawnWranglerDev({ port, persistTo, extraArgs: [entry, '--log-level', 'warn', '--config', config_] });
+  const worker = await spawnWranglerDev({ port, persistTo, inspectorPort, extraArgs: [entry, '--log-level', 'warn', '--config', config_] });
   started.push(worker);
   let workerOutput = '';
   worker.stdout!.setEncoding('utf8').on('data', (s: string) => (workerOutput = (workerOutput + s).slice(-20_000)));
@@ -420,6 +424,7 @@ async function main(): Promise<void> {
   if (!existsSync(BIG_ELF)) throw new Error(`${path.relative(ROOT, BIG_ELF)} is missing: build the test guests (npm run build:guests)`);
 
   const dir = await mkdtemp(path.join(tmpdir(), 'zk-bench-api-'));
+  if (profileDir !== undefined) await mkdir(profileDir, { recursive: true });
   const started: ChildProcess[] = [];
   let baselineTree: string | undefined;
   const cleanup = async () => {
@@ -439,7 +444,8 @@ async function main(): Promise<void> {
   process.once('SIGTERM', onSignal);
 
   try {
-    const trees: Served[] = [await serve('this tree', ROOT, path.join(dir, 'this'), started)];
+    const inspectorPort = profileDir !== undefined ? await freePort() : undefined;
+    const trees: Served[] = [await serve('this tree', ROOT, path.join(dir, 'this'), started, inspectorPort)];
     if (baselineRef !== undefined) {
       baselineTree = await checkout(baselineRef, path.join(dir, 'baseline'));
       trees.push(await serve(baselineRef, baselineTree, path.join(dir, 'baseline'), started));
@@ -457,7 +463,15 @@ async function main(): Promise<void> {
             `${tree.name}: ${route.label}: ${round === 0 ? `${warmup} warm-up requests, then ` : ''}${fixedRequests !== undefined ? `${fixedRequests} requests` : `${durationMs / 1000} s`} at concurrency ${concurrency}${rounds > 1 ? ` (round ${round + 1} of ${rounds})` : ''}`,
           );
           if (round === 0) await load(tree.baseUrl, route, tree.worker, { requests: warmup }, newSamples());
+          const profiler = inspectorPort !== undefined && t === 0 && round === 0 ? await startCpuProfile(inspectorPort) : null;
           await load(tree.baseUrl, route, tree.worker, budget, samples[t][i]);
+          if (profiler) {
+            const profile = await profiler.stop();
+            const file = path.join(profileDir!, `${route.label.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}.cpuprofile`);
+            await writeFile(file, JSON.stringify(profile));
+            log(`${route.label}: profile written to ${file}`);
+            for (const line of summarizeProfile(profile, 15)) log(line);
+          }
           if (hasExited(tree.worker)) {
             process.stderr.write(tree.output());
             throw new Error(`${tree.name}: wrangler dev exited during the run`);
