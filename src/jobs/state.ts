@@ -588,22 +588,15 @@ function cancelSubjects(
   now: number,
   { at = isoNow(now), kinds = ALL_JOB_KINDS }: { at?: string; kinds?: readonly JobKindContract[] } = {},
 ) {
-  return kinds.map((k) => updateSubjects(db, k, jobWhere, canceledSet(k, settings, now, at)));
-}
-
-/**
- * A canceled job's subject's end: the kind's `canceled` state, charged until the cancel,
- * or, for a kind callers put limits on that the service stopped at one, Failed saying
- * which. One SET that decides per row: one statement rather than one per case, as each
- * update of a subject's state compiles its table's triggers, most of a statement's cost
- * to SQLite (`npm run bench:dispatch`).
- */
-function canceledSet(k: JobKindContract, settings: FleetSettings, now: number, at: string) {
-  const cost = canceledCostSql(k, settings, now);
-  const canceled = k.subject.canceled(at, cost);
-  if (!limitedKind(k)) return canceled;
-  const stopped = { ...k.subject.failed(at, ''), error_message: stopReasonSql(k), cost };
-  return eitherSet(k.subject.table, sql`${stopReasonSql(k)} IS NOT NULL`, stopped, canceled);
+  return kinds.map((k) => {
+    const cost = canceledCostSql(k, settings, now);
+    const canceled = k.subject.canceled(at, cost);
+    if (!limitedKind(k)) return updateSubjects(db, k, jobWhere, canceled);
+    const stopped = { ...k.subject.failed(at, ''), error_message: stopReasonSql(k), cost };
+    // One statement rather than one per case: each update of a subject's state compiles its
+    // table's triggers, most of a statement's cost to SQLite (`npm run bench:dispatch`).
+    return updateSubjects(db, k, jobWhere, eitherSet(k.subject.table, sql`${stopReasonSql(k)} IS NOT NULL`, stopped, canceled));
+  });
 }
 
 /**
@@ -653,7 +646,6 @@ export async function completeJob(
   settings: FleetSettings,
   { now = Date.now(), before = [], accepted = [] }: EndingOptions & { accepted?: readonly string[] } = {},
 ): Promise<{ outcome: 'completed' | 'canceled' | null; deliveries: DeliveryRef[] }> {
-  const kind = contractOf(done.kind);
   const current = currentLease(lease.id);
   const mine = and(current, eq(jobs.cancel_requested, false));
   const at = isoNow(now);
@@ -662,21 +654,8 @@ export async function completeJob(
     leaseCost(lease, settings, now),
     sql`(SELECT ${jobs.cost_limit} FROM ${jobs} WHERE ${jobs.id} = ${lease.job_id})`,
   );
-  const completed = { now: at, cost };
-  // One statement ends the subject: as the completion says, or, when the job's cancel was
-  // recorded first (meanwhile, by the caller or at a limit), canceled as the cancel's answer
-  // promised (canceledSet).
-  const cancelRequested = sql`(SELECT j.cancel_requested FROM ${jobs} j WHERE j.kind = ${kind.kind} AND j.subject_id = ${kind.subject.table.id})`;
-  const subject = [
-    updateSubjects(
-      db,
-      kind,
-      current,
-      eitherSet(kind.subject.table, cancelRequested, canceledSet(kind, settings, now, at), kind.completed(done.done, completed)),
-    ),
-    ...(kind.alsoOnCompletion?.(db, mine, done.done, completed) ?? []),
-  ];
-  const ending = completionSteps(db, { leaseId: lease.id, jobId: lease.job_id, now, response });
+  const subject = contractOf(done.kind).complete(db, mine, done.done, { now: at, cost });
+  const ending = completionSteps(db, { leaseId: lease.id, jobId: lease.job_id, kind: done.kind, now, nowIso: at, response, settings });
   // The subject updates are guarded by the lease, so they must run before the job
   // row stops being `leased`.
   const { deliveries, job } = await batchByName(db, {
@@ -690,19 +669,34 @@ export async function completeJob(
   return { outcome: row ? (row.canceled ? 'canceled' : 'completed') : null, deliveries };
 }
 
+/** The machine rates a statement writes in (rateSql): part of a prepared ending's shape. */
+const ratesKey = (settings: FleetSettings) => JSON.stringify([[...settings.machineRates.byType], settings.machineRates.other]);
+
 /**
  * What a completion's batch does after its subject's own update, the same text for every
- * completion (src/db/prepared.ts): the lease ends (as canceled, if the job's cancel was
- * recorded first); the deliveries its subject's triggers made are read back; and the job
- * is done.
+ * completion (src/db/prepared.ts): a job canceled meanwhile ends its subject Canceled; the
+ * lease ends (as canceled, then); the deliveries its triggers made are read back; and the
+ * job is done.
  */
 const completionSteps = preparedSteps(
-  () => '',
-  (db, p: Placeholders<{ leaseId: string; jobId: string; now: number; response: Record<string, unknown> }>) => {
+  (v: {
+    leaseId: string;
+    jobId: string;
+    kind: JobKind;
+    now: number;
+    nowIso: string;
+    response: Record<string, unknown>;
+    settings: FleetSettings;
+  }) => `${v.kind} ${ratesKey(v.settings)}`,
+  (db, p, v) => {
     const lease = { id: p.leaseId, job_id: p.jobId };
+    const now = p.now;
     const current = currentLease(lease.id);
+    const canceled = and(current, eq(jobs.cancel_requested, true))!;
     return {
-      lease: endLeaseUnlessCanceled(db, lease, 'completed', p.response, p.now),
+      // The job's own kind only: another kind's statements could match no subject of it.
+      canceled: cancelSubjects(db, canceled, v.settings, now, { at: p.nowIso, kinds: [contractOf(v.kind)] }),
+      lease: endLeaseUnlessCanceled(db, lease, 'completed', p.response, now),
       deliveries: deliveriesOf(db, current),
       job: db
         .update(jobs)

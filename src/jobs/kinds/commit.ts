@@ -6,7 +6,7 @@
 import { eq, inArray, sql } from 'drizzle-orm';
 import { configs, programs, type ServedObject } from '../../db/schema.ts';
 import { ApiError } from '../../lib/errors.ts';
-import { type JobKindContract, type SubjectStates } from './contract.ts';
+import { updateSubjects, type JobKindContract, type SubjectStates } from './contract.ts';
 
 /** A program's own files: written at registration (ELF, VMEXE) or by its commit (baseline), never rewritten; every job of the program reads them. */
 export const isProgramFile = (name: string) => name === 'elf' || name === 'vmexe' || name === 'baseline';
@@ -51,11 +51,13 @@ export const commitJob: JobKindContract<'commit', CommitDone> = {
     const { key, sha256 } = await results.accept('baseline', baseline);
     return { done: { app_exe_commit: report.app_exe_commit.toLowerCase(), baseline: { key, sha256 } } };
   },
-  completed: (done, at) => ({
-    status: 'ready',
-    app_exe_commit: done.app_exe_commit,
-    baseline_key: done.baseline.key,
-    baseline_sha256: done.baseline.sha256,
-    terminated_at: at.now,
-  }),
+  complete: (db, mine, done, at) => [
+    updateSubjects(db, commitJob, mine, {
+      status: 'ready',
+      app_exe_commit: done.app_exe_commit,
+      baseline_key: done.baseline.key,
+      baseline_sha256: done.baseline.sha256,
+      terminated_at: at.now,
+    }),
+  ],
 };

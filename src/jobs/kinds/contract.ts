@@ -126,20 +126,10 @@ export interface JobKindContract<K extends JobKind = JobKind, Done = unknown, Ro
   /** The statements a completion reads in the callback's first batch (CompletionOpening); none: completion() reads its own. */
   opening?(db: Db, byToken: ByToken, report: Extract<CompleteRequest, { kind: K }>): CompletionOpening;
   /**
-   * What a completion records on its subject (`done`; `at.cost`: what it is charged, SQL
-   * of the lease at most its cost limit): its columns, written in the ending's batch by
-   * the one statement that ends the subject, canceled instead when the job's cancel was
-   * recorded first (src/jobs/state.ts completeJob).
+   * The statements that record `done` on the subject of the jobs matching `mine`, in the
+   * ending's batch; `cost` is what it is charged (SQL: the lease, at most its cost limit).
    */
-  completed(done: Done, at: CompletedAt): Record<string, unknown>;
-  /** Statements of the kind's own for a completion that applies, to the job matching `mine` (a proof's program counters). */
-  alsoOnCompletion?(db: Db, mine: SQL | undefined, done: Done, at: CompletedAt): BatchItem<'sqlite'>[];
-}
-
-/** When a completion ended its subject, and what it is charged. */
-export interface CompletedAt {
-  now: string;
-  cost: SQL<number>;
+  complete(db: Db, mine: SQL | undefined, done: Done, at: { now: string; cost: SQL<number> }): BatchItem<'sqlite'>[];
 }
 
 /** Updates the subject of every job of `kind` matching `jobWhere`, if the subject is still active. */

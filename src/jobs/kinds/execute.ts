@@ -7,7 +7,7 @@ import { inArray, sql } from 'drizzle-orm';
 import { artifactKey, keySql } from '../../lib/artifact-keys.ts';
 import { executions } from '../../db/schema.ts';
 import { isProgramFile } from './commit.ts';
-import { type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
+import { updateSubjects, type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
 
 export interface ExecuteDone {
   succeeded: boolean;
@@ -56,15 +56,17 @@ export const executeJob: JobKindContract<'execute', ExecuteDone, typeof executio
       },
     };
   },
-  completed: (done, at) => ({
-    status: done.succeeded ? 'succeeded' : 'failed',
-    error_message: done.error ?? '',
-    public_values: done.public_values,
-    num_instructions: done.num_instructions,
-    total_cycle: done.total_cycle,
-    num_segments: done.num_segments,
-    total_tick: done.total_tick,
-    cost: at.cost,
-    terminated_at: at.now,
-  }),
+  complete: (db, mine, done, at) => [
+    updateSubjects(db, executeJob, mine, {
+      status: done.succeeded ? 'succeeded' : 'failed',
+      error_message: done.error ?? '',
+      public_values: done.public_values,
+      num_instructions: done.num_instructions,
+      total_cycle: done.total_cycle,
+      num_segments: done.num_segments,
+      total_tick: done.total_tick,
+      cost: at.cost,
+      terminated_at: at.now,
+    }),
+  ],
 };

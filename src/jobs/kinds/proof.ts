@@ -204,22 +204,22 @@ export const proofJob: JobKindContract<'proof', ProofDone, typeof proofs.$inferS
       },
     };
   },
-  completed: (done, at) => ({
-    state: 'Succeeded',
-    terminated_at: at.now,
-    proof_files: Object.keys(done.proofObjects),
-    proof_objects: done.proofObjects,
-    proof_size: done.proofSize,
-    num_instructions: done.num_instructions,
-    cells_used: done.cells_used,
-    cost: at.cost,
-  }),
-  alsoOnCompletion(db, mine, done, at) {
+  complete(db, mine, done, at) {
     const proofIds = db
       .select({ id: jobs.subject_id })
       .from(jobs)
       .where(and(mine, eq(jobs.kind, 'proof')));
     return [
+      updateSubjects(db, proofJob, mine, {
+        state: 'Succeeded',
+        terminated_at: at.now,
+        proof_files: Object.keys(done.proofObjects),
+        proof_objects: done.proofObjects,
+        proof_size: done.proofSize,
+        num_instructions: done.num_instructions,
+        cells_used: done.cells_used,
+        cost: at.cost,
+      }),
       db
         .update(programs)
         .set({

@@ -7,7 +7,7 @@ import { eq, sql } from 'drizzle-orm';
 import { batchByName } from '../../db/batch.ts';
 import { configs, programs, verifications } from '../../db/schema.ts';
 import { devProofSealProblem } from '../dev-proofs.ts';
-import { type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
+import { updateSubjects, type Claimed, type ColumnsOf, type JobKindContract, type SubjectStates } from './contract.ts';
 
 export interface VerifyDone {
   verified: boolean;
@@ -64,5 +64,7 @@ export const verifyJob: JobKindContract<'verify', VerifyDone, typeof verificatio
     );
     return { done: problem ? { verified: false, reason: problem } : { verified: true, reason: null } };
   },
-  completed: (done) => ({ result: done.verified ? 'verified' : 'failed', error_message: done.reason ?? '' }),
+  complete: (db, mine, done) => [
+    updateSubjects(db, verifyJob, mine, { result: done.verified ? 'verified' : 'failed', error_message: done.reason ?? '' }),
+  ],
 };
