@@ -53,9 +53,9 @@ export const RATE_BUDGETS = {
   console: 'per console session and per organization',
   'console-sends':
     'per console session and per organization, and per organization for what sends requests out (webhook tests, redeliveries)',
-  agent: 'per agent token: claims (but one that hands over a job), presence, leaves, config reads',
+  agent: 'per agent token: claims, presence, leaves, config reads',
   queue: 'per queue token: pulls and acks of job notices',
-  job: 'per job token: heartbeats, status checks, logs, artifacts, results, endings (but one that ends its lease)',
+  job: 'per job token: heartbeats, status checks, logs, artifacts, results, endings',
   publisher: 'per publisher token: key uploads',
   anonymous: 'per client address (CF-Connecting-IP): signing in, refreshing, password links, invitations',
   open: 'per client address: pages, documents, health, signed downloads',

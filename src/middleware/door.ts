@@ -38,7 +38,6 @@ import {
   limitApiKey,
   limitConsole,
   limitToken,
-  settleToken,
   tooManyFailures,
   type EndpointClass,
 } from './rate-limit.ts';
@@ -50,23 +49,11 @@ export const declaredBy = (handler: unknown): Declaration | undefined =>
   typeof handler === 'function' ? DECLARED.get(handler) : undefined;
 
 /** The door of a route: its declaration, enforced by `enforce` before the route's next handler. */
-function declare<E extends AppEnv>(
-  declaration: Declaration,
-  enforce: (c: Context<E>) => Promise<void>,
-  answered?: (c: Context<E>) => void,
-): MiddlewareHandler<E> {
+function declare<E extends AppEnv>(declaration: Declaration, enforce: (c: Context<E>) => Promise<void>): MiddlewareHandler<E> {
   const gate = createMiddleware<E>(async (c, next) => {
     c.set('door', declaration);
-    if (!answered) {
-      await enforce(c);
-      return next();
-    }
-    try {
-      await enforce(c);
-      await next();
-    } finally {
-      answered(c);
-    }
+    await enforce(c);
+    await next();
   });
   DECLARED.set(gate, declaration);
   return gate;
@@ -389,21 +376,14 @@ export const door = {
       boundBody(c, NO_BODY);
     }),
 
-  /**
-   * A token of the fleet (`declaration.credential`), checked by `present` before the body,
-   * and counted per token once the route has answered (unless its work paid for it).
-   */
+  /** A token of the fleet (`declaration.credential`), counted per token, checked by `present` before the body. */
   token: <E extends AppEnv>(declaration: Declaration, present: TokenCheck<E>) =>
-    declare<E>(
-      declaration,
-      async (c) => {
-        const { key, check } = await present(c);
-        limitToken(c, declaration.rate, key);
-        await check();
-        if (!(await takeSmallJson(c, declaration.body))) boundBody(c, declaration.body);
-      },
-      settleToken,
-    ),
+    declare<E>(declaration, async (c) => {
+      const { key, check } = await present(c);
+      limitToken(c, declaration.rate, key);
+      await check();
+      if (!(await takeSmallJson(c, declaration.body))) boundBody(c, declaration.body);
+    }),
 };
 
 // ---------------------------------------------------------------------------

@@ -157,22 +157,26 @@ const seenSpent = new Map<string, number>();
 /** What a request counted off its path needs of its context: the bindings, and a way to outlive the response. */
 type OffPath = { env: Env; executionCtx: { waitUntil(promise: Promise<unknown>): void } };
 
-/** 429 when this isolate has seen `binding`'s budget for `key` spent and its window has not ended. */
-function refuseSeenSpent(binding: Binding, key: string, detail: string): void {
+/**
+ * Counts a request against `binding` for `key` off the request's path: 429 before
+ * anything else when this isolate has seen that budget spent (until its window ends),
+ * else the request goes on and the count is made after it; the request that spent the
+ * budget stands, as the binding counts approximately anyway. For the requests made most
+ * often by whom the service trusts most: the fleet's (a status check a second per running
+ * job, a queue pull a second per idle agent) and pages.
+ */
+function countOffPath(c: OffPath, binding: Binding, key: string, detail: string): void {
   const id = `${binding} ${key}`;
   const until = seenSpent.get(id);
-  if (until === undefined) return;
-  if (until > Date.now()) throw limited(detail);
-  seenSpent.delete(id);
-}
-
-/** Counts one request against `binding` for `key` after it, keeping the binding's answer for refuseSeenSpent. */
-function countLater(c: OffPath, binding: Binding, key: string): void {
+  if (until !== undefined) {
+    if (until > Date.now()) throw limited(detail);
+    seenSpent.delete(id);
+  }
   const counted = take(c.env, binding, key).then(
     (fits) => {
       if (fits) return;
       if (seenSpent.size >= ORG_CACHE_MAX) seenSpent.clear();
-      seenSpent.set(`${binding} ${key}`, Date.now() + RATE_LIMIT_PERIOD_SECONDS * 1000);
+      seenSpent.set(id, Date.now() + RATE_LIMIT_PERIOD_SECONDS * 1000);
     },
     (err: unknown) => console.error(JSON.stringify({ level: 'warn', msg: 'rate limit not counted', binding, error: String(err) })),
   );
@@ -183,56 +187,11 @@ function countLater(c: OffPath, binding: Binding, key: string): void {
   }
 }
 
-/**
- * Counts a request against `binding` for `key` off the request's path: 429 before
- * anything else when this isolate has seen that budget spent (until its window ends),
- * else the request goes on and the count is made after it; the request that spent the
- * budget stands, as the binding counts approximately anyway. For the requests made most
- * often by whom the service trusts most: the fleet's (a status check a second per running
- * job, a queue pull a second per idle agent) and pages.
- */
-function countOffPath(c: OffPath, binding: Binding, key: string, detail: string): void {
-  refuseSeenSpent(binding, key, detail);
-  countLater(c, binding, key);
-}
-
-/** A fleet request's count, waiting for its answer (settleToken): by its Context. */
-const tokenCounts = new WeakMap<object, { binding: Binding; key: string }>();
-
-/**
- * Fleet requests whose work pays for them (workPaysFor): not counted. By their Context,
- * as orgCounted is.
- */
-const paidByWork = new WeakSet<object>();
-
-/**
- * Admits a fleet request against its token's budget (`key`: the token's hash or claims):
- * 429 now when this isolate has seen the budget spent; the count itself is made once the
- * request has answered (settleToken), off its path.
- */
+/** Counts a fleet request against its token's budget (`key`: the token's hash or claims), off its path. */
 export function limitToken(c: OffPath, budget: RateBudget, key: string): void {
   const per = PER_TOKEN[budget];
   if (!per) throw new Error(`the "${budget}" budget is not counted per token`);
-  refuseSeenSpent(per.binding, key, `Rate limit exceeded: ${per.whose} has used its request limit`);
-  tokenCounts.set(c, { binding: per.binding, key });
-}
-
-/**
- * Marks a fleet request as paid for by its work: a claim that handed over a job, an
- * ending that ended its lease. How many of those there can be is bounded already, by the
- * jobs the tenants' own budgets and quotas let in and by each job's attempts, so the
- * token's budget is kept for what nothing else bounds (claims that find nothing,
- * heartbeats, logs, refused or repeated endings), and each job costs no binding call of
- * the fleet's.
- */
-export const workPaysFor = (c: object): void => void paidByWork.add(c);
-
-/** Makes a fleet request's count once it has answered, unless its work paid for it. */
-export function settleToken(c: OffPath): void {
-  const pending = tokenCounts.get(c);
-  if (!pending) return;
-  tokenCounts.delete(c);
-  if (!paidByWork.has(c)) countLater(c, pending.binding, pending.key);
+  countOffPath(c, per.binding, key, `Rate limit exceeded: ${per.whose} has used its request limit`);
 }
 
 /** The budgets counted per client address, for routes that take no credential. */

@@ -18,8 +18,7 @@ import { CREDENTIALS, RATE_BUDGETS, type Credential, type Declaration } from '..
 import { onError } from '../../src/lib/errors.ts';
 import { CSRF, seedUser, signIn, type Session } from './console-helpers.ts';
 import { recordD1Calls, type D1Call } from './d1-calls.ts';
-import { claim, claimJob, devProofOf, drainQueuedJobs, lease, presence, seedAgent, upload, type TestAgent } from './fleet-helpers.ts';
-import { queuedProof } from './log-helpers.ts';
+import { claimJob, drainQueuedJobs, presence, seedAgent, type TestAgent } from './fleet-helpers.ts';
 import { BASE, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { seedPublisher } from './key-helpers.ts';
 import { declarationOf, routeKey, servedRoutes, type Route } from './routes.ts';
@@ -511,32 +510,5 @@ describe('budgets', () => {
     expect(JSON.parse(r.text).detail).toMatch(/^Rate limit exceeded: this agent token has used its request limit/);
     // Another agent goes on.
     expect((await app.request(`/internal/v1/configs/${w.configId}`, { headers: bearer(w.agent.token) }, env)).status).toBe(200);
-  });
-
-  it('a claim that hands over a job, and the ending of its lease, are paid for by the job; the fleet budgets count the rest', async () => {
-    await drainQueuedJobs();
-    const agent = await seedAgent();
-    const agentCounts = vi.spyOn(env.RATE_LIMIT_AGENT, 'limit');
-    const jobCounts = vi.spyOn(env.RATE_LIMIT_JOB, 'limit');
-    // Nothing to hand over: counted against the agent token.
-    expect((await claim(agent)).job).toBeNull();
-    expect(agentCounts).toHaveBeenCalledTimes(1);
-    await queuedProof();
-    const job = await claimJob(agent);
-    expect(agentCounts).toHaveBeenCalledTimes(1);
-
-    const complete = { kind: 'proof', proofs: ['stark'], public_values: '0x00', metrics: { num_instructions: 1 } };
-    // A refused ending leaves the lease as it was: counted against the job token.
-    const refused = await lease(job, '/complete', { kind: 'verify', verified: true, reason: null });
-    expect(refused.status, await refused.text()).toBe(422);
-    expect(jobCounts).toHaveBeenCalledTimes(1);
-    expect((await upload(job, 'stark', await devProofOf(job))).status).toBe(200);
-    expect(jobCounts).toHaveBeenCalledTimes(2);
-    // The ending that ends the lease is not counted; its repeat is.
-    expect((await lease(job, '/complete', complete)).status).toBe(200);
-    expect(jobCounts).toHaveBeenCalledTimes(2);
-    expect((await lease(job, '/complete', complete)).status).toBe(200);
-    expect(jobCounts).toHaveBeenCalledTimes(3);
-    expect(jobCounts.mock.calls.every(([o]) => typeof o.key === 'string' && o.key.length > 0)).toBe(true);
   });
 });

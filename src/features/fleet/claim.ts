@@ -18,7 +18,6 @@ import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { json } from '../../middleware/door.ts';
-import { workPaysFor } from '../../middleware/rate-limit.ts';
 import { bearerHash, fleetDoor, seenLiveJobToken, type InternalEnv } from './auth.ts';
 import { otherMachineType, requirePricedMachineType } from './declaration.ts';
 import { ClaimRequestSchema } from './schemas.ts';
@@ -59,8 +58,6 @@ jobsInternalApi.post(
     if (claim.scope.machine_type !== caps.machineType) throw otherMachineType(claim.scope.machine_type, caps.machineType);
     // Its heartbeats' door takes it for live without a read, on this isolate (./auth.ts).
     if (claim.job) seenLiveJobToken(tokenHash);
-    // A claim that hands over a job is paid for by the job (its token's budget counts the rest).
-    if (claim.job) workPaysFor(c);
     const job = claim.job ? await describeClaim(c.env, claim, token, settings) : null;
     // Whatever becomes of the agent, its lease is looked at again once it should have expired.
     if (claim.job)

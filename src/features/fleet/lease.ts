@@ -33,7 +33,6 @@ import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { tooLarge } from '../../lib/multipart.ts';
 import { json, NO_BODY, stream } from '../../middleware/door.ts';
-import { workPaysFor } from '../../middleware/rate-limit.ts';
 import { bearerHash, fleetDoor, jobTokenSteps, leaseTokenLive, tokenLease, type InternalEnv } from './auth.ts';
 import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LeaseEndingSchema, LogChunkSchema } from './schemas.ts';
 
@@ -277,7 +276,6 @@ leaseInternalApi.post(
       const failed = { status: 'failed', detail: checked.fail };
       const r = await failJob(db, lease, job, { message: checked.fail, retryable: false }, failed, settings, { before });
       if (!r.applied) throw superseded();
-      workPaysFor(c);
       enqueueAfterResponse(c, r.deliveries);
       compactLogWhen(c, true, log);
       return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed, 200);
@@ -287,7 +285,6 @@ leaseInternalApi.post(
       accepted: results.acceptedIds,
     });
     if (!outcome) throw superseded();
-    workPaysFor(c);
     enqueueAfterResponse(c, deliveries);
     compactLogWhen(c, true, log);
     // Canceled meanwhile: the result is dropped, as the cancel's answer promised.
@@ -319,7 +316,6 @@ leaseInternalApi.post(
     const before = [...log.before, ...(atCycleLimit.length ? atCycleLimit : stopAtLimit(c, now))];
     const r = await failJob(db, lease, job, { message: body.error, retryable: body.retryable }, response, settings, { before, now });
     if (!r.applied) throw superseded();
-    workPaysFor(c);
     enqueueAfterResponse(c, r.deliveries);
     if (r.outcome === 'requeued') c.executionCtx.waitUntil(notifyJob(c.env, { job_id: job.id, kind: job.kind }));
     compactLogWhen(c, r.outcome !== 'requeued', log);
