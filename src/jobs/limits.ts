@@ -134,13 +134,32 @@ const submittedMs = sql`CAST(round((julianday(${jobs.created_at}) - 2440587.5) *
 const deadlineMessageSql = (doing: string) =>
   sql<string>`printf('Deadline passed: the job was still ${sql.raw(doing)} at its deadline, %d s after its submission (deadline_at %s)', CAST(round((${jobs.deadline_at} - ${submittedMs}) / 1000.0) AS INTEGER), strftime('%Y-%m-%dT%H:%M:%SZ', ${jobs.deadline_at} / 1000, 'unixepoch'))`;
 
-/** The rate (USD per GPU-hour) of the machine type `machineType` (SQL), as leaseCost() reads settings.machineRates (unknown: 0). */
+/**
+ * The rate (USD per GPU-hour) of the machine type `machineType` (SQL), as leaseCost() reads
+ * settings.machineRates (unknown: 0). The card is written into the statement's text, not
+ * bound: D1 binds at most 100 parameters a statement, and a completion's batch names the
+ * card in two costs, so a card of 20 machine types bound as parameters failed every
+ * completion. Its names and rates are the operator's, checked by parseMachineRates (./rates.ts).
+ */
 export function rateSql(settings: FleetSettings, machineType: SQL): SQL {
   const { byType, other } = settings.machineRates;
+  const otherwise = sqlNumber(other ?? 0);
   return byType.size
-    ? sql`CASE ${machineType} ${sql.join([...byType].map(([type, r]) => sql`WHEN ${type} THEN ${r} `))}ELSE ${other ?? 0} END`
-    : sql`${other ?? 0}`;
+    ? sql`CASE ${machineType} ${sql.join([...byType].map(([type, r]) => sql`WHEN ${sqlString(type)} THEN ${sqlNumber(r)} `))}ELSE ${otherwise} END`
+    : otherwise;
 }
+
+/** A finite number as a SQL literal. */
+const sqlNumber = (n: number): SQL => {
+  if (!Number.isFinite(n)) throw new Error(`not a finite rate: ${n}`);
+  return sql.raw(String(n));
+};
+
+/** A string as a SQL literal (SQLite: a quote is doubled; nothing else is special). */
+const sqlString = (s: string): SQL => {
+  if (s.includes('\0')) throw new Error('a machine type with a NUL character');
+  return sql.raw(`'${s.replaceAll("'", "''")}'`);
+};
 
 /**
  * For the leased job being updated (a statement on `jobs`): the epoch ms at which its

@@ -43,6 +43,10 @@ export function parseMachineRates(json: string | undefined, problem: (msg: strin
       problem(`MACHINE_RATES: the rate of ${JSON.stringify(type)} is not a number ≥ 0; left out`);
       continue;
     }
+    if (type.includes('\0')) {
+      problem(`MACHINE_RATES: the machine type ${JSON.stringify(type)} has a NUL character; left out`);
+      continue;
+    }
     if (type === '*') other = rate;
     else byType.set(type, rate);
   }

@@ -7,6 +7,9 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { app } from '../../src/app.ts';
 import { createAgentToken, createApiKey, revokeApiKey, setAgentTokenLimits } from '../../src/admin/statements.ts';
 import { parseMachineRates, rateOf } from '../../src/jobs/rates.ts';
+import { rateSql } from '../../src/jobs/limits.ts';
+import { openDb } from '../../src/db/client.ts';
+import { sql } from 'drizzle-orm';
 import { leaseCost, type LeaseRow } from '../../src/jobs/state.ts';
 import { fleetSettings } from '../../src/jobs/settings.ts';
 import { api, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
@@ -132,6 +135,27 @@ describe('a rate card is read by name only for what it says', () => {
       ),
     ).toBeNull();
     expect(rateOf(parseMachineRates(undefined), 'anything')).toBe(0);
+  });
+
+  it('a card of any size binds no parameter in SQL: its names and rates are written as literals, a quote in a name too', async () => {
+    const many = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`gpu-${i}`, i / 4]));
+    const card = parseMachineRates(JSON.stringify({ ...many, "it's": 7.5, '*': 0.5, 'nul\u0000': 1 }), () => {});
+    expect(card.byType.has('nul\0')).toBe(false);
+    const settings = { ...fleetSettings(env), machineRates: card };
+    const rateIn = async (machineType: string) => {
+      const { sql: text, params } = openDb(env.DB)
+        .select({ rate: rateSql(settings, sql`m.t`) })
+        .from(sql`(SELECT ${machineType} AS t) m`)
+        .toSQL();
+      expect(params).toEqual([machineType]);
+      const [[rate]] = await env.DB.prepare(text)
+        .bind(...params)
+        .raw<[number]>();
+      return rate;
+    };
+    expect(await rateIn('gpu-59')).toBe(14.75);
+    expect(await rateIn("it's")).toBe(7.5);
+    expect(await rateIn("x' OR 1 --")).toBe(0.5);
   });
 
   it('a lease from before the migration naming "constructor" is charged at the card’s rate, and its cost_limit holds (heartbeat, status, completion)', async () => {
