@@ -246,7 +246,11 @@ describe('resilience', () => {
     await b.waitForLog(/shutting down/);
     b.signal('SIGTERM');
     expect(await b.exited).toBe(0);
-    expect((await leases(id)).map((r) => r.outcome)).toEqual(['released', 'released']);
+    // Its agent's log comes with a failure: this has ended `failed` now and then in full runs (stop 35's note).
+    expect(
+      (await leases(id)).map((r) => r.outcome),
+      `agent "next":\n${b.logs().join('\n')}`,
+    ).toEqual(['released', 'released']);
     expect(await engineProcesses(b, id)).toEqual([]);
     expect(liveProcessGroups([...a.enginePids(), ...b.enginePids()])).toEqual([]);
     await api.json('POST', `/v1/proofs/${id}/cancel`, {});
