@@ -2,7 +2,7 @@
 // throughput of the hot API routes on the local runtime (wrangler dev: workerd with
 // local D1 and R2), next to GET /healthz, a route that touches neither auth nor D1,
 // as the floor, and routes that make only the platform's calls the others are built on
-// (one D1 statement, the two rate-limit calls, one R2 put of the upload's bytes or of a
+// (none at all, one D1 statement, the two rate-limit calls, one R2 put of the upload's bytes or of a
 // proof's input, one queue send; test/bench/workers/platform.ts). What a route costs
 // above the floor is its work; what it costs above the platform calls it must make is
 // the service's own: each route's workerd CPU per request (/proc, so a busy machine does
@@ -69,7 +69,7 @@ const log = (msg: string) => process.stderr.write(`bench:api: ${msg}\n`);
 const BENCH_ORG_LIMITS = { maxActiveJobs: 10_000_000, maxGpus: 10_000_000 };
 
 /** The platform's calls a route is made of, each measured alone by a platform row (its `call`). */
-type PlatformCall = 'd1' | 'rateLimits' | 'r2Small' | 'r2Body' | 'queue';
+type PlatformCall = 'request' | 'd1' | 'rateLimits' | 'r2Small' | 'r2Body' | 'queue';
 
 interface Route {
   label: string;
@@ -180,21 +180,24 @@ function summary(route: Route, s: Samples): Result {
 /**
  * A route's cost against the platform's: workerd's CPU per request (the Worker and the
  * local D1, R2 and queues it hosts; another process's load does not count), over what
- * its platform calls cost measured alone: the floor's plus, per call, its platform row's
- * CPU above the floor. 1.00× is a route that does nothing but the calls it must make;
- * the rest is the service's own work.
+ * its platform calls cost measured alone: the request's own (the platform row that
+ * answers and calls nothing), plus, per call, its platform row's CPU above the request's.
+ * Not above GET /healthz's: that is a route of the service, whose middleware and 'open'
+ * rate-limit call would be subtracted from every call, undercounting the platform.
+ * 1.00× is a route that does nothing but the calls it must make; the rest is the
+ * service's own work.
  */
 function platformRatio(results: Result[], r: Result): string {
   if (!r.calls) return '';
-  const ms = (x: Result) => x.cpu;
-  const floor = ms(results[0]);
-  let platform = floor;
+  const request = results.find((x) => x.call === 'request');
+  if (!request) return '?';
+  let platform = request.cpu;
   for (const [call, n] of Object.entries(r.calls) as [PlatformCall, number][]) {
     const row = results.find((x) => x.call === call);
     if (!row) return '?';
-    platform += n * (ms(row) - floor);
+    platform += n * (row.cpu - request.cpu);
   }
-  return (ms(r) / platform).toFixed(2) + '×';
+  return (r.cpu / platform).toFixed(2) + '×';
 }
 
 const callsText = (calls: Result['calls']) =>
@@ -203,6 +206,7 @@ const callsText = (calls: Result['calls']) =>
     .join(' + ');
 
 const CALL_NAMES: Record<PlatformCall, string> = {
+  request: 'the request',
   d1: 'D1',
   rateLimits: 'rate limits',
   r2Small: 'R2 put',
@@ -233,7 +237,8 @@ function platformLegend(results: Result[]): string {
   return [
     "CPU ms/req: workerd's CPU per request (utime + stime of the tree's workerd processes: the Worker and the local",
     "D1, R2 and queues it hosts; its work after the answers too). × platform: a route's CPU per request over that of",
-    "the platform calls it must make, each measured alone (a platform row's CPU above the floor's, plus the floor's):",
+    "the platform calls it must make, each measured alone (a platform row's CPU above that of the request alone, plus",
+    "the request alone's):",
     ...results.filter((r) => r.calls).map((r) => `  ${r.label}: ${callsText(r.calls)}`),
   ].join('\n');
 }
@@ -383,6 +388,7 @@ async function serve(name: string, root: string, dir: string, started: ChildProc
       calls: { rateLimits: 1, d1: 2, r2Body: 1, r2Small: 1, queue: 1 },
     },
     // What the platform alone costs (test/bench/workers/platform.ts): the calls the routes above are made of.
+    { label: 'platform: the request alone', path: '/__bench/platform/nothing', init: () => ({}), ok: [200], call: 'request' },
     { label: 'platform: one D1 statement', path: '/__bench/platform/d1', init: () => ({}), ok: [200], call: 'd1' },
     { label: 'platform: two rate-limit calls', path: '/__bench/platform/rate-limit', init: () => ({}), ok: [200], call: 'rateLimits' },
     {

@@ -1,10 +1,11 @@
 // A bench-only Worker entry: the service's own Worker (src/index.ts), unchanged, plus
-// three routes that make only the binding calls the API's routes are built on, with
+// routes that make only the binding calls the API's routes are built on, with
 // none of the service's code around them: what the local platform alone costs, next to
 // which `npm run bench:api` reads its routes (test/bench/BENCH-API.md "The platform's
 // share"). Benches run it with `wrangler dev test/bench/workers/platform.ts`; it is
 // never deployed.
 //
+//   GET  /__bench/platform/nothing     no call: what a request alone costs (the base of the others)
 //   GET  /__bench/platform/d1          one D1 statement (`SELECT 1`): a D1 round trip
 //   GET  /__bench/platform/rate-limit  the two Rate Limiting calls every /v1 request makes
 //                                      (its API key's, then its organization's)
@@ -16,6 +17,8 @@ import type { Env } from '../../../src/env.ts';
 
 async function platform(request: Request, env: Env, route: string): Promise<Response> {
   switch (route) {
+    case 'nothing':
+      return Response.json({ ok: true });
     case 'd1':
       return Response.json(await env.DB.prepare('SELECT 1 AS one').first());
     case 'rate-limit': {
