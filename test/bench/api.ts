@@ -243,9 +243,21 @@ function platformLegend(results: Result[]): string {
   ].join('\n');
 }
 
-/** The two trees side by side: each route's p50 and its ratio to the same tree's floor, and its CPU over its platform calls'. */
+/**
+ * The platform rows of two trees, pooled: the same bench-only entry serves them on both
+ * (checkout() copies it), so they are one measurement taken twice, and each tree's
+ * × platform is read against their mean. Read against its own tree's rows, a route's
+ * ratio moved with those rows' noise (a D1 row 6 % apart between the trees moved a GET's
+ * ratio by 0.05), not with anything the route does.
+ */
+function pooledPlatform(a: Result[], b: Result[]): Result[] {
+  return a.map((r, i) => (r.call ? { ...r, cpu: (r.cpu + b[i].cpu) / 2 } : r));
+}
+
+/** The two trees side by side: each route's p50 and its ratio to the same tree's floor, its CPU, and its CPU over its platform calls' (pooled). */
 function comparison(names: [string, string], [a, b]: [Result[], Result[]]): string {
   const ratio = (rs: Result[], i: number) => (rs[i].p50 / rs[0].p50).toFixed(2) + '×';
+  const platform = pooledPlatform(a, b);
   return layout([
     [
       'route',
@@ -253,6 +265,8 @@ function comparison(names: [string, string], [a, b]: [Result[], Result[]]): stri
       `p50 ms ${names[1]}`,
       `p50 / floor ${names[0]}`,
       `p50 / floor ${names[1]}`,
+      `CPU ms/req ${names[0]}`,
+      `CPU ms/req ${names[1]}`,
       `× platform ${names[0]}`,
       `× platform ${names[1]}`,
     ],
@@ -262,8 +276,10 @@ function comparison(names: [string, string], [a, b]: [Result[], Result[]]): stri
       b[i].p50.toFixed(2),
       ratio(a, i),
       ratio(b, i),
-      platformRatio(a, r),
-      platformRatio(b, b[i]),
+      r.cpu.toFixed(2),
+      b[i].cpu.toFixed(2),
+      platformRatio(platform, r),
+      platformRatio(platform, b[i]),
     ]),
   ]);
 }
@@ -509,7 +525,9 @@ async function main(): Promise<void> {
     console.log(platformLegend(results[0]) + '\n');
     if (trees.length > 1) {
       const head = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-      console.log(`Each route's p50 over the floor's (GET /healthz) on the same tree, measured in turn:\n`);
+      console.log(
+        `Each route's p50 over the floor's (GET /healthz) on the same tree, measured in turn; its CPU, and × platform against the two trees' platform rows pooled:\n`,
+      );
       console.log(
         comparison(
           [
