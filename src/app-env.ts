@@ -16,6 +16,14 @@ export interface Caller {
   keyHash: string;
 }
 
+/**
+ * What a function needs of a request's context to read its variables, whatever its app:
+ * `c.get(name)`. Never `c.var`, which copies them all at each read (eslint.config.js).
+ */
+export interface VariablesOf<V> {
+  get<K extends keyof V>(key: K): V[K];
+}
+
 export interface AppEnv {
   Bindings: Env;
   Variables: {

@@ -44,6 +44,7 @@ import { normalizeConfigId, unsafeNameCharacter } from '../lib/schemas.ts';
 import { MAX_AGENT_GPUS, MAX_AGENT_LEASES, MAX_MACHINE_TYPE_LENGTH } from '../lib/limits.ts';
 import { ENGINE_NAMES, engineTraits } from 'prover-agent/protocol';
 import { ulid } from 'ulid';
+import { utf8Bytes } from '../lib/bytes.ts';
 
 export interface AdminStep {
   /** SQL to run, in order, in one `wrangler d1 execute`. */
@@ -481,8 +482,7 @@ export const DEV_ENGINE_OPENVM_TOML = `# The VM the dev engine executes (RV32IM,
 export const MAX_OPENVM_TOML_BYTES = 64 * 1024;
 
 function checkOpenvmToml(text: string): void {
-  if (new TextEncoder().encode(text).length > MAX_OPENVM_TOML_BYTES)
-    throw new Error(`openvm.toml is larger than ${MAX_OPENVM_TOML_BYTES} bytes`);
+  if (utf8Bytes(text).length > MAX_OPENVM_TOML_BYTES) throw new Error(`openvm.toml is larger than ${MAX_OPENVM_TOML_BYTES} bytes`);
   if (text.includes('\0')) throw new Error('openvm.toml is not text');
 }
 

@@ -23,6 +23,7 @@ import {
   type ProofType,
 } from 'prover-agent/protocol';
 import type { configs } from '../db/schema.ts';
+import { utf8Bytes } from '../lib/bytes.ts';
 
 /** Largest dev proof file read here: an envelope is a few hundred bytes per child; anything bigger is not one. */
 export const MAX_DEV_PROOF_BYTES = 1024 * 1024;
@@ -38,7 +39,7 @@ async function hmac(secret: string, msg: Uint8Array): Promise<Uint8Array> {
   if (hmacKey?.secret !== secret)
     hmacKey = {
       secret,
-      key: crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']),
+      key: crypto.subtle.importKey('raw', utf8Bytes(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']),
     };
   return new Uint8Array(await crypto.subtle.sign('HMAC', await hmacKey.key, msg));
 }

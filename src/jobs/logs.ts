@@ -40,6 +40,7 @@ import { inLine, recordFailures, settleFailures } from './sweep-items.ts';
 import { artifactKey } from '../lib/artifacts.ts';
 import type { LogChunk } from 'prover-agent/protocol';
 import type { TenantLimits } from './settings.ts';
+import { utf8Bytes, utf8Text } from '../lib/bytes.ts';
 
 export type AppendResult =
   | { kind: 'appended' | 'duplicate' }
@@ -147,11 +148,11 @@ export async function stageLogChunk(
   if (chunk.seq < job.seq) return none({ kind: 'duplicate' });
   if (chunk.seq > job.seq || chunk.offset !== job.bytes)
     return none({ kind: 'out-of-order', expectedSeq: job.seq, expectedOffset: job.bytes });
-  const bytes = new TextEncoder().encode(source === 'host' ? hostText(chunk.text) : chunk.text);
+  const bytes = utf8Bytes(source === 'host' ? hostText(chunk.text) : chunk.text);
   const put = (b: Uint8Array, s: Source) =>
     bucket.put(artifactKey.jobLogChunk(jobId, chunk.seq, s), b, { httpMetadata: { contentType: 'text/plain; charset=utf-8' } });
   if (job.seq >= caps.LOG_MAX_CHUNKS || job.bytes + bytes.byteLength > caps.LOG_MAX_BYTES) {
-    const marker = new TextEncoder().encode(
+    const marker = utf8Bytes(
       serviceLine(
         `log truncated: it reached its cap (${caps.LOG_MAX_BYTES} bytes, ${caps.LOG_MAX_CHUNKS} chunks); later output was refused`,
       ),
@@ -191,7 +192,7 @@ export async function stageWholeLog(
 ) {
   if (job.seq !== 0 || job.bytes !== 0 || job.truncated) return null;
   if (chunk && (chunk.seq !== 0 || chunk.offset !== 0)) return null;
-  const bytes = chunk ? new TextEncoder().encode(hostText(chunk.text)) : new Uint8Array(0);
+  const bytes = chunk ? utf8Bytes(hostText(chunk.text)) : new Uint8Array(0);
   if (bytes.byteLength > caps.LOG_MAX_BYTES || caps.LOG_MAX_CHUNKS < 1) return null;
   if (bytes.byteLength > 0)
     await bucket.put(artifactKey.jobLogCompacted(jobId), bytes, {
@@ -365,7 +366,7 @@ export async function jobLogFrom(
       })
     : { rows: [], job: [] };
   const { bytes, next } = await readLogPage(bucket, jobId, rows, offset, maxBytes, logBytes, job[0]?.store);
-  return { text: new TextDecoder().decode(bytes), next };
+  return { text: utf8Text(bytes), next };
 }
 
 /** The end of the longest prefix of `bytes` that does not cut a UTF-8 character. */

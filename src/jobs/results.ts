@@ -33,6 +33,7 @@ import { sha256Hex, toHex } from '../lib/crypto.ts';
 import { newUploadId } from '../lib/ids.ts';
 import type { CallBudget } from '../lib/metered.ts';
 import { idList, inLine, recordFailures, settleFailures } from './sweep-items.ts';
+import { utf8Bytes } from '../lib/bytes.ts';
 
 /** An upload's body must arrive within this long from its start, or it is cut off (and never stored). */
 export const RESULT_UPLOAD_MAX_MS = 60 * 60_000;
@@ -180,7 +181,7 @@ export async function storeText(
   text: string,
   now = Date.now(),
 ): Promise<StoredResult> {
-  const bytes = new TextEncoder().encode(text);
+  const bytes = utf8Bytes(text);
   const sha256 = await sha256Hex(bytes);
   const { row, key } = newUpload(lease, name, now, { size: bytes.byteLength, sha256 });
   await db.insert(resultUploads).values(row);
@@ -277,7 +278,7 @@ export class AttemptResults {
   /** Result `name` of this attempt: its text when sent inline, else its stored upload; null when neither. */
   async get(name: ResultName): Promise<{ size: number; text: string } | { size: number; upload: StoredResult } | null> {
     const text = this.inline[name];
-    if (text !== undefined) return { size: new TextEncoder().encode(text).byteLength, text };
+    if (text !== undefined) return { size: utf8Bytes(text).byteLength, text };
     this.uploads ??= storedUploads(this.db, this.lease);
     const upload = (await this.uploads).get(name);
     return upload ? { size: upload.size, upload } : null;
@@ -317,7 +318,7 @@ export class AttemptResults {
     const row = this.reserved.get(name);
     if (!row) return storeText(this.db, this.bucket, this.lease, name, text);
     this.reserved.delete(name);
-    const bytes = new TextEncoder().encode(text);
+    const bytes = utf8Bytes(text);
     const sha256 = await sha256Hex(bytes);
     const key = keyOf(row);
     await this.bucket.put(key, bytes, { httpMetadata: { contentType: 'application/json' }, sha256 });

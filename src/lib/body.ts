@@ -5,6 +5,7 @@ import { ApiError, ValidationError } from './errors.ts';
 import { parseJsonText } from './input.ts';
 import { readBytesCapped, tooLarge } from './multipart.ts';
 import { checkProofInputBytes } from './input-scan.ts';
+import { utf8Text } from './bytes.ts';
 
 /**
  * Whether FastAPI reads this body as JSON. Its request handler (fastapi/routing.py,
@@ -36,7 +37,7 @@ async function readJsonText(req: Request, maxBytes: number, loc: (string | numbe
 /** readJsonText() of bytes already read. */
 function jsonText(req: Request, bytes: Uint8Array, loc: (string | number)[]): { text: string; value: unknown } {
   checkJsonBytes(req, bytes, loc);
-  const text = new TextDecoder().decode(bytes);
+  const text = utf8Text(bytes);
   return { text, value: parseJsonText(text, loc) };
 }
 

@@ -2,6 +2,20 @@
 // multipart reader, the idempotency fingerprint): Uint8Array has neither. Every scan
 // here is linear in the bytes scanned, whatever the needle (issue 21).
 
+/**
+ * UTF-8 both ways, with one encoder and one decoder for the isolate: a whole input is
+ * encoded or decoded with no state kept between calls, and making either is a native
+ * object each time (a registration made three decoders, its parts' headers and its
+ * fields). A decoder that streams (`{ stream: true }`) keeps state: it needs its own.
+ */
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+// workers-types say encode() answers a view of any buffer; it is always a new ArrayBuffer (the
+// Encoding standard), which is what crypto.subtle asks for.
+export const utf8Bytes = (text: string): Uint8Array<ArrayBuffer> => encoder.encode(text) as Uint8Array<ArrayBuffer>;
+/** Malformed sequences become U+FFFD, as a default TextDecoder's do. */
+export const utf8Text = (bytes: ArrayBuffer | ArrayBufferView): string => decoder.decode(bytes);
+
 /** `a` followed by `b` (`b` itself when `a` is empty: no copy). */
 export function concatBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
   if (a.length === 0) return b;
@@ -21,6 +35,47 @@ export function indexOfBytes(hay: Uint8Array, needle: Uint8Array, from: number):
     if (j === needle.length) return i;
   }
   return -1;
+}
+
+/**
+ * Finds a multipart body's delimiter (CRLF, "--", its boundary) in its chunks, stepping
+ * over most bytes unread: Horspool's table says how far the window may move from its
+ * last byte. indexOfBytes stops at each CR instead, one call into the runtime per CR: a
+ * 1 MiB ELF holds ~4,000 of them, about 0.6 ms of a registration's CPU, against ~0.1 ms
+ * here (`npm run bench:api`). Linear in the bytes scanned, whatever the body: a window is
+ * compared only when it starts with the needle's first byte, which the needle holds
+ * nowhere else (a boundary holds no CR), so a compare ends by the next such byte of the
+ * body, and no two compares overlap. At worst (a body of the bytes that end the needle)
+ * the window moves one byte at a time.
+ */
+export class DelimiterSearch {
+  private readonly needle: Uint8Array;
+  /** How far the window moves when its last byte is `b`: from b's last place in the needle (its own end left out) to that end. */
+  private readonly skip = new Uint32Array(256);
+
+  constructor(needle: Uint8Array) {
+    if (needle.length === 0 || needle.indexOf(needle[0], 1) !== -1)
+      throw new Error('DelimiterSearch: the needle must hold its first byte once, and nowhere else');
+    this.needle = needle;
+    const m = needle.length;
+    this.skip.fill(m);
+    for (let i = 0; i < m - 1; i++) this.skip[needle[i]] = m - 1 - i;
+  }
+
+  /** Where the needle first occurs in `hay` at or after `from`, or -1. */
+  indexIn(hay: Uint8Array, from = 0): number {
+    const { needle, skip } = this;
+    const m = needle.length;
+    const first = needle[0];
+    for (let end = from + m - 1; end < hay.length; end += skip[hay[end]]) {
+      const start = end - m + 1;
+      if (hay[start] !== first) continue;
+      let j = 1;
+      while (j < m && hay[start + j] === needle[j]) j++;
+      if (j === m) return start;
+    }
+    return -1;
+  }
 }
 
 /**

@@ -1,6 +1,8 @@
+import { utf8Bytes } from './bytes.ts';
+
 /** The two hex digits of each byte value, and their ASCII codes (the lookup tables of toHex and hexAscii). */
 const HEX_PAIRS = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
-const HEX_DIGITS = new TextEncoder().encode('0123456789abcdef');
+const HEX_DIGITS = utf8Bytes('0123456789abcdef');
 /** Bytes per slice of toHex: each slice is one join of short strings, never a long chain of concatenations. */
 const HEX_SLICE = 16 * 1024;
 
@@ -34,7 +36,7 @@ export function hexAscii(bytes: Uint8Array): Uint8Array {
 }
 
 export async function sha256Hex(text: string | Uint8Array): Promise<string> {
-  const data = (typeof text === 'string' ? new TextEncoder().encode(text) : text) as Uint8Array<ArrayBuffer>;
+  const data = (typeof text === 'string' ? utf8Bytes(text) : text) as Uint8Array<ArrayBuffer>;
   return toHex(await crypto.subtle.digest('SHA-256', data));
 }
 
@@ -63,6 +65,6 @@ export function signingSecret(value: string | undefined, name: string, where: st
 
 /** HMAC-SHA-256 of `message` under `secret`, as lower-case hex. */
 export async function hmacSha256Hex(secret: string, message: string): Promise<string> {
-  const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  return toHex(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(message)));
+  const key = await crypto.subtle.importKey('raw', utf8Bytes(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  return toHex(await crypto.subtle.sign('HMAC', key, utf8Bytes(message)));
 }

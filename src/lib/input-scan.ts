@@ -13,7 +13,7 @@
 // (list_type), then every bad entry at its index (string_type, value_error). As with
 // JSON.parse, a repeated key's last value counts. Escapes in strings are decoded.
 // However the bytes are split into chunks, the answer is the same.
-import { concatBytes } from './bytes.ts';
+import { concatBytes, utf8Bytes } from './bytes.ts';
 import { IssueList, ValidationError } from './errors.ts';
 import { inputEntryProblem, type EntrySummary } from 'prover-agent/protocol';
 
@@ -29,7 +29,7 @@ const SIMPLE_ESCAPES = new Map([
   [0x72, 13],
   [0x74, 9],
 ]);
-const LITERALS = ['true', 'false', 'null'].map((w) => new TextEncoder().encode(w));
+const LITERALS = ['true', 'false', 'null'].map((w) => utf8Bytes(w));
 const isDigit = (b: number | undefined) => b !== undefined && b >= 0x30 && b <= 0x39;
 const isHexCode = (c: number) => (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
 

@@ -4,7 +4,7 @@
 // multipart libraries we looked at buffer each part, which is the same problem for a
 // single large VMEXE part.)
 import { ApiError, ValidationError, type ValidationIssue } from './errors.ts';
-import { concatBytes, indexOfBytes } from './bytes.ts';
+import { concatBytes, DelimiterSearch, indexOfBytes, utf8Text } from './bytes.ts';
 import { MAX_FILENAME_LENGTH, ONE_READ_BYTES, UNSAFE_NAME_CHARACTER } from './limits.ts';
 
 export interface PartInfo {
@@ -56,6 +56,10 @@ export async function parseMultipart(
   // Every boundary after the first is preceded by CRLF; prefixing the body with CRLF
   // makes the first one look the same.
   const delimiter = enc.encode(`\r\n--${boundary}`);
+  // A boundary holds no CR or LF (RFC 2046 5.1.1: its characters are bchars); a header
+  // value holds neither anyway. Which is what the delimiter's search needs.
+  if (/[\r\n]/.test(boundary)) throw new ApiError(400, 'Malformed multipart body: the boundary holds a line break');
+  const delimiterSearch = new DelimiterSearch(delimiter);
   const maxHeaderBytes = limits.maxHeaderBytes ?? 16 * 1024;
   const maxParts = limits.maxParts ?? 64;
   let buf: Uint8Array = CRLF;
@@ -69,7 +73,7 @@ export async function parseMultipart(
   const step = async (final: boolean): Promise<boolean> => {
     switch (state) {
       case 'preamble': {
-        const i = indexOfBytes(buf, delimiter, 0);
+        const i = delimiterSearch.indexIn(buf);
         if (i < 0) {
           buf = buf.subarray(Math.max(0, buf.length - delimiter.length + 1));
           return false;
@@ -104,7 +108,7 @@ export async function parseMultipart(
         // Without the end marker in `buf`, it can start no earlier than 3 bytes from the end.
         if ((i < 0 ? buf.length - 3 : i) > maxHeaderBytes) throw malformed('part headers too long');
         if (i < 0) return false;
-        const info = parsePartHeaders(new TextDecoder().decode(buf.subarray(0, i)));
+        const info = parsePartHeaders(utf8Text(buf.subarray(0, i)));
         if (!info) throw malformed('part without a form-data Content-Disposition name');
         if (++parts > maxParts) throw new ApiError(413, `Too many multipart parts: the limit is ${maxParts}`);
         buf = buf.subarray(i + HEADER_END.length);
@@ -113,7 +117,7 @@ export async function parseMultipart(
         return true;
       }
       case 'body': {
-        const i = indexOfBytes(buf, delimiter, 0);
+        const i = delimiterSearch.indexIn(buf);
         if (i >= 0) {
           // Views, not copies: `buf` is never written to, so a sink may keep what it is handed.
           if (i > 0) await sink!.write(buf.subarray(0, i));
@@ -379,7 +383,7 @@ export class MemorySink implements PartSink {
     return out;
   }
   text(): string {
-    return new TextDecoder().decode(this.bytes());
+    return utf8Text(this.bytes());
   }
   /** bytes(), letting go of the chunks: the part is held once, not twice. */
   take(): Uint8Array {
@@ -407,5 +411,5 @@ export async function readBytesCapped(req: Request, cap: number): Promise<Uint8A
 
 /** readBytesCapped, as UTF-8 text (malformed sequences replaced). */
 export async function readTextCapped(req: Request, cap: number): Promise<string> {
-  return new TextDecoder().decode(await readBytesCapped(req, cap));
+  return utf8Text(await readBytesCapped(req, cap));
 }

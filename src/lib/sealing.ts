@@ -6,6 +6,7 @@
 // of the D1 database alone does not let anyone sign as this service.
 import { toBase64 } from './crypto.ts';
 import { ApiError } from './errors.ts';
+import { utf8Bytes, utf8Text } from './bytes.ts';
 
 /** Stored form: v1.<base64 iv>.<base64 ciphertext and tag>. */
 const FORMAT = 'v1';
@@ -28,10 +29,10 @@ function encryptionKey(secret: string | undefined): Promise<CryptoKey> {
   let key = keys.get(secret);
   if (!key) {
     key = crypto.subtle
-      .importKey('raw', new TextEncoder().encode(secret), 'HKDF', false, ['deriveKey'])
+      .importKey('raw', utf8Bytes(secret), 'HKDF', false, ['deriveKey'])
       .then((material) =>
         crypto.subtle.deriveKey(
-          { name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(0), info: new TextEncoder().encode('zk-proving webhook secrets v1') },
+          { name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(0), info: utf8Bytes('zk-proving webhook secrets v1') },
           material,
           { name: 'AES-GCM', length: 256 },
           false,
@@ -47,11 +48,7 @@ function encryptionKey(secret: string | undefined): Promise<CryptoKey> {
 export async function sealSecret(encryptionSecret: string | undefined, endpointId: string, secret: string): Promise<string> {
   const key = await encryptionKey(encryptionSecret);
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const sealed = await crypto.subtle.encrypt(
-    { name: 'AES-GCM', iv, additionalData: new TextEncoder().encode(endpointId) },
-    key,
-    new TextEncoder().encode(secret),
-  );
+  const sealed = await crypto.subtle.encrypt({ name: 'AES-GCM', iv, additionalData: utf8Bytes(endpointId) }, key, utf8Bytes(secret));
   return `${FORMAT}.${toBase64(iv)}.${toBase64(new Uint8Array(sealed))}`;
 }
 
@@ -60,10 +57,6 @@ export async function openSecret(encryptionSecret: string | undefined, endpointI
   const [format, iv, sealed] = stored.split('.');
   if (format !== FORMAT || !iv || !sealed) throw new Error(`webhook secret of ${endpointId} is not in the ${FORMAT} format`);
   const key = await encryptionKey(encryptionSecret);
-  const plain = await crypto.subtle.decrypt(
-    { name: 'AES-GCM', iv: unb64(iv), additionalData: new TextEncoder().encode(endpointId) },
-    key,
-    unb64(sealed),
-  );
-  return new TextDecoder().decode(plain);
+  const plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv: unb64(iv), additionalData: utf8Bytes(endpointId) }, key, unb64(sealed));
+  return utf8Text(plain);
 }

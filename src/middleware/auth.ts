@@ -38,13 +38,19 @@ export const DEFAULT_API_KEY_HEADERS = [API_KEY_HEADER, 'Axiom-API-Key'] as cons
 /** `last_used_at` is written at most this often per key, after the response. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
+/** The last API_KEY_HEADERS value read, and the headers it names: it is read at every /v1 request, and changes only with a deploy. */
+let keyHeaders: { from: string | undefined; headers: readonly string[] } | undefined;
+
 /** The accepted API key headers of this deployment. */
-export function apiKeyHeaders(env: Pick<AppEnv['Bindings'], 'API_KEY_HEADERS'>): string[] {
-  const configured = (env.API_KEY_HEADERS ?? '')
-    .split(',')
-    .map((h) => h.trim())
-    .filter(Boolean);
-  return configured.length ? configured : [...DEFAULT_API_KEY_HEADERS];
+export function apiKeyHeaders(env: Pick<AppEnv['Bindings'], 'API_KEY_HEADERS'>): readonly string[] {
+  if (!keyHeaders || keyHeaders.from !== env.API_KEY_HEADERS) {
+    const configured = (env.API_KEY_HEADERS ?? '')
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean);
+    keyHeaders = { from: env.API_KEY_HEADERS, headers: configured.length ? configured : [...DEFAULT_API_KEY_HEADERS] };
+  }
+  return keyHeaders.headers;
 }
 
 /** Takes the key from the request (401 when there is none); checking it is the first read's job. */
@@ -77,7 +83,7 @@ export function gateBodyOnKey(c: Context<AppEnv>): void {
     {
       pull: async (controller) => {
         if (!reader) {
-          if (!c.var.caller) {
+          if (!c.get('caller')) {
             try {
               // The key alone: an Idempotency-Key is still claimed by the route's first
               // batch, after the body (whose fingerprint a replay compares) was read.
@@ -142,11 +148,22 @@ export const keyCreatedBy = sql<string>`(${col(apiKeys.owner)} || coalesce(' (ke
 /** Who the audit log names for a change made with a key: its owner, with the key's prefix and name beside it. */
 export const keyAuditActor = sql<string>`(${col(apiKeys.owner)} || ' (API key ' || coalesce(${col(apiKeys.prefix)} || '…', ${col(apiKeys.id)}) || coalesce(' "' || ${col(apiKeys.name)} || '"', '') || ')')`;
 
-/** The api_keys row of a live key: not revoked, its creator (if any) still a member. */
-const liveKey = (hash: string) => sql`${apiKeys.key_hash} = ${hash} AND ${apiKeys.revoked_at} IS NULL AND ${keyRights} IS NOT NULL`;
-
-/** SQL true when the key's rights allow `action`. */
-const keyAllows = (action: Action) => sql`${keyRights} >= ${rankOf(PERMISSIONS[action].least)}`;
+/**
+ * Per action, what the api_keys row of a key that may take it satisfies besides its hash:
+ * live (not revoked, its creator, if any, still a member) and rights enough. Built once
+ * per action and isolate: keyRights is a large tree of SQL, and orgOfKey() is asked at
+ * every /v1 request.
+ */
+const keyMayTake = new Map<Action, SQL>();
+const mayTake = (action: Action): SQL => {
+  let condition = keyMayTake.get(action);
+  if (!condition) {
+    // A dead key's rights are null, and `null >= n` is not true: no `IS NOT NULL` (a second copy of keyRights) is needed.
+    condition = sql`${apiKeys.revoked_at} IS NULL AND ${keyRights} >= ${rankOf(PERMISSIONS[action].least)}`;
+    keyMayTake.set(action, condition);
+  }
+  return condition;
+};
 
 /**
  * The key's row, live or not, with what it may do: the statement every first read of a
@@ -179,12 +196,12 @@ const preparedKeyLookup = prepared((db, p: Placeholders<{ hash: string }>) => ke
  * landing in between leaves them nothing to write.
  */
 export function orgOfKey(hash: string, action: Action): SQL<string> {
-  return sql<string>`(SELECT ${apiKeys.org_id} FROM ${apiKeys} WHERE ${liveKey(hash)} AND ${keyAllows(action)})`;
+  return sql<string>`(SELECT ${apiKeys.org_id} FROM ${apiKeys} WHERE ${apiKeys.key_hash} = ${hash} AND ${mayTake(action)})`;
 }
 
 /** The action the route declared (its door); a route that declares none is refused, never served. */
 export function declaredAction(c: Context<AppEnv>): Action {
-  const action = c.var.action;
+  const action = c.get('action');
   if (!action) throw new Error(`${c.req.method} ${c.req.path} declares no action (door.apiKey())`);
   return action;
 }
@@ -234,11 +251,12 @@ function refused(row: KeyRow, action: Action): ApiError {
 function accept(c: Context<AppEnv>, row: KeyRow): Caller {
   const action = declaredAction(c);
   if (!allows(row, action)) throw refused(row, action);
-  const caller: Caller = { orgId: row.org_id, owner: row.owner, keyId: row.key_id, keyHash: c.var.apiKeyHash };
+  const caller: Caller = { orgId: row.org_id, owner: row.owner, keyId: row.key_id, keyHash: c.get('apiKeyHash') };
   c.set('caller', caller);
   const now = Date.now();
   if (!row.last_used_at || Date.parse(row.last_used_at) < now - LAST_USED_RESOLUTION_MS) {
-    const touch = c.var.db
+    const touch = c
+      .get('db')
       .update(apiKeys)
       .set({ last_used_at: new Date(now).toISOString() })
       .where(
@@ -265,42 +283,46 @@ function accept(c: Context<AppEnv>, row: KeyRow): Caller {
  * a dead key, whatever the statements did: a write must itself be scoped to orgOfKey(). `fresh(results)` says whether what a
  * replica answered may stand; when it says no (say, the record asked for is missing),
  * the batch is repeated on the primary, whose answer is final. The route's statements
- * are a record (src/db/batch.ts), answered by the same names.
+ * are a record (src/db/batch.ts), answered by the same names. `build` is told whether
+ * its attempt is the final one (on the primary, or a claiming batch, whose answers no
+ * retry follows): a statement that only explains a missing record (where an archived
+ * run went) waits for it, and a found record's batch goes without.
  */
 export async function asCaller<T extends Steps>(
   c: Context<AppEnv>,
-  build: (org: SQL<string>) => T,
+  build: (org: SQL<string>, attempt: { final: boolean }) => T,
   fresh: (results: BatchResults<T>) => boolean = () => true,
   { claim = true }: { claim?: boolean } = {},
 ): Promise<BatchResults<T>> {
-  const hash = c.var.apiKeyHash;
-  const sessions = c.var.sessions;
+  const hash = c.get('apiKeyHash');
+  const sessions = c.get('sessions');
   // A request with an Idempotency-Key claims it in its first batch, before the route's
   // statements (src/middleware/idempotency/): the batch then writes, so it runs on
   // the primary, and all of it stands only if the claim is this request's.
-  const idem = c.var.idempotency;
+  const idem = c.get('idempotency');
   const claiming = claim && idem?.state === 'pending';
   const action = declaredAction(c);
   const org = orgOfKey(hash, action);
-  const run = async (db: Db) => {
+  const run = async (db: Db, final: boolean) => {
     // The caller's own statements first; the route's, a part of the batch, after them.
     const { key, route } = await batchByName(db, {
       key: preparedKeyLookup(db, { hash }),
       claim: claiming ? [claimKey(db, org, idem.claim), requireClaim(db, org, idem.claim)] : undefined,
-      route: build(org),
+      route: build(org, { final }),
     });
     return { key: key[0], results: route as BatchResults<T> };
   };
   let answer: Awaited<ReturnType<typeof run>>;
   try {
-    answer = await run(sessions.db);
+    // No retry follows a claiming batch, nor one in a request already on the primary (below).
+    answer = await run(sessions.db, claiming || !sessions.mayBeBehind);
   } catch (err) {
     if (claiming && isLostClaim(err)) throw await keyNotClaimed(c);
     // A bookmark D1 cannot serve (too old, or from elsewhere): a fresh session on the primary.
     if (!(sessions.fromBookmark && isBookmarkError(err))) throw err;
     console.error(JSON.stringify({ level: 'warn', msg: 'bookmark not served; reading from the primary', error: String(err) }));
     try {
-      answer = await run(sessions.primary());
+      answer = await run(sessions.primary(), true);
     } catch (retryErr) {
       if (claiming && isLostClaim(retryErr)) throw await keyNotClaimed(c);
       throw retryErr;
@@ -309,13 +331,13 @@ export async function asCaller<T extends Steps>(
   // A claiming batch ran on the primary: its refusals are final already. A key a
   // replica says may not take the action is asked again too (a promotion a moment ago).
   if ((!isLive(answer.key) || !allows(answer.key, action) || !fresh(answer.results)) && sessions.mayBeBehind && !claiming)
-    answer = await run(sessions.primary());
+    answer = await run(sessions.primary(), true);
   if (!isLive(answer.key)) throw deadKey(answer.key);
   accept(c, answer.key);
   // The organization is known now: its rate-limit budget counts this request (no D1 read of its own).
   await limitOrganization(c, answer.key.org_id);
   if (claiming) idem.state = 'claimed';
-  c.var.openBody?.();
+  c.get('openBody')?.();
   return answer.results;
 }
 
@@ -325,9 +347,9 @@ export async function asCaller<T extends Steps>(
  * request: the route stops and the idempotency middleware answers.
  */
 async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
-  const db = c.var.sessions.primary();
-  const idem = c.var.idempotency!;
-  const hash = c.var.apiKeyHash;
+  const db = c.get('sessions').primary();
+  const idem = c.get('idempotency')!;
+  const hash = c.get('apiKeyHash');
   const { keys, held } = await batchByName(db, {
     keys: preparedKeyLookup(db, { hash }),
     held: keyRow(db, orgOfKey(hash, declaredAction(c)), idem.claim.key),
@@ -345,7 +367,7 @@ async function keyNotClaimed(c: Context<AppEnv>): Promise<ApiError> {
  * key, 403 when its rights no longer allow the route's action; null when neither.
  */
 export async function keyRefusal(c: Context<AppEnv>): Promise<ApiError | null> {
-  const [row] = await keyLookup(c.var.sessions.primary(), c.var.apiKeyHash);
+  const [row] = await keyLookup(c.get('sessions').primary(), c.get('apiKeyHash'));
   if (!isLive(row)) return deadKey(row);
   const action = declaredAction(c);
   return allows(row, action) ? null : refused(row, action);
@@ -353,7 +375,7 @@ export async function keyRefusal(c: Context<AppEnv>): Promise<ApiError | null> {
 
 /** The caller, checking the key now if no read has yet (routes whose first statement is a write or has none). */
 export async function authenticate(c: Context<AppEnv>): Promise<Caller> {
-  if (c.var.caller) return c.var.caller;
+  if (c.get('caller')) return c.get('caller');
   await asCaller(c, () => ({}));
-  return c.var.caller;
+  return c.get('caller');
 }

@@ -10,7 +10,7 @@ import { and, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { sign, verify } from 'hono/jwt';
-import type { AppEnv } from '../app-env.ts';
+import type { AppEnv, VariablesOf } from '../app-env.ts';
 import { PERMISSIONS, rankOf } from '../auth/permissions.ts';
 import { batchByName } from '../db/batch.ts';
 import type { Db } from '../db/client.ts';
@@ -83,11 +83,12 @@ const unauthorized = (msg: string) => new ApiError(401, msg, { 'WWW-Authenticate
  * have reached the replica): the user, whether the token's session is still live, and
  * under /orgs/{org_id} the user's membership of that organization.
  */
-async function signedIn(c: {
-  req: { header(name: string): string | undefined; path: string; method: string };
-  env: Env;
-  var: Pick<AppEnv['Variables'], 'db' | 'sessions'>;
-}): Promise<{ user: ConsoleUser; sessionId: string; membership?: ConsoleEnv['Variables']['membership'] }> {
+async function signedIn(
+  c: VariablesOf<Pick<AppEnv['Variables'], 'db' | 'sessions'>> & {
+    req: { header(name: string): string | undefined; path: string; method: string };
+    env: Env;
+  },
+): Promise<{ user: ConsoleUser; sessionId: string; membership?: ConsoleEnv['Variables']['membership'] }> {
   let token: string;
   try {
     token = bearer(c.req.header('authorization'));
@@ -122,8 +123,8 @@ async function signedIn(c: {
   // A change is authorized on the primary: a session ended a moment ago never writes.
   // A read may be served by a replica as far behind as it is (docs/callers.md "Replicas and bookmarks").
   const reads = c.req.method === 'GET' || c.req.method === 'HEAD';
-  let row = await look(reads ? c.var.db : c.var.sessions.primary());
-  if (!standing(row) && c.var.sessions.mayBeBehind) row = await look(c.var.sessions.primary());
+  let row = await look(reads ? c.get('db') : c.get('sessions').primary());
+  if (!standing(row) && c.get('sessions').mayBeBehind) row = await look(c.get('sessions').primary());
   if (!row?.session_id) throw unauthorized('Session ended: sign in again');
   const user = { id: row.id, email: row.email, name: row.name, is_operator: row.is_operator };
   if (!orgId) return { user, sessionId: claims.sid };
@@ -160,7 +161,7 @@ export const consoleUserIfBearer = createMiddleware<MaybeSignedInEnv>(async (c, 
 /** The least role the route's action needs (permit()), or `least` when the write needs more. */
 function leastFor(c: Context<ConsoleEnv>, least?: Role): Role {
   if (least) return least;
-  const action = c.var.action;
+  const action = c.get('action');
   if (!action) throw new Error(`${c.req.method} ${c.req.path} declares no action (permit())`);
   return PERMISSIONS[action].least;
 }
@@ -175,7 +176,7 @@ function leastFor(c: Context<ConsoleEnv>, least?: Role): Role {
  * row; an insert or an audit entry with a NULL organization fails its whole batch).
  */
 export function orgOfMember(c: Context<ConsoleEnv>, least?: Role): SQL<string> {
-  return sql<string>`(SELECT acting.org_id FROM ${memberships} AS acting WHERE acting.org_id = ${c.var.membership.orgId} AND acting.user_id = ${c.var.user.id} AND ${rankSql(sql`acting.role`)} >= ${rankOf(leastFor(c, least))} AND EXISTS (SELECT 1 FROM ${consoleSessions} AS acting_session WHERE acting_session.id = ${c.var.sessionId} AND acting_session.revoked_at IS NULL))`;
+  return sql<string>`(SELECT acting.org_id FROM ${memberships} AS acting WHERE acting.org_id = ${c.get('membership').orgId} AND acting.user_id = ${c.get('user').id} AND ${rankSql(sql`acting.role`)} >= ${rankOf(leastFor(c, least))} AND EXISTS (SELECT 1 FROM ${consoleSessions} AS acting_session WHERE acting_session.id = ${c.get('sessionId')} AND acting_session.revoked_at IS NULL))`;
 }
 
 /**
@@ -184,17 +185,17 @@ export function orgOfMember(c: Context<ConsoleEnv>, least?: Role): SQL<string> {
  * when they still stand as checked.
  */
 async function memberRefusal(c: Context<ConsoleEnv>, least?: Role): Promise<ApiError | null> {
-  const db = c.var.sessions.primary();
-  const { orgId, orgName } = c.var.membership;
+  const db = c.get('sessions').primary();
+  const { orgId, orgName } = c.get('membership');
   const { membership, session } = await batchByName(db, {
     membership: db
       .select({ role: memberships.role })
       .from(memberships)
-      .where(and(eq(memberships.org_id, orgId), eq(memberships.user_id, c.var.user.id))),
+      .where(and(eq(memberships.org_id, orgId), eq(memberships.user_id, c.get('user').id))),
     session: db
       .select({ id: consoleSessions.id })
       .from(consoleSessions)
-      .where(and(eq(consoleSessions.id, c.var.sessionId), isNull(consoleSessions.revoked_at))),
+      .where(and(eq(consoleSessions.id, c.get('sessionId')), isNull(consoleSessions.revoked_at))),
   });
   const role = membership[0]?.role;
   if (!role) return new ApiError(409, `You are no longer a member of ${orgName}: nothing was changed`);

@@ -90,7 +90,7 @@ interface BodyContext {
 
 /** The caps a multipart route reads its form under, as its door declared them. */
 export function declaredForm(c: Context<AppEnv>): FormLimits {
-  const body = c.var.door?.body;
+  const body = c.get('door')?.body;
   if (body?.kind !== 'multipart') throw new Error(`${c.req.method} ${c.req.path} reads a form but its door declares no multipart body`);
   return { maxBytes: capOf(body.maxBytes, c), parts: body.parts };
 }
@@ -281,10 +281,10 @@ export const clientAddress = (c: Context) => c.req.header('cf-connecting-ip') ??
 function permitConsole(c: Context<ConsoleEnv>, need: Action | ConsoleDoor): void {
   if (need === 'account') return;
   if (need === 'operator') {
-    if (!c.var.user.is_operator) throw new ApiError(403, 'Operators only');
+    if (!c.get('user').is_operator) throw new ApiError(403, 'Operators only');
     return;
   }
-  const membership = c.var.membership;
+  const membership = c.get('membership');
   if (!membership) throw new Error(`${c.req.method} ${c.req.path}: ${need} is an organization's action, outside one`);
   if (!may(membership.role, need))
     throw new ApiError(
@@ -333,7 +333,7 @@ export const door = {
   apiKey: (action: Action, o: { body?: Body; rate: EndpointClass }) => {
     const body = o.body ?? NO_BODY;
     return declare<AppEnv>({ credential: 'apiKey', need: action, body, rate: o.rate }, async (c) => {
-      if (!c.var.apiKeyHash) throw new Error(`${c.req.method} ${c.req.path} takes an API key, but its app reads none (requireApiKey)`);
+      if (!c.get('apiKeyHash')) throw new Error(`${c.req.method} ${c.req.path} takes an API key, but its app reads none (requireApiKey)`);
       await limitApiKey(c);
       c.set('action', action);
       boundBody(c, body);
@@ -346,7 +346,7 @@ export const door = {
     const body = o.body ?? NO_BODY;
     const rate = o.rate ?? 'console';
     return declare<ConsoleEnv>({ credential: 'console', need, body, rate }, async (c) => {
-      if (!c.var.user) throw new Error(`${c.req.method} ${c.req.path} takes a console session, but its app checks none`);
+      if (!c.get('user')) throw new Error(`${c.req.method} ${c.req.path} takes a console session, but its app checks none`);
       await limitConsole(c, rate);
       permitConsole(c, need);
       if (!(await takeSmallJson(c, body))) boundBody(c, body);
@@ -418,7 +418,7 @@ export const doorGuard = createMiddleware<AppEnv>(async (c, next) => {
     refusedUntil.delete(address);
   }
   await next();
-  const refused = c.res.status === 401 || (c.var.door?.credential === 'signedLink' && c.res.status === 403);
+  const refused = c.res.status === 401 || (c.get('door')?.credential === 'signedLink' && c.res.status === 403);
   if (refused && !(await countFailedCredential(c.env, address))) {
     if (refusedUntil.size >= 10_000) refusedUntil.clear();
     refusedUntil.set(address, Date.now() + REFUSED_FOR_MS);

@@ -78,7 +78,7 @@ async function countOrg(c: Context<AppEnv>, orgId: string, refuse: boolean) {
 
 /** The endpoint class the route's door declared (src/middleware/door.ts). */
 function classOf(c: Context<AppEnv>): EndpointClass {
-  const rate = c.var.door?.rate;
+  const rate = c.get('door')?.rate;
   if (rate !== 'reads' && rate !== 'submissions' && rate !== 'uploads')
     throw new Error(`${c.req.method} ${c.req.path} takes an API key but declares no endpoint class (${rate})`);
   return rate;
@@ -94,9 +94,9 @@ function classOf(c: Context<AppEnv>): EndpointClass {
 export async function limitApiKey(c: Context<AppEnv>): Promise<void> {
   const cls = classOf(c);
   const { binding, what } = CLASSES[cls];
-  if (!(await take(c.env, binding, c.var.apiKeyHash)))
+  if (!(await take(c.env, binding, c.get('apiKeyHash'))))
     throw limited(`Rate limit exceeded: this API key has used its "${cls}" limit, ${what}`);
-  const org = orgOfKeyHash.get(c.var.apiKeyHash);
+  const org = orgOfKeyHash.get(c.get('apiKeyHash'));
   if (org) await countOrg(c, org, true);
 }
 
@@ -109,9 +109,9 @@ export async function limitApiKey(c: Context<AppEnv>): Promise<void> {
  * before anything runs.
  */
 export async function limitOrganization(c: Context<AppEnv>, orgId: string): Promise<void> {
-  if (!c.var.apiKeyHash) return; // the console's callers are limited by consoleRateLimit
+  if (!c.get('apiKeyHash')) return; // the console's callers are limited by consoleRateLimit
   if (orgOfKeyHash.size >= ORG_CACHE_MAX) orgOfKeyHash.clear();
-  orgOfKeyHash.set(c.var.apiKeyHash, orgId);
+  orgOfKeyHash.set(c.get('apiKeyHash'), orgId);
   await countOrg(c, orgId, c.req.method === 'GET' || c.req.method === 'HEAD');
 }
 
@@ -132,9 +132,9 @@ export async function countStreamReads(env: Env, keyHash: string, orgId: string)
  * organization's stricter sends budget.
  */
 export async function limitConsole(c: Context<ConsoleEnv>, budget: RateBudget): Promise<void> {
-  if (!(await take(c.env, 'RATE_LIMIT_CONSOLE', c.var.sessionId)))
+  if (!(await take(c.env, 'RATE_LIMIT_CONSOLE', c.get('sessionId'))))
     throw limited('Rate limit exceeded: this console session has used its request limit');
-  const org = c.var.membership?.orgId;
+  const org = c.get('membership')?.orgId;
   if (org) {
     if (!(await take(c.env, 'RATE_LIMIT_CONSOLE_ORG', org)))
       throw limited('Rate limit exceeded: this organization has used its console request limit');

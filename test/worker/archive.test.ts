@@ -2,13 +2,15 @@
 // executions past ARCHIVE_AFTER_DAYS move from D1 to R2 as NDJSON per organization, kind
 // and day, in bounded, crash-safe runs, and stay readable by id through the same routes.
 // docs/contributors.md "What D1 keeps, and past one database".
-import { env } from 'cloudflare:test';
+import { createExecutionContext, env, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { openDb } from '../../src/db/client.ts';
 import { artifactKey } from '../../src/lib/artifact-keys.ts';
 import { ARCHIVE_AFTER_DAYS, archiveAfterMs, sweepArchive, toArchive } from '../../src/features/retention/archive.ts';
 import { PURGE_SETTLE_MS, sweepPurges } from '../../src/features/retention/purge.ts';
 import { setRetention, sweepRetention } from '../../src/features/retention/sweep.ts';
+import worker from '../../src/index.ts';
+import { countingEnv } from './binding-calls.ts';
 import { drainQueuedJobs } from './fleet-helpers.ts';
 import { api, countRows, eventually, json, queryPlan, r2Keys, seedTenant, type Tenant, cronPart } from './helpers.ts';
 import { jsonPost, readyProgram, succeededExecution, succeededProof } from './run-helpers.ts';
@@ -104,6 +106,37 @@ describe('the archive', () => {
 
     // A run with nothing left to do does nothing.
     expect(await later()).toEqual({ archived: 0, objects: 0 });
+  });
+
+  it('a live record is read in one round trip (its key and its row); the archive is asked for only on the primary, when D1 has no row', async () => {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const proof = await succeededProof(t, program);
+    const { env: counted, counts } = countingEnv();
+    const get = async () => {
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(
+        new Request(`https://api.test/v1/proofs/${proof.id}`, { headers: { 'Service-API-Key': t.key } }),
+        counted,
+        ctx,
+      );
+      await waitOnExecutionContext(ctx);
+      return res;
+    };
+    const live = await json(await get(), 200);
+    counts.reset();
+    expect(await json(await get(), 200)).toEqual(live);
+    expect({ roundTrips: counts.d1, statements: counts.d1Statements, r2: counts.r2 }).toEqual({ roundTrips: 1, statements: 2, r2: 0 });
+
+    expect(await later()).toEqual({ archived: 1, objects: 1 });
+    counts.reset();
+    expect(await json(await get(), 200)).toEqual(live);
+    // The replica's (here: the one database's) answer has no row; the primary's has the stub, then its object is read.
+    expect({ roundTrips: counts.d1, statements: counts.d1Statements, r2: counts.r2ByOp }).toEqual({
+      roundTrips: 2,
+      statements: 2 + 3,
+      r2: { get: 1 },
+    });
   });
 
   it('a crash after the object is written leaves the rows; the next run writes the same object again: nothing lost, nothing twice', async () => {

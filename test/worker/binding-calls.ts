@@ -6,7 +6,10 @@ import { env } from 'cloudflare:test';
 import type { Env } from '../../src/env.ts';
 
 export interface CallCounts {
+  /** D1 round trips: a batch is one. */
   d1: number;
+  /** D1 statements run: a batch's each count. */
+  d1Statements: number;
   r2: number;
   /** R2 calls by operation (get, put, head, delete, list, ...). */
   r2ByOp: Record<string, number>;
@@ -21,6 +24,7 @@ const D1_EXECUTIONS = ['first', 'all', 'run', 'raw'] as const;
 export function countingEnv(base: Env = env): { env: Env; counts: CallCounts } {
   const counts: CallCounts = {
     d1: 0,
+    d1Statements: 0,
     r2: 0,
     r2ByOp: {},
     queues: 0,
@@ -28,7 +32,7 @@ export function countingEnv(base: Env = env): { env: Env; counts: CallCounts } {
       return this.d1 + this.r2 + this.queues;
     },
     reset() {
-      this.d1 = this.r2 = this.queues = 0;
+      this.d1 = this.d1Statements = this.r2 = this.queues = 0;
       this.r2ByOp = {};
     },
   };
@@ -37,13 +41,17 @@ export function countingEnv(base: Env = env): { env: Env; counts: CallCounts } {
     Object.defineProperty(s, 'bind', { value: (...v: unknown[]) => statement(bind(...v)), configurable: true, writable: true });
     for (const m of D1_EXECUTIONS) {
       const run = (s[m] as (...a: unknown[]) => Promise<unknown>).bind(s);
-      Object.defineProperty(s, m, { value: (...a: unknown[]) => (counts.d1++, run(...a)), configurable: true, writable: true });
+      Object.defineProperty(s, m, {
+        value: (...a: unknown[]) => (counts.d1++, counts.d1Statements++, run(...a)),
+        configurable: true,
+        writable: true,
+      });
     }
     return s;
   };
   const session = (db: D1Database | D1DatabaseSession) => ({
     prepare: (q: string) => statement(db.prepare(q)),
-    batch: (s: D1PreparedStatement[]) => (counts.d1++, db.batch(s)),
+    batch: (s: D1PreparedStatement[]) => (counts.d1++, (counts.d1Statements += s.length), db.batch(s)),
   });
   const DB: D1Database = {
     ...session(base.DB),

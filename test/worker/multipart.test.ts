@@ -4,6 +4,7 @@
 // hand-written malformed ones) is parsed whole, then split at seeded random points
 // and byte by byte, and every outcome (parts, their bytes, or the error) must match.
 import { describe, expect, it } from 'vitest';
+import { DelimiterSearch, indexOfBytes } from '../../src/lib/bytes.ts';
 import { ApiError } from '../../src/lib/errors.ts';
 import { multipartBoundary, parseMultipart, type MultipartLimits, type PartInfo } from '../../src/lib/multipart.ts';
 import { guest, programForm, seededRandom, VMEXE } from './helpers.ts';
@@ -149,4 +150,40 @@ describe('multipart parsing does not depend on chunking', async () => {
       expect(await outcome(c, splitAt(c.bytes, bytewise))).toEqual(expected);
     });
   }
+});
+
+describe("the delimiter's search (DelimiterSearch) finds what a byte-by-byte search finds", () => {
+  it('at every start, in random bodies of the bytes a delimiter is made of', () => {
+    const random = seededRandom(2046);
+    const pick = (alphabet: string, n: number) =>
+      Array.from({ length: n }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+    for (let trial = 0; trial < 400; trial++) {
+      // CR once, first: as in every delimiter (CRLF, "--", a boundary of no CR).
+      const needle = enc.encode('\r' + pick('\n-ab', Math.floor(random() * 8)));
+      const hay = enc.encode(pick('\r\n-ab', Math.floor(random() * 120)));
+      const search = new DelimiterSearch(needle);
+      for (let from = 0; from <= hay.length; from++)
+        expect(search.indexIn(hay, from), `${JSON.stringify(new TextDecoder().decode(needle))} from ${from}`).toBe(
+          indexOfBytes(hay, needle, from),
+        );
+    }
+  });
+
+  it('refuses a needle that holds its first byte twice (a compare could then run over another)', () => {
+    expect(() => new DelimiterSearch(enc.encode('\r\n\r'))).toThrow(/first byte once/);
+    expect(() => new DelimiterSearch(new Uint8Array(0))).toThrow(/first byte once/);
+  });
+
+  it('a boundary with a line break is a malformed body (400), not a search it cannot make', async () => {
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(raw('--a\rb\nContent-Disposition: form-data; name="x"\n\n1\n--a\rb--\n'));
+        controller.close();
+      },
+    });
+    const refusal = await parseMultipart(body, 'a\rb', { maxBytes: 1024 }, () => ({ write() {}, end() {} })).catch((err: unknown) => err);
+    expect(refusal).toBeInstanceOf(ApiError);
+    expect((refusal as ApiError).status).toBe(400);
+    expect((refusal as ApiError).message).toMatch(/boundary holds a line break/);
+  });
 });

@@ -25,8 +25,8 @@ export interface Actor {
 
 /** The signed-in user as the audit log records them; `standing` (asMember's) guards the change with them. */
 export const actorOf = (c: Context<ConsoleEnv>, standing?: SQL<string>): Actor => ({
-  userId: c.var.user.id,
-  email: c.var.user.email,
+  userId: c.get('user').id,
+  email: c.get('user').email,
   standing,
 });
 
@@ -42,7 +42,7 @@ export interface NamedActor {
 }
 
 /** The signed-in console user, as a NamedActor. */
-export const memberActor = (c: Context<ConsoleEnv>): NamedActor => ({ userId: c.var.user.id, name: c.var.user.email });
+export const memberActor = (c: Context<ConsoleEnv>): NamedActor => ({ userId: c.get('user').id, name: c.get('user').email });
 
 /** The request's API key's column, as SQL, for statements batched with its lookup (a revoked key names no one). */
 export const keyColumn = (hash: string, column: SQL) =>
@@ -50,8 +50,8 @@ export const keyColumn = (hash: string, column: SQL) =>
 
 /** Who the audit log names for a change made with the request's API key: the person who made the key, the key beside them. */
 export const keyActor = (c: Context<AppEnv>): NamedActor => ({
-  userId: keyColumn(c.var.apiKeyHash, sql`${apiKeys.user_id}`),
-  name: keyColumn(c.var.apiKeyHash, keyAuditActor),
+  userId: keyColumn(c.get('apiKeyHash'), sql`${apiKeys.user_id}`),
+  name: keyColumn(c.get('apiKeyHash'), keyAuditActor),
 });
 
 /** The cron sweep deleting what an organization's retention let go (src/features/retention/sweep.ts). */

@@ -4,6 +4,7 @@
 // `npm run bench:password`. The stored string names the algorithm and iteration count,
 // so a later change of parameters can re-hash at the next sign-in.
 import { toHex } from '../../lib/crypto.ts';
+import { utf8Bytes } from '../../lib/bytes.ts';
 
 export const PASSWORD_ITERATIONS = 100_000;
 const SALT_BYTES = 16;
@@ -16,7 +17,7 @@ function fromHex(hex: string): Uint8Array<ArrayBuffer> {
 }
 
 async function derive(password: string, salt: Uint8Array<ArrayBuffer>, iterations: number): Promise<Uint8Array> {
-  const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(password), 'PBKDF2', false, ['deriveBits']);
+  const key = await crypto.subtle.importKey('raw', utf8Bytes(password), 'PBKDF2', false, ['deriveBits']);
   return new Uint8Array(await crypto.subtle.deriveBits({ name: 'PBKDF2', hash: 'SHA-256', salt, iterations }, key, HASH_BITS));
 }
 

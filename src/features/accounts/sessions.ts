@@ -20,6 +20,7 @@ import { hmacSha256Hex, randomToken, sha256Hex } from '../../lib/crypto.ts';
 import { newSessionId } from '../../lib/ids.ts';
 import { revoke } from '../../lib/revoke.ts';
 import { passwordAccepted, type AttemptKeys } from './signin-throttle.ts';
+import { utf8Bytes } from '../../lib/bytes.ts';
 
 export const REFRESH_COOKIE = 'console_refresh';
 /** The refresh cookie is sent only to the auth routes that read it. */
@@ -43,8 +44,8 @@ async function sessionOfToken(key: string, token: string): Promise<string | null
   const m = /^rt_([a-z0-9_]{1,64})\.([0-9a-f]{64})\.([0-9a-f]{64})$/.exec(token);
   if (!m) return null;
   const [, sessionId, nonce, mac] = m;
-  const expected = new TextEncoder().encode(await macOf(key, sessionId, nonce));
-  const given = new TextEncoder().encode(mac);
+  const expected = utf8Bytes(await macOf(key, sessionId, nonce));
+  const given = utf8Bytes(mac);
   return crypto.subtle.timingSafeEqual(expected, given) ? sessionId : null;
 }
 

@@ -32,7 +32,7 @@ budgetsConsoleApi.openapi(
     request: { params: OrgParams },
     responses: { 200: ok, ...consoleErrors(404, 422) },
   }),
-  async (c) => c.json(await readBudget(c.var.db, c.var.membership.orgId, monthOf(Date.now())), 200),
+  async (c) => c.json(await readBudget(c.get('db'), c.get('membership').orgId, monthOf(Date.now())), 200),
 );
 
 budgetsConsoleApi.openapi(
@@ -53,6 +53,6 @@ budgetsConsoleApi.openapi(
     const body = c.req.valid('json');
     const limits = { monthly_cost: body.monthly_cost ?? null, monthly_gpu_hours: body.monthly_gpu_hours ?? null };
     const month = monthOf(Date.now());
-    return c.json(await asMember(c, (org) => setBudget(c.var.db, c.var.membership.orgId, limits, actorOf(c, org), month)), 200);
+    return c.json(await asMember(c, (org) => setBudget(c.get('db'), c.get('membership').orgId, limits, actorOf(c, org), month)), 200);
   },
 );

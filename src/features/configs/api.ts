@@ -21,7 +21,7 @@ export const configsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
 async function readConfig(c: Context<AppEnv>, id: string) {
   const { config } = await asCaller(
     c,
-    () => ({ config: configQuery(c.var.db, id) }),
+    () => ({ config: configQuery(c.get('db'), id) }),
     ({ config }) => config.length > 0,
   );
   return one(config, 'Config');
@@ -31,7 +31,7 @@ async function readConfig(c: Context<AppEnv>, id: string) {
 async function readConfigKey(c: Context<AppEnv>, id: string, name: PublishedKeyName) {
   const { rows, key } = await asCaller(
     c,
-    () => ({ rows: configQuery(c.var.db, id), key: currentKeyQuery(c.var.db, id, name) }),
+    () => ({ rows: configQuery(c.get('db'), id), key: currentKeyQuery(c.get('db'), id, name) }),
     ({ rows, key }) => rows.length > 0 && key.length > 0,
   );
   const config = one(rows, 'Config');

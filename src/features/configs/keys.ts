@@ -26,6 +26,7 @@ import type { Env } from '../../env.ts';
 import { PUBLISHED_KEY_NAMES, type PublishedKeyName } from 'prover-agent/protocol';
 import { toBase64, toHex } from '../../lib/crypto.ts';
 import { ApiError } from '../../lib/errors.ts';
+import { utf8Bytes } from '../../lib/bytes.ts';
 
 export { PUBLISHED_KEY_NAMES, type PublishedKeyName };
 
@@ -139,11 +140,9 @@ function requireSecret(env: Env): string {
 }
 
 async function sign(secret: string, configId: string, name: string, version: number, expires: number): Promise<string> {
-  const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const key = await crypto.subtle.importKey('raw', utf8Bytes(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   // `config-key-version`: a link of the unversioned form signed before cannot pass for one of this form.
-  return toHex(
-    await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`config-key-version\n${configId}\n${name}\n${version}\n${expires}`)),
-  );
+  return toHex(await crypto.subtle.sign('HMAC', key, utf8Bytes(`config-key-version\n${configId}\n${name}\n${version}\n${expires}`)));
 }
 
 function timingSafeEqual(a: string, b: string): boolean {

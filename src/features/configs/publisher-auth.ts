@@ -5,6 +5,7 @@
 // host, and one stolen host must not decide what every caller verifies proofs against.
 // Kept apart from the agent-token checks of ../fleet/auth.ts, which it does not change.
 import { and, eq, gt, isNull } from 'drizzle-orm';
+import type { VariablesOf } from '../../app-env.ts';
 import { publisherTokens } from '../../db/schema.ts';
 import { bearer } from '../../lib/bearer.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
@@ -27,8 +28,9 @@ export interface PublisherEnv extends InternalEnv {
 }
 
 /** A live publisher token's row, or null (unknown, revoked or expired). */
-async function livePublisher(c: { var: InternalEnv['Variables'] }, token: string, now = Date.now()) {
-  const row = await c.var.db
+async function livePublisher(c: VariablesOf<InternalEnv['Variables']>, token: string, now = Date.now()) {
+  const row = await c
+    .get('db')
     .select({ id: publisherTokens.id, name: publisherTokens.name, config_ids: publisherTokens.config_ids })
     .from(publisherTokens)
     .where(
@@ -49,7 +51,7 @@ const notScoped = (row: { name: string }) => new ApiError(403, `Publisher token 
 
 /** The doors of the configs' fleet routes: publishing takes a publisher token, reading a config an agent's too. */
 export const publisherDoor = {
-  /** Routes under /:config_id that publish its keys: a live publisher token whose scope covers the config (c.var.publisher). */
+  /** Routes under /:config_id that publish its keys: a live publisher token whose scope covers the config (c.get('publisher')). */
   publish: (body: Body) =>
     door.token<PublisherEnv>({ credential: 'publisher', body, rate: 'publisher' }, async (c) => {
       const token = bearer(c.req.header('authorization'));

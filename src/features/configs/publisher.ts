@@ -70,7 +70,7 @@ const CompleteBody = z.object({
 
 type Ctx = Context<PublisherEnv>;
 
-const actorOf = (c: Ctx) => `publisher:${c.var.publisher.id}`;
+const actorOf = (c: Ctx) => `publisher:${c.get('publisher').id}`;
 
 function splitUploadId(uploadId: string): { id: string; r2: string } {
   const dot = uploadId.indexOf('.');
@@ -84,7 +84,7 @@ function audit(db: Db, row: Omit<typeof keyAudit.$inferInsert, 'id' | 'created_a
 
 configsInternalApi.get('/:config_id', publisherDoor.readConfig(), zValidator('param', ConfigParam, validationHook), async (c) => {
   const id = c.req.valid('param').config_id;
-  const db = c.var.db;
+  const db = c.get('db');
   const { config, versions } = await batchByName(db, {
     config: db.select().from(configs).where(eq(configs.id, id)),
     versions: db.select().from(configKeys).where(eq(configKeys.config_id, id)).orderBy(asc(configKeys.version)),
@@ -126,7 +126,7 @@ configsInternalApi.post(
   async (c) => {
     const { config_id, name } = c.req.valid('param');
     const { sha256, supersedes = null } = c.req.valid('json');
-    const db = c.var.db;
+    const db = c.get('db');
     const { config, current } = await batchByName(db, {
       config: db.select({ id: configs.id }).from(configs).where(eq(configs.id, config_id)),
       current: currentKeyQuery(db, config_id, name),
@@ -160,7 +160,7 @@ configsInternalApi.post(
       actor: actorOf(c),
       sha256,
       version: supersedes,
-      detail: { publisher: c.var.publisher.name },
+      detail: { publisher: c.get('publisher').name },
     });
     const body: KeyUploadStarted = { upload_id: `${id}.${upload.uploadId}`, part_size: KEY_PART_SIZE };
     return c.json(body, 201);
@@ -204,7 +204,7 @@ configsInternalApi.post(
     const parts = [...c.req.valid('json').parts].sort((a, b) => a.part_number - b.part_number);
     if (parts.some((p, i) => p.part_number !== i + 1))
       throw new ApiError(422, 'Parts must be numbered 1, 2, … with none missing or repeated');
-    const db = c.var.db;
+    const db = c.get('db');
     const { started, done } = await batchByName(db, {
       started: db
         .select()
@@ -342,7 +342,7 @@ configsInternalApi.delete(
     await c.env.ARTIFACTS.resumeMultipartUpload(artifactKey.configKeyUpload(config_id, name, id), r2)
       .abort()
       .catch(() => undefined); // already gone: the same end
-    await audit(c.var.db, { config_id, name, action: 'upload.abort', upload_id: id, actor: actorOf(c) });
+    await audit(c.get('db'), { config_id, name, action: 'upload.abort', upload_id: id, actor: actorOf(c) });
     return c.body(null, 204);
   },
 );

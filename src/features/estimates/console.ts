@@ -32,8 +32,8 @@ estimatesConsoleApi.openapi(
   }),
   async (c) => {
     const { program_id } = c.req.valid('param');
-    const org = c.var.membership.orgId;
-    const db = c.var.db;
+    const org = c.get('membership').orgId;
+    const db = c.get('db');
     const { basis, rates, latest } = await batchByName(db, {
       basis: programBasisQuery(db, org, program_id),
       rates: programRatesQuery(db, org, program_id),

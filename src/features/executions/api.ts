@@ -56,13 +56,13 @@ executionsApi.openAPIRegistry.registerPath(submitRoute);
 const submitDoor = door.apiKey('jobs.submit', { rate: 'submissions', body: json(BODY_CAPS.input) });
 executionsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
-  const { db } = c.var;
+  const db = c.get('db');
   const read = await asCaller(
     c,
     programToRunRead(c, q.program_id),
     ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && !refusalOf(u, 0, 'execute', limitsOf(q)),
   );
-  const caller = c.var.caller;
+  const caller = c.get('caller');
   // Validate the request before looking at the program, as the reference (FastAPI) does.
   const input = await readProofInputBody(c.req.raw, MAX_INPUT_BYTES);
   const { program, config } = requireProgramToRun(read);
@@ -152,9 +152,9 @@ executionsApi.openapi(
     const { execution, basis, rates } = await asCaller(
       c,
       (org) => ({
-        execution: executionQuery(c.var.db, org, id),
-        basis: estimateBasisQuery(c.var.db, org, id),
-        rates: ratesQuery(c.var.db, org, id),
+        execution: executionQuery(c.get('db'), org, id),
+        basis: estimateBasisQuery(c.get('db'), org, id),
+        rates: ratesQuery(c.get('db'), org, id),
       }),
       ({ execution }) => execution.length > 0,
     );

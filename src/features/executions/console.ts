@@ -48,13 +48,13 @@ consoleExecutionsApi.openapi(
     const q = c.req.valid('query');
     const range = dateRange(q.from, q.to);
     const where = and(
-      eq(executions.org_id, c.var.membership.orgId),
+      eq(executions.org_id, c.get('membership').orgId),
       q.program_id ? eq(executions.program_id, q.program_id) : undefined,
       q.status ? eq(executions.status, q.status) : undefined,
       range.from ? gte(executions.created_at, range.from) : undefined,
       range.to ? lte(executions.created_at, range.to) : undefined,
     );
-    const db = c.var.db;
+    const db = c.get('db');
     const filtered = q.program_id || q.status || range.from || range.to;
     const total = filtered
       ? cappedCount(
@@ -63,7 +63,7 @@ consoleExecutionsApi.openapi(
             .from(executions)
             .where(where),
         )
-      : orgCounter(db, c.var.membership.orgId, sql`${organizations.execution_count}`);
+      : orgCounter(db, c.get('membership').orgId, sql`${organizations.execution_count}`);
     // With their run state: the console shows their limits and why a queued one waits.
     const rows = db
       .select(executionColumns())
@@ -97,8 +97,8 @@ consoleExecutionsApi.openapi(
   }),
   async (c) => {
     const { execution_id: id } = c.req.valid('param');
-    const org = c.var.membership.orgId;
-    const db = c.var.db;
+    const org = c.get('membership').orgId;
+    const db = c.get('db');
     const { execution, basis, rates } = await batchByName(db, {
       execution: executionQuery(db, org, id),
       basis: estimateBasisQuery(db, org, id),

@@ -29,10 +29,10 @@ agentsInternalApi.post(
     const req = c.req.valid('json');
     await requirePricedMachineType(c, fleetSettings(c.env).machineRates, req.machine_type);
     const now = Date.now();
-    const token = await recordPresence(c.var.db, hash, req, now);
+    const token = await recordPresence(c.get('db'), hash, req, now);
     if (!token) {
       // Not recorded, and no queue token: a dead token, or a host that is not what its token says (./declaration.ts).
-      const live = await liveTokenMachineType(c.var.db, hash);
+      const live = await liveTokenMachineType(c.get('db'), hash);
       if (!live) throw new ApiError(401, 'Invalid or revoked agent token');
       throw otherMachineType(live.machine_type, req.machine_type);
     }
@@ -57,7 +57,7 @@ agentsInternalApi.post(
   async (c) => {
     const hash = await bearerHash(c);
     const { agent_id } = c.req.valid('json') satisfies LeaveRequest;
-    if (!(await recordLeave(c.var.db, hash, agent_id, Date.now()))) throw new ApiError(401, 'Invalid or revoked agent token');
+    if (!(await recordLeave(c.get('db'), hash, agent_id, Date.now()))) throw new ApiError(401, 'Invalid or revoked agent token');
     return c.json({ left: true }, 200);
   },
 );

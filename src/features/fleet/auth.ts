@@ -6,7 +6,7 @@
 // costs at most one D1 read, never a write.
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Context } from 'hono';
-import type { AppEnv } from '../../app-env.ts';
+import type { AppEnv, VariablesOf } from '../../app-env.ts';
 import { agentTokens, jobs, leases } from '../../db/schema.ts';
 import type { Db } from '../../db/client.ts';
 import { prepared, type Placeholders } from '../../db/prepared.ts';
@@ -29,8 +29,9 @@ export interface InternalEnv extends AppEnv {
 }
 
 /** The id of a live agent token, by its hash; 401 for unknown or revoked ones. */
-async function agentTokenIdOf(c: { var: AppEnv['Variables'] }, hash: string): Promise<string> {
-  const row = await c.var.db
+async function agentTokenIdOf(c: VariablesOf<AppEnv['Variables']>, hash: string): Promise<string> {
+  const row = await c
+    .get('db')
     .select({ id: agentTokens.id })
     .from(agentTokens)
     .where(and(eq(agentTokens.token_hash, hash), isNull(agentTokens.revoked_at)))
@@ -40,7 +41,7 @@ async function agentTokenIdOf(c: { var: AppEnv['Variables'] }, hash: string): Pr
 }
 
 /** Resolves an agent token; throws 401 for unknown or revoked ones. */
-export async function agentTokenId(c: { var: AppEnv['Variables'] }, header: string | undefined): Promise<string> {
+export async function agentTokenId(c: VariablesOf<AppEnv['Variables']>, header: string | undefined): Promise<string> {
   return agentTokenIdOf(c, await sha256Hex(bearer(header)));
 }
 
@@ -89,8 +90,8 @@ const leaseAndJobOf = prepared((db, p: Placeholders<{ hash: string }>) =>
 );
 
 /** The lease and job of a job token (by its hash) whose agent token is live; 401 otherwise. */
-async function leaseOfJobToken(c: { var: AppEnv['Variables'] }, hash: string) {
-  const [row] = await leaseAndJobOf(c.var.db, { hash }).all();
+async function leaseOfJobToken(c: VariablesOf<AppEnv['Variables']>, hash: string) {
+  const [row] = await leaseAndJobOf(c.get('db'), { hash }).all();
   return tokenLease({ lease: row ? [row.leases] : [], job: row?.jobs ? [row.jobs] : [] });
 }
 
@@ -149,7 +150,7 @@ export const fleetDoor = {
   agent: (body: Body) =>
     door.token<InternalEnv>({ credential: 'agent', body, rate: 'agent' }, seenOrRead(liveAgentDoorTokens, agentTokenIdOf)),
 
-  /** A job token: its lease and job read before the body (c.var.lease, c.var.job); whether the lease is current is the route's call. */
+  /** A job token: its lease and job read before the body (c.get('lease'), c.get('job')); whether the lease is current is the route's call. */
   job: (body: Body) =>
     door.token<InternalEnv>({ credential: 'job', body, rate: 'job' }, async (c) => {
       const key = await bearerHash(c);
@@ -177,7 +178,7 @@ export const fleetDoor = {
       return {
         key: `${claims.sub}/${claims.aid}`,
         check: async () => {
-          if (!(await queueTokenLive(c.var.db, claims))) throw new ApiError(401, 'This queue token’s agent token was revoked');
+          if (!(await queueTokenLive(c.get('db'), claims))) throw new ApiError(401, 'This queue token’s agent token was revoked');
         },
       };
     }),

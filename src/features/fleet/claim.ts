@@ -46,7 +46,7 @@ jobsInternalApi.post(
     const tokenHash = await sha256Hex(token);
     const leaseId = crypto.randomUUID();
     const claim = await claimJob(
-      c.var.db,
+      c.get('db'),
       caps,
       { id: leaseId, tokenHash },
       { tokenHash: agentTokenHash, hintJobId: req.hint_job_id },

@@ -26,7 +26,7 @@ fleetApi.openapi(
     responses: { 200: { description: 'The fleet', content: { 'application/json': { schema: FleetResponse } } }, ...consoleErrors(403) },
   }),
   async (c) => {
-    const db = c.var.db;
+    const db = c.get('db');
     const now = Date.now();
     const stale = fleetSettings(c.env).agentStaleMs;
     const {

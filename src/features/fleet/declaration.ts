@@ -10,7 +10,7 @@
 //   token's is still an honest host's offer, bounded again by the token; the claim takes
 //   only jobs that fit what the token's live leases leave (src/jobs/state.ts nextJobFor),
 //   and presence records no more GPUs than the token's.
-import type { AppEnv } from '../../app-env.ts';
+import type { AppEnv, VariablesOf } from '../../app-env.ts';
 import { rateOf, type MachineRates } from '../../jobs/rates.ts';
 import { bearer } from '../../lib/bearer.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
@@ -29,13 +29,13 @@ export const otherMachineType = (token: string, declared: string) =>
  * is done for it; a bad token is answered 401 first (one read, on this path only).
  */
 export async function requirePricedMachineType(
-  c: { var: AppEnv['Variables']; req: { header(name: string): string | undefined } },
+  c: VariablesOf<AppEnv['Variables']> & { req: { header(name: string): string | undefined } },
   rates: MachineRates,
   declared: string,
 ): Promise<void> {
   if (rateOf(rates, declared) !== null) return;
   const hash = await sha256Hex(bearer(c.req.header('authorization')));
-  const token = await liveTokenMachineType(c.var.db, hash);
+  const token = await liveTokenMachineType(c.get('db'), hash);
   if (!token) throw new ApiError(401, 'Invalid or revoked agent token');
   if (token.machine_type !== declared) throw otherMachineType(token.machine_type, declared);
   throw new ApiError(

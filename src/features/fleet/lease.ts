@@ -50,9 +50,9 @@ const ended = (outcome: string) => new ApiError(409, `This lease already ended (
 
 /** Refuses unless the caller's lease is the job's current one. */
 function requireCurrent(c: Context<InternalEnv>) {
-  const standing = leaseStanding(c.var.lease, c.var.job);
+  const standing = leaseStanding(c.get('lease'), c.get('job'));
   if (standing === 'superseded') throw superseded();
-  if (standing === 'ended') throw ended(c.var.lease.outcome!);
+  if (standing === 'ended') throw ended(c.get('lease').outcome!);
 }
 
 /**
@@ -60,7 +60,7 @@ function requireCurrent(c: Context<InternalEnv>) {
  * ended it (a retry), 409 when the lease ended otherwise or was superseded, null to proceed.
  */
 function repeatOf(c: Context<InternalEnv>, ...outcomes: string[]): Response | null {
-  const { lease } = c.var;
+  const lease = c.get('lease');
   if (lease.outcome && outcomes.includes(lease.outcome) && lease.response) return c.json(lease.response, 200);
   requireCurrent(c);
   return null;
@@ -78,7 +78,7 @@ leaseInternalApi.post(
     const body = c.req.valid('json');
     const settings = fleetSettings(c.env);
     const beat = await heartbeat(
-      c.var.db,
+      c.get('db'),
       tokenHash,
       { phase: body.phase, num_instructions: body.metrics?.num_instructions, cells_used: body.metrics?.cells_used },
       settings,
@@ -93,7 +93,7 @@ leaseInternalApi.post(
       case 'over': {
         // Renewed to its bound and no further: the lease ends as a lost one does (requeued
         // with attempt + 1, or failed after MAX_ATTEMPTS), now rather than at the next look.
-        const expired = await expireLeases(c.var.db, settings, Date.now(), { jobId: beat.jobId, leaseId: beat.leaseId });
+        const expired = await expireLeases(c.get('db'), settings, Date.now(), { jobId: beat.jobId, leaseId: beat.leaseId });
         c.executionCtx.waitUntil(afterExpiry(metered(c.env, new CallBudget(LEASE_CHECK_CALLS, 'lease over')), expired));
         throw new ApiError(
           409,
@@ -112,7 +112,8 @@ leaseInternalApi.post(
 // agent stops it and reports /canceled, which records why.
 leaseInternalApi.get('/status', fleetDoor.job(NO_BODY), (c) => {
   requireCurrent(c);
-  const { job, lease } = c.var;
+  const job = c.get('job');
+  const lease = c.get('lease');
   return c.json(
     { cancel: job.cancel_requested || limitStop(job, lease, fleetSettings(c.env), Date.now()) !== null } satisfies LeaseStatusResponse,
     200,
@@ -121,14 +122,14 @@ leaseInternalApi.get('/status', fleetDoor.job(NO_BODY), (c) => {
 
 /** The statement that stops the job at a limit it reached by now (src/jobs/limits.ts), for the batch that ends its lease; none while within them. */
 function stopAtLimit(c: Context<InternalEnv>, now = Date.now()): Statement[] {
-  const stop = limitStop(c.var.job, c.var.lease, fleetSettings(c.env), now);
-  return stop ? [stopStatement(c.var.db, c.var.lease, stop.reason, stop.at)] : [];
+  const stop = limitStop(c.get('job'), c.get('lease'), fleetSettings(c.env), now);
+  return stop ? [stopStatement(c.get('db'), c.get('lease'), stop.reason, stop.at)] : [];
 }
 
 leaseInternalApi.get('/artifacts/:name', fleetDoor.job(NO_BODY), async (c) => {
   requireCurrent(c);
   // The keys were worked out at claim and kept with the lease (src/jobs/state.ts claimJob).
-  const { artifacts } = c.var.lease;
+  const { artifacts } = c.get('lease');
   const name = c.req.param('name');
   const key = Object.hasOwn(artifacts, name) ? artifacts[name] : undefined;
   const obj = typeof key === 'string' && key ? await c.env.ARTIFACTS.get(key) : null;
@@ -138,10 +139,10 @@ leaseInternalApi.get('/artifacts/:name', fleetDoor.job(NO_BODY), async (c) => {
 
 /** Whether `name` is a result of this job's kind. */
 const isResultOfJob = (c: Context<InternalEnv>, name: string): name is ResultName =>
-  (contractOf(c.var.job.kind).results as readonly string[]).includes(name);
+  (contractOf(c.get('job').kind).results as readonly string[]).includes(name);
 
 const noSuchResult = (c: Context<InternalEnv>, name: string, status: 404 | 422) =>
-  new ApiError(status, `A ${c.var.job.kind} job has no result '${name}'`);
+  new ApiError(status, `A ${c.get('job').kind} job has no result '${name}'`);
 
 /** What an ending's last log chunk puts into its batch, and whether the log is whole with it (nothing left to compact). */
 interface LastChunk {
@@ -158,14 +159,15 @@ interface LastChunk {
  * to compact after the response.
  */
 async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined, finishes: boolean): Promise<LastChunk> {
-  const { job, lease } = c.var;
+  const job = c.get('job');
+  const lease = c.get('lease');
   const position = { seq: job.log_seq, bytes: job.log_bytes, truncated: job.log_truncated };
   if (finishes) {
-    const whole = await stageWholeLog(c.var.db, c.env.ARTIFACTS, job.id, lease.id, chunk, position, tenantLimits(c.env));
+    const whole = await stageWholeLog(c.get('db'), c.env.ARTIFACTS, job.id, lease.id, chunk, position, tenantLimits(c.env));
     if (whole) return { before: [whole.record], whole: true };
   }
   if (!chunk) return { before: [], whole: false };
-  const staged = await stageLogChunk(c.var.db, c.env.ARTIFACTS, job.id, chunk, position, tenantLimits(c.env));
+  const staged = await stageLogChunk(c.get('db'), c.env.ARTIFACTS, job.id, chunk, position, tenantLimits(c.env));
   if (staged.result.kind === 'out-of-order')
     console.warn(
       JSON.stringify({
@@ -189,7 +191,7 @@ async function lastLogChunk(c: Context<InternalEnv>, chunk: LogChunk | undefined
 function compactLogWhen(c: Context<InternalEnv>, finished: boolean, log: LastChunk): void {
   if (!finished || log.whole) return;
   const m = metered(c.env, new CallBudget(INVOCATION_BUDGETS.endingCompaction.calls, 'ending compaction'));
-  c.executionCtx.waitUntil(compactAfterEnding(m, [c.var.job.id], tenantLimits(c.env)));
+  c.executionCtx.waitUntil(compactAfterEnding(m, [c.get('job').id], tenantLimits(c.env)));
 }
 
 leaseInternalApi.put('/results/:name', fleetDoor.job(stream(MAX_RESULT_BYTES)), async (c) => {
@@ -202,7 +204,7 @@ leaseInternalApi.put('/results/:name', fleetDoor.job(stream(MAX_RESULT_BYTES)), 
   // To an object of this upload's own, never the one a record serves (src/jobs/results.ts):
   // the completion that accepts it names it; a lease that stopped being current meanwhile
   // stored nothing anybody will read.
-  const stored = await storeUpload(c.var.db, c.env.ARTIFACTS, c.var.lease, name, c.req.raw.body, length);
+  const stored = await storeUpload(c.get('db'), c.env.ARTIFACTS, c.get('lease'), name, c.req.raw.body, length);
   if (stored === 'superseded') throw superseded();
   return c.json({ stored: name, size: stored.size, sha256: stored.sha256 }, 200);
 });
@@ -215,8 +217,8 @@ leaseInternalApi.post(
   async (c) => {
     requireCurrent(c);
     const chunk = c.req.valid('json');
-    const { job } = c.var;
-    const r = await appendLogChunk(c.var.db, c.env.ARTIFACTS, job.id, chunk, tenantLimits(c.env), {
+    const job = c.get('job');
+    const r = await appendLogChunk(c.get('db'), c.env.ARTIFACTS, job.id, chunk, tenantLimits(c.env), {
       seq: job.log_seq,
       bytes: job.log_bytes,
       truncated: job.log_truncated,
@@ -244,7 +246,7 @@ leaseInternalApi.post(
   zValidator('json', CompleteRequestSchema, validationHook),
   async (c) => {
     const body = c.req.valid('json');
-    const { db } = c.var;
+    const db = c.get('db');
     const hash = await bearerHash(c);
     const opening = contractOf(body.kind).opening?.(db, { hash, live: leaseTokenLive }, body);
     const first = await batchByName(db, { ...jobTokenSteps(db, hash), opening: opening?.steps });
@@ -301,7 +303,9 @@ leaseInternalApi.post(
     const repeat = repeatOf(c, 'failed', 'canceled');
     if (repeat) return repeat;
     const body = c.req.valid('json');
-    const { db, job, lease } = c.var;
+    const db = c.get('db');
+    const job = c.get('job');
+    const lease = c.get('lease');
     // The answer must not depend on what it decides (a retry must get the same one),
     // so it is computed first and stored with the lease.
     const settings = fleetSettings(c.env);
@@ -333,11 +337,13 @@ leaseInternalApi.post(
     const repeat = repeatOf(c, 'canceled');
     if (repeat) return repeat;
     // Not canceled, but past a limit (the status check said cancel): stopped now, for that reason.
-    const atLimit = c.var.job.cancel_requested ? [] : stopAtLimit(c);
-    if (!c.var.job.cancel_requested && atLimit.length === 0) throw new ApiError(409, 'This job was not canceled');
+    const atLimit = c.get('job').cancel_requested ? [] : stopAtLimit(c);
+    if (!c.get('job').cancel_requested && atLimit.length === 0) throw new ApiError(409, 'This job was not canceled');
     const log = await lastLogChunk(c, c.req.valid('json').log, true);
     const before = [...log.before, ...atLimit];
-    const { applied, deliveries } = await acknowledgeCancel(c.var.db, c.var.lease, CANCELED_RESPONSE, fleetSettings(c.env), { before });
+    const { applied, deliveries } = await acknowledgeCancel(c.get('db'), c.get('lease'), CANCELED_RESPONSE, fleetSettings(c.env), {
+      before,
+    });
     if (!applied) throw superseded();
     enqueueAfterResponse(c, deliveries);
     compactLogWhen(c, true, log);
@@ -353,7 +359,9 @@ leaseInternalApi.post(
   async (c) => {
     const repeat = repeatOf(c, 'released', 'canceled');
     if (repeat) return repeat;
-    const { db, job, lease } = c.var;
+    const db = c.get('db');
+    const job = c.get('job');
+    const lease = c.get('lease');
     const response = { status: 'requeued' };
     // Requeued (unless canceled meanwhile): the log goes on with the next attempt.
     const log = await lastLogChunk(c, c.req.valid('json').log, false);

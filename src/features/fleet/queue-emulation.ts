@@ -14,6 +14,7 @@ import { openDb } from '../../db/client.ts';
 import { emulatedQueueMessages } from '../../db/schema.ts';
 import type { Env, JobNotice } from '../../env.ts';
 import type { Metered } from '../../lib/metered.ts';
+import { utf8Bytes } from '../../lib/bytes.ts';
 
 /**
  * The jobs queue as the gateway (src/features/fleet/queue.ts) uses it: Cloudflare's pull
@@ -33,7 +34,7 @@ export async function acceptIntoEmulation(batch: MessageBatch<JobNotice>, { db }
   const now = Date.now();
   const rows = batch.messages.map((m) => ({
     id: m.id.replace(/-/g, ''),
-    body: btoa(String.fromCharCode(...new TextEncoder().encode(JSON.stringify(m.body)))),
+    body: btoa(String.fromCharCode(...utf8Bytes(JSON.stringify(m.body)))),
     content_type: 'json',
     timestamp_ms: m.timestamp.getTime(),
     visible_at: now,

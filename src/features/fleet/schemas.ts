@@ -19,6 +19,7 @@ import {
   type QueuePullRequest,
 } from 'prover-agent/protocol';
 import { MAX_AGENT_GPUS, MAX_MACHINE_TYPE_LENGTH } from '../../lib/limits.ts';
+import { utf8Bytes } from '../../lib/bytes.ts';
 
 const id = z.string().min(1).max(200);
 const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/i, 'expected 0x and 64 hex digits');
@@ -94,7 +95,7 @@ const inlineResults = z
   .object({ baseline: z.string(), app: z.string(), stark: z.string(), evm: z.string() })
   .partial()
   .strict()
-  .refine((r) => Object.values(r).reduce((n, text) => n + new TextEncoder().encode(text).byteLength, 0) <= MAX_INLINE_RESULT_BYTES, {
+  .refine((r) => Object.values(r).reduce((n, text) => n + utf8Bytes(text).byteLength, 0) <= MAX_INLINE_RESULT_BYTES, {
     message: `inline results may hold ${MAX_INLINE_RESULT_BYTES} bytes together; PUT bigger ones to /lease/results/{name} first`,
   });
 

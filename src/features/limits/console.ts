@@ -32,7 +32,7 @@ limitsConsoleApi.openapi(
     request: { params: OrgParams },
     responses: { 200: ok, ...consoleErrors(404, 422) },
   }),
-  async (c) => c.json(await readOrgLimits(c.var.db, c.var.membership.orgId, quotaDefaults(c.env)), 200),
+  async (c) => c.json(await readOrgLimits(c.get('db'), c.get('membership').orgId, quotaDefaults(c.env)), 200),
 );
 
 limitsConsoleApi.openapi(
@@ -52,7 +52,7 @@ limitsConsoleApi.openapi(
   async (c) => {
     const body = c.req.valid('json');
     return c.json(
-      await asMember(c, (org) => setOrgLimits(c.var.db, c.var.membership.orgId, body, actorOf(c, org), quotaDefaults(c.env))),
+      await asMember(c, (org) => setOrgLimits(c.get('db'), c.get('membership').orgId, body, actorOf(c, org), quotaDefaults(c.env))),
       200,
     );
   },

@@ -32,7 +32,7 @@ async function readProgram(c: Context<AppEnv>, id: string) {
   return requireProgram(
     await asCaller(
       c,
-      (org) => programQuery(c.var.db, org, id),
+      (org) => programQuery(c.get('db'), org, id),
       ({ program }) => program.length > 0,
     ),
   );
@@ -75,7 +75,7 @@ programsApi.openAPIRegistry.registerPath(registerRoute);
 const registerDoor = door.apiKey('jobs.submit', { rate: 'uploads', body: multipart({ maxBytes: (env) => Number(env.MAX_UPLOAD_BYTES) }) });
 programsApi.post('/', registerDoor, idempotent, zValidator('query', RegisterQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
-  const { db } = c.var;
+  const db = c.get('db');
   // Everything that can be refused without the body is refused before reading it, from
   // the request's one read (a replica's refusal is confirmed on the primary).
   const read = await asCaller(
@@ -107,7 +107,7 @@ programsApi.post('/', registerDoor, idempotent, zValidator('query', RegisterQuer
   await submitJob(
     c,
     (artifacts) => receiveProgramFiles(form, programId, artifacts),
-    (stored) => registration(db, c.var.caller, asked, stored),
+    (stored) => registration(db, c.get('caller'), asked, stored),
     answer,
   );
   return c.json(answer.body, answer.status);
@@ -145,7 +145,7 @@ programsApi.openapi(
   }),
   async (c) => {
     const { page, page_size, project_id } = c.req.valid('query');
-    const db = c.var.db;
+    const db = c.get('db');
     const read = await asCaller(c, (org) =>
       programPageQuery(
         db,
@@ -198,7 +198,7 @@ programsApi.openapi(
     },
   }),
   async (c) => {
-    const { db } = c.var;
+    const db = c.get('db');
     const { program_id } = c.req.valid('param');
     const body = c.req.valid('json');
     const read = await asCaller(
@@ -211,7 +211,7 @@ programsApi.openapi(
     const name = body.name ?? body.program_name;
     if (!body.project_id && !name) return c.json(toRecord(found), 200);
     // The change and the record as it now stands, in one batch.
-    const after = await batchByName(db, updateProgram(db, c.var.caller.orgId, found.program, { projectId: body.project_id, name }));
+    const after = await batchByName(db, updateProgram(db, c.get('caller').orgId, found.program, { projectId: body.project_id, name }));
     return c.json(toRecord(requireProgram(after)), 200);
   },
 );

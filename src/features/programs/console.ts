@@ -52,8 +52,8 @@ consoleProgramsApi.openapi(
         ? sql`(instr(lower(${programs.name}), lower(${q.search})) > 0 OR instr(${programs.program_hash}, lower(${q.search})) > 0)`
         : undefined,
     );
-    const db = c.var.db;
-    const orgId = c.var.membership.orgId;
+    const db = c.get('db');
+    const orgId = c.get('membership').orgId;
     // The total: a counter (the organization's, or the project's), or a capped count of a search.
     const total =
       q.status || range.from || range.to || q.search
@@ -90,8 +90,8 @@ consoleProgramsApi.openapi(
     },
   }),
   async (c) => {
-    const db = c.var.db;
-    const row = await findProgram(db, c.var.membership.orgId, c.req.valid('param').program_id);
+    const db = c.get('db');
+    const row = await findProgram(db, c.get('membership').orgId, c.req.valid('param').program_id);
     // Bounded by this program's proofs (proofs_program index), shown to a person on its page.
     const states = await db
       .select({ state: proofs.state, n: count() })

@@ -44,7 +44,7 @@ projectsApi.openapi(
   async (c) => {
     const q = c.req.valid('query');
     const query = { page: q.page, pageSize: q.page_size, search: q.search, sortBy: q.sort_by, sortOrder: q.sort_order };
-    return c.json(projectPage(await asCaller(c, (org) => projectPageQuery(c.var.db, org, query)), query), 200);
+    return c.json(projectPage(await asCaller(c, (org) => projectPageQuery(c.get('db'), org, query)), query), 200);
   },
 );
 
@@ -82,8 +82,8 @@ projectsApi.post('/', door.apiKey('projects.manage', { rate: 'submissions', body
   // claim and the stored answer.
   try {
     await asCaller(c, (org) => ({
-      project: insertProject(c.var.db, org, c.var.apiKeyHash, id, name.trim()),
-      answer: answerRows(c.var.db, org),
+      project: insertProject(c.get('db'), org, c.get('apiKeyHash'), id, name.trim()),
+      answer: answerRows(c.get('db'), org),
     }));
   } catch (err) {
     if (isRefusedInsert(err, 'projects')) throw (await keyRefusal(c)) ?? new ApiError(401, 'Invalid or revoked API key');
@@ -112,7 +112,7 @@ projectsApi.openapi(
     const id = c.req.valid('param').project_id;
     const { project } = await asCaller(
       c,
-      (org) => ({ project: projectQuery(c.var.db, org, id) }),
+      (org) => ({ project: projectQuery(c.get('db'), org, id) }),
       ({ project }) => project.length > 0,
     );
     return c.json(projectRecord(one(project, 'Project')), 200);
@@ -140,7 +140,7 @@ projectsApi.openapi(
   async (c) => {
     const { project_id } = c.req.valid('param');
     const { page, page_size } = c.req.valid('query');
-    const db = c.var.db;
+    const db = c.get('db');
     const read = await asCaller(
       c,
       (org) => ({

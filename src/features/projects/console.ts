@@ -37,7 +37,7 @@ consoleProjectsApi.openapi(
   async (c) => {
     const q = c.req.valid('query');
     const query = { page: q.page, pageSize: q.page_size, search: q.search, sortBy: q.sort_by, sortOrder: q.sort_order };
-    return c.json(projectPage(await batchByName(c.var.db, projectPageQuery(c.var.db, c.var.membership.orgId, query)), query), 200);
+    return c.json(projectPage(await batchByName(c.get('db'), projectPageQuery(c.get('db'), c.get('membership').orgId, query)), query), 200);
   },
 );
 
@@ -59,7 +59,7 @@ consoleProjectsApi.openapi(
   }),
   async (c) => {
     return c.json(
-      projectRecord(one(await projectQuery(c.var.db, c.var.membership.orgId, c.req.valid('param').project_id), 'Project')),
+      projectRecord(one(await projectQuery(c.get('db'), c.get('membership').orgId, c.req.valid('param').project_id), 'Project')),
       200,
     );
   },

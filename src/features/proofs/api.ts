@@ -129,7 +129,7 @@ const proofInsert = prepared(
 const submitDoor = door.apiKey('jobs.submit', { rate: 'submissions', body: PROOF_FORM });
 proofsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, validationHook), async (c) => {
   const q = c.req.valid('query');
-  const { db } = c.var;
+  const db = c.get('db');
   // The request's one read, before its body: the key, the program and the organization's
   // usage (a replica's "not ready" or "over quota" is confirmed on the primary).
   const read = await asCaller(
@@ -137,7 +137,7 @@ proofsApi.post('/', submitDoor, idempotent, zValidator('query', SubmitQuery, val
     programToRunRead(c, q.program_id),
     ({ program: [p], usage: [u] }) => p?.status === 'ready' && !!u && !refusalOf(u, 0, 'proof', limitsOf(q)),
   );
-  const caller = c.var.caller;
+  const caller = c.get('caller');
   const form = multipartForm(c.req.raw, declaredForm(c));
   const proofId = crypto.randomUUID();
   const answer = { status: 200, body: { id: proofId } } as const;
@@ -368,7 +368,7 @@ proofsApi.openapi(
   async (c) => {
     const id = c.req.valid('param').proof_id;
     // One batch on the primary: the key, both transitions and the proof's state.
-    const results = await asCaller(c, (org) => cancelProofStatements(c.var.db, id, org));
+    const results = await asCaller(c, (org) => cancelProofStatements(c.get('db'), id, org));
     const answer = cancelAnswer(id, cancelOutcome(results));
     enqueueAfterResponse(c, cancelDeliveries(results));
     return c.json(answer, 200);

@@ -29,6 +29,7 @@ import { door } from '../../middleware/door.ts';
 import { batchByName } from '../../db/batch.ts';
 import { zValidator } from '@hono/zod-validator';
 import { documented } from '../runs/routes.ts';
+import { utf8Text } from '../../lib/bytes.ts';
 
 export const consoleProofsApi = new OpenAPIHono<ConsoleEnv>({ defaultHook: validationHook });
 
@@ -74,7 +75,7 @@ consoleProofsApi.openapi(
     const q = c.req.valid('query');
     const range = dateRange(q.from, q.to);
     const where = and(
-      eq(proofs.org_id, c.var.membership.orgId),
+      eq(proofs.org_id, c.get('membership').orgId),
       q.state ? eq(proofs.state, q.state) : undefined,
       q.program_id ? eq(proofs.program_id, q.program_id) : undefined,
       q.project_id ? eq(programs.project_id, q.project_id) : undefined,
@@ -85,7 +86,7 @@ consoleProofsApi.openapi(
         ? sql`(${proofs.id} LIKE ${q.search.replace(/[%_\\]/g, '') + '%'} OR instr(lower(${programs.name}), lower(${q.search})) > 0 OR instr(lower(${proofs.created_by}), lower(${q.search})) > 0)`
         : undefined,
     );
-    const db = c.var.db;
+    const db = c.get('db');
     const filtered = q.state || q.program_id || q.project_id || range.from || range.to || q.search;
     // Unfiltered, the total is the organization's counter; a search counts at most COUNT_CAP matches.
     const total = filtered
@@ -96,7 +97,7 @@ consoleProofsApi.openapi(
             .innerJoin(programs, eq(programs.id, proofs.program_id))
             .where(where),
         )
-      : orgCounter(db, c.var.membership.orgId, sql`${organizations.proof_count}`);
+      : orgCounter(db, c.get('membership').orgId, sql`${organizations.proof_count}`);
     const rows = db
       .select(listColumns)
       .from(proofs)
@@ -128,8 +129,8 @@ consoleProofsApi.openapi(
     responses: { 200: { description: 'The proof', content: { 'application/json': { schema: ProofDetail } } }, ...consoleErrors(404, 422) },
   }),
   async (c) => {
-    const db = c.var.db;
-    const proof = await findProof(db, c.var.membership.orgId, c.req.valid('param').proof_id);
+    const db = c.get('db');
+    const proof = await findProof(db, c.get('membership').orgId, c.req.valid('param').proof_id);
     const [names, job] = await Promise.all([
       db
         .select({ program_name: programs.name, project_id: projects.id, project_name: projects.name })
@@ -180,8 +181,8 @@ consoleProofsApi.get(
   zValidator('query', LogQuery, validationHook),
   zValidator('param', ProofParams, validationHook),
   async (c) => {
-    const db = c.var.db;
-    const proof = await findProof(db, c.var.membership.orgId, c.req.valid('param').proof_id);
+    const db = c.get('db');
+    const proof = await findProof(db, c.get('membership').orgId, c.req.valid('param').proof_id);
     refuseDeleted(proof, `Proof ${proof.id}`);
     const { offset } = c.req.valid('query');
     // The job and its log's index rows from `offset`: one round trip, then the page's R2 reads.
@@ -193,7 +194,7 @@ consoleProofsApi.get(
       rows: logPageQuery(db, jobIdOfSubject('proof', proof.id), offset),
     });
     const page = await readLogPage(c.env.ARTIFACTS, job?.id, rows, offset, LOG_READ_MAX_BYTES, job?.log_bytes, job?.log_store);
-    return c.text(new TextDecoder().decode(page.bytes), 200, {
+    return c.text(utf8Text(page.bytes), 200, {
       'X-Log-Next-Offset': String(page.next),
       'X-Proof-State': proof.state,
       'Cache-Control': 'no-store',
@@ -219,7 +220,7 @@ const proofFilePath = documented(consoleProofsApi, {
 });
 consoleProofsApi.get(proofFilePath, door.console('records.read'), zValidator('param', ProofFileParams, validationHook), async (c) => {
   const { proof_id, kind } = c.req.valid('param');
-  return proofFileResponse(c.env.ARTIFACTS, await findProof(c.var.db, c.var.membership.orgId, proof_id), kind);
+  return proofFileResponse(c.env.ARTIFACTS, await findProof(c.get('db'), c.get('membership').orgId, proof_id), kind);
 });
 
 consoleProofsApi.openapi(
@@ -242,7 +243,7 @@ consoleProofsApi.openapi(
     const id = c.req.valid('param').proof_id;
     // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile cancels nothing.
     const { results, answer } = await asMember(c, async (org) => {
-      const results = await batchByName(c.var.db, cancelProofStatements(c.var.db, id, org));
+      const results = await batchByName(c.get('db'), cancelProofStatements(c.get('db'), id, org));
       return { results, answer: cancelAnswer(id, cancelOutcome(results)) };
     });
     enqueueAfterResponse(c, cancelDeliveries(results));

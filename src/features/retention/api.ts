@@ -51,11 +51,11 @@ retentionApi.openapi(
     const id = c.req.valid('param').proof_id;
     const by = keyActor(c);
     const read = await asCaller(c, (org) => ({
-      ...deleteProofStatements(c.var.db, org, id, by),
-      archived: archivedQuery(c.var.db, org, 'proof', id),
+      ...deleteProofStatements(c.get('db'), org, id, by),
+      archived: archivedQuery(c.get('db'), org, 'proof', id),
     }));
-    const { row, purge } = await deletedRun(c.var.db, c.env.ARTIFACTS, 'proof', id, by, read);
-    purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'proof', purge);
+    const { row, purge } = await deletedRun(c.get('db'), c.env.ARTIFACTS, 'proof', id, by, read);
+    purgeAfterResponse(c, c.get('sessions').primary(), c.env.ARTIFACTS, 'proof', purge);
     return c.json(proofRecord(row), 200);
   },
 );
@@ -79,11 +79,11 @@ retentionApi.openapi(
     const id = c.req.valid('param').execution_id;
     const by = keyActor(c);
     const read = await asCaller(c, (org) => ({
-      ...deleteExecutionStatements(c.var.db, org, id, by),
-      archived: archivedQuery(c.var.db, org, 'execution', id),
+      ...deleteExecutionStatements(c.get('db'), org, id, by),
+      archived: archivedQuery(c.get('db'), org, 'execution', id),
     }));
-    const { row, purge } = await deletedRun(c.var.db, c.env.ARTIFACTS, 'execution', id, by, read);
-    purgeAfterResponse(c, c.var.sessions.primary(), c.env.ARTIFACTS, 'execution', purge);
+    const { row, purge } = await deletedRun(c.get('db'), c.env.ARTIFACTS, 'execution', id, by, read);
+    purgeAfterResponse(c, c.get('sessions').primary(), c.env.ARTIFACTS, 'execution', purge);
     return c.json(executionRecord(row), 200);
   },
 );
@@ -107,20 +107,20 @@ retentionApi.openapi(
   async (c) => {
     const id = c.req.valid('param').program_id;
     const { tombstone, ...read } = await asCaller(c, (org) => {
-      return { ...deleteProgramStatements(c.var.db, org, id, keyActor(c)), ...programQuery(c.var.db, org, id) };
+      return { ...deleteProgramStatements(c.get('db'), org, id, keyActor(c)), ...programQuery(c.get('db'), org, id) };
     });
     const found = requireProgram(read);
     deletedRow('program', id, deletionOutcome(found.program));
     purgeAfterResponse(
       c,
-      c.var.sessions.primary(),
+      c.get('sessions').primary(),
       c.env.ARTIFACTS,
       'program',
       tombstone.map((t) => t.id),
     );
     purgeAfterResponse(
       c,
-      c.var.sessions.primary(),
+      c.get('sessions').primary(),
       c.env.ARTIFACTS,
       'verification',
       read.verificationTombstones.map((t) => t.id),
@@ -147,11 +147,11 @@ retentionApi.openapi(
   }),
   async (c) => {
     const id = c.req.valid('param').verify_id;
-    const { tombstone, record } = await asCaller(c, (org) => deleteVerificationStatements(c.var.db, org, id, keyActor(c)));
+    const { tombstone, record } = await asCaller(c, (org) => deleteVerificationStatements(c.get('db'), org, id, keyActor(c)));
     const row = deletedRow('verification', id, deletionOutcome(record[0]));
     purgeAfterResponse(
       c,
-      c.var.sessions.primary(),
+      c.get('sessions').primary(),
       c.env.ARTIFACTS,
       'verification',
       tombstone.map((t) => t.id),

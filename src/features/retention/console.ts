@@ -56,7 +56,7 @@ consoleRetentionApi.openapi(
   ),
   async (c) => {
     const id = c.req.param('proof_id')!;
-    const { db } = c.var;
+    const db = c.get('db');
     // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
     // An archived proof is deleted as through /v1 (deletedRun).
     const by = memberActor(c);
@@ -85,7 +85,7 @@ consoleRetentionApi.openapi(
   ),
   async (c) => {
     const id = c.req.param('execution_id')!;
-    const { db } = c.var;
+    const db = c.get('db');
     // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
     // An archived execution is deleted as through /v1 (deletedRun).
     const by = memberActor(c);
@@ -114,7 +114,7 @@ consoleRetentionApi.openapi(
   ),
   async (c) => {
     const id = c.req.param('program_id')!;
-    const { db } = c.var;
+    const db = c.get('db');
     const { read, found } = await asMember(c, async (org) => {
       const read = await batchByName(db, { ...deleteProgramStatements(db, org, id, memberActor(c)), ...programQuery(db, org, id) });
       const found = requireProgram(read);
@@ -149,7 +149,7 @@ consoleRetentionApi.openapi(
   ),
   async (c) => {
     const id = c.req.param('verify_id')!;
-    const { db } = c.var;
+    const db = c.get('db');
     // Scoped to the member as they stand when it runs (asMember): one removed or demoted meanwhile deletes nothing.
     const { tombstone, row } = await asMember(c, async (org) => {
       const { tombstone, record } = await batchByName(db, deleteVerificationStatements(db, org, id, memberActor(c)));
@@ -198,10 +198,11 @@ consoleRetentionApi.openapi(
     },
   }),
   async (c) => {
-    const [row] = await c.var.db
+    const [row] = await c
+      .get('db')
       .select({ retention_days: organizations.retention_days })
       .from(organizations)
-      .where(eq(organizations.id, c.var.membership.orgId));
+      .where(eq(organizations.id, c.get('membership').orgId));
     return c.json({ retention_days: row?.retention_days ?? null }, 200);
   },
 );
@@ -225,7 +226,7 @@ consoleRetentionApi.openapi(
   }),
   async (c) => {
     const { retention_days } = c.req.valid('json');
-    await asMember(c, (org) => setRetention(c.var.db, c.var.membership.orgId, retention_days, actorOf(c, org)));
+    await asMember(c, (org) => setRetention(c.get('db'), c.get('membership').orgId, retention_days, actorOf(c, org)));
     return c.json({ retention_days }, 200);
   },
 );

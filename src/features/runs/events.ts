@@ -133,7 +133,7 @@ export function pollBudget(env: Env, keyHash: string, orgId: string) {
 export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id: string): Promise<Response> {
   const resume = parseLastEventId(c.req.header('Last-Event-ID'));
   const limits = tenantLimits(c.env);
-  const hash = c.var.apiKeyHash;
+  const hash = c.get('apiKeyHash');
   const slotId = crypto.randomUUID();
   // The first read: the key, the record and the stream's slot in one batch (on the
   // primary, as it writes; 404 confirmed there).
@@ -143,10 +143,10 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
     slot,
   } = await asCaller(
     c,
-    (org) => ({ record: subject.query(c.var.db, org, id), ...takeSlot(c.var.db, org, hash, slotId, Date.now(), limits) }),
+    (org) => ({ record: subject.query(c.get('db'), org, id), ...takeSlot(c.get('db'), org, hash, slotId, Date.now(), limits) }),
     ({ record }) => record.length > 0,
   );
-  const primary = c.var.sessions.primary();
+  const primary = c.get('sessions').primary();
   const release = () =>
     primary
       .delete(eventStreams)
@@ -187,9 +187,9 @@ export async function eventStream(c: Context<AppEnv>, subject: EventSubject, id:
   // Later polls: the record alone, in the request's session. Scoped to the key's
   // organization by a subquery, it is also the key's check: revoked, or its creator
   // demoted below the route's action, it finds nothing.
-  const pollDb = c.var.db;
+  const pollDb = c.get('db');
   const org = orgOfKey(hash, declaredAction(c));
-  const orgId = c.var.caller.orgId;
+  const orgId = c.get('caller').orgId;
   let refreshed = Date.now();
   const budget = pollBudget(c.env, hash, orgId);
   const afterPoll = async (polls: number): Promise<string | null> => {

@@ -83,28 +83,33 @@ export function documented<E extends Env>(api: OpenAPIHono<E>, route: RouteConfi
 export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAPIHono<AppEnv>, kind: RunKind<Row>) {
   const Params = z.object({ [kind.param]: Uuid(kind.param) });
 
-  /** The one read's statements (src/db/prepared.ts): a GET of a run is the most frequent request there is. */
+  /**
+   * The one read's statements (src/db/prepared.ts): a GET of a run is the most frequent
+   * request there is. Its archive stub is looked for only in the final attempt: a run
+   * found needs none, and one a replica did not find is asked for again on the primary.
+   */
   const readSteps = preparedSteps(
-    (v: { keyHash: string; id: string; action: Action }) => v.action,
+    (v: { keyHash: string; id: string; action: Action; archive: boolean }) => `${v.action} ${v.archive}`,
     (db, p, v) => {
       const org = orgOfKey(p.keyHash, v.action);
-      return { run: kind.query(db, org, p.id) as Statement, archived: archivedQuery(db, org, kind.archive, p.id) };
+      return { run: kind.query(db, org, p.id) as Statement, archived: v.archive ? archivedQuery(db, org, kind.archive, p.id) : undefined };
     },
   );
 
   /**
    * The caller's run, in the request's one read (404, confirmed on the primary, when
-   * there is none). The same batch finds its archive stub: a run moved to the archive is
-   * read from its R2 object (one read more, for archived runs only), as D1 answered it.
+   * there is none). A run moved to the archive is read from its R2 object, as D1
+   * answered it: its stub is found by the primary's read (one round trip more than a
+   * live run's, and one R2 read, for archived runs only).
    */
   async function read(c: Context<AppEnv>, id: string): Promise<Row> {
     const { run, archived } = await asCaller(
       c,
       // The same statements as `org` (the key's organization, for the route's action) would build, built once.
-      () => readSteps(c.var.db, { keyHash: c.var.apiKeyHash, id, action: declaredAction(c) }),
-      ({ run, archived }) => run.length > 0 || archived.length > 0,
+      (_org, { final }) => readSteps(c.get('db'), { keyHash: c.get('apiKeyHash'), id, action: declaredAction(c), archive: final }),
+      ({ run }) => run.length > 0,
     );
-    if (run.length > 0 || archived.length === 0) return one(run, kind.name);
+    if (run.length > 0 || !archived?.length) return one(run, kind.name);
     const row = await readArchived<Row>(c.env.ARTIFACTS, archived[0], id);
     return one(row ? [row] : [], kind.name);
   }
@@ -138,7 +143,7 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           // The total is the program's counter (kept by a trigger), not a count of its runs.
           const read = await asCaller(
             c,
-            (org) => kind.ofProgram(c.var.db, org, program_id, page, page_size),
+            (org) => kind.ofProgram(c.get('db'), org, program_id, page, page_size),
             ({ program }) => program.length > 0,
           );
           return c.json(runsPage(read, kind.toRecord, page, page_size), 200);
@@ -192,10 +197,10 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
           const { run, job, rows, archived } = await asCaller(
             c,
             (org) => ({
-              run: kind.query(c.var.db, org, id),
-              job: jobOfSubject(c.var.db, kind.job, id),
-              rows: logPageQuery(c.var.db, jobIdOfSubject(kind.job, id), offset),
-              archived: archivedQuery(c.var.db, org, kind.archive, id),
+              run: kind.query(c.get('db'), org, id),
+              job: jobOfSubject(c.get('db'), kind.job, id),
+              rows: logPageQuery(c.get('db'), jobIdOfSubject(kind.job, id), offset),
+              archived: archivedQuery(c.get('db'), org, kind.archive, id),
             }),
             ({ run, archived }) => run.length > 0 || archived.length > 0,
           );

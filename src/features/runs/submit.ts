@@ -41,8 +41,8 @@ const programToRunSteps = preparedSteps(
 
 /** programToRunSteps for the request, as asCaller builds its route statements. */
 export const programToRunRead = (c: Context<AppEnv>, programId: string) => () =>
-  programToRunSteps(c.var.db, {
-    keyHash: c.var.apiKeyHash,
+  programToRunSteps(c.get('db'), {
+    keyHash: c.get('apiKeyHash'),
     programId,
     month: monthOf(Date.now()),
     action: declaredAction(c),
@@ -51,7 +51,7 @@ export const programToRunRead = (c: Context<AppEnv>, programId: string) => () =>
 
 /** The caller's organization usage, for the request's first read (src/middleware/auth.ts asCaller). */
 export function usageQuery(c: Context<AppEnv>, org: SQL<string>) {
-  return orgUsageQuery(c.var.db, org, quotaDefaults(c.env));
+  return orgUsageQuery(c.get('db'), org, quotaDefaults(c.env));
 }
 
 /**
@@ -62,10 +62,10 @@ export function usageQuery(c: Context<AppEnv>, org: SQL<string>) {
  * holds any more (a job ended meanwhile: try again).
  */
 async function explainRefusal(c: Context<AppEnv>, gpus: number, job: NewJob): Promise<Error | null> {
-  const caller = c.var.caller;
+  const caller = c.get('caller');
   const refusal = caller.keyHash ? await keyRefusal(c) : null;
   if (refusal) return refusal;
-  const [usage] = await orgUsageQuery(c.var.sessions.primary(), caller.orgId, quotaDefaults(c.env));
+  const [usage] = await orgUsageQuery(c.get('sessions').primary(), caller.orgId, quotaDefaults(c.env));
   return usage ? refusalOf(usage, gpus, job.kind, job.limits) : null;
 }
 
@@ -77,7 +77,7 @@ export interface CreatedAnswer {
 
 /**
  * The one write path of every request that creates a job, for the authenticated
- * caller (c.var.caller). `store` writes the request's objects to R2 and returns what
+ * caller (c.get('caller')). `store` writes the request's objects to R2 and returns what
  * the rows need; then the rows `build` makes and the job row are committed in one D1
  * batch on the primary, which re-checks the caller's key and the quotas inside it and
  * can still refuse as a whole; then the notice is sent. If anything fails before the
@@ -93,7 +93,8 @@ export async function submitJob<T>(
   build: (stored: T) => { job: NewJob; rows: Statement[] },
   answer: CreatedAnswer,
 ): Promise<T> {
-  const { db, caller } = c.var;
+  const db = c.get('db');
+  const caller = c.get('caller');
   const quotas = quotaDefaults(c.env);
   const artifacts = new ArtifactBatch(c.env.ARTIFACTS);
   let jobId: string;

@@ -109,7 +109,7 @@ verifyApi.post('/stark', verifyDoor, idempotent, zValidator('query', StarkQuery,
  * the organization's usage (a replica's refusal is confirmed on the primary).
  */
 async function lookUp(c: Context<AppEnv>, programId: string | undefined, configId: string | undefined) {
-  const db = c.var.db;
+  const db = c.get('db');
   const read = await asCaller(
     c,
     (org) => ({ ...programQuery(db, org, programId ?? ''), named: configQuery(db, configId ?? ''), usage: usageQuery(c, org) }),
@@ -150,7 +150,8 @@ async function submitVerification(
   looked: Awaited<ReturnType<typeof lookUp>>,
   v: { kind: 'stark' | 'evm'; text: string; doc: unknown; programId?: string; configId?: string },
 ): Promise<string> {
-  const { db, caller } = c.var;
+  const db = c.get('db');
+  const caller = c.get('caller');
   const problem = v.kind === 'stark' ? starkProofValueError(v.doc) : evmProofShapeError(v.doc);
   if (problem) throw new ValidationError([{ loc: ['body', 'proof'], msg: `Value error, ${problem}`, type: 'value_error' }]);
   let program: NonNullable<typeof looked.program>['program'] | null = null;
@@ -238,7 +239,7 @@ for (const [path, summary, operationId] of [
       const id = c.req.valid('param').verify_id;
       const { verification } = await asCaller(
         c,
-        (org) => ({ verification: verificationQuery(c.var.db, org, id) }),
+        (org) => ({ verification: verificationQuery(c.get('db'), org, id) }),
         ({ verification }) => verification.length > 0,
       );
       return c.json(verificationRecord(one(verification, 'Verification')), 200);

@@ -43,13 +43,13 @@ consoleVerificationsApi.openapi(
     const q = c.req.valid('query');
     const range = dateRange(q.from, q.to);
     const where = and(
-      eq(verifications.org_id, c.var.membership.orgId),
+      eq(verifications.org_id, c.get('membership').orgId),
       q.program_id ? eq(verifications.program_id, q.program_id) : undefined,
       q.result ? eq(verifications.result, q.result) : undefined,
       range.from ? gte(verifications.created_at, range.from) : undefined,
       range.to ? lte(verifications.created_at, range.to) : undefined,
     );
-    const db = c.var.db;
+    const db = c.get('db');
     const filtered = q.program_id || q.result || range.from || range.to;
     const total = filtered
       ? cappedCount(
@@ -58,7 +58,7 @@ consoleVerificationsApi.openapi(
             .from(verifications)
             .where(where),
         )
-      : orgCounter(db, c.var.membership.orgId, sql`${organizations.verification_count}`);
+      : orgCounter(db, c.get('membership').orgId, sql`${organizations.verification_count}`);
     const rows = db.select().from(verifications).where(where).orderBy(desc(verifications.created_at), desc(verifications.id)).$dynamic();
     return c.json(
       pageAnswer(await batchByName(db, pageQuery(db, rows, total, q.page, q.page_size)), verificationRecord, q.page, q.page_size),

@@ -49,7 +49,7 @@ export const webhooksApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
 const inKeyBatch =
   (c: Context<AppEnv>): InOrg =>
   (build, fresh) =>
-    asCaller(c, (org) => build(c.var.db, org), fresh);
+    asCaller(c, (org) => build(c.get('db'), org), fresh);
 
 /**
  * A sealed new secret for endpoint `id`. A deployment without WEBHOOK_ENCRYPTION_KEY
@@ -94,7 +94,7 @@ webhooksApi.openapi(
     checkWebhookUrl(c.env, body.url);
     const id = crypto.randomUUID();
     const { secret, sealed } = await sealedNewSecret(c, id);
-    const createdBy = keyColumn(c.var.apiKeyHash, keyCreatedBy);
+    const createdBy = keyColumn(c.get('apiKeyHash'), keyCreatedBy);
     const endpoint = await createEndpoint(inKeyBatch(c), keyActor(c), createdBy, {
       id,
       url: body.url,

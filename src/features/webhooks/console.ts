@@ -53,7 +53,7 @@ const actor = memberActor;
 const inMemberBatch =
   (c: Context<ConsoleEnv>): InOrg =>
   (build) =>
-    batchByName(c.var.db, build(c.var.db, c.var.membership.orgId));
+    batchByName(c.get('db'), build(c.get('db'), c.get('membership').orgId));
 
 /**
  * Runs a change's statements as one batch in the organization as the member stands in it
@@ -62,7 +62,7 @@ const inMemberBatch =
 const inMemberWrite =
   (c: Context<ConsoleEnv>): InOrg =>
   (build) =>
-    asMember(c, (org) => batchByName(c.var.db, build(c.var.db, org)));
+    asMember(c, (org) => batchByName(c.get('db'), build(c.get('db'), org)));
 
 /** A new signing secret for endpoint `id`, and its sealed form. */
 const newSecret = async (c: Context<ConsoleEnv>, id: string) => {
@@ -116,7 +116,7 @@ consoleWebhooksApi.openapi(
     checkWebhookUrl(c.env, body.url);
     const id = crypto.randomUUID();
     const { secret, sealed } = await newSecret(c, id);
-    const endpoint = await createEndpoint(inMemberWrite(c), actor(c), c.var.user.email, {
+    const endpoint = await createEndpoint(inMemberWrite(c), actor(c), c.get('user').email, {
       id,
       url: body.url,
       events: body.events,

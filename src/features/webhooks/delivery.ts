@@ -45,6 +45,7 @@ import { renderPayload } from './data.ts';
 import { signingSecrets } from './secrets.ts';
 import { urlPolicy, webhookUrlProblem } from './url-policy.ts';
 import { meteredPart, type CallBudget, type Metered } from '../../lib/metered.ts';
+import { utf8Bytes } from '../../lib/bytes.ts';
 
 type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 type EndpointRow = typeof webhookEndpoints.$inferSelect;
@@ -104,7 +105,7 @@ async function excerpt(body: ReadableStream<Uint8Array> | null, max = RESPONSE_E
   // stream: true leaves a character cut at the end undecoded; replacement characters can
   // make the text longer than its bytes, so it is cut again to `max` bytes of UTF-8.
   let text = new TextDecoder().decode(kept.subarray(0, length), { stream: true });
-  while (new TextEncoder().encode(text).length > max) text = text.slice(0, -1);
+  while (utf8Bytes(text).length > max) text = text.slice(0, -1);
   return text;
 }
 

@@ -1,10 +1,10 @@
 // The request fingerprint: what makes "the same request" for an Idempotency-Key,
 // hashed while the body streams through to the route, never buffered.
-import { StreamSearch } from '../../lib/bytes.ts';
+import { StreamSearch, utf8Bytes } from '../../lib/bytes.ts';
 import { sha256Hex, toHex } from '../../lib/crypto.ts';
 
 /** Stands in for a multipart body's boundary in the fingerprint. */
-const FINGERPRINT_BOUNDARY = new TextEncoder().encode('--idempotency-fingerprint-boundary');
+const FINGERPRINT_BOUNDARY = utf8Bytes('--idempotency-fingerprint-boundary');
 
 /**
  * A request's fingerprint, computed while its body streams to the route: SHA-256 over
@@ -34,7 +34,7 @@ export class RequestFingerprint {
     const contentType = req.headers.get('content-type') ?? '';
     this.mediaType = contentType.split(';')[0].trim().toLowerCase();
     const boundary = /^multipart\//i.test(this.mediaType) ? /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType) : null;
-    this.delimiter = boundary ? new StreamSearch(new TextEncoder().encode(`--${boundary[1] ?? boundary[2]}`)) : null;
+    this.delimiter = boundary ? new StreamSearch(utf8Bytes(`--${boundary[1] ?? boundary[2]}`)) : null;
   }
 
   /** The request with its body passing through the hash (the route reads it as before). */

@@ -67,7 +67,7 @@ export async function answerStatements(
   status: number,
   body: unknown,
 ): Promise<(db: Db, org: SQL<string> | string) => BatchItem<'sqlite'>[]> {
-  const idem = c.var.idempotency;
+  const idem = c.get('idempotency');
   if (!idem) return () => [];
   if (!(await idem.fingerprint.readRest(Number(c.env.MAX_UPLOAD_BYTES))))
     throw new Error('answerStatements: the request body was not read whole before its record was created');
@@ -84,7 +84,7 @@ export async function answerStatements(
  * key and its claim), and a replay decrypts it, so a retry still gets the first answer.
  */
 export function sealAnswer(c: Context<AppEnv>): void {
-  const idem = c.var.idempotency;
+  const idem = c.get('idempotency');
   if (idem) idem.sealed = true;
 }
 
@@ -156,8 +156,8 @@ async function settle(c: Context<AppEnv>, idem: IdempotentRequest): Promise<void
   const res = c.res;
   const success = res.status >= 200 && res.status < 300;
   if (success && idem.answerInBatch) return;
-  const { db } = c.var;
-  const orgId = c.var.caller.orgId;
+  const db = c.get('db');
+  const orgId = c.get('caller').orgId;
   try {
     // A success whose route did not store it (answerStatements) is stored now, after the
     // fact: a crash in between would leave the record with its key still in flight.

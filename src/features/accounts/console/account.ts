@@ -30,7 +30,7 @@ accountApi.openapi(
       ...consoleErrors(),
     },
   }),
-  async (c) => c.json({ ...c.var.user, organizations: await orgsOf(c.var.db, c.var.user.id) }, 200),
+  async (c) => c.json({ ...c.get('user'), organizations: await orgsOf(c.get('db'), c.get('user').id) }, 200),
 );
 
 accountApi.openapi(
@@ -48,7 +48,7 @@ accountApi.openapi(
       ...consoleErrors(),
     },
   }),
-  async (c) => c.json({ items: await orgsOf(c.var.db, c.var.user.id) }, 200),
+  async (c) => c.json({ items: await orgsOf(c.get('db'), c.get('user').id) }, 200),
 );
 
 accountApi.openapi(
@@ -70,13 +70,13 @@ accountApi.openapi(
   }),
   async (c) => {
     const { current_password, new_password } = c.req.valid('json');
-    const db = c.var.db;
-    const userId = c.var.user.id;
+    const db = c.get('db');
+    const userId = c.get('user').id;
     const hash = await passwordHashOf(db, userId);
-    const attempt = await reservePasswordAttempt(db, c.var.user.email, c.req.header('cf-connecting-ip'));
+    const attempt = await reservePasswordAttempt(db, c.get('user').email, c.req.header('cf-connecting-ip'));
     if (!hash || !(await verifyPassword(current_password, hash))) throw new ApiError(403, 'The current password is wrong');
     // Changed only while the password just checked is still the account's and this session lives.
-    if (!(await changePassword(db, { userId, sessionId: c.var.sessionId, from: hash, to: new_password, attempt })))
+    if (!(await changePassword(db, { userId, sessionId: c.get('sessionId'), from: hash, to: new_password, attempt })))
       throw new ApiError(409, 'The password changed (or this session ended) while this request ran: nothing was changed; sign in again');
     return c.json({ message: 'Password changed: sign in again' }, 200);
   },
@@ -102,8 +102,8 @@ accountApi.openapi(
     },
   }),
   async (c) => {
-    const rows = await liveSessionsOf(c.var.db, c.var.user.id);
-    return c.json({ items: rows.map((r) => ({ ...r, current: r.id === c.var.sessionId })) }, 200);
+    const rows = await liveSessionsOf(c.get('db'), c.get('user').id);
+    return c.json({ items: rows.map((r) => ({ ...r, current: r.id === c.get('sessionId') })) }, 200);
   },
 );
 
@@ -124,7 +124,7 @@ accountApi.openapi(
     },
   }),
   async (c) => {
-    if (!(await endSession(c.var.db, c.var.user.id, c.req.valid('param').session_id))) throw notFound('Session');
+    if (!(await endSession(c.get('db'), c.get('user').id, c.req.valid('param').session_id))) throw notFound('Session');
     return c.json({ message: 'Session ended' }, 200);
   },
 );
@@ -145,7 +145,7 @@ accountApi.openapi(
     },
   }),
   async (c) => {
-    const ended = await endAllSessions(c.var.db, c.var.user.id);
+    const ended = await endAllSessions(c.get('db'), c.get('user').id);
     return c.json({ message: `Signed out everywhere (${ended} session${ended === 1 ? '' : 's'} ended)` }, 200);
   },
 );

@@ -38,10 +38,10 @@ apiKeysApi.openapi(
   }),
   async (c) => {
     const { include_revoked } = c.req.valid('query');
-    const { orgId, role } = c.var.membership;
+    const { orgId, role } = c.get('membership');
     // All keys with keys.manage (owners, admins), else the user's own.
-    const visible = visibleKeys(orgId, c.var.user.id, may(role, 'keys.manage'));
-    return c.json({ items: await listKeys(c.var.db, visible, include_revoked === 'true') }, 200);
+    const visible = visibleKeys(orgId, c.get('user').id, may(role, 'keys.manage'));
+    return c.json({ items: await listKeys(c.get('db'), visible, include_revoked === 'true') }, 200);
   },
 );
 
@@ -68,16 +68,16 @@ apiKeysApi.openapi(
   async (c) => {
     const body = c.req.valid('json') ?? {};
     const scope = body.scope ?? DEFAULT_KEY_SCOPE;
-    const { role, orgId } = c.var.membership;
+    const { role, orgId } = c.get('membership');
     if (!scopesFor(role).includes(scope)) throw new ApiError(403, `A ${role} may create only ${scopesFor(role).join(' or ')} keys`);
     const key = randomToken('sk');
     // At most ORG_MAX_API_KEYS live keys (../api-keys.ts createKey). Each key has its own
     // rate budget, but they share the organization's (src/middleware/rate-limit.ts). Made
     // only while its creator still holds a role that may give the scope.
     const max = tenantLimits(c.env).ORG_MAX_API_KEYS;
-    const made = { id: newApiKeyId(), key, owner: c.var.user.email, name: body.name ?? null, userId: c.var.user.id, scope };
+    const made = { id: newApiKeyId(), key, owner: c.get('user').email, name: body.name ?? null, userId: c.get('user').id, scope };
     try {
-      const record = await asMember(c, (org) => createKey(c.var.db, orgId, actorOf(c, org), made, max), KEY_SCOPES[scope].least);
+      const record = await asMember(c, (org) => createKey(c.get('db'), orgId, actorOf(c, org), made, max), KEY_SCOPES[scope].least);
       return c.json({ ...record, key }, 201);
     } catch (err) {
       if (isRefusedInsert(err, 'api_keys'))
@@ -109,14 +109,14 @@ apiKeysApi.openapi(
   }),
   async (c) => {
     const { key_id } = c.req.valid('param');
-    const { orgId, role } = c.var.membership;
-    const key = await findKey(c.var.db, orgId, key_id);
+    const { orgId, role } = c.get('membership');
+    const key = await findKey(c.get('db'), orgId, key_id);
     if (!key) throw notFound('API key');
-    const own = key.user_id === c.var.user.id;
+    const own = key.user_id === c.get('user').id;
     if (!may(role, 'keys.manage') && !own) throw new ApiError(403, 'You can revoke only your own keys');
     if (key.revoked_at) throw new ApiError(409, 'This key is already revoked');
     // Another's key only while the actor may still manage keys.
-    await asMember(c, (org) => revokeKey(c.var.db, orgId, actorOf(c, org), key), own ? undefined : PERMISSIONS['keys.manage'].least);
+    await asMember(c, (org) => revokeKey(c.get('db'), orgId, actorOf(c, org), key), own ? undefined : PERMISSIONS['keys.manage'].least);
     return c.json({ message: 'Key revoked' }, 200);
   },
 );

@@ -31,6 +31,6 @@ auditApi.openapi(
   }),
   async (c) => {
     const { page, page_size } = c.req.valid('query');
-    return c.json(await auditPage(c.var.db, c.var.membership.orgId, page, page_size), 200);
+    return c.json(await auditPage(c.get('db'), c.get('membership').orgId, page, page_size), 200);
   },
 );

@@ -115,7 +115,7 @@ consoleAuthApi.openapi(
   }),
   async (c) => {
     const { email, password } = c.req.valid('json');
-    const db = c.var.db;
+    const db = c.get('db');
     const address = c.req.header('cf-connecting-ip');
     // The check is counted before it runs: a failure has nothing left to record.
     const attempt = await reservePasswordAttempt(db, email, address);
@@ -152,12 +152,12 @@ consoleAuthApi.openapi(
   }),
   async (c) => {
     const refresh = getCookie(c, REFRESH_COOKIE);
-    const result = refresh ? await rotateSession(c.var.db, consoleSigningKey(c.env), refresh) : ({ kind: 'refused' } as const);
+    const result = refresh ? await rotateSession(c.get('db'), consoleSigningKey(c.env), refresh) : ({ kind: 'refused' } as const);
     if (result.kind === 'refused') {
       deleteCookie(c, REFRESH_COOKIE, { path: REFRESH_COOKIE_PATH, secure: true });
       throw new ApiError(401, 'Not signed in');
     }
-    const user = await userById(c.var.db, result.userId);
+    const user = await userById(c.get('db'), result.userId);
     if (!user) throw new ApiError(401, 'Not signed in');
     setRefreshCookie(c, result.refresh);
     return c.json(await tokenBody(c, user, result.sessionId), 200);
@@ -180,8 +180,8 @@ consoleAuthApi.openapi(
   async (c) => {
     const refresh = getCookie(c, REFRESH_COOKIE);
     if (refresh) {
-      const result = await rotateSession(c.var.db, consoleSigningKey(c.env), refresh);
-      if (result.kind === 'rotated') await revokeSession(c.var.db, result.sessionId);
+      const result = await rotateSession(c.get('db'), consoleSigningKey(c.env), refresh);
+      if (result.kind === 'rotated') await revokeSession(c.get('db'), result.sessionId);
     }
     deleteCookie(c, REFRESH_COOKIE, { path: REFRESH_COOKIE_PATH, secure: true });
     return c.json({ message: 'Signed out' }, 200);
@@ -224,7 +224,7 @@ for (const route of [
     }),
     async (c) => {
       const { token, password, revoke_api_keys } = c.req.valid('json');
-      const set = await setPasswordWithLink(c.var.db, route.kind, token, password, { revokeApiKeys: revoke_api_keys });
+      const set = await setPasswordWithLink(c.get('db'), route.kind, token, password, { revokeApiKeys: revoke_api_keys });
       return c.json({ email: set.email, api_keys_revoked: set.keysRevoked }, 200);
     },
   );
@@ -277,7 +277,7 @@ consoleAuthApi.openapi(
     },
   }),
   async (c) => {
-    return c.json(await inviteSummary(c.var.db, await findLink(c.var.db, c.req.valid('json').token, 'invite')), 200);
+    return c.json(await inviteSummary(c.get('db'), await findLink(c.get('db'), c.req.valid('json').token, 'invite')), 200);
   },
 );
 
@@ -309,8 +309,8 @@ consoleAuthApi.openapi(
   }),
   async (c) => {
     const { token, password, name } = c.req.valid('json');
-    const db = c.var.db;
-    const signedIn = c.var.user;
+    const db = c.get('db');
+    const signedIn = c.get('user');
     const link = await findLink(db, token, 'invite');
     let joining: Joining;
     if (signedIn) {
@@ -318,7 +318,7 @@ consoleAuthApi.openapi(
       if (signedIn.email !== link.email)
         throw new ApiError(403, `This invitation is for ${link.email}: sign in as that account to accept it`);
       if (password !== undefined) throw new ApiError(422, 'An existing account keeps its password: accept without one');
-      joining = { userId: signedIn.id, sessionId: c.var.sessionId };
+      joining = { userId: signedIn.id, sessionId: c.get('sessionId') };
     } else {
       // An invitation never sets or changes an existing account's password.
       if (await accountExists(db, link.email))

@@ -39,19 +39,19 @@ membersApi.openapi(
       ...consoleErrors(403, 404),
     },
   }),
-  async (c) => c.json({ items: await listMembers(c.var.db, c.var.membership.orgId) }, 200),
+  async (c) => c.json({ items: await listMembers(c.get('db'), c.get('membership').orgId) }, 200),
 );
 
 /** The member `userId` of the caller's organization (404 when not one). */
 async function memberOf(c: Context<ConsoleEnv>, userId: string) {
-  const row = await findMember(c.var.db, c.var.membership.orgId, userId);
+  const row = await findMember(c.get('db'), c.get('membership').orgId, userId);
   if (!row) throw notFound('Member');
   return { userId, ...row };
 }
 
 /** Only owners touch owners (granting, changing or removing the role). */
 function checkOwnerRule(c: Context<ConsoleEnv>, ...roles: Role[]) {
-  if (roles.some((r) => !may(c.var.membership.role, grantAction(r))))
+  if (roles.some((r) => !may(c.get('membership').role, grantAction(r))))
     throw new ApiError(403, 'Only owners can make, change or remove owners');
 }
 
@@ -82,11 +82,11 @@ membersApi.openapi(
     const member = await memberOf(c, user_id);
     checkOwnerRule(c, member.role, role);
     const lastOwner = 'An organization needs an owner: make someone else owner first';
-    if (member.role === 'owner' && role !== 'owner' && (await ownerCount(c.var.db, c.var.membership.orgId)) <= 1)
+    if (member.role === 'owner' && role !== 'owner' && (await ownerCount(c.get('db'), c.get('membership').orgId)) <= 1)
       throw new ApiError(409, lastOwner);
     await asMember(
       c,
-      (org) => changeRole(c.var.db, c.var.membership.orgId, actorOf(c, org), member, role, lastOwner),
+      (org) => changeRole(c.get('db'), c.get('membership').orgId, actorOf(c, org), member, role, lastOwner),
       leastToTouch(member.role, role),
     );
     return c.json({ message: `${member.email} is now ${role}` }, 200);
@@ -115,10 +115,10 @@ membersApi.openapi(
     const member = await memberOf(c, user_id);
     checkOwnerRule(c, member.role);
     const lastOwner = 'An organization needs an owner: the last owner cannot be removed';
-    if (member.role === 'owner' && (await ownerCount(c.var.db, c.var.membership.orgId)) <= 1) throw new ApiError(409, lastOwner);
+    if (member.role === 'owner' && (await ownerCount(c.get('db'), c.get('membership').orgId)) <= 1) throw new ApiError(409, lastOwner);
     await asMember(
       c,
-      (org) => removeMember(c.var.db, c.var.membership.orgId, actorOf(c, org), member, lastOwner),
+      (org) => removeMember(c.get('db'), c.get('membership').orgId, actorOf(c, org), member, lastOwner),
       leastToTouch(member.role),
     );
     return c.json({ message: `${member.email} removed` }, 200);
@@ -145,7 +145,7 @@ membersApi.openapi(
       ...consoleErrors(403, 404),
     },
   }),
-  async (c) => c.json({ items: await listInvites(c.var.db, c.var.membership.orgId) }, 200),
+  async (c) => c.json({ items: await listInvites(c.get('db'), c.get('membership').orgId) }, 200),
 );
 
 membersApi.openapi(
@@ -181,8 +181,8 @@ membersApi.openapi(
       );
     // Where the link points: the deployment's public origin, never this request's Host (503 without one).
     const consoleUrl = publicOrigin(c.env);
-    const db = c.var.db;
-    const orgId = c.var.membership.orgId;
+    const db = c.get('db');
+    const orgId = c.get('membership').orgId;
     if (await isMember(db, orgId, email)) throw new ApiError(409, `${email} is already a member`);
     const token = randomToken('inv', 32);
     const id = newLinkId();
@@ -190,7 +190,7 @@ membersApi.openapi(
     const tokenHash = await sha256Hex(token);
     const createdAt = await asMember(
       c,
-      (org) => createInvite(db, orgId, actorOf(c, org), { id, tokenHash, email, role, createdBy: c.var.user.id, expiresAt: expires }),
+      (org) => createInvite(db, orgId, actorOf(c, org), { id, tokenHash, email, role, createdBy: c.get('user').id, expiresAt: expires }),
       leastToTouch(role),
     );
     try {
@@ -200,9 +200,9 @@ membersApi.openapi(
           consoleUrl,
           token,
           to: email,
-          orgName: c.var.membership.orgName,
+          orgName: c.get('membership').orgName,
           role,
-          invitedBy: c.var.user.email,
+          invitedBy: c.get('user').email,
         }),
       );
     } catch (err) {
@@ -211,7 +211,7 @@ membersApi.openapi(
       await dropInvite(db, id);
       throw new ApiError(502, `The invitation could not be emailed (${err.message}); nothing is pending: try again`);
     }
-    return c.json({ id, email, role, created_by: c.var.user.email, created_at: createdAt, expires_at: expires, sent_to: email }, 201);
+    return c.json({ id, email, role, created_by: c.get('user').email, created_at: createdAt, expires_at: expires, sent_to: email }, 201);
   },
 );
 
@@ -234,7 +234,7 @@ membersApi.openapi(
   async (c) => {
     const { invite_id } = c.req.valid('param');
     const revoked = await asMember(c, async (org) => {
-      const found = await revokeInvite(c.var.db, c.var.membership.orgId, actorOf(c, org), invite_id);
+      const found = await revokeInvite(c.get('db'), c.get('membership').orgId, actorOf(c, org), invite_id);
       if (!found) throw notFound('Invitation');
       return found;
     });

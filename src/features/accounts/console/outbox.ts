@@ -16,5 +16,5 @@ export const outboxApi = new Hono<AppEnv>();
 outboxApi.get('/', door.open(), async (c) => {
   if (!outboxConfigured(c.env)) throw notFound('Outbox');
   const to = c.req.query('to')?.trim().toLowerCase();
-  return c.json({ items: await outboxMessages(c.var.db, to, OUTBOX_PAGE_SIZE) }, 200);
+  return c.json({ items: await outboxMessages(c.get('db'), to, OUTBOX_PAGE_SIZE) }, 200);
 });

@@ -35,6 +35,6 @@ usageApi.openapi(
       throw new ValidationError([
         { loc: ['query', 'from'], msg: `Value error, at most ${MAX_USAGE_DAYS} days at once`, type: 'value_error' },
       ]);
-    return c.json(await usageOf(c.var.db, c.var.membership.orgId, from, to, days), 200);
+    return c.json(await usageOf(c.get('db'), c.get('membership').orgId, from, to, days), 200);
   },
 );
