@@ -114,9 +114,9 @@ function decoderOf(field: unknown): Decoder {
  * what kind of field it is (`is()`, which walks prototypes) and walks its path with an
  * iterator, a fifth of a GET's drizzle time (bench:api --profile). The same decoders, by
  * position, null left null, as it does. A batch's rows come as objects keyed by column
- * name; their values are read in order, as drizzle's d1ToRawMapping does. Null for any
- * other statement (a write's result, a `get`, a join's nested fields, a custom mapper):
- * drizzle's mapper maps those.
+ * name; their values are read in order, as drizzle's d1ToRawMapping does. A write's
+ * `returning` rows are such rows too. Null for any other statement (a write's `run`
+ * result, a `get`, a join's nested fields, a custom mapper): drizzle's mapper maps those.
  */
 function selectMapper(built: BuiltQuery): BuiltQuery['mapResult'] | null {
   const { executeMethod, fields, customResultMapper } = built as BuiltQuery & RowPlan;

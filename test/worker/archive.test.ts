@@ -127,6 +127,15 @@ describe('the archive', () => {
     counts.reset();
     expect(await json(await get(), 200)).toEqual(live);
     expect({ roundTrips: counts.d1, statements: counts.d1Statements, r2: counts.r2 }).toEqual({ roundTrips: 1, statements: 2, r2: 0 });
+    // Its log page: the key, the run, its job and the page's index rows, no stub.
+    counts.reset();
+    const logs = await worker.fetch(
+      new Request(`https://api.test/v1/proofs/${proof.id}/logs`, { headers: { 'Service-API-Key': t.key } }),
+      counted,
+      createExecutionContext(),
+    );
+    expect(await logs.text()).toMatch(/proving/);
+    expect({ roundTrips: counts.d1, statements: counts.d1Statements }).toEqual({ roundTrips: 1, statements: 4 });
 
     expect(await later()).toEqual({ archived: 1, objects: 1 });
     counts.reset();

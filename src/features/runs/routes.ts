@@ -193,18 +193,19 @@ export function runRoutes<Row extends { deleted_at: string | null }>(api: OpenAP
         async (c) => {
           const id = c.req.valid('param')[kind.param];
           const { offset } = c.req.valid('query');
-          // One round trip: the key, the run, its job's log length and the index rows of the page.
+          // One round trip: the key, the run, its job's log length and the index rows of the
+          // page. The archive stub only in the final attempt, as read() asks for it.
           const { run, job, rows, archived } = await asCaller(
             c,
-            (org) => ({
+            (org, { final }) => ({
               run: kind.query(c.get('db'), org, id),
               job: jobOfSubject(c.get('db'), kind.job, id),
               rows: logPageQuery(c.get('db'), jobIdOfSubject(kind.job, id), offset),
-              archived: archivedQuery(c.get('db'), org, kind.archive, id),
+              archived: final ? archivedQuery(c.get('db'), org, kind.archive, id) : undefined,
             }),
-            ({ run, archived }) => run.length > 0 || archived.length > 0,
+            ({ run }) => run.length > 0,
           );
-          if (run.length === 0 && archived.length > 0) {
+          if (run.length === 0 && archived?.length) {
             // An archived run: its job's row is in its line, its log where it was (the
             // compacted object, or chunks read by listing: their index rows went with the job).
             const line = await readArchived<Row & { job: (typeof job)[number] | null }>(c.env.ARTIFACTS, archived[0], id);
