@@ -33,17 +33,19 @@ import { benchCli } from './cli.ts';
 import { startCpuProfile, summarizeProfile } from './cpu-profile.ts';
 import { cpuMs, workerdPids } from './workerd.ts';
 
-const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS | --requests N] [--warmup N] [--baseline REF [--rounds N]] [--profile DIR]
+const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS | --requests N] [--warmup N] [--baseline REF [--rounds N]] [--only TEXT] [--profile DIR]
   --concurrency N   requests in flight at once (default 16)
   --duration S      seconds measured per route (default 10; per round and tree with --baseline)
   --requests N      instead of a duration: exactly N requests per route
   --warmup N        unmeasured requests per route first (default 4 × concurrency)
   --baseline REF    also measure this git commit (a temporary worktree), alternating with this tree
   --rounds N        with --baseline: how many times each route is measured on each tree, in turn (default 3)
+  --only TEXT       only the service routes whose label holds TEXT (say "GET"), with the floor and the platform rows
+                    they are read against
   --profile DIR     the working tree's Worker CPU profile of each route's (first) measured run, written to DIR as
                     <route>.cpuprofile (devtools open it) and summed up by function`;
 
-const cli = benchCli('bench:api', usage, ['concurrency', 'duration', 'requests', 'warmup', 'baseline', 'rounds', 'profile']);
+const cli = benchCli('bench:api', usage, ['concurrency', 'duration', 'requests', 'warmup', 'baseline', 'rounds', 'only', 'profile']);
 const concurrency = cli.number('concurrency', 16, 1);
 const durationMs = cli.number('duration', 10, 1) * 1000;
 const fixedRequests = cli.string('requests') === undefined ? undefined : cli.number('requests', 1, 1);
@@ -51,6 +53,19 @@ const warmup = cli.number('warmup', 4 * concurrency, 0);
 const baselineRef = cli.string('baseline');
 const rounds = baselineRef === undefined ? 1 : cli.number('rounds', 3, 1);
 const profileDir = cli.string('profile');
+const only = cli.string('only');
+
+/**
+ * The routes `--only` keeps: the service routes whose label holds its text, the floor,
+ * and the platform rows of the calls those routes make (and the request alone's).
+ */
+function selected(routes: Route[]): Route[] {
+  if (only === undefined) return routes;
+  const chosen = routes.filter((r) => r.calls && r.label.toLowerCase().includes(only.toLowerCase()));
+  if (chosen.length === 0) throw new Error(`--only ${JSON.stringify(only)}: no service route's label holds it`);
+  const needed = new Set<PlatformCall>(['request', ...chosen.flatMap((r) => Object.keys(r.calls!) as PlatformCall[])]);
+  return routes.filter((r) => chosen.includes(r) || (r.call !== undefined ? needed.has(r.call) : !r.calls));
+}
 
 /** The bench-only Worker entry each tree is served by (the platform's routes, then src/index.ts). */
 const PLATFORM_ENTRY = path.join('test', 'bench', 'workers', 'platform.ts');
@@ -451,7 +466,7 @@ async function serve(name: string, root: string, dir: string, started: ChildProc
     },
     { label: 'platform: one queue send', path: '/__bench/platform/queue', init: () => ({ method: 'POST' }), ok: [200], call: 'queue' },
   ];
-  return { name, worker, baseUrl, routes, output: () => workerOutput };
+  return { name, worker, baseUrl, routes: selected(routes), output: () => workerOutput };
 }
 
 /** Checks `ref` out into a new git worktree under `dir`, with this tree's node_modules (hard links) and its console assets built. */

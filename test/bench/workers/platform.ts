@@ -6,7 +6,8 @@
 // never deployed.
 //
 //   GET  /__bench/platform/nothing     no call: what a request alone costs (the base of the others)
-//   GET  /__bench/platform/d1          one D1 statement (`SELECT 1`): a D1 round trip
+//   GET  /__bench/platform/d1          one D1 statement (`SELECT 1`) in a D1 session, as every
+//                                      caller's request reads (src/db/sessions.ts): a D1 round trip
 //   GET  /__bench/platform/rate-limit  the two Rate Limiting calls every /v1 request makes
 //                                      (its API key's, then its organization's)
 //   POST /__bench/platform/r2          the request's body stored in R2 as it comes (one put)
@@ -19,8 +20,13 @@ async function platform(request: Request, env: Env, route: string): Promise<Resp
   switch (route) {
     case 'nothing':
       return Response.json({ ok: true });
-    case 'd1':
-      return Response.json(await env.DB.prepare('SELECT 1 AS one').first());
+    case 'd1': {
+      // In a session, as the API reads (read replicas are reached only through one): the
+      // local runtime charges ~0.15-0.2 ms of CPU more per call for it than for the binding's
+      // own prepare() (test/bench/BENCH-API.md "The platform's share").
+      const session = env.DB.withSession('first-unconstrained');
+      return Response.json(await session.prepare('SELECT 1 AS one').first());
+    }
     case 'rate-limit': {
       const key = await env.RATE_LIMIT_READS.limit({ key: 'bench-platform-key' });
       const org = await env.RATE_LIMIT_ORG_READS.limit({ key: 'bench-platform-org' });
