@@ -78,9 +78,9 @@ const callerSession = createMiddleware<AppEnv>(async (c, next) => {
   if (bookmark) c.res.headers.set(BOOKMARK_HEADER, bookmark);
 });
 
-/** The D1 session of an agent's request: on the primary, no bookmarks. */
+/** An agent's request: on the primary, by the binding itself (no session, no bookmarks: src/db/sessions.ts). */
 const fleetSession = createMiddleware<AppEnv>(async (c, next) => {
-  const sessions = new RequestSessions(c.env.DB, 'first-primary');
+  const sessions = new RequestSessions(c.env.DB, 'primary');
   c.set('sessions', sessions);
   c.set('db', sessions.db);
   await next();

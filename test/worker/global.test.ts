@@ -71,7 +71,7 @@ describe('D1 sessions and bookmarks', () => {
     expect(res.headers.get(BOOKMARK_HEADER)! >= mark).toBe(true);
   });
 
-  it('without a bookmark reads start unconstrained (the nearest replica); the fleet’s start on the primary', async () => {
+  it('without a bookmark reads start unconstrained (the nearest replica); the fleet’s go to the primary by the binding itself, no session', async () => {
     const { t, program } = await readyProgram();
     const { id } = await json<{ id: string }>(await submit(t, program), 200);
     const agent = await seedAgent({}, { online: false });
@@ -80,8 +80,9 @@ describe('D1 sessions and bookmarks', () => {
     expect(calls.calls.map((c) => c.via)).toEqual(['first-unconstrained']);
     calls.clear();
     await claim(agent);
-    // The agent's token, read at the claim's door (this agent never reported its presence), and the claim's batch.
-    expect(calls.calls.map((c) => c.via)).toEqual(['first-primary', 'first-primary']);
+    // The agent's token, read at the claim's door (this agent never reported its presence), and the claim's batch:
+    // on the binding, which sends every query to the primary (src/db/sessions.ts).
+    expect(calls.calls.map((c) => c.via)).toEqual(['binding', 'binding']);
   });
 
   it('a malformed bookmark is a clear 400, never a 500; an empty one starts a fresh session', async () => {
