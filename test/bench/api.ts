@@ -33,7 +33,7 @@ import { benchCli } from './cli.ts';
 import { startCpuProfile, summarizeProfile } from './cpu-profile.ts';
 import { cpuMs, workerdPids } from './workerd.ts';
 
-const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS | --requests N] [--warmup N] [--baseline REF [--rounds N]] [--only TEXT] [--profile DIR]
+const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS | --requests N] [--warmup N] [--baseline REF [--rounds N]] [--only TEXT] [--attribute N] [--profile DIR]
   --concurrency N   requests in flight at once (default 16)
   --duration S      seconds measured per route (default 10; per round and tree with --baseline)
   --requests N      instead of a duration: exactly N requests per route
@@ -42,10 +42,23 @@ const usage = `usage: npm run bench:api -- [--concurrency N] [--duration SECONDS
   --rounds N        with --baseline: how many times each route is measured on each tree, in turn (default 3)
   --only TEXT       only the service routes whose label holds TEXT (say "GET"), with the floor and the platform rows
                     they are read against
+  --attribute N     before the routes, on each tree: GET /v1/proofs/{id}'s parts (the route, its platform calls
+                    alone, and those with the route's own D1 batch), each run N times in a row inside one request,
+                    workerd's CPU per run (median of 5); what the sampling profiler cannot tell apart
   --profile DIR     the working tree's Worker CPU profile of each route's (first) measured run, written to DIR as
                     <route>.cpuprofile (devtools open it) and summed up by function`;
 
-const cli = benchCli('bench:api', usage, ['concurrency', 'duration', 'requests', 'warmup', 'baseline', 'rounds', 'only', 'profile']);
+const cli = benchCli('bench:api', usage, [
+  'concurrency',
+  'duration',
+  'requests',
+  'warmup',
+  'baseline',
+  'rounds',
+  'only',
+  'attribute',
+  'profile',
+]);
 const concurrency = cli.number('concurrency', 16, 1);
 const durationMs = cli.number('duration', 10, 1) * 1000;
 const fixedRequests = cli.string('requests') === undefined ? undefined : cli.number('requests', 1, 1);
@@ -54,6 +67,7 @@ const baselineRef = cli.string('baseline');
 const rounds = baselineRef === undefined ? 1 : cli.number('rounds', 3, 1);
 const profileDir = cli.string('profile');
 const only = cli.string('only');
+const attributeRuns = cli.string('attribute') === undefined ? undefined : cli.number('attribute', 300, 10);
 
 /**
  * The routes `--only` keeps: the service routes whose label holds its text, the floor,
@@ -351,7 +365,70 @@ interface Served {
   worker: ChildProcess;
   baseUrl: string;
   routes: Route[];
+  /** GET /v1/proofs/{id}'s path and headers (--attribute). */
+  get: { path: string; headers: Record<string, string> };
   output: () => string;
+}
+
+/** A GET's parts, workerd's CPU per run, ms (--attribute; test/bench/workers/platform.ts `repeat`). */
+interface Attribution {
+  /** The route, through the service's Worker. */
+  route: number;
+  /** Its platform calls alone: the two rate-limit calls and `SELECT 1` in a D1 session. */
+  calls: number;
+  /** The same calls with the route's own D1 batch (`statements` of them) for the `SELECT 1`. */
+  statements: number;
+  statementCount: number;
+}
+
+/**
+ * GET /v1/proofs/{id} taken apart on one tree: each part run `runs` times in a row
+ * inside one request of the bench-only entry, workerd's CPU per run around it, the
+ * median of five turns (the parts in turn). Run before the routes are measured, workerd
+ * idle: nothing else's work is counted.
+ */
+async function attributeGet(tree: Served, runs: number): Promise<Attribution> {
+  const repeat = async (what: string, n: number) => {
+    const res = await fetch(`${tree.baseUrl}/__bench/platform/repeat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ what, n, ...tree.get }),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${tree.name}: repeating ${what}: ${res.status} ${text.slice(0, 500)}`);
+    return JSON.parse(text) as { statements?: number };
+  };
+  const { statements: statementCount = 0 } = await repeat('capture', 1);
+  const pids = workerdPids(tree.worker.pid);
+  const parts = ['route', 'calls', 'statements'] as const;
+  for (const part of parts) await repeat(part, Math.ceil(runs / 10));
+  const per: Record<(typeof parts)[number], number[]> = { route: [], calls: [], statements: [] };
+  for (let turn = 0; turn < 5; turn++)
+    for (const part of parts) {
+      const before = await settled(pids);
+      await repeat(part, runs);
+      per[part].push((cpuOf(pids) - before) / runs);
+    }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return { route: median(per.route), calls: median(per.calls), statements: median(per.statements), statementCount };
+}
+
+/** The attributions of the trees, one column each. */
+function attributionTable(trees: Served[], rows: Attribution[], runs: number): string {
+  const ms = (x: number) => x.toFixed(2) + ' ms';
+  const lines: string[][] = [
+    ['GET /v1/proofs/{id}, per run', ...trees.map((t) => t.name)],
+    ['the route (through the Worker)', ...rows.map((a) => ms(a.route))],
+    ['its platform calls (2 rate limits, SELECT 1 in a session)', ...rows.map((a) => ms(a.calls))],
+    ['those, with its own D1 batch for the SELECT 1', ...rows.map((a) => ms(a.statements))],
+    ['  its statements over SELECT 1', ...rows.map((a) => `${ms(a.statements - a.calls)} (${a.statementCount} statements)`)],
+    ['  the rest of the route (its JS, the response)', ...rows.map((a) => ms(a.route - a.statements))],
+  ];
+  const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
+  return [
+    `The GET taken apart (--attribute ${runs}): each part ${runs} times in a row inside one request, no HTTP, no concurrency; workerd CPU per run, median of 5:\n`,
+    ...lines.map((l) => l.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('   ')),
+  ].join('\n');
 }
 
 /**
@@ -466,7 +543,14 @@ async function serve(name: string, root: string, dir: string, started: ChildProc
     },
     { label: 'platform: one queue send', path: '/__bench/platform/queue', init: () => ({ method: 'POST' }), ok: [200], call: 'queue' },
   ];
-  return { name, worker, baseUrl, routes: selected(routes), output: () => workerOutput };
+  return {
+    name,
+    worker,
+    baseUrl,
+    routes: selected(routes),
+    get: { path: `/v1/proofs/${proofId}`, headers: auth },
+    output: () => workerOutput,
+  };
 }
 
 /** Checks `ref` out into a new git worktree under `dir`, with this tree's node_modules (hard links) and its console assets built. */
@@ -515,6 +599,12 @@ async function main(): Promise<void> {
       baselineTree = await checkout(baselineRef, path.join(dir, 'baseline'));
       trees.push(await serve(baselineRef, baselineTree, path.join(dir, 'baseline'), started));
     }
+    const attributions: Attribution[] = [];
+    if (attributeRuns !== undefined)
+      for (const tree of trees) {
+        log(`${tree.name}: taking GET /v1/proofs/{id} apart, ${attributeRuns} runs of each part, 5 turns`);
+        attributions.push(await attributeGet(tree, attributeRuns));
+      }
     const budget = fixedRequests !== undefined ? { requests: fixedRequests } : { ms: durationMs };
     const samples = trees.map((t) => t.routes.map(() => newSamples()));
     for (let i = 0; i < trees[0].routes.length; i++) {
@@ -566,6 +656,7 @@ async function main(): Promise<void> {
       console.log(table(results[t]) + '\n');
     }
     console.log(platformLegend(results[0]) + '\n');
+    if (attributeRuns !== undefined) console.log(attributionTable(trees, attributions, attributeRuns) + '\n');
     if (trees.length > 1) {
       const head = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
       console.log(
