@@ -376,6 +376,8 @@ interface Attribution {
   route: number;
   /** Its platform calls alone: the two rate-limit calls and `SELECT 1` in a D1 session. */
   calls: number;
+  /** The same with `SELECT 1` on the binding itself, no session. */
+  binding: number;
   /** The same calls with the route's own D1 batch (`statements` of them) for the `SELECT 1`. */
   statements: number;
   statementCount: number;
@@ -400,9 +402,9 @@ async function attributeGet(tree: Served, runs: number): Promise<Attribution> {
   };
   const { statements: statementCount = 0 } = await repeat('capture', 1);
   const pids = workerdPids(tree.worker.pid);
-  const parts = ['route', 'calls', 'statements'] as const;
+  const parts = ['route', 'calls', 'binding', 'statements'] as const;
   for (const part of parts) await repeat(part, Math.ceil(runs / 10));
-  const per: Record<(typeof parts)[number], number[]> = { route: [], calls: [], statements: [] };
+  const per: Record<(typeof parts)[number], number[]> = { route: [], calls: [], binding: [], statements: [] };
   for (let turn = 0; turn < 5; turn++)
     for (const part of parts) {
       const before = await settled(pids);
@@ -410,7 +412,13 @@ async function attributeGet(tree: Served, runs: number): Promise<Attribution> {
       per[part].push((cpuOf(pids) - before) / runs);
     }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  return { route: median(per.route), calls: median(per.calls), statements: median(per.statements), statementCount };
+  return {
+    route: median(per.route),
+    calls: median(per.calls),
+    binding: median(per.binding),
+    statements: median(per.statements),
+    statementCount,
+  };
 }
 
 /** The attributions of the trees, one column each. */
@@ -420,6 +428,7 @@ function attributionTable(trees: Served[], rows: Attribution[], runs: number): s
     ['GET /v1/proofs/{id}, per run', ...trees.map((t) => t.name)],
     ['the route (through the Worker)', ...rows.map((a) => ms(a.route))],
     ['its platform calls (2 rate limits, SELECT 1 in a session)', ...rows.map((a) => ms(a.calls))],
+    ['  the same, SELECT 1 on the binding (no session)', ...rows.map((a) => ms(a.binding))],
     ['those, with its own D1 batch for the SELECT 1', ...rows.map((a) => ms(a.statements))],
     ['  its statements over SELECT 1', ...rows.map((a) => `${ms(a.statements - a.calls)} (${a.statementCount} statements)`)],
     ['  the rest of the route (its JS, the response)', ...rows.map((a) => ms(a.route - a.statements))],

@@ -61,12 +61,16 @@ function capturing(env: Env): Env {
   return { ...env, DB };
 }
 
-/** The platform calls a GET of the API makes (the `rate-limit` and `d1` rows', in a row), with `statements` as its D1 batch. */
-async function getCalls(env: Env, statements: SentStatement[]): Promise<string> {
+/**
+ * The platform calls a GET of the API makes (the `rate-limit` and `d1` rows', in a row),
+ * with `statements` as its D1 batch: in a session, as the API reads, or (`on`: 'binding')
+ * on the binding itself, to show what the session costs.
+ */
+async function getCalls(env: Env, statements: SentStatement[], on: 'session' | 'binding' = 'session'): Promise<string> {
   await env.RATE_LIMIT_READS.limit({ key: 'bench-platform-key' });
   await env.RATE_LIMIT_ORG_READS.limit({ key: 'bench-platform-org' });
-  const session = env.DB.withSession('first-unconstrained');
-  await session.batch(statements.map((s) => session.prepare(s.sql).bind(...s.params)));
+  const d1 = on === 'session' ? env.DB.withSession('first-unconstrained') : env.DB;
+  await d1.batch(statements.map((s) => d1.prepare(s.sql).bind(...s.params)));
   return Response.json({ ok: true }).text();
 }
 
@@ -78,6 +82,7 @@ async function getCalls(env: Env, statements: SentStatement[]): Promise<string> 
  *   capture     the route once, its D1 batch kept (`captured`)
  *   route       the route, through the service's Worker (its status must be 200)
  *   calls       its platform calls alone: the two rate-limit calls and `SELECT 1` in a session
+ *   binding     the same, `SELECT 1` on the binding itself (what the session costs)
  *   statements  the same, with the route's own D1 batch (`captured`) for the `SELECT 1`
  */
 async function repeat(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
@@ -92,6 +97,7 @@ async function repeat(request: Request, env: Env, ctx: ExecutionContext): Promis
     capture: () => route(capturing(env)),
     route: () => route(env),
     calls: () => getCalls(env, [one]),
+    binding: () => getCalls(env, [one], 'binding'),
     statements: () => {
       if (!captured) throw new Error('nothing captured yet: repeat what=capture first');
       return getCalls(env, captured);
