@@ -4,7 +4,7 @@
 // multipart libraries we looked at buffer each part, which is the same problem for a
 // single large VMEXE part.)
 import { ApiError, ValidationError, type ValidationIssue } from './errors.ts';
-import { concatBytes, DelimiterSearch, indexOfBytes, utf8Text } from './bytes.ts';
+import { concatBytes, DelimiterSearch, indexOfBytes, utf8Bytes, utf8Text } from './bytes.ts';
 import { MAX_FILENAME_LENGTH, ONE_READ_BYTES, UNSAFE_NAME_CHARACTER } from './limits.ts';
 
 export interface PartInfo {
@@ -52,13 +52,12 @@ export async function parseMultipart(
   limits: MultipartLimits,
   onPart: (info: PartInfo) => PartSink | Promise<PartSink>,
 ): Promise<void> {
-  const enc = new TextEncoder();
-  // Every boundary after the first is preceded by CRLF; prefixing the body with CRLF
-  // makes the first one look the same.
-  const delimiter = enc.encode(`\r\n--${boundary}`);
   // A boundary holds no CR or LF (RFC 2046 5.1.1: its characters are bchars); a header
   // value holds neither anyway. Which is what the delimiter's search needs.
   if (/[\r\n]/.test(boundary)) throw new ApiError(400, 'Malformed multipart body: the boundary holds a line break');
+  // Every boundary after the first is preceded by CRLF; prefixing the body with CRLF
+  // makes the first one look the same.
+  const delimiter = utf8Bytes(`\r\n--${boundary}`);
   const delimiterSearch = new DelimiterSearch(delimiter);
   const maxHeaderBytes = limits.maxHeaderBytes ?? 16 * 1024;
   const maxParts = limits.maxParts ?? 64;

@@ -4,6 +4,7 @@
 // hex check is the fleet protocol's (isHex), which the agents' engines make too (issue 28).
 
 import { isHex } from 'prover-agent/protocol';
+import { utf8Bytes } from '../../lib/bytes.ts';
 import { hexAscii } from '../../lib/crypto.ts';
 
 /**
@@ -121,20 +122,19 @@ const HEX_SLICE_BYTES = 1024 * 1024;
  * as they come, never one string (a 16 MiB child proof is 32 MB of hex).
  */
 export function* starkProofJsonPieces(p: StarkProofCodec): Generator<Uint8Array> {
-  const enc = new TextEncoder();
   const hex = function* (bytes: Uint8Array) {
-    yield enc.encode('"0x');
+    yield utf8Bytes('"0x');
     for (let at = 0; at < bytes.length; at += HEX_SLICE_BYTES) yield hexAscii(bytes.subarray(at, at + HEX_SLICE_BYTES));
-    yield enc.encode('"');
+    yield utf8Bytes('"');
   };
-  yield enc.encode(`{"version":${JSON.stringify(p.version)},"proof":`);
+  yield utf8Bytes(`{"version":${JSON.stringify(p.version)},"proof":`);
   yield* hex(p.proof);
-  yield enc.encode(',"user_pvs_proof":');
+  yield utf8Bytes(',"user_pvs_proof":');
   yield* hex(p.userPvsProof);
-  yield enc.encode(',"deferral_merkle_proofs":');
+  yield utf8Bytes(',"deferral_merkle_proofs":');
   if (p.deferral) yield* hex(p.deferral);
-  else yield enc.encode('null');
-  yield enc.encode('}');
+  else yield utf8Bytes('null');
+  yield utf8Bytes('}');
 }
 
 /**

@@ -18,6 +18,13 @@
 import worker from '../../../src/index.ts';
 import type { Env } from '../../../src/env.ts';
 
+/** The two Rate Limiting calls every /v1 request makes: its API key's, then its organization's (the `rate-limit` row). */
+async function twoRateLimitCalls(env: Env): Promise<{ key: boolean; org: boolean }> {
+  const key = await env.RATE_LIMIT_READS.limit({ key: 'bench-platform-key' });
+  const org = await env.RATE_LIMIT_ORG_READS.limit({ key: 'bench-platform-org' });
+  return { key: key.success, org: org.success };
+}
+
 /** A D1 statement as sent: its SQL and its bound values. */
 interface SentStatement {
   sql: string;
@@ -67,8 +74,7 @@ function capturing(env: Env): Env {
  * on the binding itself, to show what the session costs.
  */
 async function getCalls(env: Env, statements: SentStatement[], on: 'session' | 'binding' = 'session'): Promise<string> {
-  await env.RATE_LIMIT_READS.limit({ key: 'bench-platform-key' });
-  await env.RATE_LIMIT_ORG_READS.limit({ key: 'bench-platform-org' });
+  await twoRateLimitCalls(env);
   const d1 = on === 'session' ? env.DB.withSession('first-unconstrained') : env.DB;
   await d1.batch(statements.map((s) => d1.prepare(s.sql).bind(...s.params)));
   return Response.json({ ok: true }).text();
@@ -120,11 +126,8 @@ async function platform(request: Request, env: Env, ctx: ExecutionContext, route
       const session = env.DB.withSession('first-unconstrained');
       return Response.json(await session.prepare('SELECT 1 AS one').first());
     }
-    case 'rate-limit': {
-      const key = await env.RATE_LIMIT_READS.limit({ key: 'bench-platform-key' });
-      const org = await env.RATE_LIMIT_ORG_READS.limit({ key: 'bench-platform-org' });
-      return Response.json({ key: key.success, org: org.success });
-    }
+    case 'rate-limit':
+      return Response.json(await twoRateLimitCalls(env));
     case 'r2': {
       if (!request.body) return new Response('a body is needed', { status: 400 });
       const put = await env.ARTIFACTS.put(`bench/platform/${crypto.randomUUID()}`, request.body);
