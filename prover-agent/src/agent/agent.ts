@@ -38,6 +38,14 @@ const ARTIFACT_CACHE_DIR = 'artifact-cache';
 /** The service's answer when it refuses this agent's token for good: no retry can change it. */
 const refusedForGood = (err: unknown): err is HttpError => err instanceof HttpError && (err.status === 401 || err.status === 403);
 
+/**
+ * How long one claim may take. A claim is one D1 batch (milliseconds); one answered later
+ * would hold a lease that has (by default, 12 s) all but expired, and a shutdown waits for
+ * the claim in flight. A lease granted to a claim given up on expires; its job goes back
+ * to the queue.
+ */
+const CLAIM_TIMEOUT_MS = 15_000;
+
 /** run()'s end when the service refused the agent's token for good (the refusal says why). */
 export class AgentRefused extends Error {}
 
@@ -51,7 +59,9 @@ export class Agent {
   /** Whether a claim without a notice may find work: at start, and after a job ends. */
   private mayHaveWork = true;
   private readonly stopping = new AbortController();
-  private wake: () => void = () => {};
+  /** Ends the loop's current sleep; a wake while it is not asleep ends its next one at once. */
+  private waiting: (() => void) | null = null;
+  private woken = false;
   private graceTimer: NodeJS.Timeout | null = null;
   /** The service's refusal of this agent's token, once it came: the agent is draining because of it. */
   private refusal: HttpError | null = null;
@@ -218,7 +228,7 @@ export class Agent {
         },
         // A claim in flight when shutdown begins is let finish: the service may have leased
         // a job to us already, and that job then runs (and drains) like the others.
-        { attempts: Infinity, signal: this.stopping.signal, finishInFlight: true },
+        { attempts: Infinity, signal: this.stopping.signal, finishInFlight: true, timeoutMs: CLAIM_TIMEOUT_MS },
       );
     } catch (err) {
       if (refusedForGood(err)) this.refused(err);
@@ -279,15 +289,30 @@ export class Agent {
     for (const runner of this.running.values()) runner.stop('release');
   }
 
-  /** Waits `ms`, or until a job ends or shutdown begins. */
+  /** A job ended or shutdown began: the loop looks again. */
+  private wake(): void {
+    if (this.waiting) this.waiting();
+    else this.woken = true;
+  }
+
+  /**
+   * Waits `ms`, or until a job ends or shutdown begins. A wake that came while the loop was
+   * busy (a pull or claim in flight) is not lost: the loop would otherwise sleep through a
+   * shutdown that began meanwhile.
+   */
   private sleep(ms: number): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
-      const timer = Number.isFinite(ms) ? setTimeout(done, ms) : null;
-      function done() {
+      const done = () => {
         if (timer) clearTimeout(timer);
+        this.waiting = null;
         resolve();
-      }
-      this.wake = done;
+      };
+      const timer = Number.isFinite(ms) ? setTimeout(done, ms) : null;
+      this.waiting = done;
     });
   }
 
