@@ -89,6 +89,24 @@ describe('why a job waits', () => {
     expect(await json(await api(running === urgent ? t : other, path), 200)).toMatchObject({ waiting_reason: null, jobs_ahead: null });
   });
 
+  it('jobs_ahead: jobs queued in the same millisecond go by job id (the lane index’s order)', async () => {
+    const { t, program } = await readyProgram();
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await json(await post(t, `/v1/executions?program_id=${program}`), 200)).id);
+    const placeholders = ids.map(() => '?').join(', ');
+    await env.DB.prepare(`UPDATE jobs SET queued_at = 1000 WHERE kind = 'execute' AND subject_id IN (${placeholders})`)
+      .bind(...ids)
+      .run();
+    const { results } = await env.DB.prepare(
+      `SELECT subject_id FROM jobs WHERE kind = 'execute' AND subject_id IN (${placeholders}) ORDER BY id`,
+    )
+      .bind(...ids)
+      .all<{ subject_id: string }>();
+    const byJobId = results.map((r) => r.subject_id);
+    for (const [ahead, id] of byJobId.entries())
+      expect(await json(await api(t, `/v1/executions/${id}`), 200)).toMatchObject({ jobs_ahead: ahead });
+  });
+
   it('estimated_start_at: from the measured rates of its config and the jobs running and ahead; null, saying why, without rates or while held', async () => {
     const { t, program, configId } = await readyProgram();
     const ids: string[] = [];

@@ -99,7 +99,7 @@ const nowMs = sql.raw(`CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER
 
 /** Other organizations' lanes looked at for a queued job's jobs_ahead, at most. */
 const AHEAD_LANES = 100;
-/** Jobs of its own lane counted ahead of a queued job, at most (per range below). */
+/** Jobs of its own lane counted ahead of a queued job, at most. */
 const AHEAD_CAP = 1000;
 /** Running jobs looked at for a queued job's estimated start, at most (the fleet's size bounds them anyway). */
 const RUNNING_CAP = 1000;
@@ -109,9 +109,8 @@ const RUNNING_CAP = 1000;
  * job waits"), as JSON text for runFields() (src/features/limits/schemas.ts): one
  * correlated subquery of the record's read, so still one D1 read. Its job by its unique
  * (kind, subject_id), its lane by primary key (what the sweep found, src/jobs/waiting.ts),
- * its own organization's jobs ahead of it by three bounded ranges of the jobs_lane index
- * (higher priority; same priority and older; same instant, lower id: each at most
- * AHEAD_CAP rows), and the queued counts of up to AHEAD_LANES other organizations' lanes
+ * its own organization's jobs ahead of it by one bounded range of the jobs_lane index
+ * (at most AHEAD_CAP rows), and the queued counts of up to AHEAD_LANES other organizations' lanes
  * on its config (queue_lanes_by_config). For its estimated start (runFields): the
  * proving rates of its config and GPU count (proving_rates, a few rows by primary-key
  * prefix) and the jobs running on its config and engine now, at most RUNNING_CAP of them
@@ -122,12 +121,18 @@ const RUNNING_CAP = 1000;
 export function runStateSql(kind: RunJobKind, table: 'proofs' | 'executions') {
   // Named in full: drizzle writes a column of the selected table unqualified, which inside this subquery would be the job's.
   const subjectId = sql`${sql.identifier(table)}.${sql.identifier('id')}`;
-  const lane = `x.status = 'queued' AND x.org_id = j.org_id AND x.engine = j.engine AND x.config_id = j.config_id AND x.gpus_used = j.gpus_used`;
-  const count = (range: string) => sql.raw(`(SELECT count(*) FROM (SELECT 1 FROM jobs x WHERE ${lane} AND ${range} LIMIT ${AHEAD_CAP}))`);
+  // The lane's jobs in the order claims take them (the jobs_lane index's, read without a
+  // sort), from its highest priority down to the job's own, at most AHEAD_CAP of them: those
+  // ahead of the job are a prefix of that order, so counting them among these is exact up
+  // to the cap, in one bounded range.
+  const ahead = sql.raw(`(SELECT count(*) FROM (SELECT x.priority, x.queued_at, x.id FROM jobs x
+        WHERE x.status = 'queued' AND x.org_id = j.org_id AND x.engine = j.engine AND x.config_id = j.config_id AND x.gpus_used = j.gpus_used
+          AND x.priority >= j.priority ORDER BY x.priority DESC, x.queued_at, x.id LIMIT ${AHEAD_CAP}) a
+        WHERE a.priority > j.priority OR (a.queued_at, a.id) < (j.queued_at, j.id))`);
   return sql<string | null>`(SELECT json_object(
       'cycle_limit', j.cycle_limit, 'cost_limit', j.cost_limit, 'deadline_at', j.deadline_at,
       'queued', j.status = 'queued', 'code', l.waiting_code, 'detail', l.waiting_reason,
-      'ahead', CASE WHEN j.status = 'queued' THEN ${count('x.priority > j.priority')} + ${count('x.priority = j.priority AND x.queued_at < j.queued_at')} + ${count('x.priority = j.priority AND x.queued_at = j.queued_at AND x.id < j.id')} END,
+      'ahead', CASE WHEN j.status = 'queued' THEN ${ahead} END,
       'others', CASE WHEN j.status = 'queued' THEN (SELECT json_group_array(o.queued) FROM (SELECT o.queued FROM ${queueLanes} o
         WHERE o.config_id = j.config_id AND o.head_job_id IS NOT NULL AND o.engine = j.engine AND o.org_id <> j.org_id LIMIT ${sql.raw(String(AHEAD_LANES))}) o) END,
       'gpus', j.gpus_used, 'now', ${nowMs},
