@@ -109,9 +109,9 @@ const RUNNING_CAP = 1000;
  * job waits"), as JSON text for runFields() (src/features/limits/schemas.ts): one
  * correlated subquery of the record's read, so still one D1 read. Its job by its unique
  * (kind, subject_id), its lane by primary key (what the sweep found, src/jobs/waiting.ts),
- * its own organization's jobs ahead of it by one bounded range of the jobs_lane index
- * (at most AHEAD_CAP rows), and the queued counts of up to AHEAD_LANES other organizations' lanes
- * on its config (queue_lanes_by_config). For its estimated start (runFields): the
+ * its own organization's jobs ahead of it by two ranges of the jobs_lane index that stop
+ * at the job (at most AHEAD_CAP rows each, AHEAD_CAP counted), and the queued counts of
+ * up to AHEAD_LANES other organizations' lanes on its config (queue_lanes_by_config). For its estimated start (runFields): the
  * proving rates of its config and GPU count (proving_rates, a few rows by primary-key
  * prefix) and the jobs running on its config and engine now, at most RUNNING_CAP of them
  * (jobs_leased_config, migrations/0020_queue.sql), each with its lease's claim time by
@@ -121,14 +121,14 @@ const RUNNING_CAP = 1000;
 export function runStateSql(kind: RunJobKind, table: 'proofs' | 'executions') {
   // Named in full: drizzle writes a column of the selected table unqualified, which inside this subquery would be the job's.
   const subjectId = sql`${sql.identifier(table)}.${sql.identifier('id')}`;
-  // The lane's jobs in the order claims take them (the jobs_lane index's, read without a
-  // sort), from its highest priority down to the job's own, at most AHEAD_CAP of them: those
-  // ahead of the job are a prefix of that order, so counting them among these is exact up
-  // to the cap, in one bounded range.
-  const ahead = sql.raw(`(SELECT count(*) FROM (SELECT x.priority, x.queued_at, x.id FROM jobs x
-        WHERE x.status = 'queued' AND x.org_id = j.org_id AND x.engine = j.engine AND x.config_id = j.config_id AND x.gpus_used = j.gpus_used
-          AND x.priority >= j.priority ORDER BY x.priority DESC, x.queued_at, x.id LIMIT ${AHEAD_CAP}) a
-        WHERE a.priority > j.priority OR (a.queued_at, a.id) < (j.queued_at, j.id))`);
+  // Ahead of the job in its lane, in the order claims take them (the jobs_lane index's):
+  // the lane's higher priorities, then its own priority's jobs before it, (queued_at, id)
+  // being one row-value range there. Two ranges that stop at the job, each capped.
+  const lane = `x.status = 'queued' AND x.org_id = j.org_id AND x.engine = j.engine AND x.config_id = j.config_id AND x.gpus_used = j.gpus_used`;
+  const count = (range: string) => `(SELECT count(*) FROM (SELECT 1 FROM jobs x WHERE ${lane} AND ${range} LIMIT ${AHEAD_CAP}))`;
+  const ahead = sql.raw(
+    `min(${AHEAD_CAP}, ${count('x.priority > j.priority')} + ${count('x.priority = j.priority AND (x.queued_at, x.id) < (j.queued_at, j.id)')})`,
+  );
   return sql<string | null>`(SELECT json_object(
       'cycle_limit', j.cycle_limit, 'cost_limit', j.cost_limit, 'deadline_at', j.deadline_at,
       'queued', j.status = 'queued', 'code', l.waiting_code, 'detail', l.waiting_reason,
