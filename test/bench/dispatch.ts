@@ -196,18 +196,30 @@ async function runCurrent(): Promise<TreeRun> {
   return { title: `now (${wt.head}${wt.dirty ? '+' : ''})`, lines, figures, failed };
 }
 
+/**
+ * A tree's run, and once more if it measured nothing (its Worker did not start: a port
+ * another process took between being found free and being bound), so that one such
+ * start does not leave a column of the side-by-side table empty.
+ */
+async function runOnce(what: string, run: () => Promise<TreeRun>): Promise<TreeRun> {
+  const first = await run();
+  if (!first.failed || first.figures.jobsPerSecond !== '—') return first;
+  console.error(`${what}: measured nothing (see above); running it once more`);
+  return run();
+}
+
 async function main() {
   const runs: TreeRun[] = [];
   for (let round = 1; round <= rounds; round++) {
     const suffix = rounds > 1 ? ` #${round}` : '';
     if (only !== 'current')
       for (const rev of baselineRevs) {
-        const today = await runBaseline(rev);
+        const today = await runOnce(`today (${rev})`, () => runBaseline(rev));
         console.log(`today: ${today.lines.join('\ntoday: ')}`);
         runs.push({ ...today, title: today.title + suffix });
       }
     if (only !== 'baseline') {
-      const now = await runCurrent();
+      const now = await runOnce('now', runCurrent);
       runs.push({ ...now, title: now.title + suffix });
     }
   }

@@ -119,8 +119,8 @@ const E2E_MACHINE_TYPES = new Map([
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const persistDir = await mkdtemp(join(tmpdir(), 'zk-stack-'));
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  let port = await freePort();
+  let url = `http://127.0.0.1:${port}`;
   const target = { remote: false, persistTo: persistDir };
   const migrated = process.env[MIGRATED_STATE_ENV];
   if (migrated) await cp(migrated, persistDir, { recursive: true });
@@ -169,7 +169,20 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     });
     return started;
   };
-  let worker = await startWorker();
+  // A port found free may be taken before wrangler binds it (another process's
+  // connection, on a busy machine): the first start tries another. A restart keeps its
+  // port, which the stack's agents and callers know.
+  let worker: ChildProcess;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      worker = await startWorker();
+      break;
+    } catch (err) {
+      if (attempt === 3 || !/Address already in use|EADDRINUSE/.test(String(err))) throw err;
+      port = await freePort();
+      url = `http://127.0.0.1:${port}`;
+    }
+  }
 
   const agents: AgentProcess[] = [];
   const tokenFor = (machineType: string) => {

@@ -21,6 +21,7 @@ import { recordD1Calls, type D1Call } from './d1-calls.ts';
 import { claimJob, drainQueuedJobs, presence, seedAgent, type TestAgent } from './fleet-helpers.ts';
 import { BASE, registerProgram, seedConfig, seedTenant, type Tenant } from './helpers.ts';
 import { seedPublisher } from './key-helpers.ts';
+import { inOneRateWindow } from './rate-helpers.ts';
 import { declarationOf, routeKey, servedRoutes, type Route } from './routes.ts';
 
 afterEach(() => vi.restoreAllMocks());
@@ -481,8 +482,12 @@ describe('budgets', () => {
   }
 
   it('a route with no credential has a budget per client address', async () => {
-    const signout = () => post('/console/v1/auth/signout', { 'cf-connecting-ip': '198.18.1.5' }, null);
-    const r = await untilRefused(signout, 200, 400);
+    // The local limiter's windows turn on the minute: a run that spans one is made again, from a new address.
+    let run = 0;
+    const r = await inOneRateWindow(() => {
+      const address = `198.18.3.${run++}`;
+      return untilRefused(() => post('/console/v1/auth/signout', { 'cf-connecting-ip': address }, null), 200, 400);
+    });
     expect(r.status, r.text).toBe(429);
     expect(r.passed).toBeGreaterThan(0);
     expect(JSON.parse(r.text).detail).toMatch(/^Rate limit exceeded: this client address has used its limit of requests for signing in/);
@@ -490,22 +495,23 @@ describe('budgets', () => {
   });
 
   it('an agent token has its own budget, whatever address it comes from', async () => {
-    const agent = await seedAgent();
-    let n = 0;
-    const read = () =>
-      app.request(
-        `/internal/v1/configs/${w.configId}`,
-        { headers: { ...bearer(agent.token), 'cf-connecting-ip': `198.18.2.${n++ % 200}` } },
-        env,
+    // A run that spans the turn of the limiter's window is made again, with a new agent.
+    const r = await inOneRateWindow(async () => {
+      const agent = await seedAgent();
+      let n = 0;
+      return untilRefused(
+        async () => {
+          const res = await app.request(
+            `/internal/v1/configs/${w.configId}`,
+            { headers: { ...bearer(agent.token), 'cf-connecting-ip': `198.18.2.${n++ % 200}` } },
+            env,
+          );
+          return { status: res.status, text: await res.text() };
+        },
+        200,
+        400,
       );
-    const r = await untilRefused(
-      async () => {
-        const res = await read();
-        return { status: res.status, text: await res.text() };
-      },
-      200,
-      400,
-    );
+    });
     expect(r.status, r.text).toBe(429);
     expect(JSON.parse(r.text).detail).toMatch(/^Rate limit exceeded: this agent token has used its request limit/);
     // Another agent goes on.
