@@ -1,7 +1,7 @@
 // The fleet's failure handling, end to end: real agent processes against a Worker
 // under wrangler dev, with a short lease so lost agents are noticed in seconds
 // (`npm run bench:faults` measures the default timing).
-import { mkdir, mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,8 @@ let stack: Stack;
 let api: ReturnType<typeof caller>;
 let loopProgram: string;
 const agents: AgentProcess[] = [];
+/** Work directories a test made for its agents itself (the stack removes those it made). */
+const ownDirs: string[] = [];
 
 /** Input for loop.elf: `n` iterations, about 6n instructions (~0.4 G/s here). */
 const loopInput = (n: number) => {
@@ -73,7 +75,10 @@ beforeAll(async () => {
 afterEach(async () => {
   for (const a of agents.splice(0)) await stopAgent(a);
 });
-afterAll(async () => stack?.stop());
+afterAll(async () => {
+  await stack?.stop();
+  for (const dir of ownDirs) await rm(dir, { recursive: true, force: true });
+});
 
 describe('cancel', () => {
   it('in Queued: canceled at once, never run', async () => {
@@ -194,6 +199,7 @@ describe('dispatch order', () => {
 describe('resilience', () => {
   it('an agent restarted after a crash clears what the crashed run left in its work directory (its artifact cache stays)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'zk-crashed-'));
+    ownDirs.push(dir);
     await mkdir(join(dir, 'job-from-a-crash-1'));
     await writeFile(join(dir, 'job-from-a-crash-1', 'input'), 'left behind');
     await agent({ name: 'restarted', extraArgs: ['--work-dir', dir] });

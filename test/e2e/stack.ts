@@ -185,6 +185,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   }
 
   const agents: AgentProcess[] = [];
+  /** The agents' work directories, removed with the stack (their artifact caches included). */
+  const workDirs: string[] = [];
   const tokenFor = (machineType: string) => {
     const token = agentTokens.get(machineType);
     if (!token) throw new Error(`no e2e agent token for machine type ${machineType} (test/e2e/stack.ts E2E_MACHINE_TYPES)`);
@@ -213,6 +215,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     async startAgent(a = {}) {
       const metricsPort = await freePort();
       const workDir = await mkdtemp(join(tmpdir(), 'zk-agent-'));
+      workDirs.push(workDir);
       const proc = spawn(
         process.execPath,
         [
@@ -289,7 +292,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     async stop() {
       for (const a of agents) if (a.proc.exitCode === null) a.proc.kill('SIGKILL');
       await stopGroup(worker, 5000);
-      await rm(persistDir, { recursive: true, force: true });
+      await Promise.all(agents.map((a) => a.exited));
+      // maxRetries: an engine outliving its agent for a moment may still be writing there.
+      for (const dir of [persistDir, ...workDirs]) await rm(dir, { recursive: true, force: true, maxRetries: 3 });
     },
   };
 }
