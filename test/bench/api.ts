@@ -433,10 +433,9 @@ function attributionTable(trees: Served[], rows: Attribution[], runs: number): s
     ['  its statements over SELECT 1', ...rows.map((a) => `${ms(a.statements - a.calls)} (${a.statementCount} statements)`)],
     ['  the rest of the route (its JS, the response)', ...rows.map((a) => ms(a.route - a.statements))],
   ];
-  const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
   return [
     `The GET taken apart (--attribute ${runs}): each part ${runs} times in a row inside one request, no HTTP, no concurrency; workerd CPU per run, median of 5:\n`,
-    ...lines.map((l) => l.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('   ')),
+    layout(lines),
   ].join('\n');
 }
 

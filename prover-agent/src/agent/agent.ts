@@ -40,8 +40,8 @@ const refusedForGood = (err: unknown): err is HttpError => err instanceof HttpEr
 
 /**
  * How long one claim may take. A claim is one D1 batch (milliseconds); one answered later
- * would hold a lease that has (by default, 12 s) all but expired, and a shutdown waits for
- * the claim in flight. A lease granted to a claim given up on expires; its job goes back
+ * would hold a lease all but expired (the service's LEASE_TTL_SECONDS, src/jobs/settings.ts),
+ * and a shutdown waits for the claim in flight. A lease granted to a claim given up on expires; its job goes back
  * to the queue.
  */
 const CLAIM_TIMEOUT_MS = 15_000;

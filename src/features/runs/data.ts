@@ -111,11 +111,12 @@ const RUNNING_CAP = 1000;
  * (kind, subject_id), its lane by primary key (what the sweep found, src/jobs/waiting.ts),
  * its own organization's jobs ahead of it by two ranges of the jobs_lane index that stop
  * at the job (at most AHEAD_CAP rows each, AHEAD_CAP counted), and the queued counts of
- * up to AHEAD_LANES other organizations' lanes on its config (queue_lanes_by_config). For its estimated start (runFields): the
- * proving rates of its config and GPU count (proving_rates, a few rows by primary-key
- * prefix) and the jobs running on its config and engine now, at most RUNNING_CAP of them
- * (jobs_leased_config, migrations/0020_queue.sql), each with its lease's claim time by
- * primary key: how many, and the time left to them at the rates' mean. Nothing grows
+ * up to AHEAD_LANES other organizations' lanes on its config (queue_lanes_by_config).
+ * For its estimated start (runFields): the proving rates of its config and GPU count
+ * (proving_rates, a few rows by primary-key prefix) and the jobs running on its config
+ * and engine now, at most RUNNING_CAP of them (jobs_leased_config,
+ * migrations/0020_queue.sql), each with its lease's claim time by primary key: how many,
+ * and the time left to them at the rates' mean. Nothing grows
  * with the backlog past those caps.
  */
 export function runStateSql(kind: RunJobKind, table: 'proofs' | 'executions') {

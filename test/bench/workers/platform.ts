@@ -99,17 +99,20 @@ async function repeat(request: Request, env: Env, ctx: ExecutionContext): Promis
     if (res.status !== 200) throw new Error(`${path}: ${res.status} ${text.slice(0, 200)}`);
   };
   const one = { sql: 'SELECT 1 AS one', params: [] };
-  const parts: Record<string, () => Promise<unknown>> = {
-    capture: () => route(capturing(env)),
-    route: () => route(env),
-    calls: () => getCalls(env, [one]),
-    binding: () => getCalls(env, [one], 'binding'),
-    statements: () => {
-      if (!captured) throw new Error('nothing captured yet: repeat what=capture first');
-      return getCalls(env, captured);
-    },
-  };
-  const part = parts[what];
+  const parts = new Map<string, () => Promise<unknown>>([
+    ['capture', () => route(capturing(env))],
+    ['route', () => route(env)],
+    ['calls', () => getCalls(env, [one])],
+    ['binding', () => getCalls(env, [one], 'binding')],
+    [
+      'statements',
+      () => {
+        if (!captured) throw new Error('nothing captured yet: repeat what=capture first');
+        return getCalls(env, captured);
+      },
+    ],
+  ]);
+  const part = parts.get(what);
   if (!part) return new Response(`unknown part ${what}`, { status: 404 });
   for (let i = 0; i < n; i++) await part();
   return Response.json({ what, n, statements: what === 'capture' ? captured?.length : undefined });
