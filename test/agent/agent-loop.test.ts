@@ -10,53 +10,79 @@ import { Agent } from '../../prover-agent/src/agent/agent.ts';
 import { loadConfig } from '../../prover-agent/src/agent/config.ts';
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
 import { Metrics } from '../../prover-agent/src/agent/metrics.ts';
+import type { ClaimedJob } from '../../prover-agent/src/protocol.ts';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0)) await c();
 });
 
-/** A service with no work. Pulls are held until `answerPulls()`; each request's path is recorded. */
-async function idleService() {
+type Held = { arrived: Promise<void>; answer: (body: unknown) => void };
+
+/** A request the stub service holds: `arrived` once it came, `answer` sends its answer. */
+function heldRequest(): Held & { reply: Promise<unknown>; came: () => void } {
+  let came!: () => void;
+  let answer!: (body: unknown) => void;
+  const arrived = new Promise<void>((resolve) => (came = resolve));
+  const reply = new Promise<unknown>((resolve) => (answer = resolve));
+  return { arrived, answer, reply, came };
+}
+
+/**
+ * A service with no work, standing in for the Worker's /internal routes. The first claim
+ * and the first pull are held until the test answers them; each request's path is recorded.
+ */
+async function stubService() {
   const seen: string[] = [];
-  const held: (() => void)[] = [];
-  let pullArrived: () => void = () => {};
-  const firstPull = new Promise<void>((resolve) => (pullArrived = resolve));
+  const firstClaim = heldRequest();
+  const firstPull = heldRequest();
+  let claims = 0;
+  let pulls = 0;
+  const answerHeld = async (held: ReturnType<typeof heldRequest>) => {
+    held.came();
+    return JSON.stringify(await held.reply);
+  };
   const server = createServer(async (req, res) => {
     for await (const _ of req);
     seen.push(req.url ?? '');
     if (req.url === '/internal/v1/agents/presence')
       return res.end(JSON.stringify({ presence_interval_ms: 60_000, queue_token: 'qt-1', queue_token_expires_at: Date.now() + 300_000 }));
-    if (req.url === '/internal/v1/jobs/claim') return res.end(JSON.stringify({ job: null, hint: 'none' }));
-    if (req.url === '/internal/v1/queue/pull') {
-      pullArrived();
-      await new Promise<void>((resolve) => held.push(resolve));
-      return res.end(JSON.stringify({ messages: [] }));
-    }
+    if (req.url === '/internal/v1/jobs/claim')
+      return res.end(claims++ === 0 ? await answerHeld(firstClaim) : JSON.stringify({ job: null, hint: 'none' }));
+    if (req.url === '/internal/v1/queue/pull')
+      return res.end(pulls++ === 0 ? await answerHeld(firstPull) : JSON.stringify({ messages: [] }));
     if (req.url === '/internal/v1/agents/leave') return res.end(JSON.stringify({ left: true }));
+    if (req.url?.startsWith('/internal/v1/lease/')) return res.end(JSON.stringify({ status: 'requeued', accepted: 'appended' }));
     res.writeHead(404).end('{}');
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   cleanups.push(() => {
-    for (const answer of held.splice(0)) answer();
+    firstClaim.answer({ job: null, hint: 'none' });
+    firstPull.answer({ messages: [] });
     server.closeAllConnections();
     server.close();
   });
   const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}`, seen, firstPull };
+  return { url: `http://127.0.0.1:${port}`, seen, firstClaim: firstClaim as Held, firstPull: firstPull as Held };
+}
+
+/** An agent of `svc` with its own work directory; a poll interval far past the test's time limit. */
+async function agentOf(svc: { url: string }) {
+  const workDir = await mkdtemp(join(tmpdir(), 'agent-loop-'));
+  cleanups.push(() => rm(workDir, { recursive: true, force: true }));
+  const cfg = loadConfig(['--api-url', svc.url, '--agent-token', 'at_x', '--work-dir', workDir, '--poll-interval', '3600'], {});
+  return new Agent(cfg, createLogger('error'), new Metrics());
 }
 
 describe('the agent loop', () => {
   it('stops at once on a shutdown that comes while a pull is in flight, without sleeping out its poll interval', async () => {
-    const svc = await idleService();
-    const workDir = await mkdtemp(join(tmpdir(), 'agent-loop-'));
-    cleanups.push(() => rm(workDir, { recursive: true, force: true }));
-    // A poll interval far past the test's time limit: sleeping it out after the aborted pull fails the test.
-    const cfg = loadConfig(['--api-url', svc.url, '--agent-token', 'at_x', '--work-dir', workDir, '--poll-interval', '3600'], {});
-    const agent = new Agent(cfg, createLogger('error'), new Metrics());
+    const svc = await stubService();
+    // Sleeping out the poll interval (an hour) after the aborted pull fails the test.
+    const agent = await agentOf(svc);
     const run = agent.run();
-    await svc.firstPull;
+    svc.firstClaim.answer({ job: null, hint: 'none' });
+    await svc.firstPull.arrived;
     agent.shutdown();
     await run;
     expect(agent.state).toBe('stopped');
@@ -68,4 +94,53 @@ describe('the agent loop', () => {
       '/internal/v1/agents/leave',
     ]);
   });
+
+  it('releases at once a job whose claim was answered after a second shutdown signal, without running it', async () => {
+    const svc = await stubService();
+    const agent = await agentOf(svc);
+    const run = agent.run();
+    await svc.firstClaim.arrived;
+    agent.shutdown(); // drain: the claim in flight is let finish (the lease may be ours already)
+    agent.shutdown(); // release everything now, the job the claim brings included
+    svc.firstClaim.answer({ job: claimedJob(), hint: 'claimed' });
+    await run;
+    expect(agent.state).toBe('stopped');
+    // Released, not run: its log says so, then it goes back; no complete or fail (the old loop ran it, and failed it).
+    expect(svc.seen.filter((path) => path.startsWith('/internal/v1/lease/'))).toEqual([
+      '/internal/v1/lease/logs',
+      '/internal/v1/lease/release',
+    ]);
+  });
 });
+
+/** A dev-engine commit job as a claim answers it: nothing to download, watch intervals longer than the test. */
+function claimedJob(): ClaimedJob {
+  return {
+    id: 'job-1',
+    kind: 'commit',
+    subject_id: 'prog-1',
+    attempt: 1,
+    lease_id: 'lease-1',
+    job_token: 'jt_1',
+    lease_expires_at: Date.now() + 12_000,
+    heartbeat_interval_ms: 60_000,
+    cancel_check_interval_ms: 60_000,
+    num_gpus: 0,
+    priority: 5,
+    config: {
+      id: 'cfg_1',
+      engine: 'dev',
+      openvm_version: '2.0.1',
+      stark_backend_version: '2.0.0',
+      app_vm_commit: '0x' + '11'.repeat(32),
+      deferral_enabled: true,
+      public_values_bytes: 32,
+    },
+    program: { id: 'prog-1', app_exe_commit: null },
+    proof: null,
+    execution: null,
+    verification: null,
+    artifacts: [],
+    log: { seq: 0, offset: 0 },
+  };
+}

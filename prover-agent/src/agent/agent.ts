@@ -63,6 +63,8 @@ export class Agent {
   private waiting: (() => void) | null = null;
   private woken = false;
   private graceTimer: NodeJS.Timeout | null = null;
+  /** Running jobs are being released (grace over, or a second SIGTERM): so is any a claim in flight brings. */
+  private releasing = false;
   /** The service's refusal of this agent's token, once it came: the agent is draining because of it. */
   private refusal: HttpError | null = null;
   private readonly cfg: AgentConfig;
@@ -227,7 +229,8 @@ export class Agent {
           hint_job_id: hintJobId,
         },
         // A claim in flight when shutdown begins is let finish: the service may have leased
-        // a job to us already, and that job then runs (and drains) like the others.
+        // a job to us already, and that job then runs (and drains) like the others, or goes
+        // back at once if they were released meanwhile.
         { attempts: Infinity, signal: this.stopping.signal, finishInFlight: true, timeoutMs: CLAIM_TIMEOUT_MS },
       );
     } catch (err) {
@@ -259,6 +262,7 @@ export class Agent {
       this.metrics,
     );
     this.running.set(job.id, runner);
+    if (this.releasing) runner.stop('release'); // claimed as everything was released: it goes back unrun
     this.metrics.jobStarted(job.kind);
     this.log.info('claimed job', {
       job_id: job.id,
@@ -286,6 +290,7 @@ export class Agent {
   }
 
   private releaseAll(): void {
+    this.releasing = true;
     for (const runner of this.running.values()) runner.stop('release');
   }
 
