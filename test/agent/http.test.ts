@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { backoffDelay, fetchWithRetry, HttpError } from '../../prover-agent/src/agent/http.ts';
 import { decodeNotice } from '../../prover-agent/src/agent/queue-client.ts';
 
@@ -91,6 +91,32 @@ describe('fetchWithRetry', () => {
       /shutting down/,
     );
     expect(s.calls()).toBe(3);
+  });
+});
+
+describe('a request whose HTTP client loses its signal', () => {
+  // Node's fetch follows a request's signal through weak references and can lose it to a
+  // garbage collection (nodejs/node#55428): stood in for by a fetch that never settles and ignores its signal.
+  afterEach(() => vi.unstubAllGlobals());
+  const deaf = () => vi.stubGlobal('fetch', () => new Promise<never>(() => {}));
+
+  it('still ends at its time limit, and still stops when told', async () => {
+    deaf();
+    const limited = fetchWithRetry('http://127.0.0.1:9/', () => ({}), 'claim', { ...fast, attempts: 2, timeoutMs: 20 });
+    await expect(limited).rejects.toThrow(/claim: gave up after 2 attempts \(TimeoutError: no answer within 20 ms\)/);
+    const stop = new AbortController();
+    const stopped = fetchWithRetry('http://127.0.0.1:9/', () => ({}), 'pull', { ...fast, signal: stop.signal });
+    stop.abort(new Error('shutting down'));
+    await expect(stopped).rejects.toThrow(/shutting down/);
+    // A request let finish in flight is still bounded by its time limit.
+    const claim = fetchWithRetry('http://127.0.0.1:9/', () => ({}), 'claim', {
+      ...fast,
+      attempts: Infinity,
+      timeoutMs: 20,
+      signal: stop.signal,
+      finishInFlight: true,
+    });
+    await expect(claim).rejects.toThrow(/shutting down/);
   });
 });
 

@@ -106,12 +106,18 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
     const { id } = await api.json('POST', `/v1/proofs?program_id=${program}&num_gpus=1`, { input: ['0x0161'] });
     await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'AppProving');
     // Bounded waits that say what the agent saw: this test once hung under a loaded full run.
-    const agentSaw = () =>
-      `the agent's last lines:\n${agent.logs().slice(-25).join('\n')}\nthe Worker's last lines:\n${stack.workerLogs().slice(-25).join('\n')}`;
+    // Its health too: what it says it is doing, or that it does not answer (a blocked event loop).
+    const agentSaw = async () => {
+      const health = await fetch(`http://127.0.0.1:${agent.metricsPort}/healthz`, { signal: AbortSignal.timeout(3000) })
+        .then((r) => r.text())
+        .catch((err: Error) => `no answer (${err.message})`);
+      return `the agent's health: ${health}\nthe agent's last lines:\n${agent.logs().slice(-25).join('\n')}\nthe Worker's last lines:\n${stack.workerLogs().slice(-25).join('\n')}`;
+    };
     const within = async <T>(what: string, p: Promise<T>, ms: number): Promise<T> => {
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>(
-        (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms; ${agentSaw()}`)), ms)),
+        (_, reject) =>
+          (timer = setTimeout(() => void agentSaw().then((saw) => reject(new Error(`${what}: not within ${ms} ms; ${saw}`))), ms)),
       );
       try {
         return await Promise.race([p, late]);

@@ -36,6 +36,32 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 8, baseDelayMs: 250, maxDe
 
 const retryable = (status: number) => status === 429 || status >= 500;
 
+/**
+ * One fetch() that ends by its time limit, or by `stop`, whatever the HTTP client does
+ * with its signal. Node's fetch (undici) follows a request's signal through weak
+ * references, and can lose it to a garbage collection (nodejs/node#55428,
+ * nodejs/undici#4068): a request the service never answered then waited forever, and an
+ * agent asked to stop never did (stop 36's CI: no exit 45 s after SIGTERM, nothing sent).
+ * The wait is raced against a timer and `stop` held here; the signal still asks the
+ * client to drop the connection. The time limit goes on covering the body's read, as
+ * the signal's did (its timer is left to run, unref'd, once headers came).
+ */
+function fetchWithin(url: string, init: RequestInit, timeoutMs: number, stop?: AbortSignal): Promise<Response> {
+  const limit = new AbortController();
+  const signal = stop ? AbortSignal.any([stop, limit.signal]) : limit.signal;
+  const timer = setTimeout(() => limit.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
+  timer.unref();
+  return new Promise<Response>((resolve, reject) => {
+    const ended = () => reject(signal.reason);
+    if (signal.aborted) return ended();
+    signal.addEventListener('abort', ended, { once: true });
+    fetch(url, { ...init, signal }).then(
+      (res) => (signal.removeEventListener('abort', ended), resolve(res)),
+      (err: unknown) => (signal.removeEventListener('abort', ended), clearTimeout(timer), reject(err)),
+    );
+  });
+}
+
 /** Full-jitter backoff: uniform in [0, min(max, base * 2^attempt)]. */
 export function backoffDelay(attempt: number, p: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs'>, random = Math.random): number {
   return Math.round(random() * Math.min(p.maxDelayMs, p.baseDelayMs * 2 ** attempt));
@@ -56,9 +82,7 @@ export async function fetchWithRetry(
     let reason: string;
     let retryAfterMs: number | undefined;
     try {
-      const timeout = AbortSignal.timeout(policy.timeoutMs);
-      const signal = policy.signal && !policy.finishInFlight ? AbortSignal.any([policy.signal, timeout]) : timeout;
-      const res = await fetch(url, { ...makeInit(), signal });
+      const res = await fetchWithin(url, makeInit(), policy.timeoutMs, policy.finishInFlight ? undefined : policy.signal);
       if (res.ok) return res;
       const body = await res.text().catch(() => '');
       if (!retryable(res.status)) throw new HttpError(res.status, body, what);
