@@ -228,7 +228,30 @@ export type CompleteRequest = (
      * kind needs must be there when the job completes.
      */
     results?: Partial<Record<ResultName, string>>;
+    /**
+     * The claim the agent would make next with the slot this job frees (its GPUs and the
+     * agent's idle ones): the service makes it in this call, for the agent token that
+     * claimed this lease, and answers with its job (CompleteResponse.next): a backlog
+     * costs no claim request of its own per job. Absent: no claim (the agent is shutting down).
+     */
+    next_claim?: NextClaim;
   };
+
+/** A claim made with a completion: a claim without a queue notice, for the agent that holds the lease. */
+export type NextClaim = Omit<ClaimRequest, 'hint_job_id'>;
+
+/**
+ * POST /internal/v1/lease/complete's answer. `next`: the job the completion's next_claim
+ * claimed, null when there was none for the agent; absent when no claim was made or it
+ * failed (none asked, an older service, the agent's claims over their rate budget or
+ * refused, a repeat of a call already answered): the agent then claims by itself. A job
+ * claimed for an answer that was lost expires with its lease and goes back to the queue,
+ * as a claim's whose answer was lost does.
+ */
+export interface CompleteResponse {
+  status: 'completed' | 'failed' | 'canceled';
+  next?: ClaimedJob | null;
+}
 
 /** POST /internal/v1/lease/fail (job token). */
 export interface FailRequest extends LeaseEnding {

@@ -18,7 +18,10 @@ import type { ClaimedJob, FailRequest, LogChunk } from '../../prover-agent/src/p
 type Request = { call: string; body?: unknown };
 
 /** A lease client that records every call; `on` scripts the answers (default: what a current lease answers). */
-function fakeLease(files: Record<string, string>, on: { heartbeat?: () => unknown; status?: () => unknown } = {}) {
+function fakeLease(
+  files: Record<string, string>,
+  on: { heartbeat?: () => unknown; status?: () => unknown; complete?: (req: unknown) => unknown } = {},
+) {
   const requests: Request[] = [];
   const answer = async (call: string, body: unknown, result: unknown) => {
     requests.push({ call, body });
@@ -34,7 +37,7 @@ function fakeLease(files: Record<string, string>, on: { heartbeat?: () => unknow
       return on.status ? on.status() : { cancel: false };
     },
     logs: (chunk: unknown) => answer('logs', chunk, { accepted: 'appended' }),
-    complete: (req: unknown) => answer('complete', req, { status: 'completed' }),
+    complete: (req: unknown) => answer('complete', req, on.complete ? on.complete(req) : { status: 'completed' }),
     fail: (req: unknown) => answer('fail', req, { status: (req as { retryable: boolean }).retryable ? 'requeued' : 'failed' }),
     canceled: (ending: unknown) => answer('canceled', ending, { status: 'canceled' }),
     release: (ending: unknown) => answer('release', ending, { status: 'requeued' }),
@@ -317,6 +320,34 @@ describe('a job that completes', () => {
     expect(requests.map((r) => r.call)).toEqual(['download', 'complete']);
     expect(requests[1].body).toMatchObject({ kind: 'verify', verified: false, reason: 'bad proof' });
     expect((requests[1].body as any).log.text).toContain('proof rejected: bad proof');
+  });
+});
+
+describe('a completion that claims the next job', () => {
+  const verifyJob = () => claim('verify', { program: null, verification: { proof_type: 'evm' }, artifacts: ['proof'] });
+  const verdict = async () => ({ kind: 'result' as const, result: { verified: true, reason: null } });
+  const who = { agent_id: 'agent-1', name: 'box', machine_type: 'test-machine', engines: ['dev'], configs: [] };
+
+  it('carries the claim for the GPUs the job frees, and hands over the job it brought; without a claim, none is sent', async () => {
+    const next = claim('verify', { id: 'job-next' });
+    const { requests, service } = fakeLease({ proof: '{}' }, { complete: () => ({ status: 'completed', next }) });
+    const offered: number[][] = [];
+    const opts = {
+      ...(await options(fakeEngines(verdict).launcher)),
+      nextClaim: (gpus: number[]) => (offered.push(gpus), { ...who, gpus: gpus.length }),
+    };
+    const runner = new JobRunner(service, verifyJob(), [2, 3], opts, quiet, new Metrics());
+    expect(await runner.run()).toBe('completed');
+    expect(offered).toEqual([[2, 3]]);
+    expect(requests.at(-1)!.body).toMatchObject({ kind: 'verify', next_claim: { ...who, gpus: 2 } });
+    expect(runner.nextJob).toEqual(next);
+
+    // Shutting down: the agent offers nothing, and the completion claims nothing.
+    const quietService = fakeLease({ proof: '{}' });
+    const draining = new JobRunner(quietService.service, verifyJob(), [], { ...opts, nextClaim: () => null }, quiet, new Metrics());
+    expect(await draining.run()).toBe('completed');
+    expect(quietService.requests.at(-1)!.body).not.toHaveProperty('next_claim');
+    expect(draining.nextJob).toBeUndefined(); // an older service's answer has no `next` either: the agent claims by itself
   });
 });
 

@@ -8,9 +8,10 @@
 //   submit → claimed: from the caller's POST /v1/proofs to the claim of its job (D1 leases.claimed_at)
 //   end to end: jobs per second from the first submission to the last Succeeded
 // and checks that no job is lost (every one reaches Succeeded, exactly one completed lease each).
-// From the agents' logs it also prints where an agent's time per job goes: the claim
-// request, then the job's steps (artifact downloads, the engine, log flushes, result
-// upload, the complete callback), and how busy the agents were.
+// From the agents' logs it also prints where an agent's time per job goes: claim
+// requests (per job; a job its predecessor's completion claimed has none of its own),
+// then the job's steps (artifact downloads, the engine, log flushes, result upload, the
+// complete callback), and how busy the agents were.
 // Jobs are submitted at a steady rate; the stack is a throwaway wrangler dev state.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -377,9 +378,12 @@ function printAgentTime(fleet: AgentProcess[], jobIds: Set<string>, windowS: num
   const stepMeans = Object.entries(steps).map(([k, xs]) => [k, mean(xs)] as const);
   const other = mean(totals) - stepMeans.reduce((a, [, v]) => a + v, 0);
   const parts = [...stepMeans, ['other', other] as const].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ');
-  const busy = (claims.reduce((a, b) => a + b, 0) + totals.reduce((a, b) => a + b, 0)) / 1000 / (fleet.length * windowS);
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const busy = (sum(claims) + sum(totals)) / 1000 / (fleet.length * windowS);
+  // Per job, over all jobs: a job its predecessor's completion claimed has no claim request of its own (its claim is in `report`).
+  const claimPerJob = sum(claims) / totals.length;
   print(
-    `agent time per job mean ${(mean(claims) + mean(totals)).toFixed(0)} ms: claim ${mean(claims).toFixed(0)} + run ${mean(totals).toFixed(0)} (${parts}) ms`,
+    `agent time per job mean ${(claimPerJob + mean(totals)).toFixed(0)} ms: claim ${claimPerJob.toFixed(0)} + run ${mean(totals).toFixed(0)} (${parts}) ms`,
   );
   print(
     `agents busy        ${(busy * 100).toFixed(0)}% of ${fleet.length} × ${windowS.toFixed(1)} s in claims and jobs; the rest is queue pulls, acks and waiting for work`,

@@ -183,16 +183,19 @@ describe('dispatch order', () => {
     const high = await submit(9);
     const mid = await submit(5);
     for (const id of [low, high, mid]) await api.waitFor(`/v1/proofs/${id}`, terminal, 60_000);
-    const order = a
+    const claims = a
       .logs()
       .filter((l) => l.includes('"claimed job"'))
-      .map((l) => JSON.parse(l).job_id as string);
+      .map((l) => JSON.parse(l) as { job_id: string; with?: string });
+    const order = claims.map((c) => c.job_id);
     const jobIds = Object.fromEntries(
       await Promise.all(
         [low, high, mid].map(async (p) => [(await stack.sql(`SELECT id FROM jobs WHERE subject_id = '${p}'`))[0].id, p] as const),
       ),
     );
     expect(order.filter((j) => jobIds[j]).map((j) => jobIds[j])).toEqual([high, mid, low]);
+    // Each came with the completion of the job before it: no claim request of its own.
+    expect(claims.filter((c) => jobIds[c.job_id]).map((c) => c.with)).toEqual(['completion', 'completion', 'completion']);
   });
 });
 

@@ -1,6 +1,8 @@
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { api, guest, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { api, eventually, guest, json, markReady, registerProgram, runAdmin, seedConfig, seedTenant, type Tenant } from './helpers.ts';
+import { inOneRateWindow, spend } from './rate-helpers.ts';
+import { sha256Hex } from '../../src/lib/crypto.ts';
 import {
   claim,
   claimJob,
@@ -337,6 +339,93 @@ describe('a lease ends in one request', () => {
     const job = await claimJob(await seedAgent());
     const res = await api(null, '/internal/v1/lease/release', { method: 'POST', headers: { authorization: `Bearer ${job.job_token}` } });
     expect(await json(res, 200)).toEqual({ status: 'requeued' });
+  });
+});
+
+describe('a completion that claims the agent’s next job', () => {
+  /** Two queued proofs of one tenant's ready program, and an agent that claimed the first. */
+  async function twoProofs(opts: Parameters<typeof seedAgent>[1] = {}) {
+    const t = await seedTenant();
+    const program = await readyProgram(t);
+    const first = await submitProof(t, program);
+    const second = await submitProof(t, program);
+    const agent = await seedAgent({ gpus: 0 }, opts);
+    const job = await claimJob(agent);
+    expect(job.subject_id).toBe(first);
+    const { hint_job_id: _, ...nextClaim } = agent.caps;
+    const complete = async (extra: object = {}) => ({
+      kind: 'proof',
+      proofs: ['stark'],
+      public_values: '0x00',
+      metrics: {},
+      results: { stark: await devProofOf(job) },
+      next_claim: nextClaim,
+      ...extra,
+    });
+    return { t, program, first, second, agent, job, nextClaim, complete };
+  }
+
+  const leasesOf = (jobId: string) =>
+    env.DB.prepare('SELECT id, agent_id, agent_token_id, outcome, response FROM leases WHERE job_id = ? ORDER BY claimed_at')
+      .bind(jobId)
+      .all<{ id: string; agent_id: string; agent_token_id: string; outcome: string | null; response: string | null }>()
+      .then((r) => r.results);
+
+  it('answers with the next job and a job token of its own, for the lease’s agent token; a retry answers the stored completion and claims nothing', async () => {
+    const { t, program, first, second, agent, job, complete } = await twoProofs();
+    const body = await complete();
+    const answer = await json(await lease(job, '/complete', body), 200);
+    expect(answer).toMatchObject({ status: 'completed', next: { kind: 'proof', subject_id: second, attempt: 1 } });
+    const next = answer.next;
+    expect(next.job_token).not.toBe(job.job_token);
+    expect((await json(await api(t, `/v1/proofs/${first}`), 200)).state).toBe('Succeeded');
+    expect((await json(await api(t, `/v1/proofs/${second}`), 200)).state).toBe('Executing');
+    // The next lease is held by the same agent under the same agent token, and its token works.
+    const [done] = await leasesOf(job.id);
+    const [held] = await leasesOf(next.id);
+    expect(held).toMatchObject({ agent_id: agent.caps.agent_id, agent_token_id: done.agent_token_id, outcome: null });
+    expect((await lease(next, '/heartbeat', {})).status).toBe(200);
+    // What a retry is answered with is stored without the next job's token.
+    expect(JSON.parse(done.response!)).toEqual({ status: 'completed' });
+    // A retry claims nothing: a third job waits.
+    const third = await submitProof(t, program);
+    expect(await json(await lease(job, '/complete', body), 200)).toEqual({ status: 'completed' });
+    expect((await json(await api(t, `/v1/proofs/${third}`), 200)).state).toBe('Queued');
+  });
+
+  it('null when there is nothing for the agent; a next claim of another agent than the lease’s is refused (422) before anything is written', async () => {
+    const { t, first, second, job, nextClaim, complete } = await twoProofs();
+    const other = await complete({ next_claim: { ...nextClaim, agent_id: crypto.randomUUID() } });
+    expect(await json(await lease(job, '/complete', other), 422)).toMatchObject({ detail: expect.stringMatching(/next_claim\.agent_id/) });
+    expect((await json(await api(t, `/v1/proofs/${first}`), 200)).state).toBe('Executing');
+    await api(t, `/v1/proofs/${second}/cancel`, { method: 'POST' });
+    expect(await json(await lease(job, '/complete', await complete()), 200)).toEqual({ status: 'completed', next: null });
+  });
+
+  it('a claim the agent token may not make (another machine type, or past the token’s budget): the completion stands, with no next job', async () => {
+    const { t, second, job, nextClaim, complete } = await twoProofs();
+    const elsewhere = await complete({ next_claim: { ...nextClaim, machine_type: 'other-machine' } });
+    expect(await json(await lease(job, '/complete', elsewhere), 200)).toEqual({ status: 'completed' });
+    expect((await json(await api(t, `/v1/proofs/${second}`), 200)).state).toBe('Queued');
+
+    // Its agent token's budget spent: the claims it makes by itself get 429, and so does the one a completion would make.
+    const r = await inOneRateWindow(async () => {
+      const spent = await twoProofs();
+      await spend(env.RATE_LIMIT_AGENT, await sha256Hex(spent.agent.token), 280); // its presence and claim counted already
+      // A read counted against the same budget, after its answer: this isolate then knows the budget is spent.
+      const read = () =>
+        api(null, `/internal/v1/configs/${spent.job.config.id}`, { headers: { authorization: `Bearer ${spent.agent.token}` } });
+      await eventually(async () => expect((await read()).status).toBe(429));
+      return { spent, answer: await json(await lease(spent.job, '/complete', await spent.complete()), 200) };
+    });
+    expect(r.answer).toEqual({ status: 'completed' });
+    expect((await json(await api(r.spent.t, `/v1/proofs/${r.spent.second}`), 200)).state).toBe('Queued');
+  });
+
+  it('the token’s lease count makes room for the next job: a token of one lease completes one job and holds the next', async () => {
+    const { t, second, job, complete } = await twoProofs({ limits: { maxLeases: 1 } });
+    expect(await json(await lease(job, '/complete', await complete()), 200)).toMatchObject({ next: { subject_id: second } });
+    expect((await json(await api(t, `/v1/proofs/${second}`), 200)).state).toBe('Executing');
   });
 });
 

@@ -3,7 +3,9 @@
 //   starting: report presence (who we are, what we serve); the answer carries the
 //             queue token pulls use.
 //   running:  while there may be work (at start, and each time a job ends and frees a
-//             slot), claim without a notice: D1 decides the job. Otherwise wait on the
+//             slot), claim without a notice: D1 decides the job. A job that completes
+//             makes that claim with its completion (one request), and the job it brings
+//             starts as it ends. Otherwise wait on the
 //             queue: pull a batch of notices, claim for each, ack the notices whose job
 //             is settled and hand back the others. An idle agent pulls (no D1 touched)
 //             and reports presence once a minute (its only D1 write); a dead agent's
@@ -18,7 +20,7 @@
 // SIGTERM and ends run() with AgentRefused: retrying would only poll a refusal forever.
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ClaimResponse } from '../protocol.ts';
+import type { ClaimedJob, ClaimResponse, NextClaim } from '../protocol.ts';
 import { ArtifactCache } from './artifact-cache.ts';
 import type { AgentConfig } from './config.ts';
 import { EnginePool } from './engine-pool.ts';
@@ -56,7 +58,7 @@ export class Agent {
   private freeGpus: number[];
   private readonly service: ServiceClient;
   private readonly queue: FleetQueue;
-  /** Whether a claim without a notice may find work: at start, and after a job ends. */
+  /** Whether a claim without a notice may find work: at start, and after a job ends without its completion having claimed. */
   private mayHaveWork = true;
   private readonly stopping = new AbortController();
   /** Ends the loop's current sleep; a wake while it is not asleep ends its next one at once. */
@@ -213,21 +215,19 @@ export class Agent {
     }
   }
 
+  /** Who this agent is and what it serves, as a claim declares it (with the GPUs it offers). */
+  private claimOf(gpus: number): NextClaim {
+    const { name, machineType, engines, configs } = this.cfg;
+    return { agent_id: this.id, name, machine_type: machineType, gpus, engines, configs };
+  }
+
   /** Claims a job and starts it in the background; says whether one was claimed and what became of the hinted job. */
   private async claimAndStart(hintJobId: string | null): Promise<{ claimed: boolean; hint: ClaimResponse['hint'] }> {
     const started = performance.now();
     let res: ClaimResponse;
     try {
       res = await this.service.claim(
-        {
-          agent_id: this.id,
-          name: this.cfg.name,
-          machine_type: this.cfg.machineType,
-          gpus: this.freeGpus.length,
-          engines: this.cfg.engines,
-          configs: this.cfg.configs,
-          hint_job_id: hintJobId,
-        },
+        { ...this.claimOf(this.freeGpus.length), hint_job_id: hintJobId },
         // A claim in flight when shutdown begins is let finish: the service may have leased
         // a job to us already, and that job then runs (and drains) like the others, or goes
         // back at once if they were released meanwhile.
@@ -239,10 +239,21 @@ export class Agent {
       return { claimed: false, hint: 'still-queued' };
     }
     this.metrics.claimed(!!res.job, (performance.now() - started) / 1000);
-    const job = res.job;
-    if (!job) return { claimed: false, hint: res.hint };
+    if (res.job) this.start(res.job, { claim_ms: Math.round(performance.now() - started) });
+    return { claimed: !!res.job, hint: res.hint };
+  }
+
+  /**
+   * Runs a claimed job in the background. While the agent is running, its completion
+   * claims the next job with the slot it frees, its GPUs and the idle ones (lent to that
+   * claim while it is in flight, so no claim of the loop's offers them too): that job
+   * starts as this one ends. When that claim found nothing, nothing this agent has free
+   * is claimable: the loop waits on the queue. When none was made, the loop claims.
+   */
+  private start(job: ClaimedJob, how: { claim_ms: number } | { with: 'completion' }): void {
     const gpus = gpusForJob(this.freeGpus, job.config.engine, job.num_gpus);
     this.freeGpus = this.freeGpus.filter((g) => !gpus.includes(g));
+    const lent: number[] = [];
     if (this.cfg.heartbeatIntervalMs) job.heartbeat_interval_ms = this.cfg.heartbeatIntervalMs;
     const runner = new JobRunner(
       this.service,
@@ -257,6 +268,11 @@ export class Agent {
         agentName: this.cfg.name,
         machineType: this.cfg.machineType,
         jobTimeLimitsMs: this.cfg.jobTimeLimitsMs,
+        nextClaim: (freed) => {
+          if (this.state !== 'running') return null;
+          lent.push(...this.freeGpus.splice(0));
+          return this.claimOf(freed.length + lent.length);
+        },
       },
       this.log,
       this.metrics,
@@ -264,24 +280,27 @@ export class Agent {
     this.running.set(job.id, runner);
     if (this.releasing) runner.stop('release'); // claimed as everything was released: it goes back unrun
     this.metrics.jobStarted(job.kind);
-    this.log.info('claimed job', {
-      job_id: job.id,
-      kind: job.kind,
-      attempt: job.attempt,
-      priority: job.priority,
-      gpus,
-      claim_ms: Math.round(performance.now() - started),
-    });
+    this.log.info('claimed job', { job_id: job.id, kind: job.kind, attempt: job.attempt, priority: job.priority, gpus, ...how });
     void runner
       .run()
       .catch((err) => this.log.error('job runner failed', { job_id: job.id, error: errorText(err) }))
       .finally(() => {
-        this.freeGpus.push(...gpus);
+        this.freeGpus.push(...gpus, ...lent);
         this.running.delete(job.id);
-        this.mayHaveWork = true; // a slot is free: there may be more where this came from
+        if (runner.nextJob) this.startOrLog(runner.nextJob);
+        else if (runner.nextJob === undefined) this.mayHaveWork = true; // a slot is free: there may be more where this came from
         this.wake();
       });
-    return { claimed: true, hint: res.hint };
+  }
+
+  /** Starts the job a completion claimed; one that cannot start is logged (its lease expires and the job goes back to the queue). */
+  private startOrLog(job: ClaimedJob): void {
+    try {
+      this.start(job, { with: 'completion' });
+    } catch (err) {
+      this.log.error('could not start the job a completion claimed', { job_id: job.id, error: errorText(err) });
+      this.mayHaveWork = true;
+    }
   }
 
   private async drain(): Promise<void> {

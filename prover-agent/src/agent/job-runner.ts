@@ -5,7 +5,7 @@
 // requests within about a second), logs, results, and exactly one ending callback.
 //
 // How a run ends, and what the service is told:
-//   engine result              → results uploaded, /complete
+//   engine result              → results uploaded, /complete (which may claim the agent's next job)
 //   engine JobError            → /fail, not retryable (the caller's problem: bad input, guest panic)
 //   engine crash / agent error → /fail, retryable (another attempt may succeed)
 //   cancel seen by the watch   → engine killed (short grace), /canceled
@@ -29,6 +29,7 @@ import {
   type EngineMetrics,
   type FailRequest,
   type LogChunk,
+  type NextClaim,
   type ProvePhase,
   type ResultName,
 } from '../protocol.ts';
@@ -56,6 +57,11 @@ export interface RunnerOptions {
   machineType: string;
   /** Per engine: the longest a job may hold this host, from its claim (AgentConfig.jobTimeLimitsMs). */
   jobTimeLimitsMs: Record<string, number>;
+  /**
+   * The claim to make with the completion, for the slot the job frees and its GPUs
+   * (`gpus`); null for none (the agent is shutting down). Its job is the run's `nextJob`.
+   */
+  nextClaim?: (gpus: number[]) => NextClaim | null;
 }
 
 /** Why a run is stopped before its engine's end. */
@@ -82,6 +88,8 @@ export class JobRunner {
   private engine: EngineRun | null = null;
   private phase: ProvePhase | undefined;
   private metrics: EngineMetrics = {};
+  /** The job the completion's claim brought (null: none to be had); undefined when it made none. */
+  nextJob: ClaimedJob | null | undefined = undefined;
   /** Why the run is being stopped early, if it is. */
   private stopReason: StopReason | null = null;
   /** The engine's operation has ended (a time limit that passes now changes nothing). */
@@ -267,7 +275,11 @@ export class JobRunner {
     const ending = await this.lastLogs();
     // `canceled`: the caller canceled before the report landed; the service dropped it.
     if (how === 'complete') {
-      const r = await this.timed('report', () => this.lease.complete({ ...(body as CompleteRequest), ...ending }));
+      const nextClaim = this.opts.nextClaim?.(this.gpus);
+      const r = await this.timed('report', () =>
+        this.lease.complete({ ...(body as CompleteRequest), ...ending, ...(nextClaim ? { next_claim: nextClaim } : {}) }),
+      );
+      this.nextJob = r.next;
       return r.status === 'completed' ? 'completed' : r.status === 'canceled' ? 'canceled' : 'failed';
     }
     const r = await this.timed('report', () => this.lease.fail({ ...(body as FailRequest), ...ending }));
@@ -355,12 +367,14 @@ export class JobRunner {
   /** One heartbeat: renews the lease; a cancel answer or a lost lease stops the run. */
   private async beat(): Promise<void> {
     try {
+      // The run's end aborts it: the agent's next job (whose lease runs already) waits on no renewal of this one.
       const r = await this.lease.heartbeat(
         { phase: this.phase, metrics: pickMetrics(this.metrics) },
-        { attempts: 2, timeoutMs: Math.max(1000, this.job.heartbeat_interval_ms) },
+        { attempts: 2, timeoutMs: Math.max(1000, this.job.heartbeat_interval_ms), signal: this.stopped.signal },
       );
       if (r.cancel) this.stop('cancel');
     } catch (err) {
+      if (this.stopped.signal.aborted) return; // the run is over or stopping: this renewal no longer matters
       if (!this.leaseLost(err)) {
         this.metricsSink.heartbeatFailed();
         this.log.warn('heartbeat failed', { error: errorText(err) });
@@ -371,8 +385,10 @@ export class JobRunner {
   /** One read-only status check between heartbeats; failures wait for the next one. */
   private async checkStatus(every: number): Promise<void> {
     try {
-      if ((await this.lease.status({ attempts: 1, timeoutMs: Math.max(1000, 2 * every) })).cancel) this.stop('cancel');
+      const status = await this.lease.status({ attempts: 1, timeoutMs: Math.max(1000, 2 * every), signal: this.stopped.signal });
+      if (status.cancel) this.stop('cancel');
     } catch (err) {
+      if (this.stopped.signal.aborted) return;
       if (!this.leaseLost(err)) this.log.debug('status check failed', { error: errorText(err) });
     }
   }

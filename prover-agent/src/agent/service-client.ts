@@ -9,6 +9,7 @@ import type {
   ClaimRequest,
   ClaimResponse,
   CompleteRequest,
+  CompleteResponse,
   FailRequest,
   FleetConfig,
   HeartbeatRequest,
@@ -221,7 +222,7 @@ export class LeaseClient {
     return this.post<{ accepted: string }>('/logs', chunk);
   }
   complete(req: CompleteRequest) {
-    return this.post<{ status: string }>('/complete', req);
+    return this.post<CompleteResponse>('/complete', req);
   }
   fail(req: FailRequest) {
     return this.post<{ status: string }>('/fail', req);

@@ -27,7 +27,7 @@ agentsInternalApi.post(
   async (c) => {
     const hash = await bearerHash(c);
     const req = c.req.valid('json');
-    await requirePricedMachineType(c, fleetSettings(c.env).machineRates, req.machine_type);
+    await requirePricedMachineType(c, fleetSettings(c.env).machineRates, req.machine_type, hash);
     const now = Date.now();
     const token = await recordPresence(c.get('db'), hash, req, now);
     if (!token) {

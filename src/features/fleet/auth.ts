@@ -74,6 +74,25 @@ const jobByToken = prepared((db, p: Placeholders<{ hash: string }>) =>
 /** The statements that find a job token's lease and its job (leaseByToken, jobByToken), for a batch. */
 export const jobTokenSteps = (db: Db, hash: string) => ({ lease: leaseByToken(db, { hash }), job: jobByToken(db, { hash }) });
 
+/**
+ * The agent token that claimed a job token's lease, if it is live: its hash, which a
+ * completion's next claim is made for (src/features/fleet/claim.ts claimWithCompletion).
+ */
+const agentTokenOfLease = prepared((db, p: Placeholders<{ hash: string }>) =>
+  db
+    .select({ token_hash: agentTokens.token_hash })
+    .from(agentTokens)
+    .where(
+      and(
+        eq(agentTokens.id, sql`(SELECT ${leases.agent_token_id} FROM ${leases} WHERE ${leases.token_hash} = ${p.hash})`),
+        isNull(agentTokens.revoked_at),
+      ),
+    ),
+);
+
+/** The statement that finds the agent token of a job token's lease (agentTokenOfLease), for a batch. */
+export const leaseAgentTokenStep = (db: Db, hash: string) => agentTokenOfLease(db, { hash });
+
 /** The lease and job jobTokenSteps found; 401 when the token is unknown or its agent token revoked. */
 export function tokenLease({ lease, job }: { lease: LeaseRow[]; job: JobRow[] }): { lease: LeaseRow; job: JobRow } {
   if (!lease[0] || !job[0]) throw new ApiError(401, 'Invalid job token, or its agent token was revoked');

@@ -4,9 +4,16 @@
 // type must be the token's, and it takes no more GPUs or leases than the token allows
 // (./declaration.ts). Claims write nothing about the agent itself: its
 // presence is reported at most once a minute (src/features/fleet/agents.ts).
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { zValidator } from '@hono/zod-validator';
-import { gpusUsed, MAX_INLINE_ARTIFACT_BYTES, type ClaimedJob, type ClaimResponse } from 'prover-agent/protocol';
+import {
+  gpusUsed,
+  MAX_INLINE_ARTIFACT_BYTES,
+  type ClaimedJob,
+  type ClaimRequest,
+  type ClaimResponse,
+  type NextClaim,
+} from 'prover-agent/protocol';
 import type { Env } from '../../env.ts';
 import { scheduleLeaseCheck } from '../../jobs/lease-checks.ts';
 import { fleetSettings, tenantLimits, type AgentTimings } from '../../jobs/settings.ts';
@@ -18,6 +25,7 @@ import { ApiError, validationHook } from '../../lib/errors.ts';
 import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { json } from '../../middleware/door.ts';
+import { limitToken } from '../../middleware/rate-limit.ts';
 import { bearerHash, fleetDoor, seenLiveJobToken, type InternalEnv } from './auth.ts';
 import { otherMachineType, requirePricedMachineType } from './declaration.ts';
 import { ClaimRequestSchema } from './schemas.ts';
@@ -29,43 +37,74 @@ jobsInternalApi.post(
   fleetDoor.agent(json(BODY_CAPS.agentReport)),
   jsonBody(MAX_INTERNAL_JSON_BYTES),
   zValidator('json', ClaimRequestSchema, validationHook),
-  async (c) => {
-    const agentTokenHash = await bearerHash(c);
-    const req = c.req.valid('json');
-    const settings = fleetSettings(c.env);
-    await requirePricedMachineType(c, settings.machineRates, req.machine_type);
-    const now = Date.now();
-    const caps: AgentCapabilities = {
-      agentId: req.agent_id,
-      machineType: req.machine_type,
-      gpus: req.gpus,
-      engines: req.engines,
-      configs: req.configs,
-    };
-    const token = randomToken('jt', 32);
-    const tokenHash = await sha256Hex(token);
-    const leaseId = crypto.randomUUID();
-    const claim = await claimJob(
-      c.get('db'),
-      caps,
-      { id: leaseId, tokenHash },
-      { tokenHash: agentTokenHash, hintJobId: req.hint_job_id },
-      settings,
-      now,
-    );
-    if (!claim.scope) throw new ApiError(401, 'Invalid or revoked agent token');
-    // Nothing was claimed for another machine type than the token's (nextJobFor): say why.
-    if (claim.scope.machine_type !== caps.machineType) throw otherMachineType(claim.scope.machine_type, caps.machineType);
-    // Its heartbeats' door takes it for live without a read, on this isolate (./auth.ts).
-    if (claim.job) seenLiveJobToken(tokenHash);
-    const job = claim.job ? await describeClaim(c.env, claim, token, settings) : null;
-    // Whatever becomes of the agent, its lease is looked at again once it should have expired.
-    if (claim.job)
-      c.executionCtx.waitUntil(scheduleLeaseCheck(c.env, { job_id: claim.job.id, lease_id: leaseId }, claim.job.lease_expires_at!, now));
-    const body: ClaimResponse = { job, hint: hintOutcome(req.hint_job_id, claim, caps) };
-    return c.json(body, 200);
-  },
+  async (c) => c.json(await claimFor(c, await bearerHash(c), c.req.valid('json')), 200),
 );
+
+/**
+ * A claim for the agent token `agentTokenHash`: the claim route's, and a completion's
+ * next claim (src/features/fleet/lease.ts). 401 for a revoked token, 403 for another
+ * machine type than the token's or one the deployment does not price.
+ */
+export async function claimFor(c: Context<InternalEnv>, agentTokenHash: string, req: ClaimRequest): Promise<ClaimResponse> {
+  const settings = fleetSettings(c.env);
+  await requirePricedMachineType(c, settings.machineRates, req.machine_type, agentTokenHash);
+  const now = Date.now();
+  const caps: AgentCapabilities = {
+    agentId: req.agent_id,
+    machineType: req.machine_type,
+    gpus: req.gpus,
+    engines: req.engines,
+    configs: req.configs,
+  };
+  const token = randomToken('jt', 32);
+  const tokenHash = await sha256Hex(token);
+  const leaseId = crypto.randomUUID();
+  const claim = await claimJob(
+    c.get('db'),
+    caps,
+    { id: leaseId, tokenHash },
+    { tokenHash: agentTokenHash, hintJobId: req.hint_job_id },
+    settings,
+    now,
+  );
+  if (!claim.scope) throw new ApiError(401, 'Invalid or revoked agent token');
+  // Nothing was claimed for another machine type than the token's (nextJobFor): say why.
+  if (claim.scope.machine_type !== caps.machineType) throw otherMachineType(claim.scope.machine_type, caps.machineType);
+  if (claim.job) {
+    // Whatever becomes of the agent (or of this request: describing the job reads R2),
+    // its lease is looked at again once it should have expired.
+    c.executionCtx.waitUntil(scheduleLeaseCheck(c.env, { job_id: claim.job.id, lease_id: leaseId }, claim.job.lease_expires_at!, now));
+    // Its heartbeats' door takes it for live without a read, on this isolate (./auth.ts).
+    seenLiveJobToken(tokenHash);
+  }
+  const job = claim.job ? await describeClaim(c.env, claim, token, settings) : null;
+  return { job, hint: hintOutcome(req.hint_job_id, claim, caps) };
+}
+
+/**
+ * A completion's next claim (protocol NextClaim), for the agent token that claimed the
+ * completed lease (`agentTokenHash`; undefined once revoked): counted against that
+ * token's budget as a claim of its own is. Its job, null for none; undefined when none
+ * was made (over budget, refused, or failed: the agent then claims by itself, and its
+ * own claim hears why). The completion it rides with stands either way.
+ */
+export async function claimWithCompletion(
+  c: Context<InternalEnv>,
+  agentTokenHash: string | undefined,
+  req: NextClaim,
+): Promise<ClaimedJob | null | undefined> {
+  if (!agentTokenHash) return undefined;
+  try {
+    limitToken(c, 'agent', agentTokenHash);
+    return (await claimFor(c, agentTokenHash, req)).job;
+  } catch (err) {
+    if (!(err instanceof ApiError))
+      console.error(
+        JSON.stringify({ level: 'warn', msg: 'claim with a completion failed; the agent claims by itself', error: String(err) }),
+      );
+    return undefined;
+  }
+}
 
 /** What became of the job the agent's queue notice named: whether to ack the notice or hand it back. */
 function hintOutcome(hintId: string | null | undefined, claim: ClaimOutcome, caps: AgentCapabilities): ClaimResponse['hint'] {

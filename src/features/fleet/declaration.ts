@@ -12,8 +12,6 @@
 //   and presence records no more GPUs than the token's.
 import type { AppEnv, VariablesOf } from '../../app-env.ts';
 import { rateOf, type MachineRates } from '../../jobs/rates.ts';
-import { bearer } from '../../lib/bearer.ts';
-import { sha256Hex } from '../../lib/crypto.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { liveTokenMachineType } from './data.ts';
 
@@ -26,16 +24,18 @@ export const otherMachineType = (token: string, declared: string) =>
 
 /**
  * Refuses (403) a declared machine type the deployment does not price, before any work
- * is done for it; a bad token is answered 401 first (one read, on this path only).
+ * is done for it; a bad agent token (`agentTokenHash`: the request's, or for a
+ * completion's next claim the one that claimed its lease) is answered 401 first (one
+ * read, on this path only).
  */
 export async function requirePricedMachineType(
-  c: VariablesOf<AppEnv['Variables']> & { req: { header(name: string): string | undefined } },
+  c: VariablesOf<AppEnv['Variables']>,
   rates: MachineRates,
   declared: string,
+  agentTokenHash: string,
 ): Promise<void> {
   if (rateOf(rates, declared) !== null) return;
-  const hash = await sha256Hex(bearer(c.req.header('authorization')));
-  const token = await liveTokenMachineType(c.get('db'), hash);
+  const token = await liveTokenMachineType(c.get('db'), agentTokenHash);
   if (!token) throw new ApiError(401, 'Invalid or revoked agent token');
   if (token.machine_type !== declared) throw otherMachineType(token.machine_type, declared);
   throw new ApiError(

@@ -33,13 +33,15 @@ import { jsonBody } from '../../lib/body.ts';
 import { BODY_CAPS, MAX_INTERNAL_JSON_BYTES } from '../../lib/limits.ts';
 import { tooLarge } from '../../lib/multipart.ts';
 import { json, NO_BODY, stream } from '../../middleware/door.ts';
-import { bearerHash, fleetDoor, jobTokenSteps, leaseTokenLive, tokenLease, type InternalEnv } from './auth.ts';
+import { bearerHash, fleetDoor, jobTokenSteps, leaseAgentTokenStep, leaseTokenLive, tokenLease, type InternalEnv } from './auth.ts';
+import { claimWithCompletion } from './claim.ts';
 import { CompleteRequestSchema, FailRequestSchema, HeartbeatRequestSchema, LeaseEndingSchema, LogChunkSchema } from './schemas.ts';
 
 // Each route declares its door (fleetDoor, ./auth.ts), before anything else it does: the
 // heartbeat and the completion resolve their token inside their own first batch (the
-// completion with what its kind reads: two round trips in all); every other callback
-// reads the lease and its job first (fleetDoor.job). A path no route matches is a 404.
+// completion with what its kind reads: two round trips in all, and a third for the
+// agent's next job when it asks for it); every other callback reads the lease and its
+// job first (fleetDoor.job). A path no route matches is a 404.
 export const leaseInternalApi = new Hono<InternalEnv>();
 
 /** Largest result file an agent may upload (a proof or a baseline). */
@@ -249,14 +251,27 @@ leaseInternalApi.post(
     const db = c.get('db');
     const hash = await bearerHash(c);
     const opening = contractOf(body.kind).opening?.(db, { hash, live: leaseTokenLive }, body);
-    const first = await batchByName(db, { ...jobTokenSteps(db, hash), opening: opening?.steps });
+    const first = await batchByName(db, {
+      ...jobTokenSteps(db, hash),
+      opening: opening?.steps,
+      agentToken: body.next_claim && leaseAgentTokenStep(db, hash),
+    });
     const { lease, job } = tokenLease(first);
     c.set('lease', lease);
     c.set('job', job);
     // A completion can end as `failed` (a commit whose keys do not match its config).
+    // A repeat's answer is the stored one: a next claim is made once, by the call that ended the lease.
     const repeat = repeatOf(c, 'completed', 'failed', 'canceled');
     if (repeat) return repeat;
     if (body.kind !== job.kind) throw new ApiError(422, `This is a ${job.kind} job, not ${body.kind}`);
+    if (body.next_claim && body.next_claim.agent_id !== lease.agent_id)
+      throw new ApiError(422, 'next_claim.agent_id is not the agent that holds this lease');
+    // After the completion stands: the claim's job and token go in this answer only, never in the stored one.
+    const withNext = async (answer: object) => {
+      if (!body.next_claim) return answer;
+      const next = await claimWithCompletion(c, first.agentToken?.[0]?.token_hash, body.next_claim);
+      return next === undefined ? answer : { ...answer, next };
+    };
     const settings = fleetSettings(c.env);
     const response = { status: 'completed' };
     // Results sent inline are stored only if the completion accepts them, each as an object of its own (src/jobs/results.ts).
@@ -280,7 +295,7 @@ leaseInternalApi.post(
       if (!r.applied) throw superseded();
       enqueueAfterResponse(c, r.deliveries);
       compactLogWhen(c, true, log);
-      return c.json(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed, 200);
+      return c.json(await withNext(r.outcome === 'canceled' ? CANCELED_RESPONSE : failed), 200);
     }
     const { outcome, deliveries } = await completeJob(db, lease, { kind: job.kind, done: checked.done } as Completion, response, settings, {
       before,
@@ -290,7 +305,7 @@ leaseInternalApi.post(
     enqueueAfterResponse(c, deliveries);
     compactLogWhen(c, true, log);
     // Canceled meanwhile: the result is dropped, as the cancel's answer promised.
-    return c.json(outcome === 'canceled' ? CANCELED_RESPONSE : response, 200);
+    return c.json(await withNext(outcome === 'canceled' ? CANCELED_RESPONSE : response), 200);
   },
 );
 

@@ -14,6 +14,7 @@ import {
   type LeaseEnding,
   type LeaveRequest,
   type LogChunk,
+  type NextClaim,
   type PresenceRequest,
   type QueueAckRequest,
   type QueuePullRequest,
@@ -99,7 +100,10 @@ const inlineResults = z
     message: `inline results may hold ${MAX_INLINE_RESULT_BYTES} bytes together; PUT bigger ones to /lease/results/{name} first`,
   });
 
-const completion = { ...LeaseEndingSchema.shape, results: inlineResults.optional() };
+/** A claim made with a completion (protocol NextClaim): the agent's capabilities, no queue notice. */
+const NextClaimSchema = z.object(capabilities) satisfies z.ZodType<NextClaim>;
+
+const completion = { ...LeaseEndingSchema.shape, results: inlineResults.optional(), next_claim: NextClaimSchema.optional() };
 
 export const CompleteRequestSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('commit'), app_exe_commit: hex32, app_vm_commit: hex32, ...completion }),
