@@ -5,11 +5,11 @@
 //   running:  while there may be work (at start, and each time a job ends and frees a
 //             slot), claim without a notice: D1 decides the job. A job that completes
 //             makes that claim with its completion (one request), and the job it brings
-//             starts as it ends. Otherwise wait on the
-//             queue: pull a batch of notices, claim for each, ack the notices whose job
-//             is settled and hand back the others. An idle agent pulls (no D1 touched)
-//             and reports presence once a minute (its only D1 write); a dead agent's
-//             jobs come back through their lease checks, not through idle claims.
+//             starts as it ends. Otherwise wait on the queue: pull a batch of notices,
+//             claim for each, ack the notices whose job is settled and hand back the
+//             others. An idle agent pulls (no D1 touched) and reports presence once a
+//             minute (its only D1 write); a dead agent's jobs come back through their
+//             lease checks, not through idle claims.
 //   draining: (SIGTERM) no more pulls; running jobs may finish within the grace
 //             period, then they are released back to the queue. A second SIGTERM
 //             releases them at once.

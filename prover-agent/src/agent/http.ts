@@ -42,22 +42,24 @@ const retryable = (status: number) => status === 429 || status >= 500;
  * references, and can lose it to a garbage collection (nodejs/node#55428,
  * nodejs/undici#4068): a request the service never answered then waited forever, and an
  * agent asked to stop never did (stop 36's CI: no exit 45 s after SIGTERM, nothing sent).
- * The wait is raced against a timer and `stop` held here; the signal still asks the
+ * The wait is raced against a timer and `stop`, listened to here (on signals held
+ * strongly: the caller's, and the timer's own); the signal given to fetch still asks the
  * client to drop the connection. The time limit goes on covering the body's read, as
  * the signal's did (its timer is left to run, unref'd, once headers came).
  */
 function fetchWithin(url: string, init: RequestInit, timeoutMs: number, stop?: AbortSignal): Promise<Response> {
+  if (stop?.aborted) return Promise.reject(stop.reason);
   const limit = new AbortController();
-  const signal = stop ? AbortSignal.any([stop, limit.signal]) : limit.signal;
   const timer = setTimeout(() => limit.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
   timer.unref();
+  const ends = stop ? [stop, limit.signal] : [limit.signal];
   return new Promise<Response>((resolve, reject) => {
-    const ended = () => reject(signal.reason);
-    if (signal.aborted) return ended();
-    signal.addEventListener('abort', ended, { once: true });
-    fetch(url, { ...init, signal }).then(
-      (res) => (signal.removeEventListener('abort', ended), resolve(res)),
-      (err: unknown) => (signal.removeEventListener('abort', ended), clearTimeout(timer), reject(err)),
+    const settled = () => ends.forEach((s) => s.removeEventListener('abort', ended));
+    const ended = (e: Event) => (settled(), reject((e.target as AbortSignal).reason));
+    for (const s of ends) s.addEventListener('abort', ended, { once: true });
+    fetch(url, { ...init, signal: ends.length > 1 ? AbortSignal.any(ends) : limit.signal }).then(
+      (res) => (settled(), resolve(res)),
+      (err: unknown) => (settled(), clearTimeout(timer), reject(err)),
     );
   });
 }
