@@ -2,6 +2,7 @@
 // standing in for the Worker's /internal routes: how it stops.
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,8 @@ import { loadConfig } from '../../prover-agent/src/agent/config.ts';
 import { createLogger } from '../../prover-agent/src/agent/log.ts';
 import { Metrics } from '../../prover-agent/src/agent/metrics.ts';
 import type { ClaimedJob } from '../../prover-agent/src/protocol.ts';
+
+const HELLO_ELF = new URL('../guests/build/hello.elf', import.meta.url);
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -30,10 +33,12 @@ function heldRequest(): Held & { reply: Promise<unknown>; came: () => void } {
 
 /**
  * A service with no work, standing in for the Worker's /internal routes. The first claim
- * and the first pull are held until the test answers them; each request's path is recorded.
+ * and the first pull are held until the test answers them; each request's path is
+ * recorded, and each completion's body (answered by `completes`, in turn).
  */
-async function stubService() {
+async function stubService(completes: unknown[] = []) {
   const seen: string[] = [];
+  const completed: unknown[] = [];
   const firstClaim = heldRequest();
   const firstPull = heldRequest();
   let claims = 0;
@@ -43,7 +48,8 @@ async function stubService() {
     return JSON.stringify(await held.reply);
   };
   const server = createServer(async (req, res) => {
-    for await (const _ of req);
+    let body = '';
+    for await (const part of req) body += part;
     seen.push(req.url ?? '');
     if (req.url === '/internal/v1/agents/presence')
       return res.end(JSON.stringify({ presence_interval_ms: 60_000, queue_token: 'qt-1', queue_token_expires_at: Date.now() + 300_000 }));
@@ -52,6 +58,10 @@ async function stubService() {
     if (req.url === '/internal/v1/queue/pull')
       return res.end(pulls++ === 0 ? await answerHeld(firstPull) : JSON.stringify({ messages: [] }));
     if (req.url === '/internal/v1/agents/leave') return res.end(JSON.stringify({ left: true }));
+    if (req.url === '/internal/v1/lease/complete') {
+      completed.push(JSON.parse(body));
+      return res.end(JSON.stringify(completes[completed.length - 1] ?? { status: 'completed' }));
+    }
     if (req.url?.startsWith('/internal/v1/lease/')) return res.end(JSON.stringify({ status: 'requeued', accepted: 'appended' }));
     res.writeHead(404).end('{}');
   });
@@ -64,14 +74,15 @@ async function stubService() {
     server.close();
   });
   const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}`, seen, firstClaim: firstClaim as Held, firstPull: firstPull as Held };
+  return { url: `http://127.0.0.1:${port}`, seen, completed, firstClaim: firstClaim as Held, firstPull: firstPull as Held };
 }
 
 /** An agent of `svc` with its own work directory; a poll interval far past the test's time limit. */
-async function agentOf(svc: { url: string }) {
+async function agentOf(svc: { url: string }, ...extraArgs: string[]) {
   const workDir = await mkdtemp(join(tmpdir(), 'agent-loop-'));
   cleanups.push(() => rm(workDir, { recursive: true, force: true }));
-  const cfg = loadConfig(['--api-url', svc.url, '--agent-token', 'at_x', '--work-dir', workDir, '--poll-interval', '3600'], {});
+  const args = ['--api-url', svc.url, '--agent-token', 'at_x', '--work-dir', workDir, '--poll-interval', '3600', ...extraArgs];
+  const cfg = loadConfig(args, {});
   return new Agent(cfg, createLogger('error'), new Metrics());
 }
 
@@ -111,36 +122,82 @@ describe('the agent loop', () => {
       '/internal/v1/lease/release',
     ]);
   });
+
+  it('runs the job a completion claimed, with no claim request of its own, offering all it has free', async () => {
+    const second = executeJob('job-2');
+    const svc = await stubService([
+      { status: 'completed', next: second },
+      { status: 'completed', next: null },
+    ]);
+    // Two GPUs, one job at a time: a dev job holds none, so its completion offers both.
+    const agent = await agentOf(svc, '--gpus', '2', '--concurrency', '1');
+    const run = agent.run();
+    await svc.firstClaim.arrived;
+    svc.firstClaim.answer({ job: executeJob('job-1'), hint: 'none' });
+    await svc.firstPull.arrived;
+    agent.shutdown();
+    await run;
+    expect(svc.seen).toEqual([
+      '/internal/v1/agents/presence',
+      '/internal/v1/jobs/claim',
+      '/internal/v1/lease/complete', // job-1's, which claimed job-2
+      '/internal/v1/lease/complete', // job-2's, which found nothing
+      '/internal/v1/jobs/claim', // the loop's own, as after any claim that found work (agent.ts start())
+      '/internal/v1/queue/pull',
+      '/internal/v1/agents/leave',
+    ]);
+    // Each completion claimed for this agent with both GPUs (lent while it was in flight).
+    const nextClaim = { agent_id: agent.id, engines: ['dev'], gpus: 2 };
+    expect(svc.completed).toMatchObject([
+      { kind: 'execute', next_claim: nextClaim },
+      { kind: 'execute', next_claim: nextClaim },
+    ]);
+  });
 });
 
-/** A dev-engine commit job as a claim answers it: nothing to download, watch intervals longer than the test. */
+/** A job's fields as a claim answers them: nothing to download, watch intervals longer than the test. */
+const claimed = {
+  subject_id: 'subject-1',
+  attempt: 1,
+  lease_id: 'lease-1',
+  job_token: 'jt_1',
+  lease_expires_at: Date.now() + 60_000,
+  heartbeat_interval_ms: 60_000,
+  cancel_check_interval_ms: 60_000,
+  num_gpus: 0,
+  priority: 5,
+  config: {
+    id: 'cfg_1',
+    engine: 'dev',
+    openvm_version: '2.0.1',
+    stark_backend_version: '2.0.0',
+    app_vm_commit: '0x' + '11'.repeat(32),
+    deferral_enabled: true,
+    public_values_bytes: 32,
+  },
+  program: { id: 'prog-1', app_exe_commit: null },
+  proof: null,
+  execution: null,
+  verification: null,
+  artifacts: [],
+  log: { seq: 0, offset: 0 },
+} satisfies Partial<ClaimedJob>;
+
+/** A dev-engine commit job: released in the tests that use it, never run. */
 function claimedJob(): ClaimedJob {
+  return { ...claimed, id: 'job-1', kind: 'commit' };
+}
+
+/** A dev-engine execution of the hello guest, its inputs inline. */
+function executeJob(id: string): ClaimedJob {
+  const inline = { elf: readFileSync(HELLO_ELF).toString('base64'), vmexe: '', input: Buffer.from('{"input":[]}').toString('base64') };
   return {
-    id: 'job-1',
-    kind: 'commit',
-    subject_id: 'prog-1',
-    attempt: 1,
-    lease_id: 'lease-1',
-    job_token: 'jt_1',
-    lease_expires_at: Date.now() + 12_000,
-    heartbeat_interval_ms: 60_000,
-    cancel_check_interval_ms: 60_000,
-    num_gpus: 0,
-    priority: 5,
-    config: {
-      id: 'cfg_1',
-      engine: 'dev',
-      openvm_version: '2.0.1',
-      stark_backend_version: '2.0.0',
-      app_vm_commit: '0x' + '11'.repeat(32),
-      deferral_enabled: true,
-      public_values_bytes: 32,
-    },
-    program: { id: 'prog-1', app_exe_commit: null },
-    proof: null,
-    execution: null,
-    verification: null,
-    artifacts: [],
-    log: { seq: 0, offset: 0 },
+    ...claimed,
+    id,
+    kind: 'execute',
+    execution: { mode: 'pure' },
+    artifacts: ['elf', 'vmexe', 'input'],
+    shared_artifacts: {},
+    inline_artifacts: inline,
   };
 }

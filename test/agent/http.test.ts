@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { backoffDelay, fetchWithRetry, HttpError } from '../../prover-agent/src/agent/http.ts';
+import { backoffDelay, fetchJson, fetchWithRetry, HttpError } from '../../prover-agent/src/agent/http.ts';
 import { decodeNotice } from '../../prover-agent/src/agent/queue-client.ts';
 
 let close: (() => void) | null = null;
@@ -117,6 +117,14 @@ describe('a request whose HTTP client loses its signal', () => {
       finishInFlight: true,
     });
     await expect(claim).rejects.toThrow(/shutting down/);
+  });
+
+  it('a JSON answer whose body stalls ends at the time limit too', async () => {
+    // Headers came; the body never ends, and nothing aborts its read but the time limit.
+    const stalled = () => new Response(new ReadableStream({ pull: () => new Promise<void>(() => {}) }), { status: 200 });
+    vi.stubGlobal('fetch', async () => stalled());
+    const answer = fetchJson('http://127.0.0.1:9/', () => ({}), 'presence', { ...fast, attempts: 2, timeoutMs: 20 });
+    await expect(answer).rejects.toThrow(/presence: gave up after 2 attempts \(TimeoutError: no answer within 20 ms\)/);
   });
 });
 

@@ -215,7 +215,7 @@ describe('resilience', () => {
     await api.waitFor(`/v1/proofs/${id}`, (p: any) => p.state === 'Executing');
     a.signal('SIGTERM');
     await a.waitForLog(/shutting down/);
-    expect(await a.exited).toBe(0);
+    expect(await a.exitedWithin(60_000)).toBe(0);
     expect((await api.json('GET', `/v1/proofs/${id}`)).state).toBe('Succeeded');
     expect(liveProcessGroups(a.enginePids())).toEqual([]); // its idle warm worker stopped with it
   });

@@ -78,6 +78,8 @@ export interface AgentProcess {
   waitForLog(re: RegExp, timeoutMs?: number): Promise<string>;
   signal(sig: NodeJS.Signals): void;
   exited: Promise<number | null>;
+  /** Its exit code, or after `ms` an error with what the agent says it waits on (/healthz) and its last lines. */
+  exitedWithin(ms: number): Promise<number | null>;
   metricsPort: number;
   /**
    * Engine processes the agent reported in its logs: the one that ran `jobId` (a warm
@@ -273,6 +275,24 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         },
         signal: (sig) => proc.kill(sig),
         exited,
+        async exitedWithin(ms) {
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<never>((_, reject) => {
+            timer = setTimeout(async () => {
+              const health = await fetch(`http://127.0.0.1:${metricsPort}/healthz`, { signal: AbortSignal.timeout(3000) })
+                .then((r) => r.text())
+                .catch((err: Error) => `no answer (${err.message})`);
+              reject(
+                new Error(`the agent did not exit within ${ms} ms; its health: ${health}\nits last lines:\n${lines.slice(-25).join('\n')}`),
+              );
+            }, ms);
+          });
+          try {
+            return await Promise.race([exited, late]);
+          } finally {
+            clearTimeout(timer);
+          }
+        },
         enginePids(jobId) {
           const pids = new Set<number>();
           for (const line of lines) {

@@ -36,31 +36,50 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 8, baseDelayMs: 250, maxDe
 
 const retryable = (status: number) => status === 429 || status >= 500;
 
+/** One attempt's answer: a 2xx read by the caller's `read`, or another status with its body's text. */
+type Answer<T> = { ok: true; value: T } | { ok: false; res: Response; body: string };
+
 /**
- * One fetch() that ends by its time limit, or by `stop`, whatever the HTTP client does
- * with its signal. Node's fetch (undici) follows a request's signal through weak
- * references, and can lose it to a garbage collection (nodejs/node#55428,
- * nodejs/undici#4068): a request the service never answered then waited forever, and an
- * agent asked to stop never did (stop 36's CI: no exit 45 s after SIGTERM, nothing sent).
- * The wait is raced against a timer and `stop`, listened to here (on signals held
- * strongly: the caller's, and the timer's own); the signal given to fetch still asks the
- * client to drop the connection. The time limit goes on covering the body's read, as
- * the signal's did (its timer is left to run, unref'd, once headers came).
+ * One fetch() and the read of its answer, ended by the time limit or by `stop`, whatever
+ * the HTTP client does with its signal. Node's fetch (undici) follows a request's signal
+ * through weak references, and can lose it to a garbage collection (nodejs/node#55428,
+ * nodejs/undici#4068): a request or a body the service never finished then waited
+ * forever, and an agent asked to stop never did (stop 36's CI: no exit 45 s after
+ * SIGTERM, nothing sent). The wait is raced against a timer and `stop`, listened to here
+ * (on signals held strongly: the caller's, and the timer's own); the signal given to
+ * fetch still asks the client to drop the connection. A response handed back unread
+ * (`keepLimit`: a download streams it) stays under the time limit through that signal,
+ * as before: its timer is left to run, unref'd.
  */
-function fetchWithin(url: string, init: RequestInit, timeoutMs: number, stop?: AbortSignal): Promise<Response> {
+function fetchWithin<T>(
+  url: string,
+  init: RequestInit,
+  timeoutMs: number,
+  stop: AbortSignal | undefined,
+  read: (res: Response) => Promise<T> | T,
+  keepLimit: boolean,
+): Promise<Answer<T>> {
   if (stop?.aborted) return Promise.reject(stop.reason);
   const limit = new AbortController();
   const timer = setTimeout(() => limit.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
   timer.unref();
   const ends = stop ? [stop, limit.signal] : [limit.signal];
-  return new Promise<Response>((resolve, reject) => {
+  return new Promise<Answer<T>>((resolve, reject) => {
     const settled = () => ends.forEach((s) => s.removeEventListener('abort', ended));
     const ended = (e: Event) => (settled(), reject((e.target as AbortSignal).reason));
     for (const s of ends) s.addEventListener('abort', ended, { once: true });
-    fetch(url, { ...init, signal: ends.length > 1 ? AbortSignal.any(ends) : limit.signal }).then(
-      (res) => (settled(), resolve(res)),
-      (err: unknown) => (settled(), clearTimeout(timer), reject(err)),
-    );
+    fetch(url, { ...init, signal: ends.length > 1 ? AbortSignal.any(ends) : limit.signal })
+      .then(async (res): Promise<Answer<T>> =>
+        res.ok ? { ok: true, value: await read(res) } : { ok: false, res, body: await res.text().catch(() => '') },
+      )
+      .then(
+        (answer) => {
+          settled();
+          if (!keepLimit || !answer.ok) clearTimeout(timer);
+          resolve(answer);
+        },
+        (err: unknown) => (settled(), clearTimeout(timer), reject(err)),
+      );
   });
 }
 
@@ -71,22 +90,40 @@ export function backoffDelay(attempt: number, p: Pick<RetryPolicy, 'baseDelayMs'
 
 /**
  * fetch() with the retry policy. `makeInit` is called per attempt so a body can be
- * re-created (a file stream cannot be sent twice). Resolves with a 2xx response.
+ * re-created (a file stream cannot be sent twice). Resolves with a 2xx response, its
+ * body for the caller to read (a stream: a download); fetchJson reads it within the attempt.
  */
-export async function fetchWithRetry(
+export function fetchWithRetry(
   url: string,
   makeInit: () => RequestInit,
   what: string,
   policy: RetryPolicy = DEFAULT_RETRY,
 ): Promise<Response> {
+  return withRetries(url, makeInit, what, policy, (res) => res, true);
+}
+
+/** fetchWithRetry() of a JSON answer, read within each attempt's time limit (a body that stalls is retried like a request that did). */
+export function fetchJson<T>(url: string, makeInit: () => RequestInit, what: string, policy: RetryPolicy = DEFAULT_RETRY): Promise<T> {
+  return withRetries(url, makeInit, what, policy, (res) => res.json() as Promise<T>, false);
+}
+
+async function withRetries<T>(
+  url: string,
+  makeInit: () => RequestInit,
+  what: string,
+  policy: RetryPolicy,
+  read: (res: Response) => Promise<T> | T,
+  keepLimit: boolean,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     policy.signal?.throwIfAborted();
     let reason: string;
     let retryAfterMs: number | undefined;
     try {
-      const res = await fetchWithin(url, makeInit(), policy.timeoutMs, policy.finishInFlight ? undefined : policy.signal);
-      if (res.ok) return res;
-      const body = await res.text().catch(() => '');
+      const stop = policy.finishInFlight ? undefined : policy.signal;
+      const answer = await fetchWithin(url, makeInit(), policy.timeoutMs, stop, read, keepLimit);
+      if (answer.ok) return answer.value;
+      const { res, body } = answer;
       if (!retryable(res.status)) throw new HttpError(res.status, body, what);
       reason = `HTTP ${res.status}`;
       const ra = Number(res.headers.get('retry-after'));

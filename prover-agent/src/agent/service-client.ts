@@ -33,7 +33,7 @@ import type {
   PublishedKeys,
   ResultName,
 } from '../protocol.ts';
-import { DEFAULT_RETRY, fetchWithRetry, type RetryPolicy } from './http.ts';
+import { DEFAULT_RETRY, fetchJson, fetchWithRetry, type RetryPolicy } from './http.ts';
 
 /** How long the agent keeps a config's published key digests before asking again. */
 export const PUBLISHED_KEYS_TTL_MS = 60_000;
@@ -50,8 +50,8 @@ export class ServiceClient {
     this.retry = { ...DEFAULT_RETRY, ...retry };
   }
 
-  private async post<T>(path: string, token: string, body: unknown, what: string, policy?: Partial<RetryPolicy>): Promise<T> {
-    const res = await fetchWithRetry(
+  private post<T>(path: string, token: string, body: unknown, what: string, policy?: Partial<RetryPolicy>): Promise<T> {
+    return fetchJson<T>(
       this.baseUrl + path,
       () => ({
         method: 'POST',
@@ -61,7 +61,6 @@ export class ServiceClient {
       what,
       { ...this.retry, ...policy },
     );
-    return (await res.json()) as T;
   }
 
   claim(req: ClaimRequest, policy?: Partial<RetryPolicy>): Promise<ClaimResponse> {
@@ -89,14 +88,13 @@ export class ServiceClient {
   }
 
   /** A config as the fleet prepares hosts for it (GET /internal/v1/configs/{id}). */
-  async fleetConfig(id: string, policy?: Partial<RetryPolicy>): Promise<FleetConfig> {
-    const res = await fetchWithRetry(
+  fleetConfig(id: string, policy?: Partial<RetryPolicy>): Promise<FleetConfig> {
+    return fetchJson<FleetConfig>(
       `${this.baseUrl}/internal/v1/configs/${encodeURIComponent(id)}`,
       () => ({ headers: { authorization: `Bearer ${this.agentToken}` } }),
       `config ${id}`,
       { ...this.retry, ...policy },
     );
-    return (await res.json()) as FleetConfig;
   }
 
   /**
@@ -201,22 +199,23 @@ export class LeaseClient {
     return { authorization: `Bearer ${this.token}`, ...extra };
   }
 
-  private async post<T>(path: string, body: unknown, policy?: Partial<RetryPolicy>): Promise<T> {
-    const res = await fetchWithRetry(
+  private post<T>(path: string, body: unknown, policy?: Partial<RetryPolicy>): Promise<T> {
+    return fetchJson<T>(
       this.base + path,
       () => ({ method: 'POST', headers: this.headers({ 'content-type': 'application/json' }), body: JSON.stringify(body) }),
       path.slice(1),
       { ...this.retry, ...policy },
     );
-    return (await res.json()) as T;
   }
 
   heartbeat(req: HeartbeatRequest, policy?: Partial<RetryPolicy>) {
     return this.post<HeartbeatResponse>('/heartbeat', req, policy);
   }
-  async status(policy?: Partial<RetryPolicy>): Promise<LeaseStatusResponse> {
-    const res = await fetchWithRetry(this.base + '/status', () => ({ headers: this.headers() }), 'status', { ...this.retry, ...policy });
-    return (await res.json()) as LeaseStatusResponse;
+  status(policy?: Partial<RetryPolicy>): Promise<LeaseStatusResponse> {
+    return fetchJson<LeaseStatusResponse>(this.base + '/status', () => ({ headers: this.headers() }), 'status', {
+      ...this.retry,
+      ...policy,
+    });
   }
   logs(chunk: LogChunk) {
     return this.post<{ accepted: string }>('/logs', chunk);
