@@ -108,9 +108,7 @@ describe('openvm engine on the fleet (stand-in tool)', () => {
     // Bounded waits that say what the agent saw: this test once hung under a loaded full run.
     // Its health too: what it says it is doing, or that it does not answer (a blocked event loop).
     const agentSaw = async () => {
-      const health = await fetch(`http://127.0.0.1:${agent.metricsPort}/healthz`, { signal: AbortSignal.timeout(3000) })
-        .then((r) => r.text())
-        .catch((err: Error) => `no answer (${err.message})`);
+      const health = await agent.health();
       return `the agent's health: ${health}\nthe agent's last lines:\n${agent.logs().slice(-25).join('\n')}\nthe Worker's last lines:\n${stack.workerLogs().slice(-25).join('\n')}`;
     };
     const within = async <T>(what: string, p: Promise<T>, ms: number): Promise<T> => {

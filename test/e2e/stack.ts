@@ -80,6 +80,8 @@ export interface AgentProcess {
   exited: Promise<number | null>;
   /** Its exit code, or after `ms` an error with what the agent says it waits on (/healthz) and its last lines. */
   exitedWithin(ms: number): Promise<number | null>;
+  /** Its /healthz answer (what it is doing, `waiting_on`), or that it gave none within 3 s (a blocked event loop). */
+  health(): Promise<string>;
   metricsPort: number;
   /**
    * Engine processes the agent reported in its logs: the one that ran `jobId` (a warm
@@ -279,9 +281,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           let timer: NodeJS.Timeout | undefined;
           const late = new Promise<never>((_, reject) => {
             timer = setTimeout(async () => {
-              const health = await fetch(`http://127.0.0.1:${metricsPort}/healthz`, { signal: AbortSignal.timeout(3000) })
-                .then((r) => r.text())
-                .catch((err: Error) => `no answer (${err.message})`);
+              const health = await agent.health();
               reject(
                 new Error(`the agent did not exit within ${ms} ms; its health: ${health}\nits last lines:\n${lines.slice(-25).join('\n')}`),
               );
@@ -293,6 +293,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
             clearTimeout(timer);
           }
         },
+        health: () =>
+          fetch(`http://127.0.0.1:${metricsPort}/healthz`, { signal: AbortSignal.timeout(3000) })
+            .then((r) => r.text())
+            .catch((err: Error) => `no answer (${err.message})`),
         enginePids(jobId) {
           const pids = new Set<number>();
           for (const line of lines) {
